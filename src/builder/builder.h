@@ -1,0 +1,84 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * Builder: turns the records store into the edge store.
+ *
+ * Design
+ *
+ * A full build reads one zone from the records store in (okey, type) order
+ * and walks the zone's edge nodes in the same (key) order, so the two
+ * streams merge like two sorted files: a node only in the records is
+ * written, one only in the edge is deleted, one in both is rewritten only
+ * if its content differs. Memory is bounded by the largest node, whatever
+ * the zone's size.
+ *
+ * Fencing: the build is stamped with the newest change-log sequence of its
+ * records snapshot. It runs in one LMDB write transaction (LMDB has one
+ * writer across all processes); it is skipped when the edge already holds
+ * the zone from a newer snapshot, and every node write is fenced by the
+ * node's own sequence (edge_txn_put_node).
+ *
+ * The follower (follow.c) tails the change log from the edge store's
+ * "applied_seq" and runs the builds each event calls for, so changes made
+ * by another process (the zonecast CLI) reach a running server, and a
+ * restarted server resumes where it stopped.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <libknot/dname.h>
+
+#include "edge/edge.h"
+#include "records/records.h"
+
+typedef struct {
+	uint64_t nodes_written;
+	uint64_t nodes_deleted;
+	uint64_t nodes_unchanged;
+	uint64_t records;
+	uint64_t seq;       /* Snapshot sequence the build was stamped with. */
+	bool skipped;       /* The edge already had a newer build. */
+} builder_stats_t;
+
+/* Reports one difference found by builder_verify(). */
+typedef void (*builder_diff_cb)(const knot_dname_t *owner, const char *what,
+                                void *ctx);
+
+/*
+ * Full build of one zone: makes the edge store equal to the records store
+ * for `apex` (deleting the zone from the edge if it no longer exists).
+ * progress, when not NULL, is called every 65536 records.
+ */
+int builder_full_build(records_store_t *rs, edge_store_t *es,
+                       const knot_dname_t *apex, builder_stats_t *stats,
+                       void (*progress)(uint64_t records, void *ctx),
+                       void *ctx);
+
+/*
+ * Compares the edge store with a full build of the records store for
+ * `apex`, without writing. Calls diff for every difference and returns the
+ * number of differences (0: identical) or a negative code.
+ */
+int builder_verify(records_store_t *rs, edge_store_t *es,
+                   const knot_dname_t *apex, builder_diff_cb diff, void *ctx);
+
+/* Change-log follower thread. */
+typedef struct builder_follower builder_follower_t;
+
+/*
+ * Starts a thread that applies the change log to the edge store, polling
+ * every poll_ms when idle. It opens its own records-store connection on
+ * data_dir. The caller stops it with builder_follower_stop().
+ */
+int builder_follower_start(const char *data_dir, edge_store_t *es,
+                           unsigned poll_ms, builder_follower_t **out);
+
+/* Wakes the follower at once (a change was just committed). */
+void builder_follower_wake(builder_follower_t *f);
+
+/* Stops and joins the thread, frees f (NULL is a no-op). */
+void builder_follower_stop(builder_follower_t *f);
+
+/* Applies every pending change once, in the caller's thread. */
+int builder_catch_up(records_store_t *rs, edge_store_t *es,
+                     uint64_t *applied);

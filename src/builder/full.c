@@ -1,0 +1,411 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * Full build and verification of one zone: a streaming merge of the records
+ * store's (okey, type) order with the edge store's key order (see
+ * builder.h).
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <libknot/descriptor.h>
+#include <libknot/errcode.h>
+#include <libknot/rrset.h>
+#include <libknot/rrtype/soa.h>
+
+#include "builder/builder.h"
+#include "common/arena.h"
+#include "common/error.h"
+#include "common/log.h"
+#include "dns/name.h"
+
+/* A node assembled from consecutive records rows. */
+typedef struct {
+	zc_arena_t arena;
+	uint8_t okey[DNS_LF_MAXLEN];
+	size_t okey_len;
+	uint8_t owner[KNOT_DNAME_MAXLEN];
+	knot_rrset_t rrsets[EDGE_NODE_MAX_RRSETS];
+	uint16_t count;
+	bool valid;
+} node_acc_t;
+
+/* State shared by the build and the verification. */
+typedef struct {
+	records_scan_t *scan;
+	records_zone_t zone;
+	uint64_t seq;
+	edge_txn_t read;     /* Snapshot of the edge the merge walks. */
+	edge_txn_t write;    /* Only for a build. */
+	edge_iter_t iter;
+	bool apply;
+	builder_stats_t *stats;
+	builder_diff_cb diff;
+	void *diff_ctx;
+	int differences;
+	node_acc_t node;
+	records_row_t pending;
+	int pending_state;   /* 1: a row is pending, 0: end, <0: error */
+	uint8_t apex_lf[DNS_LF_MAXLEN];
+	size_t apex_lf_len;
+	uint32_t soa_ttl;
+	uint16_t soa_len;
+	uint8_t soa[EDGE_SOA_MAXLEN];
+	bool has_soa;
+	void (*progress)(uint64_t records, void *ctx);
+	void *progress_ctx;
+} build_t;
+
+static void report(build_t *b, const uint8_t *owner, const char *what)
+{
+	b->differences++;
+	if (b->diff != NULL) {
+		b->diff(owner, what, b->diff_ctx);
+	}
+}
+
+/* Adds a row's record to the node being assembled. */
+static int add_row(build_t *b, const records_row_t *row)
+{
+	node_acc_t *n = &b->node;
+	if (row->okey_len == 0 && row->type == KNOT_RRTYPE_SOA) {
+		/* The SOA lives in the zone metadata, not in the apex node. */
+		if (!b->has_soa && row->rdata_len <= EDGE_SOA_MAXLEN &&
+		    row->rdata_len >= 22) {
+			b->soa_ttl = row->ttl;
+			b->soa_len = row->rdata_len;
+			memcpy(b->soa, row->rdata, row->rdata_len);
+			b->has_soa = true;
+		}
+		return ZC_EOK;
+	}
+	knot_rrset_t *rr = n->count > 0 ? &n->rrsets[n->count - 1] : NULL;
+	if (rr == NULL || rr->type != row->type) {
+		if (n->count == EDGE_NODE_MAX_RRSETS) {
+			return ZC_ETOOBIG;
+		}
+		rr = &n->rrsets[n->count++];
+		knot_rrset_init(rr, n->owner, row->type, KNOT_CLASS_IN, row->ttl);
+	}
+	if (row->ttl < rr->ttl) {
+		rr->ttl = row->ttl; /* RFC 2181 §5.2: one TTL; take the lowest. */
+	}
+	return knot_rrset_add_rdata(rr, row->rdata, row->rdata_len,
+	                            zc_arena_mm(&n->arena));
+}
+
+/* Reads rows until the next node is complete. Returns 1, 0 at end, <0. */
+static int next_node(build_t *b)
+{
+	node_acc_t *n = &b->node;
+	zc_arena_reset(&n->arena);
+	n->count = 0;
+	n->valid = false;
+	if (b->pending_state <= 0) {
+		return b->pending_state;
+	}
+	memcpy(n->okey, b->pending.okey, b->pending.okey_len);
+	n->okey_len = b->pending.okey_len;
+	memcpy(n->owner, b->pending.owner, knot_dname_size(b->pending.owner));
+	for (;;) {
+		int ret = add_row(b, &b->pending);
+		if (ret != ZC_EOK) {
+			return ret;
+		}
+		if (++b->stats->records % 65536 == 0 && b->progress != NULL) {
+			b->progress(b->stats->records, b->progress_ctx);
+		}
+		b->pending_state = records_scan_next(b->scan, &b->pending);
+		if (b->pending_state <= 0 ||
+		    b->pending.okey_len != n->okey_len ||
+		    memcmp(b->pending.okey, n->okey, n->okey_len) != 0) {
+			break;
+		}
+	}
+	if (b->pending_state < 0) {
+		return b->pending_state;
+	}
+	n->valid = true;
+	return 1;
+}
+
+static int key_cmp(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen)
+{
+	int c = memcmp(a, b, alen < blen ? alen : blen);
+	if (c != 0) {
+		return c;
+	}
+	return (alen > blen) - (alen < blen);
+}
+
+/* Deletes (or, verifying, reports) a node found only at the edge. */
+static int emit_delete(build_t *b, const uint8_t *rel, size_t rel_len)
+{
+	if (!b->apply) {
+		uint8_t lf[DNS_LF_MAXLEN];
+		uint8_t owner[KNOT_DNAME_MAXLEN] = { 0 };
+		if (b->apex_lf_len + rel_len <= sizeof(lf)) {
+			memcpy(lf, b->apex_lf, b->apex_lf_len);
+			memcpy(lf + b->apex_lf_len, rel, rel_len);
+			dns_name_from_lf(lf, b->apex_lf_len + rel_len, owner);
+		}
+		report(b, owner, "stale at the edge (not in the records store)");
+		return ZC_EOK;
+	}
+	b->stats->nodes_deleted++;
+	int ret = edge_txn_del_node(&b->write, b->zone.id, rel, rel_len, b->seq);
+	return ret == ZC_ESTALE ? ZC_EOK : ret;
+}
+
+/* Writes (or, verifying, compares) the assembled node. */
+static int emit_node(build_t *b, const uint8_t *old, size_t old_len)
+{
+	node_acc_t *n = &b->node;
+	if (n->count == 0) {
+		/* Only the SOA was here (the apex): nothing to store. */
+		if (old != NULL) {
+			return emit_delete(b, n->okey, n->okey_len);
+		}
+		return ZC_EOK;
+	}
+	size_t size = edge_node_size(n->rrsets, n->count);
+	uint8_t *buf = zc_arena_alloc(&n->arena, size);
+	if (buf == NULL) {
+		return KNOT_ENOMEM;
+	}
+	uint8_t flags = edge_node_flags(n->owner, n->okey_len == 0,
+	                                n->rrsets, n->count);
+	int len = edge_node_encode(buf, size, flags, b->seq, n->rrsets, n->count);
+	if (len < 0) {
+		return len;
+	}
+	if (old != NULL && edge_node_same_content(buf, len, old, old_len)) {
+		b->stats->nodes_unchanged++;
+		return ZC_EOK;
+	}
+	if (!b->apply) {
+		report(b, n->owner, old ? "differs" : "missing at the edge");
+		return ZC_EOK;
+	}
+	b->stats->nodes_written++;
+	int ret = edge_txn_put_node(&b->write, b->zone.id, n->okey, n->okey_len,
+	                            buf, len);
+	return ret == ZC_ESTALE ? ZC_EOK : ret;
+}
+
+/* Walks both sorted streams and emits their differences. */
+static int merge(build_t *b)
+{
+	const uint8_t *rel = NULL, *val = NULL;
+	size_t rel_len = 0, val_len = 0;
+	int ret = next_node(b);
+	int it = edge_iter_next(&b->iter, &rel, &rel_len, &val, &val_len);
+	while (ret >= 0 && it >= 0 && (ret == 1 || it == 1)) {
+		int cmp;
+		if (ret != 1) {
+			cmp = 1;
+		} else if (it != 1) {
+			cmp = -1;
+		} else {
+			cmp = key_cmp(b->node.okey, b->node.okey_len, rel, rel_len);
+		}
+		int wret;
+		if (cmp < 0) {
+			wret = emit_node(b, NULL, 0);
+			ret = (wret == ZC_EOK) ? next_node(b) : wret;
+		} else if (cmp > 0) {
+			wret = emit_delete(b, rel, rel_len);
+			it = (wret == ZC_EOK) ? edge_iter_next(&b->iter, &rel, &rel_len,
+			                                       &val, &val_len) : wret;
+		} else {
+			wret = emit_node(b, val, val_len);
+			ret = (wret == ZC_EOK) ? next_node(b) : wret;
+			it = (wret == ZC_EOK) ? edge_iter_next(&b->iter, &rel, &rel_len,
+			                                       &val, &val_len) : wret;
+		}
+	}
+	return ret < 0 ? ret : (it < 0 ? it : ZC_EOK);
+}
+
+/* Zone metadata from the build: serial, SOA with that serial, stamp. */
+static void make_meta(build_t *b, edge_zone_t *meta)
+{
+	memset(meta, 0, sizeof(*meta));
+	meta->zone_id = (uint64_t)b->zone.id;
+	meta->seq = b->seq;
+	meta->serial = b->zone.serial;
+	meta->apex_len = knot_dname_size(b->zone.apex);
+	memcpy(meta->apex, b->zone.apex, meta->apex_len);
+	meta->soa_ttl = b->soa_ttl;
+	meta->soa_len = b->soa_len;
+	memcpy(meta->soa, b->soa, b->soa_len);
+	uint8_t *serial = meta->soa + meta->soa_len - 20;
+	serial[0] = (uint8_t)(b->zone.serial >> 24);
+	serial[1] = (uint8_t)(b->zone.serial >> 16);
+	serial[2] = (uint8_t)(b->zone.serial >> 8);
+	serial[3] = (uint8_t)b->zone.serial;
+}
+
+/* Compares metadata (verification only). */
+static void check_meta(build_t *b, const edge_zone_t *want, int found,
+                       const edge_zone_t *have)
+{
+	if (found != ZC_EOK) {
+		report(b, b->zone.apex, "zone missing at the edge");
+	} else if (have->serial != want->serial) {
+		report(b, b->zone.apex, "serial differs");
+	} else if (have->soa_len != want->soa_len || have->soa_ttl != want->soa_ttl ||
+	           memcmp(have->soa, want->soa, want->soa_len) != 0) {
+		report(b, b->zone.apex, "SOA differs");
+	} else if (have->zone_id != want->zone_id) {
+		report(b, b->zone.apex, "zone id differs");
+	}
+}
+
+/* Removes a zone that no longer exists in the records store. */
+static int drop_zone(records_store_t *rs, edge_store_t *es,
+                     const knot_dname_t *apex, build_t *b)
+{
+	uint64_t seq;
+	int ret = records_last_seq(rs, &seq);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	edge_txn_t *txn = b->apply ? &b->write : &b->read;
+	ret = b->apply ? edge_txn_begin_write(es, txn) :
+	      edge_txn_begin_read(es, txn);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	edge_zone_t meta;
+	ret = edge_zone_get(txn, apex, &meta);
+	if (ret == ZC_EOK && !b->apply) {
+		report(b, apex, "zone deleted but still at the edge");
+	} else if (ret == ZC_EOK && meta.seq <= seq) {
+		ret = edge_txn_del_zone(txn, apex, meta.zone_id);
+	} else if (ret == ZC_ENOZONE) {
+		ret = ZC_EOK;
+	}
+	if (ret == ZC_EOK && b->apply) {
+		return edge_txn_commit(txn);
+	}
+	edge_txn_abort(txn);
+	return ret;
+}
+
+/* The build proper, once the records snapshot is open. */
+static int run(build_t *b, edge_store_t *es)
+{
+	edge_zone_t have, want;
+	int ret = b->apply ? edge_txn_begin_write(es, &b->write) : ZC_EOK;
+	if (ret == ZC_EOK) {
+		/* A read snapshot taken while holding the write lock shows the
+		 * same state the write transaction starts from. */
+		ret = edge_txn_begin_read(es, &b->read);
+	}
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	int found = edge_zone_get(&b->read, b->zone.apex, &have);
+	if (found == ZC_EOK && have.seq > b->seq && b->apply) {
+		b->stats->skipped = true; /* Fenced: the edge is newer. */
+		return ZC_EOK;
+	}
+	if (found == ZC_EOK && have.zone_id != (uint64_t)b->zone.id && b->apply) {
+		/* The zone was deleted and created again: drop the old nodes. */
+		ret = edge_txn_del_zone(&b->write, b->zone.apex, have.zone_id);
+	}
+	if (ret == ZC_EOK) {
+		ret = edge_iter_begin(&b->read, (uint64_t)b->zone.id, &b->iter);
+	}
+	if (ret == ZC_EOK) {
+		ret = merge(b);
+		edge_iter_end(&b->iter);
+	}
+	if (ret == ZC_EOK && !b->has_soa) {
+		zc_error("zone %s: no SOA record, not built", b->zone.name);
+		return ZC_EZONEFILE;
+	}
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	make_meta(b, &want);
+	if (!b->apply) {
+		check_meta(b, &want, found, &have);
+		return ZC_EOK;
+	}
+	ret = edge_txn_put_zone(&b->write, &want);
+	edge_txn_abort(&b->read);
+	if (ret == ZC_EOK) {
+		ret = edge_txn_commit(&b->write);
+	}
+	return ret;
+}
+
+static int build_or_verify(records_store_t *rs, edge_store_t *es,
+                           const knot_dname_t *apex, build_t *b)
+{
+	uint8_t lower[KNOT_DNAME_MAXLEN];
+	knot_dname_copy_lower(lower, apex);
+	int ret = records_scan_begin(rs, lower, &b->zone, &b->seq, &b->scan);
+	if (ret == ZC_ENOZONE) {
+		return drop_zone(rs, es, lower, b);
+	}
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	b->stats->seq = b->seq;
+	b->apex_lf_len = dns_name_to_lf(b->zone.apex, b->apex_lf);
+	zc_arena_init(&b->node.arena, 64 * 1024);
+	b->pending_state = records_scan_next(b->scan, &b->pending);
+	ret = run(b, es);
+	edge_txn_abort(&b->read);
+	edge_txn_abort(&b->write);
+	zc_arena_deinit(&b->node.arena);
+	records_scan_end(b->scan);
+	return ret;
+}
+
+int builder_full_build(records_store_t *rs, edge_store_t *es,
+                       const knot_dname_t *apex, builder_stats_t *stats,
+                       void (*progress)(uint64_t records, void *ctx),
+                       void *ctx)
+{
+	builder_stats_t local;
+	build_t *b = calloc(1, sizeof(*b));
+	if (b == NULL) {
+		return KNOT_ENOMEM;
+	}
+	b->apply = true;
+	b->stats = stats != NULL ? stats : &local;
+	memset(b->stats, 0, sizeof(*b->stats));
+	b->progress = progress;
+	b->progress_ctx = ctx;
+	int ret = build_or_verify(rs, es, apex, b);
+	if (ret == ZC_ENOSPACE) {
+		/* The map grew; one more try fits. */
+		memset(b, 0, sizeof(*b));
+		b->apply = true;
+		b->stats = stats != NULL ? stats : &local;
+		memset(b->stats, 0, sizeof(*b->stats));
+		ret = build_or_verify(rs, es, apex, b);
+	}
+	free(b);
+	return ret;
+}
+
+int builder_verify(records_store_t *rs, edge_store_t *es,
+                   const knot_dname_t *apex, builder_diff_cb diff, void *ctx)
+{
+	builder_stats_t stats;
+	build_t *b = calloc(1, sizeof(*b));
+	if (b == NULL) {
+		return KNOT_ENOMEM;
+	}
+	b->stats = &stats;
+	memset(&stats, 0, sizeof(stats));
+	b->diff = diff;
+	b->diff_ctx = ctx;
+	int ret = build_or_verify(rs, es, apex, b);
+	int differences = b->differences;
+	free(b);
+	return ret < 0 ? ret : differences;
+}

@@ -1,0 +1,204 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * zonecast serve: runs every stage on one data directory — the builder's
+ * change-log follower and the DNS server — until SIGINT or SIGTERM.
+ * A fresh data directory gets the demo zone unless told otherwise.
+ */
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "builder/builder.h"
+#include "cli/commands.h"
+#include "common/error.h"
+#include "common/log.h"
+#include "server/server.h"
+
+#define DEFAULT_LISTEN "127.0.0.1:5300"
+#define FOLLOW_POLL_MS 200
+
+static void usage(FILE *out)
+{
+	fputs("Usage: zonecast serve [OPTIONS]\n"
+	      "\n"
+	      "Serves every zone of the data directory over DNS (UDP and TCP).\n"
+	      "Flags override the config file; with no config file at all the\n"
+	      "built-in defaults apply (see docs/configuration.md).\n"
+	      "\n"
+	      "Options:\n"
+	      "  -c, --config FILE        read this config file\n"
+	      "  -d, --data-dir DIR       data directory (default ./zonecast-data)\n"
+	      "  -l, --listen ADDR:PORT   DNS address, repeatable (default "
+	      DEFAULT_LISTEN ")\n"
+	      "  -a, --api-listen ADDR:PORT  HTTP API address\n"
+	      "  -w, --workers N          workers per address (default: one per "
+	      "core)\n"
+	      "  -L, --log-level LEVEL    error, warning, info, debug\n"
+	      "      --nsid TEXT          NSID to answer with (RFC 5001)\n"
+	      "      --no-demo            do not create the demo zone\n"
+	      "  -h, --help               this help\n", out);
+}
+
+static const struct option opts[] = {
+	{ "config", required_argument, NULL, 'c' },
+	{ "data-dir", required_argument, NULL, 'd' },
+	{ "listen", required_argument, NULL, 'l' },
+	{ "api-listen", required_argument, NULL, 'a' },
+	{ "workers", required_argument, NULL, 'w' },
+	{ "log-level", required_argument, NULL, 'L' },
+	{ "nsid", required_argument, NULL, 'N' },
+	{ "no-demo", no_argument, NULL, 'D' },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
+static const char *const flag_keys[128] = {
+	['d'] = "data-dir", ['a'] = "api-listen", ['w'] = "workers",
+	['L'] = "log-level", ['N'] = "nsid",
+};
+
+/* Reads the config file first, then lets every flag override it. */
+static int parse_args(int argc, char **argv, config_t *cfg)
+{
+	config_defaults(cfg);
+	int c;
+	while ((c = getopt_long(argc, argv, "c:d:l:a:w:L:h", opts, NULL)) != -1) {
+		if (c == 'c' && config_load(cfg, optarg) != ZC_EOK) {
+			return 1;
+		}
+		if (c == 'h') {
+			usage(stdout);
+			return -1;
+		}
+		if (c == '?') {
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "zonecast serve: unexpected argument '%s'\n",
+		        argv[optind]);
+		return 2;
+	}
+	bool listen_flag = false;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "c:d:l:a:w:L:h", opts, NULL)) != -1) {
+		char err[256] = "";
+		if (c == 'l') {
+			if (!listen_flag) {
+				cfg->listen_count = 0; /* Flags replace the file's. */
+				listen_flag = true;
+			}
+			config_set(cfg, "listen", optarg, err, sizeof(err));
+		} else if (c == 'D') {
+			cfg->demo = false;
+		} else if (c < 128 && flag_keys[c] != NULL) {
+			config_set(cfg, flag_keys[c], optarg, err, sizeof(err));
+		}
+		if (err[0] != '\0') {
+			fprintf(stderr, "zonecast serve: %s\n", err);
+			return 2;
+		}
+	}
+	if (cfg->listen_count == 0) {
+		strcpy(cfg->listen[0], DEFAULT_LISTEN);
+		cfg->listen_count = 1;
+	}
+	return 0;
+}
+
+static int count_zone(const records_zone_t *zone, void *ctx)
+{
+	(void)zone;
+	(*(int *)ctx)++;
+	return 1;
+}
+
+/* A fresh data directory gets the demo zone so `dig` has an answer. */
+static int seed_demo(records_store_t *rs, edge_store_t *es)
+{
+	int zones = 0;
+	int ret = records_zone_list(rs, count_zone, &zones);
+	if (ret != ZC_EOK || zones > 0) {
+		return ret;
+	}
+	zc_info("empty data directory: creating the demo zone %s",
+	        cli_demo_zone_name);
+	return cli_import_zone(rs, es, cli_demo_zone_name, NULL,
+	                       cli_demo_zone_text, true);
+}
+
+static int run(const config_t *cfg)
+{
+	records_store_t *rs = NULL;
+	edge_store_t *es = NULL;
+	if (cli_open_stores(cfg->data_dir, &rs, &es) != ZC_EOK) {
+		return 1;
+	}
+	int ret = cfg->demo ? seed_demo(rs, es) : ZC_EOK;
+	if (ret == ZC_EOK) {
+		/* Apply what the log holds before answering (restart). */
+		ret = builder_catch_up(rs, es, NULL);
+	}
+	records_close(rs);
+	if (ret != ZC_EOK) {
+		zc_error("cannot prepare the data directory: %s", zc_strerror(ret));
+		edge_close(es);
+		return 1;
+	}
+	server_config_t scfg = {
+		.workers = cfg->workers,
+		.nsid = cfg->nsid[0] ? cfg->nsid : NULL,
+		.tcp_idle_timeout_ms = cfg->tcp_idle_timeout * 1000,
+		.tcp_max_clients = cfg->tcp_max_clients,
+		.listen_count = cfg->listen_count,
+	};
+	for (size_t i = 0; i < cfg->listen_count; i++) {
+		scfg.listen[i] = cfg->listen[i];
+	}
+	builder_follower_t *follower = NULL;
+	server_t *server = NULL;
+	ret = builder_follower_start(cfg->data_dir, es, FOLLOW_POLL_MS, &follower);
+	if (ret == ZC_EOK) {
+		ret = server_start(&scfg, es, &server);
+	}
+	if (ret == ZC_EOK) {
+		if (cfg->api_listen[0] != '\0') {
+			zc_warn("api-listen %s: the HTTP API is not part of this "
+			        "build yet", cfg->api_listen);
+		}
+		zc_info("zonecast %s serving %s", ZONECAST_VERSION, cfg->data_dir);
+		sigset_t set;
+		sigemptyset(&set);
+		sigaddset(&set, SIGINT);
+		sigaddset(&set, SIGTERM);
+		int sig;
+		sigwait(&set, &sig);
+		zc_info("signal %d: shutting down", sig);
+	} else {
+		zc_error("cannot start: %s", zc_strerror(ret));
+	}
+	server_stop(server);
+	builder_follower_stop(follower);
+	edge_close(es);
+	return ret == ZC_EOK ? 0 : 1;
+}
+
+int cmd_serve(int argc, char **argv)
+{
+	config_t cfg;
+	int ret = parse_args(argc, argv, &cfg);
+	if (ret != 0) {
+		return ret < 0 ? 0 : ret;
+	}
+	zc_log_set_level(cfg.log_level);
+	/* Threads inherit this mask; the main thread takes the signals. */
+	sigset_t set;
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	return run(&cfg);
+}

@@ -1,0 +1,211 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * zonecast zone import|export|list|delete: zone administration on a data
+ * directory, whether or not a server runs on it (a running server's
+ * builder picks the changes up from the change log).
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+#include <libknot/errcode.h>
+
+#include "builder/builder.h"
+#include "cli/commands.h"
+#include "common/error.h"
+#include "zonefile/zonefile.h"
+
+static void usage(FILE *out)
+{
+	fputs("Usage:\n"
+	      "  zonecast zone import [--data-dir DIR] [--config FILE] ZONE FILE\n"
+	      "  zonecast zone export [--data-dir DIR] [--config FILE] ZONE\n"
+	      "  zonecast zone list   [--data-dir DIR] [--config FILE]\n"
+	      "  zonecast zone delete [--data-dir DIR] [--config FILE] ZONE\n"
+	      "\n"
+	      "import  replaces ZONE's records with an RFC 1035 master file\n"
+	      "        and builds it into the edge store\n"
+	      "export  prints ZONE as a master file\n"
+	      "list    lists zones with serial and record count\n"
+	      "delete  deletes ZONE and everything in it\n"
+	      "\n"
+	      "Options:\n"
+	      "  -d, --data-dir DIR  data directory (default: from the config,\n"
+	      "                      else ./zonecast-data)\n"
+	      "  -c, --config FILE   read data-dir from this config file\n"
+	      "  -q, --quiet         no progress or summary output\n"
+	      "  -h, --help          this help\n", out);
+}
+
+static int print_zone(const records_zone_t *zone, void *ctx)
+{
+	(void)ctx;
+	printf("%-40s serial %-10u records %lld\n", zone->name, zone->serial,
+	       (long long)zone->record_count);
+	return 0;
+}
+
+static int parse_zone_name(const char *text, uint8_t *apex)
+{
+	if (knot_dname_from_str(apex, text, KNOT_DNAME_MAXLEN) == NULL) {
+		fprintf(stderr, "zonecast: invalid zone name '%s'\n", text);
+		return ZC_EUSAGE;
+	}
+	knot_dname_to_lower(apex);
+	return ZC_EOK;
+}
+
+static int do_export(records_store_t *rs, const char *name)
+{
+	uint8_t apex[KNOT_DNAME_MAXLEN];
+	int ret = parse_zone_name(name, apex);
+	if (ret == ZC_EOK) {
+		ret = zonefile_export(rs, apex, stdout);
+	}
+	if (ret == ZC_ENOZONE) {
+		fprintf(stderr, "zonecast: no zone %s\n", name);
+	} else if (ret != ZC_EOK && ret != ZC_EUSAGE) {
+		fprintf(stderr, "zonecast: export failed: %s\n", zc_strerror(ret));
+	}
+	return ret;
+}
+
+static int do_delete(records_store_t *rs, edge_store_t *es, const char *name)
+{
+	uint8_t apex[KNOT_DNAME_MAXLEN];
+	uint64_t seq;
+	int ret = parse_zone_name(name, apex);
+	if (ret == ZC_EOK) {
+		ret = records_zone_delete(rs, apex, &seq);
+	}
+	if (ret == ZC_ENOZONE) {
+		fprintf(stderr, "zonecast: no zone %s\n", name);
+		return ret;
+	}
+	if (ret == ZC_EOK) {
+		/* Remove it from the edge now; a running server would too. */
+		ret = builder_full_build(rs, es, apex, NULL, NULL, NULL);
+	}
+	if (ret != ZC_EOK && ret != ZC_EUSAGE) {
+		fprintf(stderr, "zonecast: delete failed: %s\n", zc_strerror(ret));
+	}
+	return ret;
+}
+
+static int run(const char *sub, int nargs, char **args, const char *dir,
+               bool quiet)
+{
+	struct {
+		const char *name;
+		int nargs;
+	} subs[] = { { "import", 2 }, { "export", 1 }, { "list", 0 },
+	             { "delete", 1 } };
+	int want = -1;
+	for (size_t i = 0; i < sizeof(subs) / sizeof(subs[0]); i++) {
+		if (strcmp(sub, subs[i].name) == 0) {
+			want = subs[i].nargs;
+		}
+	}
+	if (want < 0 || nargs != want) {
+		fprintf(stderr, want < 0 ? "zonecast zone: unknown subcommand '%s'\n"
+		        : "zonecast zone %s: wrong number of arguments\n", sub);
+		usage(stderr);
+		return 2;
+	}
+	records_store_t *rs = NULL;
+	edge_store_t *es = NULL;
+	int ret = cli_open_stores(dir, &rs, &es);
+	if (ret != ZC_EOK) {
+		return 1;
+	}
+	if (strcmp(sub, "import") == 0) {
+		ret = cli_import_zone(rs, es, args[0], args[1], NULL, quiet);
+	} else if (strcmp(sub, "export") == 0) {
+		ret = do_export(rs, args[0]);
+	} else if (strcmp(sub, "list") == 0) {
+		ret = records_zone_list(rs, print_zone, NULL);
+	} else {
+		ret = do_delete(rs, es, args[0]);
+	}
+	edge_close(es);
+	records_close(rs);
+	return ret == ZC_EOK ? 0 : 1;
+}
+
+int cmd_zone(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "data-dir", required_argument, NULL, 'd' },
+		{ "config", required_argument, NULL, 'c' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	config_t cfg;
+	config_defaults(&cfg);
+	const char *dir = NULL;
+	bool quiet = false;
+	int c;
+	while ((c = getopt_long(argc, argv, "+d:c:qh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'd':
+			dir = optarg;
+			break;
+		case 'c':
+			if (config_load(&cfg, optarg) != ZC_EOK) {
+				return 1;
+			}
+			break;
+		case 'q':
+			quiet = true;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind >= argc) {
+		usage(stderr);
+		return 2;
+	}
+	/* Options may also follow the subcommand: parse the rest again. */
+	const char *sub = argv[optind];
+	int rest = argc - optind;
+	char **rargv = argv + optind;
+	optind = 1;
+	char *args[4];
+	int nargs = 0;
+	while (optind < rest) {
+		c = getopt_long(rest, rargv, "d:c:qh", opts, NULL);
+		if (c == -1) {
+			if (nargs == 4) {
+				usage(stderr);
+				return 2;
+			}
+			args[nargs++] = rargv[optind++];
+			continue;
+		}
+		switch (c) {
+		case 'd':
+			dir = optarg;
+			break;
+		case 'c':
+			if (config_load(&cfg, optarg) != ZC_EOK) {
+				return 1;
+			}
+			break;
+		case 'q':
+			quiet = true;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	return run(sub, nargs, args, dir ? dir : cfg.data_dir, quiet);
+}

@@ -1,0 +1,238 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * What several subcommands share: the data directory, opening the stores,
+ * and importing a master file (parse, check, commit, full build).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <libknot/descriptor.h>
+#include <libknot/errcode.h>
+
+#include "builder/builder.h"
+#include "cli/commands.h"
+#include "common/error.h"
+#include "zonefile/zonefile.h"
+
+/* At most this many check problems are located and printed. */
+#define MAX_REPORTED 20
+
+int cli_prepare_data_dir(const char *dir)
+{
+	if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
+		fprintf(stderr, "zonecast: cannot create data directory %s: %s\n",
+		        dir, strerror(errno));
+		return -errno;
+	}
+	return ZC_EOK;
+}
+
+int cli_open_stores(const char *dir, records_store_t **rs, edge_store_t **es)
+{
+	int ret = cli_prepare_data_dir(dir);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	ret = records_open(rs, dir);
+	if (ret != ZC_EOK) {
+		fprintf(stderr, "zonecast: cannot open %s/records.db: %s\n", dir,
+		        zc_strerror(ret));
+		return ret;
+	}
+	ret = edge_open(es, dir, 0);
+	if (ret != ZC_EOK) {
+		fprintf(stderr, "zonecast: cannot open %s/edge.mdb: %s\n", dir,
+		        zc_strerror(ret));
+		records_close(*rs);
+		*rs = NULL;
+	}
+	return ret;
+}
+
+typedef struct {
+	records_import_t *imp;
+	const knot_dname_t *apex;
+	const char *path;
+	uint64_t records;
+	unsigned errors;
+	bool progress;
+	/* Problems found by the check, located afterwards. */
+	unsigned problem_count;
+	uint8_t problem_owner[MAX_REPORTED][KNOT_DNAME_MAXLEN];
+	uint16_t problem_type[MAX_REPORTED];
+	char problem_what[MAX_REPORTED][96];
+} import_t;
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void on_parse_error(const char *file, uint64_t line, const char *msg,
+                           void *ctx)
+{
+	import_t *imp = ctx;
+	imp->errors++;
+	fprintf(stderr, "%s:%llu: error: %s\n", file, (unsigned long long)line,
+	        msg);
+}
+
+static int on_record(const knot_dname_t *owner, uint16_t type, uint32_t ttl,
+                     const uint8_t *rdata, uint16_t rdata_len,
+                     const char *file, uint64_t line, void *ctx)
+{
+	import_t *imp = ctx;
+	int ret = records_import_add(imp->imp, owner, type, ttl, rdata,
+	                             rdata_len);
+	if (ret == KNOT_EOUTOFZONE) {
+		char name[KNOT_DNAME_TXT_MAXLEN + 1];
+		knot_dname_to_str(name, owner, sizeof(name));
+		fprintf(stderr, "%s:%llu: error: %s is outside the zone\n", file,
+		        (unsigned long long)line, name);
+		imp->errors++;
+		return imp->errors >= 100;
+	}
+	if (ret != ZC_EOK) {
+		fprintf(stderr, "%s:%llu: error: %s\n", file,
+		        (unsigned long long)line, zc_strerror(ret));
+		return 1;
+	}
+	if (++imp->records % 100000 == 0 && imp->progress) {
+		fprintf(stderr, "\rread %llu records",
+		        (unsigned long long)imp->records);
+	}
+	return 0;
+}
+
+static void on_problem(const knot_dname_t *owner, uint16_t type,
+                       const char *what, void *ctx)
+{
+	import_t *imp = ctx;
+	if (imp->problem_count < MAX_REPORTED) {
+		unsigned i = imp->problem_count++;
+		memcpy(imp->problem_owner[i], owner, knot_dname_size(owner));
+		imp->problem_type[i] = type;
+		snprintf(imp->problem_what[i], sizeof(imp->problem_what[i]), "%s",
+		         what);
+	}
+}
+
+/* Prints each check problem with the file and line it comes from. */
+static void report_problems(import_t *imp, int total)
+{
+	for (unsigned i = 0; i < imp->problem_count; i++) {
+		char name[KNOT_DNAME_TXT_MAXLEN + 1];
+		char type[32];
+		char file[1024] = "";
+		uint64_t line = 0;
+		knot_dname_to_str(name, imp->problem_owner[i], sizeof(name));
+		knot_rrtype_to_string(imp->problem_type[i], type, sizeof(type));
+		if (imp->path != NULL) {
+			zonefile_find(imp->path, imp->apex, imp->problem_owner[i],
+			              imp->problem_type[i], file, sizeof(file), &line);
+		}
+		if (file[0] != '\0') {
+			fprintf(stderr, "%s:%llu: error: %s %s: %s\n", file,
+			        (unsigned long long)line, name, type,
+			        imp->problem_what[i]);
+		} else {
+			fprintf(stderr, "%s: error: %s %s: %s\n",
+			        imp->path ? imp->path : "-", name, type,
+			        imp->problem_what[i]);
+		}
+	}
+	if (total > (int)imp->problem_count) {
+		fprintf(stderr, "... and %d more problems\n",
+		        total - (int)imp->problem_count);
+	}
+}
+
+static void on_build_progress(uint64_t records, void *ctx)
+{
+	(void)ctx;
+	fprintf(stderr, "\rbuilt %llu records", (unsigned long long)records);
+}
+
+/* Parses and checks into an open import; returns problems found or <0. */
+static int load(import_t *imp, const char *text)
+{
+	zonefile_handler_t h = { .record = on_record, .error = on_parse_error,
+	                         .ctx = imp };
+	int ret = (text != NULL) ?
+	          zonefile_parse_text(text, strlen(text), imp->apex, 3600, &h) :
+	          zonefile_parse(imp->path, imp->apex, 3600, &h);
+	if (imp->progress && imp->records >= 100000) {
+		fprintf(stderr, "\n");
+	}
+	if (ret != ZC_EOK || imp->errors > 0) {
+		return (int)(imp->errors > 0 ? imp->errors : 1);
+	}
+	int problems = records_import_check(imp->imp, on_problem, imp);
+	if (problems > 0) {
+		report_problems(imp, problems);
+	}
+	return problems;
+}
+
+int cli_import_zone(records_store_t *rs, edge_store_t *es, const char *name,
+                    const char *path, const char *text, bool quiet)
+{
+	uint8_t apex[KNOT_DNAME_MAXLEN];
+	if (knot_dname_from_str(apex, name, sizeof(apex)) == NULL) {
+		fprintf(stderr, "zonecast: invalid zone name '%s'\n", name);
+		return ZC_EUSAGE;
+	}
+	knot_dname_to_lower(apex);
+	import_t *imp = calloc(1, sizeof(*imp));
+	if (imp == NULL) {
+		return KNOT_ENOMEM;
+	}
+	imp->apex = apex;
+	imp->path = path;
+	imp->progress = !quiet && isatty(STDERR_FILENO);
+	double start = now_s();
+	int ret = records_import_begin(rs, apex, &imp->imp);
+	if (ret != ZC_EOK) {
+		fprintf(stderr, "zonecast: cannot start the import: %s\n",
+		        zc_strerror(ret));
+		free(imp);
+		return ret;
+	}
+	int problems = load(imp, text);
+	if (problems != 0) {
+		records_import_abort(imp->imp);
+		fprintf(stderr, "zonecast: zone %s not imported, nothing "
+		        "changed\n", name);
+		free(imp);
+		return problems < 0 ? problems : ZC_EZONEFILE;
+	}
+	uint64_t seq;
+	records_zone_t zone;
+	ret = records_import_commit(imp->imp, &seq, &zone);
+	double loaded = now_s();
+	builder_stats_t stats = { 0 };
+	if (ret == ZC_EOK) {
+		ret = builder_full_build(rs, es, apex, &stats, imp->progress ?
+		                         on_build_progress : NULL, NULL);
+		if (imp->progress && stats.records >= 65536) {
+			fprintf(stderr, "\n");
+		}
+	}
+	if (ret != ZC_EOK) {
+		fprintf(stderr, "zonecast: import of %s failed: %s\n", name,
+		        zc_strerror(ret));
+	} else if (!quiet) {
+		fprintf(stderr, "zone %s: %llu records, serial %u, stored in "
+		        "%.2f s, built in %.2f s\n", zone.name,
+		        (unsigned long long)imp->records, zone.serial,
+		        loaded - start, now_s() - loaded);
+	}
+	free(imp);
+	return ret;
+}

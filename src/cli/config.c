@@ -1,0 +1,182 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* zonecast.conf reader (see config.h for the format). */
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/config.h"
+#include "common/error.h"
+#include "common/log.h"
+
+void config_defaults(config_t *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	snprintf(cfg->data_dir, sizeof(cfg->data_dir), "zonecast-data");
+	cfg->log_level = ZC_LOG_INFO;
+	cfg->tcp_idle_timeout = 10;
+	cfg->tcp_max_clients = 1024;
+	cfg->demo = true;
+}
+
+static int parse_uint(const char *value, unsigned max, unsigned *out)
+{
+	char *end;
+	errno = 0;
+	unsigned long v = strtoul(value, &end, 10);
+	if (errno != 0 || *end != '\0' || value[0] == '\0' || value[0] == '-' ||
+	    v > max) {
+		return -1;
+	}
+	*out = (unsigned)v;
+	return 0;
+}
+
+static int parse_bool(const char *value, bool *out)
+{
+	if (strcmp(value, "yes") == 0 || strcmp(value, "true") == 0) {
+		*out = true;
+	} else if (strcmp(value, "no") == 0 || strcmp(value, "false") == 0) {
+		*out = false;
+	} else {
+		return -1;
+	}
+	return 0;
+}
+
+static int copy_str(char *dst, size_t size, const char *value)
+{
+	if (strlen(value) >= size || value[0] == '\0') {
+		return -1;
+	}
+	memcpy(dst, value, strlen(value) + 1);
+	return 0;
+}
+
+int config_set(config_t *cfg, const char *key, const char *value,
+               char *err, size_t err_size)
+{
+	int bad = 0;
+	if (strcmp(key, "data-dir") == 0) {
+		bad = copy_str(cfg->data_dir, sizeof(cfg->data_dir), value);
+	} else if (strcmp(key, "listen") == 0) {
+		struct sockaddr_storage ss;
+		socklen_t len;
+		if (cfg->listen_count == SERVER_MAX_LISTEN) {
+			snprintf(err, err_size, "more than %d listen addresses",
+			         SERVER_MAX_LISTEN);
+			return ZC_EINVAL_CONFIG;
+		}
+		bad = server_parse_addr(value, &ss, &len) != ZC_EOK ||
+		      copy_str(cfg->listen[cfg->listen_count],
+		               sizeof(cfg->listen[0]), value);
+		cfg->listen_count += !bad;
+	} else if (strcmp(key, "api-listen") == 0) {
+		struct sockaddr_storage ss;
+		socklen_t len;
+		bad = server_parse_addr(value, &ss, &len) != ZC_EOK ||
+		      copy_str(cfg->api_listen, sizeof(cfg->api_listen), value);
+	} else if (strcmp(key, "workers") == 0) {
+		bad = parse_uint(value, 256, &cfg->workers);
+	} else if (strcmp(key, "log-level") == 0) {
+		cfg->log_level = zc_log_level_parse(value);
+		bad = cfg->log_level < 0;
+	} else if (strcmp(key, "nsid") == 0) {
+		bad = copy_str(cfg->nsid, sizeof(cfg->nsid), value);
+	} else if (strcmp(key, "tcp-idle-timeout") == 0) {
+		bad = parse_uint(value, 3600, &cfg->tcp_idle_timeout);
+	} else if (strcmp(key, "tcp-max-clients") == 0) {
+		bad = parse_uint(value, 1000000, &cfg->tcp_max_clients) ||
+		      cfg->tcp_max_clients == 0;
+	} else if (strcmp(key, "demo-zone") == 0) {
+		bad = parse_bool(value, &cfg->demo);
+	} else {
+		snprintf(err, err_size, "unknown setting '%s'", key);
+		return ZC_EINVAL_CONFIG;
+	}
+	if (bad) {
+		snprintf(err, err_size, "invalid value '%s' for '%s'", value, key);
+		return ZC_EINVAL_CONFIG;
+	}
+	return ZC_EOK;
+}
+
+static char *trim(char *s)
+{
+	while (isspace((unsigned char)*s)) {
+		s++;
+	}
+	char *end = s + strlen(s);
+	while (end > s && isspace((unsigned char)end[-1])) {
+		*--end = '\0';
+	}
+	return s;
+}
+
+/* Drops a trailing comment and surrounding quotes. */
+static char *clean_value(char *v)
+{
+	char *hash = strchr(v, '#');
+	if (hash != NULL) {
+		*hash = '\0';
+	}
+	v = trim(v);
+	size_t len = strlen(v);
+	if (len >= 2 && v[0] == '"' && v[len - 1] == '"') {
+		v[len - 1] = '\0';
+		v++;
+	}
+	return v;
+}
+
+int config_load(config_t *cfg, const char *path)
+{
+	FILE *f = fopen(path, "r");
+	if (f == NULL) {
+		fprintf(stderr, "%s: cannot open: %s\n", path, strerror(errno));
+		return ZC_EINVAL_CONFIG;
+	}
+	char line[2048];
+	unsigned lineno = 0;
+	bool in_server = false;
+	bool listen_from_file = false;
+	int ret = ZC_EOK;
+	while (ret == ZC_EOK && fgets(line, sizeof(line), f) != NULL) {
+		lineno++;
+		char *s = trim(line);
+		if (*s == '\0' || *s == '#') {
+			continue;
+		}
+		char *colon = strchr(s, ':');
+		char err[256] = "";
+		if (colon == NULL) {
+			snprintf(err, sizeof(err), "expected 'key: value'");
+		} else {
+			*colon = '\0';
+			char *key = trim(s);
+			char *value = clean_value(colon + 1);
+			if (*value == '\0' && strcmp(key, "server") == 0) {
+				in_server = true;
+				continue;
+			} else if (*value == '\0') {
+				snprintf(err, sizeof(err), "unknown section '%s'", key);
+			} else if (!in_server) {
+				snprintf(err, sizeof(err), "'%s' outside a 'server:' "
+				         "section", key);
+			} else {
+				if (strcmp(key, "listen") == 0 && !listen_from_file) {
+					cfg->listen_count = 0; /* The file replaces defaults. */
+					listen_from_file = true;
+				}
+				config_set(cfg, key, value, err, sizeof(err));
+			}
+		}
+		if (err[0] != '\0') {
+			fprintf(stderr, "%s:%u: %s\n", path, lineno, err);
+			ret = ZC_EINVAL_CONFIG;
+		}
+	}
+	fclose(f);
+	return ret;
+}

@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * zonecast.conf: the server's configuration file.
+ *
+ * The format is the one NSD and Unbound operators know: a "server:"
+ * section header, then indented "key: value" lines; '#' starts a comment.
+ * Repeatable keys (listen) may appear several times. docs/configuration.md
+ * documents every key with its default.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "server/server.h"
+
+#define CONFIG_STR_MAX 1024
+
+typedef struct {
+	char data_dir[CONFIG_STR_MAX];
+	char listen[SERVER_MAX_LISTEN][128];
+	size_t listen_count;
+	char api_listen[128];
+	unsigned workers;           /* 0: one per core */
+	int log_level;              /* zc_log_level_t */
+	char nsid[256];
+	unsigned tcp_idle_timeout;  /* seconds */
+	unsigned tcp_max_clients;
+	bool demo;                  /* Seed a demo zone into an empty store. */
+} config_t;
+
+/* Fills the built-in defaults. */
+void config_defaults(config_t *cfg);
+
+/*
+ * Reads a config file over the current values. On error prints
+ * "FILE:LINE: message" to stderr and returns ZC_EINVAL_CONFIG.
+ */
+int config_load(config_t *cfg, const char *path);
+
+/* Applies one "key: value" setting (from a file or the command line). */
+int config_set(config_t *cfg, const char *key, const char *value,
+               char *err, size_t err_size);

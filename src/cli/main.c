@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * The zonecast command: dispatches to its subcommands (cli/cmd_*.c).
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/commands.h"
+
+static void usage(FILE *out)
+{
+	fputs("Usage: zonecast COMMAND [OPTIONS]\n"
+	      "\n"
+	      "An authoritative DNS server whose record changes propagate in\n"
+	      "milliseconds.\n"
+	      "\n"
+	      "Commands:\n"
+	      "  serve     run the DNS server (and the builder) on a data dir\n"
+	      "  zone      import, export, list and delete zones\n"
+	      "  verify    compare the edge store with the records store\n"
+	      "  version   print the version\n"
+	      "\n"
+	      "Run 'zonecast COMMAND --help' for a command's options.\n", out);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		usage(stderr);
+		return 2;
+	}
+	const char *cmd = argv[1];
+	if (strcmp(cmd, "serve") == 0) {
+		return cmd_serve(argc - 1, argv + 1);
+	}
+	if (strcmp(cmd, "zone") == 0) {
+		return cmd_zone(argc - 1, argv + 1);
+	}
+	if (strcmp(cmd, "verify") == 0) {
+		return cmd_verify(argc - 1, argv + 1);
+	}
+	if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
+		printf("zonecast %s\n", ZONECAST_VERSION);
+		return 0;
+	}
+	if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0 ||
+	    strcmp(cmd, "-h") == 0) {
+		usage(stdout);
+		return 0;
+	}
+	fprintf(stderr, "zonecast: unknown command '%s'\n\n", cmd);
+	usage(stderr);
+	return 2;
+}

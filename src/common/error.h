@@ -1,0 +1,35 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * One error space for all of zonecast.
+ *
+ * A fallible function returns ZC_EOK (0) or a negative code: -errno,
+ * libknot's codes (KNOT_E*, -1000..-900 and -errno aliases), or ours in
+ * -2999..-2000 defined here. zc_strerror() names every one of them.
+ */
+#pragma once
+
+#define ZC_EOK 0
+
+#define ZC_ERROR_MAP(X) \
+	X(ZC_EINVAL_CONFIG, -2000, "invalid configuration") \
+	X(ZC_ESQL,          -2001, "records store (SQLite) error") \
+	X(ZC_ELMDB,         -2002, "edge store (LMDB) error") \
+	X(ZC_ENOZONE,       -2003, "no such zone") \
+	X(ZC_EEXISTS,       -2004, "already exists") \
+	X(ZC_ESCHEMA,       -2005, "unsupported schema version") \
+	X(ZC_EFORMAT,       -2006, "malformed stored value") \
+	X(ZC_EZONEFILE,     -2007, "invalid zone file") \
+	X(ZC_ENOSPACE,      -2008, "buffer too small") \
+	X(ZC_EBUSY,         -2009, "database busy") \
+	X(ZC_ESTALE,        -2010, "stale write fenced off") \
+	X(ZC_ETOOBIG,       -2011, "value too large") \
+	X(ZC_EUSAGE,        -2012, "invalid arguments")
+
+enum {
+#define ZC_ERROR_ENUM(name, code, text) name = code,
+	ZC_ERROR_MAP(ZC_ERROR_ENUM)
+#undef ZC_ERROR_ENUM
+};
+
+/* Names any code of the shared error space. Never returns NULL. */
+const char *zc_strerror(int code);

@@ -1,0 +1,116 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * Edge store value formats: nodes and zone metadata.
+ *
+ * Node value, version 1 (all integers big-endian):
+ *
+ *   u8  version (1)
+ *   u8  flags (EDGE_NODE_*)
+ *   u64 seq: the change-log sequence of the build that wrote it
+ *   u16 rrset count, then per RRset in ascending type order:
+ *       u16 type, u32 ttl, u16 rr count,
+ *       per RR: u16 rdata length, rdata (uncompressed wire form)
+ *
+ * The apex node never holds the SOA: it lives in the zone metadata so a
+ * per-record build can bump the serial without rewriting the apex.
+ *
+ * Zone metadata, version 1:
+ *
+ *   u8  version (1)
+ *   u8  flags
+ *   u64 zone id (records store), u64 seq, u32 serial
+ *   u8  apex length, apex (lowercase wire name)
+ *   u32 SOA TTL, u16 SOA rdata length, SOA rdata (with the serial)
+ *
+ * Decoders check every length: values are read by the DNS server and must
+ * never be trusted blindly (fuzz/edge_decode.c).
+ */
+#pragma once
+
+#include <stdint.h>
+#include <stddef.h>
+#include <libknot/rrset.h>
+#include <libknot/mm_ctx.h>
+
+#define EDGE_NODE_VERSION 1
+#define EDGE_ZONE_VERSION 1
+
+/* Node flags, derived from its RRsets and position by the encoder. */
+enum {
+	EDGE_NODE_DELEG = 1 << 0,    /* NS below the apex: a zone cut. */
+	EDGE_NODE_CNAME = 1 << 1,
+	EDGE_NODE_DNAME = 1 << 2,
+	EDGE_NODE_WILDCARD = 1 << 3, /* Owner's first label is "*". */
+	EDGE_NODE_APEX = 1 << 4,
+};
+
+/* Most RRsets one node may hold (one per type, bounded for safety). */
+#define EDGE_NODE_MAX_RRSETS 512
+
+/* Longest SOA rdata: two names and five 32-bit fields. */
+#define EDGE_SOA_MAXLEN (2 * 255 + 20)
+
+typedef struct {
+	uint8_t flags;
+	uint64_t seq;
+	uint16_t count;
+	knot_rrset_t *rrsets; /* count RRsets, owner borrowed from the caller */
+} edge_node_t;
+
+typedef struct {
+	uint8_t flags;
+	uint64_t zone_id;
+	uint64_t seq;
+	uint32_t serial;
+	uint8_t apex[256];
+	uint8_t apex_len;
+	uint32_t soa_ttl;
+	uint16_t soa_len;
+	uint8_t soa[EDGE_SOA_MAXLEN];
+} edge_zone_t;
+
+/* Computes the node flags of RRsets held at owner (is_apex given). */
+uint8_t edge_node_flags(const knot_dname_t *owner, int is_apex,
+                        const knot_rrset_t *rrsets, uint16_t count);
+
+/* Bytes needed to encode these RRsets as a node value. */
+size_t edge_node_size(const knot_rrset_t *rrsets, uint16_t count);
+
+/*
+ * Encodes a node value into buf (at least edge_node_size() bytes).
+ * RRsets must be sorted by type. Returns the length written or a negative
+ * code.
+ */
+int edge_node_encode(uint8_t *buf, size_t len, uint8_t flags, uint64_t seq,
+                     const knot_rrset_t *rrsets, uint16_t count);
+
+/*
+ * Decodes a node value. RRsets and their rdata are allocated from mm (an
+ * arena) and copied, so they outlive the LMDB transaction; their owner is
+ * set to `owner` (borrowed). Returns ZC_EOK or ZC_EFORMAT.
+ */
+int edge_node_decode(const uint8_t *buf, size_t len, const knot_dname_t *owner,
+                     knot_mm_t *mm, edge_node_t *out);
+
+/* Reads only flags and seq from a node value. */
+int edge_node_peek(const uint8_t *buf, size_t len, uint8_t *flags,
+                   uint64_t *seq);
+
+/* Compares two encoded node values ignoring their seq. */
+int edge_node_same_content(const uint8_t *a, size_t alen,
+                           const uint8_t *b, size_t blen);
+
+/* Returns the node's RRset of that type, or NULL. */
+const knot_rrset_t *edge_node_rrset(const edge_node_t *node, uint16_t type);
+
+/* Bytes of an encoded zone metadata value. */
+size_t edge_zone_size(const edge_zone_t *zone);
+
+/* Encodes zone metadata; returns the length written or a negative code. */
+int edge_zone_encode(uint8_t *buf, size_t len, const edge_zone_t *zone);
+
+/* Decodes zone metadata (copied into *out). Returns ZC_EOK or ZC_EFORMAT. */
+int edge_zone_decode(const uint8_t *buf, size_t len, edge_zone_t *out);
+
+/* SOA minimum field from the metadata's SOA rdata. */
+uint32_t edge_zone_soa_minimum(const edge_zone_t *zone);

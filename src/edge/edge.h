@@ -1,0 +1,139 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * Edge store: what the DNS server reads (LMDB).
+ *
+ * Design
+ *
+ * Three LMDB databases in one file (DATA_DIR/edge.mdb):
+ *
+ *   zones  key "." + apex LF            value zone metadata (codec.h)
+ *   nodes  key zone id (u64 BE) + LF of the owner relative to the apex
+ *          value node: RRsets in wire form, flags, writing seq (codec.h)
+ *   meta   key text                     value u64 BE ("applied_seq")
+ *
+ * LF is the reversed-label lookup form of dns/name.h, so a zone's nodes are
+ * one contiguous key range, a node's descendants follow it directly, and
+ * the key of every ancestor of a name is a prefix of the name's key.
+ *
+ * The edge store is derived data: it can always be rebuilt from the records
+ * store. It is therefore opened with MDB_NOSYNC: a killed process loses
+ * nothing (pages are in the OS cache), and after an operating-system crash
+ * the builder's full pass repairs it from the records store.
+ *
+ * Fencing: every node carries the change-log sequence of the build that
+ * wrote it, and a write or delete with an older sequence than the stored
+ * node's is skipped (edge_txn_put_node). LMDB admits one writer at a time,
+ * across processes, so the check and the write are atomic.
+ *
+ * Readers use MVCC read transactions that never block the writer: a worker
+ * keeps one transaction, renews it per query and resets it after, so a
+ * builder commit is visible to the very next query.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "edge/codec.h"
+
+typedef struct edge_store edge_store_t;
+
+/* A read or write transaction. Caller storage; not shared by threads. */
+typedef struct {
+	edge_store_t *store;
+	struct MDB_txn *txn;
+	bool write;
+	bool active;
+} edge_txn_t;
+
+/*
+ * Opens (creating if needed) DIR/edge.mdb. map_size 0 takes the default
+ * (64 GiB of address space; the file only grows as used). The caller frees
+ * it with edge_close().
+ */
+int edge_open(edge_store_t **out, const char *dir, size_t map_size);
+
+void edge_close(edge_store_t *store);
+
+/* Starts a read transaction (renews a reset one). */
+int edge_txn_begin_read(edge_store_t *store, edge_txn_t *txn);
+
+/* Ends a read transaction but keeps its slot for the next begin. */
+void edge_txn_reset(edge_txn_t *txn);
+
+/* Releases a transaction completely (read or write, aborting a write). */
+void edge_txn_abort(edge_txn_t *txn);
+
+/* Starts the (single, cross-process) write transaction. */
+int edge_txn_begin_write(edge_store_t *store, edge_txn_t *txn);
+
+/* Commits a write transaction. On ZC_ENOSPACE the map grew: redo it. */
+int edge_txn_commit(edge_txn_t *txn);
+
+/*
+ * Finds the zone enclosing a name given in LF (longest apex that is a
+ * label-aligned prefix). Fills *zone and *apex_lf_len. ZC_ENOZONE if none.
+ */
+int edge_zone_find(edge_txn_t *txn, const uint8_t *lf, size_t lf_len,
+                   edge_zone_t *zone, size_t *apex_lf_len);
+
+/* Reads the zone with exactly this apex (wire name). ZC_ENOZONE if none. */
+int edge_zone_get(edge_txn_t *txn, const knot_dname_t *apex,
+                  edge_zone_t *zone);
+
+/*
+ * Gets a node value by zone id and relative LF. The value is borrowed and
+ * valid until the transaction ends. KNOT_ENOENT if absent.
+ */
+int edge_node_get(edge_txn_t *txn, uint64_t zone_id, const uint8_t *rel,
+                  size_t rel_len, const uint8_t **val, size_t *val_len);
+
+/* True when any node lies strictly below the given relative LF. */
+bool edge_node_has_below(edge_txn_t *txn, uint64_t zone_id,
+                         const uint8_t *rel, size_t rel_len);
+
+/* Cursor over a zone's nodes in key order. */
+typedef struct {
+	struct MDB_cursor *cur;
+	uint64_t zone_id;
+	bool started;
+} edge_iter_t;
+
+int edge_iter_begin(edge_txn_t *txn, uint64_t zone_id, edge_iter_t *it);
+
+/*
+ * Moves to the next node: 1 and borrowed key (relative LF) and value, 0 at
+ * the end of the zone, or a negative code.
+ */
+int edge_iter_next(edge_iter_t *it, const uint8_t **rel, size_t *rel_len,
+                   const uint8_t **val, size_t *val_len);
+
+void edge_iter_end(edge_iter_t *it);
+
+/*
+ * Writes a node value (its seq is read from the value). Skipped, returning
+ * ZC_ESTALE, when the stored node carries a newer seq.
+ */
+int edge_txn_put_node(edge_txn_t *txn, uint64_t zone_id, const uint8_t *rel,
+                      size_t rel_len, const uint8_t *val, size_t val_len);
+
+/* Deletes a node unless it carries a seq newer than `seq` (ZC_ESTALE). */
+int edge_txn_del_node(edge_txn_t *txn, uint64_t zone_id, const uint8_t *rel,
+                      size_t rel_len, uint64_t seq);
+
+/* Stores zone metadata under its apex. */
+int edge_txn_put_zone(edge_txn_t *txn, const edge_zone_t *zone);
+
+/* Deletes a zone's metadata and every node of its id. */
+int edge_txn_del_zone(edge_txn_t *txn, const knot_dname_t *apex,
+                      uint64_t zone_id);
+
+/* Reads or writes a u64 in the meta table (0 when absent). */
+int edge_meta_get(edge_txn_t *txn, const char *key, uint64_t *value);
+int edge_meta_put(edge_txn_t *txn, const char *key, uint64_t value);
+
+/* Lists every zone's metadata; cb returns non-zero to stop. */
+int edge_zone_foreach(edge_txn_t *txn,
+                      int (*cb)(const edge_zone_t *zone, void *ctx),
+                      void *ctx);

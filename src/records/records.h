@@ -1,0 +1,169 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * Records store: the source of truth (SQLite in WAL mode).
+ *
+ * Design
+ *
+ * Tables (schema.c holds the migrations):
+ *
+ *   zones    id, name (text, lowercase, trailing dot), apex (wire), serial,
+ *            default_ttl, settings, created_on, modified_on
+ *   records  id (stable, never reused), zone_id, okey (LF of the owner
+ *            relative to the apex, see dns/name.h), owner (wire), type,
+ *            ttl, rdata (wire, uncompressed), comment, created_on,
+ *            modified_on; indexed by (zone_id, okey, type)
+ *   changes  the change log (outbox): seq (global, ordered), zone_id,
+ *            zone apex, version (the zone's serial after the change),
+ *            kind, owner, type, at
+ *
+ * Every write transaction appends its change events to `changes` in the
+ * same SQLite transaction, so an acknowledged change is never missing from
+ * the log. Commits use synchronous=FULL: committed means on disk.
+ *
+ * Builds read records in (okey, type) order, which is the edge store's key
+ * order, so a full build is a streaming merge of two sorted sequences.
+ *
+ * A records_store_t is one SQLite connection: use one per thread.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <libknot/dname.h>
+
+typedef struct records_store records_store_t;
+
+/* Kinds of change-log events. */
+typedef enum {
+	RECORDS_CHANGE_ZONE_CREATED = 1,
+	RECORDS_CHANGE_ZONE_DELETED = 2,
+	RECORDS_CHANGE_ZONE_SETTINGS = 3,
+	RECORDS_CHANGE_ZONE_IMPORTED = 4,
+	RECORDS_CHANGE_RECORD_CREATED = 5,
+	RECORDS_CHANGE_RECORD_DELETED = 6,
+} records_change_kind_t;
+
+typedef struct {
+	int64_t id;
+	char name[KNOT_DNAME_TXT_MAXLEN + 1];
+	uint8_t apex[KNOT_DNAME_MAXLEN];
+	uint32_t serial;
+	uint32_t default_ttl;
+	int64_t created_on;  /* Unix milliseconds. */
+	int64_t modified_on;
+	int64_t record_count;
+} records_zone_t;
+
+/* One stored record, borrowed from a scan until its next step. */
+typedef struct {
+	int64_t id;
+	const uint8_t *okey;
+	size_t okey_len;
+	const uint8_t *owner;
+	uint16_t type;
+	uint32_t ttl;
+	const uint8_t *rdata;
+	uint16_t rdata_len;
+} records_row_t;
+
+/* One change-log event. */
+typedef struct {
+	uint64_t seq;
+	int64_t zone_id;
+	uint8_t apex[KNOT_DNAME_MAXLEN];
+	uint32_t version;
+	records_change_kind_t kind;
+} records_change_t;
+
+/*
+ * Opens DIR/records.db, creating it and applying migrations as needed.
+ * Returns ZC_ESCHEMA for a database newer than this program.
+ */
+int records_open(records_store_t **out, const char *dir);
+
+void records_close(records_store_t *store);
+
+/* Finds a zone by apex. ZC_ENOZONE when absent. */
+int records_zone_find(records_store_t *store, const knot_dname_t *apex,
+                      records_zone_t *zone);
+
+/* Calls cb for each zone in name order; cb returns non-zero to stop. */
+int records_zone_list(records_store_t *store,
+                      int (*cb)(const records_zone_t *zone, void *ctx),
+                      void *ctx);
+
+/* Deletes a zone and its records; logs zone_deleted. */
+int records_zone_delete(records_store_t *store, const knot_dname_t *apex,
+                        uint64_t *seq);
+
+/* The newest change-log sequence (0 for an empty log). */
+int records_last_seq(records_store_t *store, uint64_t *seq);
+
+/*
+ * Reads up to `limit` change events with seq > after, in order, calling cb
+ * for each (cb returns non-zero to stop).
+ */
+int records_changes_since(records_store_t *store, uint64_t after,
+                          unsigned limit,
+                          int (*cb)(const records_change_t *chg, void *ctx),
+                          void *ctx);
+
+/* --- Bulk import: one transaction replacing a zone's contents. --- */
+
+typedef struct records_import records_import_t;
+
+/*
+ * Begins an import of the zone `apex` (created if new, emptied if it
+ * exists). Holds the SQLite write lock until commit or abort.
+ */
+int records_import_begin(records_store_t *store, const knot_dname_t *apex,
+                         records_import_t **out);
+
+/* Adds one record (owner inside the zone, checked by the caller). */
+int records_import_add(records_import_t *imp, const knot_dname_t *owner,
+                       uint16_t type, uint32_t ttl, const uint8_t *rdata,
+                       uint16_t rdata_len);
+
+/*
+ * Checks the imported data: CNAME beside other data (RFC 1034 §3.6.2,
+ * RFC 2181 §10.1), RRsets with differing TTLs (RFC 2181 §5.2), duplicate
+ * records, exactly one SOA and at least one NS at the apex. Calls problem()
+ * for each, with owner and type (0 for node-wide problems). Returns the
+ * number of problems found, or a negative code.
+ */
+int records_import_check(records_import_t *imp,
+                          void (*problem)(const knot_dname_t *owner,
+                                          uint16_t type, const char *what,
+                                          void *ctx),
+                          void *ctx);
+
+/*
+ * Commits: sets the zone serial (the file's SOA serial when it is newer
+ * in RFC 1982 terms, else the old serial plus one), logs zone_imported and
+ * frees imp. *seq receives the change's sequence, *zone the zone row.
+ */
+int records_import_commit(records_import_t *imp, uint64_t *seq,
+                          records_zone_t *zone);
+
+/* Rolls back and frees imp (NULL is a no-op). */
+void records_import_abort(records_import_t *imp);
+
+/* --- Ordered reads for builds and exports. --- */
+
+typedef struct records_scan records_scan_t;
+
+/*
+ * Begins a consistent read (a SQLite read transaction) of a zone's records
+ * ordered by (okey, type). *snapshot_seq receives the newest change-log
+ * sequence visible in that snapshot (the build's fence) and *zone the zone
+ * row. ZC_ENOZONE when the zone does not exist in the snapshot.
+ */
+int records_scan_begin(records_store_t *store, const knot_dname_t *apex,
+                       records_zone_t *zone, uint64_t *snapshot_seq,
+                       records_scan_t **out);
+
+/* Next record: 1 with *row filled, 0 at the end, or a negative code. */
+int records_scan_next(records_scan_t *scan, records_row_t *row);
+
+/* Ends the read transaction and frees scan (NULL is a no-op). */
+void records_scan_end(records_scan_t *scan);

@@ -1,0 +1,95 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * Ordered, consistent reads of a zone's records for builds and exports:
+ * one SQLite read transaction, records in (okey, type) order.
+ */
+#include <stdlib.h>
+#include <libknot/errcode.h>
+
+#include "common/error.h"
+#include "records/sqlite.h"
+
+struct records_scan {
+	records_store_t *store;
+	sqlite3_stmt *stmt;
+};
+
+static int snapshot_seq(records_store_t *store, uint64_t *seq)
+{
+	return records_last_seq(store, seq);
+}
+
+int records_scan_begin(records_store_t *store, const knot_dname_t *apex,
+                       records_zone_t *zone, uint64_t *seq,
+                       records_scan_t **out)
+{
+	records_scan_t *scan = calloc(1, sizeof(*scan));
+	if (scan == NULL) {
+		return KNOT_ENOMEM;
+	}
+	scan->store = store;
+	int ret = records_sql_exec(store, "BEGIN");
+	if (ret != ZC_EOK) {
+		free(scan);
+		return ret;
+	}
+	/* All three reads below see one snapshot (the read transaction
+	 * starts at the first of them). */
+	ret = snapshot_seq(store, seq);
+	if (ret == ZC_EOK) {
+		ret = records_zone_find(store, apex, zone);
+	}
+	if (ret == ZC_EOK) {
+		ret = records_sql_prepare(store, "SELECT id, okey, owner, type,"
+		                          " ttl, rdata FROM records WHERE"
+		                          " zone_id = ? ORDER BY okey, type",
+		                          &scan->stmt);
+	}
+	if (ret != ZC_EOK) {
+		records_scan_end(scan);
+		return ret;
+	}
+	sqlite3_bind_int64(scan->stmt, 1, zone->id);
+	*out = scan;
+	return ZC_EOK;
+}
+
+int records_scan_next(records_scan_t *scan, records_row_t *row)
+{
+	sqlite3_stmt *st = scan->stmt;
+	int rc = sqlite3_step(st);
+	if (rc == SQLITE_DONE) {
+		return 0;
+	}
+	if (rc != SQLITE_ROW) {
+		return records_sql_error(scan->store->db, rc);
+	}
+	row->id = sqlite3_column_int64(st, 0);
+	row->okey = sqlite3_column_blob(st, 1);
+	row->okey_len = sqlite3_column_bytes(st, 1);
+	row->owner = sqlite3_column_blob(st, 2);
+	row->type = sqlite3_column_int(st, 3);
+	row->ttl = (uint32_t)sqlite3_column_int64(st, 4);
+	row->rdata = sqlite3_column_blob(st, 5);
+	row->rdata_len = sqlite3_column_bytes(st, 5);
+	if (row->owner == NULL || row->okey_len > 255) {
+		return ZC_EFORMAT;
+	}
+	if (row->okey == NULL) {
+		row->okey = (const uint8_t *)"";
+	}
+	if (row->rdata == NULL) {
+		row->rdata = (const uint8_t *)"";
+	}
+	return 1;
+}
+
+void records_scan_end(records_scan_t *scan)
+{
+	if (scan == NULL) {
+		return;
+	}
+	sqlite3_finalize(scan->stmt);
+	records_sql_exec(scan->store, "COMMIT");
+	free(scan);
+}

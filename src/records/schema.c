@@ -1,0 +1,92 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * Schema migrations of the records store.
+ *
+ * PRAGMA user_version holds the applied version. Each migration runs in
+ * its own transaction; a database newer than this program is refused.
+ */
+#include <stdio.h>
+
+#include "common/error.h"
+#include "common/log.h"
+#include "records/sqlite.h"
+
+static const char *const migrations[] = {
+	/* 1: zones, records, change log. */
+	"CREATE TABLE zones ("
+	"  id INTEGER PRIMARY KEY AUTOINCREMENT,"
+	"  name TEXT NOT NULL UNIQUE,"
+	"  apex BLOB NOT NULL UNIQUE,"
+	"  serial INTEGER NOT NULL,"
+	"  default_ttl INTEGER NOT NULL DEFAULT 3600,"
+	"  settings TEXT NOT NULL DEFAULT '{}',"
+	"  created_on INTEGER NOT NULL,"
+	"  modified_on INTEGER NOT NULL);"
+	"CREATE TABLE records ("
+	"  id INTEGER PRIMARY KEY AUTOINCREMENT,"
+	"  zone_id INTEGER NOT NULL REFERENCES zones(id) ON DELETE CASCADE,"
+	"  okey BLOB NOT NULL,"
+	"  owner BLOB NOT NULL,"
+	"  type INTEGER NOT NULL,"
+	"  ttl INTEGER NOT NULL,"
+	"  rdata BLOB NOT NULL,"
+	"  comment TEXT,"
+	"  created_on INTEGER NOT NULL,"
+	"  modified_on INTEGER NOT NULL);"
+	"CREATE INDEX records_node ON records(zone_id, okey, type);"
+	"CREATE TABLE changes ("
+	"  seq INTEGER PRIMARY KEY AUTOINCREMENT,"
+	"  zone_id INTEGER NOT NULL,"
+	"  apex BLOB NOT NULL,"
+	"  version INTEGER NOT NULL,"
+	"  kind INTEGER NOT NULL,"
+	"  owner BLOB,"
+	"  type INTEGER,"
+	"  record_id INTEGER,"
+	"  at INTEGER NOT NULL);"
+	"CREATE INDEX changes_zone ON changes(zone_id, seq);",
+};
+
+#define SCHEMA_VERSION (int)(sizeof(migrations) / sizeof(migrations[0]))
+
+static int user_version(records_store_t *store, int *version)
+{
+	sqlite3_stmt *stmt;
+	int ret = records_sql_prepare(store, "PRAGMA user_version", &stmt);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	int rc = sqlite3_step(stmt);
+	*version = (rc == SQLITE_ROW) ? sqlite3_column_int(stmt, 0) : 0;
+	sqlite3_finalize(stmt);
+	return rc == SQLITE_ROW ? ZC_EOK : records_sql_error(store->db, rc);
+}
+
+int records_schema_migrate(records_store_t *store)
+{
+	int version;
+	int ret = records_sql_exec(store, "BEGIN IMMEDIATE");
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	ret = user_version(store, &version);
+	if (ret == ZC_EOK && version > SCHEMA_VERSION) {
+		zc_error("records store has schema %d, this zonecast knows %d",
+		         version, SCHEMA_VERSION);
+		ret = ZC_ESCHEMA;
+	}
+	for (; ret == ZC_EOK && version < SCHEMA_VERSION; version++) {
+		ret = records_sql_exec(store, migrations[version]);
+		if (ret == ZC_EOK) {
+			char sql[64];
+			snprintf(sql, sizeof(sql), "PRAGMA user_version = %d",
+			         version + 1);
+			ret = records_sql_exec(store, sql);
+		}
+	}
+	if (ret != ZC_EOK) {
+		records_sql_exec(store, "ROLLBACK");
+		return ret;
+	}
+	return records_sql_exec(store, "COMMIT");
+}

@@ -1,0 +1,651 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * Authoritative answering from the edge store.
+ *
+ * Design
+ *
+ * answer_message() validates the message (FORMERR, NOTIMP, BADVERS, REFUSED
+ * outside our zones), then solve() walks the query name down from the zone
+ * apex with exact LMDB gets, one per label: a zone cut or a DNAME above the
+ * name ends the walk (referral, DNAME synthesis); otherwise the name exists,
+ * is an empty non-terminal (a node below it exists), matches a wildcard at
+ * its closest encloser, or does not exist. CNAMEs inside the zone are
+ * followed. Additional A/AAAA records for NS, MX and SRV targets come last.
+ * Each rule cites its RFC where it is applied.
+ */
+#include <string.h>
+#include <libknot/descriptor.h>
+#include <libknot/errcode.h>
+#include <libknot/packet/pkt.h>
+#include <libknot/rrtype/opt.h>
+#include <libknot/rrtype/rdname.h>
+#include <libknot/rrtype/soa.h>
+
+#include "common/error.h"
+#include "dns/name.h"
+#include "server/answer.h"
+
+/* Longest CNAME/DNAME chain followed inside a zone. */
+#define MAX_CHAIN 16
+
+/* Longest list of names whose A/AAAA went to the additional section. */
+#define MAX_ADDITIONAL 64
+
+typedef enum {
+	LOOKUP_FOUND,     /* The name exists: its node. */
+	LOOKUP_WILDCARD,  /* Synthesised from *.<closest encloser>. */
+	LOOKUP_DELEG,     /* A zone cut at or above the name. */
+	LOOKUP_DNAME,     /* A DNAME above the name. */
+	LOOKUP_ENT,       /* Empty non-terminal. */
+	LOOKUP_NX,        /* No such name. */
+} lookup_kind_t;
+
+typedef struct {
+	lookup_kind_t kind;
+	edge_node_t node;
+	const knot_dname_t *owner; /* Owner to write the node's RRsets with. */
+} lookup_t;
+
+typedef struct {
+	answer_ctx_t *ctx;
+	knot_mm_t *mm;
+	knot_pkt_t *q;
+	knot_pkt_t *r;
+	edge_txn_t *txn;
+	edge_zone_t zone;
+	size_t apex_lf_len;
+	uint16_t qtype;
+	const knot_dname_t *qname; /* As asked (case kept). */
+	uint8_t rcode;
+	bool aa;
+	int error;
+	unsigned added_count;
+	const knot_dname_t *added[MAX_ADDITIONAL];
+} query_t;
+
+/* --- Lookup --- */
+
+/* Suffix of name that a relative LF prefix of rel_len bytes names. */
+static const knot_dname_t *owner_of_prefix(const knot_dname_t *name,
+                                           const uint8_t *rel, size_t rel_len,
+                                           size_t prefix_len)
+{
+	unsigned below = 0;
+	for (size_t i = prefix_len; i < rel_len; i++) {
+		below += (rel[i] == 0);
+	}
+	return dns_name_skip(name, below);
+}
+
+static int decode(query_t *qr, const uint8_t *val, size_t len,
+                  const knot_dname_t *owner, lookup_t *out)
+{
+	out->owner = owner;
+	return edge_node_decode(val, len, owner, qr->mm, &out->node);
+}
+
+/* Finds the closest encloser of a name absent from the zone (RFC 4592
+ * §3.3.1): the deepest ancestor that exists, empty non-terminals included. */
+static size_t closest_encloser(query_t *qr, const uint8_t *rel, size_t rel_len,
+                               size_t deepest_node)
+{
+	size_t p = rel_len;
+	while (p > 0) {
+		p--; /* Step to the end of the parent's key... */
+		while (p > 0 && rel[p - 1] != 0) {
+			p--;
+		}
+		if (p <= deepest_node ||
+		    edge_node_has_below(qr->txn, qr->zone.zone_id, rel, p)) {
+			return p;
+		}
+	}
+	return 0;
+}
+
+/* RFC 4592 §3.3.1: the source of synthesis is *.<closest encloser>. */
+static int find_wildcard(query_t *qr, const knot_dname_t *name,
+                         const uint8_t *rel, size_t ce, lookup_t *out)
+{
+	uint8_t key[DNS_LF_MAXLEN + 2];
+	memcpy(key, rel, ce);
+	key[ce] = '*';
+	key[ce + 1] = 0;
+	const uint8_t *val;
+	size_t len;
+	int ret = edge_node_get(qr->txn, qr->zone.zone_id, key, ce + 2, &val, &len);
+	if (ret == KNOT_ENOENT) {
+		out->kind = LOOKUP_NX;
+		return ZC_EOK;
+	}
+	if (ret == ZC_EOK) {
+		out->kind = LOOKUP_WILDCARD;
+		ret = decode(qr, val, len, name, out);
+	}
+	return ret;
+}
+
+static int lookup(query_t *qr, const knot_dname_t *name, lookup_t *out)
+{
+	uint8_t lf[DNS_LF_MAXLEN];
+	size_t lf_len = dns_name_to_lf(name, lf);
+	const uint8_t *rel = lf + qr->apex_lf_len;
+	size_t rel_len = lf_len - qr->apex_lf_len;
+	size_t deepest = 0;
+	memset(out, 0, sizeof(*out));
+	/* Walk from the apex down to the name, one label per step. */
+	for (size_t p = 0; p <= rel_len; p++) {
+		if (p > 0 && rel[p - 1] != 0) {
+			continue; /* Not at a label boundary. */
+		}
+		const uint8_t *val;
+		size_t len;
+		int ret = edge_node_get(qr->txn, qr->zone.zone_id, rel, p, &val, &len);
+		if (ret == KNOT_ENOENT) {
+			continue;
+		}
+		uint8_t flags;
+		uint64_t seq;
+		if (ret == ZC_EOK) {
+			ret = edge_node_peek(val, len, &flags, &seq);
+		}
+		if (ret != ZC_EOK) {
+			return ret;
+		}
+		const knot_dname_t *owner = owner_of_prefix(name, rel, rel_len, p);
+		if (p == rel_len) {
+			/* RFC 4035 §3.1.4.1: DS is answered from the parent side
+			 * of a cut; everything else at a cut is a referral. */
+			bool cut = (flags & EDGE_NODE_DELEG) &&
+			           qr->qtype != KNOT_RRTYPE_DS;
+			out->kind = cut ? LOOKUP_DELEG : LOOKUP_FOUND;
+			return decode(qr, val, len, owner, out);
+		}
+		if (flags & EDGE_NODE_DELEG) {
+			out->kind = LOOKUP_DELEG; /* RFC 1034 §4.3.2 step 3b. */
+			return decode(qr, val, len, owner, out);
+		}
+		if (flags & EDGE_NODE_DNAME) {
+			out->kind = LOOKUP_DNAME; /* RFC 6672 §3.2. */
+			return decode(qr, val, len, owner, out);
+		}
+		deepest = p;
+	}
+	if (rel_len == 0) {
+		out->kind = LOOKUP_FOUND; /* The apex holds only the SOA. */
+		out->owner = name;
+		return ZC_EOK;
+	}
+	/* RFC 8020 / RFC 4592 §2.2.2: a name with descendants exists. */
+	if (edge_node_has_below(qr->txn, qr->zone.zone_id, rel, rel_len)) {
+		out->kind = LOOKUP_ENT;
+		out->owner = name;
+		return ZC_EOK;
+	}
+	size_t ce = closest_encloser(qr, rel, rel_len, deepest);
+	return find_wildcard(qr, name, rel, ce, out);
+}
+
+/* --- Writing sections --- */
+
+static void put(query_t *qr, const knot_rrset_t *rr, const knot_dname_t *owner,
+                uint16_t flags)
+{
+	if (qr->error != ZC_EOK) {
+		return;
+	}
+	knot_rrset_t copy = *rr;
+	copy.owner = (knot_dname_t *)owner;
+	uint16_t hint = (owner == qr->qname) ? KNOT_COMPR_HINT_QNAME :
+	                KNOT_COMPR_HINT_NONE;
+	int ret = knot_pkt_put(qr->r, hint, &copy, flags);
+	if (ret == KNOT_ESPACE) {
+		/* RFC 2181 §9: TC only when required data did not fit;
+		 * knot_pkt_put has set it unless NOTRUNC was asked for. */
+		if (!(flags & KNOT_PF_NOTRUNC)) {
+			qr->error = ret;
+		}
+	} else if (ret != KNOT_EOK) {
+		qr->error = ret;
+	}
+}
+
+/* The zone's SOA from its metadata, owned by the apex. */
+static knot_rrset_t soa_rrset(query_t *qr, uint32_t ttl)
+{
+	knot_rrset_t soa;
+	knot_rrset_init(&soa, qr->zone.apex, KNOT_RRTYPE_SOA, KNOT_CLASS_IN, ttl);
+	knot_rrset_add_rdata(&soa, qr->zone.soa, qr->zone.soa_len, qr->mm);
+	return soa;
+}
+
+/* RFC 2308 §3: negative answers carry the SOA with TTL min(TTL, MINIMUM). */
+static void put_negative_soa(query_t *qr)
+{
+	uint32_t min = edge_zone_soa_minimum(&qr->zone);
+	uint32_t ttl = qr->zone.soa_ttl < min ? qr->zone.soa_ttl : min;
+	knot_pkt_begin(qr->r, KNOT_AUTHORITY);
+	knot_rrset_t soa = soa_rrset(qr, ttl);
+	put(qr, &soa, qr->zone.apex, 0);
+}
+
+static bool is_apex(const lookup_t *lk)
+{
+	return lk->kind == LOOKUP_FOUND && (lk->node.flags & EDGE_NODE_APEX);
+}
+
+/* Answers qtype from a node that exists (or matched a wildcard). Returns
+ * false when the node has no such data (NODATA). */
+static bool put_node_answer(query_t *qr, const lookup_t *lk, bool apex)
+{
+	bool any = qr->qtype == KNOT_RRTYPE_ANY;
+	bool found = false;
+	if (apex && (any || qr->qtype == KNOT_RRTYPE_SOA)) {
+		knot_rrset_t soa = soa_rrset(qr, qr->zone.soa_ttl);
+		put(qr, &soa, lk->owner, 0);
+		found = true;
+	}
+	for (uint16_t i = 0; i < lk->node.count; i++) {
+		const knot_rrset_t *rr = &lk->node.rrsets[i];
+		/* RFC 8482 §4.2 allows a subset for ANY; we give every RRset
+		 * an authoritative server holds, as Knot and NSD do. */
+		if (any || rr->type == qr->qtype) {
+			put(qr, rr, lk->owner, 0);
+			found = true;
+		}
+	}
+	return found;
+}
+
+/* RFC 1034 §4.3.2 step 3b: a referral to the child's servers. */
+static void put_referral(query_t *qr, const lookup_t *lk)
+{
+	const knot_rrset_t *ns = edge_node_rrset(&lk->node, KNOT_RRTYPE_NS);
+	knot_pkt_begin(qr->r, KNOT_AUTHORITY);
+	if (ns != NULL) {
+		put(qr, ns, lk->owner, 0);
+	}
+}
+
+/* RFC 6672 §3.2: DNAME, then a CNAME synthesised for the name. Returns the
+ * new target, or NULL when none (YXDOMAIN set if it would be too long). */
+static const knot_dname_t *put_dname(query_t *qr, const lookup_t *lk,
+                                     const knot_dname_t *name)
+{
+	const knot_rrset_t *dname = edge_node_rrset(&lk->node, KNOT_RRTYPE_DNAME);
+	put(qr, dname, lk->owner, 0);
+	const knot_dname_t *target = knot_dname_target(dname->rrs.rdata);
+	unsigned owner_labels = dns_name_labels(lk->owner);
+	unsigned name_labels = dns_name_labels(name);
+	size_t prefix = knot_dname_size(name) - knot_dname_size(lk->owner);
+	if (prefix + knot_dname_size(target) > KNOT_DNAME_MAXLEN) {
+		qr->rcode = KNOT_RCODE_YXDOMAIN; /* RFC 6672 §2.2. */
+		return NULL;
+	}
+	(void)name_labels;
+	knot_dname_t *synth = knot_dname_replace_suffix(name, owner_labels,
+	                                                target, qr->mm);
+	if (synth == NULL) {
+		qr->error = KNOT_ENOMEM;
+		return NULL;
+	}
+	knot_rrset_t cname;
+	knot_rrset_init(&cname, (knot_dname_t *)name, KNOT_RRTYPE_CNAME,
+	                KNOT_CLASS_IN, dname->ttl);
+	uint8_t rdata[KNOT_DNAME_MAXLEN];
+	size_t len = knot_dname_to_wire(rdata, synth, sizeof(rdata));
+	knot_rrset_add_rdata(&cname, rdata, len, qr->mm);
+	put(qr, &cname, name, 0);
+	return synth;
+}
+
+/* True when the name can be looked up in the zone being answered from. */
+static bool in_zone(query_t *qr, const knot_dname_t *name)
+{
+	return dns_name_is_under(name, qr->zone.apex);
+}
+
+/* Runs the lookup loop for the query name, following CNAME and DNAME
+ * inside the zone (RFC 1034 §4.3.2, RFC 6672 §3.2). */
+static void solve(query_t *qr)
+{
+	const knot_dname_t *name = qr->qname;
+	for (unsigned hop = 0; hop < MAX_CHAIN; hop++) {
+		lookup_t lk;
+		int ret = lookup(qr, name, &lk);
+		if (ret != ZC_EOK) {
+			qr->error = ret;
+			return;
+		}
+		const knot_dname_t *next = NULL;
+		switch (lk.kind) {
+		case LOOKUP_DELEG:
+			qr->aa = (hop > 0);
+			put_referral(qr, &lk);
+			return;
+		case LOOKUP_DNAME:
+			next = put_dname(qr, &lk, name);
+			break;
+		case LOOKUP_ENT:
+			put_negative_soa(qr); /* RFC 4592 §2.2.2: NODATA. */
+			return;
+		case LOOKUP_NX:
+			qr->rcode = KNOT_RCODE_NXDOMAIN; /* RFC 6604 §3. */
+			put_negative_soa(qr);
+			return;
+		case LOOKUP_FOUND:
+		case LOOKUP_WILDCARD: {
+			const knot_rrset_t *cname =
+				edge_node_rrset(&lk.node, KNOT_RRTYPE_CNAME);
+			if (cname != NULL && qr->qtype != KNOT_RRTYPE_CNAME &&
+			    qr->qtype != KNOT_RRTYPE_ANY) {
+				put(qr, cname, lk.owner, 0);
+				next = knot_cname_name(cname->rrs.rdata);
+				break;
+			}
+			if (!put_node_answer(qr, &lk, is_apex(&lk))) {
+				put_negative_soa(qr); /* RFC 2308 §2.2 NODATA. */
+			}
+			return;
+		}
+		}
+		if (next == NULL || !in_zone(qr, next) || qr->error != ZC_EOK) {
+			return;
+		}
+		name = next;
+	}
+}
+
+/* --- Additional section --- */
+
+static bool already_added(query_t *qr, const knot_dname_t *name)
+{
+	for (unsigned i = 0; i < qr->added_count; i++) {
+		if (knot_dname_is_case_equal(qr->added[i], name)) {
+			return true;
+		}
+	}
+	if (qr->added_count < MAX_ADDITIONAL) {
+		qr->added[qr->added_count++] = name;
+	}
+	return false;
+}
+
+/* Adds A and AAAA of an in-zone target (glue included) to additional. */
+static void put_target_addresses(query_t *qr, const knot_dname_t *target)
+{
+	if (!in_zone(qr, target) || already_added(qr, target)) {
+		return;
+	}
+	uint8_t lf[DNS_LF_MAXLEN];
+	size_t lf_len = dns_name_to_lf(target, lf);
+	const uint8_t *val;
+	size_t len;
+	if (edge_node_get(qr->txn, qr->zone.zone_id, lf + qr->apex_lf_len,
+	                  lf_len - qr->apex_lf_len, &val, &len) != ZC_EOK) {
+		return;
+	}
+	lookup_t lk;
+	if (decode(qr, val, len, target, &lk) != ZC_EOK) {
+		return;
+	}
+	static const uint16_t types[] = { KNOT_RRTYPE_A, KNOT_RRTYPE_AAAA };
+	for (unsigned i = 0; i < 2; i++) {
+		const knot_rrset_t *rr = edge_node_rrset(&lk.node, types[i]);
+		if (rr != NULL) {
+			put(qr, rr, target, KNOT_PF_NOTRUNC);
+		}
+	}
+}
+
+/* RFC 1035 §3.3.9, §3.3.11, RFC 2782: addresses of NS, MX, SRV targets. */
+static void put_additional(query_t *qr)
+{
+	if (qr->error != ZC_EOK) {
+		return;
+	}
+	uint16_t count = qr->r->rrset_count;
+	knot_pkt_begin(qr->r, KNOT_ADDITIONAL);
+	for (uint16_t i = 0; i < count; i++) {
+		/* A copy: putting RRsets may move the packet's array. */
+		knot_rrset_t copy = qr->r->rr[i];
+		const knot_rrset_t *rr = &copy;
+		if (rr->type != KNOT_RRTYPE_NS && rr->type != KNOT_RRTYPE_MX &&
+		    rr->type != KNOT_RRTYPE_SRV) {
+			continue;
+		}
+		knot_rdata_t *rd = rr->rrs.rdata;
+		for (uint16_t j = 0; j < rr->rrs.count; j++) {
+			put_target_addresses(qr, knot_rdata_name(rd, rr->type));
+			rd = knot_rdataset_next(rd);
+		}
+	}
+	qr->error = ZC_EOK; /* Additional data is optional (RFC 2181 §9). */
+}
+
+/* --- Message level --- */
+
+void answer_ctx_init(answer_ctx_t *ctx, edge_store_t *edge, const char *nsid)
+{
+	memset(ctx, 0, sizeof(*ctx));
+	ctx->edge = edge;
+	ctx->nsid = nsid;
+	ctx->nsid_len = nsid ? strlen(nsid) : 0;
+	zc_arena_init(&ctx->arena, 64 * 1024);
+}
+
+void answer_ctx_deinit(answer_ctx_t *ctx)
+{
+	edge_txn_abort(&ctx->txn);
+	zc_arena_deinit(&ctx->arena);
+}
+
+/* A header-only error response (plus the question when it parsed). */
+static size_t error_response(const knot_pkt_t *q, uint8_t *resp,
+                             size_t resp_max, uint8_t rcode)
+{
+	size_t len = KNOT_WIRE_HEADER_SIZE;
+	memcpy(resp, q->wire, KNOT_WIRE_HEADER_SIZE);
+	knot_wire_set_qdcount(resp, 0);
+	if (q->qname_size > 0 && knot_wire_get_qdcount(q->wire) == 1 &&
+	    q->size >= KNOT_WIRE_HEADER_SIZE + q->qname_size + 4u &&
+	    resp_max >= len + q->qname_size + 4u) {
+		memcpy(resp + len, q->wire + len, q->qname_size + 4u);
+		len += q->qname_size + 4u;
+		knot_wire_set_qdcount(resp, 1);
+	}
+	knot_wire_set_ancount(resp, 0);
+	knot_wire_set_nscount(resp, 0);
+	knot_wire_set_arcount(resp, 0);
+	knot_wire_set_qr(resp);
+	knot_wire_clear_aa(resp);
+	knot_wire_clear_tc(resp);
+	knot_wire_clear_ra(resp);
+	knot_wire_clear_ad(resp);
+	knot_wire_clear_z(resp);
+	knot_wire_set_rcode(resp, rcode);
+	return len;
+}
+
+/* RFC 6891 §6.2.3-5: the UDP size we may send. */
+static uint16_t udp_limit(const knot_pkt_t *q)
+{
+	if (q->opt_rr == NULL) {
+		return KNOT_WIRE_MIN_PKTSIZE; /* RFC 1035 §4.2.1: 512. */
+	}
+	uint16_t asked = knot_edns_get_payload(q->opt_rr);
+	if (asked < KNOT_EDNS_MIN_UDP_PAYLOAD) {
+		asked = KNOT_EDNS_MIN_UDP_PAYLOAD;
+	}
+	return asked < ANSWER_EDNS_PAYLOAD ? asked : ANSWER_EDNS_PAYLOAD;
+}
+
+/* Prepares the response OPT (RFC 6891 §6.1.1) and reserves its room. */
+static int prepare_opt(query_t *qr, knot_rrset_t *opt)
+{
+	int ret = knot_edns_init(opt, ANSWER_EDNS_PAYLOAD, 0, 0, qr->mm);
+	if (ret != KNOT_EOK) {
+		return ret;
+	}
+	if (knot_edns_do(qr->q->opt_rr)) {
+		knot_edns_set_do(opt);
+	}
+	/* RFC 5001 §2.1: NSID only when asked for and configured. */
+	if (qr->ctx->nsid_len > 0 &&
+	    knot_pkt_edns_option(qr->q, KNOT_EDNS_OPTION_NSID) != NULL) {
+		ret = knot_edns_add_option(opt, KNOT_EDNS_OPTION_NSID,
+		                           qr->ctx->nsid_len,
+		                           (const uint8_t *)qr->ctx->nsid, qr->mm);
+		if (ret != KNOT_EOK) {
+			return ret;
+		}
+	}
+	return knot_pkt_reserve(qr->r, knot_edns_wire_size(opt));
+}
+
+/* Finds the zone to answer from; DS at a zone apex comes from the parent
+ * zone when we serve it (RFC 4035 §3.1.4.1). */
+static int find_zone(query_t *qr)
+{
+	uint8_t lf[DNS_LF_MAXLEN];
+	size_t lf_len = dns_name_to_lf(qr->qname, lf);
+	int ret = edge_zone_find(qr->txn, lf, lf_len, &qr->zone, &qr->apex_lf_len);
+	if (ret != ZC_EOK || qr->qtype != KNOT_RRTYPE_DS ||
+	    qr->apex_lf_len != lf_len || lf_len == 0) {
+		return ret;
+	}
+	size_t parent = lf_len - 1;
+	while (parent > 0 && lf[parent - 1] != 0) {
+		parent--;
+	}
+	edge_zone_t zone;
+	size_t apex_len;
+	if (edge_zone_find(qr->txn, lf, parent, &zone, &apex_len) == ZC_EOK) {
+		qr->zone = zone;
+		qr->apex_lf_len = apex_len;
+	}
+	return ZC_EOK;
+}
+
+/* Checks the question; returns an RCODE to send at once, or -1 to answer. */
+static int check_question(const knot_pkt_t *q)
+{
+	uint16_t qtype = knot_pkt_qtype(q);
+	if (knot_pkt_qclass(q) != KNOT_CLASS_IN) {
+		return KNOT_RCODE_REFUSED;
+	}
+	switch (qtype) {
+	case KNOT_RRTYPE_OPT:
+	case KNOT_RRTYPE_TSIG:
+	case KNOT_RRTYPE_TKEY:
+		return KNOT_RCODE_FORMERR; /* RFC 6891 §6.1.1, RFC 8945 §5. */
+	case KNOT_RRTYPE_AXFR:
+	case KNOT_RRTYPE_IXFR:
+		return KNOT_RCODE_REFUSED; /* No transfer is allowed yet. */
+	case 253: /* MAILB */
+	case 254: /* MAILA */
+		return KNOT_RCODE_NOTIMPL;
+	default:
+		return -1;
+	}
+}
+
+/* Finishes the response: RCODE, AA, OPT. */
+static void finish(query_t *qr, knot_rrset_t *opt, uint8_t ext_rcode)
+{
+	knot_wire_set_rcode(qr->r->wire, KNOT_EDNS_RCODE_LO(qr->rcode));
+	if (qr->aa) {
+		knot_wire_set_aa(qr->r->wire);
+	}
+	if (opt != NULL) {
+		knot_edns_set_ext_rcode(opt, ext_rcode);
+		knot_pkt_reclaim(qr->r, knot_edns_wire_size(opt));
+		knot_pkt_begin(qr->r, KNOT_ADDITIONAL);
+		knot_pkt_put(qr->r, KNOT_COMPR_HINT_NONE, opt, KNOT_PF_NOTRUNC);
+	}
+}
+
+static void answer_in_zone(query_t *qr)
+{
+	int ret = edge_txn_begin_read(qr->ctx->edge, &qr->ctx->txn);
+	qr->txn = &qr->ctx->txn;
+	if (ret == ZC_EOK) {
+		ret = find_zone(qr);
+	}
+	if (ret == ZC_ENOZONE) {
+		qr->rcode = KNOT_RCODE_REFUSED; /* Not ours (RFC 1034 §4.3.2). */
+	} else if (ret != ZC_EOK) {
+		qr->rcode = KNOT_RCODE_SERVFAIL;
+	} else {
+		qr->aa = true;
+		knot_pkt_begin(qr->r, KNOT_ANSWER);
+		solve(qr);
+		put_additional(qr);
+		if (qr->error != ZC_EOK && qr->error != KNOT_ESPACE) {
+			qr->rcode = KNOT_RCODE_SERVFAIL;
+		}
+	}
+	edge_txn_reset(&qr->ctx->txn);
+}
+
+size_t answer_message(answer_ctx_t *ctx, const uint8_t *query, size_t qlen,
+                      uint8_t *resp, size_t resp_max, bool tcp)
+{
+	/* Too short for a header, or a response: drop (RFC 1035 §4.1.1). */
+	if (qlen < KNOT_WIRE_HEADER_SIZE || knot_wire_get_qr(query) ||
+	    resp_max < KNOT_WIRE_MIN_PKTSIZE) {
+		return 0;
+	}
+	zc_arena_reset(&ctx->arena);
+	query_t qr = { .ctx = ctx, .mm = zc_arena_mm(&ctx->arena) };
+	qr.q = knot_pkt_new((uint8_t *)query, qlen, qr.mm);
+	qr.r = knot_pkt_new(resp, resp_max, qr.mm);
+	if (qr.q == NULL || qr.r == NULL) {
+		return 0;
+	}
+	if (knot_wire_get_opcode(query) != KNOT_OPCODE_QUERY) {
+		knot_pkt_parse_question(qr.q);
+		return error_response(qr.q, resp, resp_max, KNOT_RCODE_NOTIMPL);
+	}
+	/* Malformed: bad names, counts, trailing data, bad or repeated OPT
+	 * (RFC 6891 §6.1.1) all fail the parse. */
+	if (knot_wire_get_qdcount(query) != 1 ||
+	    knot_pkt_parse(qr.q, 0) != KNOT_EOK) {
+		knot_pkt_parse_question(qr.q);
+		return error_response(qr.q, resp, resp_max, KNOT_RCODE_FORMERR);
+	}
+	int rcode = check_question(qr.q);
+	if (rcode >= 0 && qr.q->opt_rr == NULL) {
+		return error_response(qr.q, resp, resp_max, rcode);
+	}
+	if (knot_pkt_init_response(qr.r, qr.q) != KNOT_EOK) {
+		return 0;
+	}
+	if (!tcp) {
+		qr.r->max_size = udp_limit(qr.q);
+	}
+	qr.qname = knot_pkt_qname(qr.r);
+	qr.qtype = knot_pkt_qtype(qr.q);
+	knot_rrset_t opt;
+	knot_rrset_t *optp = NULL;
+	if (qr.q->opt_rr != NULL) {
+		if (prepare_opt(&qr, &opt) != KNOT_EOK) {
+			return error_response(qr.q, resp, resp_max,
+			                      KNOT_RCODE_SERVFAIL);
+		}
+		optp = &opt;
+		if (knot_edns_get_version(qr.q->opt_rr) != 0) {
+			/* RFC 6891 §6.1.3: BADVERS, version 0. */
+			qr.rcode = KNOT_RCODE_BADVERS;
+			finish(&qr, optp, KNOT_EDNS_RCODE_HI(qr.rcode));
+			return qr.r->size;
+		}
+	}
+	if (rcode >= 0) {
+		qr.rcode = (uint8_t)rcode;
+	} else {
+		answer_in_zone(&qr);
+	}
+	finish(&qr, optp, 0);
+	return qr.r->size;
+}

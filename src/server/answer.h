@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * Query answering: one DNS message in, one response out, from the edge
+ * store only.
+ *
+ * Each worker owns an answer_ctx_t: its arena (reset per message, so the
+ * steady state does no malloc) and its cached LMDB read transaction
+ * (renewed per message, so a builder commit is visible to the very next
+ * query).
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/arena.h"
+#include "edge/edge.h"
+
+/* Largest UDP payload zonecast sends with EDNS (RFC 9715 / DNS flag day
+ * 2020: 1232 bytes avoids IP fragmentation). */
+#define ANSWER_EDNS_PAYLOAD 1232
+
+typedef struct {
+	edge_store_t *edge;
+	edge_txn_t txn;
+	zc_arena_t arena;
+	const char *nsid;     /* NSID (RFC 5001) to send, or NULL. */
+	size_t nsid_len;
+} answer_ctx_t;
+
+void answer_ctx_init(answer_ctx_t *ctx, edge_store_t *edge, const char *nsid);
+void answer_ctx_deinit(answer_ctx_t *ctx);
+
+/*
+ * Answers one message. resp has room for resp_max bytes (65535 for TCP;
+ * UDP limits are applied inside from the query's EDNS). Returns the
+ * response length, or 0 when the message must be dropped (too short to
+ * answer, or itself a response).
+ */
+size_t answer_message(answer_ctx_t *ctx, const uint8_t *query, size_t qlen,
+                      uint8_t *resp, size_t resp_max, bool tcp);

@@ -1,0 +1,193 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* Server lifecycle: address parsing, socket binding, worker threads. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <libknot/errcode.h>
+
+#include "common/error.h"
+#include "common/log.h"
+#include "server/worker.h"
+
+struct server {
+	server_config_t cfg;
+	int stop_fd;
+	size_t count;
+	worker_t *workers; /* 2 per (address, worker): UDP then TCP. */
+};
+
+int server_parse_addr(const char *text, struct sockaddr_storage *ss,
+                      socklen_t *len)
+{
+	char host[INET6_ADDRSTRLEN + 2];
+	const char *colon = strrchr(text, ':');
+	if (colon == NULL || colon == text || (size_t)(colon - text) >= sizeof(host)) {
+		return ZC_EUSAGE;
+	}
+	memcpy(host, text, colon - text);
+	host[colon - text] = '\0';
+	char *end;
+	long port = strtol(colon + 1, &end, 10);
+	if (*end != '\0' || colon[1] == '\0' || port < 0 || port > 65535) {
+		return ZC_EUSAGE;
+	}
+	memset(ss, 0, sizeof(*ss));
+	if (host[0] == '[' && host[strlen(host) - 1] == ']') {
+		struct sockaddr_in6 *sa6 = (struct sockaddr_in6 *)ss;
+		host[strlen(host) - 1] = '\0';
+		if (inet_pton(AF_INET6, host + 1, &sa6->sin6_addr) != 1) {
+			return ZC_EUSAGE;
+		}
+		sa6->sin6_family = AF_INET6;
+		sa6->sin6_port = htons((uint16_t)port);
+		*len = sizeof(*sa6);
+		return ZC_EOK;
+	}
+	struct sockaddr_in *sa = (struct sockaddr_in *)ss;
+	if (inet_pton(AF_INET, host, &sa->sin_addr) != 1) {
+		return ZC_EUSAGE;
+	}
+	sa->sin_family = AF_INET;
+	sa->sin_port = htons((uint16_t)port);
+	*len = sizeof(*sa);
+	return ZC_EOK;
+}
+
+static int bind_socket(const char *addr, int type)
+{
+	struct sockaddr_storage ss;
+	socklen_t len;
+	int ret = server_parse_addr(addr, &ss, &len);
+	if (ret != ZC_EOK) {
+		zc_error("invalid listen address '%s' (want ADDR:PORT or "
+		         "[ADDR6]:PORT)", addr);
+		return ret;
+	}
+	int fd = socket(ss.ss_family, type | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		return -errno;
+	}
+	int on = 1;
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on));
+	setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &on, sizeof(on));
+	if (ss.ss_family == AF_INET6) {
+		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &on, sizeof(on));
+	}
+	if (type == SOCK_STREAM) {
+		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof(on));
+	} else {
+		int size = 4 << 20;
+		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, sizeof(size));
+		setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, sizeof(size));
+	}
+	if (bind(fd, (struct sockaddr *)&ss, len) != 0) {
+		ret = -errno;
+		zc_error("cannot bind %s %s: %s", type == SOCK_STREAM ? "TCP" : "UDP",
+		         addr, strerror(errno));
+		close(fd);
+		return ret;
+	}
+	if (type == SOCK_STREAM && listen(fd, 1024) != 0) {
+		ret = -errno;
+		close(fd);
+		return ret;
+	}
+	return fd;
+}
+
+static unsigned worker_count(const server_config_t *cfg)
+{
+	if (cfg->workers > 0) {
+		return cfg->workers;
+	}
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+	return n > 0 ? (unsigned)n : 1;
+}
+
+static int start_worker(server_t *s, worker_t *w, const char *addr, bool tcp,
+                        edge_store_t *edge)
+{
+	w->fd = bind_socket(addr, tcp ? SOCK_STREAM : SOCK_DGRAM);
+	if (w->fd < 0) {
+		return w->fd;
+	}
+	w->stop_fd = s->stop_fd;
+	w->cfg = &s->cfg;
+	answer_ctx_init(&w->answer, edge, s->cfg.nsid);
+	if (pthread_create(&w->thread, NULL, tcp ? server_tcp_worker :
+	                   server_udp_worker, w) != 0) {
+		answer_ctx_deinit(&w->answer);
+		close(w->fd);
+		return KNOT_ENOMEM;
+	}
+	w->started = true;
+	return ZC_EOK;
+}
+
+int server_start(const server_config_t *cfg, edge_store_t *edge,
+                 server_t **out)
+{
+	server_t *s = calloc(1, sizeof(*s));
+	if (s == NULL) {
+		return KNOT_ENOMEM;
+	}
+	s->cfg = *cfg;
+	unsigned n = worker_count(cfg);
+	s->count = cfg->listen_count * n * 2;
+	s->workers = calloc(s->count ? s->count : 1, sizeof(worker_t));
+	s->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (s->workers == NULL || s->stop_fd < 0) {
+		server_stop(s);
+		return KNOT_ENOMEM;
+	}
+	int ret = ZC_EOK;
+	size_t i = 0;
+	for (size_t a = 0; a < cfg->listen_count && ret == ZC_EOK; a++) {
+		for (unsigned k = 0; k < 2 * n && ret == ZC_EOK; k++, i++) {
+			ret = start_worker(s, &s->workers[i], cfg->listen[a],
+			                   k % 2 == 1, edge);
+		}
+		if (ret == ZC_EOK) {
+			zc_info("listening on %s (UDP and TCP, %u workers)",
+			        cfg->listen[a], n);
+		}
+	}
+	if (ret != ZC_EOK) {
+		server_stop(s);
+		return ret;
+	}
+	*out = s;
+	return ZC_EOK;
+}
+
+void server_stop(server_t *s)
+{
+	if (s == NULL) {
+		return;
+	}
+	if (s->stop_fd >= 0) {
+		uint64_t one = 1;
+		ssize_t w = write(s->stop_fd, &one, sizeof(one));
+		(void)w;
+	}
+	for (size_t i = 0; i < s->count && s->workers != NULL; i++) {
+		worker_t *w = &s->workers[i];
+		if (w->started) {
+			pthread_join(w->thread, NULL);
+			answer_ctx_deinit(&w->answer);
+			close(w->fd);
+		}
+	}
+	if (s->stop_fd >= 0) {
+		close(s->stop_fd);
+	}
+	free(s->workers);
+	free(s);
+}

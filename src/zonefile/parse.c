@@ -1,0 +1,168 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* Master-file reading over libzscanner (see zonefile.h). */
+#include <stdlib.h>
+#include <string.h>
+#include <libknot/descriptor.h>
+#include <libknot/errcode.h>
+#include <libzscanner/scanner.h>
+
+#include "common/error.h"
+#include "zonefile/zonefile.h"
+
+#define MAX_ERRORS 100
+
+typedef struct {
+	const zonefile_handler_t *handler;
+	unsigned errors;
+	/* For zonefile_find(). */
+	const knot_dname_t *want_owner;
+	uint16_t want_type;
+	char *found_file;
+	size_t found_file_size;
+	uint64_t found_line;
+	bool found;
+} parse_t;
+
+static const char *file_name(const zs_scanner_t *s)
+{
+	return s->file.name != NULL ? s->file.name : "-";
+}
+
+static void on_error(zs_scanner_t *s)
+{
+	parse_t *p = s->process.data;
+	if (p->handler != NULL && p->handler->error != NULL) {
+		p->handler->error(file_name(s), s->line_counter,
+		                  zs_strerror(s->error.code), p->handler->ctx);
+	}
+	if (++p->errors >= MAX_ERRORS) {
+		s->state = ZS_STATE_STOP;
+	}
+}
+
+static void on_record(zs_scanner_t *s)
+{
+	parse_t *p = s->process.data;
+	if (s->r_class != KNOT_CLASS_IN) {
+		p->handler->error(file_name(s), s->line_counter,
+		                  "only class IN is served", p->handler->ctx);
+		p->errors++;
+		return;
+	}
+	if (p->handler->record(s->r_owner, s->r_type, s->r_ttl, s->r_data,
+	                       (uint16_t)s->r_data_length, file_name(s),
+	                       s->line_counter, p->handler->ctx) != 0) {
+		p->errors++;
+		s->state = ZS_STATE_STOP;
+	}
+}
+
+static int run(zs_scanner_t *s, parse_t *p)
+{
+	int ret = ZC_EOK;
+	if (zs_set_processing(s, on_record, on_error, p) != 0 ||
+	    zs_parse_all(s) != 0) {
+		if (p->errors == 0) {
+			on_error(s); /* E.g. the file cannot be opened. */
+		}
+		ret = ZC_EZONEFILE;
+	}
+	if (p->errors > 0) {
+		ret = ZC_EZONEFILE;
+	}
+	return ret;
+}
+
+static int init(zs_scanner_t *s, const knot_dname_t *origin, uint32_t ttl)
+{
+	char name[KNOT_DNAME_TXT_MAXLEN + 1];
+	if (knot_dname_to_str(name, origin, sizeof(name)) == NULL) {
+		return KNOT_EINVAL;
+	}
+	return zs_init(s, name, KNOT_CLASS_IN, ttl) == 0 ? ZC_EOK : KNOT_ENOMEM;
+}
+
+int zonefile_parse(const char *path, const knot_dname_t *origin,
+                   uint32_t default_ttl, const zonefile_handler_t *handler)
+{
+	zs_scanner_t *s = malloc(sizeof(*s));
+	if (s == NULL) {
+		return KNOT_ENOMEM;
+	}
+	parse_t p = { .handler = handler };
+	int ret = init(s, origin, default_ttl);
+	if (ret == ZC_EOK) {
+		if (zs_set_input_file(s, path) != 0) {
+			handler->error(path, 0, zs_strerror(s->error.code),
+			               handler->ctx);
+			ret = ZC_EZONEFILE;
+		} else {
+			ret = run(s, &p);
+		}
+		zs_deinit(s);
+	}
+	free(s);
+	return ret;
+}
+
+int zonefile_parse_text(const char *text, size_t len,
+                        const knot_dname_t *origin, uint32_t default_ttl,
+                        const zonefile_handler_t *handler)
+{
+	zs_scanner_t *s = malloc(sizeof(*s));
+	if (s == NULL) {
+		return KNOT_ENOMEM;
+	}
+	parse_t p = { .handler = handler };
+	int ret = init(s, origin, default_ttl);
+	if (ret == ZC_EOK) {
+		if (zs_set_input_string(s, text, len) != 0) {
+			ret = ZC_EZONEFILE;
+		} else {
+			ret = run(s, &p);
+		}
+		zs_deinit(s);
+	}
+	free(s);
+	return ret;
+}
+
+static int find_record(const knot_dname_t *owner, uint16_t type, uint32_t ttl,
+                       const uint8_t *rdata, uint16_t rdata_len,
+                       const char *file, uint64_t line, void *ctx)
+{
+	(void)ttl, (void)rdata, (void)rdata_len;
+	parse_t *p = ctx;
+	if (p->found || !knot_dname_is_case_equal(owner, p->want_owner) ||
+	    (p->want_type != 0 && type != p->want_type)) {
+		return 0;
+	}
+	snprintf(p->found_file, p->found_file_size, "%s", file);
+	p->found_line = line;
+	p->found = true;
+	return 0;
+}
+
+static void ignore_error(const char *file, uint64_t line, const char *msg,
+                         void *ctx)
+{
+	(void)file, (void)line, (void)msg, (void)ctx;
+}
+
+int zonefile_find(const char *path, const knot_dname_t *origin,
+                  const knot_dname_t *owner, uint16_t type,
+                  char *file, size_t file_size, uint64_t *line)
+{
+	parse_t p = {
+		.want_owner = owner, .want_type = type,
+		.found_file = file, .found_file_size = file_size,
+	};
+	zonefile_handler_t h = { .record = find_record, .error = ignore_error,
+	                         .ctx = &p };
+	zonefile_parse(path, origin, 3600, &h);
+	if (!p.found) {
+		return KNOT_ENOENT;
+	}
+	*line = p.found_line;
+	return ZC_EOK;
+}
