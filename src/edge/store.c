@@ -208,7 +208,9 @@ static size_t node_key(uint8_t *key, uint64_t zone_id, const uint8_t *rel,
 	for (int i = 0; i < 8; i++) {
 		key[i] = (uint8_t)(zone_id >> (56 - 8 * i));
 	}
-	memcpy(key + 8, rel, rel_len);
+	if (rel_len > 0) {
+		memcpy(key + 8, rel, rel_len);
+	}
 	return 8 + rel_len;
 }
 
