@@ -1,0 +1,74 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * A small zone with every answer path (CNAME, DNAME, wildcard, ENT, cut,
+ * glue), imported into real stores in a temporary directory for the query
+ * target.
+ */
+#pragma once
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "builder/builder.h"
+#include "zonefile/zonefile.h"
+
+static const char fuzz_zone_text[] =
+	"$TTL 300\n"
+	"@ IN SOA ns hostmaster 1 7200 900 1209600 60\n"
+	"@ IN NS ns\n@ IN MX 10 mail\n"
+	"ns IN A 192.0.2.1\nmail IN A 192.0.2.25\nmail IN AAAA 2001:db8::25\n"
+	"www IN CNAME web\nweb IN A 192.0.2.80\nloop1 IN CNAME loop2\n"
+	"loop2 IN CNAME loop1\n*.wild IN A 192.0.2.9\n*.wild IN MX 1 mail\n"
+	"a.b.ent IN A 192.0.2.4\nsub IN NS ns.sub\nsub IN NS ns.other\n"
+	"ns.sub IN A 192.0.2.53\nother IN NS ns.other\nns.other IN A 192.0.2.54\n"
+	"dn IN DNAME target.example.\nx.target IN A 192.0.2.8\n"
+	"big IN TXT \"0123456789012345678901234567890123456789012345678901234567890123456789\"\n"
+	"big IN TXT \"1123456789012345678901234567890123456789012345678901234567890123456789\"\n"
+	"big IN TXT \"2123456789012345678901234567890123456789012345678901234567890123456789\"\n"
+	"big IN TXT \"3123456789012345678901234567890123456789012345678901234567890123456789\"\n"
+	"big IN TXT \"4123456789012345678901234567890123456789012345678901234567890123456789\"\n"
+	"big IN TXT \"5123456789012345678901234567890123456789012345678901234567890123456789\"\n"
+	"big IN TXT \"6123456789012345678901234567890123456789012345678901234567890123456789\"\n"
+	"big IN TXT \"7123456789012345678901234567890123456789012345678901234567890123456789\"\n"
+	"srv IN SRV 1 1 1 mail\n";
+
+static int fuzz_zone_record(const knot_dname_t *owner, uint16_t type,
+                            uint32_t ttl, const uint8_t *rdata,
+                            uint16_t rdata_len, const char *file,
+                            uint64_t line, void *ctx)
+{
+	(void)file, (void)line;
+	return records_import_add(ctx, owner, type, ttl, rdata, rdata_len) != 0;
+}
+
+static void fuzz_zone_error(const char *file, uint64_t line, const char *msg,
+                            void *ctx)
+{
+	(void)file, (void)line, (void)msg, (void)ctx;
+}
+
+/* Returns the opened edge store holding the zone "example.". */
+static edge_store_t *fuzz_zone_open(void)
+{
+	static char dir[] = "/tmp/zonecast-fuzz-XXXXXX";
+	const uint8_t *apex = (const uint8_t *)"\x07" "example\x00";
+	records_store_t *rs = NULL;
+	edge_store_t *es = NULL;
+	records_import_t *imp = NULL;
+	uint64_t seq;
+	if (mkdtemp(dir) == NULL || records_open(&rs, dir) != 0 ||
+	    edge_open(&es, dir, (size_t)1 << 30) != 0 ||
+	    records_import_begin(rs, apex, &imp) != 0) {
+		return NULL;
+	}
+	zonefile_handler_t h = { .record = fuzz_zone_record,
+	                         .error = fuzz_zone_error, .ctx = imp };
+	if (zonefile_parse_text(fuzz_zone_text, strlen(fuzz_zone_text), apex,
+	                        3600, &h) != 0 ||
+	    records_import_commit(imp, &seq, NULL) != 0 ||
+	    builder_full_build(rs, es, apex, NULL, NULL, NULL) != 0) {
+		return NULL;
+	}
+	records_close(rs);
+	return es;
+}
