@@ -37,8 +37,8 @@ static int fuzz_zone_record(const knot_dname_t *owner, uint16_t type,
                             uint16_t rdata_len, const char *file,
                             uint64_t line, void *ctx)
 {
-	(void)file, (void)line;
-	return records_import_add(ctx, owner, type, ttl, rdata, rdata_len) != 0;
+	(void)file;
+	return records_import_add(ctx, owner, type, ttl, rdata, rdata_len, line) != 0;
 }
 
 static void fuzz_zone_error(const char *file, uint64_t line, const char *msg,

@@ -18,7 +18,7 @@
 #include "common/error.h"
 #include "zonefile/zonefile.h"
 
-/* At most this many check problems are located and printed. */
+/* At most this many check problems are printed. */
 #define MAX_REPORTED 20
 
 int cli_prepare_data_dir(const char *dir)
@@ -53,19 +53,35 @@ int cli_open_stores(const char *dir, records_store_t **rs, edge_store_t **es)
 	return ret;
 }
 
+/* Files an import reads ($INCLUDE adds some): a record's tag is its file's
+ * index here (high 16 bits) and its line (low 48 bits). */
+#define MAX_FILES 256
+
 typedef struct {
 	records_import_t *imp;
 	const knot_dname_t *apex;
 	const char *path;
 	uint64_t records;
 	unsigned errors;
+	unsigned problems;
 	bool progress;
-	/* Problems found by the check, located afterwards. */
-	unsigned problem_count;
-	uint8_t problem_owner[MAX_REPORTED][KNOT_DNAME_MAXLEN];
-	uint16_t problem_type[MAX_REPORTED];
-	char problem_what[MAX_REPORTED][96];
+	char *files[MAX_FILES];
+	unsigned file_count;
 } import_t;
+
+static uint64_t make_tag(import_t *imp, const char *file, uint64_t line)
+{
+	unsigned i = 0;
+	while (i < imp->file_count && strcmp(imp->files[i], file) != 0) {
+		i++;
+	}
+	if (i == imp->file_count && i < MAX_FILES) {
+		imp->files[i] = strdup(file);
+		imp->file_count += (imp->files[i] != NULL);
+	}
+	return (uint64_t)(i < imp->file_count ? i : MAX_FILES) << 48 |
+	       (line & 0xffffffffffffULL);
+}
 
 static double now_s(void)
 {
@@ -89,7 +105,7 @@ static int on_record(const knot_dname_t *owner, uint16_t type, uint32_t ttl,
 {
 	import_t *imp = ctx;
 	int ret = records_import_add(imp->imp, owner, type, ttl, rdata,
-	                             rdata_len);
+	                             rdata_len, make_tag(imp, file, line));
 	if (ret == KNOT_EOUTOFZONE) {
 		char name[KNOT_DNAME_TXT_MAXLEN + 1];
 		knot_dname_to_str(name, owner, sizeof(name));
@@ -110,46 +126,26 @@ static int on_record(const knot_dname_t *owner, uint16_t type, uint32_t ttl,
 	return 0;
 }
 
-static void on_problem(const knot_dname_t *owner, uint16_t type,
+/* Prints a check problem with the file and line it comes from. */
+static void on_problem(const knot_dname_t *owner, uint16_t type, uint64_t tag,
                        const char *what, void *ctx)
 {
 	import_t *imp = ctx;
-	if (imp->problem_count < MAX_REPORTED) {
-		unsigned i = imp->problem_count++;
-		memcpy(imp->problem_owner[i], owner, knot_dname_size(owner));
-		imp->problem_type[i] = type;
-		snprintf(imp->problem_what[i], sizeof(imp->problem_what[i]), "%s",
-		         what);
+	if (imp->problems++ >= MAX_REPORTED) {
+		return;
 	}
-}
-
-/* Prints each check problem with the file and line it comes from. */
-static void report_problems(import_t *imp, int total)
-{
-	for (unsigned i = 0; i < imp->problem_count; i++) {
-		char name[KNOT_DNAME_TXT_MAXLEN + 1];
-		char type[32];
-		char file[1024] = "";
-		uint64_t line = 0;
-		knot_dname_to_str(name, imp->problem_owner[i], sizeof(name));
-		knot_rrtype_to_string(imp->problem_type[i], type, sizeof(type));
-		if (imp->path != NULL) {
-			zonefile_find(imp->path, imp->apex, imp->problem_owner[i],
-			              imp->problem_type[i], file, sizeof(file), &line);
-		}
-		if (file[0] != '\0') {
-			fprintf(stderr, "%s:%llu: error: %s %s: %s\n", file,
-			        (unsigned long long)line, name, type,
-			        imp->problem_what[i]);
-		} else {
-			fprintf(stderr, "%s: error: %s %s: %s\n",
-			        imp->path ? imp->path : "-", name, type,
-			        imp->problem_what[i]);
-		}
-	}
-	if (total > (int)imp->problem_count) {
-		fprintf(stderr, "... and %d more problems\n",
-		        total - (int)imp->problem_count);
+	char name[KNOT_DNAME_TXT_MAXLEN + 1];
+	char tname[32];
+	knot_dname_to_str(name, owner, sizeof(name));
+	knot_rrtype_to_string(type, tname, sizeof(tname));
+	unsigned file = (unsigned)(tag >> 48);
+	unsigned long long line = tag & 0xffffffffffffULL;
+	if (tag != 0 && file < imp->file_count) {
+		fprintf(stderr, "%s:%llu: error: %s %s: %s\n", imp->files[file],
+		        line, name, tname, what);
+	} else {
+		fprintf(stderr, "%s: error: %s %s: %s\n",
+		        imp->path ? imp->path : "-", name, tname, what);
 	}
 }
 
@@ -174,10 +170,19 @@ static int load(import_t *imp, const char *text)
 		return (int)(imp->errors > 0 ? imp->errors : 1);
 	}
 	int problems = records_import_check(imp->imp, on_problem, imp);
-	if (problems > 0) {
-		report_problems(imp, problems);
+	if (problems > MAX_REPORTED) {
+		fprintf(stderr, "... and %d more problems\n",
+		        problems - MAX_REPORTED);
 	}
 	return problems;
+}
+
+static void free_files(import_t *imp)
+{
+	for (unsigned i = 0; i < imp->file_count; i++) {
+		free(imp->files[i]);
+	}
+	free(imp);
 }
 
 int cli_import_zone(records_store_t *rs, edge_store_t *es, const char *name,
@@ -209,7 +214,7 @@ int cli_import_zone(records_store_t *rs, edge_store_t *es, const char *name,
 		records_import_abort(imp->imp);
 		fprintf(stderr, "zonecast: zone %s not imported, nothing "
 		        "changed\n", name);
-		free(imp);
+		free_files(imp);
 		return problems < 0 ? problems : ZC_EZONEFILE;
 	}
 	uint64_t seq;
@@ -233,6 +238,6 @@ int cli_import_zone(records_store_t *rs, edge_store_t *es, const char *name,
 		        (unsigned long long)imp->records, zone.serial,
 		        loaded - start, now_s() - loaded);
 	}
-	free(imp);
+	free_files(imp);
 	return ret;
 }

@@ -1,15 +1,13 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /*
- * Bulk import: replaces a zone's records in one transaction, checks them
- * in a streaming pass over the (okey, type) index, and logs one
- * zone_imported event. Memory stays bounded by the largest node.
+ * Bulk import (see records.h): collect in memory, sort into (okey, type,
+ * rdata) order, check adjacent records, write sorted in one transaction.
  */
 #include <alloca.h>
 #include <stdlib.h>
 #include <string.h>
 #include <libknot/descriptor.h>
 #include <libknot/errcode.h>
-#include <libknot/rrset.h>
 #include <libknot/rrtype/soa.h>
 
 #include "common/arena.h"
@@ -17,56 +15,27 @@
 #include "dns/name.h"
 #include "records/sqlite.h"
 
+/* One collected record; okey then rdata follow the header. */
+typedef struct {
+	uint64_t tag;
+	uint32_t ttl;
+	uint16_t type;
+	uint16_t rdata_len;
+	uint8_t okey_len;
+	uint8_t data[];
+} entry_t;
+
 struct records_import {
 	records_store_t *store;
-	records_zone_t zone;
-	bool is_new;
-	sqlite3_stmt *insert;
+	uint8_t apex[KNOT_DNAME_MAXLEN];
 	uint8_t apex_lf[DNS_LF_MAXLEN];
 	size_t apex_lf_len;
-	uint32_t file_serial;
-	bool has_serial;
-	int64_t now;
+	zc_arena_t arena;
+	entry_t **entries;
+	size_t count;
+	size_t capacity;
+	bool sorted;
 };
-
-static int create_zone(records_import_t *imp, const knot_dname_t *apex)
-{
-	sqlite3_stmt *stmt;
-	int ret = records_sql_prepare(imp->store, "INSERT INTO zones"
-	                              "(name, apex, serial, created_on,"
-	                              " modified_on) VALUES (?, ?, 0, ?, ?)",
-	                              &stmt);
-	if (ret != ZC_EOK) {
-		return ret;
-	}
-	char name[KNOT_DNAME_TXT_MAXLEN + 1];
-	knot_dname_to_str(name, apex, sizeof(name));
-	sqlite3_bind_text(stmt, 1, name, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_blob(stmt, 2, apex, knot_dname_size(apex), SQLITE_STATIC);
-	sqlite3_bind_int64(stmt, 3, imp->now);
-	sqlite3_bind_int64(stmt, 4, imp->now);
-	ret = records_sql_error(imp->store->db, sqlite3_step(stmt));
-	sqlite3_finalize(stmt);
-	if (ret != ZC_EOK) {
-		return ret;
-	}
-	imp->is_new = true;
-	return records_zone_find(imp->store, apex, &imp->zone);
-}
-
-static int empty_zone(records_import_t *imp)
-{
-	sqlite3_stmt *stmt;
-	int ret = records_sql_prepare(imp->store, "DELETE FROM records"
-	                              " WHERE zone_id = ?", &stmt);
-	if (ret != ZC_EOK) {
-		return ret;
-	}
-	sqlite3_bind_int64(stmt, 1, imp->zone.id);
-	ret = records_sql_error(imp->store->db, sqlite3_step(stmt));
-	sqlite3_finalize(stmt);
-	return ret;
-}
 
 int records_import_begin(records_store_t *store, const knot_dname_t *apex,
                          records_import_t **out)
@@ -76,87 +45,93 @@ int records_import_begin(records_store_t *store, const knot_dname_t *apex,
 		return KNOT_ENOMEM;
 	}
 	imp->store = store;
-	imp->now = records_now_ms();
-	uint8_t lower[KNOT_DNAME_MAXLEN];
-	knot_dname_copy_lower(lower, apex);
-	imp->apex_lf_len = dns_name_to_lf(lower, imp->apex_lf);
-	int ret = records_sql_exec(store, "BEGIN IMMEDIATE");
-	if (ret != ZC_EOK) {
-		free(imp);
-		return ret;
-	}
-	ret = records_zone_find(store, lower, &imp->zone);
-	if (ret == ZC_ENOZONE) {
-		ret = create_zone(imp, lower);
-	} else if (ret == ZC_EOK) {
-		ret = empty_zone(imp);
-	}
-	if (ret == ZC_EOK) {
-		ret = records_sql_prepare(store, "INSERT INTO records(zone_id,"
-		                          " okey, owner, type, ttl, rdata,"
-		                          " created_on, modified_on)"
-		                          " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-		                          &imp->insert);
-	}
-	if (ret != ZC_EOK) {
-		records_import_abort(imp);
-		return ret;
-	}
+	knot_dname_copy_lower(imp->apex, apex);
+	imp->apex_lf_len = dns_name_to_lf(imp->apex, imp->apex_lf);
+	zc_arena_init(&imp->arena, 4 << 20);
 	*out = imp;
 	return ZC_EOK;
 }
 
+uint64_t records_import_count(const records_import_t *imp)
+{
+	return imp->count;
+}
+
 int records_import_add(records_import_t *imp, const knot_dname_t *owner,
                        uint16_t type, uint32_t ttl, const uint8_t *rdata,
-                       uint16_t rdata_len)
+                       uint16_t rdata_len, uint64_t tag)
 {
-	uint8_t lower[KNOT_DNAME_MAXLEN];
 	uint8_t lf[DNS_LF_MAXLEN];
-	knot_dname_copy_lower(lower, owner);
-	size_t lf_len = dns_name_to_lf(lower, lf);
+	size_t lf_len = dns_name_to_lf(owner, lf);
 	if (lf_len < imp->apex_lf_len ||
 	    memcmp(lf, imp->apex_lf, imp->apex_lf_len) != 0) {
 		return KNOT_EOUTOFZONE;
 	}
-	if (type == KNOT_RRTYPE_SOA && lf_len == imp->apex_lf_len &&
-	    rdata_len >= 20) {
-		knot_rdata_t *rd = alloca(knot_rdata_size(rdata_len));
-		knot_rdata_init(rd, rdata_len, rdata);
-		imp->file_serial = knot_soa_serial(rd);
-		imp->has_serial = true;
+	if (imp->count == imp->capacity) {
+		size_t cap = imp->capacity ? imp->capacity * 2 : 4096;
+		entry_t **grown = realloc(imp->entries, cap * sizeof(*grown));
+		if (grown == NULL) {
+			return KNOT_ENOMEM;
+		}
+		imp->entries = grown;
+		imp->capacity = cap;
 	}
-	sqlite3_stmt *st = imp->insert;
-	sqlite3_bind_int64(st, 1, imp->zone.id);
-	sqlite3_bind_blob(st, 2, lf + imp->apex_lf_len,
-	                  (int)(lf_len - imp->apex_lf_len), SQLITE_STATIC);
-	sqlite3_bind_blob(st, 3, lower, knot_dname_size(lower), SQLITE_STATIC);
-	sqlite3_bind_int(st, 4, type);
-	sqlite3_bind_int64(st, 5, ttl);
-	sqlite3_bind_blob(st, 6, rdata, rdata_len, SQLITE_STATIC);
-	sqlite3_bind_int64(st, 7, imp->now);
-	sqlite3_bind_int64(st, 8, imp->now);
-	int rc = sqlite3_step(st);
-	sqlite3_reset(st);
-	return records_sql_error(imp->store->db, rc);
+	size_t okey_len = lf_len - imp->apex_lf_len;
+	entry_t *e = zc_arena_alloc(&imp->arena,
+	                            sizeof(*e) + okey_len + rdata_len);
+	if (e == NULL) {
+		return KNOT_ENOMEM;
+	}
+	e->tag = tag;
+	e->ttl = ttl;
+	e->type = type;
+	e->rdata_len = rdata_len;
+	e->okey_len = (uint8_t)okey_len;
+	memcpy(e->data, lf + imp->apex_lf_len, okey_len);
+	if (rdata_len > 0) {
+		memcpy(e->data + okey_len, rdata, rdata_len);
+	}
+	imp->entries[imp->count++] = e;
+	imp->sorted = false;
+	return ZC_EOK;
 }
 
-/* State of the streaming check: the node and RRset being read. */
-typedef struct {
-	zc_arena_t arena;
-	uint8_t okey[DNS_LF_MAXLEN];
-	size_t okey_len;
-	uint8_t owner[KNOT_DNAME_MAXLEN];
-	bool has_cname;
-	bool has_other;
-	knot_rrset_t rrset;
-	bool ttl_reported;
-	int problems;
-	int soa_count;
-	int apex_ns;
-} check_t;
+static int blob_cmp(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen)
+{
+	int c = memcmp(a, b, alen < blen ? alen : blen);
+	return c != 0 ? c : (alen > blen) - (alen < blen);
+}
 
-typedef void (*problem_cb)(const knot_dname_t *owner, uint16_t type,
-                           const char *what, void *ctx);
+/* The order of the stores: okey (as SQLite and LMDB compare blobs), then
+ * type, then rdata so duplicates sit side by side. */
+static int entry_cmp(const void *pa, const void *pb)
+{
+	const entry_t *a = *(entry_t *const *)pa;
+	const entry_t *b = *(entry_t *const *)pb;
+	int c = blob_cmp(a->data, a->okey_len, b->data, b->okey_len);
+	if (c != 0) {
+		return c;
+	}
+	if (a->type != b->type) {
+		return a->type < b->type ? -1 : 1;
+	}
+	return blob_cmp(a->data + a->okey_len, a->rdata_len,
+	                b->data + b->okey_len, b->rdata_len);
+}
+
+static void sort_entries(records_import_t *imp)
+{
+	if (!imp->sorted) {
+		qsort(imp->entries, imp->count, sizeof(*imp->entries), entry_cmp);
+		imp->sorted = true;
+	}
+}
+
+static bool same_node(const entry_t *a, const entry_t *b)
+{
+	return a->okey_len == b->okey_len &&
+	       memcmp(a->data, b->data, a->okey_len) == 0;
+}
 
 /* Types allowed beside a CNAME (RFC 4035 §2.5, RFC 2181 §10.1). */
 static bool cname_compatible(uint16_t type)
@@ -165,117 +140,188 @@ static bool cname_compatible(uint16_t type)
 	       type == KNOT_RRTYPE_NSEC;
 }
 
-static void end_node(check_t *c, problem_cb problem, void *ctx)
+typedef struct {
+	records_import_t *imp;
+	records_problem_cb problem;
+	void *ctx;
+	int count;
+} report_t;
+
+static void report(report_t *r, const entry_t *e, const char *what)
 {
-	if (c->has_cname && c->has_other) {
-		problem(c->owner, KNOT_RRTYPE_CNAME,
-		        "CNAME and other data at the same name", ctx);
-		c->problems++;
+	uint8_t lf[DNS_LF_MAXLEN];
+	uint8_t owner[KNOT_DNAME_MAXLEN];
+	memcpy(lf, r->imp->apex_lf, r->imp->apex_lf_len);
+	memcpy(lf + r->imp->apex_lf_len, e->data, e->okey_len);
+	if (dns_name_from_lf(lf, r->imp->apex_lf_len + e->okey_len, owner) < 0) {
+		owner[0] = 0;
 	}
-	c->has_cname = false;
-	c->has_other = false;
+	r->problem(owner, e->type, e->tag, what, r->ctx);
+	r->count++;
 }
 
-static void check_row(check_t *c, const records_row_t *row, bool apex,
-                      problem_cb problem, void *ctx)
+/* Checks one node: entries [first, end). */
+static void check_node(report_t *r, entry_t **node, size_t n, int *soa,
+                       int *apex_ns)
 {
-	bool new_node = row->okey_len != c->okey_len ||
-	                memcmp(row->okey, c->okey, c->okey_len) != 0;
-	if (new_node || row->type != c->rrset.type) {
-		zc_arena_reset(&c->arena);
-		knot_rrset_init(&c->rrset, c->owner, row->type, KNOT_CLASS_IN,
-		                row->ttl);
-		c->ttl_reported = false;
-	}
-	if (new_node) {
-		end_node(c, problem, ctx);
-		memcpy(c->okey, row->okey, row->okey_len);
-		c->okey_len = row->okey_len;
-		memcpy(c->owner, row->owner, knot_dname_size(row->owner));
-	}
-	if (row->type == KNOT_RRTYPE_CNAME) {
-		c->has_cname = true;
-	} else if (!cname_compatible(row->type)) {
-		c->has_other = true;
-	}
-	if (apex && row->type == KNOT_RRTYPE_SOA) {
-		c->soa_count++;
-	} else if (row->type == KNOT_RRTYPE_SOA) {
-		problem(c->owner, row->type, "SOA outside the zone apex", ctx);
-		c->problems++;
-	}
-	if (apex && row->type == KNOT_RRTYPE_NS) {
-		c->apex_ns++;
-	}
-	if (row->ttl != c->rrset.ttl && !c->ttl_reported) {
-		problem(c->owner, row->type, "records of one RRset have "
-		        "different TTLs (RFC 2181 section 5.2)", ctx);
-		c->problems++;
-		c->ttl_reported = true;
-	}
-	uint16_t before = c->rrset.rrs.count;
-	knot_rrset_add_rdata(&c->rrset, row->rdata, row->rdata_len,
-	                     zc_arena_mm(&c->arena));
-	if (c->rrset.rrs.count == before) {
-		problem(c->owner, row->type, "duplicate record", ctx);
-		c->problems++;
-	}
-}
-
-int records_import_check(records_import_t *imp, problem_cb problem, void *ctx)
-{
-	sqlite3_stmt *stmt;
-	int ret = records_sql_prepare(imp->store, "SELECT id, okey, owner, type,"
-	                              " ttl, rdata FROM records WHERE"
-	                              " zone_id = ? ORDER BY okey, type",
-	                              &stmt);
-	if (ret != ZC_EOK) {
-		return ret;
-	}
-	sqlite3_bind_int64(stmt, 1, imp->zone.id);
-	check_t c = { .okey_len = SIZE_MAX };
-	zc_arena_init(&c.arena, 64 * 1024);
-	int rc;
-	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
-		records_row_t row = {
-			.okey = sqlite3_column_blob(stmt, 1),
-			.okey_len = sqlite3_column_bytes(stmt, 1),
-			.owner = sqlite3_column_blob(stmt, 2),
-			.type = sqlite3_column_int(stmt, 3),
-			.ttl = (uint32_t)sqlite3_column_int64(stmt, 4),
-			.rdata = sqlite3_column_blob(stmt, 5),
-			.rdata_len = sqlite3_column_bytes(stmt, 5),
-		};
-		if (row.okey_len > DNS_LF_MAXLEN || row.owner == NULL) {
+	const entry_t *cname = NULL, *other = NULL;
+	bool apex = node[0]->okey_len == 0;
+	for (size_t i = 0; i < n; i++) {
+		const entry_t *e = node[i];
+		if (e->type == KNOT_RRTYPE_CNAME) {
+			cname = cname ? cname : e;
+		} else if (!cname_compatible(e->type)) {
+			other = other ? other : e;
+		}
+		if (e->type == KNOT_RRTYPE_SOA) {
+			if (!apex) {
+				report(r, e, "SOA outside the zone apex");
+			} else if (++*soa > 1) {
+				report(r, e, "more than one SOA record at the zone apex");
+			}
+		}
+		if (apex && e->type == KNOT_RRTYPE_NS) {
+			(*apex_ns)++;
+		}
+		if (i == 0 || e->type != node[i - 1]->type) {
 			continue;
 		}
-		if (row.okey == NULL) {
-			row.okey = (const uint8_t *)"";
+		const entry_t *p = node[i - 1];
+		if (e->rdata_len == p->rdata_len &&
+		    memcmp(e->data + e->okey_len, p->data + p->okey_len,
+		           e->rdata_len) == 0) {
+			report(r, e, "duplicate record");
+		} else if (e->ttl != p->ttl) {
+			report(r, e, "records of one RRset have different TTLs "
+			       "(RFC 2181 section 5.2)");
 		}
-		if (row.rdata == NULL) {
-			row.rdata = (const uint8_t *)"";
-		}
-		check_row(&c, &row, row.okey_len == 0, problem, ctx);
 	}
-	end_node(&c, problem, ctx);
-	ret = records_sql_error(imp->store->db, rc);
-	sqlite3_finalize(stmt);
-	zc_arena_deinit(&c.arena);
+	if (cname != NULL && other != NULL) {
+		report(r, cname->tag > other->tag ? cname : other,
+		       "CNAME and other data at the same name");
+	}
+}
+
+int records_import_check(records_import_t *imp, records_problem_cb problem,
+                         void *ctx)
+{
+	sort_entries(imp);
+	report_t r = { .imp = imp, .problem = problem, .ctx = ctx };
+	int soa = 0, apex_ns = 0;
+	size_t first = 0;
+	for (size_t i = 1; i <= imp->count; i++) {
+		if (i == imp->count || !same_node(imp->entries[i],
+		                                  imp->entries[first])) {
+			check_node(&r, imp->entries + first, i - first, &soa,
+			           &apex_ns);
+			first = i;
+		}
+	}
+	if (soa == 0) {
+		problem(imp->apex, KNOT_RRTYPE_SOA, 0,
+		        "no SOA record at the zone apex", ctx);
+		r.count++;
+	}
+	if (apex_ns == 0) {
+		problem(imp->apex, KNOT_RRTYPE_NS, 0,
+		        "no NS records at the zone apex", ctx);
+		r.count++;
+	}
+	return r.count;
+}
+
+/* --- Writing --- */
+
+static int exec_bound(records_store_t *store, const char *sql, int64_t a)
+{
+	sqlite3_stmt *stmt;
+	int ret = records_sql_prepare(store, sql, &stmt);
 	if (ret != ZC_EOK) {
 		return ret;
 	}
-	if (c.soa_count != 1) {
-		problem(imp->zone.apex, KNOT_RRTYPE_SOA, c.soa_count == 0 ?
-		        "no SOA record at the zone apex" :
-		        "more than one SOA record at the zone apex", ctx);
-		c.problems++;
+	sqlite3_bind_int64(stmt, 1, a);
+	ret = records_sql_error(store->db, sqlite3_step(stmt));
+	sqlite3_finalize(stmt);
+	return ret;
+}
+
+/* Finds or creates the zone row; empties an existing zone. */
+static int prepare_zone(records_import_t *imp, int64_t now,
+                        records_zone_t *zone, bool *is_new)
+{
+	int ret = records_zone_find(imp->store, imp->apex, zone);
+	*is_new = (ret == ZC_ENOZONE);
+	if (ret == ZC_EOK) {
+		return exec_bound(imp->store, "DELETE FROM records WHERE "
+		                  "zone_id = ?", zone->id);
 	}
-	if (c.apex_ns == 0) {
-		problem(imp->zone.apex, KNOT_RRTYPE_NS,
-		        "no NS records at the zone apex", ctx);
-		c.problems++;
+	if (ret != ZC_ENOZONE) {
+		return ret;
 	}
-	return c.problems;
+	sqlite3_stmt *stmt;
+	ret = records_sql_prepare(imp->store, "INSERT INTO zones(name, apex,"
+	                          " serial, created_on, modified_on)"
+	                          " VALUES (?, ?, 0, ?, ?)", &stmt);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	char name[KNOT_DNAME_TXT_MAXLEN + 1];
+	knot_dname_to_str(name, imp->apex, sizeof(name));
+	sqlite3_bind_text(stmt, 1, name, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_blob(stmt, 2, imp->apex, knot_dname_size(imp->apex),
+	                  SQLITE_STATIC);
+	sqlite3_bind_int64(stmt, 3, now);
+	sqlite3_bind_int64(stmt, 4, now);
+	ret = records_sql_error(imp->store->db, sqlite3_step(stmt));
+	sqlite3_finalize(stmt);
+	return ret == ZC_EOK ? records_zone_find(imp->store, imp->apex, zone) : ret;
+}
+
+static int insert_all(records_import_t *imp, int64_t zone_id, int64_t now,
+                      uint32_t *file_serial, bool *has_serial)
+{
+	sqlite3_stmt *st;
+	int ret = records_sql_prepare(imp->store, "INSERT INTO records(zone_id,"
+	                              " okey, owner, type, ttl, rdata,"
+	                              " created_on, modified_on)"
+	                              " VALUES (?, ?, ?, ?, ?, ?, ?, ?)", &st);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	uint8_t lf[DNS_LF_MAXLEN];
+	uint8_t owner[KNOT_DNAME_MAXLEN];
+	memcpy(lf, imp->apex_lf, imp->apex_lf_len);
+	for (size_t i = 0; i < imp->count && ret == ZC_EOK; i++) {
+		const entry_t *e = imp->entries[i];
+		const uint8_t *rdata = e->data + e->okey_len;
+		memcpy(lf + imp->apex_lf_len, e->data, e->okey_len);
+		int olen = dns_name_from_lf(lf, imp->apex_lf_len + e->okey_len,
+		                            owner);
+		if (olen < 0) {
+			ret = olen;
+			break;
+		}
+		if (e->type == KNOT_RRTYPE_SOA && e->okey_len == 0 &&
+		    e->rdata_len >= 22) {
+			knot_rdata_t *rd = alloca(knot_rdata_size(e->rdata_len));
+			knot_rdata_init(rd, e->rdata_len, rdata);
+			*file_serial = knot_soa_serial(rd);
+			*has_serial = true;
+		}
+		sqlite3_bind_int64(st, 1, zone_id);
+		sqlite3_bind_blob(st, 2, e->data, e->okey_len, SQLITE_STATIC);
+		sqlite3_bind_blob(st, 3, owner, olen, SQLITE_STATIC);
+		sqlite3_bind_int(st, 4, e->type);
+		sqlite3_bind_int64(st, 5, e->ttl);
+		sqlite3_bind_blob(st, 6, e->rdata_len ? rdata : (const uint8_t *)"",
+		                  e->rdata_len, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 7, now);
+		sqlite3_bind_int64(st, 8, now);
+		ret = records_sql_error(imp->store->db, sqlite3_step(st));
+		sqlite3_reset(st);
+	}
+	sqlite3_finalize(st);
+	return ret;
 }
 
 /* RFC 1982: is a newer than b? */
@@ -284,44 +330,60 @@ static bool serial_newer(uint32_t a, uint32_t b)
 	return a != b && (int32_t)(a - b) > 0;
 }
 
+static int write_zone(records_import_t *imp, uint64_t *seq,
+                      records_zone_t *zone)
+{
+	int64_t now = records_now_ms();
+	bool is_new, has_serial = false;
+	uint32_t file_serial = 0;
+	int ret = prepare_zone(imp, now, zone, &is_new);
+	if (ret == ZC_EOK) {
+		ret = insert_all(imp, zone->id, now, &file_serial, &has_serial);
+	}
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	uint32_t serial = zone->serial + 1;
+	if (has_serial && (is_new || serial_newer(file_serial, zone->serial))) {
+		serial = file_serial;
+	}
+	sqlite3_stmt *stmt;
+	ret = records_sql_prepare(imp->store, "UPDATE zones SET serial = ?,"
+	                          " modified_on = ? WHERE id = ?", &stmt);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	sqlite3_bind_int64(stmt, 1, serial);
+	sqlite3_bind_int64(stmt, 2, now);
+	sqlite3_bind_int64(stmt, 3, zone->id);
+	ret = records_sql_error(imp->store->db, sqlite3_step(stmt));
+	sqlite3_finalize(stmt);
+	zone->serial = serial;
+	if (ret == ZC_EOK) {
+		ret = records_log_append(imp->store, zone->id, zone->apex,
+		                         knot_dname_size(zone->apex), serial,
+		                         RECORDS_CHANGE_ZONE_IMPORTED, seq);
+	}
+	return ret;
+}
+
 int records_import_commit(records_import_t *imp, uint64_t *seq,
                           records_zone_t *zone)
 {
-	uint32_t serial = imp->zone.serial + 1;
-	if (imp->has_serial && (imp->is_new ||
-	    serial_newer(imp->file_serial, imp->zone.serial))) {
-		serial = imp->file_serial;
-	}
-	sqlite3_stmt *stmt;
-	int ret = records_sql_prepare(imp->store, "UPDATE zones SET serial = ?,"
-	                              " modified_on = ? WHERE id = ?", &stmt);
+	records_zone_t local_zone;
+	uint64_t local_seq;
+	sort_entries(imp);
+	int ret = records_sql_exec(imp->store, "BEGIN IMMEDIATE");
 	if (ret == ZC_EOK) {
-		sqlite3_bind_int64(stmt, 1, serial);
-		sqlite3_bind_int64(stmt, 2, imp->now);
-		sqlite3_bind_int64(stmt, 3, imp->zone.id);
-		ret = records_sql_error(imp->store->db, sqlite3_step(stmt));
-		sqlite3_finalize(stmt);
+		ret = write_zone(imp, seq ? seq : &local_seq,
+		                 zone ? zone : &local_zone);
+		ret = (ret == ZC_EOK) ? records_sql_exec(imp->store, "COMMIT") : ret;
+		if (ret != ZC_EOK) {
+			records_sql_exec(imp->store, "ROLLBACK");
+		}
 	}
-	if (ret == ZC_EOK) {
-		ret = records_log_append(imp->store, imp->zone.id, imp->zone.apex,
-		                         knot_dname_size(imp->zone.apex), serial,
-		                         RECORDS_CHANGE_ZONE_IMPORTED, seq);
-	}
-	if (ret == ZC_EOK) {
-		sqlite3_finalize(imp->insert);
-		imp->insert = NULL;
-		ret = records_sql_exec(imp->store, "COMMIT");
-	}
-	if (ret != ZC_EOK) {
-		records_import_abort(imp);
-		return ret;
-	}
-	imp->zone.serial = serial;
-	if (zone != NULL) {
-		*zone = imp->zone;
-	}
-	free(imp);
-	return ZC_EOK;
+	records_import_abort(imp);
+	return ret;
 }
 
 void records_import_abort(records_import_t *imp)
@@ -329,7 +391,7 @@ void records_import_abort(records_import_t *imp)
 	if (imp == NULL) {
 		return;
 	}
-	sqlite3_finalize(imp->insert);
-	records_sql_exec(imp->store, "ROLLBACK");
+	zc_arena_deinit(&imp->arena);
+	free(imp->entries);
 	free(imp);
 }

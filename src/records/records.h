@@ -113,39 +113,52 @@ int records_changes_since(records_store_t *store, uint64_t after,
 typedef struct records_import records_import_t;
 
 /*
- * Begins an import of the zone `apex` (created if new, emptied if it
- * exists). Holds the SQLite write lock until commit or abort.
+ * Begins an import of the zone `apex`. Records are collected in memory
+ * (the zone once, about 70 bytes a record), sorted into the stores' key
+ * order, checked, and written in that order at commit, so the index is
+ * appended to rather than updated at random and the table ends up
+ * clustered in build order. Nothing touches the database before commit.
  */
 int records_import_begin(records_store_t *store, const knot_dname_t *apex,
                          records_import_t **out);
 
-/* Adds one record (owner inside the zone, checked by the caller). */
+/*
+ * Adds one record. `tag` is the caller's (e.g. file and line) and comes
+ * back with any problem found in this record. KNOT_EOUTOFZONE when the
+ * owner is not inside the zone.
+ */
 int records_import_add(records_import_t *imp, const knot_dname_t *owner,
                        uint16_t type, uint32_t ttl, const uint8_t *rdata,
-                       uint16_t rdata_len);
+                       uint16_t rdata_len, uint64_t tag);
+
+/* Reports one problem: the record's owner, type and tag (0 when the
+ * problem concerns the zone as a whole). */
+typedef void (*records_problem_cb)(const knot_dname_t *owner, uint16_t type,
+                                   uint64_t tag, const char *what, void *ctx);
 
 /*
- * Checks the imported data: CNAME beside other data (RFC 1034 §3.6.2,
+ * Checks the collected data: CNAME beside other data (RFC 1034 §3.6.2,
  * RFC 2181 §10.1), RRsets with differing TTLs (RFC 2181 §5.2), duplicate
- * records, exactly one SOA and at least one NS at the apex. Calls problem()
- * for each, with owner and type (0 for node-wide problems). Returns the
- * number of problems found, or a negative code.
+ * records, SOA other than exactly one at the apex, no NS at the apex.
+ * Returns the number of problems found (each reported), or a negative code.
  */
-int records_import_check(records_import_t *imp,
-                          void (*problem)(const knot_dname_t *owner,
-                                          uint16_t type, const char *what,
-                                          void *ctx),
-                          void *ctx);
+int records_import_check(records_import_t *imp, records_problem_cb problem,
+                         void *ctx);
 
 /*
- * Commits: sets the zone serial (the file's SOA serial when it is newer
- * in RFC 1982 terms, else the old serial plus one), logs zone_imported and
- * frees imp. *seq receives the change's sequence, *zone the zone row.
+ * Writes the zone in one transaction: creates the zone or replaces its
+ * records, sets its serial (the file's SOA serial when it is newer in
+ * RFC 1982 terms or the zone is new, else the old serial plus one), logs
+ * zone_imported, commits, and frees imp. *seq receives the change's
+ * sequence and *zone the zone row (either may be NULL).
  */
 int records_import_commit(records_import_t *imp, uint64_t *seq,
                           records_zone_t *zone);
 
-/* Rolls back and frees imp (NULL is a no-op). */
+/* Number of records collected so far. */
+uint64_t records_import_count(const records_import_t *imp);
+
+/* Frees imp without writing anything (NULL is a no-op). */
 void records_import_abort(records_import_t *imp);
 
 /* --- Ordered reads for builds and exports. --- */

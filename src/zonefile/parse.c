@@ -14,13 +14,6 @@
 typedef struct {
 	const zonefile_handler_t *handler;
 	unsigned errors;
-	/* For zonefile_find(). */
-	const knot_dname_t *want_owner;
-	uint16_t want_type;
-	char *found_file;
-	size_t found_file_size;
-	uint64_t found_line;
-	bool found;
 } parse_t;
 
 static const char *file_name(const zs_scanner_t *s)
@@ -125,44 +118,4 @@ int zonefile_parse_text(const char *text, size_t len,
 	}
 	free(s);
 	return ret;
-}
-
-static int find_record(const knot_dname_t *owner, uint16_t type, uint32_t ttl,
-                       const uint8_t *rdata, uint16_t rdata_len,
-                       const char *file, uint64_t line, void *ctx)
-{
-	(void)ttl, (void)rdata, (void)rdata_len;
-	parse_t *p = ctx;
-	if (p->found || !knot_dname_is_case_equal(owner, p->want_owner) ||
-	    (p->want_type != 0 && type != p->want_type)) {
-		return 0;
-	}
-	snprintf(p->found_file, p->found_file_size, "%s", file);
-	p->found_line = line;
-	p->found = true;
-	return 0;
-}
-
-static void ignore_error(const char *file, uint64_t line, const char *msg,
-                         void *ctx)
-{
-	(void)file, (void)line, (void)msg, (void)ctx;
-}
-
-int zonefile_find(const char *path, const knot_dname_t *origin,
-                  const knot_dname_t *owner, uint16_t type,
-                  char *file, size_t file_size, uint64_t *line)
-{
-	parse_t p = {
-		.want_owner = owner, .want_type = type,
-		.found_file = file, .found_file_size = file_size,
-	};
-	zonefile_handler_t h = { .record = find_record, .error = ignore_error,
-	                         .ctx = &p };
-	zonefile_parse(path, origin, 3600, &h);
-	if (!p.found) {
-		return KNOT_ENOENT;
-	}
-	*line = p.found_line;
-	return ZC_EOK;
 }

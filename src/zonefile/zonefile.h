@@ -39,14 +39,6 @@ int zonefile_parse_text(const char *text, size_t len,
                         const zonefile_handler_t *handler);
 
 /*
- * Finds where a record of (owner, type) comes from in the master file:
- * fills file (at most file_size bytes) and *line. KNOT_ENOENT if absent.
- */
-int zonefile_find(const char *path, const knot_dname_t *origin,
-                  const knot_dname_t *owner, uint16_t type,
-                  char *file, size_t file_size, uint64_t *line);
-
-/*
  * Writes a zone from the records store as a master file: $ORIGIN, the SOA
  * first (carrying the zone's current serial), then every RRset in name
  * order. Re-importing the output gives the same zone.

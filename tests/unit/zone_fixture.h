@@ -17,8 +17,8 @@ static int fixture_record(const knot_dname_t *owner, uint16_t type,
                           uint16_t rdata_len, const char *file,
                           uint64_t line, void *ctx)
 {
-	(void)file, (void)line;
-	return records_import_add(ctx, owner, type, ttl, rdata, rdata_len) != 0;
+	(void)file;
+	return records_import_add(ctx, owner, type, ttl, rdata, rdata_len, line) != 0;
 }
 
 static void fixture_error(const char *file, uint64_t line, const char *msg,
@@ -29,9 +29,9 @@ static void fixture_error(const char *file, uint64_t line, const char *msg,
 }
 
 static void fixture_problem(const knot_dname_t *owner, uint16_t type,
-                            const char *what, void *ctx)
+                            uint64_t tag, const char *what, void *ctx)
 {
-	(void)owner, (void)type, (void)ctx;
+	(void)owner, (void)type, (void)ctx, (void)tag;
 	fprintf(stderr, "zone problem: %s\n", what);
 }
 
