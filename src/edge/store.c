@@ -71,6 +71,9 @@ int edge_open(edge_store_t **out, const char *dir, size_t map_size)
 	if (rc != MDB_SUCCESS) {
 		goto fail;
 	}
+	/* Free reader slots that killed processes left behind. */
+	int dead = 0;
+	mdb_reader_check(s->env, &dead);
 	MDB_txn *txn;
 	rc = mdb_txn_begin(s->env, NULL, 0, &txn);
 	if (rc != MDB_SUCCESS) {
