@@ -62,6 +62,25 @@ int builder_full_build(records_store_t *rs, edge_store_t *es,
 int builder_verify(records_store_t *rs, edge_store_t *es,
                    const knot_dname_t *apex, builder_diff_cb diff, void *ctx);
 
+/* A node touched by record events: zone and owner (relative LF). */
+typedef struct {
+	int64_t zone_id;
+	uint8_t apex[KNOT_DNAME_MAXLEN];
+	uint8_t okey[255];
+	size_t okey_len;
+} builder_touch_t;
+
+/*
+ * Per-record build: rebuilds each touched node from the records store (one
+ * indexed read each) and moves each zone's serial on, all in one LMDB
+ * transaction stamped with the records snapshot's newest sequence.
+ * `touched` must be grouped by zone. ZC_ENOZONE when a zone has never been
+ * built (the caller runs a full build instead).
+ */
+int builder_record_build(records_store_t *rs, edge_store_t *es,
+                         const builder_touch_t *touched, size_t count,
+                         builder_stats_t *stats);
+
 /* Change-log follower thread. */
 typedef struct builder_follower builder_follower_t;
 
@@ -75,6 +94,13 @@ int builder_follower_start(const char *data_dir, edge_store_t *es,
 
 /* Wakes the follower at once (a change was just committed). */
 void builder_follower_wake(builder_follower_t *f);
+
+/*
+ * Waits until the follower completes its next pass over the log, or
+ * timeout_ms passed. Returns true if a pass completed. Callers re-check
+ * what they wait for (propagation receipts) after each return.
+ */
+bool builder_follower_wait(builder_follower_t *f, unsigned timeout_ms);
 
 /* Stops and joins the thread, frees f (NULL is a no-op). */
 void builder_follower_stop(builder_follower_t *f);

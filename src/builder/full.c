@@ -12,21 +12,11 @@
 #include <libknot/rrtype/soa.h>
 
 #include "builder/builder.h"
+#include "builder/node.h"
 #include "common/arena.h"
 #include "common/error.h"
 #include "common/log.h"
 #include "dns/name.h"
-
-/* A node assembled from consecutive records rows. */
-typedef struct {
-	zc_arena_t arena;
-	uint8_t okey[DNS_LF_MAXLEN];
-	size_t okey_len;
-	uint8_t owner[KNOT_DNAME_MAXLEN];
-	knot_rrset_t rrsets[EDGE_NODE_MAX_RRSETS];
-	uint16_t count;
-	bool valid;
-} node_acc_t;
 
 /* State shared by the build and the verification. */
 typedef struct {
@@ -41,7 +31,7 @@ typedef struct {
 	builder_diff_cb diff;
 	void *diff_ctx;
 	int differences;
-	node_acc_t node;
+	builder_node_t node;
 	records_row_t pending;
 	int pending_state;   /* 1: a row is pending, 0: end, <0: error */
 	uint8_t apex_lf[DNS_LF_MAXLEN];
@@ -65,7 +55,7 @@ static void report(build_t *b, const uint8_t *owner, const char *what)
 /* Adds a row's record to the node being assembled. */
 static int add_row(build_t *b, const records_row_t *row)
 {
-	node_acc_t *n = &b->node;
+	builder_node_t *n = &b->node;
 	if (row->okey_len == 0 && row->type == KNOT_RRTYPE_SOA) {
 		/* The SOA lives in the zone metadata, not in the apex node. */
 		if (!b->has_soa && row->rdata_len <= EDGE_SOA_MAXLEN &&
@@ -77,34 +67,21 @@ static int add_row(build_t *b, const records_row_t *row)
 		}
 		return ZC_EOK;
 	}
-	knot_rrset_t *rr = n->count > 0 ? &n->rrsets[n->count - 1] : NULL;
-	if (rr == NULL || rr->type != row->type) {
-		if (n->count == EDGE_NODE_MAX_RRSETS) {
-			return ZC_ETOOBIG;
-		}
-		rr = &n->rrsets[n->count++];
-		knot_rrset_init(rr, n->owner, row->type, KNOT_CLASS_IN, row->ttl);
-	}
-	if (row->ttl < rr->ttl) {
-		rr->ttl = row->ttl; /* RFC 2181 §5.2: one TTL; take the lowest. */
-	}
-	return knot_rrset_add_rdata(rr, row->rdata, row->rdata_len,
-	                            zc_arena_mm(&n->arena));
+	return builder_node_add(n, row->type, row->ttl, row->rdata,
+	                        row->rdata_len);
 }
 
 /* Reads rows until the next node is complete. Returns 1, 0 at end, <0. */
 static int next_node(build_t *b)
 {
-	node_acc_t *n = &b->node;
-	zc_arena_reset(&n->arena);
+	builder_node_t *n = &b->node;
 	n->count = 0;
 	n->valid = false;
 	if (b->pending_state <= 0) {
 		return b->pending_state;
 	}
-	memcpy(n->okey, b->pending.okey, b->pending.okey_len);
-	n->okey_len = b->pending.okey_len;
-	memcpy(n->owner, b->pending.owner, knot_dname_size(b->pending.owner));
+	builder_node_start(n, b->pending.okey, b->pending.okey_len,
+	                   b->pending.owner);
 	for (;;) {
 		int ret = add_row(b, &b->pending);
 		if (ret != ZC_EOK) {
@@ -158,7 +135,7 @@ static int emit_delete(build_t *b, const uint8_t *rel, size_t rel_len)
 /* Writes (or, verifying, compares) the assembled node. */
 static int emit_node(build_t *b, const uint8_t *old, size_t old_len)
 {
-	node_acc_t *n = &b->node;
+	builder_node_t *n = &b->node;
 	if (n->count == 0) {
 		/* Only the SOA was here (the apex): nothing to store. */
 		if (old != NULL) {
@@ -166,16 +143,11 @@ static int emit_node(build_t *b, const uint8_t *old, size_t old_len)
 		}
 		return ZC_EOK;
 	}
-	size_t size = edge_node_size(n->rrsets, n->count);
-	uint8_t *buf = zc_arena_alloc(&n->arena, size);
-	if (buf == NULL) {
-		return KNOT_ENOMEM;
-	}
-	uint8_t flags = edge_node_flags(n->owner, n->okey_len == 0,
-	                                n->rrsets, n->count);
-	int len = edge_node_encode(buf, size, flags, b->seq, n->rrsets, n->count);
-	if (len < 0) {
-		return len;
+	uint8_t *buf;
+	size_t len;
+	int ret = builder_node_encode(n, b->seq, &buf, &len);
+	if (ret != ZC_EOK) {
+		return ret;
 	}
 	if (old != NULL && edge_node_same_content(buf, len, old, old_len)) {
 		b->stats->nodes_unchanged++;
@@ -186,7 +158,7 @@ static int emit_node(build_t *b, const uint8_t *old, size_t old_len)
 		return ZC_EOK;
 	}
 	b->stats->nodes_written++;
-	int ret = edge_txn_put_node(&b->write, b->zone.id, n->okey, n->okey_len,
+	ret = edge_txn_put_node(&b->write, b->zone.id, n->okey, n->okey_len,
 	                            buf, len);
 	return ret == ZC_ESTALE ? ZC_EOK : ret;
 }
@@ -354,12 +326,12 @@ static int build_or_verify(records_store_t *rs, edge_store_t *es,
 	}
 	b->stats->seq = b->seq;
 	b->apex_lf_len = dns_name_to_lf(b->zone.apex, b->apex_lf);
-	zc_arena_init(&b->node.arena, 64 * 1024);
+	builder_node_init(&b->node);
 	b->pending_state = records_scan_next(b->scan, &b->pending);
 	ret = run(b, es);
 	edge_txn_abort(&b->read);
 	edge_txn_abort(&b->write);
-	zc_arena_deinit(&b->node.arena);
+	builder_node_deinit(&b->node);
 	records_scan_end(b->scan);
 	return ret;
 }

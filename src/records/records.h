@@ -66,14 +66,32 @@ typedef struct {
 	uint16_t rdata_len;
 } records_row_t;
 
-/* One change-log event. */
+/* One change-log event. Record events name the node they touch (okey,
+ * the owner's LF relative to the apex) and the record's type. */
 typedef struct {
 	uint64_t seq;
 	int64_t zone_id;
 	uint8_t apex[KNOT_DNAME_MAXLEN];
 	uint32_t version;
 	records_change_kind_t kind;
+	uint8_t okey[255];
+	size_t okey_len;
+	uint16_t type;
 } records_change_t;
+
+/* A record as callers see it; pointers are borrowed (see each call). */
+typedef struct {
+	int64_t id;
+	int64_t zone_id;
+	const uint8_t *owner;  /* Wire, lowercase. */
+	uint16_t type;
+	uint32_t ttl;
+	const uint8_t *rdata;
+	uint16_t rdata_len;
+	const char *comment;   /* NULL: none. */
+	int64_t created_on;    /* Unix milliseconds. */
+	int64_t modified_on;
+} records_record_t;
 
 /*
  * Opens DIR/records.db, creating it and applying migrations as needed.
@@ -161,7 +179,84 @@ uint64_t records_import_count(const records_import_t *imp);
 /* Frees imp without writing anything (NULL is a no-op). */
 void records_import_abort(records_import_t *imp);
 
+/* --- Write transactions (records/write.c) --- */
+
+/*
+ * A write transaction is the store's SQLite transaction: begin, any number
+ * of the calls below, commit. Each caller's unit of work (one API request,
+ * one UPDATE message) bumps the zone's version once with
+ * records_zone_bump(); group commit wraps several units in savepoints of
+ * one transaction so one fsync acknowledges them all.
+ */
+int records_write_begin(records_store_t *store);
+int records_write_commit(records_store_t *store);
+void records_write_rollback(records_store_t *store);
+int records_savepoint(records_store_t *store);
+int records_savepoint_release(records_store_t *store);
+void records_savepoint_rollback(records_store_t *store);
+
+/* Finds a zone by its row id. ZC_ENOZONE when absent. */
+int records_zone_get(records_store_t *store, int64_t id,
+                     records_zone_t *zone);
+
+/*
+ * Creates a zone with the given SOA rdata and NS targets at its apex; logs
+ * zone_created. Fills *zone. ZC_EEXISTS when it exists.
+ */
+int records_zone_create(records_store_t *store, const knot_dname_t *apex,
+                        uint32_t ttl, const uint8_t *soa, uint16_t soa_len,
+                        const knot_dname_t *const *ns, unsigned ns_count,
+                        records_zone_t *zone);
+
+/*
+ * Gives the zone its next version (serial + 1, RFC 1982) for the unit of
+ * work in progress; changes logged after it carry that version.
+ */
+int records_zone_bump(records_store_t *store, records_zone_t *zone);
+
+/* Inserts a record (rec->id is set) and logs record_created. */
+int records_record_insert(records_store_t *store, const records_zone_t *zone,
+                          records_record_t *rec);
+
+/* Deletes a record by id and logs record_deleted. KNOT_ENOENT if absent. */
+int records_record_delete(records_store_t *store, const records_zone_t *zone,
+                          int64_t id);
+
+/* Logs a zone-wide change (settings, import) at the zone's version. */
+int records_log_zone_event(records_store_t *store, const records_zone_t *zone,
+                           records_change_kind_t kind);
+
+/*
+ * Calls cb for each record of a zone matching the filter, ordered by
+ * (okey, type, id). owner (wire) and type 0 mean "any". Pointers in the
+ * record are valid during the callback only. cb returns non-zero to stop.
+ */
+int records_record_foreach(records_store_t *store, int64_t zone_id,
+                           const knot_dname_t *owner, uint16_t type,
+                           int (*cb)(const records_record_t *rec, void *ctx),
+                           void *ctx);
+
+/* One record by id (callback form, as above). KNOT_ENOENT if absent. */
+int records_record_find(records_store_t *store, int64_t zone_id, int64_t id,
+                        int (*cb)(const records_record_t *rec, void *ctx),
+                        void *ctx);
+
 /* --- Ordered reads for builds and exports. --- */
+
+/* Begins and ends a read snapshot (a SQLite read transaction) spanning
+ * several calls. */
+int records_read_begin(records_store_t *store);
+void records_read_end(records_store_t *store);
+
+/*
+ * Calls cb for each record of one node (zone id, owner LF relative to the
+ * apex), in type order: the indexed lookup of a per-record build, whose
+ * cost does not depend on the zone's size.
+ */
+int records_node_foreach(records_store_t *store, int64_t zone_id,
+                         const uint8_t *okey, size_t okey_len,
+                         int (*cb)(const records_row_t *row, void *ctx),
+                         void *ctx);
 
 typedef struct records_scan records_scan_t;
 

@@ -93,3 +93,38 @@ void records_scan_end(records_scan_t *scan)
 	records_sql_exec(scan->store, "COMMIT");
 	free(scan);
 }
+
+int records_read_begin(records_store_t *store)
+{
+	return records_sql_exec(store, "BEGIN");
+}
+
+void records_read_end(records_store_t *store)
+{
+	records_sql_exec(store, "COMMIT");
+}
+
+int records_node_foreach(records_store_t *store, int64_t zone_id,
+                         const uint8_t *okey, size_t okey_len,
+                         int (*cb)(const records_row_t *row, void *ctx),
+                         void *ctx)
+{
+	records_scan_t scan = { .store = store };
+	int ret = records_sql_prepare(store, "SELECT id, okey, owner, type, ttl,"
+	                              " rdata FROM records WHERE zone_id = ?"
+	                              " AND okey = ? ORDER BY type", &scan.stmt);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	sqlite3_bind_int64(scan.stmt, 1, zone_id);
+	sqlite3_bind_blob(scan.stmt, 2, okey_len ? okey : (const uint8_t *)"",
+	                  (int)okey_len, SQLITE_STATIC);
+	records_row_t row;
+	while ((ret = records_scan_next(&scan, &row)) == 1) {
+		if (cb(&row, ctx) != 0) {
+			break;
+		}
+	}
+	sqlite3_finalize(scan.stmt);
+	return ret < 0 ? ret : ZC_EOK;
+}

@@ -45,6 +45,14 @@ static const char *const migrations[] = {
 	"  record_id INTEGER,"
 	"  at INTEGER NOT NULL);"
 	"CREATE INDEX changes_zone ON changes(zone_id, seq);",
+	/* 2: record events name their node; API tokens. */
+	"ALTER TABLE changes ADD COLUMN okey BLOB;"
+	"CREATE TABLE tokens ("
+	"  id INTEGER PRIMARY KEY AUTOINCREMENT,"
+	"  hash BLOB NOT NULL UNIQUE,"
+	"  read_only INTEGER NOT NULL,"
+	"  zone_id INTEGER REFERENCES zones(id) ON DELETE CASCADE,"
+	"  created_on INTEGER NOT NULL);",
 };
 
 #define SCHEMA_VERSION (int)(sizeof(migrations) / sizeof(migrations[0]))

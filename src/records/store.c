@@ -251,7 +251,7 @@ int records_changes_since(records_store_t *store, uint64_t after,
 {
 	sqlite3_stmt *stmt;
 	int ret = records_sql_prepare(store, "SELECT seq, zone_id, apex,"
-	                              " version, kind FROM changes"
+	                              " version, kind, okey, type FROM changes"
 	                              " WHERE seq > ? ORDER BY seq LIMIT ?",
 	                              &stmt);
 	if (ret != ZC_EOK) {
@@ -272,6 +272,12 @@ int records_changes_since(records_store_t *store, uint64_t after,
 			continue;
 		}
 		memcpy(chg.apex, sqlite3_column_blob(stmt, 2), len);
+		int klen = sqlite3_column_bytes(stmt, 5);
+		if (klen > 0 && klen <= (int)sizeof(chg.okey)) {
+			memcpy(chg.okey, sqlite3_column_blob(stmt, 5), klen);
+			chg.okey_len = (size_t)klen;
+		}
+		chg.type = (uint16_t)sqlite3_column_int(stmt, 6);
 		if (cb(&chg, ctx) != 0) {
 			rc = SQLITE_DONE;
 			break;

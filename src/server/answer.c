@@ -25,8 +25,9 @@
 #include "dns/name.h"
 #include "server/answer.h"
 
-/* Longest CNAME/DNAME chain followed inside a zone. */
-#define MAX_CHAIN 16
+/* Longest CNAME/DNAME chain followed inside a zone (as Knot DNS does; a
+ * resolver restarts from the last target of a longer chain). */
+#define MAX_CHAIN 5
 
 /* Longest list of names whose A/AAAA went to the additional section. */
 #define MAX_ADDITIONAL 64
@@ -115,7 +116,12 @@ static int find_wildcard(query_t *qr, const knot_dname_t *name,
 	size_t len;
 	int ret = edge_node_get(qr->txn, qr->zone.zone_id, key, ce + 2, &val, &len);
 	if (ret == KNOT_ENOENT) {
-		out->kind = LOOKUP_NX;
+		/* RFC 4592 §2.2.1: a wildcard that is an empty non-terminal
+		 * still matches, and yields NODATA. */
+		bool ent = edge_node_has_below(qr->txn, qr->zone.zone_id, key,
+		                               ce + 2);
+		out->kind = ent ? LOOKUP_ENT : LOOKUP_NX;
+		out->owner = name;
 		return ZC_EOK;
 	}
 	if (ret == ZC_EOK) {
@@ -226,7 +232,8 @@ static void put_negative_soa(query_t *qr)
 	uint32_t ttl = qr->zone.soa_ttl < min ? qr->zone.soa_ttl : min;
 	knot_pkt_begin(qr->r, KNOT_AUTHORITY);
 	knot_rrset_t soa = soa_rrset(qr, ttl);
-	put(qr, &soa, qr->zone.apex, 0);
+	/* Like Knot DNS: an SOA that does not fit is left out, without TC. */
+	put(qr, &soa, qr->zone.apex, KNOT_PF_NOTRUNC);
 }
 
 static bool is_apex(const lookup_t *lk)
@@ -238,23 +245,28 @@ static bool is_apex(const lookup_t *lk)
  * false when the node has no such data (NODATA). */
 static bool put_node_answer(query_t *qr, const lookup_t *lk, bool apex)
 {
-	bool any = qr->qtype == KNOT_RRTYPE_ANY;
-	bool found = false;
-	if (apex && (any || qr->qtype == KNOT_RRTYPE_SOA)) {
-		knot_rrset_t soa = soa_rrset(qr, qr->zone.soa_ttl);
-		put(qr, &soa, lk->owner, 0);
-		found = true;
-	}
-	for (uint16_t i = 0; i < lk->node.count; i++) {
-		const knot_rrset_t *rr = &lk->node.rrsets[i];
-		/* RFC 8482 §4.2 allows a subset for ANY; we give every RRset
-		 * an authoritative server holds, as Knot and NSD do. */
-		if (any || rr->type == qr->qtype) {
-			put(qr, rr, lk->owner, 0);
-			found = true;
+	uint16_t qtype = qr->qtype;
+	if (qtype == KNOT_RRTYPE_ANY) {
+		/* RFC 8482 §4.2: one RRset is enough; like Knot DNS we give
+		 * the one with the lowest type (the SOA competes at the apex). */
+		if (lk->node.count > 0) {
+			qtype = lk->node.rrsets[0].type;
+		}
+		if (apex && (lk->node.count == 0 || qtype > KNOT_RRTYPE_SOA)) {
+			qtype = KNOT_RRTYPE_SOA;
 		}
 	}
-	return found;
+	if (apex && qtype == KNOT_RRTYPE_SOA) {
+		knot_rrset_t soa = soa_rrset(qr, qr->zone.soa_ttl);
+		put(qr, &soa, lk->owner, 0);
+		return true;
+	}
+	const knot_rrset_t *rr = edge_node_rrset(&lk->node, qtype);
+	if (rr == NULL) {
+		return false;
+	}
+	put(qr, rr, lk->owner, 0);
+	return true;
 }
 
 /* RFC 1034 §4.3.2 step 3b: a referral to the child's servers. */
@@ -267,13 +279,28 @@ static void put_referral(query_t *qr, const lookup_t *lk)
 	}
 }
 
+/* True when the answer already holds the RRset (owner, type). */
+static bool in_answer(query_t *qr, const knot_dname_t *owner, uint16_t type)
+{
+	const knot_pktsection_t *an = knot_pkt_section(qr->r, KNOT_ANSWER);
+	for (uint16_t i = 0; i < an->count; i++) {
+		const knot_rrset_t *rr = knot_pkt_rr(an, i);
+		if (rr->type == type && knot_dname_is_case_equal(rr->owner, owner)) {
+			return true;
+		}
+	}
+	return false;
+}
+
 /* RFC 6672 §3.2: DNAME, then a CNAME synthesised for the name. Returns the
  * new target, or NULL when none (YXDOMAIN set if it would be too long). */
 static const knot_dname_t *put_dname(query_t *qr, const lookup_t *lk,
                                      const knot_dname_t *name)
 {
 	const knot_rrset_t *dname = edge_node_rrset(&lk->node, KNOT_RRTYPE_DNAME);
-	put(qr, dname, lk->owner, 0);
+	if (!in_answer(qr, lk->owner, KNOT_RRTYPE_DNAME)) {
+		put(qr, dname, lk->owner, 0); /* Once, even when rewriting loops. */
+	}
 	const knot_dname_t *target = knot_dname_target(dname->rrs.rdata);
 	unsigned owner_labels = dns_name_labels(lk->owner);
 	unsigned name_labels = dns_name_labels(name);
@@ -307,10 +334,33 @@ static bool in_zone(query_t *qr, const knot_dname_t *name)
 
 /* Runs the lookup loop for the query name, following CNAME and DNAME
  * inside the zone (RFC 1034 §4.3.2, RFC 6672 §3.2). */
+/* True when a CNAME at the name answers the query instead of being
+ * followed (RFC 1034 §3.6.2; RRSIG and NSEC belong to the CNAME's owner). */
+static bool stops_at_cname(uint16_t qtype)
+{
+	return qtype == KNOT_RRTYPE_CNAME || qtype == KNOT_RRTYPE_ANY ||
+	       qtype == KNOT_RRTYPE_RRSIG || qtype == KNOT_RRTYPE_NSEC;
+}
+
+static bool visited(const knot_dname_t *const *names, unsigned count,
+                    const knot_dname_t *name)
+{
+	for (unsigned i = 0; i < count; i++) {
+		if (knot_dname_is_case_equal(names[i], name)) {
+			return true;
+		}
+	}
+	return false;
+}
+
+/* Runs the lookup loop for the query name, following CNAME and DNAME
+ * inside the zone (RFC 1034 §4.3.2, RFC 6672 §3.2) up to MAX_CHAIN links,
+ * stopping at a loop (each record appears once). */
 static void solve(query_t *qr)
 {
+	const knot_dname_t *names[MAX_CHAIN + 1] = { qr->qname };
 	const knot_dname_t *name = qr->qname;
-	for (unsigned hop = 0; hop < MAX_CHAIN; hop++) {
+	for (unsigned hop = 0; ; hop++) {
 		lookup_t lk;
 		int ret = lookup(qr, name, &lk);
 		if (ret != ZC_EOK) {
@@ -324,7 +374,13 @@ static void solve(query_t *qr)
 			put_referral(qr, &lk);
 			return;
 		case LOOKUP_DNAME:
+			if (hop >= MAX_CHAIN) {
+				return; /* Chain too long: the resolver goes on. */
+			}
 			next = put_dname(qr, &lk, name);
+			if (qr->qtype == KNOT_RRTYPE_CNAME) {
+				return; /* The synthesised CNAME is the answer. */
+			}
 			break;
 		case LOOKUP_ENT:
 			put_negative_soa(qr); /* RFC 4592 §2.2.2: NODATA. */
@@ -337,8 +393,10 @@ static void solve(query_t *qr)
 		case LOOKUP_WILDCARD: {
 			const knot_rrset_t *cname =
 				edge_node_rrset(&lk.node, KNOT_RRTYPE_CNAME);
-			if (cname != NULL && qr->qtype != KNOT_RRTYPE_CNAME &&
-			    qr->qtype != KNOT_RRTYPE_ANY) {
+			if (cname != NULL && !stops_at_cname(qr->qtype)) {
+				if (hop >= MAX_CHAIN) {
+					return; /* As for DNAME above. */
+				}
 				put(qr, cname, lk.owner, 0);
 				next = knot_cname_name(cname->rrs.rdata);
 				break;
@@ -349,9 +407,11 @@ static void solve(query_t *qr)
 			return;
 		}
 		}
-		if (next == NULL || !in_zone(qr, next) || qr->error != ZC_EOK) {
+		if (next == NULL || !in_zone(qr, next) || qr->error != ZC_EOK ||
+		    visited(names, hop + 1, next)) {
 			return;
 		}
+		names[hop + 1] = next;
 		name = next;
 	}
 }
@@ -398,7 +458,25 @@ static void put_target_addresses(query_t *qr, const knot_dname_t *target)
 	}
 }
 
-/* RFC 1035 §3.3.9, §3.3.11, RFC 2782: addresses of NS, MX, SRV targets. */
+/* The target name of an RR that gets additional addresses, or NULL. */
+static const knot_dname_t *target_of(const knot_rdata_t *rd, uint16_t type)
+{
+	switch (type) {
+	case KNOT_RRTYPE_NS:
+	case KNOT_RRTYPE_MX:
+	case KNOT_RRTYPE_SRV:
+		return knot_rdata_name(rd, type);
+	case KNOT_RRTYPE_SVCB:
+	case KNOT_RRTYPE_HTTPS:
+		/* RFC 9460 §4.1: SvcPriority (2 octets), then TargetName. */
+		return rd->len > 2 ? rd->data + 2 : NULL;
+	default:
+		return NULL;
+	}
+}
+
+/* RFC 1035 §3.3.9, §3.3.11, RFC 2782, RFC 9460 §4.1: addresses of NS, MX,
+ * SRV, SVCB and HTTPS targets. */
 static void put_additional(query_t *qr)
 {
 	if (qr->error != ZC_EOK) {
@@ -410,13 +488,12 @@ static void put_additional(query_t *qr)
 		/* A copy: putting RRsets may move the packet's array. */
 		knot_rrset_t copy = qr->r->rr[i];
 		const knot_rrset_t *rr = &copy;
-		if (rr->type != KNOT_RRTYPE_NS && rr->type != KNOT_RRTYPE_MX &&
-		    rr->type != KNOT_RRTYPE_SRV) {
-			continue;
-		}
 		knot_rdata_t *rd = rr->rrs.rdata;
 		for (uint16_t j = 0; j < rr->rrs.count; j++) {
-			put_target_addresses(qr, knot_rdata_name(rd, rr->type));
+			const knot_dname_t *target = target_of(rd, rr->type);
+			if (target != NULL) {
+				put_target_addresses(qr, target);
+			}
 			rd = knot_rdataset_next(rd);
 		}
 	}
@@ -527,24 +604,24 @@ static int find_zone(query_t *qr)
 	return ZC_EOK;
 }
 
-/* Checks the question; returns an RCODE to send at once, or -1 to answer. */
-static int check_question(const knot_pkt_t *q)
+/* Checks the question; returns an RCODE to send at once, or -1 to answer.
+ * Where RFCs leave the choice, the codes are those of Knot DNS, our
+ * reference in the differential tests. */
+static int check_question(const knot_pkt_t *q, bool tcp)
 {
-	uint16_t qtype = knot_pkt_qtype(q);
-	if (knot_pkt_qclass(q) != KNOT_CLASS_IN) {
+	uint16_t qclass = knot_pkt_qclass(q);
+	if (qclass != KNOT_CLASS_IN && qclass != KNOT_CLASS_ANY) {
 		return KNOT_RCODE_REFUSED;
 	}
-	switch (qtype) {
-	case KNOT_RRTYPE_OPT:
-	case KNOT_RRTYPE_TSIG:
-	case KNOT_RRTYPE_TKEY:
-		return KNOT_RCODE_FORMERR; /* RFC 6891 §6.1.1, RFC 8945 §5. */
-	case KNOT_RRTYPE_AXFR:
-	case KNOT_RRTYPE_IXFR:
-		return KNOT_RCODE_REFUSED; /* No transfer is allowed yet. */
-	case 253: /* MAILB */
-	case 254: /* MAILA */
+	switch (knot_pkt_qtype(q)) {
+	case 0:
 		return KNOT_RCODE_NOTIMPL;
+	case KNOT_RRTYPE_AXFR:
+		/* RFC 5936 §4.2: AXFR over UDP is not supported; over TCP
+		 * no transfer is allowed yet. */
+		return tcp ? KNOT_RCODE_NOTAUTH : KNOT_RCODE_NOTIMPL;
+	case KNOT_RRTYPE_IXFR:
+		return KNOT_RCODE_NOTAUTH;
 	default:
 		return -1;
 	}
@@ -603,18 +680,27 @@ size_t answer_message(answer_ctx_t *ctx, const uint8_t *query, size_t qlen,
 	if (qr.q == NULL || qr.r == NULL) {
 		return 0;
 	}
-	if (knot_wire_get_opcode(query) != KNOT_OPCODE_QUERY) {
+	uint8_t opcode = knot_wire_get_opcode(query);
+	if (opcode != KNOT_OPCODE_QUERY) {
+		/* RFC 1996: we are no secondary, so NOTIFY is not for us. */
 		knot_pkt_parse_question(qr.q);
-		return error_response(qr.q, resp, resp_max, KNOT_RCODE_NOTIMPL);
+		return error_response(qr.q, resp, resp_max,
+		                      opcode == KNOT_OPCODE_NOTIFY ?
+		                      KNOT_RCODE_NOTAUTH : KNOT_RCODE_NOTIMPL);
 	}
 	/* Malformed: bad names, counts, trailing data, bad or repeated OPT
 	 * (RFC 6891 §6.1.1) all fail the parse. */
 	if (knot_wire_get_qdcount(query) != 1 ||
 	    knot_pkt_parse(qr.q, 0) != KNOT_EOK) {
-		knot_pkt_parse_question(qr.q);
+		/* RFC 9619: FORMERR for QDCOUNT != 1 too. A message whose
+		 * question cannot even be read gets no answer (as Knot). */
+		if (knot_wire_get_qdcount(query) == 1 &&
+		    knot_pkt_parse_question(qr.q) != KNOT_EOK) {
+			return 0;
+		}
 		return error_response(qr.q, resp, resp_max, KNOT_RCODE_FORMERR);
 	}
-	int rcode = check_question(qr.q);
+	int rcode = check_question(qr.q, tcp);
 	if (rcode >= 0 && qr.q->opt_rr == NULL) {
 		return error_response(qr.q, resp, resp_max, rcode);
 	}

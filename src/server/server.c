@@ -70,7 +70,8 @@ static int bind_socket(const char *addr, int type)
 		         "[ADDR6]:PORT)", addr);
 		return ret;
 	}
-	int fd = socket(ss.ss_family, type | SOCK_CLOEXEC, 0);
+	/* Non-blocking: workers accept and read until EAGAIN. */
+	int fd = socket(ss.ss_family, type | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0) {
 		return -errno;
 	}

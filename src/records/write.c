@@ -1,0 +1,374 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * Write transactions of the records store: zones created, versions bumped,
+ * records inserted and deleted, each change logged in the same transaction
+ * (the outbox), so nothing acknowledged can be missing from the log.
+ */
+#include <string.h>
+#include <libknot/descriptor.h>
+#include <libknot/errcode.h>
+
+#include "common/error.h"
+#include "dns/name.h"
+#include "records/sqlite.h"
+
+int records_write_begin(records_store_t *store)
+{
+	return records_sql_exec(store, "BEGIN IMMEDIATE");
+}
+
+int records_write_commit(records_store_t *store)
+{
+	int ret = records_sql_exec(store, "COMMIT");
+	if (ret != ZC_EOK) {
+		records_sql_exec(store, "ROLLBACK");
+	}
+	return ret;
+}
+
+void records_write_rollback(records_store_t *store)
+{
+	records_sql_exec(store, "ROLLBACK");
+}
+
+int records_savepoint(records_store_t *store)
+{
+	return records_sql_exec(store, "SAVEPOINT unit");
+}
+
+int records_savepoint_release(records_store_t *store)
+{
+	return records_sql_exec(store, "RELEASE unit");
+}
+
+void records_savepoint_rollback(records_store_t *store)
+{
+	records_sql_exec(store, "ROLLBACK TO unit; RELEASE unit");
+}
+
+int records_zone_get(records_store_t *store, int64_t id, records_zone_t *zone)
+{
+	sqlite3_stmt *stmt;
+	int ret = records_sql_prepare(store, "SELECT " RECORDS_ZONE_COLUMNS
+	                              " FROM zones WHERE id = ?", &stmt);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	sqlite3_bind_int64(stmt, 1, id);
+	int rc = sqlite3_step(stmt);
+	if (rc == SQLITE_ROW) {
+		records_zone_from_stmt(stmt, zone);
+	}
+	ret = rc == SQLITE_ROW ? ZC_EOK : rc == SQLITE_DONE ? ZC_ENOZONE :
+	      records_sql_error(store->db, rc);
+	sqlite3_finalize(stmt);
+	return ret;
+}
+
+/* Appends a change event naming a node and type. */
+static int log_event(records_store_t *store, const records_zone_t *zone,
+                     records_change_kind_t kind, const uint8_t *okey,
+                     size_t okey_len, uint16_t type, int64_t record_id)
+{
+	sqlite3_stmt *stmt;
+	int ret = records_sql_prepare(store, "INSERT INTO changes(zone_id, apex,"
+	                              " version, kind, okey, type, record_id, at)"
+	                              " VALUES (?, ?, ?, ?, ?, ?, ?, ?)", &stmt);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	sqlite3_bind_int64(stmt, 1, zone->id);
+	sqlite3_bind_blob(stmt, 2, zone->apex, knot_dname_size(zone->apex),
+	                  SQLITE_STATIC);
+	sqlite3_bind_int64(stmt, 3, zone->serial);
+	sqlite3_bind_int(stmt, 4, kind);
+	if (okey != NULL) {
+		sqlite3_bind_blob(stmt, 5, okey_len ? okey : (const uint8_t *)"",
+		                  (int)okey_len, SQLITE_STATIC);
+		sqlite3_bind_int(stmt, 6, type);
+		sqlite3_bind_int64(stmt, 7, record_id);
+	}
+	sqlite3_bind_int64(stmt, 8, records_now_ms());
+	ret = records_sql_error(store->db, sqlite3_step(stmt));
+	sqlite3_finalize(stmt);
+	return ret;
+}
+
+int records_log_zone_event(records_store_t *store, const records_zone_t *zone,
+                           records_change_kind_t kind)
+{
+	return log_event(store, zone, kind, NULL, 0, 0, 0);
+}
+
+int records_zone_bump(records_store_t *store, records_zone_t *zone)
+{
+	uint32_t next = zone->serial + 1; /* RFC 1982: wraps past 2^32-1. */
+	sqlite3_stmt *stmt;
+	int ret = records_sql_prepare(store, "UPDATE zones SET serial = ?,"
+	                              " modified_on = ? WHERE id = ?", &stmt);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	sqlite3_bind_int64(stmt, 1, next);
+	sqlite3_bind_int64(stmt, 2, records_now_ms());
+	sqlite3_bind_int64(stmt, 3, zone->id);
+	ret = records_sql_error(store->db, sqlite3_step(stmt));
+	sqlite3_finalize(stmt);
+	if (ret == ZC_EOK) {
+		zone->serial = next;
+	}
+	return ret;
+}
+
+/* The owner's LF relative to the apex; KNOT_EOUTOFZONE if outside. */
+static int owner_key(const records_zone_t *zone, const knot_dname_t *owner,
+                     uint8_t *okey, size_t *okey_len)
+{
+	uint8_t apex_lf[DNS_LF_MAXLEN], lf[DNS_LF_MAXLEN];
+	size_t apex_len = dns_name_to_lf(zone->apex, apex_lf);
+	size_t len = dns_name_to_lf(owner, lf);
+	if (len < apex_len || memcmp(lf, apex_lf, apex_len) != 0) {
+		return KNOT_EOUTOFZONE;
+	}
+	*okey_len = len - apex_len;
+	memcpy(okey, lf + apex_len, *okey_len);
+	return ZC_EOK;
+}
+
+int records_record_insert(records_store_t *store, const records_zone_t *zone,
+                          records_record_t *rec)
+{
+	uint8_t okey[DNS_LF_MAXLEN];
+	uint8_t owner[KNOT_DNAME_MAXLEN];
+	size_t okey_len;
+	knot_dname_copy_lower(owner, rec->owner);
+	int ret = owner_key(zone, owner, okey, &okey_len);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	sqlite3_stmt *stmt;
+	ret = records_sql_prepare(store, "INSERT INTO records(zone_id, okey,"
+	                          " owner, type, ttl, rdata, comment, created_on,"
+	                          " modified_on) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+	                          &stmt);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	int64_t now = records_now_ms();
+	if (rec->created_on == 0) {
+		rec->created_on = now;
+	}
+	rec->modified_on = now;
+	sqlite3_bind_int64(stmt, 1, zone->id);
+	sqlite3_bind_blob(stmt, 2, okey_len ? okey : (const uint8_t *)"",
+	                  (int)okey_len, SQLITE_STATIC);
+	sqlite3_bind_blob(stmt, 3, owner, knot_dname_size(owner), SQLITE_STATIC);
+	sqlite3_bind_int(stmt, 4, rec->type);
+	sqlite3_bind_int64(stmt, 5, rec->ttl);
+	sqlite3_bind_blob(stmt, 6, rec->rdata_len ? rec->rdata :
+	                  (const uint8_t *)"", rec->rdata_len, SQLITE_STATIC);
+	if (rec->comment != NULL) {
+		sqlite3_bind_text(stmt, 7, rec->comment, -1, SQLITE_STATIC);
+	}
+	sqlite3_bind_int64(stmt, 8, rec->created_on);
+	sqlite3_bind_int64(stmt, 9, rec->modified_on);
+	ret = records_sql_error(store->db, sqlite3_step(stmt));
+	sqlite3_finalize(stmt);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	rec->id = sqlite3_last_insert_rowid(store->db);
+	rec->zone_id = zone->id;
+	return log_event(store, zone, RECORDS_CHANGE_RECORD_CREATED, okey,
+	                 okey_len, rec->type, rec->id);
+}
+
+int records_record_delete(records_store_t *store, const records_zone_t *zone,
+                          int64_t id)
+{
+	sqlite3_stmt *stmt;
+	int ret = records_sql_prepare(store, "DELETE FROM records WHERE id = ?"
+	                              " AND zone_id = ? RETURNING okey, type",
+	                              &stmt);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	sqlite3_bind_int64(stmt, 1, id);
+	sqlite3_bind_int64(stmt, 2, zone->id);
+	int rc = sqlite3_step(stmt);
+	if (rc != SQLITE_ROW) {
+		ret = rc == SQLITE_DONE ? KNOT_ENOENT :
+		      records_sql_error(store->db, rc);
+		sqlite3_finalize(stmt);
+		return ret;
+	}
+	uint8_t okey[DNS_LF_MAXLEN];
+	size_t okey_len = (size_t)sqlite3_column_bytes(stmt, 0);
+	if (okey_len > sizeof(okey)) {
+		sqlite3_finalize(stmt);
+		return ZC_EFORMAT;
+	}
+	if (okey_len > 0) {
+		memcpy(okey, sqlite3_column_blob(stmt, 0), okey_len);
+	}
+	uint16_t type = (uint16_t)sqlite3_column_int(stmt, 1);
+	sqlite3_step(stmt); /* Completes the statement. */
+	sqlite3_finalize(stmt);
+	return log_event(store, zone, RECORDS_CHANGE_RECORD_DELETED, okey,
+	                 okey_len, type, id);
+}
+
+int records_zone_create(records_store_t *store, const knot_dname_t *apex,
+                        uint32_t ttl, const uint8_t *soa, uint16_t soa_len,
+                        const knot_dname_t *const *ns, unsigned ns_count,
+                        records_zone_t *zone)
+{
+	uint8_t lower[KNOT_DNAME_MAXLEN];
+	knot_dname_copy_lower(lower, apex);
+	if (records_zone_find(store, lower, zone) == ZC_EOK) {
+		return ZC_EEXISTS;
+	}
+	sqlite3_stmt *stmt;
+	int ret = records_sql_prepare(store, "INSERT INTO zones(name, apex,"
+	                              " serial, default_ttl, created_on,"
+	                              " modified_on) VALUES (?, ?, ?, ?, ?, ?)",
+	                              &stmt);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	char name[KNOT_DNAME_TXT_MAXLEN + 1];
+	knot_dname_to_str(name, lower, sizeof(name));
+	int64_t now = records_now_ms();
+	uint32_t serial = (uint32_t)soa[soa_len - 20] << 24 |
+	                  (uint32_t)soa[soa_len - 19] << 16 |
+	                  (uint32_t)soa[soa_len - 18] << 8 | soa[soa_len - 17];
+	sqlite3_bind_text(stmt, 1, name, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_blob(stmt, 2, lower, knot_dname_size(lower), SQLITE_STATIC);
+	sqlite3_bind_int64(stmt, 3, serial);
+	sqlite3_bind_int64(stmt, 4, ttl);
+	sqlite3_bind_int64(stmt, 5, now);
+	sqlite3_bind_int64(stmt, 6, now);
+	ret = records_sql_error(store->db, sqlite3_step(stmt));
+	sqlite3_finalize(stmt);
+	if (ret == ZC_EOK) {
+		ret = records_zone_find(store, lower, zone);
+	}
+	records_record_t rec = { .owner = lower, .type = KNOT_RRTYPE_SOA,
+	                         .ttl = ttl, .rdata = soa, .rdata_len = soa_len };
+	if (ret == ZC_EOK) {
+		ret = records_record_insert(store, zone, &rec);
+	}
+	for (unsigned i = 0; i < ns_count && ret == ZC_EOK; i++) {
+		records_record_t nsr = { .owner = lower, .type = KNOT_RRTYPE_NS,
+		                         .ttl = ttl, .rdata = ns[i],
+		                         .rdata_len = knot_dname_size(ns[i]) };
+		ret = records_record_insert(store, zone, &nsr);
+	}
+	if (ret == ZC_EOK) {
+		ret = records_log_zone_event(store, zone,
+		                             RECORDS_CHANGE_ZONE_CREATED);
+	}
+	return ret;
+}
+
+static int foreach_stmt(sqlite3_stmt *stmt, records_store_t *store,
+                        int (*cb)(const records_record_t *rec, void *ctx),
+                        void *ctx)
+{
+	int rc;
+	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+		records_record_t rec = {
+			.id = sqlite3_column_int64(stmt, 0),
+			.zone_id = sqlite3_column_int64(stmt, 1),
+			.owner = sqlite3_column_blob(stmt, 2),
+			.type = (uint16_t)sqlite3_column_int(stmt, 3),
+			.ttl = (uint32_t)sqlite3_column_int64(stmt, 4),
+			.rdata = sqlite3_column_blob(stmt, 5),
+			.rdata_len = (uint16_t)sqlite3_column_bytes(stmt, 5),
+			.comment = (const char *)sqlite3_column_text(stmt, 6),
+			.created_on = sqlite3_column_int64(stmt, 7),
+			.modified_on = sqlite3_column_int64(stmt, 8),
+		};
+		if (rec.owner == NULL) {
+			continue;
+		}
+		if (rec.rdata == NULL) {
+			rec.rdata = (const uint8_t *)"";
+		}
+		if (cb(&rec, ctx) != 0) {
+			rc = SQLITE_DONE;
+			break;
+		}
+	}
+	return records_sql_error(store->db, rc);
+}
+
+#define RECORD_COLUMNS "id, zone_id, owner, type, ttl, rdata, comment," \
+	" created_on, modified_on"
+
+int records_record_foreach(records_store_t *store, int64_t zone_id,
+                           const knot_dname_t *owner, uint16_t type,
+                           int (*cb)(const records_record_t *rec, void *ctx),
+                           void *ctx)
+{
+	records_zone_t zone;
+	uint8_t okey[DNS_LF_MAXLEN];
+	size_t okey_len = 0;
+	int ret = ZC_EOK;
+	if (owner != NULL) {
+		ret = records_zone_get(store, zone_id, &zone);
+		if (ret == ZC_EOK) {
+			uint8_t lower[KNOT_DNAME_MAXLEN];
+			knot_dname_copy_lower(lower, owner);
+			ret = owner_key(&zone, lower, okey, &okey_len);
+		}
+		if (ret == KNOT_EOUTOFZONE) {
+			return ZC_EOK; /* Nothing matches. */
+		}
+		if (ret != ZC_EOK) {
+			return ret;
+		}
+	}
+	sqlite3_stmt *stmt;
+	ret = records_sql_prepare(store, "SELECT " RECORD_COLUMNS " FROM records"
+	                          " WHERE zone_id = ?1"
+	                          " AND (?2 IS NULL OR okey = ?2)"
+	                          " AND (?3 = 0 OR type = ?3)"
+	                          " ORDER BY okey, type, id", &stmt);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	sqlite3_bind_int64(stmt, 1, zone_id);
+	if (owner != NULL) {
+		sqlite3_bind_blob(stmt, 2, okey_len ? okey : (const uint8_t *)"",
+		                  (int)okey_len, SQLITE_STATIC);
+	}
+	sqlite3_bind_int(stmt, 3, type);
+	ret = foreach_stmt(stmt, store, cb, ctx);
+	sqlite3_finalize(stmt);
+	return ret;
+}
+
+int records_record_find(records_store_t *store, int64_t zone_id, int64_t id,
+                        int (*cb)(const records_record_t *rec, void *ctx),
+                        void *ctx)
+{
+	sqlite3_stmt *stmt;
+	int ret = records_sql_prepare(store, "SELECT " RECORD_COLUMNS " FROM records"
+	                              " WHERE id = ? AND zone_id = ?", &stmt);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	sqlite3_bind_int64(stmt, 1, id);
+	sqlite3_bind_int64(stmt, 2, zone_id);
+	int rc = sqlite3_step(stmt);
+	if (rc == SQLITE_ROW) {
+		sqlite3_reset(stmt);
+		ret = foreach_stmt(stmt, store, cb, ctx);
+	} else {
+		ret = rc == SQLITE_DONE ? KNOT_ENOENT :
+		      records_sql_error(store->db, rc);
+	}
+	sqlite3_finalize(stmt);
+	return ret;
+}

@@ -1,0 +1,301 @@
+"""Process wrappers for the DNS servers under test, shared by the fixtures.
+
+`KnotServer` runs the reference (knotd, foreground, throw-away config and
+storage), `ZonecastServer` runs `zonecast serve` on a data directory filled by
+`zonecast zone import`. Both expose the same small client API (`.port`,
+`.query()`, `.exchange()`, `.stop()`), so a test does not care which one it
+talks to. `stop()` returns a list of problems (sanitizer reports, crashes,
+unclean exit) that the fixtures turn into a test failure.
+"""
+
+import os
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import time
+
+import dns.edns
+import dns.flags
+import dns.message
+import dns.name
+import dns.query
+import dns.rcode
+import dns.rdataclass
+import dns.rdatatype
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ZONES_DIR = os.path.join(HERE, "zones")
+REPO = os.path.dirname(os.path.dirname(HERE))
+
+# zone name -> file, the default set every server in the suite loads.
+DEFAULT_ZONES = {
+    "example.com.": os.path.join(ZONES_DIR, "example.com.zone"),
+    "sub.example.com.": os.path.join(ZONES_DIR, "sub.example.com.zone"),
+    "example.net.": os.path.join(ZONES_DIR, "example.net.zone"),
+}
+
+SANITIZER_MARKERS = ("ERROR: AddressSanitizer", "runtime error:", "LeakSanitizer")
+START_TIMEOUT = 10.0
+
+
+def zonecast_bin():
+    return os.path.abspath(os.environ.get("ZONECAST_BIN", os.path.join(REPO, "build", "zonecast")))
+
+
+def knotd_bin():
+    return os.environ.get("KNOTD_BIN", shutil.which("knotd") or "/usr/sbin/knotd")
+
+
+def free_port():
+    """A port that is free on 127.0.0.1 for both UDP and TCP (racy by nature)."""
+    for _ in range(100):
+        u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        u.bind(("127.0.0.1", 0))
+        port = u.getsockname()[1]
+        t = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        try:
+            t.bind(("127.0.0.1", port))
+            return port
+        except OSError:
+            continue
+        finally:
+            t.close()
+            u.close()
+    raise RuntimeError("no free UDP+TCP port found")
+
+
+def make_query(name, rdtype="A", rdclass="IN", edns=0, payload=1232, do=False,
+               rd=False, options=None, id=None):
+    """Build a query; edns=None means no OPT record (plain RFC 1035)."""
+    if isinstance(name, str):
+        name = dns.name.from_text(name)
+    q = dns.message.make_query(name, rdtype, rdclass,
+                               flags=dns.flags.RD if rd else 0)
+    if edns is None:
+        q.use_edns(False)
+    else:
+        q.use_edns(edns, ednsflags=dns.flags.DO if do else 0, payload=payload,
+                   options=options or [])
+    if id is not None:
+        q.id = id
+    return q
+
+
+def recv_exact(sock, n):
+    buf = b""
+    while len(buf) < n:
+        chunk = sock.recv(n - len(buf))
+        if not chunk:
+            raise ConnectionError("TCP connection closed after %d of %d bytes" % (len(buf), n))
+        buf += chunk
+    return buf
+
+
+class DnsServer:
+    """Common client side: query helpers against 127.0.0.1:port."""
+
+    kind = "?"
+    host = "127.0.0.1"
+
+    def __init__(self, workdir):
+        self.workdir = workdir
+        self.port = None
+        self.proc = None
+        self.log_path = os.path.join(workdir, "server.log")
+
+    # -- client helpers -------------------------------------------------
+    def exchange(self, wire, tcp=False, timeout=2.0):
+        """Send raw wire bytes, return raw response bytes or None on timeout."""
+        if tcp:
+            with socket.create_connection((self.host, self.port), timeout=timeout) as s:
+                s.sendall(struct.pack("!H", len(wire)) + wire)
+                try:
+                    (ln,) = struct.unpack("!H", recv_exact(s, 2))
+                    return recv_exact(s, ln)
+                except (socket.timeout, ConnectionError):
+                    return None
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            s.settimeout(timeout)
+            s.connect((self.host, self.port))
+            s.send(wire)
+            try:
+                return s.recv(65535)
+            except socket.timeout:
+                return None
+
+    def query(self, name, rdtype="A", tcp=False, timeout=2.0, **opts):
+        """Query (name, type); opts go to make_query (edns, payload, do, ...)."""
+        q = make_query(name, rdtype, **opts)
+        if tcp:
+            return dns.query.tcp(q, self.host, port=self.port, timeout=timeout)
+        return dns.query.udp(q, self.host, port=self.port, timeout=timeout,
+                             ignore_trailing=False)
+
+    def answers_soa(self, zone):
+        try:
+            r = self.query(zone, "SOA", timeout=0.2)
+        except Exception:
+            return False
+        return r.rcode() == dns.rcode.NOERROR and bool(r.flags & dns.flags.AA) and bool(r.answer)
+
+    def wait_ready(self, zones, timeout=START_TIMEOUT):
+        deadline = time.monotonic() + timeout
+        pending = list(zones)
+        while pending:
+            if self.proc.poll() is not None:
+                raise RuntimeError("%s exited with %s during startup:\n%s"
+                                   % (self.kind, self.proc.returncode, self.log()))
+            if self.answers_soa(pending[0]):
+                pending.pop(0)
+                continue
+            if time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError("%s did not answer SOA %s within %.0fs:\n%s"
+                                   % (self.kind, pending[0], timeout, self.log()))
+            time.sleep(0.05)
+
+    # -- process helpers ------------------------------------------------
+    def log(self):
+        try:
+            with open(self.log_path, errors="replace") as f:
+                return f.read()
+        except OSError:
+            return ""
+
+    def _spawn(self, argv, env=None):
+        self._logf = open(self.log_path, "ab")
+        self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=self._logf,
+                                     stderr=subprocess.STDOUT, env=env, cwd=self.workdir)
+
+    def check(self):
+        """Problems that appeared since the last check: sanitizer reports, unexpected exit."""
+        problems = []
+        text = self.log()
+        new, self._checked = text[getattr(self, "_checked", 0):], len(text)
+        for marker in SANITIZER_MARKERS:
+            if marker in new:
+                problems.append("stderr contains %r" % marker)
+        if self.proc is not None and self.proc.poll() is not None:
+            problems.append("exited unexpectedly with status %s" % self.proc.returncode)
+        return problems
+
+    def stop(self, timeout=10.0):
+        """SIGTERM, wait, and return a list of problems found (empty = clean)."""
+        problems = []
+        if self.proc is None:
+            return problems
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+                problems.append("did not exit within %.0fs of SIGTERM" % timeout)
+        rc = self.proc.returncode
+        if rc < 0 and rc != -signal.SIGTERM:
+            problems.append("killed by signal %d" % -rc)
+        elif rc > 0:
+            problems.append("exit status %d" % rc)
+        self.proc = None
+        self._logf.close()
+        return self.check() + problems
+
+
+class KnotServer(DnsServer):
+    """knotd as the reference implementation."""
+
+    kind = "knotd"
+
+    def __init__(self, workdir, zones=None, nsid="knot-reference"):
+        super().__init__(workdir)
+        self.zones = dict(zones or DEFAULT_ZONES)
+        self.nsid = nsid
+
+    def config_text(self):
+        d = self.workdir
+        lines = [
+            "server:",
+            "    rundir: %s" % os.path.join(d, "run"),
+            "    user: root:root",
+            "    listen: 127.0.0.1@%d" % self.port,
+            "    udp-workers: 2",
+            "    tcp-workers: 2",
+            "    background-workers: 1",
+            '    identity: ""',
+            '    version: ""',
+        ]
+        if self.nsid:
+            lines.append('    nsid: "%s"' % self.nsid)
+        lines += [
+            "log:",
+            "  - target: stderr",
+            "    any: info",
+            "database:",
+            "    storage: %s" % os.path.join(d, "db"),
+            "template:",
+            "  - id: default",
+            "    storage: %s" % os.path.join(d, "zones"),
+            "    zonefile-sync: -1",
+            "    zonefile-load: whole",
+            "    journal-content: none",
+            "    semantic-checks: off",
+            "zone:",
+        ]
+        for name, path in self.zones.items():
+            lines += ["  - domain: %s" % name, "    file: %s" % os.path.abspath(path)]
+        return "\n".join(lines) + "\n"
+
+    def start(self):
+        for sub in ("run", "db", "zones"):
+            os.makedirs(os.path.join(self.workdir, sub), exist_ok=True)
+        self.port = free_port()
+        conf = os.path.join(self.workdir, "knot.conf")
+        with open(conf, "w") as f:
+            f.write(self.config_text())
+        self._spawn([knotd_bin(), "-c", conf])
+        self.wait_ready(self.zones)
+        return self
+
+
+class ZonecastServer(DnsServer):
+    """zonecast serve on its own data directory."""
+
+    kind = "zonecast"
+
+    def __init__(self, workdir, zones=None, workers=2, nsid="zonecast-test"):
+        super().__init__(workdir)
+        self.zones = dict(zones or DEFAULT_ZONES)
+        self.workers = workers
+        self.nsid = nsid
+        self.data_dir = os.path.join(workdir, "data")
+        os.makedirs(self.data_dir, exist_ok=True)
+
+    def env(self):
+        env = dict(os.environ)
+        env.setdefault("ASAN_OPTIONS", "detect_leaks=1:abort_on_error=0")
+        env.setdefault("UBSAN_OPTIONS", "print_stacktrace=1")
+        return env
+
+    def import_zone(self, zone, path, check=True):
+        """Run `zonecast zone import`; returns the CompletedProcess."""
+        cp = subprocess.run([zonecast_bin(), "zone", "import", "--data-dir", self.data_dir,
+                             zone, path], capture_output=True, text=True, timeout=60,
+                            env=self.env())
+        if check and cp.returncode != 0:
+            raise RuntimeError("zonecast zone import %s %s failed (%d):\n%s"
+                               % (zone, path, cp.returncode, cp.stderr))
+        return cp
+
+    def start(self):
+        for zone, path in self.zones.items():
+            self.import_zone(zone, path)
+        self.port = free_port()
+        self._spawn([zonecast_bin(), "serve", "--data-dir", self.data_dir,
+                     "--listen", "127.0.0.1:%d" % self.port,
+                     "--workers", str(self.workers), "--no-demo"]
+                    + (["--nsid", self.nsid] if self.nsid else []), env=self.env())
+        self.wait_ready(self.zones)
+        return self
