@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "api/api.h"
 #include "builder/builder.h"
 #include "cli/commands.h"
 #include "common/error.h"
@@ -31,7 +32,8 @@ static void usage(FILE *out)
 	      "  -d, --data-dir DIR       data directory (default ./zonecast-data)\n"
 	      "  -l, --listen ADDR:PORT   DNS address, repeatable (default "
 	      DEFAULT_LISTEN ")\n"
-	      "  -a, --api-listen ADDR:PORT  HTTP API address\n"
+	      "  -a, --api-listen ADDR:PORT  HTTP API address (default "
+	      "127.0.0.1:8053; 'none': no API)\n"
 	      "  -w, --workers N          workers per address (default: one per "
 	      "core)\n"
 	      "  -L, --log-level LEVEL    error, warning, info, debug\n"
@@ -116,7 +118,8 @@ static int count_zone(const records_zone_t *zone, void *ctx)
 }
 
 /* A fresh data directory gets the demo zone so `dig` has an answer. */
-static int seed_demo(records_store_t *rs, edge_store_t *es)
+static int seed_demo(records_store_t *rs, edge_store_t *es,
+                     const char *data_dir)
 {
 	int zones = 0;
 	int ret = records_zone_list(rs, count_zone, &zones);
@@ -125,8 +128,12 @@ static int seed_demo(records_store_t *rs, edge_store_t *es)
 	}
 	zc_info("empty data directory: creating the demo zone %s",
 	        cli_demo_zone_name);
-	return cli_import_zone(rs, es, cli_demo_zone_name, NULL,
-	                       cli_demo_zone_text, true);
+	ret = cli_import_zone(rs, es, cli_demo_zone_name, NULL,
+	                      cli_demo_zone_text, true);
+	if (ret == ZC_EOK) {
+		ret = cli_demo_token(data_dir);
+	}
+	return ret;
 }
 
 static int run(const config_t *cfg)
@@ -136,7 +143,7 @@ static int run(const config_t *cfg)
 	if (cli_open_stores(cfg->data_dir, &rs, &es) != ZC_EOK) {
 		return 1;
 	}
-	int ret = cfg->demo ? seed_demo(rs, es) : ZC_EOK;
+	int ret = cfg->demo ? seed_demo(rs, es, cfg->data_dir) : ZC_EOK;
 	if (ret == ZC_EOK) {
 		/* Apply what the log holds before answering (restart). */
 		ret = builder_catch_up(rs, es, NULL);
@@ -159,15 +166,24 @@ static int run(const config_t *cfg)
 	}
 	builder_follower_t *follower = NULL;
 	server_t *server = NULL;
+	api_t *api = NULL;
 	ret = builder_follower_start(cfg->data_dir, es, FOLLOW_POLL_MS, &follower);
 	if (ret == ZC_EOK) {
 		ret = server_start(&scfg, es, &server);
 	}
+	const char *ns[9] = { NULL };
+	for (size_t i = 0; i < cfg->zone_ns_count; i++) {
+		ns[i] = cfg->zone_ns[i];
+	}
+	api_config_t acfg = {
+		.listen = cfg->api_listen, .data_dir = cfg->data_dir, .edge = es,
+		.follower = follower, .default_ttl = cfg->default_ttl, .ns = ns,
+		.hostmaster = cfg->zone_hostmaster[0] ? cfg->zone_hostmaster : NULL,
+	};
+	if (ret == ZC_EOK && cfg->api_listen[0] != '\0') {
+		ret = api_start(&acfg, &api);
+	}
 	if (ret == ZC_EOK) {
-		if (cfg->api_listen[0] != '\0') {
-			zc_warn("api-listen %s: the HTTP API is not part of this "
-			        "build yet", cfg->api_listen);
-		}
 		zc_info("zonecast %s serving %s", ZONECAST_VERSION, cfg->data_dir);
 		sigset_t set;
 		sigemptyset(&set);
@@ -179,6 +195,7 @@ static int run(const config_t *cfg)
 	} else {
 		zc_error("cannot start: %s", zc_strerror(ret));
 	}
+	api_stop(api);
 	server_stop(server);
 	builder_follower_stop(follower);
 	edge_close(es);

@@ -11,6 +11,10 @@
 int cmd_serve(int argc, char **argv);
 int cmd_zone(int argc, char **argv);
 int cmd_verify(int argc, char **argv);
+int cmd_token(int argc, char **argv);
+
+/* Creates the demo token of a fresh data dir (logged, and in DIR/demo-token). */
+int cli_demo_token(const char *data_dir);
 
 /* Creates the data directory (mode 0700) if needed. */
 int cli_prepare_data_dir(const char *dir);

@@ -2,6 +2,7 @@
 /* zonecast.conf reader (see config.h for the format). */
 #include <ctype.h>
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,8 @@ void config_defaults(config_t *cfg)
 	cfg->tcp_idle_timeout = 10;
 	cfg->tcp_max_clients = 1024;
 	cfg->demo = true;
+	cfg->default_ttl = 3600;
+	snprintf(cfg->api_listen, sizeof(cfg->api_listen), "127.0.0.1:8053");
 }
 
 static int parse_uint(const char *value, unsigned max, unsigned *out)
@@ -75,6 +78,10 @@ int config_set(config_t *cfg, const char *key, const char *value,
 	} else if (strcmp(key, "api-listen") == 0) {
 		struct sockaddr_storage ss;
 		socklen_t len;
+		if (strcmp(value, "none") == 0) {
+			cfg->api_listen[0] = '\0';
+			return ZC_EOK;
+		}
 		bad = server_parse_addr(value, &ss, &len) != ZC_EOK ||
 		      copy_str(cfg->api_listen, sizeof(cfg->api_listen), value);
 	} else if (strcmp(key, "workers") == 0) {
@@ -89,6 +96,20 @@ int config_set(config_t *cfg, const char *key, const char *value,
 	} else if (strcmp(key, "tcp-max-clients") == 0) {
 		bad = parse_uint(value, 1000000, &cfg->tcp_max_clients) ||
 		      cfg->tcp_max_clients == 0;
+	} else if (strcmp(key, "zone-ns") == 0) {
+		if (cfg->zone_ns_count == 8) {
+			snprintf(err, err_size, "more than 8 zone-ns names");
+			return ZC_EINVAL_CONFIG;
+		}
+		bad = copy_str(cfg->zone_ns[cfg->zone_ns_count],
+		               sizeof(cfg->zone_ns[0]), value);
+		cfg->zone_ns_count += !bad;
+	} else if (strcmp(key, "zone-hostmaster") == 0) {
+		bad = copy_str(cfg->zone_hostmaster, sizeof(cfg->zone_hostmaster),
+		               value);
+	} else if (strcmp(key, "default-ttl") == 0) {
+		bad = parse_uint(value, INT32_MAX, &cfg->default_ttl) ||
+		      cfg->default_ttl == 0;
 	} else if (strcmp(key, "demo-zone") == 0) {
 		bad = parse_bool(value, &cfg->demo);
 	} else {

@@ -27,6 +27,10 @@ typedef struct {
 	unsigned tcp_idle_timeout;  /* seconds */
 	unsigned tcp_max_clients;
 	bool demo;                  /* Seed a demo zone into an empty store. */
+	char zone_ns[8][256];       /* NS for zones created by the API. */
+	size_t zone_ns_count;
+	char zone_hostmaster[256];  /* SOA RNAME for them ("" : hostmaster.ZONE) */
+	unsigned default_ttl;       /* TTL for them and for "automatic" (1). */
 } config_t;
 
 /* Fills the built-in defaults. */

@@ -18,6 +18,7 @@ static void usage(FILE *out)
 	      "  serve     run the DNS server (and the builder) on a data dir\n"
 	      "  zone      import, export, list and delete zones\n"
 	      "  verify    compare the edge store with the records store\n"
+	      "  token     create API tokens\n"
 	      "  version   print the version\n"
 	      "\n"
 	      "Run 'zonecast COMMAND --help' for a command's options.\n", out);
@@ -35,6 +36,9 @@ int main(int argc, char **argv)
 	}
 	if (strcmp(cmd, "zone") == 0) {
 		return cmd_zone(argc - 1, argv + 1);
+	}
+	if (strcmp(cmd, "token") == 0) {
+		return cmd_token(argc - 1, argv + 1);
 	}
 	if (strcmp(cmd, "verify") == 0) {
 		return cmd_verify(argc - 1, argv + 1);

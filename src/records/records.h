@@ -110,7 +110,17 @@ int records_zone_list(records_store_t *store,
                       int (*cb)(const records_zone_t *zone, void *ctx),
                       void *ctx);
 
-/* Deletes a zone and its records; logs zone_deleted. */
+/* Deletes a zone and its records inside the caller's write transaction;
+ * logs zone_deleted. */
+int records_zone_remove(records_store_t *store, records_zone_t *zone,
+                        uint64_t *seq);
+
+/* Sets a zone's default TTL (for records created without one). */
+int records_zone_set_default_ttl(records_store_t *store,
+                                 records_zone_t *zone, uint32_t ttl);
+
+/* Deletes a zone and its records in its own transaction; logs
+ * zone_deleted. */
 int records_zone_delete(records_store_t *store, const knot_dname_t *apex,
                         uint64_t *seq);
 

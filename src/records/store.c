@@ -195,6 +195,27 @@ int records_log_append(records_store_t *store, int64_t zone_id,
 	return ret;
 }
 
+int records_zone_remove(records_store_t *store, records_zone_t *zone,
+                        uint64_t *seq)
+{
+	sqlite3_stmt *stmt;
+	int ret = records_sql_prepare(store, "DELETE FROM zones WHERE id = ?",
+	                              &stmt);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	/* Records and tokens go by ON DELETE CASCADE. */
+	sqlite3_bind_int64(stmt, 1, zone->id);
+	ret = records_sql_error(store->db, sqlite3_step(stmt));
+	sqlite3_finalize(stmt);
+	if (ret == ZC_EOK) {
+		ret = records_log_append(store, zone->id, zone->apex,
+		                         knot_dname_size(zone->apex), zone->serial,
+		                         RECORDS_CHANGE_ZONE_DELETED, seq);
+	}
+	return ret;
+}
+
 int records_zone_delete(records_store_t *store, const knot_dname_t *apex,
                         uint64_t *seq)
 {
@@ -204,27 +225,33 @@ int records_zone_delete(records_store_t *store, const knot_dname_t *apex,
 	}
 	records_zone_t zone;
 	ret = records_zone_find(store, apex, &zone);
-	sqlite3_stmt *stmt = NULL;
 	if (ret == ZC_EOK) {
-		ret = records_sql_prepare(store, "DELETE FROM zones WHERE id = ?",
-		                          &stmt);
-	}
-	if (ret == ZC_EOK) {
-		/* Records go by ON DELETE CASCADE. */
-		sqlite3_bind_int64(stmt, 1, zone.id);
-		ret = records_sql_error(store->db, sqlite3_step(stmt));
-		sqlite3_finalize(stmt);
-	}
-	if (ret == ZC_EOK) {
-		ret = records_log_append(store, zone.id, zone.apex,
-		                         knot_dname_size(zone.apex), zone.serial,
-		                         RECORDS_CHANGE_ZONE_DELETED, seq);
+		ret = records_zone_remove(store, &zone, seq);
 	}
 	if (ret == ZC_EOK) {
 		ret = records_sql_exec(store, "COMMIT");
 	}
 	if (ret != ZC_EOK) {
 		records_sql_exec(store, "ROLLBACK");
+	}
+	return ret;
+}
+
+int records_zone_set_default_ttl(records_store_t *store,
+                                 records_zone_t *zone, uint32_t ttl)
+{
+	sqlite3_stmt *stmt;
+	int ret = records_sql_prepare(store, "UPDATE zones SET default_ttl = ?"
+	                              " WHERE id = ?", &stmt);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	sqlite3_bind_int64(stmt, 1, ttl);
+	sqlite3_bind_int64(stmt, 2, zone->id);
+	ret = records_sql_error(store->db, sqlite3_step(stmt));
+	sqlite3_finalize(stmt);
+	if (ret == ZC_EOK) {
+		zone->default_ttl = ttl;
 	}
 	return ret;
 }

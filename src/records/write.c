@@ -147,10 +147,11 @@ int records_record_insert(records_store_t *store, const records_zone_t *zone,
 		return ret;
 	}
 	sqlite3_stmt *stmt;
+	/* An update keeps the record's id: delete, then insert with it. */
 	ret = records_sql_prepare(store, "INSERT INTO records(zone_id, okey,"
 	                          " owner, type, ttl, rdata, comment, created_on,"
-	                          " modified_on) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-	                          &stmt);
+	                          " modified_on, id) VALUES (?, ?, ?, ?, ?, ?, ?,"
+	                          " ?, ?, ?)", &stmt);
 	if (ret != ZC_EOK) {
 		return ret;
 	}
@@ -172,6 +173,9 @@ int records_record_insert(records_store_t *store, const records_zone_t *zone,
 	}
 	sqlite3_bind_int64(stmt, 8, rec->created_on);
 	sqlite3_bind_int64(stmt, 9, rec->modified_on);
+	if (rec->id > 0) {
+		sqlite3_bind_int64(stmt, 10, rec->id);
+	}
 	ret = records_sql_error(store->db, sqlite3_step(stmt));
 	sqlite3_finalize(stmt);
 	if (ret != ZC_EOK) {

@@ -1,0 +1,50 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * HTTP/JSON API shaped like Cloudflare's API v4 DNS endpoints.
+ *
+ * Design
+ *
+ * libmicrohttpd runs a thread per connection; a handler reads with a
+ * records-store connection from a small pool and writes through the group
+ * committer (writer.c): every write request is a unit of work run inside
+ * a savepoint of the committer's current transaction, so concurrent
+ * requests share one fsync while each keeps its own zone version and its
+ * own outcome. After a commit the builder is woken at once; the response
+ * carries the version the request produced (a propagation receipt), and
+ * GET .../propagation?version=N&wait=S tells when the edge serves it.
+ *
+ * Errors use the Cloudflare envelope: {"success": false, "errors":
+ * [{"code": N, "message": "..."}]} with an HTTP 4xx naming the field.
+ */
+#pragma once
+
+#include <stdint.h>
+
+#include "builder/builder.h"
+#include "edge/edge.h"
+
+typedef struct {
+	const char *listen;      /* "ADDR:PORT" */
+	const char *data_dir;
+	edge_store_t *edge;
+	builder_follower_t *follower;
+	uint32_t default_ttl;    /* For zones created through the API. */
+	const char *const *ns;   /* NS names for new zones (text), NULL-ended. */
+	const char *hostmaster;  /* SOA RNAME for new zones. */
+	size_t max_body;         /* Largest request body accepted. */
+} api_config_t;
+
+typedef struct api api_t;
+
+/* Starts the API server. The caller stops it with api_stop(). */
+int api_start(const api_config_t *cfg, api_t **out);
+
+/* Stops the server, waits for requests in flight, frees api (NULL: no-op). */
+void api_stop(api_t *api);
+
+/*
+ * Creates an API token and prints nothing: writes the token text (to show
+ * once) into out (at least 64 bytes). zone_id 0 means every zone.
+ */
+int api_token_create(const char *data_dir, int read_only, int64_t zone_id,
+                     char *out, size_t out_size);

@@ -1,0 +1,213 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* Cloudflare-shaped record content to and from wire form (content.h). */
+#include <ctype.h>
+#include <stdlib.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+#include <libknot/descriptor.h>
+#include <libknot/rrset-dump.h>
+#include <libknot/rrset.h>
+
+#include "api/content.h"
+#include "common/error.h"
+#include "dns/name.h"
+#include "zonefile/zonefile.h"
+
+#define LINE_MAX_LEN (70000)
+
+typedef struct {
+	api_wire_t *out;
+	int records;
+	char *err;
+	size_t err_size;
+} parse_t;
+
+static int on_record(const knot_dname_t *owner, uint16_t type, uint32_t ttl,
+                     const uint8_t *rdata, uint16_t rdata_len,
+                     const char *file, uint64_t line, void *ctx)
+{
+	(void)file, (void)line;
+	parse_t *p = ctx;
+	if (p->records++ == 0) {
+		knot_dname_copy_lower(p->out->owner, owner);
+		p->out->type = type;
+		p->out->ttl = ttl;
+		p->out->rdata_len = rdata_len;
+		memcpy(p->out->rdata, rdata, rdata_len);
+	}
+	return 0;
+}
+
+static void on_error(const char *file, uint64_t line, const char *msg,
+                     void *ctx)
+{
+	(void)file, (void)line;
+	parse_t *p = ctx;
+	if (p->err[0] == '\0') {
+		snprintf(p->err, p->err_size, "content: %s", msg);
+	}
+}
+
+/* Types whose content is one domain name, which Cloudflare gives as an
+ * FQDN without the trailing dot. */
+static bool is_name_type(uint16_t type)
+{
+	return type == KNOT_RRTYPE_CNAME || type == KNOT_RRTYPE_NS ||
+	       type == KNOT_RRTYPE_PTR || type == KNOT_RRTYPE_DNAME ||
+	       type == KNOT_RRTYPE_MX;
+}
+
+/* Builds the absolute owner text for a Cloudflare name. */
+static int owner_text(const char *apex_txt, const char *name, char *out,
+                      size_t size)
+{
+	size_t alen = strlen(apex_txt);       /* "example.com." */
+	size_t nlen = strlen(name);
+	int n;
+	if (nlen == 0 || strcmp(name, "@") == 0) {
+		n = snprintf(out, size, "%s", apex_txt);
+	} else if (name[nlen - 1] == '.') {
+		n = snprintf(out, size, "%s", name);
+	} else if ((nlen == alen - 1 && strncasecmp(name, apex_txt, nlen) == 0) ||
+	           (nlen >= alen && name[nlen - alen] == '.' &&
+	            strncasecmp(name + nlen - alen + 1, apex_txt, alen - 1) == 0)) {
+		n = snprintf(out, size, "%s.", name);
+	} else {
+		n = snprintf(out, size, "%s.%s", name, apex_txt);
+	}
+	return (n < 0 || (size_t)n >= size) ? ZC_ENOSPACE : ZC_EOK;
+}
+
+/* Appends content, made zone-file ready for its type. */
+static int content_text(uint16_t type, const char *content, int priority,
+                        char *out, size_t size)
+{
+	size_t pos = 0;
+	if (priority >= 0 && (type == KNOT_RRTYPE_MX || type == KNOT_RRTYPE_SRV ||
+	                      type == KNOT_RRTYPE_URI)) {
+		pos += snprintf(out, size, "%d ", priority);
+	}
+	size_t clen = strlen(content);
+	if (type == KNOT_RRTYPE_TXT && content[0] != '"') {
+		/* Plain text: quote it, escaping quotes and backslashes. */
+		out[pos++] = '"';
+		for (size_t i = 0; i < clen && pos + 4 < size; i++) {
+			if (content[i] == '"' || content[i] == '\\') {
+				out[pos++] = '\\';
+			}
+			out[pos++] = content[i];
+		}
+		out[pos++] = '"';
+		out[pos] = '\0';
+		return pos + 1 < size ? ZC_EOK : ZC_ENOSPACE;
+	}
+	if (pos + clen + 2 >= size) {
+		return ZC_ENOSPACE;
+	}
+	memcpy(out + pos, content, clen);
+	pos += clen;
+	bool name_last = is_name_type(type) || type == KNOT_RRTYPE_SRV;
+	if (name_last && clen > 0 && content[clen - 1] != '.') {
+		out[pos++] = '.'; /* An FQDN, not a name relative to the zone. */
+	}
+	out[pos] = '\0';
+	return ZC_EOK;
+}
+
+int api_content_parse(const knot_dname_t *apex, const char *name,
+                      const char *type, const char *content, int priority,
+                      uint32_t ttl, api_wire_t *out, char *err,
+                      size_t err_size)
+{
+	static __thread char line[LINE_MAX_LEN];
+	char apex_txt[KNOT_DNAME_TXT_MAXLEN + 1];
+	char owner[KNOT_DNAME_TXT_MAXLEN + 2];
+	err[0] = '\0';
+	uint16_t rtype;
+	if (type == NULL || knot_rrtype_from_string(type, &rtype) != 0 ||
+	    rtype == KNOT_RRTYPE_ANY || rtype == KNOT_RRTYPE_OPT ||
+	    rtype == KNOT_RRTYPE_TSIG || rtype == KNOT_RRTYPE_AXFR ||
+	    rtype == KNOT_RRTYPE_IXFR) {
+		snprintf(err, err_size, "type: unknown or unsupported record type");
+		return ZC_EUSAGE;
+	}
+	if (content == NULL || strchr(content, '\n') || strchr(content, ';')) {
+		snprintf(err, err_size, "content: missing, or holds a newline or ';'");
+		return ZC_EUSAGE;
+	}
+	if (strchr(name, ' ') || strchr(name, '\n') || strchr(name, ';')) {
+		snprintf(err, err_size, "name: invalid domain name");
+		return ZC_EUSAGE;
+	}
+	knot_dname_to_str(apex_txt, apex, sizeof(apex_txt));
+	if (owner_text(apex_txt, name, owner, sizeof(owner)) != ZC_EOK) {
+		snprintf(err, err_size, "name: too long");
+		return ZC_EUSAGE;
+	}
+	int n = snprintf(line, sizeof(line), "%s %u IN %s ", owner, ttl, type);
+	if (n < 0 || content_text(rtype, content, priority, line + n,
+	                          sizeof(line) - n - 1) != ZC_EOK) {
+		snprintf(err, err_size, "content: too long");
+		return ZC_EUSAGE;
+	}
+	strcat(line, "\n");
+	parse_t p = { .out = out, .err = err, .err_size = err_size };
+	zonefile_handler_t h = { .record = on_record, .error = on_error, .ctx = &p };
+	int ret = zonefile_parse_text(line, strlen(line), apex, ttl, &h);
+	if (ret != ZC_EOK || p.records != 1) {
+		if (err[0] == '\0') {
+			snprintf(err, err_size, "content: not a valid %s record", type);
+		}
+		return ZC_EUSAGE;
+	}
+	if (!dns_name_is_under(out->owner, apex)) {
+		snprintf(err, err_size, "name: outside the zone");
+		return ZC_EUSAGE;
+	}
+	return ZC_EOK;
+}
+
+void api_name_format(const knot_dname_t *name, char *out, size_t size)
+{
+	knot_dname_to_str(out, name, size);
+	size_t len = strlen(out);
+	if (len > 1 && out[len - 1] == '.') {
+		out[len - 1] = '\0';
+	}
+}
+
+int api_content_format(const knot_dname_t *owner, uint16_t type,
+                       const uint8_t *rdata, uint16_t rdata_len,
+                       char *content, size_t size, int *priority)
+{
+	knot_rrset_t rr;
+	knot_rrset_init(&rr, (knot_dname_t *)owner, type, KNOT_CLASS_IN, 0);
+	uint8_t buf[sizeof(knot_rdata_t) + 65536];
+	knot_rdata_t *rd = (knot_rdata_t *)buf;
+	knot_rdata_init(rd, rdata_len, rdata);
+	rr.rrs.count = 1;
+	rr.rrs.size = knot_rdata_size(rdata_len);
+	rr.rrs.rdata = rd;
+	*priority = -1;
+	if (knot_rrset_txt_dump_data(&rr, 0, content, size,
+	                             &KNOT_DUMP_STYLE_DEFAULT) < 0) {
+		return ZC_ENOSPACE;
+	}
+	char *text = content;
+	if (type == KNOT_RRTYPE_MX || type == KNOT_RRTYPE_SRV ||
+	    type == KNOT_RRTYPE_URI) {
+		char *space = strchr(content, ' ');
+		if (space != NULL) {
+			*priority = atoi(content);
+			text = space + 1;
+			memmove(content, text, strlen(text) + 1);
+		}
+	}
+	size_t len = strlen(content);
+	if ((is_name_type(type) || type == KNOT_RRTYPE_SRV) && len > 1 &&
+	    content[len - 1] == '.') {
+		content[len - 1] = '\0';
+	}
+	return ZC_EOK;
+}

@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * Internal to api/: records in Cloudflare's shape (name, type, content,
+ * priority, ttl) to and from wire form. Content is parsed by the master-
+ * file parser on a line "NAME TTL IN TYPE CONTENT", so every type the zone
+ * files know is accepted with the same syntax and the same checks.
+ */
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+#include <libknot/dname.h>
+
+/* A record parsed from the API, in wire form. */
+typedef struct {
+	uint8_t owner[KNOT_DNAME_MAXLEN];
+	uint16_t type;
+	uint32_t ttl;
+	uint16_t rdata_len;
+	uint8_t rdata[65535];
+} api_wire_t;
+
+/*
+ * Parses name (FQDN as Cloudflare takes it, "@", or relative to the zone),
+ * type mnemonic, content and priority (-1: none) into *out. On error
+ * writes "field: message" into err and returns ZC_EUSAGE.
+ */
+int api_content_parse(const knot_dname_t *apex, const char *name,
+                      const char *type, const char *content, int priority,
+                      uint32_t ttl, api_wire_t *out, char *err,
+                      size_t err_size);
+
+/* Writes a name without its trailing dot (Cloudflare's form). */
+void api_name_format(const knot_dname_t *name, char *out, size_t size);
+
+/*
+ * Renders rdata as Cloudflare content; *priority gets the MX/SRV/URI
+ * priority or -1. Returns ZC_EOK or ZC_ENOSPACE.
+ */
+int api_content_format(const knot_dname_t *owner, uint16_t type,
+                       const uint8_t *rdata, uint16_t rdata_len,
+                       char *content, size_t size, int *priority);

@@ -1,0 +1,796 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * /client/v4/zones/{zone_id}/dns_records: list, create, get, put, patch,
+ * delete, batch, import, export.
+ *
+ * Every write is one unit of the group committer: it bumps the zone's
+ * version once, checks the new state against the records already stored
+ * (CNAME alone at its name, RFC 1034 §3.6.2 and RFC 2181 §10.1; no
+ * duplicate; the SOA and the last apex NS are not the API's to remove),
+ * and logs an update as a delete of the old record and a create of the new
+ * one, with the record keeping its id. RFC 2181 §5.2 wants one TTL per
+ * RRset: a record written with a new TTL gives it to its whole RRset.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <libknot/descriptor.h>
+#include <libknot/errcode.h>
+
+#include "api/content.h"
+#include "api/internal.h"
+#include "common/arena.h"
+#include "common/error.h"
+#include "zonefile/zonefile.h"
+
+json_t *api_result_info(long page, long per_page, long count, long total);
+
+#define MAX_BATCH 10000
+
+/* One requested change, parsed before the unit runs. */
+typedef struct {
+	enum { OP_DELETE, OP_PUT, OP_PATCH, OP_POST } op;
+	int64_t id;
+	json_t *fields;          /* Borrowed from the request body. */
+} op_t;
+
+/* The unit of work of a write request. */
+typedef struct {
+	api_req_t *req;
+	records_zone_t zone;
+	op_t *ops;
+	size_t count;
+	const char *if_match;
+	zc_arena_t arena;
+	api_wire_t *wire;
+	int64_t last_id;         /* The record a single-record write touched. */
+	unsigned status;         /* HTTP status of a failure. */
+	char err[512];
+} unit_t;
+
+static void etag_of(int64_t id, int64_t modified, char *out, size_t size)
+{
+	snprintf(out, size, "\"%llx-%llx\"", (unsigned long long)id,
+	         (unsigned long long)modified);
+}
+
+static json_t *record_json(const records_zone_t *zone,
+                           const records_record_t *rec)
+{
+	char id[33], zid[33], name[KNOT_DNAME_TXT_MAXLEN + 1], zname[256];
+	char type[32];
+	static __thread char content[70000];
+	int priority;
+	api_id_format(rec->id, id);
+	api_id_format(zone->id, zid);
+	api_name_format(rec->owner, name, sizeof(name));
+	api_name_format(zone->apex, zname, sizeof(zname));
+	knot_rrtype_to_string(rec->type, type, sizeof(type));
+	if (api_content_format(rec->owner, rec->type, rec->rdata, rec->rdata_len,
+	                       content, sizeof(content), &priority) != ZC_EOK) {
+		content[0] = '\0';
+	}
+	json_t *j = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:I, s:b, s:b,"
+	                      " s:o, s:[], s:o, s:o, s:{}}",
+	                      "id", id, "zone_id", zid, "zone_name", zname,
+	                      "name", name, "type", type, "content", content,
+	                      "ttl", (json_int_t)rec->ttl, "proxied", 0,
+	                      "proxiable", 0,
+	                      "comment", rec->comment ? json_string(rec->comment) :
+	                      json_null(), "tags",
+	                      "created_on", api_time(rec->created_on),
+	                      "modified_on", api_time(rec->modified_on), "meta");
+	if (priority >= 0) {
+		json_object_set_new(j, "priority", json_integer(priority));
+	}
+	return j;
+}
+
+/* --- Reading --- */
+
+typedef struct {
+	const records_zone_t *zone;
+	json_t *list;
+	const char *content;
+	long skip, take, total;
+	char etag[64];
+} list_t;
+
+static int list_record(const records_record_t *rec, void *ctx)
+{
+	list_t *l = ctx;
+	json_t *j = record_json(l->zone, rec);
+	if (l->content != NULL &&
+	    strcmp(json_string_value(json_object_get(j, "content")),
+	           l->content) != 0) {
+		json_decref(j);
+		return 0;
+	}
+	if (l->total >= l->skip && l->total < l->skip + l->take) {
+		json_array_append_new(l->list, j);
+	} else {
+		json_decref(j);
+	}
+	l->total++;
+	etag_of(rec->id, rec->modified_on, l->etag, sizeof(l->etag));
+	return 0;
+}
+
+static void list_records(api_req_t *req, const records_zone_t *zone)
+{
+	const char *name = api_query_arg(req, "name");
+	const char *type = api_query_arg(req, "type");
+	const char *p = api_query_arg(req, "page");
+	const char *pp = api_query_arg(req, "per_page");
+	long page = p ? strtol(p, NULL, 10) : 1;
+	long per_page = pp ? strtol(pp, NULL, 10) : 100;
+	if (page < 1 || per_page < 1 || per_page > 50000) {
+		api_error(req, 400, 1004, "page, per_page: out of range");
+		return;
+	}
+	uint16_t rtype = 0;
+	if (type != NULL && knot_rrtype_from_string(type, &rtype) != 0) {
+		api_error(req, 400, 1004, "type: unknown record type");
+		return;
+	}
+	uint8_t owner[KNOT_DNAME_MAXLEN];
+	api_wire_t *w = NULL;
+	if (name != NULL) {
+		/* Parse the name as a TXT record's owner to share the rules. */
+		w = malloc(sizeof(*w));
+		char err[256];
+		if (w == NULL || api_content_parse(zone->apex, name, "TXT", "x", -1,
+		                                   1, w, err, sizeof(err)) != ZC_EOK) {
+			api_error(req, 400, 1004, "name: invalid or outside the zone");
+			free(w);
+			return;
+		}
+		memcpy(owner, w->owner, sizeof(owner));
+		free(w);
+	}
+	list_t l = { .zone = zone, .list = json_array(),
+	             .content = api_query_arg(req, "content"),
+	             .skip = (page - 1) * per_page, .take = per_page };
+	int ret = records_record_foreach(req->rs, zone->id, name ? owner : NULL,
+	                                 rtype, list_record, &l);
+	if (ret != ZC_EOK) {
+		json_decref(l.list);
+		api_error_code(req, ret, "dns_records");
+		return;
+	}
+	req->result_info = api_result_info(page, per_page,
+	                                   (long)json_array_size(l.list), l.total);
+	req->result = l.list;
+}
+
+static void get_record(api_req_t *req, const records_zone_t *zone,
+                       int64_t id)
+{
+	list_t l = { .zone = zone, .list = json_array(), .take = 1 };
+	int ret = records_record_find(req->rs, zone->id, id, list_record, &l);
+	if (ret != ZC_EOK) {
+		json_decref(l.list);
+		api_error_code(req, ret, "dns_record_id");
+		return;
+	}
+	req->result = json_incref(json_array_get(l.list, 0));
+	json_decref(l.list);
+	snprintf(req->etag, sizeof(req->etag), "%s", l.etag);
+}
+
+/* --- Writing --- */
+
+static int fail(unit_t *u, unsigned status, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* Records the unit's first failure (status and message naming the field). */
+static int fail(unit_t *u, unsigned status, const char *fmt, ...)
+{
+	if (u->err[0] == '\0') {
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(u->err, sizeof(u->err), fmt, ap);
+		va_end(ap);
+		u->status = status;
+	}
+	return ZC_EUSAGE;
+}
+
+/* A stored record copied into the unit's arena. */
+typedef struct {
+	records_record_t rec;
+	bool found;
+} copy_t;
+
+static int copy_record(const records_record_t *rec, void *ctx)
+{
+	void **args = ctx;
+	unit_t *u = args[0];
+	copy_t *c = args[1];
+	c->rec = *rec;
+	uint8_t *owner = zc_arena_alloc(&u->arena, knot_dname_size(rec->owner));
+	uint8_t *rdata = zc_arena_alloc(&u->arena, rec->rdata_len + 1);
+	char *comment = rec->comment ? zc_arena_alloc(&u->arena,
+	                                              strlen(rec->comment) + 1) : NULL;
+	if (owner == NULL || rdata == NULL) {
+		return 1;
+	}
+	memcpy(owner, rec->owner, knot_dname_size(rec->owner));
+	memcpy(rdata, rec->rdata, rec->rdata_len);
+	if (comment != NULL) {
+		strcpy(comment, rec->comment);
+	}
+	c->rec.owner = owner;
+	c->rec.rdata = rdata;
+	c->rec.comment = comment;
+	c->found = true;
+	return 0;
+}
+
+static int load_record(records_store_t *rs, unit_t *u, int64_t id, copy_t *c)
+{
+	void *args[2] = { u, c };
+	c->found = false;
+	int ret = records_record_find(rs, u->zone.id, id, copy_record, args);
+	if (ret == KNOT_ENOENT || (ret == ZC_EOK && !c->found)) {
+		char idtxt[33];
+		api_id_format(id, idtxt);
+		return fail(u, 404, "id: no record %s in this zone", idtxt);
+	}
+	return ret;
+}
+
+/* Checks a record about to be written against its node. */
+typedef struct {
+	unit_t *u;
+	const api_wire_t *w;
+	int64_t exclude;
+	int64_t siblings[256];   /* Same RRset, different TTL. */
+	unsigned sibling_count;
+	int apex_ns;
+} check_t;
+
+static bool cname_compatible(uint16_t type)
+{
+	return type == KNOT_RRTYPE_CNAME || type == KNOT_RRTYPE_RRSIG ||
+	       type == KNOT_RRTYPE_NSEC;
+}
+
+static int check_node(const records_record_t *rec, void *ctx)
+{
+	check_t *c = ctx;
+	if (rec->id == c->exclude) {
+		return 0;
+	}
+	uint16_t t = c->w->type;
+	if ((t == KNOT_RRTYPE_CNAME && !cname_compatible(rec->type)) ||
+	    (rec->type == KNOT_RRTYPE_CNAME && !cname_compatible(t))) {
+		fail(c->u, 400, "name: a CNAME cannot share its name with other "
+		     "records (RFC 1034 section 3.6.2)");
+		return 1;
+	}
+	if (rec->type == t && rec->rdata_len == c->w->rdata_len &&
+	    memcmp(rec->rdata, c->w->rdata, rec->rdata_len) == 0) {
+		fail(c->u, 400, "content: an identical record already exists");
+		return 1;
+	}
+	if (rec->type == t && rec->ttl != c->w->ttl) {
+		if (c->sibling_count == 256) {
+			fail(c->u, 400, "ttl: RRset too large to retime");
+			return 1;
+		}
+		c->siblings[c->sibling_count++] = rec->id;
+	}
+	return 0;
+}
+
+/* Gives the RRset's other records the new TTL (RFC 2181 §5.2). */
+static int retime(records_store_t *rs, unit_t *u, const check_t *c)
+{
+	for (unsigned i = 0; i < c->sibling_count; i++) {
+		copy_t old;
+		int ret = load_record(rs, u, c->siblings[i], &old);
+		if (ret == ZC_EOK) {
+			ret = records_record_delete(rs, &u->zone, old.rec.id);
+		}
+		old.rec.ttl = c->w->ttl;
+		if (ret == ZC_EOK) {
+			ret = records_record_insert(rs, &u->zone, &old.rec);
+		}
+		if (ret != ZC_EOK) {
+			return ret;
+		}
+	}
+	return ZC_EOK;
+}
+
+/* Parses a record's JSON fields (over a base record for PATCH). */
+static int parse_fields(unit_t *u, json_t *f, const copy_t *base)
+{
+	static __thread char content_buf[70000];
+	char base_name[KNOT_DNAME_TXT_MAXLEN + 1] = "", base_type[32] = "";
+	const char *name = json_string_value(json_object_get(f, "name"));
+	const char *type = json_string_value(json_object_get(f, "type"));
+	const char *content = json_string_value(json_object_get(f, "content"));
+	json_t *jttl = json_object_get(f, "ttl");
+	json_t *jprio = json_object_get(f, "priority");
+	int priority = -1;
+	int64_t ttl = base ? base->rec.ttl : 1;
+	if (base != NULL) {
+		knot_dname_to_str(base_name, base->rec.owner, sizeof(base_name));
+		knot_rrtype_to_string(base->rec.type, base_type, sizeof(base_type));
+		int bp;
+		api_content_format(base->rec.owner, base->rec.type, base->rec.rdata,
+		                   base->rec.rdata_len, content_buf,
+		                   sizeof(content_buf), &bp);
+		name = name ? name : base_name;
+		type = type ? type : base_type;
+		content = content ? content : content_buf;
+		priority = bp;
+	}
+	if (name == NULL) {
+		return fail(u, 400, "name: required");
+	}
+	if (type == NULL) {
+		return fail(u, 400, "type: required");
+	}
+	if (content == NULL) {
+		return fail(u, 400, "content: required");
+	}
+	if (jttl != NULL) {
+		if (!json_is_integer(jttl) || json_integer_value(jttl) < 1 ||
+		    json_integer_value(jttl) > INT32_MAX) {
+			return fail(u, 400, "ttl: 1 (automatic) or a number of "
+			            "seconds up to 2^31-1");
+		}
+		ttl = json_integer_value(jttl);
+	}
+	if (ttl == 1) {
+		ttl = u->zone.default_ttl; /* Cloudflare's "automatic". */
+	}
+	if (jprio != NULL) {
+		if (!json_is_integer(jprio) || json_integer_value(jprio) < 0 ||
+		    json_integer_value(jprio) > 65535) {
+			return fail(u, 400, "priority: 0 to 65535");
+		}
+		priority = (int)json_integer_value(jprio);
+	}
+	if (strlen(content) > 4096) {
+		return fail(u, 400, "content: longer than 4096 characters");
+	}
+	char err[300];
+	if (api_content_parse(u->zone.apex, name, type, content, priority,
+	                      (uint32_t)ttl, u->wire, err, sizeof(err)) != ZC_EOK) {
+		return fail(u, 400, "%s", err);
+	}
+	if (u->wire->type == KNOT_RRTYPE_SOA) {
+		return fail(u, 400, "type: the SOA is managed through the zone's "
+		            "settings");
+	}
+	return ZC_EOK;
+}
+
+/* Writes the parsed record (new, or replacing `old` under its id). */
+static int write_record(records_store_t *rs, unit_t *u, json_t *f,
+                        const copy_t *old)
+{
+	check_t c = { .u = u, .w = u->wire, .exclude = old ? old->rec.id : 0 };
+	int ret = records_record_foreach(rs, u->zone.id, u->wire->owner, 0,
+	                                 check_node, &c);
+	if (ret != ZC_EOK || u->err[0] != '\0') {
+		return ret != ZC_EOK ? ret : ZC_EUSAGE;
+	}
+	if (old != NULL) {
+		ret = records_record_delete(rs, &u->zone, old->rec.id);
+	}
+	const char *comment = json_string_value(json_object_get(f, "comment"));
+	records_record_t rec = {
+		.id = old ? old->rec.id : 0, .owner = u->wire->owner,
+		.type = u->wire->type, .ttl = u->wire->ttl, .rdata = u->wire->rdata,
+		.rdata_len = u->wire->rdata_len,
+		.comment = json_object_get(f, "comment") ? comment :
+		           (old ? old->rec.comment : NULL),
+		.created_on = old ? old->rec.created_on : 0,
+	};
+	if (ret == ZC_EOK) {
+		ret = records_record_insert(rs, &u->zone, &rec);
+	}
+	if (ret == ZC_EOK) {
+		ret = retime(rs, u, &c);
+	}
+	u->last_id = rec.id;
+	return ret;
+}
+
+static int count_apex_ns(const records_record_t *rec, void *ctx)
+{
+	(void)rec;
+	(*(int *)ctx)++;
+	return 0;
+}
+
+static int delete_record(records_store_t *rs, unit_t *u, const copy_t *old)
+{
+	if (old->rec.type == KNOT_RRTYPE_SOA) {
+		return fail(u, 400, "id: the SOA is managed through the zone's "
+		            "settings");
+	}
+	if (old->rec.type == KNOT_RRTYPE_NS &&
+	    knot_dname_is_equal(old->rec.owner, u->zone.apex)) {
+		int ns = 0;
+		records_record_foreach(rs, u->zone.id, u->zone.apex,
+		                       KNOT_RRTYPE_NS, count_apex_ns, &ns);
+		if (ns <= 1) {
+			return fail(u, 400, "id: the last NS record at the zone apex "
+			            "cannot be deleted");
+		}
+	}
+	u->last_id = old->rec.id;
+	return records_record_delete(rs, &u->zone, old->rec.id);
+}
+
+static int check_if_match(unit_t *u, const copy_t *old)
+{
+	if (u->if_match == NULL || strcmp(u->if_match, "*") == 0) {
+		return ZC_EOK;
+	}
+	char etag[64];
+	etag_of(old->rec.id, old->rec.modified_on, etag, sizeof(etag));
+	if (strcmp(etag, u->if_match) != 0) {
+		return fail(u, 412, "If-Match: the record changed since %s was "
+		            "read", u->if_match);
+	}
+	return ZC_EOK;
+}
+
+static int run_op(records_store_t *rs, unit_t *u, const op_t *op)
+{
+	copy_t old;
+	int ret = ZC_EOK;
+	if (op->op != OP_POST) {
+		ret = load_record(rs, u, op->id, &old);
+		if (ret == ZC_EOK) {
+			ret = check_if_match(u, &old);
+		}
+		if (ret != ZC_EOK) {
+			return ret;
+		}
+	}
+	switch (op->op) {
+	case OP_DELETE:
+		return delete_record(rs, u, &old);
+	case OP_POST:
+		ret = parse_fields(u, op->fields, NULL);
+		return ret == ZC_EOK ? write_record(rs, u, op->fields, NULL) : ret;
+	case OP_PUT:
+		ret = parse_fields(u, op->fields, NULL);
+		break;
+	case OP_PATCH:
+		ret = parse_fields(u, op->fields, &old);
+		break;
+	}
+	if (ret == ZC_EOK && old.rec.type == KNOT_RRTYPE_SOA) {
+		ret = fail(u, 400, "id: the SOA is managed through the zone's "
+		           "settings");
+	}
+	return ret == ZC_EOK ? write_record(rs, u, op->fields, &old) : ret;
+}
+
+static int write_unit(records_store_t *rs, void *ctx)
+{
+	unit_t *u = ctx;
+	int ret = records_zone_get(rs, u->zone.id, &u->zone);
+	if (ret == ZC_EOK) {
+		ret = records_zone_bump(rs, &u->zone);
+	}
+	for (size_t i = 0; i < u->count && ret == ZC_EOK; i++) {
+		zc_arena_reset(&u->arena);
+		ret = run_op(rs, u, &u->ops[i]);
+	}
+	return ret;
+}
+
+/* Runs ops in one unit; fills errors or the version into the response.
+ * *last_id receives the record a single-record write touched. */
+static int run_unit(api_req_t *req, const records_zone_t *zone, op_t *ops,
+                    size_t count, int64_t *last_id)
+{
+	unit_t *u = calloc(1, sizeof(*u));
+	api_wire_t *wire = malloc(sizeof(*wire));
+	if (u == NULL || wire == NULL) {
+		free(u);
+		free(wire);
+		api_error(req, 500, 1500, "server: out of memory");
+		return KNOT_ENOMEM;
+	}
+	u->req = req;
+	u->zone = *zone;
+	u->ops = ops;
+	u->count = count;
+	u->wire = wire;
+	u->if_match = api_header(req, "If-Match");
+	zc_arena_init(&u->arena, 64 * 1024);
+	int ret = api_writer_run(req->api->writer, write_unit, u);
+	if (ret != ZC_EOK && u->err[0] != '\0') {
+		api_error(req, u->status, u->status == 412 ? 1412 : 1004, "%s",
+		          u->err);
+	} else if (ret != ZC_EOK) {
+		api_error_code(req, ret, "dns_records");
+	} else {
+		req->version = u->zone.serial;
+	}
+	if (last_id != NULL) {
+		*last_id = u->last_id;
+	}
+	zc_arena_deinit(&u->arena);
+	free(wire);
+	free(u);
+	return ret;
+}
+
+/* Single-record write: POST, PUT, PATCH, DELETE; answers with the record
+ * as stored (read back, so the id and times are the store's). */
+static void single(api_req_t *req, const records_zone_t *zone, int kind,
+                   int64_t id)
+{
+	json_t *body = NULL;
+	if (kind != OP_DELETE && (body = api_body_json(req)) == NULL) {
+		return;
+	}
+	op_t op = { .op = kind, .id = id, .fields = body };
+	int64_t last = 0;
+	if (run_unit(req, zone, &op, 1, &last) == ZC_EOK) {
+		if (kind == OP_DELETE) {
+			char rid[33];
+			api_id_format(id, rid);
+			req->result = json_pack("{s:s}", "id", rid);
+		} else {
+			get_record(req, zone, last);
+		}
+	}
+	json_decref(body);
+}
+
+/* Appends the ops of one batch list ("deletes", "patches", ...). */
+static bool batch_ops(api_req_t *req, json_t *body, const char *key, int kind,
+                      op_t *ops, size_t *count)
+{
+	json_t *list = json_object_get(body, key);
+	if (list == NULL) {
+		return true;
+	}
+	if (!json_is_array(list)) {
+		api_error(req, 400, 1004, "%s: an array is required", key);
+		return false;
+	}
+	size_t i;
+	json_t *item;
+	json_array_foreach(list, i, item) {
+		if (*count == MAX_BATCH || !json_is_object(item)) {
+			api_error(req, 400, 1004, "%s[%zu]: an object is required "
+			          "(at most %d changes a batch)", key, i, MAX_BATCH);
+			return false;
+		}
+		op_t *op = &ops[(*count)++];
+		op->op = kind;
+		op->fields = item;
+		op->id = 0;
+		if (kind != OP_POST) {
+			op->id = api_id_parse(json_string_value(json_object_get(item,
+			                                                        "id")));
+			if (op->id <= 0) {
+				api_error(req, 400, 1004, "%s[%zu].id: a record id is "
+				          "required", key, i);
+				return false;
+			}
+		}
+	}
+	return true;
+}
+
+/* POST .../batch: deletes, patches, puts, posts in that order, all or
+ * nothing, one zone version. */
+static void batch(api_req_t *req, const records_zone_t *zone)
+{
+	json_t *body = api_body_json(req);
+	if (body == NULL) {
+		return;
+	}
+	op_t *ops = calloc(MAX_BATCH, sizeof(*ops));
+	size_t count = 0;
+	bool ok = ops != NULL &&
+	          batch_ops(req, body, "deletes", OP_DELETE, ops, &count) &&
+	          batch_ops(req, body, "patches", OP_PATCH, ops, &count) &&
+	          batch_ops(req, body, "puts", OP_PUT, ops, &count) &&
+	          batch_ops(req, body, "posts", OP_POST, ops, &count);
+	if (ok && run_unit(req, zone, ops, count, NULL) == ZC_EOK) {
+		req->result = json_pack("{s:i}", "changes", (int)count);
+	}
+	free(ops);
+	json_decref(body);
+}
+
+/* --- Import and export --- */
+
+typedef struct {
+	api_req_t *req;
+	json_t *posts;
+	int skipped;
+} import_t;
+
+static int import_record(const knot_dname_t *owner, uint16_t type,
+                         uint32_t ttl, const uint8_t *rdata,
+                         uint16_t rdata_len, const char *file, uint64_t line,
+                         void *ctx)
+{
+	(void)file, (void)line;
+	import_t *imp = ctx;
+	if (type == KNOT_RRTYPE_SOA) {
+		imp->skipped++; /* The zone keeps its own SOA. */
+		return 0;
+	}
+	char name[KNOT_DNAME_TXT_MAXLEN + 1], tname[32];
+	static __thread char content[70000];
+	int priority;
+	knot_dname_to_str(name, owner, sizeof(name));
+	knot_rrtype_to_string(type, tname, sizeof(tname));
+	if (api_content_format(owner, type, rdata, rdata_len, content,
+	                       sizeof(content), &priority) != ZC_EOK) {
+		return 1;
+	}
+	json_t *j = json_pack("{s:s, s:s, s:s, s:I}", "name", name, "type",
+	                      tname, "content", content, "ttl", (json_int_t)ttl);
+	if (priority >= 0) {
+		json_object_set_new(j, "priority", json_integer(priority));
+	}
+	json_array_append_new(imp->posts, j);
+	return 0;
+}
+
+static void import_error(const char *file, uint64_t line, const char *msg,
+                         void *ctx)
+{
+	import_t *imp = ctx;
+	api_error(imp->req, 400, 1036, "file: line %llu: %s",
+	          (unsigned long long)line, msg);
+	(void)file;
+}
+
+/* The master file of an import: the "file" part of a multipart form (as
+ * Cloudflare's clients send it), or the raw body. */
+static const char *import_text(api_req_t *req, size_t *len)
+{
+	const char *type = api_header(req, "Content-Type");
+	*len = req->body_len;
+	if (type == NULL || strncmp(type, "multipart/form-data", 19) != 0) {
+		return req->body;
+	}
+	const char *b = strstr(type, "boundary=");
+	if (b == NULL || req->body == NULL) {
+		return NULL;
+	}
+	char boundary[256];
+	snprintf(boundary, sizeof(boundary), "--%s", b + 9);
+	char *q = strchr(boundary, ';');
+	if (q != NULL) {
+		*q = '\0';
+	}
+	for (char *part = strstr(req->body, boundary); part != NULL;
+	     part = strstr(part + 1, boundary)) {
+		char *head_end = strstr(part, "\r\n\r\n");
+		if (head_end == NULL) {
+			return NULL;
+		}
+		if (memmem(part, head_end - part, "name=\"file\"", 11) == NULL) {
+			continue;
+		}
+		char *start = head_end + 4;
+		char *end = memmem(start, req->body + req->body_len - start,
+		                   boundary, strlen(boundary));
+		if (end == NULL) {
+			return NULL;
+		}
+		*len = (size_t)(end - start);
+		if (*len >= 2 && start[*len - 2] == '\r') {
+			*len -= 2;
+		}
+		return start;
+	}
+	return NULL;
+}
+
+static void import(api_req_t *req, const records_zone_t *zone)
+{
+	size_t len;
+	const char *text = import_text(req, &len);
+	if (text == NULL || len == 0) {
+		api_error(req, 400, 1036, "file: a master file is required");
+		return;
+	}
+	import_t imp = { .req = req, .posts = json_array() };
+	zonefile_handler_t h = { .record = import_record, .error = import_error,
+	                         .ctx = &imp };
+	char *copy = strndup(text, len);
+	int ret = zonefile_parse_text(copy, len, zone->apex, zone->default_ttl, &h);
+	free(copy);
+	size_t n = json_array_size(imp.posts);
+	if (ret == ZC_EOK && req->errors == NULL && n > MAX_BATCH) {
+		api_error(req, 413, 1413, "file: more than %d records", MAX_BATCH);
+	}
+	if (ret == ZC_EOK && req->errors == NULL) {
+		op_t *ops = calloc(n ? n : 1, sizeof(*ops));
+		for (size_t i = 0; i < n; i++) {
+			ops[i] = (op_t){ .op = OP_POST,
+			                 .fields = json_array_get(imp.posts, i) };
+		}
+		if (run_unit(req, zone, ops, n, NULL) == ZC_EOK) {
+			req->result = json_pack("{s:i, s:i}", "recs_added", (int)n,
+			                        "total_records_parsed",
+			                        (int)n + imp.skipped);
+		}
+		free(ops);
+	} else if (req->errors == NULL) {
+		api_error(req, 400, 1036, "file: not a valid master file");
+	}
+	json_decref(imp.posts);
+}
+
+static void export(api_req_t *req, const records_zone_t *zone)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	int ret = f ? zonefile_export(req->rs, zone->apex, f) : KNOT_ENOMEM;
+	if (f != NULL) {
+		fclose(f);
+	}
+	if (ret != ZC_EOK) {
+		free(buf);
+		api_error_code(req, ret, "export");
+		return;
+	}
+	req->raw = buf;
+	req->raw_len = len;
+}
+
+void api_dns_records(api_req_t *req, int64_t zone_id, char **parts,
+                     int count)
+{
+	records_zone_t zone;
+	int ret = records_zone_get(req->rs, zone_id, &zone);
+	if (ret != ZC_EOK) {
+		api_error_code(req, ret, "zone_id");
+		return;
+	}
+	const char *m = req->method;
+	bool get = strcmp(m, "GET") == 0, post = strcmp(m, "POST") == 0;
+	if (count == 0 && get) {
+		list_records(req, &zone);
+	} else if (count == 0 && post) {
+		single(req, &zone, OP_POST, 0);
+	} else if (count == 1 && strcmp(parts[0], "batch") == 0 && post) {
+		batch(req, &zone);
+	} else if (count == 1 && strcmp(parts[0], "import") == 0 && post) {
+		import(req, &zone);
+	} else if (count == 1 && strcmp(parts[0], "export") == 0 && get) {
+		export(req, &zone);
+	} else if (count == 1) {
+		int64_t id = api_id_parse(parts[0]);
+		if (id <= 0) {
+			api_error(req, 404, 81044, "dns_record_id: no such record");
+		} else if (get) {
+			get_record(req, &zone, id);
+		} else if (strcmp(m, "PUT") == 0) {
+			single(req, &zone, OP_PUT, id);
+		} else if (strcmp(m, "PATCH") == 0) {
+			single(req, &zone, OP_PATCH, id);
+		} else if (strcmp(m, "DELETE") == 0) {
+			single(req, &zone, OP_DELETE, id);
+		} else {
+			api_error(req, 405, 1000, "method: not allowed here");
+		}
+	} else {
+		api_error(req, 404, 7003, "url: no such resource");
+	}
+}

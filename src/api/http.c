@@ -1,0 +1,369 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * The HTTP side of the API: libmicrohttpd glue, request bodies, routing,
+ * the response envelope, and the one table mapping codes to statuses.
+ */
+#include <arpa/inet.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <libknot/errcode.h>
+
+#include "api/internal.h"
+#include "common/error.h"
+#include "common/log.h"
+#include "server/server.h"
+
+#define DEFAULT_MAX_BODY (8u << 20)
+#define PREFIX "/client/v4/"
+#define MAX_PARTS 8
+
+void api_error(api_req_t *req, unsigned status, int code, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (req->errors == NULL) {
+		req->errors = json_array();
+	}
+	json_array_append_new(req->errors, json_pack("{s:i, s:s}", "code", code,
+	                                             "message", msg));
+	if (req->status < 400) {
+		req->status = status;
+	}
+}
+
+void api_error_code(api_req_t *req, int ret, const char *what)
+{
+	static const struct {
+		int code;
+		unsigned status;
+		const char *text;
+	} table[] = {
+		{ ZC_ENOZONE, 404, "zone not found" },
+		{ KNOT_ENOENT, 404, "not found" },
+		{ ZC_EEXISTS, 409, "already exists" },
+		{ ZC_EUSAGE, 400, "invalid request" },
+		{ ZC_EBUSY, 503, "busy, retry" },
+		{ ZC_ETOOBIG, 413, "too large" },
+		{ KNOT_EOUTOFZONE, 400, "name: outside the zone" },
+		{ -28, 507, "disk full" },
+	};
+	for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++) {
+		if (table[i].code == ret) {
+			api_error(req, table[i].status, 1000 + table[i].status,
+			          "%s: %s", what, table[i].text);
+			return;
+		}
+	}
+	zc_error("api: %s: %s", what, zc_strerror(ret));
+	api_error(req, 500, 1500, "%s: internal error", what);
+}
+
+const char *api_query_arg(api_req_t *req, const char *key)
+{
+	return MHD_lookup_connection_value(req->conn, MHD_GET_ARGUMENT_KIND, key);
+}
+
+const char *api_header(api_req_t *req, const char *key)
+{
+	return MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, key);
+}
+
+json_t *api_body_json(api_req_t *req)
+{
+	json_error_t err;
+	if (req->body_len == 0) {
+		api_error(req, 400, 9207, "body: a JSON object is required");
+		return NULL;
+	}
+	json_t *j = json_loadb(req->body, req->body_len, 0, &err);
+	if (j == NULL) {
+		api_error(req, 400, 9207, "body: invalid JSON at line %d column "
+		          "%d: %s", err.line, err.column, err.text);
+		return NULL;
+	}
+	if (!json_is_object(j)) {
+		json_decref(j);
+		api_error(req, 400, 9207, "body: a JSON object is required");
+		return NULL;
+	}
+	return j;
+}
+
+void api_id_format(int64_t id, char out[33])
+{
+	snprintf(out, 33, "%032llx", (unsigned long long)id);
+}
+
+int64_t api_id_parse(const char *text)
+{
+	char *end;
+	if (text == NULL || strlen(text) == 0 || strlen(text) > 32) {
+		return 0;
+	}
+	unsigned long long v = strtoull(text, &end, 16);
+	return (*end == '\0' && v <= INT64_MAX) ? (int64_t)v : 0;
+}
+
+bool api_allowed(api_req_t *req, int64_t zone_id, bool write)
+{
+	if (write && req->read_only) {
+		api_error(req, 403, 9109, "token: read-only token");
+		return false;
+	}
+	if (req->token_zone != 0 && req->token_zone != zone_id) {
+		api_error(req, 403, 9109, "token: not valid for this zone");
+		return false;
+	}
+	return true;
+}
+
+json_t *api_time(int64_t ms)
+{
+	char buf[40];
+	time_t sec = (time_t)(ms / 1000);
+	struct tm tm;
+	gmtime_r(&sec, &tm);
+	size_t n = strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(buf + n, sizeof(buf) - n, ".%03dZ", (int)(ms % 1000));
+	return json_string(buf);
+}
+
+static records_store_t *pool_get(api_t *api, int *slot)
+{
+	pthread_mutex_lock(&api->pool_lock);
+	for (int i = 0; i < API_POOL_SIZE; i++) {
+		if (!api->pool_used[i]) {
+			api->pool_used[i] = true;
+			if (api->pool[i] == NULL &&
+			    records_open(&api->pool[i], api->cfg.data_dir) != ZC_EOK) {
+				api->pool_used[i] = false;
+				break;
+			}
+			*slot = i;
+			pthread_mutex_unlock(&api->pool_lock);
+			return api->pool[i];
+		}
+	}
+	pthread_mutex_unlock(&api->pool_lock);
+	return NULL;
+}
+
+static void pool_put(api_t *api, int slot)
+{
+	pthread_mutex_lock(&api->pool_lock);
+	api->pool_used[slot] = false;
+	pthread_mutex_unlock(&api->pool_lock);
+}
+
+/* Splits the path after the prefix into segments (modifies path). */
+static int split(char *path, char **parts)
+{
+	int n = 0;
+	char *save = NULL;
+	for (char *p = strtok_r(path, "/", &save); p != NULL && n < MAX_PARTS;
+	     p = strtok_r(NULL, "/", &save)) {
+		parts[n++] = p;
+	}
+	return n;
+}
+
+static void route(api_req_t *req, const char *url)
+{
+	if (strncmp(url, PREFIX, strlen(PREFIX)) != 0) {
+		api_error(req, 404, 7003, "url: no route for %s", url);
+		return;
+	}
+	char path[1024];
+	snprintf(path, sizeof(path), "%s", url + strlen(PREFIX));
+	char *parts[MAX_PARTS];
+	int n = split(path, parts);
+	if (n >= 1 && strcmp(parts[0], "zones") == 0) {
+		api_zones(req, parts, n);
+		return;
+	}
+	api_error(req, 404, 7003, "url: no route for %s", url);
+}
+
+/* Serialises the Cloudflare envelope and queues the response. */
+static enum MHD_Result respond(api_req_t *req)
+{
+	struct MHD_Response *resp;
+	if (req->raw != NULL && req->errors == NULL) {
+		resp = MHD_create_response_from_buffer(req->raw_len, req->raw,
+		                                       MHD_RESPMEM_MUST_COPY);
+		MHD_add_response_header(resp, "Content-Type", "text/plain");
+	} else {
+		bool ok = req->errors == NULL;
+		json_t *env = json_pack("{s:b, s:o, s:[], s:o}", "success", ok,
+		                        "errors", ok ? json_array() : req->errors,
+		                        "messages",
+		                        "result", (ok && req->result) ? req->result :
+		                        json_null());
+		if (!ok && req->result != NULL) {
+			json_decref(req->result);
+		}
+		req->errors = NULL;
+		req->result = NULL;
+		if (ok && req->result_info != NULL) {
+			json_object_set(env, "result_info", req->result_info);
+		}
+		if (ok && req->version != 0) {
+			json_object_set_new(env, "zone_version",
+			                    json_integer(req->version));
+		}
+		char *text = json_dumps(env, JSON_COMPACT);
+		json_decref(env);
+		resp = MHD_create_response_from_buffer(strlen(text), text,
+		                                       MHD_RESPMEM_MUST_FREE);
+		MHD_add_response_header(resp, "Content-Type", "application/json");
+	}
+	if (req->etag[0] != '\0' && req->status < 400) {
+		MHD_add_response_header(resp, "ETag", req->etag);
+	}
+	if (req->version != 0 && req->status < 400) {
+		char v[24];
+		snprintf(v, sizeof(v), "%lld", (long long)req->version);
+		MHD_add_response_header(resp, "X-Zone-Version", v);
+	}
+	enum MHD_Result r = MHD_queue_response(req->conn,
+	                                       req->status ? req->status : 200,
+	                                       resp);
+	MHD_destroy_response(resp);
+	return r;
+}
+
+static void handle(api_req_t *req, const char *url)
+{
+	int slot = -1;
+	req->rs = pool_get(req->api, &slot);
+	if (req->rs == NULL) {
+		api_error(req, 503, 1503, "server: no database connection free");
+		return;
+	}
+	if (api_authenticate(req) == ZC_EOK) {
+		route(req, url);
+	}
+	pool_put(req->api, slot);
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
+                                  const char *url, const char *method,
+                                  const char *version, const char *data,
+                                  size_t *data_size, void **con_cls)
+{
+	(void)version;
+	api_t *api = cls;
+	api_req_t *req = *con_cls;
+	if (req == NULL) {
+		req = calloc(1, sizeof(*req));
+		if (req == NULL) {
+			return MHD_NO;
+		}
+		req->api = api;
+		req->conn = conn;
+		req->method = method;
+		*con_cls = req;
+		return MHD_YES;
+	}
+	if (*data_size > 0) {
+		size_t max = api->cfg.max_body ? api->cfg.max_body : DEFAULT_MAX_BODY;
+		if (req->too_big || req->body_len + *data_size > max) {
+			req->too_big = true;
+		} else {
+			char *grown = realloc(req->body, req->body_len + *data_size + 1);
+			if (grown == NULL) {
+				return MHD_NO;
+			}
+			req->body = grown;
+			memcpy(req->body + req->body_len, data, *data_size);
+			req->body_len += *data_size;
+			req->body[req->body_len] = '\0';
+		}
+		*data_size = 0;
+		return MHD_YES;
+	}
+	if (req->too_big) {
+		api_error(req, 413, 1413, "body: larger than the limit");
+	} else {
+		handle(req, url);
+	}
+	return respond(req);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *conn,
+                         void **con_cls, enum MHD_RequestTerminationCode code)
+{
+	(void)cls, (void)conn, (void)code;
+	api_req_t *req = *con_cls;
+	if (req == NULL) {
+		return;
+	}
+	json_decref(req->result);
+	json_decref(req->result_info);
+	json_decref(req->errors);
+	free(req->body);
+	free(req->raw);
+	free(req);
+	*con_cls = NULL;
+}
+
+int api_start(const api_config_t *cfg, api_t **out)
+{
+	struct sockaddr_storage ss;
+	socklen_t len;
+	int ret = server_parse_addr(cfg->listen, &ss, &len);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	api_t *api = calloc(1, sizeof(*api));
+	if (api == NULL) {
+		return KNOT_ENOMEM;
+	}
+	api->cfg = *cfg;
+	pthread_mutex_init(&api->pool_lock, NULL);
+	ret = api_writer_start(cfg->data_dir, cfg->follower, &api->writer);
+	if (ret != ZC_EOK) {
+		free(api);
+		return ret;
+	}
+	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD |
+	                 MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL;
+	if (ss.ss_family == AF_INET6) {
+		flags |= MHD_USE_IPv6;
+	}
+	api->daemon = MHD_start_daemon(flags, 0, NULL, NULL, on_request, api,
+	                               MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
+	                               MHD_OPTION_NOTIFY_COMPLETED, on_completed,
+	                               api, MHD_OPTION_CONNECTION_TIMEOUT,
+	                               (unsigned)30, MHD_OPTION_CONNECTION_LIMIT,
+	                               (unsigned)512, MHD_OPTION_END);
+	if (api->daemon == NULL) {
+		zc_error("api: cannot listen on %s", cfg->listen);
+		api_writer_stop(api->writer);
+		free(api);
+		return -98; /* -EADDRINUSE, the usual cause. */
+	}
+	zc_info("API listening on http://%s/client/v4/", cfg->listen);
+	*out = api;
+	return ZC_EOK;
+}
+
+void api_stop(api_t *api)
+{
+	if (api == NULL) {
+		return;
+	}
+	MHD_stop_daemon(api->daemon);
+	api_writer_stop(api->writer);
+	for (int i = 0; i < API_POOL_SIZE; i++) {
+		records_close(api->pool[i]);
+	}
+	pthread_mutex_destroy(&api->pool_lock);
+	free(api);
+}

@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* Internal to api/: one request being handled, and the handlers. */
+#pragma once
+
+#include <jansson.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <microhttpd.h>
+
+#include "api/api.h"
+#include "api/writer.h"
+#include "records/records.h"
+
+#define API_POOL_SIZE 16
+
+struct api {
+	api_config_t cfg;
+	struct MHD_Daemon *daemon;
+	api_writer_t *writer;
+	pthread_mutex_t pool_lock;               /* Guards pool and pool_used. */
+	records_store_t *pool[API_POOL_SIZE];    /* Read connections. */
+	bool pool_used[API_POOL_SIZE];
+};
+
+typedef struct {
+	api_t *api;
+	struct MHD_Connection *conn;
+	const char *method;
+	char *body;
+	size_t body_len;
+	bool too_big;
+	/* Authorisation of the bearer token. */
+	bool read_only;
+	int64_t token_zone;     /* 0: every zone. */
+	records_store_t *rs;    /* Pooled read connection. */
+	/* The response being built. */
+	unsigned status;
+	json_t *result;         /* Owned; NULL: null. */
+	json_t *result_info;    /* Owned; optional. */
+	json_t *errors;         /* Owned array. */
+	int64_t version;        /* Zone version produced (0: none). */
+	char etag[64];
+	char *raw;              /* Non-JSON body (export), owned. */
+	size_t raw_len;
+} api_req_t;
+
+/* Records an error (HTTP status, Cloudflare-style code, message). */
+void api_error(api_req_t *req, unsigned status, int code, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+/* Maps a zonecast code to an HTTP status and message (one table). */
+void api_error_code(api_req_t *req, int ret, const char *what);
+
+const char *api_query_arg(api_req_t *req, const char *key);
+const char *api_header(api_req_t *req, const char *key);
+
+/* Parses the JSON body; on failure records a 400 and returns NULL. */
+json_t *api_body_json(api_req_t *req);
+
+/* Zone and record ids as 32 hex digits. */
+void api_id_format(int64_t id, char out[33]);
+int64_t api_id_parse(const char *text);
+
+/* Checks the token's scope for a zone (0: account-level) and writes. */
+bool api_allowed(api_req_t *req, int64_t zone_id, bool write);
+
+/* ISO 8601 time from Unix milliseconds. */
+json_t *api_time(int64_t ms);
+
+/* Handlers (zones.c, dns_records.c). parts[] are the URL's path segments
+ * after /client/v4/. */
+void api_zones(api_req_t *req, char **parts, int count);
+void api_dns_records(api_req_t *req, int64_t zone_id, char **parts,
+                     int count);
+
+/* Token hashing (auth.c). */
+int api_token_hash(const char *token, uint8_t out[32]);
+int api_authenticate(api_req_t *req);

@@ -1,0 +1,462 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * /client/v4/zones: list, create, get, patch settings, delete; and the
+ * propagation receipts of /zones/{id}/propagation.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <libknot/descriptor.h>
+#include <libknot/errcode.h>
+#include <libknot/rrtype/soa.h>
+
+#include "api/content.h"
+#include "api/internal.h"
+#include "common/error.h"
+#include "dns/name.h"
+
+#define MAX_WAIT_S 60
+
+static int add_ns(const records_record_t *rec, void *ctx)
+{
+	char name[KNOT_DNAME_TXT_MAXLEN + 1];
+	api_name_format(rec->rdata, name, sizeof(name));
+	json_array_append_new(ctx, json_string(name));
+	return 0;
+}
+
+static json_t *zone_json(api_req_t *req, const records_zone_t *zone)
+{
+	char id[33], name[KNOT_DNAME_TXT_MAXLEN + 1];
+	api_id_format(zone->id, id);
+	api_name_format(zone->apex, name, sizeof(name));
+	json_t *ns = json_array();
+	records_record_foreach(req->rs, zone->id, zone->apex, KNOT_RRTYPE_NS,
+	                       add_ns, ns);
+	return json_pack("{s:s, s:s, s:s, s:b, s:s, s:o, s:o, s:o, s:I, s:I}",
+	                 "id", id, "name", name, "status", "active",
+	                 "paused", 0, "type", "full", "name_servers", ns,
+	                 "created_on", api_time(zone->created_on),
+	                 "modified_on", api_time(zone->modified_on),
+	                 "serial", (json_int_t)zone->serial,
+	                 "default_ttl", (json_int_t)zone->default_ttl);
+}
+
+typedef struct {
+	api_req_t *req;
+	json_t *list;
+	const char *name_filter;
+	long skip, take, total;
+} list_t;
+
+static int list_zone(const records_zone_t *zone, void *ctx)
+{
+	list_t *l = ctx;
+	char name[KNOT_DNAME_TXT_MAXLEN + 1];
+	api_name_format(zone->apex, name, sizeof(name));
+	if (l->req->token_zone != 0 && l->req->token_zone != zone->id) {
+		return 0;
+	}
+	if (l->name_filter != NULL && strcasecmp(l->name_filter, name) != 0) {
+		return 0;
+	}
+	if (l->total >= l->skip && l->total < l->skip + l->take) {
+		json_array_append_new(l->list, zone_json(l->req, zone));
+	}
+	l->total++;
+	return 0;
+}
+
+/* Reads page and per_page (Cloudflare defaults: 1 and 100 here). */
+static bool paging(api_req_t *req, long *page, long *per_page)
+{
+	const char *p = api_query_arg(req, "page");
+	const char *pp = api_query_arg(req, "per_page");
+	*page = p ? strtol(p, NULL, 10) : 1;
+	*per_page = pp ? strtol(pp, NULL, 10) : 100;
+	if (*page < 1 || *per_page < 1 || *per_page > 50000) {
+		api_error(req, 400, 1004, "page, per_page: out of range");
+		return false;
+	}
+	return true;
+}
+
+json_t *api_result_info(long page, long per_page, long count, long total);
+json_t *api_result_info(long page, long per_page, long count, long total)
+{
+	return json_pack("{s:i, s:i, s:i, s:i, s:i}", "page", (int)page,
+	                 "per_page", (int)per_page, "count", (int)count,
+	                 "total_count", (int)total,
+	                 "total_pages", (int)((total + per_page - 1) / per_page));
+}
+
+static void list_zones(api_req_t *req)
+{
+	long page, per_page;
+	if (!paging(req, &page, &per_page)) {
+		return;
+	}
+	list_t l = { .req = req, .list = json_array(),
+	             .name_filter = api_query_arg(req, "name"),
+	             .skip = (page - 1) * per_page, .take = per_page };
+	int ret = records_zone_list(req->rs, list_zone, &l);
+	if (ret != ZC_EOK) {
+		json_decref(l.list);
+		api_error_code(req, ret, "zones");
+		return;
+	}
+	req->result_info = api_result_info(page, per_page,
+	                                   (long)json_array_size(l.list), l.total);
+	req->result = l.list;
+}
+
+/* A new zone's SOA rdata: primary NS, hostmaster, serial 1, RFC 1912
+ * timers (refresh 2 h, retry 1 h, expire 2 weeks, negative TTL 5 min). */
+static uint16_t make_soa(const knot_dname_t *primary, const knot_dname_t *rname,
+                         uint8_t *out)
+{
+	size_t p = knot_dname_size(primary), r = knot_dname_size(rname);
+	memcpy(out, primary, p);
+	memcpy(out + p, rname, r);
+	uint32_t f[5] = { 1, 7200, 3600, 1209600, 300 };
+	uint8_t *q = out + p + r;
+	for (int i = 0; i < 5; i++) {
+		q[4 * i] = (uint8_t)(f[i] >> 24);
+		q[4 * i + 1] = (uint8_t)(f[i] >> 16);
+		q[4 * i + 2] = (uint8_t)(f[i] >> 8);
+		q[4 * i + 3] = (uint8_t)f[i];
+	}
+	return (uint16_t)(p + r + 20);
+}
+
+typedef struct {
+	api_t *api;
+	uint8_t apex[KNOT_DNAME_MAXLEN];
+	records_zone_t zone;
+} create_t;
+
+/* Names for new zones: from the config, else ns1/ns2 inside the zone. */
+static int create_unit(records_store_t *rs, void *ctx)
+{
+	create_t *c = ctx;
+	uint8_t ns[8][KNOT_DNAME_MAXLEN];
+	const knot_dname_t *nsp[8];
+	unsigned count = 0;
+	const char *const *cfg_ns = c->api->cfg.ns;
+	char text[2 * KNOT_DNAME_TXT_MAXLEN + 16];
+	char apex_txt[KNOT_DNAME_TXT_MAXLEN + 1];
+	knot_dname_to_str(apex_txt, c->apex, sizeof(apex_txt));
+	for (; cfg_ns != NULL && cfg_ns[count] != NULL && count < 8; count++) {
+		if (knot_dname_from_str(ns[count], cfg_ns[count], KNOT_DNAME_MAXLEN)
+		    == NULL) {
+			return ZC_EINVAL_CONFIG;
+		}
+		nsp[count] = ns[count];
+	}
+	for (; count < 2; count++) {
+		snprintf(text, sizeof(text), "ns%u.%s", count + 1, apex_txt);
+		if (knot_dname_from_str(ns[count], text, KNOT_DNAME_MAXLEN) == NULL) {
+			return ZC_EUSAGE;
+		}
+		nsp[count] = ns[count];
+	}
+	uint8_t rname[KNOT_DNAME_MAXLEN];
+	if (c->api->cfg.hostmaster != NULL) {
+		snprintf(text, sizeof(text), "%s", c->api->cfg.hostmaster);
+	} else {
+		snprintf(text, sizeof(text), "hostmaster.%s", apex_txt);
+	}
+	if (knot_dname_from_str(rname, text, sizeof(rname)) == NULL) {
+		return ZC_EUSAGE;
+	}
+	uint8_t soa[2 * KNOT_DNAME_MAXLEN + 20];
+	uint16_t soa_len = make_soa(nsp[0], rname, soa);
+	uint32_t ttl = c->api->cfg.default_ttl ? c->api->cfg.default_ttl : 3600;
+	return records_zone_create(rs, c->apex, ttl, soa, soa_len, nsp, count,
+	                           &c->zone);
+}
+
+static void create_zone(api_req_t *req)
+{
+	if (!api_allowed(req, 0, true)) {
+		return;
+	}
+	json_t *body = api_body_json(req);
+	if (body == NULL) {
+		return;
+	}
+	const char *name = json_string_value(json_object_get(body, "name"));
+	create_t c = { .api = req->api };
+	if (name == NULL || name[0] == '\0' ||
+	    knot_dname_from_str(c.apex, name, sizeof(c.apex)) == NULL) {
+		api_error(req, 400, 1097, "name: a valid domain name is required");
+		json_decref(body);
+		return;
+	}
+	json_decref(body);
+	knot_dname_to_lower(c.apex);
+	int ret = api_writer_run(req->api->writer, create_unit, &c);
+	if (ret != ZC_EOK) {
+		api_error_code(req, ret, "name");
+		return;
+	}
+	req->status = 200;
+	req->version = c.zone.serial;
+	req->result = zone_json(req, &c.zone);
+}
+
+/* Settings of PATCH /zones/{id}, checked before the unit runs. */
+typedef struct {
+	records_zone_t zone;
+	int64_t default_ttl;    /* -1: unchanged */
+	int64_t soa[5];         /* refresh, retry, expire, minimum, ttl; -1 */
+	int64_t soa_id;
+	uint32_t soa_ttl;
+	uint16_t soa_len;
+	uint8_t soa_rdata[2 * KNOT_DNAME_MAXLEN + 20];
+} patch_t;
+
+static const char *const soa_fields[] = { "refresh", "retry", "expire",
+                                          "minimum", "ttl" };
+
+static int copy_soa(const records_record_t *rec, void *ctx)
+{
+	patch_t *p = ctx;
+	if (rec->rdata_len <= sizeof(p->soa_rdata) && rec->rdata_len >= 22) {
+		p->soa_id = rec->id;
+		p->soa_ttl = rec->ttl;
+		p->soa_len = rec->rdata_len;
+		memcpy(p->soa_rdata, rec->rdata, rec->rdata_len);
+	}
+	return 1;
+}
+
+/* Rewrites the SOA (RFC 1035 §3.3.13 fields) keeping its record id: a
+ * delete and a create in the log, which the builder turns into a full
+ * build of the zone. */
+static int rewrite_soa(records_store_t *rs, patch_t *p)
+{
+	int ret = records_record_foreach(rs, p->zone.id, p->zone.apex,
+	                                 KNOT_RRTYPE_SOA, copy_soa, p);
+	if (ret != ZC_EOK || p->soa_id == 0) {
+		return ret != ZC_EOK ? ret : KNOT_ENOENT;
+	}
+	uint8_t *q = p->soa_rdata + p->soa_len - 16;
+	for (int i = 0; i < 4; i++) {
+		if (p->soa[i] >= 0) {
+			uint32_t x = (uint32_t)p->soa[i];
+			q[4 * i] = x >> 24, q[4 * i + 1] = x >> 16;
+			q[4 * i + 2] = x >> 8, q[4 * i + 3] = x;
+		}
+	}
+	records_record_t rec = { .id = p->soa_id, .owner = p->zone.apex,
+	                         .type = KNOT_RRTYPE_SOA,
+	                         .ttl = p->soa[4] >= 0 ? (uint32_t)p->soa[4] :
+	                                p->soa_ttl,
+	                         .rdata = p->soa_rdata, .rdata_len = p->soa_len };
+	ret = records_record_delete(rs, &p->zone, p->soa_id);
+	return ret == ZC_EOK ? records_record_insert(rs, &p->zone, &rec) : ret;
+}
+
+static int patch_unit(records_store_t *rs, void *ctx)
+{
+	patch_t *p = ctx;
+	int ret = records_zone_get(rs, p->zone.id, &p->zone);
+	if (ret == ZC_EOK) {
+		ret = records_zone_bump(rs, &p->zone);
+	}
+	if (ret == ZC_EOK && p->default_ttl >= 0) {
+		ret = records_zone_set_default_ttl(rs, &p->zone,
+		                                   (uint32_t)p->default_ttl);
+	}
+	bool soa = false;
+	for (int i = 0; i < 5; i++) {
+		soa |= p->soa[i] >= 0;
+	}
+	if (ret == ZC_EOK && soa) {
+		ret = rewrite_soa(rs, p);
+	}
+	if (ret == ZC_EOK) {
+		ret = records_log_zone_event(rs, &p->zone,
+		                             RECORDS_CHANGE_ZONE_SETTINGS);
+	}
+	return ret;
+}
+
+/* Reads an optional number of seconds; false after recording an error. */
+static bool seconds(api_req_t *req, json_t *obj, const char *key,
+                    const char *field, int64_t *out)
+{
+	json_t *v = json_object_get(obj, key);
+	*out = -1;
+	if (v == NULL) {
+		return true;
+	}
+	if (!json_is_integer(v) || json_integer_value(v) < 0 ||
+	    json_integer_value(v) > INT32_MAX) {
+		api_error(req, 400, 1004, "%s: a number of seconds (0 to 2^31-1) "
+		          "is required", field);
+		return false;
+	}
+	*out = json_integer_value(v);
+	return true;
+}
+
+static void patch_zone(api_req_t *req, records_zone_t *zone)
+{
+	json_t *body = api_body_json(req);
+	if (body == NULL) {
+		return;
+	}
+	patch_t *p = calloc(1, sizeof(*p));
+	p->zone = *zone;
+	json_t *soa = json_object_get(body, "soa");
+	bool ok = seconds(req, body, "default_ttl", "default_ttl",
+	                  &p->default_ttl);
+	if (soa != NULL && !json_is_object(soa)) {
+		api_error(req, 400, 1004, "soa: an object is required");
+		ok = false;
+	}
+	for (int i = 0; i < 5 && ok; i++) {
+		char field[32];
+		snprintf(field, sizeof(field), "soa.%s", soa_fields[i]);
+		ok = seconds(req, soa, soa_fields[i], field, &p->soa[i]);
+	}
+	json_decref(body);
+	if (ok) {
+		int ret = api_writer_run(req->api->writer, patch_unit, p);
+		if (ret != ZC_EOK) {
+			api_error_code(req, ret, "zone");
+		} else {
+			req->version = p->zone.serial;
+			req->result = zone_json(req, &p->zone);
+		}
+	}
+	free(p);
+}
+
+static int delete_unit(records_store_t *rs, void *ctx)
+{
+	records_zone_t *zone = ctx;
+	uint64_t seq;
+	int ret = records_zone_get(rs, zone->id, zone);
+	return ret == ZC_EOK ? records_zone_remove(rs, zone, &seq) : ret;
+}
+
+/* RFC 1982: is serial at least version? */
+static bool serial_reached(uint32_t serial, uint32_t version)
+{
+	return (int32_t)(serial - version) >= 0;
+}
+
+static int edge_serial(api_req_t *req, const records_zone_t *zone,
+                       uint32_t *serial)
+{
+	edge_txn_t txn = { 0 };
+	edge_zone_t meta;
+	int ret = edge_txn_begin_read(req->api->cfg.edge, &txn);
+	if (ret == ZC_EOK) {
+		ret = edge_zone_get(&txn, zone->apex, &meta);
+		edge_txn_abort(&txn);
+	}
+	*serial = meta.serial;
+	return ret;
+}
+
+/* GET /zones/{id}/propagation?version=N[&wait=S]: is version N (or newer)
+ * what the edge answers from? Waits up to S seconds for it. */
+static void propagation(api_req_t *req, const records_zone_t *zone)
+{
+	const char *v = api_query_arg(req, "version");
+	const char *w = api_query_arg(req, "wait");
+	char *end;
+	long long version = v ? strtoll(v, &end, 10) : -1;
+	if (v == NULL || *end != '\0' || version < 0 || version > UINT32_MAX) {
+		api_error(req, 400, 1004, "version: a zone version is required");
+		return;
+	}
+	double wait = w ? strtod(w, &end) : 0;
+	if (w != NULL && (*end != '\0' || wait < 0 || wait > MAX_WAIT_S)) {
+		api_error(req, 400, 1004, "wait: 0 to %d seconds", MAX_WAIT_S);
+		return;
+	}
+	struct timespec start, now;
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	uint32_t serial = 0;
+	int ret;
+	for (;;) {
+		ret = edge_serial(req, zone, &serial);
+		if ((ret == ZC_EOK && serial_reached(serial, (uint32_t)version)) ||
+		    (ret != ZC_EOK && ret != ZC_ENOZONE)) {
+			break;
+		}
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		double left = wait - ((now.tv_sec - start.tv_sec) +
+		                      (now.tv_nsec - start.tv_nsec) / 1e9);
+		if (left <= 0) {
+			break;
+		}
+		builder_follower_wait(req->api->cfg.follower,
+		                      (unsigned)(left * 1000) + 1);
+	}
+	bool live = ret == ZC_EOK && serial_reached(serial, (uint32_t)version);
+	req->result = json_pack("{s:I, s:I, s:b}", "version", (json_int_t)version,
+	                        "edge_version", (json_int_t)(ret == ZC_EOK ?
+	                                                     serial : 0),
+	                        "live", live);
+}
+
+void api_zones(api_req_t *req, char **parts, int count)
+{
+	const char *m = req->method;
+	if (count == 1) {
+		if (strcmp(m, "GET") == 0) {
+			list_zones(req);
+		} else if (strcmp(m, "POST") == 0) {
+			create_zone(req);
+		} else {
+			api_error(req, 405, 1000, "method: not allowed here");
+		}
+		return;
+	}
+	records_zone_t zone;
+	int64_t id = api_id_parse(parts[1]);
+	int ret = id > 0 ? records_zone_get(req->rs, id, &zone) : ZC_ENOZONE;
+	if (ret != ZC_EOK) {
+		api_error_code(req, ret, "zone_id");
+		return;
+	}
+	bool write = strcmp(m, "GET") != 0;
+	if (!api_allowed(req, id, write)) {
+		return;
+	}
+	if (count >= 3 && strcmp(parts[2], "dns_records") == 0) {
+		api_dns_records(req, id, parts + 3, count - 3);
+		return;
+	}
+	if (count == 3 && strcmp(parts[2], "propagation") == 0 &&
+	    strcmp(m, "GET") == 0) {
+		propagation(req, &zone);
+		return;
+	}
+	if (count != 2) {
+		api_error(req, 404, 7003, "url: no such resource");
+	} else if (strcmp(m, "GET") == 0) {
+		req->result = zone_json(req, &zone);
+	} else if (strcmp(m, "PATCH") == 0) {
+		patch_zone(req, &zone);
+	} else if (strcmp(m, "DELETE") == 0) {
+		ret = api_writer_run(req->api->writer, delete_unit, &zone);
+		if (ret != ZC_EOK) {
+			api_error_code(req, ret, "zone_id");
+		} else {
+			char zid[33];
+			api_id_format(zone.id, zid);
+			req->result = json_pack("{s:s}", "id", zid);
+		}
+	} else {
+		api_error(req, 405, 1000, "method: not allowed here");
+	}
+}
