@@ -29,6 +29,10 @@
  * resolver restarts from the last target of a longer chain). */
 #define MAX_CHAIN 5
 
+/* EDNS ZONEVERSION option (RFC 9660): code and bytes in the response. */
+#define ZONEVERSION_CODE 19
+#define ZONEVERSION_SIZE (4 + 6)
+
 /* Longest list of names whose A/AAAA went to the additional section. */
 #define MAX_ADDITIONAL 64
 
@@ -59,6 +63,8 @@ typedef struct {
 	const knot_dname_t *qname; /* As asked (case kept). */
 	uint8_t rcode;
 	bool aa;
+	bool zone_found;       /* qr->zone is the zone answered from. */
+	bool want_version;     /* The query asked for ZONEVERSION. */
 	int error;
 	unsigned added_count;
 	const knot_dname_t *added[MAX_ADDITIONAL];
@@ -577,7 +583,26 @@ static int prepare_opt(query_t *qr, knot_rrset_t *opt)
 			return ret;
 		}
 	}
-	return knot_pkt_reserve(qr->r, knot_edns_wire_size(opt));
+	/* RFC 9660: room for ZONEVERSION, filled in once the zone is known. */
+	qr->want_version = knot_edns_get_option(qr->q->opt_rr, ZONEVERSION_CODE,
+	                                        NULL) != NULL;
+	return knot_pkt_reserve(qr->r, knot_edns_wire_size(opt) +
+	                        (qr->want_version ? ZONEVERSION_SIZE : 0));
+}
+
+/* RFC 9660 §3: LABELCOUNT of the apex, TYPE 0 (SOA-SERIAL), the serial:
+ * which version of the zone produced this answer. */
+static void add_zone_version(query_t *qr, knot_rrset_t *opt)
+{
+	uint8_t data[6];
+	uint32_t serial = qr->zone.serial;
+	data[0] = (uint8_t)dns_name_labels(qr->zone.apex);
+	data[1] = 0;
+	data[2] = (uint8_t)(serial >> 24);
+	data[3] = (uint8_t)(serial >> 16);
+	data[4] = (uint8_t)(serial >> 8);
+	data[5] = (uint8_t)serial;
+	knot_edns_add_option(opt, ZONEVERSION_CODE, sizeof(data), data, qr->mm);
 }
 
 /* Finds the zone to answer from; DS at a zone apex comes from the parent
@@ -636,7 +661,12 @@ static void finish(query_t *qr, knot_rrset_t *opt, uint8_t ext_rcode)
 	}
 	if (opt != NULL) {
 		knot_edns_set_ext_rcode(opt, ext_rcode);
-		knot_pkt_reclaim(qr->r, knot_edns_wire_size(opt));
+		size_t reserved = knot_edns_wire_size(opt) +
+		                  (qr->want_version ? ZONEVERSION_SIZE : 0);
+		if (qr->want_version && qr->zone_found) {
+			add_zone_version(qr, opt);
+		}
+		knot_pkt_reclaim(qr->r, reserved);
 		knot_pkt_begin(qr->r, KNOT_ADDITIONAL);
 		knot_pkt_put(qr->r, KNOT_COMPR_HINT_NONE, opt, KNOT_PF_NOTRUNC);
 	}
@@ -655,6 +685,7 @@ static void answer_in_zone(query_t *qr)
 		qr->rcode = KNOT_RCODE_SERVFAIL;
 	} else {
 		qr->aa = true;
+		qr->zone_found = true;
 		knot_pkt_begin(qr->r, KNOT_ANSWER);
 		solve(qr);
 		put_additional(qr);
