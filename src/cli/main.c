@@ -19,6 +19,7 @@ static void usage(FILE *out)
 	      "  zone      import, export, list and delete zones\n"
 	      "  verify    compare the edge store with the records store\n"
 	      "  token     create API tokens\n"
+	      "  record    list, add, edit and remove records through the API\n"
 	      "  version   print the version\n"
 	      "\n"
 	      "Run 'zonecast COMMAND --help' for a command's options.\n", out);
@@ -36,6 +37,9 @@ int main(int argc, char **argv)
 	}
 	if (strcmp(cmd, "zone") == 0) {
 		return cmd_zone(argc - 1, argv + 1);
+	}
+	if (strcmp(cmd, "record") == 0) {
+		return cmd_record(argc - 1, argv + 1);
 	}
 	if (strcmp(cmd, "token") == 0) {
 		return cmd_token(argc - 1, argv + 1);
