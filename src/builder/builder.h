@@ -55,6 +55,29 @@ int builder_full_build(records_store_t *rs, edge_store_t *es,
                        void *ctx);
 
 /*
+ * A full build in steps (chunks), so that a full build of a large zone
+ * never holds the edge store's single writer lock for long: between
+ * steps, per-record builds of other zones go through. The records
+ * snapshot stays open across steps (use a connection of its own); each
+ * step writes at most `budget` nodes in one LMDB transaction and the
+ * zone's new serial goes live with the last step. The caller must not run
+ * other builds of the same zone between steps (follow.c defers them).
+ */
+typedef struct builder_job builder_job_t;
+
+int builder_full_begin(records_store_t *rs, edge_store_t *es,
+                       const knot_dname_t *apex, builder_job_t **out);
+
+/* Returns 1 while more steps are needed, 0 when done, or an error. */
+int builder_full_step(builder_job_t *job, size_t budget);
+
+/* The zone being built. */
+const knot_dname_t *builder_job_apex(const builder_job_t *job);
+
+/* Ends the build (its snapshot), copying its stats; NULL is a no-op. */
+void builder_full_end(builder_job_t *job, builder_stats_t *stats);
+
+/*
  * Compares the edge store with a full build of the records store for
  * `apex`, without writing. Calls diff for every difference and returns the
  * number of differences (0: identical) or a negative code.

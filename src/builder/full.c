@@ -42,6 +42,14 @@ typedef struct {
 	bool has_soa;
 	void (*progress)(uint64_t records, void *ctx);
 	void *progress_ctx;
+	/* Resumable state between steps (chunked builds). */
+	bool started;
+	int node_state;      /* next_node() result for the node held. */
+	bool edge_done;
+	uint8_t resume[DNS_LF_MAXLEN];
+	size_t resume_len;
+	int found;           /* edge_zone_get() result for the zone. */
+	edge_zone_t have;
 } build_t;
 
 static void report(build_t *b, const uint8_t *owner, const char *what)
@@ -163,14 +171,29 @@ static int emit_node(build_t *b, const uint8_t *old, size_t old_len)
 	return ret == ZC_ESTALE ? ZC_EOK : ret;
 }
 
-/* Walks both sorted streams and emits their differences. */
-static int merge(build_t *b)
+/* Walks both sorted streams and emits their differences, at most `budget`
+ * nodes (edge or records side). Returns 1 when stopped by the budget (the
+ * edge key to resume at is saved), 0 when both streams are done. */
+static int merge(build_t *b, size_t budget)
 {
 	const uint8_t *rel = NULL, *val = NULL;
 	size_t rel_len = 0, val_len = 0;
-	int ret = next_node(b);
-	int it = edge_iter_next(&b->iter, &rel, &rel_len, &val, &val_len);
+	int ret = b->started ? b->node_state : next_node(b);
+	b->started = true;
+	int it = b->edge_done ? 0 :
+	         edge_iter_next(&b->iter, &rel, &rel_len, &val, &val_len);
+	size_t done = 0;
 	while (ret >= 0 && it >= 0 && (ret == 1 || it == 1)) {
+		if (done++ == budget) {
+			/* Resume at the edge node not consumed yet. */
+			b->node_state = ret;
+			b->edge_done = (it != 1);
+			if (it == 1) {
+				memcpy(b->resume, rel, rel_len);
+				b->resume_len = rel_len;
+			}
+			return 1;
+		}
 		int cmp;
 		if (ret != 1) {
 			cmp = 1;
@@ -194,7 +217,8 @@ static int merge(build_t *b)
 			                                       &val, &val_len) : wret;
 		}
 	}
-	return ret < 0 ? ret : (it < 0 ? it : ZC_EOK);
+	b->node_state = ret;
+	return ret < 0 ? ret : (it < 0 ? it : 0);
 }
 
 /* Zone metadata from the build: serial, SOA with that serial, stamp. */
@@ -263,77 +287,141 @@ static int drop_zone(records_store_t *rs, edge_store_t *es,
 	return ret;
 }
 
-/* The build proper, once the records snapshot is open. */
-static int run(build_t *b, edge_store_t *es)
+/* First step: the zone-level fence, and a zone re-created under a new id. */
+static int fence(build_t *b)
 {
-	edge_zone_t have, want;
-	int ret = b->apply ? edge_txn_begin_write(es, &b->write) : ZC_EOK;
-	if (ret == ZC_EOK) {
-		/* A read snapshot taken while holding the write lock shows the
-		 * same state the write transaction starts from. */
-		ret = edge_txn_begin_read(es, &b->read);
+	b->found = edge_zone_get(&b->read, b->zone.apex, &b->have);
+	if (b->found == ZC_EOK && b->have.seq > b->seq && b->apply) {
+		b->stats->skipped = true; /* The edge holds a newer build. */
+		return 1;
 	}
-	if (ret != ZC_EOK) {
-		return ret;
+	if (b->found == ZC_EOK && b->have.zone_id != (uint64_t)b->zone.id &&
+	    b->apply) {
+		return edge_txn_del_zone(&b->write, b->zone.apex, b->have.zone_id);
 	}
-	int found = edge_zone_get(&b->read, b->zone.apex, &have);
-	if (found == ZC_EOK && have.seq > b->seq && b->apply) {
-		b->stats->skipped = true; /* Fenced: the edge is newer. */
-		return ZC_EOK;
-	}
-	if (found == ZC_EOK && have.zone_id != (uint64_t)b->zone.id && b->apply) {
-		/* The zone was deleted and created again: drop the old nodes. */
-		ret = edge_txn_del_zone(&b->write, b->zone.apex, have.zone_id);
-	}
-	if (ret == ZC_EOK) {
-		ret = edge_iter_begin(&b->read, (uint64_t)b->zone.id, &b->iter);
-	}
-	if (ret == ZC_EOK) {
-		ret = merge(b);
-		edge_iter_end(&b->iter);
-	}
-	if (ret == ZC_EOK && !b->has_soa) {
+	return ZC_EOK;
+}
+
+/* Last step: the metadata (the serial goes live with the last chunk). */
+static int finish(build_t *b)
+{
+	edge_zone_t want;
+	if (!b->has_soa) {
 		zc_error("zone %s: no SOA record, not built", b->zone.name);
 		return ZC_EZONEFILE;
 	}
-	if (ret != ZC_EOK) {
-		return ret;
-	}
 	make_meta(b, &want);
 	if (!b->apply) {
-		check_meta(b, &want, found, &have);
+		check_meta(b, &want, b->found, &b->have);
 		return ZC_EOK;
 	}
-	ret = edge_txn_put_zone(&b->write, &want);
-	edge_txn_abort(&b->read);
-	if (ret == ZC_EOK) {
-		ret = edge_txn_commit(&b->write);
-	}
-	return ret;
+	return edge_txn_put_zone(&b->write, &want);
 }
 
-static int build_or_verify(records_store_t *rs, edge_store_t *es,
-                           const knot_dname_t *apex, build_t *b)
+/* One step: at most `budget` nodes in one LMDB write transaction. Returns
+ * 1 when more steps are needed, 0 when the build is complete. */
+static int step(build_t *b, edge_store_t *es, size_t budget)
 {
-	uint8_t lower[KNOT_DNAME_MAXLEN];
-	knot_dname_copy_lower(lower, apex);
-	int ret = records_scan_begin(rs, lower, &b->zone, &b->seq, &b->scan);
+	int ret = b->apply ? edge_txn_begin_write(es, &b->write) : ZC_EOK;
+	if (ret == ZC_EOK) {
+		/* A read snapshot taken while holding the write lock shows the
+		 * state the write transaction starts from. */
+		ret = edge_txn_begin_read(es, &b->read);
+	}
+	int more = 0;
+	if (ret == ZC_EOK && !b->started) {
+		more = fence(b);
+		ret = more < 0 ? more : ZC_EOK;
+	}
+	if (ret == ZC_EOK && more == 0) {
+		ret = edge_iter_begin_at(&b->read, (uint64_t)b->zone.id, b->resume,
+		                         b->resume_len, &b->iter);
+		if (ret == ZC_EOK) {
+			more = merge(b, budget);
+			ret = more < 0 ? more : ZC_EOK;
+			edge_iter_end(&b->iter);
+		}
+		if (ret == ZC_EOK && more == 0) {
+			ret = finish(b);
+		}
+	} else if (more == 1) {
+		more = 0; /* Fenced off: nothing to do. */
+	}
+	edge_txn_abort(&b->read);
+	if (ret == ZC_EOK && b->apply) {
+		ret = edge_txn_commit(&b->write);
+	} else {
+		edge_txn_abort(&b->write);
+	}
+	return ret < 0 ? ret : more;
+}
+
+struct builder_job {
+	build_t b;
+	builder_stats_t stats;
+	records_store_t *rs;
+	edge_store_t *es;
+	bool dropped;        /* The zone no longer exists: delete it. */
+	uint8_t apex[KNOT_DNAME_MAXLEN];
+};
+
+int builder_full_begin(records_store_t *rs, edge_store_t *es,
+                       const knot_dname_t *apex, builder_job_t **out)
+{
+	builder_job_t *job = calloc(1, sizeof(*job));
+	if (job == NULL) {
+		return KNOT_ENOMEM;
+	}
+	job->rs = rs;
+	job->es = es;
+	knot_dname_copy_lower(job->apex, apex);
+	build_t *b = &job->b;
+	b->apply = true;
+	b->stats = &job->stats;
+	int ret = records_scan_begin(rs, job->apex, &b->zone, &b->seq, &b->scan);
 	if (ret == ZC_ENOZONE) {
-		return drop_zone(rs, es, lower, b);
+		job->dropped = true;
+		*out = job;
+		return ZC_EOK;
 	}
 	if (ret != ZC_EOK) {
+		free(job);
 		return ret;
 	}
 	b->stats->seq = b->seq;
 	b->apex_lf_len = dns_name_to_lf(b->zone.apex, b->apex_lf);
 	builder_node_init(&b->node);
 	b->pending_state = records_scan_next(b->scan, &b->pending);
-	ret = run(b, es);
-	edge_txn_abort(&b->read);
-	edge_txn_abort(&b->write);
-	builder_node_deinit(&b->node);
-	records_scan_end(b->scan);
-	return ret;
+	*out = job;
+	return ZC_EOK;
+}
+
+int builder_full_step(builder_job_t *job, size_t budget)
+{
+	if (job->dropped) {
+		return drop_zone(job->rs, job->es, job->apex, &job->b);
+	}
+	return step(&job->b, job->es, budget);
+}
+
+const knot_dname_t *builder_job_apex(const builder_job_t *job)
+{
+	return job->apex;
+}
+
+void builder_full_end(builder_job_t *job, builder_stats_t *stats)
+{
+	if (job == NULL) {
+		return;
+	}
+	if (stats != NULL) {
+		*stats = job->stats;
+	}
+	if (!job->dropped) {
+		builder_node_deinit(&job->b.node);
+		records_scan_end(job->b.scan);
+	}
+	free(job);
 }
 
 int builder_full_build(records_store_t *rs, edge_store_t *es,
@@ -341,42 +429,46 @@ int builder_full_build(records_store_t *rs, edge_store_t *es,
                        void (*progress)(uint64_t records, void *ctx),
                        void *ctx)
 {
-	builder_stats_t local;
-	build_t *b = calloc(1, sizeof(*b));
-	if (b == NULL) {
-		return KNOT_ENOMEM;
+	for (int attempt = 0; ; attempt++) {
+		builder_job_t *job;
+		int ret = builder_full_begin(rs, es, apex, &job);
+		if (ret != ZC_EOK) {
+			return ret;
+		}
+		job->b.progress = progress;
+		job->b.progress_ctx = ctx;
+		ret = builder_full_step(job, SIZE_MAX);
+		builder_full_end(job, stats);
+		if (ret != ZC_ENOSPACE || attempt > 0) {
+			return ret < 0 ? ret : ZC_EOK; /* One retry after a map grew. */
+		}
 	}
-	b->apply = true;
-	b->stats = stats != NULL ? stats : &local;
-	memset(b->stats, 0, sizeof(*b->stats));
-	b->progress = progress;
-	b->progress_ctx = ctx;
-	int ret = build_or_verify(rs, es, apex, b);
-	if (ret == ZC_ENOSPACE) {
-		/* The map grew; one more try fits. */
-		memset(b, 0, sizeof(*b));
-		b->apply = true;
-		b->stats = stats != NULL ? stats : &local;
-		memset(b->stats, 0, sizeof(*b->stats));
-		ret = build_or_verify(rs, es, apex, b);
-	}
-	free(b);
-	return ret;
 }
 
 int builder_verify(records_store_t *rs, edge_store_t *es,
                    const knot_dname_t *apex, builder_diff_cb diff, void *ctx)
 {
-	builder_stats_t stats;
+	uint8_t lower[KNOT_DNAME_MAXLEN];
+	knot_dname_copy_lower(lower, apex);
 	build_t *b = calloc(1, sizeof(*b));
+	builder_stats_t stats = { 0 };
 	if (b == NULL) {
 		return KNOT_ENOMEM;
 	}
 	b->stats = &stats;
-	memset(&stats, 0, sizeof(stats));
 	b->diff = diff;
 	b->diff_ctx = ctx;
-	int ret = build_or_verify(rs, es, apex, b);
+	int ret = records_scan_begin(rs, lower, &b->zone, &b->seq, &b->scan);
+	if (ret == ZC_ENOZONE) {
+		ret = drop_zone(rs, es, lower, b);
+	} else if (ret == ZC_EOK) {
+		b->apex_lf_len = dns_name_to_lf(b->zone.apex, b->apex_lf);
+		builder_node_init(&b->node);
+		b->pending_state = records_scan_next(b->scan, &b->pending);
+		ret = step(b, es, SIZE_MAX);
+		builder_node_deinit(&b->node);
+		records_scan_end(b->scan);
+	}
 	int differences = b->differences;
 	free(b);
 	return ret < 0 ? ret : differences;

@@ -98,9 +98,16 @@ typedef struct {
 	struct MDB_cursor *cur;
 	uint64_t zone_id;
 	bool started;
+	uint8_t from[255];   /* Relative LF to start at (inclusive). */
+	size_t from_len;
 } edge_iter_t;
 
 int edge_iter_begin(edge_txn_t *txn, uint64_t zone_id, edge_iter_t *it);
+
+/* As edge_iter_begin(), starting at the first node >= rel (resuming a
+ * walk in a new transaction). */
+int edge_iter_begin_at(edge_txn_t *txn, uint64_t zone_id, const uint8_t *rel,
+                       size_t rel_len, edge_iter_t *it);
 
 /*
  * Moves to the next node: 1 and borrowed key (relative LF) and value, 0 at

@@ -308,20 +308,32 @@ bool edge_node_has_below(edge_txn_t *txn, uint64_t zone_id,
 
 int edge_iter_begin(edge_txn_t *txn, uint64_t zone_id, edge_iter_t *it)
 {
+	return edge_iter_begin_at(txn, zone_id, NULL, 0, it);
+}
+
+int edge_iter_begin_at(edge_txn_t *txn, uint64_t zone_id, const uint8_t *rel,
+                       size_t rel_len, edge_iter_t *it)
+{
+	if (rel_len > sizeof(it->from)) {
+		return ZC_EFORMAT;
+	}
 	it->zone_id = zone_id;
 	it->started = false;
+	it->from_len = rel_len;
+	if (rel_len > 0) {
+		memcpy(it->from, rel, rel_len);
+	}
 	return lmdb_error(mdb_cursor_open(txn->txn, txn->store->nodes, &it->cur));
 }
 
 int edge_iter_next(edge_iter_t *it, const uint8_t **rel, size_t *rel_len,
                    const uint8_t **val, size_t *val_len)
 {
-	uint8_t key[8];
+	uint8_t key[NODE_KEY_MAX];
 	MDB_val k, v;
 	int rc;
 	if (!it->started) {
-		node_key(key, it->zone_id, NULL, 0);
-		k.mv_size = 8;
+		k.mv_size = node_key(key, it->zone_id, it->from, it->from_len);
 		k.mv_data = key;
 		rc = mdb_cursor_get(it->cur, &k, &v, MDB_SET_RANGE);
 		it->started = true;
