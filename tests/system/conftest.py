@@ -2,7 +2,8 @@
 
 Provides free-port allocation, throw-away data directories, and running
 servers: `zonecast` (module-scoped, default zones from zones/), `zonecast_factory`
-(start extra zonecast instances with chosen zones), `knotd` (the reference,
+(start extra zonecast instances with chosen zones), `zonecast_api` and
+`zonecast_api_factory` (the same with the HTTP API on a free port), `knotd` (the reference,
 same zones) and `dns_server`, which runs a test once against each of them so
 test_basic.py checks its RFC expectations against knotd too. A zonecast that
 is not built (ZONECAST_BIN, default build/zonecast) makes its tests skip. At
@@ -93,6 +94,31 @@ def zonecast_factory(tmp_path_factory):
 
     def start(zones=None, workers=2):
         return run.start(servers.ZonecastServer, zones=zones, workers=workers)
+
+    yield start
+    run.stop_all()
+
+
+@pytest.fixture(scope="module")
+def zonecast_api(tmp_path_factory):
+    """zonecast with its HTTP API on a free port (`.api_url`, `.create_token()`,
+    `.client()`), serving the default zones; tests make zones of their own."""
+    _require_zonecast()
+    run = _Running(tmp_path_factory)
+    srv = run.start(servers.ZonecastServer, api=True)
+    yield srv
+    run.stop_all()
+
+
+@pytest.fixture
+def zonecast_api_factory(tmp_path_factory):
+    """Call with zones={name: file} (default: the standard set) to start a
+    zonecast with its API; for tests that kill or restart the server."""
+    _require_zonecast()
+    run = _Running(tmp_path_factory)
+
+    def start(zones=None, workers=2):
+        return run.start(servers.ZonecastServer, zones=zones, workers=workers, api=True)
 
     yield start
     run.stop_all()

@@ -265,13 +265,18 @@ class ZonecastServer(DnsServer):
 
     kind = "zonecast"
 
-    def __init__(self, workdir, zones=None, workers=2, nsid="zonecast-test"):
+    def __init__(self, workdir, zones=None, workers=2, nsid="zonecast-test", api=False):
         super().__init__(workdir)
         self.zones = dict(zones or DEFAULT_ZONES)
         self.workers = workers
         self.nsid = nsid
         self.data_dir = os.path.join(workdir, "data")
         os.makedirs(self.data_dir, exist_ok=True)
+        # api=True: the HTTP API on a free port of its own (see ApiClient);
+        # otherwise no API at all, so servers never fight over the default
+        # API port 8053.
+        self.api = api
+        self.api_port = None
 
     def env(self):
         env = dict(os.environ)
@@ -293,9 +298,157 @@ class ZonecastServer(DnsServer):
         for zone, path in self.zones.items():
             self.import_zone(zone, path)
         self.port = free_port()
-        self._spawn([zonecast_bin(), "serve", "--data-dir", self.data_dir,
-                     "--listen", "127.0.0.1:%d" % self.port,
-                     "--workers", str(self.workers), "--no-demo"]
-                    + (["--nsid", self.nsid] if self.nsid else []), env=self.env())
-        self.wait_ready(self.zones)
+        if self.api:
+            self.api_port = free_port()
+        self.serve()
         return self
+
+    def serve(self):
+        """Run `zonecast serve` on the data directory (already filled) and wait
+        until it answers (DNS, and the API when there is one)."""
+        argv = [zonecast_bin(), "serve", "--data-dir", self.data_dir,
+                "--listen", "127.0.0.1:%d" % self.port,
+                "--workers", str(self.workers), "--no-demo"]
+        if self.api_port:
+            argv += ["--api-listen", "127.0.0.1:%d" % self.api_port]
+        elif serve_has_option("--api-listen"):
+            argv += ["--api-listen", "none"]
+        self._spawn(argv + (["--nsid", self.nsid] if self.nsid else []), env=self.env())
+        self.wait_ready(self.zones)
+        if self.api_port:
+            self.wait_api()
+        return self
+
+    # -- API side (api=True) ----------------------------------------------
+    @property
+    def api_url(self):
+        return "http://127.0.0.1:%d/client/v4" % self.api_port
+
+    def wait_api(self, timeout=START_TIMEOUT):
+        """Until the API port accepts connections (any HTTP answer will do)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                with socket.create_connection(("127.0.0.1", self.api_port), timeout=0.5):
+                    return
+            except OSError:
+                pass
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError("zonecast API on port %d not up:\n%s"
+                                   % (self.api_port, self.log()))
+            time.sleep(0.02)
+
+    def run_cli(self, *args, timeout=60, check=True):
+        """Run `zonecast ARGS...`; returns the CompletedProcess."""
+        cp = subprocess.run([zonecast_bin()] + list(args), capture_output=True, text=True,
+                            timeout=timeout, env=self.env())
+        if check and cp.returncode != 0:
+            raise RuntimeError("zonecast %s failed (%d):\n%s%s"
+                               % (" ".join(args), cp.returncode, cp.stdout, cp.stderr))
+        return cp
+
+    def create_token(self, read_only=False, zone=None):
+        """`zonecast token create` on this data directory; returns the token."""
+        args = ["token", "create", "--data-dir", self.data_dir]
+        if read_only:
+            args.append("--read-only")
+        if zone:
+            args += ["--zone", zone]
+        token = self.run_cli(*args).stdout.strip()
+        assert token and "\n" not in token, "token create printed %r" % token
+        return token
+
+    def client(self, token=None):
+        """An ApiClient for this server (default: a new read-write token)."""
+        return ApiClient(self.api_url, self.create_token() if token is None else token)
+
+    def verify(self, zone=None):
+        """`zonecast verify`; returns the CompletedProcess (not checked)."""
+        return self.run_cli("verify", "--data-dir", self.data_dir, *([zone] if zone else []),
+                            check=False)
+
+    def kill9(self):
+        """SIGKILL the server (a crash); the data directory stays as it was."""
+        if self.proc is not None:
+            self.proc.send_signal(signal.SIGKILL)
+            self.proc.wait()
+            self.proc = None
+            self._logf.close()
+            self._checked = len(self.log())
+
+    def restart(self):
+        """Serve the same data directory again, on the same ports."""
+        assert self.proc is None, "stop() or kill9() first"
+        return self.serve()
+
+
+_SERVE_HELP = {}
+
+
+def serve_has_option(opt):
+    """Whether `zonecast serve --help` mentions opt (the harness's stand-in
+    binary, fake_zonecast.py, has no API options)."""
+    binary = zonecast_bin()
+    if binary not in _SERVE_HELP:
+        try:
+            cp = subprocess.run([binary, "serve", "--help"], capture_output=True, text=True,
+                                timeout=10)
+            _SERVE_HELP[binary] = cp.stdout + cp.stderr
+        except (OSError, subprocess.SubprocessError):
+            _SERVE_HELP[binary] = ""
+    return opt in _SERVE_HELP[binary]
+
+
+class ApiError(AssertionError):
+    pass
+
+
+class ApiClient:
+    """Minimal client of zonecast's Cloudflare-shaped API (python3-requests).
+
+    `call()` returns the requests.Response as it is; `ok()` asserts an HTTP
+    2xx with success=true and returns the parsed envelope."""
+
+    def __init__(self, base_url, token):
+        import requests  # only the API tests need it
+        self.base_url = base_url.rstrip("/")
+        self.token = token
+        self.session = requests.Session()
+
+    def call(self, method, path, json=None, token=..., headers=None, timeout=30, **kw):
+        h = dict(headers or {})
+        token = self.token if token is ... else token
+        if token is not None:
+            h["Authorization"] = "Bearer " + token
+        return self.session.request(method, self.base_url + path, json=json, headers=h,
+                                    timeout=timeout, **kw)
+
+    def ok(self, method, path, json=None, **kw):
+        r = self.call(method, path, json=json, **kw)
+        try:
+            body = r.json()
+        except ValueError:
+            body = None
+        if not (200 <= r.status_code < 300 and isinstance(body, dict) and body.get("success")):
+            raise ApiError("%s %s %r -> HTTP %d %s" % (method, path, json, r.status_code, r.text[:2000]))
+        return body
+
+    # shorthands returning `result`
+    def get(self, path, **kw):
+        return self.ok("GET", path, **kw)["result"]
+
+    def zone_id(self, name):
+        zones = self.get("/zones", params={"name": name.rstrip(".")})
+        assert len(zones) == 1, zones
+        return zones[0]["id"]
+
+    def records(self, zone_id, **params):
+        """Every record of the zone (all pages), filtered by params."""
+        out, page = [], 1
+        while True:
+            body = self.ok("GET", "/zones/%s/dns_records" % zone_id,
+                           params=dict(params, page=page, per_page=100))
+            out += body["result"]
+            if page >= body["result_info"]["total_pages"]:
+                return out
+            page += 1
