@@ -141,8 +141,11 @@ int api_content_parse(const knot_dname_t *apex, const char *name,
 		return ZC_EUSAGE;
 	}
 	knot_dname_to_str(apex_txt, apex, sizeof(apex_txt));
-	if (owner_text(apex_txt, name, owner, sizeof(owner)) != ZC_EOK) {
-		snprintf(err, err_size, "name: too long");
+	uint8_t check[KNOT_DNAME_MAXLEN];
+	if (owner_text(apex_txt, name, owner, sizeof(owner)) != ZC_EOK ||
+	    knot_dname_from_str(check, owner, sizeof(check)) == NULL) {
+		snprintf(err, err_size, "name: not a valid domain name (labels of "
+		         "1 to 63 octets, 255 in all)");
 		return ZC_EUSAGE;
 	}
 	int n = snprintf(line, sizeof(line), "%s %u IN %s ", owner, ttl, type);

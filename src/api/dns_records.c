@@ -45,6 +45,8 @@ typedef struct {
 	zc_arena_t arena;
 	api_wire_t *wire;
 	int64_t last_id;         /* The record a single-record write touched. */
+	bool import;             /* Identical records are skipped, not errors. */
+	int skipped;
 	unsigned status;         /* HTTP status of a failure. */
 	char err[512];
 } unit_t;
@@ -67,7 +69,18 @@ static json_t *record_json(const records_zone_t *zone,
 	api_name_format(rec->owner, name, sizeof(name));
 	api_name_format(zone->apex, zname, sizeof(zname));
 	knot_rrtype_to_string(rec->type, type, sizeof(type));
-	if (api_content_format(rec->owner, rec->type, rec->rdata, rec->rdata_len,
+	uint8_t soa[2 * KNOT_DNAME_MAXLEN + 20];
+	const uint8_t *rdata = rec->rdata;
+	if (rec->type == KNOT_RRTYPE_SOA && rec->rdata_len >= 22 &&
+	    rec->rdata_len <= sizeof(soa)) {
+		/* The zone row holds the live serial (RFC 1035 §3.3.13). */
+		memcpy(soa, rec->rdata, rec->rdata_len);
+		uint8_t *p = soa + rec->rdata_len - 20;
+		p[0] = zone->serial >> 24, p[1] = zone->serial >> 16;
+		p[2] = zone->serial >> 8, p[3] = zone->serial;
+		rdata = soa;
+	}
+	if (api_content_format(rec->owner, rec->type, rdata, rec->rdata_len,
 	                       content, sizeof(content), &priority) != ZC_EOK) {
 		content[0] = '\0';
 	}
@@ -248,7 +261,7 @@ typedef struct {
 	int64_t exclude;
 	int64_t siblings[256];   /* Same RRset, different TTL. */
 	unsigned sibling_count;
-	int apex_ns;
+	bool identical;
 } check_t;
 
 static bool cname_compatible(uint16_t type)
@@ -264,6 +277,13 @@ static int check_node(const records_record_t *rec, void *ctx)
 		return 0;
 	}
 	uint16_t t = c->w->type;
+	bool two_cnames = t == KNOT_RRTYPE_CNAME && rec->type == KNOT_RRTYPE_CNAME;
+	if (two_cnames && (rec->rdata_len != c->w->rdata_len ||
+	                   memcmp(rec->rdata, c->w->rdata, rec->rdata_len) != 0)) {
+		fail(c->u, 400, "name: a name holds at most one CNAME "
+		     "(RFC 2181 section 10.1)");
+		return 1;
+	}
 	if ((t == KNOT_RRTYPE_CNAME && !cname_compatible(rec->type)) ||
 	    (rec->type == KNOT_RRTYPE_CNAME && !cname_compatible(t))) {
 		fail(c->u, 400, "name: a CNAME cannot share its name with other "
@@ -272,7 +292,10 @@ static int check_node(const records_record_t *rec, void *ctx)
 	}
 	if (rec->type == t && rec->rdata_len == c->w->rdata_len &&
 	    memcmp(rec->rdata, c->w->rdata, rec->rdata_len) == 0) {
-		fail(c->u, 400, "content: an identical record already exists");
+		c->identical = true;
+		if (!c->u->import) {
+			fail(c->u, 400, "content: an identical record already exists");
+		}
 		return 1;
 	}
 	if (rec->type == t && rec->ttl != c->w->ttl) {
@@ -381,6 +404,10 @@ static int write_record(records_store_t *rs, unit_t *u, json_t *f,
 	if (ret != ZC_EOK || u->err[0] != '\0') {
 		return ret != ZC_EOK ? ret : ZC_EUSAGE;
 	}
+	if (c.identical) {
+		u->skipped++; /* An import adds only what is not there yet. */
+		return ZC_EOK;
+	}
 	if (old != NULL) {
 		ret = records_record_delete(rs, &u->zone, old->rec.id);
 	}
@@ -410,21 +437,28 @@ static int count_apex_ns(const records_record_t *rec, void *ctx)
 	return 0;
 }
 
+/* True when old is the zone's only NS record at the apex. */
+static bool is_last_apex_ns(records_store_t *rs, unit_t *u, const copy_t *old)
+{
+	if (old->rec.type != KNOT_RRTYPE_NS ||
+	    !knot_dname_is_equal(old->rec.owner, u->zone.apex)) {
+		return false;
+	}
+	int ns = 0;
+	records_record_foreach(rs, u->zone.id, u->zone.apex, KNOT_RRTYPE_NS,
+	                       count_apex_ns, &ns);
+	return ns <= 1;
+}
+
 static int delete_record(records_store_t *rs, unit_t *u, const copy_t *old)
 {
 	if (old->rec.type == KNOT_RRTYPE_SOA) {
 		return fail(u, 400, "id: the SOA is managed through the zone's "
 		            "settings");
 	}
-	if (old->rec.type == KNOT_RRTYPE_NS &&
-	    knot_dname_is_equal(old->rec.owner, u->zone.apex)) {
-		int ns = 0;
-		records_record_foreach(rs, u->zone.id, u->zone.apex,
-		                       KNOT_RRTYPE_NS, count_apex_ns, &ns);
-		if (ns <= 1) {
-			return fail(u, 400, "id: the last NS record at the zone apex "
-			            "cannot be deleted");
-		}
+	if (is_last_apex_ns(rs, u, old)) {
+		return fail(u, 400, "id: the last NS record at the zone apex "
+		            "cannot be deleted");
 	}
 	u->last_id = old->rec.id;
 	return records_record_delete(rs, &u->zone, old->rec.id);
@@ -474,6 +508,12 @@ static int run_op(records_store_t *rs, unit_t *u, const op_t *op)
 		ret = fail(u, 400, "id: the SOA is managed through the zone's "
 		           "settings");
 	}
+	bool stays_apex_ns = u->wire->type == KNOT_RRTYPE_NS &&
+	                     knot_dname_is_equal(u->wire->owner, u->zone.apex);
+	if (ret == ZC_EOK && !stays_apex_ns && is_last_apex_ns(rs, u, &old)) {
+		ret = fail(u, 400, "name: the last NS record at the zone apex "
+		           "cannot be moved away");
+	}
 	return ret == ZC_EOK ? write_record(rs, u, op->fields, &old) : ret;
 }
 
@@ -494,7 +534,7 @@ static int write_unit(records_store_t *rs, void *ctx)
 /* Runs ops in one unit; fills errors or the version into the response.
  * *last_id receives the record a single-record write touched. */
 static int run_unit(api_req_t *req, const records_zone_t *zone, op_t *ops,
-                    size_t count, int64_t *last_id)
+                    size_t count, int64_t *last_id, int *skipped)
 {
 	unit_t *u = calloc(1, sizeof(*u));
 	api_wire_t *wire = malloc(sizeof(*wire));
@@ -510,8 +550,12 @@ static int run_unit(api_req_t *req, const records_zone_t *zone, op_t *ops,
 	u->count = count;
 	u->wire = wire;
 	u->if_match = api_header(req, "If-Match");
+	u->import = (skipped != NULL);
 	zc_arena_init(&u->arena, 64 * 1024);
 	int ret = api_writer_run(req->api->writer, write_unit, u);
+	if (skipped != NULL) {
+		*skipped = u->skipped;
+	}
 	if (ret != ZC_EOK && u->err[0] != '\0') {
 		api_error(req, u->status, u->status == 412 ? 1412 : 1004, "%s",
 		          u->err);
@@ -540,7 +584,7 @@ static void single(api_req_t *req, const records_zone_t *zone, int kind,
 	}
 	op_t op = { .op = kind, .id = id, .fields = body };
 	int64_t last = 0;
-	if (run_unit(req, zone, &op, 1, &last) == ZC_EOK) {
+	if (run_unit(req, zone, &op, 1, &last, NULL) == ZC_EOK) {
 		if (kind == OP_DELETE) {
 			char rid[33];
 			api_id_format(id, rid);
@@ -604,7 +648,7 @@ static void batch(api_req_t *req, const records_zone_t *zone)
 	          batch_ops(req, body, "patches", OP_PATCH, ops, &count) &&
 	          batch_ops(req, body, "puts", OP_PUT, ops, &count) &&
 	          batch_ops(req, body, "posts", OP_POST, ops, &count);
-	if (ok && run_unit(req, zone, ops, count, NULL) == ZC_EOK) {
+	if (ok && run_unit(req, zone, ops, count, NULL, NULL) == ZC_EOK) {
 		req->result = json_pack("{s:i}", "changes", (int)count);
 	}
 	free(ops);
@@ -724,9 +768,10 @@ static void import(api_req_t *req, const records_zone_t *zone)
 			ops[i] = (op_t){ .op = OP_POST,
 			                 .fields = json_array_get(imp.posts, i) };
 		}
-		if (run_unit(req, zone, ops, n, NULL) == ZC_EOK) {
-			req->result = json_pack("{s:i, s:i}", "recs_added", (int)n,
-			                        "total_records_parsed",
+		int present = 0;
+		if (run_unit(req, zone, ops, n, NULL, &present) == ZC_EOK) {
+			req->result = json_pack("{s:i, s:i}", "recs_added",
+			                        (int)n - present, "total_records_parsed",
 			                        (int)n + imp.skipped);
 		}
 		free(ops);

@@ -35,13 +35,18 @@ static json_t *zone_json(api_req_t *req, const records_zone_t *zone)
 	json_t *ns = json_array();
 	records_record_foreach(req->rs, zone->id, zone->apex, KNOT_RRTYPE_NS,
 	                       add_ns, ns);
-	return json_pack("{s:s, s:s, s:s, s:b, s:s, s:o, s:o, s:o, s:I, s:I}",
+	/* owner, account and plan as Cloudflare's clients expect them. */
+	return json_pack("{s:s, s:s, s:s, s:b, s:s, s:o, s:o, s:o, s:I, s:I,"
+	                 " s:{s:n, s:s, s:s}, s:{s:s, s:s}, s:{s:s, s:s}}",
 	                 "id", id, "name", name, "status", "active",
 	                 "paused", 0, "type", "full", "name_servers", ns,
 	                 "created_on", api_time(zone->created_on),
 	                 "modified_on", api_time(zone->modified_on),
 	                 "serial", (json_int_t)zone->serial,
-	                 "default_ttl", (json_int_t)zone->default_ttl);
+	                 "default_ttl", (json_int_t)zone->default_ttl,
+	                 "owner", "id", "type", "user", "name", "zonecast",
+	                 "account", "id", "", "name", "zonecast",
+	                 "plan", "id", "", "name", "zonecast");
 }
 
 typedef struct {

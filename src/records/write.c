@@ -109,13 +109,15 @@ int records_zone_bump(records_store_t *store, records_zone_t *zone)
 	if (ret != ZC_EOK) {
 		return ret;
 	}
+	int64_t now = records_now_ms();
 	sqlite3_bind_int64(stmt, 1, next);
-	sqlite3_bind_int64(stmt, 2, records_now_ms());
+	sqlite3_bind_int64(stmt, 2, now);
 	sqlite3_bind_int64(stmt, 3, zone->id);
 	ret = records_sql_error(store->db, sqlite3_step(stmt));
 	sqlite3_finalize(stmt);
 	if (ret == ZC_EOK) {
 		zone->serial = next;
+		zone->modified_on = now;
 	}
 	return ret;
 }

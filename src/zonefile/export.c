@@ -102,7 +102,12 @@ static int write_soa(records_store_t *store, const knot_dname_t *apex,
 int zonefile_export(records_store_t *store, const knot_dname_t *apex,
                     FILE *out)
 {
-	export_t e = { .out = out };
+	/* knot_rrset_txt_dump() grows the buffer but wants one to start. */
+	export_t e = { .out = out, .buf_size = 64 * 1024 };
+	e.buf = malloc(e.buf_size);
+	if (e.buf == NULL) {
+		return KNOT_ENOMEM;
+	}
 	zc_arena_init(&e.arena, 64 * 1024);
 	knot_rrset_init_empty(&e.rrset);
 	int ret = write_soa(store, apex, &e);
