@@ -113,6 +113,12 @@ typedef struct {
 static int list_record(const records_record_t *rec, void *ctx)
 {
 	list_t *l = ctx;
+	if (l->content == NULL &&
+	    (l->total < l->skip || l->total >= l->skip + l->take)) {
+		l->total++; /* Outside the page: count it, render nothing. */
+		etag_of(rec->id, rec->modified_on, l->etag, sizeof(l->etag));
+		return 0;
+	}
 	json_t *j = record_json(l->zone, rec);
 	if (l->content != NULL &&
 	    strcmp(json_string_value(json_object_get(j, "content")),

@@ -119,13 +119,16 @@ static void list_zones(api_req_t *req)
 
 /* A new zone's SOA rdata: primary NS, hostmaster, serial 1, RFC 1912
  * timers (refresh 2 h, retry 1 h, expire 2 weeks, negative TTL 5 min). */
+/* (The serial starts at the Unix time; see below.) */
 static uint16_t make_soa(const knot_dname_t *primary, const knot_dname_t *rname,
                          uint8_t *out)
 {
 	size_t p = knot_dname_size(primary), r = knot_dname_size(rname);
 	memcpy(out, primary, p);
 	memcpy(out + p, rname, r);
-	uint32_t f[5] = { 1, 7200, 3600, 1209600, 300 };
+	/* Serial: the current Unix time, so a zone deleted and created again
+	 * never goes back to a serial its secondaries already hold. */
+	uint32_t f[5] = { (uint32_t)time(NULL), 7200, 3600, 1209600, 300 };
 	uint8_t *q = out + p + r;
 	for (int i = 0; i < 5; i++) {
 		q[4 * i] = (uint8_t)(f[i] >> 24);

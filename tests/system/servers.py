@@ -442,12 +442,12 @@ class ApiClient:
         assert len(zones) == 1, zones
         return zones[0]["id"]
 
-    def records(self, zone_id, **params):
+    def records(self, zone_id, per_page=1000, **params):
         """Every record of the zone (all pages), filtered by params."""
         out, page = [], 1
         while True:
             body = self.ok("GET", "/zones/%s/dns_records" % zone_id,
-                           params=dict(params, page=page, per_page=100))
+                           params=dict(params, page=page, per_page=per_page))
             out += body["result"]
             if page >= body["result_info"]["total_pages"]:
                 return out
