@@ -50,7 +50,7 @@ int api_token_create(const char *data_dir, int read_only, int64_t zone_id,
 		}
 		sqlite3_bind_int64(st, 4, records_now_ms());
 		ret = records_sql_error(rs->db, sqlite3_step(st));
-		sqlite3_finalize(st);
+		records_sql_done(rs, st);
 	}
 	records_close(rs);
 	return ret;
@@ -86,7 +86,7 @@ int api_authenticate(api_req_t *req)
 		api_error(req, 401, 10000, "Authorization: invalid token");
 		ret = ZC_EUSAGE;
 	}
-	sqlite3_finalize(st);
+	records_sql_done(req->rs, st);
 	if (ret == ZC_EOK && req->read_only && strcmp(req->method, "GET") != 0) {
 		api_error(req, 403, 9109, "Authorization: read-only token");
 		ret = ZC_EUSAGE;

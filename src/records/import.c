@@ -241,7 +241,7 @@ static int exec_bound(records_store_t *store, const char *sql, int64_t a)
 	}
 	sqlite3_bind_int64(stmt, 1, a);
 	ret = records_sql_error(store->db, sqlite3_step(stmt));
-	sqlite3_finalize(stmt);
+	records_sql_done(store, stmt);
 	return ret;
 }
 
@@ -273,7 +273,7 @@ static int prepare_zone(records_import_t *imp, int64_t now,
 	sqlite3_bind_int64(stmt, 3, now);
 	sqlite3_bind_int64(stmt, 4, now);
 	ret = records_sql_error(imp->store->db, sqlite3_step(stmt));
-	sqlite3_finalize(stmt);
+	records_sql_done(imp->store, stmt);
 	return ret == ZC_EOK ? records_zone_find(imp->store, imp->apex, zone) : ret;
 }
 
@@ -320,7 +320,7 @@ static int insert_all(records_import_t *imp, int64_t zone_id, int64_t now,
 		ret = records_sql_error(imp->store->db, sqlite3_step(st));
 		sqlite3_reset(st);
 	}
-	sqlite3_finalize(st);
+	records_sql_done(imp->store, st);
 	return ret;
 }
 
@@ -357,7 +357,7 @@ static int write_zone(records_import_t *imp, uint64_t *seq,
 	sqlite3_bind_int64(stmt, 2, now);
 	sqlite3_bind_int64(stmt, 3, zone->id);
 	ret = records_sql_error(imp->store->db, sqlite3_step(stmt));
-	sqlite3_finalize(stmt);
+	records_sql_done(imp->store, stmt);
 	zone->serial = serial;
 	if (ret == ZC_EOK) {
 		ret = records_log_append(imp->store, zone->id, zone->apex,

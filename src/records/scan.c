@@ -89,7 +89,7 @@ void records_scan_end(records_scan_t *scan)
 	if (scan == NULL) {
 		return;
 	}
-	sqlite3_finalize(scan->stmt);
+	records_sql_done(scan->store, scan->stmt);
 	records_sql_exec(scan->store, "COMMIT");
 	free(scan);
 }
@@ -125,6 +125,6 @@ int records_node_foreach(records_store_t *store, int64_t zone_id,
 			break;
 		}
 	}
-	sqlite3_finalize(scan.stmt);
+	records_sql_done(store, scan.stmt);
 	return ret < 0 ? ret : ZC_EOK;
 }

@@ -66,7 +66,7 @@ static int user_version(records_store_t *store, int *version)
 	}
 	int rc = sqlite3_step(stmt);
 	*version = (rc == SQLITE_ROW) ? sqlite3_column_int(stmt, 0) : 0;
-	sqlite3_finalize(stmt);
+	records_sql_done(store, stmt);
 	return rc == SQLITE_ROW ? ZC_EOK : records_sql_error(store->db, rc);
 }
 

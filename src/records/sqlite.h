@@ -3,12 +3,24 @@
 #pragma once
 
 #include <sqlite3.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "records/records.h"
 
+#define RECORDS_STMT_CACHE 48
+
+/* A prepared statement kept for reuse, keyed by its SQL text's address
+ * (callers pass string literals). */
+typedef struct {
+	const char *sql;
+	sqlite3_stmt *stmt;
+	bool busy;
+} records_cached_stmt_t;
+
 struct records_store {
 	sqlite3 *db;
+	records_cached_stmt_t cache[RECORDS_STMT_CACHE];
 };
 
 /* The one place SQLite result codes become zonecast codes. */
@@ -17,9 +29,17 @@ int records_sql_error(sqlite3 *db, int rc);
 /* Runs SQL text without results. */
 int records_sql_exec(records_store_t *store, const char *sql);
 
-/* Prepares a statement. */
+/*
+ * Prepares a statement, or takes the cached one for this SQL (sql must be
+ * a string literal or otherwise live as long as the store). Parsing SQL
+ * per call cost more than the writes themselves. Release it with
+ * records_sql_done(), never sqlite3_finalize().
+ */
 int records_sql_prepare(records_store_t *store, const char *sql,
                         sqlite3_stmt **stmt);
+
+/* Resets a statement back into the cache (or finalizes an uncached one). */
+void records_sql_done(records_store_t *store, sqlite3_stmt *stmt);
 
 /* Applies pending schema migrations (schema.c). */
 int records_schema_migrate(records_store_t *store);

@@ -3,6 +3,7 @@
  * Records store on SQLite: connection, zones and the change log
  * (see records.h for the design).
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,8 +53,51 @@ int records_sql_exec(records_store_t *store, const char *sql)
 int records_sql_prepare(records_store_t *store, const char *sql,
                         sqlite3_stmt **stmt)
 {
-	int rc = sqlite3_prepare_v2(store->db, sql, -1, stmt, NULL);
+	records_cached_stmt_t *free_slot = NULL;
+	for (int i = 0; i < RECORDS_STMT_CACHE; i++) {
+		records_cached_stmt_t *c = &store->cache[i];
+		if (c->sql == sql && !c->busy) {
+			c->busy = true;
+			*stmt = c->stmt;
+			return ZC_EOK;
+		}
+		if (c->sql == NULL && free_slot == NULL) {
+			free_slot = c;
+		}
+	}
+	int rc = sqlite3_prepare_v3(store->db, sql, -1,
+	                            free_slot ? SQLITE_PREPARE_PERSISTENT : 0,
+	                            stmt, NULL);
+	if (rc == SQLITE_OK && free_slot != NULL) {
+		free_slot->sql = sql;
+		free_slot->stmt = *stmt;
+		free_slot->busy = true;
+	}
 	return records_sql_error(store->db, rc);
+}
+
+void records_sql_done(records_store_t *store, sqlite3_stmt *stmt)
+{
+	if (stmt == NULL) {
+		return;
+	}
+	for (int i = 0; i < RECORDS_STMT_CACHE; i++) {
+		records_cached_stmt_t *c = &store->cache[i];
+		if (c->stmt == stmt) {
+			sqlite3_reset(stmt);
+			sqlite3_clear_bindings(stmt);
+			c->busy = false;
+			return;
+		}
+	}
+	sqlite3_finalize(stmt);
+}
+
+/* Tuning that must precede any SQLite use: no global allocation
+ * statistics (they take a mutex on every malloc). */
+static void configure_sqlite(void)
+{
+	sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
 }
 
 int64_t records_now_ms(void)
@@ -69,6 +113,8 @@ int records_open(records_store_t **out, const char *dir)
 	if (snprintf(path, sizeof(path), "%s/records.db", dir) >= (int)sizeof(path)) {
 		return -36; /* -ENAMETOOLONG */
 	}
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+	pthread_once(&once, configure_sqlite);
 	records_store_t *s = calloc(1, sizeof(*s));
 	if (s == NULL) {
 		return KNOT_ENOMEM;
@@ -101,6 +147,9 @@ void records_close(records_store_t *store)
 {
 	if (store == NULL) {
 		return;
+	}
+	for (int i = 0; i < RECORDS_STMT_CACHE; i++) {
+		sqlite3_finalize(store->cache[i].stmt);
 	}
 	sqlite3_close_v2(store->db);
 	free(store);
@@ -140,7 +189,7 @@ int records_zone_find(records_store_t *store, const knot_dname_t *apex,
 		ret = (rc == SQLITE_DONE) ? ZC_ENOZONE :
 		      records_sql_error(store->db, rc);
 	}
-	sqlite3_finalize(stmt);
+	records_sql_done(store, stmt);
 	return ret;
 }
 
@@ -167,7 +216,7 @@ int records_zone_list(records_store_t *store,
 		}
 	}
 	ret = records_sql_error(store->db, rc);
-	sqlite3_finalize(stmt);
+	records_sql_done(store, stmt);
 	return ret;
 }
 
@@ -188,7 +237,7 @@ int records_log_append(records_store_t *store, int64_t zone_id,
 	sqlite3_bind_int(stmt, 4, kind);
 	sqlite3_bind_int64(stmt, 5, records_now_ms());
 	ret = records_sql_error(store->db, sqlite3_step(stmt));
-	sqlite3_finalize(stmt);
+	records_sql_done(store, stmt);
 	if (ret == ZC_EOK && seq != NULL) {
 		*seq = (uint64_t)sqlite3_last_insert_rowid(store->db);
 	}
@@ -207,7 +256,7 @@ int records_zone_remove(records_store_t *store, records_zone_t *zone,
 	/* Records and tokens go by ON DELETE CASCADE. */
 	sqlite3_bind_int64(stmt, 1, zone->id);
 	ret = records_sql_error(store->db, sqlite3_step(stmt));
-	sqlite3_finalize(stmt);
+	records_sql_done(store, stmt);
 	if (ret == ZC_EOK) {
 		ret = records_log_append(store, zone->id, zone->apex,
 		                         knot_dname_size(zone->apex), zone->serial,
@@ -249,7 +298,7 @@ int records_zone_set_default_ttl(records_store_t *store,
 	sqlite3_bind_int64(stmt, 1, ttl);
 	sqlite3_bind_int64(stmt, 2, zone->id);
 	ret = records_sql_error(store->db, sqlite3_step(stmt));
-	sqlite3_finalize(stmt);
+	records_sql_done(store, stmt);
 	if (ret == ZC_EOK) {
 		zone->default_ttl = ttl;
 	}
@@ -267,7 +316,7 @@ int records_last_seq(records_store_t *store, uint64_t *seq)
 	int rc = sqlite3_step(stmt);
 	*seq = (rc == SQLITE_ROW) ? (uint64_t)sqlite3_column_int64(stmt, 0) : 0;
 	ret = records_sql_error(store->db, rc);
-	sqlite3_finalize(stmt);
+	records_sql_done(store, stmt);
 	return ret;
 }
 
@@ -311,6 +360,6 @@ int records_changes_since(records_store_t *store, uint64_t after,
 		}
 	}
 	ret = records_sql_error(store->db, rc);
-	sqlite3_finalize(stmt);
+	records_sql_done(store, stmt);
 	return ret;
 }

@@ -61,7 +61,7 @@ int records_zone_get(records_store_t *store, int64_t id, records_zone_t *zone)
 	}
 	ret = rc == SQLITE_ROW ? ZC_EOK : rc == SQLITE_DONE ? ZC_ENOZONE :
 	      records_sql_error(store->db, rc);
-	sqlite3_finalize(stmt);
+	records_sql_done(store, stmt);
 	return ret;
 }
 
@@ -90,7 +90,7 @@ static int log_event(records_store_t *store, const records_zone_t *zone,
 	}
 	sqlite3_bind_int64(stmt, 8, records_now_ms());
 	ret = records_sql_error(store->db, sqlite3_step(stmt));
-	sqlite3_finalize(stmt);
+	records_sql_done(store, stmt);
 	return ret;
 }
 
@@ -114,7 +114,7 @@ int records_zone_bump(records_store_t *store, records_zone_t *zone)
 	sqlite3_bind_int64(stmt, 2, now);
 	sqlite3_bind_int64(stmt, 3, zone->id);
 	ret = records_sql_error(store->db, sqlite3_step(stmt));
-	sqlite3_finalize(stmt);
+	records_sql_done(store, stmt);
 	if (ret == ZC_EOK) {
 		zone->serial = next;
 		zone->modified_on = now;
@@ -179,7 +179,7 @@ int records_record_insert(records_store_t *store, const records_zone_t *zone,
 		sqlite3_bind_int64(stmt, 10, rec->id);
 	}
 	ret = records_sql_error(store->db, sqlite3_step(stmt));
-	sqlite3_finalize(stmt);
+	records_sql_done(store, stmt);
 	if (ret != ZC_EOK) {
 		return ret;
 	}
@@ -205,13 +205,13 @@ int records_record_delete(records_store_t *store, const records_zone_t *zone,
 	if (rc != SQLITE_ROW) {
 		ret = rc == SQLITE_DONE ? KNOT_ENOENT :
 		      records_sql_error(store->db, rc);
-		sqlite3_finalize(stmt);
+		records_sql_done(store, stmt);
 		return ret;
 	}
 	uint8_t okey[DNS_LF_MAXLEN];
 	size_t okey_len = (size_t)sqlite3_column_bytes(stmt, 0);
 	if (okey_len > sizeof(okey)) {
-		sqlite3_finalize(stmt);
+		records_sql_done(store, stmt);
 		return ZC_EFORMAT;
 	}
 	if (okey_len > 0) {
@@ -219,7 +219,7 @@ int records_record_delete(records_store_t *store, const records_zone_t *zone,
 	}
 	uint16_t type = (uint16_t)sqlite3_column_int(stmt, 1);
 	sqlite3_step(stmt); /* Completes the statement. */
-	sqlite3_finalize(stmt);
+	records_sql_done(store, stmt);
 	return log_event(store, zone, RECORDS_CHANGE_RECORD_DELETED, okey,
 	                 okey_len, type, id);
 }
@@ -255,7 +255,7 @@ int records_zone_create(records_store_t *store, const knot_dname_t *apex,
 	sqlite3_bind_int64(stmt, 5, now);
 	sqlite3_bind_int64(stmt, 6, now);
 	ret = records_sql_error(store->db, sqlite3_step(stmt));
-	sqlite3_finalize(stmt);
+	records_sql_done(store, stmt);
 	if (ret == ZC_EOK) {
 		ret = records_zone_find(store, lower, zone);
 	}
@@ -335,12 +335,22 @@ int records_record_foreach(records_store_t *store, int64_t zone_id,
 			return ret;
 		}
 	}
+	/* One statement per filter shape: an "?2 IS NULL OR okey = ?2" form
+	 * would keep SQLite from using the (zone_id, okey, type) index and
+	 * make every write scan the whole zone. */
+	static const char *const sql[4] = {
+		"SELECT " RECORD_COLUMNS " FROM records WHERE zone_id = ?1"
+		" ORDER BY okey, type, id",
+		"SELECT " RECORD_COLUMNS " FROM records WHERE zone_id = ?1"
+		" AND type = ?3 ORDER BY okey, type, id",
+		"SELECT " RECORD_COLUMNS " FROM records WHERE zone_id = ?1"
+		" AND okey = ?2 ORDER BY type, id",
+		"SELECT " RECORD_COLUMNS " FROM records WHERE zone_id = ?1"
+		" AND okey = ?2 AND type = ?3 ORDER BY id",
+	};
 	sqlite3_stmt *stmt;
-	ret = records_sql_prepare(store, "SELECT " RECORD_COLUMNS " FROM records"
-	                          " WHERE zone_id = ?1"
-	                          " AND (?2 IS NULL OR okey = ?2)"
-	                          " AND (?3 = 0 OR type = ?3)"
-	                          " ORDER BY okey, type, id", &stmt);
+	ret = records_sql_prepare(store, sql[(owner != NULL) * 2 + (type != 0)],
+	                          &stmt);
 	if (ret != ZC_EOK) {
 		return ret;
 	}
@@ -349,9 +359,11 @@ int records_record_foreach(records_store_t *store, int64_t zone_id,
 		sqlite3_bind_blob(stmt, 2, okey_len ? okey : (const uint8_t *)"",
 		                  (int)okey_len, SQLITE_STATIC);
 	}
-	sqlite3_bind_int(stmt, 3, type);
+	if (type != 0) {
+		sqlite3_bind_int(stmt, 3, type);
+	}
 	ret = foreach_stmt(stmt, store, cb, ctx);
-	sqlite3_finalize(stmt);
+	records_sql_done(store, stmt);
 	return ret;
 }
 
@@ -375,6 +387,6 @@ int records_record_find(records_store_t *store, int64_t zone_id, int64_t id,
 		ret = rc == SQLITE_DONE ? KNOT_ENOENT :
 		      records_sql_error(store->db, rc);
 	}
-	sqlite3_finalize(stmt);
+	records_sql_done(store, stmt);
 	return ret;
 }
