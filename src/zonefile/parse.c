@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* Master-file reading over libzscanner (see zonefile.h). */
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <libknot/descriptor.h>
@@ -66,6 +68,50 @@ static int run(zs_scanner_t *s, parse_t *p)
 	return ret;
 }
 
+/* A scanner is 200 KiB: allocating one per parse (an mmap, page faults
+ * and an munmap) cost more than parsing an API record. Each thread keeps
+ * one for reuse; a nested parse gets a fresh one. */
+typedef struct {
+	zs_scanner_t scanner;
+	bool busy;
+} cached_t;
+
+static pthread_key_t cache_key;
+static pthread_once_t cache_once = PTHREAD_ONCE_INIT;
+
+static void make_key(void)
+{
+	pthread_key_create(&cache_key, free);
+}
+
+static zs_scanner_t *get_scanner(void)
+{
+	pthread_once(&cache_once, make_key);
+	cached_t *c = pthread_getspecific(cache_key);
+	if (c == NULL) {
+		c = calloc(1, sizeof(*c));
+		if (c == NULL || pthread_setspecific(cache_key, c) != 0) {
+			free(c);
+			return malloc(sizeof(zs_scanner_t));
+		}
+	}
+	if (c->busy) {
+		return malloc(sizeof(zs_scanner_t));
+	}
+	c->busy = true;
+	return &c->scanner;
+}
+
+static void put_scanner(zs_scanner_t *s)
+{
+	cached_t *c = pthread_getspecific(cache_key);
+	if (c != NULL && s == &c->scanner) {
+		c->busy = false;
+	} else {
+		free(s);
+	}
+}
+
 static int init(zs_scanner_t *s, const knot_dname_t *origin, uint32_t ttl)
 {
 	char name[KNOT_DNAME_TXT_MAXLEN + 1];
@@ -78,7 +124,7 @@ static int init(zs_scanner_t *s, const knot_dname_t *origin, uint32_t ttl)
 int zonefile_parse(const char *path, const knot_dname_t *origin,
                    uint32_t default_ttl, const zonefile_handler_t *handler)
 {
-	zs_scanner_t *s = malloc(sizeof(*s));
+	zs_scanner_t *s = get_scanner();
 	if (s == NULL) {
 		return KNOT_ENOMEM;
 	}
@@ -94,7 +140,7 @@ int zonefile_parse(const char *path, const knot_dname_t *origin,
 		}
 		zs_deinit(s);
 	}
-	free(s);
+	put_scanner(s);
 	return ret;
 }
 
@@ -102,7 +148,7 @@ int zonefile_parse_text(const char *text, size_t len,
                         const knot_dname_t *origin, uint32_t default_ttl,
                         const zonefile_handler_t *handler)
 {
-	zs_scanner_t *s = malloc(sizeof(*s));
+	zs_scanner_t *s = get_scanner();
 	if (s == NULL) {
 		return KNOT_ENOMEM;
 	}
@@ -116,6 +162,6 @@ int zonefile_parse_text(const char *text, size_t len,
 		}
 		zs_deinit(s);
 	}
-	free(s);
+	put_scanner(s);
 	return ret;
 }
