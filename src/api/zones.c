@@ -106,7 +106,7 @@ static void list_zones(api_req_t *req)
 	list_t l = { .req = req, .list = json_array(),
 	             .name_filter = api_query_arg(req, "name"),
 	             .skip = (page - 1) * per_page, .take = per_page };
-	int ret = records_zone_list(req->rs, list_zone, &l);
+	int ret = records_zone_list(req->rs, false, list_zone, &l);
 	if (ret != ZC_EOK) {
 		json_decref(l.list);
 		api_error_code(req, ret, "zones");

@@ -122,7 +122,7 @@ static int seed_demo(records_store_t *rs, edge_store_t *es,
                      const char *data_dir)
 {
 	int zones = 0;
-	int ret = records_zone_list(rs, count_zone, &zones);
+	int ret = records_zone_list(rs, false, count_zone, &zones);
 	if (ret != ZC_EOK || zones > 0) {
 		return ret;
 	}

@@ -119,7 +119,7 @@ int cmd_verify(int argc, char **argv)
 			                           &all.differences) != ZC_EOK;
 		}
 	} else {
-		records_zone_list(all.rs, verify_zone_cb, &all);
+		records_zone_list(all.rs, false, verify_zone_cb, &all);
 		edge_txn_t txn = { 0 };
 		if (edge_txn_begin_read(all.es, &txn) == ZC_EOK) {
 			edge_zone_foreach(&txn, edge_zone_cb, &all);

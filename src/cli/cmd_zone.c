@@ -122,7 +122,7 @@ static int run(const char *sub, int nargs, char **args, const char *dir,
 	} else if (strcmp(sub, "export") == 0) {
 		ret = do_export(rs, args[0]);
 	} else if (strcmp(sub, "list") == 0) {
-		ret = records_zone_list(rs, print_zone, NULL);
+		ret = records_zone_list(rs, true, print_zone, NULL);
 	} else {
 		ret = do_delete(rs, es, args[0]);
 	}

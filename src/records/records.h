@@ -105,8 +105,9 @@ void records_close(records_store_t *store);
 int records_zone_find(records_store_t *store, const knot_dname_t *apex,
                       records_zone_t *zone);
 
-/* Calls cb for each zone in name order; cb returns non-zero to stop. */
-int records_zone_list(records_store_t *store,
+/* Calls cb for each zone in name order; cb returns non-zero to stop.
+ * with_counts fills record_count (a walk over every record). */
+int records_zone_list(records_store_t *store, bool with_counts,
                       int (*cb)(const records_zone_t *zone, void *ctx),
                       void *ctx);
 

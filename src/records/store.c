@@ -193,15 +193,18 @@ int records_zone_find(records_store_t *store, const knot_dname_t *apex,
 	return ret;
 }
 
-int records_zone_list(records_store_t *store,
+int records_zone_list(records_store_t *store, bool with_counts,
                       int (*cb)(const records_zone_t *zone, void *ctx),
                       void *ctx)
 {
+	/* Counting walks every record: only when asked (zone list CLI). */
+	static const char *const sql[2] = {
+		"SELECT " RECORDS_ZONE_COLUMNS ", 0 FROM zones ORDER BY name",
+		"SELECT " RECORDS_ZONE_COLUMNS ", (SELECT count(*) FROM records r"
+		" WHERE r.zone_id = zones.id) FROM zones ORDER BY name",
+	};
 	sqlite3_stmt *stmt;
-	int ret = records_sql_prepare(store, "SELECT " RECORDS_ZONE_COLUMNS
-	                              ", (SELECT count(*) FROM records r"
-	                              " WHERE r.zone_id = zones.id)"
-	                              " FROM zones ORDER BY name", &stmt);
+	int ret = records_sql_prepare(store, sql[with_counts ? 1 : 0], &stmt);
 	if (ret != ZC_EOK) {
 		return ret;
 	}
