@@ -145,7 +145,9 @@ int cmd_zone(int argc, char **argv)
 	const char *dir = NULL;
 	bool quiet = false;
 	int c;
-	while ((c = getopt_long(argc, argv, "+d:c:qh", opts, NULL)) != -1) {
+	/* GNU getopt permutes: options may come before or after the
+	 * subcommand and its arguments. */
+	while ((c = getopt_long(argc, argv, "d:c:qh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'd':
 			dir = optarg;
@@ -170,42 +172,8 @@ int cmd_zone(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	/* Options may also follow the subcommand: parse the rest again. */
 	const char *sub = argv[optind];
-	int rest = argc - optind;
-	char **rargv = argv + optind;
-	optind = 1;
-	char *args[4];
-	int nargs = 0;
-	while (optind < rest) {
-		c = getopt_long(rest, rargv, "d:c:qh", opts, NULL);
-		if (c == -1) {
-			if (nargs == 4) {
-				usage(stderr);
-				return 2;
-			}
-			args[nargs++] = rargv[optind++];
-			continue;
-		}
-		switch (c) {
-		case 'd':
-			dir = optarg;
-			break;
-		case 'c':
-			if (config_load(&cfg, optarg) != ZC_EOK) {
-				return 1;
-			}
-			break;
-		case 'q':
-			quiet = true;
-			break;
-		case 'h':
-			usage(stdout);
-			return 0;
-		default:
-			usage(stderr);
-			return 2;
-		}
-	}
+	char **args = argv + optind + 1;
+	int nargs = argc - optind - 1;
 	return run(sub, nargs, args, dir ? dir : cfg.data_dir, quiet);
 }
