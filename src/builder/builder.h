@@ -91,11 +91,14 @@ typedef struct {
 	uint8_t apex[KNOT_DNAME_MAXLEN];
 	uint8_t okey[255];
 	size_t okey_len;
+	uint32_t version;   /* Zone version of the event that touched it. */
 } builder_touch_t;
 
 /*
  * Per-record build: rebuilds each touched node from the records store (one
- * indexed read each) and moves each zone's serial on, all in one LMDB
+ * indexed read each) and moves each zone's serial on to the newest version
+ * among its touches (never to a version whose events were not read: a
+ * propagation receipt must mean the data is there), all in one LMDB
  * transaction stamped with the records snapshot's newest sequence.
  * `touched` must be grouped by zone. ZC_ENOZONE when a zone has never been
  * built (the caller runs a full build instead).

@@ -72,9 +72,17 @@ static int build_node(records_store_t *rs, edge_txn_t *txn, read_t *r,
 	return ret == ZC_ESTALE ? ZC_EOK : ret;
 }
 
-/* Moves the zone's metadata to the snapshot's serial. */
+/* RFC 1982: is a newer than b? */
+static bool serial_newer(uint32_t a, uint32_t b)
+{
+	return a != b && (int32_t)(a - b) > 0;
+}
+
+/* Moves the zone's metadata on to `version`, the newest version whose
+ * events this build covers (not the snapshot's serial: later events of the
+ * zone may not have been read yet). */
 static int bump_meta(records_store_t *rs, edge_txn_t *txn,
-                     const builder_touch_t *t, uint64_t seq)
+                     const builder_touch_t *t, uint32_t version, uint64_t seq)
 {
 	records_zone_t zone;
 	edge_zone_t meta;
@@ -88,13 +96,15 @@ static int bump_meta(records_store_t *rs, edge_txn_t *txn,
 	if (meta.seq > seq || meta.zone_id != (uint64_t)zone.id) {
 		return ZC_EOK; /* Fenced: a newer build got there first. */
 	}
-	meta.seq = seq;
-	meta.serial = zone.serial;
+	if (!serial_newer(version, meta.serial)) {
+		return ZC_EOK;
+	}
+	meta.serial = version;
 	uint8_t *p = meta.soa + meta.soa_len - 20;
-	p[0] = (uint8_t)(zone.serial >> 24);
-	p[1] = (uint8_t)(zone.serial >> 16);
-	p[2] = (uint8_t)(zone.serial >> 8);
-	p[3] = (uint8_t)zone.serial;
+	p[0] = (uint8_t)(version >> 24);
+	p[1] = (uint8_t)(version >> 16);
+	p[2] = (uint8_t)(version >> 8);
+	p[3] = (uint8_t)version;
 	return edge_txn_put_zone(txn, &meta);
 }
 
@@ -118,12 +128,18 @@ int builder_record_build(records_store_t *rs, edge_store_t *es,
 	if (ret == ZC_EOK) {
 		ret = edge_txn_begin_write(es, &txn);
 	}
+	uint32_t version = 0;
 	for (size_t i = 0; i < count && ret == ZC_EOK; i++) {
 		ret = build_node(rs, &txn, r, &touched[i], seq, stats);
+		bool first_of_zone = (i == 0 ||
+		                      touched[i - 1].zone_id != touched[i].zone_id);
+		if (first_of_zone || serial_newer(touched[i].version, version)) {
+			version = touched[i].version;
+		}
 		bool last_of_zone = (i + 1 == count ||
 		                     touched[i + 1].zone_id != touched[i].zone_id);
 		if (ret == ZC_EOK && last_of_zone) {
-			ret = bump_meta(rs, &txn, &touched[i], seq);
+			ret = bump_meta(rs, &txn, &touched[i], version, seq);
 		}
 	}
 	if (ret == ZC_EOK) {

@@ -96,7 +96,14 @@ static int push_touch(builder_touch_t **arr, size_t *count, size_t *cap,
 	memcpy(t->apex, chg->apex, knot_dname_size(chg->apex));
 	memcpy(t->okey, chg->okey, chg->okey_len);
 	t->okey_len = chg->okey_len;
+	t->version = chg->version;
 	return 0;
+}
+
+/* RFC 1982: is a newer than b? */
+static bool serial_newer(uint32_t a, uint32_t b)
+{
+	return a != b && (int32_t)(a - b) > 0;
 }
 
 static int collect(const records_change_t *chg, void *ctx)
@@ -142,10 +149,17 @@ static int build_touched(pass_state_t *st, builder_touch_t *t, size_t count)
 	qsort(t, count, sizeof(*t), touch_cmp);
 	size_t out = 0;
 	for (size_t i = 0; i < count; i++) {
-		bool queued = pending_index(st, t[i].apex) >= 0;
-		if (!queued && (out == 0 || touch_cmp(&t[out - 1], &t[i]) != 0)) {
-			t[out++] = t[i];
+		if (pending_index(st, t[i].apex) >= 0) {
+			continue;
 		}
+		if (out > 0 && touch_cmp(&t[out - 1], &t[i]) == 0) {
+			/* Same node: keep one, with the newest version. */
+			if (serial_newer(t[i].version, t[out - 1].version)) {
+				t[out - 1].version = t[i].version;
+			}
+			continue;
+		}
+		t[out++] = t[i];
 	}
 	builder_stats_t stats;
 	int ret = builder_record_build(st->rs, st->es, t, out, &stats);

@@ -132,7 +132,7 @@ static void chunked(records_store_t *rs, records_store_t *full_rs,
 		CHECK_EQ(records_zone_bump(rs, &za), ZC_EOK);
 		CHECK_EQ(add_a(rs, &za, name, (uint8_t)steps, NULL), ZC_EOK);
 		CHECK_EQ(records_write_commit(rs), ZC_EOK);
-		builder_touch_t t = { .zone_id = za.id };
+		builder_touch_t t = { .zone_id = za.id, .version = za.serial };
 		memcpy(t.apex, apex_a, 3);
 		t.okey_len = (size_t)snprintf((char *)t.okey, sizeof(t.okey), "s%d",
 		                              steps) + 1;
