@@ -157,7 +157,7 @@ int api_content_parse(const knot_dname_t *apex, const char *name,
 	strcat(line, "\n");
 	parse_t p = { .out = out, .err = err, .err_size = err_size };
 	zonefile_handler_t h = { .record = on_record, .error = on_error, .ctx = &p };
-	int ret = zonefile_parse_text(line, strlen(line), apex, ttl, &h);
+	int ret = zonefile_parse_record(line, strlen(line), apex, &h);
 	if (ret != ZC_EOK || p.records != 1) {
 		if (err[0] == '\0') {
 			snprintf(err, err_size, "content: not a valid %s record", type);

@@ -74,14 +74,25 @@ static int run(zs_scanner_t *s, parse_t *p)
 typedef struct {
 	zs_scanner_t scanner;
 	bool busy;
+	bool ready;                       /* Initialised for `origin`. */
+	uint8_t origin[KNOT_DNAME_MAXLEN];
 } cached_t;
 
 static pthread_key_t cache_key;
 static pthread_once_t cache_once = PTHREAD_ONCE_INIT;
 
+static void free_cached(void *ptr)
+{
+	cached_t *c = ptr;
+	if (c->ready) {
+		zs_deinit(&c->scanner);
+	}
+	free(c);
+}
+
 static void make_key(void)
 {
-	pthread_key_create(&cache_key, free);
+	pthread_key_create(&cache_key, free_cached);
 }
 
 static zs_scanner_t *get_scanner(void)
@@ -97,6 +108,10 @@ static zs_scanner_t *get_scanner(void)
 	}
 	if (c->busy) {
 		return malloc(sizeof(zs_scanner_t));
+	}
+	if (c->ready) {
+		zs_deinit(&c->scanner); /* A whole-file parse initialises anew. */
+		c->ready = false;
 	}
 	c->busy = true;
 	return &c->scanner;
@@ -163,5 +178,41 @@ int zonefile_parse_text(const char *text, size_t len,
 		zs_deinit(s);
 	}
 	put_scanner(s);
+	return ret;
+}
+
+int zonefile_parse_record(const char *text, size_t len,
+                          const knot_dname_t *origin,
+                          const zonefile_handler_t *handler)
+{
+	pthread_once(&cache_once, make_key);
+	cached_t *c = pthread_getspecific(cache_key);
+	if (c == NULL || c->busy) {
+		return zonefile_parse_text(text, len, origin, 3600, handler);
+	}
+	zs_scanner_t *s = &c->scanner;
+	/* zs_init() clears 200 KiB: done once per thread and origin, not once
+	 * per record. Lines carry their TTL, so the default never matters. */
+	if (!c->ready || !knot_dname_is_equal(c->origin, origin)) {
+		if (c->ready) {
+			zs_deinit(s);
+			c->ready = false;
+		}
+		if (init(s, origin, 3600) != ZC_EOK) {
+			return KNOT_ENOMEM;
+		}
+		memcpy(c->origin, origin, knot_dname_size(origin));
+		c->ready = true;
+	}
+	c->busy = true;
+	parse_t p = { .handler = handler };
+	int ret = zs_set_input_string(s, text, len) == 0 ? run(s, &p) :
+	          ZC_EZONEFILE;
+	c->busy = false;
+	if (ret != ZC_EOK) {
+		/* Start clean after an error: a fresh scanner next time. */
+		zs_deinit(s);
+		c->ready = false;
+	}
 	return ret;
 }

@@ -39,6 +39,15 @@ int zonefile_parse_text(const char *text, size_t len,
                         const zonefile_handler_t *handler);
 
 /*
+ * As zonefile_parse_text() for one absolute record line with an explicit
+ * TTL (the API's records): reuses the thread's scanner, initialised once
+ * per origin, instead of initialising one per call.
+ */
+int zonefile_parse_record(const char *text, size_t len,
+                          const knot_dname_t *origin,
+                          const zonefile_handler_t *handler);
+
+/*
  * Writes a zone from the records store as a master file: $ORIGIN, the SOA
  * first (carrying the zone's current serial), then every RRset in name
  * order. Re-importing the output gives the same zone.
