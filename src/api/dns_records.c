@@ -171,8 +171,20 @@ static void list_records(api_req_t *req, const records_zone_t *zone)
 	list_t l = { .zone = zone, .list = json_array(),
 	             .content = api_query_arg(req, "content"),
 	             .skip = (page - 1) * per_page, .take = per_page };
-	int ret = records_record_foreach(req->rs, zone->id, name ? owner : NULL,
-	                                 rtype, list_record, &l);
+	int ret;
+	if (l.content == NULL) {
+		/* A page straight from the index; the callback sees only it. */
+		int64_t total = 0;
+		l.skip = 0;
+		ret = records_record_page(req->rs, zone->id, name ? owner : NULL,
+		                          rtype, (page - 1) * per_page, per_page,
+		                          &total, list_record, &l);
+		l.total = total;
+	} else {
+		ret = records_record_foreach(req->rs, zone->id,
+		                             name ? owner : NULL, rtype,
+		                             list_record, &l);
+	}
 	if (ret != ZC_EOK) {
 		json_decref(l.list);
 		api_error_code(req, ret, "dns_records");

@@ -312,29 +312,44 @@ static int foreach_stmt(sqlite3_stmt *stmt, records_store_t *store,
 #define RECORD_COLUMNS "id, zone_id, owner, type, ttl, rdata, comment," \
 	" created_on, modified_on"
 
+/* The owner's key for a filter (false: owner outside the zone). */
+static int filter_key(records_store_t *store, int64_t zone_id,
+                      const knot_dname_t *owner, uint8_t *okey,
+                      size_t *okey_len)
+{
+	records_zone_t zone;
+	*okey_len = 0;
+	if (owner == NULL) {
+		return ZC_EOK;
+	}
+	int ret = records_zone_get(store, zone_id, &zone);
+	if (ret == ZC_EOK) {
+		uint8_t lower[KNOT_DNAME_MAXLEN];
+		knot_dname_copy_lower(lower, owner);
+		ret = owner_key(&zone, lower, okey, okey_len);
+	}
+	return ret;
+}
+
+static void bind_filter(sqlite3_stmt *stmt, int64_t zone_id,
+                        const knot_dname_t *owner, const uint8_t *okey,
+                        size_t okey_len, uint16_t type)
+{
+	sqlite3_bind_int64(stmt, 1, zone_id);
+	if (owner != NULL) {
+		sqlite3_bind_blob(stmt, 2, okey_len ? okey : (const uint8_t *)"",
+		                  (int)okey_len, SQLITE_STATIC);
+	}
+	if (type != 0) {
+		sqlite3_bind_int(stmt, 3, type);
+	}
+}
+
 int records_record_foreach(records_store_t *store, int64_t zone_id,
                            const knot_dname_t *owner, uint16_t type,
                            int (*cb)(const records_record_t *rec, void *ctx),
                            void *ctx)
 {
-	records_zone_t zone;
-	uint8_t okey[DNS_LF_MAXLEN];
-	size_t okey_len = 0;
-	int ret = ZC_EOK;
-	if (owner != NULL) {
-		ret = records_zone_get(store, zone_id, &zone);
-		if (ret == ZC_EOK) {
-			uint8_t lower[KNOT_DNAME_MAXLEN];
-			knot_dname_copy_lower(lower, owner);
-			ret = owner_key(&zone, lower, okey, &okey_len);
-		}
-		if (ret == KNOT_EOUTOFZONE) {
-			return ZC_EOK; /* Nothing matches. */
-		}
-		if (ret != ZC_EOK) {
-			return ret;
-		}
-	}
 	/* One statement per filter shape: an "?2 IS NULL OR okey = ?2" form
 	 * would keep SQLite from using the (zone_id, okey, type) index and
 	 * make every write scan the whole zone. */
@@ -348,20 +363,81 @@ int records_record_foreach(records_store_t *store, int64_t zone_id,
 		"SELECT " RECORD_COLUMNS " FROM records WHERE zone_id = ?1"
 		" AND okey = ?2 AND type = ?3 ORDER BY id",
 	};
+	uint8_t okey[DNS_LF_MAXLEN];
+	size_t okey_len;
+	int ret = filter_key(store, zone_id, owner, okey, &okey_len);
+	if (ret == KNOT_EOUTOFZONE) {
+		return ZC_EOK; /* Nothing matches. */
+	}
 	sqlite3_stmt *stmt;
-	ret = records_sql_prepare(store, sql[(owner != NULL) * 2 + (type != 0)],
-	                          &stmt);
+	if (ret == ZC_EOK) {
+		ret = records_sql_prepare(store,
+		                          sql[(owner != NULL) * 2 + (type != 0)],
+		                          &stmt);
+	}
 	if (ret != ZC_EOK) {
 		return ret;
 	}
-	sqlite3_bind_int64(stmt, 1, zone_id);
-	if (owner != NULL) {
-		sqlite3_bind_blob(stmt, 2, okey_len ? okey : (const uint8_t *)"",
-		                  (int)okey_len, SQLITE_STATIC);
+	bind_filter(stmt, zone_id, owner, okey, okey_len, type);
+	ret = foreach_stmt(stmt, store, cb, ctx);
+	records_sql_done(store, stmt);
+	return ret;
+}
+
+int records_record_page(records_store_t *store, int64_t zone_id,
+                        const knot_dname_t *owner, uint16_t type,
+                        int64_t offset, int64_t limit, int64_t *total,
+                        int (*cb)(const records_record_t *rec, void *ctx),
+                        void *ctx)
+{
+	/* The same four filter shapes as records_record_foreach(), each
+	 * served by the (zone_id, okey, type) index. */
+	static const char *const count_sql[4] = {
+		"SELECT count(*) FROM records WHERE zone_id = ?1",
+		"SELECT count(*) FROM records WHERE zone_id = ?1 AND type = ?3",
+		"SELECT count(*) FROM records WHERE zone_id = ?1 AND okey = ?2",
+		"SELECT count(*) FROM records WHERE zone_id = ?1 AND okey = ?2"
+		" AND type = ?3",
+	};
+	static const char *const page_sql[4] = {
+		"SELECT " RECORD_COLUMNS " FROM records WHERE zone_id = ?1"
+		" ORDER BY okey, type, id LIMIT ?4 OFFSET ?5",
+		"SELECT " RECORD_COLUMNS " FROM records WHERE zone_id = ?1"
+		" AND type = ?3 ORDER BY okey, type, id LIMIT ?4 OFFSET ?5",
+		"SELECT " RECORD_COLUMNS " FROM records WHERE zone_id = ?1"
+		" AND okey = ?2 ORDER BY type, id LIMIT ?4 OFFSET ?5",
+		"SELECT " RECORD_COLUMNS " FROM records WHERE zone_id = ?1"
+		" AND okey = ?2 AND type = ?3 ORDER BY id LIMIT ?4 OFFSET ?5",
+	};
+	uint8_t okey[DNS_LF_MAXLEN];
+	size_t okey_len;
+	*total = 0;
+	int ret = filter_key(store, zone_id, owner, okey, &okey_len);
+	if (ret == KNOT_EOUTOFZONE) {
+		return ZC_EOK;
 	}
-	if (type != 0) {
-		sqlite3_bind_int(stmt, 3, type);
+	int shape = (owner != NULL) * 2 + (type != 0);
+	sqlite3_stmt *stmt;
+	if (ret == ZC_EOK) {
+		ret = records_sql_prepare(store, count_sql[shape], &stmt);
 	}
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	bind_filter(stmt, zone_id, owner, okey, okey_len, type);
+	int rc = sqlite3_step(stmt);
+	*total = (rc == SQLITE_ROW) ? sqlite3_column_int64(stmt, 0) : 0;
+	ret = records_sql_error(store->db, rc);
+	records_sql_done(store, stmt);
+	if (ret == ZC_EOK) {
+		ret = records_sql_prepare(store, page_sql[shape], &stmt);
+	}
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	bind_filter(stmt, zone_id, owner, okey, okey_len, type);
+	sqlite3_bind_int64(stmt, 4, limit);
+	sqlite3_bind_int64(stmt, 5, offset);
 	ret = foreach_stmt(stmt, store, cb, ctx);
 	records_sql_done(store, stmt);
 	return ret;
