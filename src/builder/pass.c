@@ -261,7 +261,13 @@ static int step_job(pass_state_t *st)
 	}
 	size_t n = st->deferred_count;
 	st->deferred_count = 0;
-	return build_touched(st, st->deferred, n);
+	int bret = build_touched(st, st->deferred, n);
+	if (bret != ZC_EOK) {
+		/* The deferred events are gone from memory: rebuild the zone
+		 * whole so the edge cannot keep disagreeing with the records. */
+		queue_full(st, apex, st->read_seq);
+	}
+	return bret;
 }
 
 int pass_init(pass_state_t *st, records_store_t *rs, records_store_t *full_rs,
@@ -293,12 +299,19 @@ void pass_deinit(pass_state_t *st)
 int pass_run(pass_state_t *st)
 {
 	batch_t b = { .st = st, .last_seq = st->read_seq };
+	uint64_t before = st->read_seq;
 	int ret = records_changes_since(st->rs, st->read_seq, BATCH_LIMIT, collect,
 	                                &b);
 	bool more_log = (b.last_seq - st->read_seq) >= BATCH_LIMIT;
 	st->read_seq = b.last_seq;
 	if (ret == ZC_EOK) {
 		ret = build_touched(st, b.touched, b.count);
+	}
+	if (ret != ZC_EOK) {
+		/* Read these events again next pass rather than lose the nodes
+		 * they touched (a busy store, a map that had to grow): queueing
+		 * and deferring them twice is harmless, builds are idempotent. */
+		st->read_seq = before;
 	}
 	free(b.touched);
 	if (ret == ZC_EOK) {
