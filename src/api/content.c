@@ -115,6 +115,28 @@ static int content_text(uint16_t type, const char *content, int priority,
 	return ZC_EOK;
 }
 
+#define NAME_ERROR "name: not a valid domain name (labels of 1 to 63 " \
+	"octets, 255 in all)"
+
+int api_name_parse(const knot_dname_t *apex, const char *name,
+                   uint8_t *owner, char *err, size_t err_size)
+{
+	char apex_txt[KNOT_DNAME_TXT_MAXLEN + 1];
+	char text[KNOT_DNAME_TXT_MAXLEN + 2];
+	knot_dname_to_str(apex_txt, apex, sizeof(apex_txt));
+	if (owner_text(apex_txt, name, text, sizeof(text)) != ZC_EOK ||
+	    knot_dname_from_str(owner, text, KNOT_DNAME_MAXLEN) == NULL) {
+		snprintf(err, err_size, NAME_ERROR);
+		return ZC_EUSAGE;
+	}
+	knot_dname_to_lower(owner);
+	if (!dns_name_is_under(owner, apex)) {
+		snprintf(err, err_size, "name: outside the zone");
+		return ZC_EUSAGE;
+	}
+	return ZC_EOK;
+}
+
 int api_content_parse(const knot_dname_t *apex, const char *name,
                       const char *type, const char *content, int priority,
                       uint32_t ttl, api_wire_t *out, char *err,
@@ -144,8 +166,7 @@ int api_content_parse(const knot_dname_t *apex, const char *name,
 	uint8_t check[KNOT_DNAME_MAXLEN];
 	if (owner_text(apex_txt, name, owner, sizeof(owner)) != ZC_EOK ||
 	    knot_dname_from_str(check, owner, sizeof(check)) == NULL) {
-		snprintf(err, err_size, "name: not a valid domain name (labels of "
-		         "1 to 63 octets, 255 in all)");
+		snprintf(err, err_size, NAME_ERROR);
 		return ZC_EUSAGE;
 	}
 	int n = snprintf(line, sizeof(line), "%s %u IN %s ", owner, ttl, type);

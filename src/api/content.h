@@ -30,6 +30,11 @@ int api_content_parse(const knot_dname_t *apex, const char *name,
                       uint32_t ttl, api_wire_t *out, char *err,
                       size_t err_size);
 
+/* Parses a Cloudflare record name (as api_content_parse() does) into a
+ * lowercase wire name inside the zone; ZC_EUSAGE with "name: ..." in err. */
+int api_name_parse(const knot_dname_t *apex, const char *name,
+                   uint8_t *owner, char *err, size_t err_size);
+
 /* Writes a name without its trailing dot (Cloudflare's form). */
 void api_name_format(const knot_dname_t *name, char *out, size_t size);
 

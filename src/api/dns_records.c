@@ -24,8 +24,6 @@
 #include "common/error.h"
 #include "zonefile/zonefile.h"
 
-json_t *api_result_info(long page, long per_page, long count, long total);
-
 #define MAX_BATCH 10000
 
 /* One requested change, parsed before the unit runs. */
@@ -140,12 +138,8 @@ static void list_records(api_req_t *req, const records_zone_t *zone)
 {
 	const char *name = api_query_arg(req, "name");
 	const char *type = api_query_arg(req, "type");
-	const char *p = api_query_arg(req, "page");
-	const char *pp = api_query_arg(req, "per_page");
-	long page = p ? strtol(p, NULL, 10) : 1;
-	long per_page = pp ? strtol(pp, NULL, 10) : 100;
-	if (page < 1 || per_page < 1 || per_page > 50000) {
-		api_error(req, 400, 1004, "page, per_page: out of range");
+	long page, per_page;
+	if (!api_paging(req, &page, &per_page)) {
 		return;
 	}
 	uint16_t rtype = 0;
@@ -154,19 +148,11 @@ static void list_records(api_req_t *req, const records_zone_t *zone)
 		return;
 	}
 	uint8_t owner[KNOT_DNAME_MAXLEN];
-	api_wire_t *w = NULL;
-	if (name != NULL) {
-		/* Parse the name as a TXT record's owner to share the rules. */
-		w = malloc(sizeof(*w));
-		char err[256];
-		if (w == NULL || api_content_parse(zone->apex, name, "TXT", "x", -1,
-		                                   1, w, err, sizeof(err)) != ZC_EOK) {
-			api_error(req, 400, 1004, "name: invalid or outside the zone");
-			free(w);
-			return;
-		}
-		memcpy(owner, w->owner, sizeof(owner));
-		free(w);
+	char err[256];
+	if (name != NULL &&
+	    api_name_parse(zone->apex, name, owner, err, sizeof(err)) != ZC_EOK) {
+		api_error(req, 400, 1004, "%s", err);
+		return;
 	}
 	list_t l = { .zone = zone, .list = json_array(),
 	             .content = api_query_arg(req, "content"),
@@ -185,14 +171,8 @@ static void list_records(api_req_t *req, const records_zone_t *zone)
 		                             name ? owner : NULL, rtype,
 		                             list_record, &l);
 	}
-	if (ret != ZC_EOK) {
-		json_decref(l.list);
-		api_error_code(req, ret, "dns_records");
-		return;
-	}
-	req->result_info = api_result_info(page, per_page,
-	                                   (long)json_array_size(l.list), l.total);
-	req->result = l.list;
+	api_list_result(req, ret, l.list, page, per_page, l.total,
+	                "dns_records");
 }
 
 static void get_record(api_req_t *req, const records_zone_t *zone,

@@ -110,6 +110,36 @@ int64_t api_id_parse(const char *text)
 	return (*end == '\0' && v <= INT64_MAX) ? (int64_t)v : 0;
 }
 
+bool api_paging(api_req_t *req, long *page, long *per_page)
+{
+	const char *p = api_query_arg(req, "page");
+	const char *pp = api_query_arg(req, "per_page");
+	*page = p ? strtol(p, NULL, 10) : 1;
+	*per_page = pp ? strtol(pp, NULL, 10) : 100;
+	if (*page < 1 || *per_page < 1 || *per_page > 50000) {
+		api_error(req, 400, 1004, "page, per_page: out of range");
+		return false;
+	}
+	return true;
+}
+
+void api_list_result(api_req_t *req, int ret, json_t *list, long page,
+                     long per_page, long total, const char *what)
+{
+	if (ret != ZC_EOK) {
+		json_decref(list);
+		api_error_code(req, ret, what);
+		return;
+	}
+	long count = (long)json_array_size(list);
+	req->result_info = json_pack("{s:i, s:i, s:i, s:i, s:i}", "page",
+	                             (int)page, "per_page", (int)per_page,
+	                             "count", (int)count, "total_count",
+	                             (int)total, "total_pages",
+	                             (int)((total + per_page - 1) / per_page));
+	req->result = list;
+}
+
 bool api_allowed(api_req_t *req, int64_t zone_id, bool write)
 {
 	if (write && req->read_only) {

@@ -61,6 +61,14 @@ json_t *api_body_json(api_req_t *req);
 void api_id_format(int64_t id, char out[33]);
 int64_t api_id_parse(const char *text);
 
+/* Reads page and per_page (defaults 1 and 100); false after a 400. */
+bool api_paging(api_req_t *req, long *page, long *per_page);
+
+/* Sets a listing's result and Cloudflare's result_info (takes list), or
+ * the error for ret. */
+void api_list_result(api_req_t *req, int ret, json_t *list, long page,
+                     long per_page, long total, const char *what);
+
 /* Checks the token's scope for a zone (0: account-level) and writes. */
 bool api_allowed(api_req_t *req, int64_t zone_id, bool write);
 

@@ -74,47 +74,17 @@ static int list_zone(const records_zone_t *zone, void *ctx)
 	return 0;
 }
 
-/* Reads page and per_page (Cloudflare defaults: 1 and 100 here). */
-static bool paging(api_req_t *req, long *page, long *per_page)
-{
-	const char *p = api_query_arg(req, "page");
-	const char *pp = api_query_arg(req, "per_page");
-	*page = p ? strtol(p, NULL, 10) : 1;
-	*per_page = pp ? strtol(pp, NULL, 10) : 100;
-	if (*page < 1 || *per_page < 1 || *per_page > 50000) {
-		api_error(req, 400, 1004, "page, per_page: out of range");
-		return false;
-	}
-	return true;
-}
-
-json_t *api_result_info(long page, long per_page, long count, long total);
-json_t *api_result_info(long page, long per_page, long count, long total)
-{
-	return json_pack("{s:i, s:i, s:i, s:i, s:i}", "page", (int)page,
-	                 "per_page", (int)per_page, "count", (int)count,
-	                 "total_count", (int)total,
-	                 "total_pages", (int)((total + per_page - 1) / per_page));
-}
-
 static void list_zones(api_req_t *req)
 {
 	long page, per_page;
-	if (!paging(req, &page, &per_page)) {
+	if (!api_paging(req, &page, &per_page)) {
 		return;
 	}
 	list_t l = { .req = req, .list = json_array(),
 	             .name_filter = api_query_arg(req, "name"),
 	             .skip = (page - 1) * per_page, .take = per_page };
 	int ret = records_zone_list(req->rs, false, list_zone, &l);
-	if (ret != ZC_EOK) {
-		json_decref(l.list);
-		api_error_code(req, ret, "zones");
-		return;
-	}
-	req->result_info = api_result_info(page, per_page,
-	                                   (long)json_array_size(l.list), l.total);
-	req->result = l.list;
+	api_list_result(req, ret, l.list, page, per_page, l.total, "zones");
 }
 
 /* A new zone's SOA rdata: primary NS, hostmaster, serial 1, RFC 1912
