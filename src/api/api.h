@@ -6,7 +6,7 @@
  *
  * libmicrohttpd runs a thread per connection; a handler reads with a
  * records-store connection from a small pool and writes through the group
- * committer (writer.c): every write request is a unit of work run inside
+ * committer (writer/writer.h): every write request is a unit of work run inside
  * a savepoint of the committer's current transaction, so concurrent
  * requests share one fsync while each keeps its own zone version and its
  * own outcome. After a commit the builder is woken at once; the response
@@ -22,12 +22,14 @@
 
 #include "builder/builder.h"
 #include "edge/edge.h"
+#include "writer/writer.h"
 
 typedef struct {
 	const char *listen;      /* "ADDR:PORT" */
 	const char *data_dir;
 	edge_store_t *edge;
 	builder_follower_t *follower;
+	writer_t *writer;        /* The group committer (shared with UPDATE). */
 	uint32_t default_ttl;    /* For zones created through the API. */
 	const char *const *ns;   /* NS names for new zones (text), NULL-ended. */
 	const char *hostmaster;  /* SOA RNAME for new zones. */

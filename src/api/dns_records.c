@@ -550,7 +550,7 @@ static int run_unit(api_req_t *req, const records_zone_t *zone, op_t *ops,
 	u->if_match = api_header(req, "If-Match");
 	u->import = (skipped != NULL);
 	zc_arena_init(&u->arena, 64 * 1024);
-	int ret = api_writer_run(req->api->writer, write_unit, u);
+	int ret = writer_run(req->api->writer, write_unit, u);
 	if (skipped != NULL) {
 		*skipped = u->skipped;
 	}

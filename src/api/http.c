@@ -357,11 +357,7 @@ int api_start(const api_config_t *cfg, api_t **out)
 	}
 	api->cfg = *cfg;
 	pthread_mutex_init(&api->pool_lock, NULL);
-	ret = api_writer_start(cfg->data_dir, cfg->follower, &api->writer);
-	if (ret != ZC_EOK) {
-		free(api);
-		return ret;
-	}
+	api->writer = cfg->writer;
 	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD |
 	                 MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL;
 	if (ss.ss_family == AF_INET6) {
@@ -375,7 +371,6 @@ int api_start(const api_config_t *cfg, api_t **out)
 	                               (unsigned)512, MHD_OPTION_END);
 	if (api->daemon == NULL) {
 		zc_error("api: cannot listen on %s", cfg->listen);
-		api_writer_stop(api->writer);
 		free(api);
 		return -98; /* -EADDRINUSE, the usual cause. */
 	}
@@ -390,7 +385,6 @@ void api_stop(api_t *api)
 		return;
 	}
 	MHD_stop_daemon(api->daemon);
-	api_writer_stop(api->writer);
 	for (int i = 0; i < API_POOL_SIZE; i++) {
 		records_close(api->pool[i]);
 	}

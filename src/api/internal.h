@@ -8,7 +8,7 @@
 #include <microhttpd.h>
 
 #include "api/api.h"
-#include "api/writer.h"
+#include "writer/writer.h"
 #include "records/records.h"
 
 #define API_POOL_SIZE 16
@@ -16,7 +16,7 @@
 struct api {
 	api_config_t cfg;
 	struct MHD_Daemon *daemon;
-	api_writer_t *writer;
+	writer_t *writer;
 	pthread_mutex_t pool_lock;               /* Guards pool and pool_used. */
 	records_store_t *pool[API_POOL_SIZE];    /* Read connections. */
 	bool pool_used[API_POOL_SIZE];

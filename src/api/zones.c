@@ -175,7 +175,7 @@ static void create_zone(api_req_t *req)
 	}
 	json_decref(body);
 	knot_dname_to_lower(c.apex);
-	int ret = api_writer_run(req->api->writer, create_unit, &c);
+	int ret = writer_run(req->api->writer, create_unit, &c);
 	if (ret != ZC_EOK) {
 		api_error_code(req, ret, "name");
 		return;
@@ -304,7 +304,7 @@ static void patch_zone(api_req_t *req, records_zone_t *zone)
 	}
 	json_decref(body);
 	if (ok) {
-		int ret = api_writer_run(req->api->writer, patch_unit, p);
+		int ret = writer_run(req->api->writer, patch_unit, p);
 		if (ret != ZC_EOK) {
 			api_error_code(req, ret, "zone");
 		} else {
@@ -426,7 +426,7 @@ void api_zones(api_req_t *req, char **parts, int count)
 	} else if (strcmp(m, "PATCH") == 0) {
 		patch_zone(req, &zone);
 	} else if (strcmp(m, "DELETE") == 0) {
-		ret = api_writer_run(req->api->writer, delete_unit, &zone);
+		ret = writer_run(req->api->writer, delete_unit, &zone);
 		if (ret != ZC_EOK) {
 			api_error_code(req, ret, "zone_id");
 		} else {

@@ -118,6 +118,15 @@ typedef struct builder_follower builder_follower_t;
 int builder_follower_start(const char *data_dir, edge_store_t *es,
                            unsigned poll_ms, builder_follower_t **out);
 
+/* Sets a callback run on the follower's thread after every pass that
+ * read or built something (zone serials may have moved): the NOTIFY
+ * sender's cue. cb must be quick. */
+void builder_follower_on_pass(builder_follower_t *f, void (*cb)(void *ctx),
+                              void *ctx);
+
+/* The change-log sequence up to which everything is built. */
+uint64_t builder_follower_applied(builder_follower_t *f);
+
 /* Wakes the follower at once (a change was just committed). */
 void builder_follower_wake(builder_follower_t *f);
 

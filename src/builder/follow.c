@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -34,6 +35,9 @@ struct builder_follower {
 	bool stop;
 	bool woken;
 	uint64_t passes;
+	_Atomic uint64_t applied;              /* st.applied after the last pass. */
+	void (*on_pass)(void *ctx);            /* After each pass with work. */
+	void *on_pass_ctx;
 };
 
 int builder_catch_up(records_store_t *rs, edge_store_t *es, uint64_t *applied)
@@ -76,9 +80,14 @@ static void *follow(void *arg)
 	while (!f->stop) {
 		f->woken = false;
 		pthread_mutex_unlock(&f->lock);
+		uint64_t before = st.read_seq;
 		ret = pass_run(&st);
 		if (ret < 0 && ret != ZC_EBUSY) {
 			zc_warn("builder: %s", zc_strerror(ret));
+		}
+		atomic_store(&f->applied, st.applied);
+		if (f->on_pass != NULL && (st.read_seq != before || ret > 0)) {
+			f->on_pass(f->on_pass_ctx);
 		}
 		pthread_mutex_lock(&f->lock);
 		f->passes++;
@@ -121,6 +130,20 @@ int builder_follower_start(const char *data_dir, edge_store_t *es,
 	}
 	*out = f;
 	return ZC_EOK;
+}
+
+void builder_follower_on_pass(builder_follower_t *f, void (*cb)(void *ctx),
+                              void *ctx)
+{
+	pthread_mutex_lock(&f->lock);
+	f->on_pass = cb;
+	f->on_pass_ctx = ctx;
+	pthread_mutex_unlock(&f->lock);
+}
+
+uint64_t builder_follower_applied(builder_follower_t *f)
+{
+	return atomic_load(&f->applied);
 }
 
 void builder_follower_wake(builder_follower_t *f)

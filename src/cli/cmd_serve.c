@@ -15,6 +15,7 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "server/server.h"
+#include "writer/writer.h"
 
 #define DEFAULT_LISTEN "127.0.0.1:5300"
 #define FOLLOW_POLL_MS 200
@@ -39,6 +40,8 @@ static void usage(FILE *out)
 	      "  -L, --log-level LEVEL    error, warning, info, debug\n"
 	      "      --nsid TEXT          NSID to answer with (RFC 5001)\n"
 	      "      --no-demo            do not create the demo zone\n"
+	      "  -o, --option KEY=VALUE   any config-file setting, repeatable\n"
+	      "                           (e.g. -o allow-update=127.0.0.1)\n"
 	      "  -h, --help               this help\n", out);
 }
 
@@ -51,6 +54,7 @@ static const struct option opts[] = {
 	{ "log-level", required_argument, NULL, 'L' },
 	{ "nsid", required_argument, NULL, 'N' },
 	{ "no-demo", no_argument, NULL, 'D' },
+	{ "option", required_argument, NULL, 'o' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -65,7 +69,7 @@ static int parse_args(int argc, char **argv, config_t *cfg)
 {
 	config_defaults(cfg);
 	int c;
-	while ((c = getopt_long(argc, argv, "c:d:l:a:w:L:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "c:d:l:a:w:L:o:h", opts, NULL)) != -1) {
 		if (c == 'c' && config_load(cfg, optarg) != ZC_EOK) {
 			return 1;
 		}
@@ -85,7 +89,7 @@ static int parse_args(int argc, char **argv, config_t *cfg)
 	}
 	bool listen_flag = false;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "c:d:l:a:w:L:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "c:d:l:a:w:L:o:h", opts, NULL)) != -1) {
 		char err[256] = "";
 		if (c == 'l') {
 			if (!listen_flag) {
@@ -95,6 +99,17 @@ static int parse_args(int argc, char **argv, config_t *cfg)
 			config_set(cfg, "listen", optarg, err, sizeof(err));
 		} else if (c == 'D') {
 			cfg->demo = false;
+		} else if (c == 'o') {
+			char key[64];
+			const char *eq = strchr(optarg, '=');
+			if (eq == NULL || (size_t)(eq - optarg) >= sizeof(key)) {
+				snprintf(err, sizeof(err), "-o wants KEY=VALUE, not "
+				         "'%s'", optarg);
+			} else {
+				memcpy(key, optarg, eq - optarg);
+				key[eq - optarg] = '\0';
+				config_set(cfg, key, eq + 1, err, sizeof(err));
+			}
 		} else if (c < 128 && flag_keys[c] != NULL) {
 			config_set(cfg, flag_keys[c], optarg, err, sizeof(err));
 		}
@@ -165,11 +180,19 @@ static int run(const config_t *cfg)
 		scfg.listen[i] = cfg->listen[i];
 	}
 	builder_follower_t *follower = NULL;
+	writer_t *writer = NULL;
 	server_t *server = NULL;
 	api_t *api = NULL;
 	ret = builder_follower_start(cfg->data_dir, es, FOLLOW_POLL_MS, &follower);
+	writer_config_t wcfg = {
+		.data_dir = cfg->data_dir, .follower = follower,
+		.journal_retention_s = cfg->journal_retention,
+	};
 	if (ret == ZC_EOK) {
-		ret = server_start(&scfg, es, &server);
+		ret = writer_start(&wcfg, &writer);
+	}
+	if (ret == ZC_EOK) {
+		ret = server_start(&scfg, es, NULL, &server);
 	}
 	const char *ns[9] = { NULL };
 	for (size_t i = 0; i < cfg->zone_ns_count; i++) {
@@ -177,7 +200,8 @@ static int run(const config_t *cfg)
 	}
 	api_config_t acfg = {
 		.listen = cfg->api_listen, .data_dir = cfg->data_dir, .edge = es,
-		.follower = follower, .default_ttl = cfg->default_ttl, .ns = ns,
+		.follower = follower, .writer = writer,
+		.default_ttl = cfg->default_ttl, .ns = ns,
 		.hostmaster = cfg->zone_hostmaster[0] ? cfg->zone_hostmaster : NULL,
 	};
 	if (ret == ZC_EOK && cfg->api_listen[0] != '\0') {
@@ -196,6 +220,7 @@ static int run(const config_t *cfg)
 		zc_error("cannot start: %s", zc_strerror(ret));
 	}
 	api_stop(api);
+	writer_stop(writer);
 	server_stop(server);
 	builder_follower_stop(follower);
 	edge_close(es);

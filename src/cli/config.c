@@ -20,6 +20,10 @@ void config_defaults(config_t *cfg)
 	cfg->tcp_max_clients = 1024;
 	cfg->demo = true;
 	cfg->default_ttl = 3600;
+	cfg->journal_retention = 7 * 86400;
+	cfg->notify_retries = 5;
+	cfg->notify_timeout = 1000;
+	cfg->update_max_size = 65535;
 	snprintf(cfg->api_listen, sizeof(cfg->api_listen), "127.0.0.1:8053");
 }
 
@@ -112,6 +116,36 @@ int config_set(config_t *cfg, const char *key, const char *value,
 		      cfg->default_ttl == 0;
 	} else if (strcmp(key, "demo-zone") == 0) {
 		bad = parse_bool(value, &cfg->demo);
+	} else if (strcmp(key, "journal-retention") == 0) {
+		bad = parse_uint(value, UINT32_MAX, &cfg->journal_retention);
+	} else if (strcmp(key, "allow-update") == 0) {
+		bad = zc_acl_add(&cfg->allow_update, value) != ZC_EOK;
+	} else if (strcmp(key, "allow-transfer") == 0) {
+		bad = zc_acl_add(&cfg->allow_transfer, value) != ZC_EOK;
+	} else if (strcmp(key, "notify") == 0) {
+		struct sockaddr_storage ss;
+		socklen_t len;
+		if (cfg->notify_count == CONFIG_NOTIFY_MAX) {
+			snprintf(err, err_size, "more than %d notify addresses",
+			         CONFIG_NOTIFY_MAX);
+			return ZC_EINVAL_CONFIG;
+		}
+		bad = server_parse_addr(value, &ss, &len) != ZC_EOK ||
+		      copy_str(cfg->notify[cfg->notify_count],
+		               sizeof(cfg->notify[0]), value);
+		cfg->notify_count += !bad;
+	} else if (strcmp(key, "notify-retries") == 0) {
+		bad = parse_uint(value, 100, &cfg->notify_retries);
+	} else if (strcmp(key, "notify-timeout") == 0) {
+		bad = parse_uint(value, 600000, &cfg->notify_timeout) ||
+		      cfg->notify_timeout == 0;
+	} else if (strcmp(key, "serial-policy") == 0) {
+		cfg->serial_policy = strcmp(value, "increment") == 0 ? 0 :
+		                     strcmp(value, "unixtime") == 0 ? 1 : -1;
+		bad = cfg->serial_policy < 0;
+	} else if (strcmp(key, "update-max-size") == 0) {
+		bad = parse_uint(value, 65535, &cfg->update_max_size) ||
+		      cfg->update_max_size < 12;
 	} else {
 		snprintf(err, err_size, "unknown setting '%s'", key);
 		return ZC_EINVAL_CONFIG;

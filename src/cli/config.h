@@ -12,7 +12,10 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "common/acl.h"
 #include "server/server.h"
+
+#define CONFIG_NOTIFY_MAX 16
 
 #define CONFIG_STR_MAX 1024
 
@@ -31,6 +34,15 @@ typedef struct {
 	size_t zone_ns_count;
 	char zone_hostmaster[256];  /* SOA RNAME for them ("" : hostmaster.ZONE) */
 	unsigned default_ttl;       /* TTL for them and for "automatic" (1). */
+	unsigned journal_retention; /* Seconds the change log is kept. */
+	zc_acl_t allow_update;      /* Unsigned UPDATEs accepted from. */
+	zc_acl_t allow_transfer;    /* Unsigned AXFR/IXFR accepted from. */
+	char notify[CONFIG_NOTIFY_MAX][128]; /* Secondaries, "ADDR:PORT". */
+	size_t notify_count;
+	unsigned notify_retries;
+	unsigned notify_timeout;    /* ms before the first resend */
+	int serial_policy;          /* records_serial_policy_t for new zones */
+	unsigned update_max_size;   /* bytes */
 } config_t;
 
 /* Fills the built-in defaults. */

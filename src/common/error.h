@@ -23,7 +23,9 @@
 	X(ZC_EBUSY,         -2009, "database busy") \
 	X(ZC_ESTALE,        -2010, "stale write fenced off") \
 	X(ZC_ETOOBIG,       -2011, "value too large") \
-	X(ZC_EUSAGE,        -2012, "invalid arguments")
+	X(ZC_EUSAGE,        -2012, "invalid arguments") \
+	X(ZC_ENOJOURNAL,    -2013, "journal does not reach that serial") \
+	X(ZC_ENOKEY,        -2014, "no such key")
 
 enum {
 #define ZC_ERROR_ENUM(name, code, text) name = code,

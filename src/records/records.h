@@ -43,6 +43,12 @@ typedef enum {
 	RECORDS_CHANGE_RECORD_DELETED = 6,
 } records_change_kind_t;
 
+/* How a zone's serial moves at each change. */
+typedef enum {
+	RECORDS_SERIAL_INCREMENT = 0,  /* serial + 1 */
+	RECORDS_SERIAL_UNIXTIME = 1,   /* now, or serial + 1 if not newer */
+} records_serial_policy_t;
+
 typedef struct {
 	int64_t id;
 	char name[KNOT_DNAME_TXT_MAXLEN + 1];
@@ -52,6 +58,7 @@ typedef struct {
 	int64_t created_on;  /* Unix milliseconds. */
 	int64_t modified_on;
 	int64_t record_count;
+	records_serial_policy_t serial_policy;
 } records_zone_t;
 
 /* One stored record, borrowed from a scan until its next step. */
@@ -297,3 +304,74 @@ int records_scan_next(records_scan_t *scan, records_row_t *row);
 
 /* Ends the read transaction and frees scan (NULL is a no-op). */
 void records_scan_end(records_scan_t *scan);
+
+/* --- The change log as IXFR journal (records/journal.c) --- */
+
+/* One record event of the journal; pointers valid during the callback. */
+typedef struct {
+	uint32_t version;
+	bool added;                  /* false: deleted */
+	const knot_dname_t *owner;   /* Wire, lowercase. */
+	uint16_t type;
+	uint32_t ttl;
+	const uint8_t *rdata;
+	uint16_t rdata_len;
+} records_journal_rr_t;
+
+/*
+ * Calls cb for every record event of the zone with from < version <= to,
+ * in log order, from one read snapshot. ZC_ENOJOURNAL when the journal
+ * does not reach back to `from` (trimmed, or a zone-wide change such as
+ * an import lies in between); ZC_ENOZONE when the zone does not exist.
+ */
+int records_journal_read(records_store_t *store, const knot_dname_t *apex,
+                         uint32_t from, uint32_t to,
+                         int (*cb)(const records_journal_rr_t *rr, void *ctx),
+                         void *ctx);
+
+/*
+ * Deletes change-log events older than before_ms (Unix milliseconds) and
+ * not past max_seq (what the builder has applied), in its own write
+ * transaction, at most 100,000 a call; moves each zone's IXFR start past
+ * what went. *removed receives the number of events deleted.
+ */
+int records_journal_trim(records_store_t *store, int64_t before_ms,
+                         uint64_t max_seq, uint64_t *removed);
+
+/* Sets a zone's serial policy (inside the caller's write transaction). */
+int records_zone_set_serial_policy(records_store_t *store,
+                                   records_zone_t *zone,
+                                   records_serial_policy_t policy);
+
+/* --- TSIG keys (records/tsig_keys.c) --- */
+
+#define RECORDS_TSIG_SECRET_MAX 128
+#define RECORDS_TSIG_GRANTS_MAX 1024
+
+typedef struct {
+	int64_t id;
+	uint8_t name[KNOT_DNAME_MAXLEN];        /* Wire, lowercase. */
+	char algorithm[32];                     /* "hmac-sha256" */
+	uint8_t secret[RECORDS_TSIG_SECRET_MAX];
+	size_t secret_len;
+	int64_t zone_id;
+	char grants[RECORDS_TSIG_GRANTS_MAX];   /* "" : the whole zone */
+	bool transfer;
+	int64_t created_on;
+} records_tsig_key_t;
+
+/* Stores a new key (key->id and created_on are set). ZC_EEXISTS when a
+ * key of that name exists. Runs in the caller's write transaction. */
+int records_tsig_add(records_store_t *store, records_tsig_key_t *key);
+
+/* Finds a key by name (wire, any case). ZC_ENOKEY when absent. */
+int records_tsig_find(records_store_t *store, const knot_dname_t *name,
+                      records_tsig_key_t *key);
+
+/* Calls cb for each key (of one zone, or all with zone_id 0), by name. */
+int records_tsig_list(records_store_t *store, int64_t zone_id,
+                      int (*cb)(const records_tsig_key_t *key, void *ctx),
+                      void *ctx);
+
+/* Deletes a key by id (zone_id 0: any zone). ZC_ENOKEY when absent. */
+int records_tsig_delete(records_store_t *store, int64_t zone_id, int64_t id);

@@ -56,6 +56,27 @@ static const char *const migrations[] = {
 	/* 3: no per-zone index on the log yet: nothing reads by it, and
 	 * each commit paid a page write to keep it. */
 	"DROP INDEX changes_zone;",
+	/* 4: the log as IXFR journal (record events carry TTL and rdata;
+	 * each unit's first event is indexed by zone and version; ixfr_from
+	 * is the oldest serial IXFR can start from), serial policy, TSIG. */
+	"ALTER TABLE changes ADD COLUMN ttl INTEGER;"
+	"ALTER TABLE changes ADD COLUMN rdata BLOB;"
+	"CREATE TABLE zone_versions ("
+	"  zone_id INTEGER NOT NULL,"
+	"  version INTEGER NOT NULL,"
+	"  seq INTEGER NOT NULL,"
+	"  PRIMARY KEY (zone_id, version)) WITHOUT ROWID;"
+	"ALTER TABLE zones ADD COLUMN ixfr_from INTEGER;"
+	"ALTER TABLE zones ADD COLUMN serial_policy INTEGER NOT NULL DEFAULT 0;"
+	"CREATE TABLE tsig_keys ("
+	"  id INTEGER PRIMARY KEY AUTOINCREMENT,"
+	"  name BLOB NOT NULL UNIQUE,"
+	"  algorithm TEXT NOT NULL,"
+	"  secret BLOB NOT NULL,"
+	"  zone_id INTEGER NOT NULL REFERENCES zones(id) ON DELETE CASCADE,"
+	"  grants TEXT NOT NULL DEFAULT '',"
+	"  transfer INTEGER NOT NULL DEFAULT 1,"
+	"  created_on INTEGER NOT NULL);",
 };
 
 #define SCHEMA_VERSION (int)(sizeof(migrations) / sizeof(migrations[0]))

@@ -21,6 +21,14 @@ typedef struct {
 struct records_store {
 	sqlite3 *db;
 	records_cached_stmt_t cache[RECORDS_STMT_CACHE];
+	/* The zone_versions row of the unit in progress is written (cleared
+	 * on rollback: the version may be handed out again). */
+	int64_t version_zone;
+	uint32_t version_logged;
+	/* Zone id -> apex of the last zone looked up by id (ids are never
+	 * reused and apexes never change, so this never goes stale). */
+	int64_t apex_zone;
+	uint8_t apex[KNOT_DNAME_MAXLEN];
 };
 
 /* The one place SQLite result codes become zonecast codes. */
@@ -41,14 +49,18 @@ int records_sql_prepare(records_store_t *store, const char *sql,
 /* Resets a statement back into the cache (or finalizes an uncached one). */
 void records_sql_done(records_store_t *store, sqlite3_stmt *stmt);
 
+/* Starts the zone's IXFR journal afresh at `version` (a zone-wide change:
+ * IXFR cannot span it). */
+int records_journal_restart(records_store_t *store, int64_t zone_id,
+                            uint32_t version);
+
 /* Applies pending schema migrations (schema.c). */
 int records_schema_migrate(records_store_t *store);
 
 /* Current time in Unix milliseconds. */
 int64_t records_now_ms(void);
 
-/* Fills a zone row from a statement positioned on
- * "id, name, apex, serial, default_ttl, created_on, modified_on". */
+/* Fills a zone row from a statement positioned on RECORDS_ZONE_COLUMNS. */
 void records_zone_from_stmt(sqlite3_stmt *stmt, records_zone_t *zone);
 
 /* Appends a change-log event; *seq receives its sequence. */
@@ -57,4 +69,5 @@ int records_log_append(records_store_t *store, int64_t zone_id,
                        records_change_kind_t kind, uint64_t *seq);
 
 #define RECORDS_ZONE_COLUMNS \
-	"id, name, apex, serial, default_ttl, created_on, modified_on"
+	"id, name, apex, serial, default_ttl, created_on, modified_on," \
+	" serial_policy"

@@ -169,6 +169,7 @@ void records_zone_from_stmt(sqlite3_stmt *stmt, records_zone_t *zone)
 	zone->default_ttl = (uint32_t)sqlite3_column_int64(stmt, 4);
 	zone->created_on = sqlite3_column_int64(stmt, 5);
 	zone->modified_on = sqlite3_column_int64(stmt, 6);
+	zone->serial_policy = (records_serial_policy_t)sqlite3_column_int(stmt, 7);
 }
 
 int records_zone_find(records_store_t *store, const knot_dname_t *apex,
@@ -212,7 +213,7 @@ int records_zone_list(records_store_t *store, bool with_counts,
 	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
 		records_zone_t zone;
 		records_zone_from_stmt(stmt, &zone);
-		zone.record_count = sqlite3_column_int64(stmt, 7);
+		zone.record_count = sqlite3_column_int64(stmt, 8);
 		if (cb(&zone, ctx) != 0) {
 			rc = SQLITE_DONE;
 			break;
@@ -243,6 +244,10 @@ int records_log_append(records_store_t *store, int64_t zone_id,
 	records_sql_done(store, stmt);
 	if (ret == ZC_EOK && seq != NULL) {
 		*seq = (uint64_t)sqlite3_last_insert_rowid(store->db);
+	}
+	if (ret == ZC_EOK && kind == RECORDS_CHANGE_ZONE_IMPORTED) {
+		/* IXFR cannot span a whole-zone replacement. */
+		ret = records_journal_restart(store, zone_id, version);
 	}
 	return ret;
 }

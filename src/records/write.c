@@ -22,6 +22,7 @@ int records_write_commit(records_store_t *store)
 	int ret = records_sql_exec(store, "COMMIT");
 	if (ret != ZC_EOK) {
 		records_sql_exec(store, "ROLLBACK");
+		store->version_zone = 0;
 	}
 	return ret;
 }
@@ -29,6 +30,7 @@ int records_write_commit(records_store_t *store)
 void records_write_rollback(records_store_t *store)
 {
 	records_sql_exec(store, "ROLLBACK");
+	store->version_zone = 0;
 }
 
 int records_savepoint(records_store_t *store)
@@ -44,6 +46,7 @@ int records_savepoint_release(records_store_t *store)
 void records_savepoint_rollback(records_store_t *store)
 {
 	records_sql_exec(store, "ROLLBACK TO unit; RELEASE unit");
+	store->version_zone = 0;
 }
 
 int records_zone_get(records_store_t *store, int64_t id, records_zone_t *zone)
@@ -65,15 +68,62 @@ int records_zone_get(records_store_t *store, int64_t id, records_zone_t *zone)
 	return ret;
 }
 
-/* Appends a change event naming a node and type. */
+/* Indexes the first event of a zone version (IXFR starts there). */
+static int log_version(records_store_t *store, const records_zone_t *zone,
+                       int64_t seq)
+{
+	if (store->version_zone == zone->id &&
+	    store->version_logged == zone->serial) {
+		return ZC_EOK;
+	}
+	sqlite3_stmt *stmt;
+	int ret = records_sql_prepare(store, "INSERT OR REPLACE INTO"
+	                              " zone_versions(zone_id, version, seq)"
+	                              " VALUES (?, ?, ?)", &stmt);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	sqlite3_bind_int64(stmt, 1, zone->id);
+	sqlite3_bind_int64(stmt, 2, zone->serial);
+	sqlite3_bind_int64(stmt, 3, seq);
+	ret = records_sql_error(store->db, sqlite3_step(stmt));
+	records_sql_done(store, stmt);
+	if (ret == ZC_EOK) {
+		store->version_zone = zone->id;
+		store->version_logged = zone->serial;
+	}
+	return ret;
+}
+
+int records_journal_restart(records_store_t *store, int64_t zone_id,
+                            uint32_t version)
+{
+	sqlite3_stmt *stmt;
+	int ret = records_sql_prepare(store, "UPDATE zones SET ixfr_from = ?"
+	                              " WHERE id = ?", &stmt);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	sqlite3_bind_int64(stmt, 1, version);
+	sqlite3_bind_int64(stmt, 2, zone_id);
+	ret = records_sql_error(store->db, sqlite3_step(stmt));
+	records_sql_done(store, stmt);
+	return ret;
+}
+
+/* Appends a change event naming a node and type; record events carry
+ * the record (TTL and rdata) so the log can serve as IXFR journal. */
 static int log_event(records_store_t *store, const records_zone_t *zone,
                      records_change_kind_t kind, const uint8_t *okey,
-                     size_t okey_len, uint16_t type, int64_t record_id)
+                     size_t okey_len, uint16_t type, int64_t record_id,
+                     uint32_t ttl, const uint8_t *rdata, uint16_t rdata_len)
 {
 	sqlite3_stmt *stmt;
 	int ret = records_sql_prepare(store, "INSERT INTO changes(zone_id, apex,"
-	                              " version, kind, okey, type, record_id, at)"
-	                              " VALUES (?, ?, ?, ?, ?, ?, ?, ?)", &stmt);
+	                              " version, kind, okey, type, record_id, at,"
+	                              " ttl, rdata)"
+	                              " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+	                              &stmt);
 	if (ret != ZC_EOK) {
 		return ret;
 	}
@@ -87,22 +137,38 @@ static int log_event(records_store_t *store, const records_zone_t *zone,
 		                  (int)okey_len, SQLITE_STATIC);
 		sqlite3_bind_int(stmt, 6, type);
 		sqlite3_bind_int64(stmt, 7, record_id);
+		sqlite3_bind_int64(stmt, 9, ttl);
+		sqlite3_bind_blob(stmt, 10, rdata_len ? rdata : (const uint8_t *)"",
+		                  rdata_len, SQLITE_STATIC);
 	}
 	sqlite3_bind_int64(stmt, 8, records_now_ms());
 	ret = records_sql_error(store->db, sqlite3_step(stmt));
 	records_sql_done(store, stmt);
+	if (ret == ZC_EOK) {
+		ret = log_version(store, zone, sqlite3_last_insert_rowid(store->db));
+	}
+	if (ret == ZC_EOK && okey == NULL) {
+		/* A zone-wide change: IXFR cannot span it. */
+		ret = records_journal_restart(store, zone->id, zone->serial);
+	}
 	return ret;
 }
 
 int records_log_zone_event(records_store_t *store, const records_zone_t *zone,
                            records_change_kind_t kind)
 {
-	return log_event(store, zone, kind, NULL, 0, 0, 0);
+	return log_event(store, zone, kind, NULL, 0, 0, 0, 0, NULL, 0);
 }
 
 int records_zone_bump(records_store_t *store, records_zone_t *zone)
 {
 	uint32_t next = zone->serial + 1; /* RFC 1982: wraps past 2^32-1. */
+	if (zone->serial_policy == RECORDS_SERIAL_UNIXTIME) {
+		uint32_t now = (uint32_t)(records_now_ms() / 1000);
+		if ((int32_t)(now - zone->serial) > 0) {
+			next = now;
+		}
+	}
 	sqlite3_stmt *stmt;
 	int ret = records_sql_prepare(store, "UPDATE zones SET serial = ?,"
 	                              " modified_on = ? WHERE id = ?", &stmt);
@@ -186,7 +252,8 @@ int records_record_insert(records_store_t *store, const records_zone_t *zone,
 	rec->id = sqlite3_last_insert_rowid(store->db);
 	rec->zone_id = zone->id;
 	return log_event(store, zone, RECORDS_CHANGE_RECORD_CREATED, okey,
-	                 okey_len, rec->type, rec->id);
+	                 okey_len, rec->type, rec->id, rec->ttl, rec->rdata,
+	                 rec->rdata_len);
 }
 
 int records_record_delete(records_store_t *store, const records_zone_t *zone,
@@ -194,7 +261,8 @@ int records_record_delete(records_store_t *store, const records_zone_t *zone,
 {
 	sqlite3_stmt *stmt;
 	int ret = records_sql_prepare(store, "DELETE FROM records WHERE id = ?"
-	                              " AND zone_id = ? RETURNING okey, type",
+	                              " AND zone_id = ? RETURNING okey, type, ttl,"
+	                              " rdata",
 	                              &stmt);
 	if (ret != ZC_EOK) {
 		return ret;
@@ -218,10 +286,20 @@ int records_record_delete(records_store_t *store, const records_zone_t *zone,
 		memcpy(okey, sqlite3_column_blob(stmt, 0), okey_len);
 	}
 	uint16_t type = (uint16_t)sqlite3_column_int(stmt, 1);
+	uint32_t ttl = (uint32_t)sqlite3_column_int64(stmt, 2);
+	uint8_t rdata[UINT16_MAX];
+	size_t rdata_len = (size_t)sqlite3_column_bytes(stmt, 3);
+	if (rdata_len > sizeof(rdata)) {
+		records_sql_done(store, stmt);
+		return ZC_EFORMAT;
+	}
+	if (rdata_len > 0) {
+		memcpy(rdata, sqlite3_column_blob(stmt, 3), rdata_len);
+	}
 	sqlite3_step(stmt); /* Completes the statement. */
 	records_sql_done(store, stmt);
 	return log_event(store, zone, RECORDS_CHANGE_RECORD_DELETED, okey,
-	                 okey_len, type, id);
+	                 okey_len, type, id, ttl, rdata, (uint16_t)rdata_len);
 }
 
 int records_zone_create(records_store_t *store, const knot_dname_t *apex,
@@ -322,7 +400,17 @@ static int filter_key(records_store_t *store, int64_t zone_id,
 	if (owner == NULL) {
 		return ZC_EOK;
 	}
-	int ret = records_zone_get(store, zone_id, &zone);
+	int ret = ZC_EOK;
+	if (store->apex_zone == zone_id) {
+		zone.id = zone_id;
+		memcpy(zone.apex, store->apex, knot_dname_size(store->apex));
+	} else {
+		ret = records_zone_get(store, zone_id, &zone);
+		if (ret == ZC_EOK) {
+			store->apex_zone = zone_id;
+			memcpy(store->apex, zone.apex, knot_dname_size(zone.apex));
+		}
+	}
 	if (ret == ZC_EOK) {
 		uint8_t lower[KNOT_DNAME_MAXLEN];
 		knot_dname_copy_lower(lower, owner);

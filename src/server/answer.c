@@ -24,6 +24,7 @@
 #include "common/error.h"
 #include "dns/name.h"
 #include "server/answer.h"
+#include "server/worker.h"
 
 /* Longest CNAME/DNAME chain followed inside a zone (as Knot DNS does; a
  * resolver restarts from the last target of a longer chain). */
@@ -642,11 +643,13 @@ static int check_question(const knot_pkt_t *q, bool tcp)
 	case 0:
 		return KNOT_RCODE_NOTIMPL;
 	case KNOT_RRTYPE_AXFR:
-		/* RFC 5936 §4.2: AXFR over UDP is not supported; over TCP
-		 * no transfer is allowed yet. */
-		return tcp ? KNOT_RCODE_NOTAUTH : KNOT_RCODE_NOTIMPL;
+		/* RFC 5936 §4.2: no AXFR over UDP (FORMERR, as BIND). Over
+		 * TCP the transfer hook takes it; without one: NOTAUTH. */
+		return tcp ? KNOT_RCODE_NOTAUTH : KNOT_RCODE_FORMERR;
 	case KNOT_RRTYPE_IXFR:
-		return KNOT_RCODE_NOTAUTH;
+		/* RFC 1995 §2: over UDP, the SOA alone tells the client to
+		 * come back over TCP (answered as an SOA query below). */
+		return tcp ? KNOT_RCODE_NOTAUTH : -1;
 	default:
 		return -1;
 	}
@@ -743,6 +746,9 @@ size_t answer_message(answer_ctx_t *ctx, const uint8_t *query, size_t qlen,
 	}
 	qr.qname = knot_pkt_qname(qr.r);
 	qr.qtype = knot_pkt_qtype(qr.q);
+	if (qr.qtype == KNOT_RRTYPE_IXFR) {
+		qr.qtype = KNOT_RRTYPE_SOA;
+	}
 	knot_rrset_t opt;
 	knot_rrset_t *optp = NULL;
 	if (qr.q->opt_rr != NULL) {
@@ -765,4 +771,34 @@ size_t answer_message(answer_ctx_t *ctx, const uint8_t *query, size_t qlen,
 	}
 	finish(&qr, optp, 0);
 	return qr.r->size;
+}
+
+message_kind_t server_message_kind(const uint8_t *msg, size_t len, bool tcp,
+                                   const server_hooks_t *hooks)
+{
+	if (hooks == NULL || len < KNOT_WIRE_HEADER_SIZE || knot_wire_get_qr(msg)) {
+		return MESSAGE_QUERY;
+	}
+	uint8_t opcode = knot_wire_get_opcode(msg);
+	if (opcode == KNOT_OPCODE_UPDATE) {
+		return hooks->update != NULL ? MESSAGE_UPDATE : MESSAGE_QUERY;
+	}
+	if (!tcp || opcode != KNOT_OPCODE_QUERY || hooks->transfer == NULL ||
+	    knot_wire_get_qdcount(msg) != 1) {
+		return MESSAGE_QUERY;
+	}
+	/* The question's type follows its (uncompressed) name. */
+	size_t pos = KNOT_WIRE_HEADER_SIZE;
+	while (pos < len && msg[pos] != 0) {
+		if (msg[pos] > 63) {
+			return MESSAGE_QUERY;
+		}
+		pos += 1u + msg[pos];
+	}
+	if (pos + 3 > len) {
+		return MESSAGE_QUERY;
+	}
+	uint16_t qtype = (uint16_t)(msg[pos + 1] << 8 | msg[pos + 2]);
+	return qtype == KNOT_RRTYPE_AXFR || qtype == KNOT_RRTYPE_IXFR ?
+	       MESSAGE_TRANSFER : MESSAGE_QUERY;
 }

@@ -18,6 +18,8 @@
 
 struct server {
 	server_config_t cfg;
+	server_hooks_t hooks;
+	bool has_hooks;
 	int stop_fd;
 	size_t count;
 	worker_t *workers; /* 2 per (address, worker): UDP then TCP. */
@@ -121,10 +123,25 @@ static int start_worker(server_t *s, worker_t *w, const char *addr, bool tcp,
 	}
 	w->stop_fd = s->stop_fd;
 	w->cfg = &s->cfg;
+	w->hooks = s->has_hooks ? &s->hooks : NULL;
+	if (tcp) {
+		w->mailbox = malloc(sizeof(*w->mailbox));
+		if (w->mailbox == NULL || tcp_mailbox_init(w->mailbox) != ZC_EOK) {
+			free(w->mailbox);
+			w->mailbox = NULL;
+			close(w->fd);
+			return KNOT_ENOMEM;
+		}
+	}
 	answer_ctx_init(&w->answer, edge, s->cfg.nsid);
 	if (pthread_create(&w->thread, NULL, tcp ? server_tcp_worker :
 	                   server_udp_worker, w) != 0) {
 		answer_ctx_deinit(&w->answer);
+		if (w->mailbox != NULL) {
+			tcp_mailbox_deinit(w->mailbox);
+			free(w->mailbox);
+			w->mailbox = NULL;
+		}
 		close(w->fd);
 		return KNOT_ENOMEM;
 	}
@@ -133,13 +150,20 @@ static int start_worker(server_t *s, worker_t *w, const char *addr, bool tcp,
 }
 
 int server_start(const server_config_t *cfg, edge_store_t *edge,
-                 server_t **out)
+                 const server_hooks_t *hooks, server_t **out)
 {
 	server_t *s = calloc(1, sizeof(*s));
 	if (s == NULL) {
 		return KNOT_ENOMEM;
 	}
 	s->cfg = *cfg;
+	if (hooks != NULL) {
+		s->hooks = *hooks;
+		s->has_hooks = true;
+	}
+	if (s->cfg.tcp_max_pending == 0) {
+		s->cfg.tcp_max_pending = 256;
+	}
 	unsigned n = worker_count(cfg);
 	s->count = cfg->listen_count * n * 2;
 	s->workers = calloc(s->count ? s->count : 1, sizeof(worker_t));
@@ -184,6 +208,10 @@ void server_stop(server_t *s)
 			pthread_join(w->thread, NULL);
 			answer_ctx_deinit(&w->answer);
 			close(w->fd);
+		}
+		if (w->mailbox != NULL) {
+			tcp_mailbox_deinit(w->mailbox);
+			free(w->mailbox);
 		}
 	}
 	if (s->stop_fd >= 0) {

@@ -12,6 +12,14 @@
  * order, idle timeout). Each worker has its own answer_ctx_t (arena and
  * cached LMDB read transaction): workers share nothing but the read-only
  * edge store, so no locks are taken on the query path.
+ *
+ * Messages that need more than the edge store (UPDATE, which writes
+ * through the group committer, and AXFR/IXFR over TCP, which stream a
+ * zone) go to hooks with a server_reply_t and are answered later from
+ * another thread, so a worker never waits for an fsync or a transfer:
+ * UDP replies are sent with sendto(), TCP replies are queued to the
+ * connection's worker through its mailbox (and stay in order for one
+ * connection, as the hooks complete in order).
  */
 #pragma once
 
@@ -29,16 +37,48 @@ typedef struct {
 	const char *nsid;              /* NULL: no NSID */
 	unsigned tcp_idle_timeout_ms;  /* RFC 7766 §6.2.3 */
 	unsigned tcp_max_clients;      /* Per worker and address. */
+	unsigned tcp_max_pending;      /* Deferred replies per connection. */
 } server_config_t;
 
 typedef struct server server_t;
+
+/* A message answered later, from any thread (server/reply.c). */
+typedef struct server_reply server_reply_t;
+
+/* Handlers for messages the workers do not answer themselves. The message
+ * is only valid during the call. Each call must end, eventually, in
+ * exactly one server_reply_send() on `reply`. */
+typedef struct {
+	void (*update)(void *ctx, const uint8_t *msg, size_t len,
+	               const struct sockaddr_storage *from, bool tcp,
+	               server_reply_t *reply);
+	/* AXFR/IXFR over TCP: the handler owns the connection's output until
+	 * it calls server_reply_send() (server_reply_write() in between). */
+	void (*transfer)(void *ctx, const uint8_t *msg, size_t len,
+	                 const struct sockaddr_storage *from,
+	                 server_reply_t *reply);
+	void *ctx;
+} server_hooks_t;
+
+/*
+ * Sends the (last) response and releases reply. len 0 sends nothing (a
+ * TCP connection is then closed). Any thread.
+ */
+void server_reply_send(server_reply_t *reply, const uint8_t *msg, size_t len);
+
+/*
+ * Transfers only: writes one more framed message on the TCP connection
+ * now, waiting up to the idle timeout for the client to take it.
+ * ZC_EOK, or an error when the client is gone or too slow.
+ */
+int server_reply_write(server_reply_t *reply, const uint8_t *msg, size_t len);
 
 /*
  * Binds every address and starts the workers. Fails (nothing left
  * running) when an address cannot be bound.
  */
 int server_start(const server_config_t *cfg, edge_store_t *edge,
-                 server_t **out);
+                 const server_hooks_t *hooks, server_t **out);
 
 /* Stops and joins every worker, closes sockets, frees s (NULL: no-op). */
 void server_stop(server_t *s);

@@ -1,10 +1,14 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /*
- * TCP worker (RFC 7766): an epoll loop over the worker's listening socket
- * and its connections. Messages are length-framed (RFC 1035 §4.2.2);
- * pipelined queries are answered in order; a connection idle for longer
- * than the timeout is closed (RFC 7766 §6.2.3); past the connection limit,
- * new connections are closed at once.
+ * TCP worker (RFC 7766): an epoll loop over the worker's listening socket,
+ * its connections and its mailbox. Messages are length-framed (RFC 1035
+ * §4.2.2); queries are answered at once, UPDATEs and transfers go to the
+ * hooks and their replies come back through the mailbox (reply.c), in
+ * the order the hooks complete. Output the socket does not take is
+ * buffered; while a connection has too much output or too many deferred
+ * replies, its input waits. A connection idle for longer than the timeout
+ * is closed (RFC 7766 §6.2.3); past the connection limit, new connections
+ * are closed at once.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -19,14 +23,19 @@
 
 #define MSG_MAX 65535
 #define IN_MAX (2 + MSG_MAX)
+#define OUT_BACKLOG (64 * 1024)  /* Stop reading above this much output. */
 
 typedef struct conn {
 	int fd;
 	int64_t last_ms;
+	struct sockaddr_storage peer;
 	size_t in_len;
-	uint8_t *out;        /* Unsent response bytes (NULL when none). */
-	size_t out_len;
-	size_t out_pos;
+	uint8_t *out;        /* Unsent response bytes. */
+	size_t out_len, out_pos, out_cap;
+	unsigned pending;    /* Replies owed by hooks. */
+	bool closed;         /* Socket closed; freed when pending reaches 0. */
+	bool transfer;       /* A transfer owns the socket's output. */
+	bool in_epoll;
 	struct conn *prev, *next;
 	uint8_t in[IN_MAX];
 } conn_t;
@@ -34,9 +43,9 @@ typedef struct conn {
 typedef struct {
 	worker_t *w;
 	int ep;
-	conn_t *head;        /* Most recently active first. */
+	conn_t *head;        /* Open connections, most recently active first. */
 	unsigned count;
-	uint8_t resp[2 + MSG_MAX];
+	uint8_t resp[MSG_MAX];
 } tcp_t;
 
 static int64_t now_ms(void)
@@ -50,7 +59,7 @@ static void unlink_conn(tcp_t *t, conn_t *c)
 {
 	if (c->prev) {
 		c->prev->next = c->next;
-	} else {
+	} else if (t->head == c) {
 		t->head = c->next;
 	}
 	if (c->next) {
@@ -70,20 +79,47 @@ static void touch(tcp_t *t, conn_t *c)
 	t->head = c;
 }
 
-static void close_conn(tcp_t *t, conn_t *c)
+static void set_events(tcp_t *t, conn_t *c, uint32_t events)
 {
-	unlink_conn(t, c);
-	epoll_ctl(t->ep, EPOLL_CTL_DEL, c->fd, NULL);
-	close(c->fd);
+	struct epoll_event ev = { .events = events, .data.ptr = c };
+	if (c->in_epoll) {
+		epoll_ctl(t->ep, EPOLL_CTL_MOD, c->fd, &ev);
+	} else if (epoll_ctl(t->ep, EPOLL_CTL_ADD, c->fd, &ev) == 0) {
+		c->in_epoll = true;
+	}
+}
+
+static void free_conn(conn_t *c)
+{
 	free(c->out);
 	free(c);
+}
+
+/* Closes the socket; the struct lives on while hooks owe it replies. */
+static void close_conn(tcp_t *t, conn_t *c)
+{
+	if (c->closed) {
+		return;
+	}
+	unlink_conn(t, c);
+	if (c->in_epoll) {
+		epoll_ctl(t->ep, EPOLL_CTL_DEL, c->fd, NULL);
+	}
+	close(c->fd);
+	c->closed = true;
 	t->count--;
+	if (c->pending == 0) {
+		free_conn(c);
+	}
 }
 
 static void accept_all(tcp_t *t)
 {
 	for (;;) {
-		int fd = accept4(t->w->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		struct sockaddr_storage peer;
+		socklen_t plen = sizeof(peer);
+		int fd = accept4(t->w->fd, (struct sockaddr *)&peer, &plen,
+		                 SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd < 0) {
 			return;
 		}
@@ -98,8 +134,9 @@ static void accept_all(tcp_t *t)
 		}
 		memset(c, 0, offsetof(conn_t, in));
 		c->fd = fd;
-		struct epoll_event ev = { .events = EPOLLIN, .data.ptr = c };
-		if (epoll_ctl(t->ep, EPOLL_CTL_ADD, fd, &ev) != 0) {
+		c->peer = peer;
+		set_events(t, c, EPOLLIN);
+		if (!c->in_epoll) {
 			close(fd);
 			free(c);
 			continue;
@@ -109,67 +146,116 @@ static void accept_all(tcp_t *t)
 	}
 }
 
-/* Sends what is queued; returns 0 when all is out, 1 if blocked, -1. */
+static size_t backlog(const conn_t *c)
+{
+	return c->out_len - c->out_pos;
+}
+
+/* Sends what is buffered; 0 when all is out, 1 if blocked, -1 on error. */
 static int flush(tcp_t *t, conn_t *c)
 {
-	while (c->out != NULL && c->out_pos < c->out_len) {
-		ssize_t n = send(c->fd, c->out + c->out_pos, c->out_len - c->out_pos,
+	while (backlog(c) > 0) {
+		ssize_t n = send(c->fd, c->out + c->out_pos, backlog(c),
 		                 MSG_NOSIGNAL);
 		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-			struct epoll_event ev = { .events = EPOLLOUT, .data.ptr = c };
-			epoll_ctl(t->ep, EPOLL_CTL_MOD, c->fd, &ev);
+			set_events(t, c, EPOLLIN | EPOLLOUT);
 			return 1;
 		}
 		if (n <= 0) {
 			return -1;
 		}
-		c->out_pos += n;
+		c->out_pos += (size_t)n;
 	}
-	free(c->out);
-	c->out = NULL;
-	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = c };
-	epoll_ctl(t->ep, EPOLL_CTL_MOD, c->fd, &ev);
+	c->out_len = c->out_pos = 0;
+	set_events(t, c, EPOLLIN);
 	return 0;
 }
 
-/* Sends one framed response, queueing what the socket does not take. */
-static int send_response(tcp_t *t, conn_t *c, size_t len)
+/* Appends bytes to the connection's output buffer. */
+static int append(conn_t *c, const uint8_t *data, size_t len)
 {
-	t->resp[0] = (uint8_t)(len >> 8);
-	t->resp[1] = (uint8_t)len;
-	size_t total = 2 + len;
-	ssize_t n = send(c->fd, t->resp, total, MSG_NOSIGNAL);
-	if (n == (ssize_t)total) {
-		return 0;
+	if (c->out_pos > 0 && c->out_pos == c->out_len) {
+		c->out_len = c->out_pos = 0;
 	}
-	if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
-		return -1;
+	if (c->out_len + len > c->out_cap) {
+		size_t cap = c->out_cap ? c->out_cap : 4096;
+		while (cap < c->out_len + len) {
+			cap *= 2;
+		}
+		uint8_t *out = realloc(c->out, cap);
+		if (out == NULL) {
+			return -1;
+		}
+		c->out = out;
+		c->out_cap = cap;
 	}
-	size_t done = n > 0 ? (size_t)n : 0;
-	c->out = malloc(total - done);
-	if (c->out == NULL) {
-		return -1;
-	}
-	memcpy(c->out, t->resp + done, total - done);
-	c->out_len = total - done;
-	c->out_pos = 0;
-	return flush(t, c);
+	memcpy(c->out + c->out_len, data, len);
+	c->out_len += len;
+	return 0;
 }
 
-/* Answers every complete message in the input buffer, in order. Stops
- * early while a response is still being sent. */
+/* Sends one framed response (t->resp), buffering what the socket does
+ * not take. */
+static int send_response(tcp_t *t, conn_t *c, size_t len)
+{
+	uint8_t frame[2] = { (uint8_t)(len >> 8), (uint8_t)len };
+	if (append(c, frame, 2) != 0 || append(c, t->resp, len) != 0) {
+		return -1;
+	}
+	return flush(t, c) < 0 ? -1 : 0;
+}
+
+/* Hands a message to a hook; its reply comes through the mailbox. */
+static int defer(tcp_t *t, conn_t *c, const uint8_t *msg, size_t len,
+                 message_kind_t kind)
+{
+	bool transfer = kind == MESSAGE_TRANSFER;
+	server_reply_t *r = server_reply_tcp(t->w->mailbox, c, c->fd, transfer,
+	                                     t->w->cfg->tcp_idle_timeout_ms);
+	if (r == NULL) {
+		return -1;
+	}
+	c->pending++;
+	const server_hooks_t *h = t->w->hooks;
+	if (transfer) {
+		/* The transfer writes to the socket itself: hands off. */
+		c->transfer = true;
+		epoll_ctl(t->ep, EPOLL_CTL_DEL, c->fd, NULL);
+		c->in_epoll = false;
+		h->transfer(h->ctx, msg, len, &c->peer, r);
+	} else {
+		h->update(h->ctx, msg, len, &c->peer, true, r);
+	}
+	return 0;
+}
+
+/* Handles every complete message in the input buffer, in order. Stops
+ * while output backs up, while too many replies are owed, and at a
+ * transfer (which needs the socket to itself). */
 static int process(tcp_t *t, conn_t *c)
 {
 	size_t pos = 0;
 	int ret = 0;
-	while (ret == 0 && c->in_len - pos >= 2) {
+	while (ret == 0 && !c->transfer && c->in_len - pos >= 2 &&
+	       backlog(c) < OUT_BACKLOG &&
+	       c->pending < t->w->cfg->tcp_max_pending) {
 		size_t mlen = (size_t)c->in[pos] << 8 | c->in[pos + 1];
 		if (c->in_len - pos < 2 + mlen) {
 			break;
 		}
-		size_t len = answer_message(&t->w->answer, c->in + pos + 2, mlen,
-		                            t->resp + 2, MSG_MAX, true);
+		const uint8_t *msg = c->in + pos + 2;
+		message_kind_t kind = server_message_kind(msg, mlen, true,
+		                                          t->w->hooks);
+		if (kind == MESSAGE_TRANSFER && (backlog(c) > 0 || c->pending)) {
+			break; /* Earlier replies go out first. */
+		}
 		pos += 2 + mlen;
+		if (kind != MESSAGE_QUERY) {
+			ret = defer(t, c, msg, mlen, kind);
+			continue;
+		}
+		size_t len = answer_message(&t->w->answer, msg, mlen, t->resp,
+		                            MSG_MAX, true);
 		if (len == 0) {
 			ret = -1; /* Garbage on a stream: close it. */
 			break;
@@ -187,8 +273,14 @@ static void on_event(tcp_t *t, conn_t *c, uint32_t events)
 		int r = flush(t, c);
 		if (r < 0 || (r == 0 && process(t, c) < 0)) {
 			close_conn(t, c);
+			return;
 		}
+	}
+	if (!(events & (EPOLLIN | EPOLLHUP | EPOLLERR)) || c->closed) {
 		return;
+	}
+	if (c->in_len == IN_MAX) {
+		return; /* Input waits for output or replies to drain. */
 	}
 	ssize_t n = recv(c->fd, c->in + c->in_len, IN_MAX - c->in_len, 0);
 	if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
@@ -198,10 +290,38 @@ static void on_event(tcp_t *t, conn_t *c, uint32_t events)
 	if (n < 0) {
 		return;
 	}
-	c->in_len += n;
+	c->in_len += (size_t)n;
 	touch(t, c);
-	if (c->out == NULL && process(t, c) < 0) {
+	if (process(t, c) < 0) {
 		close_conn(t, c);
+	}
+}
+
+/* Delivers the replies other threads queued. */
+static void deliver_mail(tcp_t *t)
+{
+	mail_t *m = tcp_mailbox_take(t->w->mailbox);
+	while (m != NULL) {
+		mail_t *next = m->next;
+		conn_t *c = m->conn;
+		c->pending--;
+		if (m->resume) {
+			c->transfer = false;
+		}
+		if (c->closed) {
+			if (c->pending == 0) {
+				free_conn(c);
+			}
+		} else if (m->len == 0 || append(c, m->msg, m->len) != 0) {
+			close_conn(t, c);
+		} else {
+			touch(t, c);
+			if (flush(t, c) < 0 || process(t, c) < 0) {
+				close_conn(t, c);
+			}
+		}
+		free(m);
+		m = next;
 	}
 }
 
@@ -212,10 +332,13 @@ static void expire_idle(tcp_t *t)
 	while (c != NULL && c->next != NULL) {
 		c = c->next;
 	}
-	/* The list is ordered by activity: expire from the tail. */
+	/* The list is ordered by activity: expire from the tail. A
+	 * connection owed replies or transferring is not idle. */
 	while (c != NULL && c->last_ms < limit) {
 		conn_t *prev = c->prev;
-		close_conn(t, c);
+		if (c->pending == 0 && !c->transfer) {
+			close_conn(t, c);
+		}
 		c = prev;
 	}
 }
@@ -233,6 +356,8 @@ void *server_tcp_worker(void *arg)
 	epoll_ctl(t->ep, EPOLL_CTL_ADD, w->fd, &ev);
 	struct epoll_event stop = { .events = EPOLLIN, .data.ptr = &t->ep };
 	epoll_ctl(t->ep, EPOLL_CTL_ADD, w->stop_fd, &stop);
+	struct epoll_event mail = { .events = EPOLLIN, .data.ptr = &t->count };
+	epoll_ctl(t->ep, EPOLL_CTL_ADD, w->mailbox->efd, &mail);
 	bool running = true;
 	while (running) {
 		struct epoll_event evs[64];
@@ -242,6 +367,8 @@ void *server_tcp_worker(void *arg)
 				accept_all(t);
 			} else if (evs[i].data.ptr == &t->ep) {
 				running = false;
+			} else if (evs[i].data.ptr == &t->count) {
+				deliver_mail(t);
 			} else {
 				on_event(t, evs[i].data.ptr, evs[i].events);
 			}
@@ -251,6 +378,7 @@ void *server_tcp_worker(void *arg)
 	while (t->head != NULL) {
 		close_conn(t, t->head);
 	}
+	deliver_mail(t); /* Frees connections whose last reply came. */
 	close(t->ep);
 	free(t);
 	return NULL;

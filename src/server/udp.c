@@ -48,6 +48,16 @@ static int answer_batch(worker_t *w, udp_buffers_t *b, int received)
 		if (b->in[i].msg_hdr.msg_flags & MSG_TRUNC) {
 			continue; /* Oversized datagram: not a query. */
 		}
+		if (server_message_kind(b->query[i], b->in[i].msg_len, false,
+		                        w->hooks) == MESSAGE_UPDATE) {
+			server_reply_t *r = server_reply_udp(w->fd, &b->addr[i],
+			                                     b->in[i].msg_hdr.msg_namelen);
+			if (r != NULL) {
+				w->hooks->update(w->hooks->ctx, b->query[i],
+				                 b->in[i].msg_len, &b->addr[i], false, r);
+			}
+			continue;
+		}
 		size_t len = answer_message(&w->answer, b->query[i], b->in[i].msg_len,
 		                            b->resp[out], RESP_MAX, false);
 		if (len == 0) {

@@ -9,14 +9,53 @@
 #include "server/answer.h"
 #include "server/server.h"
 
+typedef struct tcp_mailbox tcp_mailbox_t;
+
 typedef struct {
 	pthread_t thread;
 	int fd;                 /* UDP socket or TCP listening socket. */
 	int stop_fd;            /* eventfd: readable when stopping. */
 	answer_ctx_t answer;
 	const server_config_t *cfg;
+	const server_hooks_t *hooks; /* NULL: none. */
+	tcp_mailbox_t *mailbox;      /* TCP workers: replies from other threads. */
 	bool started;
 } worker_t;
+
+/* A reply queued to a TCP worker by another thread (reply.c). */
+typedef struct mail {
+	struct mail *next;
+	void *conn;         /* The worker's connection (tcp.c). */
+	bool resume;        /* Ends a transfer: the worker takes the fd back. */
+	size_t len;         /* 0: close the connection. */
+	uint8_t msg[];
+} mail_t;
+
+struct tcp_mailbox {
+	pthread_mutex_t lock;
+	int efd;            /* eventfd in the worker's epoll set. */
+	mail_t *head, *tail;
+};
+
+int tcp_mailbox_init(tcp_mailbox_t *mb);
+void tcp_mailbox_deinit(tcp_mailbox_t *mb);
+/* Takes every queued mail, oldest first. */
+mail_t *tcp_mailbox_take(tcp_mailbox_t *mb);
+
+/* Replies the workers create for the hooks (reply.c). */
+server_reply_t *server_reply_udp(int fd, const struct sockaddr_storage *addr,
+                                 socklen_t addr_len);
+server_reply_t *server_reply_tcp(tcp_mailbox_t *mb, void *conn, int fd,
+                                 bool transfer, unsigned timeout_ms);
+
+/* Classifies a message for the workers (answer.c). */
+typedef enum {
+	MESSAGE_QUERY,      /* answer_message() */
+	MESSAGE_UPDATE,     /* hooks->update */
+	MESSAGE_TRANSFER,   /* hooks->transfer (TCP AXFR/IXFR) */
+} message_kind_t;
+message_kind_t server_message_kind(const uint8_t *msg, size_t len, bool tcp,
+                                   const server_hooks_t *hooks);
 
 /* Thread bodies (udp.c, tcp.c). */
 void *server_udp_worker(void *arg);

@@ -1,0 +1,188 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * Deferred replies: how UPDATE and transfer hooks answer from their own
+ * threads. A UDP reply is one sendto() on the worker's socket (safe from
+ * any thread). A TCP reply is queued to the connection's worker through
+ * its mailbox (a locked list plus an eventfd in the worker's epoll set):
+ * only the worker touches its connections, so replies stay in order and
+ * a connection closed meanwhile is freed only when its last reply lands.
+ * A transfer writes its messages straight to the socket while the worker
+ * leaves the connection alone, and hands it back with its last message.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+#include <libknot/errcode.h>
+
+#include "common/error.h"
+#include "server/worker.h"
+
+struct server_reply {
+	bool tcp;
+	bool transfer;
+	int fd;
+	struct sockaddr_storage addr;
+	socklen_t addr_len;
+	tcp_mailbox_t *mb;
+	void *conn;
+	unsigned timeout_ms;
+	mail_t *spare;   /* TCP: a mail allocated up front, so that a reply can
+	                  * always at least close its connection. */
+};
+
+int tcp_mailbox_init(tcp_mailbox_t *mb)
+{
+	memset(mb, 0, sizeof(*mb));
+	mb->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (mb->efd < 0) {
+		return -errno;
+	}
+	pthread_mutex_init(&mb->lock, NULL);
+	return ZC_EOK;
+}
+
+void tcp_mailbox_deinit(tcp_mailbox_t *mb)
+{
+	mail_t *m = tcp_mailbox_take(mb);
+	while (m != NULL) {
+		mail_t *next = m->next;
+		free(m);
+		m = next;
+	}
+	close(mb->efd);
+	pthread_mutex_destroy(&mb->lock);
+}
+
+mail_t *tcp_mailbox_take(tcp_mailbox_t *mb)
+{
+	uint64_t n;
+	if (read(mb->efd, &n, sizeof(n)) < 0) {
+		/* Nothing signalled: the list may still hold mail. */
+	}
+	pthread_mutex_lock(&mb->lock);
+	mail_t *head = mb->head;
+	mb->head = mb->tail = NULL;
+	pthread_mutex_unlock(&mb->lock);
+	return head;
+}
+
+server_reply_t *server_reply_udp(int fd, const struct sockaddr_storage *addr,
+                                 socklen_t addr_len)
+{
+	server_reply_t *r = calloc(1, sizeof(*r));
+	if (r != NULL) {
+		r->fd = fd;
+		memcpy(&r->addr, addr, addr_len);
+		r->addr_len = addr_len;
+	}
+	return r;
+}
+
+server_reply_t *server_reply_tcp(tcp_mailbox_t *mb, void *conn, int fd,
+                                 bool transfer, unsigned timeout_ms)
+{
+	server_reply_t *r = calloc(1, sizeof(*r));
+	if (r != NULL) {
+		r->tcp = true;
+		r->transfer = transfer;
+		r->mb = mb;
+		r->conn = conn;
+		r->fd = fd;
+		r->timeout_ms = timeout_ms;
+		r->spare = malloc(sizeof(mail_t));
+		if (r->spare == NULL) {
+			free(r);
+			r = NULL;
+		}
+	}
+	return r;
+}
+
+void server_reply_send(server_reply_t *r, const uint8_t *msg, size_t len)
+{
+	if (!r->tcp) {
+		if (len > 0) {
+			sendto(r->fd, msg, len, 0, (struct sockaddr *)&r->addr,
+			       r->addr_len);
+		}
+		free(r);
+		return;
+	}
+	mail_t *m = len > 0 ? malloc(sizeof(*m) + 2 + len) : NULL;
+	if (m == NULL) {
+		m = r->spare; /* No memory (or nothing to send): close. */
+		r->spare = NULL;
+		len = 0;
+	}
+	free(r->spare);
+	m->next = NULL;
+	m->conn = r->conn;
+	m->resume = r->transfer;
+	m->len = len > 0 ? 2 + len : 0;
+	if (len > 0) {
+		m->msg[0] = (uint8_t)(len >> 8);
+		m->msg[1] = (uint8_t)len;
+		memcpy(m->msg + 2, msg, len);
+	}
+	tcp_mailbox_t *mb = r->mb;
+	pthread_mutex_lock(&mb->lock);
+	if (mb->tail != NULL) {
+		mb->tail->next = m;
+	} else {
+		mb->head = m;
+	}
+	mb->tail = m;
+	pthread_mutex_unlock(&mb->lock);
+	uint64_t one = 1;
+	if (write(mb->efd, &one, sizeof(one)) < 0) {
+		/* The counter is saturated: the worker is woken anyway. */
+	}
+	free(r);
+}
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Writes all of buf on the non-blocking socket within the timeout. */
+static int write_all(server_reply_t *r, const uint8_t *buf, size_t len)
+{
+	int64_t deadline = now_ms() + r->timeout_ms;
+	size_t done = 0;
+	while (done < len) {
+		ssize_t n = send(r->fd, buf + done, len - done, MSG_NOSIGNAL);
+		if (n > 0) {
+			done += (size_t)n;
+			continue;
+		}
+		if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK &&
+		    errno != EINTR) {
+			return -errno;
+		}
+		int64_t left = deadline - now_ms();
+		if (left <= 0) {
+			return ZC_EBUSY;
+		}
+		struct pollfd p = { .fd = r->fd, .events = POLLOUT };
+		poll(&p, 1, (int)left);
+	}
+	return ZC_EOK;
+}
+
+int server_reply_write(server_reply_t *r, const uint8_t *msg, size_t len)
+{
+	if (!r->tcp || !r->transfer || len > UINT16_MAX) {
+		return ZC_EUSAGE;
+	}
+	uint8_t frame[2] = { (uint8_t)(len >> 8), (uint8_t)len };
+	int ret = write_all(r, frame, 2);
+	return ret == ZC_EOK ? write_all(r, msg, len) : ret;
+}

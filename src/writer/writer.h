@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * The group committer: the one path by which the API and RFC 2136 UPDATE
+ * write to the records store.
+ *
+ * One thread owns the write connection. Callers submit units of work; the
+ * thread takes every unit queued, runs each in a savepoint of one
+ * transaction (a failing unit is rolled back alone), commits once (one
+ * fsync for all), reports each unit's result, and wakes the builder.
+ * While it commits, new units queue up: under load batches grow by
+ * themselves, with no timer. Units run in submission order, so two units
+ * submitted one after the other by one caller commit in that order.
+ *
+ * Between batches the thread also trims the change log (the IXFR journal)
+ * to its retention, never past what the builder has applied.
+ */
+#pragma once
+
+#include <stdbool.h>
+
+#include "builder/builder.h"
+#include "records/records.h"
+
+typedef struct writer writer_t;
+
+/* A unit of work: runs inside a savepoint; returns ZC_EOK or an error. */
+typedef int (*writer_fn)(records_store_t *rs, void *ctx);
+
+/*
+ * An asynchronous unit, owned by the caller until `done` is called (on the
+ * writer thread, after the commit, with the unit's outcome: ZC_EOK means
+ * durably committed). `done` must be quick: it runs before the next batch.
+ */
+typedef struct writer_unit {
+	writer_fn fn;
+	void *ctx;
+	void (*done)(struct writer_unit *unit, int result);
+	/* Internal. */
+	int result;
+	bool settled;
+	struct writer_unit *next;
+} writer_unit_t;
+
+typedef struct {
+	const char *data_dir;
+	builder_follower_t *follower;
+	unsigned journal_retention_s;  /* 0: keep the log forever. */
+} writer_config_t;
+
+int writer_start(const writer_config_t *cfg, writer_t **out);
+void writer_stop(writer_t *w);
+
+/* Runs fn(ctx) in the next group commit and waits for the outcome: the
+ * unit's own error, or the commit's. ZC_EOK means durably committed. */
+int writer_run(writer_t *w, writer_fn fn, void *ctx);
+
+/* Queues unit (fn, ctx and done set by the caller) and returns at once.
+ * ZC_EBUSY when the writer is stopping (done is not called). */
+int writer_submit(writer_t *w, writer_unit_t *unit);
