@@ -57,7 +57,8 @@ typedef struct {
 	void (*transfer)(void *ctx, const uint8_t *msg, size_t len,
 	                 const struct sockaddr_storage *from,
 	                 server_reply_t *reply);
-	void *ctx;
+	void *update_ctx;
+	void *transfer_ctx;
 } server_hooks_t;
 
 /*

@@ -222,9 +222,9 @@ static int defer(tcp_t *t, conn_t *c, const uint8_t *msg, size_t len,
 		c->transfer = true;
 		epoll_ctl(t->ep, EPOLL_CTL_DEL, c->fd, NULL);
 		c->in_epoll = false;
-		h->transfer(h->ctx, msg, len, &c->peer, r);
+		h->transfer(h->transfer_ctx, msg, len, &c->peer, r);
 	} else {
-		h->update(h->ctx, msg, len, &c->peer, true, r);
+		h->update(h->update_ctx, msg, len, &c->peer, true, r);
 	}
 	return 0;
 }

@@ -53,7 +53,7 @@ static int answer_batch(worker_t *w, udp_buffers_t *b, int received)
 			server_reply_t *r = server_reply_udp(w->fd, &b->addr[i],
 			                                     b->in[i].msg_hdr.msg_namelen);
 			if (r != NULL) {
-				w->hooks->update(w->hooks->ctx, b->query[i],
+				w->hooks->update(w->hooks->update_ctx, b->query[i],
 				                 b->in[i].msg_len, &b->addr[i], false, r);
 			}
 			continue;

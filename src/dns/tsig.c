@@ -1,0 +1,112 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* TSIG request checks and response signing (see tsig.h). */
+#include <string.h>
+#include <libdnssec/tsig.h>
+#include <libknot/errcode.h>
+#include <libknot/rrtype/tsig.h>
+#include <libknot/tsig-op.h>
+
+#include "common/error.h"
+#include "dns/tsig.h"
+
+bool dns_tsig_algorithm_ok(const char *name)
+{
+	static const char *const ok[] = { "hmac-sha256", "hmac-sha512",
+	                                  "hmac-sha384", "hmac-sha224",
+	                                  "hmac-sha1" };
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		if (strcmp(name, ok[i]) == 0) {
+			return true;
+		}
+	}
+	return false;
+}
+
+int dns_tsig_check(const knot_pkt_t *q, bool key_found, const char *algorithm,
+                   const uint8_t *secret, size_t secret_len, dns_tsig_t *t)
+{
+	memset(t, 0, sizeof(*t));
+	const knot_rrset_t *rr = q->tsig_rr;
+	if (rr == NULL) {
+		return ZC_EOK;
+	}
+	t->present = true;
+	/* Keep the request's TSIG (its rdata lives in the request). */
+	size_t rdlen = rr->rrs.rdata->len;
+	if (rdlen > sizeof(t->rr_data) - sizeof(knot_rdata_t)) {
+		t->error = KNOT_RCODE_BADSIG;
+		return KNOT_TSIG_EBADSIG;
+	}
+	knot_rdata_t *rd = (knot_rdata_t *)t->rr_data;
+	memcpy(rd, rr->rrs.rdata, knot_rdata_size(rdlen));
+	t->rr = *rr;
+	memcpy(t->name, rr->owner, knot_dname_size(rr->owner));
+	t->rr.owner = t->name;
+	t->rr.rrs.rdata = rd;
+	t->rr.rrs.count = 1;
+	t->rr.rrs.size = knot_rdata_size(rdlen);
+	t->time_signed = knot_tsig_rdata_time_signed(&t->rr);
+	size_t mac_len = knot_tsig_rdata_mac_length(&t->rr);
+	if (mac_len <= sizeof(t->digest)) {
+		memcpy(t->digest, knot_tsig_rdata_mac(&t->rr), mac_len);
+		t->digest_len = mac_len;
+	}
+	dnssec_tsig_algorithm_t alg = key_found ?
+		dnssec_tsig_algorithm_from_name(algorithm) : DNSSEC_TSIG_UNKNOWN;
+	if (!key_found || alg == DNSSEC_TSIG_UNKNOWN ||
+	    alg != knot_tsig_rdata_alg(&t->rr) ||
+	    secret_len > sizeof(t->secret)) {
+		t->error = KNOT_RCODE_BADKEY;
+		return KNOT_TSIG_EBADKEY;
+	}
+	memcpy(t->secret, secret, secret_len);
+	t->key.algorithm = alg;
+	t->key.name = t->name;
+	t->key.secret.data = t->secret;
+	t->key.secret.size = secret_len;
+	int ret = knot_tsig_server_check(&t->rr, q->wire, q->size, &t->key);
+	switch (ret) {
+	case KNOT_EOK:
+		return ZC_EOK;
+	case KNOT_TSIG_EBADTIME:
+		t->error = KNOT_RCODE_BADTIME;
+		return ret;
+	case KNOT_TSIG_EBADKEY:
+		t->error = KNOT_RCODE_BADKEY;
+		return ret;
+	default:
+		t->error = KNOT_RCODE_BADSIG;
+		return ret;
+	}
+}
+
+int dns_tsig_sign(dns_tsig_t *t, uint8_t *msg, size_t *len, size_t max)
+{
+	if (!t->present) {
+		return ZC_EOK;
+	}
+	if (t->error == KNOT_RCODE_BADKEY || t->error == KNOT_RCODE_BADSIG) {
+		/* RFC 8945 §5.3.2: unsigned, MAC empty, error set. */
+		return knot_tsig_add(msg, len, max, t->error, &t->rr);
+	}
+	uint8_t digest[64];
+	size_t digest_len = sizeof(digest);
+	int ret;
+	if (t->messages == 0) {
+		ret = knot_tsig_sign(msg, len, max, t->digest, t->digest_len,
+		                     digest, &digest_len, &t->key, t->error,
+		                     t->error == KNOT_RCODE_BADTIME ?
+		                     t->time_signed : 0);
+	} else {
+		size_t to_sign = *len;
+		ret = knot_tsig_sign_next(msg, len, max, t->digest, t->digest_len,
+		                          digest, &digest_len, &t->key, msg,
+		                          to_sign);
+	}
+	if (ret == KNOT_EOK) {
+		memcpy(t->digest, digest, digest_len);
+		t->digest_len = digest_len;
+		t->messages++;
+	}
+	return ret;
+}
