@@ -15,6 +15,7 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "server/server.h"
+#include "update/update.h"
 #include "writer/writer.h"
 
 #define DEFAULT_LISTEN "127.0.0.1:5300"
@@ -191,8 +192,20 @@ static int run(const config_t *cfg)
 	if (ret == ZC_EOK) {
 		ret = writer_start(&wcfg, &writer);
 	}
+	update_service_t *updates = NULL;
+	update_config_t ucfg = {
+		.data_dir = cfg->data_dir, .writer = writer,
+		.allow_update = &cfg->allow_update,
+		.max_size = cfg->update_max_size,
+	};
 	if (ret == ZC_EOK) {
-		ret = server_start(&scfg, es, NULL, &server);
+		ret = update_start(&ucfg, &updates);
+	}
+	server_hooks_t hooks = {
+		.update = update_handle, .update_ctx = updates,
+	};
+	if (ret == ZC_EOK) {
+		ret = server_start(&scfg, es, &hooks, &server);
 	}
 	const char *ns[9] = { NULL };
 	for (size_t i = 0; i < cfg->zone_ns_count; i++) {
@@ -219,9 +232,13 @@ static int run(const config_t *cfg)
 	} else {
 		zc_error("cannot start: %s", zc_strerror(ret));
 	}
+	/* Writers stop first and answer what they hold; the DNS workers
+	 * deliver those answers and stop last. */
 	api_stop(api);
+	update_shutdown(updates);
 	writer_stop(writer);
 	server_stop(server);
+	update_free(updates);
 	builder_follower_stop(follower);
 	edge_close(es);
 	return ret == ZC_EOK ? 0 : 1;

@@ -375,3 +375,18 @@ int records_tsig_list(records_store_t *store, int64_t zone_id,
 
 /* Deletes a key by id (zone_id 0: any zone). ZC_ENOKEY when absent. */
 int records_tsig_delete(records_store_t *store, int64_t zone_id, int64_t id);
+
+/* --- Connection pool (records/pool.c) --- */
+
+typedef struct records_pool records_pool_t;
+
+records_pool_t *records_pool_new(const char *dir);
+void records_pool_free(records_pool_t *pool);
+/* Borrows a connection (opened on first use); give it back with put. */
+int records_pool_get(records_pool_t *pool, records_store_t **out);
+void records_pool_put(records_pool_t *pool, records_store_t *rs);
+
+/* Sets the zone's serial (an SOA given by RFC 2136 UPDATE, newer than the
+ * current one) for the unit in progress, instead of records_zone_bump(). */
+int records_zone_set_serial(records_store_t *store, records_zone_t *zone,
+                            uint32_t serial);

@@ -160,6 +160,28 @@ int records_log_zone_event(records_store_t *store, const records_zone_t *zone,
 	return log_event(store, zone, kind, NULL, 0, 0, 0, 0, NULL, 0);
 }
 
+int records_zone_set_serial(records_store_t *store, records_zone_t *zone,
+                            uint32_t serial)
+{
+	sqlite3_stmt *stmt;
+	int ret = records_sql_prepare(store, "UPDATE zones SET serial = ?,"
+	                              " modified_on = ? WHERE id = ?", &stmt);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	int64_t now = records_now_ms();
+	sqlite3_bind_int64(stmt, 1, serial);
+	sqlite3_bind_int64(stmt, 2, now);
+	sqlite3_bind_int64(stmt, 3, zone->id);
+	ret = records_sql_error(store->db, sqlite3_step(stmt));
+	records_sql_done(store, stmt);
+	if (ret == ZC_EOK) {
+		zone->serial = serial;
+		zone->modified_on = now;
+	}
+	return ret;
+}
+
 int records_zone_bump(records_store_t *store, records_zone_t *zone)
 {
 	uint32_t next = zone->serial + 1; /* RFC 1982: wraps past 2^32-1. */
@@ -169,23 +191,7 @@ int records_zone_bump(records_store_t *store, records_zone_t *zone)
 			next = now;
 		}
 	}
-	sqlite3_stmt *stmt;
-	int ret = records_sql_prepare(store, "UPDATE zones SET serial = ?,"
-	                              " modified_on = ? WHERE id = ?", &stmt);
-	if (ret != ZC_EOK) {
-		return ret;
-	}
-	int64_t now = records_now_ms();
-	sqlite3_bind_int64(stmt, 1, next);
-	sqlite3_bind_int64(stmt, 2, now);
-	sqlite3_bind_int64(stmt, 3, zone->id);
-	ret = records_sql_error(store->db, sqlite3_step(stmt));
-	records_sql_done(store, stmt);
-	if (ret == ZC_EOK) {
-		zone->serial = next;
-		zone->modified_on = now;
-	}
-	return ret;
+	return records_zone_set_serial(store, zone, next);
 }
 
 /* The owner's LF relative to the apex; KNOT_EOUTOFZONE if outside. */

@@ -1,0 +1,520 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * RFC 2136 inside the group committer: prerequisites (§3.2) and the
+ * update section (§3.4) against the records store, plus the format
+ * prescans done before a message is queued.
+ *
+ * Every added or deleted record goes through records_record_insert() and
+ * records_record_delete(), so it has an id, shows in the API and is logged
+ * for the builder and the IXFR journal like an API change. The serial
+ * moves once per message, before its first write, and not at all when
+ * nothing changes (§3.6).
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <libknot/descriptor.h>
+#include <libknot/errcode.h>
+#include <libknot/rrset.h>
+#include <libknot/rrtype/soa.h>
+
+#include "common/error.h"
+#include "dns/name.h"
+#include "update/internal.h"
+
+/* --- Prescans (on the DNS worker's thread) --- */
+
+static bool is_meta(uint16_t type)
+{
+	return type == KNOT_RRTYPE_ANY || type == KNOT_RRTYPE_AXFR ||
+	       type == KNOT_RRTYPE_IXFR || type == 253 /* MAILB */ ||
+	       type == 254 /* MAILA */ || type == KNOT_RRTYPE_OPT ||
+	       type == KNOT_RRTYPE_TSIG || type == 249 /* TKEY */;
+}
+
+/* Types zonecast makes itself (online signing): refused in updates. */
+static bool is_refused(uint16_t type)
+{
+	return type == KNOT_RRTYPE_RRSIG || type == KNOT_RRTYPE_NSEC ||
+	       type == KNOT_RRTYPE_NSEC3 || type == KNOT_RRTYPE_NSEC3PARAM ||
+	       type == KNOT_RRTYPE_DNSKEY || type == KNOT_RRTYPE_CDS ||
+	       type == KNOT_RRTYPE_CDNSKEY;
+}
+
+static bool in_zone(const update_msg_t *m, const knot_dname_t *owner)
+{
+	return dns_name_is_under(owner, m->zone.apex);
+}
+
+static uint16_t rdlen(const knot_rrset_t *rr)
+{
+	return rr->rrs.count > 0 ? rr->rrs.rdata->len : 0;
+}
+
+uint8_t update_prereq_prescan(const update_msg_t *m)
+{
+	const knot_pktsection_t *sec = knot_pkt_section(m->pkt, KNOT_ANSWER);
+	for (uint16_t i = 0; i < sec->count; i++) {
+		const knot_rrset_t *rr = knot_pkt_rr(sec, i);
+		if (rr->ttl != 0) {
+			return KNOT_RCODE_FORMERR;
+		}
+		if (!in_zone(m, rr->owner)) {
+			return KNOT_RCODE_NOTZONE;
+		}
+		switch (rr->rclass) {
+		case KNOT_CLASS_ANY:
+		case KNOT_CLASS_NONE:
+			if (rdlen(rr) != 0 || (is_meta(rr->type) &&
+			                       rr->type != KNOT_RRTYPE_ANY)) {
+				return KNOT_RCODE_FORMERR;
+			}
+			break;
+		case KNOT_CLASS_IN:
+			if (is_meta(rr->type)) {
+				return KNOT_RCODE_FORMERR;
+			}
+			break;
+		default:
+			return KNOT_RCODE_FORMERR;
+		}
+	}
+	return KNOT_RCODE_NOERROR;
+}
+
+uint8_t update_prescan(const update_msg_t *m)
+{
+	const knot_pktsection_t *sec = knot_pkt_section(m->pkt, KNOT_AUTHORITY);
+	for (uint16_t i = 0; i < sec->count; i++) {
+		const knot_rrset_t *rr = knot_pkt_rr(sec, i);
+		if (!in_zone(m, rr->owner)) {
+			return KNOT_RCODE_NOTZONE;
+		}
+		switch (rr->rclass) {
+		case KNOT_CLASS_IN:
+			if (is_meta(rr->type)) {
+				return KNOT_RCODE_FORMERR;
+			}
+			break;
+		case KNOT_CLASS_ANY:
+			if (rr->ttl != 0 || rdlen(rr) != 0 ||
+			    (is_meta(rr->type) && rr->type != KNOT_RRTYPE_ANY)) {
+				return KNOT_RCODE_FORMERR;
+			}
+			break;
+		case KNOT_CLASS_NONE:
+			if (rr->ttl != 0 || is_meta(rr->type)) {
+				return KNOT_RCODE_FORMERR;
+			}
+			break;
+		default:
+			return KNOT_RCODE_FORMERR;
+		}
+	}
+	/* Refusals come after every format check: FORMERR wins. */
+	for (uint16_t i = 0; i < sec->count; i++) {
+		const knot_rrset_t *rr = knot_pkt_rr(sec, i);
+		if (rr->rclass == KNOT_CLASS_IN && is_refused(rr->type)) {
+			return KNOT_RCODE_REFUSED;
+		}
+	}
+	return KNOT_RCODE_NOERROR;
+}
+
+/* --- The records of one node --- */
+
+typedef struct {
+	int64_t id;
+	uint16_t type;
+	uint32_t ttl;
+	uint16_t rdata_len;
+	uint8_t *rdata;
+	const char *comment;
+	int64_t created_on;
+} stored_t;
+
+typedef struct {
+	stored_t *rec;
+	size_t count, cap;
+	bool failed;
+} node_t;
+
+static void node_clear(node_t *n)
+{
+	for (size_t i = 0; i < n->count; i++) {
+		free(n->rec[i].rdata);
+		free((char *)n->rec[i].comment);
+	}
+	n->count = 0;
+	n->failed = false;
+}
+
+static void node_free(node_t *n)
+{
+	node_clear(n);
+	free(n->rec);
+}
+
+static int collect(const records_record_t *rec, void *ctx)
+{
+	node_t *n = ctx;
+	if (n->count == n->cap) {
+		size_t cap = n->cap ? 2 * n->cap : 16;
+		stored_t *grown = realloc(n->rec, cap * sizeof(*grown));
+		if (grown == NULL) {
+			n->failed = true;
+			return 1;
+		}
+		n->rec = grown;
+		n->cap = cap;
+	}
+	stored_t *s = &n->rec[n->count];
+	*s = (stored_t){ .id = rec->id, .type = rec->type, .ttl = rec->ttl,
+	                 .rdata_len = rec->rdata_len,
+	                 .created_on = rec->created_on };
+	s->rdata = malloc(rec->rdata_len + 1u);
+	s->comment = rec->comment ? strdup(rec->comment) : NULL;
+	if (s->rdata == NULL) {
+		n->failed = true;
+		return 1;
+	}
+	memcpy(s->rdata, rec->rdata, rec->rdata_len);
+	n->count++;
+	return 0;
+}
+
+/* Loads the records at owner (type 0: all types). */
+static int node_load(records_store_t *rs, const update_msg_t *m,
+                     const knot_dname_t *owner, uint16_t type, node_t *n)
+{
+	node_clear(n);
+	int ret = records_record_foreach(rs, m->zone.id, owner, type, collect, n);
+	return ret == ZC_EOK && n->failed ? KNOT_ENOMEM : ret;
+}
+
+/* Rdata equality as DNS compares it: names in rdata case-insensitively
+ * (RFC 4034 §6.2 canonical form). */
+static bool rdata_equal(const knot_dname_t *owner, uint16_t type,
+                        const uint8_t *a, uint16_t alen,
+                        const uint8_t *b, uint16_t blen)
+{
+	if (alen == blen && memcmp(a, b, alen) == 0) {
+		return true;
+	}
+	if (alen != blen) {
+		return false; /* Lowercasing keeps lengths. */
+	}
+	knot_rrset_t ra, rb;
+	knot_rrset_init(&ra, (knot_dname_t *)owner, type, KNOT_CLASS_IN, 0);
+	knot_rrset_init(&rb, (knot_dname_t *)owner, type, KNOT_CLASS_IN, 0);
+	bool equal = false;
+	if (knot_rrset_add_rdata(&ra, a, alen, NULL) == KNOT_EOK &&
+	    knot_rrset_add_rdata(&rb, b, blen, NULL) == KNOT_EOK) {
+		ra.owner = NULL; /* Canonical form of the rdata only. */
+		rb.owner = NULL;
+		knot_rrset_rr_to_canonical(&ra);
+		knot_rrset_rr_to_canonical(&rb);
+		equal = knot_rdata_cmp(ra.rrs.rdata, rb.rrs.rdata) == 0;
+	}
+	knot_rdataset_clear(&ra.rrs, NULL);
+	knot_rdataset_clear(&rb.rrs, NULL);
+	return equal;
+}
+
+/* --- Prerequisites (§3.2.5 order: as they come) --- */
+
+static bool value_rrset_matches(records_store_t *rs, update_msg_t *m,
+                                const knot_pktsection_t *sec, uint16_t first,
+                                int *ret)
+{
+	const knot_rrset_t *key = knot_pkt_rr(sec, first);
+	node_t n = { 0 };
+	*ret = node_load(rs, m, key->owner, key->type, &n);
+	if (*ret != ZC_EOK) {
+		node_free(&n);
+		return false;
+	}
+	/* Every prerequisite RR of this (owner, type) must be stored ... */
+	size_t given = 0;
+	for (uint16_t i = first; i < sec->count; i++) {
+		const knot_rrset_t *rr = knot_pkt_rr(sec, i);
+		if (rr->rclass != KNOT_CLASS_IN || rr->type != key->type ||
+		    !knot_dname_is_case_equal(rr->owner, key->owner)) {
+			continue;
+		}
+		knot_rdata_t *rd = rr->rrs.rdata;
+		for (uint16_t k = 0; k < rr->rrs.count; k++) {
+			bool found = false;
+			for (size_t j = 0; j < n.count && !found; j++) {
+				found = rdata_equal(rr->owner, rr->type, rd->data,
+				                    rd->len, n.rec[j].rdata,
+				                    n.rec[j].rdata_len);
+			}
+			if (!found) {
+				node_free(&n);
+				return false;
+			}
+			given++;
+			rd = knot_rdataset_next(rd);
+		}
+	}
+	/* ... and every stored one given (duplicates in the message aside). */
+	bool all = true;
+	for (size_t j = 0; j < n.count && all; j++) {
+		bool found = false;
+		for (uint16_t i = first; i < sec->count && !found; i++) {
+			const knot_rrset_t *rr = knot_pkt_rr(sec, i);
+			if (rr->rclass != KNOT_CLASS_IN || rr->type != key->type ||
+			    !knot_dname_is_case_equal(rr->owner, key->owner)) {
+				continue;
+			}
+			knot_rdata_t *rd = rr->rrs.rdata;
+			for (uint16_t k = 0; k < rr->rrs.count && !found; k++) {
+				found = rdata_equal(rr->owner, rr->type, rd->data,
+				                    rd->len, n.rec[j].rdata,
+				                    n.rec[j].rdata_len);
+				rd = knot_rdataset_next(rd);
+			}
+		}
+		all = found;
+	}
+	(void)given;
+	node_free(&n);
+	return all;
+}
+
+static uint8_t check_prereqs(records_store_t *rs, update_msg_t *m, int *ret)
+{
+	const knot_pktsection_t *sec = knot_pkt_section(m->pkt, KNOT_ANSWER);
+	node_t n = { 0 };
+	uint8_t rcode = KNOT_RCODE_NOERROR;
+	*ret = ZC_EOK;
+	for (uint16_t i = 0; i < sec->count && rcode == 0 && *ret == ZC_EOK; i++) {
+		const knot_rrset_t *rr = knot_pkt_rr(sec, i);
+		if (rr->rclass == KNOT_CLASS_IN) {
+			/* Value-dependent: once per (owner, type). */
+			bool seen = false;
+			for (uint16_t j = 0; j < i && !seen; j++) {
+				const knot_rrset_t *o = knot_pkt_rr(sec, j);
+				seen = o->rclass == KNOT_CLASS_IN && o->type == rr->type &&
+				       knot_dname_is_case_equal(o->owner, rr->owner);
+			}
+			if (!seen && !value_rrset_matches(rs, m, sec, i, ret)) {
+				rcode = KNOT_RCODE_NXRRSET;
+			}
+			continue;
+		}
+		uint16_t type = rr->type == KNOT_RRTYPE_ANY ? 0 : rr->type;
+		*ret = node_load(rs, m, rr->owner, type, &n);
+		bool exists = n.count > 0;
+		if (rr->rclass == KNOT_CLASS_ANY && !exists) {
+			rcode = type == 0 ? KNOT_RCODE_NXDOMAIN : KNOT_RCODE_NXRRSET;
+		} else if (rr->rclass == KNOT_CLASS_NONE && exists) {
+			rcode = type == 0 ? KNOT_RCODE_YXDOMAIN : KNOT_RCODE_YXRRSET;
+		}
+	}
+	node_free(&n);
+	return *ret == ZC_EOK ? rcode : KNOT_RCODE_SERVFAIL;
+}
+
+/* --- The update section (§3.4.2) --- */
+
+/* The zone's serial moves once, before the message's first write. */
+static int new_version(records_store_t *rs, update_msg_t *m)
+{
+	if (m->changed) {
+		return ZC_EOK;
+	}
+	m->changed = true;
+	return records_zone_bump(rs, &m->zone);
+}
+
+static int delete_stored(records_store_t *rs, update_msg_t *m,
+                         const stored_t *s)
+{
+	int ret = new_version(rs, m);
+	return ret == ZC_EOK ? records_record_delete(rs, &m->zone, s->id) : ret;
+}
+
+/* Rewrites a stored record with another TTL, keeping its id. */
+static int retime(records_store_t *rs, update_msg_t *m,
+                  const knot_dname_t *owner, const stored_t *s, uint32_t ttl)
+{
+	int ret = delete_stored(rs, m, s);
+	records_record_t rec = {
+		.id = s->id, .owner = owner, .type = s->type, .ttl = ttl,
+		.rdata = s->rdata, .rdata_len = s->rdata_len,
+		.comment = s->comment, .created_on = s->created_on,
+	};
+	return ret == ZC_EOK ? records_record_insert(rs, &m->zone, &rec) : ret;
+}
+
+static bool cname_compatible(uint16_t type)
+{
+	return type == KNOT_RRTYPE_CNAME || type == KNOT_RRTYPE_RRSIG ||
+	       type == KNOT_RRTYPE_NSEC;
+}
+
+static uint32_t soa_serial(const uint8_t *rdata, uint16_t len)
+{
+	const uint8_t *p = rdata + len - 20;
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 |
+	       (uint32_t)p[2] << 8 | p[3];
+}
+
+/* An SOA at the apex replaces the zone's if its serial is newer. */
+static int add_soa(records_store_t *rs, update_msg_t *m, node_t *n,
+                   const knot_rrset_t *rr, const knot_rdata_t *rd)
+{
+	if (!knot_dname_is_equal(rr->owner, m->zone.apex) || rd->len < 22) {
+		return ZC_EOK;
+	}
+	uint32_t serial = soa_serial(rd->data, rd->len);
+	if ((int32_t)(serial - m->zone.serial) <= 0) {
+		return ZC_EOK; /* §3.4.2.2: not newer, ignored. */
+	}
+	int ret = node_load(rs, m, m->zone.apex, KNOT_RRTYPE_SOA, n);
+	for (size_t i = 0; i < n->count && ret == ZC_EOK; i++) {
+		ret = records_record_delete(rs, &m->zone, n->rec[i].id);
+	}
+	m->changed = true;
+	if (ret == ZC_EOK) {
+		ret = records_zone_set_serial(rs, &m->zone, serial);
+	}
+	records_record_t rec = { .owner = m->zone.apex, .type = KNOT_RRTYPE_SOA,
+	                         .ttl = rr->ttl, .rdata = rd->data,
+	                         .rdata_len = rd->len };
+	if (ret == ZC_EOK) {
+		ret = records_record_insert(rs, &m->zone, &rec);
+	}
+	/* SOA fields live in the zone's settings: a full build. */
+	return ret == ZC_EOK ? records_log_zone_event(rs, &m->zone,
+	                       RECORDS_CHANGE_ZONE_SETTINGS) : ret;
+}
+
+static int add_rr(records_store_t *rs, update_msg_t *m, node_t *n,
+                  const knot_rrset_t *rr, const knot_rdata_t *rd)
+{
+	if (rr->type == KNOT_RRTYPE_SOA) {
+		return add_soa(rs, m, n, rr, rd);
+	}
+	int ret = node_load(rs, m, rr->owner, 0, n);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	for (size_t i = 0; i < n->count; i++) {
+		uint16_t t = n->rec[i].type;
+		if (rr->type == KNOT_RRTYPE_CNAME && !cname_compatible(t)) {
+			return ZC_EOK; /* CNAME beside other data: ignored. */
+		}
+		if (t == KNOT_RRTYPE_CNAME && !cname_compatible(rr->type)) {
+			return ZC_EOK; /* Other data beside a CNAME: ignored. */
+		}
+	}
+	bool present = false;
+	for (size_t i = 0; i < n->count && ret == ZC_EOK; i++) {
+		stored_t *s = &n->rec[i];
+		if (s->type != rr->type) {
+			continue;
+		}
+		bool same = rdata_equal(rr->owner, rr->type, rd->data, rd->len,
+		                        s->rdata, s->rdata_len);
+		if (rr->type == KNOT_RRTYPE_CNAME && !same) {
+			ret = delete_stored(rs, m, s); /* One CNAME: replaced. */
+			continue;
+		}
+		if (same) {
+			present = true;
+		}
+		if (s->ttl != rr->ttl) {
+			ret = retime(rs, m, rr->owner, s, rr->ttl); /* RFC 2181 §5.2 */
+		}
+	}
+	if (ret != ZC_EOK || present) {
+		return ret;
+	}
+	ret = new_version(rs, m);
+	records_record_t rec = { .owner = rr->owner, .type = rr->type,
+	                         .ttl = rr->ttl, .rdata = rd->data,
+	                         .rdata_len = rd->len };
+	return ret == ZC_EOK ? records_record_insert(rs, &m->zone, &rec) : ret;
+}
+
+static bool apex_protected(const update_msg_t *m, const knot_dname_t *owner,
+                           uint16_t type)
+{
+	return (type == KNOT_RRTYPE_SOA || type == KNOT_RRTYPE_NS) &&
+	       knot_dname_is_equal(owner, m->zone.apex);
+}
+
+/* Class ANY: delete an RRset, or every RRset at a name. */
+static int delete_rrsets(records_store_t *rs, update_msg_t *m, node_t *n,
+                         const knot_rrset_t *rr)
+{
+	uint16_t type = rr->type == KNOT_RRTYPE_ANY ? 0 : rr->type;
+	int ret = node_load(rs, m, rr->owner, type, n);
+	for (size_t i = 0; i < n->count && ret == ZC_EOK; i++) {
+		if (!apex_protected(m, rr->owner, n->rec[i].type)) {
+			ret = delete_stored(rs, m, &n->rec[i]);
+		}
+	}
+	return ret;
+}
+
+/* Class NONE: delete one RR. */
+static int delete_rr(records_store_t *rs, update_msg_t *m, node_t *n,
+                     const knot_rrset_t *rr, const knot_rdata_t *rd)
+{
+	if (rr->type == KNOT_RRTYPE_SOA) {
+		return ZC_EOK;
+	}
+	int ret = node_load(rs, m, rr->owner, rr->type, n);
+	bool apex_ns = apex_protected(m, rr->owner, rr->type);
+	for (size_t i = 0; i < n->count && ret == ZC_EOK; i++) {
+		if (!rdata_equal(rr->owner, rr->type, rd->data, rd->len,
+		                 n->rec[i].rdata, n->rec[i].rdata_len)) {
+			continue;
+		}
+		if (apex_ns && n->count == 1) {
+			return ZC_EOK; /* The last apex NS stays. */
+		}
+		ret = delete_stored(rs, m, &n->rec[i]);
+		break;
+	}
+	return ret;
+}
+
+int update_apply(records_store_t *rs, void *arg)
+{
+	update_msg_t *m = arg;
+	int ret = records_zone_get(rs, m->zone.id, &m->zone);
+	if (ret == ZC_ENOZONE) {
+		m->rcode = KNOT_RCODE_NOTAUTH; /* Deleted meanwhile. */
+		return ZC_EUSAGE;
+	}
+	if (ret != ZC_EOK) {
+		m->rcode = KNOT_RCODE_SERVFAIL;
+		return ret;
+	}
+	m->rcode = check_prereqs(rs, m, &ret);
+	if (m->rcode != KNOT_RCODE_NOERROR) {
+		return ret != ZC_EOK ? ret : ZC_EUSAGE;
+	}
+	const knot_pktsection_t *sec = knot_pkt_section(m->pkt, KNOT_AUTHORITY);
+	node_t n = { 0 };
+	for (uint16_t i = 0; i < sec->count && ret == ZC_EOK; i++) {
+		const knot_rrset_t *rr = knot_pkt_rr(sec, i);
+		if (rr->rclass == KNOT_CLASS_ANY) {
+			ret = delete_rrsets(rs, m, &n, rr);
+			continue;
+		}
+		knot_rdata_t *rd = rr->rrs.rdata;
+		for (uint16_t k = 0; k < rr->rrs.count && ret == ZC_EOK; k++) {
+			ret = rr->rclass == KNOT_CLASS_IN ? add_rr(rs, m, &n, rr, rd) :
+			      delete_rr(rs, m, &n, rr, rd);
+			rd = knot_rdataset_next(rd);
+		}
+	}
+	node_free(&n);
+	m->rcode = ret == ZC_EOK ? KNOT_RCODE_NOERROR : KNOT_RCODE_SERVFAIL;
+	return ret;
+}

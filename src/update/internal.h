@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* Internal to update/: one UPDATE message on its way through. */
+#pragma once
+
+#include <stdbool.h>
+#include <libknot/packet/pkt.h>
+
+#include "dns/tsig.h"
+#include "records/records.h"
+#include "server/server.h"
+#include "writer/writer.h"
+
+typedef struct update_service update_service_t;
+
+typedef struct {
+	writer_unit_t unit;          /* First: the committer's handle. */
+	update_service_t *service;
+	server_reply_t *reply;
+	bool tcp;
+	uint8_t *wire;               /* The message (owned copy). */
+	size_t wire_len;
+	knot_pkt_t *pkt;             /* Parsed over wire. */
+	dns_tsig_t tsig;
+	records_zone_t zone;         /* From the zone section. */
+	uint8_t rcode;               /* Outcome (RFC 2136 §2.2). */
+	bool changed;                /* The zone's serial moved. */
+} update_msg_t;
+
+/* The committer unit (apply.c): prerequisites, then the update. Sets
+ * msg->rcode; returns ZC_EOK only when everything was applied. */
+int update_apply(records_store_t *rs, void *msg);
+
+/* Prescan of the update section (apply.c): RFC 2136 §3.4.1, and the
+ * types zonecast refuses. Returns an rcode (0: fine). */
+uint8_t update_prescan(const update_msg_t *msg);
+
+/* Prerequisite section format checks (apply.c), RFC 2136 §3.2. */
+uint8_t update_prereq_prescan(const update_msg_t *msg);
+
+/* The key's update policy (policy.c): true when every update RR is
+ * within the grants (an empty grant list means the whole zone). */
+bool update_policy_allows(const char *grants, const knot_dname_t *key_name,
+                          const update_msg_t *msg);
+
+/* Checks a grant list's syntax (for key creation); false with a message
+ * in err when malformed. */
+bool update_policy_valid(const char *grants, char *err, size_t err_size);

@@ -1,0 +1,243 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * The UPDATE hook: checks on the DNS worker's thread (parse, zone
+ * section, TSIG, source address, prescans, policy), then one unit of the
+ * group committer per message, answered from its completion callback.
+ */
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <libknot/descriptor.h>
+#include <libknot/errcode.h>
+#include <libknot/packet/wire.h>
+
+#include "common/error.h"
+#include "common/log.h"
+#include "update/internal.h"
+#include "update/update.h"
+
+/* Header + zone section + TSIG. */
+#define RESPONSE_MAX (KNOT_WIRE_HEADER_SIZE + KNOT_DNAME_MAXLEN + 4 + \
+                      DNS_TSIG_ROOM)
+
+struct update_service {
+	update_config_t cfg;
+	zc_acl_t allow;
+	records_pool_t *pool;
+	atomic_bool stopping;
+};
+
+int update_start(const update_config_t *cfg, update_service_t **out)
+{
+	update_service_t *u = calloc(1, sizeof(*u));
+	if (u == NULL) {
+		return KNOT_ENOMEM;
+	}
+	u->cfg = *cfg;
+	if (cfg->allow_update != NULL) {
+		u->allow = *cfg->allow_update;
+	}
+	u->cfg.allow_update = &u->allow;
+	if (u->cfg.max_size == 0) {
+		u->cfg.max_size = 65535;
+	}
+	u->pool = records_pool_new(cfg->data_dir);
+	if (u->pool == NULL) {
+		free(u);
+		return KNOT_ENOMEM;
+	}
+	*out = u;
+	return ZC_EOK;
+}
+
+void update_shutdown(update_service_t *u)
+{
+	if (u != NULL) {
+		atomic_store(&u->stopping, true);
+	}
+}
+
+void update_free(update_service_t *u)
+{
+	if (u != NULL) {
+		records_pool_free(u->pool);
+		free(u);
+	}
+}
+
+static void msg_free(update_msg_t *m)
+{
+	knot_pkt_free(m->pkt);
+	free(m->wire);
+	free(m);
+}
+
+/* Answers: the request's header and zone section, the rcode, TSIG. */
+static void respond(update_msg_t *m)
+{
+	uint8_t resp[RESPONSE_MAX];
+	size_t len = KNOT_WIRE_HEADER_SIZE;
+	memcpy(resp, m->wire, KNOT_WIRE_HEADER_SIZE);
+	knot_wire_set_qdcount(resp, 0);
+	knot_pkt_t *q = m->pkt;
+	if (q != NULL && q->qname_size > 0 &&
+	    knot_wire_get_qdcount(q->wire) >= 1 &&
+	    q->size >= KNOT_WIRE_HEADER_SIZE + q->qname_size + 4u) {
+		memcpy(resp + len, q->wire + len, q->qname_size + 4u);
+		len += q->qname_size + 4u;
+		knot_wire_set_qdcount(resp, 1);
+	}
+	knot_wire_set_ancount(resp, 0);
+	knot_wire_set_nscount(resp, 0);
+	knot_wire_set_arcount(resp, 0);
+	knot_wire_set_qr(resp);
+	knot_wire_clear_aa(resp);
+	knot_wire_clear_tc(resp);
+	knot_wire_clear_ra(resp);
+	knot_wire_clear_ad(resp);
+	knot_wire_clear_cd(resp);
+	knot_wire_clear_z(resp);
+	knot_wire_set_rcode(resp, m->rcode);
+	if (m->tsig.present &&
+	    dns_tsig_sign(&m->tsig, resp, &len, sizeof(resp)) != KNOT_EOK) {
+		zc_warn("update: cannot sign the response");
+	}
+	server_reply_send(m->reply, resp, len);
+	m->reply = NULL;
+}
+
+static void finish(update_msg_t *m, uint8_t rcode)
+{
+	m->rcode = rcode;
+	respond(m);
+	msg_free(m);
+}
+
+static void on_committed(writer_unit_t *unit, int result)
+{
+	update_msg_t *m = (update_msg_t *)unit;
+	if (result != ZC_EOK && m->rcode == KNOT_RCODE_NOERROR) {
+		m->rcode = KNOT_RCODE_SERVFAIL; /* The commit itself failed. */
+	}
+	if (result == ZC_EOK || m->rcode != KNOT_RCODE_SERVFAIL) {
+		zc_debug("update %s: rcode %u%s", m->zone.name, m->rcode,
+		         m->changed && result == ZC_EOK ? ", new serial" : "");
+	} else {
+		zc_warn("update %s: SERVFAIL (%s)", m->zone.name,
+		        zc_strerror(result));
+	}
+	respond(m);
+	msg_free(m);
+}
+
+/* Zone section (§3.1.1), TSIG (§3.3 / RFC 8945), source address. */
+static uint8_t authorize(update_service_t *u, update_msg_t *m,
+                         records_store_t *rs,
+                         const struct sockaddr_storage *from,
+                         records_tsig_key_t *key)
+{
+	knot_pkt_t *q = m->pkt;
+	if (knot_wire_get_qdcount(q->wire) != 1 ||
+	    knot_pkt_qtype(q) != KNOT_RRTYPE_SOA ||
+	    knot_pkt_qclass(q) != KNOT_CLASS_IN) {
+		return KNOT_RCODE_FORMERR;
+	}
+	int ret = records_zone_find(rs, knot_pkt_qname(q), &m->zone);
+	if (q->tsig_rr != NULL) {
+		bool found = records_tsig_find(rs, q->tsig_rr->owner,
+		                               key) == ZC_EOK;
+		if (dns_tsig_check(q, found, key->algorithm, key->secret,
+		                   key->secret_len, &m->tsig) != ZC_EOK) {
+			return KNOT_RCODE_NOTAUTH; /* BADKEY/BADSIG/BADTIME */
+		}
+	}
+	if (ret == ZC_ENOZONE) {
+		return KNOT_RCODE_NOTAUTH; /* Not a zone of ours. */
+	}
+	if (ret != ZC_EOK) {
+		return KNOT_RCODE_SERVFAIL;
+	}
+	if (m->tsig.present) {
+		return key->zone_id == m->zone.id ? KNOT_RCODE_NOERROR :
+		       KNOT_RCODE_REFUSED;
+	}
+	return zc_acl_match(u->cfg.allow_update, from) ? KNOT_RCODE_NOERROR :
+	       KNOT_RCODE_REFUSED;
+}
+
+/* Everything that can be decided before the committer. */
+static uint8_t precheck(update_service_t *u, update_msg_t *m,
+                        const struct sockaddr_storage *from)
+{
+	records_store_t *rs;
+	if (records_pool_get(u->pool, &rs) != ZC_EOK) {
+		return KNOT_RCODE_SERVFAIL;
+	}
+	records_tsig_key_t key;
+	uint8_t rcode = authorize(u, m, rs, from, &key);
+	records_pool_put(u->pool, rs);
+	if (rcode == KNOT_RCODE_NOERROR) {
+		rcode = update_prereq_prescan(m);
+	}
+	if (rcode == KNOT_RCODE_NOERROR) {
+		rcode = update_prescan(m);
+	}
+	if (rcode == KNOT_RCODE_NOERROR && m->tsig.present &&
+	    !update_policy_allows(key.grants, key.name, m)) {
+		zc_info("update %s: refused by the policy of key %s",
+		        m->zone.name, key.grants);
+		rcode = KNOT_RCODE_REFUSED;
+	}
+	return rcode;
+}
+
+void update_handle(void *ctx, const uint8_t *msg, size_t len,
+                   const struct sockaddr_storage *from, bool tcp,
+                   server_reply_t *reply)
+{
+	update_service_t *u = ctx;
+	update_msg_t *m = calloc(1, sizeof(*m));
+	if (m == NULL || (m->wire = malloc(len)) == NULL) {
+		free(m);
+		server_reply_send(reply, NULL, 0);
+		return;
+	}
+	memcpy(m->wire, msg, len);
+	m->wire_len = len;
+	m->reply = reply;
+	m->service = u;
+	m->tcp = tcp;
+	if (atomic_load(&u->stopping)) {
+		finish(m, KNOT_RCODE_SERVFAIL);
+		return;
+	}
+	if (len > u->cfg.max_size) {
+		finish(m, KNOT_RCODE_REFUSED);
+		return;
+	}
+	m->pkt = knot_pkt_new(m->wire, (uint16_t)len, NULL);
+	if (m->pkt == NULL) {
+		finish(m, KNOT_RCODE_SERVFAIL);
+		return;
+	}
+	if (knot_pkt_parse(m->pkt, 0) != KNOT_EOK) {
+		/* Answer with the zone section if it can be read. */
+		if (knot_wire_get_qdcount(m->wire) != 1 ||
+		    knot_pkt_parse_question(m->pkt) != KNOT_EOK) {
+			m->pkt->qname_size = 0;
+		}
+		finish(m, KNOT_RCODE_FORMERR);
+		return;
+	}
+	uint8_t rcode = precheck(u, m, from);
+	if (rcode != KNOT_RCODE_NOERROR) {
+		finish(m, rcode);
+		return;
+	}
+	m->unit.fn = update_apply;
+	m->unit.ctx = m;
+	m->unit.done = on_committed;
+	if (writer_submit(u->cfg.writer, &m->unit) != ZC_EOK) {
+		finish(m, KNOT_RCODE_SERVFAIL);
+	}
+}

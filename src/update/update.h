@@ -1,0 +1,50 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * RFC 2136 dynamic updates (with RFC 3007 / RFC 8945 TSIG).
+ *
+ * Design
+ *
+ * The DNS workers hand every UPDATE message to update_handle() (a server
+ * hook). On the worker's thread it is parsed, its TSIG checked, its
+ * sections prescanned (RFC 2136 §3.1-3.4.1: FORMERR, NOTZONE, NOTAUTH)
+ * and the key's update policy applied (REFUSED), reading the records store
+ * through a small connection pool. What passes becomes one unit of the
+ * group committer (writer/writer.h): prerequisites are evaluated and the
+ * update applied inside the unit's savepoint, atomically with respect to
+ * every other writer; the zone's serial moves once per message, and only
+ * if something changed. The response is sent from the committer's
+ * callback, after the commit's fsync (RFC 2136 §3.5), so many messages
+ * from many connections share one fsync while each keeps its own rcode.
+ */
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "common/acl.h"
+#include "server/server.h"
+#include "writer/writer.h"
+
+typedef struct {
+	const char *data_dir;
+	writer_t *writer;
+	const zc_acl_t *allow_update;  /* Unsigned updates from; NULL: none. */
+	size_t max_size;               /* Largest message accepted. */
+} update_config_t;
+
+typedef struct update_service update_service_t;
+
+int update_start(const update_config_t *cfg, update_service_t **out);
+
+/* Refuses new messages (answered SERVFAIL at once); messages already with
+ * the committer are answered when it drains (stop it after this). */
+void update_shutdown(update_service_t *u);
+
+/* Frees the service (after the committer has stopped). NULL: no-op. */
+void update_free(update_service_t *u);
+
+/* The server hook (server_hooks_t.update; ctx is the service). */
+void update_handle(void *ctx, const uint8_t *msg, size_t len,
+                   const struct sockaddr_storage *from, bool tcp,
+                   server_reply_t *reply);
