@@ -19,6 +19,7 @@ static void usage(FILE *out)
 	      "  zone      import, export, list and delete zones\n"
 	      "  verify    compare the edge store with the records store\n"
 	      "  token     create API tokens\n"
+	      "  tsig      create, list and delete TSIG keys (UPDATE, transfers)\n"
 	      "  record    list, add, edit and remove records through the API\n"
 	      "  version   print the version\n"
 	      "\n"
@@ -43,6 +44,9 @@ int main(int argc, char **argv)
 	}
 	if (strcmp(cmd, "token") == 0) {
 		return cmd_token(argc - 1, argv + 1);
+	}
+	if (strcmp(cmd, "tsig") == 0) {
+		return cmd_tsig(argc - 1, argv + 1);
 	}
 	if (strcmp(cmd, "verify") == 0) {
 		return cmd_verify(argc - 1, argv + 1);

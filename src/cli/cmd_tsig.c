@@ -1,0 +1,211 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * zonecast tsig create|list|delete: TSIG keys for RFC 2136 updates and
+ * zone transfers. The secret is printed once, at creation, in the form
+ * `nsupdate -k` and `knsupdate -k` read; `list` never shows it.
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+#include <libknot/dname.h>
+
+#include "cli/commands.h"
+#include "common/error.h"
+#include "records/records.h"
+#include "update/update.h"
+
+static void usage(FILE *out)
+{
+	fputs("Usage: zonecast tsig create [--data-dir DIR] NAME --zone ZONE\n"
+	      "                            [--algorithm ALG] [--grant GRANT]...\n"
+	      "                            [--no-transfer] [--format bind|knot]\n"
+	      "       zonecast tsig list   [--data-dir DIR] [--zone ZONE]\n"
+	      "       zonecast tsig delete [--data-dir DIR] NAME\n"
+	      "\n"
+	      "create prints the new key as  key \"NAME\" { algorithm ...; secret "
+	      "\"...\"; };\n"
+	      "(for nsupdate -k / knsupdate -k). ALG: hmac-sha256 (default),\n"
+	      "hmac-sha512, hmac-sha384, hmac-sha224, hmac-sha1. By default the\n"
+	      "key may update anything in ZONE and transfer it; each --grant\n"
+	      "(zone[:TYPES], subdomain:NAME[:TYPES], name:NAME[:TYPES],\n"
+	      "self[:TYPES]) narrows what it may update. --format knot prints\n"
+	      "ALG:NAME:SECRET instead, the form of knsupdate -y and of\n"
+	      "the files Knot 3.2's knsupdate -k reads. See\n"
+	      "docs/dynamic-updates.md.\n", out);
+}
+
+static int find_zone(records_store_t *rs, const char *zone, int64_t *id)
+{
+	uint8_t apex[KNOT_DNAME_MAXLEN];
+	records_zone_t z;
+	if (knot_dname_from_str(apex, zone, sizeof(apex)) == NULL) {
+		fprintf(stderr, "zonecast tsig: '%s' is not a zone name\n", zone);
+		return ZC_EUSAGE;
+	}
+	knot_dname_to_lower(apex);
+	int ret = records_zone_find(rs, apex, &z);
+	if (ret != ZC_EOK) {
+		fprintf(stderr, "zonecast tsig: no zone %s\n", zone);
+		return ret;
+	}
+	*id = z.id;
+	return ZC_EOK;
+}
+
+static int create(records_store_t *rs, const char *name, const char *zone,
+                  const char *alg, const char *grants, bool transfer,
+                  bool knot_format)
+{
+	int64_t zone_id;
+	if (zone == NULL) {
+		fprintf(stderr, "zonecast tsig create: --zone is required\n");
+		return 2;
+	}
+	if (find_zone(rs, zone, &zone_id) != ZC_EOK) {
+		return 1;
+	}
+	records_tsig_key_t key;
+	char err[300] = "", text[512];
+	int ret = records_write_begin(rs);
+	if (ret == ZC_EOK) {
+		ret = update_key_create(rs, zone_id, name, alg, grants, transfer,
+		                        &key, err, sizeof(err));
+		if (ret == ZC_EOK) {
+			ret = records_write_commit(rs);
+		} else {
+			records_write_rollback(rs);
+		}
+	}
+	if (ret == ZC_EOK && knot_format) {
+		char secret[256];
+		ret = update_key_secret_b64(&key, secret, sizeof(secret));
+		snprintf(text, sizeof(text), "%s:%s:%s\n", key.algorithm, name,
+		         secret);
+	} else if (ret == ZC_EOK) {
+		ret = update_key_format(&key, text, sizeof(text));
+	}
+	if (ret != ZC_EOK) {
+		fprintf(stderr, "zonecast tsig create: %s\n",
+		        err[0] ? err : zc_strerror(ret));
+		return 1;
+	}
+	fputs(text, stdout);
+	return 0;
+}
+
+static int print_key(const records_tsig_key_t *key, void *ctx)
+{
+	(void)ctx;
+	char name[KNOT_DNAME_TXT_MAXLEN + 1];
+	knot_dname_to_str(name, key->name, sizeof(name));
+	printf("%s\t%s\tzone-id=%lld\ttransfer=%s\tgrants=%s\n", name,
+	       key->algorithm, (long long)key->zone_id,
+	       key->transfer ? "yes" : "no",
+	       key->grants[0] ? key->grants : "zone");
+	return 0;
+}
+
+static int delete(records_store_t *rs, const char *name)
+{
+	uint8_t wire[KNOT_DNAME_MAXLEN];
+	records_tsig_key_t key;
+	if (knot_dname_from_str(wire, name, sizeof(wire)) == NULL ||
+	    records_tsig_find(rs, wire, &key) != ZC_EOK) {
+		fprintf(stderr, "zonecast tsig delete: no key %s\n", name);
+		return 1;
+	}
+	int ret = records_write_begin(rs);
+	if (ret == ZC_EOK) {
+		ret = records_tsig_delete(rs, 0, key.id);
+		ret = ret == ZC_EOK ? records_write_commit(rs) :
+		      (records_write_rollback(rs), ret);
+	}
+	if (ret != ZC_EOK) {
+		fprintf(stderr, "zonecast tsig delete: %s\n", zc_strerror(ret));
+		return 1;
+	}
+	return 0;
+}
+
+int cmd_tsig(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "data-dir", required_argument, NULL, 'd' },
+		{ "config", required_argument, NULL, 'c' },
+		{ "zone", required_argument, NULL, 'z' },
+		{ "algorithm", required_argument, NULL, 'a' },
+		{ "grant", required_argument, NULL, 'g' },
+		{ "no-transfer", no_argument, NULL, 'T' },
+		{ "format", required_argument, NULL, 'f' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	config_t cfg;
+	config_defaults(&cfg);
+	const char *dir = NULL, *zone = NULL, *alg = NULL;
+	char grants[RECORDS_TSIG_GRANTS_MAX] = "";
+	bool transfer = true, knot_format = false;
+	int c;
+	while ((c = getopt_long(argc, argv, "d:c:z:a:g:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'd': dir = optarg; break;
+		case 'c':
+			if (config_load(&cfg, optarg) != ZC_EOK) {
+				return 1;
+			}
+			break;
+		case 'z': zone = optarg; break;
+		case 'a': alg = optarg; break;
+		case 'g':
+			if (strlen(grants) + strlen(optarg) + 2 > sizeof(grants)) {
+				fprintf(stderr, "zonecast tsig: too many grants\n");
+				return 2;
+			}
+			if (grants[0] != '\0') {
+				strcat(grants, " ");
+			}
+			strcat(grants, optarg);
+			break;
+		case 'T': transfer = false; break;
+		case 'f':
+			if (strcmp(optarg, "knot") != 0 && strcmp(optarg, "bind") != 0) {
+				fprintf(stderr, "zonecast tsig: --format bind or knot\n");
+				return 2;
+			}
+			knot_format = optarg[0] == 'k';
+			break;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return 2;
+		}
+	}
+	const char *verb = optind < argc ? argv[optind] : "";
+	const char *name = optind + 1 < argc ? argv[optind + 1] : NULL;
+	bool list = strcmp(verb, "list") == 0;
+	if ((!list && (name == NULL || optind + 2 != argc)) ||
+	    (list && optind + 1 != argc)) {
+		usage(stderr);
+		return 2;
+	}
+	dir = dir ? dir : cfg.data_dir;
+	records_store_t *rs;
+	edge_store_t *es;
+	if (cli_open_stores(dir, &rs, &es) != ZC_EOK) {
+		return 1;
+	}
+	int ret = 2;
+	if (strcmp(verb, "create") == 0) {
+		ret = create(rs, name, zone, alg, grants, transfer, knot_format);
+	} else if (list) {
+		int64_t zone_id = 0;
+		ret = zone && find_zone(rs, zone, &zone_id) != ZC_EOK ? 1 :
+		      records_tsig_list(rs, zone_id, print_key, NULL) == ZC_EOK ?
+		      0 : 1;
+	} else if (strcmp(verb, "delete") == 0) {
+		ret = delete(rs, name);
+	} else {
+		usage(stderr);
+	}
+	edge_close(es);
+	records_close(rs);
+	return ret;
+}
