@@ -33,6 +33,7 @@ typedef struct {
 	uint32_t default_ttl;    /* For zones created through the API. */
 	const char *const *ns;   /* NS names for new zones (text), NULL-ended. */
 	const char *hostmaster;  /* SOA RNAME for new zones. */
+	int serial_policy;       /* records_serial_policy_t of new zones. */
 	size_t max_body;         /* Largest request body accepted. */
 } api_config_t;
 

@@ -75,11 +75,13 @@ bool api_allowed(api_req_t *req, int64_t zone_id, bool write);
 /* ISO 8601 time from Unix milliseconds. */
 json_t *api_time(int64_t ms);
 
-/* Handlers (zones.c, dns_records.c). parts[] are the URL's path segments
- * after /client/v4/. */
+/* Handlers (zones.c, dns_records.c, tsig_keys.c). parts[] are the URL's
+ * path segments after /client/v4/ (after the zone for zone resources). */
 void api_zones(api_req_t *req, char **parts, int count);
 void api_dns_records(api_req_t *req, int64_t zone_id, char **parts,
                      int count);
+void api_tsig_keys(api_req_t *req, const records_zone_t *zone, char **parts,
+                   int count);
 
 /* Token hashing (auth.c). */
 int api_token_hash(const char *token, uint8_t out[32]);

@@ -37,13 +37,15 @@ static json_t *zone_json(api_req_t *req, const records_zone_t *zone)
 	                       add_ns, ns);
 	/* owner, account and plan as Cloudflare's clients expect them. */
 	return json_pack("{s:s, s:s, s:s, s:b, s:s, s:o, s:o, s:o, s:I, s:I,"
-	                 " s:{s:n, s:s, s:s}, s:{s:s, s:s}, s:{s:s, s:s}}",
+	                 " s:s, s:{s:n, s:s, s:s}, s:{s:s, s:s}, s:{s:s, s:s}}",
 	                 "id", id, "name", name, "status", "active",
 	                 "paused", 0, "type", "full", "name_servers", ns,
 	                 "created_on", api_time(zone->created_on),
 	                 "modified_on", api_time(zone->modified_on),
 	                 "serial", (json_int_t)zone->serial,
 	                 "default_ttl", (json_int_t)zone->default_ttl,
+	                 "serial_policy", zone->serial_policy ==
+	                 RECORDS_SERIAL_UNIXTIME ? "unixtime" : "increment",
 	                 "owner", "id", "type", "user", "name", "zonecast",
 	                 "account", "id", "", "name", "zonecast",
 	                 "plan", "id", "", "name", "zonecast");
@@ -152,8 +154,13 @@ static int create_unit(records_store_t *rs, void *ctx)
 	uint8_t soa[2 * KNOT_DNAME_MAXLEN + 20];
 	uint16_t soa_len = make_soa(nsp[0], rname, soa);
 	uint32_t ttl = c->api->cfg.default_ttl ? c->api->cfg.default_ttl : 3600;
-	return records_zone_create(rs, c->apex, ttl, soa, soa_len, nsp, count,
-	                           &c->zone);
+	int ret = records_zone_create(rs, c->apex, ttl, soa, soa_len, nsp, count,
+	                              &c->zone);
+	if (ret == ZC_EOK && c->api->cfg.serial_policy != 0) {
+		ret = records_zone_set_serial_policy(rs, &c->zone,
+		                                     c->api->cfg.serial_policy);
+	}
+	return ret;
 }
 
 static void create_zone(api_req_t *req)
@@ -190,6 +197,7 @@ typedef struct {
 	records_zone_t zone;
 	int64_t default_ttl;    /* -1: unchanged */
 	int64_t soa[5];         /* refresh, retry, expire, minimum, ttl; -1 */
+	int serial_policy;      /* -1: unchanged */
 	int64_t soa_id;
 	uint32_t soa_ttl;
 	uint16_t soa_len;
@@ -245,6 +253,10 @@ static int patch_unit(records_store_t *rs, void *ctx)
 	if (ret == ZC_EOK) {
 		ret = records_zone_bump(rs, &p->zone);
 	}
+	if (ret == ZC_EOK && p->serial_policy >= 0) {
+		ret = records_zone_set_serial_policy(rs, &p->zone,
+		                                     p->serial_policy);
+	}
 	if (ret == ZC_EOK && p->default_ttl >= 0) {
 		ret = records_zone_set_default_ttl(rs, &p->zone,
 		                                   (uint32_t)p->default_ttl);
@@ -293,6 +305,16 @@ static void patch_zone(api_req_t *req, records_zone_t *zone)
 	json_t *soa = json_object_get(body, "soa");
 	bool ok = seconds(req, body, "default_ttl", "default_ttl",
 	                  &p->default_ttl);
+	json_t *policy = json_object_get(body, "serial_policy");
+	const char *ptext = json_string_value(policy);
+	p->serial_policy = policy == NULL ? -1 :
+	                   ptext && strcmp(ptext, "increment") == 0 ? 0 :
+	                   ptext && strcmp(ptext, "unixtime") == 0 ? 1 : -2;
+	if (ok && p->serial_policy == -2) {
+		api_error(req, 400, 1004, "serial_policy: \"increment\" or "
+		          "\"unixtime\"");
+		ok = false;
+	}
 	if (soa != NULL && !json_is_object(soa)) {
 		api_error(req, 400, 1004, "soa: an object is required");
 		ok = false;
@@ -412,6 +434,10 @@ void api_zones(api_req_t *req, char **parts, int count)
 	}
 	if (count >= 3 && strcmp(parts[2], "dns_records") == 0) {
 		api_dns_records(req, id, parts + 3, count - 3);
+		return;
+	}
+	if (count >= 3 && strcmp(parts[2], "tsig_keys") == 0) {
+		api_tsig_keys(req, &zone, parts + 3, count - 3);
 		return;
 	}
 	if (count == 3 && strcmp(parts[2], "propagation") == 0 &&

@@ -216,6 +216,7 @@ static int run(const config_t *cfg)
 		.follower = follower, .writer = writer,
 		.default_ttl = cfg->default_ttl, .ns = ns,
 		.hostmaster = cfg->zone_hostmaster[0] ? cfg->zone_hostmaster : NULL,
+		.serial_policy = cfg->serial_policy,
 	};
 	if (ret == ZC_EOK && cfg->api_listen[0] != '\0') {
 		ret = api_start(&acfg, &api);
