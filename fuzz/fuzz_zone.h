@@ -47,10 +47,13 @@ static void fuzz_zone_error(const char *file, uint64_t line, const char *msg,
 	(void)file, (void)line, (void)msg, (void)ctx;
 }
 
+/* The data directory fuzz_zone_open() made. */
+static char fuzz_zone_dir[] = "/tmp/zonecast-fuzz-XXXXXX";
+
 /* Returns the opened edge store holding the zone "example.". */
 static edge_store_t *fuzz_zone_open(void)
 {
-	static char dir[] = "/tmp/zonecast-fuzz-XXXXXX";
+	char *dir = fuzz_zone_dir;
 	const uint8_t *apex = (const uint8_t *)"\x07" "example\x00";
 	records_store_t *rs = NULL;
 	edge_store_t *es = NULL;

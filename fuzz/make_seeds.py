@@ -86,7 +86,57 @@ def zonefiles():
           b"x IN A 999.1.1.1\n( unbalanced\n")
 
 
+def updates():
+    """RFC 2136 messages for the update target: every prerequisite and
+    update kind, signed with fuzz/update.c's key or not."""
+    import dns.rdata
+    import dns.rdataclass
+    import dns.tsigkeyring
+    import dns.update
+    ring = dns.tsigkeyring.from_text(
+        {"fuzzkey.": ("hmac-sha256",
+                      __import__("base64").b64encode(
+                          b"zonecast-fuzz-secret-0123456789\0").decode())})
+    n = 0
+
+    def out(u):
+        nonlocal n
+        write("update", "u%03d" % n, u.to_wire())
+        n += 1
+
+    for signed in (False, True):
+        kw = {"keyring": ring, "keyname": "fuzzkey."} if signed else {}
+        u = dns.update.UpdateMessage("example.", **kw)
+        u.add("new", 300, "A", "192.0.2.77")
+        u.add("new", 300, "TXT", "hello")
+        out(u)
+        u = dns.update.UpdateMessage("example.", **kw)
+        u.present("web")
+        u.present("web", "A")
+        u.absent("nope")
+        u.absent("web", "AAAA")
+        u.present("web", dns.rdata.from_text("IN", "A", "192.0.2.80"))
+        u.replace("web", 60, "A", "192.0.2.81")
+        out(u)
+        u = dns.update.UpdateMessage("example.", **kw)
+        u.delete("mail", "AAAA")
+        u.delete("big")
+        u.delete("ns", "A", "192.0.2.1")
+        u.delete("example.", "NS")
+        u.add("www", 300, "A", "192.0.2.5")
+        u.add("x", 300, "CNAME", "web")
+        out(u)
+        u = dns.update.UpdateMessage("example.", **kw)
+        u.add("example.", 300, "SOA", "ns hostmaster 99 7200 900 1209600 60")
+        u.add("sig", 300, "NSEC", "next A")
+        out(u)
+        u = dns.update.UpdateMessage("example.org.", **kw)
+        u.add("a", 300, "A", "192.0.2.1")
+        out(u)
+
+
 if __name__ == "__main__":
     queries()
     edge_values()
     zonefiles()
+    updates()
