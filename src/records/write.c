@@ -490,8 +490,8 @@ int records_record_page(records_store_t *store, int64_t zone_id,
 		"SELECT count(*) FROM records WHERE zone_id = ?1",
 		"SELECT count(*) FROM records WHERE zone_id = ?1 AND type = ?3",
 		"SELECT count(*) FROM records WHERE zone_id = ?1 AND okey = ?2",
-		"SELECT count(*) FROM records WHERE zone_id = ?1 AND okey = ?2"
-		" AND type = ?3",
+		("SELECT count(*) FROM records WHERE zone_id = ?1 AND okey = ?2"
+		 " AND type = ?3"),
 	};
 	static const char *const page_sql[4] = {
 		"SELECT " RECORD_COLUMNS " FROM records WHERE zone_id = ?1"
