@@ -8,7 +8,9 @@ talks to. `stop()` returns a list of problems (sanitizer reports, crashes,
 unclean exit) that the fixtures turn into a test failure.
 """
 
+import itertools
 import os
+import re
 import shutil
 import signal
 import socket
@@ -265,11 +267,18 @@ class ZonecastServer(DnsServer):
 
     kind = "zonecast"
 
-    def __init__(self, workdir, zones=None, workers=2, nsid="zonecast-test", api=False):
+    def __init__(self, workdir, zones=None, workers=2, nsid="zonecast-test", api=False,
+                 options=(), port=None):
         super().__init__(workdir)
         self.zones = dict(zones or DEFAULT_ZONES)
         self.workers = workers
         self.nsid = nsid
+        # options: config keys given as `serve -o KEY=VALUE`, a list of
+        # (key, value) pairs or "key=value" strings (keys may repeat);
+        # port: a DNS port chosen beforehand (e.g. one already given to
+        # secondaries), else a free one at start().
+        self.options = [o if isinstance(o, str) else "%s=%s" % o for o in options]
+        self.fixed_port = port
         self.data_dir = os.path.join(workdir, "data")
         os.makedirs(self.data_dir, exist_ok=True)
         # api=True: the HTTP API on a free port of its own (see ApiClient);
@@ -297,7 +306,7 @@ class ZonecastServer(DnsServer):
     def start(self):
         for zone, path in self.zones.items():
             self.import_zone(zone, path)
-        self.port = free_port()
+        self.port = self.fixed_port or free_port()
         if self.api:
             self.api_port = free_port()
         self.serve()
@@ -313,6 +322,8 @@ class ZonecastServer(DnsServer):
             argv += ["--api-listen", "127.0.0.1:%d" % self.api_port]
         elif serve_has_option("--api-listen"):
             argv += ["--api-listen", "none"]
+        for opt in self.options:
+            argv += ["-o", opt]
         self._spawn(argv + (["--nsid", self.nsid] if self.nsid else []), env=self.env())
         self.wait_ready(self.zones)
         if self.api_port:
@@ -362,6 +373,29 @@ class ZonecastServer(DnsServer):
         """An ApiClient for this server (default: a new read-write token)."""
         return ApiClient(self.api_url, self.create_token() if token is None else token)
 
+    # -- TSIG keys (docs/dynamic-updates.md) ------------------------------
+    def tsig_create(self, name, zone, algorithm=None, grants=(), transfer=True, check=True):
+        """`zonecast tsig create`; returns the printed key as a TsigKey (or, with
+        check=False, the CompletedProcess)."""
+        args = ["tsig", "create", "--data-dir", self.data_dir, name, "--zone", zone]
+        if algorithm:
+            args += ["--algorithm", algorithm]
+        for g in grants:
+            args += ["--grant", g]
+        if not transfer:
+            args.append("--no-transfer")
+        cp = self.run_cli(*args, check=check)
+        if not check:
+            return cp
+        return TsigKey.parse(cp.stdout, workdir=self.workdir)
+
+    def tsig_list(self, zone=None, check=True):
+        args = ["tsig", "list", "--data-dir", self.data_dir] + (["--zone", zone] if zone else [])
+        return self.run_cli(*args, check=check)
+
+    def tsig_delete(self, name, check=True):
+        return self.run_cli("tsig", "delete", "--data-dir", self.data_dir, name, check=check)
+
     def verify(self, zone=None):
         """`zonecast verify`; returns the CompletedProcess (not checked)."""
         return self.run_cli("verify", "--data-dir", self.data_dir, *([zone] if zone else []),
@@ -380,6 +414,50 @@ class ZonecastServer(DnsServer):
         """Serve the same data directory again, on the same ports."""
         assert self.proc is None, "stop() or kill9() first"
         return self.serve()
+
+
+_key_files = itertools.count(1)
+
+
+class TsigKey:
+    """A TSIG key as `zonecast tsig create` prints it (BIND key-file syntax:
+    `key "NAME" { algorithm ALG; secret "B64"; };`), which nsupdate -k,
+    knsupdate -k, dig -k and kdig -k read. `.path` is that text written to a
+    file; `.key`/`.keyring` are the dnspython forms."""
+
+    _RE = re.compile(r'key\s+"?([^"\s{]+)"?\s*\{\s*algorithm\s+"?([A-Za-z0-9-]+)"?\s*;'
+                     r'\s*secret\s+"([A-Za-z0-9+/=]+)"\s*;\s*\}\s*;', re.S)
+
+    def __init__(self, name, algorithm, secret, text=None, workdir=None):
+        self.name = name.rstrip(".")
+        self.algorithm = algorithm.lower()
+        self.secret = secret
+        self.text = text or 'key "%s" {\n\talgorithm %s;\n\tsecret "%s";\n};\n' % (
+            self.name, self.algorithm, secret)
+        self.path = None
+        if workdir:
+            self.path = os.path.join(workdir, "%s.%d.key" % (self.name, next(_key_files)))
+            with open(self.path, "w") as f:
+                f.write(self.text)
+
+    @classmethod
+    def parse(cls, text, workdir=None):
+        m = cls._RE.search(text)
+        assert m, "not a key file: %r" % text
+        return cls(m.group(1), m.group(2), m.group(3), text=text, workdir=workdir)
+
+    @property
+    def key(self):
+        import dns.tsig
+        return dns.tsig.Key(self.name + ".", self.secret, self.algorithm + ".")
+
+    @property
+    def keyring(self):
+        return {dns.name.from_text(self.name): self.key}
+
+    def with_secret(self, secret, workdir=None):
+        """The same key name and algorithm with another secret (a wrong key)."""
+        return TsigKey(self.name, self.algorithm, secret, workdir=workdir)
 
 
 _SERVE_HELP = {}
