@@ -374,10 +374,13 @@ class ZonecastServer(DnsServer):
         return ApiClient(self.api_url, self.create_token() if token is None else token)
 
     # -- TSIG keys (docs/dynamic-updates.md) ------------------------------
-    def tsig_create(self, name, zone, algorithm=None, grants=(), transfer=True, check=True):
+    def tsig_create(self, name, zone, algorithm=None, grants=(), transfer=True, check=True,
+                    fmt=None):
         """`zonecast tsig create`; returns the printed key as a TsigKey (or, with
-        check=False, the CompletedProcess)."""
+        check=False, the CompletedProcess). fmt: --format bind|knot."""
         args = ["tsig", "create", "--data-dir", self.data_dir, name, "--zone", zone]
+        if fmt:
+            args += ["--format", fmt]
         if algorithm:
             args += ["--algorithm", algorithm]
         for g in grants:
@@ -440,11 +443,17 @@ class TsigKey:
             with open(self.path, "w") as f:
                 f.write(self.text)
 
+    _KNOT_RE = re.compile(r"^\s*(hmac-[a-z0-9]+):([^:\s]+):([A-Za-z0-9+/=]+)\s*$")
+
     @classmethod
     def parse(cls, text, workdir=None):
+        """BIND's key file, or Knot's one-line ALG:NAME:SECRET (--format knot)."""
         m = cls._RE.search(text)
+        if m:
+            return cls(m.group(1), m.group(2), m.group(3), text=text, workdir=workdir)
+        m = cls._KNOT_RE.match(text)
         assert m, "not a key file: %r" % text
-        return cls(m.group(1), m.group(2), m.group(3), text=text, workdir=workdir)
+        return cls(m.group(2), m.group(1), m.group(3), text=text, workdir=workdir)
 
     @property
     def y(self):

@@ -252,7 +252,7 @@ def test_axfr_tsig_every_message_signed(srv, zone):
     """A zone too big for one message: every message signed, dnspython
     checks each MAC (RFC 8945 5.3.1)."""
     z = zone
-    key = srv.tsig_create("big-xfr", z.name)
+    key = srv.tsig_create("big-xfr." + z.name, z.name)
     for part in range(2):
         u = U.signed_update(z, key)
         for i in range(250):
@@ -277,10 +277,10 @@ def test_axfr_over_udp_formerr(srv):
 
 def test_transfer_refused_without_authority(srv, api, zone):
     z = zone
-    no_xfr = srv.tsig_create("no-xfr", z.name, transfer=False)
+    no_xfr = srv.tsig_create("no-xfr." + z.name, z.name, transfer=False)
     other = U.Zone(srv, api, "xfr-other")
-    foreign = srv.tsig_create("foreign-xfr", other.name)
-    good = srv.tsig_create("good-xfr", z.name)
+    foreign = srv.tsig_create("foreign-xfr." + other.name, other.name)
+    good = srv.tsig_create("good-xfr." + z.name, z.name)
     s = z.serial()
     for rdtype in ("AXFR", "IXFR"):
         serial = s - 1 if rdtype == "IXFR" else None
@@ -307,7 +307,7 @@ def test_transfer_refused_without_authority(srv, api, zone):
 
 def test_transfer_tsig_failures(srv, zone):
     z = zone
-    key = srv.tsig_create("xfr-bad", z.name)
+    key = srv.tsig_create("xfr-bad." + z.name, z.name)
     wrong = dns.tsig.Key(key.name + ".", "d3Jvbmcgc2VjcmV0IHdyb25nIHNlY3JldCB3cm9uZw==",
                          key.algorithm + ".")
     unknown = dns.tsig.Key("nobody.", key.secret, key.algorithm + ".")
@@ -388,7 +388,7 @@ def _versions(srv, z, key):
 
 def test_ixfr_from_every_version_is_the_condensed_difference(srv, zone):
     z = zone
-    key = srv.tsig_create("ixfr", z.name)
+    key = srv.tsig_create("ixfr." + z.name, z.name)
     snaps = _versions(srv, z, key)
     serials = sorted(snaps)
     cur = serials[-1]
@@ -447,7 +447,7 @@ def test_ixfr_up_to_date_newer_and_udp(srv, zone):
 @pytest.mark.parametrize("change", ["soa-settings", "zone-import"])
 def test_ixfr_across_zone_wide_change_is_axfr_form(srv, zone, change):
     z = zone
-    key = srv.tsig_create("ixfr-wide", z.name)
+    key = srv.tsig_create("ixfr-wide." + z.name, z.name)
     s0 = update(z, ("add", (z.n("before"), 300, "A", "192.0.2.1")))
     s1 = update(z, ("add", (z.n("before2"), 300, "A", "192.0.2.2")))
     if change == "soa-settings":
