@@ -18,8 +18,6 @@ many of each completed, from the server's own log.
 import os
 import re
 import shutil
-import signal
-import subprocess
 import time
 
 import dns.query

@@ -392,7 +392,8 @@ def test_knsupdate_with_tsig_key(srv, zone):
         "update delete k1 A 192.0.2.21\n"
         "update add k4 300 A 192.0.2.23\n"
         "send\n"))
-    assert cp.returncode == 0 and "update failed" not in cp.stdout + cp.stderr, cp.stdout + cp.stderr
+    out = cp.stdout + cp.stderr
+    assert cp.returncode == 0 and "update failed" not in out, out
     expect_serial(srv, z.name, s0 + 2)
     expect_rrset(srv, z.n("k1"), "A", ["192.0.2.22"])
     expect_rrset(srv, z.n("k4"), "A", ["192.0.2.23"])
@@ -557,7 +558,7 @@ def test_unsigned_update_from_other_source_refused(srv, zone):
 
 @pytest.mark.parametrize("rtype,text", [
     ("RRSIG", "A 13 3 300 20300101000000 20200101000000 12345 {o} "
-              "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="),
+              + "A" * 87 + "="),
     ("NSEC", "z.{o} A RRSIG NSEC"),
     ("NSEC3", "1 0 0 - 2VPTU5TIMAMQTTGL4LUU9KG21E0AOR3S A RRSIG"),
     ("NSEC3PARAM", "1 0 0 -"),
@@ -685,6 +686,10 @@ def test_tsig_unknown_key_badkey(srv, zone):
               dns.tsig.Key(key.name + ".", key.secret, "hmac-sha512.")):
         _r, rd, _ = _tsig_failure(z, k, BADKEY)
         assert rd.mac == b"", "a BADKEY response is unsigned"
+        u = dns.update.UpdateMessage(z.origin, keyring=k, keyalgorithm=k.algorithm)
+        u.add(z.n("tsig"), 300, "A", "192.0.2.1")
+        with pytest.raises(dns.tsig.PeerBadKey):
+            dns.query.tcp(u, srv.host, port=srv.port, timeout=3)
 
 
 def test_tsig_wrong_secret_badsig(srv, zone):
@@ -694,6 +699,17 @@ def test_tsig_wrong_secret_badsig(srv, zone):
                          key.algorithm + ".")
     _r, rd, _ = _tsig_failure(z, wrong, BADSIG)
     assert rd.mac == b"", "a BADSIG response is unsigned"
+    # dnspython's own client reads the error from the response
+    u = dns.update.UpdateMessage(z.origin, keyring=wrong, keyalgorithm=wrong.algorithm)
+    u.add(z.n("tsig"), 300, "A", "192.0.2.1")
+    with pytest.raises(dns.tsig.PeerBadSignature):
+        dns.query.tcp(u, srv.host, port=srv.port, timeout=3)
+    # and nsupdate fails
+    bad = key.with_secret("d3Jvbmcgc2VjcmV0IHdyb25nIHNlY3JldCB3cm9uZw==", workdir=srv.workdir)
+    cp = run_tool(["nsupdate", "-k", bad.path], "server 127.0.0.1 %d\nzone %s\n"
+                  "update add tsig.%s 300 A 192.0.2.1\nsend\n" % (srv.port, z.origin, z.origin))
+    assert cp.returncode != 0, cp.stdout + cp.stderr
+    expect_no_rrset(srv, z.n("tsig"), "A")
 
 
 @pytest.mark.parametrize("skew", [-1000, 1000])
@@ -726,7 +742,8 @@ def test_tsig_cli_list_delete(srv, zone):
     # a duplicate name or an unknown zone is an error that creates nothing
     assert srv.tsig_create("listed." + z.name, z.name, check=False).returncode != 0
     assert srv.tsig_create("nozone", "no-such-zone.test", check=False).returncode != 0
-    assert srv.tsig_create("badalg." + z.name, z.name, algorithm="hmac-md4", check=False).returncode != 0
+    assert srv.tsig_create("badalg." + z.name, z.name, algorithm="hmac-md4",
+                           check=False).returncode != 0
     # the key works, then is deleted and is unknown from then on
     u = signed_update(z, key)
     u.add(z.n("x.dyn"), 300, "A", "192.0.2.1")
@@ -871,7 +888,8 @@ def test_update_section_rules(srv, zone):
     assert z.api_rrset(z.n("cn"), "CNAME") == ["t2." + z.name]
 
     # adding an existing RR replaces its TTL; the RRset takes the TTL last added
-    apply(("add", (z.n("ttl"), 300, "A", "192.0.2.1")), ("add", (z.n("ttl"), 300, "A", "192.0.2.2")))
+    apply(("add", (z.n("ttl"), 300, "A", "192.0.2.1")),
+          ("add", (z.n("ttl"), 300, "A", "192.0.2.2")))
     s = z.serial()
     apply(("add", (z.n("ttl"), 60, "A", "192.0.2.1")))
     expect_serial(srv, z.name, s + 1)
