@@ -14,6 +14,7 @@ UPDATEs by NOTIFY + IXFR and catch up after a restart.
 import os
 import re
 import socket
+import struct
 import subprocess
 import threading
 import time
@@ -481,18 +482,36 @@ def test_ixfr_across_zone_wide_change_is_axfr_form(srv, zone, change):
 # ------------------------------------------------------------------ NOTIFY
 
 class NotifyListener:
-    """A UDP socket that records the NOTIFYs it gets (and answers them only
-    when told to)."""
+    """UDP and TCP sockets on one port that record the NOTIFYs they get
+    (RFC 1996 allows either transport) and answer them only when told to."""
 
     def __init__(self):
+        self.port = servers.free_port()
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        self.sock.bind(("127.0.0.1", 0))
-        self.port = self.sock.getsockname()[1]
+        self.sock.bind(("127.0.0.1", self.port))
+        self.tsock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.tsock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.tsock.bind(("127.0.0.1", self.port))
+        self.tsock.listen(16)
         self.got = []               # (time, message, peer)
         self.answer = True
         self._stop = False
-        self._t = threading.Thread(target=self._run, daemon=True)
-        self._t.start()
+        self._threads = [threading.Thread(target=self._run, daemon=True),
+                         threading.Thread(target=self._run_tcp, daemon=True)]
+        for t in self._threads:
+            t.start()
+
+    def _record(self, data, peer):
+        try:
+            m = dns.message.from_wire(data)
+        except Exception:   # noqa: BLE001 - a malformed NOTIFY is recorded as such
+            m = None
+        self.got.append((time.monotonic(), m, peer))
+        if m is None or not self.answer:
+            return None
+        r = dns.message.make_response(m)
+        r.flags |= dns.flags.AA
+        return r.to_wire()
 
     def _run(self):
         self.sock.settimeout(0.1)
@@ -503,15 +522,30 @@ class NotifyListener:
                 continue
             except OSError:
                 return
+            r = self._record(data, peer)
+            if r is not None:
+                self.sock.sendto(r, peer)
+
+    def _run_tcp(self):
+        self.tsock.settimeout(0.1)
+        while not self._stop:
             try:
-                m = dns.message.from_wire(data)
-            except Exception:   # noqa: BLE001 - a malformed NOTIFY is recorded as such
-                m = None
-            self.got.append((time.monotonic(), m, peer))
-            if m is not None and self.answer:
-                r = dns.message.make_response(m)
-                r.flags |= dns.flags.AA
-                self.sock.sendto(r.to_wire(), peer)
+                conn, peer = self.tsock.accept()
+            except socket.timeout:
+                continue
+            except OSError:
+                return
+            with conn:
+                conn.settimeout(2)
+                try:
+                    while True:
+                        (ln,) = struct.unpack("!H", servers.recv_exact(conn, 2))
+                        r = self._record(servers.recv_exact(conn, ln), peer)
+                        if r is None:
+                            break   # unanswered: drop the connection
+                        conn.sendall(struct.pack("!H", len(r)) + r)
+                except (OSError, ConnectionError):
+                    pass
 
     def notifies(self, zone=None, since=0.0):
         out = []
@@ -544,8 +578,10 @@ class NotifyListener:
 
     def close(self):
         self._stop = True
-        self._t.join()
+        for t in self._threads:
+            t.join()
         self.sock.close()
+        self.tsock.close()
 
 
 @pytest.fixture
