@@ -3,7 +3,10 @@
 Provides free-port allocation, throw-away data directories, and running
 servers: `zonecast` (module-scoped, default zones from zones/), `zonecast_factory`
 (start extra zonecast instances with chosen zones), `zonecast_api` and
-`zonecast_api_factory` (the same with the HTTP API on a free port), `knotd` (the reference,
+`zonecast_api_factory` (the same with the HTTP API on a free port; both
+factories take `options=[(key, value)]` for `serve -o` and `port=`),
+`zonecast_dyn` (API, allow-update from 127.0.0.2, allow-transfer from
+127.0.0.3: dynamic updates and transfers), `knotd` (the reference,
 same zones) and `dns_server`, which runs a test once against each of them so
 test_basic.py checks its RFC expectations against knotd too. A zonecast that
 is not built (ZONECAST_BIN, default build/zonecast) makes its tests skip. At
@@ -92,8 +95,8 @@ def zonecast_factory(tmp_path_factory):
     _require_zonecast()
     run = _Running(tmp_path_factory)
 
-    def start(zones=None, workers=2):
-        return run.start(servers.ZonecastServer, zones=zones, workers=workers)
+    def start(zones=None, workers=2, **kw):
+        return run.start(servers.ZonecastServer, zones=zones, workers=workers, **kw)
 
     yield start
     run.stop_all()
@@ -117,10 +120,32 @@ def zonecast_api_factory(tmp_path_factory):
     _require_zonecast()
     run = _Running(tmp_path_factory)
 
-    def start(zones=None, workers=2):
-        return run.start(servers.ZonecastServer, zones=zones, workers=workers, api=True)
+    def start(zones=None, workers=2, **kw):
+        """kw go to ZonecastServer: options=[(key, value)...] (serve -o), port=N."""
+        return run.start(servers.ZonecastServer, zones=zones, workers=workers, api=True, **kw)
 
     yield start
+    run.stop_all()
+
+
+# Source addresses of the dynamic-update server (`zonecast_dyn`): the server
+# listens on 127.0.0.1; unsigned UPDATEs are allowed only from UPDATE_SOURCE
+# and unsigned transfers only from XFR_SOURCE, so a client on 127.0.0.1 is
+# "anybody else".
+UPDATE_SOURCE = "127.0.0.2"
+XFR_SOURCE = "127.0.0.3"
+
+
+@pytest.fixture(scope="module")
+def zonecast_dyn(tmp_path_factory):
+    """zonecast with its API and `-o allow-update=127.0.0.2 -o
+    allow-transfer=127.0.0.3` (docs/dynamic-updates.md), serving the default
+    zones; tests make zones (and TSIG keys) of their own."""
+    _require_zonecast()
+    run = _Running(tmp_path_factory)
+    srv = run.start(servers.ZonecastServer, api=True,
+                    options=[("allow-update", UPDATE_SOURCE), ("allow-transfer", XFR_SOURCE)])
+    yield srv
     run.stop_all()
 
 

@@ -8,7 +8,9 @@ talks to. `stop()` returns a list of problems (sanitizer reports, crashes,
 unclean exit) that the fixtures turn into a test failure.
 """
 
+import itertools
 import os
+import re
 import shutil
 import signal
 import socket
@@ -265,11 +267,18 @@ class ZonecastServer(DnsServer):
 
     kind = "zonecast"
 
-    def __init__(self, workdir, zones=None, workers=2, nsid="zonecast-test", api=False):
+    def __init__(self, workdir, zones=None, workers=2, nsid="zonecast-test", api=False,
+                 options=(), port=None):
         super().__init__(workdir)
         self.zones = dict(zones or DEFAULT_ZONES)
         self.workers = workers
         self.nsid = nsid
+        # options: config keys given as `serve -o KEY=VALUE`, a list of
+        # (key, value) pairs or "key=value" strings (keys may repeat);
+        # port: a DNS port chosen beforehand (e.g. one already given to
+        # secondaries), else a free one at start().
+        self.options = [o if isinstance(o, str) else "%s=%s" % o for o in options]
+        self.fixed_port = port
         self.data_dir = os.path.join(workdir, "data")
         os.makedirs(self.data_dir, exist_ok=True)
         # api=True: the HTTP API on a free port of its own (see ApiClient);
@@ -297,7 +306,7 @@ class ZonecastServer(DnsServer):
     def start(self):
         for zone, path in self.zones.items():
             self.import_zone(zone, path)
-        self.port = free_port()
+        self.port = self.fixed_port or free_port()
         if self.api:
             self.api_port = free_port()
         self.serve()
@@ -313,6 +322,8 @@ class ZonecastServer(DnsServer):
             argv += ["--api-listen", "127.0.0.1:%d" % self.api_port]
         elif serve_has_option("--api-listen"):
             argv += ["--api-listen", "none"]
+        for opt in self.options:
+            argv += ["-o", opt]
         self._spawn(argv + (["--nsid", self.nsid] if self.nsid else []), env=self.env())
         self.wait_ready(self.zones)
         if self.api_port:
@@ -362,6 +373,32 @@ class ZonecastServer(DnsServer):
         """An ApiClient for this server (default: a new read-write token)."""
         return ApiClient(self.api_url, self.create_token() if token is None else token)
 
+    # -- TSIG keys (docs/dynamic-updates.md) ------------------------------
+    def tsig_create(self, name, zone, algorithm=None, grants=(), transfer=True, check=True,
+                    fmt=None):
+        """`zonecast tsig create`; returns the printed key as a TsigKey (or, with
+        check=False, the CompletedProcess). fmt: --format bind|knot."""
+        args = ["tsig", "create", "--data-dir", self.data_dir, name, "--zone", zone]
+        if fmt:
+            args += ["--format", fmt]
+        if algorithm:
+            args += ["--algorithm", algorithm]
+        for g in grants:
+            args += ["--grant", g]
+        if not transfer:
+            args.append("--no-transfer")
+        cp = self.run_cli(*args, check=check)
+        if not check:
+            return cp
+        return TsigKey.parse(cp.stdout, workdir=self.workdir)
+
+    def tsig_list(self, zone=None, check=True):
+        args = ["tsig", "list", "--data-dir", self.data_dir] + (["--zone", zone] if zone else [])
+        return self.run_cli(*args, check=check)
+
+    def tsig_delete(self, name, check=True):
+        return self.run_cli("tsig", "delete", "--data-dir", self.data_dir, name, check=check)
+
     def verify(self, zone=None):
         """`zonecast verify`; returns the CompletedProcess (not checked)."""
         return self.run_cli("verify", "--data-dir", self.data_dir, *([zone] if zone else []),
@@ -380,6 +417,62 @@ class ZonecastServer(DnsServer):
         """Serve the same data directory again, on the same ports."""
         assert self.proc is None, "stop() or kill9() first"
         return self.serve()
+
+
+_key_files = itertools.count(1)
+
+
+class TsigKey:
+    """A TSIG key as `zonecast tsig create` prints it (BIND key-file syntax:
+    `key "NAME" { algorithm ALG; secret "B64"; };`), which nsupdate -k,
+    knsupdate -k, dig -k and kdig -k read. `.path` is that text written to a
+    file; `.key`/`.keyring` are the dnspython forms."""
+
+    _RE = re.compile(r'key\s+"?([^"\s{]+)"?\s*\{\s*algorithm\s+"?([A-Za-z0-9-]+)"?\s*;'
+                     r'\s*secret\s+"([A-Za-z0-9+/=]+)"\s*;\s*\}\s*;', re.S)
+
+    def __init__(self, name, algorithm, secret, text=None, workdir=None):
+        self.name = name.rstrip(".")
+        self.algorithm = algorithm.lower()
+        self.secret = secret
+        self.text = text or 'key "%s" {\n\talgorithm %s;\n\tsecret "%s";\n};\n' % (
+            self.name, self.algorithm, secret)
+        self.path = None
+        if workdir:
+            self.path = os.path.join(workdir, "%s.%d.key" % (self.name, next(_key_files)))
+            with open(self.path, "w") as f:
+                f.write(self.text)
+
+    _KNOT_RE = re.compile(r"^\s*(hmac-[a-z0-9]+):([^:\s]+):([A-Za-z0-9+/=]+)\s*$")
+
+    @classmethod
+    def parse(cls, text, workdir=None):
+        """BIND's key file, or Knot's one-line ALG:NAME:SECRET (--format knot)."""
+        m = cls._RE.search(text)
+        if m:
+            return cls(m.group(1), m.group(2), m.group(3), text=text, workdir=workdir)
+        m = cls._KNOT_RE.match(text)
+        assert m, "not a key file: %r" % text
+        return cls(m.group(2), m.group(1), m.group(3), text=text, workdir=workdir)
+
+    @property
+    def y(self):
+        """The `ALG:NAME:SECRET` form of dig -y, kdig -y and knsupdate -y
+        (Knot 3.2's -k reads only this form, not BIND's key file)."""
+        return "%s:%s:%s" % (self.algorithm, self.name, self.secret)
+
+    @property
+    def key(self):
+        import dns.tsig
+        return dns.tsig.Key(self.name + ".", self.secret, self.algorithm + ".")
+
+    @property
+    def keyring(self):
+        return {dns.name.from_text(self.name): self.key}
+
+    def with_secret(self, secret, workdir=None):
+        """The same key name and algorithm with another secret (a wrong key)."""
+        return TsigKey(self.name, self.algorithm, secret, workdir=workdir)
 
 
 _SERVE_HELP = {}
@@ -452,3 +545,123 @@ class ApiClient:
             if page >= body["result_info"]["total_pages"]:
                 return out
             page += 1
+
+
+# ---------------------------------------------------------------- dynamic updates,
+# TSIG and transfers (test_update.py, test_transfer.py): raw exchanges from a
+# chosen source address, hand-built UPDATE messages (for the malformed ones
+# dnspython will not write) and hand-made TSIG signatures (for a shifted time).
+
+def exchange_from(host, port, wire, tcp=True, source=None, timeout=3.0):
+    """Send raw wire bytes from `source` (an address on lo, e.g. 127.0.0.2),
+    return the raw response, or None when none came within timeout."""
+    fam = socket.AF_INET
+    if tcp:
+        with socket.socket(fam, socket.SOCK_STREAM) as s:
+            s.settimeout(timeout)
+            if source:
+                s.bind((source, 0))
+            s.connect((host, port))
+            s.sendall(struct.pack("!H", len(wire)) + wire)
+            try:
+                (ln,) = struct.unpack("!H", recv_exact(s, 2))
+                return recv_exact(s, ln)
+            except (socket.timeout, ConnectionError):
+                return None
+    with socket.socket(fam, socket.SOCK_DGRAM) as s:
+        s.settimeout(timeout)
+        if source:
+            s.bind((source, 0))
+        s.connect((host, port))
+        s.send(wire)
+        try:
+            return s.recv(65535)
+        except (socket.timeout, ConnectionRefusedError):
+            return None
+
+
+def rr_wire(name, rtype, rclass, ttl, rdata=b""):
+    """One resource record in wire form (name uncompressed); rtype/rclass as
+    text or int, rdata as bytes or as text of that type."""
+    import dns.rdata
+    if isinstance(name, str):
+        name = dns.name.from_text(name)
+    rtype = dns.rdatatype.from_text(rtype) if isinstance(rtype, str) else rtype
+    rclass = dns.rdataclass.from_text(rclass) if isinstance(rclass, str) else rclass
+    if isinstance(rdata, str):
+        rdata = dns.rdata.from_text(dns.rdataclass.IN, rtype, rdata).to_wire()
+    return name.to_wire() + struct.pack("!HHIH", rtype, rclass, ttl, len(rdata)) + rdata
+
+
+def update_wire(zone, prereqs=(), updates=(), additional=(), id=4242, zone_questions=None):
+    """An UPDATE message built by hand: zone section `zone SOA IN` (or the
+    (name, type, class) tuples of zone_questions), then the given
+    prerequisite and update RRs (bytes from rr_wire)."""
+    if zone_questions is None:
+        zone_questions = [(zone, "SOA", "IN")]
+    out = struct.pack("!6H", id, 5 << 11, len(zone_questions), len(prereqs), len(updates),
+                      len(additional))
+    for (qn, qt, qc) in zone_questions:
+        qt = dns.rdatatype.from_text(qt) if isinstance(qt, str) else qt
+        qc = dns.rdataclass.from_text(qc) if isinstance(qc, str) else qc
+        out += dns.name.from_text(qn).to_wire() + struct.pack("!HH", qt, qc)
+    return out + b"".join(prereqs) + b"".join(updates) + b"".join(additional)
+
+
+def tsig_sign(wire, key, time_signed=None, fudge=300, request_mac=None):
+    """Append a TSIG RR (RFC 8945) to an unsigned message, signed with the
+    dns.tsig.Key `key` at time_signed (default now). Returns (wire, mac)."""
+    import dns.rdtypes.ANY.TSIG
+    import dns.tsig
+    msg_id = struct.unpack("!H", wire[:2])[0]
+    rd = dns.rdtypes.ANY.TSIG.TSIG(dns.rdataclass.ANY, dns.rdatatype.TSIG, key.algorithm,
+                                   0, fudge, b"", msg_id, 0, b"")
+    t = int(time.time() if time_signed is None else time_signed)
+    rd, _ = dns.tsig.sign(wire, key, rd, t, request_mac)
+    rdata = rd.to_digestable()
+    tsig_rr = (key.name.to_wire() + struct.pack("!HHIH", dns.rdatatype.TSIG, dns.rdataclass.ANY,
+                                                0, len(rdata)) + rdata)
+    (arcount,) = struct.unpack("!H", wire[10:12])
+    return wire[:10] + struct.pack("!H", arcount + 1) + wire[12:] + tsig_rr, rd.mac
+
+
+def split_tsig(wire):
+    """(message, tsig_owner, tsig_rdata, tsig_start) of a response; the
+    message is parsed without its TSIG RR (so without validating it), owner
+    and rdata are None when there is no TSIG."""
+    import dns.rdata
+    import dns.wire
+    (qd, an, ns, ar) = struct.unpack("!4H", wire[4:12])
+    p = dns.wire.Parser(wire, 12)
+    for _ in range(qd):
+        p.get_name()
+        p.get_struct("!HH")
+    total = an + ns + ar
+    for i in range(total):
+        start = p.current
+        owner = p.get_name()
+        (rtype, _rclass, _ttl, rdlen) = p.get_struct("!HHIH")
+        if rtype == dns.rdatatype.TSIG and i == total - 1:
+            with p.restrict_to(rdlen):
+                rd = dns.rdata.from_wire_parser(dns.rdataclass.ANY, dns.rdatatype.TSIG, p)
+            stripped = wire[:10] + struct.pack("!H", ar - 1) + wire[12:start]
+            return dns.message.from_wire(stripped), owner, rd, start
+        p.seek(p.current + rdlen)
+    return dns.message.from_wire(wire), None, None, None
+
+
+def tsig_mac_valid(wire, key, request_mac):
+    """Whether the response's TSIG MAC is right for key (whatever its error
+    field says: dnspython itself refuses to look at a MAC with an error)."""
+    import dns.tsig
+    _msg, owner, rd, start = split_tsig(wire)
+    if rd is None or not rd.mac:
+        return False
+    (ar,) = struct.unpack("!H", wire[10:12])
+    unsigned = wire[:10] + struct.pack("!H", ar - 1) + wire[12:start]
+    ctx = dns.tsig._digest(unsigned, key, rd, None, request_mac, None, False)
+    try:
+        ctx.verify(rd.mac)
+        return owner == key.name
+    except dns.tsig.BadSignature:
+        return False
