@@ -74,6 +74,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			}
 		}
 	}
+	free(m.added);
 	knot_pkt_free(m.pkt);
 	free(m.wire);
 	return 0;

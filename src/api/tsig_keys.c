@@ -18,6 +18,10 @@ static json_t *key_json(const records_tsig_key_t *key, bool with_secret)
 	char id[33], name[KNOT_DNAME_TXT_MAXLEN + 1];
 	api_id_format(key->id, id);
 	knot_dname_to_str(name, key->name, sizeof(name));
+	size_t len = strlen(name);
+	if (len > 1 && name[len - 1] == '.') {
+		name[len - 1] = '\0'; /* As record names in this API. */
+	}
 	json_t *grants = json_array();
 	char buf[RECORDS_TSIG_GRANTS_MAX], *save = NULL;
 	snprintf(buf, sizeof(buf), "%s", key->grants);
@@ -146,8 +150,8 @@ void api_tsig_keys(api_req_t *req, const records_zone_t *zone, char **parts,
 	if (count == 0 && strcmp(m, "GET") == 0) {
 		json_t *list = json_array();
 		int ret = records_tsig_list(req->rs, zone->id, list_key, list);
-		api_list_result(req, ret, list, 1, (long)json_array_size(list),
-		                (long)json_array_size(list), "tsig_keys");
+		long n = (long)json_array_size(list);
+		api_list_result(req, ret, list, 1, n > 0 ? n : 1, n, "tsig_keys");
 	} else if (count == 0 && strcmp(m, "POST") == 0) {
 		create_key(req, zone);
 	} else if (count == 1 && strcmp(m, "DELETE") == 0) {

@@ -212,6 +212,11 @@ void records_write_rollback(records_store_t *store);
 int records_savepoint(records_store_t *store);
 int records_savepoint_release(records_store_t *store);
 void records_savepoint_rollback(records_store_t *store);
+/* A savepoint inside a unit's (to undo part of a unit: an UPDATE whose
+ * changes cancel out must not move the serial). */
+int records_inner_savepoint(records_store_t *store);
+int records_inner_release(records_store_t *store);
+void records_inner_rollback(records_store_t *store);
 
 /* Finds a zone by its row id. ZC_ENOZONE when absent. */
 int records_zone_get(records_store_t *store, int64_t id,

@@ -49,6 +49,22 @@ void records_savepoint_rollback(records_store_t *store)
 	store->version_zone = 0;
 }
 
+int records_inner_savepoint(records_store_t *store)
+{
+	return records_sql_exec(store, "SAVEPOINT inner");
+}
+
+int records_inner_release(records_store_t *store)
+{
+	return records_sql_exec(store, "RELEASE inner");
+}
+
+void records_inner_rollback(records_store_t *store)
+{
+	records_sql_exec(store, "ROLLBACK TO inner; RELEASE inner");
+	store->version_zone = 0;
+}
+
 int records_zone_get(records_store_t *store, int64_t id, records_zone_t *zone)
 {
 	sqlite3_stmt *stmt;

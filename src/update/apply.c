@@ -113,7 +113,7 @@ uint8_t update_prescan(const update_msg_t *m)
 	/* Refusals come after every format check: FORMERR wins. */
 	for (uint16_t i = 0; i < sec->count; i++) {
 		const knot_rrset_t *rr = knot_pkt_rr(sec, i);
-		if (rr->rclass == KNOT_CLASS_IN && is_refused(rr->type)) {
+		if (is_refused(rr->type)) {
 			return KNOT_RCODE_REFUSED;
 		}
 	}
@@ -328,11 +328,45 @@ static int new_version(records_store_t *rs, update_msg_t *m)
 	return records_zone_bump(rs, &m->zone);
 }
 
+/* Net effect bookkeeping: a record added and deleted by the same message
+ * cancels out. */
+static int note_added(update_msg_t *m, int64_t id)
+{
+	if (m->added_count == m->added_cap) {
+		size_t cap = m->added_cap ? 2 * m->added_cap : 16;
+		int64_t *grown = realloc(m->added, cap * sizeof(*grown));
+		if (grown == NULL) {
+			return KNOT_ENOMEM;
+		}
+		m->added = grown;
+		m->added_cap = cap;
+	}
+	m->added[m->added_count++] = id;
+	return ZC_EOK;
+}
+
+static void note_removed(update_msg_t *m, int64_t id)
+{
+	for (size_t i = 0; i < m->added_count; i++) {
+		if (m->added[i] == id) {
+			m->added[i] = m->added[--m->added_count];
+			return;
+		}
+	}
+	m->removed++;
+}
+
 static int delete_stored(records_store_t *rs, update_msg_t *m,
                          const stored_t *s)
 {
 	int ret = new_version(rs, m);
-	return ret == ZC_EOK ? records_record_delete(rs, &m->zone, s->id) : ret;
+	if (ret == ZC_EOK) {
+		ret = records_record_delete(rs, &m->zone, s->id);
+	}
+	if (ret == ZC_EOK) {
+		note_removed(m, s->id);
+	}
+	return ret;
 }
 
 /* Rewrites a stored record with another TTL, keeping its id. */
@@ -345,7 +379,11 @@ static int retime(records_store_t *rs, update_msg_t *m,
 		.rdata = s->rdata, .rdata_len = s->rdata_len,
 		.comment = s->comment, .created_on = s->created_on,
 	};
-	return ret == ZC_EOK ? records_record_insert(rs, &m->zone, &rec) : ret;
+	if (ret == ZC_EOK) {
+		ret = records_record_insert(rs, &m->zone, &rec);
+	}
+	/* The record existed before: its TTL change is a change. */
+	return ret == ZC_EOK ? (m->removed++, ZC_EOK) : ret;
 }
 
 static bool cname_compatible(uint16_t type)
@@ -375,6 +413,7 @@ static int add_soa(records_store_t *rs, update_msg_t *m, node_t *n,
 	int ret = node_load(rs, m, m->zone.apex, KNOT_RRTYPE_SOA, n);
 	for (size_t i = 0; i < n->count && ret == ZC_EOK; i++) {
 		ret = records_record_delete(rs, &m->zone, n->rec[i].id);
+		m->removed++;
 	}
 	m->changed = true;
 	if (ret == ZC_EOK) {
@@ -436,7 +475,10 @@ static int add_rr(records_store_t *rs, update_msg_t *m, node_t *n,
 	records_record_t rec = { .owner = rr->owner, .type = rr->type,
 	                         .ttl = rr->ttl, .rdata = rd->data,
 	                         .rdata_len = rd->len };
-	return ret == ZC_EOK ? records_record_insert(rs, &m->zone, &rec) : ret;
+	if (ret == ZC_EOK) {
+		ret = records_record_insert(rs, &m->zone, &rec);
+	}
+	return ret == ZC_EOK ? note_added(m, rec.id) : ret;
 }
 
 static bool apex_protected(const update_msg_t *m, const knot_dname_t *owner,
@@ -501,6 +543,7 @@ int update_apply(records_store_t *rs, void *arg)
 	}
 	const knot_pktsection_t *sec = knot_pkt_section(m->pkt, KNOT_AUTHORITY);
 	node_t n = { 0 };
+	ret = records_inner_savepoint(rs);
 	for (uint16_t i = 0; i < sec->count && ret == ZC_EOK; i++) {
 		const knot_rrset_t *rr = knot_pkt_rr(sec, i);
 		if (rr->rclass == KNOT_CLASS_ANY) {
@@ -515,6 +558,14 @@ int update_apply(records_store_t *rs, void *arg)
 		}
 	}
 	node_free(&n);
+	if (ret == ZC_EOK && m->changed && m->added_count == 0 &&
+	    m->removed == 0) {
+		/* Everything added was deleted again: no change, no serial. */
+		records_inner_rollback(rs);
+		m->changed = false;
+	} else if (ret == ZC_EOK) {
+		ret = records_inner_release(rs);
+	}
 	m->rcode = ret == ZC_EOK ? KNOT_RCODE_NOERROR : KNOT_RCODE_SERVFAIL;
 	return ret;
 }

@@ -24,6 +24,11 @@ typedef struct {
 	records_zone_t zone;         /* From the zone section. */
 	uint8_t rcode;               /* Outcome (RFC 2136 §2.2). */
 	bool changed;                /* The zone's serial moved. */
+	/* Net effect, to tell a message whose changes cancel out (RFC 2136
+	 * §3.6: then the serial does not move). */
+	int64_t *added;              /* Ids of records this message added. */
+	size_t added_count, added_cap;
+	size_t removed;              /* Records that existed before it. */
 } update_msg_t;
 
 /* The committer unit (apply.c): prerequisites, then the update. Sets

@@ -67,6 +67,7 @@ void update_free(update_service_t *u)
 
 static void msg_free(update_msg_t *m)
 {
+	free(m->added);
 	knot_pkt_free(m->pkt);
 	free(m->wire);
 	free(m);
