@@ -166,8 +166,7 @@ static int send_notify(notify_t *n, nzone_t *zone, size_t t)
 	}
 	zone->serial = z.serial;
 	slot_t *s = &zone->slots[t];
-	uint8_t buf[NOTIFY_BUF];
-	knot_pkt_t *pkt = knot_pkt_new(buf, sizeof(buf), NULL);
+	knot_pkt_t *pkt = knot_pkt_new(NULL, NOTIFY_BUF, NULL);
 	if (pkt == NULL) {
 		return KNOT_ENOMEM;
 	}
