@@ -22,10 +22,17 @@ static uint16_t body_max(const xfr_out_t *out)
 	return out->tsig->present ? XFR_MSG_MAX - DNS_TSIG_ROOM : XFR_MSG_MAX;
 }
 
-/* Starts a new, empty response message in the buffer. */
+/* Starts a new, empty response message in the buffer. A new packet
+ * each time: knot_pkt_init_response() keeps the name compression state
+ * of the previous message, whose pointers would then lead into the new
+ * message's bytes (and could loop). */
 static int begin_message(xfr_out_t *out)
 {
-	out->pkt->max_size = body_max(out);
+	knot_pkt_free(out->pkt);
+	out->pkt = knot_pkt_new(out->buf, body_max(out), NULL);
+	if (out->pkt == NULL) {
+		return KNOT_ENOMEM;
+	}
 	int ret = knot_pkt_init_response(out->pkt, out->q);
 	if (ret != KNOT_EOK) {
 		return ret;
@@ -69,19 +76,31 @@ static void flush(xfr_out_t *out)
 	}
 }
 
+/* Puts an RRset into the current message. A put that fails half-way has
+ * already moved the compression suffix to the name it wrote past the
+ * message's end; it is put back, else the next name would be compressed
+ * against those bytes (a pointer to itself). */
+static int try_put(knot_pkt_t *pkt, const knot_rrset_t *rr)
+{
+	knot_compr_t saved = pkt->compr;
+	int ret = knot_pkt_put(pkt, KNOT_COMPR_HINT_NONE, rr, KNOT_PF_NOTRUNC);
+	if (ret != KNOT_EOK) {
+		pkt->compr = saved;
+	}
+	return ret;
+}
+
 /* Puts an RRset into the current message, flushing once when full.
  * Returns KNOT_ESPACE when it does not fit even in an empty message. */
 static int put_flushing(xfr_out_t *out, const knot_rrset_t *rr)
 {
-	int ret = knot_pkt_put(out->pkt, KNOT_COMPR_HINT_NONE, rr,
-	                       KNOT_PF_NOTRUNC);
+	int ret = try_put(out->pkt, rr);
 	if (ret == KNOT_ESPACE && out->pkt->rrset_count > 0) {
 		flush(out);
 		if (out->error != ZC_EOK) {
 			return out->error;
 		}
-		ret = knot_pkt_put(out->pkt, KNOT_COMPR_HINT_NONE, rr,
-		                   KNOT_PF_NOTRUNC);
+		ret = try_put(out->pkt, rr);
 	}
 	return ret;
 }
@@ -96,10 +115,6 @@ int xfr_out_init(xfr_out_t *out, const knot_pkt_t *q, dns_tsig_t *tsig,
 	out->reply = reply;
 	out->stop = stop;
 	out->buf = buf;
-	out->pkt = knot_pkt_new(buf, XFR_MSG_MAX, NULL);
-	if (out->pkt == NULL) {
-		return KNOT_ENOMEM;
-	}
 	int ret = begin_message(out);
 	if (ret != KNOT_EOK) {
 		xfr_out_deinit(out);
