@@ -361,9 +361,18 @@ static int expire(notify_t *n)
 		for (size_t i = 0; i < tg->flight_count; i++) {
 			nzone_t *zone = tg->flights[i].zone;
 			slot_t *s = &zone->slots[t];
+			bool gone = false;
 			if (s->deadline <= now && s->tries <= n->retries) {
-				send_notify(n, zone, t); /* RFC 1996 §3.6. */
-			} else if (s->deadline <= now) {
+				/* RFC 1996 §3.6. A zone deleted meanwhile
+				 * ends its NOTIFY here. */
+				gone = send_notify(n, zone, t) != ZC_EOK;
+			}
+			if (gone) {
+				s->in_flight = false;
+				tg->flights[i--] = tg->flights[--tg->flight_count];
+				continue;
+			}
+			if (s->deadline <= now) {
 				char name[KNOT_DNAME_TXT_MAXLEN + 1];
 				knot_dname_to_str(name, zone->apex, sizeof(name));
 				zc_info("notify: zone %s serial %u: no response "

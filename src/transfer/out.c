@@ -10,6 +10,7 @@
  * RFC 5936 §2.2 lets an RRset's RRs spread over messages: an RRset that
  * does not fit in an empty message is put one RR at a time.
  */
+#include <errno.h>
 #include <string.h>
 #include <libknot/errcode.h>
 
@@ -57,7 +58,7 @@ static size_t sign_message(xfr_out_t *out)
 static void flush(xfr_out_t *out)
 {
 	if (out->stop != NULL && atomic_load(out->stop)) {
-		out->error = ZC_EBUSY; /* Shutting down: abort the transfer. */
+		out->error = -ECANCELED; /* Shutting down: abort. */
 		return;
 	}
 	size_t len = sign_message(out);
