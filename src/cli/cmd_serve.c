@@ -15,6 +15,7 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "server/server.h"
+#include "transfer/transfer.h"
 #include "writer/writer.h"
 
 #define DEFAULT_LISTEN "127.0.0.1:5300"
@@ -183,6 +184,21 @@ static int run(const config_t *cfg)
 	writer_t *writer = NULL;
 	server_t *server = NULL;
 	api_t *api = NULL;
+	transfer_t *xfr = NULL;
+	notify_t *notifier = NULL;
+	transfer_config_t tcfg = {
+		.data_dir = cfg->data_dir, .edge = es,
+		.allow_transfer = &cfg->allow_transfer,
+	};
+	const char *targets[CONFIG_NOTIFY_MAX];
+	for (size_t i = 0; i < cfg->notify_count; i++) {
+		targets[i] = cfg->notify[i];
+	}
+	notify_config_t ncfg = {
+		.targets = targets, .target_count = cfg->notify_count,
+		.retries = cfg->notify_retries, .timeout_ms = cfg->notify_timeout,
+		.edge = es,
+	};
 	ret = builder_follower_start(cfg->data_dir, es, FOLLOW_POLL_MS, &follower);
 	writer_config_t wcfg = {
 		.data_dir = cfg->data_dir, .follower = follower,
@@ -192,7 +208,17 @@ static int run(const config_t *cfg)
 		ret = writer_start(&wcfg, &writer);
 	}
 	if (ret == ZC_EOK) {
-		ret = server_start(&scfg, es, NULL, &server);
+		ret = transfer_start(&tcfg, &xfr);
+	}
+	server_hooks_t hooks = { .transfer = transfer_handle, .transfer_ctx = xfr };
+	if (ret == ZC_EOK) {
+		ret = server_start(&scfg, es, &hooks, &server);
+	}
+	if (ret == ZC_EOK) {
+		ret = notify_start(&ncfg, &notifier);
+	}
+	if (ret == ZC_EOK && notifier != NULL) {
+		builder_follower_on_pass(follower, notify_on_pass, notifier);
 	}
 	const char *ns[9] = { NULL };
 	for (size_t i = 0; i < cfg->zone_ns_count; i++) {
@@ -221,8 +247,11 @@ static int run(const config_t *cfg)
 	}
 	api_stop(api);
 	writer_stop(writer);
+	builder_follower_stop(follower); /* No more notify_on_pass calls. */
+	notify_stop(notifier);
+	transfer_stop(xfr);   /* In-flight transfers still use the workers. */
 	server_stop(server);
-	builder_follower_stop(follower);
+	transfer_free(xfr);   /* The workers called transfer_handle until now. */
 	edge_close(es);
 	return ret == ZC_EOK ? 0 : 1;
 }
