@@ -15,6 +15,7 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "server/server.h"
+#include "transfer/transfer.h"
 #include "update/update.h"
 #include "writer/writer.h"
 
@@ -184,6 +185,21 @@ static int run(const config_t *cfg)
 	writer_t *writer = NULL;
 	server_t *server = NULL;
 	api_t *api = NULL;
+	transfer_t *xfr = NULL;
+	notify_t *notifier = NULL;
+	transfer_config_t tcfg = {
+		.data_dir = cfg->data_dir, .edge = es,
+		.allow_transfer = &cfg->allow_transfer,
+	};
+	const char *targets[CONFIG_NOTIFY_MAX];
+	for (size_t i = 0; i < cfg->notify_count; i++) {
+		targets[i] = cfg->notify[i];
+	}
+	notify_config_t ncfg = {
+		.targets = targets, .target_count = cfg->notify_count,
+		.retries = cfg->notify_retries, .timeout_ms = cfg->notify_timeout,
+		.edge = es,
+	};
 	ret = builder_follower_start(cfg->data_dir, es, FOLLOW_POLL_MS, &follower);
 	writer_config_t wcfg = {
 		.data_dir = cfg->data_dir, .follower = follower,
@@ -201,11 +217,21 @@ static int run(const config_t *cfg)
 	if (ret == ZC_EOK) {
 		ret = update_start(&ucfg, &updates);
 	}
+	if (ret == ZC_EOK) {
+		ret = transfer_start(&tcfg, &xfr);
+	}
 	server_hooks_t hooks = {
 		.update = update_handle, .update_ctx = updates,
+		.transfer = transfer_handle, .transfer_ctx = xfr,
 	};
 	if (ret == ZC_EOK) {
 		ret = server_start(&scfg, es, &hooks, &server);
+	}
+	if (ret == ZC_EOK) {
+		ret = notify_start(&ncfg, &notifier);
+	}
+	if (ret == ZC_EOK && notifier != NULL) {
+		builder_follower_on_pass(follower, notify_on_pass, notifier);
 	}
 	const char *ns[9] = { NULL };
 	for (size_t i = 0; i < cfg->zone_ns_count; i++) {
@@ -233,14 +259,17 @@ static int run(const config_t *cfg)
 	} else {
 		zc_error("cannot start: %s", zc_strerror(ret));
 	}
-	/* Writers stop first and answer what they hold; the DNS workers
-	 * deliver those answers and stop last. */
+	/* Writers stop first and answer what they hold, transfers end; the
+	 * DNS workers deliver those answers and stop last. */
 	api_stop(api);
 	update_shutdown(updates);
 	writer_stop(writer);
+	builder_follower_stop(follower); /* No more notify_on_pass calls. */
+	notify_stop(notifier);
+	transfer_stop(xfr);   /* In-flight transfers still use the workers. */
 	server_stop(server);
 	update_free(updates);
-	builder_follower_stop(follower);
+	transfer_free(xfr);   /* The workers called the hooks until now. */
 	edge_close(es);
 	return ret == ZC_EOK ? 0 : 1;
 }

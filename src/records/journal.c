@@ -100,7 +100,7 @@ static int read_events(records_store_t *store, const records_zone_t *zone,
 			memcpy(lf + apex_len, sqlite3_column_blob(stmt, 2), okey_len);
 		}
 		uint8_t owner[KNOT_DNAME_MAXLEN];
-		if (dns_name_from_lf(lf, apex_len + okey_len, owner) != ZC_EOK) {
+		if (dns_name_from_lf(lf, apex_len + okey_len, owner) < 0) {
 			ret = ZC_EFORMAT;
 			break;
 		}

@@ -1,0 +1,117 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* Internal to transfer/: the message writer (out.c), the IXFR condenser
+ * (condense.c), and the AXFR and IXFR bodies (axfr.c, ixfr.c). */
+#pragma once
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <libknot/packet/pkt.h>
+
+#include "common/arena.h"
+#include "dns/tsig.h"
+#include "edge/edge.h"
+#include "records/records.h"
+#include "server/server.h"
+
+/* Largest transfer message (RFC 1035 §4.2.2 framing). */
+#define XFR_MSG_MAX 65535
+
+/*
+ * The output of one transfer: packs RRs into messages, signs each one when
+ * the request was signed, writes all but the last to the connection. The
+ * error is sticky: puts after a failure do nothing.
+ */
+typedef struct {
+	const knot_pkt_t *q;
+	dns_tsig_t *tsig;
+	server_reply_t *reply;
+	const atomic_bool *stop;  /* Set: abort between messages. */
+	knot_pkt_t *pkt;
+	uint8_t *buf;             /* XFR_MSG_MAX bytes. */
+	uint64_t rrs;             /* RRs put, all messages. */
+	uint64_t messages;        /* Messages written or sent. */
+	int error;
+} xfr_out_t;
+
+/* Starts the first message (a response to q) in buf. */
+int xfr_out_init(xfr_out_t *out, const knot_pkt_t *q, dns_tsig_t *tsig,
+                 server_reply_t *reply, uint8_t *buf,
+                 const atomic_bool *stop);
+
+/* Puts an RRset (split over messages when it does not fit in one). */
+void xfr_out_put(xfr_out_t *out, const knot_rrset_t *rr);
+
+/*
+ * Sends the last message and releases the reply; after a failure closes
+ * the connection instead (or, when nothing was written yet, answers
+ * SERVFAIL). Returns the sticky error. Frees the packet.
+ */
+int xfr_out_finish(xfr_out_t *out);
+
+/* Frees the packet without sending anything (the reply stays owed). */
+void xfr_out_deinit(xfr_out_t *out);
+
+/* --- IXFR condensing (condense.c) --- */
+
+/*
+ * The net difference of a sequence of record events: each record (owner,
+ * type, rdata) keeps the state before the first event and after the last.
+ * Added then deleted: nothing; deleted then added with the same TTL:
+ * nothing; with another TTL: deleted (old TTL) and added (new TTL).
+ */
+typedef struct xfr_diff xfr_diff_t;
+
+int xfr_diff_new(xfr_diff_t **out);
+void xfr_diff_free(xfr_diff_t *d);
+
+/* Records one event (a records_journal_read() callback; ctx the diff). */
+int xfr_diff_add(const records_journal_rr_t *rr, void *ctx);
+
+/* One RR of the result. Pointers valid while the diff lives. */
+typedef struct {
+	const knot_dname_t *owner;
+	uint16_t type;
+	uint32_t ttl;
+	const uint8_t *rdata;
+	uint16_t rdata_len;
+} xfr_diff_rr_t;
+
+/* Calls cb for each deleted (added false) or added RR, in the order of
+ * their first event; cb returns non-zero to stop. */
+void xfr_diff_foreach(const xfr_diff_t *d, bool added,
+                      int (*cb)(const xfr_diff_rr_t *rr, void *ctx),
+                      void *ctx);
+
+/* Number of deleted or added RRs in the result. */
+size_t xfr_diff_count(const xfr_diff_t *d, bool added);
+
+/* --- AXFR and IXFR bodies --- */
+
+/* One transfer being served, from one edge read transaction. */
+typedef struct {
+	edge_txn_t *txn;
+	edge_zone_t zone;          /* The served version: serial E. */
+	records_store_t *rs;
+	zc_arena_t *arena;         /* Reset per node. */
+	xfr_out_t *out;
+	bool axfr_form;            /* IXFR answered as a full zone. */
+	bool up_to_date;           /* IXFR: a single SOA. */
+	uint32_t client_serial;    /* IXFR: S. */
+} xfr_req_t;
+
+/* Room for the rdata of an SOA built by xfr_soa(). */
+#define XFR_SOA_BUF (4 + EDGE_SOA_MAXLEN)
+
+/* Makes the zone's SOA from its metadata with the given serial; its
+ * rdata lives in buf (XFR_SOA_BUF bytes). */
+void xfr_soa(const edge_zone_t *zone, uint32_t serial, uint8_t *buf,
+             knot_rrset_t *soa);
+
+/* RFC 5936 §2.2: SOA, every RRset of the zone, SOA. */
+int axfr_run(xfr_req_t *req);
+
+/* RFC 1995 §4: one condensed difference sequence, a single SOA when the
+ * client is up to date, or the AXFR form when the journal is short. */
+int ixfr_run(xfr_req_t *req);

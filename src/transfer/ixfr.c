@@ -1,0 +1,85 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * IXFR (RFC 1995): the difference between the client's serial S and the
+ * served serial E, from the change log (the journal), condensed into one
+ * difference sequence (§4):
+ *
+ *   SOA(E)  SOA(S) deleted RRs  SOA(E) added RRs  SOA(E)
+ *
+ * SOA(S) is the served SOA with serial S (the log keeps records, not old
+ * SOA fields). A client at or past E (RFC 1982) gets SOA(E) alone (§4,
+ * "up to date"). When the journal does not reach back to S, the answer is
+ * the whole zone in AXFR form (§4).
+ */
+#include <libknot/descriptor.h>
+#include <libknot/errcode.h>
+
+#include "common/error.h"
+#include "transfer/internal.h"
+
+/* RFC 1982: a < b. */
+static bool serial_lt(uint32_t a, uint32_t b)
+{
+	return a != b && (int32_t)(b - a) > 0;
+}
+
+/* Puts one RR of the condensed difference. */
+static int put_diff_rr(const xfr_diff_rr_t *rr, void *ctx)
+{
+	xfr_out_t *out = ctx;
+	uint8_t buf[4 + UINT16_MAX];
+	knot_rdata_t *rd = (knot_rdata_t *)buf;
+	knot_rdata_init(rd, rr->rdata_len, rr->rdata);
+	knot_rrset_t set;
+	knot_rrset_init(&set, (knot_dname_t *)rr->owner, rr->type, KNOT_CLASS_IN,
+	                rr->ttl);
+	set.rrs.count = 1;
+	set.rrs.size = (uint32_t)knot_rdata_size(rr->rdata_len);
+	set.rrs.rdata = rd;
+	xfr_out_put(out, &set);
+	return out->error != ZC_EOK;
+}
+
+/* Writes the condensed sequence. */
+static int put_sequence(xfr_req_t *req, const xfr_diff_t *diff)
+{
+	uint8_t new_buf[XFR_SOA_BUF], old_buf[XFR_SOA_BUF];
+	knot_rrset_t soa_new, soa_old;
+	xfr_soa(&req->zone, req->zone.serial, new_buf, &soa_new);
+	xfr_soa(&req->zone, req->client_serial, old_buf, &soa_old);
+	xfr_out_put(req->out, &soa_new);
+	xfr_out_put(req->out, &soa_old);
+	xfr_diff_foreach(diff, false, put_diff_rr, req->out);
+	xfr_out_put(req->out, &soa_new);
+	xfr_diff_foreach(diff, true, put_diff_rr, req->out);
+	xfr_out_put(req->out, &soa_new);
+	return req->out->error;
+}
+
+int ixfr_run(xfr_req_t *req)
+{
+	if (!serial_lt(req->client_serial, req->zone.serial)) {
+		req->up_to_date = true;
+		uint8_t buf[XFR_SOA_BUF];
+		knot_rrset_t soa;
+		xfr_soa(&req->zone, req->zone.serial, buf, &soa);
+		xfr_out_put(req->out, &soa);
+		return req->out->error;
+	}
+	xfr_diff_t *diff;
+	int ret = xfr_diff_new(&diff);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	ret = records_journal_read(req->rs, req->zone.apex, req->client_serial,
+	                           req->zone.serial, xfr_diff_add, diff);
+	if (ret == ZC_EOK) {
+		ret = put_sequence(req, diff);
+	}
+	xfr_diff_free(diff);
+	if (ret == ZC_ENOJOURNAL) {
+		req->axfr_form = true;
+		return axfr_run(req);
+	}
+	return ret;
+}

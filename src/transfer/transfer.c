@@ -1,0 +1,436 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * Transfer requests: the pool of transfer threads, request checks (parse,
+ * TSIG, zone, access) and the log line of each transfer. See transfer.h
+ * for the design; axfr.c and ixfr.c write the answers through out.c.
+ *
+ * Locking: transfer_t.lock guards queue, active and stopping; threads
+ * wait on cond for jobs. Each thread's records connection, arena and
+ * buffer are its own.
+ */
+#include <arpa/inet.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <libknot/descriptor.h>
+#include <libknot/errcode.h>
+#include <libknot/rrtype/soa.h>
+
+#include "common/error.h"
+#include "common/log.h"
+#include "transfer/internal.h"
+#include "transfer/transfer.h"
+
+/* A request waiting for a thread; owns its copy of the message. */
+typedef struct job {
+	struct job *next;
+	server_reply_t *reply;
+	struct sockaddr_storage from;
+	size_t len;
+	uint8_t msg[];
+} job_t;
+
+typedef struct {
+	transfer_t *t;
+	pthread_t thread;
+	bool started;
+	records_store_t *rs;     /* Opened at the first job. */
+	edge_txn_t txn;
+	zc_arena_t arena;        /* Request parse; reset per request. */
+	zc_arena_t node_arena;   /* Decoded nodes; reset per node. */
+	uint8_t buf[XFR_MSG_MAX];
+} xfr_thread_t;
+
+struct transfer {
+	transfer_config_t cfg;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	job_t *head, *tail;      /* Queued jobs (lock). */
+	unsigned active;         /* Queued plus running (lock). */
+	bool stopping;           /* (lock) */
+	atomic_bool stop;        /* Read by running transfers. */
+	xfr_thread_t *threads;
+	unsigned thread_count;
+};
+
+/* What a request turned out to be, for the log line. */
+typedef struct {
+	char zone[KNOT_DNAME_TXT_MAXLEN + 1];
+	char peer[INET6_ADDRSTRLEN + 8];
+	const char *kind;        /* "AXFR", "IXFR" */
+} xfr_log_t;
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void format_peer(const struct sockaddr_storage *ss, char *out,
+                        size_t size)
+{
+	char addr[INET6_ADDRSTRLEN] = "?";
+	unsigned port = 0;
+	if (ss->ss_family == AF_INET) {
+		const struct sockaddr_in *in = (const struct sockaddr_in *)ss;
+		inet_ntop(AF_INET, &in->sin_addr, addr, sizeof(addr));
+		port = ntohs(in->sin_port);
+	} else if (ss->ss_family == AF_INET6) {
+		const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)ss;
+		inet_ntop(AF_INET6, &in6->sin6_addr, addr, sizeof(addr));
+		port = ntohs(in6->sin6_port);
+	}
+	snprintf(out, size, "%s#%u", addr, port);
+}
+
+/* Answers with a header (and the question when the message has one
+ * that parses) and an rcode; used when no thread takes the request. */
+static void send_header_error(server_reply_t *reply, const uint8_t *msg,
+                              size_t len, uint8_t rcode)
+{
+	uint8_t resp[KNOT_WIRE_HEADER_SIZE + KNOT_DNAME_MAXLEN + 4];
+	if (len < KNOT_WIRE_HEADER_SIZE) {
+		server_reply_send(reply, NULL, 0);
+		return;
+	}
+	size_t rlen = KNOT_WIRE_HEADER_SIZE;
+	memcpy(resp, msg, rlen);
+	knot_wire_set_qdcount(resp, 0);
+	int qname = knot_dname_wire_check(msg + rlen, msg + len, NULL);
+	if (knot_wire_get_qdcount(msg) == 1 && qname > 0 &&
+	    rlen + qname + 4 <= len) {
+		memcpy(resp + rlen, msg + rlen, qname + 4);
+		rlen += qname + 4;
+		knot_wire_set_qdcount(resp, 1);
+	}
+	knot_wire_set_ancount(resp, 0);
+	knot_wire_set_nscount(resp, 0);
+	knot_wire_set_arcount(resp, 0);
+	knot_wire_set_qr(resp);
+	knot_wire_clear_aa(resp);
+	knot_wire_clear_tc(resp);
+	knot_wire_set_rcode(resp, rcode);
+	server_reply_send(reply, resp, rlen);
+}
+
+/* Answers the parsed request with an rcode (and the TSIG outcome). */
+static void send_error(xfr_thread_t *th, const knot_pkt_t *q,
+                       dns_tsig_t *tsig, server_reply_t *reply,
+                       uint8_t rcode)
+{
+	knot_pkt_t *r = knot_pkt_new(th->buf, XFR_MSG_MAX - DNS_TSIG_ROOM,
+	                             zc_arena_mm(&th->arena));
+	if (r == NULL || knot_pkt_init_response(r, q) != KNOT_EOK) {
+		send_header_error(reply, q->wire, q->size, rcode);
+		return;
+	}
+	knot_wire_set_rcode(r->wire, rcode);
+	size_t len = r->size;
+	if (dns_tsig_sign(tsig, th->buf, &len, XFR_MSG_MAX) != ZC_EOK) {
+		len = r->size; /* Unsigned rather than nothing. */
+	}
+	server_reply_send(reply, th->buf, len);
+}
+
+/* RFC 8945 §5.2: checks the TSIG with the key named by its owner. */
+static int check_tsig(xfr_thread_t *th, const knot_pkt_t *q, dns_tsig_t *tsig,
+                      records_tsig_key_t *key)
+{
+	if (q->tsig_rr == NULL) {
+		return dns_tsig_check(q, false, NULL, NULL, 0, tsig);
+	}
+	bool found = records_tsig_find(th->rs, q->tsig_rr->owner, key) == ZC_EOK;
+	return dns_tsig_check(q, found, key->algorithm, key->secret,
+	                      key->secret_len, tsig);
+}
+
+/* The client's serial from the IXFR request's authority SOA (RFC 1995
+ * §3). False when there is none. */
+static bool ixfr_serial(const knot_pkt_t *q, uint32_t *serial)
+{
+	const knot_pktsection_t *ns = knot_pkt_section(q, KNOT_AUTHORITY);
+	if (ns->count < 1) {
+		return false;
+	}
+	const knot_rrset_t *soa = knot_pkt_rr(ns, 0);
+	if (soa->type != KNOT_RRTYPE_SOA || soa->rrs.count != 1) {
+		return false;
+	}
+	*serial = knot_soa_serial(soa->rrs.rdata);
+	return true;
+}
+
+/* Runs the transfer proper and logs it. */
+static void serve(xfr_thread_t *th, const knot_pkt_t *q, dns_tsig_t *tsig,
+                  server_reply_t *reply, xfr_req_t *req, xfr_log_t *lg)
+{
+	int64_t start = now_ms();
+	xfr_out_t out;
+	int ret = xfr_out_init(&out, q, tsig, reply, th->buf, &th->t->stop);
+	if (ret != KNOT_EOK) {
+		send_error(th, q, tsig, reply, KNOT_RCODE_SERVFAIL);
+		zc_error("transfer: zone %s, peer %s, %s: %s", lg->zone,
+		         lg->peer, lg->kind, zc_strerror(ret));
+		return;
+	}
+	req->out = &out;
+	req->rs = th->rs;
+	req->arena = &th->node_arena;
+	bool ixfr = knot_pkt_qtype(q) == KNOT_RRTYPE_IXFR;
+	ret = ixfr ? ixfr_run(req) : axfr_run(req);
+	if (out.error == ZC_EOK && ret != ZC_EOK) {
+		out.error = ret;
+	}
+	uint64_t rrs = out.rrs;
+	ret = xfr_out_finish(&out);
+	uint64_t messages = out.messages;
+	long long ms = (long long)(now_ms() - start);
+	if (ret != ZC_EOK) {
+		zc_warn("transfer: zone %s, peer %s, %s failed after %llu "
+		        "messages: %s", lg->zone, lg->peer, lg->kind,
+		        (unsigned long long)messages, zc_strerror(ret));
+	} else if (ixfr) {
+		zc_info("transfer: zone %s, peer %s, IXFR serial %u -> %u%s, "
+		        "%llu RRs, %llu messages, %lld ms", lg->zone, lg->peer,
+		        req->client_serial, req->zone.serial,
+		        req->up_to_date ? " (up to date)" :
+		        req->axfr_form ? " (AXFR form)" : "",
+		        (unsigned long long)rrs, (unsigned long long)messages, ms);
+	} else {
+		zc_info("transfer: zone %s, peer %s, AXFR serial %u, %llu RRs, "
+		        "%llu messages, %lld ms", lg->zone, lg->peer,
+		        req->zone.serial, (unsigned long long)rrs,
+		        (unsigned long long)messages, ms);
+	}
+}
+
+/*
+ * Checks a request and answers it: FORMERR for a malformed one, NOTAUTH
+ * for a TSIG failure (RFC 8945 §5.2) or a zone we do not serve, REFUSED
+ * without access, else the transfer. Ends in one server_reply_send().
+ */
+static void handle_job(xfr_thread_t *th, job_t *job)
+{
+	zc_arena_reset(&th->arena);
+	knot_mm_t *mm = zc_arena_mm(&th->arena);
+	knot_pkt_t *q = knot_pkt_new(job->msg, (uint16_t)job->len, mm);
+	if (q == NULL || knot_pkt_parse(q, 0) != KNOT_EOK ||
+	    knot_wire_get_qdcount(job->msg) != 1) {
+		send_header_error(job->reply, job->msg, job->len,
+		                  KNOT_RCODE_FORMERR);
+		return;
+	}
+	xfr_log_t lg = { .kind = knot_pkt_qtype(q) == KNOT_RRTYPE_IXFR ?
+	                 "IXFR" : "AXFR" };
+	format_peer(&job->from, lg.peer, sizeof(lg.peer));
+	knot_dname_to_str(lg.zone, knot_pkt_qname(q), sizeof(lg.zone));
+	dns_tsig_t tsig;
+	records_tsig_key_t key;
+	memset(&key, 0, sizeof(key));
+	if (check_tsig(th, q, &tsig, &key) != ZC_EOK) {
+		zc_info("transfer: zone %s, peer %s, %s: TSIG error %u",
+		        lg.zone, lg.peer, lg.kind, tsig.error);
+		send_error(th, q, &tsig, job->reply, KNOT_RCODE_NOTAUTH);
+		return;
+	}
+	xfr_req_t req = { .txn = &th->txn };
+	uint8_t rcode = KNOT_RCODE_NOERROR;
+	const char *why = NULL;
+	int ret = edge_txn_begin_read(th->t->cfg.edge, &th->txn);
+	if (ret == ZC_EOK) {
+		ret = edge_zone_get(&th->txn, knot_pkt_qname(q), &req.zone);
+	}
+	if (knot_pkt_qclass(q) != KNOT_CLASS_IN) {
+		rcode = KNOT_RCODE_REFUSED, why = "class not IN";
+	} else if (ret == ZC_ENOZONE) {
+		rcode = KNOT_RCODE_NOTAUTH, why = "not a zone served here";
+	} else if (ret != ZC_EOK) {
+		rcode = KNOT_RCODE_SERVFAIL, why = zc_strerror(ret);
+	} else if (tsig.present && (key.zone_id != (int64_t)req.zone.zone_id ||
+	                            !key.transfer)) {
+		rcode = KNOT_RCODE_REFUSED, why = "key may not transfer the zone";
+	} else if (!tsig.present && (th->t->cfg.allow_transfer == NULL ||
+	           !zc_acl_match(th->t->cfg.allow_transfer, &job->from))) {
+		rcode = KNOT_RCODE_REFUSED, why = "unsigned, not in allow-transfer";
+	} else if (knot_pkt_qtype(q) == KNOT_RRTYPE_IXFR &&
+	           !ixfr_serial(q, &req.client_serial)) {
+		rcode = KNOT_RCODE_FORMERR, why = "IXFR without an SOA";
+	}
+	if (why != NULL) {
+		zc_info("transfer: zone %s, peer %s, %s refused (%s)", lg.zone,
+		        lg.peer, lg.kind, why);
+		send_error(th, q, &tsig, job->reply, rcode);
+	} else {
+		serve(th, q, &tsig, job->reply, &req, &lg);
+	}
+	edge_txn_reset(&th->txn);
+}
+
+/* Takes the next job, or NULL when stopping. */
+static job_t *next_job(transfer_t *t)
+{
+	pthread_mutex_lock(&t->lock);
+	while (t->head == NULL && !t->stopping) {
+		pthread_cond_wait(&t->cond, &t->lock);
+	}
+	job_t *job = t->head;
+	if (job != NULL && !t->stopping) {
+		t->head = job->next;
+		if (t->head == NULL) {
+			t->tail = NULL;
+		}
+	} else {
+		job = NULL;
+	}
+	pthread_mutex_unlock(&t->lock);
+	return job;
+}
+
+static void *thread_main(void *arg)
+{
+	xfr_thread_t *th = arg;
+	transfer_t *t = th->t;
+	job_t *job;
+	while ((job = next_job(t)) != NULL) {
+		int ret = th->rs == NULL ?
+		          records_open(&th->rs, t->cfg.data_dir) : ZC_EOK;
+		if (ret != ZC_EOK) {
+			zc_error("transfer: cannot open the records store: %s",
+			         zc_strerror(ret));
+			send_header_error(job->reply, job->msg, job->len,
+			                  KNOT_RCODE_SERVFAIL);
+		} else {
+			handle_job(th, job);
+		}
+		free(job);
+		pthread_mutex_lock(&t->lock);
+		t->active--;
+		pthread_mutex_unlock(&t->lock);
+	}
+	return NULL;
+}
+
+int transfer_start(const transfer_config_t *cfg, transfer_t **out)
+{
+	if (cfg == NULL || cfg->data_dir == NULL || cfg->edge == NULL ||
+	    out == NULL) {
+		return ZC_EUSAGE;
+	}
+	transfer_t *t = calloc(1, sizeof(*t));
+	if (t == NULL) {
+		return KNOT_ENOMEM;
+	}
+	t->cfg = *cfg;
+	if (t->cfg.max_concurrent == 0) {
+		t->cfg.max_concurrent = TRANSFER_DEFAULT_CONCURRENT;
+	}
+	pthread_mutex_init(&t->lock, NULL);
+	pthread_cond_init(&t->cond, NULL);
+	t->threads = calloc(t->cfg.max_concurrent, sizeof(*t->threads));
+	if (t->threads == NULL) {
+		transfer_free(t);
+		return KNOT_ENOMEM;
+	}
+	t->thread_count = t->cfg.max_concurrent;
+	for (unsigned i = 0; i < t->thread_count; i++) {
+		xfr_thread_t *th = &t->threads[i];
+		th->t = t;
+		zc_arena_init(&th->arena, 16 * 1024);
+		zc_arena_init(&th->node_arena, 16 * 1024);
+		int ret = pthread_create(&th->thread, NULL, thread_main, th);
+		if (ret != 0) {
+			transfer_free(t);
+			return -ret;
+		}
+		th->started = true;
+	}
+	*out = t;
+	return ZC_EOK;
+}
+
+void transfer_handle(void *ctx, const uint8_t *msg, size_t len,
+                     const struct sockaddr_storage *from,
+                     server_reply_t *reply)
+{
+	transfer_t *t = ctx;
+	job_t *job = malloc(sizeof(*job) + len);
+	pthread_mutex_lock(&t->lock);
+	bool take = job != NULL && !t->stopping &&
+	            t->active < t->cfg.max_concurrent;
+	if (take) {
+		job->next = NULL;
+		job->reply = reply;
+		job->from = *from;
+		job->len = len;
+		memcpy(job->msg, msg, len);
+		if (t->tail != NULL) {
+			t->tail->next = job;
+		} else {
+			t->head = job;
+		}
+		t->tail = job;
+		t->active++;
+		pthread_cond_signal(&t->cond);
+	}
+	pthread_mutex_unlock(&t->lock);
+	if (!take) {
+		/* Busy or stopping: the client retries later. */
+		free(job);
+		zc_debug("transfer: busy, request refused");
+		send_header_error(reply, msg, len, KNOT_RCODE_REFUSED);
+	}
+}
+
+void transfer_stop(transfer_t *t)
+{
+	if (t == NULL) {
+		return;
+	}
+	pthread_mutex_lock(&t->lock);
+	bool was = t->stopping;
+	t->stopping = true;
+	atomic_store(&t->stop, true);
+	pthread_cond_broadcast(&t->cond);
+	job_t *job = t->head;
+	t->head = t->tail = NULL;
+	pthread_mutex_unlock(&t->lock);
+	while (job != NULL) {
+		job_t *next = job->next;
+		send_header_error(job->reply, job->msg, job->len,
+		                  KNOT_RCODE_REFUSED);
+		free(job);
+		job = next;
+	}
+	if (was) {
+		return;
+	}
+	for (unsigned i = 0; i < t->thread_count; i++) {
+		xfr_thread_t *th = &t->threads[i];
+		if (th->started) {
+			pthread_join(th->thread, NULL);
+			th->started = false;
+		}
+	}
+}
+
+void transfer_free(transfer_t *t)
+{
+	if (t == NULL) {
+		return;
+	}
+	transfer_stop(t);
+	for (unsigned i = 0; t->threads != NULL && i < t->thread_count; i++) {
+		xfr_thread_t *th = &t->threads[i];
+		edge_txn_abort(&th->txn);
+		records_close(th->rs);
+		zc_arena_deinit(&th->arena);
+		zc_arena_deinit(&th->node_arena);
+	}
+	free(t->threads);
+	pthread_cond_destroy(&t->cond);
+	pthread_mutex_destroy(&t->lock);
+	free(t);
+}

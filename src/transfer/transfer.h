@@ -1,0 +1,121 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * Zone transfers out (AXFR, RFC 5936; IXFR, RFC 1995) and NOTIFY to
+ * secondaries (RFC 1996).
+ *
+ * Design
+ *
+ * Transfers: the TCP workers hand AXFR/IXFR requests to transfer_handle()
+ * (the server's transfer hook), which copies the message and queues it to
+ * a pool of max_concurrent threads; past that many queued or running
+ * transfers the request is REFUSED at once, so a worker never blocks.
+ * Each pool thread owns a records-store connection (TSIG keys, IXFR
+ * journal), an arena and a 64 KiB message buffer. A transfer is served
+ * from one LMDB read transaction (one consistent zone version): AXFR walks
+ * the zone's nodes in key order between two copies of the SOA; IXFR
+ * condenses the journal between the client's serial and the served one
+ * into one difference sequence (condense.c), or falls back to the AXFR
+ * form when the journal does not reach back (RFC 1995 §4). RRs are packed
+ * into messages of up to 64 KiB with name compression, each signed when
+ * the request was (RFC 8945 §5.3.1); all messages but the last go out
+ * with server_reply_write(), the last with server_reply_send().
+ *
+ * Access: a request signed with a key of the zone that has transfer
+ * rights, or an unsigned one from an address in allow_transfer. Others get
+ * REFUSED; TSIG failures NOTAUTH with the TSIG error (RFC 8945 §5.2); a
+ * name that is no zone apex of ours NOTAUTH.
+ *
+ * NOTIFY: a thread (notify.c) that wakes on each builder pass
+ * (notify_on_pass(), to register with builder_follower_on_pass()), lists
+ * the edge store's zones and sends a NOTIFY for every zone whose serial
+ * moved to every target, over UDP, at once. At most one NOTIFY per (zone,
+ * target) is in flight; a serial that moves meanwhile is sent when the
+ * response comes (coalescing). Unanswered NOTIFYs are resent after
+ * timeout_ms, doubling, up to `retries` times. On start every zone is
+ * notified once (as BIND does on load): changes applied while the server
+ * was down reach the secondaries without waiting for their refresh.
+ *
+ * Shutdown order: transfer_stop() and notify_stop() before server_stop()
+ * (in-flight transfers still write to the workers' connections), then
+ * transfer_free() after server_stop() (the workers may still call
+ * transfer_handle(), which then refuses at once).
+ */
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "common/acl.h"
+#include "edge/edge.h"
+#include "server/server.h"
+
+/* Transfers queued or running at once, by default. */
+#define TRANSFER_DEFAULT_CONCURRENT 16
+
+typedef struct {
+	const char *data_dir;            /* Records store (keys, journal). */
+	edge_store_t *edge;
+	const zc_acl_t *allow_transfer;  /* NULL: signed requests only. */
+	unsigned max_concurrent;         /* 0: TRANSFER_DEFAULT_CONCURRENT */
+} transfer_config_t;
+
+typedef struct transfer transfer_t;
+
+/*
+ * Starts the transfer threads. cfg and what it points to must outlive the
+ * transfer_t. The caller ends it with transfer_stop() and transfer_free().
+ */
+int transfer_start(const transfer_config_t *cfg, transfer_t **out);
+
+/*
+ * Aborts transfers in progress (their connections are closed), refuses
+ * queued ones and joins the threads. Later requests are refused at once.
+ * Call before server_stop(). NULL is a no-op.
+ */
+void transfer_stop(transfer_t *t);
+
+/* Frees t after server_stop() (stopping it first if needed). NULL is a
+ * no-op. */
+void transfer_free(transfer_t *t);
+
+/*
+ * The server's transfer hook (server_hooks_t.transfer, ctx the
+ * transfer_t). Copies the message, so it is free to go after the call;
+ * always ends in exactly one server_reply_send() on reply, from a pool
+ * thread or, when refused at once, before returning.
+ */
+void transfer_handle(void *ctx, const uint8_t *msg, size_t len,
+                     const struct sockaddr_storage *from,
+                     server_reply_t *reply);
+
+/* --- NOTIFY (notify.c) --- */
+
+#define NOTIFY_MAX_TARGETS 16
+
+typedef struct {
+	const char *const *targets;  /* "ADDR:PORT", "[V6]:PORT" */
+	size_t target_count;         /* At most NOTIFY_MAX_TARGETS. */
+	unsigned retries;            /* Resends of an unanswered NOTIFY. */
+	unsigned timeout_ms;         /* Before the first resend (doubling). */
+	edge_store_t *edge;
+} notify_config_t;
+
+typedef struct notify notify_t;
+
+/*
+ * Opens a UDP socket per target and starts the notifier thread. With no
+ * targets, *out is NULL and nothing runs (every call accepts NULL).
+ * ZC_EUSAGE for a target that does not parse.
+ */
+int notify_start(const notify_config_t *cfg, notify_t **out);
+
+/*
+ * The cue for the notifier (ctx the notify_t): sets a flag and wakes the
+ * thread; never blocks. Give it to builder_follower_on_pass().
+ */
+void notify_on_pass(void *ctx);
+
+/* Stops and joins the thread, closes the sockets, frees n (NULL: no-op).
+ * Unregister notify_on_pass from the follower first (or stop it). */
+void notify_stop(notify_t *n);
