@@ -120,8 +120,16 @@ static int collect(const records_change_t *chg, void *ctx)
 	} else if (is_job_zone(st, chg->apex)) {
 		stop = push_touch(&st->deferred, &st->deferred_count,
 		                  &st->deferred_cap, chg);
-	} else if (pending_index(st, chg->apex) < 0) {
-		stop = push_touch(&b->touched, &b->count, &b->cap, chg);
+	} else {
+		int pending = pending_index(st, chg->apex);
+		if (pending < 0) {
+			stop = push_touch(&b->touched, &b->count, &b->cap, chg);
+		} else {
+			/* The queued full build covers the event only if it
+			 * runs: it must not be skipped as "already built" by a
+			 * build (e.g. the CLI's after an import) older than it. */
+			st->full_seq[pending] = chg->seq;
+		}
 	}
 	if (!stop) {
 		b->last_seq = chg->seq;

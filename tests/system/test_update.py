@@ -121,7 +121,7 @@ def wait_for(cond, what, timeout=DNS_WAIT):
         if v:
             return v
         if time.monotonic() > deadline:
-            pytest.fail("timed out after %.1fs waiting for %s" % (timeout, what))
+            pytest.fail("timed out after %.1fs waiting for %s" % (timeout, what() if callable(what) else what))
         time.sleep(0.01)
 
 
@@ -143,7 +143,8 @@ def soa_serial(srv, zone):
 
 
 def expect_serial(srv, zone, serial):
-    wait_for(lambda: soa_serial(srv, zone) == serial, "%s SOA serial %s" % (zone, serial))
+    wait_for(lambda: soa_serial(srv, zone) == serial,
+             lambda: "%s SOA serial %s (DNS answers %s)" % (zone, serial, soa_serial(srv, zone)))
 
 
 def dns_view(srv, name, rtype):
