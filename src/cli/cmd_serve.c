@@ -223,6 +223,7 @@ static int run(const config_t *cfg)
 	server_hooks_t hooks = {
 		.update = update_handle, .update_ctx = updates,
 		.transfer = transfer_handle, .transfer_ctx = xfr,
+		.signed_query = transfer_signed_query, .signed_ctx = xfr,
 	};
 	if (ret == ZC_EOK) {
 		ret = server_start(&scfg, es, &hooks, &server);

@@ -57,8 +57,13 @@ typedef struct {
 	void (*transfer)(void *ctx, const uint8_t *msg, size_t len,
 	                 const struct sockaddr_storage *from,
 	                 server_reply_t *reply);
+	/* Any other message carrying a TSIG (the answer must be signed). */
+	void (*signed_query)(void *ctx, const uint8_t *msg, size_t len,
+	                     const struct sockaddr_storage *from, bool tcp,
+	                     server_reply_t *reply);
 	void *update_ctx;
 	void *transfer_ctx;
+	void *signed_ctx;
 } server_hooks_t;
 
 /*

@@ -223,6 +223,8 @@ static int defer(tcp_t *t, conn_t *c, const uint8_t *msg, size_t len,
 		epoll_ctl(t->ep, EPOLL_CTL_DEL, c->fd, NULL);
 		c->in_epoll = false;
 		h->transfer(h->transfer_ctx, msg, len, &c->peer, r);
+	} else if (kind == MESSAGE_SIGNED) {
+		h->signed_query(h->signed_ctx, msg, len, &c->peer, true, r);
 	} else {
 		h->update(h->update_ctx, msg, len, &c->peer, true, r);
 	}

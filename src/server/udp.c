@@ -48,13 +48,19 @@ static int answer_batch(worker_t *w, udp_buffers_t *b, int received)
 		if (b->in[i].msg_hdr.msg_flags & MSG_TRUNC) {
 			continue; /* Oversized datagram: not a query. */
 		}
-		if (server_message_kind(b->query[i], b->in[i].msg_len, false,
-		                        w->hooks) == MESSAGE_UPDATE) {
+		message_kind_t kind = server_message_kind(b->query[i],
+		                                          b->in[i].msg_len, false,
+		                                          w->hooks);
+		if (kind != MESSAGE_QUERY) {
 			server_reply_t *r = server_reply_udp(w->fd, &b->addr[i],
 			                                     b->in[i].msg_hdr.msg_namelen);
-			if (r != NULL) {
-				w->hooks->update(w->hooks->update_ctx, b->query[i],
-				                 b->in[i].msg_len, &b->addr[i], false, r);
+			const server_hooks_t *h = w->hooks;
+			if (r != NULL && kind == MESSAGE_UPDATE) {
+				h->update(h->update_ctx, b->query[i], b->in[i].msg_len,
+				          &b->addr[i], false, r);
+			} else if (r != NULL) {
+				h->signed_query(h->signed_ctx, b->query[i],
+				                b->in[i].msg_len, &b->addr[i], false, r);
 			}
 			continue;
 		}

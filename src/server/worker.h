@@ -53,6 +53,7 @@ typedef enum {
 	MESSAGE_QUERY,      /* answer_message() */
 	MESSAGE_UPDATE,     /* hooks->update */
 	MESSAGE_TRANSFER,   /* hooks->transfer (TCP AXFR/IXFR) */
+	MESSAGE_SIGNED,     /* hooks->signed_query (other TSIG-signed) */
 } message_kind_t;
 message_kind_t server_message_kind(const uint8_t *msg, size_t len, bool tcp,
                                    const server_hooks_t *hooks);

@@ -20,12 +20,15 @@
 
 #include "common/error.h"
 #include "common/log.h"
+#include "server/answer.h"
 #include "transfer/internal.h"
 #include "transfer/transfer.h"
 
 /* A request waiting for a thread; owns its copy of the message. */
 typedef struct job {
 	struct job *next;
+	bool query;              /* A signed query, not a transfer. */
+	bool tcp;
 	server_reply_t *reply;
 	struct sockaddr_storage from;
 	size_t len;
@@ -40,6 +43,7 @@ typedef struct {
 	edge_txn_t txn;
 	zc_arena_t arena;        /* Request parse; reset per request. */
 	zc_arena_t node_arena;   /* Decoded nodes; reset per node. */
+	answer_ctx_t answer;     /* Signed queries. */
 	uint8_t buf[XFR_MSG_MAX];
 } xfr_thread_t;
 
@@ -269,6 +273,48 @@ static void handle_job(xfr_thread_t *th, job_t *job)
 	edge_txn_reset(&th->txn);
 }
 
+/*
+ * A signed query (not a transfer), e.g. a secondary's SOA check with its
+ * transfer key: any key we hold may sign queries; the answer is the one
+ * answer_message() gives, signed (RFC 8945 §5.3).
+ */
+static void handle_query(xfr_thread_t *th, job_t *job)
+{
+	zc_arena_reset(&th->arena);
+	uint8_t *copy = zc_arena_alloc(&th->arena, job->len);
+	knot_pkt_t *q = copy ? knot_pkt_new(copy, (uint16_t)job->len,
+	                                    zc_arena_mm(&th->arena)) : NULL;
+	if (q == NULL) {
+		send_header_error(job->reply, job->msg, job->len,
+		                  KNOT_RCODE_SERVFAIL);
+		return;
+	}
+	memcpy(copy, job->msg, job->len);
+	dns_tsig_t tsig;
+	records_tsig_key_t key;
+	memset(&key, 0, sizeof(key));
+	if (knot_pkt_parse(q, 0) != KNOT_EOK) {
+		send_header_error(job->reply, job->msg, job->len,
+		                  KNOT_RCODE_FORMERR);
+		return;
+	}
+	if (check_tsig(th, q, &tsig, &key) != ZC_EOK) {
+		send_error(th, q, &tsig, job->reply, KNOT_RCODE_NOTAUTH);
+		return;
+	}
+	size_t max = job->tcp ? XFR_MSG_MAX : 1232;
+	size_t len = answer_message(&th->answer, job->msg, job->len, th->buf,
+	                            max - DNS_TSIG_ROOM, job->tcp);
+	if (len == 0) {
+		server_reply_send(job->reply, NULL, 0);
+		return;
+	}
+	if (dns_tsig_sign(&tsig, th->buf, &len, max) != ZC_EOK) {
+		zc_warn("transfer: cannot sign a query response");
+	}
+	server_reply_send(job->reply, th->buf, len);
+}
+
 /* Takes the next job, or NULL when stopping. */
 static job_t *next_job(transfer_t *t)
 {
@@ -302,6 +348,8 @@ static void *thread_main(void *arg)
 			         zc_strerror(ret));
 			send_header_error(job->reply, job->msg, job->len,
 			                  KNOT_RCODE_SERVFAIL);
+		} else if (job->query) {
+			handle_query(th, job);
 		} else {
 			handle_job(th, job);
 		}
@@ -340,6 +388,7 @@ int transfer_start(const transfer_config_t *cfg, transfer_t **out)
 		th->t = t;
 		zc_arena_init(&th->arena, 16 * 1024);
 		zc_arena_init(&th->node_arena, 16 * 1024);
+		answer_ctx_init(&th->answer, t->cfg.edge, NULL);
 		int ret = pthread_create(&th->thread, NULL, thread_main, th);
 		if (ret != 0) {
 			transfer_free(t);
@@ -351,17 +400,18 @@ int transfer_start(const transfer_config_t *cfg, transfer_t **out)
 	return ZC_EOK;
 }
 
-void transfer_handle(void *ctx, const uint8_t *msg, size_t len,
-                     const struct sockaddr_storage *from,
-                     server_reply_t *reply)
+static void enqueue(transfer_t *t, const uint8_t *msg, size_t len,
+                    const struct sockaddr_storage *from, bool query,
+                    bool tcp, server_reply_t *reply)
 {
-	transfer_t *t = ctx;
 	job_t *job = malloc(sizeof(*job) + len);
 	pthread_mutex_lock(&t->lock);
 	bool take = job != NULL && !t->stopping &&
 	            t->active < t->cfg.max_concurrent;
 	if (take) {
 		job->next = NULL;
+		job->query = query;
+		job->tcp = tcp;
 		job->reply = reply;
 		job->from = *from;
 		job->len = len;
@@ -382,6 +432,20 @@ void transfer_handle(void *ctx, const uint8_t *msg, size_t len,
 		zc_debug("transfer: busy, request refused");
 		send_header_error(reply, msg, len, KNOT_RCODE_REFUSED);
 	}
+}
+
+void transfer_handle(void *ctx, const uint8_t *msg, size_t len,
+                     const struct sockaddr_storage *from,
+                     server_reply_t *reply)
+{
+	enqueue(ctx, msg, len, from, false, true, reply);
+}
+
+void transfer_signed_query(void *ctx, const uint8_t *msg, size_t len,
+                           const struct sockaddr_storage *from, bool tcp,
+                           server_reply_t *reply)
+{
+	enqueue(ctx, msg, len, from, true, tcp, reply);
 }
 
 void transfer_stop(transfer_t *t)
@@ -428,6 +492,7 @@ void transfer_free(transfer_t *t)
 		records_close(th->rs);
 		zc_arena_deinit(&th->arena);
 		zc_arena_deinit(&th->node_arena);
+		answer_ctx_deinit(&th->answer);
 	}
 	free(t->threads);
 	pthread_cond_destroy(&t->cond);

@@ -75,6 +75,15 @@ int transfer_start(const transfer_config_t *cfg, transfer_t **out);
  */
 void transfer_stop(transfer_t *t);
 
+/*
+ * The server's signed-query hook (server_hooks_t.signed_query): a query
+ * (not a transfer) carrying a TSIG, such as a secondary's SOA check, is
+ * answered from the pool with its TSIG checked and the answer signed.
+ */
+void transfer_signed_query(void *ctx, const uint8_t *msg, size_t len,
+                           const struct sockaddr_storage *from, bool tcp,
+                           server_reply_t *reply);
+
 /* Frees t after server_stop() (stopping it first if needed). NULL is a
  * no-op. */
 void transfer_free(transfer_t *t);

@@ -659,8 +659,10 @@ def test_notify_coalesces_serials_while_one_is_in_flight(notify_setup):
     t0 = time.monotonic()
     s1 = _update_from_localhost(srv, NET, "c0." + NET, "192.0.2.1")
     a.wait(lambda: len(a.notifies(NET, t0)) >= 1, "the first NOTIFY")
+    t_mid = time.monotonic()
     mids = [_update_from_localhost(srv, NET, "c%d.%s" % (i, NET), "192.0.2.%d" % (i + 1))
             for i in range(1, 6)]
+    mid_s = time.monotonic() - t_mid
     last = mids[-1]
     a.answer = True
     t1 = time.monotonic()
@@ -671,8 +673,11 @@ def test_notify_coalesces_serials_while_one_is_in_flight(notify_setup):
         assert not seen & set(mids[:-1]), "intermediate serials notified one by one: %s" % seen
         assert seen <= {s1, last}, seen
     # 6 serials; 1 first NOTIFY + 2 resends + the coalesced one (+ its resend
-    # if it raced with the answer) -- never one per serial on top
-    assert len(got) <= 5, "%d NOTIFYs for 6 serials while one was in flight" % len(got)
+    # if it raced with the answer) -- never one per serial on top. Only
+    # when the updates came within the first NOTIFY's retry window (0.6 s):
+    # on a loaded machine it may give up first and a new episode begins.
+    if mid_s < 0.5:
+        assert len(got) <= 5, "%d NOTIFYs for 6 serials while one was in flight" % len(got)
 
 
 # ------------------------------------------------------------------ real secondaries
