@@ -603,10 +603,10 @@ def _update_from_localhost(srv, zone, name, addr):
     assert r.rcode() == dns.rcode.NOERROR, dns.rcode.to_text(r.rcode())
     deadline = time.monotonic() + U.DNS_WAIT
     while True:
-        s = U.soa_serial(srv, zone)
         m = srv.query(name, "A")
         if any(rd.to_text() == addr for rr in m.answer for rd in rr):
-            return s
+            # read after the record shows: the serial that carries it
+            return U.soa_serial(srv, zone)
         assert time.monotonic() < deadline, "update not served"
         time.sleep(0.01)
 
