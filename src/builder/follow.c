@@ -61,6 +61,7 @@ int builder_catch_up(records_store_t *rs, edge_store_t *es, uint64_t *applied)
 static void *follow(void *arg)
 {
 	builder_follower_t *f = arg;
+	pthread_setname_np(pthread_self(), "zc-builder");
 	records_store_t *rs = NULL, *full_rs = NULL;
 	pass_state_t st;
 	int ret = records_open(&rs, f->data_dir);

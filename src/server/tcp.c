@@ -348,6 +348,7 @@ static void expire_idle(tcp_t *t)
 void *server_tcp_worker(void *arg)
 {
 	worker_t *w = arg;
+	pthread_setname_np(pthread_self(), "zc-tcp");
 	tcp_t *t = calloc(1, sizeof(*t));
 	if (t == NULL) {
 		return NULL;

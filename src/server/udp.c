@@ -84,6 +84,7 @@ static int answer_batch(worker_t *w, udp_buffers_t *b, int received)
 void *server_udp_worker(void *arg)
 {
 	worker_t *w = arg;
+	pthread_setname_np(pthread_self(), "zc-udp");
 	udp_buffers_t *b = malloc(sizeof(*b));
 	if (b == NULL) {
 		zc_error("udp worker: out of memory");

@@ -399,6 +399,7 @@ static int expire(notify_t *n)
 static void *notify_main(void *arg)
 {
 	notify_t *n = arg;
+	pthread_setname_np(pthread_self(), "zc-notify");
 	refresh(n); /* Every zone once at start. */
 	while (!atomic_load(&n->stop)) {
 		struct pollfd fds[1 + NOTIFY_MAX_TARGETS];

@@ -339,6 +339,7 @@ static void *thread_main(void *arg)
 {
 	xfr_thread_t *th = arg;
 	transfer_t *t = th->t;
+	pthread_setname_np(pthread_self(), "zc-xfr");
 	job_t *job;
 	while ((job = next_job(t)) != NULL) {
 		int ret = th->rs == NULL ?

@@ -82,6 +82,7 @@ static void maybe_trim(writer_t *w)
 static void *writer_main(void *arg)
 {
 	writer_t *w = arg;
+	pthread_setname_np(pthread_self(), "zc-writer");
 	w->last_trim = time(NULL);
 	pthread_mutex_lock(&w->lock);
 	for (;;) {
