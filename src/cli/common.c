@@ -43,7 +43,11 @@ int cli_open_stores(const char *dir, records_store_t **rs, edge_store_t **es)
 		        zc_strerror(ret));
 		return ret;
 	}
-	ret = edge_open(es, dir, 0);
+	/* The edge map is address space, not memory (64 GiB by default);
+	 * tools that cannot reserve that much (valgrind) set a smaller one. */
+	const char *mb = getenv("ZONECAST_EDGE_MAP_MB");
+	size_t map = mb != NULL ? (size_t)strtoull(mb, NULL, 10) << 20 : 0;
+	ret = edge_open(es, dir, map);
 	if (ret != ZC_EOK) {
 		fprintf(stderr, "zonecast: cannot open %s/edge.mdb: %s\n", dir,
 		        zc_strerror(ret));

