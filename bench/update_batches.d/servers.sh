@@ -8,8 +8,16 @@
 #   SRV_PORT  its DNS port on 127.0.0.1
 #   SRV_KEY   the key file (BIND syntax) that may update the zone
 #   SRV_ERR   on failure (return 1), why (one line)
+# WANT_PORT, when set, is the DNS port to use instead of a new free one.
 
 UPD_ZONE=${UPD_ZONE:-upd.test.}
+# In a git worktree without a build (e.g. a bench branch), use the main
+# worktree's build/zonecast unless ZONECAST_BIN was given.
+if [[ ! -x $ZONECAST_BIN && $ZONECAST_BIN = "$REPO_DIR/build/zonecast" ]]; then
+    _main_wt=$(git -C "$REPO_DIR" worktree list --porcelain 2>/dev/null | awk '/^worktree / {print $2; exit}')
+    [[ -n $_main_wt && -x $_main_wt/build/zonecast ]] && ZONECAST_BIN=$_main_wt/build/zonecast
+    unset _main_wt
+fi
 UPD_KEY_NAME=${UPD_KEY_NAME:-upd-key}
 WORKERS=${WORKERS:-1}
 START_TIMEOUT=${START_TIMEOUT:-60}
@@ -63,7 +71,7 @@ start_zonecast() {
         SRV_ERR="tsig create failed: $(tail -1 "$d/tsig.log")"; return 1
     fi
     SRV_KEY=$d/key.conf
-    SRV_PORT=$(free_port)
+    SRV_PORT=${WANT_PORT:-$(free_port)}
     local aport; aport=$(free_port)
     bench_start "$d/zonecast.log" "" "$ZONECAST_BIN" serve --data-dir "$d/dd" --listen "127.0.0.1:$SRV_PORT" \
         --api-listen "127.0.0.1:$aport" --workers "$WORKERS" --no-demo "$@"
@@ -90,8 +98,7 @@ options {
 };
 controls { };
 // -g logs to stderr: every update would be one line there; keep the log for errors
-logging { category update { null; }; category update-security { null; };
-          category notify { null; }; category xfer-out { null; }; category xfer-in { null; }; };
+logging { category update { null; }; category update-security { null; }; };
 CONF
 }
 
@@ -104,7 +111,7 @@ start_bind() {
     mk_zone "$d/zone.db"
     mk_key "$d/key.conf"
     SRV_KEY=$d/key.conf
-    SRV_PORT=$(free_port)
+    SRV_PORT=${WANT_PORT:-$(free_port)}
     {
         bind_conf_head "$d" "$SRV_PORT"
         printf 'include "%s";\n' "$d/key.conf"
@@ -127,7 +134,7 @@ start_bind_secondary() {
     local d=$1 pport=$2
     SRV_ERR=""
     mkdir -p "$d"
-    SRV_PORT=$(free_port)
+    SRV_PORT=${WANT_PORT:-$(free_port)}
     {
         bind_conf_head "$d" "$SRV_PORT"
         printf 'zone "%s" { type secondary; file "%s"; primaries { 127.0.0.1 port %s; }; %s };\n' \
