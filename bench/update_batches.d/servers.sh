@@ -143,8 +143,9 @@ start_bind_secondary() {
     named-checkconf "$d/named.conf" > "$d/checkconf.log" 2>&1 || { SRV_ERR="named-checkconf: $(head -1 "$d/checkconf.log")"; return 1; }
     bench_start "$d/named.log" "" named -g -n "$WORKERS" -c "$d/named.conf"
     SRV_PID=$BENCH_LAST_PID
-    if ! wait_for_answer "$SRV_PORT" "$UPD_ZONE" "$START_TIMEOUT" "$SRV_PID"; then
-        SRV_ERR="secondary named did not load the zone: $(grep -iE 'transfer|refused|fail' "$d/named.log" | tail -1)"
+    # bounded by SECONDARY_TIMEOUT (20 s): a failed first transfer is retried much later
+    if ! wait_for_answer "$SRV_PORT" "$UPD_ZONE" "${SECONDARY_TIMEOUT:-20}" "$SRV_PID"; then
+        SRV_ERR="secondary named did not load the zone: $( { grep -E 'failed|Transfer status|refused|denied' "$d/named.log" || grep -iE 'transfer' "$d/named.log"; } | tail -1)"
         bench_stop "$SRV_PID"; return 1
     fi
 }
