@@ -13,7 +13,7 @@
  *
  *   update_client --server 127.0.0.1:PORT --zone ZONE. --key-file FILE
  *                 [--records N] [--batch B] [--conns C] [--depth K]
- *                 [--threads T] [--prefix P] [--verify] [--timeout-s S]
+ *                 [--threads T] [--prefix P] [--verify] [--check-last] [--timeout-s S]
  *                 [--ttl T] [--fudge F] [--lat-out FILE]
  *
  * --key-file reads a BIND-style key file (key "NAME" { algorithm hmac-sha256;
@@ -37,6 +37,9 @@
  *   records=.. messages=.. ok_messages=.. seconds=.. updates_per_s=..
  *   msgs_per_s=.. p50_ms=.. p90_ms=.. p99_ms=.. max_ms=.. errors=.. rcodes=..
  * Latency is per message: write of the message -> its response parsed.
+ * --check-last adds serial_at_end (SOA serial queried right after the last
+ * response), last_visible_ms (until the last record, index N-1, is answered
+ * over UDP; -1 if not within 10 s) and serial (queried after that).
  * Exit status 0 when every message got NOERROR (and a valid MAC with
  * --verify), 1 otherwise, 2 on usage errors.
  */
@@ -59,6 +62,7 @@
 #include <sys/epoll.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -78,6 +82,7 @@ static struct {
 	long records;
 	int batch, conns, depth, threads, verify, timeout_s, ttl, fudge;
 	char lat_out[1024];
+	int check_last;
 } O = { .records = 40000, .batch = 1, .conns = 1, .depth = 1, .threads = 1,
 	.timeout_s = 300, .ttl = 300, .fudge = 300, .prefix = "u" };
 
@@ -244,7 +249,7 @@ static int build_update(long m, uint16_t id, uint8_t *buf, uint8_t *mac)
 	memcpy(w + n, O.zone_wire, O.zone_wire_len); n += O.zone_wire_len;
 	put16(w + n, 6); put16(w + n + 2, 1); n += 4;   /* SOA IN */
 	for (long i = first; i < last; i++) {
-		char label[80];
+		char label[96];
 		int ll = snprintf(label, sizeof label, "%s%ld", O.prefix, i);
 		w[n++] = (uint8_t)ll;
 		memcpy(w + n, label, ll); n += ll;
@@ -568,6 +573,110 @@ static void *worker(void *arg)
 	return NULL;
 }
 
+/* one UDP query NAME/TYPE; returns the answer length or -1 */
+static int udp_query(int fd, const char *label, uint16_t qtype, uint8_t *ans, int cap)
+{
+	uint8_t q[512];
+	int n = 0;
+	uint16_t id = (uint16_t)rand();
+	put16(q, id); put16(q + 2, 0); put16(q + 4, 1); put16(q + 6, 0); put16(q + 8, 0); put16(q + 10, 0);
+	n = 12;
+	if (label) {
+		int ll = (int)strlen(label);
+		q[n++] = (uint8_t)ll;
+		memcpy(q + n, label, ll); n += ll;
+	}
+	memcpy(q + n, O.zone_wire, O.zone_wire_len); n += O.zone_wire_len;
+	put16(q + n, qtype); put16(q + n + 2, 1); n += 4;
+	if (send(fd, q, n, 0) != n)
+		return -1;
+	for (;;) {
+		ssize_t r = recv(fd, ans, cap, 0);
+		if (r < 0)
+			return -1;              /* SO_RCVTIMEO */
+		if (r >= 12 && get16(ans) == id)
+			return (int)r;
+	}
+}
+
+/* first answer RR of TYPE: offset of its RDATA (and *rdlen), or -1 */
+static int first_answer(const uint8_t *m, int len, uint16_t type, int *rdlen)
+{
+	if (len < 12 || (get16(m + 2) & 15) != 0)
+		return -1;
+	int off = 12;
+	for (unsigned i = 0; i < get16(m + 4); i++) {
+		off = skip_name(m, len, off);
+		if (off < 0) return -1;
+		off += 4;
+	}
+	for (unsigned i = 0; i < get16(m + 6); i++) {
+		off = skip_name(m, len, off);
+		if (off < 0 || off + 10 > len) return -1;
+		unsigned t = get16(m + off), rl = get16(m + off + 8);
+		if (off + 10 + (int)rl > len) return -1;
+		if (t == type) {
+			*rdlen = (int)rl;
+			return off + 10;
+		}
+		off += 10 + rl;
+	}
+	return -1;
+}
+
+static long soa_serial(int fd)
+{
+	uint8_t a[4096];
+	int l = udp_query(fd, NULL, 6, a, sizeof a), rl;
+	if (l < 0)
+		return -1;
+	int o = first_answer(a, l, 6, &rl);
+	if (o < 0)
+		return -1;
+	o = skip_name(a, l, o);
+	if (o < 0) return -1;
+	o = skip_name(a, l, o);
+	if (o < 0 || o + 4 > l) return -1;
+	return (long)((uint32_t)a[o] << 24 | (uint32_t)a[o + 1] << 16 | (uint32_t)a[o + 2] << 8 | a[o + 3]);
+}
+
+/*
+ * --check-last: right after the last response, the zone's SOA serial, then
+ * the last record (index N-1) queried over UDP every 0.2 ms until answered
+ * with its address (10 s max): how long an acknowledged change takes to show.
+ */
+static void check_last(long *serial_at_end, double *vis_ms, long *serial_final)
+{
+	*serial_at_end = *serial_final = -1;
+	*vis_ms = -1;
+	int fd = socket(AF_INET, SOCK_DGRAM, 0);
+	struct timeval tv = { 1, 0 };
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+	if (connect(fd, (struct sockaddr *)&O.addr, sizeof O.addr) < 0) {
+		close(fd);
+		return;
+	}
+	double t0 = now_s();
+	*serial_at_end = soa_serial(fd);
+	char label[96];
+	long i = O.records - 1;
+	snprintf(label, sizeof label, "%s%ld", O.prefix, i);
+	uint32_t x = (uint32_t)(i + 1);
+	uint8_t want[4] = { 10, (uint8_t)(x >> 16), (uint8_t)(x >> 8), (uint8_t)x };
+	while (now_s() - t0 < 10) {
+		uint8_t a[4096];
+		int l = udp_query(fd, label, 1, a, sizeof a), rl;
+		int o = l > 0 ? first_answer(a, l, 1, &rl) : -1;
+		if (o >= 0 && rl == 4 && memcmp(a + o, want, 4) == 0) {
+			*vis_ms = (now_s() - t0) * 1e3;
+			break;
+		}
+		usleep(200);
+	}
+	*serial_final = soa_serial(fd);
+	close(fd);
+}
+
 static int cmp_d(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
@@ -598,11 +707,13 @@ int main(int argc, char **argv)
 		else if (!strcmp(a, "--timeout-s")) O.timeout_s = atoi(ARG());
 		else if (!strcmp(a, "--ttl")) O.ttl = atoi(ARG());
 		else if (!strcmp(a, "--fudge")) O.fudge = atoi(ARG());
+		else if (!strcmp(a, "--check-last")) O.check_last = 1;
 		else if (!strcmp(a, "--lat-out")) snprintf(O.lat_out, sizeof O.lat_out, "%s", ARG());
 		else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
 			printf("usage: update_client --server ADDR:PORT --zone ZONE --key-file F | --key NAME:B64\n"
 			       "       [--records N] [--batch B] [--conns C] [--depth K] [--threads T]\n"
-			       "       [--prefix P] [--verify] [--timeout-s S] [--ttl T] [--fudge F] [--lat-out F]\n");
+			       "       [--prefix P] [--verify] [--check-last] [--timeout-s S] [--ttl T] [--fudge F]\n"
+			       "       [--lat-out F]\n");
 			return 0;
 		} else
 			die("unknown option %s", a);
@@ -661,6 +772,10 @@ int main(int argc, char **argv)
 	for (int t = 0; t < O.threads; t++)
 		pthread_join(th[t], NULL);
 	double secs = now_s() - t0;
+	long serial_end = -1, serial_final = -1;
+	double vis_ms = -1;
+	if (O.check_last)
+		check_last(&serial_end, &vis_ms, &serial_final);
 
 	long ok = atomic_load(&n_ok);
 	/* records acknowledged with NOERROR */
@@ -688,11 +803,14 @@ int main(int argc, char **argv)
 		ok_records = O.records;
 	printf("records=%ld batch=%d conns=%d depth=%d messages=%ld ok_messages=%ld seconds=%.3f "
 	       "updates_per_s=%.0f msgs_per_s=%.0f p50_ms=%.3f p90_ms=%.3f p99_ms=%.3f max_ms=%.3f "
-	       "errors=%ld err_rcode=%ld err_mac=%ld err_proto=%ld unanswered=%ld io_lost=%ld rcodes=%s verify=%d\n",
+	       "errors=%ld err_rcode=%ld err_mac=%ld err_proto=%ld unanswered=%ld io_lost=%ld rcodes=%s verify=%d",
 	       O.records, O.batch, O.conns, O.depth, n_msgs, ok, secs, ok_records / secs, ok / secs,
 	       PCT(0.50), PCT(0.90), PCT(0.99), nl ? l[nl - 1] : 0.0, errors,
 	       atomic_load(&n_err_rcode), atomic_load(&n_err_mac), atomic_load(&n_err_id), unanswered,
 	       atomic_load(&n_err_io), rcodes, O.verify);
+	if (O.check_last)
+		printf(" serial_at_end=%ld last_visible_ms=%.2f serial=%ld", serial_end, vis_ms, serial_final);
+	printf("\n");
 	fprintf(stderr, "update_client: %ld records in %ld messages of %d over %d conns x depth %d: %.3f s, "
 		"%.0f updates/s, %.0f msgs/s, latency p50 %.2f ms p99 %.2f ms, %ld errors (%s)\n",
 		O.records, n_msgs, O.batch, O.conns, O.depth, secs, ok_records / secs, ok / secs,

@@ -12,8 +12,10 @@ the published experiment. Then the zone's SOA serial is queried.
              --records N --batch B [--prefix P] [--budget-s S] [--timeout-s T]
 
 Prints one line of key=value: records, batch, messages, ok_messages,
-seconds, updates_per_s, msgs_per_s, serial, errors, rcodes, status
-(ok | incomplete | error). Exit status 0 only when every message got NOERROR.
+seconds, updates_per_s, msgs_per_s, serial_at_ack (SOA serial queried right
+after the last response), last_visible_ms (until the last record sent is
+answered over UDP; -1: not within 10 s), serial (queried after that), errors,
+rcodes, status (ok | incomplete | error). Exit status 0 only when every message got NOERROR.
 """
 import argparse
 import collections
@@ -113,6 +115,26 @@ def main():
     secs = time.perf_counter() - t0
     sock.close()
     ok_records = a.records if ok == n_msgs else ok * a.batch
+    # right after the last acknowledgement: the serial, then how long until
+    # the last record sent is answered (an acknowledged change not yet served
+    # shows here), then the serial again
+    t_end = time.perf_counter()
+    serial_at_ack = soa_serial(host, port, zone)
+    last_vis = -1.0
+    if sent:
+        i = min(sent * a.batch, a.records) - 1
+        x = i + 1
+        want = "10.%d.%d.%d" % ((x >> 16) & 255, (x >> 8) & 255, x & 255)
+        q = dns.message.make_query(dns.name.from_text("%s%d" % (a.prefix, i), zone), "A")
+        while time.perf_counter() - t_end < 10:
+            try:
+                r = dns.query.udp(q, host, port=port, timeout=1.0)
+                if any(rd.address == want for rr in r.answer if rr.rdtype == dns.rdatatype.A for rd in rr):
+                    last_vis = (time.perf_counter() - t_end) * 1e3
+                    break
+            except Exception:
+                pass
+            time.sleep(0.0002)
     serial = soa_serial(host, port, zone)
     errors = (n_msgs - ok)
     if status == "ok" and errors:
@@ -122,6 +144,8 @@ def main():
         ("ok_messages", ok), ("seconds", "%.3f" % secs),
         ("updates_per_s", "%.0f" % (ok_records / secs if secs > 0 else 0)),
         ("msgs_per_s", "%.0f" % (ok / secs if secs > 0 else 0)),
+        ("serial_at_ack", serial_at_ack if serial_at_ack is not None else "none"),
+        ("last_visible_ms", "%.2f" % last_vis),
         ("serial", serial if serial is not None else "none"),
         ("errors", errors),
         ("rcodes", ",".join("%s:%d" % kv for kv in sorted(rcodes.items())) or "none"),

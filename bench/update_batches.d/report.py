@@ -60,6 +60,10 @@ def t1_cell(s, b):
     mark = "*" if m.get("status") == "incomplete" else ""
     if m.get("status") == "incomplete":
         notes.append("%s of %s messages in %ss" % (m.get("ok_messages"), m.get("messages"), m.get("seconds")))
+    sa, sf, lv = m.get("serial_at_ack"), m.get("serial"), float(m.get("last_visible_ms", "0"))
+    if sa != sf or lv > 5 or lv < 0:
+        notes.append("serial %s right after the last ack, %s later; last record answered %s" % (
+            sa, sf, "%.1f ms after its ack" % lv if lv >= 0 else "NOT within 10 s"))
     if int(m.get("errors", "0")) and m.get("status") != "incomplete":
         notes.append("errors %s (%s)" % (m["errors"], m.get("rcodes")))
     return float(m["seconds"]), m.get("serial"), ups, mark, "; ".join(notes)
@@ -118,11 +122,12 @@ t2 = [(s, b, kv(os.path.join(res, "t2-%s-%d.txt" % (s, b)))) for s in servers fo
 t2 = [x for x in t2 if x[2] is not None]
 if t2:
     p("Table 2: bench/update_client (C, epoll, TSIG hmac-sha256 per message, rcode checked), fresh zone per line;")
-    p("latency = message written -> its response read.")
+    p("latency = message written -> its response read; serial@end = SOA serial right after the last response,")
+    p("serial = after the last record was answered, 'last vis' ms after the end (-1: not within 10 s).")
     p("")
-    p("%-9s %5s %11s %8s %8s %10s %9s %8s %8s %7s %7s  %s" % (
+    p("%-9s %5s %11s %8s %8s %10s %9s %8s %8s %7s %10s %7s %8s  %s" % (
         "server", "batch", "conns x dep", "records", "seconds", "updates/s", "msgs/s", "p50 ms", "p99 ms",
-        "errors", "serial", "rcodes"))
+        "errors", "serial@end", "serial", "last vis", "rcodes"))
     best = {}
     for s, b, d in t2:
         if d.get("status") in ("skip", "error") and "updates_per_s" not in d:
@@ -130,10 +135,11 @@ if t2:
             continue
         mark = "*" if d.get("status") == "incomplete" else ""
         best[(s, b)] = float(d["updates_per_s"])
-        p("%-9s %5d %11s %8s %8s%1s %9s%1s %9s %8s %8s %7s %7s  %s%s" % (
+        p("%-9s %5d %11s %8s %8s%1s %9s%1s %9s %8s %8s %7s %10s %7s %8s  %s%s" % (
             s, b, "%s x %s" % (d["conns"], d["depth"]), fnum(int(d["records"])), d["seconds"], mark,
             fnum(float(d["updates_per_s"])), mark, fnum(float(d["msgs_per_s"])), d["p50_ms"], d["p99_ms"],
-            d["errors"], d.get("serial", "-"), d.get("rcodes", ""), " SERVER DIED" if d.get("server_died") else ""))
+            d["errors"], d.get("serial_at_end", "-"), d.get("serial", "-"), d.get("last_visible_ms", "-"),
+            d.get("rcodes", ""), " SERVER DIED" if d.get("server_died") else ""))
     for o in ("bind", "knot"):
         r = []
         for b in (1, 500):
