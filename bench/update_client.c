@@ -383,6 +383,7 @@ typedef struct {
 	uint8_t *in; int in_len;
 	uint16_t next_id;
 	int dead, done;
+	int want_out;                 /* EPOLLOUT currently requested */
 } conn_t;
 
 static int conn_open(conn_t *c)
@@ -528,6 +529,7 @@ static void *worker(void *arg)
 		}
 		struct epoll_event ev = { .events = EPOLLIN | EPOLLOUT, .data.ptr = c };
 		epoll_ctl(ep, EPOLL_CTL_ADD, c->fd, &ev);
+		c->want_out = 1;
 		conn_fill(c);
 		live++;
 	}
@@ -565,8 +567,13 @@ static void *worker(void *arg)
 				live--;
 				continue;
 			}
-			struct epoll_event ev = { .events = EPOLLIN | (c->out_len ? EPOLLOUT : 0), .data.ptr = c };
-			epoll_ctl(ep, EPOLL_CTL_MOD, c->fd, &ev);
+			/* re-arm only when the interest in EPOLLOUT changes (saves a syscall per event) */
+			int want = c->out_len > 0;
+			if (want != c->want_out) {
+				struct epoll_event ev = { .events = EPOLLIN | (want ? EPOLLOUT : 0), .data.ptr = c };
+				epoll_ctl(ep, EPOLL_CTL_MOD, c->fd, &ev);
+				c->want_out = want;
+			}
 		}
 	}
 	close(ep);
