@@ -110,3 +110,12 @@ int dns_tsig_sign(dns_tsig_t *t, uint8_t *msg, size_t *len, size_t max)
 	}
 	return ret;
 }
+
+void dns_tsig_copy(dns_tsig_t *dst, const dns_tsig_t *src)
+{
+	*dst = *src;
+	dst->key.name = dst->name;
+	dst->key.secret.data = dst->secret;
+	dst->rr.owner = dst->name;
+	dst->rr.rrs.rdata = (knot_rdata_t *)dst->rr_data;
+}

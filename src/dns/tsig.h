@@ -24,7 +24,7 @@
 
 #define DNS_TSIG_SECRET_MAX 128
 
-typedef struct {
+typedef struct dns_tsig {
 	bool present;               /* The request was signed. */
 	uint16_t error;             /* 0 or KNOT_RCODE_BADSIG/BADKEY/BADTIME */
 	knot_tsig_key_t key;        /* Valid unless error is BADKEY. */
@@ -51,6 +51,10 @@ int dns_tsig_check(const knot_pkt_t *q, bool key_found, const char *algorithm,
  * happens for an unsigned request. The first call signs with the
  * request MAC, later ones (transfers) with the previous response's. */
 int dns_tsig_sign(dns_tsig_t *t, uint8_t *msg, size_t *len, size_t max);
+
+/* Copies t (its pointers point into itself: a plain struct copy would
+ * leave dst pointing into src). */
+void dns_tsig_copy(dns_tsig_t *dst, const dns_tsig_t *src);
 
 /* The TSIG algorithm names zonecast accepts ("hmac-sha256", ...). */
 bool dns_tsig_algorithm_ok(const char *name);

@@ -230,6 +230,7 @@ int records_zone_set_serial_policy(records_store_t *store,
                                    records_serial_policy_t policy)
 {
 	sqlite3_stmt *stmt;
+	records_zrow_forget(store);
 	int ret = records_sql_prepare(store, "UPDATE zones SET serial_policy = ?"
 	                              " WHERE id = ?", &stmt);
 	if (ret != ZC_EOK) {

@@ -34,13 +34,26 @@ struct records_store {
 	bool ids_loaded;
 	bool ids_dirty;
 	int64_t next_id;
+	/* Inside a write transaction: the zone row last read or written,
+	 * kept as this connection changed it (records_zone_get() is the
+	 * first read of every unit; the committer runs many per batch).
+	 * Dropped at every transaction boundary, every rollback and every
+	 * zones write other than the serial's. */
+	bool in_write;
+	bool zrow_valid;
+	records_zone_t zrow;
 };
 
 /* The one place SQLite result codes become zonecast codes. */
 int records_sql_error(sqlite3 *db, int rc);
 
-/* Runs SQL text without results. */
+/* Runs SQL text without results (any number of statements). */
 int records_sql_exec(records_store_t *store, const char *sql);
+
+/* Runs one statement without parameters or results from the statement
+ * cache (sql a string literal): for the statements of every unit
+ * (savepoints), which sqlite3_exec() would parse each time. */
+int records_sql_run(records_store_t *store, const char *sql);
 
 /*
  * Prepares a statement, or takes the cached one for this SQL (sql must be
@@ -65,6 +78,12 @@ int records_journal_restart(records_store_t *store, int64_t zone_id,
 int records_alloc_id(records_store_t *store, int64_t *id);
 void records_ids_forget(records_store_t *store);
 int records_ids_flush(records_store_t *store);
+
+/* Drops the cached zone row (write.c). */
+static inline void records_zrow_forget(records_store_t *store)
+{
+	store->zrow_valid = false;
+}
 
 /* Applies pending schema migrations (schema.c). */
 int records_schema_migrate(records_store_t *store);

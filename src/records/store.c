@@ -50,6 +50,17 @@ int records_sql_exec(records_store_t *store, const char *sql)
 	return records_sql_error(store->db, rc);
 }
 
+int records_sql_run(records_store_t *store, const char *sql)
+{
+	sqlite3_stmt *stmt;
+	int ret = records_sql_prepare(store, sql, &stmt);
+	if (ret == ZC_EOK) {
+		ret = records_sql_error(store->db, sqlite3_step(stmt));
+		records_sql_done(store, stmt);
+	}
+	return ret;
+}
+
 int records_sql_prepare(records_store_t *store, const char *sql,
                         sqlite3_stmt **stmt)
 {
@@ -256,6 +267,7 @@ int records_zone_remove(records_store_t *store, records_zone_t *zone,
                         uint64_t *seq)
 {
 	sqlite3_stmt *stmt;
+	records_zrow_forget(store);
 	int ret = records_sql_prepare(store, "DELETE FROM zones WHERE id = ?",
 	                              &stmt);
 	if (ret != ZC_EOK) {
@@ -298,6 +310,7 @@ int records_zone_set_default_ttl(records_store_t *store,
                                  records_zone_t *zone, uint32_t ttl)
 {
 	sqlite3_stmt *stmt;
+	records_zrow_forget(store);
 	int ret = records_sql_prepare(store, "UPDATE zones SET default_ttl = ?"
 	                              " WHERE id = ?", &stmt);
 	if (ret != ZC_EOK) {

@@ -67,7 +67,10 @@ int records_ids_flush(records_store_t *store)
 int records_write_begin(records_store_t *store)
 {
 	records_ids_forget(store);
-	return records_sql_exec(store, "BEGIN IMMEDIATE");
+	records_zrow_forget(store);
+	int ret = records_sql_exec(store, "BEGIN IMMEDIATE");
+	store->in_write = ret == ZC_EOK;
+	return ret;
 }
 
 int records_write_commit(records_store_t *store)
@@ -81,6 +84,8 @@ int records_write_commit(records_store_t *store)
 		store->version_zone = 0;
 	}
 	records_ids_forget(store);
+	records_zrow_forget(store);
+	store->in_write = false;
 	return ret;
 }
 
@@ -89,42 +94,52 @@ void records_write_rollback(records_store_t *store)
 	records_sql_exec(store, "ROLLBACK");
 	store->version_zone = 0;
 	records_ids_forget(store);
+	records_zrow_forget(store);
+	store->in_write = false;
 }
 
 int records_savepoint(records_store_t *store)
 {
-	return records_sql_exec(store, "SAVEPOINT unit");
+	return records_sql_run(store, "SAVEPOINT unit");
 }
 
 int records_savepoint_release(records_store_t *store)
 {
-	return records_sql_exec(store, "RELEASE unit");
+	return records_sql_run(store, "RELEASE unit");
 }
 
 void records_savepoint_rollback(records_store_t *store)
 {
-	records_sql_exec(store, "ROLLBACK TO unit; RELEASE unit");
+	records_sql_run(store, "ROLLBACK TO unit");
+	records_sql_run(store, "RELEASE unit");
 	store->version_zone = 0;
+	records_zrow_forget(store);
 }
 
 int records_inner_savepoint(records_store_t *store)
 {
-	return records_sql_exec(store, "SAVEPOINT inner");
+	return records_sql_run(store, "SAVEPOINT inner");
 }
 
 int records_inner_release(records_store_t *store)
 {
-	return records_sql_exec(store, "RELEASE inner");
+	return records_sql_run(store, "RELEASE inner");
 }
 
 void records_inner_rollback(records_store_t *store)
 {
-	records_sql_exec(store, "ROLLBACK TO inner; RELEASE inner");
+	records_sql_run(store, "ROLLBACK TO inner");
+	records_sql_run(store, "RELEASE inner");
 	store->version_zone = 0;
+	records_zrow_forget(store);
 }
 
 int records_zone_get(records_store_t *store, int64_t id, records_zone_t *zone)
 {
+	if (store->in_write && store->zrow_valid && store->zrow.id == id) {
+		*zone = store->zrow;
+		return ZC_EOK;
+	}
 	sqlite3_stmt *stmt;
 	int ret = records_sql_prepare(store, "SELECT " RECORDS_ZONE_COLUMNS
 	                              " FROM zones WHERE id = ?", &stmt);
@@ -135,6 +150,10 @@ int records_zone_get(records_store_t *store, int64_t id, records_zone_t *zone)
 	int rc = sqlite3_step(stmt);
 	if (rc == SQLITE_ROW) {
 		records_zone_from_stmt(stmt, zone);
+		if (store->in_write) {
+			store->zrow = *zone;
+			store->zrow_valid = true;
+		}
 	}
 	ret = rc == SQLITE_ROW ? ZC_EOK : rc == SQLITE_DONE ? ZC_ENOZONE :
 	      records_sql_error(store->db, rc);
@@ -252,6 +271,12 @@ int records_zone_set_serial(records_store_t *store, records_zone_t *zone,
 	if (ret == ZC_EOK) {
 		zone->serial = serial;
 		zone->modified_on = now;
+		if (store->zrow_valid && store->zrow.id == zone->id) {
+			store->zrow.serial = serial;
+			store->zrow.modified_on = now;
+		} else {
+			records_zrow_forget(store);
+		}
 	}
 	return ret;
 }
@@ -394,6 +419,7 @@ int records_zone_create(records_store_t *store, const knot_dname_t *apex,
 		return ZC_EEXISTS;
 	}
 	sqlite3_stmt *stmt;
+	records_zrow_forget(store);
 	int ret = records_sql_prepare(store, "INSERT INTO zones(name, apex,"
 	                              " serial, default_ttl, created_on,"
 	                              " modified_on) VALUES (?, ?, ?, ?, ?, ?)",

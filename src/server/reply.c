@@ -20,6 +20,7 @@
 #include <libknot/errcode.h>
 
 #include "common/error.h"
+#include "dns/tsig.h"
 #include "server/worker.h"
 
 struct server_reply {
@@ -51,6 +52,7 @@ void tcp_mailbox_deinit(tcp_mailbox_t *mb)
 	mail_t *m = tcp_mailbox_take(mb);
 	while (m != NULL) {
 		mail_t *next = m->next;
+		free(m->tsig);
 		free(m);
 		m = next;
 	}
@@ -103,31 +105,35 @@ server_reply_t *server_reply_tcp(tcp_mailbox_t *mb, void *conn, int fd,
 	return r;
 }
 
-void server_reply_send(server_reply_t *r, const uint8_t *msg, size_t len)
+/* Queues a mail to the connection's worker; frees r. */
+static void post(server_reply_t *r, const uint8_t *msg, size_t len,
+                 size_t room, const dns_tsig_t *tsig)
 {
-	if (!r->tcp) {
-		if (len > 0) {
-			sendto(r->fd, msg, len, 0, (struct sockaddr *)&r->addr,
-			       r->addr_len);
-		}
-		free(r);
-		return;
-	}
-	mail_t *m = len > 0 ? malloc(sizeof(*m) + 2 + len) : NULL;
-	if (m == NULL) {
+	mail_t *m = len > 0 ? malloc(sizeof(*m) + 2 + len + room) : NULL;
+	dns_tsig_t *t = m != NULL && tsig != NULL ? malloc(sizeof(*t)) : NULL;
+	if (m == NULL || (tsig != NULL && t == NULL)) {
+		free(m);
 		m = r->spare; /* No memory (or nothing to send): close. */
 		r->spare = NULL;
 		len = 0;
+		room = 0;
+		tsig = NULL;
 	}
 	free(r->spare);
 	m->next = NULL;
 	m->conn = r->conn;
 	m->resume = r->transfer;
+	m->tsig = NULL;
 	m->len = len > 0 ? 2 + len : 0;
+	m->cap = len > 0 ? 2 + len + room : 0;
 	if (len > 0) {
 		m->msg[0] = (uint8_t)(len >> 8);
 		m->msg[1] = (uint8_t)len;
 		memcpy(m->msg + 2, msg, len);
+	}
+	if (tsig != NULL) {
+		dns_tsig_copy(t, tsig);
+		m->tsig = t;
 	}
 	tcp_mailbox_t *mb = r->mb;
 	pthread_mutex_lock(&mb->lock);
@@ -143,6 +149,52 @@ void server_reply_send(server_reply_t *r, const uint8_t *msg, size_t len)
 		/* The counter is saturated: the worker is woken anyway. */
 	}
 	free(r);
+}
+
+void server_reply_send(server_reply_t *r, const uint8_t *msg, size_t len)
+{
+	if (!r->tcp) {
+		if (len > 0) {
+			sendto(r->fd, msg, len, 0, (struct sockaddr *)&r->addr,
+			       r->addr_len);
+		}
+		free(r);
+		return;
+	}
+	post(r, msg, len, 0, NULL);
+}
+
+void server_reply_send_signed(server_reply_t *r, const uint8_t *msg,
+                              size_t len, const dns_tsig_t *tsig)
+{
+	if (r->tcp && len > 0 && len + DNS_TSIG_ROOM <= UINT16_MAX) {
+		post(r, msg, len, DNS_TSIG_ROOM, tsig);
+		return;
+	}
+	uint8_t buf[UINT16_MAX];
+	size_t n = len <= sizeof(buf) ? len : 0;
+	memcpy(buf, msg, n);
+	dns_tsig_t copy;
+	dns_tsig_copy(&copy, tsig);
+	if (n > 0 && dns_tsig_sign(&copy, buf, &n, sizeof(buf)) != ZC_EOK) {
+		n = len; /* Unsigned rather than nothing. */
+	}
+	server_reply_send(r, buf, n);
+}
+
+void tcp_mail_sign(mail_t *m)
+{
+	if (m->tsig == NULL || m->len < 2) {
+		return;
+	}
+	size_t len = m->len - 2;
+	if (dns_tsig_sign(m->tsig, m->msg + 2, &len, m->cap - 2) == ZC_EOK) {
+		m->len = 2 + len;
+		m->msg[0] = (uint8_t)(len >> 8);
+		m->msg[1] = (uint8_t)len;
+	}
+	free(m->tsig);
+	m->tsig = NULL;
 }
 
 static int64_t now_ms(void)

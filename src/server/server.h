@@ -73,6 +73,16 @@ typedef struct {
 void server_reply_send(server_reply_t *reply, const uint8_t *msg, size_t len);
 
 /*
+ * As server_reply_send(), the response to be TSIG-signed (RFC 8945) with
+ * tsig (copied) first: for TCP by the connection's worker when it takes
+ * the reply, so the thread answering (the group committer for UPDATE)
+ * does not spend its time on HMACs.
+ */
+struct dns_tsig;
+void server_reply_send_signed(server_reply_t *reply, const uint8_t *msg,
+                              size_t len, const struct dns_tsig *tsig);
+
+/*
  * Transfers only: writes one more framed message on the TCP connection
  * now, waiting up to the idle timeout for the client to take it.
  * ZC_EOK, or an error when the client is gone or too slow.

@@ -36,6 +36,7 @@ typedef struct conn {
 	bool closed;         /* Socket closed; freed when pending reaches 0. */
 	bool transfer;       /* A transfer owns the socket's output. */
 	bool in_epoll;
+	uint32_t events;     /* What epoll watches now. */
 	struct conn *prev, *next;
 	uint8_t in[IN_MAX];
 } conn_t;
@@ -83,9 +84,13 @@ static void set_events(tcp_t *t, conn_t *c, uint32_t events)
 {
 	struct epoll_event ev = { .events = events, .data.ptr = c };
 	if (c->in_epoll) {
-		epoll_ctl(t->ep, EPOLL_CTL_MOD, c->fd, &ev);
+		if (c->events != events &&
+		    epoll_ctl(t->ep, EPOLL_CTL_MOD, c->fd, &ev) == 0) {
+			c->events = events;
+		}
 	} else if (epoll_ctl(t->ep, EPOLL_CTL_ADD, c->fd, &ev) == 0) {
 		c->in_epoll = true;
+		c->events = events;
 	}
 }
 
@@ -306,6 +311,7 @@ static void deliver_mail(tcp_t *t)
 	while (m != NULL) {
 		mail_t *next = m->next;
 		conn_t *c = m->conn;
+		tcp_mail_sign(m); /* The HMAC here, not on the committer. */
 		c->pending--;
 		if (m->resume) {
 			c->transfer = false;

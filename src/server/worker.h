@@ -27,9 +27,14 @@ typedef struct mail {
 	struct mail *next;
 	void *conn;         /* The worker's connection (tcp.c). */
 	bool resume;        /* Ends a transfer: the worker takes the fd back. */
-	size_t len;         /* 0: close the connection. */
+	struct dns_tsig *tsig; /* Owned: sign msg with it first (NULL: no). */
+	size_t len;         /* Framed length; 0: close the connection. */
+	size_t cap;         /* Room in msg for the signature. */
 	uint8_t msg[];
 } mail_t;
+
+/* Signs a mail's message when it asks for it (reply.c). */
+void tcp_mail_sign(mail_t *m);
 
 struct tcp_mailbox {
 	pthread_mutex_t lock;

@@ -543,7 +543,12 @@ int update_apply(records_store_t *rs, void *arg)
 	}
 	const knot_pktsection_t *sec = knot_pkt_section(m->pkt, KNOT_AUTHORITY);
 	node_t n = { 0 };
-	ret = records_inner_savepoint(rs);
+	/* Changes can cancel out only when the message also deletes. */
+	bool deletes = false;
+	for (uint16_t i = 0; i < sec->count; i++) {
+		deletes |= knot_pkt_rr(sec, i)->rclass != KNOT_CLASS_IN;
+	}
+	ret = deletes ? records_inner_savepoint(rs) : ZC_EOK;
 	for (uint16_t i = 0; i < sec->count && ret == ZC_EOK; i++) {
 		const knot_rrset_t *rr = knot_pkt_rr(sec, i);
 		if (rr->rclass == KNOT_CLASS_ANY) {
@@ -558,12 +563,12 @@ int update_apply(records_store_t *rs, void *arg)
 		}
 	}
 	node_free(&n);
-	if (ret == ZC_EOK && m->changed && m->added_count == 0 &&
+	if (ret == ZC_EOK && deletes && m->changed && m->added_count == 0 &&
 	    m->removed == 0) {
 		/* Everything added was deleted again: no change, no serial. */
 		records_inner_rollback(rs);
 		m->changed = false;
-	} else if (ret == ZC_EOK) {
+	} else if (ret == ZC_EOK && deletes) {
 		ret = records_inner_release(rs);
 	}
 	m->rcode = ret == ZC_EOK ? KNOT_RCODE_NOERROR : KNOT_RCODE_SERVFAIL;

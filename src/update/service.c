@@ -4,7 +4,10 @@
  * section, TSIG, source address, prescans, policy), then one unit of the
  * group committer per message, answered from its completion callback.
  */
+#include <ctype.h>
+#include <pthread.h>
 #include <stdatomic.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 #include <libknot/descriptor.h>
@@ -20,12 +23,79 @@
 #define RESPONSE_MAX (KNOT_WIRE_HEADER_SIZE + KNOT_DNAME_MAXLEN + 4 + \
                       DNS_TSIG_ROOM)
 
+/* Zones looked up for UPDATEs are kept this long: a zone deleted and
+ * created again (a new id) is seen at most this late (a deleted one is
+ * caught by the committer unit). A SQLite read per message costs more
+ * than the rest of its checks. */
+#define CACHE_MS 1000
+#define CACHE_SLOTS 256
+
+typedef struct {
+	int64_t at;                  /* Monotonic ms; 0: empty. */
+	records_zone_t zone;
+} zone_slot_t;
+
 struct update_service {
 	update_config_t cfg;
 	zc_acl_t allow;
 	records_pool_t *pool;
 	atomic_bool stopping;
+	pthread_mutex_t cache_lock;  /* Guards zones[]. */
+	zone_slot_t zones[CACHE_SLOTS];
 };
+
+static int64_t mono_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Slot of a name (any case). */
+static unsigned slot_of(const knot_dname_t *name)
+{
+	uint32_t h = 2166136261u;
+	for (const uint8_t *p = name; p < name + knot_dname_size(name); p++) {
+		h = (h ^ (uint8_t)tolower(*p)) * 16777619u;
+	}
+	return h % CACHE_SLOTS;
+}
+
+static int zone_lookup(update_service_t *u, records_store_t **rs,
+                       const knot_dname_t *apex, records_zone_t *zone)
+{
+	unsigned i = slot_of(apex);
+	int64_t now = mono_ms();
+	pthread_mutex_lock(&u->cache_lock);
+	zone_slot_t *z = &u->zones[i];
+	bool hit = z->at != 0 && now - z->at < CACHE_MS &&
+	           knot_dname_is_case_equal(z->zone.apex, apex);
+	if (hit) {
+		*zone = z->zone;
+	}
+	pthread_mutex_unlock(&u->cache_lock);
+	if (hit) {
+		return ZC_EOK;
+	}
+	int ret = *rs != NULL ? ZC_EOK : records_pool_get(u->pool, rs);
+	if (ret == ZC_EOK) {
+		ret = records_zone_find(*rs, apex, zone);
+	}
+	if (ret == ZC_EOK) {
+		pthread_mutex_lock(&u->cache_lock);
+		u->zones[i] = (zone_slot_t){ .at = now, .zone = *zone };
+		pthread_mutex_unlock(&u->cache_lock);
+	}
+	return ret;
+}
+
+/* Keys are not cached: a deleted key must stop working at once. */
+static int key_lookup(update_service_t *u, records_store_t **rs,
+                      const knot_dname_t *name, records_tsig_key_t *key)
+{
+	int ret = *rs != NULL ? ZC_EOK : records_pool_get(u->pool, rs);
+	return ret == ZC_EOK ? records_tsig_find(*rs, name, key) : ret;
+}
 
 int update_start(const update_config_t *cfg, update_service_t **out)
 {
@@ -46,6 +116,7 @@ int update_start(const update_config_t *cfg, update_service_t **out)
 		free(u);
 		return KNOT_ENOMEM;
 	}
+	pthread_mutex_init(&u->cache_lock, NULL);
 	*out = u;
 	return ZC_EOK;
 }
@@ -61,6 +132,7 @@ void update_free(update_service_t *u)
 {
 	if (u != NULL) {
 		records_pool_free(u->pool);
+		pthread_mutex_destroy(&u->cache_lock);
 		free(u);
 	}
 }
@@ -99,11 +171,11 @@ static void respond(update_msg_t *m)
 	knot_wire_clear_cd(resp);
 	knot_wire_clear_z(resp);
 	knot_wire_set_rcode(resp, m->rcode);
-	if (m->tsig.present &&
-	    dns_tsig_sign(&m->tsig, resp, &len, sizeof(resp)) != KNOT_EOK) {
-		zc_warn("update: cannot sign the response");
+	if (m->tsig.present) {
+		server_reply_send_signed(m->reply, resp, len, &m->tsig);
+	} else {
+		server_reply_send(m->reply, resp, len);
 	}
-	server_reply_send(m->reply, resp, len);
 	m->reply = NULL;
 }
 
@@ -133,7 +205,7 @@ static void on_committed(writer_unit_t *unit, int result)
 
 /* Zone section (§3.1.1), TSIG (§3.3 / RFC 8945), source address. */
 static uint8_t authorize(update_service_t *u, update_msg_t *m,
-                         records_store_t *rs,
+                         records_store_t **rs,
                          const struct sockaddr_storage *from,
                          records_tsig_key_t *key)
 {
@@ -143,10 +215,9 @@ static uint8_t authorize(update_service_t *u, update_msg_t *m,
 	    knot_pkt_qclass(q) != KNOT_CLASS_IN) {
 		return KNOT_RCODE_FORMERR;
 	}
-	int ret = records_zone_find(rs, knot_pkt_qname(q), &m->zone);
+	int ret = zone_lookup(u, rs, knot_pkt_qname(q), &m->zone);
 	if (q->tsig_rr != NULL) {
-		bool found = records_tsig_find(rs, q->tsig_rr->owner,
-		                               key) == ZC_EOK;
+		bool found = key_lookup(u, rs, q->tsig_rr->owner, key) == ZC_EOK;
 		if (dns_tsig_check(q, found, key->algorithm, key->secret,
 		                   key->secret_len, &m->tsig) != ZC_EOK) {
 			return KNOT_RCODE_NOTAUTH; /* BADKEY/BADSIG/BADTIME */
@@ -170,13 +241,12 @@ static uint8_t authorize(update_service_t *u, update_msg_t *m,
 static uint8_t precheck(update_service_t *u, update_msg_t *m,
                         const struct sockaddr_storage *from)
 {
-	records_store_t *rs;
-	if (records_pool_get(u->pool, &rs) != ZC_EOK) {
-		return KNOT_RCODE_SERVFAIL;
-	}
+	records_store_t *rs = NULL; /* Borrowed on a cache miss only. */
 	records_tsig_key_t key;
-	uint8_t rcode = authorize(u, m, rs, from, &key);
-	records_pool_put(u->pool, rs);
+	uint8_t rcode = authorize(u, m, &rs, from, &key);
+	if (rs != NULL) {
+		records_pool_put(u->pool, rs);
+	}
 	if (rcode == KNOT_RCODE_NOERROR) {
 		rcode = update_prereq_prescan(m);
 	}
