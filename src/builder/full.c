@@ -20,6 +20,7 @@
 
 /* State shared by the build and the verification. */
 typedef struct {
+	records_store_t *rs;  /* The scan's connection (same snapshot). */
 	records_scan_t *scan;
 	records_zone_t zone;
 	uint64_t seq;
@@ -302,6 +303,69 @@ static int fence(build_t *b)
 	return ZC_EOK;
 }
 
+/* The zone's DNSSEC keys in the edge form (signer/signer.h): flags u16,
+ * algorithm u8, active u8, PEM length u16, PEM; for each key. */
+typedef struct {
+	uint8_t *buf;
+	size_t len, cap;
+	bool failed;
+} keys_t;
+
+static int add_key(const records_dnssec_key_t *key, void *ctx)
+{
+	keys_t *k = ctx;
+	size_t need = k->len + 6 + key->pem_len;
+	if (key->pem_len > UINT16_MAX) {
+		return 0;
+	}
+	if (need > k->cap) {
+		uint8_t *grown = realloc(k->buf, need * 2);
+		if (grown == NULL) {
+			k->failed = true;
+			return 1;
+		}
+		k->buf = grown;
+		k->cap = need * 2;
+	}
+	uint8_t *p = k->buf + k->len;
+	p[0] = (uint8_t)(key->flags >> 8);
+	p[1] = (uint8_t)key->flags;
+	p[2] = key->algorithm;
+	p[3] = key->active ? 1 : 0;
+	p[4] = (uint8_t)(key->pem_len >> 8);
+	p[5] = (uint8_t)key->pem_len;
+	memcpy(p + 6, key->pem, key->pem_len);
+	k->len = need;
+	return 0;
+}
+
+/* The signing keys go live with the zone's metadata (or are dropped). */
+static int finish_keys(build_t *b)
+{
+	keys_t k = { 0 };
+	int ret = records_dnssec_keys(b->rs, b->zone.id, add_key, &k);
+	if (ret == ZC_EOK && k.failed) {
+		ret = KNOT_ENOMEM;
+	}
+	if (ret == ZC_EOK && b->apply) {
+		ret = edge_txn_put_keys(&b->write, (uint64_t)b->zone.id, k.buf,
+		                        k.len);
+	} else if (ret == ZC_EOK) {
+		const uint8_t *have = NULL;
+		size_t have_len = 0;
+		if (edge_keys_get(&b->read, (uint64_t)b->zone.id, &have,
+		                  &have_len) != ZC_EOK) {
+			have_len = 0;
+		}
+		if (have_len != k.len || (k.len > 0 &&
+		                          memcmp(have, k.buf, k.len) != 0)) {
+			report(b, b->zone.apex, "DNSSEC signing keys differ");
+		}
+	}
+	free(k.buf);
+	return ret;
+}
+
 /* Last step: the metadata (the serial goes live with the last chunk). */
 static int finish(build_t *b)
 {
@@ -311,6 +375,10 @@ static int finish(build_t *b)
 		return ZC_EZONEFILE;
 	}
 	make_meta(b, &want);
+	int ret = finish_keys(b);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
 	if (!b->apply) {
 		check_meta(b, &want, b->found, &b->have);
 		return ZC_EOK;
@@ -377,6 +445,7 @@ int builder_full_begin(records_store_t *rs, edge_store_t *es,
 	knot_dname_copy_lower(job->apex, apex);
 	build_t *b = &job->b;
 	b->apply = true;
+	b->rs = rs;
 	b->stats = &job->stats;
 	int ret = records_scan_begin(rs, job->apex, &b->zone, &b->seq, &b->scan);
 	if (ret == ZC_ENOZONE) {
@@ -456,6 +525,7 @@ int builder_verify(records_store_t *rs, edge_store_t *es,
 		return KNOT_ENOMEM;
 	}
 	b->stats = &stats;
+	b->rs = rs;
 	b->diff = diff;
 	b->diff_ctx = ctx;
 	int ret = records_scan_begin(rs, lower, &b->zone, &b->seq, &b->scan);

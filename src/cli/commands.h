@@ -13,6 +13,7 @@ int cmd_zone(int argc, char **argv);
 int cmd_verify(int argc, char **argv);
 int cmd_token(int argc, char **argv);
 int cmd_tsig(int argc, char **argv);
+int cmd_dnssec(int argc, char **argv);
 int cmd_record(int argc, char **argv);
 
 /* Creates the demo token of a fresh data dir (logged, and in DIR/demo-token). */

@@ -20,6 +20,7 @@ static void usage(FILE *out)
 	      "  verify    compare the edge store with the records store\n"
 	      "  token     create API tokens\n"
 	      "  tsig      create, list and delete TSIG keys (UPDATE, transfers)\n"
+	      "  dnssec    sign zones online: enable, disable, ds, keys\n"
 	      "  record    list, add, edit and remove records through the API\n"
 	      "  version   print the version\n"
 	      "\n"
@@ -44,6 +45,9 @@ int main(int argc, char **argv)
 	}
 	if (strcmp(cmd, "token") == 0) {
 		return cmd_token(argc - 1, argv + 1);
+	}
+	if (strcmp(cmd, "dnssec") == 0) {
+		return cmd_dnssec(argc - 1, argv + 1);
 	}
 	if (strcmp(cmd, "tsig") == 0) {
 		return cmd_tsig(argc - 1, argv + 1);

@@ -144,3 +144,14 @@ int edge_meta_put(edge_txn_t *txn, const char *key, uint64_t value);
 int edge_zone_foreach(edge_txn_t *txn,
                       int (*cb)(const edge_zone_t *zone, void *ctx),
                       void *ctx);
+
+/* --- Signing keys of DNSSEC zones (signer/signer.h's keyset form) --- */
+
+/* The zone's keys, borrowed until the transaction ends; ZC_ENOKEY when
+ * the zone is not signed. */
+int edge_keys_get(edge_txn_t *txn, uint64_t zone_id, const uint8_t **val,
+                  size_t *len);
+
+/* Sets (len 0: removes) the zone's keys. */
+int edge_txn_put_keys(edge_txn_t *txn, uint64_t zone_id, const uint8_t *val,
+                      size_t len);

@@ -24,6 +24,7 @@ struct edge_store {
 	MDB_dbi zones;
 	MDB_dbi nodes;
 	MDB_dbi meta;
+	MDB_dbi keys;   /* Zone id (u64 BE) -> the zone's signing keys. */
 };
 
 /* The one place LMDB results become zonecast codes. */
@@ -63,7 +64,7 @@ int edge_open(edge_store_t **out, const char *dir, size_t map_size)
 		free(s);
 		return lmdb_error(rc);
 	}
-	mdb_env_set_maxdbs(s->env, 4);
+	mdb_env_set_maxdbs(s->env, 8);
 	mdb_env_set_maxreaders(s->env, 1024);
 	mdb_env_set_mapsize(s->env, map_size ? map_size : DEFAULT_MAP_SIZE);
 	rc = mdb_env_open(s->env, path, MDB_NOSUBDIR | MDB_NOSYNC |
@@ -85,6 +86,9 @@ int edge_open(edge_store_t **out, const char *dir, size_t map_size)
 	}
 	if (rc == MDB_SUCCESS) {
 		rc = mdb_dbi_open(txn, "meta", MDB_CREATE, &s->meta);
+	}
+	if (rc == MDB_SUCCESS) {
+		rc = mdb_dbi_open(txn, "keys", MDB_CREATE, &s->keys);
 	}
 	if (rc != MDB_SUCCESS) {
 		mdb_txn_abort(txn);
@@ -470,8 +474,10 @@ int edge_txn_del_zone(edge_txn_t *txn, const knot_dname_t *apex,
 		}
 	}
 	mdb_cursor_close(cur);
-	return (rc == MDB_NOTFOUND || rc == MDB_SUCCESS) ?
-	       ZC_EOK : write_error(txn, rc);
+	if (rc != MDB_NOTFOUND && rc != MDB_SUCCESS) {
+		return write_error(txn, rc);
+	}
+	return edge_txn_put_keys(txn, zone_id, NULL, 0);
 }
 
 int edge_meta_get(edge_txn_t *txn, const char *key, uint64_t *value)
@@ -530,4 +536,37 @@ int edge_zone_foreach(edge_txn_t *txn,
 		ret = lmdb_error(rc);
 	}
 	return ret;
+}
+
+int edge_keys_get(edge_txn_t *txn, uint64_t zone_id, const uint8_t **val,
+                  size_t *len)
+{
+	uint8_t key[8];
+	node_key(key, zone_id, NULL, 0);
+	MDB_val k = { .mv_size = 8, .mv_data = key };
+	MDB_val v;
+	int rc = mdb_get(txn->txn, txn->store->keys, &k, &v);
+	if (rc == MDB_NOTFOUND) {
+		return ZC_ENOKEY;
+	}
+	if (rc != MDB_SUCCESS) {
+		return lmdb_error(rc);
+	}
+	*val = v.mv_data;
+	*len = v.mv_size;
+	return ZC_EOK;
+}
+
+int edge_txn_put_keys(edge_txn_t *txn, uint64_t zone_id, const uint8_t *val,
+                      size_t len)
+{
+	uint8_t key[8];
+	node_key(key, zone_id, NULL, 0);
+	MDB_val k = { .mv_size = 8, .mv_data = key };
+	if (len == 0) {
+		int rc = mdb_del(txn->txn, txn->store->keys, &k, NULL);
+		return rc == MDB_NOTFOUND ? ZC_EOK : write_error(txn, rc);
+	}
+	MDB_val v = { .mv_size = len, .mv_data = (void *)val };
+	return write_error(txn, mdb_put(txn->txn, txn->store->keys, &k, &v, 0));
 }

@@ -395,3 +395,28 @@ void records_pool_put(records_pool_t *pool, records_store_t *rs);
  * current one) for the unit in progress, instead of records_zone_bump(). */
 int records_zone_set_serial(records_store_t *store, records_zone_t *zone,
                             uint32_t serial);
+
+/* --- DNSSEC signing keys (records/dnssec_keys.c) --- */
+
+typedef struct {
+	int64_t id;
+	int64_t zone_id;
+	uint16_t flags;          /* 257 KSK/CSK, 256 ZSK */
+	uint8_t algorithm;
+	const uint8_t *pem;      /* Borrowed during the callback. */
+	size_t pem_len;
+	bool active;
+	int64_t created_on;
+} records_dnssec_key_t;
+
+/* Stores a key (key->id and created_on are set), in the caller's write
+ * transaction. */
+int records_dnssec_key_add(records_store_t *store, records_dnssec_key_t *key);
+
+/* Calls cb for each key of the zone, oldest first. */
+int records_dnssec_keys(records_store_t *store, int64_t zone_id,
+                        int (*cb)(const records_dnssec_key_t *key, void *ctx),
+                        void *ctx);
+
+/* Deletes every key of the zone. */
+int records_dnssec_keys_delete(records_store_t *store, int64_t zone_id);

@@ -123,6 +123,16 @@ static const char *const migrations[] = {
 	"  type, record_id, at, okey, ttl, rdata FROM changes;"
 	"DROP TABLE changes;"
 	"ALTER TABLE changes_v5 RENAME TO changes;",
+	/* 6: DNSSEC signing keys (private, PKCS#8 PEM). */
+	"CREATE TABLE dnssec_keys ("
+	"  id INTEGER PRIMARY KEY AUTOINCREMENT,"
+	"  zone_id INTEGER NOT NULL REFERENCES zones(id) ON DELETE CASCADE,"
+	"  flags INTEGER NOT NULL,"
+	"  algorithm INTEGER NOT NULL,"
+	"  pem BLOB NOT NULL,"
+	"  active INTEGER NOT NULL DEFAULT 1,"
+	"  created_on INTEGER NOT NULL);"
+	"CREATE INDEX dnssec_keys_zone ON dnssec_keys(zone_id);",
 };
 
 #define SCHEMA_VERSION (int)(sizeof(migrations) / sizeof(migrations[0]))

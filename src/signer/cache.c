@@ -1,0 +1,136 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * Signature cache: one per DNS worker (no locks), a fixed array of slots
+ * addressed by a hash of what was signed (key tag and algorithm, owner,
+ * type, TTL, rdata). A slot holds the RRSIG rdata and when to re-sign.
+ * Two independent 64-bit hashes must match for a hit.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <libdnssec/random.h>
+#include <libknot/errcode.h>
+
+#include "common/error.h"
+#include "signer/signer.h"
+
+#define SIG_MAX (18 + 255 + 128)
+
+typedef struct {
+	uint64_t h1, h2;
+	uint32_t refresh_at;     /* Re-sign from then on. */
+	uint16_t len;
+	uint8_t rdata[SIG_MAX];
+} slot_t;
+
+struct signer_cache {
+	size_t slots;
+	slot_t *slot;
+	uint64_t hits, misses;
+};
+
+signer_cache_t *signer_cache_new(size_t slots)
+{
+	signer_cache_t *c = calloc(1, sizeof(*c));
+	if (c == NULL) {
+		return NULL;
+	}
+	c->slots = slots;
+	if (slots > 0 && (c->slot = calloc(slots, sizeof(*c->slot))) == NULL) {
+		free(c);
+		return NULL;
+	}
+	return c;
+}
+
+void signer_cache_free(signer_cache_t *c)
+{
+	if (c != NULL) {
+		free(c->slot);
+		free(c);
+	}
+}
+
+static void mix(uint64_t *h1, uint64_t *h2, const uint8_t *p, size_t n,
+                bool lower)
+{
+	for (size_t i = 0; i < n; i++) {
+		uint8_t b = p[i];
+		if (lower && b >= 'A' && b <= 'Z') {
+			b += 'a' - 'A';
+		}
+		*h1 = (*h1 ^ b) * 0x100000001b3ULL;           /* FNV-1a */
+		*h2 = (*h2 + b + 1) * 0x9e3779b97f4a7c15ULL;  /* another walk */
+		*h2 ^= *h2 >> 29;
+	}
+}
+
+static void hash_rrset(const knot_rrset_t *rr, const signer_key_t *key,
+                       uint64_t *h1, uint64_t *h2)
+{
+	*h1 = 0xcbf29ce484222325ULL;
+	*h2 = 0x84222325cbf29ce4ULL;
+	uint8_t head[9] = { (uint8_t)(key->tag >> 8), (uint8_t)key->tag,
+	                    key->algorithm, (uint8_t)(rr->type >> 8),
+	                    (uint8_t)rr->type, (uint8_t)(rr->ttl >> 24),
+	                    (uint8_t)(rr->ttl >> 16), (uint8_t)(rr->ttl >> 8),
+	                    (uint8_t)rr->ttl };
+	mix(h1, h2, head, sizeof(head), false);
+	mix(h1, h2, rr->owner, knot_dname_size(rr->owner), true);
+	knot_rdata_t *rd = rr->rrs.rdata;
+	for (uint16_t i = 0; i < rr->rrs.count; i++) {
+		uint8_t len[2] = { (uint8_t)(rd->len >> 8), (uint8_t)rd->len };
+		mix(h1, h2, len, 2, false);
+		mix(h1, h2, rd->data, rd->len, false);
+		rd = knot_rdataset_next(rd);
+	}
+}
+
+int signer_sign_cached(signer_cache_t *c, const knot_rrset_t *rr,
+                       const signer_key_t *key, const uint8_t *signer,
+                       knot_rrset_t *rrsig, knot_mm_t *mm)
+{
+	uint32_t now = (uint32_t)time(NULL);
+	uint64_t h1, h2;
+	slot_t *s = NULL;
+	if (c != NULL && c->slots > 0) {
+		hash_rrset(rr, key, &h1, &h2);
+		s = &c->slot[h1 % c->slots];
+		if (s->len > 0 && s->h1 == h1 && s->h2 == h2 &&
+		    (int32_t)(s->refresh_at - now) > 0) {
+			c->hits++;
+			return knot_rrset_add_rdata(rrsig, s->rdata, s->len, mm);
+		}
+		c->misses++;
+	}
+	uint32_t jitter = 0;
+	dnssec_random_buffer((uint8_t *)&jitter, sizeof(jitter));
+	uint32_t inception = now - SIGNER_INCEPTION_BACK;
+	uint32_t expiration = now + SIGNER_VALIDITY + jitter % SIGNER_JITTER;
+	uint16_t before = rrsig->rrs.count;
+	int ret = signer_sign_rrset(rr, key, signer, inception, expiration,
+	                            rrsig, mm);
+	if (ret != ZC_EOK || s == NULL || rrsig->rrs.count != before + 1) {
+		return ret;
+	}
+	/* The new signature is the rdata just added (the set keeps order by
+	 * content: find it by its known prefix: type, alg, ..., times). */
+	knot_rdata_t *rd = rrsig->rrs.rdata;
+	for (uint16_t i = 0; i < rrsig->rrs.count; i++) {
+		const uint8_t *p = rd->data;
+		uint32_t exp = (uint32_t)p[8] << 24 | (uint32_t)p[9] << 16 |
+		               (uint32_t)p[10] << 8 | p[11];
+		uint16_t tag = (uint16_t)(p[16] << 8 | p[17]);
+		if (rd->len <= SIG_MAX && exp == expiration && tag == key->tag &&
+		    (uint16_t)(p[0] << 8 | p[1]) == rr->type) {
+			s->h1 = h1;
+			s->h2 = h2;
+			s->refresh_at = expiration - (expiration - inception) / 4;
+			s->len = rd->len;
+			memcpy(s->rdata, rd->data, rd->len);
+			break;
+		}
+		rd = knot_rdataset_next(rd);
+	}
+	return ZC_EOK;
+}

@@ -1,0 +1,203 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * Turning signing on and off for a zone, inside a write transaction of the
+ * records store (the CLI's or a committer unit): keys generated and stored,
+ * DNSKEY, CDS and CDNSKEY published at the apex as records, and a settings
+ * event so the builder rebuilds the zone and hands the keys to the edge.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <libknot/descriptor.h>
+#include <libknot/errcode.h>
+
+#include "common/error.h"
+#include "signer/zone.h"
+
+#define APEX_TTL 3600
+
+static int delete_type(const records_record_t *rec, void *ctx)
+{
+	int64_t *ids = ctx;
+	for (int i = 0; i < 64; i++) {
+		if (ids[i] == 0) {
+			ids[i] = rec->id;
+			return 0;
+		}
+	}
+	return 1;
+}
+
+/* Removes the apex DNSKEY, CDS and CDNSKEY records. */
+static int unpublish(records_store_t *rs, records_zone_t *zone)
+{
+	static const uint16_t types[] = { KNOT_RRTYPE_DNSKEY, KNOT_RRTYPE_CDS,
+	                                  KNOT_RRTYPE_CDNSKEY };
+	for (unsigned t = 0; t < 3; t++) {
+		int64_t ids[64] = { 0 };
+		int ret = records_record_foreach(rs, zone->id, zone->apex, types[t],
+		                                 delete_type, ids);
+		for (int i = 0; i < 64 && ids[i] != 0 && ret == ZC_EOK; i++) {
+			ret = records_record_delete(rs, zone, ids[i]);
+		}
+		if (ret != ZC_EOK) {
+			return ret;
+		}
+	}
+	return ZC_EOK;
+}
+
+static int publish(records_store_t *rs, records_zone_t *zone, uint16_t type,
+                   const uint8_t *rdata, int len)
+{
+	if (len < 0) {
+		return len;
+	}
+	records_record_t rec = { .owner = zone->apex, .type = type,
+	                         .ttl = APEX_TTL, .rdata = rdata,
+	                         .rdata_len = (uint16_t)len };
+	return records_record_insert(rs, zone, &rec);
+}
+
+/* Generates, stores and publishes one key. */
+static int add_key(records_store_t *rs, records_zone_t *zone, uint8_t alg,
+                   uint16_t flags)
+{
+	uint8_t *pem = NULL;
+	size_t pem_len = 0;
+	int ret = signer_key_generate(alg, &pem, &pem_len);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	signer_key_t key;
+	ret = signer_key_load(zone->apex, flags, alg, pem, pem_len, &key);
+	records_dnssec_key_t rk = { .zone_id = zone->id, .flags = flags,
+	                            .algorithm = alg, .pem = pem,
+	                            .pem_len = pem_len, .active = true };
+	if (ret == ZC_EOK) {
+		ret = records_dnssec_key_add(rs, &rk);
+	}
+	uint8_t rdata[1024];
+	if (ret == ZC_EOK) {
+		ret = publish(rs, zone, KNOT_RRTYPE_DNSKEY, rdata,
+		              signer_key_dnskey(&key, rdata, sizeof(rdata)));
+	}
+	if (ret == ZC_EOK && flags == SIGNER_FLAGS_KSK) {
+		/* RFC 7344: CDS (SHA-256) and CDNSKEY for the KSK. */
+		ret = publish(rs, zone, KNOT_RRTYPE_CDS, rdata,
+		              signer_key_ds(&key, rdata, sizeof(rdata)));
+		if (ret == ZC_EOK) {
+			ret = publish(rs, zone, KNOT_RRTYPE_CDNSKEY, rdata,
+			              signer_key_dnskey(&key, rdata, sizeof(rdata)));
+		}
+	}
+	if (key.key != NULL) {
+		signer_key_free(&key);
+	}
+	free(pem);
+	return ret;
+}
+
+static int count_key(const records_dnssec_key_t *key, void *ctx)
+{
+	(void)key;
+	(*(int *)ctx)++;
+	return 0;
+}
+
+int signer_zone_enable(records_store_t *rs, records_zone_t *zone,
+                       uint8_t algorithm, bool split)
+{
+	int count = 0;
+	int ret = records_dnssec_keys(rs, zone->id, count_key, &count);
+	if (ret == ZC_EOK && count > 0) {
+		return ZC_EEXISTS;
+	}
+	if (ret == ZC_EOK) {
+		ret = records_zone_bump(rs, zone);
+	}
+	if (ret == ZC_EOK) {
+		ret = unpublish(rs, zone);
+	}
+	if (ret == ZC_EOK) {
+		ret = add_key(rs, zone, algorithm, SIGNER_FLAGS_KSK);
+	}
+	if (ret == ZC_EOK && split) {
+		ret = add_key(rs, zone, algorithm, SIGNER_FLAGS_ZSK);
+	}
+	return ret == ZC_EOK ? records_log_zone_event(rs, zone,
+	                       RECORDS_CHANGE_ZONE_SETTINGS) : ret;
+}
+
+int signer_zone_disable(records_store_t *rs, records_zone_t *zone)
+{
+	int count = 0;
+	int ret = records_dnssec_keys(rs, zone->id, count_key, &count);
+	if (ret == ZC_EOK && count == 0) {
+		return ZC_ENOKEY;
+	}
+	if (ret == ZC_EOK) {
+		ret = records_zone_bump(rs, zone);
+	}
+	if (ret == ZC_EOK) {
+		ret = records_dnssec_keys_delete(rs, zone->id);
+	}
+	if (ret == ZC_EOK) {
+		ret = unpublish(rs, zone);
+	}
+	return ret == ZC_EOK ? records_log_zone_event(rs, zone,
+	                       RECORDS_CHANGE_ZONE_SETTINGS) : ret;
+}
+
+typedef struct {
+	const records_zone_t *zone;
+	int (*cb)(const signer_key_info_t *info, void *ctx);
+	void *ctx;
+	int ret;
+} list_t;
+
+static int list_key(const records_dnssec_key_t *rk, void *ctx)
+{
+	list_t *l = ctx;
+	signer_key_t key;
+	if (signer_key_load(l->zone->apex, rk->flags, rk->algorithm, rk->pem,
+	                    rk->pem_len, &key) != ZC_EOK) {
+		l->ret = ZC_EFORMAT;
+		return 1;
+	}
+	signer_key_info_t info = { .id = rk->id, .tag = key.tag,
+	                           .flags = rk->flags,
+	                           .algorithm = rk->algorithm,
+	                           .active = rk->active,
+	                           .created_on = rk->created_on };
+	int len = signer_key_ds(&key, info.ds, sizeof(info.ds));
+	info.ds_len = len > 0 ? (size_t)len : 0;
+	len = signer_key_dnskey(&key, info.dnskey, sizeof(info.dnskey));
+	info.dnskey_len = len > 0 ? (size_t)len : 0;
+	signer_key_free(&key);
+	int stop = l->cb(&info, l->ctx);
+	return stop;
+}
+
+int signer_zone_keys(records_store_t *rs, const records_zone_t *zone,
+                     int (*cb)(const signer_key_info_t *info, void *ctx),
+                     void *ctx)
+{
+	list_t l = { .zone = zone, .cb = cb, .ctx = ctx };
+	int ret = records_dnssec_keys(rs, zone->id, list_key, &l);
+	return ret == ZC_EOK ? l.ret : ret;
+}
+
+int signer_ds_format(const records_zone_t *zone, const signer_key_info_t *info,
+                     char *out, size_t size)
+{
+	if (info->ds_len < 4) {
+		return ZC_EFORMAT;
+	}
+	int n = snprintf(out, size, "%s %u IN DS %u %u %u ", zone->name,
+	                 APEX_TTL, (unsigned)(info->ds[0] << 8 | info->ds[1]),
+	                 info->ds[2], info->ds[3]);
+	for (size_t i = 4; i < info->ds_len && n > 0 && (size_t)n + 3 < size; i++) {
+		n += snprintf(out + n, size - (size_t)n, "%02X", info->ds[i]);
+	}
+	return n > 0 && (size_t)n < size ? ZC_EOK : ZC_ENOSPACE;
+}
