@@ -66,6 +66,8 @@ typedef struct {
 	bool aa;
 	bool zone_found;       /* qr->zone is the zone answered from. */
 	bool want_version;     /* The query asked for ZONEVERSION. */
+	bool dnssec;           /* DO=1 and the zone is signed: sign. */
+	bool co;               /* Compact Answers OK (RFC 9824 §4). */
 	int error;
 	unsigned added_count;
 	const knot_dname_t *added[MAX_ADDITIONAL];
@@ -223,6 +225,172 @@ static void put(query_t *qr, const knot_rrset_t *rr, const knot_dname_t *owner,
 	}
 }
 
+/* --- Online signing (signer/signer.h) --- */
+
+/* EDNS header flags: DO, and CO of RFC 9824 §4. */
+#define EDNS_FLAG_CO 0x4000
+
+/* Loads the signing keys of the zone answered from; false: unsigned. */
+static bool load_keys(query_t *qr)
+{
+	answer_ctx_t *ctx = qr->ctx;
+	const uint8_t *raw;
+	size_t len;
+	if (edge_keys_get(qr->txn, qr->zone.zone_id, &raw, &len) != ZC_EOK) {
+		return false;
+	}
+	if (ctx->ks_valid && ctx->ks_zone == qr->zone.zone_id &&
+	    ctx->ks_len == len && memcmp(ctx->ks_raw, raw, len) == 0) {
+		return true;
+	}
+	if (ctx->ks_valid) {
+		signer_keyset_free(&ctx->ks);
+		ctx->ks_valid = false;
+	}
+	uint8_t *copy = realloc(ctx->ks_raw, len);
+	if (copy == NULL) {
+		return false;
+	}
+	memcpy(copy, raw, len);
+	ctx->ks_raw = copy;
+	ctx->ks_len = len;
+	if (signer_keyset_decode(qr->zone.apex, raw, len, &ctx->ks) != ZC_EOK) {
+		return false;
+	}
+	ctx->ks_zone = qr->zone.zone_id;
+	ctx->ks_valid = true;
+	return true;
+}
+
+/* Puts rr's RRSIG (made now or taken from the cache) after it. */
+static void put_rrsig(query_t *qr, const knot_rrset_t *rr,
+                      const knot_dname_t *owner)
+{
+	if (!qr->dnssec || qr->error != ZC_EOK) {
+		return;
+	}
+	const signer_keyset_t *ks = &qr->ctx->ks;
+	bool apex_key = rr->type == KNOT_RRTYPE_DNSKEY ||
+	                rr->type == KNOT_RRTYPE_CDS ||
+	                rr->type == KNOT_RRTYPE_CDNSKEY;
+	int idx = apex_key ? ks->ksk : ks->zsk;
+	if (idx < 0) {
+		return;
+	}
+	knot_rrset_t copy = *rr;
+	copy.owner = (knot_dname_t *)owner;
+	knot_rrset_t sig;
+	knot_rrset_init(&sig, (knot_dname_t *)owner, KNOT_RRTYPE_RRSIG,
+	                KNOT_CLASS_IN, rr->ttl);
+	int ret = signer_sign_cached(qr->ctx->sigcache, &copy, &ks->keys[idx],
+	                             qr->zone.apex, &sig, qr->mm);
+	if (ret != ZC_EOK) {
+		qr->error = ret;
+		return;
+	}
+	put(qr, &sig, owner, 0);
+}
+
+/* An authoritative RRset of the answer or authority section, signed when
+ * the query asked for DNSSEC. */
+static void put_signed(query_t *qr, const knot_rrset_t *rr,
+                       const knot_dname_t *owner, uint16_t flags)
+{
+	put(qr, rr, owner, flags);
+	put_rrsig(qr, rr, owner);
+}
+
+/* RFC 4034 §4.1.2: the type bitmap of a sorted, distinct type list. */
+static size_t nsec_bitmap(const uint16_t *types, size_t n, uint8_t *out)
+{
+	size_t len = 0;
+	size_t i = 0;
+	while (i < n) {
+		uint8_t window = (uint8_t)(types[i] >> 8);
+		uint8_t bits[32] = { 0 };
+		size_t used = 0;
+		for (; i < n && (types[i] >> 8) == window; i++) {
+			uint8_t low = (uint8_t)types[i];
+			bits[low / 8] |= (uint8_t)(0x80 >> (low % 8));
+			used = low / 8 + 1;
+		}
+		out[len++] = window;
+		out[len++] = (uint8_t)used;
+		memcpy(out + len, bits, used);
+		len += used;
+	}
+	return len;
+}
+
+static int type_order(const void *a, const void *b)
+{
+	return (int)*(const uint16_t *)a - (int)*(const uint16_t *)b;
+}
+
+/*
+ * Compact denial (RFC 9824): an NSEC owned by the denied name, next name
+ * \000.<name>, the given types plus RRSIG and NSEC, signed, in the
+ * authority section; TTL as the negative answer's.
+ */
+static void put_compact_nsec(query_t *qr, const knot_dname_t *name,
+                             const uint16_t *types, size_t ntypes)
+{
+	if (!qr->dnssec || qr->error != ZC_EOK) {
+		return;
+	}
+	uint16_t list[EDGE_NODE_MAX_RRSETS + 4];
+	size_t n = 0;
+	for (size_t i = 0; i < ntypes && n < EDGE_NODE_MAX_RRSETS; i++) {
+		list[n++] = types[i];
+	}
+	list[n++] = KNOT_RRTYPE_RRSIG;
+	list[n++] = KNOT_RRTYPE_NSEC;
+	qsort(list, n, sizeof(list[0]), type_order);
+	size_t uniq = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (uniq == 0 || list[uniq - 1] != list[i]) {
+			list[uniq++] = list[i];
+		}
+	}
+	uint8_t rdata[2 + KNOT_DNAME_MAXLEN + 256 * 34];
+	size_t name_size = knot_dname_size(name);
+	size_t len = 0;
+	if (name_size + 2 <= KNOT_DNAME_MAXLEN) {
+		rdata[0] = 1; /* \000.<name> */
+		rdata[1] = 0;
+		len = 2;
+	}
+	memcpy(rdata + len, name, name_size);
+	knot_dname_to_lower(rdata + len);
+	len += name_size;
+	len += nsec_bitmap(list, uniq, rdata + len);
+	uint32_t min = edge_zone_soa_minimum(&qr->zone);
+	uint32_t ttl = qr->zone.soa_ttl < min ? qr->zone.soa_ttl : min;
+	knot_rrset_t nsec;
+	knot_rrset_init(&nsec, (knot_dname_t *)name, KNOT_RRTYPE_NSEC,
+	                KNOT_CLASS_IN, ttl);
+	if (knot_rrset_add_rdata(&nsec, rdata, (uint16_t)len, qr->mm) != KNOT_EOK) {
+		qr->error = KNOT_ENOMEM;
+		return;
+	}
+	knot_pkt_begin(qr->r, KNOT_AUTHORITY);
+	put_signed(qr, &nsec, name, 0);
+}
+
+/* The types a node holds (the SOA too at the apex: it lives in the zone's
+ * metadata, not in the node). */
+static size_t node_types(const lookup_t *lk, bool apex, uint16_t *out)
+{
+	size_t n = 0;
+	for (uint16_t i = 0; i < lk->node.count && n < EDGE_NODE_MAX_RRSETS; i++) {
+		out[n++] = lk->node.rrsets[i].type;
+	}
+	if (apex) {
+		out[n++] = KNOT_RRTYPE_SOA;
+	}
+	return n;
+}
+
 /* The zone's SOA from its metadata, owned by the apex. */
 static knot_rrset_t soa_rrset(query_t *qr, uint32_t ttl)
 {
@@ -240,7 +408,7 @@ static void put_negative_soa(query_t *qr)
 	knot_pkt_begin(qr->r, KNOT_AUTHORITY);
 	knot_rrset_t soa = soa_rrset(qr, ttl);
 	/* Like Knot DNS: an SOA that does not fit is left out, without TC. */
-	put(qr, &soa, qr->zone.apex, KNOT_PF_NOTRUNC);
+	put_signed(qr, &soa, qr->zone.apex, KNOT_PF_NOTRUNC);
 }
 
 static bool is_apex(const lookup_t *lk)
@@ -265,14 +433,14 @@ static bool put_node_answer(query_t *qr, const lookup_t *lk, bool apex)
 	}
 	if (apex && qtype == KNOT_RRTYPE_SOA) {
 		knot_rrset_t soa = soa_rrset(qr, qr->zone.soa_ttl);
-		put(qr, &soa, lk->owner, 0);
+		put_signed(qr, &soa, lk->owner, 0);
 		return true;
 	}
 	const knot_rrset_t *rr = edge_node_rrset(&lk->node, qtype);
 	if (rr == NULL) {
 		return false;
 	}
-	put(qr, rr, lk->owner, 0);
+	put_signed(qr, rr, lk->owner, 0);
 	return true;
 }
 
@@ -282,7 +450,19 @@ static void put_referral(query_t *qr, const lookup_t *lk)
 	const knot_rrset_t *ns = edge_node_rrset(&lk->node, KNOT_RRTYPE_NS);
 	knot_pkt_begin(qr->r, KNOT_AUTHORITY);
 	if (ns != NULL) {
-		put(qr, ns, lk->owner, 0);
+		put(qr, ns, lk->owner, 0); /* Not authoritative: unsigned. */
+	}
+	if (!qr->dnssec) {
+		return;
+	}
+	/* RFC 4035 §3.1.4: the DS (secure child), or proof there is none. */
+	const knot_rrset_t *ds = edge_node_rrset(&lk->node, KNOT_RRTYPE_DS);
+	if (ds != NULL) {
+		put_signed(qr, ds, lk->owner, 0);
+	} else {
+		uint16_t types[EDGE_NODE_MAX_RRSETS + 1];
+		size_t n = node_types(lk, false, types);
+		put_compact_nsec(qr, lk->owner, types, n);
 	}
 }
 
@@ -306,7 +486,8 @@ static const knot_dname_t *put_dname(query_t *qr, const lookup_t *lk,
 {
 	const knot_rrset_t *dname = edge_node_rrset(&lk->node, KNOT_RRTYPE_DNAME);
 	if (!in_answer(qr, lk->owner, KNOT_RRTYPE_DNAME)) {
-		put(qr, dname, lk->owner, 0); /* Once, even when rewriting loops. */
+		/* Once, even when rewriting loops. */
+		put_signed(qr, dname, lk->owner, 0);
 	}
 	const knot_dname_t *target = knot_dname_target(dname->rrs.rdata);
 	unsigned owner_labels = dns_name_labels(lk->owner);
@@ -391,11 +572,18 @@ static void solve(query_t *qr)
 			break;
 		case LOOKUP_ENT:
 			put_negative_soa(qr); /* RFC 4592 §2.2.2: NODATA. */
+			put_compact_nsec(qr, name, NULL, 0);
 			return;
-		case LOOKUP_NX:
-			qr->rcode = KNOT_RCODE_NXDOMAIN; /* RFC 6604 §3. */
+		case LOOKUP_NX: {
+			/* RFC 6604 §3; signed (RFC 9824 §3): NOERROR, an
+			 * NSEC with NXNAME, NXDOMAIN again for CO. */
+			qr->rcode = !qr->dnssec || qr->co ? KNOT_RCODE_NXDOMAIN :
+			            KNOT_RCODE_NOERROR;
 			put_negative_soa(qr);
+			uint16_t nx = SIGNER_NXNAME;
+			put_compact_nsec(qr, name, &nx, 1);
 			return;
+		}
 		case LOOKUP_FOUND:
 		case LOOKUP_WILDCARD: {
 			const knot_rrset_t *cname =
@@ -404,12 +592,15 @@ static void solve(query_t *qr)
 				if (hop >= MAX_CHAIN) {
 					return; /* As for DNAME above. */
 				}
-				put(qr, cname, lk.owner, 0);
+				put_signed(qr, cname, lk.owner, 0);
 				next = knot_cname_name(cname->rrs.rdata);
 				break;
 			}
 			if (!put_node_answer(qr, &lk, is_apex(&lk))) {
 				put_negative_soa(qr); /* RFC 2308 §2.2 NODATA. */
+				uint16_t types[EDGE_NODE_MAX_RRSETS + 1];
+				size_t n = node_types(&lk, is_apex(&lk), types);
+				put_compact_nsec(qr, lk.owner, types, n);
 			}
 			return;
 		}
@@ -516,12 +707,18 @@ void answer_ctx_init(answer_ctx_t *ctx, edge_store_t *edge, const char *nsid)
 	ctx->nsid = nsid;
 	ctx->nsid_len = nsid ? strlen(nsid) : 0;
 	zc_arena_init(&ctx->arena, 64 * 1024);
+	ctx->sigcache = signer_cache_new(ANSWER_SIGCACHE_SLOTS);
 }
 
 void answer_ctx_deinit(answer_ctx_t *ctx)
 {
 	edge_txn_abort(&ctx->txn);
 	zc_arena_deinit(&ctx->arena);
+	signer_cache_free(ctx->sigcache);
+	if (ctx->ks_valid) {
+		signer_keyset_free(&ctx->ks);
+	}
+	free(ctx->ks_raw);
 }
 
 /* A header-only error response (plus the question when it parsed). */
@@ -573,6 +770,11 @@ static int prepare_opt(query_t *qr, knot_rrset_t *opt)
 	}
 	if (knot_edns_do(qr->q->opt_rr)) {
 		knot_edns_set_do(opt);
+	}
+	/* RFC 9824 §4: CO is echoed by a server that knows it. */
+	qr->co = (qr->q->opt_rr->ttl & EDNS_FLAG_CO) != 0;
+	if (qr->co) {
+		opt->ttl |= EDNS_FLAG_CO;
 	}
 	/* RFC 5001 §2.1: NSID only when asked for and configured. */
 	if (qr->ctx->nsid_len > 0 &&
@@ -642,6 +844,8 @@ static int check_question(const knot_pkt_t *q, bool tcp)
 	switch (knot_pkt_qtype(q)) {
 	case 0:
 		return KNOT_RCODE_NOTIMPL;
+	case SIGNER_NXNAME:
+		return KNOT_RCODE_FORMERR; /* RFC 9824 §2: a meta-type. */
 	case KNOT_RRTYPE_AXFR:
 		/* RFC 5936 §4.2: no AXFR over UDP (FORMERR, as BIND). Over
 		 * TCP the transfer hook takes it; without one: NOTAUTH. */
@@ -689,6 +893,8 @@ static void answer_in_zone(query_t *qr)
 	} else {
 		qr->aa = true;
 		qr->zone_found = true;
+		qr->dnssec = qr->q->opt_rr != NULL && knot_edns_do(qr->q->opt_rr) &&
+		             load_keys(qr);
 		knot_pkt_begin(qr->r, KNOT_ANSWER);
 		solve(qr);
 		put_additional(qr);

@@ -16,6 +16,7 @@
 
 #include "common/arena.h"
 #include "edge/edge.h"
+#include "signer/signer.h"
 
 /* Largest UDP payload zonecast sends with EDNS (RFC 9715 / DNS flag day
  * 2020: 1232 bytes avoids IP fragmentation). */
@@ -27,7 +28,18 @@ typedef struct {
 	zc_arena_t arena;
 	const char *nsid;     /* NSID (RFC 5001) to send, or NULL. */
 	size_t nsid_len;
+	/* Online signing: the signature cache, and the keys of the signed
+	 * zone answered last (reloaded when its edge value changes). */
+	signer_cache_t *sigcache;
+	uint64_t ks_zone;
+	uint8_t *ks_raw;
+	size_t ks_len;
+	signer_keyset_t ks;
+	bool ks_valid;
 } answer_ctx_t;
+
+/* Signatures kept per worker by default. */
+#define ANSWER_SIGCACHE_SLOTS 16384
 
 void answer_ctx_init(answer_ctx_t *ctx, edge_store_t *edge, const char *nsid);
 void answer_ctx_deinit(answer_ctx_t *ctx);
