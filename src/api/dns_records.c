@@ -326,6 +326,16 @@ static int retime(records_store_t *rs, unit_t *u, const check_t *c)
 	return ZC_EOK;
 }
 
+/* Types the online signer owns (docs/dnssec.md): not written through
+ * the records API. */
+static bool managed_dnssec_type(uint16_t type)
+{
+	return type == KNOT_RRTYPE_RRSIG || type == KNOT_RRTYPE_NSEC ||
+	       type == KNOT_RRTYPE_NSEC3 || type == KNOT_RRTYPE_NSEC3PARAM ||
+	       type == KNOT_RRTYPE_DNSKEY || type == KNOT_RRTYPE_CDS ||
+	       type == KNOT_RRTYPE_CDNSKEY;
+}
+
 /* Parses a record's JSON fields (over a base record for PATCH). */
 static int parse_fields(unit_t *u, json_t *f, const copy_t *base)
 {
@@ -389,6 +399,10 @@ static int parse_fields(unit_t *u, json_t *f, const copy_t *base)
 		return fail(u, 400, "type: the SOA is managed through the zone's "
 		            "settings");
 	}
+	if (managed_dnssec_type(u->wire->type)) {
+		return fail(u, 400, "type: DNSSEC records are made by zonecast's "
+		            "online signer (PATCH .../dnssec)");
+	}
 	return ZC_EOK;
 }
 
@@ -450,6 +464,10 @@ static bool is_last_apex_ns(records_store_t *rs, unit_t *u, const copy_t *old)
 
 static int delete_record(records_store_t *rs, unit_t *u, const copy_t *old)
 {
+	if (managed_dnssec_type(old->rec.type)) {
+		return fail(u, 400, "id: DNSSEC records are managed by the online "
+		            "signer (PATCH .../dnssec)");
+	}
 	if (old->rec.type == KNOT_RRTYPE_SOA) {
 		return fail(u, 400, "id: the SOA is managed through the zone's "
 		            "settings");
@@ -505,6 +523,10 @@ static int run_op(records_store_t *rs, unit_t *u, const op_t *op)
 	if (ret == ZC_EOK && old.rec.type == KNOT_RRTYPE_SOA) {
 		ret = fail(u, 400, "id: the SOA is managed through the zone's "
 		           "settings");
+	}
+	if (ret == ZC_EOK && managed_dnssec_type(old.rec.type)) {
+		ret = fail(u, 400, "id: DNSSEC records are managed by the online "
+		           "signer (PATCH .../dnssec)");
 	}
 	bool stays_apex_ns = u->wire->type == KNOT_RRTYPE_NS &&
 	                     knot_dname_is_equal(u->wire->owner, u->zone.apex);
