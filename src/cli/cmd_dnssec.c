@@ -22,10 +22,13 @@ static void usage(FILE *out)
 	      "       zonecast dnssec disable [--data-dir DIR] ZONE\n"
 	      "       zonecast dnssec ds      [--data-dir DIR] ZONE\n"
 	      "       zonecast dnssec keys    [--data-dir DIR] ZONE\n"
+	      "       zonecast dnssec rollover [--data-dir DIR] ZONE ksk|zsk "
+	      "prepublish|activate|retire\n"
 	      "\n"
 	      "enable signs ZONE online (ALG: ecdsap256sha256, the default, or\n"
 	      "ed25519; one combined key, or a KSK and a ZSK with --split) and\n"
 	      "prints the DS records for the parent zone; ds prints them again.\n"
+	      "rollover runs one step of a key rollover (docs/dnssec.md).\n"
 	      "See docs/dnssec.md.\n", out);
 }
 
@@ -50,14 +53,18 @@ static int print_key(const signer_key_info_t *info, void *ctx)
 	return 0;
 }
 
-/* Runs enable or disable in one write transaction, then the build. */
+typedef enum { DO_ENABLE, DO_DISABLE, DO_ROLL } action_t;
+
+/* Runs one change in one write transaction, then the build. */
 static int change(records_store_t *rs, edge_store_t *es, records_zone_t *zone,
-                  bool enable, uint8_t alg, bool split)
+                  action_t action, uint8_t alg, bool split, uint16_t roll_flags,
+                  signer_roll_step_t roll_step)
 {
 	int ret = records_write_begin(rs);
 	if (ret == ZC_EOK) {
-		ret = enable ? signer_zone_enable(rs, zone, alg, split) :
-		      signer_zone_disable(rs, zone);
+		ret = action == DO_ENABLE ? signer_zone_enable(rs, zone, alg, split) :
+		      action == DO_DISABLE ? signer_zone_disable(rs, zone) :
+		      signer_zone_rollover(rs, zone, roll_flags, roll_step);
 		ret = ret == ZC_EOK ? records_write_commit(rs) :
 		      (records_write_rollback(rs), ret);
 	}
@@ -67,6 +74,9 @@ static int change(records_store_t *rs, edge_store_t *es, records_zone_t *zone,
 	if (ret == ZC_EEXISTS) {
 		fprintf(stderr, "zonecast dnssec: %s is signed already\n",
 		        zone->name);
+	} else if (ret == ZC_ENOKEY && action == DO_ROLL) {
+		fprintf(stderr, "zonecast dnssec: nothing to do for that step "
+		        "(unsigned zone, or no key in that state)\n");
 	} else if (ret == ZC_ENOKEY) {
 		fprintf(stderr, "zonecast dnssec: %s is not signed\n", zone->name);
 	} else if (ret != ZC_EOK) {
@@ -104,11 +114,33 @@ int cmd_dnssec(int argc, char **argv)
 		default: usage(stderr); return 2;
 		}
 	}
-	if (optind + 2 != argc) {
+	bool roll = optind < argc && strcmp(argv[optind], "rollover") == 0;
+	if (optind + (roll ? 4 : 2) != argc) {
 		usage(stderr);
 		return 2;
 	}
 	const char *verb = argv[optind], *name = argv[optind + 1];
+	uint16_t roll_flags = 0;
+	signer_roll_step_t roll_step = SIGNER_ROLL_PREPUBLISH;
+	if (roll) {
+		const char *role = argv[optind + 2], *step = argv[optind + 3];
+		roll_flags = strcmp(role, "ksk") == 0 ? SIGNER_FLAGS_KSK :
+		             strcmp(role, "zsk") == 0 ? SIGNER_FLAGS_ZSK : 0;
+		bool ok = true;
+		if (strcmp(step, "prepublish") == 0) {
+			roll_step = SIGNER_ROLL_PREPUBLISH;
+		} else if (strcmp(step, "activate") == 0) {
+			roll_step = SIGNER_ROLL_ACTIVATE;
+		} else if (strcmp(step, "retire") == 0) {
+			roll_step = SIGNER_ROLL_RETIRE;
+		} else {
+			ok = false;
+		}
+		if (roll_flags == 0 || !ok) {
+			usage(stderr);
+			return 2;
+		}
+	}
 	uint8_t alg = signer_algorithm_parse(alg_name);
 	if (alg == 0) {
 		fprintf(stderr, "zonecast dnssec: unknown algorithm '%s' "
@@ -132,12 +164,18 @@ int cmd_dnssec(int argc, char **argv)
 	if (ret != ZC_EOK) {
 		fprintf(stderr, "zonecast dnssec: no zone %s\n", name);
 	} else if (strcmp(verb, "enable") == 0) {
-		ret = change(rs, es, &zone, true, alg, split);
+		ret = change(rs, es, &zone, DO_ENABLE, alg, split, 0, roll_step);
 		if (ret == ZC_EOK) {
 			ret = signer_zone_keys(rs, &zone, print_ds, &zone);
 		}
 	} else if (strcmp(verb, "disable") == 0) {
-		ret = change(rs, es, &zone, false, alg, split);
+		ret = change(rs, es, &zone, DO_DISABLE, alg, split, 0, roll_step);
+	} else if (roll) {
+		ret = change(rs, es, &zone, DO_ROLL, alg, split, roll_flags,
+		             roll_step);
+		if (ret == ZC_EOK) {
+			ret = signer_zone_keys(rs, &zone, print_key, NULL);
+		}
 	} else if (strcmp(verb, "ds") == 0) {
 		ret = signer_zone_keys(rs, &zone, print_ds, &zone);
 	} else if (strcmp(verb, "keys") == 0) {

@@ -81,3 +81,33 @@ int records_dnssec_keys_delete(records_store_t *store, int64_t zone_id)
 	records_sql_done(store, stmt);
 	return ret;
 }
+
+int records_dnssec_key_set_active(records_store_t *store, int64_t id,
+                                  bool active)
+{
+	sqlite3_stmt *stmt;
+	int ret = records_sql_prepare(store, "UPDATE dnssec_keys SET active = ?"
+	                              " WHERE id = ?", &stmt);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	sqlite3_bind_int(stmt, 1, active ? 1 : 0);
+	sqlite3_bind_int64(stmt, 2, id);
+	ret = records_sql_error(store->db, sqlite3_step(stmt));
+	records_sql_done(store, stmt);
+	return ret;
+}
+
+int records_dnssec_key_delete(records_store_t *store, int64_t id)
+{
+	sqlite3_stmt *stmt;
+	int ret = records_sql_prepare(store, "DELETE FROM dnssec_keys WHERE"
+	                              " id = ?", &stmt);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	sqlite3_bind_int64(stmt, 1, id);
+	ret = records_sql_error(store->db, sqlite3_step(stmt));
+	records_sql_done(store, stmt);
+	return ret;
+}

@@ -420,3 +420,8 @@ int records_dnssec_keys(records_store_t *store, int64_t zone_id,
 
 /* Deletes every key of the zone. */
 int records_dnssec_keys_delete(records_store_t *store, int64_t zone_id);
+
+/* Marks one key active (signs) or not (published only); deletes one. */
+int records_dnssec_key_set_active(records_store_t *store, int64_t id,
+                                  bool active);
+int records_dnssec_key_delete(records_store_t *store, int64_t id);

@@ -57,17 +57,28 @@ int signer_sign_rrset(const knot_rrset_t *rr, const signer_key_t *key,
 	if (canon == NULL) {
 		return KNOT_ENOMEM;
 	}
-	int ret = knot_rrset_rr_to_canonical(canon);
 	knot_rdata_t *sorted[512];
 	uint16_t n = canon->rrs.count;
-	if (ret != KNOT_EOK || n > 512) {
+	if (n > 512) {
 		knot_rrset_free(canon, mm);
-		return ret != KNOT_EOK ? ret : ZC_ETOOBIG;
+		return ZC_ETOOBIG;
 	}
+	/* knot_rrset_rr_to_canonical() converts the first RR only: give it
+	 * each RR in turn (the owner is lowercased by the first call). */
+	int ret = KNOT_EOK;
 	knot_rdata_t *rd = canon->rrs.rdata;
-	for (uint16_t i = 0; i < n; i++) {
+	for (uint16_t i = 0; i < n && ret == KNOT_EOK; i++) {
+		knot_rrset_t one = *canon;
+		one.rrs.count = 1;
+		one.rrs.rdata = rd;
+		one.rrs.size = knot_rdata_size(rd->len);
+		ret = knot_rrset_rr_to_canonical(&one);
 		sorted[i] = rd;
 		rd = knot_rdataset_next(rd);
+	}
+	if (ret != KNOT_EOK) {
+		knot_rrset_free(canon, mm);
+		return ret;
 	}
 	qsort(sorted, n, sizeof(sorted[0]), rdata_order);
 

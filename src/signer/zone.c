@@ -59,8 +59,8 @@ static int publish(records_store_t *rs, records_zone_t *zone, uint16_t type,
 }
 
 /* Generates, stores and publishes one key. */
-static int add_key(records_store_t *rs, records_zone_t *zone, uint8_t alg,
-                   uint16_t flags)
+static int add_key_as(records_store_t *rs, records_zone_t *zone, uint8_t alg,
+                      uint16_t flags, bool active)
 {
 	uint8_t *pem = NULL;
 	size_t pem_len = 0;
@@ -72,7 +72,7 @@ static int add_key(records_store_t *rs, records_zone_t *zone, uint8_t alg,
 	ret = signer_key_load(zone->apex, flags, alg, pem, pem_len, &key);
 	records_dnssec_key_t rk = { .zone_id = zone->id, .flags = flags,
 	                            .algorithm = alg, .pem = pem,
-	                            .pem_len = pem_len, .active = true };
+	                            .pem_len = pem_len, .active = active };
 	if (ret == ZC_EOK) {
 		ret = records_dnssec_key_add(rs, &rk);
 	}
@@ -95,6 +95,12 @@ static int add_key(records_store_t *rs, records_zone_t *zone, uint8_t alg,
 	}
 	free(pem);
 	return ret;
+}
+
+static int add_key(records_store_t *rs, records_zone_t *zone, uint8_t alg,
+                   uint16_t flags)
+{
+	return add_key_as(rs, zone, alg, flags, true);
 }
 
 static int count_key(const records_dnssec_key_t *key, void *ctx)
@@ -200,4 +206,137 @@ int signer_ds_format(const records_zone_t *zone, const signer_key_info_t *info,
 		n += snprintf(out + n, size - (size_t)n, "%02X", info->ds[i]);
 	}
 	return n > 0 && (size_t)n < size ? ZC_EOK : ZC_ENOSPACE;
+}
+
+/* --- Rollover --- */
+
+#define ROLL_MAX 16
+
+typedef struct {
+	records_dnssec_key_t keys[ROLL_MAX];  /* pem not kept */
+	unsigned count;
+	uint8_t algorithm;                    /* Of the zone's first key. */
+} roll_keys_t;
+
+static int collect_key(const records_dnssec_key_t *key, void *ctx)
+{
+	roll_keys_t *r = ctx;
+	if (r->count == 0) {
+		r->algorithm = key->algorithm;
+	}
+	if (r->count < ROLL_MAX) {
+		r->keys[r->count] = *key;
+		r->keys[r->count].pem = NULL;
+		r->count++;
+	}
+	return 0;
+}
+
+typedef struct {
+	int64_t id;
+	signer_key_info_t info;
+	bool found;
+} find_info_t;
+
+static int find_info(const signer_key_info_t *info, void *ctx)
+{
+	find_info_t *f = ctx;
+	if (info->id == f->id) {
+		f->info = *info;
+		f->found = true;
+		return 1;
+	}
+	return 0;
+}
+
+typedef struct {
+	const uint8_t *rdata;
+	size_t len;
+	int64_t id;
+} match_t;
+
+static int match_rdata(const records_record_t *rec, void *ctx)
+{
+	match_t *m = ctx;
+	if (rec->rdata_len == m->len && memcmp(rec->rdata, m->rdata, m->len) == 0) {
+		m->id = rec->id;
+		return 1;
+	}
+	return 0;
+}
+
+/* Deletes the apex record of that type and rdata, if any. */
+static int unpublish_one(records_store_t *rs, records_zone_t *zone,
+                         uint16_t type, const uint8_t *rdata, size_t len)
+{
+	match_t m = { .rdata = rdata, .len = len };
+	int ret = records_record_foreach(rs, zone->id, zone->apex, type,
+	                                 match_rdata, &m);
+	return ret == ZC_EOK && m.id > 0 ? records_record_delete(rs, zone, m.id) :
+	       ret;
+}
+
+int signer_zone_rollover(records_store_t *rs, records_zone_t *zone,
+                         uint16_t flags, signer_roll_step_t step)
+{
+	roll_keys_t r = { 0 };
+	int ret = records_dnssec_keys(rs, zone->id, collect_key, &r);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	if (r.count == 0) {
+		return ZC_ENOKEY;
+	}
+	int newest = -1, acted = 0;
+	for (unsigned i = 0; i < r.count; i++) {
+		if (r.keys[i].flags == flags) {
+			newest = (int)i;
+		}
+	}
+	ret = records_zone_bump(rs, zone);
+	if (ret == ZC_EOK && step == SIGNER_ROLL_PREPUBLISH) {
+		ret = add_key_as(rs, zone, r.algorithm, flags, false);
+		acted = 1;
+	} else if (ret == ZC_EOK && step == SIGNER_ROLL_ACTIVATE) {
+		for (unsigned i = 0; i < r.count && ret == ZC_EOK; i++) {
+			if (r.keys[i].flags != flags) {
+				continue;
+			}
+			bool active = (int)i == newest;
+			if (active != r.keys[i].active) {
+				ret = records_dnssec_key_set_active(rs, r.keys[i].id,
+				                                    active);
+				acted++;
+			}
+		}
+	} else if (ret == ZC_EOK) {
+		for (unsigned i = 0; i < r.count && ret == ZC_EOK; i++) {
+			if (r.keys[i].flags != flags || r.keys[i].active) {
+				continue;
+			}
+			find_info_t f = { .id = r.keys[i].id };
+			ret = signer_zone_keys(rs, zone, find_info, &f);
+			if (ret == ZC_EOK && f.found) {
+				ret = unpublish_one(rs, zone, KNOT_RRTYPE_DNSKEY,
+				                    f.info.dnskey, f.info.dnskey_len);
+			}
+			if (ret == ZC_EOK && f.found && flags == SIGNER_FLAGS_KSK) {
+				ret = unpublish_one(rs, zone, KNOT_RRTYPE_CDNSKEY,
+				                    f.info.dnskey, f.info.dnskey_len);
+				if (ret == ZC_EOK) {
+					ret = unpublish_one(rs, zone, KNOT_RRTYPE_CDS,
+					                    f.info.ds, f.info.ds_len);
+				}
+			}
+			if (ret == ZC_EOK) {
+				ret = records_dnssec_key_delete(rs, r.keys[i].id);
+			}
+			acted++;
+		}
+	}
+	if (ret == ZC_EOK && acted == 0) {
+		return ZC_ENOKEY; /* Nothing to do: the caller rolls back. */
+	}
+	return ret == ZC_EOK ? records_log_zone_event(rs, zone,
+	                       RECORDS_CHANGE_ZONE_SETTINGS) : ret;
 }

@@ -20,6 +20,23 @@ int signer_zone_enable(records_store_t *rs, records_zone_t *zone,
 /* Removes the keys and their apex records. ZC_ENOKEY when unsigned. */
 int signer_zone_disable(records_store_t *rs, records_zone_t *zone);
 
+/*
+ * Key rollover, one step per call (docs/dnssec.md has the timing):
+ *   prepublish: a new key for the role (ksk: flags 257, zsk: 256), not
+ *               signing yet, its DNSKEY published (a KSK's CDS and
+ *               CDNSKEY too);
+ *   activate:   the newest key of the role signs; older ones of the role
+ *               stay published but stop signing;
+ *   retire:     the role's keys that do not sign are removed with their
+ *               DNSKEY, CDS and CDNSKEY.
+ * ZC_ENOKEY when the zone is unsigned or the step has nothing to act on.
+ */
+typedef enum { SIGNER_ROLL_PREPUBLISH, SIGNER_ROLL_ACTIVATE,
+               SIGNER_ROLL_RETIRE } signer_roll_step_t;
+
+int signer_zone_rollover(records_store_t *rs, records_zone_t *zone,
+                         uint16_t flags, signer_roll_step_t step);
+
 /* What can be shown of a key (never the private part). */
 typedef struct {
 	int64_t id;
