@@ -251,7 +251,8 @@ def enable(srv, zone, *flags):
     for owner, _rd in ds:
         assert owner == zone, "DS owner %s for zone %s" % (owner, zone)
     keys = wait_for(lambda: served_dnskeys(srv, zone),
-                    "a signed DNSKEY RRset for %s after enable" % zone)
+                    lambda: "a signed DNSKEY RRset for %s after enable; last answer:\n%s"
+                    % (zone, show(try_ask(srv, zone, "DNSKEY"))))
     return ds, ds_lines(ds), keys
 
 
@@ -955,7 +956,9 @@ def test_api_patch_disable_and_enable(env, new_zone, resolvers):
     # PATCH active: signed, and GET's DS is the served key's
     res = env.api.ok("PATCH", "/zones/%s/dnssec" % zid, json={"status": "active"})["result"]
     assert res["status"] == "active", res
-    keys = wait_for(lambda: served_dnskeys(env.srv, z), "DNSKEY of %s after PATCH active" % z)
+    keys = wait_for(lambda: served_dnskeys(env.srv, z),
+                    lambda: "DNSKEY of %s after PATCH active; last answer:\n%s"
+                    % (z, show(try_ask(env.srv, z, "DNSKEY"))))
     res = env.api.get("/zones/%s/dnssec" % zid)
     ds = validators.parse_ds(res["ds"])
     assert ds, res
