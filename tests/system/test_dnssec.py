@@ -984,3 +984,48 @@ def test_api_patch_disable_and_enable(env, new_zone, resolvers):
     r = env.api.call("PATCH", "/zones/%s/dnssec" % zid, json={"status": "sideways"})
     assert r.status_code == 400, (r.status_code, r.text)
     assert env.api.get("/zones/%s/dnssec" % zid)["status"] == "disabled"
+
+
+def test_api_patch_active_ed25519_split(env, new_zone, resolvers):
+    """PATCH {"status": "active", "algorithm": "ed25519", "split": true}
+    (docs/api.md): a KSK and a ZSK of algorithm 15, and answers validate."""
+    z = new_zone("apised")
+    zid = env.api.zone_id(z)
+    env.api.ok("PATCH", "/zones/%s/dnssec" % zid,
+               json={"status": "active", "algorithm": "ed25519", "split": True})
+    keys = wait_for(lambda: served_dnskeys(env.srv, z),
+                    lambda: "DNSKEY of %s after PATCH active; last answer:\n%s"
+                    % (z, show(try_ask(env.srv, z, "DNSKEY"))))
+    assert sorted((k.flags, k.algorithm) for k in keys) == [(256, 15), (257, 15)], keys
+    res = env.api.get("/zones/%s/dnssec" % zid)
+    assert res["status"] == "active" and str(res["algorithm"]) == "15", res
+    ds = validators.parse_ds(res["ds"])
+    ksk = [k for k in keys if k.flags == 257][0]
+    assert int(res["key_tag"]) == dns.dnssec.key_id(ksk), res
+    assert ds and dns.dnssec.make_ds(N(z), ksk, "SHA256") == ds[0][1], res
+    assert_no_private_material(res, keys, "GET /dnssec")
+    ub = resolvers({z: env.srv.port}, ds_lines(ds))
+    assert_validated(ub, z, "TXT")
+    assert_validated(ub, "nx." + z, "A")
+
+
+@pytest.mark.parametrize("rtype,content", [
+    ("DNSKEY", "257 3 13 mEetPw40N1STHn3BGK3KX3AZcsbTT8L/N+3C1NaIIKkMCd9+M83Y6dKUreLtiLaxaQGRAshaes7xx2AE3wHW3g=="),
+    ("CDS", "0 0 0 00"),
+    ("NSEC", "zzz.signed.test. A RRSIG NSEC"),
+    ("RRSIG", "A 13 3 300 20300101000000 20200101000000 12345 signed.test. "
+              "oL6EiqGxnOCZYiU/qPW6VS5h1w7lVCc/guiDYeB7u8OS2xpTXijcFhpYW2nRelw/3Bdj+GfwXFOAPu3AIbMSvw=="),
+])
+def test_api_refuses_signer_types(env, rtype, content):
+    """The signer owns DNSKEY, CDS, CDNSKEY, RRSIG, NSEC... (docs/api.md):
+    the records API neither creates them nor changes what DNS serves."""
+    before = ask(env.srv, ZONE, "DNSKEY")
+    name = ZONE.rstrip(".") if rtype in ("DNSKEY", "CDS") else "www." + ZONE.rstrip(".")
+    r = env.api.call("POST", "/zones/%s/dns_records" % env.zone_id,
+                     json={"name": name, "type": rtype, "content": content, "ttl": 300})
+    assert 400 <= r.status_code < 500, "POST %s: HTTP %d %s" % (rtype, r.status_code, r.text[:500])
+    time.sleep(0.1)
+    after = ask(env.srv, ZONE, "DNSKEY")
+    assert rrsets(after, "answer", dns.rdatatype.DNSKEY) == rrsets(before, "answer",
+                                                                   dns.rdatatype.DNSKEY)
+    assert_validated(env.ub, "www." + ZONE, "A")
