@@ -34,10 +34,7 @@ import dns.message
 import dns.name
 import dns.query
 import dns.rcode
-import dns.rdata
-import dns.rdataclass
 import dns.rdatatype
-import dns.rrset
 import dns.update
 import pytest
 
