@@ -1026,3 +1026,69 @@ def test_api_refuses_signer_types(env, rtype, content):
     assert rrsets(after, "answer", dns.rdatatype.DNSKEY) == rrsets(before, "answer",
                                                                    dns.rdatatype.DNSKEY)
     assert_validated(env.ub, "www." + ZONE, "A")
+
+
+# ------------------------------------------------------------------ key rollover
+
+def _delv_ok(env, zone, anchor_file, name, rdtype, negative=False):
+    cp = validators.delv(env.srv.port, anchor_file, zone, name, rdtype)
+    want = "; negative response, fully validated" if negative else "; fully validated"
+    assert want in cp.out, "%s\n%s" % (" ".join(cp.argv), cp.out)
+
+
+def _key_tags(env, zone):
+    out = dnssec_cli(env.srv, "keys", zone).stdout
+    return sorted(re.findall(r"tag=(\d+)\tflags=(\d+) [^\t]*\t[^\t]*\t(\w+)", out))
+
+
+def test_rollover_end_to_end_keeps_validating(env, new_zone, tmp_path):
+    """ZSK pre-publish (adding a ZSK to a CSK zone, then rolling it) and a
+    KSK roll with both DS at the parent: delv validates positive and
+    negative answers after every step; served DNSKEYs follow the steps."""
+    z = new_zone("roll")
+    ds, _lines, _keys = enable(env.srv, z)
+    anchor = validators.anchors_file(str(tmp_path / "a1.conf"), ds)
+
+    def check(anchor_file, what):
+        for name, rdtype, neg in (("www." + z, "A", False), (z, "DNSKEY", False),
+                                  ("nx." + z, "A", True), ("www." + z, "MX", True)):
+            try:
+                _delv_ok(env, z, anchor_file, name, rdtype, neg)
+            except AssertionError as e:
+                raise AssertionError("after %s: %s" % (what, e))
+
+    def step(role, what, served_tags):
+        cp = dnssec_cli(env.srv, "rollover", z, role, what, check=False)
+        assert cp.returncode == 0, "rollover %s %s: %s%s" % (role, what, cp.stdout, cp.stderr)
+        tags = {t for t, _f, _s in _key_tags(env, z)}
+        assert len(tags) == served_tags, _key_tags(env, z)
+        wait_for(lambda: (lambda k: k is not None and
+                          {str(rd.flags) + "/" + str(dns.dnssec.key_id(rd)) for rd in k}
+                          == {f + "/" + t for t, f, _s in _key_tags(env, z)})(
+                     served_dnskeys(env.srv, z)),
+                 "%s's DNSKEY set to follow %s %s" % (z, role, what))
+
+    check(anchor, "enable")
+    step("zsk", "prepublish", 2)
+    check(anchor, "zsk prepublish")
+    step("zsk", "activate", 2)
+    check(anchor, "zsk activate")
+    step("zsk", "prepublish", 3)
+    step("zsk", "activate", 3)
+    check(anchor, "second zsk activate")
+    step("zsk", "retire", 2)
+    check(anchor, "zsk retire")
+    step("ksk", "prepublish", 3)
+    both = validators.parse_ds(dnssec_cli(env.srv, "ds", z).stdout)
+    assert len(both) == 2, both
+    anchor2 = validators.anchors_file(str(tmp_path / "a2.conf"), both)
+    check(anchor2, "ksk prepublish")
+    step("ksk", "activate", 3)
+    check(anchor2, "ksk activate")
+    step("ksk", "retire", 2)
+    new = validators.parse_ds(dnssec_cli(env.srv, "ds", z).stdout)
+    assert len(new) == 1 and new[0] in both and new[0] != ds[0], (new, both, ds)
+    check(validators.anchors_file(str(tmp_path / "a3.conf"), new), "ksk retire")
+    # the old KSK alone no longer validates the DNSKEY set
+    cp = validators.delv(env.srv.port, anchor, z, z, "DNSKEY")
+    assert "; fully validated" not in cp.out, cp.out
