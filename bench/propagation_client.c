@@ -73,7 +73,7 @@ typedef struct {
 	char http[64], dns[64], zone[256], zone_id[128], token[256], api_key[256];
 	char targets[1024], out[1024], stop_file[1024], tag[64];
 	int samples, null_mode, timeout_ms, budget_s, refresh, batch_size, batches;
-	int threads, seconds, no_warm;
+	int threads, seconds, no_warm, do_bit;
 	unsigned seq_base;
 } opts_t;
 
@@ -382,6 +382,14 @@ static int build_query(uint8_t *b, uint16_t id, const uint8_t *qname, int qlen,
 	b[n++] = qtype & 0xff;
 	b[n++] = 0;
 	b[n++] = 1;
+	if (O.do_bit) {
+		/* EDNS OPT with DO=1 (--do): signed zones answer with RRSIGs. */
+		static const uint8_t opt[11] = { 0, 0, 41, 0x04, 0xd0, 0, 0,
+		                                 0x80, 0, 0, 0 };
+		b[11] = 1; /* ARCOUNT */
+		memcpy(b + n, opt, sizeof(opt));
+		n += sizeof(opt);
+	}
 	return n;
 }
 
@@ -1316,6 +1324,10 @@ int main(int argc, char **argv)
 		}
 		if (strcmp(a, "--null") == 0) {
 			O.null_mode = 1;
+			continue;
+		}
+		if (strcmp(a, "--do") == 0) {
+			O.do_bit = 1;
 			continue;
 		}
 		if (strcmp(a, "--proto") == 0 && v) {
