@@ -22,7 +22,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	if (es == NULL) {
 		abort();
 	}
-	answer_ctx_init(&ctx, es, "fuzz");
+	answer_ctx_init(&ctx, es, "fuzz", 64);
 	return 0;
 }
 

@@ -176,6 +176,7 @@ static int run(const config_t *cfg)
 		.nsid = cfg->nsid[0] ? cfg->nsid : NULL,
 		.tcp_idle_timeout_ms = cfg->tcp_idle_timeout * 1000,
 		.tcp_max_clients = cfg->tcp_max_clients,
+		.signature_cache = cfg->signature_cache,
 		.listen_count = cfg->listen_count,
 	};
 	for (size_t i = 0; i < cfg->listen_count; i++) {

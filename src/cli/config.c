@@ -24,6 +24,7 @@ void config_defaults(config_t *cfg)
 	cfg->notify_retries = 5;
 	cfg->notify_timeout = 1000;
 	cfg->update_max_size = 65535;
+	cfg->signature_cache = 16384;
 	snprintf(cfg->api_listen, sizeof(cfg->api_listen), "127.0.0.1:8053");
 }
 
@@ -143,6 +144,8 @@ int config_set(config_t *cfg, const char *key, const char *value,
 		cfg->serial_policy = strcmp(value, "increment") == 0 ? 0 :
 		                     strcmp(value, "unixtime") == 0 ? 1 : -1;
 		bad = cfg->serial_policy < 0;
+	} else if (strcmp(key, "signature-cache") == 0) {
+		bad = parse_uint(value, 16 * 1024 * 1024, &cfg->signature_cache);
 	} else if (strcmp(key, "update-max-size") == 0) {
 		bad = parse_uint(value, 65535, &cfg->update_max_size) ||
 		      cfg->update_max_size < 12;

@@ -43,6 +43,7 @@ typedef struct {
 	unsigned notify_timeout;    /* ms before the first resend */
 	int serial_policy;          /* records_serial_policy_t for new zones */
 	unsigned update_max_size;   /* bytes */
+	unsigned signature_cache;   /* RRSIGs cached per DNS worker */
 } config_t;
 
 /* Fills the built-in defaults. */

@@ -700,14 +700,16 @@ static void put_additional(query_t *qr)
 
 /* --- Message level --- */
 
-void answer_ctx_init(answer_ctx_t *ctx, edge_store_t *edge, const char *nsid)
+void answer_ctx_init(answer_ctx_t *ctx, edge_store_t *edge, const char *nsid,
+                     size_t sig_slots)
 {
 	memset(ctx, 0, sizeof(*ctx));
 	ctx->edge = edge;
 	ctx->nsid = nsid;
 	ctx->nsid_len = nsid ? strlen(nsid) : 0;
 	zc_arena_init(&ctx->arena, 64 * 1024);
-	ctx->sigcache = signer_cache_new(ANSWER_SIGCACHE_SLOTS);
+	ctx->sigcache = signer_cache_new(sig_slots ? sig_slots :
+	                                 ANSWER_SIGCACHE_SLOTS);
 }
 
 void answer_ctx_deinit(answer_ctx_t *ctx)

@@ -41,7 +41,9 @@ typedef struct {
 /* Signatures kept per worker by default. */
 #define ANSWER_SIGCACHE_SLOTS 16384
 
-void answer_ctx_init(answer_ctx_t *ctx, edge_store_t *edge, const char *nsid);
+/* sig_slots: signatures the context caches (0: ANSWER_SIGCACHE_SLOTS). */
+void answer_ctx_init(answer_ctx_t *ctx, edge_store_t *edge, const char *nsid,
+                     size_t sig_slots);
 void answer_ctx_deinit(answer_ctx_t *ctx);
 
 /*

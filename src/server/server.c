@@ -133,7 +133,7 @@ static int start_worker(server_t *s, worker_t *w, const char *addr, bool tcp,
 			return KNOT_ENOMEM;
 		}
 	}
-	answer_ctx_init(&w->answer, edge, s->cfg.nsid);
+	answer_ctx_init(&w->answer, edge, s->cfg.nsid, s->cfg.signature_cache);
 	if (pthread_create(&w->thread, NULL, tcp ? server_tcp_worker :
 	                   server_udp_worker, w) != 0) {
 		answer_ctx_deinit(&w->answer);

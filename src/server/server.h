@@ -38,6 +38,7 @@ typedef struct {
 	unsigned tcp_idle_timeout_ms;  /* RFC 7766 §6.2.3 */
 	unsigned tcp_max_clients;      /* Per worker and address. */
 	unsigned tcp_max_pending;      /* Deferred replies per connection. */
+	unsigned signature_cache;      /* RRSIGs cached per worker (0: default). */
 } server_config_t;
 
 typedef struct server server_t;

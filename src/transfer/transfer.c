@@ -389,7 +389,7 @@ int transfer_start(const transfer_config_t *cfg, transfer_t **out)
 		th->t = t;
 		zc_arena_init(&th->arena, 16 * 1024);
 		zc_arena_init(&th->node_arena, 16 * 1024);
-		answer_ctx_init(&th->answer, t->cfg.edge, NULL);
+		answer_ctx_init(&th->answer, t->cfg.edge, NULL, 256);
 		int ret = pthread_create(&th->thread, NULL, thread_main, th);
 		if (ret != 0) {
 			transfer_free(t);

@@ -185,7 +185,7 @@ int main(void)
 	CHECK_EQ(edge_open(&es, dir, 0), ZC_EOK);
 	CHECK_EQ(fixture_import(rs, es, "example.", zone), ZC_EOK);
 	answer_ctx_t ctx;
-	answer_ctx_init(&ctx, es, NULL);
+	answer_ctx_init(&ctx, es, NULL, 64);
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		run_case(&ctx, &cases[i]);
 	}
