@@ -24,7 +24,7 @@ void config_defaults(config_t *cfg)
 	cfg->notify_retries = 5;
 	cfg->notify_timeout = 1000;
 	cfg->update_max_size = 65535;
-	cfg->signature_cache = 16384;
+	cfg->signature_cache = 65536;
 	snprintf(cfg->api_listen, sizeof(cfg->api_listen), "127.0.0.1:8053");
 }
 

@@ -39,7 +39,7 @@ typedef struct {
 } answer_ctx_t;
 
 /* Signatures kept per worker by default. */
-#define ANSWER_SIGCACHE_SLOTS 16384
+#define ANSWER_SIGCACHE_SLOTS 65536
 
 /* sig_slots: signatures the context caches (0: ANSWER_SIGCACHE_SLOTS). */
 void answer_ctx_init(answer_ctx_t *ctx, edge_store_t *edge, const char *nsid,

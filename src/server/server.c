@@ -133,7 +133,10 @@ static int start_worker(server_t *s, worker_t *w, const char *addr, bool tcp,
 			return KNOT_ENOMEM;
 		}
 	}
-	answer_ctx_init(&w->answer, edge, s->cfg.nsid, s->cfg.signature_cache);
+	/* TCP carries few signed answers: a sixteenth of the UDP cache. */
+	size_t sigs = s->cfg.signature_cache ? s->cfg.signature_cache :
+	              ANSWER_SIGCACHE_SLOTS;
+	answer_ctx_init(&w->answer, edge, s->cfg.nsid, tcp ? sigs / 16 + 4 : sigs);
 	if (pthread_create(&w->thread, NULL, tcp ? server_tcp_worker :
 	                   server_udp_worker, w) != 0) {
 		answer_ctx_deinit(&w->answer);
