@@ -144,6 +144,8 @@ int config_set(config_t *cfg, const char *key, const char *value,
 		cfg->serial_policy = strcmp(value, "increment") == 0 ? 0 :
 		                     strcmp(value, "unixtime") == 0 ? 1 : -1;
 		bad = cfg->serial_policy < 0;
+	} else if (strcmp(key, "user") == 0) {
+		bad = copy_str(cfg->user, sizeof(cfg->user), value);
 	} else if (strcmp(key, "signature-cache") == 0) {
 		bad = parse_uint(value, 16 * 1024 * 1024, &cfg->signature_cache);
 	} else if (strcmp(key, "update-max-size") == 0) {

@@ -44,6 +44,7 @@ typedef struct {
 	int serial_policy;          /* records_serial_policy_t for new zones */
 	unsigned update_max_size;   /* bytes */
 	unsigned signature_cache;   /* RRSIGs cached per DNS worker */
+	char user[64];              /* Run as this user after binding ("": no). */
 } config_t;
 
 /* Fills the built-in defaults. */

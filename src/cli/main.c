@@ -4,6 +4,7 @@
  */
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli/commands.h"
 
@@ -29,6 +30,9 @@ static void usage(FILE *out)
 
 int main(int argc, char **argv)
 {
+	/* Data files (records, edge store, tokens, keys) are the owner's
+	 * alone. */
+	umask(077);
 	if (argc < 2) {
 		usage(stderr);
 		return 2;
