@@ -23,6 +23,7 @@
 
 #include "common/error.h"
 #include "dns/name.h"
+#include "dns/reply.h"
 #include "server/answer.h"
 #include "server/worker.h"
 
@@ -727,27 +728,8 @@ void answer_ctx_deinit(answer_ctx_t *ctx)
 static size_t error_response(const knot_pkt_t *q, uint8_t *resp,
                              size_t resp_max, uint8_t rcode)
 {
-	size_t len = KNOT_WIRE_HEADER_SIZE;
-	memcpy(resp, q->wire, KNOT_WIRE_HEADER_SIZE);
-	knot_wire_set_qdcount(resp, 0);
-	if (q->qname_size > 0 && knot_wire_get_qdcount(q->wire) == 1 &&
-	    q->size >= KNOT_WIRE_HEADER_SIZE + q->qname_size + 4u &&
-	    resp_max >= len + q->qname_size + 4u) {
-		memcpy(resp + len, q->wire + len, q->qname_size + 4u);
-		len += q->qname_size + 4u;
-		knot_wire_set_qdcount(resp, 1);
-	}
-	knot_wire_set_ancount(resp, 0);
-	knot_wire_set_nscount(resp, 0);
-	knot_wire_set_arcount(resp, 0);
-	knot_wire_set_qr(resp);
-	knot_wire_clear_aa(resp);
-	knot_wire_clear_tc(resp);
-	knot_wire_clear_ra(resp);
-	knot_wire_clear_ad(resp);
-	knot_wire_clear_z(resp);
-	knot_wire_set_rcode(resp, rcode);
-	return len;
+	return dns_error_reply(q->wire, q->size, q->qname_size, resp, resp_max,
+	                       rcode);
 }
 
 /* RFC 6891 §6.2.3-5: the UDP size we may send. */

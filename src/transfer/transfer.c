@@ -20,6 +20,7 @@
 
 #include "common/error.h"
 #include "common/log.h"
+#include "dns/reply.h"
 #include "server/answer.h"
 #include "transfer/internal.h"
 #include "transfer/transfer.h"
@@ -100,23 +101,8 @@ static void send_header_error(server_reply_t *reply, const uint8_t *msg,
 		server_reply_send(reply, NULL, 0);
 		return;
 	}
-	size_t rlen = KNOT_WIRE_HEADER_SIZE;
-	memcpy(resp, msg, rlen);
-	knot_wire_set_qdcount(resp, 0);
-	int qname = knot_dname_wire_check(msg + rlen, msg + len, NULL);
-	if (knot_wire_get_qdcount(msg) == 1 && qname > 0 &&
-	    rlen + qname + 4 <= len) {
-		memcpy(resp + rlen, msg + rlen, qname + 4);
-		rlen += qname + 4;
-		knot_wire_set_qdcount(resp, 1);
-	}
-	knot_wire_set_ancount(resp, 0);
-	knot_wire_set_nscount(resp, 0);
-	knot_wire_set_arcount(resp, 0);
-	knot_wire_set_qr(resp);
-	knot_wire_clear_aa(resp);
-	knot_wire_clear_tc(resp);
-	knot_wire_set_rcode(resp, rcode);
+	size_t rlen = dns_error_reply(msg, len, dns_qname_size(msg, len), resp,
+	                              sizeof(resp), rcode);
 	server_reply_send(reply, resp, rlen);
 }
 

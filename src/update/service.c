@@ -16,6 +16,7 @@
 
 #include "common/error.h"
 #include "common/log.h"
+#include "dns/reply.h"
 #include "update/internal.h"
 #include "update/update.h"
 
@@ -149,28 +150,11 @@ static void msg_free(update_msg_t *m)
 static void respond(update_msg_t *m)
 {
 	uint8_t resp[RESPONSE_MAX];
-	size_t len = KNOT_WIRE_HEADER_SIZE;
-	memcpy(resp, m->wire, KNOT_WIRE_HEADER_SIZE);
-	knot_wire_set_qdcount(resp, 0);
 	knot_pkt_t *q = m->pkt;
-	if (q != NULL && q->qname_size > 0 &&
-	    knot_wire_get_qdcount(q->wire) >= 1 &&
-	    q->size >= KNOT_WIRE_HEADER_SIZE + q->qname_size + 4u) {
-		memcpy(resp + len, q->wire + len, q->qname_size + 4u);
-		len += q->qname_size + 4u;
-		knot_wire_set_qdcount(resp, 1);
-	}
-	knot_wire_set_ancount(resp, 0);
-	knot_wire_set_nscount(resp, 0);
-	knot_wire_set_arcount(resp, 0);
-	knot_wire_set_qr(resp);
-	knot_wire_clear_aa(resp);
-	knot_wire_clear_tc(resp);
-	knot_wire_clear_ra(resp);
-	knot_wire_clear_ad(resp);
+	size_t len = dns_error_reply(m->wire, q ? q->size : m->wire_len,
+	                             q ? q->qname_size : 0, resp, sizeof(resp),
+	                             m->rcode);
 	knot_wire_clear_cd(resp);
-	knot_wire_clear_z(resp);
-	knot_wire_set_rcode(resp, m->rcode);
 	if (m->tsig.present) {
 		server_reply_send_signed(m->reply, resp, len, &m->tsig);
 	} else {
