@@ -18,7 +18,6 @@
 #include "common/error.h"
 #include "signer/signer.h"
 
-#define SIG_MAX (18 + 255 + 128)
 #define WAYS 4
 
 typedef struct {
@@ -26,7 +25,7 @@ typedef struct {
 	uint64_t used;           /* Cache clock at the last hit or fill. */
 	uint32_t refresh_at;     /* Re-sign from then on. */
 	uint16_t len;
-	uint8_t rdata[SIG_MAX];
+	uint8_t rdata[SIGNER_RRSIG_MAX];
 } slot_t;
 
 struct signer_cache {
@@ -135,31 +134,19 @@ int signer_sign_cached(signer_cache_t *c, const knot_rrset_t *rr,
 	dnssec_random_buffer((uint8_t *)&jitter, sizeof(jitter));
 	uint32_t inception = now - SIGNER_INCEPTION_BACK;
 	uint32_t expiration = now + SIGNER_VALIDITY + jitter % SIGNER_JITTER;
-	uint16_t before = rrsig->rrs.count;
-	int ret = signer_sign_rrset(rr, key, signer, inception, expiration,
-	                            rrsig, mm);
-	if (ret != ZC_EOK || s == NULL || rrsig->rrs.count != before + 1) {
-		return ret;
+	uint8_t rdata[SIGNER_RRSIG_MAX];
+	int len = signer_sign_rdata(rr, key, signer, inception, expiration,
+	                            rdata, sizeof(rdata), mm);
+	if (len < 0) {
+		return len;
 	}
-	/* The new signature is the rdata just added (the set keeps order by
-	 * content: find it by its known prefix: type, alg, ..., times). */
-	knot_rdata_t *rd = rrsig->rrs.rdata;
-	for (uint16_t i = 0; i < rrsig->rrs.count; i++) {
-		const uint8_t *p = rd->data;
-		uint32_t exp = (uint32_t)p[8] << 24 | (uint32_t)p[9] << 16 |
-		               (uint32_t)p[10] << 8 | p[11];
-		uint16_t tag = (uint16_t)(p[16] << 8 | p[17]);
-		if (rd->len <= SIG_MAX && exp == expiration && tag == key->tag &&
-		    (uint16_t)(p[0] << 8 | p[1]) == rr->type) {
-			s->h1 = h1;
-			s->h2 = h2;
-			s->used = c->clock;
-			s->refresh_at = expiration - (expiration - inception) / 4;
-			s->len = rd->len;
-			memcpy(s->rdata, rd->data, rd->len);
-			break;
-		}
-		rd = knot_rdataset_next(rd);
+	if (s != NULL) {
+		s->h1 = h1;
+		s->h2 = h2;
+		s->used = c->clock;
+		s->refresh_at = expiration - (expiration - inception) / 4;
+		s->len = (uint16_t)len;
+		memcpy(s->rdata, rdata, (size_t)len);
 	}
-	return ZC_EOK;
+	return knot_rrset_add_rdata(rrsig, rdata, (uint16_t)len, mm);
 }

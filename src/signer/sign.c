@@ -47,9 +47,9 @@ static void put32(uint8_t *p, uint32_t v)
 	p[3] = (uint8_t)v;
 }
 
-int signer_sign_rrset(const knot_rrset_t *rr, const signer_key_t *key,
+int signer_sign_rdata(const knot_rrset_t *rr, const signer_key_t *key,
                       const uint8_t *signer, uint32_t inception,
-                      uint32_t expiration, knot_rrset_t *rrsig,
+                      uint32_t expiration, uint8_t *out, size_t out_size,
                       knot_mm_t *mm)
 {
 	/* Canonical copy: owner and rdata names lowercased. */
@@ -127,16 +127,24 @@ int signer_sign_rrset(const knot_rrset_t *rr, const signer_key_t *key,
 		dnssec_binary_free(&sig);
 		return KNOT_ERROR;
 	}
-	uint8_t rdata[18 + KNOT_DNAME_MAXLEN + 512];
-	if (head_len + sig.size > sizeof(rdata)) {
-		dnssec_binary_free(&sig);
-		return ZC_ETOOBIG;
+	int len = head_len + sig.size <= out_size ? (int)(head_len + sig.size) :
+	          ZC_ETOOBIG;
+	if (len > 0) {
+		memcpy(out, head, head_len);
+		memcpy(out + head_len, sig.data, sig.size);
 	}
-	memcpy(rdata, head, head_len);
-	/* The RRSIG itself carries the signer name as given (lowercase). */
-	memcpy(rdata + head_len, sig.data, sig.size);
-	ret = knot_rrset_add_rdata(rrsig, rdata, (uint16_t)(head_len + sig.size),
-	                           mm);
 	dnssec_binary_free(&sig);
-	return ret;
+	return len;
+}
+
+int signer_sign_rrset(const knot_rrset_t *rr, const signer_key_t *key,
+                      const uint8_t *signer, uint32_t inception,
+                      uint32_t expiration, knot_rrset_t *rrsig,
+                      knot_mm_t *mm)
+{
+	uint8_t rdata[SIGNER_RRSIG_MAX];
+	int len = signer_sign_rdata(rr, key, signer, inception, expiration,
+	                            rdata, sizeof(rdata), mm);
+	return len < 0 ? len : knot_rrset_add_rdata(rrsig, rdata, (uint16_t)len,
+	                                            mm);
 }

@@ -83,6 +83,16 @@ int signer_keyset_decode(const uint8_t *apex, const uint8_t *data,
                          size_t len, signer_keyset_t *out);
 void signer_keyset_free(signer_keyset_t *ks);
 
+/* Largest RRSIG rdata: fixed fields, signer name, signature. */
+#define SIGNER_RRSIG_MAX (18 + 255 + 128)
+
+/* The RRSIG rdata signing rr (see signer_sign_rrset()) into out; its
+ * length or a negative code. */
+int signer_sign_rdata(const knot_rrset_t *rr, const signer_key_t *key,
+                      const uint8_t *signer, uint32_t inception,
+                      uint32_t expiration, uint8_t *out, size_t out_size,
+                      knot_mm_t *mm);
+
 /*
  * Appends to rrsig (an RRSIG RRset owned by rr's owner, created by the
  * caller) the signature of rr made with key, for the signer (zone apex).
