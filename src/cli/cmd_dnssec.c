@@ -153,16 +153,10 @@ int cmd_dnssec(int argc, char **argv)
 	if (cli_open_stores(dir, &rs, &es) != ZC_EOK) {
 		return 1;
 	}
-	uint8_t apex[KNOT_DNAME_MAXLEN];
 	records_zone_t zone;
-	int ret = knot_dname_from_str(apex, name, sizeof(apex)) != NULL ?
-	          ZC_EOK : ZC_EUSAGE;
-	if (ret == ZC_EOK) {
-		knot_dname_to_lower(apex);
-		ret = records_zone_find(rs, apex, &zone);
-	}
+	int ret = cli_find_zone(rs, "dnssec", name, &zone);
 	if (ret != ZC_EOK) {
-		fprintf(stderr, "zonecast dnssec: no zone %s\n", name);
+		/* Reported. */
 	} else if (strcmp(verb, "enable") == 0) {
 		ret = change(rs, es, &zone, DO_ENABLE, alg, split, 0, roll_step);
 		if (ret == ZC_EOK) {

@@ -86,18 +86,9 @@ int cmd_token(int argc, char **argv)
 	int64_t zone_id = 0;
 	int ret = ZC_EOK;
 	if (zone != NULL) {
-		uint8_t apex[KNOT_DNAME_MAXLEN];
 		records_zone_t z;
-		if (knot_dname_from_str(apex, zone, sizeof(apex)) == NULL) {
-			ret = ZC_EUSAGE;
-		} else {
-			knot_dname_to_lower(apex);
-			ret = records_zone_find(rs, apex, &z);
-			zone_id = z.id;
-		}
-		if (ret != ZC_EOK) {
-			fprintf(stderr, "zonecast token: no zone %s\n", zone);
-		}
+		ret = cli_find_zone(rs, "token", zone, &z);
+		zone_id = ret == ZC_EOK ? z.id : 0;
 	}
 	edge_close(es);
 	records_close(rs);

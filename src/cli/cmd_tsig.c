@@ -36,20 +36,10 @@ static void usage(FILE *out)
 
 static int find_zone(records_store_t *rs, const char *zone, int64_t *id)
 {
-	uint8_t apex[KNOT_DNAME_MAXLEN];
 	records_zone_t z;
-	if (knot_dname_from_str(apex, zone, sizeof(apex)) == NULL) {
-		fprintf(stderr, "zonecast tsig: '%s' is not a zone name\n", zone);
-		return ZC_EUSAGE;
-	}
-	knot_dname_to_lower(apex);
-	int ret = records_zone_find(rs, apex, &z);
-	if (ret != ZC_EOK) {
-		fprintf(stderr, "zonecast tsig: no zone %s\n", zone);
-		return ret;
-	}
-	*id = z.id;
-	return ZC_EOK;
+	int ret = cli_find_zone(rs, "tsig", zone, &z);
+	*id = ret == ZC_EOK ? z.id : 0;
+	return ret;
 }
 
 static int create(records_store_t *rs, const char *name, const char *zone,

@@ -22,6 +22,11 @@ int cli_demo_token(const char *data_dir);
 /* Creates the data directory (mode 0700) if needed. */
 int cli_prepare_data_dir(const char *dir);
 
+/* Finds the zone named `name` (text); prints "zonecast CMD: no zone NAME"
+ * when it is not there (or is no name). */
+int cli_find_zone(records_store_t *rs, const char *cmd, const char *name,
+                  records_zone_t *zone);
+
 /* Opens both stores of a data directory; prints why on failure. */
 int cli_open_stores(const char *dir, records_store_t **rs, edge_store_t **es);
 

@@ -245,3 +245,19 @@ int cli_import_zone(records_store_t *rs, edge_store_t *es, const char *name,
 	free_files(imp);
 	return ret;
 }
+
+int cli_find_zone(records_store_t *rs, const char *cmd, const char *name,
+                  records_zone_t *zone)
+{
+	uint8_t apex[KNOT_DNAME_MAXLEN];
+	int ret = knot_dname_from_str(apex, name, sizeof(apex)) != NULL ?
+	          ZC_EOK : ZC_EUSAGE;
+	if (ret == ZC_EOK) {
+		knot_dname_to_lower(apex);
+		ret = records_zone_find(rs, apex, zone);
+	}
+	if (ret != ZC_EOK) {
+		fprintf(stderr, "zonecast %s: no zone %s\n", cmd, name);
+	}
+	return ret;
+}
