@@ -74,7 +74,7 @@ start_zonecast() {
     SRV_PORT=${WANT_PORT:-$(free_port)}
     local aport; aport=$(free_port)
     bench_start "$d/zonecast.log" "" "$ZONECAST_BIN" serve --data-dir "$d/dd" --listen "127.0.0.1:$SRV_PORT" \
-        --api-listen "127.0.0.1:$aport" --workers "$WORKERS" --no-demo "$@"
+        --api-listen "127.0.0.1:$aport" --workers "$WORKERS" --no-demo -o rrl-rate=0 -o tcp-max-clients-per-ip=0 "$@"
     SRV_PID=$BENCH_LAST_PID
     if ! wait_for_answer "$SRV_PORT" "$UPD_ZONE" "$START_TIMEOUT" "$SRV_PID"; then
         SRV_ERR="serve did not answer: $(grep -v '^$' "$d/zonecast.log" | tail -1)"; bench_stop "$SRV_PID"; return 1

@@ -18,6 +18,13 @@ void config_defaults(config_t *cfg)
 	cfg->log_level = ZC_LOG_INFO;
 	cfg->tcp_idle_timeout = 10;
 	cfg->tcp_max_clients = 1024;
+	cfg->tcp_max_clients_per_ip = 64;
+	cfg->cookies = true;
+	cfg->rrl_rate = 200;
+	cfg->rrl_slip = 2;
+	cfg->rrl_ipv4_prefix = 24;
+	cfg->rrl_ipv6_prefix = 56;
+	cfg->rrl_table_size = 262144;
 	cfg->demo = true;
 	cfg->default_ttl = 3600;
 	cfg->journal_retention = 7 * 86400;
@@ -62,6 +69,52 @@ static int copy_str(char *dst, size_t size, const char *value)
 	return 0;
 }
 
+static int parse_hex16(const char *value, uint8_t out[16])
+{
+	if (strlen(value) != 32) {
+		return -1;
+	}
+	for (size_t i = 0; i < 16; i++) {
+		unsigned byte;
+		if (sscanf(value + 2 * i, "%2x", &byte) != 1 ||
+		    !isxdigit((unsigned char)value[2 * i]) ||
+		    !isxdigit((unsigned char)value[2 * i + 1])) {
+			return -1;
+		}
+		out[i] = (uint8_t)byte;
+	}
+	return 0;
+}
+
+/* Abuse resistance: RRL, cookies, per-client TCP connections. True when
+ * key is one of these (bad tells whether value was). */
+static bool set_abuse_key(config_t *cfg, const char *key, const char *value,
+                          int *bad)
+{
+	if (strcmp(key, "tcp-max-clients-per-ip") == 0) {
+		*bad = parse_uint(value, 1000000, &cfg->tcp_max_clients_per_ip);
+	} else if (strcmp(key, "cookies") == 0) {
+		*bad = parse_bool(value, &cfg->cookies);
+	} else if (strcmp(key, "cookie-secret") == 0) {
+		*bad = parse_hex16(value, cfg->cookie_secret);
+	} else if (strcmp(key, "rrl-rate") == 0) {
+		*bad = parse_uint(value, 1000000, &cfg->rrl_rate);
+	} else if (strcmp(key, "rrl-slip") == 0) {
+		*bad = parse_uint(value, 100, &cfg->rrl_slip);
+	} else if (strcmp(key, "rrl-ipv4-prefix") == 0) {
+		*bad = parse_uint(value, 32, &cfg->rrl_ipv4_prefix);
+	} else if (strcmp(key, "rrl-ipv6-prefix") == 0) {
+		*bad = parse_uint(value, 128, &cfg->rrl_ipv6_prefix);
+	} else if (strcmp(key, "rrl-table-size") == 0) {
+		*bad = parse_uint(value, 1u << 26, &cfg->rrl_table_size);
+	} else if (strcmp(key, "rrl-exempt") == 0) {
+		*bad = zc_acl_add(&cfg->rrl_exempt, value) != ZC_EOK;
+	} else {
+		return false;
+	}
+	return true;
+}
+
 int config_set(config_t *cfg, const char *key, const char *value,
                char *err, size_t err_size)
 {
@@ -101,6 +154,8 @@ int config_set(config_t *cfg, const char *key, const char *value,
 	} else if (strcmp(key, "tcp-max-clients") == 0) {
 		bad = parse_uint(value, 1000000, &cfg->tcp_max_clients) ||
 		      cfg->tcp_max_clients == 0;
+	} else if (set_abuse_key(cfg, key, value, &bad)) {
+		/* Parsed there. */
 	} else if (strcmp(key, "zone-ns") == 0) {
 		if (cfg->zone_ns_count == 8) {
 			snprintf(err, err_size, "more than 8 zone-ns names");
@@ -153,6 +208,12 @@ int config_set(config_t *cfg, const char *key, const char *value,
 		      cfg->update_max_size < 12;
 	} else {
 		snprintf(err, err_size, "unknown setting '%s'", key);
+		return ZC_EINVAL_CONFIG;
+	}
+	if (bad && strcmp(key, "cookie-secret") == 0) {
+		/* A secret, even a mistyped one, is not echoed to the log. */
+		snprintf(err, err_size, "invalid value for 'cookie-secret' (32 "
+		         "hexadecimal digits)");
 		return ZC_EINVAL_CONFIG;
 	}
 	if (bad) {

@@ -11,6 +11,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "common/acl.h"
 #include "server/server.h"
@@ -29,6 +30,15 @@ typedef struct {
 	char nsid[256];
 	unsigned tcp_idle_timeout;  /* seconds */
 	unsigned tcp_max_clients;
+	unsigned tcp_max_clients_per_ip;
+	bool cookies;               /* DNS Cookies (RFC 7873/9018). */
+	uint8_t cookie_secret[16];  /* All zero: random at start. */
+	unsigned rrl_rate;          /* Responses/s per RRL bucket; 0: off. */
+	unsigned rrl_slip;
+	unsigned rrl_ipv4_prefix;
+	unsigned rrl_ipv6_prefix;
+	unsigned rrl_table_size;
+	zc_acl_t rrl_exempt;
 	bool demo;                  /* Seed a demo zone into an empty store. */
 	char zone_ns[8][256];       /* NS for zones created by the API. */
 	size_t zone_ns_count;

@@ -14,6 +14,7 @@
  * Each rule cites its RFC where it is applied.
  */
 #include <string.h>
+#include <time.h>
 #include <libknot/descriptor.h>
 #include <libknot/errcode.h>
 #include <libknot/packet/pkt.h>
@@ -25,6 +26,7 @@
 #include "dns/name.h"
 #include "dns/reply.h"
 #include "server/answer.h"
+#include "server/cookie.h"
 #include "server/worker.h"
 
 /* Longest CNAME/DNAME chain followed inside a zone (as Knot DNS does; a
@@ -69,6 +71,7 @@ typedef struct {
 	bool want_version;     /* The query asked for ZONEVERSION. */
 	bool dnssec;           /* DO=1 and the zone is signed: sign. */
 	bool co;               /* Compact Answers OK (RFC 9824 §4). */
+	bool bad_cookie;       /* Malformed COOKIE option (RFC 7873 §5.2.2). */
 	int error;
 	unsigned added_count;
 	const knot_dname_t *added[MAX_ADDITIONAL];
@@ -745,6 +748,28 @@ static uint16_t udp_limit(const knot_pkt_t *q)
 	return asked < ANSWER_EDNS_PAYLOAD ? asked : ANSWER_EDNS_PAYLOAD;
 }
 
+/* RFC 7873 §5.2: the client cookie back with a new server cookie. */
+static int add_cookie(query_t *qr, knot_rrset_t *opt)
+{
+	uint8_t data[COOKIE_OPTION_MAX];
+	uint16_t len = 0;
+	switch (cookie_answer(qr->ctx->cookie_secret, qr->ctx->client, qr->q,
+	                      (uint32_t)time(NULL), data, &len)) {
+	case COOKIE_NONE:
+		return KNOT_EOK;
+	case COOKIE_MALFORMED:
+		qr->bad_cookie = true;
+		return KNOT_EOK;
+	case COOKIE_VALID:
+		qr->ctx->cookie_valid = true;
+		break;
+	case COOKIE_NEW:
+		break;
+	}
+	return knot_edns_add_option(opt, KNOT_EDNS_OPTION_COOKIE, len, data,
+	                            qr->mm);
+}
+
 /* Prepares the response OPT (RFC 6891 §6.1.1) and reserves its room. */
 static int prepare_opt(query_t *qr, knot_rrset_t *opt)
 {
@@ -766,6 +791,12 @@ static int prepare_opt(query_t *qr, knot_rrset_t *opt)
 		ret = knot_edns_add_option(opt, KNOT_EDNS_OPTION_NSID,
 		                           qr->ctx->nsid_len,
 		                           (const uint8_t *)qr->ctx->nsid, qr->mm);
+		if (ret != KNOT_EOK) {
+			return ret;
+		}
+	}
+	if (qr->ctx->cookie_secret != NULL && qr->ctx->client != NULL) {
+		ret = add_cookie(qr, opt);
 		if (ret != KNOT_EOK) {
 			return ret;
 		}
@@ -898,6 +929,7 @@ size_t answer_message(answer_ctx_t *ctx, const uint8_t *query, size_t qlen,
 		return 0;
 	}
 	zc_arena_reset(&ctx->arena);
+	ctx->cookie_valid = false;
 	query_t qr = { .ctx = ctx, .mm = zc_arena_mm(&ctx->arena) };
 	qr.q = knot_pkt_new((uint8_t *)query, qlen, qr.mm);
 	qr.r = knot_pkt_new(resp, resp_max, qr.mm);
@@ -951,6 +983,11 @@ size_t answer_message(answer_ctx_t *ctx, const uint8_t *query, size_t qlen,
 			/* RFC 6891 §6.1.3: BADVERS, version 0. */
 			qr.rcode = KNOT_RCODE_BADVERS;
 			finish(&qr, optp, KNOT_EDNS_RCODE_HI(qr.rcode));
+			return qr.r->size;
+		}
+		if (qr.bad_cookie) {
+			qr.rcode = KNOT_RCODE_FORMERR;
+			finish(&qr, optp, 0);
 			return qr.r->size;
 		}
 	}

@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
 
 #include "common/arena.h"
 #include "edge/edge.h"
@@ -36,6 +37,12 @@ typedef struct {
 	size_t ks_len;
 	signer_keyset_t ks;
 	bool ks_valid;
+	/* DNS Cookies (server/cookie.h): the server secret (NULL: cookies
+	 * off) and, set by the caller before each message, the client's
+	 * address (NULL: the COOKIE option is ignored). */
+	const uint8_t *cookie_secret;
+	const struct sockaddr_storage *client;
+	bool cookie_valid;    /* Out: the last query had our server cookie. */
 } answer_ctx_t;
 
 /* Signatures kept per worker by default. */

@@ -23,10 +23,13 @@
  */
 #pragma once
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/socket.h>
 
 #include "edge/edge.h"
+#include "server/rrl.h"
 
 #define SERVER_MAX_LISTEN 16
 
@@ -37,8 +40,12 @@ typedef struct {
 	const char *nsid;              /* NULL: no NSID */
 	unsigned tcp_idle_timeout_ms;  /* RFC 7766 §6.2.3 */
 	unsigned tcp_max_clients;      /* Per worker and address. */
+	unsigned tcp_max_clients_per_ip; /* Across workers (0: no limit). */
 	unsigned tcp_max_pending;      /* Deferred replies per connection. */
 	unsigned signature_cache;      /* RRSIGs cached per worker (0: default). */
+	bool cookies;                  /* DNS Cookies (RFC 7873, 9018). */
+	uint8_t cookie_secret[16];     /* All zero: random at start. */
+	rrl_config_t rrl;              /* UDP response rate limiting (rate 0: off). */
 } server_config_t;
 
 typedef struct server server_t;

@@ -7,8 +7,10 @@
  * the order the hooks complete. Output the socket does not take is
  * buffered; while a connection has too much output or too many deferred
  * replies, its input waits. A connection idle for longer than the timeout
- * is closed (RFC 7766 §6.2.3); past the connection limit, new connections
- * are closed at once.
+ * is closed (RFC 7766 §6.2.3); only whole messages and replies count as
+ * activity, so a client dripping a message byte by byte is closed too.
+ * Past the connection limits (per worker, and per client across workers:
+ * conn_limit.h), new connections are closed at once.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -111,6 +113,7 @@ static void close_conn(tcp_t *t, conn_t *c)
 		epoll_ctl(t->ep, EPOLL_CTL_DEL, c->fd, NULL);
 	}
 	close(c->fd);
+	conn_limit_release(t->w->conn_limit, &c->peer);
 	c->closed = true;
 	t->count--;
 	if (c->pending == 0) {
@@ -128,12 +131,14 @@ static void accept_all(tcp_t *t)
 		if (fd < 0) {
 			return;
 		}
-		if (t->count >= t->w->cfg->tcp_max_clients) {
+		if (t->count >= t->w->cfg->tcp_max_clients ||
+		    !conn_limit_acquire(t->w->conn_limit, &peer)) {
 			close(fd); /* Full: the client retries elsewhere/later. */
 			continue;
 		}
 		conn_t *c = malloc(sizeof(*c));
 		if (c == NULL) {
+			conn_limit_release(t->w->conn_limit, &peer);
 			close(fd);
 			continue;
 		}
@@ -142,6 +147,7 @@ static void accept_all(tcp_t *t)
 		c->peer = peer;
 		set_events(t, c, EPOLLIN);
 		if (!c->in_epoll) {
+			conn_limit_release(t->w->conn_limit, &peer);
 			close(fd);
 			free(c);
 			continue;
@@ -261,6 +267,7 @@ static int process(tcp_t *t, conn_t *c)
 			ret = defer(t, c, msg, mlen, kind);
 			continue;
 		}
+		t->w->answer.client = &c->peer;
 		size_t len = answer_message(&t->w->answer, msg, mlen, t->resp,
 		                            MSG_MAX, true);
 		if (len == 0) {
@@ -271,6 +278,9 @@ static int process(tcp_t *t, conn_t *c)
 	}
 	memmove(c->in, c->in + pos, c->in_len - pos);
 	c->in_len -= pos;
+	if (pos > 0) {
+		touch(t, c); /* Only whole messages are activity. */
+	}
 	return ret < 0 ? -1 : 0;
 }
 
@@ -298,7 +308,6 @@ static void on_event(tcp_t *t, conn_t *c, uint32_t events)
 		return;
 	}
 	c->in_len += (size_t)n;
-	touch(t, c);
 	if (process(t, c) < 0) {
 		close_conn(t, c);
 	}

@@ -2,7 +2,8 @@
 /*
  * UDP worker: reads a batch of queries with recvmmsg, answers each into a
  * preallocated buffer, sends the batch with sendmmsg. No allocation per
- * query: buffers live as long as the worker.
+ * query: buffers live as long as the worker. Responses pass the response
+ * rate limiter (rrl.h) unless the query proved its address with a cookie.
  */
 #include <errno.h>
 #include <poll.h>
@@ -44,6 +45,7 @@ static void prepare_receive(udp_buffers_t *b)
 static int answer_batch(worker_t *w, udp_buffers_t *b, int received)
 {
 	int out = 0;
+	uint64_t now_us = w->rrl != NULL ? rrl_now_us() : 0;
 	for (int i = 0; i < received; i++) {
 		if (b->in[i].msg_hdr.msg_flags & MSG_TRUNC) {
 			continue; /* Oversized datagram: not a query. */
@@ -64,10 +66,21 @@ static int answer_batch(worker_t *w, udp_buffers_t *b, int received)
 			}
 			continue;
 		}
+		w->answer.client = &b->addr[i];
 		size_t len = answer_message(&w->answer, b->query[i], b->in[i].msg_len,
 		                            b->resp[out], RESP_MAX, false);
 		if (len == 0) {
 			continue;
+		}
+		if (w->rrl != NULL && !w->answer.cookie_valid) {
+			rrl_verdict_t v = rrl_check(w->rrl, &b->addr[i], b->resp[out],
+			                            len, now_us);
+			if (v == RRL_DROP) {
+				continue;
+			}
+			if (v == RRL_SLIP) {
+				len = rrl_slip(b->resp[out], len);
+			}
 		}
 		b->out_iov[out].iov_base = b->resp[out];
 		b->out_iov[out].iov_len = len;

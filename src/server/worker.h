@@ -7,6 +7,8 @@
 #include <stdbool.h>
 
 #include "server/answer.h"
+#include "server/conn_limit.h"
+#include "server/rrl.h"
 #include "server/server.h"
 
 typedef struct tcp_mailbox tcp_mailbox_t;
@@ -19,6 +21,8 @@ typedef struct {
 	const server_config_t *cfg;
 	const server_hooks_t *hooks; /* NULL: none. */
 	tcp_mailbox_t *mailbox;      /* TCP workers: replies from other threads. */
+	rrl_t *rrl;                  /* UDP workers: shared limiter (NULL: off). */
+	conn_limit_t *conn_limit;    /* TCP workers: shared per-client counts. */
 	bool started;
 } worker_t;
 

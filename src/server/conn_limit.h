@@ -1,0 +1,27 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * TCP connections per client, counted across every TCP worker (the
+ * kernel spreads one client's connections over the workers' sockets, so
+ * a per-worker count would multiply the limit by the worker count).
+ *
+ * Counts live in a fixed table of atomic counters indexed by a keyed hash
+ * of the client's address (IPv4: the address; IPv6: its /64, what one
+ * host usually holds). Two clients whose hashes meet share a counter: the
+ * limit is then shared, never exceeded.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <sys/socket.h>
+
+typedef struct conn_limit conn_limit_t;
+
+/* NULL when per_client is 0 (no limit) or out of memory. */
+conn_limit_t *conn_limit_new(unsigned per_client);
+void conn_limit_free(conn_limit_t *cl);
+
+/* Counts one more connection from addr; false (nothing counted) when
+ * the client already has per_client. NULL cl: always true. */
+bool conn_limit_acquire(conn_limit_t *cl, const struct sockaddr_storage *addr);
+/* Uncounts a connection acquire() counted. */
+void conn_limit_release(conn_limit_t *cl, const struct sockaddr_storage *addr);
