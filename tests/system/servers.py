@@ -324,8 +324,8 @@ class ZonecastServer(DnsServer):
             argv += ["--api-listen", "none"]
         # Every test client is 127.0.0.1, so response rate limiting
         # (on by default) would cut the tests' own query bursts: off unless
-        # a test sets it (test_rrl.py).
-        if not any(o.startswith("rrl-rate=") for o in self.options):
+        # a test sets any rrl- key (test_rrl.py).
+        if not any(o.startswith("rrl-") for o in self.options):
             argv += ["-o", "rrl-rate=0"]
         for opt in self.options:
             argv += ["-o", opt]
