@@ -2,7 +2,8 @@
 /*
  * Fuzz target: a DNS message in, a response out, with the full answer
  * logic over a small real edge store (built once from fuzz_zone.h), over
- * UDP and TCP size limits.
+ * UDP and TCP size limits, with DNS Cookies on; the UDP response then goes
+ * through the response rate limiter's classification and slip.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,10 +11,16 @@
 
 #include "fuzz/fuzz.h"
 #include "fuzz/fuzz_zone.h"
+#include <netinet/in.h>
+
 #include "server/answer.h"
+#include "server/rrl.h"
 
 static answer_ctx_t ctx;
 static uint8_t resp[65535];
+static const uint8_t secret[16] = "fuzz-cookie-key";
+static struct sockaddr_storage client;
+static rrl_t *rrl;
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
@@ -23,6 +30,17 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 		abort();
 	}
 	answer_ctx_init(&ctx, es, "fuzz", 64);
+	struct sockaddr_in *in = (struct sockaddr_in *)&client;
+	in->sin_family = AF_INET;
+	in->sin_addr.s_addr = htonl(0xc0000201);
+	ctx.cookie_secret = secret;
+	ctx.client = &client;
+	rrl_config_t cfg = { .rate = 1, .slip = 1, .ipv4_prefix = 24,
+	                     .ipv6_prefix = 56, .table_size = 1024 };
+	rrl = rrl_new(&cfg);
+	if (rrl == NULL) {
+		abort();
+	}
 	return 0;
 }
 
@@ -35,7 +53,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memcpy(copy, data, size);
 	answer_message(&ctx, copy, size, resp, sizeof(resp), true);
 	memcpy(copy, data, size);
-	answer_message(&ctx, copy, size, resp, 1232, false);
+	size_t len = answer_message(&ctx, copy, size, resp, 1232, false);
+	if (len > 0 && rrl_check(rrl, &client, resp, len, 0) == RRL_SLIP) {
+		rrl_slip(resp, len);
+	}
 	free(copy);
 	return 0;
 }
