@@ -4,7 +4,9 @@
  * the response envelope, and the one table mapping codes to statuses.
  */
 #include <arpa/inet.h>
+#include <errno.h>
 #include <stdarg.h>
+#include <strings.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +19,8 @@
 #include "server/server.h"
 
 #define PREFIX "/client/v4/"
+#define API_MAX_PAGE 100000000
+#define API_MAX_PER_PAGE 50000
 #define MAX_PARTS 8
 
 void api_error(api_req_t *req, unsigned status, int code, const char *fmt, ...)
@@ -76,9 +80,28 @@ const char *api_header(api_req_t *req, const char *key)
 	return MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, key);
 }
 
+/* A JSON media type: application/json, parameters (charset) allowed. */
+static bool is_json_type(const char *type)
+{
+	while (*type == ' ' || *type == '\t') {
+		type++;
+	}
+	size_t n = strlen("application/json");
+	return strncasecmp(type, "application/json", n) == 0 &&
+	       strchr("; \t", type[n]) != NULL; /* Also matches the '\0'. */
+}
+
 json_t *api_body_json(api_req_t *req)
 {
 	json_error_t err;
+	const char *type = api_header(req, MHD_HTTP_HEADER_CONTENT_TYPE);
+	if (type != NULL && !is_json_type(type)) {
+		/* Cloudflare's code for it; no Content-Type at all is taken
+		 * as JSON. */
+		api_error(req, 415, 6105, "Content-Type: %.64s is not "
+		          "application/json", type);
+		return NULL;
+	}
 	if (req->body_len == 0) {
 		api_error(req, 400, 9207, "body: a JSON object is required");
 		return NULL;
@@ -112,14 +135,34 @@ int64_t api_id_parse(const char *text)
 	return (*end == '\0' && v <= INT64_MAX) ? (int64_t)v : 0;
 }
 
+/* A decimal integer in [min, max], all of text. */
+static bool parse_long(const char *text, long min, long max, long *out)
+{
+	char *end;
+	errno = 0;
+	long v = strtol(text, &end, 10);
+	if (errno != 0 || end == text || *end != '\0' || v < min || v > max) {
+		return false;
+	}
+	*out = v;
+	return true;
+}
+
 bool api_paging(api_req_t *req, long *page, long *per_page)
 {
 	const char *p = api_query_arg(req, "page");
 	const char *pp = api_query_arg(req, "per_page");
-	*page = p ? strtol(p, NULL, 10) : 1;
-	*per_page = pp ? strtol(pp, NULL, 10) : 100;
-	if (*page < 1 || *per_page < 1 || *per_page > 50000) {
-		api_error(req, 400, 1004, "page, per_page: out of range");
+	*page = 1;
+	*per_page = 100;
+	/* Bounded so that (page - 1) * per_page stays far from overflow. */
+	if (p != NULL && !parse_long(p, 1, API_MAX_PAGE, page)) {
+		api_error(req, 400, 1004, "page: an integer from 1 to %d",
+		          API_MAX_PAGE);
+		return false;
+	}
+	if (pp != NULL && !parse_long(pp, 1, API_MAX_PER_PAGE, per_page)) {
+		api_error(req, 400, 1004, "per_page: an integer from 1 to %d",
+		          API_MAX_PER_PAGE);
 		return false;
 	}
 	return true;
