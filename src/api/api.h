@@ -34,8 +34,17 @@ typedef struct {
 	const char *const *ns;   /* NS names for new zones (text), NULL-ended. */
 	const char *hostmaster;  /* SOA RNAME for new zones. */
 	int serial_policy;       /* records_serial_policy_t of new zones. */
-	size_t max_body;         /* Largest request body accepted. */
+	/* Limits (docs/configuration.md); 0 takes the API_DEFAULT_ value. */
+	size_t max_body;         /* Largest request body accepted, bytes. */
+	unsigned timeout_s;      /* Inactivity before a connection is closed. */
+	unsigned max_clients;    /* Open connections in all. */
+	unsigned max_clients_per_ip; /* Open connections from one address. */
 } api_config_t;
+
+#define API_DEFAULT_MAX_BODY (8u << 20)
+#define API_DEFAULT_TIMEOUT_S 10u
+#define API_DEFAULT_MAX_CLIENTS 512u
+#define API_DEFAULT_MAX_CLIENTS_PER_IP 32u
 
 typedef struct api api_t;
 

@@ -25,6 +25,7 @@
 #include "zonefile/zonefile.h"
 
 #define MAX_BATCH 10000
+#define MAX_COMMENT 500 /* Bytes (Cloudflare: at most 500 characters). */
 
 /* One requested change, parsed before the unit runs. */
 typedef struct {
@@ -360,14 +361,40 @@ static int parse_fields(unit_t *u, json_t *f, const copy_t *base)
 		content = content ? content : content_buf;
 		priority = bp;
 	}
-	if (name == NULL) {
-		return fail(u, 400, "name: required");
+	static const char *const strings[] = { "name", "type", "content",
+	                                       "comment" };
+	for (size_t i = 0; i < sizeof(strings) / sizeof(strings[0]); i++) {
+		json_t *v = json_object_get(f, strings[i]);
+		if (v != NULL && !json_is_string(v) &&
+		    !(json_is_null(v) && i == 3)) {
+			return fail(u, 400, "%s: a string is required",
+			            strings[i]);
+		}
+	}
+	if (name == NULL || name[0] == '\0') {
+		return fail(u, 400, "name: required (@ for the zone apex)");
 	}
 	if (type == NULL) {
 		return fail(u, 400, "type: required");
 	}
 	if (content == NULL) {
 		return fail(u, 400, "content: required");
+	}
+	json_t *comment = json_object_get(f, "comment");
+	if (json_is_string(comment) &&
+	    json_string_length(comment) > MAX_COMMENT) {
+		return fail(u, 400, "comment: longer than %d bytes",
+		            MAX_COMMENT);
+	}
+	json_t *proxied = json_object_get(f, "proxied");
+	if (proxied != NULL && !json_is_null(proxied) &&
+	    !json_is_false(proxied)) {
+		return fail(u, 400, "proxied: false only (zonecast does not "
+		            "proxy)");
+	}
+	json_t *tags = json_object_get(f, "tags");
+	if (tags != NULL && !json_is_null(tags) && !json_is_array(tags)) {
+		return fail(u, 400, "tags: an array is required");
 	}
 	if (jttl != NULL) {
 		if (!json_is_integer(jttl) || json_integer_value(jttl) < 1 ||

@@ -4,7 +4,9 @@
  * the response envelope, and the one table mapping codes to statuses.
  */
 #include <arpa/inet.h>
+#include <errno.h>
 #include <stdarg.h>
+#include <strings.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,8 +18,9 @@
 #include "common/log.h"
 #include "server/server.h"
 
-#define DEFAULT_MAX_BODY (8u << 20)
 #define PREFIX "/client/v4/"
+#define API_MAX_PAGE 100000000
+#define API_MAX_PER_PAGE 50000
 #define MAX_PARTS 8
 
 void api_error(api_req_t *req, unsigned status, int code, const char *fmt, ...)
@@ -50,6 +53,9 @@ void api_error_code(api_req_t *req, int ret, const char *what)
 		{ ZC_EUSAGE, 400, "invalid request" },
 		{ ZC_EBUSY, 503, "busy, retry" },
 		{ ZC_ETOOBIG, 413, "too large" },
+		/* Cloudflare answers its record quota with 400 too. */
+		{ ZC_ETOOMANY, 400, "the zone would hold more records than "
+		  "zone-max-records allows" },
 		{ KNOT_EOUTOFZONE, 400, "name: outside the zone" },
 		{ -28, 507, "disk full" },
 	};
@@ -74,9 +80,28 @@ const char *api_header(api_req_t *req, const char *key)
 	return MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, key);
 }
 
+/* A JSON media type: application/json, parameters (charset) allowed. */
+static bool is_json_type(const char *type)
+{
+	while (*type == ' ' || *type == '\t') {
+		type++;
+	}
+	size_t n = strlen("application/json");
+	return strncasecmp(type, "application/json", n) == 0 &&
+	       strchr("; \t", type[n]) != NULL; /* Also matches the '\0'. */
+}
+
 json_t *api_body_json(api_req_t *req)
 {
 	json_error_t err;
+	const char *type = api_header(req, MHD_HTTP_HEADER_CONTENT_TYPE);
+	if (type != NULL && !is_json_type(type)) {
+		/* Cloudflare's code for it; no Content-Type at all is taken
+		 * as JSON. */
+		api_error(req, 415, 6105, "Content-Type: %.64s is not "
+		          "application/json", type);
+		return NULL;
+	}
 	if (req->body_len == 0) {
 		api_error(req, 400, 9207, "body: a JSON object is required");
 		return NULL;
@@ -110,14 +135,34 @@ int64_t api_id_parse(const char *text)
 	return (*end == '\0' && v <= INT64_MAX) ? (int64_t)v : 0;
 }
 
+/* A decimal integer in [min, max], all of text. */
+static bool parse_long(const char *text, long min, long max, long *out)
+{
+	char *end;
+	errno = 0;
+	long v = strtol(text, &end, 10);
+	if (errno != 0 || end == text || *end != '\0' || v < min || v > max) {
+		return false;
+	}
+	*out = v;
+	return true;
+}
+
 bool api_paging(api_req_t *req, long *page, long *per_page)
 {
 	const char *p = api_query_arg(req, "page");
 	const char *pp = api_query_arg(req, "per_page");
-	*page = p ? strtol(p, NULL, 10) : 1;
-	*per_page = pp ? strtol(pp, NULL, 10) : 100;
-	if (*page < 1 || *per_page < 1 || *per_page > 50000) {
-		api_error(req, 400, 1004, "page, per_page: out of range");
+	*page = 1;
+	*per_page = 100;
+	/* Bounded so that (page - 1) * per_page stays far from overflow. */
+	if (p != NULL && !parse_long(p, 1, API_MAX_PAGE, page)) {
+		api_error(req, 400, 1004, "page: an integer from 1 to %d",
+		          API_MAX_PAGE);
+		return false;
+	}
+	if (pp != NULL && !parse_long(pp, 1, API_MAX_PER_PAGE, per_page)) {
+		api_error(req, 400, 1004, "per_page: an integer from 1 to %d",
+		          API_MAX_PER_PAGE);
 		return false;
 	}
 	return true;
@@ -261,6 +306,7 @@ static enum MHD_Result respond(api_req_t *req)
 		snprintf(v, sizeof(v), "%lld", (long long)req->version);
 		MHD_add_response_header(resp, "X-Zone-Version", v);
 	}
+	req->answered = true;
 	enum MHD_Result r = MHD_queue_response(req->conn,
 	                                       req->status ? req->status : 200,
 	                                       resp);
@@ -282,6 +328,25 @@ static void handle(api_req_t *req, const char *url)
 	pool_put(req->api, slot);
 }
 
+/* The body limit: api-max-body. */
+static size_t max_body(const api_t *api)
+{
+	return api->cfg.max_body ? api->cfg.max_body : API_DEFAULT_MAX_BODY;
+}
+
+/* A Content-Length over the limit: 413 before the body is read (MHD then
+ * closes the connection instead of reading what the client sends). */
+static bool announced_too_big(api_req_t *req)
+{
+	const char *cl = api_header(req, MHD_HTTP_HEADER_CONTENT_LENGTH);
+	if (cl == NULL) {
+		return false;
+	}
+	char *end;
+	unsigned long long n = strtoull(cl, &end, 10);
+	return end != cl && n > max_body(req->api);
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
                                   const char *url, const char *method,
                                   const char *version, const char *data,
@@ -299,11 +364,23 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
 		req->conn = conn;
 		req->method = method;
 		*con_cls = req;
+		if (announced_too_big(req)) {
+			req->too_big = true;
+			api_error(req, 413, 1413, "body: larger than the limit of "
+			          "%zu bytes (api-max-body)", max_body(api));
+			return respond(req);
+		}
 		return MHD_YES;
 	}
 	if (*data_size > 0) {
-		size_t max = api->cfg.max_body ? api->cfg.max_body : DEFAULT_MAX_BODY;
+		size_t max = max_body(api);
 		if (req->too_big || req->body_len + *data_size > max) {
+			/* A body without Content-Length: read on to answer 413,
+			 * but a client that sends twice the limit is cut off. */
+			req->discarded += *data_size;
+			if (req->discarded > max) {
+				return MHD_NO;
+			}
 			req->too_big = true;
 		} else {
 			char *grown = realloc(req->body, req->body_len + *data_size + 1);
@@ -319,7 +396,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
 		return MHD_YES;
 	}
 	if (req->too_big) {
-		api_error(req, 413, 1413, "body: larger than the limit");
+		if (req->answered) {
+			return MHD_YES; /* Answered at the first call. */
+		}
+		api_error(req, 413, 1413, "body: larger than the limit of %zu "
+		          "bytes (api-max-body)", max_body(api));
 	} else {
 		handle(req, url);
 	}
@@ -363,12 +444,18 @@ int api_start(const api_config_t *cfg, api_t **out)
 	if (ss.ss_family == AF_INET6) {
 		flags |= MHD_USE_IPv6;
 	}
+	unsigned timeout = cfg->timeout_s ? cfg->timeout_s : API_DEFAULT_TIMEOUT_S;
+	unsigned clients = cfg->max_clients ? cfg->max_clients :
+	                   API_DEFAULT_MAX_CLIENTS;
+	unsigned per_ip = cfg->max_clients_per_ip ? cfg->max_clients_per_ip :
+	                  API_DEFAULT_MAX_CLIENTS_PER_IP;
 	api->daemon = MHD_start_daemon(flags, 0, NULL, NULL, on_request, api,
 	                               MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
 	                               MHD_OPTION_NOTIFY_COMPLETED, on_completed,
 	                               api, MHD_OPTION_CONNECTION_TIMEOUT,
-	                               (unsigned)30, MHD_OPTION_CONNECTION_LIMIT,
-	                               (unsigned)512, MHD_OPTION_END);
+	                               timeout, MHD_OPTION_CONNECTION_LIMIT,
+	                               clients, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+	                               per_ip, MHD_OPTION_END);
 	if (api->daemon == NULL) {
 		zc_error("api: cannot listen on %s", cfg->listen);
 		free(api);

@@ -29,6 +29,8 @@ typedef struct {
 	char *body;
 	size_t body_len;
 	bool too_big;
+	size_t discarded;       /* Body bytes read past the limit. */
+	bool answered;          /* A response is queued. */
 	/* Authorisation of the bearer token. */
 	bool read_only;
 	int64_t token_zone;     /* 0: every zone. */

@@ -373,12 +373,15 @@ static void propagation(api_req_t *req, const records_zone_t *zone)
 	const char *w = api_query_arg(req, "wait");
 	char *end;
 	long long version = v ? strtoll(v, &end, 10) : -1;
-	if (v == NULL || *end != '\0' || version < 0 || version > UINT32_MAX) {
+	if (v == NULL || end == v || *end != '\0' || version < 0 ||
+	    version > UINT32_MAX) {
 		api_error(req, 400, 1004, "version: a zone version is required");
 		return;
 	}
 	double wait = w ? strtod(w, &end) : 0;
-	if (w != NULL && (*end != '\0' || wait < 0 || wait > MAX_WAIT_S)) {
+	/* Written so that NaN fails too (it would wait for ever). */
+	if (w != NULL && (end == w || *end != '\0' ||
+	                  !(wait >= 0 && wait <= MAX_WAIT_S))) {
 		api_error(req, 400, 1004, "wait: 0 to %d seconds", MAX_WAIT_S);
 		return;
 	}

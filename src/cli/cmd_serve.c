@@ -263,6 +263,7 @@ static int run(const config_t *cfg)
 	writer_config_t wcfg = {
 		.data_dir = cfg->data_dir, .follower = follower,
 		.journal_retention_s = cfg->journal_retention,
+		.max_records = cfg->zone_max_records,
 	};
 	if (ret == ZC_EOK) {
 		ret = writer_start(&wcfg, &writer);
@@ -303,6 +304,9 @@ static int run(const config_t *cfg)
 		.default_ttl = cfg->default_ttl, .ns = ns,
 		.hostmaster = cfg->zone_hostmaster[0] ? cfg->zone_hostmaster : NULL,
 		.serial_policy = cfg->serial_policy,
+		.max_body = cfg->api_max_body, .timeout_s = cfg->api_timeout,
+		.max_clients = cfg->api_max_clients,
+		.max_clients_per_ip = cfg->api_max_clients_per_ip,
 	};
 	if (ret == ZC_EOK && cfg->api_listen[0] != '\0') {
 		ret = api_start(&acfg, &api);

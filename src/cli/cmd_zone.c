@@ -92,7 +92,7 @@ static int do_delete(records_store_t *rs, edge_store_t *es, const char *name)
 }
 
 static int run(const char *sub, int nargs, char **args, const char *dir,
-               bool quiet)
+               bool quiet, uint64_t max_records)
 {
 	struct {
 		const char *name;
@@ -117,6 +117,7 @@ static int run(const char *sub, int nargs, char **args, const char *dir,
 	if (ret != ZC_EOK) {
 		return 1;
 	}
+	records_set_max_records(rs, max_records);
 	if (strcmp(sub, "import") == 0) {
 		ret = cli_import_zone(rs, es, args[0], args[1], NULL, quiet);
 	} else if (strcmp(sub, "export") == 0) {
@@ -175,5 +176,6 @@ int cmd_zone(int argc, char **argv)
 	const char *sub = argv[optind];
 	char **args = argv + optind + 1;
 	int nargs = argc - optind - 1;
-	return run(sub, nargs, args, dir ? dir : cfg.data_dir, quiet);
+	return run(sub, nargs, args, dir ? dir : cfg.data_dir, quiet,
+	           cfg.zone_max_records);
 }

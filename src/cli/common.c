@@ -118,6 +118,13 @@ static int on_record(const knot_dname_t *owner, uint16_t type, uint32_t ttl,
 		imp->errors++;
 		return imp->errors >= 100;
 	}
+	if (ret == ZC_ETOOMANY) {
+		fprintf(stderr, "%s:%llu: error: more records than the zone may "
+		        "hold (zone-max-records)\n", file,
+		        (unsigned long long)line);
+		imp->errors++;
+		return 1;
+	}
 	if (ret != ZC_EOK) {
 		fprintf(stderr, "%s:%llu: error: %s\n", file,
 		        (unsigned long long)line, zc_strerror(ret));

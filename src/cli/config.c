@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/api.h"
 #include "cli/config.h"
 #include "common/error.h"
 #include "common/log.h"
@@ -33,6 +34,11 @@ void config_defaults(config_t *cfg)
 	cfg->update_max_size = 65535;
 	cfg->signature_cache = 65536;
 	snprintf(cfg->api_listen, sizeof(cfg->api_listen), "127.0.0.1:8053");
+	cfg->api_max_body = API_DEFAULT_MAX_BODY;
+	cfg->api_timeout = API_DEFAULT_TIMEOUT_S;
+	cfg->api_max_clients = API_DEFAULT_MAX_CLIENTS;
+	cfg->api_max_clients_per_ip = API_DEFAULT_MAX_CLIENTS_PER_IP;
+	cfg->zone_max_records = CONFIG_ZONE_MAX_RECORDS;
 }
 
 static int parse_uint(const char *value, unsigned max, unsigned *out)
@@ -206,6 +212,21 @@ int config_set(config_t *cfg, const char *key, const char *value,
 	} else if (strcmp(key, "update-max-size") == 0) {
 		bad = parse_uint(value, 65535, &cfg->update_max_size) ||
 		      cfg->update_max_size < 12;
+	} else if (strcmp(key, "api-max-body") == 0) {
+		bad = parse_uint(value, 1u << 30, &cfg->api_max_body) ||
+		      cfg->api_max_body < 1024;
+	} else if (strcmp(key, "api-timeout") == 0) {
+		bad = parse_uint(value, 3600, &cfg->api_timeout) ||
+		      cfg->api_timeout == 0;
+	} else if (strcmp(key, "api-max-clients") == 0) {
+		bad = parse_uint(value, 65536, &cfg->api_max_clients) ||
+		      cfg->api_max_clients == 0;
+	} else if (strcmp(key, "api-max-clients-per-ip") == 0) {
+		bad = parse_uint(value, 65536, &cfg->api_max_clients_per_ip) ||
+		      cfg->api_max_clients_per_ip == 0;
+	} else if (strcmp(key, "zone-max-records") == 0) {
+		bad = parse_uint(value, UINT32_MAX, &cfg->zone_max_records) ||
+		      cfg->zone_max_records == 0;
 	} else {
 		snprintf(err, err_size, "unknown setting '%s'", key);
 		return ZC_EINVAL_CONFIG;

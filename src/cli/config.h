@@ -16,6 +16,9 @@
 #include "common/acl.h"
 #include "server/server.h"
 
+/* Default of zone-max-records. */
+#define CONFIG_ZONE_MAX_RECORDS 10000000u
+
 #define CONFIG_NOTIFY_MAX 16
 
 #define CONFIG_STR_MAX 1024
@@ -55,6 +58,11 @@ typedef struct {
 	unsigned update_max_size;   /* bytes */
 	unsigned signature_cache;   /* RRSIGs cached per DNS worker */
 	char user[64];              /* Run as this user after binding ("": no). */
+	unsigned api_max_body;      /* bytes */
+	unsigned api_timeout;       /* seconds of inactivity */
+	unsigned api_max_clients;
+	unsigned api_max_clients_per_ip;
+	unsigned zone_max_records;
 } config_t;
 
 /* Fills the built-in defaults. */

@@ -25,7 +25,8 @@
 	X(ZC_ETOOBIG,       -2011, "value too large") \
 	X(ZC_EUSAGE,        -2012, "invalid arguments") \
 	X(ZC_ENOJOURNAL,    -2013, "journal does not reach that serial") \
-	X(ZC_ENOKEY,        -2014, "no such key")
+	X(ZC_ENOKEY,        -2014, "no such key") \
+	X(ZC_ETOOMANY,      -2015, "too many records in the zone")
 
 enum {
 #define ZC_ERROR_ENUM(name, code, text) name = code,

@@ -59,6 +59,19 @@ int dns_tsig_check(const knot_pkt_t *q, bool key_found, const char *algorithm,
 		t->error = KNOT_RCODE_BADKEY;
 		return KNOT_TSIG_EBADKEY;
 	}
+	/* RFC 8945 §5.2.2.1: a MAC longer than the hash or shorter than
+	 * max(10, half of it) is malformed (FORMERR, the caller answers
+	 * unsigned); a truncated one is not accepted here (BADTRUNC). */
+	size_t full = dnssec_tsig_algorithm_size(alg);
+	size_t min = full / 2 > 10 ? full / 2 : 10;
+	if (mac_len > full || mac_len < min) {
+		t->present = false;
+		return KNOT_EMALF;
+	}
+	if (mac_len < full) {
+		t->error = KNOT_RCODE_BADTRUNC;
+		return KNOT_TSIG_EBADTRUNC;
+	}
 	memcpy(t->secret, secret, secret_len);
 	t->key.algorithm = alg;
 	t->key.name = t->name;
@@ -85,7 +98,8 @@ int dns_tsig_sign(dns_tsig_t *t, uint8_t *msg, size_t *len, size_t max)
 	if (!t->present) {
 		return ZC_EOK;
 	}
-	if (t->error == KNOT_RCODE_BADKEY || t->error == KNOT_RCODE_BADSIG) {
+	if (t->error == KNOT_RCODE_BADKEY || t->error == KNOT_RCODE_BADSIG ||
+	    t->error == KNOT_RCODE_BADTRUNC) {
 		/* RFC 8945 §5.3.2: unsigned, MAC empty, error set. */
 		return knot_tsig_add(msg, len, max, t->error, &t->rr);
 	}

@@ -26,7 +26,8 @@
 
 typedef struct dns_tsig {
 	bool present;               /* The request was signed. */
-	uint16_t error;             /* 0 or KNOT_RCODE_BADSIG/BADKEY/BADTIME */
+	uint16_t error;             /* 0 or KNOT_RCODE_BADSIG/BADKEY/BADTIME/
+	                               BADTRUNC */
 	knot_tsig_key_t key;        /* Valid unless error is BADKEY. */
 	uint8_t name[KNOT_DNAME_MAXLEN];
 	uint8_t secret[DNS_TSIG_SECRET_MAX];
@@ -42,7 +43,9 @@ typedef struct dns_tsig {
  * Checks q's TSIG with the key (algorithm name as in "hmac-sha256",
  * secret), or records BADKEY when key_found is false or the algorithm
  * differs. t->present is false for an unsigned request. Returns ZC_EOK
- * when the request is unsigned or verified, else an rcode is in t->error.
+ * when the request is unsigned or verified; KNOT_EMALF for a MAC of a
+ * size RFC 8945 §5.2.2.1 answers with FORMERR (t->present is then false:
+ * the answer is unsigned); else an rcode is in t->error (NOTAUTH).
  */
 int dns_tsig_check(const knot_pkt_t *q, bool key_found, const char *algorithm,
                    const uint8_t *secret, size_t secret_len, dns_tsig_t *t);

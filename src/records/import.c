@@ -67,6 +67,10 @@ int records_import_add(records_import_t *imp, const knot_dname_t *owner,
 	    memcmp(lf, imp->apex_lf, imp->apex_lf_len) != 0) {
 		return KNOT_EOUTOFZONE;
 	}
+	if (imp->store->max_records != 0 &&
+	    imp->count >= imp->store->max_records) {
+		return ZC_ETOOMANY; /* Stop reading: nothing is written. */
+	}
 	if (imp->count == imp->capacity) {
 		size_t cap = imp->capacity ? imp->capacity * 2 : 4096;
 		entry_t **grown = realloc(imp->entries, cap * sizeof(*grown));
@@ -355,13 +359,15 @@ static int write_zone(records_import_t *imp, uint64_t *seq,
 	}
 	sqlite3_stmt *stmt;
 	ret = records_sql_prepare(imp->store, "UPDATE zones SET serial = ?,"
-	                          " modified_on = ? WHERE id = ?", &stmt);
+	                          " modified_on = ?, record_count = ?"
+	                          " WHERE id = ?", &stmt);
 	if (ret != ZC_EOK) {
 		return ret;
 	}
 	sqlite3_bind_int64(stmt, 1, serial);
 	sqlite3_bind_int64(stmt, 2, now);
-	sqlite3_bind_int64(stmt, 3, zone->id);
+	sqlite3_bind_int64(stmt, 3, (int64_t)imp->count);
+	sqlite3_bind_int64(stmt, 4, zone->id);
 	ret = records_sql_error(imp->store->db, sqlite3_step(stmt));
 	records_sql_done(imp->store, stmt);
 	zone->serial = serial;

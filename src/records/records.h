@@ -197,6 +197,13 @@ uint64_t records_import_count(const records_import_t *imp);
 /* Frees imp without writing anything (NULL is a no-op). */
 void records_import_abort(records_import_t *imp);
 
+/*
+ * Bounds the records of one zone (zone-max-records) for the writes made
+ * through this connection: an insert or import past it fails with
+ * ZC_ETOOMANY (the caller rolls back). 0, the default, sets no bound.
+ */
+void records_set_max_records(records_store_t *store, uint64_t max);
+
 /* --- Write transactions (records/write.c) --- */
 
 /*

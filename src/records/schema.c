@@ -133,6 +133,11 @@ static const char *const migrations[] = {
 	"  active INTEGER NOT NULL DEFAULT 1,"
 	"  created_on INTEGER NOT NULL);"
 	"CREATE INDEX dnssec_keys_zone ON dnssec_keys(zone_id);",
+	/* 7: each zone's record count, kept by every insert and delete, so
+	 * the zone-max-records bound costs one row update, not a count. */
+	"ALTER TABLE zones ADD COLUMN record_count INTEGER NOT NULL DEFAULT 0;"
+	"UPDATE zones SET record_count = (SELECT count(*) FROM records"
+	"  WHERE records.zone_id = zones.id);",
 };
 
 #define SCHEMA_VERSION (int)(sizeof(migrations) / sizeof(migrations[0]))

@@ -42,6 +42,8 @@ struct records_store {
 	bool in_write;
 	bool zrow_valid;
 	records_zone_t zrow;
+	/* records_set_max_records(): 0 for no bound. */
+	uint64_t max_records;
 };
 
 /* The one place SQLite result codes become zonecast codes. */

@@ -308,6 +308,38 @@ static int owner_key(const records_zone_t *zone, const knot_dname_t *owner,
 	return ZC_EOK;
 }
 
+void records_set_max_records(records_store_t *store, uint64_t max)
+{
+	store->max_records = max;
+}
+
+/* Keeps zones.record_count; ZC_ETOOMANY when an insert goes past the
+ * bound (the caller's rollback undoes the count with the record). */
+static int count_records(records_store_t *store, int64_t zone_id, int delta)
+{
+	sqlite3_stmt *stmt;
+	int ret = records_sql_prepare(store, "UPDATE zones SET record_count ="
+	                              " record_count + ? WHERE id = ?"
+	                              " RETURNING record_count", &stmt);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	sqlite3_bind_int(stmt, 1, delta);
+	sqlite3_bind_int64(stmt, 2, zone_id);
+	int rc = sqlite3_step(stmt);
+	int64_t count = rc == SQLITE_ROW ? sqlite3_column_int64(stmt, 0) : 0;
+	if (rc == SQLITE_ROW) {
+		rc = sqlite3_step(stmt);
+	}
+	ret = records_sql_error(store->db, rc);
+	records_sql_done(store, stmt);
+	if (ret == ZC_EOK && delta > 0 && store->max_records != 0 &&
+	    (uint64_t)count > store->max_records) {
+		return ZC_ETOOMANY;
+	}
+	return ret;
+}
+
 int records_record_insert(records_store_t *store, const records_zone_t *zone,
                           records_record_t *rec)
 {
@@ -357,6 +389,10 @@ int records_record_insert(records_store_t *store, const records_zone_t *zone,
 		return ret;
 	}
 	rec->zone_id = zone->id;
+	ret = count_records(store, zone->id, 1);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
 	return log_event(store, zone, RECORDS_CHANGE_RECORD_CREATED, okey,
 	                 okey_len, rec->type, rec->id, rec->ttl, rec->rdata,
 	                 rec->rdata_len);
@@ -404,6 +440,10 @@ int records_record_delete(records_store_t *store, const records_zone_t *zone,
 	}
 	sqlite3_step(stmt); /* Completes the statement. */
 	records_sql_done(store, stmt);
+	ret = count_records(store, zone->id, -1);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
 	return log_event(store, zone, RECORDS_CHANGE_RECORD_DELETED, okey,
 	                 okey_len, type, id, ttl, rdata, (uint16_t)rdata_len);
 }

@@ -137,6 +137,13 @@ static int check_tsig(xfr_thread_t *th, const knot_pkt_t *q, dns_tsig_t *tsig,
 	                      key->secret_len, tsig);
 }
 
+/* The rcode of a failed check_tsig(): FORMERR for a MAC of a bad size
+ * (RFC 8945 §5.2.2.1), else NOTAUTH with the TSIG error (§5.2). */
+static uint8_t tsig_rcode(int ret)
+{
+	return ret == KNOT_EMALF ? KNOT_RCODE_FORMERR : KNOT_RCODE_NOTAUTH;
+}
+
 /* The client's serial from the IXFR request's authority SOA (RFC 1995
  * §3). False when there is none. */
 static bool ixfr_serial(const knot_pkt_t *q, uint32_t *serial)
@@ -220,10 +227,11 @@ static void handle_job(xfr_thread_t *th, job_t *job)
 	dns_tsig_t tsig;
 	records_tsig_key_t key;
 	memset(&key, 0, sizeof(key));
-	if (check_tsig(th, q, &tsig, &key) != ZC_EOK) {
+	int bad = check_tsig(th, q, &tsig, &key);
+	if (bad != ZC_EOK) {
 		zc_info("transfer: zone %s, peer %s, %s: TSIG error %u",
 		        lg.zone, lg.peer, lg.kind, tsig.error);
-		send_error(th, q, &tsig, job->reply, KNOT_RCODE_NOTAUTH);
+		send_error(th, q, &tsig, job->reply, tsig_rcode(bad));
 		return;
 	}
 	xfr_req_t req = { .txn = &th->txn };
@@ -284,8 +292,9 @@ static void handle_query(xfr_thread_t *th, job_t *job)
 		                  KNOT_RCODE_FORMERR);
 		return;
 	}
-	if (check_tsig(th, q, &tsig, &key) != ZC_EOK) {
-		send_error(th, q, &tsig, job->reply, KNOT_RCODE_NOTAUTH);
+	int bad = check_tsig(th, q, &tsig, &key);
+	if (bad != ZC_EOK) {
+		send_error(th, q, &tsig, job->reply, tsig_rcode(bad));
 		return;
 	}
 	size_t max = job->tcp ? XFR_MSG_MAX : 1232;

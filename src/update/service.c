@@ -202,8 +202,12 @@ static uint8_t authorize(update_service_t *u, update_msg_t *m,
 	int ret = zone_lookup(u, rs, knot_pkt_qname(q), &m->zone);
 	if (q->tsig_rr != NULL) {
 		bool found = key_lookup(u, rs, q->tsig_rr->owner, key) == ZC_EOK;
-		if (dns_tsig_check(q, found, key->algorithm, key->secret,
-		                   key->secret_len, &m->tsig) != ZC_EOK) {
+		int tret = dns_tsig_check(q, found, key->algorithm, key->secret,
+		                          key->secret_len, &m->tsig);
+		if (tret == KNOT_EMALF) {
+			return KNOT_RCODE_FORMERR; /* A MAC of a bad size. */
+		}
+		if (tret != ZC_EOK) {
 			return KNOT_RCODE_NOTAUTH; /* BADKEY/BADSIG/BADTIME */
 		}
 	}

@@ -138,6 +138,7 @@ int writer_start(const writer_config_t *cfg, writer_t **out)
 		return ret;
 	}
 	w->cfg = *cfg;
+	records_set_max_records(w->rs, cfg->max_records);
 	pthread_mutex_init(&w->lock, NULL);
 	pthread_cond_init(&w->queued, NULL);
 	pthread_cond_init(&w->settled, NULL);

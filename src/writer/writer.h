@@ -45,6 +45,7 @@ typedef struct {
 	const char *data_dir;
 	builder_follower_t *follower;
 	unsigned journal_retention_s;  /* 0: keep the log forever. */
+	uint64_t max_records;          /* Per zone (zone-max-records); 0: none. */
 } writer_config_t;
 
 int writer_start(const writer_config_t *cfg, writer_t **out);

@@ -297,7 +297,8 @@ def test_transfer_refused_without_authority(srv, api, zone):
     # the --no-transfer key still updates; a key with transfer rights transfers
     u = U.signed_update(z, no_xfr)
     u.add(z.n("still-updates"), 300, "A", "192.0.2.1")
-    U.do_ok(z, u)
+    _r, before = U.do_ok(z, u)
+    U.expect_serial(srv, z.name, before + 1)   # the AXFR comes from the edge store
     got, _, _ = axfr(srv, z.origin, key=good)
     assert any(k[0] == "still-updates." + z.origin for k in got)
     # dig says so too
