@@ -18,6 +18,8 @@ typedef struct {
 	bool busy;
 } records_cached_stmt_t;
 
+#define RECORDS_COUNT_ZONES 8
+
 struct records_store {
 	sqlite3 *db;
 	records_cached_stmt_t cache[RECORDS_STMT_CACHE];
@@ -44,7 +46,23 @@ struct records_store {
 	records_zone_t zrow;
 	/* records_set_max_records(): 0 for no bound. */
 	uint64_t max_records;
+	/* Records per zone changed in this write transaction, written at
+	 * its commit; deltas saved at the unit's and the inner savepoint
+	 * (counts.c). */
+	struct {
+		int64_t zone_id, base, delta;
+	} counts[RECORDS_COUNT_ZONES];
+	size_t count_n;
+	int64_t count_saved[2][RECORDS_COUNT_ZONES];
+	size_t count_saved_n[2];
 };
+
+/* Record counts (counts.c). level: 0 the unit's savepoint, 1 the inner. */
+int records_count_add(records_store_t *store, int64_t zone_id, int delta);
+int records_counts_flush(records_store_t *store);
+void records_counts_forget(records_store_t *store);
+void records_counts_mark(records_store_t *store, int level);
+void records_counts_restore(records_store_t *store, int level);
 
 /* The one place SQLite result codes become zonecast codes. */
 int records_sql_error(sqlite3 *db, int rc);

@@ -68,6 +68,7 @@ int records_write_begin(records_store_t *store)
 {
 	records_ids_forget(store);
 	records_zrow_forget(store);
+	records_counts_forget(store);
 	int ret = records_sql_exec(store, "BEGIN IMMEDIATE");
 	store->in_write = ret == ZC_EOK;
 	return ret;
@@ -76,6 +77,9 @@ int records_write_begin(records_store_t *store)
 int records_write_commit(records_store_t *store)
 {
 	int ret = records_ids_flush(store);
+	if (ret == ZC_EOK) {
+		ret = records_counts_flush(store);
+	}
 	if (ret == ZC_EOK) {
 		ret = records_sql_exec(store, "COMMIT");
 	}
@@ -95,11 +99,13 @@ void records_write_rollback(records_store_t *store)
 	store->version_zone = 0;
 	records_ids_forget(store);
 	records_zrow_forget(store);
+	records_counts_forget(store);
 	store->in_write = false;
 }
 
 int records_savepoint(records_store_t *store)
 {
+	records_counts_mark(store, 0);
 	return records_sql_run(store, "SAVEPOINT unit");
 }
 
@@ -112,12 +118,14 @@ void records_savepoint_rollback(records_store_t *store)
 {
 	records_sql_run(store, "ROLLBACK TO unit");
 	records_sql_run(store, "RELEASE unit");
+	records_counts_restore(store, 0);
 	store->version_zone = 0;
 	records_zrow_forget(store);
 }
 
 int records_inner_savepoint(records_store_t *store)
 {
+	records_counts_mark(store, 1);
 	return records_sql_run(store, "SAVEPOINT inner");
 }
 
@@ -130,6 +138,7 @@ void records_inner_rollback(records_store_t *store)
 {
 	records_sql_run(store, "ROLLBACK TO inner");
 	records_sql_run(store, "RELEASE inner");
+	records_counts_restore(store, 1);
 	store->version_zone = 0;
 	records_zrow_forget(store);
 }
@@ -308,38 +317,6 @@ static int owner_key(const records_zone_t *zone, const knot_dname_t *owner,
 	return ZC_EOK;
 }
 
-void records_set_max_records(records_store_t *store, uint64_t max)
-{
-	store->max_records = max;
-}
-
-/* Keeps zones.record_count; ZC_ETOOMANY when an insert goes past the
- * bound (the caller's rollback undoes the count with the record). */
-static int count_records(records_store_t *store, int64_t zone_id, int delta)
-{
-	sqlite3_stmt *stmt;
-	int ret = records_sql_prepare(store, "UPDATE zones SET record_count ="
-	                              " record_count + ? WHERE id = ?"
-	                              " RETURNING record_count", &stmt);
-	if (ret != ZC_EOK) {
-		return ret;
-	}
-	sqlite3_bind_int(stmt, 1, delta);
-	sqlite3_bind_int64(stmt, 2, zone_id);
-	int rc = sqlite3_step(stmt);
-	int64_t count = rc == SQLITE_ROW ? sqlite3_column_int64(stmt, 0) : 0;
-	if (rc == SQLITE_ROW) {
-		rc = sqlite3_step(stmt);
-	}
-	ret = records_sql_error(store->db, rc);
-	records_sql_done(store, stmt);
-	if (ret == ZC_EOK && delta > 0 && store->max_records != 0 &&
-	    (uint64_t)count > store->max_records) {
-		return ZC_ETOOMANY;
-	}
-	return ret;
-}
-
 int records_record_insert(records_store_t *store, const records_zone_t *zone,
                           records_record_t *rec)
 {
@@ -389,7 +366,7 @@ int records_record_insert(records_store_t *store, const records_zone_t *zone,
 		return ret;
 	}
 	rec->zone_id = zone->id;
-	ret = count_records(store, zone->id, 1);
+	ret = records_count_add(store, zone->id, 1);
 	if (ret != ZC_EOK) {
 		return ret;
 	}
@@ -440,7 +417,7 @@ int records_record_delete(records_store_t *store, const records_zone_t *zone,
 	}
 	sqlite3_step(stmt); /* Completes the statement. */
 	records_sql_done(store, stmt);
-	ret = count_records(store, zone->id, -1);
+	ret = records_count_add(store, zone->id, -1);
 	if (ret != ZC_EOK) {
 		return ret;
 	}

@@ -317,7 +317,6 @@ def test_oversized_options(srv, assert_alive):
     assert_alive()
 
 
-@pytest.mark.xfail(reason="lead: DNS cookies pending (RFC 7873 5.2.2: FORMERR)", strict=False)
 @pytest.mark.parametrize("length", [5, 9, 41])
 def test_cookie_of_bad_length_is_formerr(srv, length):
     """RFC 7873 5.2.2: a COOKIE option that cannot hold a client cookie (8) or a
@@ -414,7 +413,6 @@ def test_tcp_idle_connection_is_closed(srv, assert_alive):
     assert_alive()
 
 
-@pytest.mark.xfail(reason="lead: slow-drip rule pending", strict=False)
 def test_tcp_slow_drip_is_closed(srv, assert_alive):
     """Partial input is no activity: a message must be complete within
     tcp-idle-timeout (2 s) of the connection's last complete message or reply.

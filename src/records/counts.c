@@ -1,0 +1,137 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * Records per zone (zones.record_count, bounded by zone-max-records) kept
+ * in memory through a write transaction and written once at its commit:
+ * an UPDATE of the zone row per record written cost the group committer
+ * about a sixth of its time. Savepoints snapshot the pending deltas, so a
+ * unit rolled back takes its counts with it. Outside a transaction, or
+ * past RECORDS_COUNT_ZONES zones in one, the row is updated at once.
+ */
+#include <string.h>
+
+#include "common/error.h"
+#include "records/sqlite.h"
+
+void records_set_max_records(records_store_t *store, uint64_t max)
+{
+	store->max_records = max;
+}
+
+void records_counts_forget(records_store_t *store)
+{
+	store->count_n = 0;
+	store->count_saved_n[0] = store->count_saved_n[1] = 0;
+}
+
+void records_counts_mark(records_store_t *store, int level)
+{
+	for (size_t i = 0; i < store->count_n; i++) {
+		store->count_saved[level][i] = store->counts[i].delta;
+	}
+	store->count_saved_n[level] = store->count_n;
+}
+
+void records_counts_restore(records_store_t *store, int level)
+{
+	store->count_n = store->count_saved_n[level];
+	for (size_t i = 0; i < store->count_n; i++) {
+		store->counts[i].delta = store->count_saved[level][i];
+	}
+}
+
+/* Adds delta to the zone's row now; the new count in *count. */
+static int update_row(records_store_t *store, int64_t zone_id, int64_t delta,
+                      int64_t *count)
+{
+	sqlite3_stmt *stmt;
+	int ret = records_sql_prepare(store, "UPDATE zones SET record_count ="
+	                              " record_count + ? WHERE id = ?"
+	                              " RETURNING record_count", &stmt);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	sqlite3_bind_int64(stmt, 1, delta);
+	sqlite3_bind_int64(stmt, 2, zone_id);
+	int rc = sqlite3_step(stmt);
+	*count = rc == SQLITE_ROW ? sqlite3_column_int64(stmt, 0) : 0;
+	if (rc == SQLITE_ROW) {
+		rc = sqlite3_step(stmt);
+	}
+	ret = records_sql_error(store->db, rc);
+	records_sql_done(store, stmt);
+	return ret;
+}
+
+/* The pending entry of a zone, made (with the row's count) if needed;
+ * RECORDS_COUNT_ZONES when the table is full. */
+static int entry(records_store_t *store, int64_t zone_id, size_t *out)
+{
+	for (size_t i = 0; i < store->count_n; i++) {
+		if (store->counts[i].zone_id == zone_id) {
+			*out = i;
+			return ZC_EOK;
+		}
+	}
+	if (store->count_n == RECORDS_COUNT_ZONES) {
+		*out = RECORDS_COUNT_ZONES;
+		return ZC_EOK;
+	}
+	sqlite3_stmt *stmt;
+	int ret = records_sql_prepare(store, "SELECT record_count FROM zones"
+	                              " WHERE id = ?", &stmt);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	sqlite3_bind_int64(stmt, 1, zone_id);
+	int rc = sqlite3_step(stmt);
+	int64_t base = rc == SQLITE_ROW ? sqlite3_column_int64(stmt, 0) : 0;
+	ret = rc == SQLITE_ROW || rc == SQLITE_DONE ? ZC_EOK :
+	      records_sql_error(store->db, rc);
+	records_sql_done(store, stmt);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	size_t i = store->count_n++;
+	store->counts[i].zone_id = zone_id;
+	store->counts[i].base = base;
+	store->counts[i].delta = 0;
+	*out = i;
+	return ZC_EOK;
+}
+
+int records_count_add(records_store_t *store, int64_t zone_id, int delta)
+{
+	int64_t count;
+	size_t i = RECORDS_COUNT_ZONES;
+	int ret = store->in_write ? entry(store, zone_id, &i) : ZC_EOK;
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	if (i < RECORDS_COUNT_ZONES) {
+		count = store->counts[i].base + store->counts[i].delta + delta;
+	} else if ((ret = update_row(store, zone_id, delta, &count)) != ZC_EOK) {
+		return ret;
+	}
+	if (delta > 0 && store->max_records != 0 &&
+	    (uint64_t)count > store->max_records) {
+		return ZC_ETOOMANY; /* The caller's rollback undoes the rest. */
+	}
+	if (i < RECORDS_COUNT_ZONES) {
+		store->counts[i].delta += delta;
+	}
+	return ZC_EOK;
+}
+
+int records_counts_flush(records_store_t *store)
+{
+	int ret = ZC_EOK;
+	for (size_t i = 0; i < store->count_n && ret == ZC_EOK; i++) {
+		int64_t count;
+		if (store->counts[i].delta != 0) {
+			ret = update_row(store, store->counts[i].zone_id,
+			                 store->counts[i].delta, &count);
+		}
+	}
+	records_counts_forget(store);
+	return ret;
+}
