@@ -4,6 +4,7 @@
  * the response envelope, and the one table mapping codes to statuses.
  */
 #include <arpa/inet.h>
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,6 +38,31 @@ void api_error(api_req_t *req, unsigned status, int code, const char *fmt, ...)
 	}
 }
 
+/* The data directory cannot take writes: the condition is the server's,
+ * not the request's, so the message names it rather than a field. */
+static bool storage_error(api_req_t *req, int ret)
+{
+	static const struct {
+		int code;
+		unsigned status;
+		const char *text;
+	} table[] = {
+		{ -ENOSPC, 507, "data directory: disk full, nothing was written" },
+		{ -EROFS, 503, "data directory: read-only file system, nothing "
+		               "was written" },
+		{ -EACCES, 503, "data directory: permission denied, nothing was "
+		                "written" },
+	};
+	for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++) {
+		if (table[i].code == ret) {
+			api_error(req, table[i].status, 1000 + table[i].status,
+			          "%s", table[i].text);
+			return true;
+		}
+	}
+	return false;
+}
+
 void api_error_code(api_req_t *req, int ret, const char *what)
 {
 	static const struct {
@@ -51,8 +77,10 @@ void api_error_code(api_req_t *req, int ret, const char *what)
 		{ ZC_EBUSY, 503, "busy, retry" },
 		{ ZC_ETOOBIG, 413, "too large" },
 		{ KNOT_EOUTOFZONE, 400, "name: outside the zone" },
-		{ -28, 507, "disk full" },
 	};
+	if (storage_error(req, ret)) {
+		return;
+	}
 	for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++) {
 		if (table[i].code == ret) {
 			api_error(req, table[i].status, 1000 + table[i].status,
