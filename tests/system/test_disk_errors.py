@@ -21,7 +21,10 @@ nothing already acknowledged (issue 6).
   server. Writes answer 503 "data directory: read-only file system, nothing
   was written" and SERVFAIL, reads and DNS keep working; `zonecast serve` on
   the read-only directory exits 1 with a clear message; after fsck and a
-  read-write mount everything acknowledged is there.
+  read-write mount everything acknowledged is there. (A plain `mount -o
+  remount,ro` cannot do this under a running server: the kernel refuses
+  while files are open for writing.) The same start-up refusal for a tmpfs
+  mounted read-only by the operator.
 
 Runs as root (mount); skipped otherwise. Every mount is undone at teardown,
 whatever happened.
@@ -513,3 +516,27 @@ def test_read_only_data_directory(mounts):
     assert acked.update() == dns.rcode.NOERROR
     cp = srv.verify()
     assert cp.returncode == 0 and "no differences" in cp.stdout, cp.stdout + cp.stderr
+
+
+def test_serve_refuses_a_read_only_mount(mounts):
+    """A data directory mounted read-only (not an error, the operator's
+    mount): serve exits 1 and says why; the data is untouched."""
+    work = tempfile.mkdtemp(prefix="rofs-", dir=mounts.base)
+    srv = mounts.server(work)
+    mounts.tmpfs(srv.data_dir, "32m")
+    srv.start()
+    acked = start_zone(srv)
+    for _ in range(5):
+        assert 200 <= acked.post().status_code < 300
+    assert not srv.stop()
+    mounts.run("mount", "-o", "remount,ro", srv.data_dir)
+    cp = subprocess.run([servers.zonecast_bin(), "serve", "--data-dir", srv.data_dir,
+                         "--listen", "127.0.0.1:%d" % servers.free_port(), "--api-listen",
+                         "none", "--no-demo"], capture_output=True, text=True, timeout=30,
+                        env=srv.env())
+    assert cp.returncode == 1, (cp.returncode, cp.stderr)
+    assert "data directory %s is not writable (Read-only file system)" % srv.data_dir \
+        in cp.stderr, cp.stderr
+    mounts.run("mount", "-o", "remount,rw", srv.data_dir)
+    srv.restart()
+    acked.assert_all_there("read-write again")
