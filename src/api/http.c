@@ -40,6 +40,31 @@ void api_error(api_req_t *req, unsigned status, int code, const char *fmt, ...)
 	}
 }
 
+/* The data directory cannot take writes: the condition is the server's,
+ * not the request's, so the message names it rather than a field. */
+static bool storage_error(api_req_t *req, int ret)
+{
+	static const struct {
+		int code;
+		unsigned status;
+		const char *text;
+	} table[] = {
+		{ -ENOSPC, 507, "data directory: disk full, nothing was written" },
+		{ -EROFS, 503, "data directory: read-only file system, nothing "
+		               "was written" },
+		{ -EACCES, 503, "data directory: permission denied, nothing was "
+		                "written" },
+	};
+	for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++) {
+		if (table[i].code == ret) {
+			api_error(req, table[i].status, 1000 + table[i].status,
+			          "%s", table[i].text);
+			return true;
+		}
+	}
+	return false;
+}
+
 void api_error_code(api_req_t *req, int ret, const char *what)
 {
 	static const struct {
@@ -57,8 +82,10 @@ void api_error_code(api_req_t *req, int ret, const char *what)
 		{ ZC_ETOOMANY, 400, "the zone would hold more records than "
 		  "zone-max-records allows" },
 		{ KNOT_EOUTOFZONE, 400, "name: outside the zone" },
-		{ -28, 507, "disk full" },
 	};
+	if (storage_error(req, ret)) {
+		return;
+	}
 	for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++) {
 		if (table[i].code == ret) {
 			api_error(req, table[i].status, 1000 + table[i].status,

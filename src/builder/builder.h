@@ -124,6 +124,14 @@ int builder_follower_start(const char *data_dir, edge_store_t *es,
 void builder_follower_on_pass(builder_follower_t *f, void (*cb)(void *ctx),
                               void *ctx);
 
+/*
+ * The storage error (-ENOSPC, -EROFS, -EACCES) that keeps the follower from
+ * applying the change log or keeping the edge store's space reserve, or
+ * ZC_EOK. The writer refuses writes meanwhile: an acknowledged change
+ * must be one that DNS can serve.
+ */
+int builder_follower_stalled(builder_follower_t *f);
+
 /* The change-log sequence up to which everything is built. */
 uint64_t builder_follower_applied(builder_follower_t *f);
 

@@ -36,16 +36,27 @@ struct builder_follower {
 	bool woken;
 	uint64_t passes;
 	_Atomic uint64_t applied;              /* st.applied after the last pass. */
+	_Atomic int stalled;                   /* Storage error it is stuck on. */
+	int failing;                           /* Error of the last pass. */
+	_Atomic int64_t logged;                /* When failing was last logged. */
 	void (*on_pass)(void *ctx);            /* After each pass with work. */
 	void *on_pass_ctx;
 };
+
+/* Map doublings a catch-up may ask for. */
+#define MAX_GROWS 24
 
 int builder_catch_up(records_store_t *rs, edge_store_t *es, uint64_t *applied)
 {
 	pass_state_t st;
 	int ret = pass_init(&st, rs, rs, es, SIZE_MAX);
+	int grows = 0;
 	while (ret == ZC_EOK) {
 		ret = pass_run(&st);
+		if (ret == ZC_EMAPFULL && grows++ < MAX_GROWS) {
+			ret = edge_grow(es); /* Then read the events again. */
+			continue;
+		}
 		if (ret == 0) {
 			break;
 		}
@@ -55,6 +66,43 @@ int builder_catch_up(records_store_t *rs, edge_store_t *es, uint64_t *applied)
 		*applied = st.applied;
 	}
 	pass_deinit(&st);
+	return ret;
+}
+
+/* Logs a failing pass when the failure starts, changes or has lasted
+ * another minute, and its end: a full disk fails every pass. */
+static void report(builder_follower_t *f, const pass_state_t *st, int err)
+{
+	if (err == ZC_EOK) {
+		if (f->failing != ZC_EOK) {
+			zc_info("builder: applying the change log again (seq %llu) "
+			        "after: %s", (unsigned long long)st->read_seq,
+			        zc_strerror(f->failing));
+		}
+		f->failing = ZC_EOK;
+		return;
+	}
+	bool due = zc_log_due(&f->logged, 60000);
+	if (err != f->failing || due) {
+		zc_error("builder: cannot apply the change log past seq %llu: "
+		         "%s; retrying every %u ms (the records store keeps every "
+		         "change)", (unsigned long long)st->read_seq,
+		         zc_strerror(err), f->poll_ms);
+	}
+	f->failing = err;
+}
+
+/* After a pass: grows a full map (1: run again at once), keeps the edge
+ * store's space reserve, logs, and notes a storage error for the writer. */
+static int after_pass(builder_follower_t *f, const pass_state_t *st, int ret)
+{
+	if (ret == ZC_EMAPFULL && edge_grow(f->es) == ZC_EOK) {
+		return 1;
+	}
+	int space = edge_reserve_check(f->es);
+	int err = (ret < 0 && ret != ZC_EBUSY) ? ret : ZC_EOK;
+	report(f, st, err);
+	atomic_store(&f->stalled, zc_storage_error(err) ? err : space);
 	return ret;
 }
 
@@ -82,10 +130,7 @@ static void *follow(void *arg)
 		f->woken = false;
 		pthread_mutex_unlock(&f->lock);
 		uint64_t before = st.read_seq;
-		ret = pass_run(&st);
-		if (ret < 0 && ret != ZC_EBUSY) {
-			zc_warn("builder: %s", zc_strerror(ret));
-		}
+		ret = after_pass(f, &st, pass_run(&st));
 		atomic_store(&f->applied, st.applied);
 		if (f->on_pass != NULL && (st.read_seq != before || ret > 0)) {
 			f->on_pass(f->on_pass_ctx);
@@ -140,6 +185,11 @@ void builder_follower_on_pass(builder_follower_t *f, void (*cb)(void *ctx),
 	f->on_pass = cb;
 	f->on_pass_ctx = ctx;
 	pthread_mutex_unlock(&f->lock);
+}
+
+int builder_follower_stalled(builder_follower_t *f)
+{
+	return f != NULL ? atomic_load(&f->stalled) : ZC_EOK;
 }
 
 uint64_t builder_follower_applied(builder_follower_t *f)

@@ -493,6 +493,9 @@ void builder_full_end(builder_job_t *job, builder_stats_t *stats)
 	free(job);
 }
 
+/* Map doublings one build may ask for (a small map, a large zone). */
+#define MAX_GROWS 24
+
 int builder_full_build(records_store_t *rs, edge_store_t *es,
                        const knot_dname_t *apex, builder_stats_t *stats,
                        void (*progress)(uint64_t records, void *ctx),
@@ -508,8 +511,12 @@ int builder_full_build(records_store_t *rs, edge_store_t *es,
 		job->b.progress_ctx = ctx;
 		ret = builder_full_step(job, SIZE_MAX);
 		builder_full_end(job, stats);
-		if (ret != ZC_ENOSPACE || attempt > 0) {
-			return ret < 0 ? ret : ZC_EOK; /* One retry after a map grew. */
+		if (ret != ZC_EMAPFULL || attempt == MAX_GROWS) {
+			return ret < 0 ? ret : ZC_EOK;
+		}
+		ret = edge_grow(es); /* Then build again. */
+		if (ret != ZC_EOK) {
+			return ret;
 		}
 	}
 }

@@ -205,13 +205,22 @@ static int run(const config_t *cfg)
 {
 	records_store_t *rs = NULL;
 	edge_store_t *es = NULL;
-	if (cli_open_stores(cfg->data_dir, &rs, &es) != ZC_EOK) {
+	if (cli_writable_data_dir(cfg->data_dir) != ZC_EOK ||
+	    cli_open_stores(cfg->data_dir, &rs, &es) != ZC_EOK) {
 		return 1;
 	}
 	int ret = cfg->demo ? seed_demo(rs, es, cfg->data_dir) : ZC_EOK;
 	if (ret == ZC_EOK) {
 		/* Apply what the log holds before answering (restart). */
 		ret = builder_catch_up(rs, es, NULL);
+	}
+	if (zc_storage_error(ret)) {
+		/* A full disk must not take DNS down: serve what the edge
+		 * store has; the follower retries and the writer refuses. */
+		zc_error("builder: cannot apply the change log before serving: "
+		         "%s; serving the edge store as it is, retrying",
+		         zc_strerror(ret));
+		ret = ZC_EOK;
 	}
 	records_close(rs);
 	if (ret != ZC_EOK) {

@@ -27,6 +27,10 @@ int cli_prepare_data_dir(const char *dir);
 int cli_find_zone(records_store_t *rs, const char *cmd, const char *name,
                   records_zone_t *zone);
 
+/* Checks that an existing data directory can be written (read-only file
+ * system, permissions); prints why not and returns -errno. */
+int cli_writable_data_dir(const char *dir);
+
 /* Opens both stores of a data directory; prints why on failure. */
 int cli_open_stores(const char *dir, records_store_t **rs, edge_store_t **es);
 

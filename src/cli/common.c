@@ -31,6 +31,27 @@ int cli_prepare_data_dir(const char *dir)
 	return ZC_EOK;
 }
 
+/* The edge store's default space reserve (ZONECAST_EDGE_RESERVE_MB). */
+#define EDGE_RESERVE_MB 8
+
+int cli_writable_data_dir(const char *dir)
+{
+	int err = access(dir, W_OK) == 0 ? 0 : errno;
+	if (err == ENOENT) {
+		return ZC_EOK; /* Made later. */
+	}
+	if (err == 0) {
+		err = -zc_fs_probe_write(dir, (int)strlen(dir));
+	}
+	if (err == 0) {
+		return ZC_EOK;
+	}
+	fprintf(stderr, "zonecast: data directory %s is not writable (%s): "
+	        "the records store and the edge store must be written; "
+	        "nothing was started\n", dir, strerror(err));
+	return -err;
+}
+
 int cli_open_stores(const char *dir, records_store_t **rs, edge_store_t **es)
 {
 	int ret = cli_prepare_data_dir(dir);
@@ -53,8 +74,13 @@ int cli_open_stores(const char *dir, records_store_t **rs, edge_store_t **es)
 		        zc_strerror(ret));
 		records_close(*rs);
 		*rs = NULL;
+		return ret;
 	}
-	return ret;
+	/* Room kept for the builder on a disk that fills up (edge.h). */
+	const char *rmb = getenv("ZONECAST_EDGE_RESERVE_MB");
+	edge_set_reserve(*es, (rmb != NULL ? (size_t)strtoull(rmb, NULL, 10) :
+	                       EDGE_RESERVE_MB) << 20);
+	return ZC_EOK;
 }
 
 /* Files an import reads ($INCLUDE adds some): a record's tag is its file's

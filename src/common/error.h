@@ -5,8 +5,14 @@
  * A fallible function returns ZC_EOK (0) or a negative code: -errno,
  * libknot's codes (KNOT_E*, -1000..-900 and -errno aliases), or ours in
  * -2999..-2000 defined here. zc_strerror() names every one of them.
+ *
+ * Storage failures keep their errno: -ENOSPC (disk full, also for EDQUOT),
+ * -EROFS (read-only file system) and -EACCES (permission denied), so
+ * that the API and UPDATE can tell the client why nothing was written.
  */
 #pragma once
+
+#include <stdbool.h>
 
 #define ZC_EOK 0
 
@@ -26,7 +32,8 @@
 	X(ZC_EUSAGE,        -2012, "invalid arguments") \
 	X(ZC_ENOJOURNAL,    -2013, "journal does not reach that serial") \
 	X(ZC_ENOKEY,        -2014, "no such key") \
-	X(ZC_ETOOMANY,      -2015, "too many records in the zone")
+	X(ZC_ETOOMANY,      -2015, "too many records in the zone") \
+	X(ZC_EMAPFULL,      -2016, "edge store map full")
 
 enum {
 #define ZC_ERROR_ENUM(name, code, text) name = code,
@@ -36,3 +43,17 @@ enum {
 
 /* Names any code of the shared error space. Never returns NULL. */
 const char *zc_strerror(int code);
+
+/* Whether code says the data directory cannot take writes now (disk full,
+ * read-only, permission denied): a condition for the operator, not a bug. */
+bool zc_storage_error(int code);
+
+/* After an I/O error that says nothing more (a short write, SQLite's
+ * "disk I/O error"): -EROFS when path's file system is read-only now,
+ * -ENOSPC when it has (almost) no free space, else 0. */
+int zc_fs_condition(const char *path);
+
+/* Makes and removes a file in the directory (the first dir_len bytes of
+ * dir): ext4 turned read-only by an error shows it only to writers, not to
+ * statvfs() or access(). 0 or -errno. */
+int zc_fs_probe_write(const char *dir, int dir_len);

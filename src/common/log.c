@@ -55,3 +55,15 @@ void zc_log(zc_log_level_t level, const char *fmt, ...)
 	ssize_t w = write(STDERR_FILENO, line, len);
 	(void)w;
 }
+
+bool zc_log_due(_Atomic int64_t *last, int64_t interval_ms)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	int64_t now = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 + 1;
+	int64_t seen = atomic_load(last);
+	if (seen != 0 && now - seen < interval_ms) {
+		return false;
+	}
+	return atomic_compare_exchange_strong(last, &seen, now);
+}

@@ -7,6 +7,10 @@
  */
 #pragma once
 
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
 typedef enum {
 	ZC_LOG_ERROR = 0,
 	ZC_LOG_WARNING,
@@ -27,3 +31,10 @@ void zc_log(zc_log_level_t level, const char *fmt, ...)
 #define zc_warn(...)  zc_log(ZC_LOG_WARNING, __VA_ARGS__)
 #define zc_info(...)  zc_log(ZC_LOG_INFO, __VA_ARGS__)
 #define zc_debug(...) zc_log(ZC_LOG_DEBUG, __VA_ARGS__)
+
+/*
+ * For a message that a condition may repeat many times a second (every
+ * write while the disk is full): true at most once per interval_ms, kept
+ * in *last (monotonic milliseconds, start at 0).
+ */
+bool zc_log_due(_Atomic int64_t *last, int64_t interval_ms);

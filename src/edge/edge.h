@@ -45,6 +45,7 @@ typedef struct {
 	struct MDB_txn *txn;
 	bool write;
 	bool active;
+	int slot;       /* Internal: the thread's slot while active. */
 } edge_txn_t;
 
 /*
@@ -68,8 +69,30 @@ void edge_txn_abort(edge_txn_t *txn);
 /* Starts the (single, cross-process) write transaction. */
 int edge_txn_begin_write(edge_store_t *store, edge_txn_t *txn);
 
-/* Commits a write transaction. On ZC_ENOSPACE the map grew: redo it. */
+/* Commits a write transaction. ZC_EMAPFULL (here or from a write): abort,
+ * edge_grow(), redo it. */
 int edge_txn_commit(edge_txn_t *txn);
+
+/*
+ * Doubles the map after ZC_EMAPFULL. It waits (a bounded while) until no
+ * thread of the process is inside a transaction, holding new ones back;
+ * the caller must have none open. ZC_EBUSY when transactions did not end
+ * in time (a long transfer): try again later.
+ */
+int edge_grow(edge_store_t *store);
+
+/*
+ * Space reserved ahead of the data: the file keeps `bytes` allocated past
+ * its last page (fallocate, KEEP_SIZE), topped up after every commit, so
+ * that when the disk fills up the builder can still apply what the writer
+ * acknowledged. 0 turns it off. Set once, before other threads use store.
+ */
+void edge_set_reserve(edge_store_t *store, size_t bytes);
+
+/* Tops the reserve up if needed; ZC_EOK, or why it cannot (-ENOSPC,
+ * -EROFS), which edge_space_error() then reports until it succeeds. */
+int edge_reserve_check(edge_store_t *store);
+int edge_space_error(edge_store_t *store);
 
 /*
  * Finds the zone enclosing a name given in LF (longest apex that is a

@@ -4,9 +4,13 @@
  * fenced writes (see edge.h for the design).
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <lmdb.h>
 #include <libknot/errcode.h>
 
@@ -18,14 +22,37 @@
 #define DEFAULT_MAP_SIZE ((size_t)64 << 30)
 #define NODE_KEY_MAX (8 + DNS_LF_MAXLEN)
 #define ZONE_KEY_MAX (1 + DNS_LF_MAXLEN)
+/* Reader slots: a thread counts its open transactions in its own slot
+ * (one cache line each), so the many DNS workers never share a counter. */
+#define SLOTS 64
+/* How long a remap waits for open transactions to end before it gives up
+ * (to try again later: a long transfer must not stall queries). */
+#define REMAP_WAIT_US 100000
+
+typedef struct {
+	_Alignas(64) _Atomic unsigned open;
+} slot_t;
 
 struct edge_store {
+	slot_t slots[SLOTS];
 	MDB_env *env;
 	MDB_dbi zones;
 	MDB_dbi nodes;
 	MDB_dbi meta;
 	MDB_dbi keys;   /* Zone id (u64 BE) -> the zone's signing keys. */
+	_Atomic bool remapping;        /* New transactions wait meanwhile. */
+	pthread_mutex_t remap_lock;    /* One remap at a time. */
+	/* Space reserved ahead of the data (fallocate), so that the builder
+	 * can apply what the writer acknowledged when the disk fills up. */
+	size_t reserve;
+	size_t page_size;
+	off_t reserved_to;
+	_Atomic int space_error;       /* 0, or why the reserve failed. */
+	_Atomic int64_t space_logged;
 };
+
+static _Atomic unsigned next_slot;
+static _Thread_local int thread_slot = -1;
 
 /* The one place LMDB results become zonecast codes. */
 static int lmdb_error(int rc)
@@ -36,10 +63,11 @@ static int lmdb_error(int rc)
 	case MDB_NOTFOUND:
 		return KNOT_ENOENT;
 	case MDB_MAP_FULL:
-	case MDB_MAP_RESIZED:
-		return ZC_ENOSPACE;
+		return ZC_EMAPFULL;
 	case ENOMEM:
 		return KNOT_ENOMEM;
+	case EDQUOT:
+		return -ENOSPC;
 	default:
 		if (rc > 0 && rc < 1000) {
 			return -rc;
@@ -49,19 +77,36 @@ static int lmdb_error(int rc)
 	}
 }
 
+static edge_store_t *store_new(void)
+{
+	edge_store_t *s = aligned_alloc(_Alignof(edge_store_t),
+	                                (sizeof(*s) + 63) / 64 * 64);
+	if (s != NULL) {
+		memset(s, 0, sizeof(*s));
+		pthread_mutex_init(&s->remap_lock, NULL);
+	}
+	return s;
+}
+
+static void store_free(edge_store_t *s)
+{
+	pthread_mutex_destroy(&s->remap_lock);
+	free(s);
+}
+
 int edge_open(edge_store_t **out, const char *dir, size_t map_size)
 {
 	char path[4096];
 	if (snprintf(path, sizeof(path), "%s/edge.mdb", dir) >= (int)sizeof(path)) {
 		return -ENAMETOOLONG;
 	}
-	edge_store_t *s = calloc(1, sizeof(*s));
+	edge_store_t *s = store_new();
 	if (s == NULL) {
 		return KNOT_ENOMEM;
 	}
 	int rc = mdb_env_create(&s->env);
 	if (rc != MDB_SUCCESS) {
-		free(s);
+		store_free(s);
 		return lmdb_error(rc);
 	}
 	mdb_env_set_maxdbs(s->env, 8);
@@ -75,6 +120,9 @@ int edge_open(edge_store_t **out, const char *dir, size_t map_size)
 	/* Free reader slots that killed processes left behind. */
 	int dead = 0;
 	mdb_reader_check(s->env, &dead);
+	MDB_stat st;
+	mdb_env_stat(s->env, &st);
+	s->page_size = st.ms_psize;
 	MDB_txn *txn;
 	rc = mdb_txn_begin(s->env, NULL, 0, &txn);
 	if (rc != MDB_SUCCESS) {
@@ -102,7 +150,7 @@ int edge_open(edge_store_t **out, const char *dir, size_t map_size)
 	return ZC_EOK;
 fail:
 	mdb_env_close(s->env);
-	free(s);
+	store_free(s);
 	return lmdb_error(rc);
 }
 
@@ -113,30 +161,102 @@ void edge_close(edge_store_t *store)
 	}
 	mdb_env_sync(store->env, 1);
 	mdb_env_close(store->env);
-	free(store);
+	store_free(store);
 }
 
-int edge_txn_begin_read(edge_store_t *store, edge_txn_t *txn)
+/* Counts a transaction of this thread as open; waits while a remap runs. */
+static int slot_enter(edge_store_t *store)
 {
-	int rc;
-	if (txn->txn != NULL && !txn->write && !txn->active) {
-		rc = mdb_txn_renew(txn->txn);
-		if (rc == MDB_SUCCESS) {
-			txn->active = true;
-			return ZC_EOK;
-		}
-		mdb_txn_abort(txn->txn);
-		txn->txn = NULL;
+	if (thread_slot < 0) {
+		thread_slot = (int)(atomic_fetch_add(&next_slot, 1) % SLOTS);
 	}
-	txn->store = store;
-	txn->write = false;
-	rc = mdb_txn_begin(store->env, NULL, MDB_RDONLY, &txn->txn);
+	_Atomic unsigned *open = &store->slots[thread_slot].open;
+	for (;;) {
+		atomic_fetch_add(open, 1);
+		if (!atomic_load(&store->remapping)) {
+			return thread_slot;
+		}
+		atomic_fetch_sub(open, 1);
+		while (atomic_load(&store->remapping)) {
+			usleep(50);
+		}
+	}
+}
+
+static void slot_leave(edge_store_t *store, int slot)
+{
+	atomic_fetch_sub(&store->slots[slot].open, 1);
+}
+
+/* Waits until no thread has a transaction open (remapping is set, so no
+ * new one starts); false after REMAP_WAIT_US. */
+static bool slots_drained(edge_store_t *store)
+{
+	for (int waited = 0; waited < REMAP_WAIT_US; waited += 100) {
+		bool idle = true;
+		for (int i = 0; i < SLOTS && idle; i++) {
+			idle = atomic_load(&store->slots[i].open) == 0;
+		}
+		if (idle) {
+			return true;
+		}
+		usleep(100);
+	}
+	return false;
+}
+
+/*
+ * Changes the map size (0: adopt the size another process gave it). LMDB
+ * unmaps and maps the file again, so no thread of this process may be in
+ * a transaction meanwhile: the remap waits for every open one to end and
+ * holds new ones back. The caller must have none open.
+ */
+static int remap(edge_store_t *store, size_t size)
+{
+	pthread_mutex_lock(&store->remap_lock);
+	atomic_store(&store->remapping, true);
+	int ret = ZC_EBUSY;
+	if (slots_drained(store)) {
+		ret = lmdb_error(mdb_env_set_mapsize(store->env, size));
+	}
+	atomic_store(&store->remapping, false);
+	pthread_mutex_unlock(&store->remap_lock);
+	return ret;
+}
+
+int edge_grow(edge_store_t *store)
+{
+	MDB_envinfo info;
+	mdb_env_info(store->env, &info);
+	size_t size = info.me_mapsize * 2;
+	int ret = remap(store, size);
+	if (ret == ZC_EOK) {
+		zc_warn("edge store: map full, grown to %zu MiB", size >> 20);
+	} else {
+		zc_warn("edge store: map full at %zu MiB, cannot grow yet: %s",
+		        info.me_mapsize >> 20, zc_strerror(ret));
+	}
+	return ret;
+}
+
+/* Begins an LMDB transaction inside this thread's slot. */
+static int txn_begin(edge_store_t *store, edge_txn_t *txn, unsigned flags)
+{
+	txn->slot = slot_enter(store);
+	int rc = mdb_txn_begin(store->env, NULL, flags, &txn->txn);
 	if (rc == MDB_MAP_RESIZED) {
 		/* Another process grew the map: adopt its size and retry. */
-		mdb_env_set_mapsize(store->env, 0);
-		rc = mdb_txn_begin(store->env, NULL, MDB_RDONLY, &txn->txn);
+		slot_leave(store, txn->slot);
+		int ret = remap(store, 0);
+		if (ret != ZC_EOK) {
+			txn->txn = NULL;
+			return ret;
+		}
+		txn->slot = slot_enter(store);
+		rc = mdb_txn_begin(store->env, NULL, flags, &txn->txn);
 	}
 	if (rc != MDB_SUCCESS) {
+		slot_leave(store, txn->slot);
 		txn->txn = NULL;
 		return lmdb_error(rc);
 	}
@@ -144,11 +264,29 @@ int edge_txn_begin_read(edge_store_t *store, edge_txn_t *txn)
 	return ZC_EOK;
 }
 
+int edge_txn_begin_read(edge_store_t *store, edge_txn_t *txn)
+{
+	if (txn->txn != NULL && !txn->write && !txn->active) {
+		txn->slot = slot_enter(store);
+		if (mdb_txn_renew(txn->txn) == MDB_SUCCESS) {
+			txn->active = true;
+			return ZC_EOK;
+		}
+		slot_leave(store, txn->slot);
+		mdb_txn_abort(txn->txn);
+		txn->txn = NULL;
+	}
+	txn->store = store;
+	txn->write = false;
+	return txn_begin(store, txn, MDB_RDONLY);
+}
+
 void edge_txn_reset(edge_txn_t *txn)
 {
 	if (txn->txn != NULL && txn->active && !txn->write) {
 		mdb_txn_reset(txn->txn);
 		txn->active = false;
+		slot_leave(txn->store, txn->slot);
 	}
 }
 
@@ -156,6 +294,9 @@ void edge_txn_abort(edge_txn_t *txn)
 {
 	if (txn->txn != NULL) {
 		mdb_txn_abort(txn->txn);
+		if (txn->active) {
+			slot_leave(txn->store, txn->slot);
+		}
 	}
 	txn->txn = NULL;
 	txn->active = false;
@@ -165,48 +306,90 @@ int edge_txn_begin_write(edge_store_t *store, edge_txn_t *txn)
 {
 	txn->store = store;
 	txn->write = true;
-	int rc = mdb_txn_begin(store->env, NULL, 0, &txn->txn);
-	if (rc == MDB_MAP_RESIZED) {
-		mdb_env_set_mapsize(store->env, 0);
-		rc = mdb_txn_begin(store->env, NULL, 0, &txn->txn);
-	}
-	if (rc != MDB_SUCCESS) {
-		txn->txn = NULL;
-		return lmdb_error(rc);
-	}
-	txn->active = true;
-	return ZC_EOK;
+	return txn_begin(store, txn, 0);
 }
 
-/* Doubles the map after MDB_MAP_FULL (no transaction may be open here). */
-static void grow_map(edge_store_t *store)
+/* LMDB reports a short write as EIO: on a full or read-only disk, say so. */
+static int commit_error(edge_store_t *store, int rc)
 {
-	MDB_envinfo info;
-	mdb_env_info(store->env, &info);
-	size_t size = info.me_mapsize * 2;
-	zc_warn("edge store full, growing map to %zu MiB", size >> 20);
-	mdb_env_set_mapsize(store->env, size);
+	const char *path = NULL;
+	if (rc == EIO && mdb_env_get_path(store->env, &path) == MDB_SUCCESS) {
+		int cond = zc_fs_condition(path);
+		return cond != 0 ? cond : lmdb_error(rc);
+	}
+	return lmdb_error(rc);
 }
 
 int edge_txn_commit(edge_txn_t *txn)
 {
 	int rc = mdb_txn_commit(txn->txn);
+	if (txn->active) {
+		slot_leave(txn->store, txn->slot);
+	}
 	txn->txn = NULL;
 	txn->active = false;
-	if (rc == MDB_MAP_FULL) {
-		grow_map(txn->store);
+	if (rc == MDB_SUCCESS) {
+		edge_reserve_check(txn->store);
 	}
-	return lmdb_error(rc);
+	return commit_error(txn->store, rc);
 }
 
-/* Fails the write transaction on MAP_FULL so the caller redoes it. */
-static int write_error(edge_txn_t *txn, int rc)
+/* Logs the reserve's state when it changes, a failure again every minute. */
+static void reserve_report(edge_store_t *store, int ret)
 {
-	if (rc == MDB_MAP_FULL) {
-		edge_txn_abort(txn);
-		grow_map(txn->store);
+	int was = atomic_exchange(&store->space_error, ret);
+	if (ret == ZC_EOK && was != ZC_EOK) {
+		zc_info("edge store: %zu MiB reserved ahead again; writes are "
+		        "accepted", store->reserve >> 20);
+		return;
 	}
-	return lmdb_error(rc);
+	bool due = ret != ZC_EOK && zc_log_due(&store->space_logged, 60000);
+	if (ret != ZC_EOK && (ret != was || due)) {
+		zc_error("edge store: cannot reserve %zu MiB ahead: %s; writes "
+		         "are refused until the data directory has room",
+		         store->reserve >> 20, zc_strerror(ret));
+	}
+}
+
+void edge_set_reserve(edge_store_t *store, size_t bytes)
+{
+	store->reserve = bytes;
+	store->reserved_to = 0;
+	edge_reserve_check(store);
+}
+
+int edge_reserve_check(edge_store_t *store)
+{
+	if (store->reserve == 0) {
+		return ZC_EOK;
+	}
+	MDB_envinfo info;
+	mdb_env_info(store->env, &info);
+	off_t end = (off_t)(info.me_last_pgno + 1) * (off_t)store->page_size;
+	if (atomic_load(&store->space_error) == ZC_EOK &&
+	    end + (off_t)store->reserve / 2 <= store->reserved_to) {
+		return ZC_EOK;
+	}
+	int fd = -1;
+	mdb_env_get_fd(store->env, &fd);
+	if (fallocate(fd, FALLOC_FL_KEEP_SIZE, end, (off_t)store->reserve) == 0) {
+		store->reserved_to = end + (off_t)store->reserve;
+		reserve_report(store, ZC_EOK);
+		return ZC_EOK;
+	}
+	int err = errno == EDQUOT ? ENOSPC : errno;
+	if (err == EOPNOTSUPP || err == ENOSYS) {
+		zc_info("edge store: the file system cannot reserve space ahead");
+		store->reserve = 0;
+		return ZC_EOK;
+	}
+	reserve_report(store, -err);
+	return -err;
+}
+
+int edge_space_error(edge_store_t *store)
+{
+	return atomic_load(&store->space_error);
 }
 
 static size_t node_key(uint8_t *key, uint64_t zone_id, const uint8_t *rel,
@@ -407,7 +590,7 @@ int edge_txn_put_node(edge_txn_t *txn, uint64_t zone_id, const uint8_t *rel,
 		return ZC_ESTALE;
 	}
 	MDB_val v = { .mv_size = val_len, .mv_data = (void *)val };
-	return write_error(txn, mdb_put(txn->txn, txn->store->nodes, &k, &v, 0));
+	return lmdb_error(mdb_put(txn->txn, txn->store->nodes, &k, &v, 0));
 }
 
 int edge_txn_del_node(edge_txn_t *txn, uint64_t zone_id, const uint8_t *rel,
@@ -425,7 +608,7 @@ int edge_txn_del_node(edge_txn_t *txn, uint64_t zone_id, const uint8_t *rel,
 		return ZC_ESTALE;
 	}
 	int rc = mdb_del(txn->txn, txn->store->nodes, &k, NULL);
-	return rc == MDB_NOTFOUND ? ZC_EOK : write_error(txn, rc);
+	return rc == MDB_NOTFOUND ? ZC_EOK : lmdb_error(rc);
 }
 
 int edge_txn_put_zone(edge_txn_t *txn, const edge_zone_t *zone)
@@ -440,7 +623,7 @@ int edge_txn_put_zone(edge_txn_t *txn, const edge_zone_t *zone)
 	}
 	MDB_val k = { .mv_size = klen, .mv_data = key };
 	MDB_val v = { .mv_size = (size_t)len, .mv_data = val };
-	return write_error(txn, mdb_put(txn->txn, txn->store->zones, &k, &v, 0));
+	return lmdb_error(mdb_put(txn->txn, txn->store->zones, &k, &v, 0));
 }
 
 int edge_txn_del_zone(edge_txn_t *txn, const knot_dname_t *apex,
@@ -452,7 +635,7 @@ int edge_txn_del_zone(edge_txn_t *txn, const knot_dname_t *apex,
 	              .mv_data = key };
 	int rc = mdb_del(txn->txn, txn->store->zones, &k, NULL);
 	if (rc != MDB_SUCCESS && rc != MDB_NOTFOUND) {
-		return write_error(txn, rc);
+		return lmdb_error(rc);
 	}
 	MDB_cursor *cur;
 	rc = mdb_cursor_open(txn->txn, txn->store->nodes, &cur);
@@ -475,7 +658,7 @@ int edge_txn_del_zone(edge_txn_t *txn, const knot_dname_t *apex,
 	}
 	mdb_cursor_close(cur);
 	if (rc != MDB_NOTFOUND && rc != MDB_SUCCESS) {
-		return write_error(txn, rc);
+		return lmdb_error(rc);
 	}
 	return edge_txn_put_keys(txn, zone_id, NULL, 0);
 }
@@ -508,7 +691,7 @@ int edge_meta_put(edge_txn_t *txn, const char *key, uint64_t value)
 	node_key(buf, value, NULL, 0);
 	MDB_val k = { .mv_size = strlen(key), .mv_data = (void *)key };
 	MDB_val v = { .mv_size = 8, .mv_data = buf };
-	return write_error(txn, mdb_put(txn->txn, txn->store->meta, &k, &v, 0));
+	return lmdb_error(mdb_put(txn->txn, txn->store->meta, &k, &v, 0));
 }
 
 int edge_zone_foreach(edge_txn_t *txn,
@@ -565,8 +748,8 @@ int edge_txn_put_keys(edge_txn_t *txn, uint64_t zone_id, const uint8_t *val,
 	MDB_val k = { .mv_size = 8, .mv_data = key };
 	if (len == 0) {
 		int rc = mdb_del(txn->txn, txn->store->keys, &k, NULL);
-		return rc == MDB_NOTFOUND ? ZC_EOK : write_error(txn, rc);
+		return rc == MDB_NOTFOUND ? ZC_EOK : lmdb_error(rc);
 	}
 	MDB_val v = { .mv_size = len, .mv_data = (void *)val };
-	return write_error(txn, mdb_put(txn->txn, txn->store->keys, &k, &v, 0));
+	return lmdb_error(mdb_put(txn->txn, txn->store->keys, &k, &v, 0));
 }

@@ -219,6 +219,10 @@ void records_write_rollback(records_store_t *store);
 int records_savepoint(records_store_t *store);
 int records_savepoint_release(records_store_t *store);
 void records_savepoint_rollback(records_store_t *store);
+/* Whether the write transaction is still open: SQLite rolls a whole
+ * transaction back by itself after some errors (disk full, I/O), and then
+ * every unit run in it so far is lost with it. */
+bool records_write_open(records_store_t *store);
 /* A savepoint inside a unit's (to undo part of a unit: an UPDATE whose
  * changes cancel out must not move the serial). */
 int records_inner_savepoint(records_store_t *store);

@@ -3,7 +3,9 @@
  * Records store on SQLite: connection, zones and the change log
  * (see records.h for the design).
  */
+#include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +16,44 @@
 #include "common/log.h"
 #include "dns/name.h"
 #include "records/sqlite.h"
+
+/* Disk full, read-only or not permitted: what the operating system said
+ * when SQLite failed (rc), as an errno code, or 0 for other failures. */
+static int storage_errno(sqlite3 *db, int rc)
+{
+	int primary = rc & 0xff;
+	if (primary != SQLITE_FULL && primary != SQLITE_READONLY &&
+	    primary != SQLITE_PERM && primary != SQLITE_IOERR &&
+	    primary != SQLITE_CANTOPEN) {
+		return 0; /* The OS error below may be an old one. */
+	}
+	int sys = db != NULL ? sqlite3_system_errno(db) : 0;
+	if (primary == SQLITE_FULL || sys == ENOSPC || sys == EDQUOT) {
+		return -ENOSPC;
+	}
+	if (primary == SQLITE_READONLY || sys == EROFS) {
+		return -EROFS;
+	}
+	if (primary == SQLITE_PERM || sys == EACCES || sys == EPERM) {
+		return -EACCES;
+	}
+	/* SQLite's own errno is often lost (short writes, "disk I/O
+	 * error"): look at the file system itself. */
+	return db != NULL ? zc_fs_condition(sqlite3_db_filename(db, "main")) : 0;
+}
+
+/* Logs a storage failure at most every 10 s (while the disk is full every
+ * write fails the same way). */
+static int storage_failure(sqlite3 *db, int code)
+{
+	static _Atomic int64_t last;
+	if (zc_log_due(&last, 10000)) {
+		zc_error("records store: %s (%s): writes fail until the data "
+		         "directory can take them again", zc_strerror(code),
+		         db ? sqlite3_errmsg(db) : "");
+	}
+	return code;
+}
 
 int records_sql_error(sqlite3 *db, int rc)
 {
@@ -27,21 +67,22 @@ int records_sql_error(sqlite3 *db, int rc)
 		return ZC_EBUSY;
 	case SQLITE_NOMEM:
 		return KNOT_ENOMEM;
-	case SQLITE_FULL:
-		zc_error("records store: disk full");
-		return -28; /* -ENOSPC */
-	case SQLITE_READONLY:
-	case SQLITE_PERM:
-	case SQLITE_CANTOPEN:
-		zc_error("records store: %s", db ? sqlite3_errmsg(db) : "");
-		return -13; /* -EACCES */
 	case SQLITE_CONSTRAINT:
 		return ZC_EEXISTS;
 	default:
-		zc_error("records store: %s", db ? sqlite3_errmsg(db) :
-		         sqlite3_errstr(rc));
-		return ZC_ESQL;
+		break;
 	}
+	int code = storage_errno(db, rc);
+	if (code != 0) {
+		return storage_failure(db, code);
+	}
+	if ((rc & 0xff) == SQLITE_CANTOPEN) {
+		zc_error("records store: %s", db ? sqlite3_errmsg(db) : "");
+		return -EACCES;
+	}
+	zc_error("records store: %s (SQLite %d)", db ? sqlite3_errmsg(db) :
+	         sqlite3_errstr(rc), db ? sqlite3_extended_errcode(db) : rc);
+	return ZC_ESQL;
 }
 
 int records_sql_exec(records_store_t *store, const char *sql)

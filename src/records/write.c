@@ -74,6 +74,11 @@ int records_write_begin(records_store_t *store)
 	return ret;
 }
 
+bool records_write_open(records_store_t *store)
+{
+	return !sqlite3_get_autocommit(store->db);
+}
+
 int records_write_commit(records_store_t *store)
 {
 	int ret = records_ids_flush(store);
@@ -84,7 +89,9 @@ int records_write_commit(records_store_t *store)
 		ret = records_sql_exec(store, "COMMIT");
 	}
 	if (ret != ZC_EOK) {
-		records_sql_exec(store, "ROLLBACK");
+		if (records_write_open(store)) {
+			records_sql_exec(store, "ROLLBACK");
+		}
 		store->version_zone = 0;
 	}
 	records_ids_forget(store);
@@ -95,7 +102,9 @@ int records_write_commit(records_store_t *store)
 
 void records_write_rollback(records_store_t *store)
 {
-	records_sql_exec(store, "ROLLBACK");
+	if (records_write_open(store)) {
+		records_sql_exec(store, "ROLLBACK");
+	}
 	store->version_zone = 0;
 	records_ids_forget(store);
 	records_zrow_forget(store);
@@ -116,8 +125,10 @@ int records_savepoint_release(records_store_t *store)
 
 void records_savepoint_rollback(records_store_t *store)
 {
-	records_sql_run(store, "ROLLBACK TO unit");
-	records_sql_run(store, "RELEASE unit");
+	if (records_write_open(store)) {
+		records_sql_run(store, "ROLLBACK TO unit");
+		records_sql_run(store, "RELEASE unit");
+	}
 	records_counts_restore(store, 0);
 	store->version_zone = 0;
 	records_zrow_forget(store);

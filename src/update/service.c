@@ -170,6 +170,8 @@ static void finish(update_msg_t *m, uint8_t rcode)
 	msg_free(m);
 }
 
+static _Atomic int64_t storage_logged;
+
 static void on_committed(writer_unit_t *unit, int result)
 {
 	update_msg_t *m = (update_msg_t *)unit;
@@ -179,7 +181,9 @@ static void on_committed(writer_unit_t *unit, int result)
 	if (result == ZC_EOK || m->rcode != KNOT_RCODE_SERVFAIL) {
 		zc_debug("update %s: rcode %u%s", m->zone.name, m->rcode,
 		         m->changed && result == ZC_EOK ? ", new serial" : "");
-	} else {
+	} else if (!zc_storage_error(result) || zc_log_due(&storage_logged,
+	                                                    10000)) {
+		/* A full disk fails every UPDATE: say so now and then. */
 		zc_warn("update %s: SERVFAIL (%s)", m->zone.name,
 		        zc_strerror(result));
 	}

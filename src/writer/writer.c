@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* The group committer (see writer.h). */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,32 +27,77 @@ struct writer {
 	time_t last_trim;
 };
 
+/* Runs one unit in a savepoint of the open transaction. */
+static int run_unit(records_store_t *rs, writer_unit_t *u)
+{
+	int ret = records_savepoint(rs);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	ret = u->fn(rs, u->ctx);
+	if (ret == ZC_EOK) {
+		ret = records_savepoint_release(rs);
+	}
+	if (ret != ZC_EOK) {
+		records_savepoint_rollback(rs);
+	}
+	return ret;
+}
+
+/* Gives ret to every unit of the batch that had succeeded so far: their
+ * transaction is gone. */
+static void fail_done(writer_unit_t *batch, int ret)
+{
+	for (writer_unit_t *u = batch; u != NULL; u = u->next) {
+		u->result = (u->result == ZC_EOK) ? ret : u->result;
+	}
+}
+
+/* ZC_EOK, or why no write may be accepted now: the builder cannot apply
+ * the change log (disk full, read-only), so an acknowledged change would
+ * not be served. */
+static int refusal(writer_t *w)
+{
+	static _Atomic int64_t logged;
+	int ret = builder_follower_stalled(w->cfg.follower);
+	if (ret != ZC_EOK && zc_log_due(&logged, 10000)) {
+		zc_error("writer: refusing writes: the edge store cannot take "
+		         "them (%s)", zc_strerror(ret));
+	}
+	return ret;
+}
+
 /* Runs one batch in one transaction. */
 static void run_batch(writer_t *w, writer_unit_t *batch)
 {
-	int ret = records_write_begin(w->rs);
+	for (writer_unit_t *u = batch; u != NULL; u = u->next) {
+		u->result = ZC_EOK;
+	}
+	int ret = refusal(w);
+	if (ret == ZC_EOK) {
+		ret = records_write_begin(w->rs);
+	}
 	for (writer_unit_t *u = batch; u != NULL; u = u->next) {
 		if (ret != ZC_EOK) {
 			u->result = ret;
 			continue;
 		}
-		u->result = records_savepoint(w->rs);
-		if (u->result == ZC_EOK) {
-			u->result = u->fn(w->rs, u->ctx);
-			if (u->result == ZC_EOK) {
-				u->result = records_savepoint_release(w->rs);
-			} else {
-				records_savepoint_rollback(w->rs);
-			}
+		u->result = run_unit(w->rs, u);
+		if (u->result != ZC_EOK && !records_write_open(w->rs)) {
+			/* SQLite rolled the whole transaction back (disk full,
+			 * I/O error): the units before this one are undone. */
+			ret = u->result;
+			fail_done(batch, ret);
+			records_write_rollback(w->rs);
 		}
 	}
 	if (ret == ZC_EOK) {
 		ret = records_write_commit(w->rs);
-		if (ret != ZC_EOK) {
+		if (ret != ZC_EOK && !zc_storage_error(ret)) {
 			zc_error("writer: commit failed: %s", zc_strerror(ret));
-			for (writer_unit_t *u = batch; u != NULL; u = u->next) {
-				u->result = (u->result == ZC_EOK) ? ret : u->result;
-			}
+		}
+		if (ret != ZC_EOK) {
+			fail_done(batch, ret); /* The records store logged why. */
 		}
 	}
 }

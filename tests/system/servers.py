@@ -95,6 +95,41 @@ def recv_exact(sock, n):
     return buf
 
 
+def query_many(port, names, rdtype="A", attempts=5, window=128, host="127.0.0.1"):
+    """Asks (name, rdtype) for many names over UDP, `window` queries in
+    flight at a time (TCP for a truncated answer). Returns
+    ({name: (rcode, {rdata text})}, [names that got no answer])."""
+    rdtype = dns.rdatatype.from_text(rdtype) if isinstance(rdtype, str) else rdtype
+    out, todo = {}, list(names)
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.connect((host, port))
+        s.settimeout(0.5)
+        for _ in range(attempts):
+            for i in range(0, len(todo), window):
+                sent = {}
+                for name in todo[i:i + window]:
+                    q = dns.message.make_query(name, rdtype, use_edns=0, payload=4096)
+                    sent[q.id] = (name, q.question[0].name)
+                    s.send(q.to_wire())
+                while sent:
+                    try:
+                        r = dns.message.from_wire(s.recv(65535))
+                    except (socket.timeout, ConnectionRefusedError):
+                        break
+                    name, qname = sent.pop(r.id, (None, None))
+                    if name is None or not r.question or r.question[0].name != qname:
+                        continue
+                    if r.flags & dns.flags.TC:
+                        r = dns.query.tcp(dns.message.make_query(name, rdtype), host,
+                                          port=port, timeout=2.0)
+                    out[name] = (r.rcode(), {rd.to_text() for rrset in r.answer
+                                             if rrset.rdtype == rdtype for rd in rrset})
+            todo = [n for n in todo if n not in out]
+            if not todo:
+                break
+    return out, todo
+
+
 class DnsServer:
     """Common client side: query helpers against 127.0.0.1:port."""
 
