@@ -290,9 +290,16 @@ def dns_problems(actors, port):
     return problems
 
 
-def soa_serial(srv):
-    r = srv.query(ZONE + ".", "SOA", timeout=2.0)
-    return r.answer[0][0].serial
+def soa_serial(srv, timeout=10.0):
+    """The served serial; waits for the zone to be served at all (a zone
+    the API acknowledged is built a moment later)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        r = srv.query(ZONE + ".", "SOA", timeout=2.0)
+        if r.answer:
+            return r.answer[0][0].serial
+        assert time.monotonic() < deadline, "zone %s not served" % ZONE
+        time.sleep(0.02)
 
 
 # ------------------------------------------------------------------ test
