@@ -298,6 +298,7 @@ def test_transfer_refused_without_authority(srv, api, zone):
     u = U.signed_update(z, no_xfr)
     u.add(z.n("still-updates"), 300, "A", "192.0.2.1")
     U.do_ok(z, u)
+    z.settle()
     got, _, _ = axfr(srv, z.origin, key=good)
     assert any(k[0] == "still-updates." + z.origin for k in got)
     # dig says so too
