@@ -12,7 +12,10 @@ test_basic.py checks its RFC expectations against knotd too. A zonecast that
 is not built (ZONECAST_BIN, default build/zonecast) makes its tests skip. At
 teardown every server gets SIGTERM; a sanitizer report ("ERROR:
 AddressSanitizer", UBSan's "runtime error:", "LeakSanitizer"), a crash or a
-hang fails the test. Tests marked `zonecast_only` are skipped for knotd.
+hang fails the test, and so does an error in the log of valgrind when the
+servers run under it (ZONECAST_WRAPPER, servers.py). Tests marked
+`zonecast_only` are skipped for knotd; `valgrind` marks the subset dev/test
+runs under valgrind.
 """
 
 import os
@@ -28,6 +31,8 @@ def pytest_configure(config):
                                        "not run against knotd")
     config.addinivalue_line("markers", "knot_deviates(reason): knotd is known not to follow "
                                        "the RFC here; expected to fail against knotd")
+    config.addinivalue_line("markers", "valgrind: also run in dev/test's valgrind pass "
+                                       "(ZONECAST_WRAPPER=valgrind; slow, so a subset)")
 
 
 @pytest.fixture

@@ -6,11 +6,20 @@ storage), `ZonecastServer` runs `zonecast serve` on a data directory filled by
 `.query()`, `.exchange()`, `.stop()`), so a test does not care which one it
 talks to. `stop()` returns a list of problems (sanitizer reports, crashes,
 unclean exit) that the fixtures turn into a test failure.
+
+ZONECAST_WRAPPER (a command line, e.g. "valgrind --error-exitcode=99 ...")
+runs every zonecast the harness starts (serve and the short CLI commands)
+under that wrapper; ZONECAST_TIMEOUT_SCALE multiplies the start and stop
+timeouts. Under valgrind the harness adds --log-file=WORKDIR/valgrind.PID.log,
+sets ZONECAST_EDGE_MAP_MB=1024 (valgrind cannot reserve the default 64 GiB
+LMDB map) and fails a test on any error valgrind reports (see `valgrind_report`).
 """
 
+import glob
 import itertools
 import os
 import re
+import shlex
 import shutil
 import signal
 import socket
@@ -39,11 +48,52 @@ DEFAULT_ZONES = {
 }
 
 SANITIZER_MARKERS = ("ERROR: AddressSanitizer", "runtime error:", "LeakSanitizer")
-START_TIMEOUT = 10.0
+WRAPPER = shlex.split(os.environ.get("ZONECAST_WRAPPER", ""))
+VALGRIND = bool(WRAPPER) and os.path.basename(WRAPPER[0]) == "valgrind"
+TIMEOUT_SCALE = float(os.environ.get("ZONECAST_TIMEOUT_SCALE", "1"))
+START_TIMEOUT = 10.0 * TIMEOUT_SCALE
+STOP_TIMEOUT = 10.0 * TIMEOUT_SCALE
+# The first line of each error memcheck reports, of a definite leak (at
+# exit, with --leak-check=full), and the summary (errors of every kind,
+# leaks as --errors-for-leak-kinds says).
+VALGRIND_ERROR_RE = re.compile(
+    r"^==\d+== (Invalid (read|write|free)|Conditional jump|Use of uninitialised"
+    r"|Syscall param|Mismatched free|Source and destination overlap|Jump to the invalid"
+    r"|Argument '.*' of function .* has a fishy)", re.M)
+VALGRIND_LEAK_RE = re.compile(r"^==\d+== .* are definitely lost in loss record", re.M)
+VALGRIND_SUMMARY_RE = re.compile(r"^==\d+== ERROR SUMMARY: (\d+) errors", re.M)
 
 
 def zonecast_bin():
     return os.path.abspath(os.environ.get("ZONECAST_BIN", os.path.join(REPO, "build", "zonecast")))
+
+
+def wrapped(argv, logdir):
+    """argv under ZONECAST_WRAPPER (unchanged without one); valgrind writes
+    its report to logdir/valgrind.PID.log."""
+    if not WRAPPER:
+        return list(argv)
+    extra = ["--log-file=" + os.path.join(logdir, "valgrind.%p.log")] if VALGRIND else []
+    return WRAPPER + extra + list(argv)
+
+
+def valgrind_report(path, final, start=0):
+    """(report, end): the errors valgrind logged in path after offset start
+    ("" when none) and the offset up to which the log was read: an error
+    (VALGRIND_ERROR_RE), a definite leak, or final (the process has exited)
+    and an ERROR SUMMARY of errors none of which was reported before start.
+    A log cut short (SIGKILL) has no summary: the exit status tells."""
+    try:
+        with open(path, errors="replace") as f:
+            text = f.read()
+    except OSError:
+        return "", start
+    new = text[start:]
+    m = VALGRIND_SUMMARY_RE.search(new)
+    if (VALGRIND_ERROR_RE.search(new) or VALGRIND_LEAK_RE.search(new)
+            or (final and start == 0 and m and int(m.group(1)) > 0)):
+        return "--- %s ---\n%s" % (path, new[-20000:]), len(text)
+    return "", start
 
 
 def knotd_bin():
@@ -216,9 +266,21 @@ class DnsServer:
                 problems.append("stderr contains %r" % marker)
         if self.proc is not None and self.proc.poll() is not None:
             problems.append("exited unexpectedly with status %s" % self.proc.returncode)
+        return problems + self.valgrind_problems(final=self.proc is None)
+
+    def valgrind_problems(self, final):
+        """Errors in this server's valgrind logs not reported yet."""
+        if not VALGRIND:
+            return []
+        seen = self.__dict__.setdefault("_valgrind_seen", {})
+        problems = []
+        for path in sorted(glob.glob(os.path.join(self.workdir, "valgrind.*.log"))):
+            report, seen[path] = valgrind_report(path, final, seen.get(path, 0))
+            if report:
+                problems.append("valgrind reported errors:\n" + report)
         return problems
 
-    def stop(self, timeout=10.0):
+    def stop(self, timeout=STOP_TIMEOUT):
         """SIGTERM, wait, and return a list of problems found (empty = clean)."""
         problems = []
         if self.proc is None:
@@ -326,13 +388,37 @@ class ZonecastServer(DnsServer):
         env = dict(os.environ)
         env.setdefault("ASAN_OPTIONS", "detect_leaks=1:abort_on_error=0")
         env.setdefault("UBSAN_OPTIONS", "print_stacktrace=1")
+        if VALGRIND:
+            env.setdefault("ZONECAST_EDGE_MAP_MB", "1024")
         return env
+
+    def _run(self, args, timeout):
+        """Run `zonecast ARGS...` to completion (under ZONECAST_WRAPPER, whose
+        errors fail the caller at once); returns the CompletedProcess."""
+        logdir = os.path.join(self.workdir, "valgrind-cli")
+        if VALGRIND:
+            os.makedirs(logdir, exist_ok=True)
+        argv = [zonecast_bin()] + list(args)
+        with subprocess.Popen(wrapped(argv, logdir), stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, env=self.env()) as p:
+            try:
+                out, err = p.communicate(timeout=timeout * TIMEOUT_SCALE)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.communicate()
+                raise
+        if VALGRIND:
+            log = os.path.join(logdir, "valgrind.%d.log" % p.pid)
+            report, _ = valgrind_report(log, final=True)
+            if report:
+                raise AssertionError("valgrind reported errors in `zonecast %s`:\n%s"
+                                     % (" ".join(args), report))
+            os.unlink(log)
+        return subprocess.CompletedProcess(argv, p.returncode, out, err)
 
     def import_zone(self, zone, path, check=True):
         """Run `zonecast zone import`; returns the CompletedProcess."""
-        cp = subprocess.run([zonecast_bin(), "zone", "import", "--data-dir", self.data_dir,
-                             zone, path], capture_output=True, text=True, timeout=60,
-                            env=self.env())
+        cp = self._run(["zone", "import", "--data-dir", self.data_dir, zone, path], 60)
         if check and cp.returncode != 0:
             raise RuntimeError("zonecast zone import %s %s failed (%d):\n%s"
                                % (zone, path, cp.returncode, cp.stderr))
@@ -364,7 +450,8 @@ class ZonecastServer(DnsServer):
             argv += ["-o", "rrl-rate=0"]
         for opt in self.options:
             argv += ["-o", opt]
-        self._spawn(argv + (["--nsid", self.nsid] if self.nsid else []), env=self.env())
+        argv += ["--nsid", self.nsid] if self.nsid else []
+        self._spawn(wrapped(argv, self.workdir), env=self.env())
         self.wait_ready(self.zones)
         if self.api_port:
             self.wait_api()
@@ -391,8 +478,7 @@ class ZonecastServer(DnsServer):
 
     def run_cli(self, *args, timeout=60, check=True):
         """Run `zonecast ARGS...`; returns the CompletedProcess."""
-        cp = subprocess.run([zonecast_bin()] + list(args), capture_output=True, text=True,
-                            timeout=timeout, env=self.env())
+        cp = self._run(args, timeout)
         if check and cp.returncode != 0:
             raise RuntimeError("zonecast %s failed (%d):\n%s%s"
                                % (" ".join(args), cp.returncode, cp.stdout, cp.stderr))

@@ -31,6 +31,9 @@ EC = "example.com."
 NEG_TTL = {"example.com.": 300, "example.net.": 60, "sub.example.com.": 300}
 SOA_EC = "example.com. 300 SOA ns1.example.com. hostmaster.example.com. 2024010101 7200 3600 1209600 300"
 
+# All of these are in dev/test's valgrind pass too (but what its -k leaves out).
+pytestmark = pytest.mark.valgrind
+
 
 # ------------------------------------------------------------------ helpers
 

@@ -48,7 +48,7 @@ ZONE_FILE = os.path.join(servers.ZONES_DIR, "signed.test.zone")
 CHILD_FILE = os.path.join(servers.ZONES_DIR, "insecure.signed.test.zone")
 NXNAME = 128                   # RFC 9824 §2
 CO = 0x4000                    # Compact Answers OK, EDNS header flag (RFC 9824 §4)
-WAIT = 5.0                     # a change must be served (signed) within this
+WAIT = 5.0 * servers.TIMEOUT_SCALE  # a change must be served (signed) within this
 SIGNED_TYPES = {dns.rdatatype.RRSIG, dns.rdatatype.NSEC, dns.rdatatype.DNSKEY,
                 dns.rdatatype.NSEC3, dns.rdatatype.NSEC3PARAM}
 _seq = itertools.count(1)
@@ -384,12 +384,14 @@ POSITIVE = [
 ]
 
 
+@pytest.mark.valgrind
 @pytest.mark.parametrize("name,rdtype,want", POSITIVE, ids=["%s/%s" % (n, t) for n, t, _ in POSITIVE])
 def test_unbound_validates_positive(env, name, rdtype, want):
     r = assert_validated(env.ub, name, rdtype)
     assert answer_texts(r, name, rdtype) == sorted(want), show(r)
 
 
+@pytest.mark.valgrind
 def test_unbound_validates_cname_chain(env):
     r = assert_validated(env.ub, "chain1." + ZONE, "A")
     assert answer_texts(r, "chain1." + ZONE, "CNAME") == ["chain2.signed.test."], show(r)
@@ -410,12 +412,14 @@ NEGATIVE = [
 ]
 
 
+@pytest.mark.valgrind
 @pytest.mark.parametrize("name,rdtype", NEGATIVE, ids=["%s/%s" % n for n in NEGATIVE])
 def test_unbound_validates_negative(env, name, rdtype):
     r = assert_validated(env.ub, name, rdtype)
     assert not rrsets(r, "answer", dns.rdatatype.from_text(rdtype)), show(r)
 
 
+@pytest.mark.valgrind
 def test_unbound_nxdomain_name_is_nodata_shaped(env):
     """A name that does not exist: NOERROR (RFC 9824 §3), AD set, nothing in
     the answer; and a name below it as well."""
@@ -424,6 +428,7 @@ def test_unbound_nxdomain_name_is_nodata_shaped(env):
         assert not r.answer, show(r)
 
 
+@pytest.mark.valgrind
 def test_unbound_insecure_delegation(env):
     """The cut without DS: the DS query is a validated NODATA (AD, no DS);
     a name in the unsigned child is answered (NOERROR, not SERVFAIL) and
@@ -436,6 +441,7 @@ def test_unbound_insecure_delegation(env):
     assert not r.flags & dns.flags.AD, "AD on an answer from the insecure child:\n%s" % show(r)
 
 
+@pytest.mark.valgrind
 def test_unbound_validates_dnskey(env):
     r = assert_validated(env.ub, ZONE, "DNSKEY")
     keys = rrsets(r, "answer", dns.rdatatype.DNSKEY, ZONE)
@@ -521,6 +527,7 @@ def run_delv(env, name, rdtype, anchor_file=None):
     return cp
 
 
+@pytest.mark.valgrind
 @pytest.mark.parametrize("name,rdtype", DELV_POSITIVE, ids=["%s/%s" % n for n in DELV_POSITIVE])
 def test_delv_fully_validated(env, name, rdtype):
     cp = run_delv(env, name, rdtype)
@@ -531,6 +538,7 @@ def test_delv_fully_validated(env, name, rdtype):
         rt == dns.rdatatype.A and "CNAME" in cp.stdout), cp.out
 
 
+@pytest.mark.valgrind
 @pytest.mark.parametrize("name,rdtype", DELV_NEGATIVE, ids=["%s/%s" % n for n in DELV_NEGATIVE])
 def test_delv_negative_fully_validated(env, name, rdtype):
     cp = run_delv(env, name, rdtype)
@@ -571,6 +579,7 @@ def snapshot(msg):
             sorted(rs.to_text() for rs in msg.additional))
 
 
+@pytest.mark.valgrind
 @pytest.mark.parametrize("name,rdtype", DO0_QUERIES, ids=["%s/%s" % q for q in DO0_QUERIES])
 def test_do0_answers_unchanged_and_unsigned(env, name, rdtype):
     r = ask(env.srv, name, rdtype, do=False)
@@ -593,6 +602,7 @@ SIGNED_POSITIVE = [(ZONE, "A"), (ZONE, "MX"), (ZONE, "TXT"), (ZONE, "NS"), (ZONE
                    ("chain1." + ZONE, "A"), ("a.b.ent." + ZONE, "A"), ("secure." + ZONE, "DS")]
 
 
+@pytest.mark.valgrind
 @pytest.mark.parametrize("name,rdtype", SIGNED_POSITIVE, ids=["%s/%s" % q for q in SIGNED_POSITIVE])
 def test_do1_answers_signed(env, name, rdtype):
     for tcp in (False, True):
@@ -606,6 +616,7 @@ def test_do1_answers_signed(env, name, rdtype):
             check_signed(r, ZONE, env.dnskeys, sections=("authority",))
 
 
+@pytest.mark.valgrind
 def test_do1_cname_chain_each_link_signed(env):
     r = ask(env.srv, "chain1." + ZONE, "A")
     owners = {(rs.name.to_text(), dns.rdatatype.to_text(rs.rdtype)) for rs in r.answer
@@ -615,6 +626,7 @@ def test_do1_cname_chain_each_link_signed(env):
     assert check_signed(r, ZONE, env.dnskeys, sections=("answer",)) == 3
 
 
+@pytest.mark.valgrind
 @pytest.mark.parametrize("qname", ["foo.wild." + ZONE, "a.b.c.d.wild." + ZONE])
 def test_wildcard_signed_as_query_name(env, qname):
     r = ask(env.srv, qname, "A")
@@ -631,6 +643,7 @@ def test_wildcard_signed_as_query_name(env, qname):
     assert not rrsets(r, "authority", dns.rdatatype.NSEC), show(r)
 
 
+@pytest.mark.valgrind
 @pytest.mark.parametrize("qname,rdtype", [("nx." + ZONE, "A"), ("a.b.nx2." + ZONE, "TXT"),
                                           ("x.exists.wild." + ZONE, "A"),
                                           ("x.www." + ZONE, "AAAA")])
@@ -647,6 +660,7 @@ def test_nonexistent_compact_denial(env, qname, rdtype):
                            "%s %s" % (qname, rdtype))
 
 
+@pytest.mark.valgrind
 def test_co_flag_restores_nxdomain(env):
     qname = "nx." + ZONE
     r = ask(env.srv, qname, "A", co=True)
@@ -661,6 +675,7 @@ def test_co_flag_restores_nxdomain(env):
     assert r.rcode() == dns.rcode.NOERROR and not r.answer, show(r)
 
 
+@pytest.mark.valgrind
 @pytest.mark.parametrize("qname,rdtype,present", [
     ("www." + ZONE, "MX", ("A", "AAAA", "TXT")),
     (ZONE, "AAAA", ("A", "NS", "SOA", "MX", "TXT", "DNSKEY", "CDS", "CDNSKEY")),
@@ -686,6 +701,7 @@ def test_nodata_nsec(env, qname, rdtype, present):
     assert r.rcode() == dns.rcode.NOERROR, show(r)
 
 
+@pytest.mark.valgrind
 @pytest.mark.parametrize("do", [True, False])
 def test_nxname_query_formerr(env, do):
     for name in ("www." + ZONE, "nx." + ZONE):
@@ -693,6 +709,7 @@ def test_nxname_query_formerr(env, do):
         assert r.rcode() == dns.rcode.FORMERR, "type NXNAME query: expected FORMERR:\n%s" % show(r)
 
 
+@pytest.mark.valgrind
 def test_secure_delegation_referral(env):
     r = ask(env.srv, "host.secure." + ZONE, "A")
     assert r.rcode() == dns.rcode.NOERROR and not r.flags & dns.flags.AA, show(r)
@@ -714,6 +731,7 @@ def answer_texts_section(r, section, name, rdtype):
                   for rd in rs)
 
 
+@pytest.mark.valgrind
 def test_insecure_delegation_referral_and_ds(env):
     cut = "insecure." + ZONE
     r = ask(env.srv, "host." + cut, "A")
@@ -733,6 +751,7 @@ def test_insecure_delegation_referral_and_ds(env):
     check_signed(r, ZONE, env.dnskeys, sections=("authority",))
 
 
+@pytest.mark.valgrind
 def test_dnskey_rrset_signed_and_ds_matches(env):
     r = ask(env.srv, ZONE, "DNSKEY")
     keys = rrsets(r, "answer", dns.rdatatype.DNSKEY, ZONE)
@@ -758,6 +777,7 @@ def test_dnskey_rrset_signed_and_ds_matches(env):
             "DS %s is not make_ds(DNSKEY) %s" % (rd, dns.dnssec.make_ds(N(ZONE), match[0], "SHA256")))
 
 
+@pytest.mark.valgrind
 def test_cds_cdnskey_at_apex(env):
     keys = env.dnskeys
     r = ask(env.srv, ZONE, "CDS")
@@ -776,12 +796,14 @@ def test_cds_cdnskey_at_apex(env):
     assert not r.answer, show(r)
 
 
+@pytest.mark.valgrind
 def test_dnskey_unsigned_without_do(env):
     r = ask(env.srv, ZONE, "DNSKEY", do=False)
     assert rrsets(r, "answer", dns.rdatatype.DNSKEY), show(r)
     assert not rrsets(r, "answer", dns.rdatatype.RRSIG), show(r)
 
 
+@pytest.mark.valgrind
 def test_dnssec_keys_cli(env):
     cp = dnssec_cli(env.srv, "keys", ZONE)
     tag = str(dns.dnssec.key_id(env.dnskeys[0]))
@@ -792,6 +814,7 @@ def test_dnssec_keys_cli(env):
 
 # ------------------------------------------------------------------ changes right after enabling
 
+@pytest.mark.valgrind
 def test_changes_after_enable_validate(env, new_zone, resolvers):
     z = new_zone("chg")
     _ds, lines, keys = enable(env.srv, z)
@@ -839,6 +862,7 @@ def test_changes_after_enable_validate(env, new_zone, resolvers):
 
 # ------------------------------------------------------------------ algorithms and key split
 
+@pytest.mark.valgrind
 @pytest.mark.parametrize("flags,alg", [(("--algorithm", "ed25519"), 15),
                                        (("--split",), 13),
                                        (("--algorithm", "ed25519", "--split"), 15)],
@@ -920,6 +944,7 @@ def assert_no_private_material(text_or_obj, dnskeys, what):
     walk(text_or_obj, "")
 
 
+@pytest.mark.valgrind
 def test_api_get_dnssec(env):
     res = env.api.get("/zones/%s/dnssec" % env.zone_id)
     assert res["status"] == "active", res
@@ -943,6 +968,7 @@ def test_api_get_dnssec(env):
     assert served_dnskeys(env.srv, ZONE) is not None
 
 
+@pytest.mark.valgrind
 def test_api_patch_disable_and_enable(env, new_zone, resolvers):
     z = new_zone("api")
     zid = env.api.zone_id(z)
