@@ -24,6 +24,9 @@ import pytest
 EC = "www.example.com."
 SECRET = "00112233445566778899aabbccddeeff"
 
+# Cookie parsing and making is new code on the query path: memcheck it too.
+pytestmark = pytest.mark.valgrind
+
 
 def ask(srv, cookie, tcp=False, name=EC):
     q = dns.message.make_query(name, "A", use_edns=0,
