@@ -66,6 +66,14 @@ static int verify_zone_cb(const records_zone_t *zone, void *ctx)
 	return 0;
 }
 
+static void on_count(const char *zone, int64_t kept, int64_t real, void *ctx)
+{
+	all_t *all = ctx;
+	printf("%s: record count kept as %lld, the zone has %lld records\n",
+	       zone, (long long)kept, (long long)real);
+	all->differences++;
+}
+
 /* Zones at the edge that the records store no longer has. */
 static int edge_zone_cb(const edge_zone_t *zone, void *ctx)
 {
@@ -125,6 +133,9 @@ int cmd_verify(int argc, char **argv)
 			edge_zone_foreach(&txn, edge_zone_cb, &all);
 			edge_txn_abort(&txn);
 		}
+	}
+	if (records_counts_verify(all.rs, on_count, &all) != ZC_EOK) {
+		all.failures++;
 	}
 	edge_close(all.es);
 	records_close(all.rs);

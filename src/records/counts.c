@@ -135,3 +135,27 @@ int records_counts_flush(records_store_t *store)
 	records_counts_forget(store);
 	return ret;
 }
+
+int records_counts_verify(records_store_t *store,
+                          void (*cb)(const char *zone, int64_t kept,
+                                     int64_t real, void *ctx),
+                          void *ctx)
+{
+	sqlite3_stmt *stmt;
+	int ret = records_sql_prepare(store, "SELECT name, record_count, (SELECT"
+	                              " count(*) FROM records r WHERE r.zone_id ="
+	                              " zones.id) AS real FROM zones WHERE"
+	                              " record_count != real ORDER BY name",
+	                              &stmt);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	int rc;
+	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+		cb((const char *)sqlite3_column_text(stmt, 0),
+		   sqlite3_column_int64(stmt, 1), sqlite3_column_int64(stmt, 2), ctx);
+	}
+	ret = records_sql_error(store->db, rc);
+	records_sql_done(store, stmt);
+	return ret;
+}

@@ -112,6 +112,13 @@ void records_close(records_store_t *store);
 int records_zone_find(records_store_t *store, const knot_dname_t *apex,
                       records_zone_t *zone);
 
+/* Calls cb for every zone whose kept record count (zones.record_count,
+ * bounded by zone-max-records) differs from its records: zonecast verify. */
+int records_counts_verify(records_store_t *store,
+                          void (*cb)(const char *zone, int64_t kept,
+                                     int64_t real, void *ctx),
+                          void *ctx);
+
 /* Calls cb for each zone in name order; cb returns non-zero to stop.
  * with_counts fills record_count (a walk over every record). */
 int records_zone_list(records_store_t *store, bool with_counts,
