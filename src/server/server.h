@@ -23,7 +23,9 @@
  */
 #pragma once
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/socket.h>
 
 #include "edge/edge.h"
@@ -89,6 +91,17 @@ void server_reply_send_signed(server_reply_t *reply, const uint8_t *msg,
  * ZC_EOK, or an error when the client is gone or too slow.
  */
 int server_reply_write(server_reply_t *reply, const uint8_t *msg, size_t len);
+
+/*
+ * A reply that hands its messages to fn instead of a connection, on the
+ * calling thread (how the transfer fuzz target sees what a transfer
+ * sends). It takes server_reply_write() as a TCP transfer reply does:
+ * fn(ctx, msg, len, false), whose return value the write returns; then
+ * server_reply_send() calls fn(ctx, msg, len, true) and frees it.
+ */
+typedef int (*server_reply_fn)(void *ctx, const uint8_t *msg, size_t len,
+                               bool last);
+server_reply_t *server_reply_sink(server_reply_fn fn, void *ctx);
 
 /*
  * Binds every address and starts the workers. Fails (nothing left
