@@ -66,6 +66,7 @@ typedef struct {
 	uint8_t *buf;             /* XFR_MSG_MAX bytes. */
 	uint64_t rrs;             /* RRs put, all messages. */
 	uint64_t messages;        /* Messages written or sent. */
+	bool started;             /* A write was tried: the stream began. */
 	int error;
 } xfr_out_t;
 
@@ -79,7 +80,7 @@ void xfr_out_put(xfr_out_t *out, const knot_rrset_t *rr);
 
 /*
  * Sends the last message and releases the reply; after a failure closes
- * the connection instead (or, when nothing was written yet, answers
+ * the connection instead (or, when no write was tried yet, answers
  * SERVFAIL). Returns the sticky error. Frees the packet.
  */
 int xfr_out_finish(xfr_out_t *out);
