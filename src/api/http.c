@@ -118,7 +118,10 @@ bool api_paging(api_req_t *req, long *page, long *per_page)
 	const char *pp = api_query_arg(req, "per_page");
 	*page = p ? strtol(p, NULL, 10) : 1;
 	*per_page = pp ? strtol(pp, NULL, 10) : 100;
-	if (*page < 1 || *per_page < 1 || *per_page > 50000) {
+	/* A page past 2^31-1 would overflow the offset (page - 1) *
+	 * per_page and the int of result_info. */
+	if (*page < 1 || *page > INT32_MAX || *per_page < 1 ||
+	    *per_page > 50000) {
 		api_error(req, 400, 1004, "page, per_page: out of range");
 		return false;
 	}

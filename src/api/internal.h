@@ -90,7 +90,8 @@ json_t *api_body_json(api_req_t *req);
 void api_id_format(int64_t id, char out[33]);
 int64_t api_id_parse(const char *text);
 
-/* Reads page and per_page (defaults 1 and 100); false after a 400. */
+/* Reads page (1 to 2^31-1, default 1) and per_page (1 to 50000, default
+ * 100); false after a 400. */
 bool api_paging(api_req_t *req, long *page, long *per_page);
 
 /* Sets a listing's result and Cloudflare's result_info (takes list), or
