@@ -22,6 +22,25 @@
 #define PREFIX "/client/v4/"
 #define MAX_PARTS 8
 
+/* Length of the valid UTF-8 sequence (RFC 3629) at s, or 0. */
+static size_t utf8_char(const unsigned char *s)
+{
+	size_t n = s[0] < 0x80 ? 1 : s[0] >= 0xc2 && s[0] <= 0xdf ? 2 :
+	           s[0] >= 0xe0 && s[0] <= 0xef ? 3 :
+	           s[0] >= 0xf0 && s[0] <= 0xf4 ? 4 : 0;
+	for (size_t i = 1; i < n; i++) {
+		if ((s[i] & 0xc0) != 0x80) {
+			return 0;
+		}
+	}
+	/* Overlong forms, surrogates, past U+10FFFF. */
+	if ((s[0] == 0xe0 && s[1] < 0xa0) || (s[0] == 0xed && s[1] > 0x9f) ||
+	    (s[0] == 0xf0 && s[1] < 0x90) || (s[0] == 0xf4 && s[1] > 0x8f)) {
+		return 0;
+	}
+	return n;
+}
+
 void api_error(api_req_t *req, unsigned status, int code, const char *fmt, ...)
 {
 	char msg[512];
@@ -29,6 +48,16 @@ void api_error(api_req_t *req, unsigned status, int code, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
+	/* Messages quote what the client sent (a URL, a header), and a cut
+	 * may split a character: JSON strings must be UTF-8, or jansson
+	 * drops the message. */
+	for (size_t i = 0, n; msg[i] != '\0'; i += n) {
+		n = utf8_char((const unsigned char *)msg + i);
+		if (n == 0) {
+			msg[i] = '?';
+			n = 1;
+		}
+	}
 	if (req->errors == NULL) {
 		req->errors = json_array();
 	}
