@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Writes the seed corpora under fuzz/corpus/ (deterministic; rerun after
-changing a format). Queries come from dnspython, edge values follow the
+"""Writes the seed corpora under fuzz/corpus/ (rerun after changing a
+format; `make_seeds.py TARGET...` writes only those targets' seeds).
+Queries and transfer requests come from dnspython, edge values follow the
 format documented in src/edge/codec.h, zone files cover the directives."""
 import os
 import struct
@@ -9,6 +10,7 @@ import struct
 import dns.edns
 import dns.flags
 import dns.message
+import dns.name
 import dns.opcode
 import dns.rdatatype
 
@@ -135,8 +137,127 @@ def updates():
         out(u)
 
 
+def tsig_rr(keyname, algorithm="hmac-sha256.", time=0, mac=b"\0" * 32,
+           orig_id=0, error=0):
+    """A TSIG RR (RFC 8945 §4.2). Time 0: fuzz/xfr_request.c signs the
+    message for real when keyname is one of its keys."""
+    rdata = (dns.name.from_text(algorithm).to_wire() +
+             struct.pack(">HIHH", time >> 32, time & 0xffffffff, 300,
+                         len(mac)) + mac +
+             struct.pack(">HHH", orig_id, error, 0))
+    return (dns.name.from_text(keyname).to_wire() +
+            struct.pack(">HHIH", 250, 255, 0, len(rdata)) + rdata)
+
+
+def with_rr(wire, rr):
+    """Appends an RR to the additional section."""
+    arcount = struct.unpack(">H", wire[10:12])[0] + 1
+    return wire[:10] + struct.pack(">H", arcount) + wire[12:] + rr
+
+
+def transfers():
+    """AXFR and IXFR requests for fuzz/xfr_request.c's stores: example.
+    (serials 1 to 7 in the journal), big.test. (100, 101; multi-message).
+    The ID's low bits pick the client and a broken connection there."""
+    import dns.rdataclass
+    import dns.rrset
+    import dns.tsigkeyring
+
+    def axfr(name, qid, rdclass="IN"):
+        q = dns.message.make_query(name, "AXFR", rdclass=rdclass)
+        q.id = qid
+        return q.to_wire()
+
+    def ixfr(name, serial, qid):
+        q = dns.message.make_query(name, "IXFR")
+        q.id = qid
+        q.authority.append(dns.rrset.from_text(
+            name, 0, "IN", "SOA", "ns.%s h.%s %d 0 0 0 0" % (name, name,
+                                                            serial)))
+        return q.to_wire()
+
+    out = lambda name, wire: write("xfr_request", name, wire)
+    for qid, who in ((0, "v4"), (1, "refused"), (2, "v6"), (3, "mapped")):
+        out("axfr_" + who, axfr("example.", qid))
+    out("axfr_big", axfr("big.test.", 0))
+    out("axfr_big_fail1", axfr("big.test.", 4))
+    out("axfr_big_fail2", axfr("big.test.", 8))
+    out("axfr_big_stop", axfr("big.test.", 12))
+    out("axfr_chaos", axfr("example.", 0, "CH"))
+    out("axfr_notzone", axfr("nope.", 0))
+    out("axfr_below_apex", axfr("www.example.", 0))
+    for serial in (0, 1, 2, 3, 4, 5, 6, 7, 8, 0x80000000, 0xffffffff):
+        out("ixfr_%u" % serial, ixfr("example.", serial, 0))
+    out("ixfr_big_old", ixfr("big.test.", 100, 0))
+    out("ixfr_big_current", ixfr("big.test.", 101, 0))
+    out("ixfr_big_fail2", ixfr("big.test.", 100, 8))
+    q = dns.message.make_query("example.", "IXFR")
+    q.id = 0
+    out("ixfr_no_soa", q.to_wire())
+    q.authority.append(dns.rrset.from_text("example.", 0, "IN", "A",
+                                           "192.0.2.1"))
+    out("ixfr_not_soa", q.to_wire())
+    # Signed: time 0 is re-signed by the target with the named key.
+    out("axfr_tsig", with_rr(axfr("example.", 1), tsig_rr("fuzzkey.")))
+    out("ixfr_tsig_old", with_rr(ixfr("example.", 3, 1), tsig_rr("fuzzkey.")))
+    out("ixfr_tsig_current", with_rr(ixfr("example.", 7, 1),
+                                     tsig_rr("fuzzkey.")))
+    out("axfr_tsig_big", with_rr(axfr("big.test.", 1),
+                                 tsig_rr("bigkey.", "hmac-sha512.",
+                                         mac=b"\0" * 64)))
+    out("ixfr_tsig_big", with_rr(ixfr("big.test.", 100, 9),
+                                 tsig_rr("bigkey.", "hmac-sha512.",
+                                         mac=b"\0" * 64)))
+    out("axfr_tsig_noxfr", with_rr(axfr("example.", 1), tsig_rr("noxfr.")))
+    out("axfr_tsig_other_zone", with_rr(axfr("big.test.", 1),
+                                        tsig_rr("fuzzkey.")))
+    out("axfr_tsig_badkey", with_rr(axfr("example.", 1),
+                                    tsig_rr("unknown.")))
+    out("axfr_tsig_badalg", with_rr(axfr("example.", 1),
+                                    tsig_rr("fuzzkey.", "hmac-sha1.",
+                                            time=1, mac=b"\0" * 20)))
+    out("axfr_tsig_badsig", with_rr(axfr("example.", 1),
+                                    tsig_rr("fuzzkey.", time=1700000000)))
+    out("axfr_tsig_origid", with_rr(axfr("example.", 1),
+                                    tsig_rr("fuzzkey.", orig_id=0x1234)))
+    # Signed with the key by dnspython: stale by the time it replays.
+    ring = dns.tsigkeyring.from_text(
+        {"fuzzkey.": ("hmac-sha256",
+                      __import__("base64").b64encode(
+                          b"zonecast-fuzz-secret-0123456789\0").decode())})
+    q = dns.message.make_query("example.", "AXFR")
+    q.id = 0
+    q.use_tsig(ring, keyname="fuzzkey.")
+    out("axfr_tsig_stale", q.to_wire())
+    # A signed query the transfer threads answer (a secondary's SOA check).
+    soa = dns.message.make_query("example.", "SOA", use_edns=0)
+    soa.id = 0
+    out("soa_tsig", with_rr(soa.to_wire(), tsig_rr("fuzzkey.")))
+    soa = dns.message.make_query("big.test.", "TXT", use_edns=0)
+    soa.id = 0
+    soa.question[0].name = dns.name.from_text("fat.big.test.")
+    out("txt_tsig_big", with_rr(soa.to_wire(), tsig_rr("bigkey.",
+                                                       "hmac-sha512.",
+                                                       mac=b"\0" * 64)))
+    # Malformed.
+    wire = axfr("example.", 0)
+    out("short", wire[:11])
+    out("truncated_question", wire[:20])
+    out("two_questions", wire[:5] + b"\x02" + wire[6:] + wire[12:])
+    out("compression_in_question", wire[:12] + b"\xc0\x0c\x00\xfc\x00\x01")
+    out("trailing", wire + b"\x00")
+    out("response", wire[:2] + bytes([wire[2] | 0x80]) + wire[3:])
+    out("tsig_not_last", with_rr(with_rr(axfr("example.", 0),
+                                         tsig_rr("fuzzkey.")),
+                                 b"\x00\x00\x01\x00\x01\x00\x00\x00\x00"
+                                 b"\x00\x04\x7f\x00\x00\x01"))
+
+
+TARGETS = {"query": queries, "edge_decode": edge_values,
+           "zonefile": zonefiles, "update": updates,
+           "xfr_request": transfers}
+
 if __name__ == "__main__":
-    queries()
-    edge_values()
-    zonefiles()
-    updates()
+    import sys
+    for target in sys.argv[1:] or TARGETS:
+        TARGETS[target]()
