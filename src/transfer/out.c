@@ -38,6 +38,8 @@ static int begin_message(xfr_out_t *out)
 	if (ret != KNOT_EOK) {
 		return ret;
 	}
+	/* The header is the request's: its RCODE bits are not ours. */
+	knot_wire_set_rcode(out->pkt->wire, KNOT_RCODE_NOERROR);
 	knot_wire_set_aa(out->pkt->wire);
 	return knot_pkt_begin(out->pkt, KNOT_ANSWER);
 }
