@@ -349,6 +349,11 @@ static void serve(const uint8_t *data, size_t len, uint8_t *msg,
 	if (!s.done) {
 		abort(); /* No server_reply_send(). */
 	}
+	if (s.transfer && s.first_type != 0 &&
+	    s.rcode != KNOT_RCODE_NOERROR) {
+		fprintf(stderr, "xfr_request: records with rcode %u\n", s.rcode);
+		abort();
+	}
 	/* A transfer that went through begins and ends with the SOA
 	 * (RFC 5936 §2.2, RFC 1995 §4). */
 	if (s.transfer && !s.closed && s.rcode == KNOT_RCODE_NOERROR &&
