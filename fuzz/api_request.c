@@ -184,6 +184,9 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	}
 	copy_files(dir, pristine);
 	services_start();
+	/* Stopped at exit as cmd_serve stops them, before LeakSanitizer's
+	 * check (which took a running follower's connections for leaks). */
+	atexit(services_stop);
 	return 0;
 }
 
