@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /*
  * A small zone with every answer path (CNAME, DNAME, wildcard, ENT, cut,
- * glue), imported into real stores in a temporary directory for the query
- * target.
+ * glue), imported into real stores in a temporary directory for the
+ * targets that need a zone.
  */
 #pragma once
 
@@ -50,28 +50,48 @@ static void fuzz_zone_error(const char *file, uint64_t line, const char *msg,
 /* The data directory fuzz_zone_open() made. */
 static char fuzz_zone_dir[] = "/tmp/zonecast-fuzz-XXXXXX";
 
-/* Returns the opened edge store holding the zone "example.". */
-static edge_store_t *fuzz_zone_open(void)
+/* Imports text as the zone apex into the stores and builds it. */
+static int fuzz_zone_import(records_store_t *rs, edge_store_t *es,
+                            const knot_dname_t *apex, const char *text)
 {
-	char *dir = fuzz_zone_dir;
-	const uint8_t *apex = (const uint8_t *)"\x07" "example\x00";
-	records_store_t *rs = NULL;
-	edge_store_t *es = NULL;
 	records_import_t *imp = NULL;
 	uint64_t seq;
-	if (mkdtemp(dir) == NULL || records_open(&rs, dir) != 0 ||
-	    edge_open(&es, dir, (size_t)1 << 30) != 0 ||
-	    records_import_begin(rs, apex, &imp) != 0) {
-		return NULL;
+	if (records_import_begin(rs, apex, &imp) != 0) {
+		return -1;
 	}
 	zonefile_handler_t h = { .record = fuzz_zone_record,
 	                         .error = fuzz_zone_error, .ctx = imp };
-	if (zonefile_parse_text(fuzz_zone_text, strlen(fuzz_zone_text), apex,
-	                        3600, &h) != 0 ||
-	    records_import_commit(imp, &seq, NULL) != 0 ||
+	if (zonefile_parse_text(text, strlen(text), apex, 3600, &h) != 0) {
+		records_import_abort(imp);
+		return -1;
+	}
+	if (records_import_commit(imp, &seq, NULL) != 0 ||
 	    builder_full_build(rs, es, apex, NULL, NULL, NULL) != 0) {
+		return -1;
+	}
+	return 0;
+}
+
+/* Makes the zone "example." in empty stores in dir; returns the opened
+ * edge store. */
+static edge_store_t *fuzz_zone_load(const char *dir)
+{
+	records_store_t *rs = NULL;
+	edge_store_t *es = NULL;
+	if (records_open(&rs, dir) != 0 ||
+	    edge_open(&es, dir, (size_t)1 << 30) != 0 ||
+	    fuzz_zone_import(rs, es, (const uint8_t *)"\x07" "example\x00",
+	                     fuzz_zone_text) != 0) {
 		return NULL;
 	}
 	records_close(rs);
 	return es;
+}
+
+/* Returns the opened edge store holding the zone "example." in a new
+ * directory, fuzz_zone_dir. */
+static edge_store_t *fuzz_zone_open(void)
+{
+	return mkdtemp(fuzz_zone_dir) != NULL ? fuzz_zone_load(fuzz_zone_dir) :
+	       NULL;
 }

@@ -1,14 +1,17 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Writes the seed corpora under fuzz/corpus/ (deterministic; rerun after
-changing a format). Queries come from dnspython, edge values follow the
-format documented in src/edge/codec.h, zone files cover the directives."""
+"""Writes the seed corpora under fuzz/corpus/ (rerun after changing a
+format; `make_seeds.py TARGET...` writes only those targets' seeds).
+Queries and transfer requests come from dnspython, edge values follow the
+format documented in src/edge/codec.h, zone files cover the directives,
+API requests are "METHOD\nURL\nHEADERS\n\nBODY"."""
 import os
 import struct
 
 import dns.edns
 import dns.flags
 import dns.message
+import dns.name
 import dns.opcode
 import dns.rdatatype
 
@@ -135,8 +138,327 @@ def updates():
         out(u)
 
 
+def tsig_rr(keyname, algorithm="hmac-sha256.", time=0, mac=b"\0" * 32,
+           orig_id=0, error=0):
+    """A TSIG RR (RFC 8945 §4.2). Time 0: fuzz/xfr_request.c signs the
+    message for real when keyname is one of its keys."""
+    rdata = (dns.name.from_text(algorithm).to_wire() +
+             struct.pack(">HIHH", time >> 32, time & 0xffffffff, 300,
+                         len(mac)) + mac +
+             struct.pack(">HHH", orig_id, error, 0))
+    return (dns.name.from_text(keyname).to_wire() +
+            struct.pack(">HHIH", 250, 255, 0, len(rdata)) + rdata)
+
+
+def with_rr(wire, rr):
+    """Appends an RR to the additional section."""
+    arcount = struct.unpack(">H", wire[10:12])[0] + 1
+    return wire[:10] + struct.pack(">H", arcount) + wire[12:] + rr
+
+
+def transfers():
+    """AXFR and IXFR requests for fuzz/xfr_request.c's stores: example.
+    (serials 1 to 7 in the journal), big.test. (100, 101; multi-message).
+    The ID's low bits pick the client and a broken connection there."""
+    import dns.rdataclass
+    import dns.rrset
+    import dns.tsigkeyring
+
+    def axfr(name, qid, rdclass="IN"):
+        q = dns.message.make_query(name, "AXFR", rdclass=rdclass)
+        q.id = qid
+        return q.to_wire()
+
+    def ixfr(name, serial, qid):
+        q = dns.message.make_query(name, "IXFR")
+        q.id = qid
+        q.authority.append(dns.rrset.from_text(
+            name, 0, "IN", "SOA", "ns.%s h.%s %d 0 0 0 0" % (name, name,
+                                                            serial)))
+        return q.to_wire()
+
+    out = lambda name, wire: write("xfr_request", name, wire)
+    for qid, who in ((0, "v4"), (1, "refused"), (2, "v6"), (3, "mapped")):
+        out("axfr_" + who, axfr("example.", qid))
+    out("axfr_big", axfr("big.test.", 0))
+    out("axfr_big_fail1", axfr("big.test.", 4))
+    out("axfr_big_fail2", axfr("big.test.", 8))
+    out("axfr_big_stop", axfr("big.test.", 12))
+    out("axfr_chaos", axfr("example.", 0, "CH"))
+    out("axfr_notzone", axfr("nope.", 0))
+    out("axfr_below_apex", axfr("www.example.", 0))
+    for serial in (0, 1, 2, 3, 4, 5, 6, 7, 8, 0x80000000, 0xffffffff):
+        out("ixfr_%u" % serial, ixfr("example.", serial, 0))
+    out("ixfr_big_old", ixfr("big.test.", 100, 0))
+    out("ixfr_big_current", ixfr("big.test.", 101, 0))
+    out("ixfr_big_fail2", ixfr("big.test.", 100, 8))
+    q = dns.message.make_query("example.", "IXFR")
+    q.id = 0
+    out("ixfr_no_soa", q.to_wire())
+    q.authority.append(dns.rrset.from_text("example.", 0, "IN", "A",
+                                           "192.0.2.1"))
+    out("ixfr_not_soa", q.to_wire())
+    # Signed: time 0 is re-signed by the target with the named key.
+    out("axfr_tsig", with_rr(axfr("example.", 1), tsig_rr("fuzzkey.")))
+    out("ixfr_tsig_old", with_rr(ixfr("example.", 3, 1), tsig_rr("fuzzkey.")))
+    out("ixfr_tsig_current", with_rr(ixfr("example.", 7, 1),
+                                     tsig_rr("fuzzkey.")))
+    out("axfr_tsig_big", with_rr(axfr("big.test.", 1),
+                                 tsig_rr("bigkey.", "hmac-sha512.",
+                                         mac=b"\0" * 64)))
+    out("ixfr_tsig_big", with_rr(ixfr("big.test.", 100, 9),
+                                 tsig_rr("bigkey.", "hmac-sha512.",
+                                         mac=b"\0" * 64)))
+    out("axfr_tsig_noxfr", with_rr(axfr("example.", 1), tsig_rr("noxfr.")))
+    out("axfr_tsig_other_zone", with_rr(axfr("big.test.", 1),
+                                        tsig_rr("fuzzkey.")))
+    out("axfr_tsig_badkey", with_rr(axfr("example.", 1),
+                                    tsig_rr("unknown.")))
+    out("axfr_tsig_badalg", with_rr(axfr("example.", 1),
+                                    tsig_rr("fuzzkey.", "hmac-sha1.",
+                                            time=1, mac=b"\0" * 20)))
+    out("axfr_tsig_badsig", with_rr(axfr("example.", 1),
+                                    tsig_rr("fuzzkey.", time=1700000000)))
+    out("axfr_tsig_origid", with_rr(axfr("example.", 1),
+                                    tsig_rr("fuzzkey.", orig_id=0x1234)))
+    # Signed with the key by dnspython: stale by the time it replays.
+    ring = dns.tsigkeyring.from_text(
+        {"fuzzkey.": ("hmac-sha256",
+                      __import__("base64").b64encode(
+                          b"zonecast-fuzz-secret-0123456789\0").decode())})
+    q = dns.message.make_query("example.", "AXFR")
+    q.id = 0
+    q.use_tsig(ring, keyname="fuzzkey.")
+    out("axfr_tsig_stale", q.to_wire())
+    # A signed query the transfer threads answer (a secondary's SOA check).
+    soa = dns.message.make_query("example.", "SOA", use_edns=0)
+    soa.id = 0
+    out("soa_tsig", with_rr(soa.to_wire(), tsig_rr("fuzzkey.")))
+    soa = dns.message.make_query("big.test.", "TXT", use_edns=0)
+    soa.id = 0
+    soa.question[0].name = dns.name.from_text("fat.big.test.")
+    out("txt_tsig_big", with_rr(soa.to_wire(), tsig_rr("bigkey.",
+                                                       "hmac-sha512.",
+                                                       mac=b"\0" * 64)))
+    # Malformed.
+    wire = axfr("example.", 0)
+    out("short", wire[:11])
+    out("truncated_question", wire[:20])
+    out("two_questions", wire[:5] + b"\x02" + wire[6:] + wire[12:])
+    out("compression_in_question", wire[:12] + b"\xc0\x0c\x00\xfc\x00\x01")
+    out("trailing", wire + b"\x00")
+    out("response", wire[:2] + bytes([wire[2] | 0x80]) + wire[3:])
+    out("tsig_not_last", with_rr(with_rr(axfr("example.", 0),
+                                         tsig_rr("fuzzkey.")),
+                                 b"\x00\x00\x01\x00\x01\x00\x00\x00\x00"
+                                 b"\x00\x04\x7f\x00\x00\x01"))
+
+
+def api_requests():
+    """Requests for fuzz/api_request.c: "METHOD\nURL\nHEADERS\n\nBODY".
+    Zone 1 is example. (fuzz_zone.h), its records have ids 1 to 25."""
+    import json
+    n = 0
+    z = "/client/v4/zones/00000000000000000000000000000001"
+    r = z + "/dns_records"
+
+    def out(method, url, body=b"", headers=()):
+        nonlocal n
+        if isinstance(body, (dict, list)):
+            body = json.dumps(body).encode()
+        elif isinstance(body, str):
+            body = body.encode()
+        head = "".join(h + "\n" for h in headers)
+        write("api_request", "r%03d" % n,
+              ("%s\n%s\n%s\n" % (method, url, head)).encode() + body)
+        n += 1
+
+    # Reading, with paging, filters and percent-encoding.
+    out("GET", "/client/v4/zones")
+    out("GET", "/client/v4/zones?name=example&page=1&per_page=5")
+    out("GET", "/client/v4/zones?name=%65xample")
+    for q in ("page=0", "page=-1", "per_page=50001", "page=abc",
+              "page=99999999999999999999999", "per_page=1&page=3",
+              "page=9223372036854775807&per_page=50000"):
+        out("GET", "/client/v4/zones?" + q)
+    out("GET", z)
+    out("GET", "/client/v4/zones/1")
+    out("GET", "/client/v4/zones/ffffffffffffffffffffffffffffffff")
+    out("GET", "/client/v4/zones/0")
+    out("GET", r)
+    for q in ("type=A", "type=MX&name=example", "name=www.example",
+              "name=w%77w", "name=%00", "name=a%2Fb", "type=BOGUS",
+              "type=TYPE65000", "content=192.0.2.1", "content=mail.example",
+              "name=@", "page=2&per_page=3", "per_page=1&page=26",
+              "name=*.wild.example", "name=x." + "a" * 300,
+              "name=%C3%A9.example", "name=%ff%fe", "type=A&type=MX",
+              "name", "=&&=x&%"):
+        out("GET", r + "?" + q)
+    out("GET", r + "/00000000000000000000000000000001")
+    out("GET", r + "/999")
+    out("GET", r + "/-1")
+    out("GET", r + "/export")
+    out("GET", z + "/tsig_keys")
+    out("GET", z + "/dnssec")
+    for q in ("version=1", "version=2&wait=5", "version=-1",
+              "version=4294967296", "version=1x", ""):
+        out("GET", z + "/propagation?" + q)
+    out("GET", z + "/nothing")
+    out("GET", "/client/v4/")
+    out("GET", "/")
+    out("GET", "/client/v4/zones/1/dns_records/1/2/3/4/5/6/7/8/9")
+    out("GET", "/client/v4//zones//1")
+    out("GET", "/client/v4/zones%2F1")
+    # Zones.
+    out("POST", "/client/v4/zones", {"name": "new.test"})
+    out("POST", "/client/v4/zones", {"name": "example"})
+    out("POST", "/client/v4/zones", {"name": ""})
+    out("POST", "/client/v4/zones", {"name": 5})
+    out("POST", "/client/v4/zones", {"name": "a..b"})
+    out("POST", "/client/v4/zones", {"name": "x" * 70 + ".test"})
+    out("POST", "/client/v4/zones", [])
+    out("POST", "/client/v4/zones", "{\"name\": ")
+    out("POST", "/client/v4/zones", "")
+    out("POST", "/client/v4/zones", '{"name": "\\u0000.test"}')
+    out("PATCH", z, {"default_ttl": 600, "serial_policy": "unixtime",
+                     "soa": {"refresh": 100, "retry": 50, "expire": 1000,
+                             "minimum": 30, "ttl": 3600}})
+    out("PATCH", z, '{"default_ttl": 1e400}')
+    out("PATCH", z, '{"default_ttl": 99999999999999999999999}')
+    out("PATCH", z, {"default_ttl": -1})
+    out("PATCH", z, {"soa": 5})
+    out("PATCH", z, {"soa": {"refresh": 2 ** 31}})
+    out("PATCH", z, {"serial_policy": "x"})
+    out("PATCH", z, {"serial_policy": "increment"})
+    out("DELETE", z)
+    out("PUT", z)
+    out("DELETE", "/client/v4/zones")
+    # Records of every type.
+    for name, rtype, content, extra in (
+            ("new", "A", "192.0.2.7", {}),
+            ("new", "AAAA", "2001:db8::7", {}),
+            ("alias", "CNAME", "web.example", {}),
+            ("example", "MX", "mail.example", {"priority": 5}),
+            ("new", "TXT", "\"hello\" \"world\"", {}),
+            ("deleg", "NS", "ns.elsewhere.net", {}),
+            ("_sip._tcp", "SRV", "1 5060 sip.example", {"priority": 10}),
+            ("example", "CAA", "0 issue \"ca.example\"", {}),
+            ("7", "PTR", "host.example", {}),
+            ("new", "HTTPS", "1 . alpn=h2", {}),
+            ("new", "SVCB", "0 other.example", {}),
+            ("_443._tcp", "TLSA", "3 1 1 " + "ab" * 32, {}),
+            ("new", "NAPTR", "100 10 \"u\" \"E2U+sip\" \"!^.*$!sip:a@b!\" .",
+             {}),
+            ("child", "DS", "1 13 2 " + "00" * 32, {}),
+            ("new", "SSHFP", "1 1 " + "ab" * 20, {}),
+            ("new", "URI", "1 \"https://example.net/\"", {"priority": 1}),
+            ("new", "LOC", "52 22 23 N 4 53 32 E -2m 1m 10000m 10m", {}),
+            ("new", "DNAME", "target.example", {}),
+            ("new", "TYPE65000", "\\# 3 010203", {}),
+            ("example", "SOA", "ns h 1 2 3 4 5", {}),
+            ("new", "RRSIG", "A 13 2 300 20300101000000 20200101000000 1 "
+             "example. AAAA", {}),
+            ("new", "DNSKEY", "256 3 13 AAAA", {})):
+        body = {"name": name, "type": rtype, "content": content, "ttl": 300}
+        body.update(extra)
+        out("POST", r, body)
+    out("POST", r, {"name": "www", "type": "A", "content": "192.0.2.1"})
+    out("POST", r, {"name": "web", "type": "A", "content": "192.0.2.80",
+                    "ttl": 1})
+    out("POST", r, {"name": "web", "type": "A", "content": "192.0.2.81",
+                    "ttl": 99, "comment": "retimes the RRset"})
+    out("POST", r, {"name": "x.example.org", "type": "A",
+                    "content": "192.0.2.1"})
+    out("POST", r, {"name": "new", "type": "A", "content": "192.0.2.1",
+                    "ttl": 2 ** 31})
+    out("POST", r, {"name": "new", "type": "A", "content": "192.0.2.1",
+                    "ttl": "300"})
+    out("POST", r, '{"name": "new", "type": "MX", "content": "mail", '
+        '"priority": 1e3}')
+    out("POST", r, {"name": "new", "type": "MX", "content": "mail",
+                    "priority": 65536})
+    out("POST", r, {"name": "new", "type": "TXT", "content": "x" * 5000})
+    out("POST", r, {"name": "new", "type": "A"})
+    out("POST", r, {"type": "A", "content": "192.0.2.1"})
+    out("POST", r, {"name": "new", "content": "192.0.2.1"})
+    out("POST", r, {"name": "new", "type": "A", "content": "192.0.2.1\n"
+                    "evil 300 IN A 192.0.2.2"})
+    out("POST", r, {"name": "new", "type": "A", "content": "1.2.3.4 ; x"})
+    out("POST", r, {"name": "new", "type": "A", "content": "1.2.3.4 ("})
+    out("PUT", r + "/1", {"name": "ns", "type": "A", "content": "192.0.2.2"})
+    out("PATCH", r + "/3", {"ttl": 60}, ["If-Match: *"])
+    out("PATCH", r + "/3", {"content": "10 mail2.example"},
+        ['If-Match: "3-0"'])
+    out("PATCH", r + "/5", {"name": "moved"})
+    out("DELETE", r + "/5")
+    out("DELETE", r + "/1")
+    out("DELETE", r + "/2")
+    out("DELETE", r + "/12345")
+    out("POST", r + "/batch", {
+        "deletes": [{"id": "5"}],
+        "patches": [{"id": "6", "ttl": 120}],
+        "puts": [{"id": "7", "name": "mail", "type": "A",
+                  "content": "192.0.2.26"}],
+        "posts": [{"name": "b1", "type": "A", "content": "192.0.2.31"},
+                  {"name": "b2", "type": "TXT", "content": "batch"}]})
+    out("POST", r + "/batch", {"posts": {"name": "x"}})
+    out("POST", r + "/batch", {"deletes": [{"id": "zz"}]})
+    out("POST", r + "/batch", {"posts": [5]})
+    out("POST", r + "/batch", {"posts": [{"name": "c%d" % i, "type": "A",
+                                          "content": "192.0.2.%d" % (i % 250)}
+                                         for i in range(300)]})
+    zone_text = ("$ORIGIN example.\n$TTL 300\n@ SOA ns h 1 2 3 4 5\n"
+                 "imp1 A 192.0.2.101\nimp2 MX 10 mail\nimp3 TXT \"x\"\n"
+                 "web A 192.0.2.80\n")
+    out("POST", r + "/import", zone_text)
+    out("POST", r + "/import", "--xyz\r\nContent-Disposition: form-data; "
+        "name=\"file\"; filename=\"z\"\r\n\r\n" + zone_text +
+        "\r\n--xyz--\r\n",
+        ["Content-Type: multipart/form-data; boundary=xyz"])
+    out("POST", r + "/import", "--xyz\r\n\r\n",
+        ["Content-Type: multipart/form-data; boundary=xyz"])
+    out("POST", r + "/import", "junk", ["Content-Type: multipart/form-data"])
+    out("POST", r + "/import", "@ IN A 1.2.3.4\n$INCLUDE /etc/passwd\n")
+    out("POST", r + "/import", "bad line\n")
+    # TSIG keys and DNSSEC.
+    out("POST", z + "/tsig_keys", {"name": "k1", "algorithm": "hmac-sha256",
+                                   "grants": ["subdomain:example.:A,AAAA",
+                                              "name:x.example."],
+                                   "transfer": True})
+    out("POST", z + "/tsig_keys", {"name": "k2", "algorithm": "md5"})
+    out("POST", z + "/tsig_keys", {"name": "k3", "grants": "all"})
+    out("POST", z + "/tsig_keys", {"name": "k4", "grants": ["a b"]})
+    out("POST", z + "/tsig_keys", {"name": "k5", "transfer": "yes"})
+    out("POST", z + "/tsig_keys", {"name": "k6", "grants": ["x" * 600,
+                                                            "y" * 600]})
+    out("DELETE", z + "/tsig_keys/1")
+    out("DELETE", z + "/tsig_keys/abc")
+    out("PATCH", z + "/dnssec", {"status": "active",
+                                 "algorithm": "ecdsap256sha256"})
+    out("PATCH", z + "/dnssec", {"status": "active", "algorithm": "ed25519",
+                                 "split": True})
+    out("PATCH", z + "/dnssec", {"status": "disabled"})
+    out("PATCH", z + "/dnssec", {"status": "on"})
+    out("PATCH", z + "/dnssec", {"status": "active", "algorithm": 13})
+    # Tokens and methods.
+    out("POST", r, {"name": "ro", "type": "A", "content": "192.0.2.1"},
+        ["Authorization: ro"])
+    out("GET", r, b"", ["Authorization: ro"])
+    out("GET", "/client/v4/zones", b"", ["Authorization: zone"])
+    out("POST", "/client/v4/zones", {"name": "z.test"},
+        ["Authorization: zone"])
+    out("GET", r, b"", ["Authorization: Bearer wrong"])
+    out("GET", r, b"", ["Authorization: Basic eDp5"])
+    out("GET", r, b"", ["Authorization: Bearer "])
+    out("FOO", r)
+    out("", "")
+
+
+TARGETS = {"query": queries, "edge_decode": edge_values,
+           "zonefile": zonefiles, "update": updates,
+           "xfr_request": transfers, "api_request": api_requests}
+
 if __name__ == "__main__":
-    queries()
-    edge_values()
-    zonefiles()
-    updates()
+    import sys
+    for target in sys.argv[1:] or TARGETS:
+        TARGETS[target]()

@@ -799,10 +799,18 @@ static void import(api_req_t *req, const records_zone_t *zone)
 		api_error(req, 400, 1036, "file: a master file is required");
 		return;
 	}
+	/* len bytes, NUL bytes included (strndup() stopped at the first one
+	 * and the parser read len bytes past it). */
+	char *copy = malloc(len + 1);
+	if (copy == NULL) {
+		api_error(req, 500, 1500, "server: out of memory");
+		return;
+	}
+	memcpy(copy, text, len);
+	copy[len] = '\0';
 	import_t imp = { .req = req, .posts = json_array() };
 	zonefile_handler_t h = { .record = import_record, .error = import_error,
 	                         .ctx = &imp };
-	char *copy = strndup(text, len);
 	int ret = zonefile_parse_text(copy, len, zone->apex, zone->default_ttl, &h);
 	free(copy);
 	size_t n = json_array_size(imp.posts);

@@ -2,6 +2,8 @@
 /*
  * The HTTP side of the API: libmicrohttpd glue, request bodies, routing,
  * the response envelope, and the one table mapping codes to statuses.
+ * The glue only moves bytes: api_req_body(), api_dispatch() and
+ * api_response() are the request path, which the fuzz target runs too.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -23,6 +25,25 @@
 #define API_MAX_PER_PAGE 50000
 #define MAX_PARTS 8
 
+/* Length of the valid UTF-8 sequence (RFC 3629) at s, or 0. */
+static size_t utf8_char(const unsigned char *s)
+{
+	size_t n = s[0] < 0x80 ? 1 : s[0] >= 0xc2 && s[0] <= 0xdf ? 2 :
+	           s[0] >= 0xe0 && s[0] <= 0xef ? 3 :
+	           s[0] >= 0xf0 && s[0] <= 0xf4 ? 4 : 0;
+	for (size_t i = 1; i < n; i++) {
+		if ((s[i] & 0xc0) != 0x80) {
+			return 0;
+		}
+	}
+	/* Overlong forms, surrogates, past U+10FFFF. */
+	if ((s[0] == 0xe0 && s[1] < 0xa0) || (s[0] == 0xed && s[1] > 0x9f) ||
+	    (s[0] == 0xf0 && s[1] < 0x90) || (s[0] == 0xf4 && s[1] > 0x8f)) {
+		return 0;
+	}
+	return n;
+}
+
 void api_error(api_req_t *req, unsigned status, int code, const char *fmt, ...)
 {
 	char msg[512];
@@ -30,6 +51,16 @@ void api_error(api_req_t *req, unsigned status, int code, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
+	/* Messages quote what the client sent (a URL, a header), and a cut
+	 * may split a character: JSON strings must be UTF-8, or jansson
+	 * drops the message. */
+	for (size_t i = 0, n; msg[i] != '\0'; i += n) {
+		n = utf8_char((const unsigned char *)msg + i);
+		if (n == 0) {
+			msg[i] = '?';
+			n = 1;
+		}
+	}
 	if (req->errors == NULL) {
 		req->errors = json_array();
 	}
@@ -99,12 +130,12 @@ void api_error_code(api_req_t *req, int ret, const char *what)
 
 const char *api_query_arg(api_req_t *req, const char *key)
 {
-	return MHD_lookup_connection_value(req->conn, MHD_GET_ARGUMENT_KIND, key);
+	return req->lookup(req->lookup_ctx, false, key);
 }
 
 const char *api_header(api_req_t *req, const char *key)
 {
-	return MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, key);
+	return req->lookup(req->lookup_ctx, true, key);
 }
 
 /* A JSON media type: application/json, parameters (charset) allowed. */
@@ -292,39 +323,55 @@ static void route(api_req_t *req, const char *url)
 	api_error(req, 404, 7003, "url: no route for %s", url);
 }
 
-/* Serialises the Cloudflare envelope and queues the response. */
-static enum MHD_Result respond(api_req_t *req)
+char *api_response(api_req_t *req, size_t *len, bool *json)
 {
-	struct MHD_Response *resp;
 	if (req->raw != NULL && req->errors == NULL) {
-		resp = MHD_create_response_from_buffer(req->raw_len, req->raw,
-		                                       MHD_RESPMEM_MUST_COPY);
-		MHD_add_response_header(resp, "Content-Type", "text/plain");
-	} else {
-		bool ok = req->errors == NULL;
-		json_t *env = json_pack("{s:b, s:o, s:[], s:o}", "success", ok,
-		                        "errors", ok ? json_array() : req->errors,
-		                        "messages",
-		                        "result", (ok && req->result) ? req->result :
-		                        json_null());
-		if (!ok && req->result != NULL) {
-			json_decref(req->result);
-		}
-		req->errors = NULL;
-		req->result = NULL;
-		if (ok && req->result_info != NULL) {
-			json_object_set(env, "result_info", req->result_info);
-		}
-		if (ok && req->version != 0) {
-			json_object_set_new(env, "zone_version",
-			                    json_integer(req->version));
-		}
-		char *text = json_dumps(env, JSON_COMPACT);
-		json_decref(env);
-		resp = MHD_create_response_from_buffer(strlen(text), text,
-		                                       MHD_RESPMEM_MUST_FREE);
-		MHD_add_response_header(resp, "Content-Type", "application/json");
+		char *text = req->raw;
+		req->raw = NULL;
+		*len = req->raw_len;
+		*json = false;
+		return text;
 	}
+	bool ok = req->errors == NULL;
+	json_t *env = json_pack("{s:b, s:o, s:[], s:o}", "success", ok,
+	                        "errors", ok ? json_array() : req->errors,
+	                        "messages",
+	                        "result", (ok && req->result) ? req->result :
+	                        json_null());
+	if (!ok && req->result != NULL) {
+		json_decref(req->result);
+	}
+	req->errors = NULL;
+	req->result = NULL;
+	if (ok && req->result_info != NULL) {
+		json_object_set(env, "result_info", req->result_info);
+	}
+	if (ok && req->version != 0) {
+		json_object_set_new(env, "zone_version",
+		                    json_integer(req->version));
+	}
+	char *text = json_dumps(env, JSON_COMPACT);
+	json_decref(env);
+	*len = text != NULL ? strlen(text) : 0;
+	*json = true;
+	return text;
+}
+
+/* Queues the response to a request. */
+static enum MHD_Result respond(struct MHD_Connection *conn, api_req_t *req)
+{
+	size_t len;
+	bool json;
+	char *text = api_response(req, &len, &json);
+	struct MHD_Response *resp = text == NULL ? NULL :
+		MHD_create_response_from_buffer(len, text,
+		                                MHD_RESPMEM_MUST_FREE);
+	if (resp == NULL) {
+		free(text);
+		return MHD_NO;
+	}
+	MHD_add_response_header(resp, "Content-Type",
+	                        json ? "application/json" : "text/plain");
 	if (req->etag[0] != '\0' && req->status < 400) {
 		MHD_add_response_header(resp, "ETag", req->etag);
 	}
@@ -334,15 +381,26 @@ static enum MHD_Result respond(api_req_t *req)
 		MHD_add_response_header(resp, "X-Zone-Version", v);
 	}
 	req->answered = true;
-	enum MHD_Result r = MHD_queue_response(req->conn,
+	enum MHD_Result r = MHD_queue_response(conn,
 	                                       req->status ? req->status : 200,
 	                                       resp);
 	MHD_destroy_response(resp);
 	return r;
 }
 
-static void handle(api_req_t *req, const char *url)
+/* The body limit: api-max-body. */
+static size_t max_body(const api_t *api)
 {
+	return api->cfg.max_body ? api->cfg.max_body : API_DEFAULT_MAX_BODY;
+}
+
+void api_dispatch(api_req_t *req, const char *url)
+{
+	if (req->too_big) {
+		api_error(req, 413, 1413, "body: larger than the limit of %zu "
+		          "bytes (api-max-body)", max_body(req->api));
+		return;
+	}
 	int slot = -1;
 	req->rs = pool_get(req->api, &slot);
 	if (req->rs == NULL) {
@@ -353,12 +411,6 @@ static void handle(api_req_t *req, const char *url)
 		route(req, url);
 	}
 	pool_put(req->api, slot);
-}
-
-/* The body limit: api-max-body. */
-static size_t max_body(const api_t *api)
-{
-	return api->cfg.max_body ? api->cfg.max_body : API_DEFAULT_MAX_BODY;
 }
 
 /* A Content-Length over the limit: 413 before the body is read (MHD then
@@ -372,6 +424,45 @@ static bool announced_too_big(api_req_t *req)
 	char *end;
 	unsigned long long n = strtoull(cl, &end, 10);
 	return end != cl && n > max_body(req->api);
+}
+
+int api_req_body(api_req_t *req, const char *data, size_t size)
+{
+	size_t max = max_body(req->api);
+	if (req->too_big || req->body_len + size > max) {
+		/* A body without Content-Length: read on to answer 413,
+		 * but a client that sends twice the limit is cut off. */
+		req->discarded += size;
+		req->too_big = true;
+		return req->discarded > max ? ZC_ETOOBIG : ZC_EOK;
+	}
+	char *grown = realloc(req->body, req->body_len + size + 1);
+	if (grown == NULL) {
+		return KNOT_ENOMEM;
+	}
+	req->body = grown;
+	memcpy(req->body + req->body_len, data, size);
+	req->body_len += size;
+	req->body[req->body_len] = '\0';
+	return ZC_EOK;
+}
+
+void api_req_clear(api_req_t *req)
+{
+	json_decref(req->result);
+	json_decref(req->result_info);
+	json_decref(req->errors);
+	free(req->body);
+	free(req->raw);
+	req->result = req->result_info = req->errors = NULL;
+	req->body = req->raw = NULL;
+}
+
+/* libmicrohttpd's query arguments (already unescaped) and headers. */
+static const char *mhd_lookup(void *ctx, bool header, const char *key)
+{
+	return MHD_lookup_connection_value(ctx, header ? MHD_HEADER_KIND :
+	                                   MHD_GET_ARGUMENT_KIND, key);
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
@@ -388,50 +479,30 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
 			return MHD_NO;
 		}
 		req->api = api;
-		req->conn = conn;
+		req->lookup = mhd_lookup;
+		req->lookup_ctx = conn;
 		req->method = method;
 		*con_cls = req;
 		if (announced_too_big(req)) {
 			req->too_big = true;
 			api_error(req, 413, 1413, "body: larger than the limit of "
 			          "%zu bytes (api-max-body)", max_body(api));
-			return respond(req);
+			return respond(conn, req);
 		}
 		return MHD_YES;
 	}
 	if (*data_size > 0) {
-		size_t max = max_body(api);
-		if (req->too_big || req->body_len + *data_size > max) {
-			/* A body without Content-Length: read on to answer 413,
-			 * but a client that sends twice the limit is cut off. */
-			req->discarded += *data_size;
-			if (req->discarded > max) {
-				return MHD_NO;
-			}
-			req->too_big = true;
-		} else {
-			char *grown = realloc(req->body, req->body_len + *data_size + 1);
-			if (grown == NULL) {
-				return MHD_NO;
-			}
-			req->body = grown;
-			memcpy(req->body + req->body_len, data, *data_size);
-			req->body_len += *data_size;
-			req->body[req->body_len] = '\0';
+		if (api_req_body(req, data, *data_size) != ZC_EOK) {
+			return MHD_NO;
 		}
 		*data_size = 0;
 		return MHD_YES;
 	}
-	if (req->too_big) {
-		if (req->answered) {
-			return MHD_YES; /* Answered at the first call. */
-		}
-		api_error(req, 413, 1413, "body: larger than the limit of %zu "
-		          "bytes (api-max-body)", max_body(api));
-	} else {
-		handle(req, url);
+	if (req->too_big && req->answered) {
+		return MHD_YES; /* Answered at the first call. */
 	}
-	return respond(req);
+	api_dispatch(req, url);
+	return respond(conn, req);
 }
 
 static void on_completed(void *cls, struct MHD_Connection *conn,
@@ -442,23 +513,13 @@ static void on_completed(void *cls, struct MHD_Connection *conn,
 	if (req == NULL) {
 		return;
 	}
-	json_decref(req->result);
-	json_decref(req->result_info);
-	json_decref(req->errors);
-	free(req->body);
-	free(req->raw);
+	api_req_clear(req);
 	free(req);
 	*con_cls = NULL;
 }
 
-int api_start(const api_config_t *cfg, api_t **out)
+int api_new(const api_config_t *cfg, api_t **out)
 {
-	struct sockaddr_storage ss;
-	socklen_t len;
-	int ret = server_parse_addr(cfg->listen, &ss, &len);
-	if (ret != ZC_EOK) {
-		return ret;
-	}
 	api_t *api = calloc(1, sizeof(*api));
 	if (api == NULL) {
 		return KNOT_ENOMEM;
@@ -466,6 +527,31 @@ int api_start(const api_config_t *cfg, api_t **out)
 	api->cfg = *cfg;
 	pthread_mutex_init(&api->pool_lock, NULL);
 	api->writer = cfg->writer;
+	*out = api;
+	return ZC_EOK;
+}
+
+void api_free(api_t *api)
+{
+	if (api == NULL) {
+		return;
+	}
+	for (int i = 0; i < API_POOL_SIZE; i++) {
+		records_close(api->pool[i]);
+	}
+	pthread_mutex_destroy(&api->pool_lock);
+	free(api);
+}
+
+int api_start(const api_config_t *cfg, api_t **out)
+{
+	struct sockaddr_storage ss;
+	socklen_t len;
+	api_t *api;
+	int ret = server_parse_addr(cfg->listen, &ss, &len);
+	if (ret != ZC_EOK || (ret = api_new(cfg, &api)) != ZC_EOK) {
+		return ret;
+	}
 	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD |
 	                 MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL;
 	if (ss.ss_family == AF_INET6) {
@@ -485,7 +571,7 @@ int api_start(const api_config_t *cfg, api_t **out)
 	                               per_ip, MHD_OPTION_END);
 	if (api->daemon == NULL) {
 		zc_error("api: cannot listen on %s", cfg->listen);
-		free(api);
+		api_free(api);
 		return -98; /* -EADDRINUSE, the usual cause. */
 	}
 	zc_info("API listening on http://%s/client/v4/", cfg->listen);
@@ -499,9 +585,5 @@ void api_stop(api_t *api)
 		return;
 	}
 	MHD_stop_daemon(api->daemon);
-	for (int i = 0; i < API_POOL_SIZE; i++) {
-		records_close(api->pool[i]);
-	}
-	pthread_mutex_destroy(&api->pool_lock);
-	free(api);
+	api_free(api);
 }

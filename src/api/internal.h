@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
-/* Internal to api/: one request being handled, and the handlers. */
+/* Internal to api/: one request being handled, the request path without
+ * the HTTP server (what the libmicrohttpd callbacks and the api_request
+ * fuzz target run), and the handlers. */
 #pragma once
 
 #include <jansson.h>
@@ -22,9 +24,15 @@ struct api {
 	bool pool_used[API_POOL_SIZE];
 };
 
+/* Looks up a query argument (header false) or a header of the request;
+ * NULL when absent. */
+typedef const char *(*api_lookup_fn)(void *ctx, bool header,
+                                     const char *key);
+
 typedef struct {
 	api_t *api;
-	struct MHD_Connection *conn;
+	api_lookup_fn lookup;   /* libmicrohttpd's connection values. */
+	void *lookup_ctx;
 	const char *method;
 	char *body;
 	size_t body_len;
@@ -46,6 +54,27 @@ typedef struct {
 	size_t raw_len;
 } api_req_t;
 
+/* The API without its HTTP server: the configuration and the records
+ * connection pool. api_start() is api_new() and the daemon. */
+int api_new(const api_config_t *cfg, api_t **out);
+void api_free(api_t *api);
+
+/* Appends a piece of the request body (kept NUL-terminated); past the
+ * body limit the request is only marked too big. KNOT_ENOMEM or ZC_EOK. */
+int api_req_body(api_req_t *req, const char *data, size_t size);
+
+/* Answers a request whose body is complete: 413 when too big, else
+ * authentication, routing on the (unescaped) URL path and the handler,
+ * which fill in the response part of req. */
+void api_dispatch(api_req_t *req, const char *url);
+
+/* The response body: the export's text (*json false) or the JSON
+ * envelope; the caller frees it. NULL when out of memory. */
+char *api_response(api_req_t *req, size_t *len, bool *json);
+
+/* Frees what req owns (not req). */
+void api_req_clear(api_req_t *req);
+
 /* Records an error (HTTP status, Cloudflare-style code, message). */
 void api_error(api_req_t *req, unsigned status, int code, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
@@ -63,7 +92,8 @@ json_t *api_body_json(api_req_t *req);
 void api_id_format(int64_t id, char out[33]);
 int64_t api_id_parse(const char *text);
 
-/* Reads page and per_page (defaults 1 and 100); false after a 400. */
+/* Reads page (1 to 2^31-1, default 1) and per_page (1 to 50000, default
+ * 100); false after a 400. */
 bool api_paging(api_req_t *req, long *page, long *per_page);
 
 /* Sets a listing's result and Cloudflare's result_info (takes list), or

@@ -8,6 +8,7 @@
  * a connection closed meanwhile is freed only when its last reply lands.
  * A transfer writes its messages straight to the socket while the worker
  * leaves the connection alone, and hands it back with its last message.
+ * A sink reply gives every message to a function on the calling thread.
  */
 #include <errno.h>
 #include <poll.h>
@@ -34,6 +35,8 @@ struct server_reply {
 	unsigned timeout_ms;
 	mail_t *spare;   /* TCP: a mail allocated up front, so that a reply can
 	                  * always at least close its connection. */
+	server_reply_fn sink;  /* Not NULL: messages go to it instead. */
+	void *sink_ctx;
 };
 
 int tcp_mailbox_init(tcp_mailbox_t *mb)
@@ -105,6 +108,16 @@ server_reply_t *server_reply_tcp(tcp_mailbox_t *mb, void *conn, int fd,
 	return r;
 }
 
+server_reply_t *server_reply_sink(server_reply_fn fn, void *ctx)
+{
+	server_reply_t *r = calloc(1, sizeof(*r));
+	if (r != NULL) {
+		r->sink = fn;
+		r->sink_ctx = ctx;
+	}
+	return r;
+}
+
 /* Queues a mail to the connection's worker; frees r. */
 static void post(server_reply_t *r, const uint8_t *msg, size_t len,
                  size_t room, const dns_tsig_t *tsig)
@@ -153,6 +166,11 @@ static void post(server_reply_t *r, const uint8_t *msg, size_t len,
 
 void server_reply_send(server_reply_t *r, const uint8_t *msg, size_t len)
 {
+	if (r->sink != NULL) {
+		r->sink(r->sink_ctx, msg, len, true);
+		free(r);
+		return;
+	}
 	if (!r->tcp) {
 		if (len > 0) {
 			sendto(r->fd, msg, len, 0, (struct sockaddr *)&r->addr,
@@ -231,6 +249,9 @@ static int write_all(server_reply_t *r, const uint8_t *buf, size_t len)
 
 int server_reply_write(server_reply_t *r, const uint8_t *msg, size_t len)
 {
+	if (r->sink != NULL && len <= UINT16_MAX) {
+		return r->sink(r->sink_ctx, msg, len, false);
+	}
 	if (!r->tcp || !r->transfer || len > UINT16_MAX) {
 		return ZC_EUSAGE;
 	}

@@ -98,6 +98,17 @@ void server_reply_send_signed(server_reply_t *reply, const uint8_t *msg,
 int server_reply_write(server_reply_t *reply, const uint8_t *msg, size_t len);
 
 /*
+ * A reply that hands its messages to fn instead of a connection, on the
+ * calling thread (how the transfer fuzz target sees what a transfer
+ * sends). It takes server_reply_write() as a TCP transfer reply does:
+ * fn(ctx, msg, len, false), whose return value the write returns; then
+ * server_reply_send() calls fn(ctx, msg, len, true) and frees it.
+ */
+typedef int (*server_reply_fn)(void *ctx, const uint8_t *msg, size_t len,
+                               bool last);
+server_reply_t *server_reply_sink(server_reply_fn fn, void *ctx);
+
+/*
  * Binds every address and starts the workers. Fails (nothing left
  * running) when an address cannot be bound.
  */

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
-/* Internal to transfer/: the message writer (out.c), the IXFR condenser
- * (condense.c), and the AXFR and IXFR bodies (axfr.c, ixfr.c). */
+/* Internal to transfer/: a thread's request handling (transfer.c), the
+ * message writer (out.c), the IXFR condenser (condense.c), and the AXFR
+ * and IXFR bodies (axfr.c, ixfr.c). */
 #pragma once
 
 #include <stdatomic.h>
@@ -13,10 +14,43 @@
 #include "dns/tsig.h"
 #include "edge/edge.h"
 #include "records/records.h"
+#include "server/answer.h"
 #include "server/server.h"
+#include "transfer/transfer.h"
 
 /* Largest transfer message (RFC 1035 §4.2.2 framing). */
 #define XFR_MSG_MAX 65535
+
+/* --- Request handling (transfer.c) --- */
+
+/*
+ * What serving requests takes, owned by one thread: each pool thread has
+ * one, and the transfer fuzz target drives one on its own thread.
+ */
+typedef struct {
+	const transfer_config_t *cfg;
+	const atomic_bool *stop;  /* Set: transfers in progress abort. */
+	records_store_t *rs;      /* Opened at the first request. */
+	edge_txn_t txn;
+	zc_arena_t arena;         /* Request parse; reset per request. */
+	zc_arena_t node_arena;    /* Decoded nodes; reset per node. */
+	answer_ctx_t answer;      /* Signed queries. */
+	uint8_t buf[XFR_MSG_MAX];
+} xfr_worker_t;
+
+/* cfg and stop must outlive the worker. */
+void xfr_worker_init(xfr_worker_t *w, const transfer_config_t *cfg,
+                     const atomic_bool *stop);
+void xfr_worker_deinit(xfr_worker_t *w);
+
+/*
+ * Serves one request in msg (len bytes, which the parse may modify): a
+ * transfer, or with query set a signed query (over TCP or UDP). Ends in
+ * exactly one server_reply_send() on reply.
+ */
+void xfr_worker_serve(xfr_worker_t *w, uint8_t *msg, size_t len,
+                      const struct sockaddr_storage *from, bool query,
+                      bool tcp, server_reply_t *reply);
 
 /*
  * The output of one transfer: packs RRs into messages, signs each one when
@@ -32,6 +66,7 @@ typedef struct {
 	uint8_t *buf;             /* XFR_MSG_MAX bytes. */
 	uint64_t rrs;             /* RRs put, all messages. */
 	uint64_t messages;        /* Messages written or sent. */
+	bool started;             /* A write was tried: the stream began. */
 	int error;
 } xfr_out_t;
 
@@ -45,7 +80,7 @@ void xfr_out_put(xfr_out_t *out, const knot_rrset_t *rr);
 
 /*
  * Sends the last message and releases the reply; after a failure closes
- * the connection instead (or, when nothing was written yet, answers
+ * the connection instead (or, when no write was tried yet, answers
  * SERVFAIL). Returns the sticky error. Frees the packet.
  */
 int xfr_out_finish(xfr_out_t *out);

@@ -38,6 +38,8 @@ static int begin_message(xfr_out_t *out)
 	if (ret != KNOT_EOK) {
 		return ret;
 	}
+	/* The header is the request's: its RCODE bits are not ours. */
+	knot_wire_set_rcode(out->pkt->wire, KNOT_RCODE_NOERROR);
 	knot_wire_set_aa(out->pkt->wire);
 	return knot_pkt_begin(out->pkt, KNOT_ANSWER);
 }
@@ -65,6 +67,7 @@ static void flush(xfr_out_t *out)
 	if (len == 0) {
 		return;
 	}
+	out->started = true;
 	int ret = server_reply_write(out->reply, out->buf, len);
 	if (ret != ZC_EOK) {
 		out->error = ret;
@@ -157,8 +160,10 @@ int xfr_out_finish(xfr_out_t *out)
 	size_t len = 0;
 	if (out->error == ZC_EOK) {
 		len = sign_message(out);
-	} else if (out->messages == 0 && begin_message(out) == KNOT_EOK) {
-		/* Nothing went out yet: the client gets an answer. */
+	} else if (!out->started && begin_message(out) == KNOT_EOK) {
+		/* Nothing went out yet: the client gets an answer. A write
+		 * that failed may have sent part of a message: the stream can
+		 * then only be closed. */
 		knot_wire_clear_aa(out->pkt->wire);
 		knot_wire_set_rcode(out->pkt->wire, KNOT_RCODE_SERVFAIL);
 		len = sign_message(out);

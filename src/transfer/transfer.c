@@ -5,11 +5,13 @@
  * for the design; axfr.c and ixfr.c write the answers through out.c.
  *
  * Locking: transfer_t.lock guards queue, active and stopping; threads
- * wait on cond for jobs. Each thread's records connection, arena and
- * buffer are its own.
+ * wait on cond for jobs. Each thread's xfr_worker_t (records connection,
+ * arenas, buffer) is its own; xfr_worker_serve() is the whole of what a
+ * thread does with a job, so the fuzz target calls it directly.
  */
 #include <arpa/inet.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,12 +42,7 @@ typedef struct {
 	transfer_t *t;
 	pthread_t thread;
 	bool started;
-	records_store_t *rs;     /* Opened at the first job. */
-	edge_txn_t txn;
-	zc_arena_t arena;        /* Request parse; reset per request. */
-	zc_arena_t node_arena;   /* Decoded nodes; reset per node. */
-	answer_ctx_t answer;     /* Signed queries. */
-	uint8_t buf[XFR_MSG_MAX];
+	xfr_worker_t w;
 } xfr_thread_t;
 
 struct transfer {
@@ -107,32 +104,32 @@ static void send_header_error(server_reply_t *reply, const uint8_t *msg,
 }
 
 /* Answers the parsed request with an rcode (and the TSIG outcome). */
-static void send_error(xfr_thread_t *th, const knot_pkt_t *q,
+static void send_error(xfr_worker_t *w, const knot_pkt_t *q,
                        dns_tsig_t *tsig, server_reply_t *reply,
                        uint8_t rcode)
 {
-	knot_pkt_t *r = knot_pkt_new(th->buf, XFR_MSG_MAX - DNS_TSIG_ROOM,
-	                             zc_arena_mm(&th->arena));
+	knot_pkt_t *r = knot_pkt_new(w->buf, XFR_MSG_MAX - DNS_TSIG_ROOM,
+	                             zc_arena_mm(&w->arena));
 	if (r == NULL || knot_pkt_init_response(r, q) != KNOT_EOK) {
 		send_header_error(reply, q->wire, q->size, rcode);
 		return;
 	}
 	knot_wire_set_rcode(r->wire, rcode);
 	size_t len = r->size;
-	if (dns_tsig_sign(tsig, th->buf, &len, XFR_MSG_MAX) != ZC_EOK) {
+	if (dns_tsig_sign(tsig, w->buf, &len, XFR_MSG_MAX) != ZC_EOK) {
 		len = r->size; /* Unsigned rather than nothing. */
 	}
-	server_reply_send(reply, th->buf, len);
+	server_reply_send(reply, w->buf, len);
 }
 
 /* RFC 8945 §5.2: checks the TSIG with the key named by its owner. */
-static int check_tsig(xfr_thread_t *th, const knot_pkt_t *q, dns_tsig_t *tsig,
+static int check_tsig(xfr_worker_t *w, const knot_pkt_t *q, dns_tsig_t *tsig,
                       records_tsig_key_t *key)
 {
 	if (q->tsig_rr == NULL) {
 		return dns_tsig_check(q, false, NULL, NULL, 0, tsig);
 	}
-	bool found = records_tsig_find(th->rs, q->tsig_rr->owner, key) == ZC_EOK;
+	bool found = records_tsig_find(w->rs, q->tsig_rr->owner, key) == ZC_EOK;
 	return dns_tsig_check(q, found, key->algorithm, key->secret,
 	                      key->secret_len, tsig);
 }
@@ -161,21 +158,21 @@ static bool ixfr_serial(const knot_pkt_t *q, uint32_t *serial)
 }
 
 /* Runs the transfer proper and logs it. */
-static void serve(xfr_thread_t *th, const knot_pkt_t *q, dns_tsig_t *tsig,
+static void serve(xfr_worker_t *w, const knot_pkt_t *q, dns_tsig_t *tsig,
                   server_reply_t *reply, xfr_req_t *req, xfr_log_t *lg)
 {
 	int64_t start = now_ms();
 	xfr_out_t out;
-	int ret = xfr_out_init(&out, q, tsig, reply, th->buf, &th->t->stop);
+	int ret = xfr_out_init(&out, q, tsig, reply, w->buf, w->stop);
 	if (ret != KNOT_EOK) {
-		send_error(th, q, tsig, reply, KNOT_RCODE_SERVFAIL);
+		send_error(w, q, tsig, reply, KNOT_RCODE_SERVFAIL);
 		zc_error("transfer: zone %s, peer %s, %s: %s", lg->zone,
 		         lg->peer, lg->kind, zc_strerror(ret));
 		return;
 	}
 	req->out = &out;
-	req->rs = th->rs;
-	req->arena = &th->node_arena;
+	req->rs = w->rs;
+	req->arena = &w->node_arena;
 	bool ixfr = knot_pkt_qtype(q) == KNOT_RRTYPE_IXFR;
 	ret = ixfr ? ixfr_run(req) : axfr_run(req);
 	if (out.error == ZC_EOK && ret != ZC_EOK) {
@@ -209,37 +206,38 @@ static void serve(xfr_thread_t *th, const knot_pkt_t *q, dns_tsig_t *tsig,
  * for a TSIG failure (RFC 8945 §5.2) or a zone we do not serve, REFUSED
  * without access, else the transfer. Ends in one server_reply_send().
  */
-static void handle_job(xfr_thread_t *th, job_t *job)
+static void handle_transfer(xfr_worker_t *w, uint8_t *msg, size_t len,
+                            const struct sockaddr_storage *from,
+                            server_reply_t *reply)
 {
-	zc_arena_reset(&th->arena);
-	knot_mm_t *mm = zc_arena_mm(&th->arena);
-	knot_pkt_t *q = knot_pkt_new(job->msg, (uint16_t)job->len, mm);
+	zc_arena_reset(&w->arena);
+	knot_mm_t *mm = zc_arena_mm(&w->arena);
+	knot_pkt_t *q = knot_pkt_new(msg, (uint16_t)len, mm);
 	if (q == NULL || knot_pkt_parse(q, 0) != KNOT_EOK ||
-	    knot_wire_get_qdcount(job->msg) != 1) {
-		send_header_error(job->reply, job->msg, job->len,
-		                  KNOT_RCODE_FORMERR);
+	    knot_wire_get_qdcount(msg) != 1) {
+		send_header_error(reply, msg, len, KNOT_RCODE_FORMERR);
 		return;
 	}
 	xfr_log_t lg = { .kind = knot_pkt_qtype(q) == KNOT_RRTYPE_IXFR ?
 	                 "IXFR" : "AXFR" };
-	format_peer(&job->from, lg.peer, sizeof(lg.peer));
+	format_peer(from, lg.peer, sizeof(lg.peer));
 	knot_dname_to_str(lg.zone, knot_pkt_qname(q), sizeof(lg.zone));
 	dns_tsig_t tsig;
 	records_tsig_key_t key;
 	memset(&key, 0, sizeof(key));
-	int bad = check_tsig(th, q, &tsig, &key);
+	int bad = check_tsig(w, q, &tsig, &key);
 	if (bad != ZC_EOK) {
 		zc_info("transfer: zone %s, peer %s, %s: TSIG error %u",
 		        lg.zone, lg.peer, lg.kind, tsig.error);
-		send_error(th, q, &tsig, job->reply, tsig_rcode(bad));
+		send_error(w, q, &tsig, reply, tsig_rcode(bad));
 		return;
 	}
-	xfr_req_t req = { .txn = &th->txn };
+	xfr_req_t req = { .txn = &w->txn };
 	uint8_t rcode = KNOT_RCODE_NOERROR;
 	const char *why = NULL;
-	int ret = edge_txn_begin_read(th->t->cfg.edge, &th->txn);
+	int ret = edge_txn_begin_read(w->cfg->edge, &w->txn);
 	if (ret == ZC_EOK) {
-		ret = edge_zone_get(&th->txn, knot_pkt_qname(q), &req.zone);
+		ret = edge_zone_get(&w->txn, knot_pkt_qname(q), &req.zone);
 	}
 	if (knot_pkt_qclass(q) != KNOT_CLASS_IN) {
 		rcode = KNOT_RCODE_REFUSED, why = "class not IN";
@@ -250,8 +248,8 @@ static void handle_job(xfr_thread_t *th, job_t *job)
 	} else if (tsig.present && (key.zone_id != (int64_t)req.zone.zone_id ||
 	                            !key.transfer)) {
 		rcode = KNOT_RCODE_REFUSED, why = "key may not transfer the zone";
-	} else if (!tsig.present && (th->t->cfg.allow_transfer == NULL ||
-	           !zc_acl_match(th->t->cfg.allow_transfer, &job->from))) {
+	} else if (!tsig.present && (w->cfg->allow_transfer == NULL ||
+	           !zc_acl_match(w->cfg->allow_transfer, from))) {
 		rcode = KNOT_RCODE_REFUSED, why = "unsigned, not in allow-transfer";
 	} else if (knot_pkt_qtype(q) == KNOT_RRTYPE_IXFR &&
 	           !ixfr_serial(q, &req.client_serial)) {
@@ -260,11 +258,11 @@ static void handle_job(xfr_thread_t *th, job_t *job)
 	if (why != NULL) {
 		zc_info("transfer: zone %s, peer %s, %s refused (%s)", lg.zone,
 		        lg.peer, lg.kind, why);
-		send_error(th, q, &tsig, job->reply, rcode);
+		send_error(w, q, &tsig, reply, rcode);
 	} else {
-		serve(th, q, &tsig, job->reply, &req, &lg);
+		serve(w, q, &tsig, reply, &req, &lg);
 	}
-	edge_txn_reset(&th->txn);
+	edge_txn_reset(&w->txn);
 }
 
 /*
@@ -272,42 +270,79 @@ static void handle_job(xfr_thread_t *th, job_t *job)
  * transfer key: any key we hold may sign queries; the answer is the one
  * answer_message() gives, signed (RFC 8945 §5.3).
  */
-static void handle_query(xfr_thread_t *th, job_t *job)
+static void handle_query(xfr_worker_t *w, const uint8_t *msg, size_t len,
+                         bool tcp, server_reply_t *reply)
 {
-	zc_arena_reset(&th->arena);
-	uint8_t *copy = zc_arena_alloc(&th->arena, job->len);
-	knot_pkt_t *q = copy ? knot_pkt_new(copy, (uint16_t)job->len,
-	                                    zc_arena_mm(&th->arena)) : NULL;
+	zc_arena_reset(&w->arena);
+	uint8_t *copy = zc_arena_alloc(&w->arena, len);
+	knot_pkt_t *q = copy ? knot_pkt_new(copy, (uint16_t)len,
+	                                    zc_arena_mm(&w->arena)) : NULL;
 	if (q == NULL) {
-		send_header_error(job->reply, job->msg, job->len,
-		                  KNOT_RCODE_SERVFAIL);
+		send_header_error(reply, msg, len, KNOT_RCODE_SERVFAIL);
 		return;
 	}
-	memcpy(copy, job->msg, job->len);
+	memcpy(copy, msg, len);
 	dns_tsig_t tsig;
 	records_tsig_key_t key;
 	memset(&key, 0, sizeof(key));
 	if (knot_pkt_parse(q, 0) != KNOT_EOK) {
-		send_header_error(job->reply, job->msg, job->len,
-		                  KNOT_RCODE_FORMERR);
+		send_header_error(reply, msg, len, KNOT_RCODE_FORMERR);
 		return;
 	}
-	int bad = check_tsig(th, q, &tsig, &key);
+	int bad = check_tsig(w, q, &tsig, &key);
 	if (bad != ZC_EOK) {
-		send_error(th, q, &tsig, job->reply, tsig_rcode(bad));
+		send_error(w, q, &tsig, reply, tsig_rcode(bad));
 		return;
 	}
-	size_t max = job->tcp ? XFR_MSG_MAX : 1232;
-	size_t len = answer_message(&th->answer, job->msg, job->len, th->buf,
-	                            max - DNS_TSIG_ROOM, job->tcp);
-	if (len == 0) {
-		server_reply_send(job->reply, NULL, 0);
+	size_t max = tcp ? XFR_MSG_MAX : 1232;
+	size_t rlen = answer_message(&w->answer, msg, len, w->buf,
+	                             max - DNS_TSIG_ROOM, tcp);
+	if (rlen == 0) {
+		server_reply_send(reply, NULL, 0);
 		return;
 	}
-	if (dns_tsig_sign(&tsig, th->buf, &len, max) != ZC_EOK) {
+	if (dns_tsig_sign(&tsig, w->buf, &rlen, max) != ZC_EOK) {
 		zc_warn("transfer: cannot sign a query response");
 	}
-	server_reply_send(job->reply, th->buf, len);
+	server_reply_send(reply, w->buf, rlen);
+}
+
+void xfr_worker_init(xfr_worker_t *w, const transfer_config_t *cfg,
+                     const atomic_bool *stop)
+{
+	memset(w, 0, offsetof(xfr_worker_t, buf));
+	w->cfg = cfg;
+	w->stop = stop;
+	zc_arena_init(&w->arena, 16 * 1024);
+	zc_arena_init(&w->node_arena, 16 * 1024);
+	answer_ctx_init(&w->answer, cfg->edge, NULL, 256);
+}
+
+void xfr_worker_deinit(xfr_worker_t *w)
+{
+	edge_txn_abort(&w->txn);
+	records_close(w->rs);
+	w->rs = NULL;
+	zc_arena_deinit(&w->arena);
+	zc_arena_deinit(&w->node_arena);
+	answer_ctx_deinit(&w->answer);
+}
+
+void xfr_worker_serve(xfr_worker_t *w, uint8_t *msg, size_t len,
+                      const struct sockaddr_storage *from, bool query,
+                      bool tcp, server_reply_t *reply)
+{
+	int ret = w->rs == NULL ? records_open(&w->rs, w->cfg->data_dir) :
+	          ZC_EOK;
+	if (ret != ZC_EOK) {
+		zc_error("transfer: cannot open the records store: %s",
+		         zc_strerror(ret));
+		send_header_error(reply, msg, len, KNOT_RCODE_SERVFAIL);
+	} else if (query) {
+		handle_query(w, msg, len, tcp, reply);
+	} else {
+		handle_transfer(w, msg, len, from, reply);
+	}
 }
 
 /* Takes the next job, or NULL when stopping. */
@@ -337,18 +372,8 @@ static void *thread_main(void *arg)
 	pthread_setname_np(pthread_self(), "zc-xfr");
 	job_t *job;
 	while ((job = next_job(t)) != NULL) {
-		int ret = th->rs == NULL ?
-		          records_open(&th->rs, t->cfg.data_dir) : ZC_EOK;
-		if (ret != ZC_EOK) {
-			zc_error("transfer: cannot open the records store: %s",
-			         zc_strerror(ret));
-			send_header_error(job->reply, job->msg, job->len,
-			                  KNOT_RCODE_SERVFAIL);
-		} else if (job->query) {
-			handle_query(th, job);
-		} else {
-			handle_job(th, job);
-		}
+		xfr_worker_serve(&th->w, job->msg, job->len, &job->from,
+		                 job->query, job->tcp, job->reply);
 		free(job);
 		pthread_mutex_lock(&t->lock);
 		t->active--;
@@ -382,9 +407,7 @@ int transfer_start(const transfer_config_t *cfg, transfer_t **out)
 	for (unsigned i = 0; i < t->thread_count; i++) {
 		xfr_thread_t *th = &t->threads[i];
 		th->t = t;
-		zc_arena_init(&th->arena, 16 * 1024);
-		zc_arena_init(&th->node_arena, 16 * 1024);
-		answer_ctx_init(&th->answer, t->cfg.edge, NULL, 256);
+		xfr_worker_init(&th->w, &t->cfg, &t->stop);
 		int ret = pthread_create(&th->thread, NULL, thread_main, th);
 		if (ret != 0) {
 			transfer_free(t);
@@ -483,12 +506,7 @@ void transfer_free(transfer_t *t)
 	}
 	transfer_stop(t);
 	for (unsigned i = 0; t->threads != NULL && i < t->thread_count; i++) {
-		xfr_thread_t *th = &t->threads[i];
-		edge_txn_abort(&th->txn);
-		records_close(th->rs);
-		zc_arena_deinit(&th->arena);
-		zc_arena_deinit(&th->node_arena);
-		answer_ctx_deinit(&th->answer);
+		xfr_worker_deinit(&t->threads[i].w);
 	}
 	free(t->threads);
 	pthread_cond_destroy(&t->cond);
