@@ -6,6 +6,8 @@
  */
 #pragma once
 
+#include <ftw.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -88,10 +90,27 @@ static edge_store_t *fuzz_zone_load(const char *dir)
 	return es;
 }
 
+static int fuzz_zone_unlink(const char *path, const struct stat *st,
+                            int flag, struct FTW *ftw)
+{
+	(void)st, (void)flag, (void)ftw;
+	remove(path);
+	return 0;
+}
+
+/* Removes fuzz_zone_dir and what it holds (at exit). */
+static void fuzz_zone_remove(void)
+{
+	nftw(fuzz_zone_dir, fuzz_zone_unlink, 16, FTW_DEPTH | FTW_PHYS);
+}
+
 /* Returns the opened edge store holding the zone "example." in a new
- * directory, fuzz_zone_dir. */
+ * directory, fuzz_zone_dir, removed at exit. */
 static edge_store_t *fuzz_zone_open(void)
 {
-	return mkdtemp(fuzz_zone_dir) != NULL ? fuzz_zone_load(fuzz_zone_dir) :
-	       NULL;
+	if (mkdtemp(fuzz_zone_dir) == NULL) {
+		return NULL;
+	}
+	atexit(fuzz_zone_remove);
+	return fuzz_zone_load(fuzz_zone_dir);
 }
