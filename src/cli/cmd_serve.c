@@ -234,6 +234,7 @@ static int run(const config_t *cfg)
 		.tcp_idle_timeout_ms = cfg->tcp_idle_timeout * 1000,
 		.tcp_max_clients = cfg->tcp_max_clients,
 		.tcp_max_clients_per_ip = cfg->tcp_max_clients_per_ip,
+		.tcp_max_pending = cfg->tcp_max_pending,
 		.cookies = cfg->cookies,
 		.rrl = {
 			.rate = cfg->rrl_rate, .slip = cfg->rrl_slip,
@@ -258,6 +259,7 @@ static int run(const config_t *cfg)
 	transfer_config_t tcfg = {
 		.data_dir = cfg->data_dir, .edge = es,
 		.allow_transfer = &cfg->allow_transfer,
+		.max_concurrent = cfg->transfer_max_concurrent,
 	};
 	const char *targets[CONFIG_NOTIFY_MAX];
 	for (size_t i = 0; i < cfg->notify_count; i++) {

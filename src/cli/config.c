@@ -20,6 +20,8 @@ void config_defaults(config_t *cfg)
 	cfg->tcp_idle_timeout = 10;
 	cfg->tcp_max_clients = 1024;
 	cfg->tcp_max_clients_per_ip = 64;
+	cfg->tcp_max_pending = 256;
+	cfg->transfer_max_concurrent = 16;
 	cfg->cookies = true;
 	cfg->rrl_rate = 200;
 	cfg->rrl_slip = 2;
@@ -92,13 +94,19 @@ static int parse_hex16(const char *value, uint8_t out[16])
 	return 0;
 }
 
-/* Abuse resistance: RRL, cookies, per-client TCP connections. True when
- * key is one of these (bad tells whether value was). */
+/* Abuse resistance: RRL, cookies, TCP and transfer limits. True when key
+ * is one of these (bad tells whether value was). */
 static bool set_abuse_key(config_t *cfg, const char *key, const char *value,
                           int *bad)
 {
 	if (strcmp(key, "tcp-max-clients-per-ip") == 0) {
 		*bad = parse_uint(value, 1000000, &cfg->tcp_max_clients_per_ip);
+	} else if (strcmp(key, "tcp-max-pending") == 0) {
+		*bad = parse_uint(value, 65536, &cfg->tcp_max_pending) ||
+		       cfg->tcp_max_pending == 0;
+	} else if (strcmp(key, "transfer-max-concurrent") == 0) {
+		*bad = parse_uint(value, 1024, &cfg->transfer_max_concurrent) ||
+		       cfg->transfer_max_concurrent == 0;
 	} else if (strcmp(key, "cookies") == 0) {
 		*bad = parse_bool(value, &cfg->cookies);
 	} else if (strcmp(key, "cookie-secret") == 0) {

@@ -34,6 +34,8 @@ typedef struct {
 	unsigned tcp_idle_timeout;  /* seconds */
 	unsigned tcp_max_clients;
 	unsigned tcp_max_clients_per_ip;
+	unsigned tcp_max_pending;   /* Replies owed per TCP connection. */
+	unsigned transfer_max_concurrent;
 	bool cookies;               /* DNS Cookies (RFC 7873/9018). */
 	uint8_t cookie_secret[16];  /* All zero: random at start. */
 	unsigned rrl_rate;          /* Responses/s per RRL bucket; 0: off. */
