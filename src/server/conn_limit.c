@@ -4,9 +4,8 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
-#include <sys/random.h>
-#include <time.h>
 
+#include "common/hash.h"
 #include "server/conn_limit.h"
 
 #define SLOTS 65536u
@@ -27,9 +26,7 @@ conn_limit_t *conn_limit_new(unsigned per_client)
 		return NULL;
 	}
 	cl->per_client = per_client;
-	if (getrandom(&cl->seed, sizeof(cl->seed), 0) != sizeof(cl->seed)) {
-		cl->seed = (uint64_t)time(NULL) * UINT64_C(0x9e3779b97f4a7c15);
-	}
+	cl->seed = zc_hash_seed();
 	return cl;
 }
 
@@ -51,14 +48,7 @@ static atomic_uint *slot(conn_limit_t *cl, const struct sockaddr_storage *ss)
 		a = (const uint8_t *)&((const struct sockaddr_in *)ss)->sin_addr;
 		n = 4;
 	}
-	uint64_t h = cl->seed;
-	for (size_t i = 0; i < n; i++) {
-		h = (h ^ a[i]) * UINT64_C(0x100000001b3);
-	}
-	h ^= h >> 29;
-	h *= UINT64_C(0xbf58476d1ce4e5b9);
-	h ^= h >> 32;
-	return &cl->count[h % SLOTS];
+	return &cl->count[zc_hash_finish(zc_hash_bytes(cl->seed, a, n)) % SLOTS];
 }
 
 bool conn_limit_acquire(conn_limit_t *cl, const struct sockaddr_storage *addr)

@@ -7,9 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <time.h>
 
+#include "common/hash.h"
 #include "common/log.h"
 #include "server/rrl.h"
 
@@ -58,9 +58,7 @@ rrl_t *rrl_new(const rrl_config_t *cfg)
 	r->mask = size - 1;
 	r->interval_us = 1000000u / (cfg->rate < 1000000u ? cfg->rate : 1000000u);
 	r->burst_us = r->interval_us * (cfg->rate - 1);
-	if (getrandom(&r->seed, sizeof(r->seed), 0) != sizeof(r->seed)) {
-		r->seed = rrl_now_us() * UINT64_C(0x9e3779b97f4a7c15);
-	}
+	r->seed = zc_hash_seed();
 	/* Bucket time 0 is "long ago": a fresh bucket has its whole burst. */
 	r->start_us = rrl_now_us() - r->burst_us - r->interval_us;
 	return r;
@@ -79,54 +77,38 @@ void rrl_counts(const rrl_t *r, uint64_t *dropped, uint64_t *slipped)
 
 /* --- Keys --- */
 
-static uint64_t mix_byte(uint64_t h, uint8_t b)
+/* The client's prefix: its masked address bytes (IPv4-mapped IPv6 as
+ * IPv4). Returns the address length (4 or 16); *bits the prefix length. */
+static size_t client_prefix(const rrl_t *r, const struct sockaddr_storage *ss,
+                            uint8_t out[16], unsigned *bits)
 {
-	return (h ^ b) * UINT64_C(0x100000001b3); /* FNV-1a step. */
+	const struct in6_addr *a6 = &((const struct sockaddr_in6 *)ss)->sin6_addr;
+	size_t n = 4;
+	*bits = r->cfg.ipv4_prefix;
+	if (ss->ss_family == AF_INET6 && !IN6_IS_ADDR_V4MAPPED(a6)) {
+		memcpy(out, a6->s6_addr, 16);
+		n = 16;
+		*bits = r->cfg.ipv6_prefix;
+	} else if (ss->ss_family == AF_INET6) {
+		memcpy(out, a6->s6_addr + 12, 4);
+	} else {
+		memcpy(out, &((const struct sockaddr_in *)ss)->sin_addr, 4);
+	}
+	for (size_t i = 0; i < n; i++) {
+		unsigned keep = *bits >= 8 * (i + 1) ? 8 : *bits > 8 * i ?
+		                *bits - 8 * (unsigned)i : 0;
+		out[i] &= keep == 0 ? 0 : (uint8_t)(0xff << (8 - keep));
+	}
+	return n;
 }
 
-static uint64_t finish_hash(uint64_t h)
-{
-	h ^= h >> 33;
-	h *= UINT64_C(0xff51afd7ed558ccd);
-	h ^= h >> 33;
-	h *= UINT64_C(0xc4ceb9fe1a85ec53);
-	return h ^ (h >> 33);
-}
-
-/* The client's prefix: family byte then the masked address bytes. */
 static uint64_t hash_prefix(const rrl_t *r, uint64_t h,
                             const struct sockaddr_storage *ss)
 {
-	const uint8_t *addr;
-	size_t bytes;
+	uint8_t a[16];
 	unsigned bits;
-	uint8_t family;
-	if (ss->ss_family == AF_INET6) {
-		const struct in6_addr *a = &((const struct sockaddr_in6 *)ss)->sin6_addr;
-		if (IN6_IS_ADDR_V4MAPPED(a)) {
-			addr = a->s6_addr + 12;
-			bytes = 4;
-			bits = r->cfg.ipv4_prefix;
-			family = 4;
-		} else {
-			addr = a->s6_addr;
-			bytes = 16;
-			bits = r->cfg.ipv6_prefix;
-			family = 6;
-		}
-	} else {
-		addr = (const uint8_t *)&((const struct sockaddr_in *)ss)->sin_addr;
-		bytes = 4;
-		bits = r->cfg.ipv4_prefix;
-		family = 4;
-	}
-	h = mix_byte(h, family);
-	for (size_t i = 0; i < bytes; i++) {
-		unsigned keep = bits >= 8 * (i + 1) ? 8 : bits > 8 * i ? bits - 8 * i : 0;
-		uint8_t mask = keep == 0 ? 0 : (uint8_t)(0xff << (8 - keep));
-		h = mix_byte(h, addr[i] & mask);
-	}
-	return h;
+	size_t n = client_prefix(r, ss, a, &bits);
+	return zc_hash_bytes(zc_hash_byte(h, (uint8_t)n), a, n);
 }
 
 /* Hashes the (possibly compressed) name at pos, lowercased, so that case
@@ -151,10 +133,10 @@ static size_t hash_name(const uint8_t *m, size_t len, size_t pos, uint64_t *h)
 		if (l > 63 || pos + 1 + l > len) {
 			return 0;
 		}
-		*h = mix_byte(*h, l);
+		*h = zc_hash_byte(*h, l);
 		for (size_t i = 1; i <= l; i++) {
 			uint8_t c = m[pos + i];
-			*h = mix_byte(*h, (c >= 'A' && c <= 'Z') ? c + 32 : c);
+			*h = zc_hash_byte(*h, (c >= 'A' && c <= 'Z') ? c + 32 : c);
 		}
 		if (l == 0) {
 			return end != 0 ? end : pos + 1;
@@ -192,23 +174,23 @@ static uint64_t response_key(const rrl_t *r, const struct sockaddr_storage *ss,
 	unsigned an = (unsigned)(m[6] << 8 | m[7]);
 	unsigned ns = (unsigned)(m[8] << 8 | m[9]);
 	if ((rcode != 0 && rcode != 3) || qd != 1) {
-		return finish_hash(mix_byte(h, CLASS_ERROR));
+		return zc_hash_finish(zc_hash_byte(h, CLASS_ERROR));
 	}
 	uint64_t qh = h;
 	size_t pos = hash_name(m, len, HEADER, &qh);
 	if (pos == 0 || pos + 4 > len) {
-		return finish_hash(mix_byte(h, CLASS_ERROR));
+		return zc_hash_finish(zc_hash_byte(h, CLASS_ERROR));
 	}
 	if (rcode == 0 && an > 0) {
-		qh = mix_byte(mix_byte(qh, m[pos]), m[pos + 1]); /* QTYPE */
-		return finish_hash(mix_byte(qh, CLASS_POSITIVE));
+		qh = zc_hash_byte(zc_hash_byte(qh, m[pos]), m[pos + 1]); /* QTYPE */
+		return zc_hash_finish(zc_hash_byte(qh, CLASS_POSITIVE));
 	}
 	/* NXDOMAIN, NODATA, referral: by zone (or cut), not by name. */
 	pos = skip_rrs(m, len, pos + 4, an);
 	if (ns > 0 && pos != 0) {
 		hash_name(m, len, pos, &h);
 	}
-	return finish_hash(mix_byte(h, CLASS_NEGATIVE));
+	return zc_hash_finish(zc_hash_byte(h, CLASS_NEGATIVE));
 }
 
 /* --- Buckets --- */
@@ -241,25 +223,11 @@ static bool take(rrl_t *r, uint64_t key, uint64_t now_us)
 static void prefix_text(const rrl_t *r, const struct sockaddr_storage *ss,
                         char *out, size_t size)
 {
-	uint8_t a[16] = { 0 };
-	int family = AF_INET;
-	unsigned bits = r->cfg.ipv4_prefix;
-	const struct in6_addr *a6 = &((const struct sockaddr_in6 *)ss)->sin6_addr;
-	if (ss->ss_family == AF_INET6 && !IN6_IS_ADDR_V4MAPPED(a6)) {
-		memcpy(a, a6->s6_addr, 16);
-		family = AF_INET6;
-		bits = r->cfg.ipv6_prefix;
-	} else if (ss->ss_family == AF_INET6) {
-		memcpy(a, a6->s6_addr + 12, 4);
-	} else {
-		memcpy(a, &((const struct sockaddr_in *)ss)->sin_addr, 4);
-	}
-	for (unsigned i = 0; i < 16; i++) {
-		unsigned keep = bits >= 8 * (i + 1) ? 8 : bits > 8 * i ? bits - 8 * i : 0;
-		a[i] &= keep == 0 ? 0 : (uint8_t)(0xff << (8 - keep));
-	}
+	uint8_t a[16];
+	unsigned bits;
+	size_t n = client_prefix(r, ss, a, &bits);
 	char text[INET6_ADDRSTRLEN] = "?";
-	inet_ntop(family, a, text, sizeof(text));
+	inet_ntop(n == 16 ? AF_INET6 : AF_INET, a, text, sizeof(text));
 	snprintf(out, size, "%s/%u", text, bits);
 }
 
