@@ -14,7 +14,6 @@
  * Each rule cites its RFC where it is applied.
  */
 #include <string.h>
-#include <time.h>
 #include <libknot/descriptor.h>
 #include <libknot/errcode.h>
 #include <libknot/packet/pkt.h>
@@ -754,7 +753,7 @@ static int add_cookie(query_t *qr, knot_rrset_t *opt)
 	uint8_t data[COOKIE_OPTION_MAX];
 	uint16_t len = 0;
 	switch (cookie_answer(qr->ctx->cookie_secret, qr->ctx->client, qr->q,
-	                      (uint32_t)time(NULL), data, &len)) {
+	                      data, &len)) {
 	case COOKIE_NONE:
 		return KNOT_EOK;
 	case COOKIE_MALFORMED:

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* DNS Cookies: checking and making server cookies (see cookie.h). */
 #include <string.h>
+#include <time.h>
 
 #include <libknot/cookies.h>
 #include <libknot/errcode.h>
@@ -13,7 +14,7 @@
 
 cookie_result_t cookie_answer(const uint8_t secret[COOKIE_SECRET_SIZE],
                               const struct sockaddr_storage *client,
-                              const knot_pkt_t *query, uint32_t now,
+                              const knot_pkt_t *query,
                               uint8_t *out, uint16_t *out_len)
 {
 	uint8_t *opt = knot_pkt_edns_option(query, KNOT_EDNS_OPTION_COOKIE);
@@ -27,7 +28,7 @@ cookie_result_t cookie_answer(const uint8_t secret[COOKIE_SECRET_SIZE],
 	}
 	knot_edns_cookie_params_t params = {
 		.version = KNOT_EDNS_COOKIE_VERSION,
-		.timestamp = now,
+		.timestamp = (uint32_t)time(NULL),
 		.lifetime_before = LIFETIME_BEFORE,
 		.lifetime_after = LIFETIME_AFTER,
 		.client_addr = client,

@@ -32,11 +32,11 @@ typedef enum {
 
 /*
  * Checks the query's COOKIE option against client (the source address)
- * and secret at time now (seconds since the epoch), and writes the
- * option data to send back in out (COOKIE_OPTION_MAX bytes) and its
- * length in out_len.
+ * and secret at the current time, and writes the option data to send
+ * back in out (COOKIE_OPTION_MAX bytes) and its length in out_len. A
+ * query without the option costs one lookup in the parsed OPT.
  */
 cookie_result_t cookie_answer(const uint8_t secret[COOKIE_SECRET_SIZE],
                               const struct sockaddr_storage *client,
-                              const knot_pkt_t *query, uint32_t now,
+                              const knot_pkt_t *query,
                               uint8_t *out, uint16_t *out_len);
