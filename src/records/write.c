@@ -123,15 +123,25 @@ int records_savepoint_release(records_store_t *store)
 	return records_sql_run(store, "RELEASE unit");
 }
 
-void records_savepoint_rollback(records_store_t *store)
+/* Undoes a savepoint (level 0: "unit", 1: "inner") and what this
+ * connection keeps of it; nothing to undo in SQL when SQLite already
+ * rolled the whole transaction back (disk full, I/O error). */
+static void rollback_to(records_store_t *store, int level)
 {
 	if (records_write_open(store)) {
-		records_sql_run(store, "ROLLBACK TO unit");
-		records_sql_run(store, "RELEASE unit");
+		records_sql_run(store, level == 0 ? "ROLLBACK TO unit" :
+		                "ROLLBACK TO inner");
+		records_sql_run(store, level == 0 ? "RELEASE unit" :
+		                "RELEASE inner");
 	}
-	records_counts_restore(store, 0);
+	records_counts_restore(store, level);
 	store->version_zone = 0;
 	records_zrow_forget(store);
+}
+
+void records_savepoint_rollback(records_store_t *store)
+{
+	rollback_to(store, 0);
 }
 
 int records_inner_savepoint(records_store_t *store)
@@ -147,11 +157,7 @@ int records_inner_release(records_store_t *store)
 
 void records_inner_rollback(records_store_t *store)
 {
-	records_sql_run(store, "ROLLBACK TO inner");
-	records_sql_run(store, "RELEASE inner");
-	records_counts_restore(store, 1);
-	store->version_zone = 0;
-	records_zrow_forget(store);
+	rollback_to(store, 1);
 }
 
 int records_zone_get(records_store_t *store, int64_t id, records_zone_t *zone)
