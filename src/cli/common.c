@@ -16,6 +16,7 @@
 #include "builder/builder.h"
 #include "cli/commands.h"
 #include "common/error.h"
+#include "common/fs.h"
 #include "zonefile/zonefile.h"
 
 /* At most this many check problems are printed. */

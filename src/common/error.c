@@ -1,11 +1,7 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* Names for every code of zonecast's error space (see error.h). */
 #include <errno.h>
-#include <fcntl.h>
-#include <stdio.h>
 #include <string.h>
-#include <unistd.h>
-#include <sys/statvfs.h>
 #include <libknot/error.h>
 
 #include "common/error.h"
@@ -33,44 +29,4 @@ const char *zc_strerror(int code)
 bool zc_storage_error(int code)
 {
 	return code == -ENOSPC || code == -EROFS || code == -EACCES;
-}
-
-/* Free space below this counts as a full disk (the failed write took the
- * rest). */
-#define NEARLY_FULL (64u << 10)
-
-int zc_fs_probe_write(const char *dir, int dir_len)
-{
-	char probe[4096];
-	if (snprintf(probe, sizeof(probe), "%.*s/.zonecast-write-probe", dir_len,
-	             dir) >= (int)sizeof(probe)) {
-		return -ENAMETOOLONG;
-	}
-	int fd = open(probe, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
-	if (fd < 0) {
-		return -errno;
-	}
-	close(fd);
-	unlink(probe);
-	return 0;
-}
-
-int zc_fs_condition(const char *path)
-{
-	struct statvfs st;
-	if (path == NULL || path[0] == '\0' || statvfs(path, &st) != 0) {
-		return 0;
-	}
-	if (st.f_flag & ST_RDONLY) {
-		return -EROFS;
-	}
-	const char *slash = strrchr(path, '/');
-	int ret = slash != NULL ? zc_fs_probe_write(path, (int)(slash - path)) :
-	          zc_fs_probe_write(".", 1);
-	if (ret == -EROFS || ret == -EACCES) {
-		return ret;
-	}
-	/* Root may write into the blocks reserved for it. */
-	unsigned long long blocks = geteuid() == 0 ? st.f_bfree : st.f_bavail;
-	return blocks * st.f_frsize < NEARLY_FULL ? -ENOSPC : 0;
 }

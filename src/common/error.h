@@ -47,13 +47,3 @@ const char *zc_strerror(int code);
 /* Whether code says the data directory cannot take writes now (disk full,
  * read-only, permission denied): a condition for the operator, not a bug. */
 bool zc_storage_error(int code);
-
-/* After an I/O error that says nothing more (a short write, SQLite's
- * "disk I/O error"): -EROFS when path's file system is read-only now,
- * -ENOSPC when it has (almost) no free space, else 0. */
-int zc_fs_condition(const char *path);
-
-/* Makes and removes a file in the directory (the first dir_len bytes of
- * dir): ext4 turned read-only by an error shows it only to writers, not to
- * statvfs() or access(). 0 or -errno. */
-int zc_fs_probe_write(const char *dir, int dir_len);

@@ -13,6 +13,7 @@
 #include <libknot/errcode.h>
 
 #include "common/error.h"
+#include "common/fs.h"
 #include "common/log.h"
 #include "dns/name.h"
 #include "records/sqlite.h"
