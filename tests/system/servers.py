@@ -195,22 +195,7 @@ class DnsServer:
     # -- client helpers -------------------------------------------------
     def exchange(self, wire, tcp=False, timeout=2.0):
         """Send raw wire bytes, return raw response bytes or None on timeout."""
-        if tcp:
-            with socket.create_connection((self.host, self.port), timeout=timeout) as s:
-                s.sendall(struct.pack("!H", len(wire)) + wire)
-                try:
-                    (ln,) = struct.unpack("!H", recv_exact(s, 2))
-                    return recv_exact(s, ln)
-                except (socket.timeout, ConnectionError):
-                    return None
-        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-            s.settimeout(timeout)
-            s.connect((self.host, self.port))
-            s.send(wire)
-            try:
-                return s.recv(65535)
-            except socket.timeout:
-                return None
+        return exchange_from(self.host, self.port, wire, tcp=tcp, timeout=timeout)
 
     def query(self, name, rdtype="A", tcp=False, timeout=2.0, **opts):
         """Query (name, type); opts go to make_query (edns, payload, do, ...)."""
