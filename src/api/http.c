@@ -113,6 +113,8 @@ void api_error_code(api_req_t *req, int ret, const char *what)
 		{ ZC_ETOOMANY, 400, "the zone would hold more records than "
 		  "zone-max-records allows" },
 		{ KNOT_EOUTOFZONE, 400, "name: outside the zone" },
+		{ ZC_ENAMEKEY, 400, "name: too long to be stored (a name of "
+		  "the root zone with over 240 octets 0x00 or 0x01)" },
 	};
 	if (storage_error(req, ret)) {
 		return;

@@ -55,6 +55,14 @@ int builder_full_build(records_store_t *rs, edge_store_t *es,
                        void *ctx);
 
 /*
+ * Brings the edge store to this program's key format (edge.h): when it was
+ * written in another one, or lost while the records store holds zones, it
+ * is emptied and every zone fully built again. Call after opening both
+ * stores, before serving or building. ZC_ESCHEMA for a newer format.
+ */
+int builder_edge_prepare(records_store_t *rs, edge_store_t *es);
+
+/*
  * A full build in steps (chunks), so that a full build of a large zone
  * never holds the edge store's single writer lock for long: between
  * steps, per-record builds of other zones go through. The records
@@ -89,7 +97,7 @@ int builder_verify(records_store_t *rs, edge_store_t *es,
 typedef struct {
 	int64_t zone_id;
 	uint8_t apex[KNOT_DNAME_MAXLEN];
-	uint8_t okey[255];
+	uint8_t okey[DNS_LF_KEY_MAXLEN];
 	size_t okey_len;
 	uint32_t version;   /* Zone version of the event that touched it. */
 } builder_touch_t;

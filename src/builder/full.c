@@ -61,10 +61,27 @@ static void report(build_t *b, const uint8_t *owner, const char *what)
 	}
 }
 
+/* Verifying: the row's stored key must be the key of its own owner, so
+ * that two names can never share a node (dns/name.h). */
+static void check_key(build_t *b, const records_row_t *row)
+{
+	uint8_t lf[DNS_LF_MAXLEN];
+	size_t len = dns_name_to_lf(row->owner, lf);
+	if (len < b->apex_lf_len || len - b->apex_lf_len != row->okey_len ||
+	    memcmp(lf, b->apex_lf, b->apex_lf_len) != 0 ||
+	    memcmp(lf + b->apex_lf_len, row->okey, row->okey_len) != 0) {
+		report(b, row->owner, "stored key is not its owner's key "
+		       "(the record is filed under another name)");
+	}
+}
+
 /* Adds a row's record to the node being assembled. */
 static int add_row(build_t *b, const records_row_t *row)
 {
 	builder_node_t *n = &b->node;
+	if (!b->apply) {
+		check_key(b, row);
+	}
 	if (row->okey_len == 0 && row->type == KNOT_RRTYPE_SOA) {
 		/* The SOA lives in the zone metadata, not in the apex node. */
 		if (!b->has_soa && row->rdata_len <= EDGE_SOA_MAXLEN &&

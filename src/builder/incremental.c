@@ -41,6 +41,9 @@ static int build_node(records_store_t *rs, edge_txn_t *txn, read_t *r,
 	uint8_t lf[DNS_LF_MAXLEN];
 	uint8_t owner[KNOT_DNAME_MAXLEN];
 	size_t apex_len = dns_name_to_lf(t->apex, lf);
+	if (apex_len + t->okey_len > sizeof(lf)) {
+		return ZC_EFORMAT;
+	}
 	memcpy(lf + apex_len, t->okey, t->okey_len);
 	if (dns_name_from_lf(lf, apex_len + t->okey_len, owner) < 0) {
 		return ZC_EFORMAT;

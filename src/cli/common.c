@@ -81,7 +81,16 @@ int cli_open_stores(const char *dir, records_store_t **rs, edge_store_t **es)
 	const char *rmb = getenv("ZONECAST_EDGE_RESERVE_MB");
 	edge_set_reserve(*es, (rmb != NULL ? (size_t)strtoull(rmb, NULL, 10) :
 	                       EDGE_RESERVE_MB) << 20);
-	return ZC_EOK;
+	ret = builder_edge_prepare(*rs, *es);
+	if (ret != ZC_EOK) {
+		fprintf(stderr, "zonecast: cannot bring %s/edge.mdb to this "
+		        "version's format: %s\n", dir, zc_strerror(ret));
+		edge_close(*es);
+		records_close(*rs);
+		*es = NULL;
+		*rs = NULL;
+	}
+	return ret;
 }
 
 /* Files an import reads ($INCLUDE adds some): a record's tag is its file's

@@ -33,7 +33,9 @@
 	X(ZC_ENOJOURNAL,    -2013, "journal does not reach that serial") \
 	X(ZC_ENOKEY,        -2014, "no such key") \
 	X(ZC_ETOOMANY,      -2015, "too many records in the zone") \
-	X(ZC_EMAPFULL,      -2016, "edge store map full")
+	X(ZC_EMAPFULL,      -2016, "edge store map full") \
+	X(ZC_ENAMEKEY,      -2017, "name too long for a store key (root " \
+	  "zone names with over 240 octets 0x00 or 0x01)")
 
 enum {
 #define ZC_ERROR_ENUM(name, code, text) name = code,

@@ -5,6 +5,8 @@
 
 #include "dns/name.h"
 
+#define ESC 0x01
+
 static uint8_t lower(uint8_t c)
 {
 	return (c >= 'A' && c <= 'Z') ? c + ('a' - 'A') : c;
@@ -21,11 +23,40 @@ size_t dns_name_to_lf(const knot_dname_t *name, uint8_t *out)
 	while (count > 0) {
 		const uint8_t *label = labels[--count];
 		for (unsigned i = 1; i <= label[0]; i++) {
-			out[len++] = lower(label[i]);
+			uint8_t c = lower(label[i]);
+			if (c <= ESC) {
+				out[len++] = ESC;
+				c++;
+			}
+			out[len++] = c;
 		}
 		out[len++] = 0;
 	}
 	return len;
+}
+
+/* Decodes one escaped label lf[start, end) into out (after its length
+ * octet); returns its length or -1 when the bytes are no label's form. */
+static int decode_label(const uint8_t *lf, size_t start, size_t end,
+                        uint8_t *out, size_t room)
+{
+	size_t n = 0;
+	for (size_t i = start; i < end; i++) {
+		uint8_t c = lf[i];
+		if (c == ESC) {
+			if (++i == end || lf[i] < 1 || lf[i] > 2) {
+				return -1;
+			}
+			c = lf[i] - 1;
+		} else if (c >= 'A' && c <= 'Z') {
+			return -1; /* Not lowercased: no name gives it. */
+		}
+		if (n == room) {
+			return -1;
+		}
+		out[n++] = c;
+	}
+	return n > 0 ? (int)n : -1;
 }
 
 int dns_name_from_lf(const uint8_t *lf, size_t len, knot_dname_t *out)
@@ -41,14 +72,18 @@ int dns_name_from_lf(const uint8_t *lf, size_t len, knot_dname_t *out)
 		while (start > 0 && lf[start - 1] != 0) {
 			start--;
 		}
-		size_t llen = end - 1 - start;
-		if (llen == 0 || llen > KNOT_DNAME_MAXLABELLEN ||
-		    pos + llen + 2 > KNOT_DNAME_MAXLEN) {
+		/* Room for the label, its length octet and the root label. */
+		size_t room = KNOT_DNAME_MAXLEN - 2 - pos;
+		if (room > KNOT_DNAME_MAXLABELLEN) {
+			room = KNOT_DNAME_MAXLABELLEN;
+		}
+		int llen = KNOT_DNAME_MAXLEN < pos + 2 ? -1 :
+		           decode_label(lf, start, end - 1, out + pos + 1, room);
+		if (llen < 0) {
 			return KNOT_EMALF;
 		}
-		out[pos++] = (uint8_t)llen;
-		memcpy(out + pos, lf + start, llen);
-		pos += llen;
+		out[pos] = (uint8_t)llen;
+		pos += 1 + (size_t)llen;
 		end = start;
 	}
 	out[pos++] = 0;

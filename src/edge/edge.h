@@ -35,6 +35,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "dns/name.h"
 #include "edge/codec.h"
 
 typedef struct edge_store edge_store_t;
@@ -121,7 +122,7 @@ typedef struct {
 	struct MDB_cursor *cur;
 	uint64_t zone_id;
 	bool started;
-	uint8_t from[255];   /* Relative LF to start at (inclusive). */
+	uint8_t from[DNS_LF_KEY_MAXLEN]; /* Relative LF to start at (inclusive). */
 	size_t from_len;
 } edge_iter_t;
 
@@ -162,6 +163,19 @@ int edge_txn_del_zone(edge_txn_t *txn, const knot_dname_t *apex,
 /* Reads or writes a u64 in the meta table (0 when absent). */
 int edge_meta_get(edge_txn_t *txn, const char *key, uint64_t *value);
 int edge_meta_put(edge_txn_t *txn, const char *key, uint64_t value);
+
+/* Empties every table (zones, nodes, meta, keys) in a write transaction:
+ * a rebuild from the records store follows (builder_edge_prepare). */
+int edge_txn_clear(edge_txn_t *txn);
+
+/*
+ * The edge's key format (meta "key_format"): the name encoding of
+ * dns/name.h. An edge store written in another format is emptied and
+ * rebuilt from the records store when opened by this program.
+ *   1 (or absent): labels ended by 0x00, octets 0x00 and 0x01 unescaped
+ *   2: octets 0x00 and 0x01 escaped (one-to-one, canonical order)
+ */
+#define EDGE_KEY_FORMAT 2
 
 /* Lists every zone's metadata; cb returns non-zero to stop. */
 int edge_zone_foreach(edge_txn_t *txn,

@@ -21,7 +21,7 @@
 #include "edge/edge.h"
 
 #define DEFAULT_MAP_SIZE ((size_t)64 << 30)
-#define NODE_KEY_MAX (8 + DNS_LF_MAXLEN)
+#define NODE_KEY_MAX (8 + DNS_LF_KEY_MAXLEN)
 #define ZONE_KEY_MAX (1 + DNS_LF_MAXLEN)
 /* Reader slots: a thread counts its open transactions in its own slot
  * (one cache line each), so the many DNS workers never share a counter. */
@@ -456,6 +456,9 @@ int edge_zone_get(edge_txn_t *txn, const knot_dname_t *apex,
 int edge_node_get(edge_txn_t *txn, uint64_t zone_id, const uint8_t *rel,
                   size_t rel_len, const uint8_t **val, size_t *val_len)
 {
+	if (rel_len > DNS_LF_KEY_MAXLEN) {
+		return KNOT_ENOENT; /* No store keeps such a name. */
+	}
 	uint8_t key[NODE_KEY_MAX];
 	MDB_val k = { .mv_size = node_key(key, zone_id, rel, rel_len),
 	              .mv_data = key };
@@ -472,6 +475,9 @@ int edge_node_get(edge_txn_t *txn, uint64_t zone_id, const uint8_t *rel,
 bool edge_node_has_below(edge_txn_t *txn, uint64_t zone_id,
                          const uint8_t *rel, size_t rel_len)
 {
+	if (rel_len >= DNS_LF_KEY_MAXLEN) {
+		return false; /* Nothing longer is ever stored. */
+	}
 	uint8_t key[NODE_KEY_MAX];
 	size_t klen = node_key(key, zone_id, rel, rel_len);
 	MDB_cursor *cur;
@@ -575,6 +581,9 @@ static int stored_seq(edge_txn_t *txn, MDB_val *k, uint64_t *seq)
 int edge_txn_put_node(edge_txn_t *txn, uint64_t zone_id, const uint8_t *rel,
                       size_t rel_len, const uint8_t *val, size_t val_len)
 {
+	if (rel_len > DNS_LF_KEY_MAXLEN) {
+		return ZC_ENAMEKEY;
+	}
 	uint8_t key[NODE_KEY_MAX];
 	MDB_val k = { .mv_size = node_key(key, zone_id, rel, rel_len),
 	              .mv_data = key };
@@ -597,6 +606,9 @@ int edge_txn_put_node(edge_txn_t *txn, uint64_t zone_id, const uint8_t *rel,
 int edge_txn_del_node(edge_txn_t *txn, uint64_t zone_id, const uint8_t *rel,
                       size_t rel_len, uint64_t seq)
 {
+	if (rel_len > DNS_LF_KEY_MAXLEN) {
+		return ZC_EOK; /* Never stored. */
+	}
 	uint8_t key[NODE_KEY_MAX];
 	MDB_val k = { .mv_size = node_key(key, zone_id, rel, rel_len),
 	              .mv_data = key };
@@ -693,6 +705,19 @@ int edge_meta_put(edge_txn_t *txn, const char *key, uint64_t value)
 	MDB_val k = { .mv_size = strlen(key), .mv_data = (void *)key };
 	MDB_val v = { .mv_size = 8, .mv_data = buf };
 	return lmdb_error(mdb_put(txn->txn, txn->store->meta, &k, &v, 0));
+}
+
+int edge_txn_clear(edge_txn_t *txn)
+{
+	MDB_dbi dbis[] = { txn->store->zones, txn->store->nodes,
+	                   txn->store->meta, txn->store->keys };
+	for (size_t i = 0; i < sizeof(dbis) / sizeof(dbis[0]); i++) {
+		int rc = mdb_drop(txn->txn, dbis[i], 0);
+		if (rc != MDB_SUCCESS) {
+			return lmdb_error(rc);
+		}
+	}
+	return ZC_EOK;
 }
 
 int edge_zone_foreach(edge_txn_t *txn,

@@ -21,7 +21,7 @@ typedef struct {
 	uint32_t ttl;
 	uint16_t type;
 	uint16_t rdata_len;
-	uint8_t okey_len;
+	uint16_t okey_len;
 	uint8_t data[];
 } entry_t;
 
@@ -67,6 +67,9 @@ int records_import_add(records_import_t *imp, const knot_dname_t *owner,
 	    memcmp(lf, imp->apex_lf, imp->apex_lf_len) != 0) {
 		return KNOT_EOUTOFZONE;
 	}
+	if (lf_len - imp->apex_lf_len > DNS_LF_KEY_MAXLEN) {
+		return ZC_ENAMEKEY;
+	}
 	if (imp->store->max_records != 0 &&
 	    imp->count >= imp->store->max_records) {
 		return ZC_ETOOMANY; /* Stop reading: nothing is written. */
@@ -90,7 +93,7 @@ int records_import_add(records_import_t *imp, const knot_dname_t *owner,
 	e->ttl = ttl;
 	e->type = type;
 	e->rdata_len = rdata_len;
-	e->okey_len = (uint8_t)okey_len;
+	e->okey_len = (uint16_t)okey_len;
 	memcpy(e->data, lf + imp->apex_lf_len, okey_len);
 	if (rdata_len > 0) {
 		memcpy(e->data + okey_len, rdata, rdata_len);

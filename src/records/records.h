@@ -31,6 +31,8 @@
 #include <stdint.h>
 #include <libknot/dname.h>
 
+#include "dns/name.h"
+
 typedef struct records_store records_store_t;
 
 /* Kinds of change-log events. */
@@ -81,7 +83,7 @@ typedef struct {
 	uint8_t apex[KNOT_DNAME_MAXLEN];
 	uint32_t version;
 	records_change_kind_t kind;
-	uint8_t okey[255];
+	uint8_t okey[DNS_LF_KEY_MAXLEN];
 	size_t okey_len;
 	uint16_t type;
 } records_change_t;

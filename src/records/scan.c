@@ -4,6 +4,7 @@
  * one SQLite read transaction, records in (okey, type) order.
  */
 #include <stdlib.h>
+#include <libknot/dname.h>
 #include <libknot/errcode.h>
 
 #include "common/error.h"
@@ -72,7 +73,10 @@ int records_scan_next(records_scan_t *scan, records_row_t *row)
 	row->ttl = (uint32_t)sqlite3_column_int64(st, 4);
 	row->rdata = sqlite3_column_blob(st, 5);
 	row->rdata_len = sqlite3_column_bytes(st, 5);
-	if (row->owner == NULL || row->okey_len > 255) {
+	int owner_len = sqlite3_column_bytes(st, 2);
+	if (row->owner == NULL || row->okey_len > DNS_LF_KEY_MAXLEN ||
+	    knot_dname_wire_check(row->owner, row->owner + owner_len, NULL) !=
+	    owner_len) {
 		return ZC_EFORMAT;
 	}
 	if (row->okey == NULL) {

@@ -6,9 +6,12 @@
  * its own transaction; a database newer than this program is refused.
  */
 #include <stdio.h>
+#include <string.h>
+#include <libknot/dname.h>
 
 #include "common/error.h"
 #include "common/log.h"
+#include "dns/name.h"
 #include "records/sqlite.h"
 
 static const char *const migrations[] = {
@@ -138,6 +141,17 @@ static const char *const migrations[] = {
 	"ALTER TABLE zones ADD COLUMN record_count INTEGER NOT NULL DEFAULT 0;"
 	"UPDATE zones SET record_count = (SELECT count(*) FROM records"
 	"  WHERE records.zone_id = zones.id);",
+	/* 8: owner keys escape the octets 0x00 and 0x01 (dns/name.h), so
+	 * that every name has a key of its own: records' keys are computed
+	 * again from their owners (zc_okey below). Journal events keep only
+	 * the key, and an old key of a name holding a 0x00 octet reads as
+	 * another name, so IXFR restarts at every zone's current serial
+	 * (a secondary behind it takes one AXFR). */
+	"UPDATE records SET okey = zc_okey(owner, (SELECT apex FROM zones"
+	"  WHERE zones.id = records.zone_id))"
+	"  WHERE instr(owner, x'00') < length(owner)"
+	"     OR instr(owner, x'01') > 0;"
+	"UPDATE zones SET ixfr_from = serial;",
 };
 
 #define SCHEMA_VERSION (int)(sizeof(migrations) / sizeof(migrations[0]))
@@ -155,9 +169,44 @@ static int user_version(records_store_t *store, int *version)
 	return rc == SQLITE_ROW ? ZC_EOK : records_sql_error(store->db, rc);
 }
 
+/*
+ * zc_okey(owner, apex): the owner's key relative to the apex (records
+ * keys, dns/name.h), for migrations that compute keys again. NULL when an
+ * argument is no wire name or the owner is not under the apex.
+ */
+static void sql_okey(sqlite3_context *ctx, int argc, sqlite3_value **argv)
+{
+	(void)argc;
+	const uint8_t *name[2];
+	for (int i = 0; i < 2; i++) {
+		int len = sqlite3_value_bytes(argv[i]);
+		name[i] = sqlite3_value_blob(argv[i]);
+		if (name[i] == NULL || len < 1 || len > KNOT_DNAME_MAXLEN ||
+		    knot_dname_wire_check(name[i], name[i] + len, NULL) != len) {
+			sqlite3_result_null(ctx);
+			return;
+		}
+	}
+	uint8_t lf[DNS_LF_MAXLEN], apex_lf[DNS_LF_MAXLEN];
+	size_t len = dns_name_to_lf(name[0], lf);
+	size_t apex_len = dns_name_to_lf(name[1], apex_lf);
+	if (len < apex_len || memcmp(lf, apex_lf, apex_len) != 0) {
+		sqlite3_result_null(ctx);
+		return;
+	}
+	sqlite3_result_blob(ctx, lf + apex_len, (int)(len - apex_len),
+	                    SQLITE_TRANSIENT);
+}
+
 int records_schema_migrate(records_store_t *store)
 {
 	int version;
+	int rc = sqlite3_create_function(store->db, "zc_okey", 2,
+	                                 SQLITE_UTF8 | SQLITE_DETERMINISTIC,
+	                                 NULL, sql_okey, NULL, NULL);
+	if (rc != SQLITE_OK) {
+		return records_sql_error(store->db, rc);
+	}
 	int ret = records_sql_exec(store, "BEGIN IMMEDIATE");
 	if (ret != ZC_EOK) {
 		return ret;

@@ -319,7 +319,8 @@ int records_zone_bump(records_store_t *store, records_zone_t *zone)
 	return records_zone_set_serial(store, zone, next);
 }
 
-/* The owner's LF relative to the apex; KNOT_EOUTOFZONE if outside. */
+/* The owner's LF relative to the apex; KNOT_EOUTOFZONE if outside,
+ * ZC_ENAMEKEY if no store can key it (dns/name.h). */
 static int owner_key(const records_zone_t *zone, const knot_dname_t *owner,
                      uint8_t *okey, size_t *okey_len)
 {
@@ -328,6 +329,9 @@ static int owner_key(const records_zone_t *zone, const knot_dname_t *owner,
 	size_t len = dns_name_to_lf(owner, lf);
 	if (len < apex_len || memcmp(lf, apex_lf, apex_len) != 0) {
 		return KNOT_EOUTOFZONE;
+	}
+	if (len - apex_len > DNS_LF_KEY_MAXLEN) {
+		return ZC_ENAMEKEY;
 	}
 	*okey_len = len - apex_len;
 	memcpy(okey, lf + apex_len, *okey_len);
@@ -595,7 +599,7 @@ int records_record_foreach(records_store_t *store, int64_t zone_id,
 	uint8_t okey[DNS_LF_MAXLEN];
 	size_t okey_len;
 	int ret = filter_key(store, zone_id, owner, okey, &okey_len);
-	if (ret == KNOT_EOUTOFZONE) {
+	if (ret == KNOT_EOUTOFZONE || ret == ZC_ENAMEKEY) {
 		return ZC_EOK; /* Nothing matches. */
 	}
 	sqlite3_stmt *stmt;
@@ -642,7 +646,7 @@ int records_record_page(records_store_t *store, int64_t zone_id,
 	size_t okey_len;
 	*total = 0;
 	int ret = filter_key(store, zone_id, owner, okey, &okey_len);
-	if (ret == KNOT_EOUTOFZONE) {
+	if (ret == KNOT_EOUTOFZONE || ret == ZC_ENAMEKEY) {
 		return ZC_EOK;
 	}
 	int shape = (owner != NULL) * 2 + (type != 0);

@@ -571,6 +571,8 @@ int update_apply(records_store_t *rs, void *arg)
 	} else if (ret == ZC_EOK && deletes) {
 		ret = records_inner_release(rs);
 	}
-	m->rcode = ret == ZC_EOK ? KNOT_RCODE_NOERROR : KNOT_RCODE_SERVFAIL;
+	/* A name no store can key (dns/name.h) is refused, not a failure. */
+	m->rcode = ret == ZC_EOK ? KNOT_RCODE_NOERROR :
+	           ret == ZC_ENAMEKEY ? KNOT_RCODE_REFUSED : KNOT_RCODE_SERVFAIL;
 	return ret;
 }
