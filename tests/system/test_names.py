@@ -215,3 +215,29 @@ def test_root_zone_name_without_key_is_refused(srv, tmp_path):
     assert resp.rcode() == dns.rcode.REFUSED
     assert ask(srv, too_long).rcode() == dns.rcode.NXDOMAIN
     assert srv.verify().returncode == 0
+
+
+def test_upgrade_from_schema_7(zonecast_factory):
+    """A data directory written by the zonecast before this encoding (schema
+    7, unescaped edge keys, made through its API: fixtures/schema7) is
+    migrated at start: keys computed again, the edge rebuilt; names that
+    shared a node there are two here, and verify is clean."""
+    srv = zonecast_factory()
+    assert not srv.stop()
+    fixtures = os.path.join(os.path.dirname(__file__), "fixtures", "schema7")
+    for f in os.listdir(srv.data_dir):
+        os.unlink(os.path.join(srv.data_dir, f))
+    for f in ("records.db", "edge.mdb"):
+        with open(os.path.join(fixtures, f), "rb") as src, \
+                open(os.path.join(srv.data_dir, f), "wb") as dst:
+            dst.write(src.read())
+    srv.zones = {"up.test": None}
+    srv.restart()
+    assert "building its 1 zones again" in srv.log()
+    for name, want in (("x\\000.up.test.", b"x\x00.up.test"),
+                       ("c\\000d.up.test.", b"c\x00d.up.test"),
+                       ("d.c.up.test.", b"d.c.up.test"),
+                       ("r\\001s.up.test.", b"r\x01s.up.test"),
+                       ("q\\001.up.test.", b"q1")):
+        wait_txt(srv, dns.name.from_text(name), [want])
+    assert srv.verify().returncode == 0
