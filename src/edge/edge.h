@@ -47,6 +47,7 @@ typedef struct {
 	bool write;
 	bool active;
 	int slot;       /* Internal: the thread's slot while active. */
+	struct edge_rec *rec; /* Internal: replication ops of a write. */
 } edge_txn_t;
 
 /*
