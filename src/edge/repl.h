@@ -115,11 +115,14 @@ typedef struct {
 
 int edge_apply_begin(edge_store_t *store, edge_applier_t *ap);
 int edge_apply_feed(edge_applier_t *ap, const uint8_t *data, size_t len);
-int edge_apply_finish(edge_applier_t *ap, uint64_t epoch, uint64_t commit);
+int edge_apply_finish(edge_applier_t *ap, uint64_t epoch, uint64_t commit,
+                      uint64_t stream_seq);
 void edge_apply_abort(edge_applier_t *ap);
 
-/* The position an edge has applied (meta "fleet_epoch"/"fleet_commit"). */
-int edge_applied_pos(edge_store_t *store, uint64_t *epoch, uint64_t *commit);
+/* The position an edge has applied (meta "fleet_epoch", "fleet_commit",
+ * and "fleet_seq", the stream sequence of the commit's last message). */
+int edge_applied_pos(edge_store_t *store, uint64_t *epoch, uint64_t *commit,
+                     uint64_t *stream_seq);
 
 /* Decodes a part's zone puts (for receipts): cb per zone value. Parts
  * flagged EDGE_REPL_CONT have none. */

@@ -349,7 +349,8 @@ int edge_apply_feed(edge_applier_t *ap, const uint8_t *data, size_t len)
 	return ZC_EOK;
 }
 
-int edge_apply_finish(edge_applier_t *ap, uint64_t epoch, uint64_t commit)
+int edge_apply_finish(edge_applier_t *ap, uint64_t epoch, uint64_t commit,
+                      uint64_t stream_seq)
 {
 	int ret = ap->carry_len == 0 ? ZC_EOK : ZC_EFORMAT;
 	if (ret == ZC_EOK) {
@@ -357,6 +358,9 @@ int edge_apply_finish(edge_applier_t *ap, uint64_t epoch, uint64_t commit)
 	}
 	if (ret == ZC_EOK) {
 		ret = edge_meta_put(&ap->txn, "fleet_commit", commit);
+	}
+	if (ret == ZC_EOK) {
+		ret = edge_meta_put(&ap->txn, "fleet_seq", stream_seq);
 	}
 	free(ap->carry);
 	ap->carry = NULL;
@@ -376,7 +380,8 @@ void edge_apply_abort(edge_applier_t *ap)
 	edge_txn_abort(&ap->txn);
 }
 
-int edge_applied_pos(edge_store_t *store, uint64_t *epoch, uint64_t *commit)
+int edge_applied_pos(edge_store_t *store, uint64_t *epoch, uint64_t *commit,
+                     uint64_t *stream_seq)
 {
 	edge_txn_t txn = { 0 };
 	int ret = edge_txn_begin_read(store, &txn);
@@ -384,6 +389,9 @@ int edge_applied_pos(edge_store_t *store, uint64_t *epoch, uint64_t *commit)
 		ret = edge_meta_get(&txn, "fleet_epoch", epoch);
 		if (ret == ZC_EOK) {
 			ret = edge_meta_get(&txn, "fleet_commit", commit);
+		}
+		if (ret == ZC_EOK) {
+			ret = edge_meta_get(&txn, "fleet_seq", stream_seq);
 		}
 		edge_txn_abort(&txn);
 	}

@@ -104,7 +104,7 @@ static int apply_part(const edge_repl_part_t *p, void *arg)
 	c->last_commit = p->commit;
 	c->last_part = p->part;
 	if (p->flags & EDGE_REPL_FINAL) {
-		if (edge_apply_finish(&c->ap, c->epoch, p->commit) != ZC_EOK) {
+		if (edge_apply_finish(&c->ap, c->epoch, p->commit, 0) != ZC_EOK) {
 			c->bad++;
 		}
 		c->open = false;
@@ -163,8 +163,8 @@ int main(void)
 	CHECK_EQ(c.commits, 12);
 	CHECK_EQ(c.bad, 0);
 	check_equal(primary, edge);
-	uint64_t epoch, commit;
-	CHECK_EQ(edge_applied_pos(edge, &epoch, &commit), ZC_EOK);
+	uint64_t epoch, commit, seq;
+	CHECK_EQ(edge_applied_pos(edge, &epoch, &commit, &seq), ZC_EOK);
 	CHECK(epoch == pos.epoch);
 	CHECK_EQ(commit, 12);
 
