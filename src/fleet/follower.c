@@ -18,6 +18,7 @@
 
 #define REPORT_EVERY_MS 1000
 #define RETRY_MS 250
+#define STALL_CHECK_MS 2000
 
 struct fleet_edge {
 	fleet_config_t cfg;
@@ -38,6 +39,7 @@ struct fleet_edge {
 	bool open;
 	uint64_t open_commit;
 	uint32_t next_part;
+	uint64_t delivered;  /* stream sequence of the last message taken */
 };
 
 static void set_position(fleet_edge_t *fe, uint64_t epoch, uint64_t commit,
@@ -108,6 +110,7 @@ static int take(fleet_edge_t *fe, natsMsg *msg)
 	jsMsgMetaData *meta = NULL;
 	if (natsMsg_GetMetaData(&meta, msg) == NATS_OK) {
 		seq = meta->Sequence.Stream;
+		fe->delivered = seq;
 		jsMsgMetaData_Destroy(meta);
 	}
 	if (epoch != fe->epoch) {
@@ -161,6 +164,21 @@ static int take(fleet_edge_t *fe, natsMsg *msg)
 	return ret;
 }
 
+/* Whether the stream holds messages past what this edge applied while
+ * nothing arrives (a consumer lost with a cluster node). */
+static bool stalled(fleet_edge_t *fe)
+{
+	jsStreamInfo *si = NULL;
+	jsErrCode jerr = 0;
+	if (js_GetStreamInfo(&si, fe->js, fe->names.txn_stream, NULL, &jerr) !=
+	    NATS_OK) {
+		return false;
+	}
+	bool behind = si->State.LastSeq > fe->delivered && !fe->open;
+	jsStreamInfo_Destroy(si);
+	return behind;
+}
+
 /* Follows the stream from the applied position until a gap or stop. */
 static int follow(fleet_edge_t *fe)
 {
@@ -172,6 +190,7 @@ static int follow(fleet_edge_t *fe)
 	so.Config.OptStartSeq = fe->seq + 1;
 	natsSubscription *sub = NULL;
 	jsErrCode jerr = 0;
+	fe->delivered = fe->seq;
 	natsStatus s = js_SubscribeSync(&sub, fe->js, fe->names.txn_subject,
 	                                NULL, &so, &jerr);
 	if (s != NATS_OK) {
@@ -179,12 +198,20 @@ static int follow(fleet_edge_t *fe)
 	}
 	natsSubscription_SetPendingLimits(sub, -1, -1);
 	int ret = ZC_EOK;
+	int idle_ms = 0;
 	while (!fe->stop && ret == ZC_EOK) {
 		natsMsg *msg = NULL;
 		s = natsSubscription_NextMsg(&msg, sub, 500);
 		if (s == NATS_TIMEOUT) {
+			idle_ms += 500;
+			if (idle_ms >= STALL_CHECK_MS && stalled(fe)) {
+				zc_info("fleet: the stream has more than was delivered; "
+				        "subscribing again");
+				break;
+			}
 			continue;
 		}
+		idle_ms = 0;
 		if (s != NATS_OK) {
 			ret = fleet_nats_error(s, 0, "next message");
 			break;

@@ -15,6 +15,8 @@
 #include "common/log.h"
 #include "fleet/primary.h"
 
+#define WATCH_SILENCE_MS 3000
+
 void fleet_ring_add(fleet_primary_t *fp, uint64_t commit, uint64_t zone_id,
                     uint32_t serial, int64_t sent_ms)
 {
@@ -187,13 +189,18 @@ void *fleet_watcher_main(void *arg)
 		if (s == NATS_OK) {
 			s = kvStore_WatchAll(&w, kv, NULL);
 		}
+		/* Edges report every second: a watcher silent for longer lost
+		 * its consumer (a cluster node went away) and starts over. */
+		int64_t last = fleet_now_ms();
 		while (s == NATS_OK && !fp->stop) {
 			kvEntry *e = NULL;
 			s = kvWatcher_Next(&e, w, 500);
 			if (s == NATS_TIMEOUT) {
-				s = NATS_OK;
+				s = fleet_now_ms() - last > WATCH_SILENCE_MS ? NATS_TIMEOUT :
+				                                               NATS_OK;
 				continue;
 			}
+			last = fleet_now_ms();
 			if (s == NATS_OK && e != NULL) {
 				if (kvEntry_Operation(e) == kvOp_Put) {
 					take_report(fp, kvEntry_Key(e), kvEntry_Value(e),

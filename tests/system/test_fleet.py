@@ -335,3 +335,51 @@ def test_primary_killed_mid_publish(fleet):
     for name in acked:
         for e in fleet.edges:
             assert answers(e, name, "A")[1], (e.name, name)
+
+
+def test_three_node_cluster_replicas_3_survives_a_node(tmp_path):
+    """A three-node JetStream cluster with replicas 3: one node killed under
+    writes loses nothing and stalls no edge."""
+    from servers import free_port
+    ports = [free_port() for _ in range(3)]
+    cports = [free_port() for _ in range(3)]
+    nodes = [NatsServer(str(tmp_path), name="n%d" % i, port=ports[i], cluster_port=cports[i],
+                        routes=[c for j, c in enumerate(cports) if j != i]) for i in range(3)]
+    for n in nodes:
+        n.start()
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:  # a meta leader is elected
+        try:
+            if all(n.jsz().get("meta_cluster", {}).get("leader") for n in nodes):
+                break
+        except Exception:
+            pass
+        time.sleep(0.2)
+    f = Fleet(tmp_path, edges=2, primary_options=["fleet-replicas=3"], nats=nodes)
+    try:
+        api = f.api
+        zid = create_zone(api, "cluster.fleet.test")
+        settle(f.primary, f.edges, timeout=60)
+        acked = []
+        stop = threading.Event()
+        t = threading.Thread(target=write_records,
+                             args=(api, zid, "cluster.fleet.test", "n", 10 ** 6, acked, stop))
+        t.start()
+        time.sleep(1)
+        nodes[0].stop(sig=9)
+        time.sleep(4)
+        stop.set()
+        t.join()
+        settle(f.primary, f.edges, timeout=60)
+        for name in acked:
+            for e in f.edges:
+                assert answers(e, name, "A")[1], (e.name, name)
+        # Still following: a change after the kill reaches every edge.
+        r = api.ok("POST", "/zones/%s/dns_records" % zid,
+                   json={"type": "A", "name": "last.cluster.fleet.test", "content": "192.0.2.9"})
+        p = api.get("/zones/%s/propagation" % zid,
+                    params={"version": r["zone_version"], "wait": 20})
+        assert p["live"] and p["live_edges"] == 2, p
+    finally:
+        problems = f.stop()
+    assert not problems, problems
