@@ -40,6 +40,7 @@ struct fleet_edge {
 	uint64_t open_commit;
 	uint32_t next_part;
 	uint64_t delivered;  /* stream sequence of the last message taken */
+	_Atomic int64_t report_logged;
 };
 
 static void set_position(fleet_edge_t *fe, uint64_t epoch, uint64_t commit,
@@ -231,9 +232,19 @@ static void sleep_ms(unsigned ms)
 	nanosleep(&ts, NULL);
 }
 
+static void *reporter_main(void *arg);
+
 static void *follower_main(void *arg)
 {
 	fleet_edge_t *fe = arg;
+	if (fleet_connect_retry(&fe->cfg, &fe->stop, &fe->lock, &fe->nc,
+	                        &fe->js) != ZC_EOK) {
+		return NULL;
+	}
+	pthread_mutex_lock(&fe->lock);
+	fe->reporter_started = !fe->stop &&
+		pthread_create(&fe->reporter, NULL, reporter_main, fe) == 0;
+	pthread_mutex_unlock(&fe->lock);
 	bool need_snapshot = fe->epoch == 0;
 	while (!fe->stop) {
 		if (need_snapshot) {
@@ -275,8 +286,12 @@ static void report(fleet_edge_t *fe, kvStore *kv)
 	char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
 	json_decref(j);
 	if (text != NULL) {
-		kvStore_PutString(NULL, kv, fe->cfg.name, text);
+		natsStatus s = kvStore_PutString(NULL, kv, fe->cfg.name, text);
 		free(text);
+		if (s != NATS_OK && zc_log_due(&fe->report_logged, 10000)) {
+			zc_warn("fleet: cannot report to %s: %s (%s)", fe->names.bucket,
+			        natsStatus_GetText(s), nats_GetLastError(NULL));
+		}
 	}
 }
 
@@ -325,14 +340,9 @@ int fleet_edge_start(const fleet_config_t *cfg, edge_store_t *es,
 		ret = edge_applied_pos(es, &fe->epoch, &fe->commit, &fe->seq);
 	}
 	if (ret == ZC_EOK) {
-		ret = fleet_connect(&fe->cfg, &fe->nc, &fe->js);
-	}
-	if (ret == ZC_EOK) {
 		fe->started = pthread_create(&fe->thread, NULL, follower_main,
 		                             fe) == 0;
-		fe->reporter_started = pthread_create(&fe->reporter, NULL,
-		                                      reporter_main, fe) == 0;
-		ret = fe->started && fe->reporter_started ? ZC_EOK : ZC_ENOSPACE;
+		ret = fe->started ? ZC_EOK : ZC_ENOSPACE;
 	}
 	if (ret != ZC_EOK) {
 		fleet_edge_stop(fe);
@@ -352,6 +362,10 @@ void fleet_edge_stop(fleet_edge_t *fe)
 	pthread_mutex_lock(&fe->lock);
 	fe->stop = true;
 	pthread_cond_broadcast(&fe->changed);
+	/* Requests in flight (and reconnect attempts) end at once. */
+	if (fe->nc != NULL) {
+		natsConnection_Close(fe->nc);
+	}
 	pthread_mutex_unlock(&fe->lock);
 	if (fe->started) {
 		pthread_join(fe->thread, NULL);

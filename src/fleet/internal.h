@@ -2,6 +2,8 @@
 /* Shared inside fleet/: the NATS connection, names, snapshots. */
 #pragma once
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <nats/nats.h>
@@ -23,9 +25,14 @@ typedef struct {
 
 int fleet_names(const char *prefix, fleet_names_t *names);
 
-/* Connects (retrying in the background when the server is down). */
+/* One attempt to connect (then reconnecting for ever once connected). */
 int fleet_connect(const fleet_config_t *cfg, natsConnection **nc,
                   jsCtx **js);
+
+/* Connects, trying again every 500 ms (logging) until it succeeds or *stop;
+ * sets *nc and *js under lock (stop() closes the connection). */
+int fleet_connect_retry(const fleet_config_t *cfg, _Atomic bool *stop,
+                        pthread_mutex_t *lock, natsConnection **nc, jsCtx **js);
 
 /* The primary creates (or updates) the streams and the bucket. */
 int fleet_ensure_streams(const fleet_config_t *cfg, const fleet_names_t *n,

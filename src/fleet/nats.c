@@ -151,9 +151,6 @@ int fleet_connect(const fleet_config_t *cfg, natsConnection **nc, jsCtx **js)
 		s = natsOptions_SetReconnectWait(o, 250);
 	}
 	if (s == NATS_OK) {
-		s = natsOptions_SetRetryOnFailedConnect(o, true, NULL, NULL);
-	}
-	if (s == NATS_OK) {
 		s = natsOptions_SetTimeout(o, 2000);
 	}
 	if (s == NATS_OK) {
@@ -177,15 +174,12 @@ int fleet_connect(const fleet_config_t *cfg, natsConnection **nc, jsCtx **js)
 	s = natsConnection_Connect(nc, o);
 	natsOptions_Destroy(o);
 	free(list);
-	if (s == NATS_NOT_YET_CONNECTED) {
-		zc_warn("nats: %s not reachable yet; retrying in the background",
-		        cfg->urls);
-		s = NATS_OK;
-	}
 	if (s != NATS_OK) {
-		zc_error("nats: cannot connect to %s: %s (%s)", cfg->urls,
+		*nc = NULL;
+		zc_debug("nats: cannot connect to %s: %s (%s)", cfg->urls,
 		         natsStatus_GetText(s), nats_GetLastError(NULL));
-		return ZC_ENATS;
+		return s == NATS_CONNECTION_AUTH_FAILED || s == NATS_NOT_PERMITTED ?
+		       ZC_EACCES_NATS : ZC_ENATS;
 	}
 	jsOptions jo;
 	jsOptions_Init(&jo);
@@ -214,6 +208,42 @@ static int ensure_stream(jsCtx *js, jsStreamConfig *sc)
 		return ZC_ENATS;
 	}
 	return ZC_EOK;
+}
+
+int fleet_connect_retry(const fleet_config_t *cfg, _Atomic bool *stop,
+                        pthread_mutex_t *lock, natsConnection **nc, jsCtx **js)
+{
+	int64_t logged = 0;
+	unsigned failures = 0;
+	while (!*stop) {
+		natsConnection *c = NULL;
+		jsCtx *j = NULL;
+		int ret = fleet_connect(cfg, &c, &j);
+		if (ret == ZC_EOK) {
+			pthread_mutex_lock(lock);
+			*nc = c;
+			*js = j;
+			pthread_mutex_unlock(lock);
+			if (failures > 0) {
+				zc_info("nats: connected to %s", cfg->urls);
+			}
+			return ZC_EOK;
+		}
+		if (ret == ZC_EINVAL_CONFIG) {
+			return ret;
+		}
+		int64_t now = fleet_now_ms();
+		if (failures++ == 0 || now - logged >= 30000) {
+			zc_error("nats: cannot connect to %s: %s; retrying",
+			         cfg->urls, ret == ZC_EACCES_NATS ? "authentication "
+			         "refused (user, password, token or credentials)" :
+			         nats_GetLastError(NULL));
+			logged = now;
+		}
+		struct timespec ts = { 0, 500 * 1000000L };
+		nanosleep(&ts, NULL);
+	}
+	return ZC_ENATS;
 }
 
 int fleet_ensure_streams(const fleet_config_t *cfg, const fleet_names_t *n,

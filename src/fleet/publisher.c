@@ -212,6 +212,14 @@ void *fleet_publisher_main(void *arg)
 {
 	fleet_primary_t *fp = arg;
 	pub_t p = { .fp = fp, .epoch = fp->epoch, .part = UINT32_MAX };
+	if (fleet_connect_retry(&fp->cfg, &fp->stop, &fp->lock, &fp->nc,
+	                        &fp->js) != ZC_EOK) {
+		return NULL;
+	}
+	pthread_mutex_lock(&fp->lock);
+	fp->watcher_started = !fp->stop && pthread_create(&fp->watcher, NULL,
+	                                   fleet_watcher_main, fp) == 0;
+	pthread_mutex_unlock(&fp->lock);
 	fleet_manifest_t prev = { .id = "" };
 	uint64_t trimmed_commit = 0;
 	uint32_t trimmed_part = UINT32_MAX;

@@ -209,6 +209,10 @@ void *fleet_watcher_main(void *arg)
 				kvEntry_Destroy(e);
 			}
 		}
+		if (!fp->stop) {
+			zc_info("fleet: watching %s again (%s)", fp->names.bucket,
+			        natsStatus_GetText(s));
+		}
 		kvWatcher_Destroy(w);
 		kvStore_Destroy(kv);
 		if (!fp->stop) {
@@ -252,15 +256,9 @@ int fleet_primary_start(const fleet_config_t *cfg, edge_store_t *es,
 		fp->epoch = pos.epoch;
 		fp->published = 0;
 		edge_repl_on_outbox(es, on_outbox, fp);
-		ret = fleet_connect(&fp->cfg, &fp->nc, &fp->js);
-	}
-	if (ret == ZC_EOK) {
 		fp->publisher_started = pthread_create(&fp->publisher, NULL,
 		                                       fleet_publisher_main, fp) == 0;
-		fp->watcher_started = pthread_create(&fp->watcher, NULL,
-		                                     fleet_watcher_main, fp) == 0;
-		ret = fp->publisher_started && fp->watcher_started ? ZC_EOK :
-		                                                     ZC_ENOSPACE;
+		ret = fp->publisher_started ? ZC_EOK : ZC_ENOSPACE;
 	}
 	if (ret != ZC_EOK) {
 		fleet_primary_stop(fp);
@@ -281,9 +279,15 @@ void fleet_primary_stop(fleet_primary_t *fp)
 	fp->stop = true;
 	pthread_cond_broadcast(&fp->wake);
 	pthread_mutex_unlock(&fp->lock);
+	/* The publisher first: it sends what it holds, then nothing waits. */
 	if (fp->publisher_started) {
 		pthread_join(fp->publisher, NULL);
 	}
+	pthread_mutex_lock(&fp->lock);
+	if (fp->nc != NULL) {
+		natsConnection_Close(fp->nc);
+	}
+	pthread_mutex_unlock(&fp->lock);
 	if (fp->watcher_started) {
 		pthread_join(fp->watcher, NULL);
 	}

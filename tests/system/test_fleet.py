@@ -40,6 +40,19 @@ class Fleet:
         self.api = self.primary.client_
         self.edges = [EdgeServer(self.tmp, "edge%d" % i, self.urls, edge_options).start()
                       for i in range(1, edges + 1)]
+        self.wait_edges()
+
+    def wait_edges(self, timeout=20):
+        """Until every edge has reported to the primary (receipts count it)."""
+        deadline = time.monotonic() + timeout
+        want = {e.name for e in self.edges}
+        while time.monotonic() < deadline:
+            up = {e["name"] for e in self.api.get("/fleet")["edges"] if e["up"]}
+            if want <= up:
+                return
+            time.sleep(0.05)
+        raise AssertionError("edges %s never reported:\n%s" % (
+            want - up, "\n".join(e.log()[-2000:] for e in self.edges)))
 
     def stop(self):
         problems = []
@@ -380,6 +393,65 @@ def test_three_node_cluster_replicas_3_survives_a_node(tmp_path):
         p = api.get("/zones/%s/propagation" % zid,
                     params={"version": r["zone_version"], "wait": 20})
         assert p["live"] and p["live_edges"] == 2, p
+    finally:
+        problems = f.stop()
+    assert not problems, problems
+
+
+def nats_pub(port, user, password, subject, payload=b"x"):
+    """Publishes with the NATS text protocol (verbose); returns the server's
+    answer to the PUB (+OK or -ERR ...)."""
+    import json as _json
+    import socket
+    with socket.create_connection(("127.0.0.1", port), timeout=3) as s:
+        f = s.makefile("rb")
+        f.readline()  # INFO
+        s.sendall(b"CONNECT " + _json.dumps({"verbose": True, "user": user, "pass": password,
+                                             "protocol": 1}).encode() + b"\r\n")
+        ok = f.readline()
+        if not ok.startswith(b"+OK"):
+            return ok.decode().strip()
+        s.sendall(b"PUB %s %d\r\n%s\r\nPING\r\n" % (subject.encode(), len(payload), payload))
+        line = f.readline()
+        return line.decode().strip()
+
+
+def test_authenticated_fleet_with_documented_permissions(tmp_path):
+    """nats-server with etc/nats-fleet.conf's users: the fleet works with the
+    documented permissions; an edge's user cannot publish to the log or the
+    snapshots; a wrong password is refused and the edge keeps retrying."""
+    conf = open(os.path.join(servers.REPO, "etc", "nats-fleet.conf")).read()
+    nats = NatsServer(str(tmp_path), extra_conf=conf).start()
+    f = Fleet(tmp_path, edges=1, nats=[nats],
+              primary_options=["nats-user=zonecast-primary",
+                               "nats-password=CHANGE-ME-primary"],
+              edge_options=["nats-user=zonecast-edge", "nats-password=CHANGE-ME-edge"])
+    try:
+        zid = create_zone(f.api, "auth.fleet.test")
+        r = f.api.ok("POST", "/zones/%s/dns_records" % zid,
+                     json={"type": "A", "name": "x.auth.fleet.test", "content": "192.0.2.1"})
+        p = f.api.get("/zones/%s/propagation" % zid,
+                      params={"version": r["zone_version"], "wait": 10})
+        assert p["live"] and p["live_edges"] == 1, p
+        settle(f.primary, f.edges)
+        for subject in ("zonecast.txn", "zonecast.snap.head", "zonecast.snap.data.x.0",
+                        "$JS.API.STREAM.PURGE.zonecast-txn",
+                        "$JS.API.STREAM.DELETE.zonecast-txn"):
+            answer = nats_pub(nats.port, "zonecast-edge", "CHANGE-ME-edge", subject)
+            assert "Permissions Violation" in answer, (subject, answer)
+        assert nats_pub(nats.port, "zonecast-edge", "wrong", "x").startswith("-ERR"), \
+            "a wrong password was accepted"
+        bad = EdgeServer(f.tmp, "intruder", f.urls,
+                         ["nats-user=zonecast-edge", "nats-password=wrong"]).start()
+        time.sleep(1.5)
+        assert bad.proc.poll() is None, "an edge that cannot log in must keep retrying"
+        assert not os.path.exists(os.path.join(bad.data_dir, "edge.mdb")) or \
+            digest(bad.data_dir)["commit"] == 0
+        assert not bad.stop()
+        violations = [l for l in nats.log().splitlines()
+                      if "Permissions Violation" in l and "zonecast-edge" in l
+                      and "$JS.API" in l and "PURGE" not in l and "DELETE.zonecast-txn" not in l]
+        assert not violations, "the documented edge permissions miss:\n" + "\n".join(violations)
     finally:
         problems = f.stop()
     assert not problems, problems
