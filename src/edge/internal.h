@@ -34,7 +34,8 @@ enum {
 	EDGE_TABLE_ZONES = 0,
 	EDGE_TABLE_NODES = 1,
 	EDGE_TABLE_KEYS = 2,
-	EDGE_TABLE_COUNT = 3,
+	EDGE_TABLE_STAGE = 3,
+	EDGE_TABLE_COUNT = 4,
 };
 
 struct edge_store {
@@ -45,6 +46,7 @@ struct edge_store {
 	MDB_dbi meta;
 	MDB_dbi keys;   /* Zone id (u64 BE) -> the zone's signing keys. */
 	MDB_dbi outbox; /* Replication log not yet published (repl.h). */
+	MDB_dbi stage;  /* Nodes of full builds in steps, not yet live. */
 	_Atomic bool remapping;        /* New transactions wait meanwhile. */
 	pthread_mutex_t remap_lock;    /* One remap at a time. */
 	/* Space reserved ahead of the data (fallocate), so that the builder
@@ -78,7 +80,13 @@ enum {
 	EDGE_OP_DEL = 2,     /* key */
 	EDGE_OP_DEL_PREFIX = 3, /* every key starting with the key */
 	EDGE_OP_DROP = 4,    /* every key of the table */
+	EDGE_OP_STAGE_APPLY = 5, /* key: zone id; edge_stage_apply() */
 };
+
+/* Moves the zone's staged nodes into the nodes table (fenced by seq as
+ * edge_txn_put_node and edge_txn_del_node are) and empties its stage;
+ * without recording (the caller records EDGE_OP_STAGE_APPLY). */
+int edge_stage_apply(edge_txn_t *txn, uint64_t zone_id);
 
 int edge_rec_op(edge_txn_t *txn, unsigned op, unsigned table,
                 const void *key, size_t klen, const void *val, size_t vlen);

@@ -102,7 +102,9 @@ int edge_repl_outbox_trim(edge_store_t *store, uint64_t commit, uint32_t part)
 		       memcmp(k.mv_data, last, 12) <= 0) {
 			rc = mdb_cursor_del(cur, 0);
 			if (rc == MDB_SUCCESS) {
-				rc = mdb_cursor_get(cur, &k, &v, MDB_GET_CURRENT);
+				/* Not MDB_GET_CURRENT: after the last entry
+				 * goes it is EINVAL. */
+				rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST);
 			}
 		}
 		mdb_cursor_close(cur);
@@ -279,7 +281,8 @@ static long apply_op(edge_txn_t *txn, const uint8_t *p, size_t len)
 		       memcmp(ck.mv_data, k.mv_data, klen) == 0) {
 			rc = mdb_cursor_del(cur, 0);
 			if (rc == MDB_SUCCESS) {
-				rc = mdb_cursor_get(cur, &ck, &cv, MDB_GET_CURRENT);
+				ck = k;
+				rc = mdb_cursor_get(cur, &ck, &cv, MDB_SET_RANGE);
 			}
 		}
 		mdb_cursor_close(cur);
@@ -289,6 +292,16 @@ static long apply_op(edge_txn_t *txn, const uint8_t *p, size_t len)
 	case EDGE_OP_DROP:
 		rc = mdb_drop(txn->txn, dbi, 0);
 		break;
+	case EDGE_OP_STAGE_APPLY: {
+		if (klen != 8) {
+			return ZC_EFORMAT;
+		}
+		int ret = edge_stage_apply(txn, get_be(p + OP_HEAD, 8));
+		if (ret != ZC_EOK) {
+			return ret;
+		}
+		break;
+	}
 	default:
 		return ZC_EFORMAT;
 	}

@@ -111,6 +111,9 @@ int edge_open(edge_store_t **out, const char *dir, size_t map_size)
 	if (rc == MDB_SUCCESS) {
 		rc = mdb_dbi_open(txn, "outbox", MDB_CREATE, &s->outbox);
 	}
+	if (rc == MDB_SUCCESS) {
+		rc = mdb_dbi_open(txn, "stage", MDB_CREATE, &s->stage);
+	}
 	if (rc != MDB_SUCCESS) {
 		mdb_txn_abort(txn);
 		goto fail;
@@ -672,6 +675,9 @@ int edge_txn_del_zone(edge_txn_t *txn, const knot_dname_t *apex,
 	}
 	ret = edge_rec_op(txn, EDGE_OP_DEL_PREFIX, EDGE_TABLE_NODES, prefix, 8,
 	                  NULL, 0);
+	if (ret == ZC_EOK) {
+		ret = edge_txn_stage_clear(txn, zone_id);
+	}
 	return ret != ZC_EOK ? ret : edge_txn_put_keys(txn, zone_id, NULL, 0);
 }
 
@@ -713,6 +719,8 @@ MDB_dbi edge_table_dbi(const edge_store_t *store, unsigned table)
 		return store->zones;
 	case EDGE_TABLE_NODES:
 		return store->nodes;
+	case EDGE_TABLE_STAGE:
+		return store->stage;
 	default:
 		return store->keys;
 	}
@@ -819,4 +827,148 @@ int edge_txn_put_keys(edge_txn_t *txn, uint64_t zone_id, const uint8_t *val,
 	ret = edge_lmdb_error(mdb_put(txn->txn, txn->store->keys, &k, &v, 0));
 	return ret != ZC_EOK ? ret : edge_rec_op(txn, EDGE_OP_PUT,
 	       EDGE_TABLE_KEYS, key, 8, val, len);
+}
+
+/* --- Staging of full builds in steps (edge.h) --- */
+
+/* A staged deletion: a 0x00 byte (no node value starts so) and the seq. */
+#define STAGE_TOMBSTONE_LEN 9
+
+int edge_txn_stage_put(edge_txn_t *txn, uint64_t zone_id, const uint8_t *rel,
+                       size_t rel_len, const uint8_t *val, size_t val_len)
+{
+	if (rel_len > DNS_LF_KEY_MAXLEN) {
+		return ZC_ENAMEKEY;
+	}
+	if (val_len == 0 || val[0] == 0) {
+		return ZC_EFORMAT;
+	}
+	uint8_t key[NODE_KEY_MAX];
+	MDB_val k = { .mv_size = edge_node_key(key, zone_id, rel, rel_len),
+	              .mv_data = key };
+	MDB_val v = { .mv_size = val_len, .mv_data = (void *)val };
+	int ret = edge_lmdb_error(mdb_put(txn->txn, txn->store->stage, &k, &v, 0));
+	return ret != ZC_EOK ? ret : edge_rec_op(txn, EDGE_OP_PUT,
+	       EDGE_TABLE_STAGE, key, k.mv_size, val, val_len);
+}
+
+int edge_txn_stage_del(edge_txn_t *txn, uint64_t zone_id, const uint8_t *rel,
+                       size_t rel_len, uint64_t seq)
+{
+	if (rel_len > DNS_LF_KEY_MAXLEN) {
+		return ZC_EOK; /* Never stored. */
+	}
+	uint8_t key[NODE_KEY_MAX], val[STAGE_TOMBSTONE_LEN] = { 0 };
+	edge_node_key(val + 1, seq, NULL, 0);
+	MDB_val k = { .mv_size = edge_node_key(key, zone_id, rel, rel_len),
+	              .mv_data = key };
+	MDB_val v = { .mv_size = sizeof(val), .mv_data = val };
+	int ret = edge_lmdb_error(mdb_put(txn->txn, txn->store->stage, &k, &v, 0));
+	return ret != ZC_EOK ? ret : edge_rec_op(txn, EDGE_OP_PUT,
+	       EDGE_TABLE_STAGE, key, k.mv_size, val, sizeof(val));
+}
+
+/* Applies one staged entry to the nodes table, fenced by seq. */
+static int stage_move(edge_txn_t *txn, MDB_val *k, const MDB_val *v)
+{
+	uint64_t old_seq, seq = 0;
+	int ret = stored_seq(txn, k, &old_seq);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	const uint8_t *p = v->mv_data;
+	if (v->mv_size == STAGE_TOMBSTONE_LEN && p[0] == 0) {
+		for (int i = 1; i < STAGE_TOMBSTONE_LEN; i++) {
+			seq = seq << 8 | p[i];
+		}
+		if (old_seq > seq) {
+			return ZC_EOK;
+		}
+		int rc = mdb_del(txn->txn, txn->store->nodes, k, NULL);
+		return rc == MDB_NOTFOUND ? ZC_EOK : edge_lmdb_error(rc);
+	}
+	uint8_t flags;
+	ret = edge_node_peek(p, v->mv_size, &flags, &seq);
+	if (ret != ZC_EOK || old_seq > seq) {
+		return ret;
+	}
+	MDB_val val = *v;
+	return edge_lmdb_error(mdb_put(txn->txn, txn->store->nodes, k, &val, 0));
+}
+
+int edge_stage_apply(edge_txn_t *txn, uint64_t zone_id)
+{
+	MDB_cursor *cur;
+	int rc = mdb_cursor_open(txn->txn, txn->store->stage, &cur);
+	if (rc != MDB_SUCCESS) {
+		return edge_lmdb_error(rc);
+	}
+	uint8_t prefix[8];
+	edge_node_key(prefix, zone_id, NULL, 0);
+	MDB_val k = { .mv_size = 8, .mv_data = prefix }, v;
+	int ret = ZC_EOK;
+	rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
+	while (rc == MDB_SUCCESS && k.mv_size >= 8 &&
+	       memcmp(k.mv_data, prefix, 8) == 0) {
+		/* The key lives in the stage's page: copy it before writing. */
+		uint8_t key[NODE_KEY_MAX];
+		memcpy(key, k.mv_data, k.mv_size);
+		MDB_val nk = { .mv_size = k.mv_size, .mv_data = key };
+		ret = stage_move(txn, &nk, &v);
+		if (ret != ZC_EOK) {
+			break;
+		}
+		rc = mdb_cursor_del(cur, 0);
+		if (rc == MDB_SUCCESS) {
+			/* Not MDB_GET_CURRENT: EINVAL once the last entry went. */
+			k.mv_size = 8;
+			k.mv_data = prefix;
+			rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
+		}
+	}
+	mdb_cursor_close(cur);
+	if (ret == ZC_EOK && rc != MDB_SUCCESS && rc != MDB_NOTFOUND) {
+		ret = edge_lmdb_error(rc);
+	}
+	return ret;
+}
+
+int edge_txn_stage_commit(edge_txn_t *txn, uint64_t zone_id)
+{
+	int ret = edge_stage_apply(txn, zone_id);
+	uint8_t key[8];
+	edge_node_key(key, zone_id, NULL, 0);
+	return ret != ZC_EOK ? ret : edge_rec_op(txn, EDGE_OP_STAGE_APPLY,
+	       EDGE_TABLE_STAGE, key, 8, NULL, 0);
+}
+
+int edge_txn_stage_clear(edge_txn_t *txn, uint64_t zone_id)
+{
+	MDB_cursor *cur;
+	int rc = mdb_cursor_open(txn->txn, txn->store->stage, &cur);
+	if (rc != MDB_SUCCESS) {
+		return edge_lmdb_error(rc);
+	}
+	uint8_t prefix[8];
+	edge_node_key(prefix, zone_id, NULL, 0);
+	MDB_val k = { .mv_size = 8, .mv_data = prefix }, v;
+	bool any = false;
+	rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
+	while (rc == MDB_SUCCESS && k.mv_size >= 8 &&
+	       memcmp(k.mv_data, prefix, 8) == 0) {
+		any = true;
+		rc = mdb_cursor_del(cur, 0);
+		if (rc == MDB_SUCCESS) {
+			/* Not MDB_GET_CURRENT: EINVAL once the last entry went. */
+			k.mv_size = 8;
+			k.mv_data = prefix;
+			rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
+		}
+	}
+	mdb_cursor_close(cur);
+	if (rc != MDB_SUCCESS && rc != MDB_NOTFOUND) {
+		return edge_lmdb_error(rc);
+	}
+	return any ? edge_rec_op(txn, EDGE_OP_DEL_PREFIX, EDGE_TABLE_STAGE,
+	                         prefix, 8, NULL, 0) : ZC_EOK;
 }

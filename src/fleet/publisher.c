@@ -22,6 +22,7 @@ typedef struct {
 	fleet_primary_t *fp;
 	uint64_t epoch;
 	uint64_t commit;     /* last part sent */
+	uint64_t ring_commit; /* the part being sent */
 	uint32_t part;
 	uint64_t last_seq;   /* stream sequence of the last message sent */
 	uint64_t bytes;      /* sent since the last snapshot */
@@ -35,7 +36,7 @@ static void zone_put(const uint8_t *val, size_t len, void *ctx)
 	edge_zone_t zone;
 	if (edge_zone_decode(val, len, &zone) == ZC_EOK) {
 		pthread_mutex_lock(&p->fp->lock);
-		fleet_ring_add(p->fp, p->commit, zone.zone_id, zone.serial,
+		fleet_ring_add(p->fp, p->ring_commit, zone.zone_id, zone.serial,
 		               p->now_ms);
 		pthread_mutex_unlock(&p->fp->lock);
 	}
@@ -67,6 +68,13 @@ static int send_part(const edge_repl_part_t *part, void *arg)
 	if (s == NATS_OK) {
 		s = natsMsgHeader_Set(msg, "Zc-Flags", num);
 	}
+	/* The ring first: an edge may apply and report the commit before
+	 * the acknowledgement is back here. */
+	p->now_ms = fleet_now_ms();
+	p->ring_commit = part->commit;
+	if (!(part->flags & EDGE_REPL_CONT)) {
+		edge_repl_zone_puts(part->data, part->len, zone_put, p);
+	}
 	jsPubOptions po;
 	jsPubOptions_Init(&po);
 	po.MsgId = subject_id;
@@ -86,10 +94,6 @@ static int send_part(const edge_repl_part_t *part, void *arg)
 	p->commit = part->commit;
 	p->part = part->part;
 	p->bytes += part->len;
-	p->now_ms = fleet_now_ms();
-	if (!(part->flags & EDGE_REPL_CONT)) {
-		edge_repl_zone_puts(part->data, part->len, zone_put, p);
-	}
 	if (part->flags & EDGE_REPL_FINAL) {
 		pthread_mutex_lock(&fp->lock);
 		fp->published = part->commit;

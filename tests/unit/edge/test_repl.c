@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 
+#include <libknot/errcode.h>
+
 #include "common/error.h"
 #include "edge/edge.h"
 #include "edge/repl.h"
@@ -182,6 +184,38 @@ int main(void)
 	CHECK_EQ(snap.commit, 12);
 	CHECK_EQ(s.bad, 0);
 	check_equal(primary, boot);
+
+	/* A staged build: invisible until committed, then live at once, and
+	 * the edge follows (STAGE_APPLY is replayed there). */
+	{
+		static uint8_t val[256];
+		edge_txn_t txn = { 0 };
+		uint8_t rel[4] = { 's', 't', 'g', 0 }, old[4] = { 'n', 0, 5, 0 };
+		CHECK_EQ(edge_txn_begin_write(primary, &txn), ZC_EOK);
+		size_t len = node_val(val, 100, 10);
+		CHECK_EQ(edge_txn_stage_put(&txn, 3, rel, 4, val, len), ZC_EOK);
+		CHECK_EQ(edge_txn_stage_del(&txn, 3, old, 4, 100), ZC_EOK);
+		CHECK_EQ(edge_txn_commit(&txn), ZC_EOK);
+		const uint8_t *got;
+		size_t got_len;
+		CHECK_EQ(edge_txn_begin_read(primary, &txn), ZC_EOK);
+		CHECK_EQ(edge_node_get(&txn, 3, rel, 4, &got, &got_len), KNOT_ENOENT);
+		CHECK_EQ(edge_node_get(&txn, 3, old, 4, &got, &got_len), ZC_EOK);
+		edge_txn_abort(&txn);
+		CHECK_EQ(edge_txn_begin_write(primary, &txn), ZC_EOK);
+		CHECK_EQ(edge_txn_stage_commit(&txn, 3), ZC_EOK);
+		CHECK_EQ(edge_txn_commit(&txn), ZC_EOK);
+		CHECK_EQ(edge_txn_begin_read(primary, &txn), ZC_EOK);
+		CHECK_EQ(edge_node_get(&txn, 3, rel, 4, &got, &got_len), ZC_EOK);
+		CHECK_EQ(edge_node_get(&txn, 3, old, 4, &got, &got_len), KNOT_ENOENT);
+		edge_txn_abort(&txn);
+		c.commits = 0;
+		edge_repl_outbox_read(primary, c.last_commit, c.last_part, 100,
+		                      apply_part, &c);
+		CHECK_EQ(c.commits, 2);
+		CHECK_EQ(c.bad, 0);
+		check_equal(primary, edge);
+	}
 
 	/* Off empties the outbox; on again is a new epoch. */
 	uint64_t old_epoch = pos.epoch;
