@@ -221,7 +221,9 @@ static int follow(fleet_edge_t *fe)
 		natsMsg_Destroy(msg);
 	}
 	abort_open(fe);
-	natsSubscription_Unsubscribe(sub);
+	/* No Unsubscribe: nats.c 3.4 reads a freed consumer name there when
+	 * the ordered consumer was reset meanwhile (ASan). The server drops
+	 * the ephemeral consumer once it is inactive. */
 	natsSubscription_Destroy(sub);
 	return ret;
 }
