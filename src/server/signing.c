@@ -1,0 +1,171 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * Online DNSSEC in answers (signer/signer.h): the zone's keys, an RRSIG
+ * after every authoritative RRset when the query has DO=1 and the zone is
+ * signed, and compact denial of existence (RFC 9824): one NSEC owned by
+ * the denied name itself, signed.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <libknot/descriptor.h>
+#include <libknot/errcode.h>
+
+#include "common/error.h"
+#include "server/query.h"
+
+bool query_load_keys(query_t *qr)
+{
+	answer_ctx_t *ctx = qr->ctx;
+	const uint8_t *raw;
+	size_t len;
+	if (edge_keys_get(qr->txn, qr->zone.zone_id, &raw, &len) != ZC_EOK) {
+		return false;
+	}
+	if (ctx->ks_valid && ctx->ks_zone == qr->zone.zone_id &&
+	    ctx->ks_len == len && memcmp(ctx->ks_raw, raw, len) == 0) {
+		return true;
+	}
+	if (ctx->ks_valid) {
+		signer_keyset_free(&ctx->ks);
+		ctx->ks_valid = false;
+	}
+	uint8_t *copy = realloc(ctx->ks_raw, len);
+	if (copy == NULL) {
+		return false;
+	}
+	memcpy(copy, raw, len);
+	ctx->ks_raw = copy;
+	ctx->ks_len = len;
+	if (signer_keyset_decode(qr->zone.apex, raw, len, &ctx->ks) != ZC_EOK) {
+		return false;
+	}
+	ctx->ks_zone = qr->zone.zone_id;
+	ctx->ks_valid = true;
+	return true;
+}
+
+/* Puts rr's RRSIG (made now or taken from the cache) after it. */
+static void put_rrsig(query_t *qr, const knot_rrset_t *rr,
+                      const knot_dname_t *owner)
+{
+	if (!qr->dnssec || qr->error != ZC_EOK) {
+		return;
+	}
+	const signer_keyset_t *ks = &qr->ctx->ks;
+	bool apex_key = rr->type == KNOT_RRTYPE_DNSKEY ||
+	                rr->type == KNOT_RRTYPE_CDS ||
+	                rr->type == KNOT_RRTYPE_CDNSKEY;
+	int idx = apex_key ? ks->ksk : ks->zsk;
+	if (idx < 0) {
+		return;
+	}
+	knot_rrset_t copy = *rr;
+	copy.owner = (knot_dname_t *)owner;
+	knot_rrset_t sig;
+	knot_rrset_init(&sig, (knot_dname_t *)owner, KNOT_RRTYPE_RRSIG,
+	                KNOT_CLASS_IN, rr->ttl);
+	int ret = signer_sign_cached(qr->ctx->sigcache, &copy, &ks->keys[idx],
+	                             qr->zone.apex, &sig, qr->mm);
+	if (ret != ZC_EOK) {
+		qr->error = ret;
+		return;
+	}
+	query_put(qr, &sig, owner, 0);
+}
+
+void query_put_signed(query_t *qr, const knot_rrset_t *rr,
+                      const knot_dname_t *owner, uint16_t flags)
+{
+	query_put(qr, rr, owner, flags);
+	put_rrsig(qr, rr, owner);
+}
+
+/* RFC 4034 §4.1.2: the type bitmap of a sorted, distinct type list. */
+static size_t nsec_bitmap(const uint16_t *types, size_t n, uint8_t *out)
+{
+	size_t len = 0;
+	size_t i = 0;
+	while (i < n) {
+		uint8_t window = (uint8_t)(types[i] >> 8);
+		uint8_t bits[32] = { 0 };
+		size_t used = 0;
+		for (; i < n && (types[i] >> 8) == window; i++) {
+			uint8_t low = (uint8_t)types[i];
+			bits[low / 8] |= (uint8_t)(0x80 >> (low % 8));
+			used = low / 8 + 1;
+		}
+		out[len++] = window;
+		out[len++] = (uint8_t)used;
+		memcpy(out + len, bits, used);
+		len += used;
+	}
+	return len;
+}
+
+static int type_order(const void *a, const void *b)
+{
+	return (int)*(const uint16_t *)a - (int)*(const uint16_t *)b;
+}
+
+/*
+ * Compact denial (RFC 9824): an NSEC owned by the denied name, next name
+ * \000.<name>, the given types plus RRSIG and NSEC, signed, in the
+ * authority section; TTL as the negative answer's.
+ */
+void query_put_compact_nsec(query_t *qr, const knot_dname_t *name,
+                            const uint16_t *types, size_t ntypes)
+{
+	if (!qr->dnssec || qr->error != ZC_EOK) {
+		return;
+	}
+	uint16_t list[EDGE_NODE_MAX_RRSETS + 4];
+	size_t n = 0;
+	for (size_t i = 0; i < ntypes && n < EDGE_NODE_MAX_RRSETS; i++) {
+		list[n++] = types[i];
+	}
+	list[n++] = KNOT_RRTYPE_RRSIG;
+	list[n++] = KNOT_RRTYPE_NSEC;
+	qsort(list, n, sizeof(list[0]), type_order);
+	size_t uniq = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (uniq == 0 || list[uniq - 1] != list[i]) {
+			list[uniq++] = list[i];
+		}
+	}
+	uint8_t rdata[2 + KNOT_DNAME_MAXLEN + 256 * 34];
+	size_t name_size = knot_dname_size(name);
+	size_t len = 0;
+	if (name_size + 2 <= KNOT_DNAME_MAXLEN) {
+		rdata[0] = 1; /* \000.<name> */
+		rdata[1] = 0;
+		len = 2;
+	}
+	memcpy(rdata + len, name, name_size);
+	knot_dname_to_lower(rdata + len);
+	len += name_size;
+	len += nsec_bitmap(list, uniq, rdata + len);
+	uint32_t min = edge_zone_soa_minimum(&qr->zone);
+	uint32_t ttl = qr->zone.soa_ttl < min ? qr->zone.soa_ttl : min;
+	knot_rrset_t nsec;
+	knot_rrset_init(&nsec, (knot_dname_t *)name, KNOT_RRTYPE_NSEC,
+	                KNOT_CLASS_IN, ttl);
+	if (knot_rrset_add_rdata(&nsec, rdata, (uint16_t)len, qr->mm) != KNOT_EOK) {
+		qr->error = KNOT_ENOMEM;
+		return;
+	}
+	knot_pkt_begin(qr->r, KNOT_AUTHORITY);
+	query_put_signed(qr, &nsec, name, 0);
+}
+
+/* The SOA lives in the zone's metadata, not in the apex node. */
+size_t query_node_types(const lookup_t *lk, bool apex, uint16_t *out)
+{
+	size_t n = 0;
+	for (uint16_t i = 0; i < lk->node.count && n < EDGE_NODE_MAX_RRSETS; i++) {
+		out[n++] = lk->node.rrsets[i].type;
+	}
+	if (apex) {
+		out[n++] = KNOT_RRTYPE_SOA;
+	}
+	return n;
+}
