@@ -131,8 +131,12 @@ static void answer_in_zone(query_t *qr)
 	} else {
 		qr->aa = true;
 		qr->zone_found = true;
-		qr->dnssec = qr->q->opt_rr != NULL && knot_edns_do(qr->q->opt_rr) &&
-		             query_load_keys(qr);
+		bool do_bit = qr->q->opt_rr != NULL &&
+		              knot_edns_do(qr->q->opt_rr);
+		bool asks_dnssec = qr->qtype == KNOT_RRTYPE_NSEC ||
+		                   qr->qtype == KNOT_RRTYPE_RRSIG;
+		qr->signed_zone = (do_bit || asks_dnssec) && query_load_keys(qr);
+		qr->dnssec = do_bit && qr->signed_zone;
 		knot_pkt_begin(qr->r, KNOT_ANSWER);
 		query_solve(qr);
 		query_put_additional(qr);

@@ -52,6 +52,8 @@ typedef struct {
 	bool aa;
 	bool zone_found;       /* qr->zone is the zone answered from. */
 	bool want_version;     /* The query asked for ZONEVERSION. */
+	bool signed_zone;      /* The zone has signing keys (looked up when the
+	                        * query has DO=1 or asks for NSEC or RRSIG). */
 	bool dnssec;           /* DO=1 and the zone is signed: sign. */
 	bool co;               /* Compact Answers OK (RFC 9824 §4). */
 	bool bad_cookie;       /* Malformed COOKIE option (RFC 7873 §5.2.2). */
@@ -91,6 +93,11 @@ void query_put_additional(query_t *qr);
 /* Loads the signing keys of the zone answered from; false: unsigned. */
 bool query_load_keys(query_t *qr);
 
+/* Puts rr's RRSIG owned by owner into the current section (the query's DO
+ * bit aside), when qr->signed_zone. */
+void query_put_rrsig(query_t *qr, const knot_rrset_t *rr,
+                     const knot_dname_t *owner);
+
 /* Puts an authoritative RRset, then its RRSIG when qr->dnssec. */
 void query_put_signed(query_t *qr, const knot_rrset_t *rr,
                       const knot_dname_t *owner, uint16_t flags);
@@ -99,10 +106,19 @@ void query_put_signed(query_t *qr, const knot_rrset_t *rr,
  * EDGE_NODE_MAX_RRSETS + 1 types. */
 size_t query_node_types(const lookup_t *lk, bool apex, uint16_t *out);
 
-/* Compact denial (RFC 9824): a signed NSEC at name listing types (plus
- * RRSIG and NSEC) in the authority section, when qr->dnssec. */
+/*
+ * The NSEC of compact denial (RFC 9824 §3) owned by owner: types plus
+ * RRSIG and NSEC, next name the first possible name after owner, or, at a
+ * zone cut (at_cut), after the cut and the child's names below it. In
+ * arena memory. Returns a libknot code.
+ */
+int query_make_nsec(query_t *qr, const knot_dname_t *owner,
+                    const uint16_t *types, size_t ntypes, bool at_cut,
+                    knot_rrset_t *out);
+
+/* That NSEC, signed, in the authority section, when qr->dnssec. */
 void query_put_compact_nsec(query_t *qr, const knot_dname_t *name,
-                            const uint16_t *types, size_t ntypes);
+                            const uint16_t *types, size_t ntypes, bool at_cut);
 
 /* --- edns.c --- */
 

@@ -11,6 +11,7 @@
 #include <libknot/errcode.h>
 
 #include "common/error.h"
+#include "dns/successor.h"
 #include "server/query.h"
 
 bool query_load_keys(query_t *qr)
@@ -44,11 +45,12 @@ bool query_load_keys(query_t *qr)
 	return true;
 }
 
-/* Puts rr's RRSIG (made now or taken from the cache) after it. */
-static void put_rrsig(query_t *qr, const knot_rrset_t *rr,
-                      const knot_dname_t *owner)
+/* Puts rr's RRSIG (made now or taken from the cache) into the current
+ * section, whether or not the query has DO=1. */
+void query_put_rrsig(query_t *qr, const knot_rrset_t *rr,
+                     const knot_dname_t *owner)
 {
-	if (!qr->dnssec || qr->error != ZC_EOK) {
+	if (!qr->signed_zone || qr->error != ZC_EOK) {
 		return;
 	}
 	const signer_keyset_t *ks = &qr->ctx->ks;
@@ -77,7 +79,9 @@ void query_put_signed(query_t *qr, const knot_rrset_t *rr,
                       const knot_dname_t *owner, uint16_t flags)
 {
 	query_put(qr, rr, owner, flags);
-	put_rrsig(qr, rr, owner);
+	if (qr->dnssec) {
+		query_put_rrsig(qr, rr, owner);
+	}
 }
 
 /* RFC 4034 §4.1.2: the type bitmap of a sorted, distinct type list. */
@@ -107,20 +111,11 @@ static int type_order(const void *a, const void *b)
 	return (int)*(const uint16_t *)a - (int)*(const uint16_t *)b;
 }
 
-/*
- * Compact denial (RFC 9824): an NSEC owned by the denied name, next name
- * \000.<name>, the given types plus RRSIG and NSEC, signed, in the
- * authority section; TTL as the negative answer's.
- */
-void query_put_compact_nsec(query_t *qr, const knot_dname_t *name,
-                            const uint16_t *types, size_t ntypes)
+/* Sorts types, adds RRSIG and NSEC, drops repeats; returns the count. */
+static size_t nsec_types(const uint16_t *types, size_t ntypes, uint16_t *list)
 {
-	if (!qr->dnssec || qr->error != ZC_EOK) {
-		return;
-	}
-	uint16_t list[EDGE_NODE_MAX_RRSETS + 4];
 	size_t n = 0;
-	for (size_t i = 0; i < ntypes && n < EDGE_NODE_MAX_RRSETS; i++) {
+	for (size_t i = 0; i < ntypes && n < EDGE_NODE_MAX_RRSETS + 1; i++) {
 		list[n++] = types[i];
 	}
 	list[n++] = KNOT_RRTYPE_RRSIG;
@@ -132,25 +127,41 @@ void query_put_compact_nsec(query_t *qr, const knot_dname_t *name,
 			list[uniq++] = list[i];
 		}
 	}
-	uint8_t rdata[2 + KNOT_DNAME_MAXLEN + 256 * 34];
-	size_t name_size = knot_dname_size(name);
-	size_t len = 0;
-	if (name_size + 2 <= KNOT_DNAME_MAXLEN) {
-		rdata[0] = 1; /* \000.<name> */
-		rdata[1] = 0;
-		len = 2;
-	}
-	memcpy(rdata + len, name, name_size);
-	knot_dname_to_lower(rdata + len);
-	len += name_size;
-	len += nsec_bitmap(list, uniq, rdata + len);
+	return uniq;
+}
+
+int query_make_nsec(query_t *qr, const knot_dname_t *owner,
+                    const uint16_t *types, size_t ntypes, bool at_cut,
+                    knot_rrset_t *out)
+{
+	uint16_t list[EDGE_NODE_MAX_RRSETS + 3];
+	size_t n = nsec_types(types, ntypes, list);
+	uint8_t rdata[KNOT_DNAME_MAXLEN + 256 * 34];
+	/* RFC 9824 §3.1: the first name after the owner; §3.4: at a zone
+	 * cut, the first name after the cut's names (which the child zone
+	 * holds). dns/successor.h: both fit in 255 octets. */
+	size_t len = at_cut ?
+	             dns_name_after_subtree(owner, qr->zone.apex, rdata) :
+	             dns_name_next(owner, qr->zone.apex, rdata);
+	len += nsec_bitmap(list, n, rdata + len);
+	/* As the negative answer's: RFC 2308 §3, RFC 9077 §3. */
 	uint32_t min = edge_zone_soa_minimum(&qr->zone);
 	uint32_t ttl = qr->zone.soa_ttl < min ? qr->zone.soa_ttl : min;
-	knot_rrset_t nsec;
-	knot_rrset_init(&nsec, (knot_dname_t *)name, KNOT_RRTYPE_NSEC,
+	knot_rrset_init(out, (knot_dname_t *)owner, KNOT_RRTYPE_NSEC,
 	                KNOT_CLASS_IN, ttl);
-	if (knot_rrset_add_rdata(&nsec, rdata, (uint16_t)len, qr->mm) != KNOT_EOK) {
-		qr->error = KNOT_ENOMEM;
+	return knot_rrset_add_rdata(out, rdata, (uint16_t)len, qr->mm);
+}
+
+void query_put_compact_nsec(query_t *qr, const knot_dname_t *name,
+                            const uint16_t *types, size_t ntypes, bool at_cut)
+{
+	if (!qr->dnssec || qr->error != ZC_EOK) {
+		return;
+	}
+	knot_rrset_t nsec;
+	int ret = query_make_nsec(qr, name, types, ntypes, at_cut, &nsec);
+	if (ret != KNOT_EOK) {
+		qr->error = ret;
 		return;
 	}
 	knot_pkt_begin(qr->r, KNOT_AUTHORITY);

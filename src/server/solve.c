@@ -112,10 +112,53 @@ static void put_referral(query_t *qr, const lookup_t *lk)
 	if (ds != NULL) {
 		query_put_signed(qr, ds, lk->owner, 0);
 	} else {
+		/* RFC 9824 §3.4: the NSEC's next name is outside the cut. */
 		uint16_t types[EDGE_NODE_MAX_RRSETS + 1];
 		size_t n = query_node_types(lk, false, types);
-		query_put_compact_nsec(qr, lk->owner, types, n);
+		query_put_compact_nsec(qr, lk->owner, types, n, true);
 	}
+}
+
+/* True for a query for NSEC or RRSIG in a signed zone. */
+static bool asks_dnssec_type(const query_t *qr)
+{
+	return qr->signed_zone && (qr->qtype == KNOT_RRTYPE_NSEC ||
+	                           qr->qtype == KNOT_RRTYPE_RRSIG);
+}
+
+/*
+ * A query for NSEC or RRSIG at a name of a signed zone (lk: the name's
+ * node, or NULL for an empty non-terminal or, with DO=1, a name that does
+ * not exist; types: what the NSEC lists besides RRSIG and NSEC). Online
+ * signing gives every such name an NSEC (RFC 9824 §3) that lists NSEC and
+ * RRSIG (RFC 4035 §2.3), so a NODATA for either type cannot be proven: the
+ * answer is the data. For NSEC, the NSEC compact denial would give at the
+ * name, signed with DO=1; for RRSIG, the RRSIGs of every RRset at the name,
+ * that NSEC's included, themselves unsigned (RFC 4034 §3). RFC 3225 §3:
+ * security records asked for explicitly are given without DO=1 too.
+ */
+static void put_dnssec_answer(query_t *qr, const lookup_t *lk,
+                              const knot_dname_t *owner, bool apex,
+                              const uint16_t *types, size_t ntypes)
+{
+	knot_rrset_t nsec;
+	int ret = query_make_nsec(qr, owner, types, ntypes, false, &nsec);
+	if (ret != KNOT_EOK) {
+		qr->error = ret;
+		return;
+	}
+	if (qr->qtype == KNOT_RRTYPE_NSEC) {
+		query_put_signed(qr, &nsec, owner, 0);
+		return;
+	}
+	if (apex) {
+		knot_rrset_t soa = soa_rrset(qr, qr->zone.soa_ttl);
+		query_put_rrsig(qr, &soa, owner);
+	}
+	for (uint16_t i = 0; lk != NULL && i < lk->node.count; i++) {
+		query_put_rrsig(qr, &lk->node.rrsets[i], owner);
+	}
+	query_put_rrsig(qr, &nsec, owner);
 }
 
 /* True when the answer already holds the RRset (owner, type). */
@@ -221,17 +264,26 @@ void query_solve(query_t *qr)
 			}
 			break;
 		case LOOKUP_ENT:
+			if (asks_dnssec_type(qr)) {
+				put_dnssec_answer(qr, NULL, name, false, NULL, 0);
+				return;
+			}
 			put_negative_soa(qr); /* RFC 4592 §2.2.2: NODATA. */
-			query_put_compact_nsec(qr, name, NULL, 0);
+			query_put_compact_nsec(qr, name, NULL, 0, false);
 			return;
 		case LOOKUP_NX: {
 			/* RFC 6604 §3; signed (RFC 9824 §3): NOERROR, an
 			 * NSEC with NXNAME, NXDOMAIN again for CO. */
-			qr->rcode = !qr->dnssec || qr->co ? KNOT_RCODE_NXDOMAIN :
-			            KNOT_RCODE_NOERROR;
-			put_negative_soa(qr);
 			uint16_t nx = SIGNER_NXNAME;
-			query_put_compact_nsec(qr, name, &nx, 1);
+			bool compact = qr->dnssec && !qr->co;
+			if (compact && asks_dnssec_type(qr)) {
+				put_dnssec_answer(qr, NULL, name, false, &nx, 1);
+				return;
+			}
+			qr->rcode = compact ? KNOT_RCODE_NOERROR :
+			            KNOT_RCODE_NXDOMAIN;
+			put_negative_soa(qr);
+			query_put_compact_nsec(qr, name, &nx, 1, false);
 			return;
 		}
 		case LOOKUP_FOUND:
@@ -246,11 +298,16 @@ void query_solve(query_t *qr)
 				next = knot_cname_name(cname->rrs.rdata);
 				break;
 			}
-			if (!put_node_answer(qr, &lk, is_apex(&lk))) {
+			bool apex = is_apex(&lk);
+			uint16_t types[EDGE_NODE_MAX_RRSETS + 1];
+			size_t n = query_node_types(&lk, apex, types);
+			if (asks_dnssec_type(qr)) {
+				put_dnssec_answer(qr, &lk, lk.owner, apex, types, n);
+			} else if (!put_node_answer(qr, &lk, apex)) {
 				put_negative_soa(qr); /* RFC 2308 §2.2 NODATA. */
-				uint16_t types[EDGE_NODE_MAX_RRSETS + 1];
-				size_t n = query_node_types(&lk, is_apex(&lk), types);
-				query_put_compact_nsec(qr, lk.owner, types, n);
+				/* A DS query at a cut: RFC 9824 §3.4. */
+				bool cut = lk.node.flags & EDGE_NODE_DELEG;
+				query_put_compact_nsec(qr, lk.owner, types, n, cut);
 			}
 			return;
 		}
