@@ -161,6 +161,38 @@ static void put_dnssec_answer(query_t *qr, const lookup_t *lk,
 	query_put_rrsig(qr, &nsec, owner);
 }
 
+/* RFC 6604 §3; signed (RFC 9824 §3): NOERROR and an NSEC with NXNAME,
+ * NXDOMAIN again for CO. */
+static void put_nonexistent(query_t *qr, const knot_dname_t *name)
+{
+	uint16_t nx = SIGNER_NXNAME;
+	bool compact = qr->dnssec && !qr->co;
+	if (compact && asks_dnssec_type(qr)) {
+		put_dnssec_answer(qr, NULL, name, false, &nx, 1);
+		return;
+	}
+	qr->rcode = compact ? KNOT_RCODE_NOERROR : KNOT_RCODE_NXDOMAIN;
+	put_negative_soa(qr);
+	query_put_compact_nsec(qr, name, &nx, 1, false);
+}
+
+/* A name that exists or matched a wildcard, its CNAME aside: the data,
+ * or NODATA (RFC 2308 §2.2). */
+static void put_found(query_t *qr, const lookup_t *lk)
+{
+	bool apex = is_apex(lk);
+	uint16_t types[EDGE_NODE_MAX_RRSETS + 1];
+	size_t n = query_node_types(lk, apex, types);
+	if (asks_dnssec_type(qr)) {
+		put_dnssec_answer(qr, lk, lk->owner, apex, types, n);
+	} else if (!put_node_answer(qr, lk, apex)) {
+		put_negative_soa(qr);
+		/* A DS query at a cut: RFC 9824 §3.4. */
+		bool cut = lk->node.flags & EDGE_NODE_DELEG;
+		query_put_compact_nsec(qr, lk->owner, types, n, cut);
+	}
+}
+
 /* True when the answer already holds the RRset (owner, type). */
 static bool in_answer(query_t *qr, const knot_dname_t *owner, uint16_t type)
 {
@@ -271,21 +303,9 @@ void query_solve(query_t *qr)
 			put_negative_soa(qr); /* RFC 4592 §2.2.2: NODATA. */
 			query_put_compact_nsec(qr, name, NULL, 0, false);
 			return;
-		case LOOKUP_NX: {
-			/* RFC 6604 §3; signed (RFC 9824 §3): NOERROR, an
-			 * NSEC with NXNAME, NXDOMAIN again for CO. */
-			uint16_t nx = SIGNER_NXNAME;
-			bool compact = qr->dnssec && !qr->co;
-			if (compact && asks_dnssec_type(qr)) {
-				put_dnssec_answer(qr, NULL, name, false, &nx, 1);
-				return;
-			}
-			qr->rcode = compact ? KNOT_RCODE_NOERROR :
-			            KNOT_RCODE_NXDOMAIN;
-			put_negative_soa(qr);
-			query_put_compact_nsec(qr, name, &nx, 1, false);
+		case LOOKUP_NX:
+			put_nonexistent(qr, name);
 			return;
-		}
 		case LOOKUP_FOUND:
 		case LOOKUP_WILDCARD: {
 			const knot_rrset_t *cname =
@@ -298,17 +318,7 @@ void query_solve(query_t *qr)
 				next = knot_cname_name(cname->rrs.rdata);
 				break;
 			}
-			bool apex = is_apex(&lk);
-			uint16_t types[EDGE_NODE_MAX_RRSETS + 1];
-			size_t n = query_node_types(&lk, apex, types);
-			if (asks_dnssec_type(qr)) {
-				put_dnssec_answer(qr, &lk, lk.owner, apex, types, n);
-			} else if (!put_node_answer(qr, &lk, apex)) {
-				put_negative_soa(qr); /* RFC 2308 §2.2 NODATA. */
-				/* A DS query at a cut: RFC 9824 §3.4. */
-				bool cut = lk.node.flags & EDGE_NODE_DELEG;
-				query_put_compact_nsec(qr, lk.owner, types, n, cut);
-			}
+			put_found(qr, &lk);
 			return;
 		}
 		}
