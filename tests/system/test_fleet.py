@@ -11,7 +11,9 @@ import random
 import threading
 import time
 
+import dns.dnssec
 import dns.edns
+import dns.name
 import dns.message
 import dns.query
 import dns.rcode
@@ -159,6 +161,23 @@ def test_edges_equal_after_mixed_changes(fleet):
     names += [("x.gone.fleet.test.", "A"), ("nothere.a.fleet.test.", "A"),
               ("www.example.com.", "A")]
     compare_answers(fleet.primary, fleet.edges, names)
+    # ZONEVERSION (RFC 9660): each edge names the version it serves, the
+    # primary's; DNSSEC: an edge's signed answer validates with the keys
+    # the primary publishes (the keys travelled with the zone).
+    zv_opt = dns.edns.GenericOption(19, b"")
+    serial = fleet.primary.query("a.fleet.test.", "SOA").answer[0][0].serial
+    keys = fleet.primary.query("b.fleet.test.", "DNSKEY", do=True)
+    dnskey = [rr for rr in keys.answer if rr.rdtype == dns.rdatatype.DNSKEY][0]
+    for e in fleet.edges:
+        r = e.query("a.fleet.test.", "SOA", options=[zv_opt])
+        zv = [o.to_wire() for o in r.options if o.otype == 19]
+        assert zv and int.from_bytes(zv[0][2:6], "big") == serial, (e.name, zv, serial)
+        r = e.query("b.fleet.test.", "SOA", do=True)
+        soa = [rr for rr in r.answer if rr.rdtype == dns.rdatatype.SOA][0]
+        sig = [rr for rr in r.answer if rr.rdtype == dns.rdatatype.RRSIG][0]
+        dns.dnssec.validate(soa, sig, {dns.name.from_text("b.fleet.test."): dnskey})
+        r = e.query("nothere.b.fleet.test.", "A", do=True)
+        assert any(rr.rdtype == dns.rdatatype.NSEC for rr in r.authority), r
     nsid_opt = dns.edns.GenericOption(dns.edns.NSID, b"")
     for e in fleet.edges:
         q = servers.make_query("a.fleet.test.", "SOA", options=[nsid_opt])
