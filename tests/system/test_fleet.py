@@ -474,3 +474,70 @@ def test_authenticated_fleet_with_documented_permissions(tmp_path):
     finally:
         problems = f.stop()
     assert not problems, problems
+
+
+def make_tls(dirpath):
+    """A CA and a server certificate for 127.0.0.1 (python3-cryptography)."""
+    import datetime
+    import ipaddress
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+    now = datetime.datetime.now(datetime.timezone.utc)
+
+    def cert(subject, issuer, key, sign_key, ca):
+        b = (x509.CertificateBuilder().subject_name(subject).issuer_name(issuer)
+             .public_key(key.public_key()).serial_number(x509.random_serial_number())
+             .not_valid_before(now - datetime.timedelta(days=1))
+             .not_valid_after(now + datetime.timedelta(days=2))
+             .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True))
+        if not ca:
+            b = b.add_extension(x509.SubjectAlternativeName(
+                [x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)
+        return b.sign(sign_key, hashes.SHA256())
+
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "zonecast test CA")])
+    ca = cert(ca_name, ca_name, ca_key, ca_key, True)
+    key = ec.generate_private_key(ec.SECP256R1())
+    srv = cert(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")]), ca_name,
+               key, ca_key, False)
+    paths = {n: os.path.join(dirpath, n + ".pem") for n in ("ca", "cert", "key")}
+    with open(paths["ca"], "wb") as f:
+        f.write(ca.public_bytes(serialization.Encoding.PEM))
+    with open(paths["cert"], "wb") as f:
+        f.write(srv.public_bytes(serialization.Encoding.PEM))
+    with open(paths["key"], "wb") as f:
+        f.write(key.private_bytes(serialization.Encoding.PEM,
+                                  serialization.PrivateFormat.PKCS8,
+                                  serialization.NoEncryption()))
+    return paths
+
+
+def test_fleet_over_tls_with_a_token(tmp_path):
+    """nats-server requiring TLS and a token: the fleet works with
+    nats-tls-ca and nats-token; an edge that does not trust the CA never
+    connects (and keeps retrying)."""
+    t = make_tls(str(tmp_path))
+    conf = ('tls { cert_file: "%s", key_file: "%s" }\nauthorization { token: "s3cret-token" }'
+            % (t["cert"], t["key"]))
+    nats = NatsServer(str(tmp_path), extra_conf=conf).start()
+    opts = ["nats-tls-ca=" + t["ca"], "nats-token=s3cret-token"]
+    f = Fleet(tmp_path, edges=1, nats=[nats], primary_options=opts, edge_options=opts)
+    try:
+        zid = create_zone(f.api, "tls.fleet.test")
+        r = f.api.ok("POST", "/zones/%s/dns_records" % zid,
+                     json={"type": "A", "name": "x.tls.fleet.test", "content": "192.0.2.1"})
+        p = f.api.get("/zones/%s/propagation" % zid,
+                      params={"version": r["zone_version"], "wait": 10})
+        assert p["live"] and p["live_edges"] == 1, p
+        settle(f.primary, f.edges)
+        plain = EdgeServer(f.tmp, "untrusting", f.urls, ["nats-token=s3cret-token"]).start()
+        time.sleep(1.5)
+        assert plain.proc.poll() is None
+        assert "cannot connect" in plain.log(), plain.log()
+        assert not plain.stop()
+    finally:
+        problems = f.stop()
+    assert not problems, problems
