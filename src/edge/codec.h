@@ -92,6 +92,13 @@ int edge_node_encode(uint8_t *buf, size_t len, uint8_t flags, uint64_t seq,
 int edge_node_decode(const uint8_t *buf, size_t len, const knot_dname_t *owner,
                      knot_mm_t *mm, edge_node_t *out);
 
+/*
+ * Checks a node value from outside (a replicated log): it decodes, and
+ * every rdata matches its type's wire format with uncompressed names
+ * (edge/check.c). ZC_EOK or ZC_EFORMAT.
+ */
+int edge_node_check(const uint8_t *buf, size_t len);
+
 /* Reads only flags and seq from a node value. */
 int edge_node_peek(const uint8_t *buf, size_t len, uint8_t *flags,
                    uint64_t *seq);

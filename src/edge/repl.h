@@ -43,6 +43,8 @@
 #include "edge/edge.h"
 
 #define EDGE_REPL_PART_MAX (768u * 1024u)
+/* Largest value an op may carry (larger: a malformed stream). */
+#define EDGE_REPL_VALUE_MAX (64u << 20)
 #define EDGE_REPL_FINAL 0x01
 /* The part begins inside an op started in the previous part (only ops
  * larger than a part straddle). */

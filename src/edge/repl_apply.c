@@ -6,9 +6,11 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <libknot/dname.h>
 
 #include "common/error.h"
 #include "common/hash.h"
+#include "dns/name.h"
 #include "edge/internal.h"
 #include "edge/repl.h"
 
@@ -243,6 +245,37 @@ int edge_apply_begin(edge_store_t *store, edge_applier_t *ap)
 	return edge_txn_begin_write(store, &ap->txn);
 }
 
+/*
+ * A value from the log is checked before it is stored, as anything from
+ * outside: node values decode with well-formed rdata (edge_node_check),
+ * zone metadata decodes and sits under its own apex's key.
+ */
+static bool value_ok(unsigned table, const uint8_t *key, size_t klen,
+                     const uint8_t *val, size_t vlen)
+{
+	switch (table) {
+	case EDGE_TABLE_NODES:
+		return klen >= 8 && edge_node_check(val, vlen) == ZC_EOK;
+	case EDGE_TABLE_STAGE:
+		return klen >= 8 && ((vlen == 9 && val[0] == 0) ||
+		                     edge_node_check(val, vlen) == ZC_EOK);
+	case EDGE_TABLE_ZONES: {
+		static _Thread_local edge_zone_t z;
+		uint8_t lf[DNS_LF_MAXLEN];
+		if (edge_zone_decode(val, vlen, &z) != ZC_EOK ||
+		    knot_dname_wire_check(z.apex, z.apex + z.apex_len, NULL) !=
+		    (int)z.apex_len) {
+			return false;
+		}
+		size_t len = dns_name_to_lf(z.apex, lf);
+		return klen == 1 + len && key[0] == '.' &&
+		       memcmp(key + 1, lf, len) == 0;
+	}
+	default:
+		return klen == 8;
+	}
+}
+
 /* Applies one complete op; returns its size, 0 when incomplete, or <0. */
 static long apply_op(edge_txn_t *txn, const uint8_t *p, size_t len)
 {
@@ -254,7 +287,8 @@ static long apply_op(edge_txn_t *txn, const uint8_t *p, size_t len)
 	if (len < OP_HEAD + klen + vlen) {
 		return 0;
 	}
-	if (table >= EDGE_TABLE_COUNT) {
+	if (table >= EDGE_TABLE_COUNT || klen > NODE_KEY_MAX ||
+	    vlen > EDGE_REPL_VALUE_MAX) {
 		return ZC_EFORMAT;
 	}
 	MDB_dbi dbi = edge_table_dbi(txn->store, table);
@@ -263,7 +297,11 @@ static long apply_op(edge_txn_t *txn, const uint8_t *p, size_t len)
 	int rc = MDB_SUCCESS;
 	switch (op) {
 	case EDGE_OP_PUT:
-		rc = klen == 0 ? EINVAL : mdb_put(txn->txn, dbi, &k, &v, 0);
+		if (klen == 0 || !value_ok(table, p + OP_HEAD, klen,
+		                           p + OP_HEAD + klen, vlen)) {
+			return ZC_EFORMAT;
+		}
+		rc = mdb_put(txn->txn, dbi, &k, &v, 0);
 		break;
 	case EDGE_OP_DEL:
 		rc = klen == 0 ? EINVAL : mdb_del(txn->txn, dbi, &k, NULL);
@@ -342,8 +380,14 @@ int edge_apply_feed(edge_applier_t *ap, const uint8_t *data, size_t len)
 			return ZC_EOK;
 		}
 	}
+	if (ap->carry_len + len > EDGE_REPL_VALUE_MAX + EDGE_REPL_PART_MAX) {
+		return ZC_EFORMAT; /* No op is that large. */
+	}
 	if (ap->carry_len + len > ap->carry_cap) {
-		size_t cap = ap->carry_len + len;
+		size_t cap = ap->carry_cap ? ap->carry_cap : EDGE_REPL_PART_MAX;
+		while (cap < ap->carry_len + len) {
+			cap *= 2;
+		}
 		uint8_t *c = realloc(ap->carry, cap);
 		if (c == NULL) {
 			return ZC_ENOSPACE;

@@ -29,18 +29,29 @@ static edge_store_t *open_store(const char *base, const char *name)
 	return es;
 }
 
-/* A node value as the codec writes it: version, flags, seq, no RRsets,
- * then `pad` bytes of filler the store does not read. */
+/* A node value as the codec writes it: version, flags, seq, one TXT
+ * RRset whose rdata hold about `pad` bytes (in rdata of at most 60,000). */
 static size_t node_val(uint8_t *buf, uint64_t seq, size_t pad)
 {
 	int len = edge_node_encode(buf, 64, 0, seq, NULL, 0);
-	memset(buf + len, 0x5a, pad);
-	return (size_t)len + pad;
+	uint16_t rrs = (uint16_t)(pad / 60000 + 1);
+	buf[len - 1] = 1; /* one RRset */
+	uint8_t *p = buf + len;
+	*p++ = 0; *p++ = 16;                       /* TXT */
+	*p++ = 0; *p++ = 0; *p++ = 0x0e; *p++ = 0x10; /* TTL 3600 */
+	*p++ = (uint8_t)(rrs >> 8); *p++ = (uint8_t)rrs;
+	for (uint16_t i = 0; i < rrs; i++) {
+		size_t n = i + 1 < rrs ? 60000 : pad % 60000;
+		*p++ = (uint8_t)(n >> 8); *p++ = (uint8_t)n;
+		memset(p, 0x5a, n);
+		p += n;
+	}
+	return (size_t)(p - buf);
 }
 
 static void write_some(edge_store_t *es, unsigned round)
 {
-	static uint8_t val[2 * EDGE_REPL_PART_MAX + 100];
+	static uint8_t val[2 * EDGE_REPL_PART_MAX + 4096];
 	edge_txn_t txn = { 0 };
 	CHECK_EQ(edge_txn_begin_write(es, &txn), ZC_EOK);
 	edge_zone_t zone = { .zone_id = 1 + round % 3, .seq = round,
@@ -49,6 +60,7 @@ static void write_some(edge_store_t *es, unsigned round)
 	                    round % 3 == 1 ? "b.test." : "c.test.",
 	                    sizeof(zone.apex));
 	zone.apex_len = (uint8_t)knot_dname_size(zone.apex);
+	zone.soa_len = 22; /* Two root names and five zero fields. */
 	CHECK_EQ(edge_txn_put_zone(&txn, &zone), ZC_EOK);
 	for (unsigned i = 0; i < 50 + round * 7; i++) {
 		uint8_t rel[8] = { 'n', (uint8_t)(i >> 8), (uint8_t)i, 0 };
@@ -64,7 +76,7 @@ static void write_some(edge_store_t *es, unsigned round)
 	if (round % 5 == 2) {
 		/* Larger than two parts: straddles three. */
 		uint8_t rel[4] = { 'g', 'i', 'a', 0 };
-		size_t len = node_val(val, round + 1, sizeof(val) - 64);
+		size_t len = node_val(val, round + 1, 2 * EDGE_REPL_PART_MAX + 100);
 		CHECK_EQ(edge_txn_put_node(&txn, zone.zone_id, rel, 4, val, len),
 		         ZC_EOK);
 	}
