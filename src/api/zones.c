@@ -355,7 +355,7 @@ static int edge_serial(api_req_t *req, const records_zone_t *zone,
                        uint32_t *serial)
 {
 	edge_txn_t txn = { 0 };
-	edge_zone_t meta;
+	edge_zone_t meta = { 0 };
 	int ret = edge_txn_begin_read(req->api->cfg.edge, &txn);
 	if (ret == ZC_EOK) {
 		ret = edge_zone_get(&txn, zone->apex, &meta);

@@ -4,6 +4,7 @@
  * NATS JetStream by a primary (fleet/fleet.h); no records store, no API,
  * no UPDATE, no transfers.
  */
+#include <ctype.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
@@ -129,7 +130,8 @@ static int parse_args(int argc, char **argv, config_t *cfg)
 		strcpy(cfg->fleet_name, "edge");
 	}
 	for (char *p = cfg->fleet_name; *p; p++) {
-		*p = (*p == '.' || *p == ' ' || *p == '*' || *p == '>') ? '-' : *p;
+		/* A host name becomes a valid edge name. */
+		*p = (isalnum((unsigned char)*p) || *p == '_') ? *p : '-';
 	}
 	if (cfg->nsid[0] == '\0') {
 		snprintf(cfg->nsid, sizeof(cfg->nsid), "%s", cfg->fleet_name);

@@ -156,6 +156,18 @@ void config_fleet(const config_t *cfg, void *out)
 	f->edge_timeout_ms = cfg->fleet_edge_timeout;
 }
 
+/* Letters, digits, '_' and '-' (at most 63). */
+static bool is_prefix_or_dash(const char *v)
+{
+	size_t n = 0;
+	for (const char *p = v; *p; p++, n++) {
+		if (!isalnum((unsigned char)*p) && *p != '_' && *p != '-') {
+			return false;
+		}
+	}
+	return n > 0 && n < 64;
+}
+
 static bool is_prefix(const char *v)
 {
 	for (const char *p = v; *p; p++) {
@@ -196,8 +208,9 @@ static bool set_fleet_key(config_t *cfg, const char *key, const char *value,
 		*bad = !is_prefix(value) || copy_str(cfg->fleet_prefix,
 		                                     sizeof(cfg->fleet_prefix), value);
 	} else if (strcmp(key, "fleet-name") == 0) {
-		*bad = copy_str(cfg->fleet_name, sizeof(cfg->fleet_name), value) ||
-		       strpbrk(value, " .*>\t") != NULL;
+		/* A key of the report bucket and a subject token. */
+		*bad = !is_prefix_or_dash(value) ||
+		       copy_str(cfg->fleet_name, sizeof(cfg->fleet_name), value);
 	} else if (strcmp(key, "fleet-snapshot-mib") == 0) {
 		*bad = parse_uint(value, 1u << 20, &cfg->fleet_snapshot_mib) ||
 		       cfg->fleet_snapshot_mib == 0;

@@ -74,6 +74,7 @@ typedef struct {
 	char name[FLEET_NAME_MAX];
 	bool up;            /* reported within edge_timeout_ms */
 	bool live;          /* up and serves the version asked */
+	bool duplicate;     /* two processes report under this name */
 	bool version_known;
 	uint32_t version;   /* zone version it serves (when known) */
 	uint64_t commit;    /* its position in the primary's log */

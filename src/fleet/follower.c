@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <time.h>
 #include <jansson.h>
 
@@ -19,6 +20,7 @@
 #define REPORT_EVERY_MS 1000
 #define RETRY_MS 250
 #define STALL_CHECK_MS 2000
+#define MAX_BACKOFF_MS 8000
 
 struct fleet_edge {
 	fleet_config_t cfg;
@@ -41,6 +43,14 @@ struct fleet_edge {
 	uint32_t next_part;
 	uint64_t delivered;  /* stream sequence of the last message taken */
 	_Atomic int64_t report_logged;
+	uint64_t instance;   /* random: tells two edges of one name apart */
+	_Atomic int64_t bad_logged;
+	/* A message that left a gap even right after a snapshot load cannot
+	 * be followed (forged, or outside the history): skipped. */
+	uint64_t gap_seq;        /* stream sequence of the last gap */
+	bool loaded_since_gap;   /* a snapshot was loaded after it */
+	unsigned backoff_ms;     /* between snapshot loads in a row */
+	int64_t last_load_ms;
 };
 
 static void set_position(fleet_edge_t *fe, uint64_t epoch, uint64_t commit,
@@ -123,8 +133,8 @@ static int take(fleet_edge_t *fe, natsMsg *msg)
 		}
 		return ZC_EOK; /* An old history's leftovers. */
 	}
-	if (commit <= fe->commit) {
-		return ZC_EOK; /* Applied already (a resend). */
+	if (commit <= fe->commit || (flags & FLEET_MARKER)) {
+		return ZC_EOK; /* Applied already (a resend), or a marker. */
 	}
 	if (commit != fe->commit + 1) {
 		zc_info("fleet: gap (have commit %" PRIu64 ", got %" PRIu64 ")",
@@ -156,28 +166,60 @@ static int take(fleet_edge_t *fe, natsMsg *msg)
 		ret = edge_apply_finish(&fe->ap, epoch, commit, seq);
 		if (ret == ZC_EOK) {
 			set_position(fe, epoch, commit, seq);
+			fe->backoff_ms = 0;
+			return ZC_EOK;
 		}
-		return ret;
-	}
-	if (ret != ZC_EOK) {
+	} else if (ret != ZC_EOK) {
 		abort_open(fe);
+	}
+	if (ret == ZC_EFORMAT) {
+		/* Not from the primary (it writes nothing it cannot read):
+		 * dropped; the real commit, or a snapshot, follows. */
+		if (zc_log_due(&fe->bad_logged, 10000)) {
+			zc_error("fleet: commit %" PRIu64 " (stream message %" PRIu64
+			         ") is malformed; ignored", commit, seq);
+		}
+		return ZC_EOK;
+	}
+	if (ret == ZC_EMAPFULL) {
+		edge_grow(fe->es); /* The commit comes again from its start. */
 	}
 	return ret;
 }
 
-/* Whether the stream holds messages past what this edge applied while
- * nothing arrives (a consumer lost with a cluster node). */
-static bool stalled(fleet_edge_t *fe)
+/*
+ * While nothing arrives: ZC_EREPLGAP when the edge must load a snapshot (a
+ * new history began, or the stream was recreated or purged past this
+ * edge), ZC_EBUSY when the stream holds more than was delivered (a
+ * consumer lost with a cluster node: subscribe again), else ZC_EOK.
+ */
+static int idle_check(fleet_edge_t *fe)
 {
+	fleet_manifest_t m;
+	if (fleet_manifest_get(fe->js, &fe->names, &m) == ZC_EOK &&
+	    m.epoch != fe->epoch) {
+		zc_info("fleet: history %016" PRIx64 " began; loading its "
+		        "snapshot", m.epoch);
+		return ZC_EREPLGAP;
+	}
 	jsStreamInfo *si = NULL;
 	jsErrCode jerr = 0;
 	if (js_GetStreamInfo(&si, fe->js, fe->names.txn_stream, NULL, &jerr) !=
 	    NATS_OK) {
-		return false;
+		return ZC_EOK;
 	}
-	bool behind = si->State.LastSeq > fe->delivered && !fe->open;
+	uint64_t first = si->State.FirstSeq, last = si->State.LastSeq;
 	jsStreamInfo_Destroy(si);
-	return behind;
+	if (fe->open) {
+		return ZC_EOK;
+	}
+	if (last < fe->delivered || (first > fe->seq + 1 && last >= first)) {
+		zc_info("fleet: the stream was recreated or purged past this "
+		        "edge (messages %" PRIu64 "-%" PRIu64 ", here %" PRIu64
+		        "); loading a snapshot", first, last, fe->seq);
+		return ZC_EREPLGAP;
+	}
+	return last > fe->delivered ? ZC_EBUSY : ZC_EOK;
 }
 
 /* Follows the stream from the applied position until a gap or stop. */
@@ -189,6 +231,8 @@ static int follow(fleet_edge_t *fe)
 	so.Ordered = true;
 	so.Config.DeliverPolicy = js_DeliverByStartSequence;
 	so.Config.OptStartSeq = fe->seq + 1;
+	/* Consumers of gone subscriptions go soon (no Unsubscribe below). */
+	so.Config.InactiveThreshold = (int64_t)10 * 1000 * 1000 * 1000;
 	natsSubscription *sub = NULL;
 	jsErrCode jerr = 0;
 	fe->delivered = fe->seq;
@@ -205,10 +249,13 @@ static int follow(fleet_edge_t *fe)
 		s = natsSubscription_NextMsg(&msg, sub, 500);
 		if (s == NATS_TIMEOUT) {
 			idle_ms += 500;
-			if (idle_ms >= STALL_CHECK_MS && stalled(fe)) {
-				zc_info("fleet: the stream has more than was delivered; "
-				        "subscribing again");
-				break;
+			if (idle_ms >= STALL_CHECK_MS) {
+				idle_ms = 0;
+				ret = idle_check(fe);
+				if (ret == ZC_EBUSY) {
+					zc_info("fleet: the stream has more than was "
+					        "delivered; subscribing again");
+				}
 			}
 			continue;
 		}
@@ -219,6 +266,19 @@ static int follow(fleet_edge_t *fe)
 		}
 		ret = take(fe, msg);
 		natsMsg_Destroy(msg);
+		if (ret == ZC_EREPLGAP && fe->delivered == fe->gap_seq &&
+		    fe->loaded_since_gap) {
+			/* Still a gap right after a snapshot: not followable. */
+			if (zc_log_due(&fe->bad_logged, 10000)) {
+				zc_error("fleet: stream message %" PRIu64 " does not "
+				         "follow the snapshot (forged, or from outside "
+				         "the history); ignored", fe->gap_seq);
+			}
+			ret = ZC_EOK;
+		} else if (ret == ZC_EREPLGAP) {
+			fe->gap_seq = fe->delivered;
+			fe->loaded_since_gap = false;
+		}
 	}
 	abort_open(fe);
 	/* No Unsubscribe: nats.c 3.4 reads a freed consumer name there when
@@ -250,7 +310,20 @@ static void *follower_main(void *arg)
 	bool need_snapshot = fe->epoch == 0;
 	while (!fe->stop) {
 		if (need_snapshot) {
+			/* Loads in a row back off (250 ms doubling to 8 s). */
+			if (fleet_now_ms() - fe->last_load_ms < 1000) {
+				fe->backoff_ms = fe->backoff_ms ? fe->backoff_ms * 2 :
+				                                  RETRY_MS;
+				fe->backoff_ms = fe->backoff_ms > MAX_BACKOFF_MS ?
+				                 MAX_BACKOFF_MS : fe->backoff_ms;
+				sleep_ms(fe->backoff_ms);
+			}
+			fe->last_load_ms = fleet_now_ms();
 			int ret = bootstrap(fe);
+			if (ret == ZC_EMAPFULL) {
+				edge_grow(fe->es);
+				continue;
+			}
 			if (ret != ZC_EOK) {
 				if (ret != ZC_ENOZONE) {
 					zc_warn("fleet: cannot load a snapshot: %s; "
@@ -259,12 +332,15 @@ static void *follower_main(void *arg)
 				sleep_ms(RETRY_MS);
 				continue;
 			}
+			fe->last_load_ms = fleet_now_ms();
+			fe->loaded_since_gap = true;
 			need_snapshot = false;
 		}
 		int ret = follow(fe);
 		if (ret == ZC_EREPLGAP) {
 			need_snapshot = true;
-		} else if (ret != ZC_EOK && !fe->stop) {
+		} else if (ret != ZC_EOK && ret != ZC_EBUSY &&
+		           ret != ZC_EMAPFULL && !fe->stop) {
 			zc_warn("fleet: following paused: %s; retrying",
 			        zc_strerror(ret));
 			sleep_ms(RETRY_MS);
@@ -281,10 +357,11 @@ static void report(fleet_edge_t *fe, kvStore *kv)
 	pthread_mutex_unlock(&fe->lock);
 	char e[17];
 	snprintf(e, sizeof(e), "%016" PRIx64, epoch);
-	json_t *j = json_pack("{s:s, s:s, s:I, s:I, s:I}", "name", fe->cfg.name,
-	                      "epoch", e, "commit", (json_int_t)commit,
-	                      "seq", (json_int_t)seq,
-	                      "time_ms", (json_int_t)fleet_now_ms());
+	json_t *j = json_pack("{s:s, s:s, s:I, s:I, s:I, s:I}", "name",
+	                      fe->cfg.name, "epoch", e, "commit",
+	                      (json_int_t)commit, "seq", (json_int_t)seq,
+	                      "time_ms", (json_int_t)fleet_now_ms(),
+	                      "instance", (json_int_t)(fe->instance >> 1));
 	char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
 	json_decref(j);
 	if (text != NULL) {
@@ -335,6 +412,11 @@ int fleet_edge_start(const fleet_config_t *cfg, edge_store_t *es,
 	fe->cfg = *cfg;
 	fleet_config_defaults(&fe->cfg);
 	fe->es = es;
+	while (fe->instance >> 1 == 0) {
+		if (getrandom(&fe->instance, sizeof(fe->instance), 0) < 0) {
+			fe->instance = (uint64_t)fleet_now_ms() << 1;
+		}
+	}
 	pthread_mutex_init(&fe->lock, NULL);
 	pthread_cond_init(&fe->changed, NULL);
 	int ret = fleet_names(fe->cfg.prefix, &fe->names);

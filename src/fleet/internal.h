@@ -14,6 +14,10 @@
 
 #define FLEET_STR_MAX 256
 
+/* Zc-Flags of a message that only announces a new history (never
+ * applied; beside EDGE_REPL_FINAL and EDGE_REPL_CONT). */
+#define FLEET_MARKER 0x80
+
 typedef struct {
 	char txn_stream[FLEET_STR_MAX];   /* <prefix>-txn */
 	char txn_subject[FLEET_STR_MAX];  /* <prefix>.txn */

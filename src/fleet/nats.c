@@ -283,6 +283,9 @@ int fleet_ensure_streams(const fleet_config_t *cfg, const fleet_names_t *n,
 	kvConfig_Init(&kc);
 	kc.Bucket = n->bucket;
 	kc.History = 1;
+	/* A name not heard of for a day is forgotten (edges report every
+	 * second; renamed or retired ones would pile up). */
+	kc.TTL = (int64_t)86400 * 1000 * 1000 * 1000;
 	kc.Replicas = cfg->replicas;
 	kvStore *kv = NULL;
 	natsStatus s = js_CreateKeyValue(&kv, js, &kc);

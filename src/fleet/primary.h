@@ -15,13 +15,15 @@ typedef struct {
 } fleet_ring_entry_t;
 
 #define FLEET_RING 65536
-#define FLEET_MAX_EDGES 256
+#define FLEET_MAX_EDGES 1024
 
 typedef struct {
 	char name[FLEET_NAME_MAX];
 	uint64_t epoch;
 	uint64_t commit;
-	int64_t seen_ms;   /* wall clock of the last report received */
+	int64_t seen_ms;   /* when NATS stored its last report (wall clock) */
+	uint64_t instance; /* the reporting process (random at its start) */
+	int64_t duplicate_ms; /* another process reported this name then */
 } fleet_edge_report_t;
 
 struct fleet_primary {
@@ -46,6 +48,7 @@ struct fleet_primary {
 	size_t ring_head, ring_len;
 	fleet_edge_report_t edges[FLEET_MAX_EDGES];
 	size_t edge_count;
+	_Atomic int64_t dup_logged;
 };
 
 void *fleet_publisher_main(void *arg);

@@ -89,8 +89,15 @@ static int send_part(const edge_repl_part_t *part, void *arg)
 		p->ret = fleet_nats_error(s, jerr, "publish");
 		return 1;
 	}
+	bool reset = ack->Sequence <= p->last_seq && !ack->Duplicate;
 	p->last_seq = ack->Sequence;
 	jsPubAck_Destroy(ack);
+	if (reset) {
+		/* The stream was recreated under us (NATS lost its storage):
+		 * edges need a snapshot to go on from. */
+		p->ret = ZC_EREPLGAP;
+		return 1;
+	}
 	p->commit = part->commit;
 	p->part = part->part;
 	p->bytes += part->len;
@@ -131,10 +138,54 @@ static int purge_txn_below(fleet_primary_t *fp, uint64_t seq)
 	return fleet_nats_error(s, jerr, "purge txn stream");
 }
 
+/* Purges every snapshot's parts but those of the ids kept (also what a
+ * primary killed while publishing one left behind). */
+static void purge_other_snapshots(fleet_primary_t *fp, const char *keep1,
+                                  const char *keep2)
+{
+	char filter[FLEET_STR_MAX + 4];
+	snprintf(filter, sizeof(filter), "%s.>", fp->names.snap_data);
+	jsOptions o;
+	jsOptions_Init(&o);
+	o.Stream.Info.SubjectsFilter = filter;
+	jsStreamInfo *si = NULL;
+	jsErrCode jerr = 0;
+	if (js_GetStreamInfo(&si, fp->js, fp->names.snap_stream, &o, &jerr) !=
+	    NATS_OK) {
+		return;
+	}
+	size_t plen = strlen(fp->names.snap_data) + 1;
+	char done[8][64] = { { 0 } };
+	int ndone = 0;
+	for (int i = 0; si->State.Subjects != NULL &&
+	                i < si->State.Subjects->Count; i++) {
+		const char *subj = si->State.Subjects->List[i].Subject;
+		if (strlen(subj) <= plen) {
+			continue;
+		}
+		char id[64];
+		snprintf(id, sizeof(id), "%s", subj + plen);
+		char *dot = strchr(id, '.');
+		if (dot != NULL) {
+			*dot = '\0';
+		}
+		bool seen = strcmp(id, keep1) == 0 || strcmp(id, keep2) == 0;
+		for (int j = 0; j < ndone && !seen; j++) {
+			seen = strcmp(done[j], id) == 0;
+		}
+		if (!seen && ndone < 8) {
+			fleet_snapshot_purge(fp->js, &fp->names, id);
+			snprintf(done[ndone++], sizeof(done[0]), "%s", id);
+		}
+	}
+	jsStreamInfo_Destroy(si);
+}
+
 /*
- * A new snapshot; then what it makes unnecessary goes: the snapshot before
- * the previous one... (edges still loading or following the previous one
- * keep what they need), the txn messages before the previous snapshot.
+ * A new snapshot; then what it makes unnecessary goes: the parts of every
+ * snapshot but the new and the previous one (an edge may be loading it),
+ * and the txn messages before the previous snapshot's position (what an
+ * edge loading it needs next is kept).
  */
 static int snapshot(pub_t *p, fleet_manifest_t *prev)
 {
@@ -150,13 +201,70 @@ static int snapshot(pub_t *p, fleet_manifest_t *prev)
 	zc_info("fleet: snapshot %s published (%" PRIu32 " parts, %" PRIu64
 	        " KiB, %" PRId64 " ms)", m.id, m.parts, bytes >> 10,
 	        fleet_now_ms() - t0);
+	purge_other_snapshots(fp, m.id, prev->id);
 	if (prev->id[0] != '\0' && strcmp(prev->id, m.id) != 0) {
-		fleet_snapshot_purge(fp->js, &fp->names, prev->id);
 		purge_txn_below(fp, prev->txn_seq);
 	}
 	*prev = m;
 	p->bytes = 0;
 	return ZC_EOK;
+}
+
+/* Tells edges at once that a new history began (they would see it within
+ * seconds anyway): a message never applied, of the new history. */
+static void publish_marker(pub_t *p, const fleet_manifest_t *m)
+{
+	natsMsg *msg = NULL;
+	char num[32];
+	if (natsMsg_Create(&msg, p->fp->names.txn_subject, NULL, "", 0) !=
+	    NATS_OK) {
+		return;
+	}
+	snprintf(num, sizeof(num), "%016" PRIx64, m->epoch);
+	natsMsgHeader_Set(msg, "Zc-Epoch", num);
+	snprintf(num, sizeof(num), "%" PRIu64, m->commit);
+	natsMsgHeader_Set(msg, "Zc-Commit", num);
+	natsMsgHeader_Set(msg, "Zc-Part", "0");
+	snprintf(num, sizeof(num), "%u", FLEET_MARKER);
+	natsMsgHeader_Set(msg, "Zc-Flags", num);
+	jsPubAck *ack = NULL;
+	if (js_PublishMsg(&ack, p->fp->js, msg, NULL, NULL) == NATS_OK) {
+		p->last_seq = ack->Sequence;
+	}
+	jsPubAck_Destroy(ack);
+	natsMsg_Destroy(msg);
+}
+
+/*
+ * Whether this store is behind what it published before (restored from a
+ * copy, or rolled back by an operating-system crash: the edge store is not
+ * synced): then its commit numbers would be given out again with other
+ * content, and a new history must start.
+ */
+static bool store_behind(pub_t *p, const fleet_manifest_t *head, bool have)
+{
+	edge_repl_pos_t pos;
+	if (edge_repl_pos(p->fp->es, &pos) != ZC_EOK) {
+		return false;
+	}
+	if (have && head->epoch == pos.epoch && head->commit > pos.commit) {
+		return true;
+	}
+	natsMsg *msg = NULL;
+	jsErrCode jerr = 0;
+	bool behind = false;
+	if (js_GetLastMsg(&msg, p->fp->js, p->fp->names.txn_stream,
+	                  p->fp->names.txn_subject, NULL, &jerr) == NATS_OK) {
+		const char *e = NULL, *c = NULL;
+		if (natsMsgHeader_Get(msg, "Zc-Epoch", &e) == NATS_OK &&
+		    natsMsgHeader_Get(msg, "Zc-Commit", &c) == NATS_OK &&
+		    strtoull(e, NULL, 16) == pos.epoch &&
+		    strtoull(c, NULL, 10) > pos.commit) {
+			behind = true;
+		}
+		natsMsg_Destroy(msg);
+	}
+	return behind;
 }
 
 /* Waits for the next commit (or the poll interval). */
@@ -177,7 +285,11 @@ static void wait_more(fleet_primary_t *fp, unsigned ms)
 	pthread_mutex_unlock(&fp->lock);
 }
 
-/* Connects the streams and, for a new epoch, publishes its snapshot. */
+/*
+ * Connects the streams; publishes a snapshot when the newest one is not of
+ * this history (a new history, or NATS lost its storage), starting a new
+ * history first when this store is behind what was published.
+ */
 static int start_epoch(pub_t *p, fleet_manifest_t *prev)
 {
 	fleet_primary_t *fp = p->fp;
@@ -188,25 +300,49 @@ static int start_epoch(pub_t *p, fleet_manifest_t *prev)
 	if (ret != ZC_EOK) {
 		return ret;
 	}
-	fleet_manifest_t head;
+	fleet_manifest_t head = { .id = "" };
 	ret = fleet_manifest_get(fp->js, &fp->names, &head);
-	if (ret == ZC_EOK && head.epoch == p->epoch) {
-		*prev = head;
-		return ZC_EOK;
-	}
 	if (ret != ZC_EOK && ret != ZC_ENOZONE) {
 		return ret;
 	}
-	/* A new epoch: the old history goes, a snapshot starts the new. */
-	zc_info("fleet: new history %016" PRIx64 ": publishing a snapshot",
-	        p->epoch);
-	ret = purge_txn_below(fp, p->last_seq + 1);
+	bool have = ret == ZC_EOK;
+	if (store_behind(p, &head, have)) {
+		edge_repl_pos_t pos;
+		ret = edge_repl_enable(fp->es, false, &pos);
+		if (ret == ZC_EOK) {
+			ret = edge_repl_enable(fp->es, true, &pos);
+		}
+		if (ret != ZC_EOK) {
+			return ret;
+		}
+		zc_warn("fleet: this edge store is behind what it published "
+		        "(restored, or rolled back by a crash): new history "
+		        "%016" PRIx64 "; edges load its snapshot", pos.epoch);
+		pthread_mutex_lock(&fp->lock);
+		fp->epoch = pos.epoch;
+		fp->ring_len = 0;
+		pthread_mutex_unlock(&fp->lock);
+		p->epoch = pos.epoch;
+		p->commit = 0;
+		p->part = UINT32_MAX;
+		have = false;
+	}
+	if (have && head.epoch == p->epoch) {
+		*prev = head;
+		return ZC_EOK;
+	}
+	zc_info("fleet: history %016" PRIx64 " has no snapshot in NATS yet: "
+	        "publishing one", p->epoch);
 	fleet_manifest_t none = { .id = "" };
-	if (ret == ZC_EOK) {
+	if (have && head.epoch != p->epoch) {
+		/* Another history's messages are of no use to anyone now. */
+		ret = purge_txn_below(fp, p->last_seq + 1);
+	}
+	if (ret == ZC_EOK || ret == ZC_ENOZONE) {
 		ret = snapshot(p, &none);
 	}
-	if (ret == ZC_EOK && head.id[0] != '\0' && head.epoch != p->epoch) {
-		fleet_snapshot_purge(fp->js, &fp->names, head.id);
+	if (ret == ZC_EOK) {
+		publish_marker(p, &none);
 	}
 	*prev = none;
 	return ret;

@@ -106,6 +106,8 @@ size_t fleet_edges(fleet_primary_t *fp, uint64_t zone_id, uint32_t version,
 		snprintf(s->name, sizeof(s->name), "%s", r->name);
 		bool same = r->epoch == fp->epoch;
 		s->up = now - r->seen_ms <= (int64_t)fp->cfg.edge_timeout_ms;
+		s->duplicate = now - r->duplicate_ms <=
+		               (int64_t)fp->cfg.edge_timeout_ms;
 		s->commit = same ? r->commit : 0;
 		s->live = s->up && same && r->commit >= need;
 		s->last_seen_ms = r->seen_ms;
@@ -136,6 +138,8 @@ void fleet_position(fleet_primary_t *fp, uint64_t *epoch, uint64_t *committed,
 
 void fleet_wait(fleet_primary_t *fp, unsigned ms)
 {
+	/* Edges also go down by silence, which wakes nobody: look again. */
+	ms = ms > 250 ? 250 : ms;
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	ts.tv_nsec += (long)ms * 1000000L;
@@ -146,33 +150,61 @@ void fleet_wait(fleet_primary_t *fp, unsigned ms)
 	pthread_mutex_unlock(&fp->lock);
 }
 
-/* Takes one report {"name","epoch","commit",...} from the bucket. */
+/* The slot of an edge: its own, a free one, or the one silent longest. */
+static size_t edge_slot(fleet_primary_t *fp, const char *name)
+{
+	size_t oldest = 0;
+	for (size_t i = 0; i < fp->edge_count; i++) {
+		if (strcmp(fp->edges[i].name, name) == 0) {
+			return i;
+		}
+		if (fp->edges[i].seen_ms < fp->edges[oldest].seen_ms) {
+			oldest = i;
+		}
+	}
+	size_t i = fp->edge_count < FLEET_MAX_EDGES ? fp->edge_count++ : oldest;
+	memset(&fp->edges[i], 0, sizeof(fp->edges[i]));
+	snprintf(fp->edges[i].name, sizeof(fp->edges[i].name), "%s", name);
+	return i;
+}
+
+/*
+ * Takes one report {"name","epoch","commit","instance",...} from the
+ * bucket. Its time is when the NATS server stored it (a watcher that
+ * starts over gets the last report of every edge again: that is no sign
+ * of life). Two processes reporting under one name are told apart by
+ * their instance and logged.
+ */
 static void take_report(fleet_primary_t *fp, const char *key,
-                        const char *val, int len)
+                        const char *val, int len, int64_t stored_ms)
 {
 	json_error_t err;
 	json_t *j = json_loadb(val, (size_t)len, 0, &err);
 	const char *epoch = NULL;
-	json_int_t commit = 0;
-	if (j == NULL || json_unpack(j, "{s:s, s:I}", "epoch", &epoch,
-	                             "commit", &commit) != 0) {
+	json_int_t commit = 0, instance = 0;
+	if (j == NULL || json_unpack(j, "{s:s, s:I, s?I}", "epoch", &epoch,
+	                             "commit", &commit, "instance",
+	                             &instance) != 0) {
 		json_decref(j);
 		return;
 	}
 	uint64_t e = strtoull(epoch, NULL, 16);
+	int64_t now = fleet_now_ms();
 	pthread_mutex_lock(&fp->lock);
-	size_t i = 0;
-	while (i < fp->edge_count && strcmp(fp->edges[i].name, key) != 0) {
-		i++;
+	fleet_edge_report_t *r = &fp->edges[edge_slot(fp, key)];
+	if (r->instance != 0 && r->instance != (uint64_t)instance &&
+	    now - r->seen_ms < (int64_t)fp->cfg.edge_timeout_ms) {
+		r->duplicate_ms = now;
+		if (zc_log_due(&fp->dup_logged, 10000)) {
+			zc_warn("fleet: two edges report as '%s': give each its "
+			        "own --name", key);
+		}
 	}
-	if (i == fp->edge_count && i < FLEET_MAX_EDGES) {
-		snprintf(fp->edges[i].name, sizeof(fp->edges[i].name), "%s", key);
-		fp->edge_count++;
-	}
-	if (i < fp->edge_count) {
-		fp->edges[i].epoch = e;
-		fp->edges[i].commit = (uint64_t)commit;
-		fp->edges[i].seen_ms = fleet_now_ms();
+	if (stored_ms >= r->seen_ms) {
+		r->epoch = e;
+		r->commit = (uint64_t)commit;
+		r->instance = (uint64_t)instance;
+		r->seen_ms = stored_ms > now ? now : stored_ms;
 		pthread_cond_broadcast(&fp->changed);
 	}
 	pthread_mutex_unlock(&fp->lock);
@@ -204,7 +236,8 @@ void *fleet_watcher_main(void *arg)
 			if (s == NATS_OK && e != NULL) {
 				if (kvEntry_Operation(e) == kvOp_Put) {
 					take_report(fp, kvEntry_Key(e), kvEntry_Value(e),
-					            kvEntry_ValueLen(e));
+					            kvEntry_ValueLen(e),
+					            kvEntry_Created(e) / 1000000);
 				}
 				kvEntry_Destroy(e);
 			}
@@ -248,6 +281,14 @@ int fleet_primary_start(const fleet_config_t *cfg, edge_store_t *es,
 	pthread_cond_init(&fp->changed, NULL);
 	int ret = fp->ring != NULL ? fleet_names(fp->cfg.prefix, &fp->names) :
 	                             ZC_ENOSPACE;
+	if (ret == ZC_EOK && (uint64_t)fp->cfg.stream_max_bytes <
+	                     2 * fp->cfg.snapshot_bytes) {
+		/* Edges following the stream would lose messages that no
+		 * snapshot covers yet, and load snapshots in a loop. */
+		zc_error("fleet: fleet-stream-max-mib must be at least twice "
+		         "fleet-snapshot-mib");
+		ret = ZC_EINVAL_CONFIG;
+	}
 	edge_repl_pos_t pos;
 	if (ret == ZC_EOK) {
 		ret = edge_repl_enable(es, true, &pos);

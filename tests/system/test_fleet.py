@@ -7,6 +7,7 @@ replicated key and value) after the fleet settles, and most also compare
 DNS answers name by name."""
 
 import os
+import shutil
 import random
 import threading
 import time
@@ -541,3 +542,154 @@ def test_fleet_over_tls_with_a_token(tmp_path):
     finally:
         problems = f.stop()
     assert not problems, problems
+
+
+def hpub(port, subject, headers, payload=b""):
+    """Publishes a message with headers through the NATS text protocol."""
+    import json as _json
+    import socket
+    head = b"NATS/1.0\r\n" + b"".join(b"%s: %s\r\n" % (k.encode(), v.encode())
+                                      for k, v in headers.items()) + b"\r\n"
+    with socket.create_connection(("127.0.0.1", port), timeout=3) as s:
+        f = s.makefile("rb")
+        f.readline()
+        s.sendall(b"CONNECT " + _json.dumps({"verbose": True, "headers": True,
+                                             "protocol": 1}).encode() + b"\r\n")
+        assert f.readline().startswith(b"+OK")
+        s.sendall(b"HPUB %s %d %d\r\n%s%s\r\nPING\r\n" % (
+            subject.encode(), len(head), len(head) + len(payload), head, payload))
+        return f.readline().decode().strip()
+
+
+def test_forged_messages_neither_crash_nor_stop_edges(fleet):
+    """Whoever can publish on the log subject: a malformed next commit, a
+    commit far ahead and a node whose rdata hides a compression pointer are
+    ignored; edges keep following the primary and end equal."""
+    import struct
+    api = fleet.api
+    zid = create_zone(api, "forged.fleet.test")
+    settle(fleet.primary, fleet.edges)
+    state = digest(fleet.primary.data_dir)
+    port = fleet.nats[0].port
+    base = {"Zc-Epoch": state["history"], "Zc-Part": "0", "Zc-Flags": "1"}
+    nxt = str(state["commit"] + 1)
+    hpub(port, "zonecast.txn", dict(base, **{"Zc-Commit": nxt}), b"\x01\x09garbage")
+    hpub(port, "zonecast.txn", dict(base, **{"Zc-Commit": str(state["commit"] + 1000)}), b"")
+    rd = b"\x69\x7c\xd0\x5b"  # MX preference 0x697c, "name" 0xd0 0x5b: a pointer
+    node = struct.pack(">BBQHHIH", 1, 0, 1 << 40, 1, 15, 300, 1) + struct.pack(">H", 4) + rd
+    key = struct.pack(">Q", 1) + b"x\x00"  # zone id 1: example.com, imported first
+    op = struct.pack(">BBHI", 1, 1, len(key), len(node)) + key + node
+    hpub(port, "zonecast.txn", dict(base, **{"Zc-Commit": nxt}), op)
+    for i in range(5):
+        api.ok("POST", "/zones/%s/dns_records" % zid,
+               json={"type": "MX", "name": "m%d.forged.fleet.test" % i,
+                     "content": "mail.forged.fleet.test", "priority": 10})
+    settle(fleet.primary, fleet.edges, timeout=60)
+    compare_answers(fleet.primary, fleet.edges, [("m4.forged.fleet.test.", "MX"),
+                                                 ("forged.fleet.test.", "SOA"),
+                                                 ("x.example.com.", "MX")])
+    for e in fleet.edges:
+        assert "malformed; ignored" in e.log(), e.log()[-2000:]
+
+
+def test_new_history_reaches_idle_edges(tmp_path):
+    """serve restarted without --nats (changes unrecorded), then with it
+    again: a new history; edges load its snapshot without any further
+    write."""
+    f = Fleet(tmp_path, edges=2)
+    try:
+        old = digest(f.primary.data_dir)["history"]
+        f.primary.stop()
+        plain = [o for o in f.primary.options if not o.startswith("nats=")]
+        saved = f.primary.options
+        f.primary.options = plain
+        f.primary.serve()
+        f.primary.client_ = f.primary.client()
+        zid = create_zone(f.primary.client_, "quiet.fleet.test")
+        f.primary.stop()
+        f.primary.options = saved
+        f.primary.serve()
+        f.primary.client_ = f.primary.client()
+        f.api = f.primary.client_
+        settle(f.primary, f.edges, timeout=30)
+        assert digest(f.primary.data_dir)["history"] != old
+        compare_answers(f.primary, f.edges, [("quiet.fleet.test.", "SOA")])
+        assert zid
+    finally:
+        problems = f.stop()
+    assert not problems, problems
+
+
+def test_nats_storage_lost(tmp_path):
+    """NATS loses its JetStream storage (streams, snapshots, reports): the
+    primary publishes a snapshot again and idle edges load it."""
+    f = Fleet(tmp_path, edges=2)
+    try:
+        zid = create_zone(f.api, "lost.fleet.test")
+        settle(f.primary, f.edges)
+        n = f.nats[0]
+        n.stop()
+        shutil.rmtree(os.path.join(n.workdir, "js"))
+        n.start()
+        for i in range(3):
+            f.api.ok("POST", "/zones/%s/dns_records" % zid,
+                     json={"type": "A", "name": "l%d.lost.fleet.test" % i,
+                           "content": "192.0.2.1"})
+        settle(f.primary, f.edges, timeout=60)
+        compare_answers(f.primary, f.edges, [("l2.lost.fleet.test.", "A")])
+    finally:
+        problems = f.stop()
+    assert not problems, problems
+
+
+def test_primary_store_rolled_back(tmp_path):
+    """The primary's edge store goes back in time (restored from a copy, as
+    an OS crash may do to it): a new history begins and edges end equal
+    instead of skipping commit numbers given out twice."""
+    f = Fleet(tmp_path, edges=1)
+    try:
+        zid = create_zone(f.api, "rollback.fleet.test")
+        settle(f.primary, f.edges)
+        f.primary.stop()
+        mdb = os.path.join(f.primary.data_dir, "edge.mdb")
+        shutil.copy(mdb, mdb + ".old")
+        f.primary.serve()
+        f.primary.client_ = f.api = f.primary.client()
+        for i in range(3):
+            f.api.ok("POST", "/zones/%s/dns_records" % zid,
+                     json={"type": "A", "name": "r%d.rollback.fleet.test" % i,
+                           "content": "192.0.2.1"})
+        settle(f.primary, f.edges)
+        before = digest(f.primary.data_dir)["history"]
+        f.primary.kill9()
+        shutil.copy(mdb + ".old", mdb)
+        f.primary.serve()
+        f.primary.client_ = f.api = f.primary.client()
+        settle(f.primary, f.edges, timeout=60)
+        assert digest(f.primary.data_dir)["history"] != before
+        compare_answers(f.primary, f.edges, [("r2.rollback.fleet.test.", "A")])
+    finally:
+        problems = f.stop()
+    assert not problems, problems
+
+
+def test_receipts_when_every_edge_is_down(fleet):
+    """All edges killed: after fleet-edge-timeout they are down (and stay
+    down: the primary's bucket watcher starting over is no sign of life), so
+    receipts go live again."""
+    api = fleet.api
+    zid = create_zone(api, "alldown.fleet.test")
+    for e in fleet.edges:
+        e.kill9()
+    r = api.ok("POST", "/zones/%s/dns_records" % zid,
+               json={"type": "A", "name": "x.alldown.fleet.test", "content": "192.0.2.1"})
+    t0 = time.monotonic()
+    p = api.get("/zones/%s/propagation" % zid, params={"version": r["zone_version"], "wait": 15})
+    assert p["live"] and p["live_edges"] == 0 and not any(e["up"] for e in p["edges"]), p
+    assert time.monotonic() - t0 < 10
+    time.sleep(4)  # past the watcher's silence limit (3 s)
+    p = api.get("/zones/%s/propagation" % zid, params={"version": r["zone_version"]})
+    assert not any(e["up"] for e in p["edges"]), p
+    for e in fleet.edges:
+        e.start()
+    fleet.wait_edges()
