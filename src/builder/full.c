@@ -12,6 +12,7 @@
 #include <libknot/rrtype/soa.h>
 
 #include "builder/builder.h"
+#include "builder/fault.h"
 #include "builder/node.h"
 #include "common/arena.h"
 #include "common/error.h"
@@ -400,7 +401,8 @@ static int finish(build_t *b)
 		check_meta(b, &want, b->found, &b->have);
 		return ZC_EOK;
 	}
-	return edge_txn_put_zone(&b->write, &want);
+	ret = builder_fault_check(b->zone.apex);
+	return ret == ZC_EOK ? edge_txn_put_zone(&b->write, &want) : ret;
 }
 
 /* One step: at most `budget` nodes in one LMDB write transaction. Returns
@@ -493,6 +495,11 @@ int builder_full_step(builder_job_t *job, size_t budget)
 const knot_dname_t *builder_job_apex(const builder_job_t *job)
 {
 	return job->apex;
+}
+
+uint64_t builder_job_zone_id(const builder_job_t *job)
+{
+	return job->dropped ? 0 : (uint64_t)job->b.zone.id;
 }
 
 void builder_full_end(builder_job_t *job, builder_stats_t *stats)

@@ -35,7 +35,10 @@
 	X(ZC_ETOOMANY,      -2015, "too many records in the zone") \
 	X(ZC_EMAPFULL,      -2016, "edge store map full") \
 	X(ZC_ENAMEKEY,      -2017, "name too long for a store key (root " \
-	  "zone names with over 240 octets 0x00 or 0x01)")
+	  "zone names with over 240 octets 0x00 or 0x01)") \
+	X(ZC_EINJECTED,     -2018, "build failure injected for a test " \
+	  "(ZONECAST_FAULT_BUILD)") \
+	X(ZC_EQUARANTINED,  -2019, "zone quarantined: its last build failed")
 
 enum {
 #define ZC_ERROR_ENUM(name, code, text) name = code,

@@ -41,6 +41,7 @@ struct edge_store {
 	MDB_dbi nodes;
 	MDB_dbi meta;
 	MDB_dbi keys;   /* Zone id (u64 BE) -> the zone's signing keys. */
+	MDB_dbi quarantine; /* Zone id (u64 BE) -> why its builds fail. */
 	_Atomic bool remapping;        /* New transactions wait meanwhile. */
 	pthread_mutex_t remap_lock;    /* One remap at a time. */
 	/* Space reserved ahead of the data (fallocate), so that the builder
@@ -138,6 +139,9 @@ int edge_open(edge_store_t **out, const char *dir, size_t map_size)
 	}
 	if (rc == MDB_SUCCESS) {
 		rc = mdb_dbi_open(txn, "keys", MDB_CREATE, &s->keys);
+	}
+	if (rc == MDB_SUCCESS) {
+		rc = mdb_dbi_open(txn, "quarantine", MDB_CREATE, &s->quarantine);
 	}
 	if (rc != MDB_SUCCESS) {
 		mdb_txn_abort(txn);
@@ -279,6 +283,7 @@ int edge_txn_begin_read(edge_store_t *store, edge_txn_t *txn)
 	}
 	txn->store = store;
 	txn->write = false;
+	txn->nested = false;
 	return txn_begin(store, txn, MDB_RDONLY);
 }
 
@@ -307,6 +312,7 @@ int edge_txn_begin_write(edge_store_t *store, edge_txn_t *txn)
 {
 	txn->store = store;
 	txn->write = true;
+	txn->nested = false;
 	return txn_begin(store, txn, 0);
 }
 
@@ -329,10 +335,29 @@ int edge_txn_commit(edge_txn_t *txn)
 	}
 	txn->txn = NULL;
 	txn->active = false;
+	if (txn->nested) {
+		return lmdb_error(rc); /* Nothing reached the file yet. */
+	}
 	if (rc == MDB_SUCCESS) {
 		edge_reserve_check(txn->store);
 	}
 	return commit_error(txn->store, rc);
+}
+
+int edge_txn_begin_nested(edge_txn_t *parent, edge_txn_t *child)
+{
+	if (parent->txn == NULL || !parent->write) {
+		return ZC_EUSAGE;
+	}
+	child->store = parent->store;
+	child->write = true;
+	child->nested = true;
+	child->active = false; /* The parent holds the thread's slot. */
+	int rc = mdb_txn_begin(parent->store->env, parent->txn, 0, &child->txn);
+	if (rc != MDB_SUCCESS) {
+		child->txn = NULL;
+	}
+	return lmdb_error(rc);
 }
 
 /* Logs the reserve's state when it changes, a failure again every minute. */
@@ -673,7 +698,8 @@ int edge_txn_del_zone(edge_txn_t *txn, const knot_dname_t *apex,
 	if (rc != MDB_NOTFOUND && rc != MDB_SUCCESS) {
 		return lmdb_error(rc);
 	}
-	return edge_txn_put_keys(txn, zone_id, NULL, 0);
+	int ret = edge_txn_del_quarantine(txn, zone_id);
+	return ret == ZC_EOK ? edge_txn_put_keys(txn, zone_id, NULL, 0) : ret;
 }
 
 int edge_meta_get(edge_txn_t *txn, const char *key, uint64_t *value)
@@ -710,7 +736,8 @@ int edge_meta_put(edge_txn_t *txn, const char *key, uint64_t value)
 int edge_txn_clear(edge_txn_t *txn)
 {
 	MDB_dbi dbis[] = { txn->store->zones, txn->store->nodes,
-	                   txn->store->meta, txn->store->keys };
+	                   txn->store->meta, txn->store->keys,
+	                   txn->store->quarantine };
 	for (size_t i = 0; i < sizeof(dbis) / sizeof(dbis[0]); i++) {
 		int rc = mdb_drop(txn->txn, dbis[i], 0);
 		if (rc != MDB_SUCCESS) {
@@ -778,4 +805,65 @@ int edge_txn_put_keys(edge_txn_t *txn, uint64_t zone_id, const uint8_t *val,
 	}
 	MDB_val v = { .mv_size = len, .mv_data = (void *)val };
 	return lmdb_error(mdb_put(txn->txn, txn->store->keys, &k, &v, 0));
+}
+
+int edge_quarantine_get(edge_txn_t *txn, uint64_t zone_id,
+                        edge_quarantine_t *out)
+{
+	uint8_t key[8];
+	node_key(key, zone_id, NULL, 0);
+	MDB_val k = { .mv_size = 8, .mv_data = key };
+	MDB_val v;
+	int rc = mdb_get(txn->txn, txn->store->quarantine, &k, &v);
+	if (rc != MDB_SUCCESS) {
+		return lmdb_error(rc);
+	}
+	return edge_quarantine_decode(v.mv_data, v.mv_size, out);
+}
+
+int edge_txn_put_quarantine(edge_txn_t *txn, const edge_quarantine_t *q)
+{
+	uint8_t key[8];
+	uint8_t val[sizeof(edge_quarantine_t) + 64];
+	node_key(key, q->zone_id, NULL, 0);
+	int len = edge_quarantine_encode(val, sizeof(val), q);
+	if (len < 0) {
+		return len;
+	}
+	MDB_val k = { .mv_size = 8, .mv_data = key };
+	MDB_val v = { .mv_size = (size_t)len, .mv_data = val };
+	return lmdb_error(mdb_put(txn->txn, txn->store->quarantine, &k, &v, 0));
+}
+
+int edge_txn_del_quarantine(edge_txn_t *txn, uint64_t zone_id)
+{
+	uint8_t key[8];
+	node_key(key, zone_id, NULL, 0);
+	MDB_val k = { .mv_size = 8, .mv_data = key };
+	int rc = mdb_del(txn->txn, txn->store->quarantine, &k, NULL);
+	return rc == MDB_NOTFOUND ? ZC_EOK : lmdb_error(rc);
+}
+
+int edge_quarantine_foreach(edge_txn_t *txn,
+                            int (*cb)(const edge_quarantine_t *q, void *ctx),
+                            void *ctx)
+{
+	MDB_cursor *cur;
+	int rc = mdb_cursor_open(txn->txn, txn->store->quarantine, &cur);
+	if (rc != MDB_SUCCESS) {
+		return lmdb_error(rc);
+	}
+	MDB_val k, v;
+	rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST);
+	while (rc == MDB_SUCCESS) {
+		edge_quarantine_t q;
+		if (edge_quarantine_decode(v.mv_data, v.mv_size, &q) == ZC_EOK &&
+		    cb(&q, ctx) != 0) {
+			break;
+		}
+		rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT);
+	}
+	mdb_cursor_close(cur);
+	return (rc == MDB_SUCCESS || rc == MDB_NOTFOUND) ? ZC_EOK :
+	       lmdb_error(rc);
 }
