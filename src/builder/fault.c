@@ -54,6 +54,11 @@ static bool listed(const knot_dname_t *apex)
 	return found;
 }
 
+void builder_fault_init(void)
+{
+	pthread_once(&fault_once, fault_init);
+}
+
 int builder_fault_check(const knot_dname_t *apex)
 {
 	pthread_once(&fault_once, fault_init);

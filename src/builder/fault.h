@@ -13,3 +13,6 @@
  * test of a pointer.
  */
 int builder_fault_check(const knot_dname_t *apex);
+
+/* Reads the variable now (so that zonecast says it at start). */
+void builder_fault_init(void);

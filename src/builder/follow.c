@@ -17,6 +17,7 @@
 #include <libknot/errcode.h>
 
 #include "builder/builder.h"
+#include "builder/fault.h"
 #include "builder/pass.h"
 #include "common/error.h"
 #include "common/log.h"
@@ -57,6 +58,7 @@ struct builder_follower {
 int builder_catch_up(records_store_t *rs, edge_store_t *es, uint64_t *applied)
 {
 	pass_state_t st;
+	builder_fault_init();
 	int ret = pass_init(&st, rs, rs, es, SIZE_MAX, true);
 	int grows = 0;
 	while (ret == ZC_EOK) {
