@@ -46,8 +46,9 @@ typedef void (*builder_diff_cb)(const knot_dname_t *owner, const char *what,
 
 /*
  * Full build of one zone: makes the edge store equal to the records store
- * for `apex` (deleting the zone from the edge if it no longer exists).
- * progress, when not NULL, is called every 65536 records.
+ * for `apex` (deleting the zone from the edge if it no longer exists),
+ * and ends its quarantine if it had one. progress, when not NULL, is
+ * called every 65536 records.
  */
 int builder_full_build(records_store_t *rs, edge_store_t *es,
                        const knot_dname_t *apex, builder_stats_t *stats,

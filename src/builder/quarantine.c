@@ -241,10 +241,14 @@ int quarantine_release(pass_state_t *st, int i)
 	}
 	char name[KNOT_DNAME_TXT_MAXLEN + 1];
 	knot_dname_to_str(name, e->apex, sizeof(name));
-	if (built) {
+	if (built && q.attempts > 0) {
 		zc_info("zone %s: released from quarantine: built at serial %u "
 		        "after %u failed attempt(s); writes are accepted again",
 		        name, zone.serial, q.attempts);
+	} else if (built) {
+		zc_info("zone %s: released from quarantine: built at serial %u "
+		        "(it was built whole meanwhile); writes are accepted again",
+		        name, zone.serial);
 	} else {
 		zc_info("zone %s: released from quarantine: the zone is gone",
 		        name);
