@@ -123,10 +123,10 @@ typedef void (*builder_zone_failed_cb)(const builder_touch_t *node, int error,
  * transaction stamped with the records snapshot's newest sequence.
  * `touched` must be grouped by zone.
  *
- * Each zone is built in a transaction nested in that one: a zone whose
- * build fails with an error of its own (builder_error_is_store_wide()
- * false) is rolled back alone and reported to `failed`, and the others
- * are committed. With failed NULL its error fails the whole build (nothing
+ * Each zone is built in a transaction nested in that one (unless there is
+ * only one): a zone whose build fails with an error of its own
+ * (builder_error_is_store_wide() false) is rolled back alone and reported
+ * to `failed`, and the others are committed. With failed NULL its error fails the whole build (nothing
  * is written). A store-wide error always fails the whole build.
  */
 int builder_record_build(records_store_t *rs, edge_store_t *es,

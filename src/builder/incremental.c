@@ -4,8 +4,9 @@
  * record events, read just that node from the records store (an indexed
  * lookup) and write it, with the zone's new serial, into the edge store in
  * one LMDB transaction. The cost depends on the number of nodes touched,
- * never on the size of the zone. Each zone goes in a nested transaction,
- * so one zone's failure is rolled back alone (builder.h).
+ * never on the size of the zone. When a build covers several zones, each
+ * goes in a nested transaction, so one zone's failure is rolled back
+ * alone (builder.h).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -124,20 +125,18 @@ static size_t zone_run(const builder_touch_t *t, size_t count)
 	return n;
 }
 
-/* Builds the n touches of one zone in a transaction nested in `parent`,
- * with the zone's serial; on failure nothing of it stays and *at is the
- * index of the touch it failed at. */
-static int build_zone(records_store_t *rs, edge_txn_t *parent, read_t *r,
+/* Writes the n touches of one zone and its new serial into txn; on failure
+ * *at is the index of the touch it failed at. */
+static int write_zone(records_store_t *rs, edge_txn_t *txn, read_t *r,
                       const builder_touch_t *t, size_t n, uint64_t seq,
                       builder_stats_t *stats, size_t *at)
 {
-	edge_txn_t child = { 0 };
-	int ret = edge_txn_begin_nested(parent, &child);
+	int ret = ZC_EOK;
 	uint32_t version = t[0].version;
 	*at = 0;
 	for (size_t i = 0; i < n && ret == ZC_EOK; i++) {
 		*at = i;
-		ret = build_node(rs, &child, r, &t[i], seq, stats);
+		ret = build_node(rs, txn, r, &t[i], seq, stats);
 		if (serial_newer(t[i].version, version)) {
 			version = t[i].version;
 		}
@@ -147,7 +146,22 @@ static int build_zone(records_store_t *rs, edge_txn_t *parent, read_t *r,
 		ret = builder_fault_check(t[0].apex);
 	}
 	if (ret == ZC_EOK) {
-		ret = bump_meta(rs, &child, &t[n - 1], version, seq);
+		ret = bump_meta(rs, txn, &t[n - 1], version, seq);
+	}
+	return ret;
+}
+
+/* write_zone() in a transaction nested in `parent`: on failure nothing of
+ * the zone stays. */
+static int write_zone_nested(records_store_t *rs, edge_txn_t *parent,
+                             read_t *r, const builder_touch_t *t, size_t n,
+                             uint64_t seq, builder_stats_t *stats, size_t *at)
+{
+	edge_txn_t child = { 0 };
+	*at = 0;
+	int ret = edge_txn_begin_nested(parent, &child);
+	if (ret == ZC_EOK) {
+		ret = write_zone(rs, &child, r, t, n, seq, stats, at);
 	}
 	if (ret == ZC_EOK) {
 		return edge_txn_commit(&child);
@@ -174,20 +188,27 @@ int builder_record_build_in(records_store_t *rs, edge_store_t *es,
 	if (ret == ZC_EOK) {
 		ret = edge_txn_begin_write(es, &txn);
 	}
+	/* One zone needs no nested transaction: its failure drops it all. */
+	bool one_zone = count > 0 && zone_run(touched, count) == count;
+	bool drop = false;
 	for (size_t i = 0; i < count && ret == ZC_EOK;) {
 		size_t n = zone_run(touched + i, count - i), at;
 		builder_stats_t before = *stats;
-		int zret = build_zone(rs, &txn, r, touched + i, n, seq, stats, &at);
+		int zret = one_zone ?
+		           write_zone(rs, &txn, r, touched + i, n, seq, stats, &at) :
+		           write_zone_nested(rs, &txn, r, touched + i, n, seq, stats,
+		                             &at);
 		bool own = zret == ZC_ENOZONE || !builder_error_is_store_wide(zret);
 		if (zret != ZC_EOK && own && failed != NULL) {
 			*stats = before; /* Rolled back. */
 			failed(&touched[i + at], zret, ctx);
+			drop = one_zone;
 		} else {
 			ret = zret;
 		}
 		i += n;
 	}
-	if (ret == ZC_EOK) {
+	if (ret == ZC_EOK && !drop) {
 		ret = edge_txn_commit(&txn);
 	} else {
 		edge_txn_abort(&txn);
