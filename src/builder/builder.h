@@ -224,9 +224,12 @@ bool builder_follower_wait_pass(builder_follower_t *f, uint64_t *seen,
 
 /*
  * Waiting for a zone version to be served (read your own write: an UPDATE
- * is answered once the edge store serves it). The caller owns the waiter
- * until `done` runs, exactly once, on the builder's thread (or on the
- * caller's, from builder_follower_stop()) with
+ * is answered once the edge store serves it). Waiters with the same
+ * non-NULL `order` (the responses of one TCP connection) are answered in
+ * the order they were registered; an `order_only` waiter waits for nothing
+ * else (a response with no change to serve, kept behind the others). The
+ * caller owns the waiter until `done` runs, exactly once, on the builder's
+ * thread (or on the caller's, from builder_follower_stop()) with
  *   ZC_EOK           the edge store serves version (or newer) of the zone,
  *   ZC_EQUARANTINED  the zone is quarantined,
  *   -ETIMEDOUT       deadline passed first,
@@ -238,6 +241,8 @@ typedef struct builder_waiter {
 	uint8_t apex[KNOT_DNAME_MAXLEN];
 	uint32_t version;
 	int64_t deadline_ms;      /* CLOCK_MONOTONIC milliseconds. */
+	const void *order;        /* NULL: no order to keep. */
+	bool order_only;          /* Nothing to wait for but the order. */
 	void (*done)(struct builder_waiter *w, int result);
 	/* Internal. */
 	int result;

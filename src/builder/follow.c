@@ -40,7 +40,8 @@ struct builder_follower {
 	bool woken;
 	bool exited;           /* The thread ended: waiters fail at once. */
 	uint64_t passes;
-	builder_waiter_t *waiters;
+	builder_waiter_t *waiters;       /* In the order they were registered. */
+	builder_waiter_t **waiters_tail; /* &last->next, or &waiters. */
 	uint64_t *quarantined; /* Ids of the quarantined zones. */
 	size_t quarantined_count, quarantined_cap;
 	_Atomic size_t quarantined_any; /* quarantined_count, lock-free. */
@@ -160,6 +161,9 @@ static int waiter_state(builder_follower_t *f, edge_txn_t *txn,
                         const builder_waiter_t *w, int64_t now, bool final)
 {
 	edge_zone_t zone;
+	if (w->order_only) {
+		return ZC_EOK;
+	}
 	if (builder_follower_quarantined(f, w->zone_id)) {
 		return ZC_EQUARANTINED;
 	}
@@ -173,12 +177,35 @@ static int waiter_state(builder_follower_t *f, edge_txn_t *txn,
 	return final ? ZC_EBUSY : 1;
 }
 
-/* Answers the waiters whose outcome is known (all of them when final). */
+/* Whether a waiter still pending (in list) shares w's order. */
+static bool order_blocked(const builder_waiter_t *list,
+                          const builder_waiter_t *w)
+{
+	for (const builder_waiter_t *p = list; w->order != NULL && p != NULL;
+	     p = p->next) {
+		if (p->order == w->order) {
+			return true;
+		}
+	}
+	return false;
+}
+
+/* Appends w to the list ending at *tail. */
+static void append(builder_waiter_t ***tail, builder_waiter_t *w)
+{
+	w->next = NULL;
+	**tail = w;
+	*tail = &w->next;
+}
+
+/* Answers the waiters whose outcome is known (all of them when final), in
+ * the order they came, none before an earlier one of the same order. */
 static void settle_waiters(builder_follower_t *f, bool final)
 {
 	pthread_mutex_lock(&f->lock);
 	builder_waiter_t *list = f->waiters;
 	f->waiters = NULL;
+	f->waiters_tail = &f->waiters;
 	pthread_mutex_unlock(&f->lock);
 	if (list == NULL) {
 		return;
@@ -187,24 +214,28 @@ static void settle_waiters(builder_follower_t *f, bool final)
 	bool readable = edge_txn_begin_read(f->es, &txn) == ZC_EOK;
 	int64_t now = mono_ms();
 	builder_waiter_t *keep = NULL, *ready = NULL;
+	builder_waiter_t **keep_tail = &keep, **ready_tail = &ready;
 	for (builder_waiter_t *w = list, *next; w != NULL; w = next) {
 		next = w->next;
-		w->result = readable ? waiter_state(f, &txn, w, now, final) :
-		            (final ? ZC_EBUSY : 1);
-		builder_waiter_t **to = w->result == 1 ? &keep : &ready;
-		w->next = *to;
-		*to = w;
+		if (order_blocked(keep, w) && !final) {
+			w->result = 1;
+		} else if (readable) {
+			w->result = waiter_state(f, &txn, w, now, final);
+		} else {
+			w->result = final ? ZC_EBUSY : 1;
+		}
+		append(w->result == 1 ? &keep_tail : &ready_tail, w);
 	}
 	if (readable) {
 		edge_txn_abort(&txn);
 	}
 	if (keep != NULL) {
+		/* Before the ones registered meanwhile. */
 		pthread_mutex_lock(&f->lock);
-		builder_waiter_t *tail = keep;
-		while (tail->next != NULL) {
-			tail = tail->next;
+		*keep_tail = f->waiters;
+		if (f->waiters == NULL) {
+			f->waiters_tail = keep_tail;
 		}
-		tail->next = f->waiters;
 		f->waiters = keep;
 		pthread_mutex_unlock(&f->lock);
 	}
@@ -307,6 +338,7 @@ int builder_follower_start(const char *data_dir, edge_store_t *es,
 	f->data_dir = strdup(data_dir);
 	f->es = es;
 	f->poll_ms = poll_ms;
+	f->waiters_tail = &f->waiters;
 	pthread_mutex_init(&f->lock, NULL);
 	pthread_cond_init(&f->cond, NULL);
 	pthread_cond_init(&f->done, NULL);
@@ -361,8 +393,7 @@ void builder_follower_await(builder_follower_t *f, builder_waiter_t *w)
 		w->done(w, ZC_EBUSY);
 		return;
 	}
-	w->next = f->waiters;
-	f->waiters = w;
+	append(&f->waiters_tail, w);
 	/* A pass settles it (the one that built it may be over already). */
 	f->woken = true;
 	pthread_cond_signal(&f->cond);

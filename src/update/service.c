@@ -180,12 +180,13 @@ static void finish(update_msg_t *m, uint8_t rcode)
 static _Atomic int64_t storage_logged;
 static _Atomic int64_t live_logged;
 
-/* The builder has applied the message (or could not, in time). */
+/* The builder has applied the message (or could not, in time), or the
+ * messages before it on its connection are answered. */
 static void on_live(builder_waiter_t *w, int result)
 {
 	update_msg_t *m = (update_msg_t *)((uint8_t *)w -
 	                                   offsetof(update_msg_t, waiter));
-	if (result != ZC_EOK) {
+	if (result != ZC_EOK && !w->order_only) {
 		m->rcode = KNOT_RCODE_SERVFAIL;
 		if (zc_log_due(&live_logged, 10000)) {
 			zc_warn("update %s: serial %u committed but not served "
@@ -199,8 +200,10 @@ static void on_live(builder_waiter_t *w, int result)
 	msg_free(m);
 }
 
-/* Answers once the edge store serves the message's new serial. */
-static void await_live(update_msg_t *m)
+/* Answers once the edge store serves the message's new serial, or (with
+ * nothing to serve) once the messages before it on its TCP connection are
+ * answered: pipelined UPDATEs are answered in order. */
+static void await_live(update_msg_t *m, bool order_only)
 {
 	update_service_t *u = m->service;
 	builder_waiter_t *w = &m->waiter;
@@ -208,6 +211,8 @@ static void await_live(update_msg_t *m)
 	memcpy(w->apex, m->zone.apex, knot_dname_size(m->zone.apex));
 	w->version = m->zone.serial;
 	w->deadline_ms = mono_ms() + u->cfg.live_wait_ms;
+	w->order = server_reply_stream(m->reply);
+	w->order_only = order_only;
 	w->done = on_live;
 	builder_follower_await(u->cfg.follower, w);
 }
@@ -227,10 +232,13 @@ static void on_committed(writer_unit_t *unit, int result)
 		zc_warn("update %s: SERVFAIL (%s)", m->zone.name,
 		        zc_strerror(result));
 	}
-	if (result == ZC_EOK && m->rcode == KNOT_RCODE_NOERROR && m->changed &&
-	    m->service->cfg.follower != NULL) {
-		await_live(m);
-		return;
+	if (m->service->cfg.follower != NULL) {
+		bool serve = result == ZC_EOK && m->rcode == KNOT_RCODE_NOERROR &&
+		             m->changed;
+		if (serve || m->tcp) {
+			await_live(m, !serve);
+			return;
+		}
 	}
 	respond(m);
 	msg_free(m);

@@ -13,6 +13,8 @@ polling, no sleep.
 """
 
 import itertools
+import socket
+import struct
 import subprocess
 
 import dns.message
@@ -23,6 +25,7 @@ import dns.rdatatype
 import dns.update
 import pytest
 
+import servers
 from conftest import UPDATE_SOURCE
 
 ROUNDS = 200
@@ -157,3 +160,38 @@ def test_api_wait_live_then_query_sees_it(srv, api):
                                                  "content": "192.0.2.1"})
     assert r.status_code == 400 and "wait" in r.json()["errors"][0]["message"], r.text
     assert len(api.records(zid)) == before
+
+
+def test_pipelined_updates_answered_in_order_and_served(srv, api):
+    """60 UPDATEs written back to back on one TCP connection, into two zones,
+    a third of them changing nothing (a failed prerequisite): the answers
+    come in the order of the messages, and each name acknowledged is
+    served."""
+    zones = [make_zone(srv, api, "pipe")[1] for _ in range(2)]
+    msgs, want = [], []
+    for i in range(60):
+        zone = zones[i % 2] + "."
+        u = dns.update.UpdateMessage(zone)
+        if i % 3 == 2:
+            u.present("missing%d.%s" % (i, zone))   # NXDOMAIN, nothing written
+            u.add("never%d.%s" % (i, zone), 300, "A", "192.0.2.1")
+            want.append((u.id, dns.rcode.NXDOMAIN, None))
+        else:
+            u.add("p%d.%s" % (i, zone), 300, "A", "192.0.2.%d" % (i + 1))
+            want.append((u.id, dns.rcode.NOERROR, "p%d.%s" % (i, zone)))
+        msgs.append(u)
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((UPDATE_SOURCE, 0))
+        s.settimeout(10)
+        s.connect(("127.0.0.1", srv.port))
+        s.sendall(b"".join(struct.pack("!H", len(w)) + w for w in
+                           (m.to_wire() for m in msgs)))
+        got = []
+        for _ in msgs:
+            (n,) = struct.unpack("!H", servers.recv_exact(s, 2))
+            r = dns.message.from_wire(servers.recv_exact(s, n))
+            got.append((r.id, r.rcode()))
+            name = next(w[2] for w in want if w[0] == r.id)
+            if name is not None and r.rcode() == dns.rcode.NOERROR:
+                assert answer(srv, name, "A")[0] == dns.rcode.NOERROR, name
+    assert got == [(i, rc) for i, rc, _ in want]
