@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /*
  * What the DNS server serves of a zone, as the API tells it: the
- * propagation receipts (GET /zones/{id}/propagation), writes that answer
- * only once they are served (?wait=live), the zone's quarantine (the
- * `quarantine` member of a zone, writes refused with 409) and the way out
- * of it (POST /zones/{id}/retry).
+ * propagation receipts (GET /zones/{id}/propagation, with a fleet's edges),
+ * writes that answer only once this server serves them (?wait=live), the
+ * zone's quarantine (the `quarantine` member of a zone, writes refused
+ * with 409) and the way out of it (POST /zones/{id}/retry).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -159,8 +159,33 @@ void api_wait_live(api_req_t *req)
 	}
 }
 
+/* The fleet's part of a receipt: each edge, and whether every edge that
+ * is up serves the version. */
+static json_t *edges_json(fleet_primary_t *fleet, uint64_t zone_id,
+                          uint32_t version, bool *all_live, size_t *live_count,
+                          size_t *count)
+{
+	static _Thread_local fleet_edge_status_t st[256];
+	*count = fleet_edges(fleet, zone_id, version, st, 256);
+	*all_live = true;
+	*live_count = 0;
+	json_t *arr = json_array();
+	for (size_t i = 0; i < *count; i++) {
+		*all_live = *all_live && (st[i].live || !st[i].up);
+		*live_count += st[i].live;
+		json_t *e = json_pack("{s:s, s:b, s:b, s:o, s:o}", "name", st[i].name,
+		                      "up", st[i].up, "live", st[i].live,
+		                      "version", st[i].version_known ?
+		                      json_integer(st[i].version) : json_null(),
+		                      "last_seen", api_time(st[i].last_seen_ms));
+		json_array_append_new(arr, e);
+	}
+	return arr;
+}
+
 /* GET /zones/{id}/propagation?version=N[&wait=S]: is version N (or newer)
- * what the edge answers from? Waits up to S seconds for it. */
+ * what this server answers from, and with a fleet every edge that is up?
+ * Waits up to S seconds for it (not for a quarantined zone). */
 void api_propagation(api_req_t *req, const records_zone_t *zone)
 {
 	const char *v = api_query_arg(req, "version");
@@ -180,29 +205,55 @@ void api_propagation(api_req_t *req, const records_zone_t *zone)
 		return;
 	}
 	builder_follower_t *f = req->api->cfg.follower;
+	fleet_primary_t *fleet = req->api->cfg.fleet;
 	int64_t deadline = mono_ms() + (int64_t)(wait * 1000);
 	uint64_t seen = f != NULL ? builder_follower_passes(f) : 0;
 	uint32_t serial = 0;
 	int ret;
+	bool here = false, edges_live = true;
+	size_t live_count = 0, count = 0;
+	json_t *edges = NULL;
 	for (;;) {
 		ret = edge_serial(req, zone->id, zone->apex, &serial);
-		if ((ret == ZC_EOK && serial_reached(serial, (uint32_t)version)) ||
-		    (ret != ZC_EOK && ret != ZC_ENOZONE) || f == NULL ||
-		    builder_follower_quarantined(f, (uint64_t)zone->id)) {
+		here = ret == ZC_EOK && serial_reached(serial, (uint32_t)version);
+		if (here && fleet != NULL) {
+			json_decref(edges);
+			edges = edges_json(fleet, (uint64_t)zone->id,
+			                   (uint32_t)version, &edges_live, &live_count,
+			                   &count);
+		}
+		if ((here && edges_live) || (ret != ZC_EOK && ret != ZC_ENOZONE) ||
+		    f == NULL || builder_follower_quarantined(f, (uint64_t)zone->id)) {
 			break;
 		}
 		int64_t left = deadline - mono_ms();
 		if (left <= 0) {
 			break;
 		}
-		builder_follower_wait_pass(f, &seen, (unsigned)left);
+		if (!here) {
+			builder_follower_wait_pass(f, &seen, (unsigned)left);
+		} else {
+			fleet_wait(fleet, (unsigned)left + 1);
+		}
 	}
-	bool live = ret == ZC_EOK && serial_reached(serial, (uint32_t)version);
+	if (fleet != NULL && edges == NULL) {
+		edges = edges_json(fleet, (uint64_t)zone->id, (uint32_t)version,
+		                   &edges_live, &live_count, &count);
+		edges_live = false; /* Not here yet: nowhere yet. */
+	}
 	req->result = json_pack("{s:I, s:I, s:b, s:o}", "version",
 	                        (json_int_t)version, "edge_version",
 	                        (json_int_t)(ret == ZC_EOK ? serial : 0),
-	                        "live", live, "quarantine",
+	                        "live", here && edges_live, "quarantine",
 	                        api_quarantine_json(req, zone->id));
+	if (fleet != NULL) {
+		json_object_set_new(req->result, "local_live", json_boolean(here));
+		json_object_set_new(req->result, "edges", edges);
+		json_object_set_new(req->result, "live_edges",
+		                    json_integer((json_int_t)live_count));
+		json_object_set_new(req->result, "edge_count",
+		                    json_integer((json_int_t)count));
+	}
 }
 
 /* POST /zones/{id}/retry: asks the builder to build a quarantined zone

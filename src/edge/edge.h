@@ -45,13 +45,14 @@
 typedef struct edge_store edge_store_t;
 
 /* A read or write transaction. Caller storage; not shared by threads. */
-typedef struct {
+typedef struct edge_txn {
 	edge_store_t *store;
 	struct MDB_txn *txn;
 	bool write;
 	bool active;
-	bool nested;    /* A child of another write transaction. */
+	struct edge_txn *parent; /* A nested transaction's parent, or NULL. */
 	int slot;       /* Internal: the thread's slot while active. */
+	struct edge_rec *rec; /* Internal: replication ops of a write. */
 } edge_txn_t;
 
 /*
@@ -81,10 +82,11 @@ int edge_txn_commit(edge_txn_t *txn);
 
 /*
  * Starts a transaction nested in the write transaction `parent` (LMDB
- * nested transactions): its writes join the parent's on
- * edge_txn_commit(child), or vanish on edge_txn_abort(child), so one
- * zone's failed build can be dropped from a transaction holding others.
- * The parent may not be used until the child ends.
+ * nested transactions): its writes, and the replication ops they record,
+ * join the parent's on edge_txn_commit(child) or vanish on
+ * edge_txn_abort(child), so one zone's failed build can be dropped from a
+ * transaction holding others (one commit of the replication log all the
+ * same). The parent may not be used until the child ends.
  */
 int edge_txn_begin_nested(edge_txn_t *parent, edge_txn_t *child);
 
@@ -166,6 +168,20 @@ int edge_txn_put_node(edge_txn_t *txn, uint64_t zone_id, const uint8_t *rel,
 /* Deletes a node unless it carries a seq newer than `seq` (ZC_ESTALE). */
 int edge_txn_del_node(edge_txn_t *txn, uint64_t zone_id, const uint8_t *rel,
                       size_t rel_len, uint64_t seq);
+
+/*
+ * Staging of a full build that runs in several transactions (builder
+ * steps): its node writes and deletes go to the stage, invisible to
+ * queries, and edge_txn_stage_commit() makes them live at once with the
+ * zone's metadata, so the zone's new version is never seen half-built.
+ * edge_txn_stage_clear() drops what an abandoned build left.
+ */
+int edge_txn_stage_put(edge_txn_t *txn, uint64_t zone_id, const uint8_t *rel,
+                       size_t rel_len, const uint8_t *val, size_t val_len);
+int edge_txn_stage_del(edge_txn_t *txn, uint64_t zone_id, const uint8_t *rel,
+                       size_t rel_len, uint64_t seq);
+int edge_txn_stage_commit(edge_txn_t *txn, uint64_t zone_id);
+int edge_txn_stage_clear(edge_txn_t *txn, uint64_t zone_id);
 
 /* Stores zone metadata under its apex. */
 int edge_txn_put_zone(edge_txn_t *txn, const edge_zone_t *zone);
