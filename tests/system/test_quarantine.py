@@ -331,3 +331,65 @@ def test_unservable_stored_data_quarantines_only_its_zone(srv):
     assert answer(srv, "back.many.q.test.") == (dns.rcode.NOERROR, {"192.0.2.4"})
     cp = srv.verify()
     assert cp.returncode == 0 and "no differences" in cp.stdout, cp.stdout + cp.stderr
+
+
+@pytest.mark.skipif(not os.path.exists("/usr/sbin/nats-server"),
+                    reason="nats-server is not installed")
+def test_fleet_edges_follow_the_good_zones_and_keep_the_bad_one(tmp_path, fault):
+    """With a fleet (docs/fleet.md): while a zone is quarantined on the
+    primary, edges get every other zone's changes and keep the bad zone at
+    the version the primary serves; after the release they get it too. The
+    edge stores stay equal to the primary's (digest) throughout."""
+    from fleet import EdgeServer, NatsServer, settle
+
+    nats = NatsServer(str(tmp_path)).start()
+    primary = servers.ZonecastServer(os.path.join(str(tmp_path), "primary"), zones={},
+                                     api=True, env={"ZONECAST_FAULT_BUILD": str(fault)},
+                                     options=["nats=" + nats.url,
+                                              "allow-update=" + UPDATE_SOURCE])
+    edge = None
+    try:
+        primary.start()
+        edge = EdgeServer(str(tmp_path), "edge1", nats.url).start()
+        api = primary.client()
+        bad = create_zone(api, primary, BAD)
+        create_zone(api, primary, GOOD_UPD)
+        assert update(primary, BAD, ("before." + BAD, "192.0.2.1")) == dns.rcode.NOERROR
+        settle(primary, [edge])
+        good_serial = soa_serial(primary, BAD)
+
+        fault.write_text(BAD + "\n")
+        # writes to both zones at once, so that passes hold both
+        rcodes = {}
+
+        def send(zone, name):
+            rcodes[name] = update(primary, zone, (name, "192.0.2.2"))
+        for i in range(10):
+            ts = [threading.Thread(target=send, args=(BAD, "b%d.%s" % (i, BAD))),
+                  threading.Thread(target=send, args=(GOOD_UPD, "g%d.%s" % (i, GOOD_UPD)))]
+            for t in ts:
+                t.start()
+            for t in ts:
+                t.join(10)
+        assert all(rcodes["g%d.%s" % (i, GOOD_UPD)] == dns.rcode.NOERROR for i in range(10))
+        assert rcodes["b0.%s" % BAD] == dns.rcode.SERVFAIL
+        assert api.get("/zones/%s" % bad)["quarantine"] is not None
+        settle(primary, [edge])
+        for srv in (primary, edge):
+            assert soa_serial(srv, BAD) == good_serial
+            assert answer(srv, "b0.%s." % BAD)[0] == dns.rcode.NXDOMAIN
+            assert answer(srv, "before.%s." % BAD) == (dns.rcode.NOERROR, {"192.0.2.1"})
+            for i in range(10):
+                assert answer(srv, "g%d.%s." % (i, GOOD_UPD)) == \
+                    (dns.rcode.NOERROR, {"192.0.2.2"})
+
+        fault.write_text("")
+        r = api.call("POST", "/zones/%s/retry" % bad)
+        assert r.status_code == 200 and r.json()["result"]["quarantine"] is None, r.text
+        settle(primary, [edge])
+        assert answer(edge, "b0.%s." % BAD) == (dns.rcode.NOERROR, {"192.0.2.2"})
+        assert soa_serial(edge, BAD) == soa_serial(primary, BAD) > good_serial
+    finally:
+        problems = (edge.stop() if edge else []) + primary.stop()
+        nats.stop()
+    assert not problems, problems
