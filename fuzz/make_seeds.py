@@ -72,6 +72,11 @@ def edge_values():
     zone = struct.pack(">BBQQIB", 1, 0, 1, 2, 3, len(apex)) + apex
     zone += struct.pack(">IH", 3600, len(soa)) + soa
     write("edge_decode", "zone", zone)
+    reason = b"per-record build failed at www.example.: value too large"
+    quarantine = struct.pack(">BBQQQQIIiB", 1, 1, 7, 1764744000123, 1764744001000, 99,
+                             2024010101, 3, -2011, len(apex)) + apex
+    quarantine += struct.pack(">H", len(reason)) + reason
+    write("edge_decode", "quarantine", quarantine)
 
 
 def zonefiles():

@@ -11,7 +11,9 @@
  * requests share one fsync while each keeps its own zone version and its
  * own outcome. After a commit the builder is woken at once; the response
  * carries the version the request produced (a propagation receipt), and
- * GET .../propagation?version=N&wait=S tells when the edge serves it.
+ * GET .../propagation?version=N&wait=S tells when the edge serves it; a
+ * write with ?wait=live answers only once it is served (live.c). Writes
+ * to a quarantined zone (builder.h) are refused with 409.
  *
  * Errors use the Cloudflare envelope: {"success": false, "errors":
  * [{"code": N, "message": "..."}]} with an HTTP 4xx naming the field.
@@ -41,12 +43,14 @@ typedef struct {
 	unsigned timeout_s;      /* Inactivity before a connection is closed. */
 	unsigned max_clients;    /* Open connections in all. */
 	unsigned max_clients_per_ip; /* Open connections from one address. */
+	unsigned live_wait_ms;   /* Longest ?wait=live wait (0: default). */
 } api_config_t;
 
 #define API_DEFAULT_MAX_BODY (8u << 20)
 #define API_DEFAULT_TIMEOUT_S 10u
 #define API_DEFAULT_MAX_CLIENTS 512u
 #define API_DEFAULT_MAX_CLIENTS_PER_IP 32u
+#define API_DEFAULT_LIVE_WAIT_MS 5000u
 
 typedef struct api api_t;
 

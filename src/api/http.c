@@ -339,9 +339,14 @@ char *api_response(api_req_t *req, size_t *len, bool *json)
 		return text;
 	}
 	bool ok = req->errors == NULL;
-	json_t *env = json_pack("{s:b, s:o, s:[], s:o}", "success", ok,
+	json_t *messages = json_array();
+	if (ok && req->note[0] != '\0') {
+		json_array_append_new(messages, json_pack("{s:i, s:s}", "code",
+		                      1202, "message", req->note));
+	}
+	json_t *env = json_pack("{s:b, s:o, s:o, s:o}", "success", ok,
 	                        "errors", ok ? json_array() : req->errors,
-	                        "messages",
+	                        "messages", messages,
 	                        "result", (ok && req->result) ? req->result :
 	                        json_null());
 	if (!ok && req->result != NULL) {
@@ -355,6 +360,9 @@ char *api_response(api_req_t *req, size_t *len, bool *json)
 	if (ok && req->version != 0) {
 		json_object_set_new(env, "zone_version",
 		                    json_integer(req->version));
+	}
+	if (ok && req->version != 0 && req->wait_live) {
+		json_object_set_new(env, "zone_live", json_boolean(req->live));
 	}
 	char *text = json_dumps(env, JSON_COMPACT);
 	json_decref(env);
@@ -385,6 +393,10 @@ static enum MHD_Result respond(struct MHD_Connection *conn, api_req_t *req)
 		char v[24];
 		snprintf(v, sizeof(v), "%lld", (long long)req->version);
 		MHD_add_response_header(resp, "X-Zone-Version", v);
+		if (req->wait_live) {
+			MHD_add_response_header(resp, "X-Zone-Live",
+			                        req->live ? "true" : "false");
+		}
 	}
 	req->answered = true;
 	enum MHD_Result r = MHD_queue_response(conn,
@@ -413,10 +425,12 @@ void api_dispatch(api_req_t *req, const char *url)
 		api_error(req, 503, 1503, "server: no database connection free");
 		return;
 	}
-	if (api_authenticate(req) == ZC_EOK) {
+	if (api_authenticate(req) == ZC_EOK && api_wait_arg(req)) {
 		route(req, url);
 	}
 	pool_put(req->api, slot);
+	/* After the connection went back: waiting holds none. */
+	api_wait_live(req);
 }
 
 /* A Content-Length over the limit: 413 before the body is read (MHD then

@@ -49,6 +49,11 @@ typedef struct {
 	json_t *result_info;    /* Owned; optional. */
 	json_t *errors;         /* Owned array. */
 	int64_t version;        /* Zone version produced (0: none). */
+	bool wait_live;         /* ?wait=live: answer once it is served. */
+	int live;               /* With wait_live: 1 served, 0 not (yet). */
+	int64_t live_zone_id;   /* The zone the version belongs to. */
+	uint8_t live_apex[KNOT_DNAME_MAXLEN];
+	char note[512];         /* A message for the envelope ("": none). */
 	char etag[64];
 	char *raw;              /* Non-JSON body (export), owned. */
 	size_t raw_len;
@@ -118,6 +123,21 @@ void api_dns_records(api_req_t *req, int64_t zone_id, char **parts,
 void api_tsig_keys(api_req_t *req, const records_zone_t *zone, char **parts,
                    int count);
 void api_dnssec(api_req_t *req, const records_zone_t *zone);
+
+/* What is served (live.c). The zone's quarantine as JSON (null: none). */
+json_t *api_quarantine_json(api_req_t *req, int64_t zone_id);
+/* false after a 409: the zone is quarantined and takes no writes. */
+bool api_zone_writable(api_req_t *req, const records_zone_t *zone);
+/* Reads ?wait= of a write ("live" only); false after a 400. */
+bool api_wait_arg(api_req_t *req);
+/* With ?wait=live: waits until the edge store serves req->version of
+ * req->live_zone_id (or live-wait passes: 202 and a note). */
+void api_wait_live(api_req_t *req);
+/* GET /zones/{id}/propagation. */
+void api_propagation(api_req_t *req, const records_zone_t *zone);
+/* POST /zones/{id}/retry; zone_json renders the zone. */
+void api_zone_retry(api_req_t *req, const records_zone_t *zone,
+                    json_t *(*zone_json)(api_req_t *, const records_zone_t *));
 
 /* Token hashing (auth.c). */
 int api_token_hash(const char *token, uint8_t out[32]);

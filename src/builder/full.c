@@ -12,6 +12,7 @@
 #include <libknot/rrtype/soa.h>
 
 #include "builder/builder.h"
+#include "builder/fault.h"
 #include "builder/node.h"
 #include "common/arena.h"
 #include "common/error.h"
@@ -415,7 +416,8 @@ static int finish(build_t *b)
 		check_meta(b, &want, b->found, &b->have);
 		return ZC_EOK;
 	}
-	if (b->stage) {
+	ret = builder_fault_check(b->zone.apex);
+	if (ret == ZC_EOK && b->stage) {
 		ret = edge_txn_stage_commit(&b->write, (uint64_t)b->zone.id);
 	}
 	return ret != ZC_EOK ? ret : edge_txn_put_zone(&b->write, &want);
@@ -513,6 +515,11 @@ const knot_dname_t *builder_job_apex(const builder_job_t *job)
 	return job->apex;
 }
 
+uint64_t builder_job_zone_id(const builder_job_t *job)
+{
+	return job->dropped ? 0 : (uint64_t)job->b.zone.id;
+}
+
 void builder_full_end(builder_job_t *job, builder_stats_t *stats)
 {
 	if (job == NULL) {
@@ -531,6 +538,33 @@ void builder_full_end(builder_job_t *job, builder_stats_t *stats)
 /* Map doublings one build may ask for (a small map, a large zone). */
 #define MAX_GROWS 24
 
+/* After a whole build of the zone succeeded (the CLI's, after an import):
+ * it is not quarantined any more. A running zonecast notices the entry is
+ * gone and releases the zone after a build of its own. */
+static int clear_quarantine(edge_store_t *es, uint64_t zone_id)
+{
+	edge_txn_t txn = { 0 };
+	edge_quarantine_t q;
+	int ret = edge_txn_begin_write(es, &txn);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	ret = edge_quarantine_get(&txn, zone_id, &q);
+	if (ret == ZC_EOK) {
+		ret = edge_txn_del_quarantine(&txn, zone_id);
+		ret = ret == ZC_EOK ? edge_txn_commit(&txn) : ret;
+		if (ret == ZC_EOK) {
+			char name[KNOT_DNAME_TXT_MAXLEN + 1];
+			knot_dname_to_str(name, q.apex, sizeof(name));
+			zc_info("zone %s: released from quarantine: built whole",
+			        name);
+			return ZC_EOK;
+		}
+	}
+	edge_txn_abort(&txn);
+	return ret == KNOT_ENOENT ? ZC_EOK : ret;
+}
+
 int builder_full_build(records_store_t *rs, edge_store_t *es,
                        const knot_dname_t *apex, builder_stats_t *stats,
                        void (*progress)(uint64_t records, void *ctx),
@@ -545,7 +579,11 @@ int builder_full_build(records_store_t *rs, edge_store_t *es,
 		job->b.progress = progress;
 		job->b.progress_ctx = ctx;
 		ret = builder_full_step(job, SIZE_MAX);
+		uint64_t zone_id = builder_job_zone_id(job);
 		builder_full_end(job, stats);
+		if (ret >= 0 && zone_id != 0) {
+			ret = clear_quarantine(es, zone_id);
+		}
 		if (ret != ZC_EMAPFULL || attempt == MAX_GROWS) {
 			return ret < 0 ? ret : ZC_EOK;
 		}

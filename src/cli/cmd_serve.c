@@ -280,6 +280,7 @@ static int run(const config_t *cfg)
 	update_service_t *updates = NULL;
 	update_config_t ucfg = {
 		.data_dir = cfg->data_dir, .writer = writer,
+		.follower = follower, .live_wait_ms = cfg->live_wait,
 		.allow_update = &cfg->allow_update,
 		.max_size = cfg->update_max_size,
 	};
@@ -316,6 +317,7 @@ static int run(const config_t *cfg)
 		.max_body = cfg->api_max_body, .timeout_s = cfg->api_timeout,
 		.max_clients = cfg->api_max_clients,
 		.max_clients_per_ip = cfg->api_max_clients_per_ip,
+		.live_wait_ms = cfg->live_wait,
 	};
 	if (ret == ZC_EOK && cfg->api_listen[0] != '\0') {
 		ret = api_start(&acfg, &api);

@@ -59,6 +59,13 @@ static int verify_one(records_store_t *rs, edge_store_t *es,
 static int verify_zone_cb(const records_zone_t *zone, void *ctx)
 {
 	all_t *all = ctx;
+	edge_quarantine_t q;
+	if (builder_quarantine_get(all->es, (uint64_t)zone->id, &q) == ZC_EOK) {
+		printf("%s: quarantined (%s): the edge serves serial %u, changes "
+		       "since wait; `zonecast zone retry %s` once fixed\n",
+		       zone->name, q.reason, q.serial, zone->name);
+		all->differences++;
+	}
 	if (verify_one(all->rs, all->es, zone->apex, zone->name,
 	               &all->differences) != ZC_EOK) {
 		all->failures++;

@@ -35,6 +35,7 @@ void config_defaults(config_t *cfg)
 	cfg->notify_retries = 5;
 	cfg->notify_timeout = 1000;
 	cfg->update_max_size = 65535;
+	cfg->live_wait = 5000;
 	cfg->signature_cache = 65536;
 	snprintf(cfg->api_listen, sizeof(cfg->api_listen), "127.0.0.1:8053");
 	cfg->api_max_body = API_DEFAULT_MAX_BODY;
@@ -319,6 +320,9 @@ int config_set(config_t *cfg, const char *key, const char *value,
 		bad = copy_str(cfg->user, sizeof(cfg->user), value);
 	} else if (strcmp(key, "signature-cache") == 0) {
 		bad = parse_uint(value, 16 * 1024 * 1024, &cfg->signature_cache);
+	} else if (strcmp(key, "live-wait") == 0) {
+		bad = parse_uint(value, 600000, &cfg->live_wait) ||
+		      cfg->live_wait == 0;
 	} else if (strcmp(key, "update-max-size") == 0) {
 		bad = parse_uint(value, 65535, &cfg->update_max_size) ||
 		      cfg->update_max_size < 12;

@@ -47,6 +47,8 @@ struct edge_store {
 	MDB_dbi keys;   /* Zone id (u64 BE) -> the zone's signing keys. */
 	MDB_dbi outbox; /* Replication log not yet published (repl.h). */
 	MDB_dbi stage;  /* Nodes of full builds in steps, not yet live. */
+	MDB_dbi quarantine; /* Zone id (u64 BE) -> why its builds fail; this
+	                     * node's own, not replicated (builder.h). */
 	_Atomic bool remapping;        /* New transactions wait meanwhile. */
 	pthread_mutex_t remap_lock;    /* One remap at a time. */
 	/* Space reserved ahead of the data (fallocate), so that the builder
@@ -97,3 +99,7 @@ int edge_rec_finish(edge_txn_t *txn, bool *wrote);
 
 /* Frees the op list (after commit or abort). */
 void edge_rec_free(edge_txn_t *txn);
+
+/* After a nested transaction's LMDB commit: appends its ops to its
+ * parent's list (a nested transaction's list is never flushed itself). */
+int edge_rec_merge(edge_txn_t *child, edge_txn_t *parent);

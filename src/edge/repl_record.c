@@ -15,6 +15,7 @@
 #define OP_HEAD 8
 
 struct edge_rec {
+	bool nested;     /* a nested transaction's: kept, merged at commit */
 	bool checked;    /* "repl_on" read for this transaction */
 	bool on;
 	bool started;    /* a commit id is taken */
@@ -74,6 +75,7 @@ static int recorder(edge_txn_t *txn, struct edge_rec **out)
 		if (txn->rec == NULL) {
 			return ZC_ENOSPACE;
 		}
+		txn->rec->nested = txn->parent != NULL;
 	}
 	struct edge_rec *r = txn->rec;
 	if (!r->checked) {
@@ -135,8 +137,9 @@ int edge_rec_op(edge_txn_t *txn, unsigned op, unsigned table,
 		return ret;
 	}
 	size_t size = OP_HEAD + klen + vlen;
-	/* Small ops never straddle parts (readers of zone puts rely on it). */
-	if (r->len > 0 && r->len + size > EDGE_REPL_PART_MAX) {
+	/* Small ops never straddle parts (readers of zone puts rely on it).
+	 * A nested transaction writes no part: it could be rolled back. */
+	if (!r->nested && r->len > 0 && r->len + size > EDGE_REPL_PART_MAX) {
 		ret = write_part(txn, r, r->buf, r->len, 0);
 		r->len = 0;
 		if (ret != ZC_EOK) {
@@ -159,7 +162,36 @@ int edge_rec_op(edge_txn_t *txn, unsigned op, unsigned table,
 		memcpy(p + OP_HEAD + klen, val, vlen);
 	}
 	r->len += size;
-	return size > EDGE_REPL_PART_MAX ? flush_giant(txn, r) : ZC_EOK;
+	return size > EDGE_REPL_PART_MAX && !r->nested ? flush_giant(txn, r) :
+	       ZC_EOK;
+}
+
+static uint64_t get_be(const uint8_t *p, int bytes)
+{
+	uint64_t v = 0;
+	for (int i = 0; i < bytes; i++) {
+		v = v << 8 | p[i];
+	}
+	return v;
+}
+
+int edge_rec_merge(edge_txn_t *child, edge_txn_t *parent)
+{
+	struct edge_rec *r = child->rec;
+	if (r == NULL || !r->on) {
+		return ZC_EOK;
+	}
+	size_t off = 0;
+	int ret = ZC_EOK;
+	while (ret == ZC_EOK && off + OP_HEAD <= r->len) {
+		const uint8_t *p = r->buf + off;
+		size_t klen = (size_t)get_be(p + 2, 2);
+		size_t vlen = (size_t)get_be(p + 4, 4);
+		ret = edge_rec_op(parent, p[0], p[1], p + OP_HEAD, klen,
+		                  p + OP_HEAD + klen, vlen);
+		off += OP_HEAD + klen + vlen;
+	}
+	return ret;
 }
 
 int edge_rec_finish(edge_txn_t *txn, bool *wrote)

@@ -114,6 +114,9 @@ int edge_open(edge_store_t **out, const char *dir, size_t map_size)
 	if (rc == MDB_SUCCESS) {
 		rc = mdb_dbi_open(txn, "stage", MDB_CREATE, &s->stage);
 	}
+	if (rc == MDB_SUCCESS) {
+		rc = mdb_dbi_open(txn, "quarantine", MDB_CREATE, &s->quarantine);
+	}
 	if (rc != MDB_SUCCESS) {
 		mdb_txn_abort(txn);
 		goto fail;
@@ -254,6 +257,7 @@ int edge_txn_begin_read(edge_store_t *store, edge_txn_t *txn)
 	}
 	txn->store = store;
 	txn->write = false;
+	txn->parent = NULL;
 	return txn_begin(store, txn, MDB_RDONLY);
 }
 
@@ -283,6 +287,7 @@ int edge_txn_begin_write(edge_store_t *store, edge_txn_t *txn)
 {
 	txn->store = store;
 	txn->write = true;
+	txn->parent = NULL;
 	return txn_begin(store, txn, 0);
 }
 
@@ -297,8 +302,23 @@ static int commit_error(edge_store_t *store, int rc)
 	return edge_lmdb_error(rc);
 }
 
+/* A nested transaction's commit: its ops go to the parent's list. */
+static int commit_nested(edge_txn_t *txn)
+{
+	int ret = edge_lmdb_error(mdb_txn_commit(txn->txn));
+	txn->txn = NULL;
+	if (ret == ZC_EOK) {
+		ret = edge_rec_merge(txn, txn->parent);
+	}
+	edge_rec_free(txn);
+	return ret;
+}
+
 int edge_txn_commit(edge_txn_t *txn)
 {
+	if (txn->parent != NULL) {
+		return commit_nested(txn);
+	}
 	bool wrote = false;
 	int ret = edge_rec_finish(txn, &wrote);
 	edge_rec_free(txn);
@@ -319,6 +339,23 @@ int edge_txn_commit(edge_txn_t *txn)
 		}
 	}
 	return commit_error(txn->store, rc);
+}
+
+int edge_txn_begin_nested(edge_txn_t *parent, edge_txn_t *child)
+{
+	if (parent->txn == NULL || !parent->write) {
+		return ZC_EUSAGE;
+	}
+	child->store = parent->store;
+	child->write = true;
+	child->parent = parent;
+	child->rec = NULL;
+	child->active = false; /* The parent holds the thread's slot. */
+	int rc = mdb_txn_begin(parent->store->env, parent->txn, 0, &child->txn);
+	if (rc != MDB_SUCCESS) {
+		child->txn = NULL;
+	}
+	return edge_lmdb_error(rc);
 }
 
 /* Logs the reserve's state when it changes, a failure again every minute. */
@@ -678,6 +715,9 @@ int edge_txn_del_zone(edge_txn_t *txn, const knot_dname_t *apex,
 	if (ret == ZC_EOK) {
 		ret = edge_txn_stage_clear(txn, zone_id);
 	}
+	if (ret == ZC_EOK) {
+		ret = edge_txn_del_quarantine(txn, zone_id); /* Not replicated. */
+	}
 	return ret != ZC_EOK ? ret : edge_txn_put_keys(txn, zone_id, NULL, 0);
 }
 
@@ -757,6 +797,10 @@ int edge_txn_clear(edge_txn_t *txn)
 				return ret;
 			}
 		}
+	}
+	if (rc == MDB_SUCCESS) {
+		/* This node's own (not replicated): the rebuild judges anew. */
+		rc = mdb_drop(txn->txn, txn->store->quarantine, 0);
 	}
 	return edge_lmdb_error(rc);
 }
@@ -971,4 +1015,65 @@ int edge_txn_stage_clear(edge_txn_t *txn, uint64_t zone_id)
 	}
 	return any ? edge_rec_op(txn, EDGE_OP_DEL_PREFIX, EDGE_TABLE_STAGE,
 	                         prefix, 8, NULL, 0) : ZC_EOK;
+}
+
+int edge_quarantine_get(edge_txn_t *txn, uint64_t zone_id,
+                        edge_quarantine_t *out)
+{
+	uint8_t key[8];
+	edge_node_key(key, zone_id, NULL, 0);
+	MDB_val k = { .mv_size = 8, .mv_data = key };
+	MDB_val v;
+	int rc = mdb_get(txn->txn, txn->store->quarantine, &k, &v);
+	if (rc != MDB_SUCCESS) {
+		return edge_lmdb_error(rc);
+	}
+	return edge_quarantine_decode(v.mv_data, v.mv_size, out);
+}
+
+int edge_txn_put_quarantine(edge_txn_t *txn, const edge_quarantine_t *q)
+{
+	uint8_t key[8];
+	uint8_t val[sizeof(edge_quarantine_t) + 64];
+	edge_node_key(key, q->zone_id, NULL, 0);
+	int len = edge_quarantine_encode(val, sizeof(val), q);
+	if (len < 0) {
+		return len;
+	}
+	MDB_val k = { .mv_size = 8, .mv_data = key };
+	MDB_val v = { .mv_size = (size_t)len, .mv_data = val };
+	return edge_lmdb_error(mdb_put(txn->txn, txn->store->quarantine, &k, &v, 0));
+}
+
+int edge_txn_del_quarantine(edge_txn_t *txn, uint64_t zone_id)
+{
+	uint8_t key[8];
+	edge_node_key(key, zone_id, NULL, 0);
+	MDB_val k = { .mv_size = 8, .mv_data = key };
+	int rc = mdb_del(txn->txn, txn->store->quarantine, &k, NULL);
+	return rc == MDB_NOTFOUND ? ZC_EOK : edge_lmdb_error(rc);
+}
+
+int edge_quarantine_foreach(edge_txn_t *txn,
+                            int (*cb)(const edge_quarantine_t *q, void *ctx),
+                            void *ctx)
+{
+	MDB_cursor *cur;
+	int rc = mdb_cursor_open(txn->txn, txn->store->quarantine, &cur);
+	if (rc != MDB_SUCCESS) {
+		return edge_lmdb_error(rc);
+	}
+	MDB_val k, v;
+	rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST);
+	while (rc == MDB_SUCCESS) {
+		edge_quarantine_t q;
+		if (edge_quarantine_decode(v.mv_data, v.mv_size, &q) == ZC_EOK &&
+		    cb(&q, ctx) != 0) {
+			break;
+		}
+		rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT);
+	}
+	mdb_cursor_close(cur);
+	return (rc == MDB_SUCCESS || rc == MDB_NOTFOUND) ? ZC_EOK :
+	       edge_lmdb_error(rc);
 }

@@ -91,6 +91,14 @@ void server_reply_send_signed(server_reply_t *reply, const uint8_t *msg,
                               size_t len, const struct dns_tsig *tsig);
 
 /*
+ * The connection a TCP reply goes to, NULL for UDP: replies with the same
+ * one must be sent in the order their messages came (UPDATE answers that
+ * wait for the builder keep that order, builder_waiter_t.order). Only an
+ * identity: never dereferenced.
+ */
+const void *server_reply_stream(const server_reply_t *reply);
+
+/*
  * Transfers only: writes one more framed message on the TCP connection
  * now, waiting up to the idle timeout for the client to take it.
  * ZC_EOK, or an error when the client is gone or too slow.

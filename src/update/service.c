@@ -1,10 +1,14 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /*
  * The UPDATE hook: checks on the DNS worker's thread (parse, zone
- * section, TSIG, source address, prescans, policy), then one unit of the
- * group committer per message, answered from its completion callback.
+ * section, TSIG, source address, quarantine, prescans, policy), then one
+ * unit of the group committer per message, answered from its completion
+ * callback, or, when the message changed its zone, once the builder has
+ * applied it (update.h).
  */
 #include <ctype.h>
+#include <errno.h>
+#include <stddef.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <time.h>
@@ -112,6 +116,9 @@ int update_start(const update_config_t *cfg, update_service_t **out)
 	if (u->cfg.max_size == 0) {
 		u->cfg.max_size = 65535;
 	}
+	if (u->cfg.live_wait_ms == 0) {
+		u->cfg.live_wait_ms = UPDATE_DEFAULT_LIVE_WAIT_MS;
+	}
 	u->pool = records_pool_new(cfg->data_dir);
 	if (u->pool == NULL) {
 		free(u);
@@ -171,6 +178,44 @@ static void finish(update_msg_t *m, uint8_t rcode)
 }
 
 static _Atomic int64_t storage_logged;
+static _Atomic int64_t live_logged;
+
+/* The builder has applied the message (or could not, in time), or the
+ * messages before it on its connection are answered. */
+static void on_live(builder_waiter_t *w, int result)
+{
+	update_msg_t *m = (update_msg_t *)((uint8_t *)w -
+	                                   offsetof(update_msg_t, waiter));
+	if (result != ZC_EOK && !w->order_only) {
+		m->rcode = KNOT_RCODE_SERVFAIL;
+		if (zc_log_due(&live_logged, 10000)) {
+			zc_warn("update %s: serial %u committed but not served "
+			        "(%s): SERVFAIL; it is served once the builder "
+			        "applies it", m->zone.name, m->zone.serial,
+			        result == -ETIMEDOUT ? "live-wait passed" :
+			        zc_strerror(result));
+		}
+	}
+	respond(m);
+	msg_free(m);
+}
+
+/* Answers once the edge store serves the message's new serial, or (with
+ * nothing to serve) once the messages before it on its TCP connection are
+ * answered: pipelined UPDATEs are answered in order. */
+static void await_live(update_msg_t *m, bool order_only)
+{
+	update_service_t *u = m->service;
+	builder_waiter_t *w = &m->waiter;
+	w->zone_id = (uint64_t)m->zone.id;
+	memcpy(w->apex, m->zone.apex, knot_dname_size(m->zone.apex));
+	w->version = m->zone.serial;
+	w->deadline_ms = mono_ms() + u->cfg.live_wait_ms;
+	w->order = server_reply_stream(m->reply);
+	w->order_only = order_only;
+	w->done = on_live;
+	builder_follower_await(u->cfg.follower, w);
+}
 
 static void on_committed(writer_unit_t *unit, int result)
 {
@@ -186,6 +231,14 @@ static void on_committed(writer_unit_t *unit, int result)
 		/* A full disk fails every UPDATE: say so now and then. */
 		zc_warn("update %s: SERVFAIL (%s)", m->zone.name,
 		        zc_strerror(result));
+	}
+	if (m->service->cfg.follower != NULL) {
+		bool serve = result == ZC_EOK && m->rcode == KNOT_RCODE_NOERROR &&
+		             m->changed;
+		if (serve || m->tcp) {
+			await_live(m, !serve);
+			return;
+		}
 	}
 	respond(m);
 	msg_free(m);
@@ -229,6 +282,25 @@ static uint8_t authorize(update_service_t *u, update_msg_t *m,
 	       KNOT_RCODE_REFUSED;
 }
 
+static _Atomic int64_t quarantine_logged;
+
+/* A quarantined zone takes no writes: they would be acknowledged and not
+ * served. SERVFAIL (the server's state, not the client's fault; REFUSED
+ * would point at keys and policies). */
+static uint8_t check_quarantine(update_service_t *u, const update_msg_t *m)
+{
+	if (!builder_follower_quarantined(u->cfg.follower,
+	                                  (uint64_t)m->zone.id)) {
+		return KNOT_RCODE_NOERROR;
+	}
+	if (zc_log_due(&quarantine_logged, 10000)) {
+		zc_warn("update %s: SERVFAIL: the zone is quarantined (its "
+		        "builds fail; `zonecast zone list` says why), nothing "
+		        "written", m->zone.name);
+	}
+	return KNOT_RCODE_SERVFAIL;
+}
+
 /* Everything that can be decided before the committer. */
 static uint8_t precheck(update_service_t *u, update_msg_t *m,
                         const struct sockaddr_storage *from)
@@ -238,6 +310,9 @@ static uint8_t precheck(update_service_t *u, update_msg_t *m,
 	uint8_t rcode = authorize(u, m, &rs, from, &key);
 	if (rs != NULL) {
 		records_pool_put(u->pool, rs);
+	}
+	if (rcode == KNOT_RCODE_NOERROR) {
+		rcode = check_quarantine(u, m);
 	}
 	if (rcode == KNOT_RCODE_NOERROR) {
 		rcode = update_prereq_prescan(m);

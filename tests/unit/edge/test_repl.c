@@ -3,7 +3,8 @@
  * Replication log: every write transaction of a recording store, read back
  * from the outbox and applied commit by commit to another store, leaves
  * that store equal to the first (digest); so does a snapshot; ops larger
- * than a part straddle parts; nothing is recorded while recording is off.
+ * than a part straddle parts; nested transactions join their parent's
+ * commit or vanish; nothing is recorded while recording is off.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -227,6 +228,43 @@ int main(void)
 		CHECK_EQ(c.commits, 2);
 		CHECK_EQ(c.bad, 0);
 		check_equal(primary, edge);
+	}
+
+	/* Nested transactions (one zone's build rolled back in a pass): a
+	 * committed child's ops, even larger than a part, go with the parent's
+	 * commit; an aborted child's vanish; one commit of the log. */
+	{
+		static uint8_t val[2 * EDGE_REPL_PART_MAX + 100];
+		edge_txn_t txn = { 0 }, child = { 0 };
+		uint8_t kept[4] = { 'k', 'p', 't', 0 }, gone[4] = { 'g', 'o', 'n', 0 };
+		uint8_t big[4] = { 'b', 'i', 'g', 0 };
+		CHECK_EQ(edge_txn_begin_write(primary, &txn), ZC_EOK);
+		size_t len = node_val(val, 200, 10);
+		CHECK_EQ(edge_txn_put_node(&txn, 4, kept, 4, val, len), ZC_EOK);
+		CHECK_EQ(edge_txn_begin_nested(&txn, &child), ZC_EOK);
+		CHECK_EQ(edge_txn_put_node(&child, 5, gone, 4, val, len), ZC_EOK);
+		edge_txn_abort(&child);
+		CHECK_EQ(edge_txn_begin_nested(&txn, &child), ZC_EOK);
+		len = node_val(val, 200, sizeof(val) - 64);
+		CHECK_EQ(edge_txn_put_node(&child, 6, big, 4, val, len), ZC_EOK);
+		CHECK_EQ(edge_txn_commit(&child), ZC_EOK);
+		CHECK_EQ(edge_txn_commit(&txn), ZC_EOK);
+		const uint8_t *got;
+		size_t got_len;
+		CHECK_EQ(edge_txn_begin_read(primary, &txn), ZC_EOK);
+		CHECK_EQ(edge_node_get(&txn, 5, gone, 4, &got, &got_len), KNOT_ENOENT);
+		CHECK_EQ(edge_node_get(&txn, 6, big, 4, &got, &got_len), ZC_EOK);
+		edge_txn_abort(&txn);
+		c.commits = 0;
+		edge_repl_outbox_read(primary, c.last_commit, c.last_part, 100,
+		                      apply_part, &c);
+		CHECK_EQ(c.commits, 1);
+		CHECK_EQ(c.bad, 0);
+		check_equal(primary, edge);
+		CHECK_EQ(edge_txn_begin_read(edge, &txn), ZC_EOK);
+		CHECK_EQ(edge_node_get(&txn, 4, kept, 4, &got, &got_len), ZC_EOK);
+		CHECK_EQ(edge_node_get(&txn, 5, gone, 4, &got, &got_len), KNOT_ENOENT);
+		edge_txn_abort(&txn);
 	}
 
 	/* Off empties the outbox; on again is a new epoch. */
