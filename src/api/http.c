@@ -545,6 +545,39 @@ void api_free(api_t *api)
 	free(api);
 }
 
+int api_bind(const char *listen_addr, int *fd)
+{
+	struct sockaddr_storage ss;
+	socklen_t len;
+	int ret = server_parse_addr(listen_addr, &ss, &len);
+	if (ret != ZC_EOK) {
+		zc_error("api: invalid address '%s'", listen_addr);
+		return ret;
+	}
+	int s = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (s < 0) {
+		return -errno;
+	}
+	/* SO_REUSEADDR: a restart is not kept out by connections of the
+	 * last run in TIME_WAIT; another listener still is. */
+	int on = 1;
+	setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on));
+	if (ss.ss_family == AF_INET6) {
+		setsockopt(s, IPPROTO_IPV6, IPV6_V6ONLY, &on, sizeof(on));
+	}
+	if (bind(s, (struct sockaddr *)&ss, len) != 0 || listen(s, 128) != 0) {
+		ret = -errno;
+		zc_error("api: cannot listen on %s: %s", listen_addr,
+		         ret == -EADDRINUSE ? "address already in use (by "
+		         "another zonecast or another server; nothing was "
+		         "started)" : strerror(-ret));
+		close(s);
+		return ret;
+	}
+	*fd = s;
+	return ZC_EOK;
+}
+
 int api_start(const api_config_t *cfg, api_t **out)
 {
 	struct sockaddr_storage ss;
@@ -564,8 +597,18 @@ int api_start(const api_config_t *cfg, api_t **out)
 	                   API_DEFAULT_MAX_CLIENTS;
 	unsigned per_ip = cfg->max_clients_per_ip ? cfg->max_clients_per_ip :
 	                  API_DEFAULT_MAX_CLIENTS_PER_IP;
+	/* The socket of api_bind() (MHD closes it when it stops), or one
+	 * MHD binds. */
+	struct MHD_OptionItem where[] = {
+		{ MHD_OPTION_SOCK_ADDR, 0, &ss },
+		{ MHD_OPTION_END, 0, NULL },
+	};
+	if (cfg->listen_fd > 0) {
+		where[0] = (struct MHD_OptionItem){ MHD_OPTION_LISTEN_SOCKET,
+		                                    cfg->listen_fd, NULL };
+	}
 	api->daemon = MHD_start_daemon(flags, 0, NULL, NULL, on_request, api,
-	                               MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
+	                               MHD_OPTION_ARRAY, where,
 	                               MHD_OPTION_NOTIFY_COMPLETED, on_completed,
 	                               api, MHD_OPTION_CONNECTION_TIMEOUT,
 	                               timeout, MHD_OPTION_CONNECTION_LIMIT,

@@ -2,7 +2,9 @@
 /*
  * zonecast serve: runs every stage on one data directory — the builder's
  * change-log follower and the DNS server — until SIGINT or SIGTERM.
- * A fresh data directory gets the demo zone unless told otherwise.
+ * A fresh data directory gets the demo zone unless told otherwise. One
+ * serve per data directory and per address: the data directory's lock
+ * and the listen sockets are taken before anything else is done.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -181,7 +183,8 @@ static int drop_privileges(const config_t *cfg)
 	}
 	static const char *const files[] = { "", "/records.db", "/records.db-wal",
 	                                     "/records.db-shm", "/edge.mdb",
-	                                     "/edge.mdb-lock", "/demo-token" };
+	                                     "/edge.mdb-lock", "/demo-token",
+	                                     "/serve.lock" };
 	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
 		char path[CONFIG_STR_MAX + 32];
 		snprintf(path, sizeof(path), "%s%s", cfg->data_dir, files[i]);
@@ -201,13 +204,14 @@ static int drop_privileges(const config_t *cfg)
 	return ZC_EOK;
 }
 
-static int run(const config_t *cfg)
+/* Opens the stores, seeds a fresh directory and applies the change log;
+ * returns the edge store (the records store is closed) or NULL. */
+static edge_store_t *prepare_data(const config_t *cfg)
 {
 	records_store_t *rs = NULL;
 	edge_store_t *es = NULL;
-	if (cli_writable_data_dir(cfg->data_dir) != ZC_EOK ||
-	    cli_open_stores(cfg->data_dir, &rs, &es) != ZC_EOK) {
-		return 1;
+	if (cli_open_stores(cfg->data_dir, true, &rs, &es) != ZC_EOK) {
+		return NULL;
 	}
 	int ret = cfg->demo ? seed_demo(rs, es, cfg->data_dir) : ZC_EOK;
 	if (ret == ZC_EOK) {
@@ -226,9 +230,14 @@ static int run(const config_t *cfg)
 	if (ret != ZC_EOK) {
 		zc_error("cannot prepare the data directory: %s", zc_strerror(ret));
 		edge_close(es);
-		return 1;
+		return NULL;
 	}
-	server_config_t scfg = {
+	return es;
+}
+
+static void server_config_of(const config_t *cfg, server_config_t *scfg)
+{
+	*scfg = (server_config_t){
 		.workers = cfg->workers,
 		.nsid = cfg->nsid[0] ? cfg->nsid : NULL,
 		.tcp_idle_timeout_ms = cfg->tcp_idle_timeout * 1000,
@@ -247,9 +256,16 @@ static int run(const config_t *cfg)
 		.listen_count = cfg->listen_count,
 	};
 	for (size_t i = 0; i < cfg->listen_count; i++) {
-		scfg.listen[i] = cfg->listen[i];
+		scfg->listen[i] = cfg->listen[i];
 	}
-	memcpy(scfg.cookie_secret, cfg->cookie_secret, sizeof(scfg.cookie_secret));
+	memcpy(scfg->cookie_secret, cfg->cookie_secret,
+	       sizeof(scfg->cookie_secret));
+}
+
+/* Runs every stage until a signal (takes sockets, api_fd and es). */
+static int serve(const config_t *cfg, const server_config_t *scfg,
+                 server_sockets_t *sockets, int api_fd, edge_store_t *es)
+{
 	builder_follower_t *follower = NULL;
 	writer_t *writer = NULL;
 	server_t *server = NULL;
@@ -260,6 +276,7 @@ static int run(const config_t *cfg)
 		.data_dir = cfg->data_dir, .edge = es,
 		.allow_transfer = &cfg->allow_transfer,
 		.max_concurrent = cfg->transfer_max_concurrent,
+		.tsig_max_fudge = cfg->tsig_max_fudge,
 	};
 	const char *targets[CONFIG_NOTIFY_MAX];
 	for (size_t i = 0; i < cfg->notify_count; i++) {
@@ -270,7 +287,8 @@ static int run(const config_t *cfg)
 		.retries = cfg->notify_retries, .timeout_ms = cfg->notify_timeout,
 		.edge = es,
 	};
-	ret = builder_follower_start(cfg->data_dir, es, FOLLOW_POLL_MS, &follower);
+	int ret = builder_follower_start(cfg->data_dir, es, FOLLOW_POLL_MS,
+	                                 &follower);
 	writer_config_t wcfg = {
 		.data_dir = cfg->data_dir, .follower = follower,
 		.journal_retention_s = cfg->journal_retention,
@@ -284,6 +302,8 @@ static int run(const config_t *cfg)
 		.data_dir = cfg->data_dir, .writer = writer,
 		.allow_update = &cfg->allow_update,
 		.max_size = cfg->update_max_size,
+		.tsig_max_fudge = cfg->tsig_max_fudge,
+		.tsig_replay_cache = cfg->tsig_replay_cache,
 	};
 	if (ret == ZC_EOK) {
 		ret = update_start(&ucfg, &updates);
@@ -297,7 +317,8 @@ static int run(const config_t *cfg)
 		.signed_query = transfer_signed_query, .signed_ctx = xfr,
 	};
 	if (ret == ZC_EOK) {
-		ret = server_start(&scfg, es, &hooks, &server);
+		ret = server_start(scfg, sockets, es, &hooks, &server);
+		sockets = NULL;
 	}
 	if (ret == ZC_EOK) {
 		ret = notify_start(&ncfg, &notifier);
@@ -310,7 +331,8 @@ static int run(const config_t *cfg)
 		ns[i] = cfg->zone_ns[i];
 	}
 	api_config_t acfg = {
-		.listen = cfg->api_listen, .data_dir = cfg->data_dir, .edge = es,
+		.listen = cfg->api_listen, .listen_fd = api_fd,
+		.data_dir = cfg->data_dir, .edge = es,
 		.follower = follower, .writer = writer,
 		.default_ttl = cfg->default_ttl, .ns = ns,
 		.hostmaster = cfg->zone_hostmaster[0] ? cfg->zone_hostmaster : NULL,
@@ -319,8 +341,9 @@ static int run(const config_t *cfg)
 		.max_clients = cfg->api_max_clients,
 		.max_clients_per_ip = cfg->api_max_clients_per_ip,
 	};
-	if (ret == ZC_EOK && cfg->api_listen[0] != '\0') {
+	if (ret == ZC_EOK && api_fd > 0) {
 		ret = api_start(&acfg, &api);
+		api_fd = -1;
 	}
 	if (ret == ZC_EOK) {
 		ret = drop_privileges(cfg);
@@ -346,10 +369,53 @@ static int run(const config_t *cfg)
 	notify_stop(notifier);
 	transfer_stop(xfr);   /* In-flight transfers still use the workers. */
 	server_stop(server);
+	server_sockets_free(sockets);
+	if (api_fd > 0) {
+		close(api_fd);
+	}
 	update_free(updates);
 	transfer_free(xfr);   /* The workers called the hooks until now. */
 	edge_close(es);
 	return ret == ZC_EOK ? 0 : 1;
+}
+
+/*
+ * Claims what this server must have alone before touching anything: the
+ * data directory (its lock) and the DNS and API addresses (bound). A
+ * refusal writes no store, no demo zone and no token (a directory that
+ * did not exist is left with its serve.lock only).
+ */
+static int run(const config_t *cfg)
+{
+	int lock_fd = -1, api_fd = -1;
+	server_sockets_t *sockets = NULL;
+	edge_store_t *es = NULL;
+	server_config_t scfg;
+	server_config_of(cfg, &scfg);
+	if (cli_writable_data_dir(cfg->data_dir) != ZC_EOK ||
+	    cli_lock_data_dir(cfg->data_dir, &lock_fd) != ZC_EOK) {
+		return 1;
+	}
+	int ret = 1;
+	if (server_bind(&scfg, &sockets) != ZC_EOK ||
+	    (cfg->api_listen[0] != '\0' &&
+	     api_bind(cfg->api_listen, &api_fd) != ZC_EOK)) {
+		zc_error("cannot start: a listen address is not available");
+		goto out;
+	}
+	es = prepare_data(cfg);
+	if (es != NULL) {
+		ret = serve(cfg, &scfg, sockets, api_fd, es);
+		sockets = NULL;
+		api_fd = -1;
+	}
+out:
+	server_sockets_free(sockets);
+	if (api_fd > 0) {
+		close(api_fd);
+	}
+	close(lock_fd);
+	return ret;
 }
 
 int cmd_serve(int argc, char **argv)

@@ -11,6 +11,8 @@
 #include "cli/config.h"
 #include "common/error.h"
 #include "common/log.h"
+#include "dns/tsig.h"
+#include "update/update.h"
 
 void config_defaults(config_t *cfg)
 {
@@ -34,6 +36,8 @@ void config_defaults(config_t *cfg)
 	cfg->notify_retries = 5;
 	cfg->notify_timeout = 1000;
 	cfg->update_max_size = 65535;
+	cfg->tsig_max_fudge = DNS_TSIG_MAX_FUDGE_DEFAULT;
+	cfg->tsig_replay_cache = UPDATE_TSIG_REPLAY_CACHE;
 	cfg->signature_cache = 65536;
 	snprintf(cfg->api_listen, sizeof(cfg->api_listen), "127.0.0.1:8053");
 	cfg->api_max_body = API_DEFAULT_MAX_BODY;
@@ -217,6 +221,12 @@ int config_set(config_t *cfg, const char *key, const char *value,
 		bad = copy_str(cfg->user, sizeof(cfg->user), value);
 	} else if (strcmp(key, "signature-cache") == 0) {
 		bad = parse_uint(value, 16 * 1024 * 1024, &cfg->signature_cache);
+	} else if (strcmp(key, "tsig-max-fudge") == 0) {
+		bad = parse_uint(value, 65535, &cfg->tsig_max_fudge) ||
+		      cfg->tsig_max_fudge == 0;
+	} else if (strcmp(key, "tsig-replay-cache") == 0) {
+		bad = parse_uint(value, 1u << 24, &cfg->tsig_replay_cache) ||
+		      cfg->tsig_replay_cache < 1024;
 	} else if (strcmp(key, "update-max-size") == 0) {
 		bad = parse_uint(value, 65535, &cfg->update_max_size) ||
 		      cfg->update_max_size < 12;

@@ -58,6 +58,8 @@ typedef struct {
 	unsigned notify_timeout;    /* ms before the first resend */
 	int serial_policy;          /* records_serial_policy_t for new zones */
 	unsigned update_max_size;   /* bytes */
+	unsigned tsig_max_fudge;    /* Largest TSIG time window, seconds. */
+	unsigned tsig_replay_cache; /* Signed UPDATEs remembered (replays). */
 	unsigned signature_cache;   /* RRSIGs cached per DNS worker */
 	char user[64];              /* Run as this user after binding ("": no). */
 	unsigned api_max_body;      /* bytes */
