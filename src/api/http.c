@@ -132,12 +132,26 @@ void api_error_code(api_req_t *req, int ret, const char *what)
 
 const char *api_query_arg(api_req_t *req, const char *key)
 {
-	return req->lookup(req->lookup_ctx, false, key);
+	return req->lookup(req->lookup_ctx, false, key, 0);
 }
 
 const char *api_header(api_req_t *req, const char *key)
 {
-	return req->lookup(req->lookup_ctx, true, key);
+	return req->lookup(req->lookup_ctx, true, key, 0);
+}
+
+const char *api_header_nth(api_req_t *req, const char *key, unsigned index)
+{
+	return req->lookup(req->lookup_ctx, true, key, index);
+}
+
+unsigned api_header_count(api_req_t *req, const char *key)
+{
+	unsigned n = 0;
+	while (req->lookup(req->lookup_ctx, true, key, n) != NULL) {
+		n++;
+	}
+	return n;
 }
 
 /* A JSON media type: application/json, parameters (charset) allowed. */
@@ -460,11 +474,40 @@ void api_req_clear(api_req_t *req)
 	req->body = req->raw = NULL;
 }
 
-/* libmicrohttpd's query arguments (already unescaped) and headers. */
-static const char *mhd_lookup(void *ctx, bool header, const char *key)
+/* The index-th value of a key, for mhd_lookup(). */
+typedef struct {
+	const char *key;
+	unsigned index;
+	const char *value;
+} nth_value_t;
+
+static enum MHD_Result find_nth(void *cls, enum MHD_ValueKind kind,
+                                const char *key, const char *value)
 {
-	return MHD_lookup_connection_value(ctx, header ? MHD_HEADER_KIND :
-	                                   MHD_GET_ARGUMENT_KIND, key);
+	(void)kind;
+	nth_value_t *nth = cls;
+	if (key == NULL || strcasecmp(key, nth->key) != 0) {
+		return MHD_YES;
+	}
+	if (nth->index-- == 0) {
+		nth->value = value;
+		return MHD_NO;
+	}
+	return MHD_YES;
+}
+
+/* libmicrohttpd's query arguments (already unescaped) and headers. */
+static const char *mhd_lookup(void *ctx, bool header, const char *key,
+                              unsigned index)
+{
+	enum MHD_ValueKind kind = header ? MHD_HEADER_KIND :
+	                          MHD_GET_ARGUMENT_KIND;
+	if (index == 0) {
+		return MHD_lookup_connection_value(ctx, kind, key);
+	}
+	nth_value_t nth = { .key = key, .index = index };
+	MHD_get_connection_values(ctx, kind, find_nth, &nth);
+	return nth.value;
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
