@@ -95,7 +95,8 @@ int dns_tsig_check(const knot_pkt_t *q, bool key_found, const char *algorithm,
 
 /*
  * The replay cache (tsig_replay.c): at most `capacity` requests
- * remembered; thread-safe. NULL when out of memory or capacity is 0.
+ * remembered, in memory; thread-safe. NULL when out of memory or capacity
+ * is 0.
  */
 dns_tsig_replay_t *dns_tsig_replay_new(size_t capacity);
 void dns_tsig_replay_free(dns_tsig_replay_t *c);

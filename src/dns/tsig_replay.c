@@ -17,7 +17,15 @@
  * time is refused, as it could be the evicted one replayed. So a full
  * cache never lets a replay through; what it costs is that a client whose
  * clock lags behind the messages evicted is refused until the floor
- * falls out of its window (docs/security.md: tsig-replay-cache).
+ * falls out of its window. Under more than `capacity` signed requests
+ * per window, the window in effect shrinks to about capacity / rate
+ * seconds (docs/security.md: tsig-replay-cache).
+ *
+ * The cache lives in memory: a server that restarts does not know what
+ * it accepted before, so a request captured before a restart can be
+ * replayed once after it, within its window (docs/security.md). Refusing
+ * everything signed before the start instead would refuse, after every
+ * restart, each client whose clock lags, for as long as it lags.
  *
  * Only the first DNS_TSIG_REPLAY_MAC bytes of a MAC are kept: an HMAC's
  * prefix is as unpredictable as the whole, so two distinct messages share

@@ -199,16 +199,19 @@ static void on_committed(writer_unit_t *unit, int result)
 	msg_free(m);
 }
 
-static _Atomic int64_t badtime_logged;
+/* When each kind of BADTIME was last logged. */
+static _Atomic int64_t replay_logged, unproven_logged, window_logged;
 
 /* Says why a signed UPDATE got BADTIME: out of its time window (RFC 8945
- * §5.2.3, the fudge capped by tsig-max-fudge) or a replay. Once a second
- * at most: a flood of replays must not flood the log. */
-static void log_badtime(update_service_t *u, const update_msg_t *m,
+ * §5.2.3, the fudge capped by tsig-max-fudge) or a replay. Ten a second
+ * at most of each: a flood of replays must not flood the log. */
+static void log_badtime(const update_msg_t *m,
                         const struct sockaddr_storage *from)
 {
-	(void)u;
-	if (!zc_log_due(&badtime_logged, 1000)) {
+	const dns_tsig_t *t = &m->tsig;
+	if (!zc_log_due(t->replay == DNS_TSIG_REPLAYED ? &replay_logged :
+	                t->replay == DNS_TSIG_UNPROVEN ? &unproven_logged :
+	                &window_logged, 100)) {
 		return;
 	}
 	char key[KNOT_DNAME_TXT_MAXLEN + 1], zone[KNOT_DNAME_TXT_MAXLEN + 1];
@@ -216,15 +219,15 @@ static void log_badtime(update_service_t *u, const update_msg_t *m,
 	knot_dname_to_str(key, m->tsig.name, sizeof(key));
 	knot_dname_to_str(zone, knot_pkt_qname(m->pkt), sizeof(zone));
 	zc_addr_text(from, addr, sizeof(addr));
-	const dns_tsig_t *t = &m->tsig;
 	if (t->replay == DNS_TSIG_REPLAYED) {
 		zc_warn("update %s from %s: refused a replay: key %s sent this "
 		        "very message (same MAC) within the last %u s; NOTAUTH "
 		        "BADTIME", zone, addr, key, t->window);
 	} else if (t->replay == DNS_TSIG_UNPROVEN) {
 		zc_warn("update %s from %s: key %s: signed at %llu, before a "
-		        "message the full replay cache had to drop (raise "
-		        "tsig-replay-cache); NOTAUTH BADTIME", zone, addr, key,
+		        "message the full replay cache had to drop "
+		        "(tsig-replay-cache), so possibly a replay; NOTAUTH "
+		        "BADTIME", zone, addr, key,
 		        (unsigned long long)t->time_signed);
 	} else {
 		long long skew = (long long)time(NULL) - (long long)t->time_signed;
@@ -233,6 +236,21 @@ static void log_badtime(update_service_t *u, const update_msg_t *m,
 		        "tsig-max-fudge caps it); NOTAUTH BADTIME", zone, addr,
 		        key, skew < 0 ? -skew : skew, skew < 0 ? "after" :
 		        "before", t->window, t->fudge);
+	}
+}
+
+static _Atomic int64_t full_logged;
+
+/* The replay cache had to drop a live entry: requests signed before it
+ * are refused from now on (tsig_replay.c). Once a minute at most. */
+static void log_replay_cache_full(const update_service_t *u)
+{
+	if (zc_log_due(&full_logged, 60000)) {
+		zc_warn("update: the TSIG replay cache is full (tsig-replay-cache "
+		        "%zu): signed UPDATEs come faster than it can remember "
+		        "for their time window; those signed before the oldest "
+		        "it still holds get BADTIME", u->cfg.tsig_replay_cache ?
+		        u->cfg.tsig_replay_cache : (size_t)UPDATE_TSIG_REPLAY_CACHE);
 	}
 }
 
@@ -257,7 +275,9 @@ static uint8_t authorize(update_service_t *u, update_msg_t *m,
 			return KNOT_RCODE_FORMERR; /* A MAC of a bad size. */
 		}
 		if (tret == KNOT_TSIG_EBADTIME) {
-			log_badtime(u, m, from);
+			log_badtime(m, from);
+		} else if (m->tsig.replay == DNS_TSIG_FRESH_FULL) {
+			log_replay_cache_full(u);
 		}
 		if (tret != ZC_EOK) {
 			return KNOT_RCODE_NOTAUTH; /* BADKEY/BADSIG/BADTIME */

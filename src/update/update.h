@@ -38,7 +38,7 @@ typedef struct {
 } update_config_t;
 
 /* Default of tsig_replay_cache. */
-#define UPDATE_TSIG_REPLAY_CACHE 65536
+#define UPDATE_TSIG_REPLAY_CACHE 262144
 
 typedef struct update_service update_service_t;
 
