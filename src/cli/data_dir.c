@@ -75,13 +75,19 @@ int cli_writable_data_dir(const char *dir)
 	return -err;
 }
 
-/* Says which serve holds the lock: the pid it wrote into the file. */
+/* Says which serve holds the lock: the pid it writes into the file right
+ * after taking it (waited for a moment: the two may be starting). */
 static void report_holder(const char *dir, int fd)
 {
 	char text[32] = "";
-	ssize_t n = pread(fd, text, sizeof(text) - 1, 0);
-	text[n > 0 ? n : 0] = '\0';
-	text[strcspn(text, "\n")] = '\0';
+	for (int tries = 0; tries < 50 && text[0] == '\0'; tries++) {
+		ssize_t n = pread(fd, text, sizeof(text) - 1, 0);
+		text[n > 0 ? n : 0] = '\0';
+		text[strcspn(text, "\n")] = '\0';
+		if (text[0] == '\0') {
+			usleep(2000);
+		}
+	}
 	char real[PATH_MAX];
 	const char *shown = realpath(dir, real) != NULL ? real : dir;
 	fprintf(stderr, "zonecast serve: data directory %s is in use by "
