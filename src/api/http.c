@@ -608,7 +608,8 @@ int api_bind(const char *listen_addr, int *fd)
 	if (ss.ss_family == AF_INET6) {
 		setsockopt(s, IPPROTO_IPV6, IPV6_V6ONLY, &on, sizeof(on));
 	}
-	if (bind(s, (struct sockaddr *)&ss, len) != 0 || listen(s, 128) != 0) {
+	if (bind(s, (struct sockaddr *)&ss, len) != 0 ||
+	    listen(s, SOMAXCONN) != 0) {
 		ret = -errno;
 		zc_error("api: cannot listen on %s: %s", listen_addr,
 		         ret == -EADDRINUSE ? "address already in use (by "

@@ -262,6 +262,26 @@ static void server_config_of(const config_t *cfg, server_config_t *scfg)
 	       sizeof(scfg->cookie_secret));
 }
 
+/* Starts the HTTP API on the socket api_bind() made (takes api_fd). The
+ * API keeps ns, NULL-ended, until it stops. */
+static int start_api(const config_t *cfg, int api_fd, edge_store_t *es,
+                     builder_follower_t *follower, writer_t *writer,
+                     const char *const *ns, api_t **api)
+{
+	api_config_t acfg = {
+		.listen = cfg->api_listen, .listen_fd = api_fd,
+		.data_dir = cfg->data_dir, .edge = es,
+		.follower = follower, .writer = writer,
+		.default_ttl = cfg->default_ttl, .ns = ns,
+		.hostmaster = cfg->zone_hostmaster[0] ? cfg->zone_hostmaster : NULL,
+		.serial_policy = cfg->serial_policy,
+		.max_body = cfg->api_max_body, .timeout_s = cfg->api_timeout,
+		.max_clients = cfg->api_max_clients,
+		.max_clients_per_ip = cfg->api_max_clients_per_ip,
+	};
+	return api_start(&acfg, api);
+}
+
 /* Runs every stage until a signal (takes sockets, api_fd and es). */
 static int serve(const config_t *cfg, const server_config_t *scfg,
                  server_sockets_t *sockets, int api_fd, edge_store_t *es)
@@ -326,23 +346,12 @@ static int serve(const config_t *cfg, const server_config_t *scfg,
 	if (ret == ZC_EOK && notifier != NULL) {
 		builder_follower_on_pass(follower, notify_on_pass, notifier);
 	}
-	const char *ns[9] = { NULL };
+	const char *ns[9] = { NULL }; /* The API's until api_stop(). */
 	for (size_t i = 0; i < cfg->zone_ns_count; i++) {
 		ns[i] = cfg->zone_ns[i];
 	}
-	api_config_t acfg = {
-		.listen = cfg->api_listen, .listen_fd = api_fd,
-		.data_dir = cfg->data_dir, .edge = es,
-		.follower = follower, .writer = writer,
-		.default_ttl = cfg->default_ttl, .ns = ns,
-		.hostmaster = cfg->zone_hostmaster[0] ? cfg->zone_hostmaster : NULL,
-		.serial_policy = cfg->serial_policy,
-		.max_body = cfg->api_max_body, .timeout_s = cfg->api_timeout,
-		.max_clients = cfg->api_max_clients,
-		.max_clients_per_ip = cfg->api_max_clients_per_ip,
-	};
 	if (ret == ZC_EOK && api_fd > 0) {
-		ret = api_start(&acfg, &api);
+		ret = start_api(cfg, api_fd, es, follower, writer, ns, &api);
 		api_fd = -1;
 	}
 	if (ret == ZC_EOK) {
