@@ -20,6 +20,8 @@
 #include "cli/commands.h"
 #include "common/error.h"
 #include "common/log.h"
+#include "edge/repl.h"
+#include "fleet/fleet.h"
 #include "server/server.h"
 #include "transfer/transfer.h"
 #include "update/update.h"
@@ -48,6 +50,8 @@ static void usage(FILE *out)
 	      "  -L, --log-level LEVEL    error, warning, info, debug\n"
 	      "      --nsid TEXT          NSID to answer with (RFC 5001)\n"
 	      "      --no-demo            do not create the demo zone\n"
+	      "      --nats URL[,URL...]  publish to edges through NATS JetStream\n"
+	      "                           (docs/fleet.md)\n"
 	      "  -o, --option KEY=VALUE   any config-file setting, repeatable\n"
 	      "                           (e.g. -o allow-update=127.0.0.1)\n"
 	      "  -h, --help               this help\n", out);
@@ -62,6 +66,7 @@ static const struct option opts[] = {
 	{ "log-level", required_argument, NULL, 'L' },
 	{ "nsid", required_argument, NULL, 'N' },
 	{ "no-demo", no_argument, NULL, 'D' },
+	{ "nats", required_argument, NULL, 'n' },
 	{ "option", required_argument, NULL, 'o' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
@@ -69,7 +74,7 @@ static const struct option opts[] = {
 
 static const char *const flag_keys[128] = {
 	['d'] = "data-dir", ['a'] = "api-listen", ['w'] = "workers",
-	['L'] = "log-level", ['N'] = "nsid",
+	['L'] = "log-level", ['N'] = "nsid", ['n'] = "nats",
 };
 
 /* Reads the config file first, then lets every flag override it. */
@@ -235,43 +240,17 @@ static edge_store_t *prepare_data(const config_t *cfg)
 	return es;
 }
 
-static void server_config_of(const config_t *cfg, server_config_t *scfg)
-{
-	*scfg = (server_config_t){
-		.workers = cfg->workers,
-		.nsid = cfg->nsid[0] ? cfg->nsid : NULL,
-		.tcp_idle_timeout_ms = cfg->tcp_idle_timeout * 1000,
-		.tcp_max_clients = cfg->tcp_max_clients,
-		.tcp_max_clients_per_ip = cfg->tcp_max_clients_per_ip,
-		.tcp_max_pending = cfg->tcp_max_pending,
-		.cookies = cfg->cookies,
-		.rrl = {
-			.rate = cfg->rrl_rate, .slip = cfg->rrl_slip,
-			.ipv4_prefix = cfg->rrl_ipv4_prefix,
-			.ipv6_prefix = cfg->rrl_ipv6_prefix,
-			.table_size = cfg->rrl_table_size,
-			.exempt = cfg->rrl_exempt.count > 0 ? &cfg->rrl_exempt : NULL,
-		},
-		.signature_cache = cfg->signature_cache,
-		.listen_count = cfg->listen_count,
-	};
-	for (size_t i = 0; i < cfg->listen_count; i++) {
-		scfg->listen[i] = cfg->listen[i];
-	}
-	memcpy(scfg->cookie_secret, cfg->cookie_secret,
-	       sizeof(scfg->cookie_secret));
-}
-
 /* Starts the HTTP API on the socket api_bind() made (takes api_fd). The
  * API keeps ns, NULL-ended, until it stops. */
 static int start_api(const config_t *cfg, int api_fd, edge_store_t *es,
                      builder_follower_t *follower, writer_t *writer,
-                     const char *const *ns, api_t **api)
+                     fleet_primary_t *fleet, const char *const *ns,
+                     api_t **api)
 {
 	api_config_t acfg = {
 		.listen = cfg->api_listen, .listen_fd = api_fd,
 		.data_dir = cfg->data_dir, .edge = es,
-		.follower = follower, .writer = writer,
+		.follower = follower, .writer = writer, .fleet = fleet,
 		.default_ttl = cfg->default_ttl, .ns = ns,
 		.hostmaster = cfg->zone_hostmaster[0] ? cfg->zone_hostmaster : NULL,
 		.serial_policy = cfg->serial_policy,
@@ -280,6 +259,20 @@ static int start_api(const config_t *cfg, int api_fd, edge_store_t *es,
 		.max_clients_per_ip = cfg->api_max_clients_per_ip,
 	};
 	return api_start(&acfg, api);
+}
+
+/* Publishes the edge store's replication log to NATS when `nats` is set,
+ * else only records it (docs/fleet.md). */
+static int start_fleet(const config_t *cfg, edge_store_t *es,
+                       fleet_primary_t **fleet)
+{
+	if (cfg->nats[0] != '\0') {
+		fleet_config_t fcfg;
+		config_fleet(cfg, &fcfg);
+		return fleet_primary_start(&fcfg, es, fleet);
+	}
+	edge_repl_pos_t pos;
+	return edge_repl_enable(es, false, &pos);
 }
 
 /* Runs every stage until a signal (takes sockets, api_fd and es). */
@@ -307,8 +300,13 @@ static int serve(const config_t *cfg, const server_config_t *scfg,
 		.retries = cfg->notify_retries, .timeout_ms = cfg->notify_timeout,
 		.edge = es,
 	};
-	int ret = builder_follower_start(cfg->data_dir, es, FOLLOW_POLL_MS,
-	                                 &follower);
+	/* The fleet first: recording must be on before anything commits. */
+	fleet_primary_t *fleet = NULL;
+	int ret = start_fleet(cfg, es, &fleet);
+	if (ret == ZC_EOK) {
+		ret = builder_follower_start(cfg->data_dir, es, FOLLOW_POLL_MS,
+		                             &follower);
+	}
 	writer_config_t wcfg = {
 		.data_dir = cfg->data_dir, .follower = follower,
 		.journal_retention_s = cfg->journal_retention,
@@ -351,7 +349,8 @@ static int serve(const config_t *cfg, const server_config_t *scfg,
 		ns[i] = cfg->zone_ns[i];
 	}
 	if (ret == ZC_EOK && api_fd > 0) {
-		ret = start_api(cfg, api_fd, es, follower, writer, ns, &api);
+		ret = start_api(cfg, api_fd, es, follower, writer, fleet, ns,
+		                &api);
 		api_fd = -1;
 	}
 	if (ret == ZC_EOK) {
@@ -375,6 +374,7 @@ static int serve(const config_t *cfg, const server_config_t *scfg,
 	update_shutdown(updates);
 	writer_stop(writer);
 	builder_follower_stop(follower); /* No more notify_on_pass calls. */
+	fleet_primary_stop(fleet);       /* Nothing commits any more. */
 	notify_stop(notifier);
 	transfer_stop(xfr);   /* In-flight transfers still use the workers. */
 	server_stop(server);
@@ -400,7 +400,7 @@ static int run(const config_t *cfg)
 	server_sockets_t *sockets = NULL;
 	edge_store_t *es = NULL;
 	server_config_t scfg;
-	server_config_of(cfg, &scfg);
+	cli_server_config(cfg, &scfg);
 	if (cli_writable_data_dir(cfg->data_dir) != ZC_EOK ||
 	    cli_lock_data_dir(cfg->data_dir, &lock_fd) != ZC_EOK) {
 		return 1;

@@ -35,7 +35,11 @@
 	X(ZC_ETOOMANY,      -2015, "too many records in the zone") \
 	X(ZC_EMAPFULL,      -2016, "edge store map full") \
 	X(ZC_ENAMEKEY,      -2017, "name too long for a store key (root " \
-	  "zone names with over 240 octets 0x00 or 0x01)")
+	  "zone names with over 240 octets 0x00 or 0x01)") \
+	X(ZC_ENATS,         -2030, "NATS/JetStream error") \
+	X(ZC_EACCES_NATS,   -2032, "NATS refused the credentials") \
+	X(ZC_EREPLGAP,      -2031, "replication stream has a gap (bootstrap " \
+	  "from a snapshot)")
 
 enum {
 #define ZC_ERROR_ENUM(name, code, text) name = code,
