@@ -72,7 +72,14 @@ def raw_request(srv, method, path, headers, body=None):
 
 
 def soa_serial(srv, zone):
-    m = srv.query(zone, "SOA")
+    """The zone's serial as DNS serves it (a zone just made through the API
+    is served a moment later)."""
+    deadline = time.monotonic() + 5
+    while True:
+        m = srv.query(zone, "SOA")
+        if m.rcode() == dns.rcode.NOERROR or time.monotonic() > deadline:
+            break
+        time.sleep(0.02)
     assert m.rcode() == dns.rcode.NOERROR, m.to_text()
     return m.answer[0][0].serial
 
