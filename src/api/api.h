@@ -29,6 +29,8 @@
 
 typedef struct {
 	const char *listen;      /* "ADDR:PORT" */
+	int listen_fd;           /* > 0: the socket api_bind() made for listen,
+	                            taken over; 0: api_start() binds listen. */
 	const char *data_dir;
 	edge_store_t *edge;
 	builder_follower_t *follower;
@@ -53,6 +55,14 @@ typedef struct {
 #define API_DEFAULT_LIVE_WAIT_MS 5000u
 
 typedef struct api api_t;
+
+/*
+ * Binds and listens on the API address ("ADDR:PORT") before the server
+ * starts, so that a busy address stops a start before anything else is
+ * done; *fd is for api_config_t.listen_fd. Logs why not (-EADDRINUSE:
+ * another process listens there).
+ */
+int api_bind(const char *listen, int *fd);
 
 /* Starts the API server. The caller stops it with api_stop(). */
 int api_start(const api_config_t *cfg, api_t **out);

@@ -24,10 +24,11 @@ struct api {
 	bool pool_used[API_POOL_SIZE];
 };
 
-/* Looks up a query argument (header false) or a header of the request;
- * NULL when absent. */
+/* Looks up a query argument (header false) or a header of the request,
+ * the index-th (from 0) of those with that name (any case); NULL when
+ * there are not that many. */
 typedef const char *(*api_lookup_fn)(void *ctx, bool header,
-                                     const char *key);
+                                     const char *key, unsigned index);
 
 typedef struct {
 	api_t *api;
@@ -88,7 +89,31 @@ void api_error(api_req_t *req, unsigned status, int code, const char *fmt, ...)
 void api_error_code(api_req_t *req, int ret, const char *what);
 
 const char *api_query_arg(api_req_t *req, const char *key);
+/* The first header field of that name; api_header_nth() the index-th,
+ * api_header_count() how many the request has. */
 const char *api_header(api_req_t *req, const char *key);
+const char *api_header_nth(api_req_t *req, const char *key, unsigned index);
+unsigned api_header_count(api_req_t *req, const char *key);
+
+/* If-Match (RFC 9110 §13.1.1), every field of it in the request. */
+#define API_IF_MATCH_MAX 64
+#define API_ETAG_MAX 64
+
+typedef struct {
+	bool present;            /* The request has If-Match. */
+	bool any;                /* "*" */
+	unsigned count;          /* Strong entity tags in tags[]. */
+	char tags[API_IF_MATCH_MAX][API_ETAG_MAX]; /* With their quotes. */
+} api_if_match_t;
+
+/* Reads the request's If-Match fields into m; false after a 400 for one
+ * that is no list of entity tags (conditional.c). */
+bool api_if_match_parse(api_req_t *req, api_if_match_t *m);
+
+/* Whether a resource with this (strong) ETag meets m: no If-Match, "*",
+ * or one of the strong tags is identical (the strong comparison: a weak
+ * tag never matches). */
+bool api_if_match_ok(const api_if_match_t *m, const char *etag);
 
 /* Parses the JSON body; on failure records a 400 and returns NULL. */
 json_t *api_body_json(api_req_t *req);

@@ -141,24 +141,37 @@ static int parse_args(int argc, char **argv, config_t *cfg)
 
 static int run(const config_t *cfg)
 {
+	/* As serve: the data directory and the addresses are this process's
+	 * alone, claimed before anything is opened (cli/data_dir.c,
+	 * server/listen.c). */
 	edge_store_t *es = NULL;
-	int ret = cli_prepare_data_dir(cfg->data_dir);
-	if (ret == ZC_EOK) {
-		ret = edge_open(&es, cfg->data_dir, 0);
-	}
-	if (ret != ZC_EOK) {
-		zc_error("cannot open the edge store in %s: %s", cfg->data_dir,
-		         zc_strerror(ret));
-		return 1;
-	}
+	server_sockets_t *sockets = NULL;
 	server_config_t scfg;
 	cli_server_config(cfg, &scfg);
+	int lock_fd = -1;
+	int ret = cli_lock_data_dir(cfg->data_dir, &lock_fd);
+	if (ret != ZC_EOK) {
+		return 1;
+	}
+	ret = server_bind(&scfg, &sockets);
+	if (ret == ZC_EOK) {
+		ret = edge_open(&es, cfg->data_dir, 0);
+		if (ret != ZC_EOK) {
+			zc_error("cannot open the edge store in %s: %s",
+			         cfg->data_dir, zc_strerror(ret));
+		}
+	}
+	if (ret != ZC_EOK) {
+		server_sockets_free(sockets);
+		close(lock_fd);
+		return 1;
+	}
 	server_hooks_t hooks = { 0 };
 	server_t *server = NULL;
 	fleet_edge_t *follower = NULL;
 	fleet_config_t fcfg;
 	config_fleet(cfg, &fcfg);
-	ret = server_start(&scfg, es, &hooks, &server);
+	ret = server_start(&scfg, sockets, es, &hooks, &server);
 	if (ret == ZC_EOK) {
 		ret = fleet_edge_start(&fcfg, es, &follower);
 	}
@@ -178,6 +191,7 @@ static int run(const config_t *cfg)
 	fleet_edge_stop(follower);
 	server_stop(server);
 	edge_close(es);
+	close(lock_fd);
 	return ret == ZC_EOK ? 0 : 1;
 }
 

@@ -2,7 +2,9 @@
 /*
  * zonecast serve: runs every stage on one data directory — the builder's
  * change-log follower and the DNS server — until SIGINT or SIGTERM.
- * A fresh data directory gets the demo zone unless told otherwise.
+ * A fresh data directory gets the demo zone unless told otherwise. One
+ * serve per data directory and per address: the data directory's lock
+ * and the listen sockets are taken before anything else is done.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -186,7 +188,8 @@ static int drop_privileges(const config_t *cfg)
 	}
 	static const char *const files[] = { "", "/records.db", "/records.db-wal",
 	                                     "/records.db-shm", "/edge.mdb",
-	                                     "/edge.mdb-lock", "/demo-token" };
+	                                     "/edge.mdb-lock", "/demo-token",
+	                                     "/serve.lock" };
 	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
 		char path[CONFIG_STR_MAX + 32];
 		snprintf(path, sizeof(path), "%s%s", cfg->data_dir, files[i]);
@@ -206,13 +209,14 @@ static int drop_privileges(const config_t *cfg)
 	return ZC_EOK;
 }
 
-static int run(const config_t *cfg)
+/* Opens the stores, seeds a fresh directory and applies the change log;
+ * returns the edge store (the records store is closed) or NULL. */
+static edge_store_t *prepare_data(const config_t *cfg)
 {
 	records_store_t *rs = NULL;
 	edge_store_t *es = NULL;
-	if (cli_writable_data_dir(cfg->data_dir) != ZC_EOK ||
-	    cli_open_stores(cfg->data_dir, &rs, &es) != ZC_EOK) {
-		return 1;
+	if (cli_open_stores(cfg->data_dir, true, &rs, &es) != ZC_EOK) {
+		return NULL;
 	}
 	int ret = cfg->demo ? seed_demo(rs, es, cfg->data_dir) : ZC_EOK;
 	if (ret == ZC_EOK) {
@@ -231,10 +235,51 @@ static int run(const config_t *cfg)
 	if (ret != ZC_EOK) {
 		zc_error("cannot prepare the data directory: %s", zc_strerror(ret));
 		edge_close(es);
-		return 1;
+		return NULL;
 	}
-	server_config_t scfg;
-	cli_server_config(cfg, &scfg);
+	return es;
+}
+
+/* Starts the HTTP API on the socket api_bind() made (takes api_fd). The
+ * API keeps ns, NULL-ended, until it stops. */
+static int start_api(const config_t *cfg, int api_fd, edge_store_t *es,
+                     builder_follower_t *follower, writer_t *writer,
+                     fleet_primary_t *fleet, const char *const *ns,
+                     api_t **api)
+{
+	api_config_t acfg = {
+		.listen = cfg->api_listen, .listen_fd = api_fd,
+		.data_dir = cfg->data_dir, .edge = es,
+		.follower = follower, .writer = writer, .fleet = fleet,
+		.default_ttl = cfg->default_ttl, .ns = ns,
+		.hostmaster = cfg->zone_hostmaster[0] ? cfg->zone_hostmaster : NULL,
+		.serial_policy = cfg->serial_policy,
+		.max_body = cfg->api_max_body, .timeout_s = cfg->api_timeout,
+		.max_clients = cfg->api_max_clients,
+		.max_clients_per_ip = cfg->api_max_clients_per_ip,
+		.live_wait_ms = cfg->live_wait,
+	};
+	return api_start(&acfg, api);
+}
+
+/* Publishes the edge store's replication log to NATS when `nats` is set,
+ * else turns its recording off (docs/fleet.md). */
+static int start_fleet(const config_t *cfg, edge_store_t *es,
+                       fleet_primary_t **fleet)
+{
+	if (cfg->nats[0] != '\0') {
+		fleet_config_t fcfg;
+		config_fleet(cfg, &fcfg);
+		return fleet_primary_start(&fcfg, es, fleet);
+	}
+	edge_repl_pos_t pos;
+	return edge_repl_enable(es, false, &pos);
+}
+
+/* Runs every stage until a signal (takes sockets, api_fd and es). */
+static int serve(const config_t *cfg, const server_config_t *scfg,
+                 server_sockets_t *sockets, int api_fd, edge_store_t *es)
+{
 	builder_follower_t *follower = NULL;
 	writer_t *writer = NULL;
 	server_t *server = NULL;
@@ -245,6 +290,7 @@ static int run(const config_t *cfg)
 		.data_dir = cfg->data_dir, .edge = es,
 		.allow_transfer = &cfg->allow_transfer,
 		.max_concurrent = cfg->transfer_max_concurrent,
+		.tsig_max_fudge = cfg->tsig_max_fudge,
 	};
 	const char *targets[CONFIG_NOTIFY_MAX];
 	for (size_t i = 0; i < cfg->notify_count; i++) {
@@ -257,14 +303,7 @@ static int run(const config_t *cfg)
 	};
 	/* The fleet first: recording must be on before anything commits. */
 	fleet_primary_t *fleet = NULL;
-	fleet_config_t fcfg;
-	config_fleet(cfg, &fcfg);
-	if (cfg->nats[0] != '\0') {
-		ret = fleet_primary_start(&fcfg, es, &fleet);
-	} else {
-		edge_repl_pos_t pos;
-		ret = edge_repl_enable(es, false, &pos);
-	}
+	int ret = start_fleet(cfg, es, &fleet);
 	if (ret == ZC_EOK) {
 		ret = builder_follower_start(cfg->data_dir, es, FOLLOW_POLL_MS,
 		                             &follower);
@@ -283,6 +322,8 @@ static int run(const config_t *cfg)
 		.follower = follower, .live_wait_ms = cfg->live_wait,
 		.allow_update = &cfg->allow_update,
 		.max_size = cfg->update_max_size,
+		.tsig_max_fudge = cfg->tsig_max_fudge,
+		.tsig_replay_cache = cfg->tsig_replay_cache,
 	};
 	if (ret == ZC_EOK) {
 		ret = update_start(&ucfg, &updates);
@@ -296,7 +337,8 @@ static int run(const config_t *cfg)
 		.signed_query = transfer_signed_query, .signed_ctx = xfr,
 	};
 	if (ret == ZC_EOK) {
-		ret = server_start(&scfg, es, &hooks, &server);
+		ret = server_start(scfg, sockets, es, &hooks, &server);
+		sockets = NULL;
 	}
 	if (ret == ZC_EOK) {
 		ret = notify_start(&ncfg, &notifier);
@@ -304,23 +346,14 @@ static int run(const config_t *cfg)
 	if (ret == ZC_EOK && notifier != NULL) {
 		builder_follower_on_pass(follower, notify_on_pass, notifier);
 	}
-	const char *ns[9] = { NULL };
+	const char *ns[9] = { NULL }; /* The API's until api_stop(). */
 	for (size_t i = 0; i < cfg->zone_ns_count; i++) {
 		ns[i] = cfg->zone_ns[i];
 	}
-	api_config_t acfg = {
-		.listen = cfg->api_listen, .data_dir = cfg->data_dir, .edge = es,
-		.follower = follower, .writer = writer, .fleet = fleet,
-		.default_ttl = cfg->default_ttl, .ns = ns,
-		.hostmaster = cfg->zone_hostmaster[0] ? cfg->zone_hostmaster : NULL,
-		.serial_policy = cfg->serial_policy,
-		.max_body = cfg->api_max_body, .timeout_s = cfg->api_timeout,
-		.max_clients = cfg->api_max_clients,
-		.max_clients_per_ip = cfg->api_max_clients_per_ip,
-		.live_wait_ms = cfg->live_wait,
-	};
-	if (ret == ZC_EOK && cfg->api_listen[0] != '\0') {
-		ret = api_start(&acfg, &api);
+	if (ret == ZC_EOK && api_fd > 0) {
+		ret = start_api(cfg, api_fd, es, follower, writer, fleet, ns,
+		                &api);
+		api_fd = -1;
 	}
 	if (ret == ZC_EOK) {
 		ret = drop_privileges(cfg);
@@ -347,10 +380,53 @@ static int run(const config_t *cfg)
 	notify_stop(notifier);
 	transfer_stop(xfr);   /* In-flight transfers still use the workers. */
 	server_stop(server);
+	server_sockets_free(sockets);
+	if (api_fd > 0) {
+		close(api_fd);
+	}
 	update_free(updates);
 	transfer_free(xfr);   /* The workers called the hooks until now. */
 	edge_close(es);
 	return ret == ZC_EOK ? 0 : 1;
+}
+
+/*
+ * Claims what this server must have alone before touching anything: the
+ * data directory (its lock) and the DNS and API addresses (bound). A
+ * refusal writes no store, no demo zone and no token (a directory that
+ * did not exist is left with its serve.lock only).
+ */
+static int run(const config_t *cfg)
+{
+	int lock_fd = -1, api_fd = -1;
+	server_sockets_t *sockets = NULL;
+	edge_store_t *es = NULL;
+	server_config_t scfg;
+	cli_server_config(cfg, &scfg);
+	if (cli_writable_data_dir(cfg->data_dir) != ZC_EOK ||
+	    cli_lock_data_dir(cfg->data_dir, &lock_fd) != ZC_EOK) {
+		return 1;
+	}
+	int ret = 1;
+	if (server_bind(&scfg, &sockets) != ZC_EOK ||
+	    (cfg->api_listen[0] != '\0' &&
+	     api_bind(cfg->api_listen, &api_fd) != ZC_EOK)) {
+		zc_error("cannot start: a listen address is not available");
+		goto out;
+	}
+	es = prepare_data(cfg);
+	if (es != NULL) {
+		ret = serve(cfg, &scfg, sockets, api_fd, es);
+		sockets = NULL;
+		api_fd = -1;
+	}
+out:
+	server_sockets_free(sockets);
+	if (api_fd > 0) {
+		close(api_fd);
+	}
+	close(lock_fd);
+	return ret;
 }
 
 int cmd_serve(int argc, char **argv)

@@ -205,7 +205,7 @@ static int run(const char *sub, int nargs, char **args, const char *dir,
 	}
 	records_store_t *rs = NULL;
 	edge_store_t *es = NULL;
-	int ret = cli_open_stores(dir, &rs, &es);
+	int ret = cli_open_stores(dir, strcmp(sub, "import") == 0, &rs, &es);
 	if (ret != ZC_EOK) {
 		return 1;
 	}

@@ -1,13 +1,12 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /*
- * What several subcommands share: the data directory, opening the stores,
- * and importing a master file (parse, check, commit, full build).
+ * What several subcommands share: opening the stores of a data directory
+ * (cli/data_dir.c says whether one may be created), and importing a
+ * master file (parse, check, commit, full build).
  */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 #include <libknot/descriptor.h>
@@ -16,46 +15,18 @@
 #include "builder/builder.h"
 #include "cli/commands.h"
 #include "common/error.h"
-#include "common/fs.h"
 #include "zonefile/zonefile.h"
 
 /* At most this many check problems are printed. */
 #define MAX_REPORTED 20
 
-int cli_prepare_data_dir(const char *dir)
-{
-	if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
-		fprintf(stderr, "zonecast: cannot create data directory %s: %s\n",
-		        dir, strerror(errno));
-		return -errno;
-	}
-	return ZC_EOK;
-}
-
 /* The edge store's default space reserve (ZONECAST_EDGE_RESERVE_MB). */
 #define EDGE_RESERVE_MB 8
 
-int cli_writable_data_dir(const char *dir)
+int cli_open_stores(const char *dir, bool create, records_store_t **rs,
+                    edge_store_t **es)
 {
-	int err = access(dir, W_OK) == 0 ? 0 : errno;
-	if (err == ENOENT) {
-		return ZC_EOK; /* Made later. */
-	}
-	if (err == 0) {
-		err = -zc_fs_probe_write(dir, (int)strlen(dir));
-	}
-	if (err == 0) {
-		return ZC_EOK;
-	}
-	fprintf(stderr, "zonecast: data directory %s is not writable (%s): "
-	        "the records store and the edge store must be written; "
-	        "nothing was started\n", dir, strerror(err));
-	return -err;
-}
-
-int cli_open_stores(const char *dir, records_store_t **rs, edge_store_t **es)
-{
-	int ret = cli_prepare_data_dir(dir);
+	int ret = create ? cli_prepare_data_dir(dir) : cli_require_data_dir(dir);
 	if (ret != ZC_EOK) {
 		return ret;
 	}

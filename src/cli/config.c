@@ -11,7 +11,9 @@
 #include "cli/config.h"
 #include "common/error.h"
 #include "common/log.h"
+#include "dns/tsig.h"
 #include "fleet/fleet.h"
+#include "update/update.h"
 
 void config_defaults(config_t *cfg)
 {
@@ -36,6 +38,8 @@ void config_defaults(config_t *cfg)
 	cfg->notify_timeout = 1000;
 	cfg->update_max_size = 65535;
 	cfg->live_wait = 5000;
+	cfg->tsig_max_fudge = DNS_TSIG_MAX_FUDGE_DEFAULT;
+	cfg->tsig_replay_cache = UPDATE_TSIG_REPLAY_CACHE;
 	cfg->signature_cache = 65536;
 	snprintf(cfg->api_listen, sizeof(cfg->api_listen), "127.0.0.1:8053");
 	cfg->api_max_body = API_DEFAULT_MAX_BODY;
@@ -323,6 +327,12 @@ int config_set(config_t *cfg, const char *key, const char *value,
 	} else if (strcmp(key, "live-wait") == 0) {
 		bad = parse_uint(value, 600000, &cfg->live_wait) ||
 		      cfg->live_wait == 0;
+	} else if (strcmp(key, "tsig-max-fudge") == 0) {
+		bad = parse_uint(value, 65535, &cfg->tsig_max_fudge) ||
+		      cfg->tsig_max_fudge == 0;
+	} else if (strcmp(key, "tsig-replay-cache") == 0) {
+		bad = parse_uint(value, 1u << 24, &cfg->tsig_replay_cache) ||
+		      cfg->tsig_replay_cache < 1024;
 	} else if (strcmp(key, "update-max-size") == 0) {
 		bad = parse_uint(value, 65535, &cfg->update_max_size) ||
 		      cfg->update_max_size < 12;

@@ -60,6 +60,8 @@ typedef struct {
 	unsigned update_max_size;   /* bytes */
 	unsigned live_wait;         /* ms an UPDATE (API ?wait=live) waits to
 	                             * be served before SERVFAIL (202). */
+	unsigned tsig_max_fudge;    /* Largest TSIG time window, seconds. */
+	unsigned tsig_replay_cache; /* Signed UPDATEs remembered (replays). */
 	unsigned signature_cache;   /* RRSIGs cached per DNS worker */
 	char user[64];              /* Run as this user after binding ("": no). */
 	unsigned api_max_body;      /* bytes */

@@ -42,6 +42,7 @@ typedef struct {
 
 struct update_service {
 	update_config_t cfg;
+	dns_tsig_policy_t tsig;      /* Time window and replay cache. */
 	zc_acl_t allow;
 	records_pool_t *pool;
 	atomic_bool stopping;
@@ -119,8 +120,14 @@ int update_start(const update_config_t *cfg, update_service_t **out)
 	if (u->cfg.live_wait_ms == 0) {
 		u->cfg.live_wait_ms = UPDATE_DEFAULT_LIVE_WAIT_MS;
 	}
+	u->tsig.max_fudge = (uint16_t)cfg->tsig_max_fudge;
+	u->tsig.replay = dns_tsig_replay_new(cfg->tsig_replay_cache ?
+	                                     cfg->tsig_replay_cache :
+	                                     UPDATE_TSIG_REPLAY_CACHE);
 	u->pool = records_pool_new(cfg->data_dir);
-	if (u->pool == NULL) {
+	if (u->pool == NULL || u->tsig.replay == NULL) {
+		records_pool_free(u->pool);
+		dns_tsig_replay_free(u->tsig.replay);
 		free(u);
 		return KNOT_ENOMEM;
 	}
@@ -140,6 +147,7 @@ void update_free(update_service_t *u)
 {
 	if (u != NULL) {
 		records_pool_free(u->pool);
+		dns_tsig_replay_free(u->tsig.replay);
 		pthread_mutex_destroy(&u->cache_lock);
 		free(u);
 	}
@@ -244,6 +252,61 @@ static void on_committed(writer_unit_t *unit, int result)
 	msg_free(m);
 }
 
+/* When each kind of BADTIME was last logged. */
+static _Atomic int64_t replay_logged, unproven_logged, window_logged;
+
+/* Says why a signed UPDATE got BADTIME: out of its time window (RFC 8945
+ * §5.2.3, the fudge capped by tsig-max-fudge) or a replay. Ten a second
+ * at most of each: a flood of replays must not flood the log. */
+static void log_badtime(const update_msg_t *m,
+                        const struct sockaddr_storage *from)
+{
+	const dns_tsig_t *t = &m->tsig;
+	if (!zc_log_due(t->replay == DNS_TSIG_REPLAYED ? &replay_logged :
+	                t->replay == DNS_TSIG_UNPROVEN ? &unproven_logged :
+	                &window_logged, 100)) {
+		return;
+	}
+	char key[KNOT_DNAME_TXT_MAXLEN + 1], zone[KNOT_DNAME_TXT_MAXLEN + 1];
+	char addr[ZC_ADDR_TEXT_MAX];
+	knot_dname_to_str(key, m->tsig.name, sizeof(key));
+	knot_dname_to_str(zone, knot_pkt_qname(m->pkt), sizeof(zone));
+	zc_addr_text(from, addr, sizeof(addr));
+	if (t->replay == DNS_TSIG_REPLAYED) {
+		zc_warn("update %s from %s: refused a replay: key %s sent this "
+		        "very message (same MAC) within the last %u s; NOTAUTH "
+		        "BADTIME", zone, addr, key, t->window);
+	} else if (t->replay == DNS_TSIG_UNPROVEN) {
+		zc_warn("update %s from %s: key %s: signed at %llu, before a "
+		        "message the full replay cache had to drop "
+		        "(tsig-replay-cache), so possibly a replay; NOTAUTH "
+		        "BADTIME", zone, addr, key,
+		        (unsigned long long)t->time_signed);
+	} else {
+		long long skew = (long long)time(NULL) - (long long)t->time_signed;
+		zc_warn("update %s from %s: key %s: signed %lld s %s the "
+		        "server's time, outside the window of %u s (fudge %u, "
+		        "tsig-max-fudge caps it); NOTAUTH BADTIME", zone, addr,
+		        key, skew < 0 ? -skew : skew, skew < 0 ? "after" :
+		        "before", t->window, t->fudge);
+	}
+}
+
+static _Atomic int64_t full_logged;
+
+/* The replay cache had to drop a live entry: requests signed before it
+ * are refused from now on (tsig_replay.c). Once a minute at most. */
+static void log_replay_cache_full(const update_service_t *u)
+{
+	if (zc_log_due(&full_logged, 60000)) {
+		zc_warn("update: the TSIG replay cache is full (tsig-replay-cache "
+		        "%zu): signed UPDATEs come faster than it can remember "
+		        "for their time window; those signed before the oldest "
+		        "it still holds get BADTIME", u->cfg.tsig_replay_cache ?
+		        u->cfg.tsig_replay_cache : (size_t)UPDATE_TSIG_REPLAY_CACHE);
+	}
+}
+
 /* Zone section (§3.1.1), TSIG (§3.3 / RFC 8945), source address. */
 static uint8_t authorize(update_service_t *u, update_msg_t *m,
                          records_store_t **rs,
@@ -260,9 +323,14 @@ static uint8_t authorize(update_service_t *u, update_msg_t *m,
 	if (q->tsig_rr != NULL) {
 		bool found = key_lookup(u, rs, q->tsig_rr->owner, key) == ZC_EOK;
 		int tret = dns_tsig_check(q, found, key->algorithm, key->secret,
-		                          key->secret_len, &m->tsig);
+		                          key->secret_len, &u->tsig, &m->tsig);
 		if (tret == KNOT_EMALF) {
 			return KNOT_RCODE_FORMERR; /* A MAC of a bad size. */
+		}
+		if (tret == KNOT_TSIG_EBADTIME) {
+			log_badtime(m, from);
+		} else if (m->tsig.replay == DNS_TSIG_FRESH_FULL) {
+			log_replay_cache_full(u);
 		}
 		if (tret != ZC_EOK) {
 			return KNOT_RCODE_NOTAUTH; /* BADKEY/BADSIG/BADTIME */

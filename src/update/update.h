@@ -43,9 +43,15 @@ typedef struct {
 	unsigned live_wait_ms;         /* 0: UPDATE_DEFAULT_LIVE_WAIT_MS. */
 	const zc_acl_t *allow_update;  /* Unsigned updates from; NULL: none. */
 	size_t max_size;               /* Largest message accepted. */
+	unsigned tsig_max_fudge;       /* Largest TSIG time window, seconds
+	                                  (0: DNS_TSIG_MAX_FUDGE_DEFAULT). */
+	size_t tsig_replay_cache;      /* Signed messages remembered to refuse
+	                                  replays (0: the default). */
 } update_config_t;
 
 #define UPDATE_DEFAULT_LIVE_WAIT_MS 5000u
+/* Default of tsig_replay_cache. */
+#define UPDATE_TSIG_REPLAY_CACHE 262144
 
 typedef struct update_service update_service_t;
 
