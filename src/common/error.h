@@ -35,7 +35,10 @@
 	X(ZC_ETOOMANY,      -2015, "too many records in the zone") \
 	X(ZC_EMAPFULL,      -2016, "edge store map full") \
 	X(ZC_ENAMEKEY,      -2017, "name too long for a store key (root " \
-	  "zone names with over 240 octets 0x00 or 0x01)")
+	  "zone names with over 240 octets 0x00 or 0x01)") \
+	X(ZC_ERDATA,        -2018, "rdata malformed for its type") \
+	X(ZC_EUNSTORABLE,   -2019, "record not stored: a meta-type, a TTL " \
+	  "over 2^31-1, or no master-file form that reads back the same")
 
 enum {
 #define ZC_ERROR_ENUM(name, code, text) name = code,
