@@ -46,6 +46,12 @@ static const uint8_t *take(reader_t *r, size_t n)
 	return p;
 }
 
+static uint32_t read_be32(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 |
+	       (uint32_t)p[2] << 8 | p[3];
+}
+
 static bool read_u8(reader_t *r, uint8_t *out)
 {
 	const uint8_t *p = take(r, 1);
@@ -266,6 +272,14 @@ static bool check_loc(reader_t *r)
 			            "and a power of ten (RFC 1876 §2)");
 		}
 	}
+	/* Thousandths of an arc second, offset by 2^31. */
+	int64_t lat = (int64_t)read_be32(p + 4) - (1LL << 31);
+	int64_t lon = (int64_t)read_be32(p + 8) - (1LL << 31);
+	if (lat < -90LL * 3600000 || lat > 90LL * 3600000 ||
+	    lon < -180LL * 3600000 || lon > 180LL * 3600000) {
+		return fail(r, "a LOC latitude or longitude is out of range "
+		            "(RFC 1876 §2)");
+	}
 	return finish(r);
 }
 
@@ -299,14 +313,141 @@ static bool check_apl(reader_t *r)
 	return r->why == NULL;
 }
 
-/* DS and CDS: key tag, algorithm, digest type, digest (RFC 4034 §5.1). */
-static bool check_ds(reader_t *r)
+/* A digest of a known algorithm has that algorithm's size. */
+static bool digest_fits(reader_t *r, uint8_t algorithm,
+                        const uint8_t sizes[][2], const char *why)
 {
-	take(r, 4);
-	if (r->why == NULL && at_end(r)) {
-		return fail(r, "the DS digest is empty (RFC 4034 §5.1.4)");
+	size_t len = left(r);
+	for (int i = 0; sizes[i][0] != 0; i++) {
+		if (sizes[i][0] == algorithm && sizes[i][1] != len) {
+			return fail(r, why);
+		}
 	}
 	r->pos = r->end;
+	return true;
+}
+
+/* The last field: opaque, but not empty. */
+static bool rest_not_empty(reader_t *r, const char *why)
+{
+	if (r->why == NULL && at_end(r)) {
+		return fail(r, why);
+	}
+	r->pos = r->end;
+	return r->why == NULL;
+}
+
+/* DS and CDS: key tag, algorithm, digest type, digest (RFC 4034 §5.1);
+ * SHA-1 (RFC 4034), SHA-256 (RFC 4509), GOST (RFC 5933) and SHA-384
+ * (RFC 6605) digests have their hash's size. */
+static bool check_ds(reader_t *r)
+{
+	static const uint8_t sizes[][2] = { { 1, 20 }, { 2, 32 }, { 3, 32 },
+	                                    { 4, 48 }, { 0, 0 } };
+	const uint8_t *head = take(r, 4);
+	if (!rest_not_empty(r, "the DS digest is empty (RFC 4034 §5.1.4)")) {
+		return false;
+	}
+	r->pos = head + 4;
+	return digest_fits(r, head[3], sizes, "the DS digest is not the size "
+	                   "of its digest type's hash (RFC 4509, RFC 6605)");
+}
+
+/* SSHFP: algorithm, type, fingerprint of SHA-1 (RFC 4255) or SHA-256
+ * (RFC 6594) size. */
+static bool check_sshfp(reader_t *r)
+{
+	static const uint8_t sizes[][2] = { { 1, 20 }, { 2, 32 }, { 0, 0 } };
+	const uint8_t *head = take(r, 2);
+	if (!rest_not_empty(r, "the SSHFP fingerprint is empty (RFC 4255 "
+	                    "§3.1.3)")) {
+		return false;
+	}
+	r->pos = head + 2;
+	return digest_fits(r, head[1], sizes, "the SSHFP fingerprint is not "
+	                   "the size of its type's hash (RFC 6594 §3)");
+}
+
+/* ZONEMD (RFC 8976 §2.2): serial, scheme, hash algorithm, a digest of at
+ * least 12 octets, SHA-384 and SHA-512 ones of their size. */
+static bool check_zonemd(reader_t *r)
+{
+	static const uint8_t sizes[][2] = { { 1, 48 }, { 2, 64 }, { 0, 0 } };
+	const uint8_t *head = take(r, 6);
+	if (r->why == NULL && left(r) < 12) {
+		return fail(r, "the ZONEMD digest is shorter than 12 octets "
+		            "(RFC 8976 §2.2.4)");
+	}
+	return head != NULL && digest_fits(r, head[5], sizes, "the ZONEMD "
+	                                   "digest is not the size of its "
+	                                   "hash (RFC 8976 §2.2.3)");
+}
+
+/* The last field of TLSA, SMIMEA, CERT, DNSKEY and CDNSKEY: not empty. */
+static bool check_trailing_data(uint16_t type, reader_t *r)
+{
+	switch (type) {
+	case KNOT_RRTYPE_TLSA:
+	case KNOT_RRTYPE_SMIMEA:
+		take(r, 3);
+		return rest_not_empty(r, "the certificate association data is "
+		                      "empty (RFC 6698 §2.1.4)");
+	case KNOT_RRTYPE_CERT:
+		take(r, 5);
+		return rest_not_empty(r, "the CERT certificate is empty (RFC "
+		                      "4398 §2)");
+	default:
+		take(r, 4);
+		return rest_not_empty(r, "the public key is empty (RFC 4034 "
+		                      "§2.1.4)");
+	}
+}
+
+/* A NAPTR regexp (RFC 3402 §3.2), when not empty: a delimiter (not a
+ * digit, backslash or flag), the ERE, the delimiter, the replacement, the
+ * delimiter, flags ("i"). Backslash escapes the next octet. The ERE
+ * itself is not compiled. */
+static bool is_naptr_regexp(const uint8_t *p, size_t len)
+{
+	if (len == 0) {
+		return true;
+	}
+	uint8_t delim = p[0];
+	if (delim == 0 || delim == '\\' || delim == 'i' || isdigit(delim)) {
+		return false;
+	}
+	int part = 0; /* 0: ERE, 1: replacement, 2: flags. */
+	for (size_t i = 1; i < len; i++) {
+		if (p[i] == 0) {
+			return false;
+		}
+		if (part == 2) {
+			if (p[i] != 'i') {
+				return false;
+			}
+		} else if (p[i] == '\\') {
+			if (++i == len || p[i] == 0) {
+				return false;
+			}
+		} else if (p[i] == delim) {
+			part++;
+		}
+	}
+	return part == 2;
+}
+
+/* NAPTR's order, preference, flags, services and regexp (RFC 3403 §4.1). */
+static bool check_naptr_head(reader_t *r)
+{
+	uint8_t len = 0;
+	take(r, 4);
+	read_string(r, NULL);
+	read_string(r, NULL);
+	if (read_string(r, &len) && !is_naptr_regexp(r->pos - len, len)) {
+		return fail(r, "the NAPTR regexp is not delimiter, ERE, "
+		            "delimiter, replacement, delimiter, flags (RFC 3402 "
+		            "§3.2)");
+	}
 	return r->why == NULL;
 }
 
@@ -584,6 +725,16 @@ static bool check_remainder(uint16_t type, reader_t *r)
 	case KNOT_RRTYPE_DS:
 	case KNOT_RRTYPE_CDS:
 		return check_ds(r);
+	case KNOT_RRTYPE_SSHFP:
+		return check_sshfp(r);
+	case KNOT_RRTYPE_ZONEMD:
+		return check_zonemd(r);
+	case KNOT_RRTYPE_TLSA:
+	case KNOT_RRTYPE_SMIMEA:
+	case KNOT_RRTYPE_CERT:
+	case KNOT_RRTYPE_DNSKEY:
+	case KNOT_RRTYPE_CDNSKEY:
+		return check_trailing_data(type, r);
 	default:
 		r->pos = r->end; /* Opaque to the text form too (hex, base64). */
 		return true;
@@ -621,10 +772,7 @@ bool dns_rdata_valid(uint16_t type, const uint8_t *rdata, size_t len,
 			check_remainder(type, &r);
 			remainder = true;
 		} else if (block == KNOT_RDATA_WF_NAPTR_HEADER) {
-			take(&r, 4); /* Order, preference (RFC 3403 §4.1). */
-			read_string(&r, NULL);
-			read_string(&r, NULL);
-			read_string(&r, NULL);
+			check_naptr_head(&r);
 		} else {
 			read_name(&r);
 		}
