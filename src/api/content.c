@@ -163,12 +163,16 @@ static int content_text(uint16_t type, const char *content, int priority,
                         char *out, size_t size)
 {
 	size_t pos = 0;
-	if (priority >= 0 && (type == KNOT_RRTYPE_MX || type == KNOT_RRTYPE_SRV ||
-	                      type == KNOT_RRTYPE_URI)) {
+	/* RFC 3597 §5 generic form: the rdata whole, as it is. */
+	bool generic = strncmp(content, "\\#", 2) == 0 &&
+	               (content[2] == ' ' || content[2] == '\t');
+	if (priority >= 0 && !generic && (type == KNOT_RRTYPE_MX ||
+	                                  type == KNOT_RRTYPE_SRV ||
+	                                  type == KNOT_RRTYPE_URI)) {
 		pos += snprintf(out, size, "%d ", priority);
 	}
 	size_t clen = strlen(content);
-	if (type == KNOT_RRTYPE_TXT && content[0] != '"') {
+	if (type == KNOT_RRTYPE_TXT && content[0] != '"' && !generic) {
 		return plain_txt(content, out + pos, size - pos);
 	}
 	if (pos + clen + 2 >= size) {
@@ -177,7 +181,7 @@ static int content_text(uint16_t type, const char *content, int priority,
 	memcpy(out + pos, content, clen);
 	pos += clen;
 	bool name_last = is_name_type(type) || type == KNOT_RRTYPE_SRV;
-	if (name_last && clen > 0 && !ends_with_dot(content, clen)) {
+	if (name_last && !generic && clen > 0 && !ends_with_dot(content, clen)) {
 		out[pos++] = '.'; /* An FQDN, not a name relative to the zone. */
 	}
 	out[pos] = '\0';
@@ -233,9 +237,12 @@ int api_content_parse(const knot_dname_t *apex, const char *name,
 		snprintf(err, err_size, "%s", special);
 		return ZC_EUSAGE;
 	}
-	if (strchr(name, ' ') || strchr(name, '\n') || strchr(name, ';')) {
-		snprintf(err, err_size, "name: invalid domain name");
-		return ZC_EUSAGE;
+	for (const char *c = name; *c != '\0'; c++) {
+		if ((unsigned char)*c <= 0x20 || *c == 0x7f) {
+			snprintf(err, err_size, "name: a space or control character "
+			         "(write it as \\DDD)");
+			return ZC_EUSAGE;
+		}
 	}
 	/* The owner goes into the line as libknot writes it: every special
 	 * octet escaped, so the scanner reads back exactly this name. */
@@ -264,7 +271,8 @@ int api_content_parse(const knot_dname_t *apex, const char *name,
 		return ZC_EUSAGE;
 	}
 	const char *why = NULL;
-	ret = zonefile_record_check(out->type, out->ttl, out->rdata,
+	ret = zonefile_record_check(out->owner, out->type, out->ttl,
+	                            out->rdata,
 	                            out->rdata_len, &why);
 	if (ret == KNOT_ENOMEM) {
 		return ret;

@@ -145,7 +145,8 @@ static int on_record(const knot_dname_t *owner, uint16_t type, uint32_t ttl,
 {
 	import_t *imp = ctx;
 	const char *why = NULL;
-	int ret = zonefile_record_check(type, ttl, rdata, rdata_len, &why);
+	int ret = zonefile_record_check(owner, type, ttl, rdata,
+	                                rdata_len, &why);
 	if (ret == ZC_ERDATA || ret == ZC_EUNSTORABLE) {
 		char name[KNOT_DNAME_TXT_MAXLEN + 1], tname[32];
 		knot_dname_to_str(name, owner, sizeof(name));

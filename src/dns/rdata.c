@@ -90,10 +90,14 @@ static bool read_name(reader_t *r)
 static bool read_string(reader_t *r, uint8_t *len)
 {
 	uint8_t n = 0;
-	if (!read_u8(r, &n) || take(r, n) == NULL) {
+	if (!read_u8(r, &n)) {
+		return false;
+	}
+	if (left(r) < n) {
 		return fail(r, "a character-string runs past the end of the "
 		            "rdata");
 	}
+	take(r, n);
 	if (len != NULL) {
 		*len = n;
 	}
@@ -271,6 +275,11 @@ static bool check_loc(reader_t *r)
 			return fail(r, "a LOC size or precision is not a digit "
 			            "and a power of ten (RFC 1876 §2)");
 		}
+		if ((p[i] >> 4) == 0 && p[i] != 0) {
+			/* 0 times a power of ten: its text "0m" reads as 0x00. */
+			return fail(r, "a LOC size or precision of 0 is not "
+			            "written as 0x00 (RFC 1876 §2)");
+		}
 	}
 	/* Thousandths of an arc second, offset by 2^31. */
 	int64_t lat = (int64_t)read_be32(p + 4) - (1LL << 31);
@@ -401,6 +410,21 @@ static bool check_trailing_data(uint16_t type, reader_t *r)
 		return rest_not_empty(r, "the public key is empty (RFC 4034 "
 		                      "§2.1.4)");
 	}
+}
+
+/* KEY (RFC 2535 §3.1.2): flags whose A/C bits are both set say "no key",
+ * and then the rdata ends after the algorithm. */
+static bool check_key(reader_t *r)
+{
+	uint16_t flags = 0;
+	read_u16(r, &flags);
+	take(r, 2);
+	if (r->why == NULL && (flags & 0xc000) == 0xc000 && !at_end(r)) {
+		return fail(r, "a KEY whose flags say \"no key\" holds one (RFC "
+		            "2535 §3.1.2)");
+	}
+	r->pos = r->why == NULL ? r->end : r->pos;
+	return r->why == NULL;
 }
 
 /* A NAPTR regexp (RFC 3402 §3.2), when not empty: a delimiter (not a
@@ -727,6 +751,8 @@ static bool check_remainder(uint16_t type, reader_t *r)
 		return check_ds(r);
 	case KNOT_RRTYPE_SSHFP:
 		return check_sshfp(r);
+	case KNOT_RRTYPE_KEY:
+		return check_key(r);
 	case KNOT_RRTYPE_ZONEMD:
 		return check_zonemd(r);
 	case KNOT_RRTYPE_TLSA:
@@ -752,8 +778,23 @@ bool dns_rdata_valid(uint16_t type, const uint8_t *rdata, size_t len,
 {
 	reader_t r = { .pos = rdata, .end = rdata + len };
 	const knot_rdata_descriptor_t *desc = knot_get_rdata_descriptor(type);
+	if (desc->type_name == NULL) {
+		/* MD, MF, MB, MG, MR, PX, NXT: libknot's packet parser reads
+		 * their names, so they are checked as it reads them. */
+		desc = knot_get_obsolete_rdata_descriptor(type);
+	}
 	if (desc->type_name == NULL || rdata == NULL) {
 		return rdata != NULL || len == 0; /* Unknown: opaque octets. */
+	}
+	if (len == 0 && type != KNOT_RRTYPE_APL) {
+		/* libknot's packet parser refuses it (an empty NULL would
+		 * break transfers to Knot secondaries); only APL may be empty
+		 * (RFC 3123 §4). */
+		if (why != NULL) {
+			*why = "the rdata is empty (of the known types only APL may "
+			       "be)";
+		}
+		return false;
 	}
 	if (type == KNOT_RRTYPE_LOC) {
 		bool ok = check_loc(&r); /* Its descriptor: 16 octets. */

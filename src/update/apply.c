@@ -93,7 +93,8 @@ static uint8_t check_added(const update_msg_t *m, const knot_rrset_t *rr)
 	knot_rdata_t *rd = rr->rrs.rdata;
 	for (uint16_t i = 0; i < rr->rrs.count; i++) {
 		const char *why = NULL;
-		int ret = zonefile_record_check(rr->type, rr->ttl, rd->data,
+		int ret = zonefile_record_check(rr->owner, rr->type, rr->ttl,
+		                                rd->data,
 		                                rd->len, &why);
 		if (ret != ZC_EOK) {
 			char owner[KNOT_DNAME_TXT_MAXLEN + 1], type[32];

@@ -283,7 +283,10 @@ void update_handle(void *ctx, const uint8_t *msg, size_t len,
 		finish(m, KNOT_RCODE_SERVFAIL);
 		return;
 	}
-	if (knot_pkt_parse(m->pkt, 0) != KNOT_EOK) {
+	/* NOCANON: names inside rdata keep the case the client wrote, as
+	 * the API and zone files keep it (RFC 4343 §4.1); owners are
+	 * lowercased below, as the API stores them. */
+	if (knot_pkt_parse(m->pkt, KNOT_PF_NOCANON) != KNOT_EOK) {
 		/* Answer with the zone section if it can be read. */
 		if (knot_wire_get_qdcount(m->wire) != 1 ||
 		    knot_pkt_parse_question(m->pkt) != KNOT_EOK) {
@@ -291,6 +294,9 @@ void update_handle(void *ctx, const uint8_t *msg, size_t len,
 		}
 		finish(m, KNOT_RCODE_FORMERR);
 		return;
+	}
+	for (uint16_t i = 0; i < m->pkt->rrset_count; i++) {
+		knot_dname_to_lower(m->pkt->rr[i].owner);
 	}
 	uint8_t rcode = precheck(u, m, from);
 	if (rcode != KNOT_RCODE_NOERROR) {

@@ -127,14 +127,20 @@ static bool reads_back(uint16_t type, const uint8_t *rdata, uint16_t len,
 	       (len == 0 || memcmp(r->rdata, rdata, len) == 0);
 }
 
-int zonefile_record_check(uint16_t type, uint32_t ttl, const uint8_t *rdata,
-                          uint16_t len, const char **why)
+int zonefile_record_check(const knot_dname_t *owner, uint16_t type,
+                          uint32_t ttl, const uint8_t *rdata, uint16_t len,
+                          const char **why)
 {
 	const char *reason = NULL;
 	int ret = ZC_EOK;
 	if (!dns_rdata_type_storable(type)) {
 		reason = "the type is a meta-type or QTYPE, not data (RFC 6895 "
 		         "§3.1)";
+		ret = ZC_EUNSTORABLE;
+	} else if (type == KNOT_RRTYPE_NS && owner != NULL &&
+	           knot_dname_is_wildcard(owner)) {
+		/* BIND refuses to load such a zone. */
+		reason = "NS at a wildcard name (RFC 4592 §4.2)";
 		ret = ZC_EUNSTORABLE;
 	} else if (ttl > INT32_MAX) {
 		reason = "the TTL exceeds 2^31-1 (RFC 2181 §8)";

@@ -10,6 +10,7 @@
  * well-formed for its type (written by a version that did not check it),
  * which libknot's writer must not be given.
  */
+#include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 #include <libknot/descriptor.h>
@@ -41,6 +42,35 @@ static int dump(uint16_t type, const uint8_t *rdata, uint16_t len, char *out,
 	return knot_rrset_txt_dump_data(&rr, 0, out, size, style);
 }
 
+/*
+ * Writes every escaped '[' (backslash, bracket) as \091: the same octet
+ * for libzscanner and RFC 1035, but BIND reads a backslash-bracket at the
+ * start of a label as a bitstring label (RFC 2673) and refuses the file.
+ * libknot escapes '[' only in names; the rewrite is exact anywhere, as
+ * \X and \DDD both stand for one octet. Returns the new length, or -1
+ * when size is too small.
+ */
+static int unbracket(char *text, size_t len, size_t size)
+{
+	for (size_t i = 0; i + 1 < len; i++) {
+		if (text[i] != '\\') {
+			continue;
+		}
+		if (text[i + 1] != '[') {
+			i += isdigit((unsigned char)text[i + 1]) ? 3 : 1;
+			continue;
+		}
+		if (len + 2 >= size) {
+			return -1;
+		}
+		memmove(text + i + 4, text + i + 2, len - i - 1);
+		memcpy(text + i + 1, "091", 3);
+		len += 2;
+		i += 3;
+	}
+	return (int)len;
+}
+
 int zonefile_rdata_text(uint16_t type, const uint8_t *rdata, uint16_t len,
                         char *out, size_t size, bool *generic)
 {
@@ -49,6 +79,7 @@ int zonefile_rdata_text(uint16_t type, const uint8_t *rdata, uint16_t len,
 	int ret = -1;
 	if (!*generic) {
 		ret = dump(type, rdata, len, out, size, &style);
+		ret = ret < 0 ? ret : unbracket(out, (size_t)ret, size);
 	}
 	if (ret < 0) {
 		/* Generic: the data as it is, whatever its form. */
@@ -103,8 +134,9 @@ static void write_row(export_t *e, const records_row_t *row)
 		set_serial(soa, row->rdata_len, e->serial);
 		rdata = soa;
 	}
-	char owner[KNOT_DNAME_TXT_MAXLEN + 1];
-	if (knot_dname_to_str(owner, row->owner, sizeof(owner)) == NULL) {
+	char owner[4 * KNOT_DNAME_MAXLEN + 1];
+	if (knot_dname_to_str(owner, row->owner, sizeof(owner)) == NULL ||
+	    unbracket(owner, strlen(owner), sizeof(owner)) < 0) {
 		e->error = KNOT_EINVAL;
 		return;
 	}

@@ -78,14 +78,16 @@ void zonefile_type_text(uint16_t type, bool generic, char *out, size_t size);
 /*
  * Whether a record may be stored, so that what the API, UPDATE and
  * imports accept comes back unchanged from `zone export` and `zone
- * import` (and reads the same in BIND and Knot): the type is data (not
- * 0, OPT or 128-255, RFC 6895 §3.1), the TTL at most 2^31-1 (RFC 2181
- * §8), the rdata well-formed for its type (dns_rdata_valid()), and the
- * text zonefile_rdata_text() writes for it reads back with libzscanner as
- * the same type and octets. Returns ZC_EOK; ZC_ERDATA for malformed rdata
- * (a client's format error); ZC_EUNSTORABLE for the other refusals;
+ * import`, and loads in BIND and Knot: the type is data (not 0, OPT or
+ * 128-255, RFC 6895 §3.1), no NS at a wildcard owner (RFC 4592 §4.2; owner
+ * may be NULL to skip this), the TTL at most 2^31-1 (RFC 2181 §8), the
+ * rdata well-formed for its type (dns_rdata_valid()), and the text
+ * zonefile_rdata_text() writes for it reads back with libzscanner as the
+ * same type and octets. Returns ZC_EOK; ZC_ERDATA for malformed rdata (a
+ * client's format error); ZC_EUNSTORABLE for the other refusals;
  * KNOT_ENOMEM. *why (when not NULL) gets a static sentence on failure.
  * Thread-safe: each thread keeps its own scanner.
  */
-int zonefile_record_check(uint16_t type, uint32_t ttl, const uint8_t *rdata,
-                          uint16_t len, const char **why);
+int zonefile_record_check(const knot_dname_t *owner, uint16_t type,
+                          uint32_t ttl, const uint8_t *rdata, uint16_t len,
+                          const char **why);
