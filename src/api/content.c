@@ -175,8 +175,16 @@ static int content_text(uint16_t type, const char *content, int priority,
 	if (type == KNOT_RRTYPE_TXT && content[0] != '"' && !generic) {
 		return plain_txt(content, out + pos, size - pos);
 	}
-	if (pos + clen + 2 >= size) {
+	if (pos + clen + 4 >= size) {
 		return ZC_ENOSPACE;
+	}
+	if (pos == 0 && !generic && strncmp(content, "\\#", 2) == 0) {
+		/* A name or string starting with an escaped '#': the scanner
+		 * would take "\#" for RFC 3597's marker; \035 is that octet. */
+		memcpy(out, "\\035", 4);
+		pos = 4;
+		content += 2;
+		clen -= 2;
 	}
 	memcpy(out + pos, content, clen);
 	pos += clen;

@@ -144,6 +144,9 @@ def edge_cases():
         Case(o("cname-escaped-dot"), "CNAME", 300,
              [dns.name.from_text("a\\..b\\.").to_wire()]),
         Case(o("mx-root"), "MX", 300, [b"\x00\x0a\x00"]),
+        # Content starting with "\#" that is not RFC 3597's marker.
+        Case(o("cname-hash"), "CNAME", 300, [dns.name.from_text("\\#x.example.").to_wire()]),
+        Case(o("txt-hash"), "TXT", 300, [gen.cstr(b"#") + gen.cstr(b"x")]),
         Case(o("svcb-all"), "SVCB", 300, [
             b"\x00\x01\x00" + b"\x00\x00\x00\x02\x00\x03" + b"\x00\x01\x00\x03\x02h2" +
             b"\x00\x02\x00\x00" + b"\x00\x03\x00\x02\x01\xbb" +
