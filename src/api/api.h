@@ -22,6 +22,7 @@
 
 #include "builder/builder.h"
 #include "edge/edge.h"
+#include "fleet/fleet.h"
 #include "writer/writer.h"
 
 typedef struct {
@@ -30,6 +31,7 @@ typedef struct {
 	edge_store_t *edge;
 	builder_follower_t *follower;
 	writer_t *writer;        /* The group committer (shared with UPDATE). */
+	fleet_primary_t *fleet;  /* Edges fed through NATS (NULL: none). */
 	uint32_t default_ttl;    /* For zones created through the API. */
 	const char *const *ns;   /* NS names for new zones (text), NULL-ended. */
 	const char *hostmaster;  /* SOA RNAME for new zones. */

@@ -322,6 +322,10 @@ static void route(api_req_t *req, const char *url)
 		api_zones(req, parts, n);
 		return;
 	}
+	if (n >= 1 && strcmp(parts[0], "fleet") == 0) {
+		api_fleet(req, parts, n);
+		return;
+	}
 	api_error(req, 404, 7003, "url: no route for %s", url);
 }
 

@@ -110,6 +110,9 @@ json_t *api_time(int64_t ms);
 /* Handlers (zones.c, dns_records.c, tsig_keys.c). parts[] are the URL's
  * path segments after /client/v4/ (after the zone for zone resources). */
 void api_zones(api_req_t *req, char **parts, int count);
+/* GET /fleet (api/fleet.c). */
+void api_fleet(api_req_t *req, char **parts, int count);
+
 void api_dns_records(api_req_t *req, int64_t zone_id, char **parts,
                      int count);
 void api_tsig_keys(api_req_t *req, const records_zone_t *zone, char **parts,

@@ -365,8 +365,41 @@ static int edge_serial(api_req_t *req, const records_zone_t *zone,
 	return ret;
 }
 
+/* The fleet's part of a receipt: each edge, and whether every edge that
+ * is up serves the version. */
+static json_t *edges_json(fleet_primary_t *fleet, uint64_t zone_id,
+                          uint32_t version, bool *all_live, size_t *live_count,
+                          size_t *count)
+{
+	static _Thread_local fleet_edge_status_t st[256];
+	*count = fleet_edges(fleet, zone_id, version, st, 256);
+	*all_live = true;
+	*live_count = 0;
+	json_t *arr = json_array();
+	for (size_t i = 0; i < *count; i++) {
+		*all_live = *all_live && (st[i].live || !st[i].up);
+		*live_count += st[i].live;
+		json_t *e = json_pack("{s:s, s:b, s:b, s:o, s:o}", "name", st[i].name,
+		                      "up", st[i].up, "live", st[i].live,
+		                      "version", st[i].version_known ?
+		                      json_integer(st[i].version) : json_null(),
+		                      "last_seen", api_time(st[i].last_seen_ms));
+		json_array_append_new(arr, e);
+	}
+	return arr;
+}
+
+static double seconds_since(const struct timespec *start)
+{
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (now.tv_sec - start->tv_sec) +
+	       (now.tv_nsec - start->tv_nsec) / 1e9;
+}
+
 /* GET /zones/{id}/propagation?version=N[&wait=S]: is version N (or newer)
- * what the edge answers from? Waits up to S seconds for it. */
+ * what this server answers from, and with a fleet every edge that is up?
+ * Waits up to S seconds for it. */
 static void propagation(api_req_t *req, const records_zone_t *zone)
 {
 	const char *v = api_query_arg(req, "version");
@@ -385,30 +418,54 @@ static void propagation(api_req_t *req, const records_zone_t *zone)
 		api_error(req, 400, 1004, "wait: 0 to %d seconds", MAX_WAIT_S);
 		return;
 	}
-	struct timespec start, now;
+	fleet_primary_t *fleet = req->api->cfg.fleet;
+	struct timespec start;
 	clock_gettime(CLOCK_MONOTONIC, &start);
 	uint32_t serial = 0;
 	int ret;
+	bool here = false, edges_live = true;
+	size_t live_count = 0, count = 0;
+	json_t *edges = NULL;
 	for (;;) {
 		ret = edge_serial(req, zone, &serial);
-		if ((ret == ZC_EOK && serial_reached(serial, (uint32_t)version)) ||
-		    (ret != ZC_EOK && ret != ZC_ENOZONE)) {
+		here = ret == ZC_EOK && serial_reached(serial, (uint32_t)version);
+		if (here && fleet != NULL) {
+			json_decref(edges);
+			edges = edges_json(fleet, (uint64_t)zone->id,
+			                   (uint32_t)version, &edges_live, &live_count,
+			                   &count);
+		}
+		if ((here && edges_live) || (ret != ZC_EOK && ret != ZC_ENOZONE)) {
 			break;
 		}
-		clock_gettime(CLOCK_MONOTONIC, &now);
-		double left = wait - ((now.tv_sec - start.tv_sec) +
-		                      (now.tv_nsec - start.tv_nsec) / 1e9);
+		double left = wait - seconds_since(&start);
 		if (left <= 0) {
 			break;
 		}
-		builder_follower_wait(req->api->cfg.follower,
-		                      (unsigned)(left * 1000) + 1);
+		if (!here) {
+			builder_follower_wait(req->api->cfg.follower,
+			                      (unsigned)(left * 1000) + 1);
+		} else {
+			fleet_wait(fleet, (unsigned)(left * 1000) + 1);
+		}
 	}
-	bool live = ret == ZC_EOK && serial_reached(serial, (uint32_t)version);
+	if (fleet != NULL && edges == NULL) {
+		edges = edges_json(fleet, (uint64_t)zone->id, (uint32_t)version,
+		                   &edges_live, &live_count, &count);
+		edges_live = false; /* Not here yet: nowhere yet. */
+	}
 	req->result = json_pack("{s:I, s:I, s:b}", "version", (json_int_t)version,
 	                        "edge_version", (json_int_t)(ret == ZC_EOK ?
 	                                                     serial : 0),
-	                        "live", live);
+	                        "live", here && edges_live);
+	if (fleet != NULL) {
+		json_object_set_new(req->result, "local_live", json_boolean(here));
+		json_object_set_new(req->result, "edges", edges);
+		json_object_set_new(req->result, "live_edges",
+		                    json_integer((json_int_t)live_count));
+		json_object_set_new(req->result, "edge_count",
+		                    json_integer((json_int_t)count));
+	}
 }
 
 void api_zones(api_req_t *req, char **parts, int count)

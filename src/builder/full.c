@@ -51,6 +51,10 @@ typedef struct {
 	size_t resume_len;
 	int found;           /* edge_zone_get() result for the zone. */
 	edge_zone_t have;
+	/* A rebuild of a live zone in several steps writes to the stage,
+	 * made live with the metadata in the last step (edge.h): queries
+	 * (and edges of a fleet) never see the zone half-built. */
+	bool stage;
 } build_t;
 
 static void report(build_t *b, const uint8_t *owner, const char *what)
@@ -154,7 +158,9 @@ static int emit_delete(build_t *b, const uint8_t *rel, size_t rel_len)
 		return ZC_EOK;
 	}
 	b->stats->nodes_deleted++;
-	int ret = edge_txn_del_node(&b->write, b->zone.id, rel, rel_len, b->seq);
+	int ret = b->stage ?
+	          edge_txn_stage_del(&b->write, b->zone.id, rel, rel_len, b->seq) :
+	          edge_txn_del_node(&b->write, b->zone.id, rel, rel_len, b->seq);
 	return ret == ZC_ESTALE ? ZC_EOK : ret;
 }
 
@@ -184,8 +190,11 @@ static int emit_node(build_t *b, const uint8_t *old, size_t old_len)
 		return ZC_EOK;
 	}
 	b->stats->nodes_written++;
-	ret = edge_txn_put_node(&b->write, b->zone.id, n->okey, n->okey_len,
-	                            buf, len);
+	ret = b->stage ?
+	      edge_txn_stage_put(&b->write, b->zone.id, n->okey, n->okey_len, buf,
+	                         len) :
+	      edge_txn_put_node(&b->write, b->zone.id, n->okey, n->okey_len, buf,
+	                        len);
 	return ret == ZC_ESTALE ? ZC_EOK : ret;
 }
 
@@ -305,8 +314,9 @@ static int drop_zone(records_store_t *rs, edge_store_t *es,
 	return ret;
 }
 
-/* First step: the zone-level fence, and a zone re-created under a new id. */
-static int fence(build_t *b)
+/* First step: the zone-level fence, a zone re-created under a new id, and
+ * whether to stage (a live zone rebuilt in several steps). */
+static int fence(build_t *b, bool chunked)
 {
 	b->found = edge_zone_get(&b->read, b->zone.apex, &b->have);
 	if (b->found == ZC_EOK && b->have.seq > b->seq && b->apply) {
@@ -317,7 +327,12 @@ static int fence(build_t *b)
 	    b->apply) {
 		return edge_txn_del_zone(&b->write, b->zone.apex, b->have.zone_id);
 	}
-	return ZC_EOK;
+	if (!b->apply) {
+		return ZC_EOK;
+	}
+	b->stage = chunked && b->found == ZC_EOK;
+	/* What an abandoned build of the zone left goes. */
+	return edge_txn_stage_clear(&b->write, (uint64_t)b->zone.id);
 }
 
 /* The zone's DNSSEC keys in the edge form (signer/signer.h): flags u16,
@@ -400,7 +415,10 @@ static int finish(build_t *b)
 		check_meta(b, &want, b->found, &b->have);
 		return ZC_EOK;
 	}
-	return edge_txn_put_zone(&b->write, &want);
+	if (b->stage) {
+		ret = edge_txn_stage_commit(&b->write, (uint64_t)b->zone.id);
+	}
+	return ret != ZC_EOK ? ret : edge_txn_put_zone(&b->write, &want);
 }
 
 /* One step: at most `budget` nodes in one LMDB write transaction. Returns
@@ -415,7 +433,7 @@ static int step(build_t *b, edge_store_t *es, size_t budget)
 	}
 	int more = 0;
 	if (ret == ZC_EOK && !b->started) {
-		more = fence(b);
+		more = fence(b, budget != SIZE_MAX);
 		ret = more < 0 ? more : ZC_EOK;
 	}
 	if (ret == ZC_EOK && more == 0) {

@@ -18,6 +18,8 @@
 #include "cli/commands.h"
 #include "common/error.h"
 #include "common/log.h"
+#include "edge/repl.h"
+#include "fleet/fleet.h"
 #include "server/server.h"
 #include "transfer/transfer.h"
 #include "update/update.h"
@@ -46,6 +48,8 @@ static void usage(FILE *out)
 	      "  -L, --log-level LEVEL    error, warning, info, debug\n"
 	      "      --nsid TEXT          NSID to answer with (RFC 5001)\n"
 	      "      --no-demo            do not create the demo zone\n"
+	      "      --nats URL[,URL...]  publish to edges through NATS JetStream\n"
+	      "                           (docs/fleet.md)\n"
 	      "  -o, --option KEY=VALUE   any config-file setting, repeatable\n"
 	      "                           (e.g. -o allow-update=127.0.0.1)\n"
 	      "  -h, --help               this help\n", out);
@@ -60,6 +64,7 @@ static const struct option opts[] = {
 	{ "log-level", required_argument, NULL, 'L' },
 	{ "nsid", required_argument, NULL, 'N' },
 	{ "no-demo", no_argument, NULL, 'D' },
+	{ "nats", required_argument, NULL, 'n' },
 	{ "option", required_argument, NULL, 'o' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
@@ -67,7 +72,7 @@ static const struct option opts[] = {
 
 static const char *const flag_keys[128] = {
 	['d'] = "data-dir", ['a'] = "api-listen", ['w'] = "workers",
-	['L'] = "log-level", ['N'] = "nsid",
+	['L'] = "log-level", ['N'] = "nsid", ['n'] = "nats",
 };
 
 /* Reads the config file first, then lets every flag override it. */
@@ -228,28 +233,8 @@ static int run(const config_t *cfg)
 		edge_close(es);
 		return 1;
 	}
-	server_config_t scfg = {
-		.workers = cfg->workers,
-		.nsid = cfg->nsid[0] ? cfg->nsid : NULL,
-		.tcp_idle_timeout_ms = cfg->tcp_idle_timeout * 1000,
-		.tcp_max_clients = cfg->tcp_max_clients,
-		.tcp_max_clients_per_ip = cfg->tcp_max_clients_per_ip,
-		.tcp_max_pending = cfg->tcp_max_pending,
-		.cookies = cfg->cookies,
-		.rrl = {
-			.rate = cfg->rrl_rate, .slip = cfg->rrl_slip,
-			.ipv4_prefix = cfg->rrl_ipv4_prefix,
-			.ipv6_prefix = cfg->rrl_ipv6_prefix,
-			.table_size = cfg->rrl_table_size,
-			.exempt = cfg->rrl_exempt.count > 0 ? &cfg->rrl_exempt : NULL,
-		},
-		.signature_cache = cfg->signature_cache,
-		.listen_count = cfg->listen_count,
-	};
-	for (size_t i = 0; i < cfg->listen_count; i++) {
-		scfg.listen[i] = cfg->listen[i];
-	}
-	memcpy(scfg.cookie_secret, cfg->cookie_secret, sizeof(scfg.cookie_secret));
+	server_config_t scfg;
+	cli_server_config(cfg, &scfg);
 	builder_follower_t *follower = NULL;
 	writer_t *writer = NULL;
 	server_t *server = NULL;
@@ -270,7 +255,20 @@ static int run(const config_t *cfg)
 		.retries = cfg->notify_retries, .timeout_ms = cfg->notify_timeout,
 		.edge = es,
 	};
-	ret = builder_follower_start(cfg->data_dir, es, FOLLOW_POLL_MS, &follower);
+	/* The fleet first: recording must be on before anything commits. */
+	fleet_primary_t *fleet = NULL;
+	fleet_config_t fcfg;
+	config_fleet(cfg, &fcfg);
+	if (cfg->nats[0] != '\0') {
+		ret = fleet_primary_start(&fcfg, es, &fleet);
+	} else {
+		edge_repl_pos_t pos;
+		ret = edge_repl_enable(es, false, &pos);
+	}
+	if (ret == ZC_EOK) {
+		ret = builder_follower_start(cfg->data_dir, es, FOLLOW_POLL_MS,
+		                             &follower);
+	}
 	writer_config_t wcfg = {
 		.data_dir = cfg->data_dir, .follower = follower,
 		.journal_retention_s = cfg->journal_retention,
@@ -311,7 +309,7 @@ static int run(const config_t *cfg)
 	}
 	api_config_t acfg = {
 		.listen = cfg->api_listen, .data_dir = cfg->data_dir, .edge = es,
-		.follower = follower, .writer = writer,
+		.follower = follower, .writer = writer, .fleet = fleet,
 		.default_ttl = cfg->default_ttl, .ns = ns,
 		.hostmaster = cfg->zone_hostmaster[0] ? cfg->zone_hostmaster : NULL,
 		.serial_policy = cfg->serial_policy,
@@ -343,6 +341,7 @@ static int run(const config_t *cfg)
 	update_shutdown(updates);
 	writer_stop(writer);
 	builder_follower_stop(follower); /* No more notify_on_pass calls. */
+	fleet_primary_stop(fleet);       /* Nothing commits any more. */
 	notify_stop(notifier);
 	transfer_stop(xfr);   /* In-flight transfers still use the workers. */
 	server_stop(server);

@@ -15,6 +15,12 @@ int cmd_token(int argc, char **argv);
 int cmd_tsig(int argc, char **argv);
 int cmd_dnssec(int argc, char **argv);
 int cmd_record(int argc, char **argv);
+int cmd_edge(int argc, char **argv);
+int cmd_fleet(int argc, char **argv);
+
+/* The DNS server's settings from the config (listen addresses point into
+ * cfg). */
+void cli_server_config(const config_t *cfg, server_config_t *scfg);
 
 /* Creates the demo token of a fresh data dir (logged, and in DIR/demo-token). */
 int cli_demo_token(const char *data_dir);

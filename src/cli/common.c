@@ -318,3 +318,30 @@ int cli_find_zone(records_store_t *rs, const char *cmd, const char *name,
 	}
 	return ret;
 }
+
+void cli_server_config(const config_t *cfg, server_config_t *scfg)
+{
+	*scfg = (server_config_t){
+		.workers = cfg->workers,
+		.nsid = cfg->nsid[0] ? cfg->nsid : NULL,
+		.tcp_idle_timeout_ms = cfg->tcp_idle_timeout * 1000,
+		.tcp_max_clients = cfg->tcp_max_clients,
+		.tcp_max_clients_per_ip = cfg->tcp_max_clients_per_ip,
+		.tcp_max_pending = cfg->tcp_max_pending,
+		.cookies = cfg->cookies,
+		.rrl = {
+			.rate = cfg->rrl_rate, .slip = cfg->rrl_slip,
+			.ipv4_prefix = cfg->rrl_ipv4_prefix,
+			.ipv6_prefix = cfg->rrl_ipv6_prefix,
+			.table_size = cfg->rrl_table_size,
+			.exempt = cfg->rrl_exempt.count > 0 ? &cfg->rrl_exempt : NULL,
+		},
+		.signature_cache = cfg->signature_cache,
+		.listen_count = cfg->listen_count,
+	};
+	for (size_t i = 0; i < cfg->listen_count; i++) {
+		scfg->listen[i] = cfg->listen[i];
+	}
+	memcpy(scfg->cookie_secret, cfg->cookie_secret,
+	       sizeof(scfg->cookie_secret));
+}

@@ -47,6 +47,7 @@ typedef struct {
 	bool write;
 	bool active;
 	int slot;       /* Internal: the thread's slot while active. */
+	struct edge_rec *rec; /* Internal: replication ops of a write. */
 } edge_txn_t;
 
 /*
@@ -152,6 +153,20 @@ int edge_txn_put_node(edge_txn_t *txn, uint64_t zone_id, const uint8_t *rel,
 /* Deletes a node unless it carries a seq newer than `seq` (ZC_ESTALE). */
 int edge_txn_del_node(edge_txn_t *txn, uint64_t zone_id, const uint8_t *rel,
                       size_t rel_len, uint64_t seq);
+
+/*
+ * Staging of a full build that runs in several transactions (builder
+ * steps): its node writes and deletes go to the stage, invisible to
+ * queries, and edge_txn_stage_commit() makes them live at once with the
+ * zone's metadata, so the zone's new version is never seen half-built.
+ * edge_txn_stage_clear() drops what an abandoned build left.
+ */
+int edge_txn_stage_put(edge_txn_t *txn, uint64_t zone_id, const uint8_t *rel,
+                       size_t rel_len, const uint8_t *val, size_t val_len);
+int edge_txn_stage_del(edge_txn_t *txn, uint64_t zone_id, const uint8_t *rel,
+                       size_t rel_len, uint64_t seq);
+int edge_txn_stage_commit(edge_txn_t *txn, uint64_t zone_id);
+int edge_txn_stage_clear(edge_txn_t *txn, uint64_t zone_id);
 
 /* Stores zone metadata under its apex. */
 int edge_txn_put_zone(edge_txn_t *txn, const edge_zone_t *zone);

@@ -57,7 +57,7 @@ server_reply_t *server_reply_udp(int fd, const struct sockaddr_storage *addr,
 server_reply_t *server_reply_tcp(tcp_mailbox_t *mb, void *conn, int fd,
                                  bool transfer, unsigned timeout_ms);
 
-/* Classifies a message for the workers (answer.c). */
+/* Classifies a message for the workers (classify.c). */
 typedef enum {
 	MESSAGE_QUERY,      /* answer_message() */
 	MESSAGE_UPDATE,     /* hooks->update */

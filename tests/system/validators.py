@@ -239,10 +239,11 @@ def anchors_file(path, ds_list):
 
 
 def delv(port, anchor_path, root, name, rdtype="A", extra=(), timeout=20):
-    """delv @127.0.0.1 -p PORT -a ANCHORS +root=ROOT NAME TYPE; returns the
+    """delv @127.0.0.1 -p PORT -a ANCHORS +root=ROOT -q NAME -t TYPE; returns the
     CompletedProcess (stdout+stderr text in .out)."""
+    # -q and -t: a name may start with '-' (any octet is legal in a label).
     argv = [delv_bin(), "@127.0.0.1", "-p", str(port), "-4", "-a", anchor_path,
-            "+root=%s" % root, name, rdtype] + list(extra)
+            "+root=%s" % root, "-q", name, "-t", rdtype] + list(extra)
     cp = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
     cp.out = cp.stdout + cp.stderr
     cp.argv = argv

@@ -1,0 +1,182 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * Online DNSSEC in answers (signer/signer.h): the zone's keys, an RRSIG
+ * after every authoritative RRset when the query has DO=1 and the zone is
+ * signed, and compact denial of existence (RFC 9824): one NSEC owned by
+ * the denied name itself, signed.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <libknot/descriptor.h>
+#include <libknot/errcode.h>
+
+#include "common/error.h"
+#include "dns/successor.h"
+#include "server/query.h"
+
+bool query_load_keys(query_t *qr)
+{
+	answer_ctx_t *ctx = qr->ctx;
+	const uint8_t *raw;
+	size_t len;
+	if (edge_keys_get(qr->txn, qr->zone.zone_id, &raw, &len) != ZC_EOK) {
+		return false;
+	}
+	if (ctx->ks_valid && ctx->ks_zone == qr->zone.zone_id &&
+	    ctx->ks_len == len && memcmp(ctx->ks_raw, raw, len) == 0) {
+		return true;
+	}
+	if (ctx->ks_valid) {
+		signer_keyset_free(&ctx->ks);
+		ctx->ks_valid = false;
+	}
+	uint8_t *copy = realloc(ctx->ks_raw, len);
+	if (copy == NULL) {
+		return false;
+	}
+	memcpy(copy, raw, len);
+	ctx->ks_raw = copy;
+	ctx->ks_len = len;
+	if (signer_keyset_decode(qr->zone.apex, raw, len, &ctx->ks) != ZC_EOK) {
+		return false;
+	}
+	ctx->ks_zone = qr->zone.zone_id;
+	ctx->ks_valid = true;
+	return true;
+}
+
+/* Puts rr's RRSIG (made now or taken from the cache) into the current
+ * section, whether or not the query has DO=1. */
+void query_put_rrsig(query_t *qr, const knot_rrset_t *rr,
+                     const knot_dname_t *owner)
+{
+	if (!qr->signed_zone || qr->error != ZC_EOK) {
+		return;
+	}
+	const signer_keyset_t *ks = &qr->ctx->ks;
+	bool apex_key = rr->type == KNOT_RRTYPE_DNSKEY ||
+	                rr->type == KNOT_RRTYPE_CDS ||
+	                rr->type == KNOT_RRTYPE_CDNSKEY;
+	int idx = apex_key ? ks->ksk : ks->zsk;
+	if (idx < 0) {
+		return;
+	}
+	knot_rrset_t copy = *rr;
+	copy.owner = (knot_dname_t *)owner;
+	knot_rrset_t sig;
+	knot_rrset_init(&sig, (knot_dname_t *)owner, KNOT_RRTYPE_RRSIG,
+	                KNOT_CLASS_IN, rr->ttl);
+	int ret = signer_sign_cached(qr->ctx->sigcache, &copy, &ks->keys[idx],
+	                             qr->zone.apex, &sig, qr->mm);
+	if (ret != ZC_EOK) {
+		qr->error = ret;
+		return;
+	}
+	query_put(qr, &sig, owner, 0);
+}
+
+void query_put_signed(query_t *qr, const knot_rrset_t *rr,
+                      const knot_dname_t *owner, uint16_t flags)
+{
+	query_put(qr, rr, owner, flags);
+	if (qr->dnssec) {
+		query_put_rrsig(qr, rr, owner);
+	}
+}
+
+/* RFC 4034 §4.1.2: the type bitmap of a sorted, distinct type list. */
+static size_t nsec_bitmap(const uint16_t *types, size_t n, uint8_t *out)
+{
+	size_t len = 0;
+	size_t i = 0;
+	while (i < n) {
+		uint8_t window = (uint8_t)(types[i] >> 8);
+		uint8_t bits[32] = { 0 };
+		size_t used = 0;
+		for (; i < n && (types[i] >> 8) == window; i++) {
+			uint8_t low = (uint8_t)types[i];
+			bits[low / 8] |= (uint8_t)(0x80 >> (low % 8));
+			used = low / 8 + 1;
+		}
+		out[len++] = window;
+		out[len++] = (uint8_t)used;
+		memcpy(out + len, bits, used);
+		len += used;
+	}
+	return len;
+}
+
+static int type_order(const void *a, const void *b)
+{
+	return (int)*(const uint16_t *)a - (int)*(const uint16_t *)b;
+}
+
+/* Sorts types, adds RRSIG and NSEC, drops repeats; returns the count. */
+static size_t nsec_types(const uint16_t *types, size_t ntypes, uint16_t *list)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < ntypes && n < EDGE_NODE_MAX_RRSETS + 1; i++) {
+		list[n++] = types[i];
+	}
+	list[n++] = KNOT_RRTYPE_RRSIG;
+	list[n++] = KNOT_RRTYPE_NSEC;
+	qsort(list, n, sizeof(list[0]), type_order);
+	size_t uniq = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (uniq == 0 || list[uniq - 1] != list[i]) {
+			list[uniq++] = list[i];
+		}
+	}
+	return uniq;
+}
+
+int query_make_nsec(query_t *qr, const knot_dname_t *owner,
+                    const uint16_t *types, size_t ntypes, bool at_cut,
+                    knot_rrset_t *out)
+{
+	uint16_t list[EDGE_NODE_MAX_RRSETS + 3];
+	size_t n = nsec_types(types, ntypes, list);
+	uint8_t rdata[KNOT_DNAME_MAXLEN + 256 * 34];
+	/* RFC 9824 §3.1: the first name after the owner; §3.4: at a zone
+	 * cut, the first name after the cut's names (which the child zone
+	 * holds). dns/successor.h: both fit in 255 octets. */
+	size_t len = at_cut ?
+	             dns_name_after_subtree(owner, qr->zone.apex, rdata) :
+	             dns_name_next(owner, qr->zone.apex, rdata);
+	len += nsec_bitmap(list, n, rdata + len);
+	/* As the negative answer's: RFC 2308 §3, RFC 9077 §3. */
+	uint32_t min = edge_zone_soa_minimum(&qr->zone);
+	uint32_t ttl = qr->zone.soa_ttl < min ? qr->zone.soa_ttl : min;
+	knot_rrset_init(out, (knot_dname_t *)owner, KNOT_RRTYPE_NSEC,
+	                KNOT_CLASS_IN, ttl);
+	return knot_rrset_add_rdata(out, rdata, (uint16_t)len, qr->mm);
+}
+
+void query_put_compact_nsec(query_t *qr, const knot_dname_t *name,
+                            const uint16_t *types, size_t ntypes, bool at_cut)
+{
+	if (!qr->dnssec || qr->error != ZC_EOK) {
+		return;
+	}
+	knot_rrset_t nsec;
+	int ret = query_make_nsec(qr, name, types, ntypes, at_cut, &nsec);
+	if (ret != KNOT_EOK) {
+		qr->error = ret;
+		return;
+	}
+	knot_pkt_begin(qr->r, KNOT_AUTHORITY);
+	query_put_signed(qr, &nsec, name, 0);
+}
+
+/* The SOA lives in the zone's metadata, not in the apex node. */
+size_t query_node_types(const lookup_t *lk, bool apex, uint16_t *out)
+{
+	size_t n = 0;
+	for (uint16_t i = 0; i < lk->node.count && n < EDGE_NODE_MAX_RRSETS; i++) {
+		out[n++] = lk->node.rrsets[i].type;
+	}
+	if (apex) {
+		out[n++] = KNOT_RRTYPE_SOA;
+	}
+	return n;
+}
