@@ -38,7 +38,8 @@
 	  "zone names with over 240 octets 0x00 or 0x01)") \
 	X(ZC_ERDATA,        -2018, "rdata malformed for its type") \
 	X(ZC_EUNSTORABLE,   -2019, "record not stored: a meta-type, a TTL " \
-	  "over 2^31-1, or no master-file form that reads back the same") \
+	  "over 2^31-1, NS at a wildcard, or no master-file form that reads " \
+	  "back the same") \
 	X(ZC_ENATS,         -2030, "NATS/JetStream error") \
 	X(ZC_EACCES_NATS,   -2032, "NATS refused the credentials") \
 	X(ZC_EREPLGAP,      -2031, "replication stream has a gap (bootstrap " \
