@@ -397,15 +397,16 @@ static int parse_fields(unit_t *u, json_t *f, const copy_t *base)
 		return fail(u, 400, "tags: an array is required");
 	}
 	if (jttl != NULL) {
-		if (!json_is_integer(jttl) || json_integer_value(jttl) < 1 ||
+		if (!json_is_integer(jttl) || json_integer_value(jttl) < 0 ||
 		    json_integer_value(jttl) > INT32_MAX) {
 			return fail(u, 400, "ttl: 1 (automatic) or a number of "
-			            "seconds up to 2^31-1");
+			            "seconds from 0 to 2^31-1 (RFC 2181 section 8)");
 		}
 		ttl = json_integer_value(jttl);
 	}
-	if (ttl == 1) {
-		ttl = u->zone.default_ttl; /* Cloudflare's "automatic". */
+	if (ttl == 1 && !u->import) {
+		/* Cloudflare's "automatic"; a master file's 1 is 1 second. */
+		ttl = u->zone.default_ttl;
 	}
 	if (jprio != NULL) {
 		if (!json_is_integer(jprio) || json_integer_value(jprio) < 0 ||

@@ -115,8 +115,22 @@ static int on_record(const knot_dname_t *owner, uint16_t type, uint32_t ttl,
                      const char *file, uint64_t line, void *ctx)
 {
 	import_t *imp = ctx;
-	int ret = records_import_add(imp->imp, owner, type, ttl, rdata,
-	                             rdata_len, make_tag(imp, file, line));
+	const char *why = NULL;
+	int ret = zonefile_record_check(owner, type, ttl, rdata,
+	                                rdata_len, &why);
+	if (ret == ZC_ERDATA || ret == ZC_EUNSTORABLE) {
+		char name[KNOT_DNAME_TXT_MAXLEN + 1], tname[32];
+		knot_dname_to_str(name, owner, sizeof(name));
+		knot_rrtype_to_string(type, tname, sizeof(tname));
+		fprintf(stderr, "%s:%llu: error: %s %s: %s\n", file,
+		        (unsigned long long)line, name, tname, why);
+		imp->errors++;
+		return imp->errors >= 100;
+	}
+	if (ret == ZC_EOK) {
+		ret = records_import_add(imp->imp, owner, type, ttl, rdata,
+		                         rdata_len, make_tag(imp, file, line));
+	}
 	if (ret == KNOT_EOUTOFZONE) {
 		char name[KNOT_DNAME_TXT_MAXLEN + 1];
 		knot_dname_to_str(name, owner, sizeof(name));

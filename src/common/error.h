@@ -39,6 +39,10 @@
 	X(ZC_EINJECTED,     -2018, "build failure injected for a test " \
 	  "(ZONECAST_FAULT_BUILD)") \
 	X(ZC_EQUARANTINED,  -2019, "zone quarantined: its last build failed") \
+	X(ZC_ERDATA,        -2020, "rdata malformed for its type") \
+	X(ZC_EUNSTORABLE,   -2021, "record not stored: a meta-type, a TTL " \
+	  "over 2^31-1, NS at a wildcard, or no master-file form that reads " \
+	  "back the same") \
 	X(ZC_ENATS,         -2030, "NATS/JetStream error") \
 	X(ZC_EACCES_NATS,   -2032, "NATS refused the credentials") \
 	X(ZC_EREPLGAP,      -2031, "replication stream has a gap (bootstrap " \

@@ -33,6 +33,10 @@ typedef struct {
 	size_t removed;              /* Records that existed before it. */
 } update_msg_t;
 
+/* Parses an UPDATE message (service.c): rdata as sent, owners lowercased.
+ * Returns a libknot code (KNOT_EOK). */
+int update_parse(knot_pkt_t *pkt);
+
 /* The committer unit (apply.c): prerequisites, then the update. Sets
  * msg->rcode; returns ZC_EOK only when everything was applied. */
 int update_apply(records_store_t *rs, void *msg);

@@ -161,6 +161,18 @@ static void msg_free(update_msg_t *m)
 	free(m);
 }
 
+int update_parse(knot_pkt_t *pkt)
+{
+	/* NOCANON: names inside rdata keep the case the client wrote, as
+	 * the API and zone files keep it (RFC 4343 §4.1); owners are
+	 * lowercased, as the API stores them. */
+	int ret = knot_pkt_parse(pkt, KNOT_PF_NOCANON);
+	for (uint16_t i = 0; ret == KNOT_EOK && i < pkt->rrset_count; i++) {
+		knot_dname_to_lower(pkt->rr[i].owner);
+	}
+	return ret;
+}
+
 /* Answers: the request's header and zone section, the rcode, TSIG. */
 static void respond(update_msg_t *m)
 {
@@ -426,7 +438,7 @@ void update_handle(void *ctx, const uint8_t *msg, size_t len,
 		finish(m, KNOT_RCODE_SERVFAIL);
 		return;
 	}
-	if (knot_pkt_parse(m->pkt, 0) != KNOT_EOK) {
+	if (update_parse(m->pkt) != KNOT_EOK) {
 		/* Answer with the zone section if it can be read. */
 		if (knot_wire_get_qdcount(m->wire) != 1 ||
 		    knot_pkt_parse_question(m->pkt) != KNOT_EOK) {
