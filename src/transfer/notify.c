@@ -33,20 +33,24 @@
 #include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
+#include <libknot/codes.h>
 #include <libknot/descriptor.h>
 #include <libknot/errcode.h>
 #include <libknot/packet/pkt.h>
 #include <libknot/rrtype/soa.h>
 
+#include "common/audit.h"
 #include "common/error.h"
 #include "common/log.h"
 #include "dns/name.h"
+#include "transfer/activity.h"
 #include "transfer/internal.h"
 #include "transfer/transfer.h"
 
@@ -198,6 +202,8 @@ static int send_notify(notify_t *n, nzone_t *zone, size_t t)
 	         z.serial, n->targets[t].name, s->id, s->tries,
 	         ret == KNOT_EOK ? "" : ": ",
 	         ret == KNOT_EOK ? "" : zc_strerror(ret));
+	transfer_activity_notify(zone->apex, n->targets[t].name, z.serial,
+	                         s->tries, "sent");
 	return ZC_EOK;
 }
 
@@ -310,6 +316,36 @@ static void refresh(notify_t *n)
 }
 
 /* A response from target t: completes the matching NOTIFY. */
+/* Notes how a secondary answered; a refusal (any rcode but NOERROR:
+ * REFUSED, NOTAUTH, NOTIMP) gets an audit line, as the secondary does
+ * not take the zone from us. */
+static void note_answer(const nzone_t *zone, const target_t *tg,
+                        const slot_t *s, uint8_t rcode)
+{
+	const knot_lookup_t *r = knot_lookup_by_id(knot_rcode_names, rcode);
+	char result[48];
+	if (rcode == KNOT_RCODE_NOERROR) {
+		snprintf(result, sizeof(result), "answered");
+	} else {
+		snprintf(result, sizeof(result), "refused (%s)",
+		         r != NULL ? r->name : "?");
+	}
+	transfer_activity_notify(zone->apex, tg->name, s->sent_serial,
+	                         s->tries, result);
+	if (rcode == KNOT_RCODE_NOERROR) {
+		return;
+	}
+	char name[KNOT_DNAME_TXT_MAXLEN + 1];
+	knot_dname_to_str(name, zone->apex, sizeof(name));
+	zc_audit_t a;
+	zc_audit_begin(&a, "notify", "refused");
+	zc_audit_str(&a, "zone", name);
+	zc_audit_str(&a, "secondary", tg->name);
+	zc_audit_num(&a, "serial", s->sent_serial);
+	zc_audit_str(&a, "rcode", r != NULL ? r->name : "?");
+	zc_audit_end(&a);
+}
+
 static void on_response(notify_t *n, size_t t, const uint8_t *msg, size_t len)
 {
 	if (len < KNOT_WIRE_HEADER_SIZE || !knot_wire_get_qr(msg) ||
@@ -333,6 +369,7 @@ static void on_response(notify_t *n, size_t t, const uint8_t *msg, size_t len)
 		zc_debug("notify: zone %s serial %u answered by %s (rcode %u)",
 		         name, s->sent_serial, tg->name,
 		         knot_wire_get_rcode(msg));
+		note_answer(zone, tg, s, knot_wire_get_rcode(msg));
 		start_slot(n, zone, t); /* The serial may have moved since. */
 		return;
 	}
@@ -378,6 +415,9 @@ static int expire(notify_t *n)
 				zc_info("notify: zone %s serial %u: no response "
 				        "from %s after %u tries, giving up", name,
 				        s->sent_serial, tg->name, s->tries);
+				transfer_activity_notify(zone->apex, tg->name,
+				                         s->sent_serial, s->tries,
+				                         "no response");
 				s->in_flight = false;
 				s->has_done = true;
 				s->done_serial = s->sent_serial;

@@ -16,14 +16,17 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <libknot/codes.h>
 #include <libknot/descriptor.h>
 #include <libknot/errcode.h>
 #include <libknot/rrtype/soa.h>
 
+#include "common/audit.h"
 #include "common/error.h"
 #include "common/log.h"
 #include "dns/reply.h"
 #include "server/answer.h"
+#include "transfer/activity.h"
 #include "transfer/internal.h"
 #include "transfer/transfer.h"
 
@@ -47,6 +50,7 @@ typedef struct {
 
 struct transfer {
 	transfer_config_t cfg;
+	xfr_live_t live;         /* allow-transfer, fudge (reloads). */
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	job_t *head, *tail;      /* Queued jobs (lock). */
@@ -62,6 +66,7 @@ typedef struct {
 	char zone[KNOT_DNAME_TXT_MAXLEN + 1];
 	char peer[ZC_ADDR_TEXT_MAX];
 	const char *kind;        /* "AXFR", "IXFR" */
+	const struct sockaddr_storage *from;
 } xfr_log_t;
 
 static int64_t now_ms(void)
@@ -114,7 +119,7 @@ static int check_tsig(xfr_worker_t *w, const knot_pkt_t *q, dns_tsig_t *tsig,
 	 * resend the same message when an answer is lost; so the time
 	 * window applies, the replay cache does not (docs/security.md). */
 	dns_tsig_policy_t policy = {
-		.max_fudge = (uint16_t)w->cfg->tsig_max_fudge,
+		.max_fudge = (uint16_t)xfr_live_max_fudge(w),
 	};
 	if (q->tsig_rr == NULL) {
 		return dns_tsig_check(q, false, NULL, NULL, 0, &policy, tsig);
@@ -172,6 +177,12 @@ static void serve(xfr_worker_t *w, const knot_pkt_t *q, dns_tsig_t *tsig,
 	ret = xfr_out_finish(&out);
 	uint64_t messages = out.messages;
 	long long ms = (long long)(now_ms() - start);
+	char result[96] = "done";
+	if (ret != ZC_EOK) {
+		snprintf(result, sizeof(result), "failed: %s", zc_strerror(ret));
+	}
+	transfer_activity_transfer(req->zone.apex, lg->from, lg->kind,
+	                           req->zone.serial, result);
 	if (ret != ZC_EOK) {
 		zc_warn("transfer: zone %s, peer %s, %s failed after %llu "
 		        "messages: %s", lg->zone, lg->peer, lg->kind,
@@ -189,6 +200,37 @@ static void serve(xfr_worker_t *w, const knot_pkt_t *q, dns_tsig_t *tsig,
 		        req->zone.serial, (unsigned long long)rrs,
 		        (unsigned long long)messages, ms);
 	}
+}
+
+/* The audit line of a refused transfer (common/audit.h); served: the
+ * zone is ours (so the refusal is noted in its activity too: anything
+ * else would let anyone fill that table with names). */
+static void audit_refused(const xfr_log_t *lg, const knot_pkt_t *q,
+                          const char *why, uint16_t tsig_error, bool served)
+{
+	char key[KNOT_DNAME_TXT_MAXLEN + 1] = "-";
+	if (q->tsig_rr != NULL) {
+		knot_dname_to_str(key, q->tsig_rr->owner, sizeof(key));
+	}
+	zc_audit_t a;
+	zc_audit_begin(&a, "transfer", "refused");
+	zc_audit_str(&a, "zone", lg->zone);
+	zc_audit_str(&a, "kind", lg->kind);
+	zc_audit_str(&a, "key", key);
+	zc_audit_str(&a, "client", lg->peer);
+	zc_audit_str(&a, "reason", why);
+	if (served) {
+		char result[96];
+		snprintf(result, sizeof(result), "refused: %s", why);
+		transfer_activity_transfer(knot_pkt_qname(q), lg->from,
+		                           lg->kind, 0, result);
+	}
+	if (tsig_error != 0) {
+		const knot_lookup_t *e = knot_lookup_by_id(knot_tsig_rcode_names,
+		                                           tsig_error);
+		zc_audit_str(&a, "tsig_error", e != NULL ? e->name : "?");
+	}
+	zc_audit_end(&a);
 }
 
 /*
@@ -209,7 +251,7 @@ static void handle_transfer(xfr_worker_t *w, uint8_t *msg, size_t len,
 		return;
 	}
 	xfr_log_t lg = { .kind = knot_pkt_qtype(q) == KNOT_RRTYPE_IXFR ?
-	                 "IXFR" : "AXFR" };
+	                 "IXFR" : "AXFR", .from = from };
 	zc_addr_text(from, lg.peer, sizeof(lg.peer));
 	knot_dname_to_str(lg.zone, knot_pkt_qname(q), sizeof(lg.zone));
 	dns_tsig_t tsig;
@@ -217,8 +259,7 @@ static void handle_transfer(xfr_worker_t *w, uint8_t *msg, size_t len,
 	memset(&key, 0, sizeof(key));
 	int bad = check_tsig(w, q, &tsig, &key);
 	if (bad != ZC_EOK) {
-		zc_info("transfer: zone %s, peer %s, %s: TSIG error %u",
-		        lg.zone, lg.peer, lg.kind, tsig.error);
+		audit_refused(&lg, q, "TSIG check failed", tsig.error, false);
 		send_error(w, q, &tsig, reply, tsig_rcode(bad));
 		return;
 	}
@@ -238,16 +279,21 @@ static void handle_transfer(xfr_worker_t *w, uint8_t *msg, size_t len,
 	} else if (tsig.present && (key.zone_id != (int64_t)req.zone.zone_id ||
 	                            !key.transfer)) {
 		rcode = KNOT_RCODE_REFUSED, why = "key may not transfer the zone";
-	} else if (!tsig.present && (w->cfg->allow_transfer == NULL ||
-	           !zc_acl_match(w->cfg->allow_transfer, from))) {
+	} else if (!tsig.present && !xfr_live_allows(w, from)) {
 		rcode = KNOT_RCODE_REFUSED, why = "unsigned, not in allow-transfer";
 	} else if (knot_pkt_qtype(q) == KNOT_RRTYPE_IXFR &&
 	           !ixfr_serial(q, &req.client_serial)) {
 		rcode = KNOT_RCODE_FORMERR, why = "IXFR without an SOA";
 	}
-	if (why != NULL) {
+	if (why != NULL && rcode != KNOT_RCODE_SERVFAIL &&
+	    rcode != KNOT_RCODE_FORMERR) {
+		audit_refused(&lg, q, why, 0, rcode == KNOT_RCODE_REFUSED &&
+		              ret == ZC_EOK);
+	} else if (why != NULL) {
 		zc_info("transfer: zone %s, peer %s, %s refused (%s)", lg.zone,
 		        lg.peer, lg.kind, why);
+	}
+	if (why != NULL) {
 		send_error(w, q, &tsig, reply, rcode);
 	} else {
 		serve(w, q, &tsig, reply, &req, &lg);
@@ -388,6 +434,7 @@ int transfer_start(const transfer_config_t *cfg, transfer_t **out)
 	}
 	pthread_mutex_init(&t->lock, NULL);
 	pthread_cond_init(&t->cond, NULL);
+	xfr_live_init(&t->live, cfg);
 	t->threads = calloc(t->cfg.max_concurrent, sizeof(*t->threads));
 	if (t->threads == NULL) {
 		transfer_free(t);
@@ -398,6 +445,7 @@ int transfer_start(const transfer_config_t *cfg, transfer_t **out)
 		xfr_thread_t *th = &t->threads[i];
 		th->t = t;
 		xfr_worker_init(&th->w, &t->cfg, &t->stop);
+		th->w.live = &t->live;
 		int ret = pthread_create(&th->thread, NULL, thread_main, th);
 		if (ret != 0) {
 			transfer_free(t);
@@ -501,5 +549,16 @@ void transfer_free(transfer_t *t)
 	free(t->threads);
 	pthread_cond_destroy(&t->cond);
 	pthread_mutex_destroy(&t->lock);
+	xfr_live_deinit(&t->live);
 	free(t);
+}
+
+int transfer_reconfigure(transfer_t *t, const zc_acl_t *allow_transfer,
+                         unsigned tsig_max_fudge)
+{
+	if (t == NULL) {
+		return ZC_EUSAGE;
+	}
+	xfr_live_set(&t->live, allow_transfer, tsig_max_fudge);
+	return ZC_EOK;
 }
