@@ -70,6 +70,10 @@ int api_start(const api_config_t *cfg, api_t **out);
 /* Stops the server, waits for requests in flight, frees api (NULL: no-op). */
 void api_stop(api_t *api);
 
+/* Applies a new body limit and ?wait=live bound (a reload; 0: the
+ * defaults) to a running API: the next request is judged by them. */
+void api_reconfigure(api_t *api, size_t max_body, unsigned live_wait_ms);
+
 /*
  * Creates an API token and prints nothing: writes the token text (to show
  * once) into out (at least 64 bytes). zone_id 0 means every zone.

@@ -100,7 +100,7 @@ int api_authenticate(api_req_t *req)
 	}
 	sqlite3_stmt *st;
 	int ret = records_sql_prepare(req->rs, "SELECT read_only,"
-	                              " coalesce(zone_id, 0) FROM tokens"
+	                              " coalesce(zone_id, 0), id FROM tokens"
 	                              " WHERE hash = ?", &st);
 	if (ret != ZC_EOK) {
 		api_error_code(req, ret, "Authorization");
@@ -110,6 +110,7 @@ int api_authenticate(api_req_t *req)
 	if (sqlite3_step(st) == SQLITE_ROW) {
 		req->read_only = sqlite3_column_int(st, 0) != 0;
 		req->token_zone = sqlite3_column_int64(st, 1);
+		req->token_id = sqlite3_column_int64(st, 2);
 		ret = ZC_EOK;
 	} else {
 		api_error(req, 401, 10000, "Authorization: invalid token");
