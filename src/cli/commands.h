@@ -64,6 +64,22 @@ int cli_open_stores(const char *dir, bool create, records_store_t **rs,
 int cli_import_zone(records_store_t *rs, edge_store_t *es, const char *name,
                     const char *path, const char *text, bool quiet);
 
+/*
+ * Parses and checks a master file as zone `name` as an import would (the
+ * same checks, the same messages), writing nothing. Prints the problems
+ * to stderr with file and line and a summary; ZC_EOK when there are none,
+ * ZC_EZONEFILE when there are.
+ */
+int cli_check_zone(const char *name, const char *path);
+
+/* zonecast status | reload | stop | zone status (cmd_control.c); cmd is
+ * one of those four. */
+int cmd_control(const char *cmd, int argc, char **argv);
+
+/* zonecast check-config, zonecast zone check (cmd_check.c). */
+int cmd_check_config(int argc, char **argv);
+int cmd_zone_check(int argc, char **argv);
+
 /* The demo zone served by a fresh `zonecast serve`. */
 extern const char cli_demo_zone_name[];
 extern const char cli_demo_zone_text[];

@@ -274,6 +274,39 @@ int cli_import_zone(records_store_t *rs, edge_store_t *es, const char *name,
 	return ret;
 }
 
+int cli_check_zone(const char *name, const char *path)
+{
+	uint8_t apex[KNOT_DNAME_MAXLEN];
+	if (knot_dname_from_str(apex, name, sizeof(apex)) == NULL) {
+		fprintf(stderr, "zonecast: invalid zone name '%s'\n", name);
+		return ZC_EUSAGE;
+	}
+	knot_dname_to_lower(apex);
+	import_t *imp = calloc(1, sizeof(*imp));
+	if (imp == NULL) {
+		return KNOT_ENOMEM;
+	}
+	imp->apex = apex;
+	imp->path = path;
+	int ret = records_import_begin(NULL, apex, &imp->imp);
+	if (ret != ZC_EOK) {
+		free(imp);
+		return ret;
+	}
+	int problems = load(imp, NULL);
+	uint64_t records = imp->records;
+	records_import_abort(imp->imp);
+	free_files(imp);
+	if (problems != 0) {
+		fprintf(stderr, "zone %s: %d problem(s) found in %s\n", name,
+		        problems < 0 ? 1 : problems, path);
+		return ZC_EZONEFILE;
+	}
+	printf("zone %s: %llu records, no problems found in %s\n", name,
+	       (unsigned long long)records, path);
+	return ZC_EOK;
+}
+
 int cli_find_zone(records_store_t *rs, const char *cmd, const char *name,
                   records_zone_t *zone)
 {

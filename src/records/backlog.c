@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /*
- * How far the change log runs ahead of a position (the builder's): for
- * `zonecast status`, which shows the builder's lag in events and in time.
+ * Read-only figures for `zonecast status`: how far the change log runs
+ * ahead of a position (the builder's lag in events and in time), and a
+ * zone's kept record count.
  */
 #include "common/error.h"
 #include "records/sqlite.h"
@@ -26,6 +27,26 @@ int records_backlog(records_store_t *store, uint64_t after,
 		if (sqlite3_column_type(stmt, 1) != SQLITE_NULL) {
 			out->oldest_ms = sqlite3_column_int64(stmt, 1);
 		}
+	}
+	ret = records_sql_error(store->db, rc);
+	records_sql_done(store, stmt);
+	return ret;
+}
+
+int records_zone_kept_count(records_store_t *store, int64_t zone_id,
+                            int64_t *count)
+{
+	*count = 0;
+	sqlite3_stmt *stmt;
+	int ret = records_sql_prepare(store, "SELECT record_count FROM zones"
+	                              " WHERE id = ?", &stmt);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	sqlite3_bind_int64(stmt, 1, zone_id);
+	int rc = sqlite3_step(stmt);
+	if (rc == SQLITE_ROW) {
+		*count = sqlite3_column_int64(stmt, 0);
 	}
 	ret = records_sql_error(store->db, rc);
 	records_sql_done(store, stmt);

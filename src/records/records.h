@@ -154,6 +154,11 @@ typedef struct {
 int records_backlog(records_store_t *store, uint64_t after,
                     records_backlog_t *out);
 
+/* The zone's record count as kept by every write (zones.record_count):
+ * one row read, where records_zone_list()'s with_counts walks them. */
+int records_zone_kept_count(records_store_t *store, int64_t zone_id,
+                            int64_t *count);
+
 /*
  * Reads up to `limit` change events (0: no limit) with seq > after, in
  * order, calling cb for each (cb returns non-zero to stop). Inside
