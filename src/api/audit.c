@@ -22,7 +22,7 @@ typedef struct {
 
 static void add_id(ids_t *ids, const json_t *id)
 {
-	char one[32];
+	char one[48];
 	if (json_is_integer(id)) {
 		snprintf(one, sizeof(one), "%" JSON_INTEGER_FORMAT,
 		         json_integer_value(id));

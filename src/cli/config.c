@@ -438,7 +438,7 @@ int config_read(config_t *cfg, const char *path, char *errbuf,
 	bool listen_from_file = false;
 	bool log_target_from_file = false;
 	int ret = ZC_EOK;
-	while (ret == ZC_EOK && fgets(line, sizeof(line), f) != NULL) {
+	while (fgets(line, sizeof(line), f) != NULL) {
 		lineno++;
 		char *s = trim(line);
 		if (*s == '\0' || *s == '#') {
@@ -473,7 +473,9 @@ int config_read(config_t *cfg, const char *path, char *errbuf,
 				config_set(cfg, key, value, err, sizeof(err));
 			}
 		}
-		if (err[0] != '\0') {
+		if (err[0] != '\0' && ret == ZC_EOK) {
+			/* The first error is reported; the lines after it are
+			 * read on (a tool that only needs data-dir finds it). */
 			snprintf(errbuf, errbuf_size, "%s:%u: %s", path, lineno, err);
 			ret = ZC_EINVAL_CONFIG;
 		}

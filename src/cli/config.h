@@ -102,7 +102,8 @@ void config_defaults(config_t *cfg);
  */
 int config_load(config_t *cfg, const char *path);
 
-/* As config_load(), the first error written to err instead. */
+/* As config_load(), the first error written to err instead (the lines
+ * after it are still applied). */
 int config_read(config_t *cfg, const char *path, char *err, size_t err_size);
 
 /* The log settings as zc_log_configure() takes them. */
