@@ -280,11 +280,33 @@ static void print_zones(const json_t *r)
 	}
 }
 
+/* Whether pid has exited: gone, or a zombie its parent has not reaped
+ * yet (a shell or a test harness that started it). */
+static bool has_exited(int pid)
+{
+	if (kill(pid, 0) != 0 && errno == ESRCH) {
+		return true;
+	}
+	char path[64], buf[256];
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	FILE *f = fopen(path, "r");
+	if (f == NULL) {
+		return false;
+	}
+	bool zombie = false;
+	if (fgets(buf, sizeof(buf), f) != NULL) {
+		const char *end = strrchr(buf, ')'); /* After "pid (comm)". */
+		zombie = end != NULL && end[1] == ' ' && end[2] == 'Z';
+	}
+	fclose(f);
+	return zombie;
+}
+
 /* Waits until the process is gone (stop). */
 static int wait_exit(const control_opts_t *o, int pid)
 {
 	for (unsigned waited = 0; waited < o->wait_s * 10; waited++) {
-		if (kill(pid, 0) != 0 && errno == ESRCH) {
+		if (has_exited(pid)) {
 			return 0;
 		}
 		struct timespec ts = { .tv_nsec = 100000000 };
