@@ -196,7 +196,8 @@ void zc_log_fields(zc_log_level_t level, const char *message,
 	body_buf[body.len] = '\0';
 	out_t line = { line_buf, sizeof(line_buf) - 1, 0 };
 	log_line_t l = { .level = level, .message = message,
-	                 .fields = fields, .field_count = count };
+	                 .fields = fields, .field_count = count,
+	                 .text = body_buf, .text_len = body.len };
 	if (log_target_format() == ZC_LOG_JSON) {
 		put_json_object(&line, level, message, fields, count);
 		l.body = line_buf;

@@ -240,7 +240,7 @@ static size_t format_journal(const log_line_t *l, char *out, size_t size)
 	snprintf(prio, sizeof(prio), "%d", syslog_severity(l->level));
 	size_t len = put_field(out, size, 0, "PRIORITY", prio, strlen(prio));
 	len = put_field(out, size, len, "SYSLOG_IDENTIFIER", "zonecast", 8);
-	len = put_field(out, size, len, "MESSAGE", l->body, l->body_len);
+	len = put_field(out, size, len, "MESSAGE", l->text, l->text_len);
 	for (size_t i = 0; i < l->field_count; i++) {
 		char name[64] = "ZONECAST_";
 		size_t k = strlen(name);

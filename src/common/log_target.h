@@ -12,10 +12,14 @@ typedef struct {
 	const char *line;        /* Timestamped, in the configured format,
 	                          * ending in '\n' (stderr, files). */
 	size_t line_len;
-	const char *body;        /* Without timestamp or level: syslog's and
-	                          * the journal's MESSAGE (JSON in JSON format
-	                          * for syslog: the line without '\n'). */
+	const char *body;        /* Without timestamp or level: syslog's
+	                          * message (in JSON format, the JSON object,
+	                          * the line without '\n'). */
 	size_t body_len;
+	const char *text;        /* The text body in either format: the
+	                          * journal's MESSAGE (its fields carry the
+	                          * rest). */
+	size_t text_len;
 	const char *message;     /* The message alone and its fields
 	                          * (journal fields). */
 	const zc_log_field_t *fields;
