@@ -174,8 +174,44 @@ static void test_slip_and_exempt(void)
 	CHECK(rrl_new(&cfg) == NULL); /* Off. */
 }
 
+/* A reload changes the settings the workers pass (rrl_check()'s cfg) over
+ * the same buckets: a lower rate limits at once, rate 0 sends everything,
+ * a new exempt list applies to the next response. */
+static void test_settings_change_on_the_same_table(void)
+{
+	rrl_config_t cfg = { .rate = 100, .slip = 0, .ipv4_prefix = 24,
+	                     .ipv6_prefix = 56, .table_size = 1024 };
+	rrl_t *r = rrl_new(&cfg);
+	CHECK(r != NULL);
+	uint8_t m[512];
+	size_t len = response(m, "www", 1, 0, 1, false);
+	struct sockaddr_storage a = v4("192.0.2.7");
+	uint64_t t = rrl_now_us();
+	CHECK_EQ(sent(r, &cfg, &a, m, len, 50, t), 50);
+	rrl_config_t lower = cfg;
+	lower.rate = 5;
+	struct sockaddr_storage b = v4("198.51.100.7");
+	CHECK_EQ(sent(r, &lower, &b, m, len, 50, t), 5);
+	rrl_config_t off = cfg;
+	off.rate = 0;
+	CHECK_EQ(sent(r, &off, &b, m, len, 50, t), 50);
+	zc_acl_t exempt = { 0 };
+	CHECK_EQ(zc_acl_add(&exempt, "198.51.100.0/24"), 0);
+	lower.exempt = &exempt;
+	CHECK_EQ(sent(r, &lower, &b, m, len, 50, t), 50);
+	/* A wider prefix merges clients into one bucket. */
+	rrl_config_t wide = lower;
+	wide.exempt = NULL;
+	wide.ipv4_prefix = 8;
+	struct sockaddr_storage c = v4("203.1.1.1"), d = v4("203.2.2.2");
+	CHECK_EQ(sent(r, &wide, &c, m, len, 5, t + 5000000), 5);
+	CHECK_EQ(sent(r, &wide, &d, m, len, 5, t + 5000000), 0);
+	rrl_free(r);
+}
+
 int main(void)
 {
+	test_settings_change_on_the_same_table();
 	test_rate_and_refill();
 	test_negative_by_zone();
 	test_slip_and_exempt();
