@@ -10,7 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli/serve.h"
@@ -22,9 +21,11 @@ int serve_pidfile_write(const char *path)
 	char tmp[CONFIG_STR_MAX + 16], text[24];
 	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
 	int n = snprintf(text, sizeof(text), "%d\n", (int)getpid());
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	/* Mode 0600, as every file serve writes (main.c's umask): root and
+	 * the server's user read it. */
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	int ret = ZC_EOK;
-	if (fd < 0 || write(fd, text, (size_t)n) != n || fchmod(fd, 0644) != 0) {
+	if (fd < 0 || write(fd, text, (size_t)n) != n) {
 		ret = -errno;
 	}
 	if (fd >= 0) {
