@@ -16,7 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <libknot/codes.h>
 #include <libknot/descriptor.h>
 #include <libknot/errcode.h>
 #include <libknot/rrtype/soa.h>
@@ -226,9 +225,12 @@ static void audit_refused(const xfr_log_t *lg, const knot_pkt_t *q,
 		                           lg->kind, 0, result);
 	}
 	if (tsig_error != 0) {
-		const knot_lookup_t *e = knot_lookup_by_id(knot_tsig_rcode_names,
-		                                           tsig_error);
-		zc_audit_str(&a, "tsig_error", e != NULL ? e->name : "?");
+		/* RFC 8945 §4.2's names (libknot's table lacks some). */
+		zc_audit_str(&a, "tsig_error",
+		             tsig_error == KNOT_RCODE_BADSIG ? "BADSIG" :
+		             tsig_error == KNOT_RCODE_BADKEY ? "BADKEY" :
+		             tsig_error == KNOT_RCODE_BADTIME ? "BADTIME" :
+		             tsig_error == KNOT_RCODE_BADTRUNC ? "BADTRUNC" : "?");
 	}
 	zc_audit_end(&a);
 }
@@ -307,7 +309,8 @@ static void handle_transfer(xfr_worker_t *w, uint8_t *msg, size_t len,
  * answer_message() gives, signed (RFC 8945 §5.3).
  */
 static void handle_query(xfr_worker_t *w, const uint8_t *msg, size_t len,
-                         bool tcp, server_reply_t *reply)
+                         const struct sockaddr_storage *from, bool tcp,
+                         server_reply_t *reply)
 {
 	zc_arena_reset(&w->arena);
 	uint8_t *copy = zc_arena_alloc(&w->arena, len);
@@ -327,6 +330,13 @@ static void handle_query(xfr_worker_t *w, const uint8_t *msg, size_t len,
 	}
 	int bad = check_tsig(w, q, &tsig, &key);
 	if (bad != ZC_EOK) {
+		xfr_log_t lg = { .kind = "query", .from = from };
+		zc_addr_text(from, lg.peer, sizeof(lg.peer));
+		if (q->qname_size == 0 || knot_dname_to_str(lg.zone,
+		    knot_pkt_qname(q), sizeof(lg.zone)) == NULL) {
+			snprintf(lg.zone, sizeof(lg.zone), "-");
+		}
+		audit_refused(&lg, q, "TSIG check failed", tsig.error, false);
 		send_error(w, q, &tsig, reply, tsig_rcode(bad));
 		return;
 	}
@@ -375,7 +385,7 @@ void xfr_worker_serve(xfr_worker_t *w, uint8_t *msg, size_t len,
 		         zc_strerror(ret));
 		send_header_error(reply, msg, len, KNOT_RCODE_SERVFAIL);
 	} else if (query) {
-		handle_query(w, msg, len, tcp, reply);
+		handle_query(w, msg, len, from, tcp, reply);
 	} else {
 		handle_transfer(w, msg, len, from, reply);
 	}

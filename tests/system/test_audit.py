@@ -166,6 +166,21 @@ def test_transfer_refused(srv):
     assert f["reason"] == "unsigned, not in allow-transfer" and f["client"].startswith("127.0.0.1#")
 
 
+def test_signed_query_refused(srv):
+    """A query signed with a key the server does not know (a secondary's
+    SOA check with a stale key): NOTAUTH, and an audit line."""
+    key = servers.TsigKey("stale.key", "hmac-sha256", "c2VjcmV0c2VjcmV0c2VjcmV0c2VjcmV0")
+    q = servers.make_query("example.com.", "SOA")
+    q.use_tsig(key.key)
+    resp = servers.exchange_from("127.0.0.1", srv.port, q.to_wire(), tcp=True)
+    assert resp is not None and resp[3] & 0x0f == dns.rcode.NOTAUTH
+    line = wait_for(lambda: [l for l in audit_lines(srv.log(), "transfer", "refused")
+                             if "kind=query" in l], "the line")[-1]
+    f = fields(line)
+    assert f["zone"] == "example.com." and f["key"] == "stale.key."
+    assert f["tsig_error"] == "BADKEY" and f["reason"] == "TSIG check failed"
+
+
 def test_refusals_limited_and_counted(srv):
     """300 refused UPDATEs in a burst: at most 50 lines a second, and a
     later line says how many were left out."""
