@@ -82,6 +82,13 @@ static int bootstrap(fleet_edge_t *fe)
 	if (ret != ZC_EOK) {
 		return ret;
 	}
+	if (m.epoch == fe->epoch && m.commit <= fe->commit) {
+		/* Older than what is served here: a zone version never goes
+		 * back. Follow on from here (a newer snapshot comes later). */
+		zc_debug("fleet: snapshot %s is not newer than commit %" PRIu64
+		         "; not loaded", m.id, fe->commit);
+		return ZC_EOK;
+	}
 	int64_t t0 = fleet_now_ms();
 	ret = fleet_snapshot_load(fe->js, &fe->names, fe->es, &m);
 	if (ret == ZC_EOK) {
