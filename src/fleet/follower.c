@@ -87,6 +87,11 @@ static int bootstrap(fleet_edge_t *fe)
 		 * back. Follow on from here (a newer snapshot comes later). */
 		zc_debug("fleet: snapshot %s is not newer than commit %" PRIu64
 		         "; not loaded", m.id, fe->commit);
+		/* Its stream position is a safe one to read on from (what
+		 * was applied is skipped), also in a recreated stream. */
+		pthread_mutex_lock(&fe->lock);
+		fe->seq = m.txn_seq > 0 ? m.txn_seq - 1 : 0;
+		pthread_mutex_unlock(&fe->lock);
 		return ZC_EOK;
 	}
 	int64_t t0 = fleet_now_ms();
