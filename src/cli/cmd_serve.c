@@ -77,65 +77,27 @@ static const char *const flag_keys[128] = {
 	['L'] = "log-level", ['N'] = "nsid", ['n'] = "nats",
 };
 
+static void serve_flag(config_t *cfg, int c)
+{
+	if (c == 'D') {
+		cfg->demo = false;
+	}
+}
+
 /* Reads the config file first, then lets every flag override it. */
 static int parse_args(int argc, char **argv, config_t *cfg)
 {
 	config_defaults(cfg);
-	int c;
-	while ((c = getopt_long(argc, argv, "c:d:l:a:w:L:o:h", opts, NULL)) != -1) {
-		if (c == 'c' && config_load(cfg, optarg) != ZC_EOK) {
-			return 1;
-		}
-		if (c == 'h') {
-			usage(stdout);
-			return -1;
-		}
-		if (c == '?') {
-			usage(stderr);
-			return 2;
-		}
-	}
-	if (optind < argc) {
-		fprintf(stderr, "zonecast serve: unexpected argument '%s'\n",
-		        argv[optind]);
-		return 2;
-	}
-	bool listen_flag = false;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "c:d:l:a:w:L:o:h", opts, NULL)) != -1) {
-		char err[256] = "";
-		if (c == 'l') {
-			if (!listen_flag) {
-				cfg->listen_count = 0; /* Flags replace the file's. */
-				listen_flag = true;
-			}
-			config_set(cfg, "listen", optarg, err, sizeof(err));
-		} else if (c == 'D') {
-			cfg->demo = false;
-		} else if (c == 'o') {
-			char key[64];
-			const char *eq = strchr(optarg, '=');
-			if (eq == NULL || (size_t)(eq - optarg) >= sizeof(key)) {
-				snprintf(err, sizeof(err), "-o wants KEY=VALUE, not "
-				         "'%s'", optarg);
-			} else {
-				memcpy(key, optarg, eq - optarg);
-				key[eq - optarg] = '\0';
-				config_set(cfg, key, eq + 1, err, sizeof(err));
-			}
-		} else if (c < 128 && flag_keys[c] != NULL) {
-			config_set(cfg, flag_keys[c], optarg, err, sizeof(err));
-		}
-		if (err[0] != '\0') {
-			fprintf(stderr, "zonecast serve: %s\n", err);
-			return 2;
-		}
-	}
-	if (cfg->listen_count == 0) {
+	cli_args_t a = {
+		.cmd = "serve", .shortopts = "c:d:l:a:w:L:o:h", .opts = opts,
+		.flag_keys = flag_keys, .usage = usage, .flag = serve_flag,
+	};
+	int ret = cli_parse_server_args(&a, argc, argv, cfg);
+	if (ret == 0 && cfg->listen_count == 0) {
 		strcpy(cfg->listen[0], DEFAULT_LISTEN);
 		cfg->listen_count = 1;
 	}
-	return 0;
+	return ret;
 }
 
 static int count_zone(const records_zone_t *zone, void *ctx)

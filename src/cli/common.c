@@ -316,3 +316,60 @@ void cli_server_config(const config_t *cfg, server_config_t *scfg)
 	memcpy(scfg->cookie_secret, cfg->cookie_secret,
 	       sizeof(scfg->cookie_secret));
 }
+
+int cli_parse_server_args(const cli_args_t *a, int argc, char **argv,
+                          config_t *cfg)
+{
+	int c;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, a->shortopts, a->opts, NULL)) != -1) {
+		if (c == 'c' && config_load(cfg, optarg) != ZC_EOK) {
+			return 1;
+		}
+		if (c == 'h') {
+			a->usage(stdout);
+			return -1;
+		}
+		if (c == '?') {
+			a->usage(stderr);
+			return 2;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "zonecast %s: unexpected argument '%s'\n", a->cmd,
+		        argv[optind]);
+		return 2;
+	}
+	bool listen_flag = false;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, a->shortopts, a->opts, NULL)) != -1) {
+		char err[256] = "";
+		if (c == 'l') {
+			if (!listen_flag) {
+				cfg->listen_count = 0; /* Flags replace the file's. */
+				listen_flag = true;
+			}
+			config_set(cfg, "listen", optarg, err, sizeof(err));
+		} else if (c == 'o') {
+			char key[64];
+			const char *eq = strchr(optarg, '=');
+			if (eq == NULL || (size_t)(eq - optarg) >= sizeof(key)) {
+				snprintf(err, sizeof(err), "-o wants KEY=VALUE, not "
+				         "'%s'", optarg);
+			} else {
+				memcpy(key, optarg, eq - optarg);
+				key[eq - optarg] = '\0';
+				config_set(cfg, key, eq + 1, err, sizeof(err));
+			}
+		} else if (c > 0 && c < 128 && a->flag_keys[c] != NULL) {
+			config_set(cfg, a->flag_keys[c], optarg, err, sizeof(err));
+		} else if (a->flag != NULL) {
+			a->flag(cfg, c);
+		}
+		if (err[0] != '\0') {
+			fprintf(stderr, "zonecast %s: %s\n", a->cmd, err);
+			return 2;
+		}
+	}
+	return 0;
+}
