@@ -92,7 +92,7 @@ int cmd_check_config(int argc, char **argv)
 		if (err[0] != '\0') {
 			fprintf(stderr, "error: %s\n", err);
 		}
-		if (ret == -1 || ret == 2) {
+		if (ret < 0 || (ret == 2 && err[0] == '\0')) {
 			config_usage(ret < 0 ? stdout : stderr);
 		}
 		free(cfg);

@@ -9,6 +9,7 @@
  * taken before anything else is done.
  */
 #include <errno.h>
+#include <getopt.h>
 #include <grp.h>
 #include <pwd.h>
 #include <signal.h>
@@ -31,6 +32,7 @@
 #include "update/update.h"
 #include "writer/writer.h"
 
+#define DEFAULT_LISTEN "127.0.0.1:5300"
 #define FOLLOW_POLL_MS 200
 
 static void usage(FILE *out)
@@ -45,7 +47,7 @@ static void usage(FILE *out)
 	      "  -c, --config FILE        read this config file\n"
 	      "  -d, --data-dir DIR       data directory (default ./zonecast-data)\n"
 	      "  -l, --listen ADDR:PORT   DNS address, repeatable (default "
-	      "127.0.0.1:5300)\n"
+	      DEFAULT_LISTEN ")\n"
 	      "  -a, --api-listen ADDR:PORT  HTTP API address (default "
 	      "127.0.0.1:8053; 'none': no API)\n"
 	      "  -w, --workers N          workers per address (default: one per "
@@ -58,6 +60,53 @@ static void usage(FILE *out)
 	      "  -o, --option KEY=VALUE   any config-file setting, repeatable\n"
 	      "                           (e.g. -o allow-update=127.0.0.1)\n"
 	      "  -h, --help               this help\n", out);
+}
+
+static const struct option opts[] = {
+	{ "config", required_argument, NULL, 'c' },
+	{ "data-dir", required_argument, NULL, 'd' },
+	{ "listen", required_argument, NULL, 'l' },
+	{ "api-listen", required_argument, NULL, 'a' },
+	{ "workers", required_argument, NULL, 'w' },
+	{ "log-level", required_argument, NULL, 'L' },
+	{ "nsid", required_argument, NULL, 'N' },
+	{ "no-demo", no_argument, NULL, 'D' },
+	{ "nats", required_argument, NULL, 'n' },
+	{ "option", required_argument, NULL, 'o' },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
+static const char *const flag_keys[128] = {
+	['d'] = "data-dir", ['a'] = "api-listen", ['w'] = "workers",
+	['L'] = "log-level", ['N'] = "nsid", ['n'] = "nats",
+};
+
+static void serve_flag(config_t *cfg, int c)
+{
+	if (c == 'D') {
+		cfg->demo = false;
+	}
+}
+
+/* Reads the config file first, then lets every flag override it: at
+ * start, and again at each reload (serve.h), with the messages in err. */
+int serve_parse_args(int argc, char **argv, config_t *cfg, char *err,
+                     size_t err_size)
+{
+	config_defaults(cfg);
+	err[0] = '\0';
+	cli_args_t a = {
+		.cmd = "serve", .shortopts = "c:d:l:a:w:L:o:h", .opts = opts,
+		.flag_keys = flag_keys, .flag = serve_flag,
+		.err = err, .err_size = err_size,
+	};
+	int ret = cli_parse_server_args(&a, argc, argv, cfg);
+	if (ret == 0 && cfg->listen_count == 0) {
+		strcpy(cfg->listen[0], DEFAULT_LISTEN);
+		cfg->listen_count = 1;
+	}
+	return ret;
 }
 
 static int count_zone(const records_zone_t *zone, void *ctx)
@@ -443,8 +492,8 @@ int cmd_serve(int argc, char **argv)
 			fprintf(stderr, "%s%s\n", ret == 1 ? "" : "zonecast serve: ",
 			        err);
 		}
-		if (ret != 1) {
-			usage(ret < 0 ? stdout : stderr);
+		if (ret < 0 || (ret == 2 && err[0] == '\0')) {
+			usage(ret < 0 ? stdout : stderr); /* --help, or getopt's. */
 		}
 		free(cfg);
 		return ret < 0 ? 0 : ret;

@@ -4,6 +4,7 @@
  * (cli/data_dir.c says whether one may be created), and importing a
  * master file (parse, check, commit, full build).
  */
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -348,4 +349,103 @@ void cli_server_config(const config_t *cfg, server_config_t *scfg)
 	}
 	memcpy(scfg->cookie_secret, cfg->cookie_secret,
 	       sizeof(scfg->cookie_secret));
+}
+
+/* Says a problem of the command line: in a->err, or on stderr. */
+__attribute__((format(printf, 2, 3)))
+static void args_error(const cli_args_t *a, const char *fmt, ...)
+{
+	char msg[1400];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (a->err != NULL) {
+		snprintf(a->err, a->err_size, "%s", msg);
+	} else {
+		fprintf(stderr, "zonecast %s: %s\n", a->cmd, msg);
+	}
+}
+
+/* The config file (-c), before any flag. */
+static int read_config_file(const cli_args_t *a, int argc, char **argv,
+                            config_t *cfg)
+{
+	int c;
+	optind = 0; /* GNU: a full restart (a reload parses again). */
+	while ((c = getopt_long(argc, argv, a->shortopts, a->opts, NULL)) != -1) {
+		char err[1400];
+		if (c == 'c' && config_read(cfg, optarg, err, sizeof(err)) !=
+		    ZC_EOK) {
+			if (a->err != NULL) {
+				snprintf(a->err, a->err_size, "%s", err);
+			} else {
+				fprintf(stderr, "%s\n", err); /* FILE:LINE: ... */
+			}
+			return 1;
+		}
+		if (c == 'h' && a->usage != NULL) {
+			a->usage(stdout);
+		}
+		if (c == 'h') {
+			return -1;
+		}
+		if (c == '?') {
+			if (a->usage != NULL) {
+				a->usage(stderr);
+			}
+			return 2;
+		}
+	}
+	if (optind < argc) {
+		args_error(a, "unexpected argument '%s'", argv[optind]);
+		return 2;
+	}
+	return 0;
+}
+
+int cli_parse_server_args(const cli_args_t *a, int argc, char **argv,
+                          config_t *cfg)
+{
+	int ret = read_config_file(a, argc, argv, cfg);
+	if (ret != 0) {
+		return ret;
+	}
+	bool listen_flag = false, log_flag = false;
+	int c;
+	optind = 0;
+	while ((c = getopt_long(argc, argv, a->shortopts, a->opts, NULL)) != -1) {
+		char err[256] = "";
+		if (c == 'l') {
+			if (!listen_flag) {
+				cfg->listen_count = 0; /* Flags replace the file's. */
+				listen_flag = true;
+			}
+			config_set(cfg, "listen", optarg, err, sizeof(err));
+		} else if (c == 'o') {
+			char key[64];
+			const char *eq = strchr(optarg, '=');
+			if (eq == NULL || (size_t)(eq - optarg) >= sizeof(key)) {
+				snprintf(err, sizeof(err), "-o wants KEY=VALUE, not "
+				         "'%s'", optarg);
+			} else {
+				memcpy(key, optarg, eq - optarg);
+				key[eq - optarg] = '\0';
+				if (strcmp(key, "log-target") == 0 && !log_flag) {
+					cfg->log_target_count = 0;
+					log_flag = true;
+				}
+				config_set(cfg, key, eq + 1, err, sizeof(err));
+			}
+		} else if (c > 0 && c < 128 && a->flag_keys[c] != NULL) {
+			config_set(cfg, a->flag_keys[c], optarg, err, sizeof(err));
+		} else if (a->flag != NULL) {
+			a->flag(cfg, c);
+		}
+		if (err[0] != '\0') {
+			args_error(a, "%s", err);
+			return 2;
+		}
+	}
+	return 0;
 }
