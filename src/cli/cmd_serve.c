@@ -384,11 +384,16 @@ static int serve(serve_ctx_t *ctx, const server_config_t *scfg,
 {
 	control_t *control = NULL;
 	int ret = start_stages(ctx, scfg, sockets, api_fd);
-	if (ret == ZC_EOK && ctx->control_path[0] != '\0') {
-		ret = control_start(ctx, &control);
+	/* Neither the control socket nor the pidfile may keep DNS down (a
+	 * full disk, a socket path in use): the server runs without. */
+	if (ret == ZC_EOK && ctx->control_path[0] != '\0' &&
+	    control_start(ctx, &control) != ZC_EOK) {
+		zc_error("serving without a control socket (zonecast status, "
+		         "reload and stop need it; SIGHUP and SIGTERM still work)");
 	}
-	if (ret == ZC_EOK && ctx->pidfile[0] != '\0') {
-		ret = serve_pidfile_write(ctx->pidfile);
+	if (ret == ZC_EOK && ctx->pidfile[0] != '\0' &&
+	    serve_pidfile_write(ctx->pidfile) != ZC_EOK) {
+		ctx->pidfile[0] = '\0'; /* Serving without one. */
 	}
 	if (ret == ZC_EOK) {
 		ret = drop_privileges(ctx->boot, ctx);

@@ -35,7 +35,8 @@ int serve_pidfile_write(const char *path)
 		ret = -errno;
 	}
 	if (ret != ZC_EOK) {
-		zc_error("pidfile %s: cannot write it: %s", path, strerror(-ret));
+		zc_error("pidfile %s: cannot write it: %s; serving without one",
+		         path, strerror(-ret));
 		unlink(tmp);
 	}
 	return ret;

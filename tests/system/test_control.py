@@ -266,3 +266,16 @@ def test_start_lists_zones(zonecast_factory):
         assert "zone %s: serial " % zone in log
     assert "zone example.com.: serial 2024010101, serving 2024010101" in log
     assert "3 zone(s)" in log
+
+
+def test_socket_taken_does_not_keep_dns_down(zonecast_factory, tmp_path):
+    """A control-socket path another server answers on: the second server
+    says so and serves DNS without a socket; the first keeps its own."""
+    sock = str(tmp_path / "shared.sock")
+    first = zonecast_factory(options=[("control-socket", sock)])
+    second = zonecast_factory(options=[("control-socket", sock)])
+    assert "another server answers there" in second.log()
+    assert "serving without a control socket" in second.log()
+    assert second.answers_soa("example.com.")
+    st = json.loads(first.run_cli("status", "--socket", sock, "--json").stdout)
+    assert st["pid"] == first.proc.pid

@@ -297,3 +297,43 @@ def test_sighup_reopens_log_file(zonecast_factory, conf, tmp_path):
     assert "serving" not in log.read_text()
     srv.run_cli("reload", "--data-dir", srv.data_dir)
     assert "control: reload asked for" in log.read_text()
+
+
+def test_notify_list_and_limits_live(zonecast_factory, conf):
+    """A notify target added by a reload gets a NOTIFY for every zone (a
+    new sender, as at start); update-max-size lowered by a reload refuses
+    a larger UPDATE at once, with an audit line saying why."""
+    import socket
+    resp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    resp.bind(("127.0.0.1", 0))
+    resp.settimeout(0.5)
+    write_config(conf, nsid="n", allow_update="127.0.0.1")
+    srv = zonecast_factory(config=conf, nsid=None)
+    try:
+        write_config(conf, nsid="n", allow_update="127.0.0.1",
+                     notify="127.0.0.1:%d" % resp.getsockname()[1],
+                     update_max_size=200)
+        out = reload_cli(srv).stdout
+        assert "notify" in out and "update-max-size" in out, out
+        seen = set()
+        deadline = time.monotonic() + WAIT
+        while len(seen) < 3 and time.monotonic() < deadline:
+            try:
+                wire, addr = resp.recvfrom(65535)
+            except socket.timeout:
+                continue
+            q = dns.message.from_wire(wire)
+            seen.add(q.question[0].name.to_text())
+            r = dns.message.make_response(q)
+            resp.sendto(r.to_wire(), addr)
+        assert seen == {"example.com.", "sub.example.com.", "example.net."}, seen
+        u = dns.update.UpdateMessage("example.net.")
+        for i in range(10):
+            u.add("big%d.example.net." % i, 300, "TXT", "x" * 40)
+        assert len(u.to_wire()) > 200
+        assert dns.query.tcp(u, "127.0.0.1", port=srv.port, timeout=5).rcode() == \
+            dns.rcode.REFUSED
+        assert "reason=\"larger than update-max-size\"" in srv.log()
+        assert unsigned_update(srv, "small.example.net.") == dns.rcode.NOERROR
+    finally:
+        resp.close()
