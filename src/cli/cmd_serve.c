@@ -268,7 +268,7 @@ static int run(const config_t *cfg)
 	notify_config_t ncfg = {
 		.targets = targets, .target_count = cfg->notify_count,
 		.retries = cfg->notify_retries, .timeout_ms = cfg->notify_timeout,
-		.edge = es,
+		.edge = es, .data_dir = cfg->data_dir,
 	};
 	ret = builder_follower_start(cfg->data_dir, es, FOLLOW_POLL_MS, &follower);
 	writer_config_t wcfg = {

@@ -11,6 +11,7 @@
 #include "cli/config.h"
 #include "common/error.h"
 #include "common/log.h"
+#include "transfer/secondary.h"
 
 void config_defaults(config_t *cfg)
 {
@@ -193,15 +194,17 @@ int config_set(config_t *cfg, const char *key, const char *value,
 	} else if (strcmp(key, "allow-transfer") == 0) {
 		bad = zc_acl_add(&cfg->allow_transfer, value) != ZC_EOK;
 	} else if (strcmp(key, "notify") == 0) {
-		struct sockaddr_storage ss;
-		socklen_t len;
+		secondary_notify_t target;
 		if (cfg->notify_count == CONFIG_NOTIFY_MAX) {
 			snprintf(err, err_size, "more than %d notify addresses",
 			         CONFIG_NOTIFY_MAX);
 			return ZC_EINVAL_CONFIG;
 		}
-		bad = server_parse_addr(value, &ss, &len) != ZC_EOK ||
-		      copy_str(cfg->notify[cfg->notify_count],
+		if (secondary_notify_parse(value, &target, err,
+		                           err_size) != ZC_EOK) {
+			return ZC_EINVAL_CONFIG;
+		}
+		bad = copy_str(cfg->notify[cfg->notify_count],
 		               sizeof(cfg->notify[0]), value);
 		cfg->notify_count += !bad;
 	} else if (strcmp(key, "notify-retries") == 0) {

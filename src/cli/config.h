@@ -52,7 +52,7 @@ typedef struct {
 	unsigned journal_retention; /* Seconds the change log is kept. */
 	zc_acl_t allow_update;      /* Unsigned UPDATEs accepted from. */
 	zc_acl_t allow_transfer;    /* Unsigned AXFR/IXFR accepted from. */
-	char notify[CONFIG_NOTIFY_MAX][128]; /* Secondaries, "ADDR:PORT". */
+	char notify[CONFIG_NOTIFY_MAX][384]; /* "ADDR[:PORT] [key NAME]" */
 	size_t notify_count;
 	unsigned notify_retries;
 	unsigned notify_timeout;    /* ms before the first resend */

@@ -28,12 +28,16 @@
  * NOTIFY: a thread (notify.c) that wakes on each builder pass
  * (notify_on_pass(), to register with builder_follower_on_pass()), lists
  * the edge store's zones and sends a NOTIFY for every zone whose serial
- * moved to every target, over UDP, at once. At most one NOTIFY per (zone,
- * target) is in flight; a serial that moves meanwhile is sent when the
- * response comes (coalescing). Unanswered NOTIFYs are resent after
- * timeout_ms, doubling, up to `retries` times. On start every zone is
- * notified once (as BIND does on load): changes applied while the server
- * was down reach the secondaries without waiting for their refresh.
+ * moved to every target, over UDP, at once, signed when the target names
+ * a TSIG key. To a target that answers, at most one NOTIFY per zone is in
+ * flight and a serial that moves meanwhile is sent when the response
+ * comes (coalescing); to one that does not, a new serial is sent at once,
+ * never behind the resends of an older one. Unanswered NOTIFYs are resent
+ * after timeout_ms, doubling, up to `retries` times. On start every zone
+ * is notified once (as BIND does on load): changes applied while the
+ * server was down reach the secondaries without waiting for their
+ * refresh. Refusals are logged at warning level, once per target and
+ * kind.
  *
  * Shutdown order: transfer_stop() and notify_stop() before server_stop()
  * (in-flight transfers still write to the workers' connections), then
@@ -103,11 +107,12 @@ void transfer_handle(void *ctx, const uint8_t *msg, size_t len,
 #define NOTIFY_MAX_TARGETS 16
 
 typedef struct {
-	const char *const *targets;  /* "ADDR:PORT", "[V6]:PORT" */
+	const char *const *targets;  /* "ADDR[:PORT] [key NAME]" (secondary.h) */
 	size_t target_count;         /* At most NOTIFY_MAX_TARGETS. */
 	unsigned retries;            /* Resends of an unanswered NOTIFY. */
 	unsigned timeout_ms;         /* Before the first resend (doubling). */
 	edge_store_t *edge;
+	const char *data_dir;        /* Records store: TSIG keys. */
 } notify_config_t;
 
 typedef struct notify notify_t;
