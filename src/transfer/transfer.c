@@ -23,6 +23,7 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "dns/reply.h"
+#include "dns/tsig_log.h"
 #include "server/answer.h"
 #include "transfer/internal.h"
 #include "transfer/transfer.h"
@@ -227,8 +228,9 @@ static void handle_transfer(xfr_worker_t *w, uint8_t *msg, size_t len,
 	memset(&key, 0, sizeof(key));
 	int bad = check_tsig(w, q, &tsig, &key);
 	if (bad != ZC_EOK) {
-		zc_info("transfer: zone %s, peer %s, %s: TSIG error %u",
-		        lg.zone, lg.peer, lg.kind, tsig.error);
+		dns_tsig_log_refusal(lg.kind[0] == 'I' ? "IXFR" : "AXFR", q,
+		                     &tsig, bad, key.algorithm[0] != '\0',
+		                     key.algorithm, from);
 		send_error(w, q, &tsig, reply, tsig_rcode(bad));
 		return;
 	}
@@ -256,8 +258,13 @@ static void handle_transfer(xfr_worker_t *w, uint8_t *msg, size_t len,
 		rcode = KNOT_RCODE_FORMERR, why = "IXFR without an SOA";
 	}
 	if (why != NULL) {
-		zc_info("transfer: zone %s, peer %s, %s refused (%s)", lg.zone,
-		        lg.peer, lg.kind, why);
+		char kname[KNOT_DNAME_TXT_MAXLEN + 1] = "";
+		if (tsig.present) {
+			knot_dname_to_str(kname, key.name, sizeof(kname));
+		}
+		zc_info("transfer: zone %s, peer %s, %s refused (%s%s%s)",
+		        lg.zone, lg.peer, lg.kind, why, kname[0] ? ": key " : "",
+		        kname);
 		send_error(w, q, &tsig, reply, rcode);
 	} else {
 		serve(w, q, &tsig, reply, &req, &lg);
@@ -271,7 +278,8 @@ static void handle_transfer(xfr_worker_t *w, uint8_t *msg, size_t len,
  * answer_message() gives, signed (RFC 8945 §5.3).
  */
 static void handle_query(xfr_worker_t *w, const uint8_t *msg, size_t len,
-                         bool tcp, server_reply_t *reply)
+                         const struct sockaddr_storage *from, bool tcp,
+                         server_reply_t *reply)
 {
 	zc_arena_reset(&w->arena);
 	uint8_t *copy = zc_arena_alloc(&w->arena, len);
@@ -291,6 +299,9 @@ static void handle_query(xfr_worker_t *w, const uint8_t *msg, size_t len,
 	}
 	int bad = check_tsig(w, q, &tsig, &key);
 	if (bad != ZC_EOK) {
+		dns_tsig_log_refusal("query", q, &tsig, bad,
+		                     key.algorithm[0] != '\0', key.algorithm,
+		                     from);
 		send_error(w, q, &tsig, reply, tsig_rcode(bad));
 		return;
 	}
@@ -339,7 +350,7 @@ void xfr_worker_serve(xfr_worker_t *w, uint8_t *msg, size_t len,
 		         zc_strerror(ret));
 		send_header_error(reply, msg, len, KNOT_RCODE_SERVFAIL);
 	} else if (query) {
-		handle_query(w, msg, len, tcp, reply);
+		handle_query(w, msg, len, from, tcp, reply);
 	} else {
 		handle_transfer(w, msg, len, from, reply);
 	}
