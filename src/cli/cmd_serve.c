@@ -201,6 +201,27 @@ static int drop_privileges(const config_t *cfg)
 	return ZC_EOK;
 }
 
+/* RFC 4892 identity: the configured one, else the NSID, else the host
+ * name (as NSD and Knot); NULL when hidden. */
+static const char *server_identity(const config_t *cfg, char *buf,
+                                   size_t size)
+{
+	if (cfg->hide_identity) {
+		return NULL;
+	}
+	if (cfg->identity[0] != '\0') {
+		return cfg->identity;
+	}
+	if (cfg->nsid[0] != '\0') {
+		return cfg->nsid;
+	}
+	if (gethostname(buf, size) != 0) {
+		return NULL;
+	}
+	buf[size - 1] = '\0';
+	return buf;
+}
+
 static int run(const config_t *cfg)
 {
 	records_store_t *rs = NULL;
@@ -228,9 +249,13 @@ static int run(const config_t *cfg)
 		edge_close(es);
 		return 1;
 	}
+	char host[256];
 	server_config_t scfg = {
 		.workers = cfg->workers,
 		.nsid = cfg->nsid[0] ? cfg->nsid : NULL,
+		.identity = server_identity(cfg, host, sizeof(host)),
+		.version = cfg->hide_version ? NULL : cfg->version[0] ?
+		           cfg->version : "zonecast " ZONECAST_VERSION,
 		.tcp_idle_timeout_ms = cfg->tcp_idle_timeout * 1000,
 		.tcp_max_clients = cfg->tcp_max_clients,
 		.tcp_max_clients_per_ip = cfg->tcp_max_clients_per_ip,

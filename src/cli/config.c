@@ -164,6 +164,14 @@ int config_set(config_t *cfg, const char *key, const char *value,
 		bad = cfg->log_level < 0;
 	} else if (strcmp(key, "nsid") == 0) {
 		bad = copy_str(cfg->nsid, sizeof(cfg->nsid), value);
+	} else if (strcmp(key, "identity") == 0) {
+		bad = copy_str(cfg->identity, sizeof(cfg->identity), value);
+	} else if (strcmp(key, "version") == 0) {
+		bad = copy_str(cfg->version, sizeof(cfg->version), value);
+	} else if (strcmp(key, "hide-identity") == 0) {
+		bad = parse_bool(value, &cfg->hide_identity);
+	} else if (strcmp(key, "hide-version") == 0) {
+		bad = parse_bool(value, &cfg->hide_version);
 	} else if (strcmp(key, "tcp-idle-timeout") == 0) {
 		bad = parse_uint(value, 3600, &cfg->tcp_idle_timeout);
 	} else if (strcmp(key, "tcp-max-clients") == 0) {

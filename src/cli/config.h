@@ -31,6 +31,10 @@ typedef struct {
 	unsigned workers;           /* 0: one per core */
 	int log_level;              /* zc_log_level_t */
 	char nsid[256];
+	char identity[256];         /* CH TXT id.server ("": NSID or host name) */
+	char version[256];          /* CH TXT version.bind ("": zonecast X.Y) */
+	bool hide_identity;         /* Those queries get REFUSED. */
+	bool hide_version;
 	unsigned tcp_idle_timeout;  /* seconds */
 	unsigned tcp_max_clients;
 	unsigned tcp_max_clients_per_ip;
