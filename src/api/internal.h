@@ -115,6 +115,7 @@ void api_dns_records(api_req_t *req, int64_t zone_id, char **parts,
 void api_tsig_keys(api_req_t *req, const records_zone_t *zone, char **parts,
                    int count);
 void api_dnssec(api_req_t *req, const records_zone_t *zone);
+void api_secondaries(api_req_t *req, const records_zone_t *zone);
 
 /* Token hashing (auth.c). */
 int api_token_hash(const char *token, uint8_t out[32]);

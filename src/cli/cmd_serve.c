@@ -284,6 +284,7 @@ static int run(const config_t *cfg)
 	transfer_config_t tcfg = {
 		.data_dir = cfg->data_dir, .edge = es,
 		.allow_transfer = &cfg->allow_transfer,
+		.allow_transfer_keys = &cfg->allow_transfer_keys,
 		.max_concurrent = cfg->transfer_max_concurrent,
 	};
 	const char *targets[CONFIG_NOTIFY_MAX];

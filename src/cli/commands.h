@@ -15,6 +15,7 @@ int cmd_token(int argc, char **argv);
 int cmd_tsig(int argc, char **argv);
 int cmd_dnssec(int argc, char **argv);
 int cmd_record(int argc, char **argv);
+int cmd_secondaries(int argc, char **argv);
 
 /* Creates the demo token of a fresh data dir (logged, and in DIR/demo-token). */
 int cli_demo_token(const char *data_dir);

@@ -200,7 +200,11 @@ int config_set(config_t *cfg, const char *key, const char *value,
 	} else if (strcmp(key, "allow-update") == 0) {
 		bad = zc_acl_add(&cfg->allow_update, value) != ZC_EOK;
 	} else if (strcmp(key, "allow-transfer") == 0) {
-		bad = zc_acl_add(&cfg->allow_transfer, value) != ZC_EOK;
+		if (secondary_acl_parse(value, &cfg->allow_transfer,
+		                        &cfg->allow_transfer_keys, err,
+		                        err_size) != ZC_EOK) {
+			return ZC_EINVAL_CONFIG;
+		}
 	} else if (strcmp(key, "notify") == 0) {
 		secondary_notify_t target;
 		if (cfg->notify_count == CONFIG_NOTIFY_MAX) {

@@ -15,6 +15,7 @@
 
 #include "common/acl.h"
 #include "server/server.h"
+#include "transfer/secondary.h"
 
 /* Default of zone-max-records. */
 #define CONFIG_ZONE_MAX_RECORDS 10000000u
@@ -56,6 +57,7 @@ typedef struct {
 	unsigned journal_retention; /* Seconds the change log is kept. */
 	zc_acl_t allow_update;      /* Unsigned UPDATEs accepted from. */
 	zc_acl_t allow_transfer;    /* Unsigned AXFR/IXFR accepted from. */
+	secondary_keys_t allow_transfer_keys; /* Keys that may transfer all. */
 	char notify[CONFIG_NOTIFY_MAX][384]; /* "ADDR[:PORT] [key NAME]" */
 	size_t notify_count;
 	unsigned notify_retries;

@@ -401,6 +401,30 @@ int records_tsig_list(records_store_t *store, int64_t zone_id,
 /* Deletes a key by id (zone_id 0: any zone). ZC_ENOKEY when absent. */
 int records_tsig_delete(records_store_t *store, int64_t zone_id, int64_t id);
 
+/* --- Per-zone secondaries (records/secondaries.c) --- */
+
+typedef enum {
+	RECORDS_SECONDARY_NOTIFY = 1,    /* "ADDR[:PORT] [key NAME]" */
+	RECORDS_SECONDARY_TRANSFER = 2,  /* "ADDR[/PREFIX]" or "key NAME" */
+} records_secondary_kind_t;
+
+/* Replaces the zone's entries of one kind (in the caller's write
+ * transaction); specs are stored as given, in order. */
+int records_secondaries_set(records_store_t *store, int64_t zone_id,
+                            records_secondary_kind_t kind,
+                            const char *const *specs, size_t count);
+
+/* Calls cb for each entry of one zone (zone_id 0: of every zone), by zone,
+ * kind and position; cb returns non-zero to stop. */
+int records_secondaries_foreach(records_store_t *store, int64_t zone_id,
+                                int (*cb)(int64_t zone_id,
+                                          records_secondary_kind_t kind,
+                                          const char *spec, void *ctx),
+                                void *ctx);
+
+/* A number that moves at every records_secondaries_set(). */
+int records_secondaries_version(records_store_t *store, uint64_t *version);
+
 /* --- Connection pool (records/pool.c) --- */
 
 typedef struct records_pool records_pool_t;

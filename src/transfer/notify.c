@@ -100,6 +100,12 @@ typedef struct {
 	uint16_t id;
 } flight_t;
 
+/* A zone's own notify target (records store, zone_secondaries). */
+typedef struct {
+	int64_t zone_id;
+	secondary_notify_t spec;
+} zone_target_t;
+
 typedef struct {
 	secondary_notify_t spec;
 	char name[INET6_ADDRSTRLEN + 8 + KNOT_DNAME_TXT_MAXLEN]; /* For logs. */
@@ -127,6 +133,11 @@ struct notify {
 	target_t *targets;
 	size_t target_count, target_cap;
 	size_t global_count;    /* Targets 0.. are the server-wide ones. */
+	zone_target_t *zone_targets; /* Per-zone ones, by zone id. */
+	size_t zone_target_count;
+	uint64_t secondaries_version; /* records_secondaries_version() */
+	bool secondaries_loaded;
+	int64_t secondaries_checked;  /* Monotonic ms of the last check. */
 	nzone_t **zones;        /* Sorted by apex LF. */
 	size_t zone_count;
 	bool backlog;           /* A slot waits for a free flight. */
@@ -182,14 +193,15 @@ static bool same_target(const secondary_notify_t *a,
 	       (!a->has_key || knot_dname_is_equal(a->key, b->key));
 }
 
-/* The index of the target, added to the table when new; -1 without
- * memory. */
-static long target_get(notify_t *n, const secondary_notify_t *spec)
+/* The index of the target, added to the table when new, with one more
+ * user (the caller's); -1 without memory. */
+static long target_acquire(notify_t *n, const secondary_notify_t *spec)
 {
 	long free_slot = -1;
 	for (size_t i = 0; i < n->target_count; i++) {
 		target_t *tg = &n->targets[i];
 		if (tg->users > 0 && same_target(&tg->spec, spec)) {
+			tg->users++;
 			return (long)i;
 		}
 		if (tg->users == 0 && free_slot < 0) {
@@ -213,6 +225,7 @@ static long target_get(notify_t *n, const secondary_notify_t *spec)
 	target_t *tg = &n->targets[free_slot];
 	memset(tg, 0, sizeof(*tg));
 	tg->spec = *spec;
+	tg->users = 1;
 	secondary_notify_format(spec, true, tg->name, sizeof(tg->name));
 	return free_slot;
 }
@@ -261,6 +274,78 @@ static void slot_release(notify_t *n, nzone_t *zone, uint32_t slot)
 	tg->users--;
 }
 
+/* The first of the zone's own targets (zone_targets is sorted by zone
+ * id); zone_target_count when it has none. */
+static size_t zone_targets_begin(const notify_t *n, int64_t zone_id)
+{
+	size_t lo = 0, hi = n->zone_target_count;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (n->zone_targets[mid].zone_id < zone_id) {
+			lo = mid + 1;
+		} else {
+			hi = mid;
+		}
+	}
+	return lo;
+}
+
+/*
+ * Gives the zone one slot per target it has now: the server-wide ones and
+ * its own. A slot of a target it keeps keeps its state (the last serial
+ * notified), minus the NOTIFY in flight, which is sent again; a new
+ * target's slot notifies the current serial at the next scan.
+ */
+static int zone_retarget(notify_t *n, nzone_t *zone)
+{
+	size_t first = zone_targets_begin(n, zone->zone_id), own = 0;
+	while (first + own < n->zone_target_count &&
+	       n->zone_targets[first + own].zone_id == zone->zone_id) {
+		own++;
+	}
+	size_t cap = n->global_count + own;
+	slot_t *slots = calloc(cap ? cap : 1, sizeof(*slots));
+	if (slots == NULL) {
+		return KNOT_ENOMEM;
+	}
+	size_t count = 0;
+	for (size_t t = 0; t < n->global_count; t++) {
+		n->targets[t].users++;
+		slots[count++].target = (uint32_t)t;
+	}
+	for (size_t i = 0; i < own; i++) {
+		long t = target_acquire(n, &n->zone_targets[first + i].spec);
+		bool dup = t < 0;
+		for (size_t j = 0; j < count && !dup; j++) {
+			dup = slots[j].target == (uint32_t)t;
+		}
+		if (dup && t >= 0) {
+			n->targets[t].users--; /* Listed twice. */
+		} else if (!dup) {
+			slots[count++].target = (uint32_t)t;
+		}
+	}
+	for (size_t i = 0; i < count; i++) {
+		for (uint32_t s = 0; s < zone->slot_count; s++) {
+			const slot_t *old = &zone->slots[s];
+			if (old->target != slots[i].target) {
+				continue;
+			}
+			slots[i].has_done = old->has_done;
+			slots[i].done_serial = old->done_serial;
+			slots[i].refused = old->refused;
+			n->targets[old->target].refused += old->refused;
+		}
+	}
+	for (uint32_t s = 0; s < zone->slot_count; s++) {
+		slot_release(n, zone, s);
+	}
+	free(zone->slots);
+	zone->slots = slots;
+	zone->slot_count = count;
+	return ZC_EOK;
+}
+
 static nzone_t *zone_new(notify_t *n, const edge_zone_t *z)
 {
 	nzone_t *zone = calloc(1, sizeof(*zone) + z->apex_len);
@@ -271,16 +356,9 @@ static nzone_t *zone_new(notify_t *n, const edge_zone_t *z)
 	zone->zone_id = (int64_t)z->zone_id;
 	zone->apex = (uint8_t *)(zone + 1);
 	memcpy(zone->apex, z->apex, z->apex_len);
-	zone->slot_count = n->global_count;
-	zone->slots = calloc(zone->slot_count ? zone->slot_count : 1,
-	                     sizeof(slot_t));
-	if (zone->slots == NULL) {
+	if (zone_retarget(n, zone) != ZC_EOK) {
 		free(zone);
 		return NULL;
-	}
-	for (size_t t = 0; t < zone->slot_count; t++) {
-		zone->slots[t].target = (uint32_t)t;
-		n->targets[t].users++;
 	}
 	return zone;
 }
@@ -492,10 +570,100 @@ static int list_zone(const edge_zone_t *z, void *ctx)
 	return 0;
 }
 
+typedef struct {
+	zone_target_t *list;
+	size_t count, cap;
+	int error;
+} zt_load_t;
+
+static int load_zone_target(int64_t zone_id, records_secondary_kind_t kind,
+                            const char *spec, void *ctx)
+{
+	zt_load_t *l = ctx;
+	char err[512];
+	secondary_notify_t t;
+	if (kind != RECORDS_SECONDARY_NOTIFY ||
+	    secondary_notify_parse(spec, &t, err, sizeof(err)) != ZC_EOK) {
+		return 0; /* Checked when stored. */
+	}
+	if (l->count == l->cap) {
+		size_t cap = l->cap ? l->cap * 2 : 16;
+		zone_target_t *grown = realloc(l->list, cap * sizeof(*grown));
+		if (grown == NULL) {
+			l->error = KNOT_ENOMEM;
+			return 1;
+		}
+		l->list = grown;
+		l->cap = cap;
+	}
+	l->list[l->count++] = (zone_target_t) { .zone_id = zone_id, .spec = t };
+	return 0;
+}
+
+/*
+ * Reloads the zones' own notify targets when the records store says they
+ * changed (a number that moves at each change), then gives every known
+ * zone its new slots. Runs at each cue and once a second.
+ */
+static void reload_zone_targets(notify_t *n)
+{
+	n->secondaries_checked = now_ms();
+	uint64_t version = 0;
+	int ret = open_records(n);
+	if (ret == ZC_EOK) {
+		ret = records_secondaries_version(n->rs, &version);
+	}
+	if (ret != ZC_EOK || (n->secondaries_loaded &&
+	                      version == n->secondaries_version)) {
+		return;
+	}
+	zt_load_t l = { 0 };
+	ret = records_secondaries_foreach(n->rs, 0, load_zone_target, &l);
+	ret = ret != ZC_EOK ? ret : l.error;
+	if (ret != ZC_EOK) {
+		zc_warn("notify: cannot read the zones' secondaries: %s",
+		        zc_strerror(ret));
+		free(l.list);
+		return;
+	}
+	free(n->zone_targets);
+	n->zone_targets = l.list;
+	n->zone_target_count = l.count;
+	n->secondaries_version = version;
+	if (n->secondaries_loaded) {
+		zc_info("notify: zones' secondaries changed: %zu notify "
+		        "targets of their own", l.count);
+	}
+	n->secondaries_loaded = true;
+	for (size_t i = 0; i < n->zone_count; i++) {
+		if (zone_retarget(n, n->zones[i]) != ZC_EOK) {
+			zc_warn("notify: out of memory");
+		}
+	}
+	n->backlog = true;
+}
+
+/* Forgets every zone (nobody to notify). */
+static void drop_zones(notify_t *n)
+{
+	for (size_t i = 0; i < n->zone_count; i++) {
+		zone_free(n, n->zones[i]);
+	}
+	free(n->zones);
+	n->zones = NULL;
+	n->zone_count = 0;
+}
+
 /* Lists the edge store's zones: new ones are added, gone ones dropped,
- * serials refreshed; then starts what is due. */
+ * serials refreshed; then starts what is due. With no target at all,
+ * nothing is listed. */
 static void refresh(notify_t *n)
 {
+	reload_zone_targets(n);
+	if (n->global_count == 0 && n->zone_target_count == 0) {
+		drop_zones(n);
+		return;
+	}
 	listing_t l = { .n = n };
 	int ret = edge_txn_begin_read(n->edge, &n->txn);
 	if (ret == ZC_EOK) {
@@ -735,13 +903,21 @@ static void *notify_main(void *arg)
 		if (n->backlog) {
 			scan(n);
 		}
+		/* The zones' own targets are checked for changes once a
+		 * second (an API or CLI change moves no serial). */
+		int64_t check = n->secondaries_checked + 1000 - now_ms();
+		check = check < 0 ? 0 : check;
+		if (timeout < 0 || timeout > check) {
+			timeout = (int)check;
+		}
 		poll(fds, 3, timeout);
 		if (fds[0].revents & POLLIN) {
 			uint64_t v;
 			ssize_t r = read(n->efd, &v, sizeof(v));
 			(void)r;
 		}
-		if (atomic_exchange(&n->cue, false)) {
+		if (atomic_exchange(&n->cue, false) ||
+		    now_ms() - n->secondaries_checked >= 1000) {
 			refresh(n);
 		}
 		for (int i = 1; i < 3; i++) {
@@ -751,6 +927,16 @@ static void *notify_main(void *arg)
 		}
 	}
 	return NULL;
+}
+
+static bool is_listed(const notify_t *n, const secondary_notify_t *spec)
+{
+	for (size_t t = 0; t < n->target_count; t++) {
+		if (same_target(&n->targets[t].spec, spec)) {
+			return true;
+		}
+	}
+	return false;
 }
 
 /* Opens the socket of a family (-1 when the family is unavailable). */
@@ -766,7 +952,7 @@ int notify_start(const notify_config_t *cfg, notify_t **out)
 		return ZC_EUSAGE;
 	}
 	*out = NULL;
-	if (cfg->target_count == 0) {
+	if (cfg->target_count == 0 && cfg->data_dir == NULL) {
 		return ZC_EOK;
 	}
 	notify_t *n = calloc(1, sizeof(*n));
@@ -790,13 +976,10 @@ int notify_start(const notify_config_t *cfg, notify_t **out)
 		                             sizeof(err));
 		if (ret != ZC_EOK) {
 			zc_error("notify: %s", err);
-		} else {
-			long i = target_get(n, &spec);
-			if (i < 0) {
-				ret = KNOT_ENOMEM;
-			} else {
-				n->targets[i].users = 1; /* Server-wide. */
-			}
+		} else if (is_listed(n, &spec)) {
+			zc_warn("notify: '%s' listed twice", cfg->targets[t]);
+		} else if (target_acquire(n, &spec) < 0) {
+			ret = KNOT_ENOMEM; /* Its user: the server-wide list. */
 		}
 	}
 	n->global_count = n->target_count;
@@ -854,6 +1037,7 @@ void notify_stop(notify_t *n)
 		free(n->targets[t].flights);
 	}
 	free(n->targets);
+	free(n->zone_targets);
 	int fds[] = { n->fd4, n->fd6, n->efd };
 	for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++) {
 		if (fds[i] >= 0) {

@@ -158,6 +158,62 @@ static bool ixfr_serial(const knot_pkt_t *q, uint32_t *serial)
 	return true;
 }
 
+typedef struct {
+	zc_acl_t acl;
+	secondary_keys_t keys;
+} zone_acl_t;
+
+static int add_zone_entry(int64_t zone_id, records_secondary_kind_t kind,
+                          const char *spec, void *ctx)
+{
+	(void)zone_id;
+	zone_acl_t *za = ctx;
+	char err[256];
+	if (kind == RECORDS_SECONDARY_TRANSFER) {
+		/* Checked when stored; one that no longer parses is skipped. */
+		(void)secondary_acl_parse(spec, &za->acl, &za->keys, err,
+		                          sizeof(err));
+	}
+	return 0;
+}
+
+/*
+ * Who may transfer the zone (transfer.h, "Access"): NULL when the request
+ * may, else why not. Reads the zone's own allow-transfer entries from the
+ * records store when the server-wide rules do not allow it already.
+ */
+static const char *transfer_denied(xfr_worker_t *w, const edge_zone_t *zone,
+                                   const dns_tsig_t *tsig,
+                                   const records_tsig_key_t *key,
+                                   const struct sockaddr_storage *from)
+{
+	const transfer_config_t *cfg = w->cfg;
+	if (tsig->present) {
+		if ((key->zone_id == (int64_t)zone->zone_id && key->transfer) ||
+		    secondary_keys_has(cfg->allow_transfer_keys, key->name)) {
+			return NULL;
+		}
+	} else if (cfg->allow_transfer != NULL &&
+	           zc_acl_match(cfg->allow_transfer, from)) {
+		return NULL;
+	}
+	zone_acl_t *za = calloc(1, sizeof(*za));
+	if (za == NULL) {
+		return "out of memory";
+	}
+	int ret = records_secondaries_foreach(w->rs, (int64_t)zone->zone_id,
+	                                      add_zone_entry, za);
+	bool ok = ret == ZC_EOK && (tsig->present ?
+	          secondary_keys_has(&za->keys, key->name) :
+	          zc_acl_match(&za->acl, from));
+	free(za);
+	if (ok) {
+		return NULL;
+	}
+	return tsig->present ? "key may not transfer the zone" :
+	       "unsigned, not in allow-transfer";
+}
+
 /* Runs the transfer proper and logs it. */
 static void serve(xfr_worker_t *w, const knot_pkt_t *q, dns_tsig_t *tsig,
                   server_reply_t *reply, xfr_req_t *req, xfr_log_t *lg)
@@ -247,12 +303,9 @@ static void handle_transfer(xfr_worker_t *w, uint8_t *msg, size_t len,
 		rcode = KNOT_RCODE_NOTAUTH, why = "not a zone served here";
 	} else if (ret != ZC_EOK) {
 		rcode = KNOT_RCODE_SERVFAIL, why = zc_strerror(ret);
-	} else if (tsig.present && (key.zone_id != (int64_t)req.zone.zone_id ||
-	                            !key.transfer)) {
-		rcode = KNOT_RCODE_REFUSED, why = "key may not transfer the zone";
-	} else if (!tsig.present && (w->cfg->allow_transfer == NULL ||
-	           !zc_acl_match(w->cfg->allow_transfer, from))) {
-		rcode = KNOT_RCODE_REFUSED, why = "unsigned, not in allow-transfer";
+	} else if ((why = transfer_denied(w, &req.zone, &tsig, &key,
+	                                  from)) != NULL) {
+		rcode = KNOT_RCODE_REFUSED;
 	} else if (knot_pkt_qtype(q) == KNOT_RRTYPE_IXFR &&
 	           !ixfr_serial(q, &req.client_serial)) {
 		rcode = KNOT_RCODE_FORMERR, why = "IXFR without an SOA";

@@ -21,9 +21,12 @@
  * with server_reply_write(), the last with server_reply_send().
  *
  * Access: a request signed with a key of the zone that has transfer
- * rights, or an unsigned one from an address in allow_transfer. Others get
- * REFUSED; TSIG failures NOTAUTH with the TSIG error (RFC 8945 §5.2); a
- * name that is no zone apex of ours NOTAUTH.
+ * rights, or with a key listed in allow-transfer (allow_transfer_keys, or
+ * the zone's own entries in the records store), or an unsigned one from
+ * an address in allow_transfer or the zone's entries. Others get REFUSED;
+ * TSIG failures NOTAUTH with the TSIG error (RFC 8945 §5.2); a name that
+ * is no zone apex of ours NOTAUTH. The zone's entries are read at each
+ * request: a change applies to the next transfer.
  *
  * NOTIFY: a thread (notify.c) that wakes on each builder pass
  * (notify_on_pass(), to register with builder_follower_on_pass()), lists
@@ -53,6 +56,7 @@
 #include "common/acl.h"
 #include "edge/edge.h"
 #include "server/server.h"
+#include "transfer/secondary.h"
 
 /* Transfers queued or running at once, by default. */
 #define TRANSFER_DEFAULT_CONCURRENT 16
@@ -61,6 +65,7 @@ typedef struct {
 	const char *data_dir;            /* Records store (keys, journal). */
 	edge_store_t *edge;
 	const zc_acl_t *allow_transfer;  /* NULL: signed requests only. */
+	const secondary_keys_t *allow_transfer_keys; /* Any zone; NULL: none. */
 	unsigned max_concurrent;         /* 0: TRANSFER_DEFAULT_CONCURRENT */
 } transfer_config_t;
 

@@ -190,3 +190,106 @@ def test_knot_up_late_gets_the_next_serial_at_once(zonecast_api_factory, seconda
     took = time.monotonic() - t0
     assert got == serial and took < 1.0, "knotd got serial %s after %.2f s:\n%s" % (
         got, took, "\n".join(knot.xfr_log()[-10:]))
+
+
+# ------------------------------------------------------------------ per-zone secondaries
+
+OTHER_ZONE = "other.test."
+OTHER_FILE = SEC_FILE.replace("sec.test.", OTHER_ZONE)
+
+
+def _axfr_rcode(srv, zone, key=None, source="127.0.0.1"):
+    """The rcode of an AXFR request (unsigned from source, or signed)."""
+    from test_transfer import query_rcode
+    rcode, _rd, _m = query_rcode(srv, zone, "AXFR", key=key.key if key else None,
+                                 source=None if key else source)
+    return rcode
+
+
+def test_per_zone_secondaries_through_the_api_and_the_cli(zonecast_api_factory,
+                                                          secondary_factory, tmp_path):
+    """No server-wide notify or allow-transfer: the zone's own secondaries,
+    set through the API, take effect at once (NSD signed NOTIFY and
+    transfer with a key of the zone, knotd by address); another zone stays
+    closed to them; removed through the CLI, they stop at once too."""
+    pport = servers.free_port()
+    nsd = secondary_factory(secondaries.NsdSecondary, pport, [SEC_ZONE], notify_key=True)
+    knot = secondary_factory(secondaries.KnotSecondary, pport, [SEC_ZONE])
+    (tmp_path / "sec.zone").write_text(SEC_FILE)
+    (tmp_path / "other.zone").write_text(OTHER_FILE)
+    srv = zonecast_api_factory(zones={SEC_ZONE: str(tmp_path / "sec.zone"),
+                                      OTHER_ZONE: str(tmp_path / "other.zone")},
+                               port=pport, options=[("allow-update", "127.0.0.1"),
+                                                    ("allow-transfer", "key all-zones")])
+    api = srv.client()
+    zid, oid = api.zone_id(SEC_ZONE), api.zone_id(OTHER_ZONE)
+    nsd.key = srv.tsig_create("nsd-key", "sec.test")
+    path = "/zones/%s/secondaries" % zid
+    assert api.get(path) == {"notify": [], "allow_transfer": []}
+    assert _axfr_rcode(srv, SEC_ZONE) == 5            # REFUSED: nobody by address yet
+    # bad entries: 400 naming the field, nothing stored
+    for body, want in (({"notify": ["not an address"]}, "notify[0]"),
+                       ({"notify": ["127.0.0.1:53 key nosuchkey"]}, "no TSIG key nosuchkey"),
+                       ({"allow_transfer": ["10.0.0.0/99"]}, "allow_transfer[0]"),
+                       ({"allow_transfer": "127.0.0.1"}, "allow_transfer: an array")):
+        r = api.call("PATCH", path, json=body)
+        assert r.status_code == 400 and want in r.text, (body, r.status_code, r.text)
+    assert api.get(path) == {"notify": [], "allow_transfer": []}
+
+    nsd.start()
+    knot.start()
+    time.sleep(1.0)   # their first transfers (knotd's is refused: no address rule)
+    t0 = time.monotonic()
+    want = {"notify": ["127.0.0.1:%d key nsd-key" % nsd.port, "127.0.0.1:%d" % knot.port],
+            "allow_transfer": ["127.0.0.1"]}
+    assert api.ok("PUT", path, json=want)["result"] == want
+    assert api.get(path) == want
+    # new targets are notified at once: both have the zone within seconds
+    # (knotd's retry after its refused bootstrap would take far longer)
+    _wait_synced(srv, [nsd, knot], SEC_ZONE, timeout=NOTIFY_WAIT + 1.5)
+    took = time.monotonic() - t0
+    assert took < NOTIFY_WAIT + 1.5, took
+    for i in range(3):
+        serial = _update(srv, "z%d.%s" % (i, SEC_ZONE))
+        for s in (nsd, knot):
+            assert s.wait_serial(SEC_ZONE, serial, timeout=NOTIFY_WAIT) == serial, s.kind
+    _assert_same_data(srv, [nsd, knot], SEC_ZONE, nsd.key)
+    # the address rule is the zone's only
+    assert _axfr_rcode(srv, SEC_ZONE) == 0
+    assert _axfr_rcode(srv, OTHER_ZONE) == 5
+    # a key of another zone listed by the zone; the server-wide key rule
+    other_key = srv.tsig_create("other-key", "other.test")
+    assert _axfr_rcode(srv, SEC_ZONE, key=other_key) == 5
+    api.ok("PATCH", path, json={"allow_transfer": ["127.0.0.1", "key other-key"]})
+    assert api.get(path)["notify"] == want["notify"]          # PATCH keeps the other list
+    assert _axfr_rcode(srv, SEC_ZONE, key=other_key) == 0
+    everywhere = srv.tsig_create("all-zones", "other.test", transfer=False)
+    for z in (SEC_ZONE, OTHER_ZONE):
+        assert _axfr_rcode(srv, z, key=everywhere) == 0, z
+    # a token for sec.test only may not name another zone's key
+    scoped = srv.client(srv.create_token(zone="sec.test"))
+    r = scoped.call("PATCH", path, json={"allow_transfer": ["key other-key"]})
+    assert r.status_code == 400 and "belongs to another zone" in r.text, r.text
+
+    # the CLI shows and removes them; the server follows within a second
+    cp = srv.run_cli("secondaries", "--data-dir", srv.data_dir, "sec.test")
+    assert "notify\t127.0.0.1:%d key nsd-key" % nsd.port in cp.stdout, cp.stdout
+    assert "allow-transfer\tkey other-key" in cp.stdout, cp.stdout
+    bad = srv.run_cli("secondaries", "--data-dir", srv.data_dir, "sec.test",
+                      "--notify", "127.0.0.1 key missing-key", check=False)
+    assert bad.returncode != 0 and "no TSIG key missing-key" in bad.stderr, bad.stderr
+    srv.run_cli("secondaries", "--data-dir", srv.data_dir, "sec.test", "--no-notify",
+                "--allow-transfer", "key other-key")
+    assert api.get(path) == {"notify": [], "allow_transfer": ["key other-key"]}
+    time.sleep(1.5)
+    assert _axfr_rcode(srv, SEC_ZONE) == 5
+    before = {s.kind: s.serial(SEC_ZONE) for s in (nsd, knot)}
+    serial = _update(srv, "after-removal." + SEC_ZONE)
+    time.sleep(2.0)
+    for s in (nsd, knot):
+        assert s.serial(SEC_ZONE) == before[s.kind] != serial, (s.kind, "still notified")
+    # and added back through the CLI: notified at once
+    srv.run_cli("secondaries", "--data-dir", srv.data_dir, "sec.test",
+                "--notify", "127.0.0.1:%d key nsd-key" % nsd.port)
+    assert nsd.wait_serial(SEC_ZONE, serial, timeout=NOTIFY_WAIT) == serial
+    assert re.search(r"info: notify: zones' secondaries changed", srv.log())
