@@ -8,6 +8,7 @@
 #include <getopt.h>
 #include <grp.h>
 #include <pwd.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -19,6 +20,7 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "server/server.h"
+#include "sigview/sigview.h"
 #include "transfer/transfer.h"
 #include "update/update.h"
 #include "writer/writer.h"
@@ -222,6 +224,43 @@ static const char *server_identity(const config_t *cfg, char *buf,
 	return buf;
 }
 
+/* What a builder pass cues: the notifier and the signed view, which cues
+ * the notifier in turn. lock guards notifier: the view's thread cues it
+ * only while it runs. */
+typedef struct {
+	pthread_mutex_t lock;
+	notify_t *notifier;
+	sigview_t *view;         /* Set before the follower calls on_pass. */
+} pass_cues_t;
+
+static void on_view_update(void *ctx)
+{
+	pass_cues_t *c = ctx;
+	pthread_mutex_lock(&c->lock);
+	notify_on_pass(c->notifier);
+	pthread_mutex_unlock(&c->lock);
+}
+
+static void on_pass(void *ctx)
+{
+	pass_cues_t *c = ctx;
+	on_view_update(c);
+	sigview_on_pass(c->view);
+}
+
+static int touch_unit(records_store_t *rs, void *ctx)
+{
+	records_zone_t zone;
+	int ret = records_zone_get(rs, *(int64_t *)ctx, &zone);
+	return ret == ZC_EOK ? records_zone_touch(rs, &zone) : ret;
+}
+
+/* The signed view's request for a version of the zone (sigview.h). */
+static int touch_zone(void *ctx, int64_t zone_id)
+{
+	return writer_run(ctx, touch_unit, &zone_id);
+}
+
 static int run(const config_t *cfg)
 {
 	records_store_t *rs = NULL;
@@ -281,6 +320,8 @@ static int run(const config_t *cfg)
 	api_t *api = NULL;
 	transfer_t *xfr = NULL;
 	notify_t *notifier = NULL;
+	sigview_t *view = NULL;
+	pass_cues_t cues = { .lock = PTHREAD_MUTEX_INITIALIZER };
 	transfer_config_t tcfg = {
 		.data_dir = cfg->data_dir, .edge = es,
 		.allow_transfer = &cfg->allow_transfer,
@@ -295,6 +336,7 @@ static int run(const config_t *cfg)
 		.targets = targets, .target_count = cfg->notify_count,
 		.retries = cfg->notify_retries, .timeout_ms = cfg->notify_timeout,
 		.edge = es, .data_dir = cfg->data_dir,
+		.zone_serial = sigview_zone_serial,
 	};
 	ret = builder_follower_start(cfg->data_dir, es, FOLLOW_POLL_MS, &follower);
 	writer_config_t wcfg = {
@@ -325,11 +367,26 @@ static int run(const config_t *cfg)
 	if (ret == ZC_EOK) {
 		ret = server_start(&scfg, es, &hooks, &server);
 	}
+	sigview_config_t vcfg = {
+		.data_dir = cfg->data_dir, .edge = es,
+		.touch = touch_zone, .touch_ctx = writer,
+		.on_update = on_view_update, .on_update_ctx = &cues,
+		.journal_retention_s = cfg->journal_retention,
+	};
 	if (ret == ZC_EOK) {
+		vcfg.touch_ctx = writer;
+		ret = sigview_start(&vcfg, &view);
+	}
+	if (ret == ZC_EOK) {
+		ncfg.zone_serial_ctx = view;
 		ret = notify_start(&ncfg, &notifier);
 	}
-	if (ret == ZC_EOK && notifier != NULL) {
-		builder_follower_on_pass(follower, notify_on_pass, notifier);
+	if (ret == ZC_EOK) {
+		pthread_mutex_lock(&cues.lock);
+		cues.notifier = notifier;
+		cues.view = view;
+		pthread_mutex_unlock(&cues.lock);
+		builder_follower_on_pass(follower, on_pass, &cues);
 	}
 	const char *ns[9] = { NULL };
 	for (size_t i = 0; i < cfg->zone_ns_count; i++) {
@@ -368,8 +425,12 @@ static int run(const config_t *cfg)
 	api_stop(api);
 	update_shutdown(updates);
 	writer_stop(writer);
-	builder_follower_stop(follower); /* No more notify_on_pass calls. */
-	notify_stop(notifier);
+	builder_follower_stop(follower); /* No more on_pass calls. */
+	pthread_mutex_lock(&cues.lock);
+	cues.notifier = NULL;            /* The view stops cueing it. */
+	pthread_mutex_unlock(&cues.lock);
+	notify_stop(notifier);           /* It asks the view for serials. */
+	sigview_stop(view);
 	transfer_stop(xfr);   /* In-flight transfers still use the workers. */
 	server_stop(server);
 	update_free(updates);

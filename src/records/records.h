@@ -43,6 +43,11 @@ typedef enum {
 	RECORDS_CHANGE_ZONE_IMPORTED = 4,
 	RECORDS_CHANGE_RECORD_CREATED = 5,
 	RECORDS_CHANGE_RECORD_DELETED = 6,
+	/* A version without record changes (records_zone_touch()): the
+	 * signed view refreshes signatures in it. Not zone-wide: IXFR spans
+	 * it; the builder moves the edge serial (the apex node is rebuilt,
+	 * unchanged). */
+	RECORDS_CHANGE_ZONE_TOUCHED = 7,
 } records_change_kind_t;
 
 /* How a zone's serial moves at each change. */
@@ -256,6 +261,11 @@ int records_zone_create(records_store_t *store, const knot_dname_t *apex,
  * work in progress; changes logged after it carry that version.
  */
 int records_zone_bump(records_store_t *store, records_zone_t *zone);
+
+/* Gives the zone a new version with no record change (the unit's bump
+ * and a zone_touched event): secondaries get a new serial, e.g. for the
+ * signed view's refreshed signatures. */
+int records_zone_touch(records_store_t *store, records_zone_t *zone);
 
 /* Inserts a record (rec->id is set) and logs record_created. */
 int records_record_insert(records_store_t *store, const records_zone_t *zone,

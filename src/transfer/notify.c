@@ -88,6 +88,7 @@ typedef struct {
 
 typedef struct {
 	uint32_t serial;        /* As last listed or read. */
+	bool hold;              /* Signed, its view not built: no NOTIFY. */
 	int64_t zone_id;
 	uint8_t *apex;          /* Allocated with the zone. */
 	size_t slot_count;
@@ -126,6 +127,8 @@ struct notify {
 	records_store_t *rs;    /* TSIG keys; opened at first use. */
 	unsigned retries;
 	unsigned timeout_ms;
+	int (*zone_serial)(void *ctx, int64_t zone_id, uint32_t *serial);
+	void *zone_serial_ctx;
 	int efd;                /* The cue. */
 	int fd4, fd6;
 	atomic_bool cue;
@@ -414,6 +417,25 @@ static int load_key(notify_t *n, target_t *tg, dns_tsig_client_t *c)
 	return ret;
 }
 
+/*
+ * The serial to announce for the zone, read in txn: the edge's, or for a
+ * signed zone the signed view's (what its transfers serve). False while a
+ * signed zone has no view yet.
+ */
+static bool announced_serial(notify_t *n, edge_txn_t *txn,
+                             const edge_zone_t *z, uint32_t *serial)
+{
+	const uint8_t *raw;
+	size_t len;
+	*serial = z->serial;
+	if (n->zone_serial == NULL ||
+	    edge_keys_get(txn, z->zone_id, &raw, &len) != ZC_EOK) {
+		return true;
+	}
+	return n->zone_serial(n->zone_serial_ctx, (int64_t)z->zone_id,
+	                      serial) == 1;
+}
+
 /* Builds, signs when the target has a key, and sends a NOTIFY: question
  * the apex SOA, the SOA in the answer section (RFC 1996 §3.7, optional
  * and useful). Not sendable (a zone deleted meanwhile, an unusable key):
@@ -421,15 +443,19 @@ static int load_key(notify_t *n, target_t *tg, dns_tsig_client_t *c)
 static int send_notify(notify_t *n, nzone_t *zone, uint32_t slot)
 {
 	edge_zone_t z;
+	uint32_t serial = 0;
 	int ret = edge_txn_begin_read(n->edge, &n->txn);
 	if (ret == ZC_EOK) {
 		ret = edge_zone_get(&n->txn, zone->apex, &z);
+	}
+	if (ret == ZC_EOK && !announced_serial(n, &n->txn, &z, &serial)) {
+		ret = ZC_EBUSY; /* Signed, no view yet: the view cues us. */
 	}
 	edge_txn_reset(&n->txn);
 	if (ret != ZC_EOK) {
 		return ret; /* Deleted meanwhile: the next listing drops it. */
 	}
-	zone->serial = z.serial;
+	zone->serial = serial;
 	slot_t *s = &zone->slots[slot];
 	target_t *tg = &n->targets[s->target];
 	dns_tsig_client_t tsig;
@@ -447,7 +473,7 @@ static int send_notify(notify_t *n, nzone_t *zone, uint32_t slot)
 	knot_wire_set_aa(pkt->wire);
 	uint8_t soa_buf[XFR_SOA_BUF];
 	knot_rrset_t soa;
-	xfr_soa(&z, z.serial, soa_buf, &soa);
+	xfr_soa(&z, serial, soa_buf, &soa);
 	ret = knot_pkt_put_question(pkt, z.apex, KNOT_CLASS_IN, KNOT_RRTYPE_SOA);
 	if (ret == KNOT_EOK) {
 		ret = knot_pkt_begin(pkt, KNOT_ANSWER);
@@ -471,14 +497,14 @@ static int send_notify(notify_t *n, nzone_t *zone, uint32_t slot)
 	           tg->spec.addr_len) < 0) {
 		ret = -errno; /* Counted as a try: resent at the deadline. */
 	}
-	s->sent_serial = z.serial;
+	s->sent_serial = serial;
 	s->tries++;
 	unsigned shift = s->tries - 1u < 20 ? s->tries - 1u : 20;
 	s->deadline = now_ms() + ((int64_t)n->timeout_ms << shift);
 	char name[KNOT_DNAME_TXT_MAXLEN + 1];
 	knot_dname_to_str(name, zone->apex, sizeof(name));
 	zc_debug("notify: zone %s serial %u to %s (id %u, try %u)%s%s", name,
-	         z.serial, tg->name, s->id, s->tries,
+	         serial, tg->name, s->id, s->tries,
 	         ret == KNOT_EOK ? "" : ": ",
 	         ret == KNOT_EOK ? "" : zc_strerror(ret));
 	return ZC_EOK;
@@ -494,6 +520,9 @@ static void start_slot(notify_t *n, nzone_t *zone, uint32_t slot)
 {
 	slot_t *s = &zone->slots[slot];
 	target_t *tg = &n->targets[s->target];
+	if (zone->hold) {
+		return;
+	}
 	if (s->in_flight) {
 		if (s->sent_serial == zone->serial ||
 		    (tg->answers && s->tries == 1)) {
@@ -560,12 +589,12 @@ static int list_zone(const edge_zone_t *z, void *ctx)
 	if (l->old < n->zone_count && c == 0) {
 		zone = n->zones[l->old];
 		n->zones[l->old++] = NULL;
-		zone->serial = z->serial;
 		zone->zone_id = (int64_t)z->zone_id;
 	} else if ((zone = zone_new(n, z)) == NULL) {
 		l->error = KNOT_ENOMEM;
 		return 1;
 	}
+	zone->hold = !announced_serial(n, &n->txn, z, &zone->serial);
 	l->list[l->count++] = zone;
 	return 0;
 }
@@ -963,6 +992,8 @@ int notify_start(const notify_config_t *cfg, notify_t **out)
 	n->data_dir = cfg->data_dir;
 	n->retries = cfg->retries;
 	n->timeout_ms = cfg->timeout_ms ? cfg->timeout_ms : 1000;
+	n->zone_serial = cfg->zone_serial;
+	n->zone_serial_ctx = cfg->zone_serial_ctx;
 	n->fd4 = n->fd6 = n->efd = -1;
 	if (getrandom(&n->rng, sizeof(n->rng), 0) != sizeof(n->rng) ||
 	    n->rng == 0) {

@@ -214,6 +214,47 @@ static const char *transfer_denied(xfr_worker_t *w, const edge_zone_t *zone,
 	       "unsigned, not in allow-transfer";
 }
 
+/*
+ * A signed zone is served from the signed view (sigview.h) at the view's
+ * serial: req->zone becomes the view's zone, and the view's read
+ * transaction stays open until view_end(). ZC_ENOZONE while the view has
+ * not built the zone yet.
+ */
+static int view_begin(xfr_worker_t *w, xfr_req_t *req)
+{
+	int ret = w->view == NULL ?
+	          sigview_reader_open(w->cfg->data_dir, &w->view) : ZC_EOK;
+	sigview_zone_t vz;
+	if (ret == ZC_EOK) {
+		ret = sigview_read_begin(w->view, (int64_t)req->zone.zone_id, &vz);
+	}
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	req->view = w->view;
+	req->zone.serial = vz.serial;
+	req->zone.soa_ttl = vz.soa_ttl;
+	req->zone.soa_len = vz.soa_len;
+	memcpy(req->zone.soa, vz.soa, vz.soa_len);
+	return ZC_EOK;
+}
+
+static void view_end(xfr_req_t *req)
+{
+	if (req->view != NULL) {
+		sigview_read_end(req->view);
+		req->view = NULL;
+	}
+}
+
+/* Whether the edge holds signing keys for the zone. */
+static bool is_signed(xfr_worker_t *w, const edge_zone_t *zone)
+{
+	const uint8_t *raw;
+	size_t len;
+	return edge_keys_get(&w->txn, zone->zone_id, &raw, &len) == ZC_EOK;
+}
+
 /* Runs the transfer proper and logs it. */
 static void serve(xfr_worker_t *w, const knot_pkt_t *q, dns_tsig_t *tsig,
                   server_reply_t *reply, xfr_req_t *req, xfr_log_t *lg)
@@ -310,6 +351,12 @@ static void handle_transfer(xfr_worker_t *w, uint8_t *msg, size_t len,
 	           !ixfr_serial(q, &req.client_serial)) {
 		rcode = KNOT_RCODE_FORMERR, why = "IXFR without an SOA";
 	}
+	if (why == NULL && is_signed(w, &req.zone) &&
+	    (ret = view_begin(w, &req)) != ZC_EOK) {
+		rcode = KNOT_RCODE_SERVFAIL;
+		why = ret == ZC_ENOZONE ? "signed zone, its signed view not "
+		      "built yet" : zc_strerror(ret);
+	}
 	if (why != NULL) {
 		char kname[KNOT_DNAME_TXT_MAXLEN + 1] = "";
 		if (tsig.present) {
@@ -322,6 +369,7 @@ static void handle_transfer(xfr_worker_t *w, uint8_t *msg, size_t len,
 	} else {
 		serve(w, q, &tsig, reply, &req, &lg);
 	}
+	view_end(&req);
 	edge_txn_reset(&w->txn);
 }
 
@@ -387,6 +435,8 @@ void xfr_worker_deinit(xfr_worker_t *w)
 	edge_txn_abort(&w->txn);
 	records_close(w->rs);
 	w->rs = NULL;
+	sigview_reader_close(w->view);
+	w->view = NULL;
 	zc_arena_deinit(&w->arena);
 	zc_arena_deinit(&w->node_arena);
 	answer_ctx_deinit(&w->answer);

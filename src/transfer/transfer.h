@@ -118,6 +118,11 @@ typedef struct {
 	unsigned timeout_ms;         /* Before the first resend (doubling). */
 	edge_store_t *edge;
 	const char *data_dir;        /* Records store: TSIG keys. */
+	/* The serial to announce for a signed zone (edge keys present): 1
+	 * and *serial (the signed view's), or -1 while there is none yet
+	 * (nothing is sent). NULL: the edge serial (sigview_zone_serial). */
+	int (*zone_serial)(void *ctx, int64_t zone_id, uint32_t *serial);
+	void *zone_serial_ctx;
 } notify_config_t;
 
 typedef struct notify notify_t;
