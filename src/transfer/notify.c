@@ -403,10 +403,8 @@ static int load_key(notify_t *n, target_t *tg, dns_tsig_client_t *c)
 		                          key.secret_len);
 	}
 	if (ret != ZC_EOK && !tg->key_warned) {
-		char name[KNOT_DNAME_TXT_MAXLEN + 1];
-		knot_dname_to_str(name, tg->spec.key, sizeof(name));
-		zc_warn("notify: cannot sign NOTIFYs to %s with key %s: %s; "
-		        "none is sent until the key can be used", tg->name, name,
+		zc_warn("notify: cannot sign NOTIFYs to %s: %s; none is sent "
+		        "until the key can be used", tg->name,
 		        ret == ZC_ENOKEY ? "no such key (zonecast tsig create)" :
 		        zc_strerror(ret));
 		tg->key_warned = true;
