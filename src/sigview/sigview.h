@@ -70,6 +70,24 @@
 /* Changes of a version past which it is not journaled (AXFR form). */
 #define VIEW_JOURNAL_MAX_CHANGES 100000
 
+/*
+ * The timing above, in seconds (and the batch size). The defaults are
+ * the constants; ZONECAST_SIGVIEW_VALIDITY=S in the environment scales
+ * them all down to a validity of S seconds (jitter S/4, refresh S/2
+ * before expiry, checks every S/20 seconds, at least 1), so that tests
+ * can watch signatures being refreshed.
+ */
+typedef struct {
+	uint32_t validity;
+	uint32_t jitter;
+	uint32_t refresh_before;
+	uint32_t check_every;      /* How often zones are checked for it. */
+	size_t batch;
+} sigview_timing_t;
+
+/* The timing in force (environment read once). */
+const sigview_timing_t *sigview_timing(void);
+
 typedef struct sigview sigview_t;
 
 typedef struct {

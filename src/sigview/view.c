@@ -26,8 +26,6 @@
 #include "sigview/internal.h"
 
 #define TICK_MS 5000
-#define REFRESH_CHECK_S 60
-#define TOUCH_EVERY_S 60
 #define TRIM_EVERY_S 3600
 
 typedef struct {
@@ -61,6 +59,37 @@ struct sigview {
 static int64_t now_s(void)
 {
 	return (int64_t)time(NULL);
+}
+
+static sigview_timing_t timing;
+static pthread_once_t timing_once = PTHREAD_ONCE_INIT;
+
+static void timing_init(void)
+{
+	timing = (sigview_timing_t) {
+		.validity = VIEW_VALIDITY, .jitter = VIEW_JITTER,
+		.refresh_before = VIEW_REFRESH_BEFORE, .check_every = 60,
+		.batch = VIEW_REFRESH_BATCH,
+	};
+	const char *v = getenv("ZONECAST_SIGVIEW_VALIDITY");
+	long s = v != NULL ? strtol(v, NULL, 10) : 0;
+	if (s >= 20 && s <= VIEW_VALIDITY) {
+		timing.validity = (uint32_t)s;
+		timing.jitter = (uint32_t)s / 4;
+		timing.refresh_before = (uint32_t)s / 2;
+		timing.check_every = (uint32_t)s / 20;
+	}
+	const char *b = getenv("ZONECAST_SIGVIEW_BATCH");
+	long n = b != NULL ? strtol(b, NULL, 10) : 0;
+	if (n > 0 && n <= 1000000) {
+		timing.batch = (size_t)n;
+	}
+}
+
+const sigview_timing_t *sigview_timing(void)
+{
+	pthread_once(&timing_once, timing_init);
+	return &timing;
 }
 
 /* The zone's entry (lock held); NULL when absent. */
@@ -293,16 +322,18 @@ static bool pass(sigview_t *v)
 static void check_refresh(sigview_t *v)
 {
 	int64_t now = now_s();
-	if (v->cfg.touch == NULL || now - v->refresh_checked < REFRESH_CHECK_S) {
+	const sigview_timing_t *t = sigview_timing();
+	if (v->cfg.touch == NULL ||
+	    now - v->refresh_checked < (int64_t)t->check_every) {
 		return;
 	}
 	v->refresh_checked = now;
 	for (size_t i = 0; i < v->count; i++) {
 		vz_t *z = &v->zones[i];
 		uint32_t first = 0;
-		if (!z->ready || now - z->touched_at < TOUCH_EVERY_S ||
+		if (!z->ready || now - z->touched_at < (int64_t)t->check_every ||
 		    view_db_sigs_first_expire(&v->db, z->zone_id, &first) != ZC_EOK ||
-		    first == 0 || (int64_t)first >= now + VIEW_REFRESH_BEFORE) {
+		    first == 0 || (int64_t)first >= now + t->refresh_before) {
 			continue;
 		}
 		z->touched_at = now;
@@ -362,7 +393,8 @@ static void *view_main(void *arg)
 		check_refresh(v);
 		trim(v);
 		struct pollfd pfd = { .fd = v->efd, .events = POLLIN };
-		if (poll(&pfd, 1, TICK_MS) == 0) {
+		int tick = (int)sigview_timing()->check_every * 1000;
+		if (poll(&pfd, 1, tick < TICK_MS ? tick : TICK_MS) == 0) {
 			atomic_store(&v->cue, true); /* Missed nothing, ever. */
 		}
 		if (pfd.revents & POLLIN) {

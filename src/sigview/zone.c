@@ -104,7 +104,8 @@ static bool same_rrset(const knot_rrset_t *a, const knot_rrset_t *b)
 
 /* FNV-1a over the owner key and type: where in the jitter window a
  * signature expires, the same for an RRset each time it is signed. */
-static uint32_t jitter(const uint8_t *okey, size_t len, uint16_t type)
+static uint32_t jitter(const uint8_t *okey, size_t len, uint16_t type,
+                       uint32_t window)
 {
 	uint32_t h = 2166136261u;
 	for (size_t i = 0; i < len; i++) {
@@ -112,7 +113,7 @@ static uint32_t jitter(const uint8_t *okey, size_t len, uint16_t type)
 	}
 	h = (h ^ (type >> 8)) * 16777619u;
 	h = (h ^ (type & 0xff)) * 16777619u;
-	return h % VIEW_JITTER;
+	return window > 0 ? h % window : 0;
 }
 
 /* Signs rr (owned by the node okey) into sig with the key of its type. */
@@ -127,9 +128,10 @@ static int sign(job_t *j, const knot_rrset_t *rr, const uint8_t *okey,
 	if (idx < 0) {
 		return ZC_ENOKEY;
 	}
+	const sigview_timing_t *t = sigview_timing();
 	uint32_t inception = j->u->now - VIEW_INCEPTION_BACK;
-	uint32_t expire = j->u->now + VIEW_VALIDITY +
-	                  jitter(okey, okey_len, rr->type);
+	uint32_t expire = j->u->now + t->validity +
+	                  jitter(okey, okey_len, rr->type, t->jitter);
 	int len = signer_sign_rdata(rr, &ks->keys[idx], j->u->ez.apex,
 	                            inception, expire, sig->rdata,
 	                            sizeof(sig->rdata),
@@ -717,8 +719,9 @@ int view_zone_update(view_update_t *u)
 		ret = sign_soa(&j);
 	}
 	if (ret == ZC_EOK) {
-		ret = view_db_sigs_due(u->db, j.zone_id, u->now + VIEW_REFRESH_BEFORE,
-		                       VIEW_REFRESH_BATCH, refresh_one, &j);
+		const sigview_timing_t *t = sigview_timing();
+		ret = view_db_sigs_due(u->db, j.zone_id, u->now + t->refresh_before,
+		                       t->batch, refresh_one, &j);
 	}
 	if (ret == ZC_EOK) {
 		ret = finish(&j);

@@ -321,3 +321,94 @@ def test_dnssec_verify_and_ldns_verify_zone_accept_what_they_transferred(env):
                             timeout=60)
         assert cp.returncode == 0 and "Zone is verified and complete" in cp.stdout + cp.stderr, (
             s.kind, cp.stdout + cp.stderr)
+
+
+class _ShortSignatures(servers.ZonecastServer):
+    """zonecast whose signed view makes signatures valid 24 s (jitter 6 s,
+    made again 12 s before they expire, checked every second), 8 at most
+    per version: ZONECAST_SIGVIEW_VALIDITY and ZONECAST_SIGVIEW_BATCH."""
+
+    def env(self):
+        env = super().env()
+        env["ZONECAST_SIGVIEW_VALIDITY"] = "24"
+        env["ZONECAST_SIGVIEW_BATCH"] = "8"
+        return env
+
+
+def test_signatures_are_refreshed_in_batches_before_they_expire(tmp_path):
+    """A zone that does not change: before its signatures expire zonecast
+    gives it versions of its own (records_zone_touch) and makes a batch of
+    at most 8 signatures again in each; knotd follows each by IXFR, holding
+    RRSIG changes only; no signature it serves ever expires, and the zone
+    validates through it at the end."""
+    if not os.access(servers.knotd_bin(), os.X_OK) or \
+            not os.access(validators.delv_bin(), os.X_OK):
+        pytest.skip("knotd or delv not installed")
+    zfile = tmp_path / "signed.test.zone"
+    zfile.write_text(ZONE_FILE)
+    pport = servers.free_port()
+    knot = secondaries.KnotSecondary(str(tmp_path / "knot"), pport, [ZONE])
+    srv = _ShortSignatures(str(tmp_path / "zc"), zones={ZONE: str(zfile)}, port=pport,
+                           options=[("notify", "127.0.0.1:%d" % knot.port),
+                                    ("allow-transfer", "127.0.0.1"),
+                                    ("notify-timeout", "300"), ("log-level", "debug")])
+    os.makedirs(srv.workdir, exist_ok=True)
+    e = Env()
+    e.srv, e.secs, e.bind = srv, [knot], None
+    try:
+        srv.start()
+        out = srv.run_cli("dnssec", "enable", "--data-dir", srv.data_dir, "signed.test")
+        anchors = validators.anchors_file(str(tmp_path / "anchors.conf"),
+                                          validators.parse_ds(out.stdout))
+        e.bind = Env()
+        e.bind.key = None
+        first = wait_view(e)
+        knot.start()
+        sync(e)
+        t0 = time.monotonic()
+        deadline = t0 + 40 * servers.TIMEOUT_SCALE
+        seen = {}
+        while time.monotonic() < deadline and len(seen) < 6:
+            serial = srv.query(ZONE, "SOA").answer[0][0].serial
+            if serial != first and serial not in seen:
+                seen[serial] = time.monotonic() - t0
+            time.sleep(0.2)
+        assert len(seen) >= 3, "no refresh versions in %.0f s: %s\n%s" % (
+            time.monotonic() - t0, seen, srv.log()[-3000:])
+        last = sync(e)
+        # from the first serial on: RRSIG changes only (and the SOA)
+        msgs = xfr_messages(srv, ZONE, rdtype="IXFR", serial=first)
+        kinds = {k[2] for k, _ in rr_list(r for m in msgs for r in m.answer)}
+        assert kinds == {"SOA", "RRSIG"}, kinds
+        # each refresh version made a batch at most (8), and the SOA's
+        lines = re.findall(r"signed view: zone signed\.test\. serial (\d+) -> (\d+), "
+                           r"(\d+) signatures", srv.log())
+        refreshes = [(int(a), int(b), int(n)) for a, b, n in lines if int(a) >= first]
+        assert len(refreshes) >= 3, lines
+        assert all(1 <= n <= 8 + 1 for _, _, n in refreshes), refreshes
+        assert sum(n - 1 for _, _, n in refreshes) >= 20, refreshes  # most of the zone's
+        now = time.time()
+        rrs, _ = zonecast_axfr_unsigned(srv)
+        expirations = [int(t.split()[7]) for k, t in rrs.items() if k[2] == "RRSIG"]
+        assert expirations and all(_ts(x) > now for x in expirations), sorted(expirations)[:5]
+        assert_same_rrs(rrs_of_zone(knot.axfr(ZONE)), rrs, "knotd vs zonecast after refreshes")
+        cp = validators.delv(knot.port, anchors, ZONE, "www.signed.test.", "A")
+        assert cp.stdout.startswith("; fully validated"), cp.out
+    finally:
+        problems = knot.stop() + srv.stop()
+        assert not problems, problems
+
+
+def _ts(text):
+    """RRSIG time (YYYYMMDDHHMMSS, or seconds) as Unix seconds."""
+    import calendar
+    s = str(text)
+    if len(s) == 14:
+        return calendar.timegm(time.strptime(s, "%Y%m%d%H%M%S"))
+    return int(s)
+
+
+def zonecast_axfr_unsigned(srv):
+    msgs = xfr_messages(srv, ZONE, source="127.0.0.1")
+    items = rr_list(r for m in msgs for r in m.answer)
+    return dict(items[:-1]), int(items[0][1].split()[5])
