@@ -183,7 +183,9 @@ static int drop_privileges(const config_t *cfg)
 	}
 	static const char *const files[] = { "", "/records.db", "/records.db-wal",
 	                                     "/records.db-shm", "/edge.mdb",
-	                                     "/edge.mdb-lock", "/demo-token" };
+	                                     "/edge.mdb-lock", "/demo-token",
+	                                     "/signed.db", "/signed.db-wal",
+	                                     "/signed.db-shm" };
 	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
 		char path[CONFIG_STR_MAX + 32];
 		snprintf(path, sizeof(path), "%s%s", cfg->data_dir, files[i]);
