@@ -295,6 +295,45 @@ def test_a_zsk_rollover_reaches_them_and_every_step_validates(env):
     assert len(zsks) == 1, zsks
 
 
+def test_a_ksk_rollover_reaches_them_with_the_new_ds(env):
+    """KSK: prepublish (the new KSK in DNSKEY, CDS and CDNSKEY; the old one
+    still signs, so the old DS still validates), activate (the new KSK signs
+    the DNSKEY set: the new DS validates), retire (the old one gone): each
+    step through every secondary."""
+    e = env
+    cases = [("www.signed.test.", "A", "positive"), ("signed.test.", "DNSKEY", "positive"),
+             ("nope.signed.test.", "A", "nxdomain")]
+    old_anchor_lines, old_anchors = e.anchor_lines, e.anchors
+    e.srv.run_cli("dnssec", "rollover", "--data-dir", e.srv.data_dir, "signed.test", "ksk",
+                  "prepublish")
+    sync(e)
+    check_validation(e, cases, "ksk-prepublish")
+    out = e.srv.run_cli("dnssec", "ds", "--data-dir", e.srv.data_dir, "signed.test").stdout
+    both = validators.parse_ds(out)
+    assert len(both) == 2, out
+    new = [d for d in both if d[1] not in [x[1] for x in e.ds]]
+    assert len(new) == 1, (both, e.ds)
+    e.srv.run_cli("dnssec", "rollover", "--data-dir", e.srv.data_dir, "signed.test", "ksk",
+                  "activate")
+    sync(e)
+    e.anchors = validators.anchors_file(str(e.tmp / "anchors-new.conf"), new)
+    e.anchor_lines = [l for l in out.splitlines() if " DS " in l and
+                      str(new[0][1].key_tag) in l.split()]
+    assert len(e.anchor_lines) == 1, out
+    try:
+        check_validation(e, cases, "ksk-activate")
+        e.srv.run_cli("dnssec", "rollover", "--data-dir", e.srv.data_dir, "signed.test",
+                      "ksk", "retire")
+        sync(e)
+        check_validation(e, cases, "ksk-retire")
+        rrs, _ = zonecast_axfr(e)
+        ksks = [t for k, t in rrs.items() if k[2] == "DNSKEY" and t.split()[3] == "257"]
+        assert len(ksks) == 1, ksks
+    finally:
+        e.ds = new
+    assert old_anchors != e.anchors and old_anchor_lines != e.anchor_lines
+
+
 def _transferred_zone_file(e, sec, path):
     cp = subprocess.run(["dig", "@127.0.0.1", "-p", str(sec.port), "AXFR", ZONE, "+nocmd",
                          "+nostats", "+nocomments"], capture_output=True, text=True, timeout=30)
