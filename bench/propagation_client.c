@@ -23,7 +23,10 @@
  *       --http ADDR:PORT --dns ADDR:PORT --zone ZONE. [--zone-id ID]
  *       [--token T | --api-key K] --targets FILE --samples N [--null]
  *       [--timeout-ms MS] [--budget-s S] [--stop-file F] [--seq-base B]
+ *       [--wait-live]
  *     prints "sample total_us api_us polls status" (status ok|timeout|error)
+ *     --wait-live (zc): every write (here, in batch and concurrent) asks
+ *     for ?wait=live, its response coming once the DNS server serves it.
  *     --null: instead of the write, a read of the same cost class (zc: GET
  *     of the record, pdns: GET /api/v1/servers/localhost, bind: an SOA query)
  *     and then the query of the unchanged record (any A answer counts): the
@@ -74,6 +77,7 @@ typedef struct {
 	char targets[1024], out[1024], stop_file[1024], tag[64];
 	int samples, null_mode, timeout_ms, budget_s, refresh, batch_size, batches;
 	int threads, seconds, no_warm, do_bit;
+	int wait_live; /* zc: writes with ?wait=live (answered once served) */
 	unsigned seq_base;
 } opts_t;
 
@@ -801,8 +805,8 @@ static int do_write(http_t *h, udp_t *u, const target_t *t, const char *addr_txt
 	}
 	auth_headers(hdrs, sizeof(hdrs));
 	if (O.proto == P_ZC) {
-		snprintf(path, sizeof(path), "/client/v4/zones/%s/dns_records/%s",
-		         O.zone_id, t->id);
+		snprintf(path, sizeof(path), "/client/v4/zones/%s/dns_records/%s%s",
+		         O.zone_id, t->id, O.wait_live ? "?wait=live" : "");
 		snprintf(body, sizeof(body), "{\"content\":\"%s\"}", addr_txt);
 		if (http_request(h, "PATCH", path, hdrs, body, O.timeout_ms) != 0) {
 			return -1;
@@ -1083,11 +1087,13 @@ static int write_new(http_t *h, const struct sockaddr_in *dns_sa, udp_t *u,
 	}
 	auth_headers(hdrs, sizeof(hdrs));
 	if (O.proto == P_ZC) {
+		const char *live = O.wait_live ? "?wait=live" : "";
 		if (count == 1) {
-			snprintf(path, sizeof(path), "/client/v4/zones/%s/dns_records", O.zone_id);
+			snprintf(path, sizeof(path), "/client/v4/zones/%s/dns_records%s",
+			         O.zone_id, live);
 		} else {
-			snprintf(path, sizeof(path), "/client/v4/zones/%s/dns_records/batch",
-			         O.zone_id);
+			snprintf(path, sizeof(path), "/client/v4/zones/%s/dns_records/batch%s",
+			         O.zone_id, live);
 			n += snprintf(body + n, cap - n, "{\"posts\":[");
 		}
 		for (int i = 0; i < count; i++) {
@@ -1328,6 +1334,10 @@ int main(int argc, char **argv)
 		}
 		if (strcmp(a, "--do") == 0) {
 			O.do_bit = 1;
+			continue;
+		}
+		if (strcmp(a, "--wait-live") == 0) {
+			O.wait_live = 1;
 			continue;
 		}
 		if (strcmp(a, "--proto") == 0 && v) {

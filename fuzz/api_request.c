@@ -198,13 +198,14 @@ typedef struct {
 	size_t headers;
 } values_t;
 
-static const char *lookup(void *ctx, bool header, const char *key)
+static const char *lookup(void *ctx, bool header, const char *key,
+                          unsigned index)
 {
 	values_t *v = ctx;
 	size_t n = header ? v->headers : v->args;
 	for (size_t i = 0; i < n; i++) {
 		const char *k = header ? v->header_key[i] : v->arg_key[i];
-		if (strcasecmp(k, key) == 0) {
+		if (strcasecmp(k, key) == 0 && index-- == 0) {
 			return header ? v->header_value[i] : v->arg_value[i];
 		}
 	}

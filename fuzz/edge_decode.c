@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
-/* Fuzz target: edge store value decoding (nodes and zone metadata). */
+/* Fuzz target: edge store value decoding (nodes, zone metadata and
+ * quarantine entries). */
+#include <string.h>
 #include <libknot/dname.h>
 
 #include "common/arena.h"
@@ -32,6 +34,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	edge_zone_t zone;
 	if (edge_zone_decode(data, size, &zone) == 0) {
 		(void)edge_zone_soa_minimum(&zone);
+	}
+	edge_quarantine_t q;
+	if (edge_quarantine_decode(data, size, &q) == 0) {
+		/* A decoded entry must re-encode to the same bytes. */
+		uint8_t buf[sizeof(q) + 64];
+		int len = edge_quarantine_encode(buf, sizeof(buf), &q);
+		if (len != (int)size || memcmp(buf, data, size) != 0) {
+			__builtin_trap();
+		}
 	}
 	return 0;
 }

@@ -72,6 +72,11 @@ def edge_values():
     zone = struct.pack(">BBQQIB", 1, 0, 1, 2, 3, len(apex)) + apex
     zone += struct.pack(">IH", 3600, len(soa)) + soa
     write("edge_decode", "zone", zone)
+    reason = b"per-record build failed at www.example.: value too large"
+    quarantine = struct.pack(">BBQQQQIIiB", 1, 1, 7, 1764744000123, 1764744001000, 99,
+                             2024010101, 3, -2011, len(apex)) + apex
+    quarantine += struct.pack(">H", len(reason)) + reason
+    write("edge_decode", "quarantine", quarantine)
 
 
 def zonefiles():
@@ -85,6 +90,15 @@ def zonefiles():
           b"d NAPTR 100 10 \"u\" \"E2U+sip\" \"!^.*$!sip:a@b!\" .\n"
           b"e TYPE65000 \\# 3 010203\nf DS 1 13 2 "
           b"0000000000000000000000000000000000000000000000000000000000000000\n")
+    # Generic forms: any rdata for any type, well-formed or not.
+    write("zonefile", "generic", b"$TTL 60\n@ SOA ns h 1 2 3 4 5\n"
+          b"a A \\# 3 010203\nb TXT \\# 2 0561\nc CAA \\# 3 000078\n"
+          b"d SVCB \\# 3 00015e\ne NSEC3 \\# 5 0100000129\n"
+          b"f HTTPS \\# 11 000100000100030268323b\ng IPSECKEY \\# 5 0103010561\n"
+          b"h LOC \\# 16 00121613800000008000000000989680\n"
+          b"i CSYNC \\# 10 00000001000000020020\nj TYPE65000 \\# 0\n"
+          b"k NULL \\# 1 00\nl APL \\# 0\nm NAPTR \\# 9 000100010000000161\n"
+          b"n 2147483648 TXT x\n*.o NS ns\np TYPE200 \\# 0\n")
     write("zonefile", "errors", b"@ SOA ns\nbad line here\n$INCLUDE /nonexistent\n"
           b"x IN A 999.1.1.1\n( unbalanced\n")
 

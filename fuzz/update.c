@@ -50,7 +50,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	memcpy(m.wire, data, size);
 	m.pkt = knot_pkt_new(m.wire, (uint16_t)size, NULL);
-	if (m.pkt != NULL && knot_pkt_parse(m.pkt, 0) == KNOT_EOK &&
+	if (m.pkt != NULL && update_parse(m.pkt) == KNOT_EOK &&
 	    knot_wire_get_qdcount(m.wire) == 1 &&
 	    records_zone_find(rs, knot_pkt_qname(m.pkt), &m.zone) == 0) {
 		records_tsig_key_t key;
@@ -60,7 +60,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			                               &key) == 0;
 			signed_ok = dns_tsig_check(m.pkt, found, key.algorithm,
 			                           key.secret, key.secret_len,
-			                           &m.tsig) == 0;
+			                           NULL, &m.tsig) == 0;
 		}
 		if (signed_ok && update_prereq_prescan(&m) == 0 &&
 		    update_prescan(&m) == 0) {

@@ -11,7 +11,9 @@
  * requests share one fsync while each keeps its own zone version and its
  * own outcome. After a commit the builder is woken at once; the response
  * carries the version the request produced (a propagation receipt), and
- * GET .../propagation?version=N&wait=S tells when the edge serves it.
+ * GET .../propagation?version=N&wait=S tells when the edge serves it; a
+ * write with ?wait=live answers only once it is served (live.c). Writes
+ * to a quarantined zone (builder.h) are refused with 409.
  *
  * Errors use the Cloudflare envelope: {"success": false, "errors":
  * [{"code": N, "message": "..."}]} with an HTTP 4xx naming the field.
@@ -22,14 +24,18 @@
 
 #include "builder/builder.h"
 #include "edge/edge.h"
+#include "fleet/fleet.h"
 #include "writer/writer.h"
 
 typedef struct {
 	const char *listen;      /* "ADDR:PORT" */
+	int listen_fd;           /* > 0: the socket api_bind() made for listen,
+	                            taken over; 0: api_start() binds listen. */
 	const char *data_dir;
 	edge_store_t *edge;
 	builder_follower_t *follower;
 	writer_t *writer;        /* The group committer (shared with UPDATE). */
+	fleet_primary_t *fleet;  /* Edges fed through NATS (NULL: none). */
 	uint32_t default_ttl;    /* For zones created through the API. */
 	const char *const *ns;   /* NS names for new zones (text), NULL-ended. */
 	const char *hostmaster;  /* SOA RNAME for new zones. */
@@ -39,14 +45,24 @@ typedef struct {
 	unsigned timeout_s;      /* Inactivity before a connection is closed. */
 	unsigned max_clients;    /* Open connections in all. */
 	unsigned max_clients_per_ip; /* Open connections from one address. */
+	unsigned live_wait_ms;   /* Longest ?wait=live wait (0: default). */
 } api_config_t;
 
 #define API_DEFAULT_MAX_BODY (8u << 20)
 #define API_DEFAULT_TIMEOUT_S 10u
 #define API_DEFAULT_MAX_CLIENTS 512u
 #define API_DEFAULT_MAX_CLIENTS_PER_IP 32u
+#define API_DEFAULT_LIVE_WAIT_MS 5000u
 
 typedef struct api api_t;
+
+/*
+ * Binds and listens on the API address ("ADDR:PORT") before the server
+ * starts, so that a busy address stops a start before anything else is
+ * done; *fd is for api_config_t.listen_fd. Logs why not (-EADDRINUSE:
+ * another process listens there).
+ */
+int api_bind(const char *listen, int *fd);
 
 /* Starts the API server. The caller stops it with api_stop(). */
 int api_start(const api_config_t *cfg, api_t **out);

@@ -12,6 +12,7 @@
 #include <gnutls/crypto.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/random.h>
 #include <libknot/errcode.h>
 
@@ -61,16 +62,39 @@ int api_token_create(const char *data_dir, int read_only, int64_t zone_id,
 	return ret;
 }
 
+/*
+ * The token of "Bearer TOKEN" (RFC 6750 §2.1), or NULL. The scheme is
+ * case-insensitive (RFC 9110 §11.1: "bearer", "BEARER" are the same) and
+ * is separated from the token by one or more spaces (§11.4: 1*SP).
+ */
+static const char *bearer_token(const char *auth)
+{
+	static const char scheme[] = "Bearer";
+	size_t n = sizeof(scheme) - 1;
+	if (strncasecmp(auth, scheme, n) != 0 || auth[n] != ' ') {
+		return NULL;
+	}
+	const char *token = auth + n + strspn(auth + n, " ");
+	return *token != '\0' ? token : NULL;
+}
+
 int api_authenticate(api_req_t *req)
 {
+	/* Two credentials: which one is meant? Neither is tried. */
+	if (api_header_count(req, "Authorization") > 1) {
+		api_error(req, 400, 6003, "Authorization: more than one such "
+		          "header field; send exactly one");
+		return ZC_EUSAGE;
+	}
 	const char *auth = api_header(req, "Authorization");
-	if (auth == NULL || strncmp(auth, "Bearer ", 7) != 0 || auth[7] == '\0') {
+	const char *token = auth != NULL ? bearer_token(auth) : NULL;
+	if (token == NULL) {
 		api_error(req, 401, 10000, "Authorization: a bearer token is "
 		          "required");
 		return ZC_EUSAGE;
 	}
 	uint8_t hash[32];
-	if (api_token_hash(auth + 7, hash) != ZC_EOK) {
+	if (api_token_hash(token, hash) != ZC_EOK) {
 		api_error(req, 401, 10000, "Authorization: invalid token");
 		return ZC_EUSAGE;
 	}

@@ -6,12 +6,14 @@
 #include <string.h>
 #include <strings.h>
 #include <libknot/descriptor.h>
+#include <libknot/errcode.h>
 #include <libknot/rrset-dump.h>
 #include <libknot/rrset.h>
 
 #include "api/content.h"
 #include "common/error.h"
 #include "dns/name.h"
+#include "dns/rdata.h"
 #include "zonefile/zonefile.h"
 
 #define LINE_MAX_LEN (70000)
@@ -79,36 +81,115 @@ static int owner_text(const char *apex_txt, const char *name, char *out,
 	return (n < 0 || (size_t)n >= size) ? ZC_ENOSPACE : ZC_EOK;
 }
 
+/* Whether the text ends with a '.' that no backslash escapes. */
+static bool ends_with_dot(const char *text, size_t len)
+{
+	size_t slashes = 0;
+	if (len == 0 || text[len - 1] != '.') {
+		return false;
+	}
+	while (slashes + 1 < len && text[len - 2 - slashes] == '\\') {
+		slashes++;
+	}
+	return slashes % 2 == 0;
+}
+
+/* Plain TXT content (Cloudflare's form, not in quotes) as character-
+ * strings of at most 255 octets, every octet meaning itself: quotes and
+ * backslashes escaped, octets outside printable ASCII as \DDD. */
+static int plain_txt(const char *content, char *out, size_t size)
+{
+	size_t pos = 0, in_string = 0, len = strlen(content);
+	if (len == 0) {
+		return snprintf(out, size, "\"\"") < (int)size ? ZC_EOK :
+		       ZC_ENOSPACE; /* One empty string. */
+	}
+	for (size_t i = 0; i <= len; i++) {
+		if (pos + 8 >= size) {
+			return ZC_ENOSPACE;
+		}
+		if (i == len || in_string == 255) {
+			out[pos++] = '"';
+			if (i == len) {
+				break;
+			}
+			out[pos++] = ' ';
+			in_string = 0;
+		}
+		if (in_string++ == 0) {
+			out[pos++] = '"';
+		}
+		uint8_t c = (uint8_t)content[i];
+		if (c == '"' || c == '\\') {
+			out[pos++] = '\\';
+			out[pos++] = (char)c;
+		} else if (c < 0x20 || c > 0x7e) {
+			pos += (size_t)snprintf(out + pos, size - pos, "\\%03u", c);
+		} else {
+			out[pos++] = (char)c;
+		}
+	}
+	out[pos] = '\0';
+	return ZC_EOK;
+}
+
+/*
+ * Checks that content written into a master-file line means what it
+ * says: outside quotes, an unescaped ';' would start a comment and '(' or
+ * ')' would group lines; neither belongs to the data, so they must be
+ * escaped (\; \( \)) or quoted. Returns a message, or NULL when fine.
+ */
+static const char *special_outside_quotes(const char *content)
+{
+	bool quoted = false;
+	for (const char *p = content; *p != '\0'; p++) {
+		if (*p == '\\' && p[1] != '\0') {
+			p++;
+		} else if (*p == '"') {
+			quoted = !quoted;
+		} else if (!quoted && *p == ';') {
+			return "content: ';' outside quotes starts a comment in "
+			       "master-file syntax (write \\; or quote it)";
+		} else if (!quoted && (*p == '(' || *p == ')')) {
+			return "content: '(' or ')' outside quotes groups lines in "
+			       "master-file syntax (write \\( \\) or quote it)";
+		}
+	}
+	return NULL;
+}
+
 /* Appends content, made zone-file ready for its type. */
 static int content_text(uint16_t type, const char *content, int priority,
                         char *out, size_t size)
 {
 	size_t pos = 0;
-	if (priority >= 0 && (type == KNOT_RRTYPE_MX || type == KNOT_RRTYPE_SRV ||
-	                      type == KNOT_RRTYPE_URI)) {
+	/* RFC 3597 §5 generic form: the rdata whole, as it is. */
+	bool generic = strncmp(content, "\\#", 2) == 0 &&
+	               (content[2] == ' ' || content[2] == '\t');
+	if (priority >= 0 && !generic && (type == KNOT_RRTYPE_MX ||
+	                                  type == KNOT_RRTYPE_SRV ||
+	                                  type == KNOT_RRTYPE_URI)) {
 		pos += snprintf(out, size, "%d ", priority);
 	}
 	size_t clen = strlen(content);
-	if (type == KNOT_RRTYPE_TXT && content[0] != '"') {
-		/* Plain text: quote it, escaping quotes and backslashes. */
-		out[pos++] = '"';
-		for (size_t i = 0; i < clen && pos + 4 < size; i++) {
-			if (content[i] == '"' || content[i] == '\\') {
-				out[pos++] = '\\';
-			}
-			out[pos++] = content[i];
-		}
-		out[pos++] = '"';
-		out[pos] = '\0';
-		return pos + 1 < size ? ZC_EOK : ZC_ENOSPACE;
+	if (type == KNOT_RRTYPE_TXT && content[0] != '"' && !generic) {
+		return plain_txt(content, out + pos, size - pos);
 	}
-	if (pos + clen + 2 >= size) {
+	if (pos + clen + 4 >= size) {
 		return ZC_ENOSPACE;
+	}
+	if (pos == 0 && !generic && strncmp(content, "\\#", 2) == 0) {
+		/* A name or string starting with an escaped '#': the scanner
+		 * would take "\#" for RFC 3597's marker; \035 is that octet. */
+		memcpy(out, "\\035", 4);
+		pos = 4;
+		content += 2;
+		clen -= 2;
 	}
 	memcpy(out + pos, content, clen);
 	pos += clen;
 	bool name_last = is_name_type(type) || type == KNOT_RRTYPE_SRV;
-	if (name_last && clen > 0 && content[clen - 1] != '.') {
+	if (name_last && !generic && clen > 0 && !ends_with_dot(content, clen)) {
 		out[pos++] = '.'; /* An FQDN, not a name relative to the zone. */
 	}
 	out[pos] = '\0';
@@ -143,33 +224,45 @@ int api_content_parse(const knot_dname_t *apex, const char *name,
                       size_t err_size)
 {
 	static __thread char line[LINE_MAX_LEN];
-	char apex_txt[KNOT_DNAME_TXT_MAXLEN + 1];
-	char owner[KNOT_DNAME_TXT_MAXLEN + 2];
+	uint8_t owner[KNOT_DNAME_MAXLEN];
+	char owner_txt[KNOT_DNAME_TXT_MAXLEN + 1];
 	err[0] = '\0';
 	uint16_t rtype;
 	if (type == NULL || knot_rrtype_from_string(type, &rtype) != 0 ||
 	    rtype == KNOT_RRTYPE_ANY || rtype == KNOT_RRTYPE_OPT ||
 	    rtype == KNOT_RRTYPE_TSIG || rtype == KNOT_RRTYPE_AXFR ||
-	    rtype == KNOT_RRTYPE_IXFR) {
+	    rtype == KNOT_RRTYPE_IXFR || !dns_rdata_type_storable(rtype)) {
 		snprintf(err, err_size, "type: unknown or unsupported record type");
 		return ZC_EUSAGE;
 	}
-	if (content == NULL || strchr(content, '\n') || strchr(content, ';')) {
-		snprintf(err, err_size, "content: missing, or holds a newline or ';'");
+	if (content == NULL || strchr(content, '\n') || strchr(content, '\r')) {
+		snprintf(err, err_size, "content: missing, or holds a line break");
 		return ZC_EUSAGE;
 	}
-	if (strchr(name, ' ') || strchr(name, '\n') || strchr(name, ';')) {
-		snprintf(err, err_size, "name: invalid domain name");
+	bool plain = rtype == KNOT_RRTYPE_TXT && content[0] != '"';
+	const char *special = plain ? NULL : special_outside_quotes(content);
+	if (special != NULL) {
+		snprintf(err, err_size, "%s", special);
 		return ZC_EUSAGE;
 	}
-	knot_dname_to_str(apex_txt, apex, sizeof(apex_txt));
-	uint8_t check[KNOT_DNAME_MAXLEN];
-	if (owner_text(apex_txt, name, owner, sizeof(owner)) != ZC_EOK ||
-	    knot_dname_from_str(check, owner, sizeof(check)) == NULL) {
-		snprintf(err, err_size, NAME_ERROR);
-		return ZC_EUSAGE;
+	for (const char *c = name; *c != '\0'; c++) {
+		if ((unsigned char)*c <= 0x20 || *c == 0x7f) {
+			snprintf(err, err_size, "name: a space or control character "
+			         "(write it as \\DDD)");
+			return ZC_EUSAGE;
+		}
 	}
-	int n = snprintf(line, sizeof(line), "%s %u IN %s ", owner, ttl, type);
+	/* The owner goes into the line as libknot writes it: every special
+	 * octet escaped, so the scanner reads back exactly this name. */
+	int ret = api_name_parse(apex, name, owner, err, err_size);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	knot_dname_to_str(owner_txt, owner, sizeof(owner_txt));
+	/* TYPEnnn: libzscanner reads every type so, also those it has no
+	 * mnemonic for (NULL, SIG), in their generic form. */
+	int n = snprintf(line, sizeof(line), "%s %u IN TYPE%u ", owner_txt, ttl,
+	                 rtype);
 	if (n < 0 || content_text(rtype, content, priority, line + n,
 	                          sizeof(line) - n - 1) != ZC_EOK) {
 		snprintf(err, err_size, "content: too long");
@@ -178,15 +271,22 @@ int api_content_parse(const knot_dname_t *apex, const char *name,
 	strcat(line, "\n");
 	parse_t p = { .out = out, .err = err, .err_size = err_size };
 	zonefile_handler_t h = { .record = on_record, .error = on_error, .ctx = &p };
-	int ret = zonefile_parse_record(line, strlen(line), apex, &h);
+	ret = zonefile_parse_record(line, strlen(line), apex, &h);
 	if (ret != ZC_EOK || p.records != 1) {
 		if (err[0] == '\0') {
 			snprintf(err, err_size, "content: not a valid %s record", type);
 		}
 		return ZC_EUSAGE;
 	}
-	if (!dns_name_is_under(out->owner, apex)) {
-		snprintf(err, err_size, "name: outside the zone");
+	const char *why = NULL;
+	ret = zonefile_record_check(out->owner, out->type, out->ttl,
+	                            out->rdata,
+	                            out->rdata_len, &why);
+	if (ret == KNOT_ENOMEM) {
+		return ret;
+	}
+	if (ret != ZC_EOK) {
+		snprintf(err, err_size, "content: %s", why);
 		return ZC_EUSAGE;
 	}
 	return ZC_EOK;
@@ -205,32 +305,24 @@ int api_content_format(const knot_dname_t *owner, uint16_t type,
                        const uint8_t *rdata, uint16_t rdata_len,
                        char *content, size_t size, int *priority)
 {
-	knot_rrset_t rr;
-	knot_rrset_init(&rr, (knot_dname_t *)owner, type, KNOT_CLASS_IN, 0);
-	uint8_t buf[sizeof(knot_rdata_t) + 65536];
-	knot_rdata_t *rd = (knot_rdata_t *)buf;
-	knot_rdata_init(rd, rdata_len, rdata);
-	rr.rrs.count = 1;
-	rr.rrs.size = knot_rdata_size(rdata_len);
-	rr.rrs.rdata = rd;
+	(void)owner;
+	bool generic;
 	*priority = -1;
-	if (knot_rrset_txt_dump_data(&rr, 0, content, size,
-	                             &KNOT_DUMP_STYLE_DEFAULT) < 0) {
+	if (zonefile_rdata_text(type, rdata, rdata_len, content, size,
+	                        &generic) < 0) {
 		return ZC_ENOSPACE;
 	}
-	char *text = content;
-	if (type == KNOT_RRTYPE_MX || type == KNOT_RRTYPE_SRV ||
-	    type == KNOT_RRTYPE_URI) {
+	if (!generic && (type == KNOT_RRTYPE_MX || type == KNOT_RRTYPE_SRV ||
+	                 type == KNOT_RRTYPE_URI)) {
 		char *space = strchr(content, ' ');
 		if (space != NULL) {
 			*priority = atoi(content);
-			text = space + 1;
-			memmove(content, text, strlen(text) + 1);
+			memmove(content, space + 1, strlen(space + 1) + 1);
 		}
 	}
 	size_t len = strlen(content);
-	if ((is_name_type(type) || type == KNOT_RRTYPE_SRV) && len > 1 &&
-	    content[len - 1] == '.') {
+	if (!generic && (is_name_type(type) || type == KNOT_RRTYPE_SRV) &&
+	    len > 1 && content[len - 1] == '.') {
 		content[len - 1] = '\0';
 	}
 	return ZC_EOK;

@@ -40,7 +40,7 @@ typedef struct {
 	records_zone_t zone;
 	op_t *ops;
 	size_t count;
-	const char *if_match;
+	const api_if_match_t *if_match; /* Of the request (conditional.c). */
 	zc_arena_t arena;
 	api_wire_t *wire;
 	int64_t last_id;         /* The record a single-record write touched. */
@@ -397,15 +397,16 @@ static int parse_fields(unit_t *u, json_t *f, const copy_t *base)
 		return fail(u, 400, "tags: an array is required");
 	}
 	if (jttl != NULL) {
-		if (!json_is_integer(jttl) || json_integer_value(jttl) < 1 ||
+		if (!json_is_integer(jttl) || json_integer_value(jttl) < 0 ||
 		    json_integer_value(jttl) > INT32_MAX) {
 			return fail(u, 400, "ttl: 1 (automatic) or a number of "
-			            "seconds up to 2^31-1");
+			            "seconds from 0 to 2^31-1 (RFC 2181 section 8)");
 		}
 		ttl = json_integer_value(jttl);
 	}
-	if (ttl == 1) {
-		ttl = u->zone.default_ttl; /* Cloudflare's "automatic". */
+	if (ttl == 1 && !u->import) {
+		/* Cloudflare's "automatic"; a master file's 1 is 1 second. */
+		ttl = u->zone.default_ttl;
 	}
 	if (jprio != NULL) {
 		if (!json_is_integer(jprio) || json_integer_value(jprio) < 0 ||
@@ -509,14 +510,11 @@ static int delete_record(records_store_t *rs, unit_t *u, const copy_t *old)
 
 static int check_if_match(unit_t *u, const copy_t *old)
 {
-	if (u->if_match == NULL || strcmp(u->if_match, "*") == 0) {
-		return ZC_EOK;
-	}
-	char etag[64];
+	char etag[API_ETAG_MAX];
 	etag_of(old->rec.id, old->rec.modified_on, etag, sizeof(etag));
-	if (strcmp(etag, u->if_match) != 0) {
-		return fail(u, 412, "If-Match: the record changed since %s was "
-		            "read", u->if_match);
+	if (!api_if_match_ok(u->if_match, etag)) {
+		return fail(u, 412, "If-Match: the record changed since it was "
+		            "read (no entity tag given is its ETag)");
 	}
 	return ZC_EOK;
 }
@@ -596,7 +594,17 @@ static int run_unit(api_req_t *req, const records_zone_t *zone, op_t *ops,
 	u->ops = ops;
 	u->count = count;
 	u->wire = wire;
-	u->if_match = api_header(req, "If-Match");
+	api_if_match_t *if_match = malloc(sizeof(*if_match));
+	if (if_match == NULL || !api_if_match_parse(req, if_match)) {
+		if (if_match == NULL) {
+			api_error(req, 500, 1500, "server: out of memory");
+		}
+		free(if_match);
+		free(wire);
+		free(u);
+		return if_match == NULL ? KNOT_ENOMEM : ZC_EUSAGE;
+	}
+	u->if_match = if_match;
 	u->import = (skipped != NULL);
 	zc_arena_init(&u->arena, 64 * 1024);
 	int ret = writer_run(req->api->writer, write_unit, u);
@@ -615,6 +623,7 @@ static int run_unit(api_req_t *req, const records_zone_t *zone, op_t *ops,
 		*last_id = u->last_id;
 	}
 	zc_arena_deinit(&u->arena);
+	free(if_match);
 	free(wire);
 	free(u);
 	return ret;

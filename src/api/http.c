@@ -132,12 +132,26 @@ void api_error_code(api_req_t *req, int ret, const char *what)
 
 const char *api_query_arg(api_req_t *req, const char *key)
 {
-	return req->lookup(req->lookup_ctx, false, key);
+	return req->lookup(req->lookup_ctx, false, key, 0);
 }
 
 const char *api_header(api_req_t *req, const char *key)
 {
-	return req->lookup(req->lookup_ctx, true, key);
+	return req->lookup(req->lookup_ctx, true, key, 0);
+}
+
+const char *api_header_nth(api_req_t *req, const char *key, unsigned index)
+{
+	return req->lookup(req->lookup_ctx, true, key, index);
+}
+
+unsigned api_header_count(api_req_t *req, const char *key)
+{
+	unsigned n = 0;
+	while (req->lookup(req->lookup_ctx, true, key, n) != NULL) {
+		n++;
+	}
+	return n;
 }
 
 /* A JSON media type: application/json, parameters (charset) allowed. */
@@ -322,6 +336,10 @@ static void route(api_req_t *req, const char *url)
 		api_zones(req, parts, n);
 		return;
 	}
+	if (n >= 1 && strcmp(parts[0], "fleet") == 0) {
+		api_fleet(req, parts, n);
+		return;
+	}
 	api_error(req, 404, 7003, "url: no route for %s", url);
 }
 
@@ -335,9 +353,14 @@ char *api_response(api_req_t *req, size_t *len, bool *json)
 		return text;
 	}
 	bool ok = req->errors == NULL;
-	json_t *env = json_pack("{s:b, s:o, s:[], s:o}", "success", ok,
+	json_t *messages = json_array();
+	if (ok && req->note[0] != '\0') {
+		json_array_append_new(messages, json_pack("{s:i, s:s}", "code",
+		                      1202, "message", req->note));
+	}
+	json_t *env = json_pack("{s:b, s:o, s:o, s:o}", "success", ok,
 	                        "errors", ok ? json_array() : req->errors,
-	                        "messages",
+	                        "messages", messages,
 	                        "result", (ok && req->result) ? req->result :
 	                        json_null());
 	if (!ok && req->result != NULL) {
@@ -351,6 +374,9 @@ char *api_response(api_req_t *req, size_t *len, bool *json)
 	if (ok && req->version != 0) {
 		json_object_set_new(env, "zone_version",
 		                    json_integer(req->version));
+	}
+	if (ok && req->version != 0 && req->wait_live) {
+		json_object_set_new(env, "zone_live", json_boolean(req->live));
 	}
 	char *text = json_dumps(env, JSON_COMPACT);
 	json_decref(env);
@@ -381,6 +407,10 @@ static enum MHD_Result respond(struct MHD_Connection *conn, api_req_t *req)
 		char v[24];
 		snprintf(v, sizeof(v), "%lld", (long long)req->version);
 		MHD_add_response_header(resp, "X-Zone-Version", v);
+		if (req->wait_live) {
+			MHD_add_response_header(resp, "X-Zone-Live",
+			                        req->live ? "true" : "false");
+		}
 	}
 	req->answered = true;
 	enum MHD_Result r = MHD_queue_response(conn,
@@ -409,10 +439,12 @@ void api_dispatch(api_req_t *req, const char *url)
 		api_error(req, 503, 1503, "server: no database connection free");
 		return;
 	}
-	if (api_authenticate(req) == ZC_EOK) {
+	if (api_authenticate(req) == ZC_EOK && api_wait_arg(req)) {
 		route(req, url);
 	}
 	pool_put(req->api, slot);
+	/* After the connection went back: waiting holds none. */
+	api_wait_live(req);
 }
 
 /* A Content-Length over the limit: 413 before the body is read (MHD then
@@ -460,11 +492,40 @@ void api_req_clear(api_req_t *req)
 	req->body = req->raw = NULL;
 }
 
-/* libmicrohttpd's query arguments (already unescaped) and headers. */
-static const char *mhd_lookup(void *ctx, bool header, const char *key)
+/* The index-th value of a key, for mhd_lookup(). */
+typedef struct {
+	const char *key;
+	unsigned index;
+	const char *value;
+} nth_value_t;
+
+static enum MHD_Result find_nth(void *cls, enum MHD_ValueKind kind,
+                                const char *key, const char *value)
 {
-	return MHD_lookup_connection_value(ctx, header ? MHD_HEADER_KIND :
-	                                   MHD_GET_ARGUMENT_KIND, key);
+	(void)kind;
+	nth_value_t *nth = cls;
+	if (key == NULL || strcasecmp(key, nth->key) != 0) {
+		return MHD_YES;
+	}
+	if (nth->index-- == 0) {
+		nth->value = value;
+		return MHD_NO;
+	}
+	return MHD_YES;
+}
+
+/* libmicrohttpd's query arguments (already unescaped) and headers. */
+static const char *mhd_lookup(void *ctx, bool header, const char *key,
+                              unsigned index)
+{
+	enum MHD_ValueKind kind = header ? MHD_HEADER_KIND :
+	                          MHD_GET_ARGUMENT_KIND;
+	if (index == 0) {
+		return MHD_lookup_connection_value(ctx, kind, key);
+	}
+	nth_value_t nth = { .key = key, .index = index };
+	MHD_get_connection_values(ctx, kind, find_nth, &nth);
+	return nth.value;
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
@@ -545,6 +606,40 @@ void api_free(api_t *api)
 	free(api);
 }
 
+int api_bind(const char *listen_addr, int *fd)
+{
+	struct sockaddr_storage ss;
+	socklen_t len;
+	int ret = server_parse_addr(listen_addr, &ss, &len);
+	if (ret != ZC_EOK) {
+		zc_error("api: invalid address '%s'", listen_addr);
+		return ret;
+	}
+	int s = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (s < 0) {
+		return -errno;
+	}
+	/* SO_REUSEADDR: a restart is not kept out by connections of the
+	 * last run in TIME_WAIT; another listener still is. */
+	int on = 1;
+	setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on));
+	if (ss.ss_family == AF_INET6) {
+		setsockopt(s, IPPROTO_IPV6, IPV6_V6ONLY, &on, sizeof(on));
+	}
+	if (bind(s, (struct sockaddr *)&ss, len) != 0 ||
+	    listen(s, SOMAXCONN) != 0) {
+		ret = -errno;
+		zc_error("api: cannot listen on %s: %s", listen_addr,
+		         ret == -EADDRINUSE ? "address already in use (by "
+		         "another zonecast or another server; nothing was "
+		         "started)" : strerror(-ret));
+		close(s);
+		return ret;
+	}
+	*fd = s;
+	return ZC_EOK;
+}
+
 int api_start(const api_config_t *cfg, api_t **out)
 {
 	struct sockaddr_storage ss;
@@ -564,8 +659,18 @@ int api_start(const api_config_t *cfg, api_t **out)
 	                   API_DEFAULT_MAX_CLIENTS;
 	unsigned per_ip = cfg->max_clients_per_ip ? cfg->max_clients_per_ip :
 	                  API_DEFAULT_MAX_CLIENTS_PER_IP;
+	/* The socket of api_bind() (MHD closes it when it stops), or one
+	 * MHD binds. */
+	struct MHD_OptionItem where[] = {
+		{ MHD_OPTION_SOCK_ADDR, 0, &ss },
+		{ MHD_OPTION_END, 0, NULL },
+	};
+	if (cfg->listen_fd > 0) {
+		where[0] = (struct MHD_OptionItem){ MHD_OPTION_LISTEN_SOCKET,
+		                                    cfg->listen_fd, NULL };
+	}
 	api->daemon = MHD_start_daemon(flags, 0, NULL, NULL, on_request, api,
-	                               MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
+	                               MHD_OPTION_ARRAY, where,
 	                               MHD_OPTION_NOTIFY_COMPLETED, on_completed,
 	                               api, MHD_OPTION_CONNECTION_TIMEOUT,
 	                               timeout, MHD_OPTION_CONNECTION_LIMIT,

@@ -24,10 +24,11 @@ struct api {
 	bool pool_used[API_POOL_SIZE];
 };
 
-/* Looks up a query argument (header false) or a header of the request;
- * NULL when absent. */
+/* Looks up a query argument (header false) or a header of the request,
+ * the index-th (from 0) of those with that name (any case); NULL when
+ * there are not that many. */
 typedef const char *(*api_lookup_fn)(void *ctx, bool header,
-                                     const char *key);
+                                     const char *key, unsigned index);
 
 typedef struct {
 	api_t *api;
@@ -49,6 +50,11 @@ typedef struct {
 	json_t *result_info;    /* Owned; optional. */
 	json_t *errors;         /* Owned array. */
 	int64_t version;        /* Zone version produced (0: none). */
+	bool wait_live;         /* ?wait=live: answer once it is served. */
+	int live;               /* With wait_live: 1 served, 0 not (yet). */
+	int64_t live_zone_id;   /* The zone the version belongs to. */
+	uint8_t live_apex[KNOT_DNAME_MAXLEN];
+	char note[512];         /* A message for the envelope ("": none). */
 	char etag[64];
 	char *raw;              /* Non-JSON body (export), owned. */
 	size_t raw_len;
@@ -83,7 +89,31 @@ void api_error(api_req_t *req, unsigned status, int code, const char *fmt, ...)
 void api_error_code(api_req_t *req, int ret, const char *what);
 
 const char *api_query_arg(api_req_t *req, const char *key);
+/* The first header field of that name; api_header_nth() the index-th,
+ * api_header_count() how many the request has. */
 const char *api_header(api_req_t *req, const char *key);
+const char *api_header_nth(api_req_t *req, const char *key, unsigned index);
+unsigned api_header_count(api_req_t *req, const char *key);
+
+/* If-Match (RFC 9110 §13.1.1), every field of it in the request. */
+#define API_IF_MATCH_MAX 64
+#define API_ETAG_MAX 64
+
+typedef struct {
+	bool present;            /* The request has If-Match. */
+	bool any;                /* "*" */
+	unsigned count;          /* Strong entity tags in tags[]. */
+	char tags[API_IF_MATCH_MAX][API_ETAG_MAX]; /* With their quotes. */
+} api_if_match_t;
+
+/* Reads the request's If-Match fields into m; false after a 400 for one
+ * that is no list of entity tags (conditional.c). */
+bool api_if_match_parse(api_req_t *req, api_if_match_t *m);
+
+/* Whether a resource with this (strong) ETag meets m: no If-Match, "*",
+ * or one of the strong tags is identical (the strong comparison: a weak
+ * tag never matches). */
+bool api_if_match_ok(const api_if_match_t *m, const char *etag);
 
 /* Parses the JSON body; on failure records a 400 and returns NULL. */
 json_t *api_body_json(api_req_t *req);
@@ -110,12 +140,30 @@ json_t *api_time(int64_t ms);
 /* Handlers (zones.c, dns_records.c, tsig_keys.c). parts[] are the URL's
  * path segments after /client/v4/ (after the zone for zone resources). */
 void api_zones(api_req_t *req, char **parts, int count);
+/* GET /fleet (api/fleet.c). */
+void api_fleet(api_req_t *req, char **parts, int count);
+
 void api_dns_records(api_req_t *req, int64_t zone_id, char **parts,
                      int count);
 void api_tsig_keys(api_req_t *req, const records_zone_t *zone, char **parts,
                    int count);
 void api_dnssec(api_req_t *req, const records_zone_t *zone);
 void api_secondaries(api_req_t *req, const records_zone_t *zone);
+
+/* What is served (live.c). The zone's quarantine as JSON (null: none). */
+json_t *api_quarantine_json(api_req_t *req, int64_t zone_id);
+/* false after a 409: the zone is quarantined and takes no writes. */
+bool api_zone_writable(api_req_t *req, const records_zone_t *zone);
+/* Reads ?wait= of a write ("live" only); false after a 400. */
+bool api_wait_arg(api_req_t *req);
+/* With ?wait=live: waits until the edge store serves req->version of
+ * req->live_zone_id (or live-wait passes: 202 and a note). */
+void api_wait_live(api_req_t *req);
+/* GET /zones/{id}/propagation. */
+void api_propagation(api_req_t *req, const records_zone_t *zone);
+/* POST /zones/{id}/retry; zone_json renders the zone. */
+void api_zone_retry(api_req_t *req, const records_zone_t *zone,
+                    json_t *(*zone_json)(api_req_t *, const records_zone_t *));
 
 /* Token hashing (auth.c). */
 int api_token_hash(const char *token, uint8_t out[32]);

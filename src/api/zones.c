@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /*
- * /client/v4/zones: list, create, get, patch settings, delete; and the
- * propagation receipts of /zones/{id}/propagation.
+ * /client/v4/zones: list, create, get, patch settings, delete; the
+ * routes of a zone's resources (records, DNSSEC, TSIG keys, propagation
+ * receipts and the retry of a quarantined zone, live.c).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,8 +17,6 @@
 #include "api/internal.h"
 #include "common/error.h"
 #include "dns/name.h"
-
-#define MAX_WAIT_S 60
 
 static int add_ns(const records_record_t *rec, void *ctx)
 {
@@ -35,10 +34,13 @@ static json_t *zone_json(api_req_t *req, const records_zone_t *zone)
 	json_t *ns = json_array();
 	records_record_foreach(req->rs, zone->id, zone->apex, KNOT_RRTYPE_NS,
 	                       add_ns, ns);
+	json_t *quarantine = api_quarantine_json(req, zone->id);
 	/* owner, account and plan as Cloudflare's clients expect them. */
 	return json_pack("{s:s, s:s, s:s, s:b, s:s, s:o, s:o, s:o, s:I, s:I,"
-	                 " s:s, s:{s:n, s:s, s:s}, s:{s:s, s:s}, s:{s:s, s:s}}",
-	                 "id", id, "name", name, "status", "active",
+	                 " s:s, s:o, s:{s:n, s:s, s:s}, s:{s:s, s:s},"
+	                 " s:{s:s, s:s}}",
+	                 "id", id, "name", name, "status",
+	                 json_is_null(quarantine) ? "active" : "quarantined",
 	                 "paused", 0, "type", "full", "name_servers", ns,
 	                 "created_on", api_time(zone->created_on),
 	                 "modified_on", api_time(zone->modified_on),
@@ -46,6 +48,7 @@ static json_t *zone_json(api_req_t *req, const records_zone_t *zone)
 	                 "default_ttl", (json_int_t)zone->default_ttl,
 	                 "serial_policy", zone->serial_policy ==
 	                 RECORDS_SERIAL_UNIXTIME ? "unixtime" : "increment",
+	                 "quarantine", quarantine,
 	                 "owner", "id", "type", "user", "name", "zonecast",
 	                 "account", "id", "", "name", "zonecast",
 	                 "plan", "id", "", "name", "zonecast");
@@ -189,6 +192,8 @@ static void create_zone(api_req_t *req)
 	}
 	req->status = 200;
 	req->version = c.zone.serial;
+	req->live_zone_id = c.zone.id;
+	memcpy(req->live_apex, c.zone.apex, knot_dname_size(c.zone.apex));
 	req->result = zone_json(req, &c.zone);
 }
 
@@ -345,70 +350,16 @@ static int delete_unit(records_store_t *rs, void *ctx)
 	return ret == ZC_EOK ? records_zone_remove(rs, zone, &seq) : ret;
 }
 
-/* RFC 1982: is serial at least version? */
-static bool serial_reached(uint32_t serial, uint32_t version)
+/* Whether a write to this resource changes what the zone serves, so a
+ * quarantined zone refuses it: records, settings, DNSSEC. Deleting the
+ * zone, its retry and its TSIG keys (not served from the edge) go on. */
+static bool takes_no_writes(char **parts, int count, const char *method)
 {
-	return (int32_t)(serial - version) >= 0;
-}
-
-static int edge_serial(api_req_t *req, const records_zone_t *zone,
-                       uint32_t *serial)
-{
-	edge_txn_t txn = { 0 };
-	edge_zone_t meta;
-	int ret = edge_txn_begin_read(req->api->cfg.edge, &txn);
-	if (ret == ZC_EOK) {
-		ret = edge_zone_get(&txn, zone->apex, &meta);
-		edge_txn_abort(&txn);
+	if (count == 2) {
+		return strcmp(method, "DELETE") != 0;
 	}
-	*serial = meta.serial;
-	return ret;
-}
-
-/* GET /zones/{id}/propagation?version=N[&wait=S]: is version N (or newer)
- * what the edge answers from? Waits up to S seconds for it. */
-static void propagation(api_req_t *req, const records_zone_t *zone)
-{
-	const char *v = api_query_arg(req, "version");
-	const char *w = api_query_arg(req, "wait");
-	char *end;
-	long long version = v ? strtoll(v, &end, 10) : -1;
-	if (v == NULL || end == v || *end != '\0' || version < 0 ||
-	    version > UINT32_MAX) {
-		api_error(req, 400, 1004, "version: a zone version is required");
-		return;
-	}
-	double wait = w ? strtod(w, &end) : 0;
-	/* Written so that NaN fails too (it would wait for ever). */
-	if (w != NULL && (end == w || *end != '\0' ||
-	                  !(wait >= 0 && wait <= MAX_WAIT_S))) {
-		api_error(req, 400, 1004, "wait: 0 to %d seconds", MAX_WAIT_S);
-		return;
-	}
-	struct timespec start, now;
-	clock_gettime(CLOCK_MONOTONIC, &start);
-	uint32_t serial = 0;
-	int ret;
-	for (;;) {
-		ret = edge_serial(req, zone, &serial);
-		if ((ret == ZC_EOK && serial_reached(serial, (uint32_t)version)) ||
-		    (ret != ZC_EOK && ret != ZC_ENOZONE)) {
-			break;
-		}
-		clock_gettime(CLOCK_MONOTONIC, &now);
-		double left = wait - ((now.tv_sec - start.tv_sec) +
-		                      (now.tv_nsec - start.tv_nsec) / 1e9);
-		if (left <= 0) {
-			break;
-		}
-		builder_follower_wait(req->api->cfg.follower,
-		                      (unsigned)(left * 1000) + 1);
-	}
-	bool live = ret == ZC_EOK && serial_reached(serial, (uint32_t)version);
-	req->result = json_pack("{s:I, s:I, s:b}", "version", (json_int_t)version,
-	                        "edge_version", (json_int_t)(ret == ZC_EOK ?
-	                                                     serial : 0),
-	                        "live", live);
+	return strcmp(parts[2], "dns_records") == 0 ||
+	       strcmp(parts[2], "dnssec") == 0;
 }
 
 void api_zones(api_req_t *req, char **parts, int count)
@@ -435,6 +386,17 @@ void api_zones(api_req_t *req, char **parts, int count)
 	if (!api_allowed(req, id, write)) {
 		return;
 	}
+	req->live_zone_id = zone.id;
+	memcpy(req->live_apex, zone.apex, knot_dname_size(zone.apex));
+	if (write && takes_no_writes(parts, count, m) &&
+	    !api_zone_writable(req, &zone)) {
+		return;
+	}
+	if (count == 3 && strcmp(parts[2], "retry") == 0 &&
+	    strcmp(m, "POST") == 0) {
+		api_zone_retry(req, &zone, zone_json);
+		return;
+	}
 	if (count >= 3 && strcmp(parts[2], "dns_records") == 0) {
 		api_dns_records(req, id, parts + 3, count - 3);
 		return;
@@ -453,7 +415,7 @@ void api_zones(api_req_t *req, char **parts, int count)
 	}
 	if (count == 3 && strcmp(parts[2], "propagation") == 0 &&
 	    strcmp(m, "GET") == 0) {
-		propagation(req, &zone);
+		api_propagation(req, &zone);
 		return;
 	}
 	if (count != 2) {

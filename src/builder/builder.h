@@ -46,8 +46,9 @@ typedef void (*builder_diff_cb)(const knot_dname_t *owner, const char *what,
 
 /*
  * Full build of one zone: makes the edge store equal to the records store
- * for `apex` (deleting the zone from the edge if it no longer exists).
- * progress, when not NULL, is called every 65536 records.
+ * for `apex` (deleting the zone from the edge if it no longer exists),
+ * and ends its quarantine if it had one. progress, when not NULL, is
+ * called every 65536 records.
  */
 int builder_full_build(records_store_t *rs, edge_store_t *es,
                        const knot_dname_t *apex, builder_stats_t *stats,
@@ -79,8 +80,9 @@ int builder_full_begin(records_store_t *rs, edge_store_t *es,
 /* Returns 1 while more steps are needed, 0 when done, or an error. */
 int builder_full_step(builder_job_t *job, size_t budget);
 
-/* The zone being built. */
+/* The zone being built, and its id (0 when it no longer exists). */
 const knot_dname_t *builder_job_apex(const builder_job_t *job);
+uint64_t builder_job_zone_id(const builder_job_t *job);
 
 /* Ends the build (its snapshot), copying its stats; NULL is a no-op. */
 void builder_full_end(builder_job_t *job, builder_stats_t *stats);
@@ -103,17 +105,76 @@ typedef struct {
 } builder_touch_t;
 
 /*
+ * Reports a zone whose nodes a per-record build could not write: `node` is
+ * the node (or, for a failure past its nodes, the zone's last touch) it
+ * failed at, `error` ZC_ENOZONE when the zone was never built (the caller
+ * runs a full build instead) or the zone's own failure (the caller
+ * quarantines the zone). Everything the build wrote for that zone was
+ * rolled back; the other zones' nodes are committed.
+ */
+typedef void (*builder_zone_failed_cb)(const builder_touch_t *node, int error,
+                                       void *ctx);
+
+/*
  * Per-record build: rebuilds each touched node from the records store (one
  * indexed read each) and moves each zone's serial on to the newest version
  * among its touches (never to a version whose events were not read: a
  * propagation receipt must mean the data is there), all in one LMDB
  * transaction stamped with the records snapshot's newest sequence.
- * `touched` must be grouped by zone. ZC_ENOZONE when a zone has never been
- * built (the caller runs a full build instead).
+ * `touched` must be grouped by zone.
+ *
+ * Each zone is built in a transaction nested in that one (unless there is
+ * only one): a zone whose build fails with an error of its own
+ * (builder_error_is_store_wide() false) is rolled back alone and reported
+ * to `failed`, and the others are committed. With failed NULL its error fails the whole build (nothing
+ * is written). A store-wide error always fails the whole build.
  */
 int builder_record_build(records_store_t *rs, edge_store_t *es,
                          const builder_touch_t *touched, size_t count,
-                         builder_stats_t *stats);
+                         builder_stats_t *stats, builder_zone_failed_cb failed,
+                         void *ctx);
+
+/*
+ * Whether a build error is store-wide rather than the zone's own. Store
+ * wide: the data directory (-ENOSPC, -EROFS, -EACCES, -EIO and other
+ * errors of the operating system), memory, a full LMDB map, a busy or
+ * failing database engine (ZC_EBUSY, ZC_ESQL, ZC_ELMDB): every zone would
+ * fail alike, so no zone is quarantined and the whole pass is retried.
+ * Anything else (stored data that does not build, a bug on one zone's
+ * path, an injected failure) belongs to the zone, which is quarantined.
+ */
+bool builder_error_is_store_wide(int code);
+
+/* --- Quarantined zones (quarantine.c) ---
+ *
+ * A zone whose build fails with an error of its own is quarantined: the
+ * DNS server keeps answering from its last good build, the builder skips
+ * its record events, writes to it are refused (API 409, UPDATE SERVFAIL),
+ * and the reason is kept in the edge store (edge_quarantine_t). It is
+ * released by the first full build of it that succeeds: tried again
+ * after 10 s, then after twice as long each time up to 10 minutes, at
+ * once after a zone-level change (an import, new settings, deletion),
+ * when an operator asks (builder_quarantine_request_retry()) and when
+ * zonecast starts. */
+
+/* The zone's entry: ZC_EOK, or KNOT_ENOENT when it is not quarantined. */
+int builder_quarantine_get(edge_store_t *es, uint64_t zone_id,
+                           edge_quarantine_t *out);
+
+/* Calls cb for every quarantined zone (cb returns non-zero to stop). */
+int builder_quarantine_list(edge_store_t *es,
+                            int (*cb)(const edge_quarantine_t *q, void *ctx),
+                            void *ctx);
+
+/*
+ * Asks the builder of the running zonecast to build the zone again at its
+ * next pass (zonecast zone retry, POST /zones/{id}/retry). *attempts
+ * (may be NULL) receives the entry's attempts so far: the retry has run
+ * when the entry is gone (released) or counts more. KNOT_ENOENT when the
+ * zone is not quarantined.
+ */
+int builder_quarantine_request_retry(edge_store_t *es, uint64_t zone_id,
+                                     uint32_t *attempts);
 
 /* Change-log follower thread. */
 typedef struct builder_follower builder_follower_t;
@@ -143,6 +204,54 @@ int builder_follower_stalled(builder_follower_t *f);
 /* The change-log sequence up to which everything is built. */
 uint64_t builder_follower_applied(builder_follower_t *f);
 
+/*
+ * Whether the zone is quarantined (what the writers check before they
+ * accept a write: a lock-free load while no zone is). f NULL: false.
+ */
+bool builder_follower_quarantined(builder_follower_t *f, uint64_t zone_id);
+
+/* Passes completed so far (for builder_follower_wait_pass()). */
+uint64_t builder_follower_passes(builder_follower_t *f);
+
+/*
+ * Waits until a pass completes after the one numbered *seen (taken from
+ * builder_follower_passes() before the caller last looked at the edge
+ * store, so no pass is missed), or timeout_ms passed; updates *seen.
+ * Returns true if a pass completed.
+ */
+bool builder_follower_wait_pass(builder_follower_t *f, uint64_t *seen,
+                                unsigned timeout_ms);
+
+/*
+ * Waiting for a zone version to be served (read your own write: an UPDATE
+ * is answered once the edge store serves it). Waiters with the same
+ * non-NULL `order` (the responses of one TCP connection) are answered in
+ * the order they were registered; an `order_only` waiter waits for nothing
+ * else (a response with no change to serve, kept behind the others). The
+ * caller owns the waiter until `done` runs, exactly once, on the builder's
+ * thread (or on the caller's, from builder_follower_stop()) with
+ *   ZC_EOK           the edge store serves version (or newer) of the zone,
+ *   ZC_EQUARANTINED  the zone is quarantined,
+ *   -ETIMEDOUT       deadline passed first,
+ *   ZC_EBUSY         the follower is stopping.
+ * done must be quick (it runs between passes).
+ */
+typedef struct builder_waiter {
+	uint64_t zone_id;
+	uint8_t apex[KNOT_DNAME_MAXLEN];
+	uint32_t version;
+	int64_t deadline_ms;      /* CLOCK_MONOTONIC milliseconds. */
+	const void *order;        /* NULL: no order to keep. */
+	bool order_only;          /* Nothing to wait for but the order. */
+	void (*done)(struct builder_waiter *w, int result);
+	/* Internal. */
+	int result;
+	struct builder_waiter *next;
+} builder_waiter_t;
+
+/* Registers w (fields above set) and wakes the follower. */
+void builder_follower_await(builder_follower_t *f, builder_waiter_t *w);
+
 /* Wakes the follower at once (a change was just committed). */
 void builder_follower_wake(builder_follower_t *f);
 
@@ -156,6 +265,7 @@ bool builder_follower_wait(builder_follower_t *f, unsigned timeout_ms);
 /* Stops and joins the thread, frees f (NULL is a no-op). */
 void builder_follower_stop(builder_follower_t *f);
 
-/* Applies every pending change once, in the caller's thread. */
+/* Applies every pending change once, in the caller's thread (a zone whose
+ * build fails with an error of its own is quarantined, not an error). */
 int builder_catch_up(records_store_t *rs, edge_store_t *es,
                      uint64_t *applied);

@@ -12,6 +12,7 @@
 #include <libknot/rrtype/soa.h>
 
 #include "builder/builder.h"
+#include "builder/fault.h"
 #include "builder/node.h"
 #include "common/arena.h"
 #include "common/error.h"
@@ -51,6 +52,10 @@ typedef struct {
 	size_t resume_len;
 	int found;           /* edge_zone_get() result for the zone. */
 	edge_zone_t have;
+	/* A rebuild of a live zone in several steps writes to the stage,
+	 * made live with the metadata in the last step (edge.h): queries
+	 * (and edges of a fleet) never see the zone half-built. */
+	bool stage;
 } build_t;
 
 static void report(build_t *b, const uint8_t *owner, const char *what)
@@ -154,7 +159,9 @@ static int emit_delete(build_t *b, const uint8_t *rel, size_t rel_len)
 		return ZC_EOK;
 	}
 	b->stats->nodes_deleted++;
-	int ret = edge_txn_del_node(&b->write, b->zone.id, rel, rel_len, b->seq);
+	int ret = b->stage ?
+	          edge_txn_stage_del(&b->write, b->zone.id, rel, rel_len, b->seq) :
+	          edge_txn_del_node(&b->write, b->zone.id, rel, rel_len, b->seq);
 	return ret == ZC_ESTALE ? ZC_EOK : ret;
 }
 
@@ -184,8 +191,11 @@ static int emit_node(build_t *b, const uint8_t *old, size_t old_len)
 		return ZC_EOK;
 	}
 	b->stats->nodes_written++;
-	ret = edge_txn_put_node(&b->write, b->zone.id, n->okey, n->okey_len,
-	                            buf, len);
+	ret = b->stage ?
+	      edge_txn_stage_put(&b->write, b->zone.id, n->okey, n->okey_len, buf,
+	                         len) :
+	      edge_txn_put_node(&b->write, b->zone.id, n->okey, n->okey_len, buf,
+	                        len);
 	return ret == ZC_ESTALE ? ZC_EOK : ret;
 }
 
@@ -305,8 +315,9 @@ static int drop_zone(records_store_t *rs, edge_store_t *es,
 	return ret;
 }
 
-/* First step: the zone-level fence, and a zone re-created under a new id. */
-static int fence(build_t *b)
+/* First step: the zone-level fence, a zone re-created under a new id, and
+ * whether to stage (a live zone rebuilt in several steps). */
+static int fence(build_t *b, bool chunked)
 {
 	b->found = edge_zone_get(&b->read, b->zone.apex, &b->have);
 	if (b->found == ZC_EOK && b->have.seq > b->seq && b->apply) {
@@ -317,7 +328,12 @@ static int fence(build_t *b)
 	    b->apply) {
 		return edge_txn_del_zone(&b->write, b->zone.apex, b->have.zone_id);
 	}
-	return ZC_EOK;
+	if (!b->apply) {
+		return ZC_EOK;
+	}
+	b->stage = chunked && b->found == ZC_EOK;
+	/* What an abandoned build of the zone left goes. */
+	return edge_txn_stage_clear(&b->write, (uint64_t)b->zone.id);
 }
 
 /* The zone's DNSSEC keys in the edge form (signer/signer.h): flags u16,
@@ -400,7 +416,11 @@ static int finish(build_t *b)
 		check_meta(b, &want, b->found, &b->have);
 		return ZC_EOK;
 	}
-	return edge_txn_put_zone(&b->write, &want);
+	ret = builder_fault_check(b->zone.apex);
+	if (ret == ZC_EOK && b->stage) {
+		ret = edge_txn_stage_commit(&b->write, (uint64_t)b->zone.id);
+	}
+	return ret != ZC_EOK ? ret : edge_txn_put_zone(&b->write, &want);
 }
 
 /* One step: at most `budget` nodes in one LMDB write transaction. Returns
@@ -415,7 +435,7 @@ static int step(build_t *b, edge_store_t *es, size_t budget)
 	}
 	int more = 0;
 	if (ret == ZC_EOK && !b->started) {
-		more = fence(b);
+		more = fence(b, budget != SIZE_MAX);
 		ret = more < 0 ? more : ZC_EOK;
 	}
 	if (ret == ZC_EOK && more == 0) {
@@ -495,6 +515,11 @@ const knot_dname_t *builder_job_apex(const builder_job_t *job)
 	return job->apex;
 }
 
+uint64_t builder_job_zone_id(const builder_job_t *job)
+{
+	return job->dropped ? 0 : (uint64_t)job->b.zone.id;
+}
+
 void builder_full_end(builder_job_t *job, builder_stats_t *stats)
 {
 	if (job == NULL) {
@@ -513,6 +538,33 @@ void builder_full_end(builder_job_t *job, builder_stats_t *stats)
 /* Map doublings one build may ask for (a small map, a large zone). */
 #define MAX_GROWS 24
 
+/* After a whole build of the zone succeeded (the CLI's, after an import):
+ * it is not quarantined any more. A running zonecast notices the entry is
+ * gone and releases the zone after a build of its own. */
+static int clear_quarantine(edge_store_t *es, uint64_t zone_id)
+{
+	edge_txn_t txn = { 0 };
+	edge_quarantine_t q;
+	int ret = edge_txn_begin_write(es, &txn);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	ret = edge_quarantine_get(&txn, zone_id, &q);
+	if (ret == ZC_EOK) {
+		ret = edge_txn_del_quarantine(&txn, zone_id);
+		ret = ret == ZC_EOK ? edge_txn_commit(&txn) : ret;
+		if (ret == ZC_EOK) {
+			char name[KNOT_DNAME_TXT_MAXLEN + 1];
+			knot_dname_to_str(name, q.apex, sizeof(name));
+			zc_info("zone %s: released from quarantine: built whole",
+			        name);
+			return ZC_EOK;
+		}
+	}
+	edge_txn_abort(&txn);
+	return ret == KNOT_ENOENT ? ZC_EOK : ret;
+}
+
 int builder_full_build(records_store_t *rs, edge_store_t *es,
                        const knot_dname_t *apex, builder_stats_t *stats,
                        void (*progress)(uint64_t records, void *ctx),
@@ -527,7 +579,11 @@ int builder_full_build(records_store_t *rs, edge_store_t *es,
 		job->b.progress = progress;
 		job->b.progress_ctx = ctx;
 		ret = builder_full_step(job, SIZE_MAX);
+		uint64_t zone_id = builder_job_zone_id(job);
 		builder_full_end(job, stats);
+		if (ret >= 0 && zone_id != 0) {
+			ret = clear_quarantine(es, zone_id);
+		}
 		if (ret != ZC_EMAPFULL || attempt == MAX_GROWS) {
 			return ret < 0 ? ret : ZC_EOK;
 		}

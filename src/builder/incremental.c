@@ -4,7 +4,9 @@
  * record events, read just that node from the records store (an indexed
  * lookup) and write it, with the zone's new serial, into the edge store in
  * one LMDB transaction. The cost depends on the number of nodes touched,
- * never on the size of the zone.
+ * never on the size of the zone. When a build covers several zones, each
+ * goes in a nested transaction, so one zone's failure is rolled back
+ * alone (builder.h).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -12,7 +14,9 @@
 #include <libknot/errcode.h>
 
 #include "builder/builder.h"
+#include "builder/fault.h"
 #include "builder/node.h"
+#include "builder/pass.h"
 #include "common/error.h"
 #include "common/log.h"
 #include "dns/name.h"
@@ -111,9 +115,65 @@ static int bump_meta(records_store_t *rs, edge_txn_t *txn,
 	return edge_txn_put_zone(txn, &meta);
 }
 
-int builder_record_build(records_store_t *rs, edge_store_t *es,
-                         const builder_touch_t *touched, size_t count,
-                         builder_stats_t *stats)
+/* Number of touches from t on that belong to t's zone. */
+static size_t zone_run(const builder_touch_t *t, size_t count)
+{
+	size_t n = 1;
+	while (n < count && t[n].zone_id == t[0].zone_id) {
+		n++;
+	}
+	return n;
+}
+
+/* Writes the n touches of one zone and its new serial into txn; on failure
+ * *at is the index of the touch it failed at. */
+static int write_zone(records_store_t *rs, edge_txn_t *txn, read_t *r,
+                      const builder_touch_t *t, size_t n, uint64_t seq,
+                      builder_stats_t *stats, size_t *at)
+{
+	int ret = ZC_EOK;
+	uint32_t version = t[0].version;
+	*at = 0;
+	for (size_t i = 0; i < n && ret == ZC_EOK; i++) {
+		*at = i;
+		ret = build_node(rs, txn, r, &t[i], seq, stats);
+		if (serial_newer(t[i].version, version)) {
+			version = t[i].version;
+		}
+	}
+	if (ret == ZC_EOK) {
+		*at = n - 1;
+		ret = builder_fault_check(t[0].apex);
+	}
+	if (ret == ZC_EOK) {
+		ret = bump_meta(rs, txn, &t[n - 1], version, seq);
+	}
+	return ret;
+}
+
+/* write_zone() in a transaction nested in `parent`: on failure nothing of
+ * the zone stays. */
+static int write_zone_nested(records_store_t *rs, edge_txn_t *parent,
+                             read_t *r, const builder_touch_t *t, size_t n,
+                             uint64_t seq, builder_stats_t *stats, size_t *at)
+{
+	edge_txn_t child = { 0 };
+	*at = 0;
+	int ret = edge_txn_begin_nested(parent, &child);
+	if (ret == ZC_EOK) {
+		ret = write_zone(rs, &child, r, t, n, seq, stats, at);
+	}
+	if (ret == ZC_EOK) {
+		return edge_txn_commit(&child);
+	}
+	edge_txn_abort(&child);
+	return ret;
+}
+
+int builder_record_build_in(records_store_t *rs, edge_store_t *es,
+                            const builder_touch_t *touched, size_t count,
+                            builder_stats_t *stats,
+                            builder_zone_failed_cb failed, void *ctx)
 {
 	memset(stats, 0, sizeof(*stats));
 	read_t *r = malloc(sizeof(*r));
@@ -123,35 +183,53 @@ int builder_record_build(records_store_t *rs, edge_store_t *es,
 	builder_node_init(&r->node);
 	edge_txn_t txn = { 0 };
 	uint64_t seq = 0;
-	int ret = records_read_begin(rs);
-	if (ret == ZC_EOK) {
-		ret = records_last_seq(rs, &seq);
-		stats->seq = seq;
-	}
+	int ret = records_last_seq(rs, &seq);
+	stats->seq = seq;
 	if (ret == ZC_EOK) {
 		ret = edge_txn_begin_write(es, &txn);
 	}
-	uint32_t version = 0;
-	for (size_t i = 0; i < count && ret == ZC_EOK; i++) {
-		ret = build_node(rs, &txn, r, &touched[i], seq, stats);
-		bool first_of_zone = (i == 0 ||
-		                      touched[i - 1].zone_id != touched[i].zone_id);
-		if (first_of_zone || serial_newer(touched[i].version, version)) {
-			version = touched[i].version;
+	/* One zone needs no nested transaction: its failure drops it all. */
+	bool one_zone = count > 0 && zone_run(touched, count) == count;
+	bool drop = false;
+	for (size_t i = 0; i < count && ret == ZC_EOK;) {
+		size_t n = zone_run(touched + i, count - i), at;
+		builder_stats_t before = *stats;
+		int zret = one_zone ?
+		           write_zone(rs, &txn, r, touched + i, n, seq, stats, &at) :
+		           write_zone_nested(rs, &txn, r, touched + i, n, seq, stats,
+		                             &at);
+		bool own = zret == ZC_ENOZONE || !builder_error_is_store_wide(zret);
+		if (zret != ZC_EOK && own && failed != NULL) {
+			*stats = before; /* Rolled back. */
+			failed(&touched[i + at], zret, ctx);
+			drop = one_zone;
+		} else {
+			ret = zret;
 		}
-		bool last_of_zone = (i + 1 == count ||
-		                     touched[i + 1].zone_id != touched[i].zone_id);
-		if (ret == ZC_EOK && last_of_zone) {
-			ret = bump_meta(rs, &txn, &touched[i], version, seq);
-		}
+		i += n;
 	}
-	if (ret == ZC_EOK) {
+	if (ret == ZC_EOK && !drop) {
 		ret = edge_txn_commit(&txn);
 	} else {
 		edge_txn_abort(&txn);
 	}
-	records_read_end(rs);
 	builder_node_deinit(&r->node);
 	free(r);
+	return ret;
+}
+
+int builder_record_build(records_store_t *rs, edge_store_t *es,
+                         const builder_touch_t *touched, size_t count,
+                         builder_stats_t *stats, builder_zone_failed_cb failed,
+                         void *ctx)
+{
+	int ret = records_read_begin(rs);
+	if (ret != ZC_EOK) {
+		memset(stats, 0, sizeof(*stats));
+		return ret;
+	}
+	ret = builder_record_build_in(rs, es, touched, count, stats, failed,
+	                              ctx);
+	records_read_end(rs);
 	return ret;
 }

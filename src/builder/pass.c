@@ -22,6 +22,21 @@
  * persisted only when nothing is deferred or pending, so a restart
  * replays from a point where the edge was complete; every build is
  * idempotent.
+ *
+ * Versions stay whole: a pass reads the log and the records it builds
+ * from in one snapshot of the records store, and it stops reading only
+ * between two versions (a version: the events of one zone with one
+ * serial), past BATCH_LIMIT events or when it cannot take an event. So a
+ * build never moves a zone's serial over half a version, nor writes the
+ * nodes of a version it has not read. (A pass cut at BATCH_LIMIT can still
+ * show a node at a newer version of the same snapshot, one pass early:
+ * the price of bounding a pass's memory.)
+ *
+ * Failures: a zone whose build fails with an error of its own is rolled
+ * back alone (builder_record_build()) and quarantined (quarantine.c): its
+ * record events are skipped from then on and its full build, when it
+ * succeeds, releases it. A store-wide error fails the pass, which the
+ * follower retries from the same place.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +44,7 @@
 
 #include "builder/pass.h"
 #include "common/error.h"
+#include "dns/name.h"
 #include "common/log.h"
 
 #define BATCH_LIMIT 65536
@@ -37,7 +53,15 @@ typedef struct {
 	pass_state_t *st;
 	builder_touch_t *touched;
 	size_t count, cap;
-	uint64_t last_seq;
+	uint64_t last_seq;       /* The last event taken. */
+	unsigned taken;          /* Events taken. */
+	bool cut;                /* Stopped early: more log to read. */
+	/* The version being read, and the state before its first event (to
+	 * drop a version whose reading has to stop part-way). */
+	int64_t zone_id;
+	uint32_t version;
+	uint64_t version_seq;
+	size_t version_count, version_deferred;
 } batch_t;
 
 static bool is_zone_event(const records_change_t *chg)
@@ -66,12 +90,18 @@ static int pending_index(const pass_state_t *st, const uint8_t *apex)
 	return -1;
 }
 
-/* Queues a full build; false when the queue is full (retry next pass). */
-static bool queue_full(pass_state_t *st, const uint8_t *apex, uint64_t seq)
+bool pass_full_pending(const pass_state_t *st, const uint8_t *apex)
+{
+	return pending_index(st, apex) >= 0 || is_job_zone(st, apex);
+}
+
+bool pass_queue_full(pass_state_t *st, const uint8_t *apex, uint64_t seq)
 {
 	int i = pending_index(st, apex);
 	if (i >= 0) {
-		st->full_seq[i] = seq;
+		if (seq > st->full_seq[i]) {
+			st->full_seq[i] = seq;
+		}
 		return true;
 	}
 	if (st->full_count == PASS_MAX_FULL) {
@@ -109,35 +139,71 @@ static bool serial_newer(uint32_t a, uint32_t b)
 	return a != b && (int32_t)(a - b) > 0;
 }
 
+/* Takes one event into the batch; false when it cannot (the full-build
+ * queue is full, no memory). */
+static bool take(pass_state_t *st, batch_t *b, const records_change_t *chg)
+{
+	bool quarantined = quarantine_find(st, (uint64_t)chg->zone_id) >= 0;
+	if (is_zone_event(chg)) {
+		if (is_job_zone(st, chg->apex)) {
+			st->job_again = true;
+			return true;
+		}
+		/* A quarantined zone's build is never skipped as done: it is
+		 * the retry that may release it. */
+		return pass_queue_full(st, chg->apex, quarantined ? UINT64_MAX :
+		                       chg->seq);
+	}
+	if (is_job_zone(st, chg->apex)) {
+		return push_touch(&st->deferred, &st->deferred_count,
+		                  &st->deferred_cap, chg) == 0;
+	}
+	if (quarantined) {
+		return true; /* Skipped: its release builds the whole zone. */
+	}
+	int pending = pending_index(st, chg->apex);
+	if (pending >= 0) {
+		/* The queued full build covers the event only if it runs: it
+		 * must not be skipped as "already built" by a build (e.g. the
+		 * CLI's after an import) older than it. */
+		if (chg->seq > st->full_seq[pending]) {
+			st->full_seq[pending] = chg->seq;
+		}
+		return true;
+	}
+	return push_touch(&b->touched, &b->count, &b->cap, chg) == 0;
+}
+
+/* Reads events into the batch, stopping only between two versions. */
 static int collect(const records_change_t *chg, void *ctx)
 {
 	batch_t *b = ctx;
 	pass_state_t *st = b->st;
-	int stop = 0;
-	if (is_zone_event(chg)) {
-		if (is_job_zone(st, chg->apex)) {
-			st->job_again = true;
-		} else {
-			stop = !queue_full(st, chg->apex, chg->seq);
-		}
-	} else if (is_job_zone(st, chg->apex)) {
-		stop = push_touch(&st->deferred, &st->deferred_count,
-		                  &st->deferred_cap, chg);
-	} else {
-		int pending = pending_index(st, chg->apex);
-		if (pending < 0) {
-			stop = push_touch(&b->touched, &b->count, &b->cap, chg);
-		} else {
-			/* The queued full build covers the event only if it
-			 * runs: it must not be skipped as "already built" by a
-			 * build (e.g. the CLI's after an import) older than it. */
-			st->full_seq[pending] = chg->seq;
-		}
+	bool new_version = b->taken == 0 || chg->zone_id != b->zone_id ||
+	                   chg->version != b->version;
+	if (new_version && b->taken >= BATCH_LIMIT) {
+		b->cut = true;
+		return 1;
 	}
-	if (!stop) {
-		b->last_seq = chg->seq;
+	if (new_version) {
+		b->zone_id = chg->zone_id;
+		b->version = chg->version;
+		b->version_seq = b->last_seq;
+		b->version_count = b->count;
+		b->version_deferred = st->deferred_count;
 	}
-	return stop;
+	if (!take(st, b, chg)) {
+		/* Drop what was read of this version; read it whole again
+		 * next pass. (Full builds it queued are harmless.) */
+		b->last_seq = b->version_seq;
+		b->count = b->version_count;
+		st->deferred_count = b->version_deferred;
+		b->cut = true;
+		return 1;
+	}
+	b->last_seq = chg->seq;
+	b->taken++;
+	return 0;
 }
 
 static int touch_cmp(const void *pa, const void *pb)
@@ -151,8 +217,69 @@ static int touch_cmp(const void *pa, const void *pb)
 	return c != 0 ? c : (a->okey_len > b->okey_len) - (a->okey_len < b->okey_len);
 }
 
-/* Sorts, de-duplicates, and builds the touched nodes. */
-static int build_touched(pass_state_t *st, builder_touch_t *t, size_t count)
+/* The owner name of a touch (root when its key does not decode). */
+static void touch_owner(const builder_touch_t *t, uint8_t *owner)
+{
+	uint8_t lf[DNS_LF_MAXLEN];
+	size_t apex_len = dns_name_to_lf(t->apex, lf);
+	owner[0] = '\0';
+	if (apex_len + t->okey_len <= sizeof(lf)) {
+		memcpy(lf + apex_len, t->okey, t->okey_len);
+		if (dns_name_from_lf(lf, apex_len + t->okey_len, owner) < 0) {
+			owner[0] = '\0';
+		}
+	}
+}
+
+/* builder_record_build()'s report of a zone it could not build. */
+static void on_zone_failed(const builder_touch_t *node, int error, void *ctx)
+{
+	pass_state_t *st = ctx;
+	if (error == ZC_ENOZONE) {
+		/* A zone never built: build it whole. */
+		pass_queue_full(st, node->apex, st->read_seq);
+		return;
+	}
+	if (st->failed_count == st->failed_cap) {
+		size_t cap = st->failed_cap ? st->failed_cap * 2 : 8;
+		pass_failed_t *grown = realloc(st->failed, cap * sizeof(*grown));
+		if (grown == NULL) {
+			st->failed_cap = SIZE_MAX; /* Noted: the pass fails. */
+			return;
+		}
+		st->failed = grown;
+		st->failed_cap = cap;
+	}
+	pass_failed_t *f = &st->failed[st->failed_count++];
+	f->zone_id = (uint64_t)node->zone_id;
+	memcpy(f->apex, node->apex, knot_dname_size(node->apex));
+	touch_owner(node, f->owner);
+	f->code = error;
+}
+
+/* Quarantines the zones whose per-record build failed. */
+static int quarantine_failed(pass_state_t *st)
+{
+	int ret = ZC_EOK;
+	for (size_t i = 0; i < st->failed_count && ret == ZC_EOK; i++) {
+		pass_failed_t *f = &st->failed[i];
+		ret = quarantine_enter(st, f->zone_id, f->apex, f->code,
+		                       "per-record build", f->owner);
+	}
+	if (ret == ZC_EOK && st->failed_cap == SIZE_MAX) {
+		ret = KNOT_ENOMEM; /* A failure went unrecorded: read again. */
+	}
+	if (st->failed_cap == SIZE_MAX) {
+		st->failed_cap = st->failed_count;
+	}
+	st->failed_count = 0;
+	return ret;
+}
+
+/* Sorts, de-duplicates, and builds the touched nodes, in the records
+ * snapshot the caller holds (in_snapshot) or in one of their own. */
+static int build_touched(pass_state_t *st, builder_touch_t *t, size_t count,
+                         bool in_snapshot)
 {
 	if (count == 0) {
 		return ZC_EOK;
@@ -160,7 +287,8 @@ static int build_touched(pass_state_t *st, builder_touch_t *t, size_t count)
 	qsort(t, count, sizeof(*t), touch_cmp);
 	size_t out = 0;
 	for (size_t i = 0; i < count; i++) {
-		if (pending_index(st, t[i].apex) >= 0) {
+		if (pending_index(st, t[i].apex) >= 0 ||
+		    quarantine_find(st, (uint64_t)t[i].zone_id) >= 0) {
 			continue;
 		}
 		if (out > 0 && touch_cmp(&t[out - 1], &t[i]) == 0) {
@@ -173,18 +301,18 @@ static int build_touched(pass_state_t *st, builder_touch_t *t, size_t count)
 		t[out++] = t[i];
 	}
 	builder_stats_t stats;
-	int ret = builder_record_build(st->rs, st->es, t, out, &stats);
-	if (ret == ZC_ENOZONE) {
-		/* A zone never built: build it whole. */
-		for (size_t i = 0; i < out; i++) {
-			queue_full(st, t[i].apex, st->read_seq);
-		}
-		return ZC_EOK;
-	}
+	st->failed_count = 0;
+	int ret = in_snapshot ?
+	          builder_record_build_in(st->rs, st->es, t, out, &stats,
+	                                  on_zone_failed, st) :
+	          builder_record_build(st->rs, st->es, t, out, &stats,
+	                               on_zone_failed, st);
 	if (ret == ZC_EOK) {
 		zc_debug("builder: %zu nodes at seq %llu", out,
 		         (unsigned long long)stats.seq);
+		ret = quarantine_failed(st);
 	}
+	st->failed_count = 0;
 	return ret;
 }
 
@@ -241,6 +369,31 @@ static int start_job(pass_state_t *st)
 	return ZC_EOK;
 }
 
+/* Index of the quarantined zone with this apex, or -1. */
+static int quarantine_find_apex(const pass_state_t *st, const uint8_t *apex)
+{
+	for (size_t i = 0; i < st->quarantined_count; i++) {
+		if (knot_dname_is_equal(st->quarantined[i].apex, apex)) {
+			return (int)i;
+		}
+	}
+	return -1;
+}
+
+/* After a full build that failed: a store-wide error fails the pass (the
+ * build is queued again); the zone's own error quarantines it. Either way
+ * its deferred events are dropped: the next full build covers them. */
+static int full_failed(pass_state_t *st, const uint8_t *apex,
+                       uint64_t zone_id, int ret)
+{
+	st->deferred_count = 0;
+	if (builder_error_is_store_wide(ret) || zone_id == 0) {
+		pass_queue_full(st, apex, UINT64_MAX);
+		return ret;
+	}
+	return quarantine_enter(st, zone_id, apex, ret, "full build", NULL);
+}
+
 /* One step of the running full build; ends it when complete. */
 static int step_job(pass_state_t *st)
 {
@@ -252,37 +405,41 @@ static int step_job(pass_state_t *st)
 	uint8_t apex[KNOT_DNAME_MAXLEN];
 	memcpy(apex, builder_job_apex(st->job),
 	       knot_dname_size(builder_job_apex(st->job)));
+	uint64_t zone_id = builder_job_zone_id(st->job);
 	builder_full_end(st->job, &stats);
 	st->job = NULL;
+	if (ret < 0) {
+		return full_failed(st, apex, zone_id, ret);
+	}
 	char name[KNOT_DNAME_TXT_MAXLEN + 1];
 	knot_dname_to_str(name, apex, sizeof(name));
-	if (ret < 0) {
-		zc_error("zone %s: full build failed: %s", name, zc_strerror(ret));
-		queue_full(st, apex, st->read_seq); /* Try again later. */
-	} else {
-		zc_info("zone %s: full build at seq %llu (%llu written, %llu "
-		        "deleted)", name, (unsigned long long)stats.seq,
-		        (unsigned long long)stats.nodes_written,
-		        (unsigned long long)stats.nodes_deleted);
+	zc_info("zone %s: full build at seq %llu (%llu written, %llu deleted)",
+	        name, (unsigned long long)stats.seq,
+	        (unsigned long long)stats.nodes_written,
+	        (unsigned long long)stats.nodes_deleted);
+	int q = quarantine_find_apex(st, apex);
+	if (q >= 0 && (ret = quarantine_release(st, q)) != ZC_EOK) {
+		pass_queue_full(st, apex, UINT64_MAX); /* Release it next time. */
+		return ret;
 	}
 	if (st->job_again) {
-		queue_full(st, apex, st->read_seq);
+		pass_queue_full(st, apex, st->read_seq);
 		st->deferred_count = 0; /* The next full build covers them. */
 		return ZC_EOK;
 	}
 	size_t n = st->deferred_count;
 	st->deferred_count = 0;
-	int bret = build_touched(st, st->deferred, n);
+	int bret = build_touched(st, st->deferred, n, false);
 	if (bret != ZC_EOK) {
 		/* The deferred events are gone from memory: rebuild the zone
 		 * whole so the edge cannot keep disagreeing with the records. */
-		queue_full(st, apex, st->read_seq);
+		pass_queue_full(st, apex, st->read_seq);
 	}
 	return bret;
 }
 
 int pass_init(pass_state_t *st, records_store_t *rs, records_store_t *full_rs,
-              edge_store_t *es, size_t budget)
+              edge_store_t *es, size_t budget, bool retry_quarantined)
 {
 	memset(st, 0, sizeof(*st));
 	st->rs = rs;
@@ -296,7 +453,7 @@ int pass_init(pass_state_t *st, records_store_t *rs, records_store_t *full_rs,
 		edge_txn_abort(&txn);
 	}
 	st->read_seq = st->applied;
-	return ret;
+	return ret == ZC_EOK ? quarantine_load(st, retry_quarantined) : ret;
 }
 
 void pass_deinit(pass_state_t *st)
@@ -305,19 +462,35 @@ void pass_deinit(pass_state_t *st)
 	st->job = NULL;
 	free(st->deferred);
 	st->deferred = NULL;
+	free(st->quarantined);
+	st->quarantined = NULL;
+	st->quarantined_count = st->quarantined_cap = 0;
+	free(st->failed);
+	st->failed = NULL;
+}
+
+/* Reads the log and builds what it touched, in one records snapshot. */
+static int read_and_build(pass_state_t *st, batch_t *b)
+{
+	int ret = records_read_begin(st->rs);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	/* No limit here: collect() stops at a version boundary. */
+	ret = records_changes_since(st->rs, st->read_seq, 0, collect, b);
+	st->read_seq = b->last_seq;
+	if (ret == ZC_EOK) {
+		ret = build_touched(st, b->touched, b->count, true);
+	}
+	records_read_end(st->rs);
+	return ret;
 }
 
 int pass_run(pass_state_t *st)
 {
 	batch_t b = { .st = st, .last_seq = st->read_seq };
 	uint64_t before = st->read_seq;
-	int ret = records_changes_since(st->rs, st->read_seq, BATCH_LIMIT, collect,
-	                                &b);
-	bool more_log = (b.last_seq - st->read_seq) >= BATCH_LIMIT;
-	st->read_seq = b.last_seq;
-	if (ret == ZC_EOK) {
-		ret = build_touched(st, b.touched, b.count);
-	}
+	int ret = read_and_build(st, &b);
 	if (ret != ZC_EOK) {
 		/* Read these events again next pass rather than lose the nodes
 		 * they touched (a busy store, a map that had to grow): queueing
@@ -325,6 +498,9 @@ int pass_run(pass_state_t *st)
 		st->read_seq = before;
 	}
 	free(b.touched);
+	if (ret == ZC_EOK) {
+		ret = quarantine_schedule(st);
+	}
 	if (ret == ZC_EOK) {
 		ret = start_job(st);
 	}
@@ -341,5 +517,5 @@ int pass_run(pass_state_t *st)
 			st->applied = st->read_seq;
 		}
 	}
-	return ret != ZC_EOK ? ret : (busy || more_log);
+	return ret != ZC_EOK ? ret : (busy || b.cut);
 }

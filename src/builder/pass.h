@@ -1,15 +1,36 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /*
- * Internal to builder/: one pass over the change log (see pass.c).
+ * Internal to builder/: one pass over the change log (see pass.c) and the
+ * quarantine of zones whose builds fail (quarantine.c).
  */
 #pragma once
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 
 #include "builder/builder.h"
 
 #define PASS_MAX_FULL 64
+
+/* A quarantined zone as the builder tracks it (the edge store keeps the
+ * entry, edge_quarantine_t). */
+typedef struct {
+	uint64_t zone_id;
+	uint8_t apex[KNOT_DNAME_MAXLEN];
+	int64_t retry_at;      /* CLOCK_MONOTONIC ms of the next retry. */
+	unsigned backoff_ms;   /* Wait before the retry after the next. */
+	int code;              /* The last failure. */
+	_Atomic int64_t logged; /* When a repeated failure was last logged. */
+} pass_quarantined_t;
+
+/* A zone whose per-record build failed this pass (quarantined after it). */
+typedef struct {
+	uint64_t zone_id;
+	uint8_t apex[KNOT_DNAME_MAXLEN];
+	uint8_t owner[KNOT_DNAME_MAXLEN]; /* Where it failed. */
+	int code;
+} pass_failed_t;
 
 /* What the follower carries from pass to pass. */
 typedef struct {
@@ -26,11 +47,18 @@ typedef struct {
 	uint8_t full[PASS_MAX_FULL][KNOT_DNAME_MAXLEN]; /* Zones waiting. */
 	uint64_t full_seq[PASS_MAX_FULL];
 	unsigned full_count;
+	pass_quarantined_t *quarantined; /* Zones quarantined. */
+	size_t quarantined_count, quarantined_cap;
+	bool quarantine_changed;   /* Set when the list changes. */
+	int64_t requests_polled;   /* When retry requests were last read. */
+	pass_failed_t *failed;     /* Failed zones of the current build. */
+	size_t failed_count, failed_cap;
 } pass_state_t;
 
-/* Starts from the edge store's applied_seq. */
+/* Starts from the edge store's applied_seq and quarantine entries (tried
+ * again at once with retry_quarantined, else after the first delay). */
 int pass_init(pass_state_t *st, records_store_t *rs, records_store_t *full_rs,
-              edge_store_t *es, size_t budget);
+              edge_store_t *es, size_t budget, bool retry_quarantined);
 void pass_deinit(pass_state_t *st);
 
 /*
@@ -39,3 +67,48 @@ void pass_deinit(pass_state_t *st);
  * waiting), 0 when idle, or an error.
  */
 int pass_run(pass_state_t *st);
+
+/* Queues a full build of apex, needed since log sequence seq (one already
+ * as new is skipped; UINT64_MAX: never skipped). False when the queue is
+ * full (retry next pass). */
+bool pass_queue_full(pass_state_t *st, const uint8_t *apex, uint64_t seq);
+
+/* Whether a full build of apex is queued or running. */
+bool pass_full_pending(const pass_state_t *st, const uint8_t *apex);
+
+/* Per-record build inside the caller's records snapshot
+ * (records_read_begin()): builder_record_build() without its own. */
+int builder_record_build_in(records_store_t *rs, edge_store_t *es,
+                            const builder_touch_t *touched, size_t count,
+                            builder_stats_t *stats,
+                            builder_zone_failed_cb failed, void *ctx);
+
+/* --- quarantine.c --- */
+
+/* Loads the edge store's entries, each due for a retry at once (a restart
+ * retries quarantined zones) or after the first delay. */
+int quarantine_load(pass_state_t *st, bool retry_now);
+
+/* Index of the zone in st->quarantined, or -1. */
+int quarantine_find(const pass_state_t *st, uint64_t zone_id);
+
+/*
+ * Quarantines a zone (or counts one more failed attempt): stores the entry
+ * with its reason (`stage` and `owner`, which may be NULL, say where it
+ * failed) and schedules the next retry. Logs. Returns an error only when
+ * the entry cannot be stored (then the pass fails and is retried).
+ */
+int quarantine_enter(pass_state_t *st, uint64_t zone_id, const uint8_t *apex,
+                     int code, const char *stage, const uint8_t *owner);
+
+/* Releases the zone at index i after a build of it succeeded. Logs. */
+int quarantine_release(pass_state_t *st, int i);
+
+/* Queues a full build of every quarantined zone whose retry is due or was
+ * asked for (EDGE_QUARANTINE_RETRY). */
+int quarantine_schedule(pass_state_t *st);
+
+/* Stores a quarantine entry outside a pass (builder_edge_prepare()). */
+int quarantine_store(edge_store_t *es, uint64_t zone_id, const uint8_t *apex,
+                     int code, const char *stage, const uint8_t *owner,
+                     uint64_t seq, edge_quarantine_t *out);

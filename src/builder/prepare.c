@@ -10,11 +10,13 @@
 #include <string.h>
 
 #include "builder/builder.h"
+#include "builder/pass.h"
 #include "common/error.h"
 #include "common/log.h"
 
 typedef struct {
 	uint8_t (*apex)[KNOT_DNAME_MAXLEN];
+	int64_t *id;
 	size_t count, cap;
 } apexes_t;
 
@@ -28,8 +30,14 @@ static int collect_apex(const records_zone_t *zone, void *ctx)
 			return 1;
 		}
 		a->apex = grown;
+		grown = realloc(a->id, cap * sizeof(*a->id));
+		if (grown == NULL) {
+			return 1;
+		}
+		a->id = grown;
 		a->cap = cap;
 	}
+	a->id[a->count] = zone->id;
 	memcpy(a->apex[a->count++], zone->apex, knot_dname_size(zone->apex));
 	return 0;
 }
@@ -109,6 +117,18 @@ static int rebuild(records_store_t *rs, edge_store_t *es, uint64_t format)
 	}
 	for (size_t i = 0; ret == ZC_EOK && !done && i < a.count; i++) {
 		ret = builder_full_build(rs, es, a.apex[i], NULL, NULL, NULL);
+		if (ret != ZC_EOK && !builder_error_is_store_wide(ret)) {
+			/* One zone must not keep the others from being served:
+			 * it is quarantined, and the follower tries it again. */
+			edge_quarantine_t q;
+			ret = quarantine_store(es, (uint64_t)a.id[i], a.apex[i], ret,
+			                       "full build", NULL, seq, &q);
+			char name[KNOT_DNAME_TXT_MAXLEN + 1];
+			knot_dname_to_str(name, a.apex[i], sizeof(name));
+			if (ret == ZC_EOK) {
+				zc_error("zone %s: quarantined: %s", name, q.reason);
+			}
+		}
 	}
 	if (ret == ZC_EOK && !done) {
 		/* Every build read a snapshot at least as new as seq; what
@@ -116,6 +136,7 @@ static int rebuild(records_store_t *rs, edge_store_t *es, uint64_t format)
 		ret = save_applied(es, seq);
 	}
 	free(a.apex);
+	free(a.id);
 	return ret;
 }
 

@@ -150,7 +150,7 @@ int cmd_dnssec(int argc, char **argv)
 	dir = dir ? dir : cfg.data_dir;
 	records_store_t *rs;
 	edge_store_t *es;
-	if (cli_open_stores(dir, &rs, &es) != ZC_EOK) {
+	if (cli_open_stores(dir, false, &rs, &es) != ZC_EOK) {
 		return 1;
 	}
 	records_zone_t zone;

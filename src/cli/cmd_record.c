@@ -219,7 +219,13 @@ int cmd_record(int argc, char **argv)
 	o.api = o.api ? o.api : cfg.api_listen;
 	o.token = o.token ? o.token : getenv("ZONECAST_TOKEN");
 	if (o.token == NULL) {
-		o.token = read_token(dir ? dir : cfg.data_dir, token, sizeof(token));
+		/* The token comes from the data directory: a mistyped one is
+		 * said as such, not as a missing token. */
+		dir = dir ? dir : cfg.data_dir;
+		if (cli_require_data_dir(dir) != ZC_EOK) {
+			return 1;
+		}
+		o.token = read_token(dir, token, sizeof(token));
 	}
 	if (o.token == NULL) {
 		fprintf(stderr, "zonecast record: no token (--token, "

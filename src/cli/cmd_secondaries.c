@@ -158,7 +158,7 @@ int cmd_secondaries(int argc, char **argv)
 	}
 	records_store_t *rs;
 	edge_store_t *es;
-	if (cli_open_stores(dir ? dir : cfg.data_dir, &rs, &es) != ZC_EOK) {
+	if (cli_open_stores(dir ? dir : cfg.data_dir, false, &rs, &es) != ZC_EOK) {
 		return 1;
 	}
 	records_zone_t zone;

@@ -2,7 +2,9 @@
 /*
  * zonecast serve: runs every stage on one data directory — the builder's
  * change-log follower and the DNS server — until SIGINT or SIGTERM.
- * A fresh data directory gets the demo zone unless told otherwise.
+ * A fresh data directory gets the demo zone unless told otherwise. One
+ * serve per data directory and per address: the data directory's lock
+ * and the listen sockets are taken before anything else is done.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -19,6 +21,8 @@
 #include "cli/commands.h"
 #include "common/error.h"
 #include "common/log.h"
+#include "edge/repl.h"
+#include "fleet/fleet.h"
 #include "server/server.h"
 #include "sigview/sigview.h"
 #include "transfer/transfer.h"
@@ -48,6 +52,8 @@ static void usage(FILE *out)
 	      "  -L, --log-level LEVEL    error, warning, info, debug\n"
 	      "      --nsid TEXT          NSID to answer with (RFC 5001)\n"
 	      "      --no-demo            do not create the demo zone\n"
+	      "      --nats URL[,URL...]  publish to edges through NATS JetStream\n"
+	      "                           (docs/fleet.md)\n"
 	      "  -o, --option KEY=VALUE   any config-file setting, repeatable\n"
 	      "                           (e.g. -o allow-update=127.0.0.1)\n"
 	      "  -h, --help               this help\n", out);
@@ -62,6 +68,7 @@ static const struct option opts[] = {
 	{ "log-level", required_argument, NULL, 'L' },
 	{ "nsid", required_argument, NULL, 'N' },
 	{ "no-demo", no_argument, NULL, 'D' },
+	{ "nats", required_argument, NULL, 'n' },
 	{ "option", required_argument, NULL, 'o' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
@@ -69,7 +76,7 @@ static const struct option opts[] = {
 
 static const char *const flag_keys[128] = {
 	['d'] = "data-dir", ['a'] = "api-listen", ['w'] = "workers",
-	['L'] = "log-level", ['N'] = "nsid",
+	['L'] = "log-level", ['N'] = "nsid", ['n'] = "nats",
 };
 
 /* Reads the config file first, then lets every flag override it. */
@@ -184,8 +191,8 @@ static int drop_privileges(const config_t *cfg)
 	static const char *const files[] = { "", "/records.db", "/records.db-wal",
 	                                     "/records.db-shm", "/edge.mdb",
 	                                     "/edge.mdb-lock", "/demo-token",
-	                                     "/signed.db", "/signed.db-wal",
-	                                     "/signed.db-shm" };
+	                                     "/serve.lock", "/signed.db",
+	                                     "/signed.db-wal", "/signed.db-shm" };
 	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
 		char path[CONFIG_STR_MAX + 32];
 		snprintf(path, sizeof(path), "%s%s", cfg->data_dir, files[i]);
@@ -203,27 +210,6 @@ static int drop_privileges(const config_t *cfg)
 	}
 	zc_info("running as %s (uid %u)", cfg->user, (unsigned)pw->pw_uid);
 	return ZC_EOK;
-}
-
-/* RFC 4892 identity: the configured one, else the NSID, else the host
- * name (as NSD and Knot); NULL when hidden. */
-static const char *server_identity(const config_t *cfg, char *buf,
-                                   size_t size)
-{
-	if (cfg->hide_identity) {
-		return NULL;
-	}
-	if (cfg->identity[0] != '\0') {
-		return cfg->identity;
-	}
-	if (cfg->nsid[0] != '\0') {
-		return cfg->nsid;
-	}
-	if (gethostname(buf, size) != 0) {
-		return NULL;
-	}
-	buf[size - 1] = '\0';
-	return buf;
 }
 
 /* What a builder pass cues: the notifier and the signed view, which cues
@@ -263,13 +249,14 @@ static int touch_zone(void *ctx, int64_t zone_id)
 	return writer_run(ctx, touch_unit, &zone_id);
 }
 
-static int run(const config_t *cfg)
+/* Opens the stores, seeds a fresh directory and applies the change log;
+ * returns the edge store (the records store is closed) or NULL. */
+static edge_store_t *prepare_data(const config_t *cfg)
 {
 	records_store_t *rs = NULL;
 	edge_store_t *es = NULL;
-	if (cli_writable_data_dir(cfg->data_dir) != ZC_EOK ||
-	    cli_open_stores(cfg->data_dir, &rs, &es) != ZC_EOK) {
-		return 1;
+	if (cli_open_stores(cfg->data_dir, true, &rs, &es) != ZC_EOK) {
+		return NULL;
 	}
 	int ret = cfg->demo ? seed_demo(rs, es, cfg->data_dir) : ZC_EOK;
 	if (ret == ZC_EOK) {
@@ -288,34 +275,51 @@ static int run(const config_t *cfg)
 	if (ret != ZC_EOK) {
 		zc_error("cannot prepare the data directory: %s", zc_strerror(ret));
 		edge_close(es);
-		return 1;
+		return NULL;
 	}
-	char host[256];
-	server_config_t scfg = {
-		.workers = cfg->workers,
-		.nsid = cfg->nsid[0] ? cfg->nsid : NULL,
-		.identity = server_identity(cfg, host, sizeof(host)),
-		.version = cfg->hide_version ? NULL : cfg->version[0] ?
-		           cfg->version : "zonecast " ZONECAST_VERSION,
-		.tcp_idle_timeout_ms = cfg->tcp_idle_timeout * 1000,
-		.tcp_max_clients = cfg->tcp_max_clients,
-		.tcp_max_clients_per_ip = cfg->tcp_max_clients_per_ip,
-		.tcp_max_pending = cfg->tcp_max_pending,
-		.cookies = cfg->cookies,
-		.rrl = {
-			.rate = cfg->rrl_rate, .slip = cfg->rrl_slip,
-			.ipv4_prefix = cfg->rrl_ipv4_prefix,
-			.ipv6_prefix = cfg->rrl_ipv6_prefix,
-			.table_size = cfg->rrl_table_size,
-			.exempt = cfg->rrl_exempt.count > 0 ? &cfg->rrl_exempt : NULL,
-		},
-		.signature_cache = cfg->signature_cache,
-		.listen_count = cfg->listen_count,
+	return es;
+}
+
+/* Starts the HTTP API on the socket api_bind() made (takes api_fd). The
+ * API keeps ns, NULL-ended, until it stops. */
+static int start_api(const config_t *cfg, int api_fd, edge_store_t *es,
+                     builder_follower_t *follower, writer_t *writer,
+                     fleet_primary_t *fleet, const char *const *ns,
+                     api_t **api)
+{
+	api_config_t acfg = {
+		.listen = cfg->api_listen, .listen_fd = api_fd,
+		.data_dir = cfg->data_dir, .edge = es,
+		.follower = follower, .writer = writer, .fleet = fleet,
+		.default_ttl = cfg->default_ttl, .ns = ns,
+		.hostmaster = cfg->zone_hostmaster[0] ? cfg->zone_hostmaster : NULL,
+		.serial_policy = cfg->serial_policy,
+		.max_body = cfg->api_max_body, .timeout_s = cfg->api_timeout,
+		.max_clients = cfg->api_max_clients,
+		.max_clients_per_ip = cfg->api_max_clients_per_ip,
+		.live_wait_ms = cfg->live_wait,
 	};
-	for (size_t i = 0; i < cfg->listen_count; i++) {
-		scfg.listen[i] = cfg->listen[i];
+	return api_start(&acfg, api);
+}
+
+/* Publishes the edge store's replication log to NATS when `nats` is set,
+ * else turns its recording off (docs/fleet.md). */
+static int start_fleet(const config_t *cfg, edge_store_t *es,
+                       fleet_primary_t **fleet)
+{
+	if (cfg->nats[0] != '\0') {
+		fleet_config_t fcfg;
+		config_fleet(cfg, &fcfg);
+		return fleet_primary_start(&fcfg, es, fleet);
 	}
-	memcpy(scfg.cookie_secret, cfg->cookie_secret, sizeof(scfg.cookie_secret));
+	edge_repl_pos_t pos;
+	return edge_repl_enable(es, false, &pos);
+}
+
+/* Runs every stage until a signal (takes sockets, api_fd and es). */
+static int serve(const config_t *cfg, const server_config_t *scfg,
+                 server_sockets_t *sockets, int api_fd, edge_store_t *es)
+{
 	builder_follower_t *follower = NULL;
 	writer_t *writer = NULL;
 	server_t *server = NULL;
@@ -329,6 +333,7 @@ static int run(const config_t *cfg)
 		.allow_transfer = &cfg->allow_transfer,
 		.allow_transfer_keys = &cfg->allow_transfer_keys,
 		.max_concurrent = cfg->transfer_max_concurrent,
+		.tsig_max_fudge = cfg->tsig_max_fudge,
 	};
 	const char *targets[CONFIG_NOTIFY_MAX];
 	for (size_t i = 0; i < cfg->notify_count; i++) {
@@ -340,7 +345,13 @@ static int run(const config_t *cfg)
 		.edge = es, .data_dir = cfg->data_dir,
 		.zone_serial = sigview_zone_serial,
 	};
-	ret = builder_follower_start(cfg->data_dir, es, FOLLOW_POLL_MS, &follower);
+	/* The fleet first: recording must be on before anything commits. */
+	fleet_primary_t *fleet = NULL;
+	int ret = start_fleet(cfg, es, &fleet);
+	if (ret == ZC_EOK) {
+		ret = builder_follower_start(cfg->data_dir, es, FOLLOW_POLL_MS,
+		                             &follower);
+	}
 	writer_config_t wcfg = {
 		.data_dir = cfg->data_dir, .follower = follower,
 		.journal_retention_s = cfg->journal_retention,
@@ -352,8 +363,11 @@ static int run(const config_t *cfg)
 	update_service_t *updates = NULL;
 	update_config_t ucfg = {
 		.data_dir = cfg->data_dir, .writer = writer,
+		.follower = follower, .live_wait_ms = cfg->live_wait,
 		.allow_update = &cfg->allow_update,
 		.max_size = cfg->update_max_size,
+		.tsig_max_fudge = cfg->tsig_max_fudge,
+		.tsig_replay_cache = cfg->tsig_replay_cache,
 	};
 	if (ret == ZC_EOK) {
 		ret = update_start(&ucfg, &updates);
@@ -367,7 +381,8 @@ static int run(const config_t *cfg)
 		.signed_query = transfer_signed_query, .signed_ctx = xfr,
 	};
 	if (ret == ZC_EOK) {
-		ret = server_start(&scfg, es, &hooks, &server);
+		ret = server_start(scfg, sockets, es, &hooks, &server);
+		sockets = NULL;
 	}
 	sigview_config_t vcfg = {
 		.data_dir = cfg->data_dir, .edge = es,
@@ -390,22 +405,14 @@ static int run(const config_t *cfg)
 		pthread_mutex_unlock(&cues.lock);
 		builder_follower_on_pass(follower, on_pass, &cues);
 	}
-	const char *ns[9] = { NULL };
+	const char *ns[9] = { NULL }; /* The API's until api_stop(). */
 	for (size_t i = 0; i < cfg->zone_ns_count; i++) {
 		ns[i] = cfg->zone_ns[i];
 	}
-	api_config_t acfg = {
-		.listen = cfg->api_listen, .data_dir = cfg->data_dir, .edge = es,
-		.follower = follower, .writer = writer,
-		.default_ttl = cfg->default_ttl, .ns = ns,
-		.hostmaster = cfg->zone_hostmaster[0] ? cfg->zone_hostmaster : NULL,
-		.serial_policy = cfg->serial_policy,
-		.max_body = cfg->api_max_body, .timeout_s = cfg->api_timeout,
-		.max_clients = cfg->api_max_clients,
-		.max_clients_per_ip = cfg->api_max_clients_per_ip,
-	};
-	if (ret == ZC_EOK && cfg->api_listen[0] != '\0') {
-		ret = api_start(&acfg, &api);
+	if (ret == ZC_EOK && api_fd > 0) {
+		ret = start_api(cfg, api_fd, es, follower, writer, fleet, ns,
+		                &api);
+		api_fd = -1;
 	}
 	if (ret == ZC_EOK) {
 		ret = drop_privileges(cfg);
@@ -428,6 +435,7 @@ static int run(const config_t *cfg)
 	update_shutdown(updates);
 	writer_stop(writer);
 	builder_follower_stop(follower); /* No more on_pass calls. */
+	fleet_primary_stop(fleet);       /* Nothing commits any more. */
 	pthread_mutex_lock(&cues.lock);
 	cues.notifier = NULL;            /* The view stops cueing it. */
 	pthread_mutex_unlock(&cues.lock);
@@ -435,10 +443,53 @@ static int run(const config_t *cfg)
 	sigview_stop(view);
 	transfer_stop(xfr);   /* In-flight transfers still use the workers. */
 	server_stop(server);
+	server_sockets_free(sockets);
+	if (api_fd > 0) {
+		close(api_fd);
+	}
 	update_free(updates);
 	transfer_free(xfr);   /* The workers called the hooks until now. */
 	edge_close(es);
 	return ret == ZC_EOK ? 0 : 1;
+}
+
+/*
+ * Claims what this server must have alone before touching anything: the
+ * data directory (its lock) and the DNS and API addresses (bound). A
+ * refusal writes no store, no demo zone and no token (a directory that
+ * did not exist is left with its serve.lock only).
+ */
+static int run(const config_t *cfg)
+{
+	int lock_fd = -1, api_fd = -1;
+	server_sockets_t *sockets = NULL;
+	edge_store_t *es = NULL;
+	server_config_t scfg;
+	cli_server_config(cfg, &scfg);
+	if (cli_writable_data_dir(cfg->data_dir) != ZC_EOK ||
+	    cli_lock_data_dir(cfg->data_dir, &lock_fd) != ZC_EOK) {
+		return 1;
+	}
+	int ret = 1;
+	if (server_bind(&scfg, &sockets) != ZC_EOK ||
+	    (cfg->api_listen[0] != '\0' &&
+	     api_bind(cfg->api_listen, &api_fd) != ZC_EOK)) {
+		zc_error("cannot start: a listen address is not available");
+		goto out;
+	}
+	es = prepare_data(cfg);
+	if (es != NULL) {
+		ret = serve(cfg, &scfg, sockets, api_fd, es);
+		sockets = NULL;
+		api_fd = -1;
+	}
+out:
+	server_sockets_free(sockets);
+	if (api_fd > 0) {
+		close(api_fd);
+	}
+	close(lock_fd);
+	return ret;
 }
 
 int cmd_serve(int argc, char **argv)

@@ -59,6 +59,13 @@ static int verify_one(records_store_t *rs, edge_store_t *es,
 static int verify_zone_cb(const records_zone_t *zone, void *ctx)
 {
 	all_t *all = ctx;
+	edge_quarantine_t q;
+	if (builder_quarantine_get(all->es, (uint64_t)zone->id, &q) == ZC_EOK) {
+		printf("%s: quarantined (%s): the edge serves serial %u, changes "
+		       "since wait; `zonecast zone retry %s` once fixed\n",
+		       zone->name, q.reason, q.serial, zone->name);
+		all->differences++;
+	}
 	if (verify_one(all->rs, all->es, zone->apex, zone->name,
 	               &all->differences) != ZC_EOK) {
 		all->failures++;
@@ -88,6 +95,35 @@ static int edge_zone_cb(const edge_zone_t *zone, void *ctx)
 	return 0;
 }
 
+/* A zone of the records store, or one the edge still has (a deleted zone
+ * left at the edge is a difference to show); otherwise prints "no zone". */
+static bool is_known_zone(records_store_t *rs, edge_store_t *es,
+                          const char *name, uint8_t *apex)
+{
+	if (knot_dname_from_str(apex, name, KNOT_DNAME_MAXLEN) == NULL) {
+		fprintf(stderr, "zonecast verify: invalid zone name '%s'\n", name);
+		return false;
+	}
+	knot_dname_to_lower(apex);
+	records_zone_t rz;
+	int ret = records_zone_find(rs, apex, &rz);
+	if (ret == ZC_ENOZONE) {
+		edge_txn_t txn = { 0 };
+		edge_zone_t ez;
+		ret = edge_txn_begin_read(es, &txn);
+		if (ret == ZC_EOK) {
+			ret = edge_zone_get(&txn, apex, &ez);
+			edge_txn_abort(&txn);
+		}
+	}
+	if (ret == ZC_ENOZONE) {
+		fprintf(stderr, "zonecast verify: no zone %s\n", name);
+	} else if (ret != ZC_EOK) {
+		fprintf(stderr, "zonecast verify: %s: %s\n", name, zc_strerror(ret));
+	}
+	return ret == ZC_EOK;
+}
+
 int cmd_verify(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -113,16 +149,19 @@ int cmd_verify(int argc, char **argv)
 		}
 	}
 	all_t all = { 0 };
-	if (cli_open_stores(dir ? dir : cfg.data_dir, &all.rs, &all.es) != ZC_EOK) {
+	if (optind + 1 < argc) {
+		usage(stderr);
+		return 2;
+	}
+	dir = dir ? dir : cfg.data_dir;
+	if (cli_open_stores(dir, false, &all.rs, &all.es) != ZC_EOK) {
 		return 1;
 	}
 	if (optind < argc) {
 		uint8_t apex[KNOT_DNAME_MAXLEN];
-		if (knot_dname_from_str(apex, argv[optind], sizeof(apex)) == NULL) {
-			fprintf(stderr, "zonecast verify: invalid zone name\n");
+		if (!is_known_zone(all.rs, all.es, argv[optind], apex)) {
 			all.failures++;
 		} else {
-			knot_dname_to_lower(apex);
 			all.failures += verify_one(all.rs, all.es, apex, argv[optind],
 			                           &all.differences) != ZC_EOK;
 		}

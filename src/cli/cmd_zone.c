@@ -1,12 +1,17 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /*
- * zonecast zone import|export|list|delete: zone administration on a data
- * directory, whether or not a server runs on it (a running server's
- * builder picks the changes up from the change log).
+ * zonecast zone import|export|list|delete|retry: zone administration on a
+ * data directory, whether or not a server runs on it (a running server's
+ * builder picks the changes up from the change log, and retry requests
+ * from the edge store).
  */
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 #include <libknot/errcode.h>
 
 #include "builder/builder.h"
@@ -21,27 +26,26 @@ static void usage(FILE *out)
 	      "  zonecast zone export [--data-dir DIR] [--config FILE] ZONE\n"
 	      "  zonecast zone list   [--data-dir DIR] [--config FILE]\n"
 	      "  zonecast zone delete [--data-dir DIR] [--config FILE] ZONE\n"
+	      "  zonecast zone retry  [--data-dir DIR] [--config FILE] [--wait S] "
+	      "ZONE\n"
 	      "\n"
 	      "import  replaces ZONE's records with an RFC 1035 master file\n"
 	      "        and builds it into the edge store\n"
 	      "export  prints ZONE as a master file\n"
-	      "list    lists zones with serial and record count\n"
+	      "list    lists zones with serial and record count, and why a\n"
+	      "        quarantined zone is (its builds fail)\n"
 	      "delete  deletes ZONE and everything in it\n"
+	      "retry   asks the running zonecast to build a quarantined ZONE\n"
+	      "        again (once its cause is fixed) and waits for the verdict\n"
 	      "\n"
 	      "Options:\n"
 	      "  -d, --data-dir DIR  data directory (default: from the config,\n"
 	      "                      else ./zonecast-data)\n"
 	      "  -c, --config FILE   read data-dir from this config file\n"
 	      "  -q, --quiet         no progress or summary output\n"
+	      "  -w, --wait S        retry: seconds to wait for the verdict "
+	      "(10)\n"
 	      "  -h, --help          this help\n", out);
-}
-
-static int print_zone(const records_zone_t *zone, void *ctx)
-{
-	(void)ctx;
-	printf("%-40s serial %-10u records %lld\n", zone->name, zone->serial,
-	       (long long)zone->record_count);
-	return 0;
 }
 
 static int parse_zone_name(const char *text, uint8_t *apex)
@@ -52,6 +56,94 @@ static int parse_zone_name(const char *text, uint8_t *apex)
 	}
 	knot_dname_to_lower(apex);
 	return ZC_EOK;
+}
+
+/* "2026-12-03T06:20:01Z" */
+static void format_time(int64_t ms, char *out, size_t size)
+{
+	time_t sec = (time_t)(ms / 1000);
+	struct tm tm;
+	gmtime_r(&sec, &tm);
+	strftime(out, size, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+static int print_zone(const records_zone_t *zone, void *ctx)
+{
+	edge_store_t *es = ctx;
+	edge_quarantine_t q;
+	printf("%-40s serial %-10u records %lld", zone->name, zone->serial,
+	       (long long)zone->record_count);
+	if (builder_quarantine_get(es, (uint64_t)zone->id, &q) == ZC_EOK) {
+		char since[32];
+		format_time(q.since_ms, since, sizeof(since));
+		printf("  QUARANTINED since %s (serving serial %u, %u failed "
+		       "attempt(s)): %s", since, q.serial, q.attempts, q.reason);
+	}
+	printf("\n");
+	return 0;
+}
+
+/* The serial the edge store serves for apex (0: none). */
+static uint32_t served_serial(edge_store_t *es, const uint8_t *apex)
+{
+	edge_txn_t txn = { 0 };
+	edge_zone_t meta = { .serial = 0 };
+	if (edge_txn_begin_read(es, &txn) == ZC_EOK) {
+		if (edge_zone_get(&txn, apex, &meta) != ZC_EOK) {
+			meta.serial = 0;
+		}
+		edge_txn_abort(&txn);
+	}
+	return meta.serial;
+}
+
+/* Asks the builder of the running zonecast to try a quarantined zone
+ * again and waits up to wait_s seconds for its verdict. */
+static int do_retry(records_store_t *rs, edge_store_t *es, const char *name,
+                    unsigned wait_s)
+{
+	uint8_t apex[KNOT_DNAME_MAXLEN];
+	records_zone_t zone;
+	int ret = parse_zone_name(name, apex);
+	if (ret == ZC_EOK && (ret = records_zone_find(rs, apex, &zone)) ==
+	    ZC_ENOZONE) {
+		fprintf(stderr, "zonecast: no zone %s\n", name);
+	}
+	uint32_t attempts = 0;
+	if (ret == ZC_EOK) {
+		ret = builder_quarantine_request_retry(es, (uint64_t)zone.id,
+		                                       &attempts);
+	}
+	if (ret == KNOT_ENOENT) {
+		printf("zone %s is not quarantined (serving serial %u)\n",
+		       zone.name, served_serial(es, zone.apex));
+		return ZC_EOK;
+	}
+	edge_quarantine_t q;
+	for (unsigned waited = 0; ret == ZC_EOK; waited += 50) {
+		ret = builder_quarantine_get(es, (uint64_t)zone.id, &q);
+		if (ret == KNOT_ENOENT) {
+			printf("zone %s released: serving serial %u\n", zone.name,
+			       served_serial(es, zone.apex));
+			return ZC_EOK;
+		}
+		if (ret == ZC_EOK && q.attempts != attempts) {
+			fprintf(stderr, "zonecast: zone %s is still quarantined: "
+			        "%s\n", zone.name, q.reason);
+			return ZC_EQUARANTINED;
+		}
+		if (ret == ZC_EOK && waited >= wait_s * 1000) {
+			fprintf(stderr, "zonecast: no running zonecast retried %s "
+			        "within %u s (`zonecast serve` tries quarantined "
+			        "zones again when it starts)\n", zone.name, wait_s);
+			return -ETIMEDOUT;
+		}
+		usleep(50000);
+	}
+	if (ret != ZC_EUSAGE && ret != ZC_ENOZONE) {
+		fprintf(stderr, "zonecast: retry failed: %s\n", zc_strerror(ret));
+	}
+	return ret;
 }
 
 static int do_export(records_store_t *rs, const char *name)
@@ -92,13 +184,13 @@ static int do_delete(records_store_t *rs, edge_store_t *es, const char *name)
 }
 
 static int run(const char *sub, int nargs, char **args, const char *dir,
-               bool quiet, uint64_t max_records)
+               bool quiet, uint64_t max_records, unsigned wait_s)
 {
 	struct {
 		const char *name;
 		int nargs;
 	} subs[] = { { "import", 2 }, { "export", 1 }, { "list", 0 },
-	             { "delete", 1 } };
+	             { "delete", 1 }, { "retry", 1 } };
 	int want = -1;
 	for (size_t i = 0; i < sizeof(subs) / sizeof(subs[0]); i++) {
 		if (strcmp(sub, subs[i].name) == 0) {
@@ -113,7 +205,7 @@ static int run(const char *sub, int nargs, char **args, const char *dir,
 	}
 	records_store_t *rs = NULL;
 	edge_store_t *es = NULL;
-	int ret = cli_open_stores(dir, &rs, &es);
+	int ret = cli_open_stores(dir, strcmp(sub, "import") == 0, &rs, &es);
 	if (ret != ZC_EOK) {
 		return 1;
 	}
@@ -123,7 +215,9 @@ static int run(const char *sub, int nargs, char **args, const char *dir,
 	} else if (strcmp(sub, "export") == 0) {
 		ret = do_export(rs, args[0]);
 	} else if (strcmp(sub, "list") == 0) {
-		ret = records_zone_list(rs, true, print_zone, NULL);
+		ret = records_zone_list(rs, true, print_zone, es);
+	} else if (strcmp(sub, "retry") == 0) {
+		ret = do_retry(rs, es, args[0], wait_s);
 	} else {
 		ret = do_delete(rs, es, args[0]);
 	}
@@ -138,6 +232,7 @@ int cmd_zone(int argc, char **argv)
 		{ "data-dir", required_argument, NULL, 'd' },
 		{ "config", required_argument, NULL, 'c' },
 		{ "quiet", no_argument, NULL, 'q' },
+		{ "wait", required_argument, NULL, 'w' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -145,10 +240,12 @@ int cmd_zone(int argc, char **argv)
 	config_defaults(&cfg);
 	const char *dir = NULL;
 	bool quiet = false;
+	unsigned wait_s = 10;
+	char *end;
 	int c;
 	/* GNU getopt permutes: options may come before or after the
 	 * subcommand and its arguments. */
-	while ((c = getopt_long(argc, argv, "d:c:qh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "d:c:qw:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'd':
 			dir = optarg;
@@ -160,6 +257,14 @@ int cmd_zone(int argc, char **argv)
 			break;
 		case 'q':
 			quiet = true;
+			break;
+		case 'w':
+			wait_s = (unsigned)strtoul(optarg, &end, 10);
+			if (*end != '\0' || optarg[0] == '\0' || wait_s > 3600) {
+				fprintf(stderr, "zonecast zone: --wait takes 0 to "
+				        "3600 seconds\n");
+				return 2;
+			}
 			break;
 		case 'h':
 			usage(stdout);
@@ -177,5 +282,5 @@ int cmd_zone(int argc, char **argv)
 	char **args = argv + optind + 1;
 	int nargs = argc - optind - 1;
 	return run(sub, nargs, args, dir ? dir : cfg.data_dir, quiet,
-	           cfg.zone_max_records);
+	           cfg.zone_max_records, wait_s);
 }

@@ -16,12 +16,31 @@ int cmd_tsig(int argc, char **argv);
 int cmd_dnssec(int argc, char **argv);
 int cmd_record(int argc, char **argv);
 int cmd_secondaries(int argc, char **argv);
+int cmd_edge(int argc, char **argv);
+int cmd_fleet(int argc, char **argv);
+
+/* The DNS server's settings from the config (listen addresses point into
+ * cfg). */
+void cli_server_config(const config_t *cfg, server_config_t *scfg);
 
 /* Creates the demo token of a fresh data dir (logged, and in DIR/demo-token). */
 int cli_demo_token(const char *data_dir);
 
-/* Creates the data directory (mode 0700) if needed. */
+/* Creates the data directory (mode 0700) if needed (serve, zone import
+ * only); prints why not. */
 int cli_prepare_data_dir(const char *dir);
+
+/* Checks that dir is a zonecast data directory (it holds records.db);
+ * prints "no zonecast data directory at DIR" and returns -ENOENT if not. */
+int cli_require_data_dir(const char *dir);
+
+/*
+ * Makes dir the data directory of this process's `zonecast serve`: creates
+ * it if needed and takes the exclusive lock on DIR/serve.lock, kept in
+ * *lock_fd until the process exits. Prints why not (another serve holds
+ * it: its pid) and returns -errno (-EWOULDBLOCK when held).
+ */
+int cli_lock_data_dir(const char *dir, int *lock_fd);
 
 /* Finds the zone named `name` (text); prints "zonecast CMD: no zone NAME"
  * when it is not there (or is no name). */
@@ -32,8 +51,11 @@ int cli_find_zone(records_store_t *rs, const char *cmd, const char *name,
  * system, permissions); prints why not and returns -errno. */
 int cli_writable_data_dir(const char *dir);
 
-/* Opens both stores of a data directory; prints why on failure. */
-int cli_open_stores(const char *dir, records_store_t **rs, edge_store_t **es);
+/* Opens both stores of a data directory; prints why on failure. With
+ * create false the directory must be one already (cli_require_data_dir):
+ * only serve and zone import create one. */
+int cli_open_stores(const char *dir, bool create, records_store_t **rs,
+                    edge_store_t **es);
 
 /*
  * Imports a master file (path, or text when path is NULL) as zone `name`,

@@ -1,13 +1,12 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /*
- * What several subcommands share: the data directory, opening the stores,
- * and importing a master file (parse, check, commit, full build).
+ * What several subcommands share: opening the stores of a data directory
+ * (cli/data_dir.c says whether one may be created), and importing a
+ * master file (parse, check, commit, full build).
  */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 #include <libknot/descriptor.h>
@@ -16,46 +15,18 @@
 #include "builder/builder.h"
 #include "cli/commands.h"
 #include "common/error.h"
-#include "common/fs.h"
 #include "zonefile/zonefile.h"
 
 /* At most this many check problems are printed. */
 #define MAX_REPORTED 20
 
-int cli_prepare_data_dir(const char *dir)
-{
-	if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
-		fprintf(stderr, "zonecast: cannot create data directory %s: %s\n",
-		        dir, strerror(errno));
-		return -errno;
-	}
-	return ZC_EOK;
-}
-
 /* The edge store's default space reserve (ZONECAST_EDGE_RESERVE_MB). */
 #define EDGE_RESERVE_MB 8
 
-int cli_writable_data_dir(const char *dir)
+int cli_open_stores(const char *dir, bool create, records_store_t **rs,
+                    edge_store_t **es)
 {
-	int err = access(dir, W_OK) == 0 ? 0 : errno;
-	if (err == ENOENT) {
-		return ZC_EOK; /* Made later. */
-	}
-	if (err == 0) {
-		err = -zc_fs_probe_write(dir, (int)strlen(dir));
-	}
-	if (err == 0) {
-		return ZC_EOK;
-	}
-	fprintf(stderr, "zonecast: data directory %s is not writable (%s): "
-	        "the records store and the edge store must be written; "
-	        "nothing was started\n", dir, strerror(err));
-	return -err;
-}
-
-int cli_open_stores(const char *dir, records_store_t **rs, edge_store_t **es)
-{
-	int ret = cli_prepare_data_dir(dir);
+	int ret = create ? cli_prepare_data_dir(dir) : cli_require_data_dir(dir);
 	if (ret != ZC_EOK) {
 		return ret;
 	}
@@ -144,8 +115,22 @@ static int on_record(const knot_dname_t *owner, uint16_t type, uint32_t ttl,
                      const char *file, uint64_t line, void *ctx)
 {
 	import_t *imp = ctx;
-	int ret = records_import_add(imp->imp, owner, type, ttl, rdata,
-	                             rdata_len, make_tag(imp, file, line));
+	const char *why = NULL;
+	int ret = zonefile_record_check(owner, type, ttl, rdata,
+	                                rdata_len, &why);
+	if (ret == ZC_ERDATA || ret == ZC_EUNSTORABLE) {
+		char name[KNOT_DNAME_TXT_MAXLEN + 1], tname[32];
+		knot_dname_to_str(name, owner, sizeof(name));
+		knot_rrtype_to_string(type, tname, sizeof(tname));
+		fprintf(stderr, "%s:%llu: error: %s %s: %s\n", file,
+		        (unsigned long long)line, name, tname, why);
+		imp->errors++;
+		return imp->errors >= 100;
+	}
+	if (ret == ZC_EOK) {
+		ret = records_import_add(imp->imp, owner, type, ttl, rdata,
+		                         rdata_len, make_tag(imp, file, line));
+	}
 	if (ret == KNOT_EOUTOFZONE) {
 		char name[KNOT_DNAME_TXT_MAXLEN + 1];
 		knot_dname_to_str(name, owner, sizeof(name));
@@ -303,4 +288,55 @@ int cli_find_zone(records_store_t *rs, const char *cmd, const char *name,
 		fprintf(stderr, "zonecast %s: no zone %s\n", cmd, name);
 	}
 	return ret;
+}
+
+/* RFC 4892 identity: the configured one, else the NSID, else the host
+ * name (as NSD and Knot); NULL when hidden. */
+static const char *server_identity(const config_t *cfg)
+{
+	static char host[256];
+	if (cfg->hide_identity) {
+		return NULL;
+	}
+	if (cfg->identity[0] != '\0') {
+		return cfg->identity;
+	}
+	if (cfg->nsid[0] != '\0') {
+		return cfg->nsid;
+	}
+	if (gethostname(host, sizeof(host)) != 0) {
+		return NULL;
+	}
+	host[sizeof(host) - 1] = '\0';
+	return host;
+}
+
+void cli_server_config(const config_t *cfg, server_config_t *scfg)
+{
+	*scfg = (server_config_t){
+		.workers = cfg->workers,
+		.nsid = cfg->nsid[0] ? cfg->nsid : NULL,
+		.identity = server_identity(cfg),
+		.version = cfg->hide_version ? NULL : cfg->version[0] ?
+		           cfg->version : "zonecast " ZONECAST_VERSION,
+		.tcp_idle_timeout_ms = cfg->tcp_idle_timeout * 1000,
+		.tcp_max_clients = cfg->tcp_max_clients,
+		.tcp_max_clients_per_ip = cfg->tcp_max_clients_per_ip,
+		.tcp_max_pending = cfg->tcp_max_pending,
+		.cookies = cfg->cookies,
+		.rrl = {
+			.rate = cfg->rrl_rate, .slip = cfg->rrl_slip,
+			.ipv4_prefix = cfg->rrl_ipv4_prefix,
+			.ipv6_prefix = cfg->rrl_ipv6_prefix,
+			.table_size = cfg->rrl_table_size,
+			.exempt = cfg->rrl_exempt.count > 0 ? &cfg->rrl_exempt : NULL,
+		},
+		.signature_cache = cfg->signature_cache,
+		.listen_count = cfg->listen_count,
+	};
+	for (size_t i = 0; i < cfg->listen_count; i++) {
+		scfg->listen[i] = cfg->listen[i];
+	}
+	memcpy(scfg->cookie_secret, cfg->cookie_secret,
+	       sizeof(scfg->cookie_secret));
 }

@@ -11,6 +11,9 @@
 #include "cli/config.h"
 #include "common/error.h"
 #include "common/log.h"
+#include "dns/tsig.h"
+#include "fleet/fleet.h"
+#include "update/update.h"
 #include "transfer/secondary.h"
 
 void config_defaults(config_t *cfg)
@@ -35,6 +38,9 @@ void config_defaults(config_t *cfg)
 	cfg->notify_retries = 5;
 	cfg->notify_timeout = 1000;
 	cfg->update_max_size = 65535;
+	cfg->live_wait = 5000;
+	cfg->tsig_max_fudge = DNS_TSIG_MAX_FUDGE_DEFAULT;
+	cfg->tsig_replay_cache = UPDATE_TSIG_REPLAY_CACHE;
 	cfg->signature_cache = 65536;
 	snprintf(cfg->api_listen, sizeof(cfg->api_listen), "127.0.0.1:8053");
 	cfg->api_max_body = API_DEFAULT_MAX_BODY;
@@ -42,6 +48,11 @@ void config_defaults(config_t *cfg)
 	cfg->api_max_clients = API_DEFAULT_MAX_CLIENTS;
 	cfg->api_max_clients_per_ip = API_DEFAULT_MAX_CLIENTS_PER_IP;
 	cfg->zone_max_records = CONFIG_ZONE_MAX_RECORDS;
+	snprintf(cfg->fleet_prefix, sizeof(cfg->fleet_prefix), "zonecast");
+	cfg->fleet_snapshot_mib = 256;
+	cfg->fleet_stream_max_mib = 4096;
+	cfg->fleet_replicas = 1;
+	cfg->fleet_edge_timeout = 5000;
 }
 
 static int parse_uint(const char *value, unsigned max, unsigned *out)
@@ -130,6 +141,100 @@ static bool set_abuse_key(config_t *cfg, const char *key, const char *value,
 	return true;
 }
 
+void config_fleet(const config_t *cfg, void *out)
+{
+	fleet_config_t *f = out;
+	memset(f, 0, sizeof(*f));
+	f->urls = cfg->nats;
+	f->user = cfg->nats_user;
+	f->password = cfg->nats_password;
+	f->token = cfg->nats_token;
+	f->creds_file = cfg->nats_creds;
+	f->tls = cfg->nats_tls;
+	f->tls_ca = cfg->nats_tls_ca;
+	f->tls_cert = cfg->nats_tls_cert;
+	f->tls_key = cfg->nats_tls_key;
+	f->prefix = cfg->fleet_prefix;
+	f->name = cfg->fleet_name[0] ? cfg->fleet_name : NULL;
+	f->snapshot_bytes = (uint64_t)cfg->fleet_snapshot_mib << 20;
+	f->stream_max_bytes = (int64_t)cfg->fleet_stream_max_mib << 20;
+	f->replicas = (int)cfg->fleet_replicas;
+	f->edge_timeout_ms = cfg->fleet_edge_timeout;
+}
+
+/* Letters, digits, '_' and '-' (at most 63). */
+static bool is_prefix_or_dash(const char *v)
+{
+	size_t n = 0;
+	for (const char *p = v; *p; p++, n++) {
+		if (!isalnum((unsigned char)*p) && *p != '_' && *p != '-') {
+			return false;
+		}
+	}
+	return n > 0 && n < 64;
+}
+
+static bool is_prefix(const char *v)
+{
+	for (const char *p = v; *p; p++) {
+		if (!isalnum((unsigned char)*p) && *p != '_') {
+			return false;
+		}
+	}
+	return v[0] != '\0';
+}
+
+/* The fleet's NATS connection and stream settings. True when key is one
+ * of these (bad tells whether value was). */
+static bool set_fleet_key(config_t *cfg, const char *key, const char *value,
+                          int *bad)
+{
+	if (strcmp(key, "nats") == 0) {
+		*bad = copy_str(cfg->nats, sizeof(cfg->nats), value);
+	} else if (strcmp(key, "nats-user") == 0) {
+		*bad = copy_str(cfg->nats_user, sizeof(cfg->nats_user), value);
+	} else if (strcmp(key, "nats-password") == 0) {
+		*bad = copy_str(cfg->nats_password, sizeof(cfg->nats_password),
+		                value);
+	} else if (strcmp(key, "nats-token") == 0) {
+		*bad = copy_str(cfg->nats_token, sizeof(cfg->nats_token), value);
+	} else if (strcmp(key, "nats-creds") == 0) {
+		*bad = copy_str(cfg->nats_creds, sizeof(cfg->nats_creds), value);
+	} else if (strcmp(key, "nats-tls") == 0) {
+		*bad = parse_bool(value, &cfg->nats_tls);
+	} else if (strcmp(key, "nats-tls-ca") == 0) {
+		*bad = copy_str(cfg->nats_tls_ca, sizeof(cfg->nats_tls_ca), value);
+	} else if (strcmp(key, "nats-tls-cert") == 0) {
+		*bad = copy_str(cfg->nats_tls_cert, sizeof(cfg->nats_tls_cert),
+		                value);
+	} else if (strcmp(key, "nats-tls-key") == 0) {
+		*bad = copy_str(cfg->nats_tls_key, sizeof(cfg->nats_tls_key),
+		                value);
+	} else if (strcmp(key, "fleet-prefix") == 0) {
+		*bad = !is_prefix(value) || copy_str(cfg->fleet_prefix,
+		                                     sizeof(cfg->fleet_prefix), value);
+	} else if (strcmp(key, "fleet-name") == 0) {
+		/* A key of the report bucket and a subject token. */
+		*bad = !is_prefix_or_dash(value) ||
+		       copy_str(cfg->fleet_name, sizeof(cfg->fleet_name), value);
+	} else if (strcmp(key, "fleet-snapshot-mib") == 0) {
+		*bad = parse_uint(value, 1u << 20, &cfg->fleet_snapshot_mib) ||
+		       cfg->fleet_snapshot_mib == 0;
+	} else if (strcmp(key, "fleet-stream-max-mib") == 0) {
+		*bad = parse_uint(value, 1u << 24, &cfg->fleet_stream_max_mib) ||
+		       cfg->fleet_stream_max_mib == 0;
+	} else if (strcmp(key, "fleet-replicas") == 0) {
+		*bad = parse_uint(value, 5, &cfg->fleet_replicas) ||
+		       cfg->fleet_replicas == 0;
+	} else if (strcmp(key, "fleet-edge-timeout") == 0) {
+		*bad = parse_uint(value, 3600000, &cfg->fleet_edge_timeout) ||
+		       cfg->fleet_edge_timeout < 100;
+	} else {
+		return false;
+	}
+	return true;
+}
+
 int config_set(config_t *cfg, const char *key, const char *value,
                char *err, size_t err_size)
 {
@@ -178,6 +283,8 @@ int config_set(config_t *cfg, const char *key, const char *value,
 		bad = parse_uint(value, 1000000, &cfg->tcp_max_clients) ||
 		      cfg->tcp_max_clients == 0;
 	} else if (set_abuse_key(cfg, key, value, &bad)) {
+		/* Parsed there. */
+	} else if (set_fleet_key(cfg, key, value, &bad)) {
 		/* Parsed there. */
 	} else if (strcmp(key, "zone-ns") == 0) {
 		if (cfg->zone_ns_count == 8) {
@@ -232,6 +339,15 @@ int config_set(config_t *cfg, const char *key, const char *value,
 		bad = copy_str(cfg->user, sizeof(cfg->user), value);
 	} else if (strcmp(key, "signature-cache") == 0) {
 		bad = parse_uint(value, 16 * 1024 * 1024, &cfg->signature_cache);
+	} else if (strcmp(key, "live-wait") == 0) {
+		bad = parse_uint(value, 600000, &cfg->live_wait) ||
+		      cfg->live_wait == 0;
+	} else if (strcmp(key, "tsig-max-fudge") == 0) {
+		bad = parse_uint(value, 65535, &cfg->tsig_max_fudge) ||
+		      cfg->tsig_max_fudge == 0;
+	} else if (strcmp(key, "tsig-replay-cache") == 0) {
+		bad = parse_uint(value, 1u << 24, &cfg->tsig_replay_cache) ||
+		      cfg->tsig_replay_cache < 1024;
 	} else if (strcmp(key, "update-max-size") == 0) {
 		bad = parse_uint(value, 65535, &cfg->update_max_size) ||
 		      cfg->update_max_size < 12;
@@ -254,10 +370,12 @@ int config_set(config_t *cfg, const char *key, const char *value,
 		snprintf(err, err_size, "unknown setting '%s'", key);
 		return ZC_EINVAL_CONFIG;
 	}
-	if (bad && strcmp(key, "cookie-secret") == 0) {
+	if (bad && (strcmp(key, "cookie-secret") == 0 ||
+	            strcmp(key, "nats-password") == 0 ||
+	            strcmp(key, "nats-token") == 0)) {
 		/* A secret, even a mistyped one, is not echoed to the log. */
-		snprintf(err, err_size, "invalid value for 'cookie-secret' (32 "
-		         "hexadecimal digits)");
+		snprintf(err, err_size, "invalid value for '%s'%s", key,
+		         key[0] == 'c' ? " (32 hexadecimal digits)" : "");
 		return ZC_EINVAL_CONFIG;
 	}
 	if (bad) {

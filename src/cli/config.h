@@ -64,6 +64,10 @@ typedef struct {
 	unsigned notify_timeout;    /* ms before the first resend */
 	int serial_policy;          /* records_serial_policy_t for new zones */
 	unsigned update_max_size;   /* bytes */
+	unsigned live_wait;         /* ms an UPDATE (API ?wait=live) waits to
+	                             * be served before SERVFAIL (202). */
+	unsigned tsig_max_fudge;    /* Largest TSIG time window, seconds. */
+	unsigned tsig_replay_cache; /* Signed UPDATEs remembered (replays). */
 	unsigned signature_cache;   /* RRSIGs cached per DNS worker */
 	char user[64];              /* Run as this user after binding ("": no). */
 	unsigned api_max_body;      /* bytes */
@@ -71,6 +75,22 @@ typedef struct {
 	unsigned api_max_clients;
 	unsigned api_max_clients_per_ip;
 	unsigned zone_max_records;
+	/* Fleet (NATS JetStream): "" nats = no fleet. */
+	char nats[CONFIG_STR_MAX];          /* server URLs, comma-separated */
+	char nats_user[256];
+	char nats_password[256];
+	char nats_token[256];
+	char nats_creds[CONFIG_STR_MAX];    /* credentials file (NKey/JWT) */
+	bool nats_tls;
+	char nats_tls_ca[CONFIG_STR_MAX];
+	char nats_tls_cert[CONFIG_STR_MAX];
+	char nats_tls_key[CONFIG_STR_MAX];
+	char fleet_prefix[65];
+	char fleet_name[64];                /* this server's name in the fleet */
+	unsigned fleet_snapshot_mib;        /* a snapshot after this much sent */
+	unsigned fleet_stream_max_mib;
+	unsigned fleet_replicas;
+	unsigned fleet_edge_timeout;        /* ms */
 } config_t;
 
 /* Fills the built-in defaults. */
@@ -81,6 +101,9 @@ void config_defaults(config_t *cfg);
  * "FILE:LINE: message" to stderr and returns ZC_EINVAL_CONFIG.
  */
 int config_load(config_t *cfg, const char *path);
+
+/* The fleet settings as fleet/fleet.h takes them (pointers into cfg). */
+void config_fleet(const config_t *cfg, void *fleet_config);
 
 /* Applies one "key: value" setting (from a file or the command line). */
 int config_set(config_t *cfg, const char *key, const char *value,

@@ -24,6 +24,8 @@ static void usage(FILE *out)
 	      "  secondaries  a zone's own notify targets and allow-transfer\n"
 	      "  dnssec    sign zones online: enable, disable, ds, keys\n"
 	      "  record    list, add, edit and remove records through the API\n"
+	      "  edge      run an edge server of a fleet (fed through NATS)\n"
+	      "  fleet     the fleet's edges and their lag; store digests\n"
 	      "  version   print the version\n"
 	      "\n"
 	      "Run 'zonecast COMMAND --help' for a command's options.\n", out);
@@ -59,6 +61,12 @@ int main(int argc, char **argv)
 	}
 	if (strcmp(cmd, "secondaries") == 0) {
 		return cmd_secondaries(argc - 1, argv + 1);
+	}
+	if (strcmp(cmd, "edge") == 0) {
+		return cmd_edge(argc - 1, argv + 1);
+	}
+	if (strcmp(cmd, "fleet") == 0) {
+		return cmd_fleet(argc - 1, argv + 1);
 	}
 	if (strcmp(cmd, "verify") == 0) {
 		return cmd_verify(argc - 1, argv + 1);

@@ -2,6 +2,7 @@
 /* Address lists (see acl.h). */
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -83,4 +84,20 @@ bool zc_acl_match(const zc_acl_t *acl, const struct sockaddr_storage *addr)
 		}
 	}
 	return false;
+}
+
+void zc_addr_text(const struct sockaddr_storage *ss, char *out, size_t size)
+{
+	char addr[INET6_ADDRSTRLEN] = "?";
+	unsigned port = 0;
+	if (ss->ss_family == AF_INET) {
+		const struct sockaddr_in *in = (const struct sockaddr_in *)ss;
+		inet_ntop(AF_INET, &in->sin_addr, addr, sizeof(addr));
+		port = ntohs(in->sin_port);
+	} else if (ss->ss_family == AF_INET6) {
+		const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)ss;
+		inet_ntop(AF_INET6, &in6->sin6_addr, addr, sizeof(addr));
+		port = ntohs(in6->sin6_port);
+	}
+	snprintf(out, size, "%s#%u", addr, port);
 }

@@ -35,7 +35,18 @@
 	X(ZC_ETOOMANY,      -2015, "too many records in the zone") \
 	X(ZC_EMAPFULL,      -2016, "edge store map full") \
 	X(ZC_ENAMEKEY,      -2017, "name too long for a store key (root " \
-	  "zone names with over 240 octets 0x00 or 0x01)")
+	  "zone names with over 240 octets 0x00 or 0x01)") \
+	X(ZC_EINJECTED,     -2018, "build failure injected for a test " \
+	  "(ZONECAST_FAULT_BUILD)") \
+	X(ZC_EQUARANTINED,  -2019, "zone quarantined: its last build failed") \
+	X(ZC_ERDATA,        -2020, "rdata malformed for its type") \
+	X(ZC_EUNSTORABLE,   -2021, "record not stored: a meta-type, a TTL " \
+	  "over 2^31-1, NS at a wildcard, or no master-file form that reads " \
+	  "back the same") \
+	X(ZC_ENATS,         -2030, "NATS/JetStream error") \
+	X(ZC_EACCES_NATS,   -2032, "NATS refused the credentials") \
+	X(ZC_EREPLGAP,      -2031, "replication stream has a gap (bootstrap " \
+	  "from a snapshot)")
 
 enum {
 #define ZC_ERROR_ENUM(name, code, text) name = code,

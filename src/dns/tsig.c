@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* TSIG request checks and response signing (see tsig.h). */
 #include <string.h>
+#include <time.h>
 #include <libdnssec/tsig.h>
 #include <libknot/errcode.h>
 #include <libknot/rrtype/tsig.h>
@@ -24,8 +25,35 @@ bool dns_tsig_algorithm_ok(const char *name)
 	return false;
 }
 
+/*
+ * RFC 8945 §5.2.3 with the server's cap on the fudge, then the replay
+ * check; for a request whose MAC is verified (libknot checked the time
+ * against the request's own fudge only).
+ */
+static int check_time(const dns_tsig_policy_t *policy, dns_tsig_t *t)
+{
+	uint64_t now = (uint64_t)time(NULL);
+	uint64_t skew = now > t->time_signed ? now - t->time_signed :
+	                t->time_signed - now;
+	if (skew > t->window) {
+		t->error = KNOT_RCODE_BADTIME;
+		return KNOT_TSIG_EBADTIME;
+	}
+	if (policy != NULL && policy->replay != NULL) {
+		t->replay = dns_tsig_replay_check(policy->replay, t, t->window,
+		                                  now);
+		if (t->replay == DNS_TSIG_REPLAYED ||
+		    t->replay == DNS_TSIG_UNPROVEN) {
+			t->error = KNOT_RCODE_BADTIME;
+			return KNOT_TSIG_EBADTIME;
+		}
+	}
+	return ZC_EOK;
+}
+
 int dns_tsig_check(const knot_pkt_t *q, bool key_found, const char *algorithm,
-                   const uint8_t *secret, size_t secret_len, dns_tsig_t *t)
+                   const uint8_t *secret, size_t secret_len,
+                   const dns_tsig_policy_t *policy, dns_tsig_t *t)
 {
 	memset(t, 0, sizeof(*t));
 	const knot_rrset_t *rr = q->tsig_rr;
@@ -48,6 +76,10 @@ int dns_tsig_check(const knot_pkt_t *q, bool key_found, const char *algorithm,
 	t->rr.rrs.count = 1;
 	t->rr.rrs.size = knot_rdata_size(rdlen);
 	t->time_signed = knot_tsig_rdata_time_signed(&t->rr);
+	t->fudge = knot_tsig_rdata_fudge(&t->rr);
+	uint16_t max = policy != NULL && policy->max_fudge != 0 ?
+	               policy->max_fudge : DNS_TSIG_MAX_FUDGE_DEFAULT;
+	t->window = t->fudge < max ? t->fudge : max;
 	size_t mac_len = knot_tsig_rdata_mac_length(&t->rr);
 	if (mac_len <= sizeof(t->digest)) {
 		memcpy(t->digest, knot_tsig_rdata_mac(&t->rr), mac_len);
@@ -85,7 +117,7 @@ int dns_tsig_check(const knot_pkt_t *q, bool key_found, const char *algorithm,
 	int ret = knot_tsig_server_check(&t->rr, q->wire, q->size, &t->key);
 	switch (ret) {
 	case KNOT_EOK:
-		return ZC_EOK;
+		return check_time(policy, t);
 	case KNOT_TSIG_EBADTIME:
 		t->error = KNOT_RCODE_BADTIME;
 		return ret;

@@ -10,6 +10,15 @@
  * outcome, dns_tsig_sign() then makes the response RFC 8945 §5.3 expects:
  * signed on success and on BADTIME, an unsigned TSIG carrying the error
  * on BADKEY and BADSIG.
+ *
+ * The time window (RFC 8945 §5.2.3) is the request's fudge, but never
+ * more than the server's maximum (tsig-max-fudge): a client that asks for
+ * a fudge of 65535 s would otherwise make its messages replayable for 18
+ * hours. Within the window, a replay cache (tsig_replay.c), when the
+ * caller gives one, refuses an exact copy of a request already accepted:
+ * NOTAUTH with BADTIME, as for a request out of its window, since in both
+ * cases the message is not fresh (RFC 8945 §5.2.3 answers an earlier Time
+ * Signed than the last seen the same way).
  */
 #pragma once
 
@@ -24,6 +33,30 @@
 
 #define DNS_TSIG_SECRET_MAX 128
 
+/* The default of the largest time window accepted (tsig-max-fudge), the
+ * fudge RFC 8945 §10 recommends. */
+#define DNS_TSIG_MAX_FUDGE_DEFAULT 300
+
+/* Outcome of the replay check (dns_tsig_replay_check()). */
+typedef enum {
+	DNS_TSIG_FRESH = 0,   /* Not seen before: remembered. */
+	DNS_TSIG_FRESH_FULL,  /* Not seen; remembered in place of a live
+	                         entry (the cache is too small). */
+	DNS_TSIG_REPLAYED,    /* The same key and MAC were accepted within
+	                         the window: a replay. */
+	DNS_TSIG_UNPROVEN,    /* Signed before an entry the full cache had
+	                         to drop: could be a replay of it. */
+} dns_tsig_replay_result_t;
+
+typedef struct dns_tsig_replay dns_tsig_replay_t;
+
+/* How dns_tsig_check() judges time; NULL: the default maximum, no replay
+ * check. */
+typedef struct {
+	uint16_t max_fudge;           /* 0: DNS_TSIG_MAX_FUDGE_DEFAULT */
+	dns_tsig_replay_t *replay;    /* NULL: replays not checked. */
+} dns_tsig_policy_t;
+
 typedef struct dns_tsig {
 	bool present;               /* The request was signed. */
 	uint16_t error;             /* 0 or KNOT_RCODE_BADSIG/BADKEY/BADTIME/
@@ -34,6 +67,11 @@ typedef struct dns_tsig {
 	uint8_t digest[64];         /* Request MAC, then the last one sent. */
 	size_t digest_len;
 	uint64_t time_signed;       /* The request's. */
+	uint16_t fudge;             /* The request's. */
+	uint16_t window;            /* Accepted: min(fudge, max_fudge). */
+	dns_tsig_replay_result_t replay; /* With error BADTIME: REPLAYED or
+	                               UNPROVEN when the replay check, not the
+	                               clock, refused it. */
 	knot_rrset_t rr;            /* Copy of the request's TSIG RR header. */
 	uint8_t rr_data[512];       /* ... and its rdata. */
 	size_t messages;            /* Responses signed so far. */
@@ -46,9 +84,29 @@ typedef struct dns_tsig {
  * when the request is unsigned or verified; KNOT_EMALF for a MAC of a
  * size RFC 8945 §5.2.2.1 answers with FORMERR (t->present is then false:
  * the answer is unsigned); else an rcode is in t->error (NOTAUTH).
+ * BADTIME: the server's time is more than t->window seconds from the
+ * request's, or (policy->replay) t->replay says why a fresh-looking
+ * request was refused. A verified request is remembered in the replay
+ * cache.
  */
 int dns_tsig_check(const knot_pkt_t *q, bool key_found, const char *algorithm,
-                   const uint8_t *secret, size_t secret_len, dns_tsig_t *t);
+                   const uint8_t *secret, size_t secret_len,
+                   const dns_tsig_policy_t *policy, dns_tsig_t *t);
+
+/*
+ * The replay cache (tsig_replay.c): at most `capacity` requests
+ * remembered, in memory; thread-safe. NULL when out of memory or capacity
+ * is 0.
+ */
+dns_tsig_replay_t *dns_tsig_replay_new(size_t capacity);
+void dns_tsig_replay_free(dns_tsig_replay_t *c);
+
+/* Whether the verified request t (key name, MAC, time signed) was seen
+ * within its window (seconds) before now (Unix seconds); remembers it
+ * when not. dns_tsig_check() calls it. */
+dns_tsig_replay_result_t dns_tsig_replay_check(dns_tsig_replay_t *c,
+                                               const dns_tsig_t *t,
+                                               uint16_t window, uint64_t now);
 
 /* Signs a response of len bytes in msg (max: buffer size); nothing
  * happens for an unsigned request. The first call signs with the

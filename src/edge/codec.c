@@ -235,3 +235,64 @@ uint32_t edge_zone_soa_minimum(const edge_zone_t *zone)
 	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 |
 	       (uint32_t)p[2] << 8 | p[3];
 }
+
+size_t edge_quarantine_size(const edge_quarantine_t *q)
+{
+	return 1 + 1 + 8 + 8 + 8 + 8 + 4 + 4 + 4 + 1 + q->apex_len + 2 +
+	       strnlen(q->reason, EDGE_QUARANTINE_REASON_MAX);
+}
+
+int edge_quarantine_encode(uint8_t *buf, size_t len,
+                           const edge_quarantine_t *q)
+{
+	size_t reason_len = strnlen(q->reason, EDGE_QUARANTINE_REASON_MAX);
+	zc_wire_t w = zc_wire_init(buf, len);
+	zc_wire_u8(&w, EDGE_QUARANTINE_VERSION);
+	zc_wire_u8(&w, q->flags);
+	zc_wire_u64(&w, q->zone_id);
+	zc_wire_u64(&w, (uint64_t)q->since_ms);
+	zc_wire_u64(&w, (uint64_t)q->last_ms);
+	zc_wire_u64(&w, q->seq);
+	zc_wire_u32(&w, q->serial);
+	zc_wire_u32(&w, q->attempts);
+	zc_wire_u32(&w, (uint32_t)q->code);
+	zc_wire_u8(&w, q->apex_len);
+	zc_wire_write(&w, q->apex, q->apex_len);
+	zc_wire_u16(&w, (uint16_t)reason_len);
+	zc_wire_write(&w, q->reason, reason_len);
+	if (w.error != ZC_EOK) {
+		return ZC_ENOSPACE;
+	}
+	return (int)(w.pos - buf);
+}
+
+int edge_quarantine_decode(const uint8_t *buf, size_t len,
+                           edge_quarantine_t *out)
+{
+	zc_wire_t w = zc_wire_init((uint8_t *)buf, len);
+	uint8_t version = zc_wire_get_u8(&w);
+	out->flags = zc_wire_get_u8(&w);
+	out->zone_id = zc_wire_get_u64(&w);
+	out->since_ms = (int64_t)zc_wire_get_u64(&w);
+	out->last_ms = (int64_t)zc_wire_get_u64(&w);
+	out->seq = zc_wire_get_u64(&w);
+	out->serial = zc_wire_get_u32(&w);
+	out->attempts = zc_wire_get_u32(&w);
+	out->code = (int32_t)zc_wire_get_u32(&w);
+	out->apex_len = zc_wire_get_u8(&w);
+	zc_wire_read(&w, out->apex, out->apex_len);
+	uint16_t reason_len = zc_wire_get_u16(&w);
+	if (w.error != ZC_EOK || version != EDGE_QUARANTINE_VERSION ||
+	    reason_len > EDGE_QUARANTINE_REASON_MAX) {
+		return ZC_EFORMAT;
+	}
+	zc_wire_read(&w, out->reason, reason_len);
+	out->reason[reason_len] = '\0';
+	if (w.error != ZC_EOK || w.pos != w.end ||
+	    memchr(out->reason, '\0', reason_len) != NULL ||
+	    knot_dname_wire_check(out->apex, out->apex + out->apex_len, NULL)
+	    != (int)out->apex_len) {
+		return ZC_EFORMAT;
+	}
+	return ZC_EOK;
+}

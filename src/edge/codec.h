@@ -22,6 +22,18 @@
  *   u8  apex length, apex (lowercase wire name)
  *   u32 SOA TTL, u16 SOA rdata length, SOA rdata (with the serial)
  *
+ * Quarantine entry (a zone whose build failed, builder/quarantine.c),
+ * version 1:
+ *
+ *   u8  version (1)
+ *   u8  flags (EDGE_QUARANTINE_*)
+ *   u64 zone id, u64 since (Unix ms, the first failure), u64 last attempt
+ *   (Unix ms), u64 seq (the change log had been read up to it), u32 serial
+ *   served meanwhile (0: the zone was never built), u32 attempts,
+ *   u32 error code (a negative zonecast code, two's complement)
+ *   u8  apex length, apex (lowercase wire name)
+ *   u16 reason length, reason (text, no NUL)
+ *
  * Decoders check every length: values are read by the DNS server and must
  * never be trusted blindly (fuzz/edge_decode.c).
  */
@@ -34,6 +46,7 @@
 
 #define EDGE_NODE_VERSION 1
 #define EDGE_ZONE_VERSION 1
+#define EDGE_QUARANTINE_VERSION 1
 
 /* Node flags, derived from its RRsets and position by the encoder. */
 enum {
@@ -92,6 +105,13 @@ int edge_node_encode(uint8_t *buf, size_t len, uint8_t flags, uint64_t seq,
 int edge_node_decode(const uint8_t *buf, size_t len, const knot_dname_t *owner,
                      knot_mm_t *mm, edge_node_t *out);
 
+/*
+ * Checks a node value from outside (a replicated log): it decodes, and
+ * every rdata matches its type's wire format with uncompressed names
+ * (edge/check.c). ZC_EOK or ZC_EFORMAT.
+ */
+int edge_node_check(const uint8_t *buf, size_t len);
+
 /* Reads only flags and seq from a node value. */
 int edge_node_peek(const uint8_t *buf, size_t len, uint8_t *flags,
                    uint64_t *seq);
@@ -114,3 +134,39 @@ int edge_zone_decode(const uint8_t *buf, size_t len, edge_zone_t *out);
 
 /* SOA minimum field from the metadata's SOA rdata. */
 uint32_t edge_zone_soa_minimum(const edge_zone_t *zone);
+
+/* Quarantine flags. */
+enum {
+	/* An operator asked for another build (zonecast zone retry, the
+	 * API's POST .../retry); the builder clears it when it tries. */
+	EDGE_QUARANTINE_RETRY = 1 << 0,
+};
+
+#define EDGE_QUARANTINE_REASON_MAX 400
+
+typedef struct {
+	uint8_t flags;
+	uint64_t zone_id;
+	int64_t since_ms;
+	int64_t last_ms;
+	uint64_t seq;
+	uint32_t serial;
+	uint32_t attempts;
+	int32_t code;
+	uint8_t apex[256];
+	uint8_t apex_len;
+	char reason[EDGE_QUARANTINE_REASON_MAX + 1]; /* NUL-terminated. */
+} edge_quarantine_t;
+
+/* Bytes of an encoded quarantine entry. */
+size_t edge_quarantine_size(const edge_quarantine_t *q);
+
+/* Encodes a quarantine entry; returns the length written or a negative
+ * code. */
+int edge_quarantine_encode(uint8_t *buf, size_t len,
+                           const edge_quarantine_t *q);
+
+/* Decodes a quarantine entry (copied into *out, the reason
+ * NUL-terminated). Returns ZC_EOK or ZC_EFORMAT. */
+int edge_quarantine_decode(const uint8_t *buf, size_t len,
+                           edge_quarantine_t *out);

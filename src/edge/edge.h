@@ -10,6 +10,10 @@
  *   nodes  key zone id (u64 BE) + LF of the owner relative to the apex
  *          value node: RRsets in wire form, flags, writing seq (codec.h)
  *   meta   key text                     value u64 BE ("applied_seq")
+ *   keys   key zone id (u64 BE)         value the zone's signing keys
+ *   quarantine  key zone id (u64 BE)    value why the zone's builds fail
+ *          (codec.h); the DNS server keeps answering from the zone's last
+ *          good build meanwhile
  *
  * LF is the reversed-label lookup form of dns/name.h, so a zone's nodes are
  * one contiguous key range, a node's descendants follow it directly, and
@@ -41,12 +45,14 @@
 typedef struct edge_store edge_store_t;
 
 /* A read or write transaction. Caller storage; not shared by threads. */
-typedef struct {
+typedef struct edge_txn {
 	edge_store_t *store;
 	struct MDB_txn *txn;
 	bool write;
 	bool active;
+	struct edge_txn *parent; /* A nested transaction's parent, or NULL. */
 	int slot;       /* Internal: the thread's slot while active. */
+	struct edge_rec *rec; /* Internal: replication ops of a write. */
 } edge_txn_t;
 
 /*
@@ -73,6 +79,16 @@ int edge_txn_begin_write(edge_store_t *store, edge_txn_t *txn);
 /* Commits a write transaction. ZC_EMAPFULL (here or from a write): abort,
  * edge_grow(), redo it. */
 int edge_txn_commit(edge_txn_t *txn);
+
+/*
+ * Starts a transaction nested in the write transaction `parent` (LMDB
+ * nested transactions): its writes, and the replication ops they record,
+ * join the parent's on edge_txn_commit(child) or vanish on
+ * edge_txn_abort(child), so one zone's failed build can be dropped from a
+ * transaction holding others (one commit of the replication log all the
+ * same). The parent may not be used until the child ends.
+ */
+int edge_txn_begin_nested(edge_txn_t *parent, edge_txn_t *child);
 
 /*
  * Doubles the map after ZC_EMAPFULL. It waits (a bounded while) until no
@@ -153,10 +169,25 @@ int edge_txn_put_node(edge_txn_t *txn, uint64_t zone_id, const uint8_t *rel,
 int edge_txn_del_node(edge_txn_t *txn, uint64_t zone_id, const uint8_t *rel,
                       size_t rel_len, uint64_t seq);
 
+/*
+ * Staging of a full build that runs in several transactions (builder
+ * steps): its node writes and deletes go to the stage, invisible to
+ * queries, and edge_txn_stage_commit() makes them live at once with the
+ * zone's metadata, so the zone's new version is never seen half-built.
+ * edge_txn_stage_clear() drops what an abandoned build left.
+ */
+int edge_txn_stage_put(edge_txn_t *txn, uint64_t zone_id, const uint8_t *rel,
+                       size_t rel_len, const uint8_t *val, size_t val_len);
+int edge_txn_stage_del(edge_txn_t *txn, uint64_t zone_id, const uint8_t *rel,
+                       size_t rel_len, uint64_t seq);
+int edge_txn_stage_commit(edge_txn_t *txn, uint64_t zone_id);
+int edge_txn_stage_clear(edge_txn_t *txn, uint64_t zone_id);
+
 /* Stores zone metadata under its apex. */
 int edge_txn_put_zone(edge_txn_t *txn, const edge_zone_t *zone);
 
-/* Deletes a zone's metadata and every node of its id. */
+/* Deletes a zone's metadata, every node of its id, its keys and its
+ * quarantine entry. */
 int edge_txn_del_zone(edge_txn_t *txn, const knot_dname_t *apex,
                       uint64_t zone_id);
 
@@ -164,8 +195,9 @@ int edge_txn_del_zone(edge_txn_t *txn, const knot_dname_t *apex,
 int edge_meta_get(edge_txn_t *txn, const char *key, uint64_t *value);
 int edge_meta_put(edge_txn_t *txn, const char *key, uint64_t value);
 
-/* Empties every table (zones, nodes, meta, keys) in a write transaction:
- * a rebuild from the records store follows (builder_edge_prepare). */
+/* Empties every table (zones, nodes, meta, keys, quarantine) in a write
+ * transaction: a rebuild from the records store follows
+ * (builder_edge_prepare). */
 int edge_txn_clear(edge_txn_t *txn);
 
 /*
@@ -192,3 +224,21 @@ int edge_keys_get(edge_txn_t *txn, uint64_t zone_id, const uint8_t **val,
 /* Sets (len 0: removes) the zone's keys. */
 int edge_txn_put_keys(edge_txn_t *txn, uint64_t zone_id, const uint8_t *val,
                       size_t len);
+
+/* --- Quarantined zones (builder/quarantine.c decides, codec.h) --- */
+
+/* The zone's quarantine entry; KNOT_ENOENT when it has none. */
+int edge_quarantine_get(edge_txn_t *txn, uint64_t zone_id,
+                        edge_quarantine_t *out);
+
+/* Stores (replaces) the zone's entry. */
+int edge_txn_put_quarantine(edge_txn_t *txn, const edge_quarantine_t *q);
+
+/* Removes the zone's entry (none: ZC_EOK). */
+int edge_txn_del_quarantine(edge_txn_t *txn, uint64_t zone_id);
+
+/* Calls cb for every entry in zone id order; cb returns non-zero to stop.
+ * An entry that does not decode is skipped. */
+int edge_quarantine_foreach(edge_txn_t *txn,
+                            int (*cb)(const edge_quarantine_t *q, void *ctx),
+                            void *ctx);

@@ -19,44 +19,13 @@
 #include "common/log.h"
 #include "dns/name.h"
 #include "edge/edge.h"
-
-#define DEFAULT_MAP_SIZE ((size_t)64 << 30)
-#define NODE_KEY_MAX (8 + DNS_LF_KEY_MAXLEN)
-#define ZONE_KEY_MAX (1 + DNS_LF_MAXLEN)
-/* Reader slots: a thread counts its open transactions in its own slot
- * (one cache line each), so the many DNS workers never share a counter. */
-#define SLOTS 64
-/* How long a remap waits for open transactions to end before it gives up
- * (to try again later: a long transfer must not stall queries). */
-#define REMAP_WAIT_US 100000
-
-typedef struct {
-	_Alignas(64) _Atomic unsigned open;
-} slot_t;
-
-struct edge_store {
-	slot_t slots[SLOTS];
-	MDB_env *env;
-	MDB_dbi zones;
-	MDB_dbi nodes;
-	MDB_dbi meta;
-	MDB_dbi keys;   /* Zone id (u64 BE) -> the zone's signing keys. */
-	_Atomic bool remapping;        /* New transactions wait meanwhile. */
-	pthread_mutex_t remap_lock;    /* One remap at a time. */
-	/* Space reserved ahead of the data (fallocate), so that the builder
-	 * can apply what the writer acknowledged when the disk fills up. */
-	size_t reserve;
-	size_t page_size;
-	off_t reserved_to;
-	_Atomic int space_error;       /* 0, or why the reserve failed. */
-	_Atomic int64_t space_logged;
-};
+#include "edge/internal.h"
 
 static _Atomic unsigned next_slot;
 static _Thread_local int thread_slot = -1;
 
 /* The one place LMDB results become zonecast codes. */
-static int lmdb_error(int rc)
+int edge_lmdb_error(int rc)
 {
 	switch (rc) {
 	case MDB_SUCCESS:
@@ -108,7 +77,7 @@ int edge_open(edge_store_t **out, const char *dir, size_t map_size)
 	int rc = mdb_env_create(&s->env);
 	if (rc != MDB_SUCCESS) {
 		store_free(s);
-		return lmdb_error(rc);
+		return edge_lmdb_error(rc);
 	}
 	mdb_env_set_maxdbs(s->env, 8);
 	mdb_env_set_maxreaders(s->env, 1024);
@@ -139,6 +108,15 @@ int edge_open(edge_store_t **out, const char *dir, size_t map_size)
 	if (rc == MDB_SUCCESS) {
 		rc = mdb_dbi_open(txn, "keys", MDB_CREATE, &s->keys);
 	}
+	if (rc == MDB_SUCCESS) {
+		rc = mdb_dbi_open(txn, "outbox", MDB_CREATE, &s->outbox);
+	}
+	if (rc == MDB_SUCCESS) {
+		rc = mdb_dbi_open(txn, "stage", MDB_CREATE, &s->stage);
+	}
+	if (rc == MDB_SUCCESS) {
+		rc = mdb_dbi_open(txn, "quarantine", MDB_CREATE, &s->quarantine);
+	}
 	if (rc != MDB_SUCCESS) {
 		mdb_txn_abort(txn);
 		goto fail;
@@ -152,7 +130,7 @@ int edge_open(edge_store_t **out, const char *dir, size_t map_size)
 fail:
 	mdb_env_close(s->env);
 	store_free(s);
-	return lmdb_error(rc);
+	return edge_lmdb_error(rc);
 }
 
 void edge_close(edge_store_t *store)
@@ -218,7 +196,7 @@ static int remap(edge_store_t *store, size_t size)
 	atomic_store(&store->remapping, true);
 	int ret = ZC_EBUSY;
 	if (slots_drained(store)) {
-		ret = lmdb_error(mdb_env_set_mapsize(store->env, size));
+		ret = edge_lmdb_error(mdb_env_set_mapsize(store->env, size));
 	}
 	atomic_store(&store->remapping, false);
 	pthread_mutex_unlock(&store->remap_lock);
@@ -259,7 +237,7 @@ static int txn_begin(edge_store_t *store, edge_txn_t *txn, unsigned flags)
 	if (rc != MDB_SUCCESS) {
 		slot_leave(store, txn->slot);
 		txn->txn = NULL;
-		return lmdb_error(rc);
+		return edge_lmdb_error(rc);
 	}
 	txn->active = true;
 	return ZC_EOK;
@@ -279,6 +257,7 @@ int edge_txn_begin_read(edge_store_t *store, edge_txn_t *txn)
 	}
 	txn->store = store;
 	txn->write = false;
+	txn->parent = NULL;
 	return txn_begin(store, txn, MDB_RDONLY);
 }
 
@@ -293,6 +272,7 @@ void edge_txn_reset(edge_txn_t *txn)
 
 void edge_txn_abort(edge_txn_t *txn)
 {
+	edge_rec_free(txn);
 	if (txn->txn != NULL) {
 		mdb_txn_abort(txn->txn);
 		if (txn->active) {
@@ -307,6 +287,7 @@ int edge_txn_begin_write(edge_store_t *store, edge_txn_t *txn)
 {
 	txn->store = store;
 	txn->write = true;
+	txn->parent = NULL;
 	return txn_begin(store, txn, 0);
 }
 
@@ -316,13 +297,35 @@ static int commit_error(edge_store_t *store, int rc)
 	const char *path = NULL;
 	if (rc == EIO && mdb_env_get_path(store->env, &path) == MDB_SUCCESS) {
 		int cond = zc_fs_condition(path);
-		return cond != 0 ? cond : lmdb_error(rc);
+		return cond != 0 ? cond : edge_lmdb_error(rc);
 	}
-	return lmdb_error(rc);
+	return edge_lmdb_error(rc);
+}
+
+/* A nested transaction's commit: its ops go to the parent's list. */
+static int commit_nested(edge_txn_t *txn)
+{
+	int ret = edge_lmdb_error(mdb_txn_commit(txn->txn));
+	txn->txn = NULL;
+	if (ret == ZC_EOK) {
+		ret = edge_rec_merge(txn, txn->parent);
+	}
+	edge_rec_free(txn);
+	return ret;
 }
 
 int edge_txn_commit(edge_txn_t *txn)
 {
+	if (txn->parent != NULL) {
+		return commit_nested(txn);
+	}
+	bool wrote = false;
+	int ret = edge_rec_finish(txn, &wrote);
+	edge_rec_free(txn);
+	if (ret != ZC_EOK) {
+		edge_txn_abort(txn);
+		return ret;
+	}
 	int rc = mdb_txn_commit(txn->txn);
 	if (txn->active) {
 		slot_leave(txn->store, txn->slot);
@@ -331,8 +334,28 @@ int edge_txn_commit(edge_txn_t *txn)
 	txn->active = false;
 	if (rc == MDB_SUCCESS) {
 		edge_reserve_check(txn->store);
+		if (wrote && txn->store->on_outbox != NULL) {
+			txn->store->on_outbox(txn->store->on_outbox_ctx);
+		}
 	}
 	return commit_error(txn->store, rc);
+}
+
+int edge_txn_begin_nested(edge_txn_t *parent, edge_txn_t *child)
+{
+	if (parent->txn == NULL || !parent->write) {
+		return ZC_EUSAGE;
+	}
+	child->store = parent->store;
+	child->write = true;
+	child->parent = parent;
+	child->rec = NULL;
+	child->active = false; /* The parent holds the thread's slot. */
+	int rc = mdb_txn_begin(parent->store->env, parent->txn, 0, &child->txn);
+	if (rc != MDB_SUCCESS) {
+		child->txn = NULL;
+	}
+	return edge_lmdb_error(rc);
 }
 
 /* Logs the reserve's state when it changes, a failure again every minute. */
@@ -393,7 +416,7 @@ int edge_space_error(edge_store_t *store)
 	return atomic_load(&store->space_error);
 }
 
-static size_t node_key(uint8_t *key, uint64_t zone_id, const uint8_t *rel,
+size_t edge_node_key(uint8_t *key, uint64_t zone_id, const uint8_t *rel,
                        size_t rel_len)
 {
 	for (int i = 0; i < 8; i++) {
@@ -423,7 +446,7 @@ int edge_zone_find(edge_txn_t *txn, const uint8_t *lf, size_t lf_len,
 			return edge_zone_decode(v.mv_data, v.mv_size, zone);
 		}
 		if (rc != MDB_NOTFOUND) {
-			return lmdb_error(rc);
+			return edge_lmdb_error(rc);
 		}
 		if (len == 0) {
 			return ZC_ENOZONE;
@@ -448,7 +471,7 @@ int edge_zone_get(edge_txn_t *txn, const knot_dname_t *apex,
 		return ZC_ENOZONE;
 	}
 	if (rc != MDB_SUCCESS) {
-		return lmdb_error(rc);
+		return edge_lmdb_error(rc);
 	}
 	return edge_zone_decode(v.mv_data, v.mv_size, zone);
 }
@@ -460,12 +483,12 @@ int edge_node_get(edge_txn_t *txn, uint64_t zone_id, const uint8_t *rel,
 		return KNOT_ENOENT; /* No store keeps such a name. */
 	}
 	uint8_t key[NODE_KEY_MAX];
-	MDB_val k = { .mv_size = node_key(key, zone_id, rel, rel_len),
+	MDB_val k = { .mv_size = edge_node_key(key, zone_id, rel, rel_len),
 	              .mv_data = key };
 	MDB_val v;
 	int rc = mdb_get(txn->txn, txn->store->nodes, &k, &v);
 	if (rc != MDB_SUCCESS) {
-		return lmdb_error(rc);
+		return edge_lmdb_error(rc);
 	}
 	*val = v.mv_data;
 	*val_len = v.mv_size;
@@ -479,7 +502,7 @@ bool edge_node_has_below(edge_txn_t *txn, uint64_t zone_id,
 		return false; /* Nothing longer is ever stored. */
 	}
 	uint8_t key[NODE_KEY_MAX];
-	size_t klen = node_key(key, zone_id, rel, rel_len);
+	size_t klen = edge_node_key(key, zone_id, rel, rel_len);
 	MDB_cursor *cur;
 	if (mdb_cursor_open(txn->txn, txn->store->nodes, &cur) != MDB_SUCCESS) {
 		return false;
@@ -517,7 +540,7 @@ int edge_iter_begin_at(edge_txn_t *txn, uint64_t zone_id, const uint8_t *rel,
 	if (rel_len > 0) {
 		memcpy(it->from, rel, rel_len);
 	}
-	return lmdb_error(mdb_cursor_open(txn->txn, txn->store->nodes, &it->cur));
+	return edge_lmdb_error(mdb_cursor_open(txn->txn, txn->store->nodes, &it->cur));
 }
 
 int edge_iter_next(edge_iter_t *it, const uint8_t **rel, size_t *rel_len,
@@ -527,7 +550,7 @@ int edge_iter_next(edge_iter_t *it, const uint8_t **rel, size_t *rel_len,
 	MDB_val k, v;
 	int rc;
 	if (!it->started) {
-		k.mv_size = node_key(key, it->zone_id, it->from, it->from_len);
+		k.mv_size = edge_node_key(key, it->zone_id, it->from, it->from_len);
 		k.mv_data = key;
 		rc = mdb_cursor_get(it->cur, &k, &v, MDB_SET_RANGE);
 		it->started = true;
@@ -538,9 +561,9 @@ int edge_iter_next(edge_iter_t *it, const uint8_t **rel, size_t *rel_len,
 		return 0;
 	}
 	if (rc != MDB_SUCCESS) {
-		return lmdb_error(rc);
+		return edge_lmdb_error(rc);
 	}
-	node_key(key, it->zone_id, NULL, 0);
+	edge_node_key(key, it->zone_id, NULL, 0);
 	if (k.mv_size < 8 || memcmp(k.mv_data, key, 8) != 0) {
 		return 0;
 	}
@@ -569,7 +592,7 @@ static int stored_seq(edge_txn_t *txn, MDB_val *k, uint64_t *seq)
 		return ZC_EOK;
 	}
 	if (rc != MDB_SUCCESS) {
-		return lmdb_error(rc);
+		return edge_lmdb_error(rc);
 	}
 	uint8_t flags;
 	if (edge_node_peek(v.mv_data, v.mv_size, &flags, seq) != ZC_EOK) {
@@ -585,7 +608,7 @@ int edge_txn_put_node(edge_txn_t *txn, uint64_t zone_id, const uint8_t *rel,
 		return ZC_ENAMEKEY;
 	}
 	uint8_t key[NODE_KEY_MAX];
-	MDB_val k = { .mv_size = node_key(key, zone_id, rel, rel_len),
+	MDB_val k = { .mv_size = edge_node_key(key, zone_id, rel, rel_len),
 	              .mv_data = key };
 	uint8_t flags;
 	uint64_t seq, old_seq;
@@ -600,7 +623,9 @@ int edge_txn_put_node(edge_txn_t *txn, uint64_t zone_id, const uint8_t *rel,
 		return ZC_ESTALE;
 	}
 	MDB_val v = { .mv_size = val_len, .mv_data = (void *)val };
-	return lmdb_error(mdb_put(txn->txn, txn->store->nodes, &k, &v, 0));
+	ret = edge_lmdb_error(mdb_put(txn->txn, txn->store->nodes, &k, &v, 0));
+	return ret != ZC_EOK ? ret : edge_rec_op(txn, EDGE_OP_PUT,
+	       EDGE_TABLE_NODES, k.mv_data, k.mv_size, val, val_len);
 }
 
 int edge_txn_del_node(edge_txn_t *txn, uint64_t zone_id, const uint8_t *rel,
@@ -610,7 +635,7 @@ int edge_txn_del_node(edge_txn_t *txn, uint64_t zone_id, const uint8_t *rel,
 		return ZC_EOK; /* Never stored. */
 	}
 	uint8_t key[NODE_KEY_MAX];
-	MDB_val k = { .mv_size = node_key(key, zone_id, rel, rel_len),
+	MDB_val k = { .mv_size = edge_node_key(key, zone_id, rel, rel_len),
 	              .mv_data = key };
 	uint64_t old_seq;
 	int ret = stored_seq(txn, &k, &old_seq);
@@ -621,7 +646,12 @@ int edge_txn_del_node(edge_txn_t *txn, uint64_t zone_id, const uint8_t *rel,
 		return ZC_ESTALE;
 	}
 	int rc = mdb_del(txn->txn, txn->store->nodes, &k, NULL);
-	return rc == MDB_NOTFOUND ? ZC_EOK : lmdb_error(rc);
+	if (rc == MDB_NOTFOUND) {
+		return ZC_EOK;
+	}
+	ret = edge_lmdb_error(rc);
+	return ret != ZC_EOK ? ret : edge_rec_op(txn, EDGE_OP_DEL,
+	       EDGE_TABLE_NODES, k.mv_data, k.mv_size, NULL, 0);
 }
 
 int edge_txn_put_zone(edge_txn_t *txn, const edge_zone_t *zone)
@@ -636,7 +666,9 @@ int edge_txn_put_zone(edge_txn_t *txn, const edge_zone_t *zone)
 	}
 	MDB_val k = { .mv_size = klen, .mv_data = key };
 	MDB_val v = { .mv_size = (size_t)len, .mv_data = val };
-	return lmdb_error(mdb_put(txn->txn, txn->store->zones, &k, &v, 0));
+	int ret = edge_lmdb_error(mdb_put(txn->txn, txn->store->zones, &k, &v, 0));
+	return ret != ZC_EOK ? ret : edge_rec_op(txn, EDGE_OP_PUT,
+	       EDGE_TABLE_ZONES, key, klen, val, (size_t)len);
 }
 
 int edge_txn_del_zone(edge_txn_t *txn, const knot_dname_t *apex,
@@ -648,15 +680,20 @@ int edge_txn_del_zone(edge_txn_t *txn, const knot_dname_t *apex,
 	              .mv_data = key };
 	int rc = mdb_del(txn->txn, txn->store->zones, &k, NULL);
 	if (rc != MDB_SUCCESS && rc != MDB_NOTFOUND) {
-		return lmdb_error(rc);
+		return edge_lmdb_error(rc);
+	}
+	int ret = edge_rec_op(txn, EDGE_OP_DEL, EDGE_TABLE_ZONES, k.mv_data,
+	                      k.mv_size, NULL, 0);
+	if (ret != ZC_EOK) {
+		return ret;
 	}
 	MDB_cursor *cur;
 	rc = mdb_cursor_open(txn->txn, txn->store->nodes, &cur);
 	if (rc != MDB_SUCCESS) {
-		return lmdb_error(rc);
+		return edge_lmdb_error(rc);
 	}
 	uint8_t prefix[8];
-	node_key(prefix, zone_id, NULL, 0);
+	edge_node_key(prefix, zone_id, NULL, 0);
 	MDB_val nk = { .mv_size = 8, .mv_data = prefix };
 	MDB_val v;
 	rc = mdb_cursor_get(cur, &nk, &v, MDB_SET_RANGE);
@@ -671,9 +708,17 @@ int edge_txn_del_zone(edge_txn_t *txn, const knot_dname_t *apex,
 	}
 	mdb_cursor_close(cur);
 	if (rc != MDB_NOTFOUND && rc != MDB_SUCCESS) {
-		return lmdb_error(rc);
+		return edge_lmdb_error(rc);
 	}
-	return edge_txn_put_keys(txn, zone_id, NULL, 0);
+	ret = edge_rec_op(txn, EDGE_OP_DEL_PREFIX, EDGE_TABLE_NODES, prefix, 8,
+	                  NULL, 0);
+	if (ret == ZC_EOK) {
+		ret = edge_txn_stage_clear(txn, zone_id);
+	}
+	if (ret == ZC_EOK) {
+		ret = edge_txn_del_quarantine(txn, zone_id); /* Not replicated. */
+	}
+	return ret != ZC_EOK ? ret : edge_txn_put_keys(txn, zone_id, NULL, 0);
 }
 
 int edge_meta_get(edge_txn_t *txn, const char *key, uint64_t *value)
@@ -686,7 +731,7 @@ int edge_meta_get(edge_txn_t *txn, const char *key, uint64_t *value)
 		return ZC_EOK;
 	}
 	if (rc != MDB_SUCCESS) {
-		return lmdb_error(rc);
+		return edge_lmdb_error(rc);
 	}
 	if (v.mv_size != 8) {
 		return ZC_EFORMAT;
@@ -701,23 +746,63 @@ int edge_meta_get(edge_txn_t *txn, const char *key, uint64_t *value)
 int edge_meta_put(edge_txn_t *txn, const char *key, uint64_t value)
 {
 	uint8_t buf[8];
-	node_key(buf, value, NULL, 0);
+	edge_node_key(buf, value, NULL, 0);
 	MDB_val k = { .mv_size = strlen(key), .mv_data = (void *)key };
 	MDB_val v = { .mv_size = 8, .mv_data = buf };
-	return lmdb_error(mdb_put(txn->txn, txn->store->meta, &k, &v, 0));
+	return edge_lmdb_error(mdb_put(txn->txn, txn->store->meta, &k, &v, 0));
 }
+
+MDB_dbi edge_table_dbi(const edge_store_t *store, unsigned table)
+{
+	switch (table) {
+	case EDGE_TABLE_ZONES:
+		return store->zones;
+	case EDGE_TABLE_NODES:
+		return store->nodes;
+	case EDGE_TABLE_STAGE:
+		return store->stage;
+	default:
+		return store->keys;
+	}
+}
+
+/* The meta keys a clear keeps: the replication log's position (repl.h),
+ * so that edges follow the rebuild instead of starting over. */
+static const char *const kept_meta[] = { "repl_on", "repl_epoch",
+                                         "repl_commit" };
 
 int edge_txn_clear(edge_txn_t *txn)
 {
-	MDB_dbi dbis[] = { txn->store->zones, txn->store->nodes,
-	                   txn->store->meta, txn->store->keys };
-	for (size_t i = 0; i < sizeof(dbis) / sizeof(dbis[0]); i++) {
-		int rc = mdb_drop(txn->txn, dbis[i], 0);
-		if (rc != MDB_SUCCESS) {
-			return lmdb_error(rc);
+	enum { KEPT = sizeof(kept_meta) / sizeof(kept_meta[0]) };
+	uint64_t kept[KEPT];
+	for (size_t i = 0; i < KEPT; i++) {
+		int ret = edge_meta_get(txn, kept_meta[i], &kept[i]);
+		if (ret != ZC_EOK) {
+			return ret;
 		}
 	}
-	return ZC_EOK;
+	int rc = mdb_drop(txn->txn, txn->store->meta, 0);
+	for (size_t i = 0; rc == MDB_SUCCESS && i < KEPT; i++) {
+		if (kept[i] != 0 && edge_meta_put(txn, kept_meta[i],
+		                                  kept[i]) != ZC_EOK) {
+			rc = EIO;
+		}
+	}
+	for (unsigned t = 0; rc == MDB_SUCCESS && t < EDGE_TABLE_COUNT; t++) {
+		rc = mdb_drop(txn->txn, edge_table_dbi(txn->store, t), 0);
+		if (rc == MDB_SUCCESS) {
+			int ret = edge_rec_op(txn, EDGE_OP_DROP, t, NULL, 0,
+			                      NULL, 0);
+			if (ret != ZC_EOK) {
+				return ret;
+			}
+		}
+	}
+	if (rc == MDB_SUCCESS) {
+		/* This node's own (not replicated): the rebuild judges anew. */
+		rc = mdb_drop(txn->txn, txn->store->quarantine, 0);
+	}
+	return edge_lmdb_error(rc);
 }
 
 int edge_zone_foreach(edge_txn_t *txn,
@@ -727,7 +812,7 @@ int edge_zone_foreach(edge_txn_t *txn,
 	MDB_cursor *cur;
 	int rc = mdb_cursor_open(txn->txn, txn->store->zones, &cur);
 	if (rc != MDB_SUCCESS) {
-		return lmdb_error(rc);
+		return edge_lmdb_error(rc);
 	}
 	MDB_val k, v;
 	int ret = ZC_EOK;
@@ -742,7 +827,7 @@ int edge_zone_foreach(edge_txn_t *txn,
 	}
 	mdb_cursor_close(cur);
 	if (ret == ZC_EOK && rc != MDB_SUCCESS && rc != MDB_NOTFOUND) {
-		ret = lmdb_error(rc);
+		ret = edge_lmdb_error(rc);
 	}
 	return ret;
 }
@@ -751,7 +836,7 @@ int edge_keys_get(edge_txn_t *txn, uint64_t zone_id, const uint8_t **val,
                   size_t *len)
 {
 	uint8_t key[8];
-	node_key(key, zone_id, NULL, 0);
+	edge_node_key(key, zone_id, NULL, 0);
 	MDB_val k = { .mv_size = 8, .mv_data = key };
 	MDB_val v;
 	int rc = mdb_get(txn->txn, txn->store->keys, &k, &v);
@@ -759,7 +844,7 @@ int edge_keys_get(edge_txn_t *txn, uint64_t zone_id, const uint8_t **val,
 		return ZC_ENOKEY;
 	}
 	if (rc != MDB_SUCCESS) {
-		return lmdb_error(rc);
+		return edge_lmdb_error(rc);
 	}
 	*val = v.mv_data;
 	*len = v.mv_size;
@@ -770,12 +855,225 @@ int edge_txn_put_keys(edge_txn_t *txn, uint64_t zone_id, const uint8_t *val,
                       size_t len)
 {
 	uint8_t key[8];
-	node_key(key, zone_id, NULL, 0);
+	edge_node_key(key, zone_id, NULL, 0);
 	MDB_val k = { .mv_size = 8, .mv_data = key };
+	int ret;
 	if (len == 0) {
 		int rc = mdb_del(txn->txn, txn->store->keys, &k, NULL);
-		return rc == MDB_NOTFOUND ? ZC_EOK : lmdb_error(rc);
+		if (rc == MDB_NOTFOUND) {
+			return ZC_EOK;
+		}
+		ret = edge_lmdb_error(rc);
+		return ret != ZC_EOK ? ret : edge_rec_op(txn, EDGE_OP_DEL,
+		       EDGE_TABLE_KEYS, key, 8, NULL, 0);
 	}
 	MDB_val v = { .mv_size = len, .mv_data = (void *)val };
-	return lmdb_error(mdb_put(txn->txn, txn->store->keys, &k, &v, 0));
+	ret = edge_lmdb_error(mdb_put(txn->txn, txn->store->keys, &k, &v, 0));
+	return ret != ZC_EOK ? ret : edge_rec_op(txn, EDGE_OP_PUT,
+	       EDGE_TABLE_KEYS, key, 8, val, len);
+}
+
+/* --- Staging of full builds in steps (edge.h) --- */
+
+/* A staged deletion: a 0x00 byte (no node value starts so) and the seq. */
+#define STAGE_TOMBSTONE_LEN 9
+
+int edge_txn_stage_put(edge_txn_t *txn, uint64_t zone_id, const uint8_t *rel,
+                       size_t rel_len, const uint8_t *val, size_t val_len)
+{
+	if (rel_len > DNS_LF_KEY_MAXLEN) {
+		return ZC_ENAMEKEY;
+	}
+	if (val_len == 0 || val[0] == 0) {
+		return ZC_EFORMAT;
+	}
+	uint8_t key[NODE_KEY_MAX];
+	MDB_val k = { .mv_size = edge_node_key(key, zone_id, rel, rel_len),
+	              .mv_data = key };
+	MDB_val v = { .mv_size = val_len, .mv_data = (void *)val };
+	int ret = edge_lmdb_error(mdb_put(txn->txn, txn->store->stage, &k, &v, 0));
+	return ret != ZC_EOK ? ret : edge_rec_op(txn, EDGE_OP_PUT,
+	       EDGE_TABLE_STAGE, key, k.mv_size, val, val_len);
+}
+
+int edge_txn_stage_del(edge_txn_t *txn, uint64_t zone_id, const uint8_t *rel,
+                       size_t rel_len, uint64_t seq)
+{
+	if (rel_len > DNS_LF_KEY_MAXLEN) {
+		return ZC_EOK; /* Never stored. */
+	}
+	uint8_t key[NODE_KEY_MAX], val[STAGE_TOMBSTONE_LEN] = { 0 };
+	edge_node_key(val + 1, seq, NULL, 0);
+	MDB_val k = { .mv_size = edge_node_key(key, zone_id, rel, rel_len),
+	              .mv_data = key };
+	MDB_val v = { .mv_size = sizeof(val), .mv_data = val };
+	int ret = edge_lmdb_error(mdb_put(txn->txn, txn->store->stage, &k, &v, 0));
+	return ret != ZC_EOK ? ret : edge_rec_op(txn, EDGE_OP_PUT,
+	       EDGE_TABLE_STAGE, key, k.mv_size, val, sizeof(val));
+}
+
+/* Applies one staged entry to the nodes table, fenced by seq. */
+static int stage_move(edge_txn_t *txn, MDB_val *k, const MDB_val *v)
+{
+	uint64_t old_seq, seq = 0;
+	int ret = stored_seq(txn, k, &old_seq);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	const uint8_t *p = v->mv_data;
+	if (v->mv_size == STAGE_TOMBSTONE_LEN && p[0] == 0) {
+		for (int i = 1; i < STAGE_TOMBSTONE_LEN; i++) {
+			seq = seq << 8 | p[i];
+		}
+		if (old_seq > seq) {
+			return ZC_EOK;
+		}
+		int rc = mdb_del(txn->txn, txn->store->nodes, k, NULL);
+		return rc == MDB_NOTFOUND ? ZC_EOK : edge_lmdb_error(rc);
+	}
+	uint8_t flags;
+	ret = edge_node_peek(p, v->mv_size, &flags, &seq);
+	if (ret != ZC_EOK || old_seq > seq) {
+		return ret;
+	}
+	MDB_val val = *v;
+	return edge_lmdb_error(mdb_put(txn->txn, txn->store->nodes, k, &val, 0));
+}
+
+int edge_stage_apply(edge_txn_t *txn, uint64_t zone_id)
+{
+	MDB_cursor *cur;
+	int rc = mdb_cursor_open(txn->txn, txn->store->stage, &cur);
+	if (rc != MDB_SUCCESS) {
+		return edge_lmdb_error(rc);
+	}
+	uint8_t prefix[8];
+	edge_node_key(prefix, zone_id, NULL, 0);
+	MDB_val k = { .mv_size = 8, .mv_data = prefix }, v;
+	int ret = ZC_EOK;
+	rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
+	while (rc == MDB_SUCCESS && k.mv_size >= 8 &&
+	       memcmp(k.mv_data, prefix, 8) == 0) {
+		/* The key lives in the stage's page: copy it before writing. */
+		uint8_t key[NODE_KEY_MAX];
+		memcpy(key, k.mv_data, k.mv_size);
+		MDB_val nk = { .mv_size = k.mv_size, .mv_data = key };
+		ret = stage_move(txn, &nk, &v);
+		if (ret != ZC_EOK) {
+			break;
+		}
+		rc = mdb_cursor_del(cur, 0);
+		if (rc == MDB_SUCCESS) {
+			/* Not MDB_GET_CURRENT: EINVAL once the last entry went. */
+			k.mv_size = 8;
+			k.mv_data = prefix;
+			rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
+		}
+	}
+	mdb_cursor_close(cur);
+	if (ret == ZC_EOK && rc != MDB_SUCCESS && rc != MDB_NOTFOUND) {
+		ret = edge_lmdb_error(rc);
+	}
+	return ret;
+}
+
+int edge_txn_stage_commit(edge_txn_t *txn, uint64_t zone_id)
+{
+	int ret = edge_stage_apply(txn, zone_id);
+	uint8_t key[8];
+	edge_node_key(key, zone_id, NULL, 0);
+	return ret != ZC_EOK ? ret : edge_rec_op(txn, EDGE_OP_STAGE_APPLY,
+	       EDGE_TABLE_STAGE, key, 8, NULL, 0);
+}
+
+int edge_txn_stage_clear(edge_txn_t *txn, uint64_t zone_id)
+{
+	MDB_cursor *cur;
+	int rc = mdb_cursor_open(txn->txn, txn->store->stage, &cur);
+	if (rc != MDB_SUCCESS) {
+		return edge_lmdb_error(rc);
+	}
+	uint8_t prefix[8];
+	edge_node_key(prefix, zone_id, NULL, 0);
+	MDB_val k = { .mv_size = 8, .mv_data = prefix }, v;
+	bool any = false;
+	rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
+	while (rc == MDB_SUCCESS && k.mv_size >= 8 &&
+	       memcmp(k.mv_data, prefix, 8) == 0) {
+		any = true;
+		rc = mdb_cursor_del(cur, 0);
+		if (rc == MDB_SUCCESS) {
+			/* Not MDB_GET_CURRENT: EINVAL once the last entry went. */
+			k.mv_size = 8;
+			k.mv_data = prefix;
+			rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
+		}
+	}
+	mdb_cursor_close(cur);
+	if (rc != MDB_SUCCESS && rc != MDB_NOTFOUND) {
+		return edge_lmdb_error(rc);
+	}
+	return any ? edge_rec_op(txn, EDGE_OP_DEL_PREFIX, EDGE_TABLE_STAGE,
+	                         prefix, 8, NULL, 0) : ZC_EOK;
+}
+
+int edge_quarantine_get(edge_txn_t *txn, uint64_t zone_id,
+                        edge_quarantine_t *out)
+{
+	uint8_t key[8];
+	edge_node_key(key, zone_id, NULL, 0);
+	MDB_val k = { .mv_size = 8, .mv_data = key };
+	MDB_val v;
+	int rc = mdb_get(txn->txn, txn->store->quarantine, &k, &v);
+	if (rc != MDB_SUCCESS) {
+		return edge_lmdb_error(rc);
+	}
+	return edge_quarantine_decode(v.mv_data, v.mv_size, out);
+}
+
+int edge_txn_put_quarantine(edge_txn_t *txn, const edge_quarantine_t *q)
+{
+	uint8_t key[8];
+	uint8_t val[sizeof(edge_quarantine_t) + 64];
+	edge_node_key(key, q->zone_id, NULL, 0);
+	int len = edge_quarantine_encode(val, sizeof(val), q);
+	if (len < 0) {
+		return len;
+	}
+	MDB_val k = { .mv_size = 8, .mv_data = key };
+	MDB_val v = { .mv_size = (size_t)len, .mv_data = val };
+	return edge_lmdb_error(mdb_put(txn->txn, txn->store->quarantine, &k, &v, 0));
+}
+
+int edge_txn_del_quarantine(edge_txn_t *txn, uint64_t zone_id)
+{
+	uint8_t key[8];
+	edge_node_key(key, zone_id, NULL, 0);
+	MDB_val k = { .mv_size = 8, .mv_data = key };
+	int rc = mdb_del(txn->txn, txn->store->quarantine, &k, NULL);
+	return rc == MDB_NOTFOUND ? ZC_EOK : edge_lmdb_error(rc);
+}
+
+int edge_quarantine_foreach(edge_txn_t *txn,
+                            int (*cb)(const edge_quarantine_t *q, void *ctx),
+                            void *ctx)
+{
+	MDB_cursor *cur;
+	int rc = mdb_cursor_open(txn->txn, txn->store->quarantine, &cur);
+	if (rc != MDB_SUCCESS) {
+		return edge_lmdb_error(rc);
+	}
+	MDB_val k, v;
+	rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST);
+	while (rc == MDB_SUCCESS) {
+		edge_quarantine_t q;
+		if (edge_quarantine_decode(v.mv_data, v.mv_size, &q) == ZC_EOK &&
+		    cb(&q, ctx) != 0) {
+			break;
+		}
+		rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT);
+	}
+	mdb_cursor_close(cur);
+	return (rc == MDB_SUCCESS || rc == MDB_NOTFOUND) ? ZC_EOK :
+	       edge_lmdb_error(rc);
 }

@@ -150,8 +150,9 @@ int records_zone_delete(records_store_t *store, const knot_dname_t *apex,
 int records_last_seq(records_store_t *store, uint64_t *seq);
 
 /*
- * Reads up to `limit` change events with seq > after, in order, calling cb
- * for each (cb returns non-zero to stop).
+ * Reads up to `limit` change events (0: no limit) with seq > after, in
+ * order, calling cb for each (cb returns non-zero to stop). Inside
+ * records_read_begin()/end() it reads that snapshot.
  */
 int records_changes_since(records_store_t *store, uint64_t after,
                           unsigned limit,

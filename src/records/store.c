@@ -397,7 +397,7 @@ int records_changes_since(records_store_t *store, uint64_t after,
 		return ret;
 	}
 	sqlite3_bind_int64(stmt, 1, (int64_t)after);
-	sqlite3_bind_int(stmt, 2, (int)limit);
+	sqlite3_bind_int64(stmt, 2, limit == 0 ? -1 : (int64_t)limit);
 	int rc;
 	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
 		records_change_t chg = {

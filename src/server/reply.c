@@ -164,6 +164,11 @@ static void post(server_reply_t *r, const uint8_t *msg, size_t len,
 	free(r);
 }
 
+const void *server_reply_stream(const server_reply_t *r)
+{
+	return r->tcp ? r->conn : NULL;
+}
+
 void server_reply_send(server_reply_t *r, const uint8_t *msg, size_t len)
 {
 	if (r->sink != NULL) {

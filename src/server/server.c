@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
-/* Server lifecycle: address parsing, socket binding, worker threads. */
+/* Server lifecycle: address parsing, worker threads on the sockets
+ * server_bind() bound (listen.c). */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -65,49 +66,6 @@ int server_parse_addr(const char *text, struct sockaddr_storage *ss,
 	return ZC_EOK;
 }
 
-static int bind_socket(const char *addr, int type)
-{
-	struct sockaddr_storage ss;
-	socklen_t len;
-	int ret = server_parse_addr(addr, &ss, &len);
-	if (ret != ZC_EOK) {
-		zc_error("invalid listen address '%s' (want ADDR:PORT or "
-		         "[ADDR6]:PORT)", addr);
-		return ret;
-	}
-	/* Non-blocking: workers accept and read until EAGAIN. */
-	int fd = socket(ss.ss_family, type | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (fd < 0) {
-		return -errno;
-	}
-	int on = 1;
-	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on));
-	setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &on, sizeof(on));
-	if (ss.ss_family == AF_INET6) {
-		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &on, sizeof(on));
-	}
-	if (type == SOCK_STREAM) {
-		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof(on));
-	} else {
-		int size = 4 << 20;
-		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, sizeof(size));
-		setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, sizeof(size));
-	}
-	if (bind(fd, (struct sockaddr *)&ss, len) != 0) {
-		ret = -errno;
-		zc_error("cannot bind %s %s: %s", type == SOCK_STREAM ? "TCP" : "UDP",
-		         addr, strerror(errno));
-		close(fd);
-		return ret;
-	}
-	if (type == SOCK_STREAM && listen(fd, 1024) != 0) {
-		ret = -errno;
-		close(fd);
-		return ret;
-	}
-	return fd;
-}
-
 static bool has_secret(const uint8_t *secret)
 {
 	uint8_t any = 0;
@@ -117,7 +75,7 @@ static bool has_secret(const uint8_t *secret)
 	return any != 0;
 }
 
-static unsigned worker_count(const server_config_t *cfg)
+unsigned server_worker_count(const server_config_t *cfg)
 {
 	if (cfg->workers > 0) {
 		return cfg->workers;
@@ -126,12 +84,13 @@ static unsigned worker_count(const server_config_t *cfg)
 	return n > 0 ? (unsigned)n : 1;
 }
 
-static int start_worker(server_t *s, worker_t *w, const char *addr, bool tcp,
+/* Starts a worker on its bound socket (fd, which it takes over). */
+static int start_worker(server_t *s, worker_t *w, int fd, bool tcp,
                         edge_store_t *edge)
 {
-	w->fd = bind_socket(addr, tcp ? SOCK_STREAM : SOCK_DGRAM);
+	w->fd = fd;
 	if (w->fd < 0) {
-		return w->fd;
+		return ZC_EUSAGE; /* server_bind() made no socket for it. */
 	}
 	w->stop_fd = s->stop_fd;
 	w->cfg = &s->cfg;
@@ -169,11 +128,18 @@ static int start_worker(server_t *s, worker_t *w, const char *addr, bool tcp,
 	return ZC_EOK;
 }
 
-int server_start(const server_config_t *cfg, edge_store_t *edge,
-                 const server_hooks_t *hooks, server_t **out)
+int server_start(const server_config_t *cfg, server_sockets_t *sockets,
+                 edge_store_t *edge, const server_hooks_t *hooks,
+                 server_t **out)
 {
+	if (server_sockets_count(sockets) !=
+	    cfg->listen_count * server_worker_count(cfg) * 2) {
+		server_sockets_free(sockets);
+		return ZC_EUSAGE; /* Bound for another configuration. */
+	}
 	server_t *s = calloc(1, sizeof(*s));
 	if (s == NULL) {
+		server_sockets_free(sockets);
 		return KNOT_ENOMEM;
 	}
 	s->cfg = *cfg;
@@ -192,13 +158,14 @@ int server_start(const server_config_t *cfg, edge_store_t *edge,
 	}
 	s->rrl = rrl_new(&s->cfg.rrl);
 	s->conn_limit = conn_limit_new(s->cfg.tcp_max_clients_per_ip);
-	unsigned n = worker_count(cfg);
+	unsigned n = server_worker_count(cfg);
 	s->count = cfg->listen_count * n * 2;
 	s->workers = calloc(s->count ? s->count : 1, sizeof(worker_t));
 	s->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (s->workers == NULL || s->stop_fd < 0 ||
 	    (s->cfg.rrl.rate > 0 && s->rrl == NULL) ||
 	    (s->cfg.tcp_max_clients_per_ip > 0 && s->conn_limit == NULL)) {
+		server_sockets_free(sockets);
 		server_stop(s);
 		return KNOT_ENOMEM;
 	}
@@ -206,7 +173,8 @@ int server_start(const server_config_t *cfg, edge_store_t *edge,
 	size_t i = 0;
 	for (size_t a = 0; a < cfg->listen_count && ret == ZC_EOK; a++) {
 		for (unsigned k = 0; k < 2 * n && ret == ZC_EOK; k++, i++) {
-			ret = start_worker(s, &s->workers[i], cfg->listen[a],
+			ret = start_worker(s, &s->workers[i],
+			                   server_sockets_take(sockets, i),
 			                   k % 2 == 1, edge);
 		}
 		if (ret == ZC_EOK) {
@@ -214,6 +182,7 @@ int server_start(const server_config_t *cfg, edge_store_t *edge,
 			        cfg->listen[a], n);
 		}
 	}
+	server_sockets_free(sockets); /* What no worker took (on failure). */
 	if (ret != ZC_EOK) {
 		server_stop(s);
 		return ret;

@@ -6,7 +6,8 @@
  *
  * For every listen address, each of the N workers owns its own UDP socket
  * and its own TCP listening socket, all bound with SO_REUSEPORT so the
- * kernel spreads clients over workers. A UDP worker reads and answers
+ * kernel spreads clients over workers; server_bind() makes sure that no
+ * other process shares them (listen.c). A UDP worker reads and answers
  * batches with recvmmsg/sendmmsg; a TCP worker runs an epoll loop over its
  * connections (RFC 7766: length framing, pipelined queries answered in
  * order, idle timeout). Each worker has its own answer_ctx_t (arena and
@@ -93,6 +94,14 @@ void server_reply_send_signed(server_reply_t *reply, const uint8_t *msg,
                               size_t len, const struct dns_tsig *tsig);
 
 /*
+ * The connection a TCP reply goes to, NULL for UDP: replies with the same
+ * one must be sent in the order their messages came (UPDATE answers that
+ * wait for the builder keep that order, builder_waiter_t.order). Only an
+ * identity: never dereferenced.
+ */
+const void *server_reply_stream(const server_reply_t *reply);
+
+/*
  * Transfers only: writes one more framed message on the TCP connection
  * now, waiting up to the idle timeout for the client to take it.
  * ZC_EOK, or an error when the client is gone or too slow.
@@ -110,12 +119,28 @@ typedef int (*server_reply_fn)(void *ctx, const uint8_t *msg, size_t len,
                                bool last);
 server_reply_t *server_reply_sink(server_reply_fn fn, void *ctx);
 
+/* Every listen socket of a server, bound before it starts (listen.c). */
+typedef struct server_sockets server_sockets_t;
+
 /*
- * Binds every address and starts the workers. Fails (nothing left
- * running) when an address cannot be bound.
+ * Binds every address of cfg for its workers, for this process alone: an
+ * address another process holds (another zonecast, any server, even one
+ * with SO_REUSEPORT) fails with -EADDRINUSE, logged with the address.
+ * Call it early, before work that a refusal should not leave behind.
  */
-int server_start(const server_config_t *cfg, edge_store_t *edge,
-                 const server_hooks_t *hooks, server_t **out);
+int server_bind(const server_config_t *cfg, server_sockets_t **out);
+
+/* Closes the sockets (NULL: no-op). */
+void server_sockets_free(server_sockets_t *s);
+
+/*
+ * Starts the workers on the sockets server_bind() bound for the same cfg
+ * (takes ownership of sockets, also on failure). Fails with nothing left
+ * running.
+ */
+int server_start(const server_config_t *cfg, server_sockets_t *sockets,
+                 edge_store_t *edge, const server_hooks_t *hooks,
+                 server_t **out);
 
 /* Stops and joins every worker, closes sockets, frees s (NULL: no-op). */
 void server_stop(server_t *s);

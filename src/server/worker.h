@@ -13,6 +13,14 @@
 
 typedef struct tcp_mailbox tcp_mailbox_t;
 
+/* Workers per listen address: cfg->workers, else one per core. */
+unsigned server_worker_count(const server_config_t *cfg);
+
+/* The socket of worker i (server_start()'s order), taken over by the
+ * caller: -1 when there is none. */
+int server_sockets_take(server_sockets_t *s, size_t i);
+size_t server_sockets_count(const server_sockets_t *s);
+
 typedef struct {
 	pthread_t thread;
 	int fd;                 /* UDP socket or TCP listening socket. */

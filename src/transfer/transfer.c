@@ -61,7 +61,7 @@ struct transfer {
 /* What a request turned out to be, for the log line. */
 typedef struct {
 	char zone[KNOT_DNAME_TXT_MAXLEN + 1];
-	char peer[INET6_ADDRSTRLEN + 8];
+	char peer[ZC_ADDR_TEXT_MAX];
 	const char *kind;        /* "AXFR", "IXFR" */
 } xfr_log_t;
 
@@ -70,23 +70,6 @@ static int64_t now_ms(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void format_peer(const struct sockaddr_storage *ss, char *out,
-                        size_t size)
-{
-	char addr[INET6_ADDRSTRLEN] = "?";
-	unsigned port = 0;
-	if (ss->ss_family == AF_INET) {
-		const struct sockaddr_in *in = (const struct sockaddr_in *)ss;
-		inet_ntop(AF_INET, &in->sin_addr, addr, sizeof(addr));
-		port = ntohs(in->sin_port);
-	} else if (ss->ss_family == AF_INET6) {
-		const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)ss;
-		inet_ntop(AF_INET6, &in6->sin6_addr, addr, sizeof(addr));
-		port = ntohs(in6->sin6_port);
-	}
-	snprintf(out, size, "%s#%u", addr, port);
 }
 
 /* Answers with a header (and the question when the message has one
@@ -127,12 +110,19 @@ static void send_error(xfr_worker_t *w, const knot_pkt_t *q,
 static int check_tsig(xfr_worker_t *w, const knot_pkt_t *q, dns_tsig_t *tsig,
                       records_tsig_key_t *key)
 {
+	/* Transfers and signed queries only read: a replay within the
+	 * window gets what the captured response showed, and secondaries
+	 * resend the same message when an answer is lost; so the time
+	 * window applies, the replay cache does not (docs/security.md). */
+	dns_tsig_policy_t policy = {
+		.max_fudge = (uint16_t)w->cfg->tsig_max_fudge,
+	};
 	if (q->tsig_rr == NULL) {
-		return dns_tsig_check(q, false, NULL, NULL, 0, tsig);
+		return dns_tsig_check(q, false, NULL, NULL, 0, &policy, tsig);
 	}
 	bool found = records_tsig_find(w->rs, q->tsig_rr->owner, key) == ZC_EOK;
 	return dns_tsig_check(q, found, key->algorithm, key->secret,
-	                      key->secret_len, tsig);
+	                      key->secret_len, &policy, tsig);
 }
 
 /* The rcode of a failed check_tsig(): FORMERR for a MAC of a bad size
@@ -318,7 +308,7 @@ static void handle_transfer(xfr_worker_t *w, uint8_t *msg, size_t len,
 	}
 	xfr_log_t lg = { .kind = knot_pkt_qtype(q) == KNOT_RRTYPE_IXFR ?
 	                 "IXFR" : "AXFR" };
-	format_peer(from, lg.peer, sizeof(lg.peer));
+	zc_addr_text(from, lg.peer, sizeof(lg.peer));
 	knot_dname_to_str(lg.zone, knot_pkt_qname(q), sizeof(lg.zone));
 	dns_tsig_t tsig;
 	records_tsig_key_t key;

@@ -67,6 +67,8 @@ typedef struct {
 	const zc_acl_t *allow_transfer;  /* NULL: signed requests only. */
 	const secondary_keys_t *allow_transfer_keys; /* Any zone; NULL: none. */
 	unsigned max_concurrent;         /* 0: TRANSFER_DEFAULT_CONCURRENT */
+	unsigned tsig_max_fudge;         /* Largest TSIG time window, seconds
+	                                    (0: DNS_TSIG_MAX_FUDGE_DEFAULT). */
 } transfer_config_t;
 
 typedef struct transfer transfer_t;

@@ -18,8 +18,10 @@
 #include <libknot/rrtype/soa.h>
 
 #include "common/error.h"
+#include "common/log.h"
 #include "dns/name.h"
 #include "update/internal.h"
+#include "zonefile/zonefile.h"
 
 /* --- Prescans (on the DNS worker's thread) --- */
 
@@ -81,18 +83,60 @@ uint8_t update_prereq_prescan(const update_msg_t *m)
 	return KNOT_RCODE_NOERROR;
 }
 
+/* An added record's rdata and TTL (zonefile_record_check()): FORMERR for
+ * rdata malformed for its type, as BIND's parser answers; REFUSED for
+ * what zonecast does not store (a meta-type, a TTL over 2^31-1, rdata
+ * without a master-file form that reads back the same). Logged, as the
+ * response carries no reason. */
+static uint8_t check_added(const update_msg_t *m, const knot_rrset_t *rr)
+{
+	knot_rdata_t *rd = rr->rrs.rdata;
+	for (uint16_t i = 0; i < rr->rrs.count; i++) {
+		const char *why = NULL;
+		int ret = zonefile_record_check(rr->owner, rr->type, rr->ttl,
+		                                rd->data,
+		                                rd->len, &why);
+		if (ret != ZC_EOK) {
+			char owner[KNOT_DNAME_TXT_MAXLEN + 1], type[32];
+			knot_dname_to_str(owner, rr->owner, sizeof(owner));
+			knot_rrtype_to_string(rr->type, type, sizeof(type));
+			zc_info("update %s: %s %s not added: %s", m->zone.name,
+			        owner, type, why);
+		}
+		if (ret == ZC_ERDATA) {
+			return KNOT_RCODE_FORMERR;
+		}
+		if (ret != ZC_EOK) {
+			return ret == ZC_EUNSTORABLE ? KNOT_RCODE_REFUSED :
+			       KNOT_RCODE_SERVFAIL;
+		}
+		rd = knot_rdataset_next(rd);
+	}
+	return KNOT_RCODE_NOERROR;
+}
+
 uint8_t update_prescan(const update_msg_t *m)
 {
 	const knot_pktsection_t *sec = knot_pkt_section(m->pkt, KNOT_AUTHORITY);
+	uint8_t refusal = KNOT_RCODE_NOERROR;
 	for (uint16_t i = 0; i < sec->count; i++) {
 		const knot_rrset_t *rr = knot_pkt_rr(sec, i);
 		if (!in_zone(m, rr->owner)) {
 			return KNOT_RCODE_NOTZONE;
 		}
+		uint8_t rcode;
 		switch (rr->rclass) {
 		case KNOT_CLASS_IN:
 			if (is_meta(rr->type)) {
 				return KNOT_RCODE_FORMERR;
+			}
+			rcode = is_refused(rr->type) ? KNOT_RCODE_NOERROR :
+			        check_added(m, rr);
+			if (rcode == KNOT_RCODE_FORMERR) {
+				return rcode;
+			}
+			if (refusal == KNOT_RCODE_NOERROR) {
+				refusal = rcode;
 			}
 			break;
 		case KNOT_CLASS_ANY:
@@ -117,7 +161,7 @@ uint8_t update_prescan(const update_msg_t *m)
 			return KNOT_RCODE_REFUSED;
 		}
 	}
-	return KNOT_RCODE_NOERROR;
+	return refusal;
 }
 
 /* --- The records of one node --- */

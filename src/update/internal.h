@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <libknot/packet/pkt.h>
 
+#include "builder/builder.h"
 #include "dns/tsig.h"
 #include "records/records.h"
 #include "server/server.h"
@@ -14,6 +15,7 @@ typedef struct update_service update_service_t;
 
 typedef struct {
 	writer_unit_t unit;          /* First: the committer's handle. */
+	builder_waiter_t waiter;     /* Until the edge serves the change. */
 	update_service_t *service;
 	server_reply_t *reply;
 	bool tcp;
@@ -30,6 +32,10 @@ typedef struct {
 	size_t added_count, added_cap;
 	size_t removed;              /* Records that existed before it. */
 } update_msg_t;
+
+/* Parses an UPDATE message (service.c): rdata as sent, owners lowercased.
+ * Returns a libknot code (KNOT_EOK). */
+int update_parse(knot_pkt_t *pkt);
 
 /* The committer unit (apply.c): prerequisites, then the update. Sets
  * msg->rcode; returns ZC_EOK only when everything was applied. */

@@ -1,10 +1,14 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /*
  * The UPDATE hook: checks on the DNS worker's thread (parse, zone
- * section, TSIG, source address, prescans, policy), then one unit of the
- * group committer per message, answered from its completion callback.
+ * section, TSIG, source address, quarantine, prescans, policy), then one
+ * unit of the group committer per message, answered from its completion
+ * callback, or, when the message changed its zone, once the builder has
+ * applied it (update.h).
  */
 #include <ctype.h>
+#include <errno.h>
+#include <stddef.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <time.h>
@@ -39,6 +43,7 @@ typedef struct {
 
 struct update_service {
 	update_config_t cfg;
+	dns_tsig_policy_t tsig;      /* Time window and replay cache. */
 	zc_acl_t allow;
 	records_pool_t *pool;
 	atomic_bool stopping;
@@ -113,8 +118,17 @@ int update_start(const update_config_t *cfg, update_service_t **out)
 	if (u->cfg.max_size == 0) {
 		u->cfg.max_size = 65535;
 	}
+	if (u->cfg.live_wait_ms == 0) {
+		u->cfg.live_wait_ms = UPDATE_DEFAULT_LIVE_WAIT_MS;
+	}
+	u->tsig.max_fudge = (uint16_t)cfg->tsig_max_fudge;
+	u->tsig.replay = dns_tsig_replay_new(cfg->tsig_replay_cache ?
+	                                     cfg->tsig_replay_cache :
+	                                     UPDATE_TSIG_REPLAY_CACHE);
 	u->pool = records_pool_new(cfg->data_dir);
-	if (u->pool == NULL) {
+	if (u->pool == NULL || u->tsig.replay == NULL) {
+		records_pool_free(u->pool);
+		dns_tsig_replay_free(u->tsig.replay);
 		free(u);
 		return KNOT_ENOMEM;
 	}
@@ -134,6 +148,7 @@ void update_free(update_service_t *u)
 {
 	if (u != NULL) {
 		records_pool_free(u->pool);
+		dns_tsig_replay_free(u->tsig.replay);
 		pthread_mutex_destroy(&u->cache_lock);
 		free(u);
 	}
@@ -145,6 +160,18 @@ static void msg_free(update_msg_t *m)
 	knot_pkt_free(m->pkt);
 	free(m->wire);
 	free(m);
+}
+
+int update_parse(knot_pkt_t *pkt)
+{
+	/* NOCANON: names inside rdata keep the case the client wrote, as
+	 * the API and zone files keep it (RFC 4343 §4.1); owners are
+	 * lowercased, as the API stores them. */
+	int ret = knot_pkt_parse(pkt, KNOT_PF_NOCANON);
+	for (uint16_t i = 0; ret == KNOT_EOK && i < pkt->rrset_count; i++) {
+		knot_dname_to_lower(pkt->rr[i].owner);
+	}
+	return ret;
 }
 
 /* Answers: the request's header and zone section, the rcode, TSIG. */
@@ -172,6 +199,44 @@ static void finish(update_msg_t *m, uint8_t rcode)
 }
 
 static _Atomic int64_t storage_logged;
+static _Atomic int64_t live_logged;
+
+/* The builder has applied the message (or could not, in time), or the
+ * messages before it on its connection are answered. */
+static void on_live(builder_waiter_t *w, int result)
+{
+	update_msg_t *m = (update_msg_t *)((uint8_t *)w -
+	                                   offsetof(update_msg_t, waiter));
+	if (result != ZC_EOK && !w->order_only) {
+		m->rcode = KNOT_RCODE_SERVFAIL;
+		if (zc_log_due(&live_logged, 10000)) {
+			zc_warn("update %s: serial %u committed but not served "
+			        "(%s): SERVFAIL; it is served once the builder "
+			        "applies it", m->zone.name, m->zone.serial,
+			        result == -ETIMEDOUT ? "live-wait passed" :
+			        zc_strerror(result));
+		}
+	}
+	respond(m);
+	msg_free(m);
+}
+
+/* Answers once the edge store serves the message's new serial, or (with
+ * nothing to serve) once the messages before it on its TCP connection are
+ * answered: pipelined UPDATEs are answered in order. */
+static void await_live(update_msg_t *m, bool order_only)
+{
+	update_service_t *u = m->service;
+	builder_waiter_t *w = &m->waiter;
+	w->zone_id = (uint64_t)m->zone.id;
+	memcpy(w->apex, m->zone.apex, knot_dname_size(m->zone.apex));
+	w->version = m->zone.serial;
+	w->deadline_ms = mono_ms() + u->cfg.live_wait_ms;
+	w->order = server_reply_stream(m->reply);
+	w->order_only = order_only;
+	w->done = on_live;
+	builder_follower_await(u->cfg.follower, w);
+}
 
 static void on_committed(writer_unit_t *unit, int result)
 {
@@ -188,8 +253,71 @@ static void on_committed(writer_unit_t *unit, int result)
 		zc_warn("update %s: SERVFAIL (%s)", m->zone.name,
 		        zc_strerror(result));
 	}
+	if (m->service->cfg.follower != NULL) {
+		bool serve = result == ZC_EOK && m->rcode == KNOT_RCODE_NOERROR &&
+		             m->changed;
+		if (serve || m->tcp) {
+			await_live(m, !serve);
+			return;
+		}
+	}
 	respond(m);
 	msg_free(m);
+}
+
+/* When each kind of BADTIME was last logged. */
+static _Atomic int64_t replay_logged, unproven_logged, window_logged;
+
+/* Says why a signed UPDATE got BADTIME: out of its time window (RFC 8945
+ * §5.2.3, the fudge capped by tsig-max-fudge) or a replay. Ten a second
+ * at most of each: a flood of replays must not flood the log. */
+static void log_badtime(const update_msg_t *m,
+                        const struct sockaddr_storage *from)
+{
+	const dns_tsig_t *t = &m->tsig;
+	if (!zc_log_due(t->replay == DNS_TSIG_REPLAYED ? &replay_logged :
+	                t->replay == DNS_TSIG_UNPROVEN ? &unproven_logged :
+	                &window_logged, 100)) {
+		return;
+	}
+	char key[KNOT_DNAME_TXT_MAXLEN + 1], zone[KNOT_DNAME_TXT_MAXLEN + 1];
+	char addr[ZC_ADDR_TEXT_MAX];
+	knot_dname_to_str(key, m->tsig.name, sizeof(key));
+	knot_dname_to_str(zone, knot_pkt_qname(m->pkt), sizeof(zone));
+	zc_addr_text(from, addr, sizeof(addr));
+	if (t->replay == DNS_TSIG_REPLAYED) {
+		zc_warn("update %s from %s: refused a replay: key %s sent this "
+		        "very message (same MAC) within the last %u s; NOTAUTH "
+		        "BADTIME", zone, addr, key, t->window);
+	} else if (t->replay == DNS_TSIG_UNPROVEN) {
+		zc_warn("update %s from %s: key %s: signed at %llu, before a "
+		        "message the full replay cache had to drop "
+		        "(tsig-replay-cache), so possibly a replay; NOTAUTH "
+		        "BADTIME", zone, addr, key,
+		        (unsigned long long)t->time_signed);
+	} else {
+		long long skew = (long long)time(NULL) - (long long)t->time_signed;
+		zc_warn("update %s from %s: key %s: signed %lld s %s the "
+		        "server's time, outside the window of %u s (fudge %u, "
+		        "tsig-max-fudge caps it); NOTAUTH BADTIME", zone, addr,
+		        key, skew < 0 ? -skew : skew, skew < 0 ? "after" :
+		        "before", t->window, t->fudge);
+	}
+}
+
+static _Atomic int64_t full_logged;
+
+/* The replay cache had to drop a live entry: requests signed before it
+ * are refused from now on (tsig_replay.c). Once a minute at most. */
+static void log_replay_cache_full(const update_service_t *u)
+{
+	if (zc_log_due(&full_logged, 60000)) {
+		zc_warn("update: the TSIG replay cache is full (tsig-replay-cache "
+		        "%zu): signed UPDATEs come faster than it can remember "
+		        "for their time window; those signed before the oldest "
+		        "it still holds get BADTIME", u->cfg.tsig_replay_cache ?
+		        u->cfg.tsig_replay_cache : (size_t)UPDATE_TSIG_REPLAY_CACHE);
+	}
 }
 
 /* Zone section (§3.1.1), TSIG (§3.3 / RFC 8945), source address. */
@@ -208,13 +336,19 @@ static uint8_t authorize(update_service_t *u, update_msg_t *m,
 	if (q->tsig_rr != NULL) {
 		bool found = key_lookup(u, rs, q->tsig_rr->owner, key) == ZC_EOK;
 		int tret = dns_tsig_check(q, found, key->algorithm, key->secret,
-		                          key->secret_len, &m->tsig);
-		if (tret != ZC_EOK) {
+		                          key->secret_len, &u->tsig, &m->tsig);
+		if (tret != ZC_EOK && tret != KNOT_TSIG_EBADTIME) {
+			/* BADTIME has its own line (log_badtime()). */
 			dns_tsig_log_refusal("update", q, &m->tsig, tret, found,
 			                     key->algorithm, from);
 		}
 		if (tret == KNOT_EMALF) {
 			return KNOT_RCODE_FORMERR; /* A MAC of a bad size. */
+		}
+		if (tret == KNOT_TSIG_EBADTIME) {
+			log_badtime(m, from);
+		} else if (m->tsig.replay == DNS_TSIG_FRESH_FULL) {
+			log_replay_cache_full(u);
 		}
 		if (tret != ZC_EOK) {
 			return KNOT_RCODE_NOTAUTH; /* BADKEY/BADSIG/BADTIME */
@@ -240,6 +374,25 @@ static uint8_t authorize(update_service_t *u, update_msg_t *m,
 	       KNOT_RCODE_REFUSED;
 }
 
+static _Atomic int64_t quarantine_logged;
+
+/* A quarantined zone takes no writes: they would be acknowledged and not
+ * served. SERVFAIL (the server's state, not the client's fault; REFUSED
+ * would point at keys and policies). */
+static uint8_t check_quarantine(update_service_t *u, const update_msg_t *m)
+{
+	if (!builder_follower_quarantined(u->cfg.follower,
+	                                  (uint64_t)m->zone.id)) {
+		return KNOT_RCODE_NOERROR;
+	}
+	if (zc_log_due(&quarantine_logged, 10000)) {
+		zc_warn("update %s: SERVFAIL: the zone is quarantined (its "
+		        "builds fail; `zonecast zone list` says why), nothing "
+		        "written", m->zone.name);
+	}
+	return KNOT_RCODE_SERVFAIL;
+}
+
 /* Everything that can be decided before the committer. */
 static uint8_t precheck(update_service_t *u, update_msg_t *m,
                         const struct sockaddr_storage *from)
@@ -249,6 +402,9 @@ static uint8_t precheck(update_service_t *u, update_msg_t *m,
 	uint8_t rcode = authorize(u, m, &rs, from, &key);
 	if (rs != NULL) {
 		records_pool_put(u->pool, rs);
+	}
+	if (rcode == KNOT_RCODE_NOERROR) {
+		rcode = check_quarantine(u, m);
 	}
 	if (rcode == KNOT_RCODE_NOERROR) {
 		rcode = update_prereq_prescan(m);
@@ -294,7 +450,7 @@ void update_handle(void *ctx, const uint8_t *msg, size_t len,
 		finish(m, KNOT_RCODE_SERVFAIL);
 		return;
 	}
-	if (knot_pkt_parse(m->pkt, 0) != KNOT_EOK) {
+	if (update_parse(m->pkt) != KNOT_EOK) {
 		/* Answer with the zone section if it can be read. */
 		if (knot_wire_get_qdcount(m->wire) != 1 ||
 		    knot_pkt_parse_question(m->pkt) != KNOT_EOK) {

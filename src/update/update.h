@@ -15,6 +15,15 @@
  * if something changed. The response is sent from the committer's
  * callback, after the commit's fsync (RFC 2136 §3.5), so many messages
  * from many connections share one fsync while each keeps its own rcode.
+ *
+ * Acknowledged means served: a message that changed its zone is answered
+ * NOERROR only once the builder has applied it to the edge store (a
+ * waiter of the follower, builder.h), so a query sent right after the
+ * response sees the change, as with BIND and Knot. If that takes longer
+ * than live_wait_ms, or the zone is quarantined meanwhile, the answer is
+ * SERVFAIL (the change is committed and is served once the builder gets
+ * to it). A message for a quarantined zone is refused with SERVFAIL
+ * before anything is written.
  */
 #pragma once
 
@@ -22,6 +31,7 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
+#include "builder/builder.h"
 #include "common/acl.h"
 #include "server/server.h"
 #include "writer/writer.h"
@@ -29,9 +39,19 @@
 typedef struct {
 	const char *data_dir;
 	writer_t *writer;
+	builder_follower_t *follower;  /* NULL: answer at commit (tests). */
+	unsigned live_wait_ms;         /* 0: UPDATE_DEFAULT_LIVE_WAIT_MS. */
 	const zc_acl_t *allow_update;  /* Unsigned updates from; NULL: none. */
 	size_t max_size;               /* Largest message accepted. */
+	unsigned tsig_max_fudge;       /* Largest TSIG time window, seconds
+	                                  (0: DNS_TSIG_MAX_FUDGE_DEFAULT). */
+	size_t tsig_replay_cache;      /* Signed messages remembered to refuse
+	                                  replays (0: the default). */
 } update_config_t;
+
+#define UPDATE_DEFAULT_LIVE_WAIT_MS 5000u
+/* Default of tsig_replay_cache. */
+#define UPDATE_TSIG_REPLAY_CACHE 262144
 
 typedef struct update_service update_service_t;
 

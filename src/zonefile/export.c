@@ -1,8 +1,16 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /*
- * Master-file writing: a zone from the records store, RRset by RRset, in
- * constant memory (see zonefile.h).
+ * Master-file writing: a zone from the records store, record by record,
+ * in constant memory (see zonefile.h).
+ *
+ * Each record is a line of its own with its own TTL. The rdata is
+ * libknot's presentation form, or RFC 3597's generic form ("TYPE10 \# 1
+ * 00") where the presentation form would not read back: for types that
+ * libzscanner has no mnemonic for, and for stored rdata that is not
+ * well-formed for its type (written by a version that did not check it),
+ * which libknot's writer must not be given.
  */
+#include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 #include <libknot/descriptor.h>
@@ -10,69 +18,145 @@
 #include <libknot/rrset-dump.h>
 #include <libknot/rrset.h>
 
-#include "common/arena.h"
 #include "common/error.h"
+#include "dns/rdata.h"
 #include "zonefile/zonefile.h"
+
+/* Types libknot names but libzscanner does not read by name. */
+static bool has_mnemonic(uint16_t type)
+{
+	return type != KNOT_RRTYPE_NULL && type != 24 /* SIG */;
+}
+
+static int dump(uint16_t type, const uint8_t *rdata, uint16_t len, char *out,
+                size_t size, const knot_dump_style_t *style)
+{
+	uint8_t buf[sizeof(knot_rdata_t) + 65536];
+	knot_rdata_t *rd = (knot_rdata_t *)buf;
+	knot_rdata_init(rd, len, rdata);
+	knot_rrset_t rr;
+	knot_rrset_init(&rr, NULL, type, KNOT_CLASS_IN, 0);
+	rr.rrs.count = 1;
+	rr.rrs.size = knot_rdata_size(len);
+	rr.rrs.rdata = rd;
+	return knot_rrset_txt_dump_data(&rr, 0, out, size, style);
+}
+
+/*
+ * Writes every escaped '[' (backslash, bracket) as \091: the same octet
+ * for libzscanner and RFC 1035, but BIND reads a backslash-bracket at the
+ * start of a label as a bitstring label (RFC 2673) and refuses the file.
+ * libknot escapes '[' only in names; the rewrite is exact anywhere, as
+ * \X and \DDD both stand for one octet. Returns the new length, or -1
+ * when size is too small.
+ */
+static int unbracket(char *text, size_t len, size_t size)
+{
+	for (size_t i = 0; i + 1 < len; i++) {
+		if (text[i] != '\\') {
+			continue;
+		}
+		if (text[i + 1] != '[') {
+			i += isdigit((unsigned char)text[i + 1]) ? 3 : 1;
+			continue;
+		}
+		if (len + 2 >= size) {
+			return -1;
+		}
+		memmove(text + i + 4, text + i + 2, len - i - 1);
+		memcpy(text + i + 1, "091", 3);
+		len += 2;
+		i += 3;
+	}
+	return (int)len;
+}
+
+int zonefile_rdata_text(uint16_t type, const uint8_t *rdata, uint16_t len,
+                        char *out, size_t size, bool *generic)
+{
+	knot_dump_style_t style = KNOT_DUMP_STYLE_DEFAULT;
+	*generic = !has_mnemonic(type) || !dns_rdata_valid(type, rdata, len, NULL);
+	int ret = -1;
+	if (!*generic) {
+		ret = dump(type, rdata, len, out, size, &style);
+		ret = ret < 0 ? ret : unbracket(out, (size_t)ret, size);
+	}
+	if (ret < 0) {
+		/* Generic: the data as it is, whatever its form. */
+		style.generic = true;
+		*generic = true;
+		ret = dump(type, rdata, len, out, size, &style);
+	}
+	return ret < 0 ? ZC_ENOSPACE : ret;
+}
+
+void zonefile_type_text(uint16_t type, bool generic, char *out, size_t size)
+{
+	if (generic) {
+		snprintf(out, size, "TYPE%u", type);
+	} else {
+		knot_rrtype_to_string(type, out, size);
+	}
+}
 
 typedef struct {
 	FILE *out;
-	zc_arena_t arena;
-	knot_rrset_t rrset;
-	uint8_t owner[KNOT_DNAME_MAXLEN];
-	char *buf;
-	size_t buf_size;
+	char *line;
+	size_t line_size;
 	uint32_t serial;
 	int error;
 } export_t;
 
 /* Puts the zone's serial into an SOA rdata (the records keep the one it
  * was imported with; the zone row holds the live one). */
-static void set_serial(knot_rrset_t *soa, uint32_t serial)
+static void set_serial(uint8_t *rdata, uint16_t len, uint32_t serial)
 {
-	knot_rdata_t *rd = soa->rrs.rdata;
-	if (rd->len < 20) {
+	if (len < 20) {
 		return;
 	}
-	uint8_t *p = rd->data + rd->len - 20;
+	uint8_t *p = rdata + len - 20;
 	p[0] = (uint8_t)(serial >> 24);
 	p[1] = (uint8_t)(serial >> 16);
 	p[2] = (uint8_t)(serial >> 8);
 	p[3] = (uint8_t)serial;
 }
 
-static void flush_rrset(export_t *e)
+/* Writes one record as "OWNER<tab>TTL<tab>TEXT". */
+static void write_row(export_t *e, const records_row_t *row)
 {
-	if (e->rrset.rrs.count == 0 || e->error != ZC_EOK) {
+	if (e->error != ZC_EOK) {
 		return;
 	}
-	if (e->rrset.type == KNOT_RRTYPE_SOA) {
-		set_serial(&e->rrset, e->serial);
+	uint8_t soa[2 * KNOT_DNAME_MAXLEN + 20];
+	const uint8_t *rdata = row->rdata;
+	if (row->type == KNOT_RRTYPE_SOA && row->rdata_len <= sizeof(soa)) {
+		memcpy(soa, row->rdata, row->rdata_len);
+		set_serial(soa, row->rdata_len, e->serial);
+		rdata = soa;
 	}
-	int ret = knot_rrset_txt_dump(&e->rrset, &e->buf, &e->buf_size,
-	                              &KNOT_DUMP_STYLE_DEFAULT);
-	if (ret < 0) {
-		e->error = ret;
+	char owner[4 * KNOT_DNAME_MAXLEN + 1];
+	if (knot_dname_to_str(owner, row->owner, sizeof(owner)) == NULL ||
+	    unbracket(owner, strlen(owner), sizeof(owner)) < 0) {
+		e->error = KNOT_EINVAL;
 		return;
 	}
-	fputs(e->buf, e->out);
-	zc_arena_reset(&e->arena);
-	knot_rrset_init_empty(&e->rrset);
-}
-
-static void add_row(export_t *e, const records_row_t *row)
-{
-	if (e->rrset.rrs.count == 0 || row->type != e->rrset.type ||
-	    !knot_dname_is_equal(row->owner, e->owner)) {
-		flush_rrset(e);
-		memcpy(e->owner, row->owner, knot_dname_size(row->owner));
-		knot_rrset_init(&e->rrset, e->owner, row->type, KNOT_CLASS_IN,
-		                row->ttl);
+	bool generic;
+	int n = zonefile_rdata_text(row->type, rdata, row->rdata_len, e->line,
+	                            e->line_size, &generic);
+	if (n < 0) {
+		e->error = n;
+		return;
 	}
-	int ret = knot_rrset_add_rdata(&e->rrset, row->rdata, row->rdata_len,
-	                               zc_arena_mm(&e->arena));
-	if (ret != KNOT_EOK && e->error == ZC_EOK) {
-		e->error = ret;
+	if (generic && has_mnemonic(row->type)) {
+		/* Stored before rdata was checked: say why it looks so. */
+		const char *why = "";
+		dns_rdata_valid(row->type, row->rdata, row->rdata_len, &why);
+		fprintf(e->out, "; malformed for its type (%s); an import "
+		        "refuses it\n", why);
 	}
+	char type[32];
+	zonefile_type_text(row->type, generic, type, sizeof(type));
+	fprintf(e->out, "%-20s\t%u\t%s\t%s\n", owner, row->ttl, type, e->line);
 }
 
 /* Writes the apex SOA first, as every master file starts with it. */
@@ -91,10 +175,9 @@ static int write_soa(records_store_t *store, const knot_dname_t *apex,
 	records_row_t row;
 	while ((ret = records_scan_next(scan, &row)) == 1 && row.okey_len == 0) {
 		if (row.type == KNOT_RRTYPE_SOA) {
-			add_row(e, &row);
+			write_row(e, &row);
 		}
 	}
-	flush_rrset(e);
 	records_scan_end(scan);
 	return ret < 0 ? ret : e->error;
 }
@@ -102,14 +185,12 @@ static int write_soa(records_store_t *store, const knot_dname_t *apex,
 int zonefile_export(records_store_t *store, const knot_dname_t *apex,
                     FILE *out)
 {
-	/* knot_rrset_txt_dump() grows the buffer but wants one to start. */
-	export_t e = { .out = out, .buf_size = 64 * 1024 };
-	e.buf = malloc(e.buf_size);
-	if (e.buf == NULL) {
+	/* The longest rdata text: 65535 octets as "\DDD" escapes. */
+	export_t e = { .out = out, .line_size = 4 * 65536 + 64 };
+	e.line = malloc(e.line_size);
+	if (e.line == NULL) {
 		return KNOT_ENOMEM;
 	}
-	zc_arena_init(&e.arena, 64 * 1024);
-	knot_rrset_init_empty(&e.rrset);
 	int ret = write_soa(store, apex, &e);
 	records_zone_t zone;
 	uint64_t seq;
@@ -123,14 +204,13 @@ int zonefile_export(records_store_t *store, const knot_dname_t *apex,
 		if (row.okey_len == 0 && row.type == KNOT_RRTYPE_SOA) {
 			continue;
 		}
-		add_row(&e, &row);
+		write_row(&e, &row);
+		ret = e.error;
 	}
 	if (ret == 0) {
-		flush_rrset(&e);
 		ret = e.error;
 	}
 	records_scan_end(scan);
-	free(e.buf);
-	zc_arena_deinit(&e.arena);
+	free(e.line);
 	return ret;
 }

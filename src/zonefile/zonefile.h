@@ -8,6 +8,7 @@
  */
 #pragma once
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <libknot/dname.h>
@@ -49,8 +50,44 @@ int zonefile_parse_record(const char *text, size_t len,
 
 /*
  * Writes a zone from the records store as a master file: $ORIGIN, the SOA
- * first (carrying the zone's current serial), then every RRset in name
- * order. Re-importing the output gives the same zone.
+ * first (carrying the zone's current serial), then every record in name
+ * order, one line each with its own TTL. Re-importing the output gives
+ * the same zone (every record passed zonefile_record_check()). Stored
+ * rdata malformed for its type (from a version without the check) is
+ * written in RFC 3597's generic form after a comment saying so.
  */
 int zonefile_export(records_store_t *store, const knot_dname_t *apex,
                     FILE *out);
+
+/*
+ * Writes the rdata of a record as a master file holds it (`"a" "b"` for
+ * a TXT, `\# 1 00` for a TYPE65000) into out, NUL-terminated, and returns
+ * the length (ZC_ENOSPACE when out is too small; 4 * 65535 + 64 bytes
+ * always suffice). The form is libknot's presentation format, or RFC
+ * 3597's generic form (*generic set) for types libzscanner has no
+ * mnemonic for (NULL, SIG) and for rdata malformed for its type, which
+ * libknot's writer must not be given (dns/rdata.h).
+ */
+int zonefile_rdata_text(uint16_t type, const uint8_t *rdata, uint16_t len,
+                        char *out, size_t size, bool *generic);
+
+/* Writes the type as the rdata written by zonefile_rdata_text() needs it:
+ * its mnemonic, or TYPEnnn when that wrote the generic form. */
+void zonefile_type_text(uint16_t type, bool generic, char *out, size_t size);
+
+/*
+ * Whether a record may be stored, so that what the API, UPDATE and
+ * imports accept comes back unchanged from `zone export` and `zone
+ * import`, and loads in BIND and Knot: the type is data (not 0, OPT or
+ * 128-255, RFC 6895 §3.1), no NS at a wildcard owner (RFC 4592 §4.2; owner
+ * may be NULL to skip this), the TTL at most 2^31-1 (RFC 2181 §8), the
+ * rdata well-formed for its type (dns_rdata_valid()), and the text
+ * zonefile_rdata_text() writes for it reads back with libzscanner as the
+ * same type and octets. Returns ZC_EOK; ZC_ERDATA for malformed rdata (a
+ * client's format error); ZC_EUNSTORABLE for the other refusals;
+ * KNOT_ENOMEM. *why (when not NULL) gets a static sentence on failure.
+ * Thread-safe: each thread keeps its own scanner.
+ */
+int zonefile_record_check(const knot_dname_t *owner, uint16_t type,
+                          uint32_t ttl, const uint8_t *rdata, uint16_t len,
+                          const char **why);

@@ -350,8 +350,11 @@ class ZonecastServer(DnsServer):
     kind = "zonecast"
 
     def __init__(self, workdir, zones=None, workers=2, nsid="zonecast-test", api=False,
-                 options=(), port=None):
+                 options=(), port=None, env=None):
         super().__init__(workdir)
+        # env: extra environment for serve and the CLI (e.g. the build-failure
+        # hook ZONECAST_FAULT_BUILD, test_quarantine.py).
+        self.extra_env = dict(env or {})
         self.zones = dict(zones or DEFAULT_ZONES)
         self.workers = workers
         self.nsid = nsid
@@ -375,6 +378,7 @@ class ZonecastServer(DnsServer):
         env.setdefault("UBSAN_OPTIONS", "print_stacktrace=1")
         if VALGRIND:
             env.setdefault("ZONECAST_EDGE_MAP_MB", "1024")
+        env.update(self.extra_env)
         return env
 
     def _run(self, args, timeout):

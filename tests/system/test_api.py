@@ -624,7 +624,9 @@ BAD_RECORDS = [
     ({"type": "A", "content": "192.0.2.1"}, "name"),
     ({"name": "outside.example.", "type": "A", "content": "192.0.2.1"}, "name"),
     ({"name": "x", "type": "A", "content": "192.0.2.1", "ttl": -5}, "ttl"),
-    ({"name": "x", "type": "A", "content": "192.0.2.1", "ttl": 0}, "ttl"),
+    # (TTL 0 is accepted: UPDATE and zone files take it, RFC 2181 §8.)
+    ({"name": "x", "type": "CAA", "content": '0 "" "x"'}, "content"),
+    ({"name": "x", "type": "TXT", "content": '"a" ; b'}, "content"),
     ({"name": "x", "type": "A", "content": "192.0.2.1", "ttl": 2 ** 31}, "ttl"),
     ({"name": "x", "type": "A", "content": "192.0.2.1", "ttl": "abc"}, "ttl"),
     ({"name": "@", "type": "SOA", "content": "a. b. 1 2 3 4 5"}, "type"),

@@ -281,6 +281,14 @@ def start_zone(srv):
     return Acked(srv, token, zid)
 
 
+def assert_nothing_quarantined(srv):
+    """A store-wide failure (disk full, map full, read-only) must not
+    quarantine zones (docs/architecture.md "Quarantine")."""
+    assert "quarantined" not in srv.log(), srv.log()[-3000:]
+    out = srv.run_cli("zone", "list", "--data-dir", srv.data_dir).stdout
+    assert "QUARANTINED" not in out, out
+
+
 def show_log(srv, title):
     """Prints the server's warnings and errors (pytest -s shows them)."""
     lines = [l for l in srv.log().splitlines() if " error: " in l or " warning: " in l]
@@ -377,6 +385,7 @@ def test_full_disk_refuses_clearly_and_loses_nothing(mounts):
     for name in some:
         assert acked.update_delete(name) == dns.rcode.NOERROR
     acked.assert_all_there("after space was freed")
+    assert_nothing_quarantined(srv)
     cp = srv.verify()
     assert cp.returncode == 0 and "no differences" in cp.stdout, cp.stdout + cp.stderr
     show_log(srv, "full disk")
@@ -423,6 +432,7 @@ def test_edge_store_disk_full_stalls_builder_and_skips_nothing(mounts):
         time.sleep(0.2)
     acked.assert_all_there("edge store has room again")
     assert "builder: applying the change log again" in srv.log(), srv.log()[-3000:]
+    assert_nothing_quarantined(srv)
     show_log(srv, "edge store full")
     cp = srv.verify()
     assert cp.returncode == 0 and "no differences" in cp.stdout, cp.stdout + cp.stderr
@@ -459,6 +469,7 @@ def test_edge_map_full_grows_under_queries(mounts):
     grown = srv.log().count("edge store: map full, grown to")
     assert grown >= 3, srv.log()[-3000:]
     acked.assert_all_there("after %d map growths" % grown)
+    assert_nothing_quarantined(srv)
     show_log(srv, "edge map full")
     cp = srv.verify()
     assert cp.returncode == 0 and "no differences" in cp.stdout, cp.stdout + cp.stderr

@@ -621,7 +621,7 @@ WRONG_TYPES = [
     ("name", [123, None, [], {}, True, ""]),
     ("type", [5, None, [], {}, ""]),
     ("content", [5, None, [], {}]),
-    ("ttl", ["300", 1.5, None, [], True, 2 ** 40, 0, -1]),
+    ("ttl", ["300", 1.5, None, [], True, 2 ** 40, 2 ** 31, -1]),
     ("proxied", ["yes", 1, [], True]),
     ("priority", ["high", -1, 70000, 1.5, None, []]),
     ("comment", [5, [], "c" * 501]),

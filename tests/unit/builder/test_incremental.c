@@ -161,7 +161,7 @@ static void chunked(records_store_t *rs, records_store_t *full_rs,
 		t.okey_len = (size_t)snprintf((char *)t.okey, sizeof(t.okey), "s%d",
 		                              steps) + 1;
 		builder_stats_t st;
-		CHECK_EQ(builder_record_build(rs, es, &t, 1, &st), ZC_EOK);
+		CHECK_EQ(builder_record_build(rs, es, &t, 1, &st, NULL, NULL), ZC_EOK);
 	}
 	CHECK_EQ(ret, 0);
 	builder_full_end(job, NULL);

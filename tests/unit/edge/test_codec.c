@@ -108,8 +108,45 @@ static void zone_roundtrip(void)
 	}
 }
 
+static void quarantine_roundtrip(void)
+{
+	edge_quarantine_t q = { .flags = EDGE_QUARANTINE_RETRY, .zone_id = 7,
+	                        .since_ms = 1764744000123, .last_ms = 1764744001000,
+	                        .seq = 99, .serial = 2024010101, .attempts = 3,
+	                        .code = -2018 };
+	memcpy(q.apex, "\x07" "example\x00", 9);
+	q.apex_len = 9;
+	snprintf(q.reason, sizeof(q.reason), "per-record build failed at x.");
+	uint8_t buf[sizeof(q) + 64];
+	int len = edge_quarantine_encode(buf, sizeof(buf), &q);
+	CHECK_EQ(len, (int)edge_quarantine_size(&q));
+	edge_quarantine_t out;
+	CHECK_EQ(edge_quarantine_decode(buf, len, &out), ZC_EOK);
+	CHECK_EQ(out.flags, q.flags);
+	CHECK_EQ(out.zone_id, 7);
+	CHECK_EQ(out.since_ms, q.since_ms);
+	CHECK_EQ(out.last_ms, q.last_ms);
+	CHECK_EQ(out.seq, 99);
+	CHECK_EQ(out.serial, 2024010101);
+	CHECK_EQ(out.attempts, 3);
+	CHECK_EQ(out.code, -2018);
+	CHECK_EQ(out.apex_len, 9);
+	CHECK(memcmp(out.apex, q.apex, 9) == 0);
+	CHECK(strcmp(out.reason, q.reason) == 0);
+	for (int cut = 0; cut < len; cut++) {
+		CHECK(edge_quarantine_decode(buf, cut, &out) != ZC_EOK);
+	}
+	CHECK(edge_quarantine_decode(buf, len + 1, &out) != ZC_EOK);
+	buf[len - 3] = '\0'; /* A NUL inside the reason. */
+	CHECK(edge_quarantine_decode(buf, len, &out) == ZC_EFORMAT);
+	buf[0] = 2;
+	CHECK(edge_quarantine_decode(buf, len, &out) == ZC_EFORMAT);
+	CHECK(edge_quarantine_encode(buf, (size_t)len - 1, &q) < 0);
+}
+
 int main(void)
 {
+	quarantine_roundtrip();
 	node_roundtrip();
 	same_content_ignores_seq();
 	flags();

@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* GET /fleet: the primary's position and every edge's (zonecast fleet
+ * status reads it). */
+#include <inttypes.h>
+#include <stdio.h>
+
+#include "api/internal.h"
+#include "fleet/fleet.h"
+
+#define MAX_EDGES 256
+
+void api_fleet(api_req_t *req, char **parts, int count)
+{
+	(void)parts;
+	if (count != 1 || strcmp(req->method, "GET") != 0) {
+		api_error(req, count != 1 ? 404 : 405, 7003,
+		          "url: only GET /fleet");
+		return;
+	}
+	if (req->token_zone != 0) {
+		api_error(req, 403, 9109, "token: the fleet needs a token valid "
+		          "for every zone");
+		return;
+	}
+	fleet_primary_t *fleet = req->api->cfg.fleet;
+	if (fleet == NULL) {
+		req->result = json_pack("{s:b, s:[]}", "enabled", false, "edges");
+		return;
+	}
+	uint64_t epoch, committed, published;
+	bool connected;
+	fleet_position(fleet, &epoch, &committed, &published, &connected);
+	static _Thread_local fleet_edge_status_t st[MAX_EDGES];
+	size_t n = fleet_edges(fleet, 0, 0, st, MAX_EDGES);
+	json_t *edges = json_array();
+	for (size_t i = 0; i < n; i++) {
+		json_array_append_new(edges, json_pack(
+			"{s:s, s:b, s:b, s:b, s:I, s:I, s:I, s:o}", "name", st[i].name,
+			"up", st[i].up, "current", st[i].live,
+			"duplicate", st[i].duplicate,
+			"commit", (json_int_t)st[i].commit,
+			"lag_commits", (json_int_t)st[i].lag_commits,
+			"lag_ms", (json_int_t)st[i].lag_ms,
+			"last_seen", api_time(st[i].last_seen_ms)));
+	}
+	char e[17];
+	snprintf(e, sizeof(e), "%016" PRIx64, epoch);
+	req->result = json_pack("{s:b, s:s, s:I, s:I, s:b, s:o}", "enabled", true,
+	                        "history", e, "commit", (json_int_t)committed,
+	                        "published", (json_int_t)published,
+	                        "connected", connected, "edges", edges);
+}

@@ -1,0 +1,195 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * The TSIG replay cache (see tsig.h): the MACs of the signed requests
+ * accepted within their time window, so that an exact copy of one is
+ * refused however many times it comes back while it would still pass the
+ * time check (RFC 8945 §10: the time window is all that stands between
+ * a captured message and a replay).
+ *
+ * Design
+ *
+ * Entries sit in a ring in the order they were accepted, and in a hash
+ * table (chains through the ring's slots) by key name and MAC. An entry
+ * stays until its request's window closes (time signed + window); expired
+ * entries are dropped from the ring's oldest end as new ones come. A full
+ * ring whose oldest entry is still live evicts it all the same and raises
+ * a floor: from then on a request signed at or before the evicted entry's
+ * time is refused, as it could be the evicted one replayed. So a full
+ * cache never lets a replay through; what it costs is that a client whose
+ * clock lags behind the messages evicted is refused until the floor
+ * falls out of its window. Under more than `capacity` signed requests
+ * per window, the window in effect shrinks to about capacity / rate
+ * seconds (docs/security.md: tsig-replay-cache).
+ *
+ * The cache lives in memory: a server that restarts does not know what
+ * it accepted before, so a request captured before a restart can be
+ * replayed once after it, within its window (docs/security.md). Refusing
+ * everything signed before the start instead would refuse, after every
+ * restart, each client whose clock lags, for as long as it lags.
+ *
+ * Only the first DNS_TSIG_REPLAY_MAC bytes of a MAC are kept: an HMAC's
+ * prefix is as unpredictable as the whole, so two distinct messages share
+ * one with negligible probability. One mutex guards everything; a check
+ * is a hash, a short chain walk and a copy.
+ */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <libknot/dname.h>
+
+#include "common/hash.h"
+#include "dns/tsig.h"
+
+#define DNS_TSIG_REPLAY_MAC 32
+#define NONE UINT32_MAX
+
+typedef struct {
+	uint64_t key_hash;          /* Key name (lowercase), seeded. */
+	uint8_t mac[DNS_TSIG_REPLAY_MAC];
+	uint8_t mac_len;
+	uint64_t time_signed;
+	uint64_t expires;           /* Seconds; a replay passes the time
+	                               check until then. */
+	uint32_t next;              /* Next slot in the hash chain. */
+} entry_t;
+
+struct dns_tsig_replay {
+	pthread_mutex_t lock;       /* Guards everything below. */
+	uint64_t seed;
+	uint64_t floor;             /* Refuse requests signed at or before. */
+	size_t capacity;
+	size_t head, count;         /* Ring: oldest slot, entries in use. */
+	size_t bucket_mask;
+	uint32_t *buckets;          /* First slot of each chain, or NONE. */
+	entry_t *ring;
+};
+
+dns_tsig_replay_t *dns_tsig_replay_new(size_t capacity)
+{
+	if (capacity == 0 || capacity >= NONE) {
+		return NULL;
+	}
+	size_t buckets = 1;
+	while (buckets < capacity) {
+		buckets <<= 1;
+	}
+	dns_tsig_replay_t *c = calloc(1, sizeof(*c));
+	if (c == NULL) {
+		return NULL;
+	}
+	c->ring = calloc(capacity, sizeof(entry_t));
+	c->buckets = malloc(buckets * sizeof(uint32_t));
+	if (c->ring == NULL || c->buckets == NULL) {
+		free(c->ring);
+		free(c->buckets);
+		free(c);
+		return NULL;
+	}
+	memset(c->buckets, 0xff, buckets * sizeof(uint32_t));
+	c->capacity = capacity;
+	c->bucket_mask = buckets - 1;
+	c->seed = zc_hash_seed();
+	pthread_mutex_init(&c->lock, NULL);
+	return c;
+}
+
+void dns_tsig_replay_free(dns_tsig_replay_t *c)
+{
+	if (c == NULL) {
+		return;
+	}
+	pthread_mutex_destroy(&c->lock);
+	free(c->ring);
+	free(c->buckets);
+	free(c);
+}
+
+static uint64_t key_hash_of(const dns_tsig_replay_t *c,
+                            const knot_dname_t *name)
+{
+	uint64_t h = c->seed;
+	/* ASCII lowercase: names compare without case (RFC 4343); label
+	 * length octets (at most 63) are never letters. */
+	for (const uint8_t *p = name; p < name + knot_dname_size(name); p++) {
+		h = zc_hash_byte(h, *p >= 'A' && *p <= 'Z' ? *p + 32 : *p);
+	}
+	return zc_hash_finish(h);
+}
+
+static size_t bucket_of(const dns_tsig_replay_t *c, uint64_t key_hash,
+                        const uint8_t *mac, size_t mac_len)
+{
+	return zc_hash_finish(zc_hash_bytes(key_hash, mac, mac_len)) &
+	       c->bucket_mask;
+}
+
+/* Unlinks the ring's oldest entry from its chain and drops it. */
+static void drop_oldest(dns_tsig_replay_t *c)
+{
+	entry_t *e = &c->ring[c->head];
+	uint32_t *link = &c->buckets[bucket_of(c, e->key_hash, e->mac,
+	                                       e->mac_len)];
+	while (*link != NONE && *link != c->head) {
+		link = &c->ring[*link].next;
+	}
+	if (*link == c->head) {
+		*link = e->next;
+	}
+	c->head = (c->head + 1) % c->capacity;
+	c->count--;
+}
+
+static bool is_seen(const dns_tsig_replay_t *c, uint32_t slot,
+                    uint64_t key_hash, const uint8_t *mac, size_t mac_len,
+                    uint64_t now)
+{
+	for (; slot != NONE; slot = c->ring[slot].next) {
+		const entry_t *e = &c->ring[slot];
+		if (e->key_hash == key_hash && e->mac_len == mac_len &&
+		    memcmp(e->mac, mac, mac_len) == 0 && e->expires >= now) {
+			return true;
+		}
+	}
+	return false;
+}
+
+dns_tsig_replay_result_t dns_tsig_replay_check(dns_tsig_replay_t *c,
+                                               const dns_tsig_t *t,
+                                               uint16_t window, uint64_t now)
+{
+	size_t mac_len = t->digest_len < DNS_TSIG_REPLAY_MAC ? t->digest_len :
+	                 DNS_TSIG_REPLAY_MAC;
+	uint64_t key_hash = key_hash_of(c, t->name);
+	size_t b = bucket_of(c, key_hash, t->digest, mac_len);
+	dns_tsig_replay_result_t result = DNS_TSIG_FRESH;
+	pthread_mutex_lock(&c->lock);
+	while (c->count > 0 && c->ring[c->head].expires < now) {
+		drop_oldest(c);
+	}
+	if (is_seen(c, c->buckets[b], key_hash, t->digest, mac_len, now)) {
+		result = DNS_TSIG_REPLAYED;
+	} else if (t->time_signed <= c->floor) {
+		result = DNS_TSIG_UNPROVEN;
+	} else {
+		if (c->count == c->capacity) {
+			/* Full of live entries: see the top of the file. */
+			entry_t *old = &c->ring[c->head];
+			c->floor = old->time_signed > c->floor ? old->time_signed :
+			           c->floor;
+			drop_oldest(c);
+			result = DNS_TSIG_FRESH_FULL;
+		}
+		size_t slot = (c->head + c->count) % c->capacity;
+		entry_t *e = &c->ring[slot];
+		e->key_hash = key_hash;
+		memcpy(e->mac, t->digest, mac_len);
+		e->mac_len = (uint8_t)mac_len;
+		e->time_signed = t->time_signed;
+		e->expires = t->time_signed + window;
+		e->next = c->buckets[b];
+		c->buckets[b] = (uint32_t)slot;
+		c->count++;
+	}
+	pthread_mutex_unlock(&c->lock);
+	return result;
+}

@@ -1,0 +1,108 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * Fleet: edge servers fed through NATS JetStream.
+ *
+ * Design
+ *
+ * The primary's edge store records every write transaction in its outbox
+ * (edge/repl.h). The primary's publisher sends the outbox, in commit order,
+ * to the JetStream stream "<prefix>-txn" (subject "<prefix>.txn"), one
+ * message per part, and deletes what JetStream acknowledged; message ids
+ * "<epoch>.<commit>.<part>" make a resend after a crash a no-op. Snapshots
+ * of the whole edge store go to the stream "<prefix>-snap" (one message per
+ * part on "<prefix>.snap.data.<id>.<n>", a manifest on "<prefix>.snap.head",
+ * one message per subject kept): a new edge, or one that fell behind what
+ * the txn stream keeps, loads the newest snapshot in one LMDB transaction
+ * and follows the stream from the manifest's position. After each snapshot
+ * the txn stream is purged up to the previous snapshot's position, so its
+ * size stays bounded.
+ *
+ * An edge (zonecast edge) follows the txn stream with an ordered consumer,
+ * applies the parts of each commit in one LMDB transaction (whole commits,
+ * so whole zone versions), skips what it applied and bootstraps again on a
+ * gap or a new epoch. It reports its position (epoch, commit) to the
+ * key-value bucket "<prefix>-edges" after each commit and every second.
+ * The primary watches that bucket: an edge serves zone version N when its
+ * commit is at least the commit that made N (kept per zone in a ring as
+ * the publisher sends); an edge silent for `edge_timeout_ms` is down.
+ *
+ * JetStream carries durability and replication; nothing here
+ * acknowledges a client: the primary's own acknowledgement rules hold.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "edge/edge.h"
+
+#define FLEET_NAME_MAX 64
+
+typedef struct {
+	const char *urls;        /* "nats://h:p[,nats://h:p...]" */
+	const char *user;        /* user/password, or token, or creds file */
+	const char *password;
+	const char *token;
+	const char *creds_file;  /* NKey/JWT credentials (.creds) */
+	bool tls;                /* require TLS (also implied by tls:// urls) */
+	const char *tls_ca;      /* CA file to trust */
+	const char *tls_cert;    /* client certificate and key */
+	const char *tls_key;
+	const char *prefix;      /* subjects, streams, bucket (default zonecast) */
+	const char *name;        /* this process's name (edges: required) */
+	uint64_t snapshot_bytes; /* a snapshot after this many bytes sent */
+	int64_t stream_max_bytes;/* txn stream limit (oldest dropped) */
+	int replicas;            /* JetStream replicas of streams and bucket */
+	unsigned edge_timeout_ms;/* an edge silent this long is down */
+} fleet_config_t;
+
+/* Fills defaults for unset fields (prefix, sizes, timeouts). */
+void fleet_config_defaults(fleet_config_t *cfg);
+
+/* --- The primary: publisher and receipts --- */
+
+typedef struct fleet_primary fleet_primary_t;
+
+/* Turns recording on in es and starts publishing (connecting in the
+ * background: a NATS server that is down is retried for ever). */
+int fleet_primary_start(const fleet_config_t *cfg, edge_store_t *es,
+                        fleet_primary_t **out);
+void fleet_primary_stop(fleet_primary_t *fp);
+
+typedef struct {
+	char name[FLEET_NAME_MAX];
+	bool up;            /* reported within edge_timeout_ms */
+	bool live;          /* up and serves the version asked */
+	bool duplicate;     /* two processes report under this name */
+	bool version_known;
+	uint32_t version;   /* zone version it serves (when known) */
+	uint64_t commit;    /* its position in the primary's log */
+	uint64_t lag_commits;
+	int64_t lag_ms;     /* age of the oldest commit it lacks */
+	int64_t last_seen_ms; /* wall clock (ms since the epoch) */
+} fleet_edge_status_t;
+
+/*
+ * Every edge known (reported at least once since this process started),
+ * with whether it serves `version` of the zone (zone_id 0: no zone, live
+ * means "has every commit"). Returns the count (at most max).
+ */
+size_t fleet_edges(fleet_primary_t *fp, uint64_t zone_id, uint32_t version,
+                   fleet_edge_status_t *out, size_t max);
+
+/* The primary's position: last commit given out and last one sent. */
+void fleet_position(fleet_primary_t *fp, uint64_t *epoch, uint64_t *committed,
+                    uint64_t *published, bool *connected);
+
+/* Waits up to ms for an edge report or a publish. */
+void fleet_wait(fleet_primary_t *fp, unsigned ms);
+
+/* --- An edge --- */
+
+typedef struct fleet_edge fleet_edge_t;
+
+/* Follows the stream into es (connecting in the background). */
+int fleet_edge_start(const fleet_config_t *cfg, edge_store_t *es,
+                     fleet_edge_t **out);
+void fleet_edge_stop(fleet_edge_t *fe);

@@ -1,0 +1,477 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * An edge's follower (see fleet.h): bootstraps from the newest snapshot
+ * when it has nothing (or a gap, or another epoch), follows the txn stream
+ * applying whole commits, and reports its position to the bucket.
+ */
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <jansson.h>
+
+#include "common/error.h"
+#include "common/log.h"
+#include "fleet/internal.h"
+
+#define REPORT_EVERY_MS 1000
+#define RETRY_MS 250
+#define STALL_CHECK_MS 2000
+#define MAX_BACKOFF_MS 8000
+
+struct fleet_edge {
+	fleet_config_t cfg;
+	fleet_names_t names;
+	edge_store_t *es;
+	natsConnection *nc;
+	jsCtx *js;
+	pthread_t thread, reporter;
+	bool started, reporter_started;
+	_Atomic bool stop;
+	/* Applied position (the follower thread writes, the reporter reads). */
+	pthread_mutex_t lock;
+	pthread_cond_t changed;
+	bool dirty;
+	uint64_t epoch, commit, seq;
+	/* The commit being applied (its parts so far). */
+	edge_applier_t ap;
+	bool open;
+	uint64_t open_commit;
+	uint32_t next_part;
+	uint64_t delivered;  /* stream sequence of the last message taken */
+	_Atomic int64_t report_logged;
+	uint64_t instance;   /* random: tells two edges of one name apart */
+	_Atomic int64_t bad_logged;
+	/* A message that left a gap even right after a snapshot load cannot
+	 * be followed (forged, or outside the history): skipped. */
+	uint64_t gap_seq;        /* stream sequence of the last gap */
+	bool loaded_since_gap;   /* a snapshot was loaded after it */
+	unsigned backoff_ms;     /* between snapshot loads in a row */
+	int64_t last_load_ms;
+};
+
+static void set_position(fleet_edge_t *fe, uint64_t epoch, uint64_t commit,
+                         uint64_t seq)
+{
+	pthread_mutex_lock(&fe->lock);
+	fe->epoch = epoch;
+	fe->commit = commit;
+	fe->seq = seq;
+	fe->dirty = true;
+	pthread_cond_signal(&fe->changed);
+	pthread_mutex_unlock(&fe->lock);
+}
+
+static void abort_open(fleet_edge_t *fe)
+{
+	if (fe->open) {
+		edge_apply_abort(&fe->ap);
+		fe->open = false;
+	}
+}
+
+/* Loads the newest snapshot (waiting for one to exist). */
+static int bootstrap(fleet_edge_t *fe)
+{
+	abort_open(fe);
+	fleet_manifest_t m;
+	int ret = fleet_manifest_get(fe->js, &fe->names, &m);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	if (m.epoch == fe->epoch && m.commit <= fe->commit) {
+		/* Older than what is served here: a zone version never goes
+		 * back. Follow on from here (a newer snapshot comes later). */
+		zc_debug("fleet: snapshot %s is not newer than commit %" PRIu64
+		         "; not loaded", m.id, fe->commit);
+		/* Its stream position is a safe one to read on from (what
+		 * was applied is skipped), also in a recreated stream. */
+		pthread_mutex_lock(&fe->lock);
+		fe->seq = m.txn_seq > 0 ? m.txn_seq - 1 : 0;
+		pthread_mutex_unlock(&fe->lock);
+		return ZC_EOK;
+	}
+	int64_t t0 = fleet_now_ms();
+	ret = fleet_snapshot_load(fe->js, &fe->names, fe->es, &m);
+	if (ret == ZC_EOK) {
+		zc_info("fleet: loaded snapshot %s (%" PRIu32 " parts) in %" PRId64
+		        " ms", m.id, m.parts, fleet_now_ms() - t0);
+		set_position(fe, m.epoch, m.commit,
+		             m.txn_seq > 0 ? m.txn_seq - 1 : 0);
+	}
+	return ret;
+}
+
+static bool header_u64(natsMsg *msg, const char *key, int base, uint64_t *v)
+{
+	const char *text = NULL;
+	if (natsMsgHeader_Get(msg, key, &text) != NATS_OK || text == NULL) {
+		return false;
+	}
+	char *end;
+	*v = strtoull(text, &end, base);
+	return end != text && *end == '\0';
+}
+
+/*
+ * Applies one message. ZC_EOK, or ZC_EREPLGAP when the edge must load a
+ * snapshot (a gap, another epoch), or another error (retry).
+ */
+static int take(fleet_edge_t *fe, natsMsg *msg)
+{
+	uint64_t epoch, commit, part, flags, seq = 0;
+	if (!header_u64(msg, "Zc-Epoch", 16, &epoch) ||
+	    !header_u64(msg, "Zc-Commit", 10, &commit) ||
+	    !header_u64(msg, "Zc-Part", 10, &part) ||
+	    !header_u64(msg, "Zc-Flags", 10, &flags)) {
+		zc_warn("fleet: message without zonecast headers ignored");
+		return ZC_EOK;
+	}
+	jsMsgMetaData *meta = NULL;
+	if (natsMsg_GetMetaData(&meta, msg) == NATS_OK) {
+		seq = meta->Sequence.Stream;
+		fe->delivered = seq;
+		jsMsgMetaData_Destroy(meta);
+	}
+	if (epoch != fe->epoch) {
+		fleet_manifest_t m;
+		/* Another history: follow it once its snapshot exists. */
+		if (fleet_manifest_get(fe->js, &fe->names, &m) == ZC_EOK &&
+		    m.epoch == epoch) {
+			return ZC_EREPLGAP;
+		}
+		return ZC_EOK; /* An old history's leftovers. */
+	}
+	if (commit <= fe->commit || (flags & FLEET_MARKER)) {
+		return ZC_EOK; /* Applied already (a resend), or a marker. */
+	}
+	if (commit != fe->commit + 1) {
+		zc_info("fleet: gap (have commit %" PRIu64 ", got %" PRIu64 ")",
+		        fe->commit, commit);
+		return ZC_EREPLGAP;
+	}
+	if (part == 0) {
+		abort_open(fe); /* A resend of the commit from its start. */
+		int ret = edge_apply_begin(fe->es, &fe->ap);
+		if (ret != ZC_EOK) {
+			return ret;
+		}
+		fe->open = true;
+		fe->open_commit = commit;
+		fe->next_part = 0;
+	}
+	if (!fe->open || fe->open_commit != commit || part != fe->next_part) {
+		if (part < fe->next_part && fe->open) {
+			return ZC_EOK; /* A resent part. */
+		}
+		abort_open(fe);
+		return ZC_EREPLGAP;
+	}
+	int ret = edge_apply_feed(&fe->ap, (const uint8_t *)natsMsg_GetData(msg),
+	                          (size_t)natsMsg_GetDataLength(msg));
+	fe->next_part++;
+	if (ret == ZC_EOK && (flags & EDGE_REPL_FINAL)) {
+		fe->open = false;
+		ret = edge_apply_finish(&fe->ap, epoch, commit, seq);
+		if (ret == ZC_EOK) {
+			set_position(fe, epoch, commit, seq);
+			fe->backoff_ms = 0;
+			return ZC_EOK;
+		}
+	} else if (ret != ZC_EOK) {
+		abort_open(fe);
+	}
+	if (ret == ZC_EFORMAT) {
+		/* Not from the primary (it writes nothing it cannot read):
+		 * dropped; the real commit, or a snapshot, follows. */
+		if (zc_log_due(&fe->bad_logged, 10000)) {
+			zc_error("fleet: commit %" PRIu64 " (stream message %" PRIu64
+			         ") is malformed; ignored", commit, seq);
+		}
+		return ZC_EOK;
+	}
+	if (ret == ZC_EMAPFULL) {
+		edge_grow(fe->es); /* The commit comes again from its start. */
+	}
+	return ret;
+}
+
+/*
+ * While nothing arrives: ZC_EREPLGAP when the edge must load a snapshot (a
+ * new history began, or the stream was recreated or purged past this
+ * edge), ZC_EBUSY when the stream holds more than was delivered (a
+ * consumer lost with a cluster node: subscribe again), else ZC_EOK.
+ */
+static int idle_check(fleet_edge_t *fe)
+{
+	fleet_manifest_t m;
+	if (fleet_manifest_get(fe->js, &fe->names, &m) == ZC_EOK &&
+	    m.epoch != fe->epoch) {
+		zc_info("fleet: history %016" PRIx64 " began; loading its "
+		        "snapshot", m.epoch);
+		return ZC_EREPLGAP;
+	}
+	jsStreamInfo *si = NULL;
+	jsErrCode jerr = 0;
+	if (js_GetStreamInfo(&si, fe->js, fe->names.txn_stream, NULL, &jerr) !=
+	    NATS_OK) {
+		return ZC_EOK;
+	}
+	uint64_t first = si->State.FirstSeq, last = si->State.LastSeq;
+	jsStreamInfo_Destroy(si);
+	if (fe->open) {
+		return ZC_EOK;
+	}
+	if (last < fe->delivered || (first > fe->seq + 1 && last >= first)) {
+		zc_info("fleet: the stream was recreated or purged past this "
+		        "edge (messages %" PRIu64 "-%" PRIu64 ", here %" PRIu64
+		        "); loading a snapshot", first, last, fe->seq);
+		return ZC_EREPLGAP;
+	}
+	return last > fe->delivered ? ZC_EBUSY : ZC_EOK;
+}
+
+/* Follows the stream from the applied position until a gap or stop. */
+static int follow(fleet_edge_t *fe)
+{
+	jsSubOptions so;
+	jsSubOptions_Init(&so);
+	so.Stream = fe->names.txn_stream;
+	so.Ordered = true;
+	so.Config.DeliverPolicy = js_DeliverByStartSequence;
+	so.Config.OptStartSeq = fe->seq + 1;
+	/* Consumers of gone subscriptions go soon (no Unsubscribe below). */
+	so.Config.InactiveThreshold = (int64_t)10 * 1000 * 1000 * 1000;
+	natsSubscription *sub = NULL;
+	jsErrCode jerr = 0;
+	fe->delivered = fe->seq;
+	natsStatus s = js_SubscribeSync(&sub, fe->js, fe->names.txn_subject,
+	                                NULL, &so, &jerr);
+	if (s != NATS_OK) {
+		return fleet_nats_error(s, jerr, "subscribe");
+	}
+	natsSubscription_SetPendingLimits(sub, -1, -1);
+	int ret = ZC_EOK;
+	int idle_ms = 0;
+	while (!fe->stop && ret == ZC_EOK) {
+		natsMsg *msg = NULL;
+		s = natsSubscription_NextMsg(&msg, sub, 500);
+		if (s == NATS_TIMEOUT) {
+			idle_ms += 500;
+			if (idle_ms >= STALL_CHECK_MS) {
+				idle_ms = 0;
+				ret = idle_check(fe);
+				if (ret == ZC_EBUSY) {
+					zc_info("fleet: the stream has more than was "
+					        "delivered; subscribing again");
+				}
+			}
+			continue;
+		}
+		idle_ms = 0;
+		if (s != NATS_OK) {
+			ret = fleet_nats_error(s, 0, "next message");
+			break;
+		}
+		ret = take(fe, msg);
+		natsMsg_Destroy(msg);
+		if (ret == ZC_EREPLGAP && fe->delivered == fe->gap_seq &&
+		    fe->loaded_since_gap) {
+			/* Still a gap right after a snapshot: not followable. */
+			if (zc_log_due(&fe->bad_logged, 10000)) {
+				zc_error("fleet: stream message %" PRIu64 " does not "
+				         "follow the snapshot (forged, or from outside "
+				         "the history); ignored", fe->gap_seq);
+			}
+			ret = ZC_EOK;
+		} else if (ret == ZC_EREPLGAP) {
+			fe->gap_seq = fe->delivered;
+			fe->loaded_since_gap = false;
+		}
+	}
+	abort_open(fe);
+	/* No Unsubscribe: nats.c 3.4 reads a freed consumer name there when
+	 * the ordered consumer was reset meanwhile (ASan). The server drops
+	 * the ephemeral consumer once it is inactive. */
+	natsSubscription_Destroy(sub);
+	return ret;
+}
+
+static void sleep_ms(unsigned ms)
+{
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+	nanosleep(&ts, NULL);
+}
+
+static void *reporter_main(void *arg);
+
+static void *follower_main(void *arg)
+{
+	fleet_edge_t *fe = arg;
+	if (fleet_connect_retry(&fe->cfg, &fe->stop, &fe->lock, &fe->nc,
+	                        &fe->js) != ZC_EOK) {
+		return NULL;
+	}
+	pthread_mutex_lock(&fe->lock);
+	fe->reporter_started = !fe->stop &&
+		pthread_create(&fe->reporter, NULL, reporter_main, fe) == 0;
+	pthread_mutex_unlock(&fe->lock);
+	bool need_snapshot = fe->epoch == 0;
+	while (!fe->stop) {
+		if (need_snapshot) {
+			/* Loads in a row back off (250 ms doubling to 8 s). */
+			if (fleet_now_ms() - fe->last_load_ms < 1000) {
+				fe->backoff_ms = fe->backoff_ms ? fe->backoff_ms * 2 :
+				                                  RETRY_MS;
+				fe->backoff_ms = fe->backoff_ms > MAX_BACKOFF_MS ?
+				                 MAX_BACKOFF_MS : fe->backoff_ms;
+				sleep_ms(fe->backoff_ms);
+			}
+			fe->last_load_ms = fleet_now_ms();
+			int ret = bootstrap(fe);
+			if (ret == ZC_EMAPFULL) {
+				edge_grow(fe->es);
+				continue;
+			}
+			if (ret != ZC_EOK) {
+				if (ret != ZC_ENOZONE) {
+					zc_warn("fleet: cannot load a snapshot: %s; "
+					        "retrying", zc_strerror(ret));
+				}
+				sleep_ms(RETRY_MS);
+				continue;
+			}
+			fe->last_load_ms = fleet_now_ms();
+			fe->loaded_since_gap = true;
+			need_snapshot = false;
+		}
+		int ret = follow(fe);
+		if (ret == ZC_EREPLGAP) {
+			need_snapshot = true;
+		} else if (ret != ZC_EOK && ret != ZC_EBUSY &&
+		           ret != ZC_EMAPFULL && !fe->stop) {
+			zc_warn("fleet: following paused: %s; retrying",
+			        zc_strerror(ret));
+			sleep_ms(RETRY_MS);
+		}
+	}
+	return NULL;
+}
+
+static void report(fleet_edge_t *fe, kvStore *kv)
+{
+	pthread_mutex_lock(&fe->lock);
+	uint64_t epoch = fe->epoch, commit = fe->commit, seq = fe->seq;
+	fe->dirty = false;
+	pthread_mutex_unlock(&fe->lock);
+	char e[17];
+	snprintf(e, sizeof(e), "%016" PRIx64, epoch);
+	json_t *j = json_pack("{s:s, s:s, s:I, s:I, s:I, s:I}", "name",
+	                      fe->cfg.name, "epoch", e, "commit",
+	                      (json_int_t)commit, "seq", (json_int_t)seq,
+	                      "time_ms", (json_int_t)fleet_now_ms(),
+	                      "instance", (json_int_t)(fe->instance >> 1));
+	char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
+	json_decref(j);
+	if (text != NULL) {
+		natsStatus s = kvStore_PutString(NULL, kv, fe->cfg.name, text);
+		free(text);
+		if (s != NATS_OK && zc_log_due(&fe->report_logged, 10000)) {
+			zc_warn("fleet: cannot report to %s: %s (%s)", fe->names.bucket,
+			        natsStatus_GetText(s), nats_GetLastError(NULL));
+		}
+	}
+}
+
+/* Reports right after each applied commit and every second. */
+static void *reporter_main(void *arg)
+{
+	fleet_edge_t *fe = arg;
+	kvStore *kv = NULL;
+	while (!fe->stop) {
+		if (kv == NULL && js_KeyValue(&kv, fe->js, fe->names.bucket) !=
+		                  NATS_OK) {
+			kv = NULL;
+			sleep_ms(RETRY_MS);
+			continue;
+		}
+		report(fe, kv);
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += REPORT_EVERY_MS / 1000;
+		pthread_mutex_lock(&fe->lock);
+		while (!fe->dirty && !fe->stop) {
+			if (pthread_cond_timedwait(&fe->changed, &fe->lock, &ts) != 0) {
+				break;
+			}
+		}
+		pthread_mutex_unlock(&fe->lock);
+	}
+	kvStore_Destroy(kv);
+	return NULL;
+}
+
+int fleet_edge_start(const fleet_config_t *cfg, edge_store_t *es,
+                     fleet_edge_t **out)
+{
+	fleet_edge_t *fe = calloc(1, sizeof(*fe));
+	if (fe == NULL) {
+		return ZC_ENOSPACE;
+	}
+	fe->cfg = *cfg;
+	fleet_config_defaults(&fe->cfg);
+	fe->es = es;
+	while (fe->instance >> 1 == 0) {
+		if (getrandom(&fe->instance, sizeof(fe->instance), 0) < 0) {
+			fe->instance = (uint64_t)fleet_now_ms() << 1;
+		}
+	}
+	pthread_mutex_init(&fe->lock, NULL);
+	pthread_cond_init(&fe->changed, NULL);
+	int ret = fleet_names(fe->cfg.prefix, &fe->names);
+	if (ret == ZC_EOK) {
+		ret = edge_applied_pos(es, &fe->epoch, &fe->commit, &fe->seq);
+	}
+	if (ret == ZC_EOK) {
+		fe->started = pthread_create(&fe->thread, NULL, follower_main,
+		                             fe) == 0;
+		ret = fe->started ? ZC_EOK : ZC_ENOSPACE;
+	}
+	if (ret != ZC_EOK) {
+		fleet_edge_stop(fe);
+		return ret;
+	}
+	zc_info("fleet: edge %s following %s from commit %" PRIu64, fe->cfg.name,
+	        fe->cfg.urls, fe->commit);
+	*out = fe;
+	return ZC_EOK;
+}
+
+void fleet_edge_stop(fleet_edge_t *fe)
+{
+	if (fe == NULL) {
+		return;
+	}
+	pthread_mutex_lock(&fe->lock);
+	fe->stop = true;
+	pthread_cond_broadcast(&fe->changed);
+	/* Requests in flight (and reconnect attempts) end at once. */
+	if (fe->nc != NULL) {
+		natsConnection_Close(fe->nc);
+	}
+	pthread_mutex_unlock(&fe->lock);
+	if (fe->started) {
+		pthread_join(fe->thread, NULL);
+	}
+	if (fe->reporter_started) {
+		pthread_join(fe->reporter, NULL);
+	}
+	jsCtx_Destroy(fe->js);
+	natsConnection_Destroy(fe->nc);
+	pthread_cond_destroy(&fe->changed);
+	pthread_mutex_destroy(&fe->lock);
+	free(fe);
+}

@@ -1,0 +1,73 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* Shared inside fleet/: the NATS connection, names, snapshots. */
+#pragma once
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <nats/nats.h>
+
+#include "edge/edge.h"
+#include "edge/repl.h"
+#include "fleet/fleet.h"
+
+#define FLEET_STR_MAX 256
+
+/* Zc-Flags of a message that only announces a new history (never
+ * applied; beside EDGE_REPL_FINAL and EDGE_REPL_CONT). */
+#define FLEET_MARKER 0x80
+
+typedef struct {
+	char txn_stream[FLEET_STR_MAX];   /* <prefix>-txn */
+	char txn_subject[FLEET_STR_MAX];  /* <prefix>.txn */
+	char snap_stream[FLEET_STR_MAX];  /* <prefix>-snap */
+	char snap_head[FLEET_STR_MAX];    /* <prefix>.snap.head */
+	char snap_data[FLEET_STR_MAX];    /* <prefix>.snap.data */
+	char bucket[FLEET_STR_MAX];       /* <prefix>-edges */
+} fleet_names_t;
+
+int fleet_names(const char *prefix, fleet_names_t *names);
+
+/* One attempt to connect (then reconnecting for ever once connected). */
+int fleet_connect(const fleet_config_t *cfg, natsConnection **nc,
+                  jsCtx **js);
+
+/* Connects, trying again every 500 ms (logging) until it succeeds or *stop;
+ * sets *nc and *js under lock (stop() closes the connection). */
+int fleet_connect_retry(const fleet_config_t *cfg, _Atomic bool *stop,
+                        pthread_mutex_t *lock, natsConnection **nc, jsCtx **js);
+
+/* The primary creates (or updates) the streams and the bucket. */
+int fleet_ensure_streams(const fleet_config_t *cfg, const fleet_names_t *n,
+                         jsCtx *js);
+
+/* nats.c's status as a zonecast code, logged once with what failed. */
+int fleet_nats_error(natsStatus s, jsErrCode jerr, const char *what);
+
+int64_t fleet_now_ms(void);
+
+/* A snapshot's manifest (JSON on the head subject). */
+typedef struct {
+	uint64_t epoch;
+	uint64_t commit;
+	uint32_t parts;
+	uint64_t txn_seq;  /* first txn stream sequence to read after it */
+	char id[64];
+} fleet_manifest_t;
+
+/* Publishes a snapshot of es and its manifest; *m gets the manifest. */
+int fleet_snapshot_publish(jsCtx *js, const fleet_names_t *n,
+                           edge_store_t *es, uint64_t txn_seq,
+                           fleet_manifest_t *m, uint64_t *bytes);
+
+/* Reads the newest manifest: ZC_EOK, or ZC_ENOZONE when there is none. */
+int fleet_manifest_get(jsCtx *js, const fleet_names_t *n,
+                       fleet_manifest_t *m);
+
+/* Loads the snapshot of manifest m into es in one transaction. */
+int fleet_snapshot_load(jsCtx *js, const fleet_names_t *n, edge_store_t *es,
+                        const fleet_manifest_t *m);
+
+/* Purges what the snapshot with this id left in the snapshot stream. */
+int fleet_snapshot_purge(jsCtx *js, const fleet_names_t *n, const char *id);

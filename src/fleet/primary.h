@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* Inside fleet/: the primary's state shared by its publisher and receipts. */
+#pragma once
+
+#include <pthread.h>
+
+#include "fleet/internal.h"
+
+/* Which commit made which zone version, as the publisher sends them. */
+typedef struct {
+	uint64_t commit;
+	uint64_t zone_id;
+	uint32_t serial;
+	int64_t sent_ms;
+} fleet_ring_entry_t;
+
+#define FLEET_RING 65536
+#define FLEET_MAX_EDGES 1024
+
+typedef struct {
+	char name[FLEET_NAME_MAX];
+	uint64_t epoch;
+	uint64_t commit;
+	int64_t seen_ms;   /* when NATS stored its last report (wall clock) */
+	uint64_t instance; /* the reporting process (random at its start) */
+	int64_t duplicate_ms; /* another process reported this name then */
+} fleet_edge_report_t;
+
+struct fleet_primary {
+	fleet_config_t cfg;
+	fleet_names_t names;
+	edge_store_t *es;
+	natsConnection *nc;
+	jsCtx *js;
+	pthread_t publisher, watcher;
+	bool publisher_started, watcher_started;
+	_Atomic bool stop;
+
+	pthread_mutex_t lock;     /* everything below */
+	pthread_cond_t wake;      /* publisher: the outbox has more */
+	pthread_cond_t changed;   /* receipts: a report or a publish */
+	bool pending;
+	uint64_t epoch;
+	uint64_t committed;       /* last commit id given out (seen) */
+	uint64_t published;       /* last commit fully sent */
+	bool connected;
+	fleet_ring_entry_t *ring;
+	size_t ring_head, ring_len;
+	fleet_edge_report_t edges[FLEET_MAX_EDGES];
+	size_t edge_count;
+	_Atomic int64_t dup_logged;
+};
+
+void *fleet_publisher_main(void *arg);
+void *fleet_watcher_main(void *arg);
+
+/* Records a sent commit's zone versions (lock held). */
+void fleet_ring_add(fleet_primary_t *fp, uint64_t commit, uint64_t zone_id,
+                    uint32_t serial, int64_t sent_ms);

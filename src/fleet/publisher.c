@@ -1,0 +1,410 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * The primary's publisher (see fleet.h): sends the outbox to the txn
+ * stream in commit order, deletes what JetStream acknowledged, publishes
+ * snapshots and purges what they make unnecessary.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/error.h"
+#include "common/log.h"
+#include "fleet/primary.h"
+
+#define BATCH 256
+#define POLL_MS 100      /* also sends what other processes committed */
+#define RETRY_MS 250
+
+typedef struct {
+	fleet_primary_t *fp;
+	uint64_t epoch;
+	uint64_t commit;     /* last part sent */
+	uint64_t ring_commit; /* the part being sent */
+	uint32_t part;
+	uint64_t last_seq;   /* stream sequence of the last message sent */
+	uint64_t bytes;      /* sent since the last snapshot */
+	int ret;
+	int64_t now_ms;
+	bool stream_reset;   /* the txn stream was recreated: a new snapshot */
+} pub_t;
+
+static void zone_put(const uint8_t *val, size_t len, void *ctx)
+{
+	pub_t *p = ctx;
+	edge_zone_t zone;
+	if (edge_zone_decode(val, len, &zone) == ZC_EOK) {
+		pthread_mutex_lock(&p->fp->lock);
+		fleet_ring_add(p->fp, p->ring_commit, zone.zone_id, zone.serial,
+		               p->now_ms);
+		pthread_mutex_unlock(&p->fp->lock);
+	}
+}
+
+static int send_part(const edge_repl_part_t *part, void *arg)
+{
+	pub_t *p = arg;
+	fleet_primary_t *fp = p->fp;
+	char subject_id[96], num[32];
+	snprintf(subject_id, sizeof(subject_id), "%016" PRIx64 ".%" PRIu64
+	         ".%" PRIu32, p->epoch, part->commit, part->part);
+	natsMsg *msg = NULL;
+	natsStatus s = natsMsg_Create(&msg, fp->names.txn_subject, NULL,
+	                              (const char *)part->data, (int)part->len);
+	snprintf(num, sizeof(num), "%016" PRIx64, p->epoch);
+	if (s == NATS_OK) {
+		s = natsMsgHeader_Set(msg, "Zc-Epoch", num);
+	}
+	snprintf(num, sizeof(num), "%" PRIu64, part->commit);
+	if (s == NATS_OK) {
+		s = natsMsgHeader_Set(msg, "Zc-Commit", num);
+	}
+	snprintf(num, sizeof(num), "%" PRIu32, part->part);
+	if (s == NATS_OK) {
+		s = natsMsgHeader_Set(msg, "Zc-Part", num);
+	}
+	snprintf(num, sizeof(num), "%u", (unsigned)part->flags);
+	if (s == NATS_OK) {
+		s = natsMsgHeader_Set(msg, "Zc-Flags", num);
+	}
+	/* The ring first: an edge may apply and report the commit before
+	 * the acknowledgement is back here. */
+	p->now_ms = fleet_now_ms();
+	p->ring_commit = part->commit;
+	if (!(part->flags & EDGE_REPL_CONT)) {
+		edge_repl_zone_puts(part->data, part->len, zone_put, p);
+	}
+	jsPubOptions po;
+	jsPubOptions_Init(&po);
+	po.MsgId = subject_id;
+	po.MaxWait = 5000;
+	jsPubAck *ack = NULL;
+	jsErrCode jerr = 0;
+	if (s == NATS_OK) {
+		s = js_PublishMsg(&ack, fp->js, msg, &po, &jerr);
+	}
+	natsMsg_Destroy(msg);
+	if (s != NATS_OK) {
+		p->ret = fleet_nats_error(s, jerr, "publish");
+		return 1;
+	}
+	bool reset = ack->Sequence <= p->last_seq && !ack->Duplicate;
+	p->last_seq = ack->Sequence;
+	jsPubAck_Destroy(ack);
+	if (reset) {
+		/* The stream was recreated under us (NATS lost its storage, or
+		 * it was deleted): edges need a snapshot to go on from. */
+		p->stream_reset = true;
+		p->ret = ZC_EREPLGAP;
+		return 1;
+	}
+	p->commit = part->commit;
+	p->part = part->part;
+	p->bytes += part->len;
+	if (part->flags & EDGE_REPL_FINAL) {
+		pthread_mutex_lock(&fp->lock);
+		fp->published = part->commit;
+		pthread_cond_broadcast(&fp->changed);
+		pthread_mutex_unlock(&fp->lock);
+	}
+	return 0;
+}
+
+/* The txn stream's last sequence (what a snapshot starts after). */
+static int stream_last_seq(fleet_primary_t *fp, uint64_t *seq)
+{
+	jsStreamInfo *si = NULL;
+	jsErrCode jerr = 0;
+	natsStatus s = js_GetStreamInfo(&si, fp->js, fp->names.txn_stream, NULL,
+	                                &jerr);
+	if (s != NATS_OK) {
+		return fleet_nats_error(s, jerr, "stream info");
+	}
+	*seq = si->State.LastSeq;
+	jsStreamInfo_Destroy(si);
+	return ZC_EOK;
+}
+
+static int purge_txn_below(fleet_primary_t *fp, uint64_t seq)
+{
+	if (seq <= 1) {
+		return ZC_EOK;
+	}
+	jsOptions o;
+	jsOptions_Init(&o);
+	o.Stream.Purge.Sequence = seq;
+	jsErrCode jerr = 0;
+	natsStatus s = js_PurgeStream(fp->js, fp->names.txn_stream, &o, &jerr);
+	return fleet_nats_error(s, jerr, "purge txn stream");
+}
+
+/* Purges every snapshot's parts but those of the ids kept (also what a
+ * primary killed while publishing one left behind). */
+static void purge_other_snapshots(fleet_primary_t *fp, const char *keep1,
+                                  const char *keep2)
+{
+	char filter[FLEET_STR_MAX + 4];
+	snprintf(filter, sizeof(filter), "%s.>", fp->names.snap_data);
+	jsOptions o;
+	jsOptions_Init(&o);
+	o.Stream.Info.SubjectsFilter = filter;
+	jsStreamInfo *si = NULL;
+	jsErrCode jerr = 0;
+	if (js_GetStreamInfo(&si, fp->js, fp->names.snap_stream, &o, &jerr) !=
+	    NATS_OK) {
+		return;
+	}
+	size_t plen = strlen(fp->names.snap_data) + 1;
+	char done[8][64] = { { 0 } };
+	int ndone = 0;
+	for (int i = 0; si->State.Subjects != NULL &&
+	                i < si->State.Subjects->Count; i++) {
+		const char *subj = si->State.Subjects->List[i].Subject;
+		if (strlen(subj) <= plen) {
+			continue;
+		}
+		char id[64];
+		snprintf(id, sizeof(id), "%s", subj + plen);
+		char *dot = strchr(id, '.');
+		if (dot != NULL) {
+			*dot = '\0';
+		}
+		bool seen = strcmp(id, keep1) == 0 || strcmp(id, keep2) == 0;
+		for (int j = 0; j < ndone && !seen; j++) {
+			seen = strcmp(done[j], id) == 0;
+		}
+		if (!seen && ndone < 8) {
+			fleet_snapshot_purge(fp->js, &fp->names, id);
+			snprintf(done[ndone++], sizeof(done[0]), "%s", id);
+		}
+	}
+	jsStreamInfo_Destroy(si);
+}
+
+/*
+ * A new snapshot; then what it makes unnecessary goes: the parts of every
+ * snapshot but the new and the previous one (an edge may be loading it),
+ * and the txn messages before the previous snapshot's position (what an
+ * edge loading it needs next is kept).
+ */
+static int snapshot(pub_t *p, fleet_manifest_t *prev)
+{
+	fleet_primary_t *fp = p->fp;
+	fleet_manifest_t m;
+	uint64_t bytes = 0;
+	int64_t t0 = fleet_now_ms();
+	int ret = fleet_snapshot_publish(fp->js, &fp->names, fp->es,
+	                                 p->last_seq + 1, &m, &bytes);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	zc_info("fleet: snapshot %s published (%" PRIu32 " parts, %" PRIu64
+	        " KiB, %" PRId64 " ms)", m.id, m.parts, bytes >> 10,
+	        fleet_now_ms() - t0);
+	purge_other_snapshots(fp, m.id, prev->id);
+	if (prev->id[0] != '\0' && strcmp(prev->id, m.id) != 0) {
+		purge_txn_below(fp, prev->txn_seq);
+	}
+	*prev = m;
+	p->bytes = 0;
+	return ZC_EOK;
+}
+
+/* Tells edges at once that a new history began (they would see it within
+ * seconds anyway): a message never applied, of the new history. */
+static void publish_marker(pub_t *p, const fleet_manifest_t *m)
+{
+	natsMsg *msg = NULL;
+	char num[32];
+	if (natsMsg_Create(&msg, p->fp->names.txn_subject, NULL, "", 0) !=
+	    NATS_OK) {
+		return;
+	}
+	snprintf(num, sizeof(num), "%016" PRIx64, m->epoch);
+	natsMsgHeader_Set(msg, "Zc-Epoch", num);
+	snprintf(num, sizeof(num), "%" PRIu64, m->commit);
+	natsMsgHeader_Set(msg, "Zc-Commit", num);
+	natsMsgHeader_Set(msg, "Zc-Part", "0");
+	snprintf(num, sizeof(num), "%u", FLEET_MARKER);
+	natsMsgHeader_Set(msg, "Zc-Flags", num);
+	jsPubAck *ack = NULL;
+	if (js_PublishMsg(&ack, p->fp->js, msg, NULL, NULL) == NATS_OK) {
+		p->last_seq = ack->Sequence;
+	}
+	jsPubAck_Destroy(ack);
+	natsMsg_Destroy(msg);
+}
+
+/*
+ * Whether this store is behind what it published before (restored from a
+ * copy, or rolled back by an operating-system crash: the edge store is not
+ * synced): then its commit numbers would be given out again with other
+ * content, and a new history must start.
+ */
+static bool store_behind(pub_t *p, const fleet_manifest_t *head, bool have)
+{
+	edge_repl_pos_t pos;
+	if (edge_repl_pos(p->fp->es, &pos) != ZC_EOK) {
+		return false;
+	}
+	if (have && head->epoch == pos.epoch && head->commit > pos.commit) {
+		return true;
+	}
+	natsMsg *msg = NULL;
+	jsErrCode jerr = 0;
+	bool behind = false;
+	if (js_GetLastMsg(&msg, p->fp->js, p->fp->names.txn_stream,
+	                  p->fp->names.txn_subject, NULL, &jerr) == NATS_OK) {
+		const char *e = NULL, *c = NULL;
+		if (natsMsgHeader_Get(msg, "Zc-Epoch", &e) == NATS_OK &&
+		    natsMsgHeader_Get(msg, "Zc-Commit", &c) == NATS_OK &&
+		    strtoull(e, NULL, 16) == pos.epoch &&
+		    strtoull(c, NULL, 10) > pos.commit) {
+			behind = true;
+		}
+		natsMsg_Destroy(msg);
+	}
+	return behind;
+}
+
+/* Waits for the next commit (or the poll interval). */
+static void wait_more(fleet_primary_t *fp, unsigned ms)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_nsec += (long)ms * 1000000L;
+	ts.tv_sec += ts.tv_nsec / 1000000000L;
+	ts.tv_nsec %= 1000000000L;
+	pthread_mutex_lock(&fp->lock);
+	while (!fp->pending && !fp->stop) {
+		if (pthread_cond_timedwait(&fp->wake, &fp->lock, &ts) != 0) {
+			break;
+		}
+	}
+	fp->pending = false;
+	pthread_mutex_unlock(&fp->lock);
+}
+
+/*
+ * Connects the streams; publishes a snapshot when the newest one is not of
+ * this history (a new history, or NATS lost its storage), starting a new
+ * history first when this store is behind what was published.
+ */
+static int start_epoch(pub_t *p, fleet_manifest_t *prev)
+{
+	fleet_primary_t *fp = p->fp;
+	int ret = fleet_ensure_streams(&fp->cfg, &fp->names, fp->js);
+	if (ret == ZC_EOK) {
+		ret = stream_last_seq(fp, &p->last_seq);
+	}
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	fleet_manifest_t head = { .id = "" };
+	ret = fleet_manifest_get(fp->js, &fp->names, &head);
+	if (ret != ZC_EOK && ret != ZC_ENOZONE) {
+		return ret;
+	}
+	bool have = ret == ZC_EOK;
+	if (store_behind(p, &head, have)) {
+		edge_repl_pos_t pos;
+		ret = edge_repl_enable(fp->es, false, &pos);
+		if (ret == ZC_EOK) {
+			ret = edge_repl_enable(fp->es, true, &pos);
+		}
+		if (ret != ZC_EOK) {
+			return ret;
+		}
+		zc_warn("fleet: this edge store is behind what it published "
+		        "(restored, or rolled back by a crash): new history "
+		        "%016" PRIx64 "; edges load its snapshot", pos.epoch);
+		pthread_mutex_lock(&fp->lock);
+		fp->epoch = pos.epoch;
+		fp->ring_len = 0;
+		pthread_mutex_unlock(&fp->lock);
+		p->epoch = pos.epoch;
+		p->commit = 0;
+		p->part = UINT32_MAX;
+		have = false;
+	}
+	if (have && head.epoch == p->epoch && !p->stream_reset) {
+		*prev = head;
+		return ZC_EOK;
+	}
+	p->stream_reset = false;
+	zc_info("fleet: history %016" PRIx64 " has no snapshot in NATS yet: "
+	        "publishing one", p->epoch);
+	fleet_manifest_t none = { .id = "" };
+	if (have && head.epoch != p->epoch) {
+		/* Another history's messages are of no use to anyone now. */
+		ret = purge_txn_below(fp, p->last_seq + 1);
+	}
+	if (ret == ZC_EOK || ret == ZC_ENOZONE) {
+		ret = snapshot(p, &none);
+	}
+	if (ret == ZC_EOK) {
+		publish_marker(p, &none);
+	}
+	*prev = none;
+	return ret;
+}
+
+void *fleet_publisher_main(void *arg)
+{
+	fleet_primary_t *fp = arg;
+	pub_t p = { .fp = fp, .epoch = fp->epoch, .part = UINT32_MAX };
+	if (fleet_connect_retry(&fp->cfg, &fp->stop, &fp->lock, &fp->nc,
+	                        &fp->js) != ZC_EOK) {
+		return NULL;
+	}
+	pthread_mutex_lock(&fp->lock);
+	fp->watcher_started = !fp->stop && pthread_create(&fp->watcher, NULL,
+	                                   fleet_watcher_main, fp) == 0;
+	pthread_mutex_unlock(&fp->lock);
+	fleet_manifest_t prev = { .id = "" };
+	uint64_t trimmed_commit = 0;
+	uint32_t trimmed_part = UINT32_MAX;
+	bool ready = false;
+	while (!fp->stop) {
+		if (!ready) {
+			ready = start_epoch(&p, &prev) == ZC_EOK;
+			pthread_mutex_lock(&fp->lock);
+			fp->connected = ready;
+			pthread_mutex_unlock(&fp->lock);
+			if (!ready) {
+				wait_more(fp, RETRY_MS * 4);
+				continue;
+			}
+		}
+		p.ret = ZC_EOK;
+		int n = edge_repl_outbox_read(fp->es, p.commit, p.part, BATCH,
+		                              send_part, &p);
+		bool sent = p.commit != trimmed_commit || p.part != trimmed_part;
+		if (sent && edge_repl_outbox_trim(fp->es, p.commit, p.part) ==
+		            ZC_EOK) {
+			trimmed_commit = p.commit;
+			trimmed_part = p.part;
+		}
+		if (p.ret != ZC_EOK || n < 0) {
+			zc_warn("fleet: publishing paused: %s; retrying",
+			        zc_strerror(p.ret != ZC_EOK ? p.ret : n));
+			pthread_mutex_lock(&fp->lock);
+			fp->connected = false;
+			pthread_mutex_unlock(&fp->lock);
+			ready = false;
+			wait_more(fp, RETRY_MS);
+			continue;
+		}
+		if (p.bytes >= fp->cfg.snapshot_bytes &&
+		    snapshot(&p, &prev) != ZC_EOK) {
+			zc_warn("fleet: snapshot failed; trying again later");
+			p.bytes = fp->cfg.snapshot_bytes / 2;
+		}
+		if (n < BATCH) {
+			wait_more(fp, POLL_MS);
+		}
+	}
+	return NULL;
+}

@@ -1,0 +1,343 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * The primary's view of its edges (see fleet.h): their reports from the
+ * key-value bucket, the ring of which commit made which zone version, and
+ * the answer to "which edges serve version N of this zone".
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <jansson.h>
+
+#include "common/error.h"
+#include "common/log.h"
+#include "fleet/primary.h"
+
+#define WATCH_SILENCE_MS 3000
+
+void fleet_ring_add(fleet_primary_t *fp, uint64_t commit, uint64_t zone_id,
+                    uint32_t serial, int64_t sent_ms)
+{
+	size_t i = (fp->ring_head + fp->ring_len) % FLEET_RING;
+	if (fp->ring_len == FLEET_RING) {
+		fp->ring_head = (fp->ring_head + 1) % FLEET_RING;
+		fp->ring_len--;
+	}
+	fp->ring[i] = (fleet_ring_entry_t){ commit, zone_id, serial, sent_ms };
+	fp->ring_len++;
+}
+
+/* RFC 1982: is serial at least version? */
+static bool serial_reached(uint32_t serial, uint32_t version)
+{
+	return (int32_t)(serial - version) >= 0;
+}
+
+/*
+ * The commit an edge needs to serve `version` of the zone: the oldest of
+ * the newest run of ring entries of the zone that reach it. When the ring
+ * has none (not yet sent, or made before this process), every commit the
+ * primary has (`current`) is needed. Lock held.
+ */
+static uint64_t needed_commit(fleet_primary_t *fp, uint64_t zone_id,
+                              uint32_t version, uint64_t current)
+{
+	uint64_t need = 0;
+	bool found = false;
+	for (size_t k = fp->ring_len; k-- > 0;) {
+		const fleet_ring_entry_t *e =
+			&fp->ring[(fp->ring_head + k) % FLEET_RING];
+		if (e->zone_id != zone_id) {
+			continue;
+		}
+		if (!serial_reached(e->serial, version)) {
+			break;
+		}
+		need = e->commit;
+		found = true;
+	}
+	return found ? need : current;
+}
+
+/* The zone version an edge at `commit` serves, when the ring knows. */
+static bool version_at(fleet_primary_t *fp, uint64_t zone_id, uint64_t commit,
+                       uint32_t *serial)
+{
+	for (size_t k = fp->ring_len; k-- > 0;) {
+		const fleet_ring_entry_t *e =
+			&fp->ring[(fp->ring_head + k) % FLEET_RING];
+		if (e->zone_id == zone_id && e->commit <= commit) {
+			*serial = e->serial;
+			return true;
+		}
+	}
+	return false;
+}
+
+/* Age of the oldest commit after `commit` that was sent. */
+static int64_t lag_ms(fleet_primary_t *fp, uint64_t commit, int64_t now)
+{
+	for (size_t k = 0; k < fp->ring_len; k++) {
+		const fleet_ring_entry_t *e =
+			&fp->ring[(fp->ring_head + k) % FLEET_RING];
+		if (e->commit > commit) {
+			return now - e->sent_ms;
+		}
+	}
+	return 0;
+}
+
+size_t fleet_edges(fleet_primary_t *fp, uint64_t zone_id, uint32_t version,
+                   fleet_edge_status_t *out, size_t max)
+{
+	int64_t now = fleet_now_ms();
+	edge_repl_pos_t pos = { 0 };
+	edge_repl_pos(fp->es, &pos);
+	pthread_mutex_lock(&fp->lock);
+	uint64_t need = zone_id ? needed_commit(fp, zone_id, version,
+	                                        pos.commit) : pos.commit;
+	size_t n = 0;
+	for (size_t i = 0; i < fp->edge_count && n < max; i++) {
+		const fleet_edge_report_t *r = &fp->edges[i];
+		fleet_edge_status_t *s = &out[n++];
+		memset(s, 0, sizeof(*s));
+		snprintf(s->name, sizeof(s->name), "%s", r->name);
+		bool same = r->epoch == fp->epoch;
+		s->up = now - r->seen_ms <= (int64_t)fp->cfg.edge_timeout_ms;
+		s->duplicate = now - r->duplicate_ms <=
+		               (int64_t)fp->cfg.edge_timeout_ms;
+		s->commit = same ? r->commit : 0;
+		s->live = s->up && same && r->commit >= need;
+		s->last_seen_ms = r->seen_ms;
+		s->lag_commits = pos.commit > s->commit ?
+		                 pos.commit - s->commit : 0;
+		s->lag_ms = s->lag_commits > 0 ? lag_ms(fp, s->commit, now) : 0;
+		if (zone_id != 0 && same) {
+			s->version_known = version_at(fp, zone_id, r->commit,
+			                              &s->version);
+		}
+	}
+	pthread_mutex_unlock(&fp->lock);
+	return n;
+}
+
+void fleet_position(fleet_primary_t *fp, uint64_t *epoch, uint64_t *committed,
+                    uint64_t *published, bool *connected)
+{
+	edge_repl_pos_t pos = { 0 };
+	edge_repl_pos(fp->es, &pos);
+	pthread_mutex_lock(&fp->lock);
+	*epoch = fp->epoch;
+	*committed = pos.commit;
+	*published = fp->published;
+	*connected = fp->connected;
+	pthread_mutex_unlock(&fp->lock);
+}
+
+void fleet_wait(fleet_primary_t *fp, unsigned ms)
+{
+	/* Edges also go down by silence, which wakes nobody: look again. */
+	ms = ms > 250 ? 250 : ms;
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_nsec += (long)ms * 1000000L;
+	ts.tv_sec += ts.tv_nsec / 1000000000L;
+	ts.tv_nsec %= 1000000000L;
+	pthread_mutex_lock(&fp->lock);
+	pthread_cond_timedwait(&fp->changed, &fp->lock, &ts);
+	pthread_mutex_unlock(&fp->lock);
+}
+
+/* The slot of an edge: its own, a free one, or the one silent longest. */
+static size_t edge_slot(fleet_primary_t *fp, const char *name)
+{
+	size_t oldest = 0;
+	for (size_t i = 0; i < fp->edge_count; i++) {
+		if (strcmp(fp->edges[i].name, name) == 0) {
+			return i;
+		}
+		if (fp->edges[i].seen_ms < fp->edges[oldest].seen_ms) {
+			oldest = i;
+		}
+	}
+	size_t i = fp->edge_count < FLEET_MAX_EDGES ? fp->edge_count++ : oldest;
+	memset(&fp->edges[i], 0, sizeof(fp->edges[i]));
+	snprintf(fp->edges[i].name, sizeof(fp->edges[i].name), "%s", name);
+	return i;
+}
+
+/*
+ * Takes one report {"name","epoch","commit","instance",...} from the
+ * bucket. Its time is when the NATS server stored it (a watcher that
+ * starts over gets the last report of every edge again: that is no sign
+ * of life). Two processes reporting under one name are told apart by
+ * their instance and logged.
+ */
+static void take_report(fleet_primary_t *fp, const char *key,
+                        const char *val, int len, int64_t stored_ms)
+{
+	json_error_t err;
+	json_t *j = json_loadb(val, (size_t)len, 0, &err);
+	const char *epoch = NULL;
+	json_int_t commit = 0, instance = 0;
+	if (j == NULL || json_unpack(j, "{s:s, s:I, s?I}", "epoch", &epoch,
+	                             "commit", &commit, "instance",
+	                             &instance) != 0) {
+		json_decref(j);
+		return;
+	}
+	uint64_t e = strtoull(epoch, NULL, 16);
+	int64_t now = fleet_now_ms();
+	pthread_mutex_lock(&fp->lock);
+	fleet_edge_report_t *r = &fp->edges[edge_slot(fp, key)];
+	if (r->instance != 0 && r->instance != (uint64_t)instance &&
+	    now - r->seen_ms < (int64_t)fp->cfg.edge_timeout_ms) {
+		r->duplicate_ms = now;
+		if (zc_log_due(&fp->dup_logged, 10000)) {
+			zc_warn("fleet: two edges report as '%s': give each its "
+			        "own --name", key);
+		}
+	}
+	if (stored_ms >= r->seen_ms) {
+		r->epoch = e;
+		r->commit = (uint64_t)commit;
+		r->instance = (uint64_t)instance;
+		r->seen_ms = stored_ms > now ? now : stored_ms;
+		pthread_cond_broadcast(&fp->changed);
+	}
+	pthread_mutex_unlock(&fp->lock);
+	json_decref(j);
+}
+
+void *fleet_watcher_main(void *arg)
+{
+	fleet_primary_t *fp = arg;
+	while (!fp->stop) {
+		kvStore *kv = NULL;
+		kvWatcher *w = NULL;
+		natsStatus s = js_KeyValue(&kv, fp->js, fp->names.bucket);
+		if (s == NATS_OK) {
+			s = kvStore_WatchAll(&w, kv, NULL);
+		}
+		/* Edges report every second: a watcher silent for longer lost
+		 * its consumer (a cluster node went away) and starts over. */
+		int64_t last = fleet_now_ms();
+		while (s == NATS_OK && !fp->stop) {
+			kvEntry *e = NULL;
+			s = kvWatcher_Next(&e, w, 500);
+			if (s == NATS_TIMEOUT) {
+				s = fleet_now_ms() - last > WATCH_SILENCE_MS ? NATS_TIMEOUT :
+				                                               NATS_OK;
+				continue;
+			}
+			last = fleet_now_ms();
+			if (s == NATS_OK && e != NULL) {
+				if (kvEntry_Operation(e) == kvOp_Put) {
+					take_report(fp, kvEntry_Key(e), kvEntry_Value(e),
+					            kvEntry_ValueLen(e),
+					            kvEntry_Created(e) / 1000000);
+				}
+				kvEntry_Destroy(e);
+			}
+		}
+		if (!fp->stop) {
+			zc_info("fleet: watching %s again (%s)", fp->names.bucket,
+			        natsStatus_GetText(s));
+		}
+		kvWatcher_Destroy(w);
+		kvStore_Destroy(kv);
+		if (!fp->stop) {
+			struct timespec ts = { 0, 250 * 1000000L };
+			nanosleep(&ts, NULL);
+		}
+	}
+	return NULL;
+}
+
+static void on_outbox(void *ctx)
+{
+	fleet_primary_t *fp = ctx;
+	pthread_mutex_lock(&fp->lock);
+	fp->pending = true;
+	pthread_cond_signal(&fp->wake);
+	pthread_mutex_unlock(&fp->lock);
+}
+
+int fleet_primary_start(const fleet_config_t *cfg, edge_store_t *es,
+                        fleet_primary_t **out)
+{
+	fleet_primary_t *fp = calloc(1, sizeof(*fp));
+	if (fp == NULL) {
+		return ZC_ENOSPACE;
+	}
+	fp->ring = calloc(FLEET_RING, sizeof(*fp->ring));
+	fp->cfg = *cfg;
+	fleet_config_defaults(&fp->cfg);
+	fp->es = es;
+	pthread_mutex_init(&fp->lock, NULL);
+	pthread_cond_init(&fp->wake, NULL);
+	pthread_cond_init(&fp->changed, NULL);
+	int ret = fp->ring != NULL ? fleet_names(fp->cfg.prefix, &fp->names) :
+	                             ZC_ENOSPACE;
+	if (ret == ZC_EOK && (uint64_t)fp->cfg.stream_max_bytes <
+	                     2 * fp->cfg.snapshot_bytes) {
+		/* Edges following the stream would lose messages that no
+		 * snapshot covers yet, and load snapshots in a loop. */
+		zc_error("fleet: fleet-stream-max-mib must be at least twice "
+		         "fleet-snapshot-mib");
+		ret = ZC_EINVAL_CONFIG;
+	}
+	edge_repl_pos_t pos;
+	if (ret == ZC_EOK) {
+		ret = edge_repl_enable(es, true, &pos);
+	}
+	if (ret == ZC_EOK) {
+		fp->epoch = pos.epoch;
+		fp->published = 0;
+		edge_repl_on_outbox(es, on_outbox, fp);
+		fp->publisher_started = pthread_create(&fp->publisher, NULL,
+		                                       fleet_publisher_main, fp) == 0;
+		ret = fp->publisher_started ? ZC_EOK : ZC_ENOSPACE;
+	}
+	if (ret != ZC_EOK) {
+		fleet_primary_stop(fp);
+		return ret;
+	}
+	zc_info("fleet: publishing to %s (history %016" PRIx64 ", commit %"
+	        PRIu64 ")", fp->cfg.urls, pos.epoch, pos.commit);
+	*out = fp;
+	return ZC_EOK;
+}
+
+void fleet_primary_stop(fleet_primary_t *fp)
+{
+	if (fp == NULL) {
+		return;
+	}
+	pthread_mutex_lock(&fp->lock);
+	fp->stop = true;
+	pthread_cond_broadcast(&fp->wake);
+	pthread_mutex_unlock(&fp->lock);
+	/* The publisher first: it sends what it holds, then nothing waits. */
+	if (fp->publisher_started) {
+		pthread_join(fp->publisher, NULL);
+	}
+	pthread_mutex_lock(&fp->lock);
+	if (fp->nc != NULL) {
+		natsConnection_Close(fp->nc);
+	}
+	pthread_mutex_unlock(&fp->lock);
+	if (fp->watcher_started) {
+		pthread_join(fp->watcher, NULL);
+	}
+	edge_repl_on_outbox(fp->es, NULL, NULL);
+	jsCtx_Destroy(fp->js);
+	natsConnection_Destroy(fp->nc);
+	pthread_cond_destroy(&fp->wake);
+	pthread_cond_destroy(&fp->changed);
+	pthread_mutex_destroy(&fp->lock);
+	free(fp->ring);
+	free(fp);
+}

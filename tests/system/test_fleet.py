@@ -1,0 +1,698 @@
+"""The edge fleet (docs/fleet.md, issue 13) against a real nats-server -js:
+a primary (`zonecast serve --nats`) and edges (`zonecast edge`).
+
+Every test ends by comparing each edge's store with the primary's
+(`zonecast fleet digest`: same history, same commit, same digest of every
+replicated key and value) after the fleet settles, and most also compare
+DNS answers name by name."""
+
+import os
+import shutil
+import random
+import threading
+import time
+
+import dns.dnssec
+import dns.edns
+import dns.name
+import dns.message
+import dns.query
+import dns.rcode
+import dns.rdatatype
+import dns.update
+import pytest
+
+import servers
+from fleet import EdgeServer, NatsServer, digest, settle, start_primary
+
+UPDATE_SOURCE = "127.0.0.2"
+
+pytestmark = pytest.mark.skipif(not os.path.exists("/usr/sbin/nats-server"),
+                                reason="nats-server is not installed")
+
+
+class Fleet:
+    def __init__(self, tmp, edges=3, primary_options=(), edge_options=(), nats=None):
+        self.tmp = str(tmp)
+        self.nats = nats or [NatsServer(self.tmp).start()]
+        self.urls = ",".join(n.url for n in self.nats)
+        self.primary = start_primary(self.tmp, self.urls,
+                                     options=["allow-update=" + UPDATE_SOURCE,
+                                              "fleet-edge-timeout=1500"]
+                                     + list(primary_options))
+        self.api = self.primary.client_
+        self.edges = [EdgeServer(self.tmp, "edge%d" % i, self.urls, edge_options).start()
+                      for i in range(1, edges + 1)]
+        self.wait_edges()
+
+    def wait_edges(self, timeout=20):
+        """Until every edge has reported to the primary (receipts count it)."""
+        deadline = time.monotonic() + timeout
+        want = {e.name for e in self.edges}
+        while time.monotonic() < deadline:
+            up = {e["name"] for e in self.api.get("/fleet")["edges"] if e["up"]}
+            if want <= up:
+                return
+            time.sleep(0.05)
+        raise AssertionError("edges %s never reported:\n%s" % (
+            want - up, "\n".join(e.log()[-2000:] for e in self.edges)))
+
+    def stop(self):
+        problems = []
+        for s in self.edges + [self.primary]:
+            problems += ["%s: %s" % (s.kind, p) for p in s.stop()]
+        for n in self.nats:
+            n.stop()
+        return problems
+
+
+@pytest.fixture
+def fleet(tmp_path):
+    f = Fleet(tmp_path)
+    yield f
+    problems = f.stop()
+    assert not problems, problems
+
+
+def create_zone(api, name):
+    zid = api.ok("POST", "/zones", json={"name": name})["result"]["id"]
+    return zid
+
+
+def post_batch(api, zid, posts=(), deletes=()):
+    body = {"posts": list(posts), "deletes": [{"id": d} for d in deletes]}
+    return api.ok("POST", "/zones/%s/dns_records/batch" % zid, json=body)
+
+
+def answers(server, name, rdtype):
+    """(rcode, sorted answer texts) of one query, over TCP."""
+    q = dns.message.make_query(name, rdtype)
+    r = dns.query.tcp(q, "127.0.0.1", port=server.port, timeout=3)
+    return r.rcode(), sorted(rr.to_text() for rr in r.answer)
+
+
+def compare_answers(primary, edges, names):
+    for name, rdtype in names:
+        want = answers(primary, name, rdtype)
+        for e in edges:
+            got = answers(e, name, rdtype)
+            assert got == want, "%s %s: edge %s %r, primary %r" % (name, rdtype, e.name,
+                                                                   got, want)
+
+
+def send_update(zone, adds=(), deletes=(), port=None):
+    u = dns.update.UpdateMessage(zone)
+    for name, ttl, rtype, data in adds:
+        u.add(name, ttl, rtype, data)
+    for name, rtype in deletes:
+        u.delete(name, rtype)
+    r = dns.query.tcp(u, "127.0.0.1", port=port, source=UPDATE_SOURCE, timeout=5)
+    assert r.rcode() == dns.rcode.NOERROR, dns.rcode.to_text(r.rcode())
+
+
+def test_edges_equal_after_mixed_changes(fleet):
+    """Random batches, single writes, UPDATEs, full builds (zone settings,
+    DNSSEC), zone creation and deletion: every edge ends equal and answers
+    as the primary does; NSID is the edge's name."""
+    rnd = random.Random(13)
+    api = fleet.api
+    zones = {"a.fleet.test": create_zone(api, "a.fleet.test"),
+             "b.fleet.test": create_zone(api, "b.fleet.test")}
+    live = {z: [] for z in zones}
+    names = []
+    for step in range(40):
+        zone = rnd.choice(sorted(zones))
+        zid = zones[zone]
+        action = rnd.random()
+        if action < 0.5:
+            n = rnd.randint(1, 150)
+            posts = [{"type": "TXT", "name": "r%d-%d.%s" % (step, i, zone),
+                      "content": '"v%d"' % rnd.randint(0, 10 ** 6), "ttl": 300}
+                     for i in range(n)]
+            post_batch(api, zid, posts)
+            names += [(p["name"] + ".", "TXT") for p in posts[:3]]
+        elif action < 0.65 and live[zone]:
+            victims = rnd.sample(live[zone], min(len(live[zone]), 5))
+            post_batch(api, zid, deletes=victims)
+            live[zone] = [r for r in live[zone] if r not in victims]
+        elif action < 0.8:
+            r = api.ok("POST", "/zones/%s/dns_records" % zid,
+                       json={"type": "A", "name": "a%d.%s" % (step, zone),
+                             "content": "192.0.2.%d" % (step % 250), "ttl": 60})
+            live[zone].append(r["result"]["id"])
+            names.append(("a%d.%s." % (step, zone), "A"))
+        elif action < 0.9:
+            send_update(zone + ".", adds=[("u%d" % step, 120, "AAAA", "2001:db8::%x" % step)],
+                        port=fleet.primary.port)
+            names.append(("u%d.%s." % (step, zone), "AAAA"))
+        else:
+            api.ok("PATCH", "/zones/%s" % zid, json={"default_ttl": rnd.randint(60, 7200),
+                                                       "soa": {"minimum": rnd.randint(60, 900)}})
+        if step == 10:
+            api.ok("PATCH", "/zones/%s/dnssec" % zones["b.fleet.test"],
+                   json={"status": "active"})
+        if step == 20:
+            tmp = create_zone(api, "gone.fleet.test")
+            post_batch(api, tmp, [{"type": "A", "name": "x.gone.fleet.test",
+                                   "content": "192.0.2.1"}])
+        if step == 30:
+            api.ok("DELETE", "/zones/%s" % api.zone_id("gone.fleet.test"))
+    settle(fleet.primary, fleet.edges)
+    names += [(z + ".", t) for z in zones for t in ("SOA", "NS", "DNSKEY")]
+    names += [("x.gone.fleet.test.", "A"), ("nothere.a.fleet.test.", "A"),
+              ("www.example.com.", "A")]
+    compare_answers(fleet.primary, fleet.edges, names)
+    # ZONEVERSION (RFC 9660): each edge names the version it serves, the
+    # primary's; DNSSEC: an edge's signed answer validates with the keys
+    # the primary publishes (the keys travelled with the zone).
+    zv_opt = dns.edns.GenericOption(19, b"")
+    serial = fleet.primary.query("a.fleet.test.", "SOA").answer[0][0].serial
+    keys = fleet.primary.query("b.fleet.test.", "DNSKEY", do=True)
+    dnskey = [rr for rr in keys.answer if rr.rdtype == dns.rdatatype.DNSKEY][0]
+    for e in fleet.edges:
+        r = e.query("a.fleet.test.", "SOA", options=[zv_opt])
+        zv = [o.to_wire() for o in r.options if o.otype == 19]
+        assert zv and int.from_bytes(zv[0][2:6], "big") == serial, (e.name, zv, serial)
+        r = e.query("b.fleet.test.", "SOA", do=True)
+        soa = [rr for rr in r.answer if rr.rdtype == dns.rdatatype.SOA][0]
+        sig = [rr for rr in r.answer if rr.rdtype == dns.rdatatype.RRSIG][0]
+        dns.dnssec.validate(soa, sig, {dns.name.from_text("b.fleet.test."): dnskey})
+        r = e.query("nothere.b.fleet.test.", "A", do=True)
+        assert any(rr.rdtype == dns.rdatatype.NSEC for rr in r.authority), r
+    nsid_opt = dns.edns.GenericOption(dns.edns.NSID, b"")
+    for e in fleet.edges:
+        q = servers.make_query("a.fleet.test.", "SOA", options=[nsid_opt])
+        r = dns.query.udp(q, "127.0.0.1", port=e.port, timeout=2)
+        nsid = [o for o in r.options if o.otype == dns.edns.NSID]
+        assert nsid and nsid[0].to_wire() == e.name.encode(), (e.name, r.options)
+
+
+def test_batches_are_atomic_at_every_edge(fleet):
+    """While batches of 1,000 records are posted, readers of every edge
+    never see the last record of a batch without its first."""
+    api = fleet.api
+    zid = create_zone(api, "atomic.fleet.test")
+    stop = threading.Event()
+    bad, seen = [], [0]
+    done_batches = []
+
+    def reader(edge):
+        rnd = random.Random(edge.port)
+        while not stop.is_set():
+            if not done_batches:
+                time.sleep(0.001)
+                continue
+            k = rnd.choice(done_batches + [len(done_batches)])
+            last = answers(edge, "b%d-999.atomic.fleet.test." % k, "TXT")
+            first = answers(edge, "b%d-0.atomic.fleet.test." % k, "TXT")
+            if last[1] and not first[1]:
+                bad.append((edge.name, k))
+            seen[0] += bool(last[1])
+
+    threads = [threading.Thread(target=reader, args=(e,)) for e in fleet.edges]
+    for t in threads:
+        t.start()
+    try:
+        for k in range(8):
+            posts = [{"type": "TXT", "name": "b%d-%d.atomic.fleet.test" % (k, i),
+                      "content": '"batch %d"' % k} for i in range(1000)]
+            post_batch(api, zid, posts)
+            done_batches.append(k)
+        time.sleep(0.5)
+    finally:
+        stop.set()
+        for t in threads:
+            t.join()
+    assert not bad, bad
+    assert seen[0] > 0
+    settle(fleet.primary, fleet.edges)
+
+
+def test_receipts_wait_for_every_live_edge(fleet):
+    """propagation?wait returns live only when every edge that is up answers
+    the version (checked by querying each edge right away); an edge that is
+    killed is reported down and stops holding receipts back."""
+    api = fleet.api
+    zid = create_zone(api, "receipt.fleet.test")
+    settle(fleet.primary, fleet.edges)
+    for i in range(20):
+        r = api.ok("POST", "/zones/%s/dns_records" % zid,
+                   json={"type": "A", "name": "r%d.receipt.fleet.test" % i,
+                         "content": "192.0.2.%d" % (i + 1)})
+        v = r["zone_version"]
+        p = api.get("/zones/%s/propagation" % zid, params={"version": v, "wait": 10})
+        assert p["live"] and p["edge_count"] == 3 and p["live_edges"] == 3, p
+        assert all(e["version"] is not None and e["version"] >= v for e in p["edges"]), p
+        for e in fleet.edges:
+            rc, ans = answers(e, "r%d.receipt.fleet.test." % i, "A")
+            assert ans, "edge %s lacks version %d after a live receipt" % (e.name, v)
+    fleet.edges[0].kill9()
+    r = api.ok("POST", "/zones/%s/dns_records" % zid,
+               json={"type": "A", "name": "after.receipt.fleet.test", "content": "192.0.2.99"})
+    v = r["zone_version"]
+    p = api.get("/zones/%s/propagation" % zid, params={"version": v, "wait": 0})
+    down = [e for e in p["edges"] if e["name"] == "edge1"][0]
+    # Until edge1 is known down, the receipt waits for it.
+    assert not p["live"] or not down["up"], p
+    p = api.get("/zones/%s/propagation" % zid, params={"version": v, "wait": 10})
+    down = [e for e in p["edges"] if e["name"] == "edge1"][0]
+    assert p["live"] and not down["up"] and p["live_edges"] == 2, p
+    status = fleet.primary.run_cli("fleet", "status", "--api",
+                                   "127.0.0.1:%d" % fleet.primary.api_port,
+                                   "--token", fleet.api.token).stdout
+    assert "edge1" in status and "DOWN" in status, status
+    fleet.edges[0].start()
+    settle(fleet.primary, fleet.edges)
+
+
+def write_records(api, zid, zone, prefix, count, acked, stop=None):
+    """Posts records one by one; records the names acknowledged."""
+    for i in range(count):
+        if stop is not None and stop.is_set():
+            return
+        name = "%s%d.%s" % (prefix, i, zone)
+        try:
+            api.ok("POST", "/zones/%s/dns_records" % zid,
+                   json={"type": "A", "name": name, "content": "192.0.2.7"}, timeout=5)
+        except Exception:
+            continue
+        acked.append(name + ".")
+
+
+def test_edge_killed_mid_stream_catches_up(fleet):
+    api = fleet.api
+    zid = create_zone(api, "kill.fleet.test")
+    acked = []
+    t = threading.Thread(target=write_records, args=(api, zid, "kill.fleet.test", "k", 300,
+                                                     acked))
+    t.start()
+    for _ in range(3):
+        time.sleep(0.3)
+        fleet.edges[1].kill9()
+        fleet.edges[1].start()
+    t.join()
+    settle(fleet.primary, fleet.edges)
+    for name in acked[::10]:
+        for e in fleet.edges:
+            assert answers(e, name, "A")[1], (e.name, name)
+
+
+def test_nats_down_for_10s_under_writes(fleet):
+    """nats-server stops for 10 s while the API takes writes; when it is back
+    nothing acknowledged is missing at any edge and all stores are equal."""
+    api = fleet.api
+    zid = create_zone(api, "down.fleet.test")
+    settle(fleet.primary, fleet.edges)
+    acked = []
+    stop = threading.Event()
+    t = threading.Thread(target=write_records, args=(api, zid, "down.fleet.test", "d", 10 ** 6,
+                                                     acked, stop))
+    t.start()
+    time.sleep(0.5)
+    fleet.nats[0].stop()
+    time.sleep(10)
+    before_restart = len(acked)
+    fleet.nats[0].start()
+    time.sleep(1)
+    stop.set()
+    t.join()
+    assert before_restart > 10, "the primary stopped acknowledging while NATS was down"
+    settle(fleet.primary, fleet.edges, timeout=60)
+    for name in acked:
+        for e in fleet.edges:
+            assert answers(e, name, "A")[1], (e.name, name)
+
+
+def test_new_edge_bootstraps_after_stream_purge(tmp_path):
+    """With snapshots every MiB, the txn stream is purged while changes
+    accumulate (its size stays bounded); an edge started afterwards loads a
+    snapshot instead of the whole history and ends equal."""
+    f = Fleet(tmp_path, edges=1, primary_options=["fleet-snapshot-mib=1"])
+    try:
+        api = f.api
+        zid = create_zone(api, "boot.fleet.test")
+        for k in range(12):
+            post_batch(api, zid, [{"type": "TXT", "name": "b%d-%d.boot.fleet.test" % (k, i),
+                                   "content": '"%s"' % ("x" * 200)} for i in range(1000)])
+        settle(f.primary, f.edges)
+        state = f.nats[0].stream_state("zonecast-txn")
+        assert state["first_seq"] > 1, state  # purged behind a snapshot
+        late = EdgeServer(f.tmp, "late", f.urls).start()
+        f.edges.append(late)
+        settle(f.primary, f.edges)
+        assert "loaded snapshot" in late.log()
+        compare_answers(f.primary, [late], [("b0-0.boot.fleet.test.", "TXT"),
+                                            ("b11-999.boot.fleet.test.", "TXT")])
+    finally:
+        problems = f.stop()
+    assert not problems, problems
+
+
+def test_primary_killed_mid_publish(fleet):
+    """SIGKILL the primary while it takes writes and publishes; after its
+    restart no acknowledged version is missing at any edge."""
+    api = fleet.api
+    zid = create_zone(api, "crash.fleet.test")
+    acked = []
+    stop = threading.Event()
+    t = threading.Thread(target=write_records, args=(api, zid, "crash.fleet.test", "c", 10 ** 6,
+                                                     acked, stop))
+    t.start()
+    time.sleep(1.0)
+    fleet.primary.kill9()
+    stop.set()
+    t.join()
+    fleet.primary.restart()
+    settle(fleet.primary, fleet.edges)
+    assert len(acked) > 5
+    for name in acked:
+        for e in fleet.edges:
+            assert answers(e, name, "A")[1], (e.name, name)
+
+
+def test_three_node_cluster_replicas_3_survives_a_node(tmp_path):
+    """A three-node JetStream cluster with replicas 3: one node killed under
+    writes loses nothing and stalls no edge."""
+    from servers import free_port
+    ports = [free_port() for _ in range(3)]
+    cports = [free_port() for _ in range(3)]
+    nodes = [NatsServer(str(tmp_path), name="n%d" % i, port=ports[i], cluster_port=cports[i],
+                        routes=[c for j, c in enumerate(cports) if j != i]) for i in range(3)]
+    for n in nodes:
+        n.start()
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:  # a meta leader is elected
+        try:
+            if all(n.jsz().get("meta_cluster", {}).get("leader") for n in nodes):
+                break
+        except Exception:
+            pass
+        time.sleep(0.2)
+    f = Fleet(tmp_path, edges=2, primary_options=["fleet-replicas=3"], nats=nodes)
+    try:
+        api = f.api
+        zid = create_zone(api, "cluster.fleet.test")
+        settle(f.primary, f.edges, timeout=60)
+        acked = []
+        stop = threading.Event()
+        t = threading.Thread(target=write_records,
+                             args=(api, zid, "cluster.fleet.test", "n", 10 ** 6, acked, stop))
+        t.start()
+        time.sleep(1)
+        nodes[0].stop(sig=9)
+        time.sleep(4)
+        stop.set()
+        t.join()
+        settle(f.primary, f.edges, timeout=60)
+        for name in acked:
+            for e in f.edges:
+                assert answers(e, name, "A")[1], (e.name, name)
+        # Still following: a change after the kill reaches every edge, and
+        # receipts count both again once their reports get through (the
+        # bucket's stream elects a new leader meanwhile).
+        f.wait_edges(timeout=30)
+        r = api.ok("POST", "/zones/%s/dns_records" % zid,
+                   json={"type": "A", "name": "last.cluster.fleet.test", "content": "192.0.2.9"})
+        p = api.get("/zones/%s/propagation" % zid,
+                    params={"version": r["zone_version"], "wait": 20})
+        assert p["live"] and p["live_edges"] == 2, p
+    finally:
+        problems = f.stop()
+    assert not problems, problems
+
+
+def nats_pub(port, user, password, subject, payload=b"x"):
+    """Publishes with the NATS text protocol (verbose); returns the server's
+    answer to the PUB (+OK or -ERR ...)."""
+    import json as _json
+    import socket
+    with socket.create_connection(("127.0.0.1", port), timeout=3) as s:
+        f = s.makefile("rb")
+        f.readline()  # INFO
+        s.sendall(b"CONNECT " + _json.dumps({"verbose": True, "user": user, "pass": password,
+                                             "protocol": 1}).encode() + b"\r\n")
+        ok = f.readline()
+        if not ok.startswith(b"+OK"):
+            return ok.decode().strip()
+        s.sendall(b"PUB %s %d\r\n%s\r\nPING\r\n" % (subject.encode(), len(payload), payload))
+        line = f.readline()
+        return line.decode().strip()
+
+
+def test_authenticated_fleet_with_documented_permissions(tmp_path):
+    """nats-server with etc/nats-fleet.conf's users: the fleet works with the
+    documented permissions; an edge's user cannot publish to the log or the
+    snapshots; a wrong password is refused and the edge keeps retrying."""
+    conf = open(os.path.join(servers.REPO, "etc", "nats-fleet.conf")).read()
+    nats = NatsServer(str(tmp_path), extra_conf=conf).start()
+    f = Fleet(tmp_path, edges=1, nats=[nats],
+              primary_options=["nats-user=zonecast-primary",
+                               "nats-password=CHANGE-ME-primary"],
+              edge_options=["nats-user=zonecast-edge", "nats-password=CHANGE-ME-edge"])
+    try:
+        zid = create_zone(f.api, "auth.fleet.test")
+        r = f.api.ok("POST", "/zones/%s/dns_records" % zid,
+                     json={"type": "A", "name": "x.auth.fleet.test", "content": "192.0.2.1"})
+        p = f.api.get("/zones/%s/propagation" % zid,
+                      params={"version": r["zone_version"], "wait": 10})
+        assert p["live"] and p["live_edges"] == 1, p
+        settle(f.primary, f.edges)
+        for subject in ("zonecast.txn", "zonecast.snap.head", "zonecast.snap.data.x.0",
+                        "$JS.API.STREAM.PURGE.zonecast-txn",
+                        "$JS.API.STREAM.DELETE.zonecast-txn"):
+            answer = nats_pub(nats.port, "zonecast-edge", "CHANGE-ME-edge", subject)
+            assert "Permissions Violation" in answer, (subject, answer)
+        assert nats_pub(nats.port, "zonecast-edge", "wrong", "x").startswith("-ERR"), \
+            "a wrong password was accepted"
+        bad = EdgeServer(f.tmp, "intruder", f.urls,
+                         ["nats-user=zonecast-edge", "nats-password=wrong"]).start()
+        time.sleep(1.5)
+        assert bad.proc.poll() is None, "an edge that cannot log in must keep retrying"
+        assert not os.path.exists(os.path.join(bad.data_dir, "edge.mdb")) or \
+            digest(bad.data_dir)["commit"] == 0
+        assert not bad.stop()
+        violations = [l for l in nats.log().splitlines()
+                      if "Permissions Violation" in l and "zonecast-edge" in l
+                      and "$JS.API" in l and "PURGE" not in l and "DELETE.zonecast-txn" not in l]
+        assert not violations, "the documented edge permissions miss:\n" + "\n".join(violations)
+    finally:
+        problems = f.stop()
+    assert not problems, problems
+
+
+def make_tls(dirpath):
+    """A CA and a server certificate for 127.0.0.1 (python3-cryptography)."""
+    import datetime
+    import ipaddress
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+    now = datetime.datetime.now(datetime.timezone.utc)
+
+    def cert(subject, issuer, key, sign_key, ca):
+        b = (x509.CertificateBuilder().subject_name(subject).issuer_name(issuer)
+             .public_key(key.public_key()).serial_number(x509.random_serial_number())
+             .not_valid_before(now - datetime.timedelta(days=1))
+             .not_valid_after(now + datetime.timedelta(days=2))
+             .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True))
+        if not ca:
+            b = b.add_extension(x509.SubjectAlternativeName(
+                [x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)
+        return b.sign(sign_key, hashes.SHA256())
+
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "zonecast test CA")])
+    ca = cert(ca_name, ca_name, ca_key, ca_key, True)
+    key = ec.generate_private_key(ec.SECP256R1())
+    srv = cert(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")]), ca_name,
+               key, ca_key, False)
+    paths = {n: os.path.join(dirpath, n + ".pem") for n in ("ca", "cert", "key")}
+    with open(paths["ca"], "wb") as f:
+        f.write(ca.public_bytes(serialization.Encoding.PEM))
+    with open(paths["cert"], "wb") as f:
+        f.write(srv.public_bytes(serialization.Encoding.PEM))
+    with open(paths["key"], "wb") as f:
+        f.write(key.private_bytes(serialization.Encoding.PEM,
+                                  serialization.PrivateFormat.PKCS8,
+                                  serialization.NoEncryption()))
+    return paths
+
+
+def test_fleet_over_tls_with_a_token(tmp_path):
+    """nats-server requiring TLS and a token: the fleet works with
+    nats-tls-ca and nats-token; an edge that does not trust the CA never
+    connects (and keeps retrying)."""
+    t = make_tls(str(tmp_path))
+    conf = ('tls { cert_file: "%s", key_file: "%s" }\nauthorization { token: "s3cret-token" }'
+            % (t["cert"], t["key"]))
+    nats = NatsServer(str(tmp_path), extra_conf=conf).start()
+    opts = ["nats-tls-ca=" + t["ca"], "nats-token=s3cret-token"]
+    f = Fleet(tmp_path, edges=1, nats=[nats], primary_options=opts, edge_options=opts)
+    try:
+        zid = create_zone(f.api, "tls.fleet.test")
+        r = f.api.ok("POST", "/zones/%s/dns_records" % zid,
+                     json={"type": "A", "name": "x.tls.fleet.test", "content": "192.0.2.1"})
+        p = f.api.get("/zones/%s/propagation" % zid,
+                      params={"version": r["zone_version"], "wait": 10})
+        assert p["live"] and p["live_edges"] == 1, p
+        settle(f.primary, f.edges)
+        plain = EdgeServer(f.tmp, "untrusting", f.urls, ["nats-token=s3cret-token"]).start()
+        time.sleep(1.5)
+        assert plain.proc.poll() is None
+        assert "cannot connect" in plain.log(), plain.log()
+        assert not plain.stop()
+    finally:
+        problems = f.stop()
+    assert not problems, problems
+
+
+def hpub(port, subject, headers, payload=b""):
+    """Publishes a message with headers through the NATS text protocol."""
+    import json as _json
+    import socket
+    head = b"NATS/1.0\r\n" + b"".join(b"%s: %s\r\n" % (k.encode(), v.encode())
+                                      for k, v in headers.items()) + b"\r\n"
+    with socket.create_connection(("127.0.0.1", port), timeout=3) as s:
+        f = s.makefile("rb")
+        f.readline()
+        s.sendall(b"CONNECT " + _json.dumps({"verbose": True, "headers": True,
+                                             "protocol": 1}).encode() + b"\r\n")
+        assert f.readline().startswith(b"+OK")
+        s.sendall(b"HPUB %s %d %d\r\n%s%s\r\nPING\r\n" % (
+            subject.encode(), len(head), len(head) + len(payload), head, payload))
+        return f.readline().decode().strip()
+
+
+def test_forged_messages_neither_crash_nor_stop_edges(fleet):
+    """Whoever can publish on the log subject: a malformed next commit, a
+    commit far ahead and a node whose rdata hides a compression pointer are
+    ignored; edges keep following the primary and end equal."""
+    import struct
+    api = fleet.api
+    zid = create_zone(api, "forged.fleet.test")
+    settle(fleet.primary, fleet.edges)
+    state = digest(fleet.primary.data_dir)
+    port = fleet.nats[0].port
+    base = {"Zc-Epoch": state["history"], "Zc-Part": "0", "Zc-Flags": "1"}
+    nxt = str(state["commit"] + 1)
+    hpub(port, "zonecast.txn", dict(base, **{"Zc-Commit": nxt}), b"\x01\x09garbage")
+    hpub(port, "zonecast.txn", dict(base, **{"Zc-Commit": str(state["commit"] + 1000)}), b"")
+    rd = b"\x69\x7c\xd0\x5b"  # MX preference 0x697c, "name" 0xd0 0x5b: a pointer
+    node = struct.pack(">BBQHHIH", 1, 0, 1 << 40, 1, 15, 300, 1) + struct.pack(">H", 4) + rd
+    key = struct.pack(">Q", 1) + b"x\x00"  # zone id 1: example.com, imported first
+    op = struct.pack(">BBHI", 1, 1, len(key), len(node)) + key + node
+    hpub(port, "zonecast.txn", dict(base, **{"Zc-Commit": nxt}), op)
+    for i in range(5):
+        api.ok("POST", "/zones/%s/dns_records" % zid,
+               json={"type": "MX", "name": "m%d.forged.fleet.test" % i,
+                     "content": "mail.forged.fleet.test", "priority": 10})
+    settle(fleet.primary, fleet.edges, timeout=60)
+    compare_answers(fleet.primary, fleet.edges, [("m4.forged.fleet.test.", "MX"),
+                                                 ("forged.fleet.test.", "SOA"),
+                                                 ("x.example.com.", "MX")])
+    for e in fleet.edges:
+        assert "malformed; ignored" in e.log(), e.log()[-2000:]
+
+
+def test_new_history_reaches_idle_edges(tmp_path):
+    """serve restarted without --nats (changes unrecorded), then with it
+    again: a new history; edges load its snapshot without any further
+    write."""
+    f = Fleet(tmp_path, edges=2)
+    try:
+        old = digest(f.primary.data_dir)["history"]
+        f.primary.stop()
+        plain = [o for o in f.primary.options if not o.startswith("nats=")]
+        saved = f.primary.options
+        f.primary.options = plain
+        f.primary.serve()
+        f.primary.client_ = f.primary.client()
+        zid = create_zone(f.primary.client_, "quiet.fleet.test")
+        f.primary.stop()
+        f.primary.options = saved
+        f.primary.serve()
+        f.primary.client_ = f.primary.client()
+        f.api = f.primary.client_
+        settle(f.primary, f.edges, timeout=30)
+        assert digest(f.primary.data_dir)["history"] != old
+        compare_answers(f.primary, f.edges, [("quiet.fleet.test.", "SOA")])
+        assert zid
+    finally:
+        problems = f.stop()
+    assert not problems, problems
+
+
+def test_nats_storage_lost(tmp_path):
+    """NATS loses its JetStream storage (streams, snapshots, reports): the
+    primary publishes a snapshot again and idle edges load it."""
+    f = Fleet(tmp_path, edges=2)
+    try:
+        zid = create_zone(f.api, "lost.fleet.test")
+        settle(f.primary, f.edges)
+        n = f.nats[0]
+        n.stop()
+        shutil.rmtree(os.path.join(n.workdir, "js"))
+        n.start()
+        for i in range(3):
+            f.api.ok("POST", "/zones/%s/dns_records" % zid,
+                     json={"type": "A", "name": "l%d.lost.fleet.test" % i,
+                           "content": "192.0.2.1"})
+        settle(f.primary, f.edges, timeout=60)
+        compare_answers(f.primary, f.edges, [("l2.lost.fleet.test.", "A")])
+    finally:
+        problems = f.stop()
+    assert not problems, problems
+
+
+def test_primary_store_rolled_back(tmp_path):
+    """The primary's edge store goes back in time (restored from a copy, as
+    an OS crash may do to it): a new history begins and edges end equal
+    instead of skipping commit numbers given out twice."""
+    f = Fleet(tmp_path, edges=1)
+    try:
+        zid = create_zone(f.api, "rollback.fleet.test")
+        settle(f.primary, f.edges)
+        f.primary.stop()
+        mdb = os.path.join(f.primary.data_dir, "edge.mdb")
+        shutil.copy(mdb, mdb + ".old")
+        f.primary.serve()
+        f.primary.client_ = f.api = f.primary.client()
+        for i in range(3):
+            f.api.ok("POST", "/zones/%s/dns_records" % zid,
+                     json={"type": "A", "name": "r%d.rollback.fleet.test" % i,
+                           "content": "192.0.2.1"})
+        settle(f.primary, f.edges)
+        before = digest(f.primary.data_dir)["history"]
+        f.primary.kill9()
+        shutil.copy(mdb + ".old", mdb)
+        f.primary.serve()
+        f.primary.client_ = f.api = f.primary.client()
+        settle(f.primary, f.edges, timeout=60)
+        assert digest(f.primary.data_dir)["history"] != before
+        compare_answers(f.primary, f.edges, [("r2.rollback.fleet.test.", "A")])
+    finally:
+        problems = f.stop()
+    assert not problems, problems
+
+
+def test_receipts_when_every_edge_is_down(fleet):
+    """All edges killed: after fleet-edge-timeout they are down (and stay
+    down: the primary's bucket watcher starting over is no sign of life), so
+    receipts go live again."""
+    api = fleet.api
+    zid = create_zone(api, "alldown.fleet.test")
+    for e in fleet.edges:
+        e.kill9()
+    r = api.ok("POST", "/zones/%s/dns_records" % zid,
+               json={"type": "A", "name": "x.alldown.fleet.test", "content": "192.0.2.1"})
+    t0 = time.monotonic()
+    p = api.get("/zones/%s/propagation" % zid, params={"version": r["zone_version"], "wait": 15})
+    assert p["live"] and p["live_edges"] == 0 and not any(e["up"] for e in p["edges"]), p
+    assert time.monotonic() - t0 < 10
+    time.sleep(4)  # past the watcher's silence limit (3 s)
+    p = api.get("/zones/%s/propagation" % zid, params={"version": r["zone_version"]})
+    assert not any(e["up"] for e in p["edges"]), p
+    for e in fleet.edges:
+        e.start()
+    fleet.wait_edges()

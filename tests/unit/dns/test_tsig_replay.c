@@ -1,0 +1,144 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* The TSIG replay cache (dns/tsig_replay.c): replays, keys, expiry, and a
+ * full cache that refuses what it can no longer tell from a replay. */
+#include <string.h>
+
+#include "dns/tsig.h"
+#include "test.h"
+
+/* A verified request: key name (wire), a MAC made of seed, time signed. */
+static void make(dns_tsig_t *t, const char *name_wire, unsigned seed,
+                 uint64_t time_signed)
+{
+	memset(t, 0, sizeof(*t));
+	memcpy(t->name, name_wire, strlen(name_wire) + 1);
+	t->digest_len = 32;
+	for (size_t i = 0; i < t->digest_len; i++) {
+		t->digest[i] = (uint8_t)(i * 37 + 11);
+	}
+	memcpy(t->digest + 4, &seed, sizeof(seed)); /* Distinct per seed. */
+	t->time_signed = time_signed;
+}
+
+#define KEY_A "\x03key\x01a"
+#define KEY_A_UPPER "\x03KEY\x01A"
+#define KEY_B "\x03key\x01b"
+
+static void test_replays(void)
+{
+	dns_tsig_replay_t *c = dns_tsig_replay_new(16);
+	dns_tsig_t t;
+	make(&t, KEY_A, 1, 1000);
+	CHECK_EQ(dns_tsig_replay_check(c, &t, 300, 1000), DNS_TSIG_FRESH);
+	CHECK_EQ(dns_tsig_replay_check(c, &t, 300, 1001), DNS_TSIG_REPLAYED);
+	CHECK_EQ(dns_tsig_replay_check(c, &t, 300, 1300), DNS_TSIG_REPLAYED);
+	/* The key name is compared without case. */
+	make(&t, KEY_A_UPPER, 1, 1000);
+	CHECK_EQ(dns_tsig_replay_check(c, &t, 300, 1002), DNS_TSIG_REPLAYED);
+	/* Another key, another MAC: not a replay. */
+	make(&t, KEY_B, 1, 1000);
+	CHECK_EQ(dns_tsig_replay_check(c, &t, 300, 1002), DNS_TSIG_FRESH);
+	make(&t, KEY_A, 2, 1000);
+	CHECK_EQ(dns_tsig_replay_check(c, &t, 300, 1002), DNS_TSIG_FRESH);
+	/* Past its window the entry is gone (the time check refuses such a
+	 * request before the cache is asked). */
+	make(&t, KEY_A, 1, 1000);
+	CHECK_EQ(dns_tsig_replay_check(c, &t, 300, 1301), DNS_TSIG_FRESH);
+	/* A MAC shorter than the part kept is compared whole. */
+	make(&t, KEY_A, 3, 1400);
+	t.digest_len = 20;
+	CHECK_EQ(dns_tsig_replay_check(c, &t, 300, 1400), DNS_TSIG_FRESH);
+	t.digest_len = 21;
+	CHECK_EQ(dns_tsig_replay_check(c, &t, 300, 1400), DNS_TSIG_FRESH);
+	t.digest_len = 20;
+	CHECK_EQ(dns_tsig_replay_check(c, &t, 300, 1400), DNS_TSIG_REPLAYED);
+	dns_tsig_replay_free(c);
+}
+
+/* Expired entries make room: a cache of 4 takes 4 per window forever. */
+static void test_expiry_makes_room(void)
+{
+	dns_tsig_replay_t *c = dns_tsig_replay_new(4);
+	dns_tsig_t t;
+	for (unsigned i = 0; i < 40; i++) {
+		uint64_t now = 1000 + (i / 4) * 20;
+		make(&t, KEY_A, i, now);
+		CHECK_EQ(dns_tsig_replay_check(c, &t, 10, now), DNS_TSIG_FRESH);
+		CHECK_EQ(dns_tsig_replay_check(c, &t, 10, now), DNS_TSIG_REPLAYED);
+	}
+	dns_tsig_replay_free(c);
+}
+
+/* A full cache drops its oldest entry and refuses what was signed no
+ * later than it: a replay of a dropped entry never passes. */
+static void test_full(void)
+{
+	dns_tsig_replay_t *c = dns_tsig_replay_new(4);
+	dns_tsig_t t;
+	for (unsigned i = 0; i < 4; i++) {
+		make(&t, KEY_A, i, 100 + i);
+		CHECK_EQ(dns_tsig_replay_check(c, &t, 300, 110), DNS_TSIG_FRESH);
+	}
+	make(&t, KEY_A, 4, 105);
+	CHECK_EQ(dns_tsig_replay_check(c, &t, 300, 110), DNS_TSIG_FRESH_FULL);
+	make(&t, KEY_A, 0, 100);    /* Dropped: refused all the same. */
+	CHECK_EQ(dns_tsig_replay_check(c, &t, 300, 110), DNS_TSIG_UNPROVEN);
+	make(&t, KEY_A, 1, 101);    /* Still held. */
+	CHECK_EQ(dns_tsig_replay_check(c, &t, 300, 110), DNS_TSIG_REPLAYED);
+	make(&t, KEY_A, 99, 100);   /* New, but signed when a dropped one was. */
+	CHECK_EQ(dns_tsig_replay_check(c, &t, 300, 110), DNS_TSIG_UNPROVEN);
+	make(&t, KEY_A, 5, 106);
+	CHECK_EQ(dns_tsig_replay_check(c, &t, 300, 110), DNS_TSIG_FRESH_FULL);
+	make(&t, KEY_A, 1, 101);    /* Dropped now. */
+	CHECK_EQ(dns_tsig_replay_check(c, &t, 300, 110), DNS_TSIG_UNPROVEN);
+	for (unsigned i = 2; i < 6; i++) {
+		make(&t, KEY_A, i, i < 4 ? 100 + i : 101 + i);
+		CHECK(dns_tsig_replay_check(c, &t, 300, 110) != DNS_TSIG_FRESH);
+	}
+	dns_tsig_replay_free(c);
+}
+
+/* Many entries, one second: each accepted once while they fit, then the
+ * floor reaches that second. */
+static void test_burst(void)
+{
+	enum { CAP = 1024, N = 1200 };
+	dns_tsig_replay_t *c = dns_tsig_replay_new(CAP);
+	dns_tsig_t t;
+	make(&t, KEY_A, 100000, 940);
+	CHECK_EQ(dns_tsig_replay_check(c, &t, 300, 1000), DNS_TSIG_FRESH);
+	make(&t, KEY_A, 100001, 940);
+	CHECK_EQ(dns_tsig_replay_check(c, &t, 300, 1000), DNS_TSIG_FRESH);
+	unsigned fresh = 0, full = 0, unproven = 0;
+	for (unsigned i = 0; i < N; i++) {
+		make(&t, KEY_A, i, 970);
+		switch (dns_tsig_replay_check(c, &t, 300, 1000)) {
+		case DNS_TSIG_FRESH: fresh++; break;
+		case DNS_TSIG_FRESH_FULL: full++; break;
+		case DNS_TSIG_UNPROVEN: unproven++; break;
+		default: break;
+		}
+	}
+	CHECK_EQ(fresh, CAP - 2);
+	CHECK_EQ(full, 3);
+	CHECK_EQ(unproven, N - (CAP - 2) - 3);
+	for (unsigned i = 0; i < N; i++) {
+		make(&t, KEY_A, i, 970);
+		CHECK(dns_tsig_replay_check(c, &t, 300, 1000) >= DNS_TSIG_REPLAYED);
+	}
+	make(&t, KEY_A, 100000, 940);
+	CHECK_EQ(dns_tsig_replay_check(c, &t, 300, 1000), DNS_TSIG_UNPROVEN);
+	make(&t, KEY_A, 555555, 971);
+	CHECK_EQ(dns_tsig_replay_check(c, &t, 300, 1000), DNS_TSIG_FRESH_FULL);
+	dns_tsig_replay_free(c);
+}
+
+int main(void)
+{
+	CHECK(dns_tsig_replay_new(0) == NULL);
+	test_replays();
+	test_expiry_makes_room();
+	test_full();
+	test_burst();
+	return test_done();
+}
