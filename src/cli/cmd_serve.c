@@ -12,6 +12,7 @@
 #include <getopt.h>
 #include <grp.h>
 #include <pwd.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,6 +29,7 @@
 #include "edge/repl.h"
 #include "fleet/fleet.h"
 #include "server/server.h"
+#include "sigview/sigview.h"
 #include "transfer/transfer.h"
 #include "update/update.h"
 #include "writer/writer.h"
@@ -188,7 +190,8 @@ static int drop_privileges(const config_t *cfg, const serve_ctx_t *ctx)
 	static const char *const files[] = { "", "/records.db", "/records.db-wal",
 	                                     "/records.db-shm", "/edge.mdb",
 	                                     "/edge.mdb-lock", "/demo-token",
-	                                     "/serve.lock" };
+	                                     "/serve.lock", "/signed.db",
+	                                     "/signed.db-wal", "/signed.db-shm" };
 	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
 		char path[CONFIG_STR_MAX + 32];
 		snprintf(path, sizeof(path), "%s%s", cfg->data_dir, files[i]);
@@ -207,6 +210,19 @@ static int drop_privileges(const config_t *cfg, const serve_ctx_t *ctx)
 	}
 	zc_info("running as %s (uid %u)", cfg->user, (unsigned)pw->pw_uid);
 	return ZC_EOK;
+}
+
+static int touch_unit(records_store_t *rs, void *ctx)
+{
+	records_zone_t zone;
+	int ret = records_zone_get(rs, *(int64_t *)ctx, &zone);
+	return ret == ZC_EOK ? records_zone_touch(rs, &zone) : ret;
+}
+
+/* The signed view's request for a version of the zone (sigview.h). */
+static int touch_zone(void *ctx, int64_t zone_id)
+{
+	return writer_run(ctx, touch_unit, &zone_id);
 }
 
 /* Opens the stores, seeds a fresh directory and applies the change log;
@@ -304,6 +320,7 @@ static int start_stages(serve_ctx_t *ctx, const server_config_t *scfg,
 	transfer_config_t tcfg = {
 		.data_dir = cfg->data_dir, .edge = ctx->es,
 		.allow_transfer = &cfg->allow_transfer,
+		.allow_transfer_keys = &cfg->allow_transfer_keys,
 		.max_concurrent = cfg->transfer_max_concurrent,
 		.tsig_max_fudge = cfg->tsig_max_fudge,
 	};
@@ -320,9 +337,20 @@ static int start_stages(serve_ctx_t *ctx, const server_config_t *scfg,
 		sockets = NULL;
 	}
 	server_sockets_free(sockets);
+	sigview_config_t vcfg = {
+		.data_dir = cfg->data_dir, .edge = ctx->es,
+		.touch = touch_zone, .touch_ctx = ctx->writer,
+		.on_update = serve_on_view_update, .on_update_ctx = ctx,
+		.journal_retention_s = cfg->journal_retention,
+	};
+	if (ret == ZC_EOK) {
+		ret = sigview_start(&vcfg, &ctx->view);
+	}
+	if (ret == ZC_EOK) {
+		ret = serve_notify_replace(ctx, ctx->current);
+	}
 	if (ret == ZC_EOK) {
 		builder_follower_on_pass(ctx->follower, serve_on_pass, ctx);
-		ret = serve_notify_replace(ctx, ctx->current);
 	}
 	static const char *ns[9]; /* The API's until api_stop(). */
 	for (size_t i = 0; i < cfg->zone_ns_count; i++) {
@@ -347,7 +375,9 @@ static void stop_stages(serve_ctx_t *ctx)
 	writer_stop(ctx->writer);
 	builder_follower_stop(ctx->follower); /* No more serve_on_pass. */
 	fleet_primary_stop(ctx->fleet);       /* Nothing commits any more. */
-	serve_notify_stop(ctx);
+	serve_notify_stop(ctx);  /* The view stops cueing it; it asks the
+	                          * view for serials. */
+	sigview_stop(ctx->view);
 	transfer_stop(ctx->xfr); /* In-flight transfers still use workers. */
 	server_stop(ctx->server);
 	update_free(ctx->updates);

@@ -17,6 +17,7 @@ int cmd_token(int argc, char **argv);
 int cmd_tsig(int argc, char **argv);
 int cmd_dnssec(int argc, char **argv);
 int cmd_record(int argc, char **argv);
+int cmd_secondaries(int argc, char **argv);
 int cmd_edge(int argc, char **argv);
 int cmd_fleet(int argc, char **argv);
 

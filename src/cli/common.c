@@ -324,11 +324,35 @@ int cli_find_zone(records_store_t *rs, const char *cmd, const char *name,
 	return ret;
 }
 
+/* RFC 4892 identity: the configured one, else the NSID, else the host
+ * name (as NSD and Knot); NULL when hidden. */
+static const char *server_identity(const config_t *cfg)
+{
+	static char host[256];
+	if (cfg->hide_identity) {
+		return NULL;
+	}
+	if (cfg->identity[0] != '\0') {
+		return cfg->identity;
+	}
+	if (cfg->nsid[0] != '\0') {
+		return cfg->nsid;
+	}
+	if (gethostname(host, sizeof(host)) != 0) {
+		return NULL;
+	}
+	host[sizeof(host) - 1] = '\0';
+	return host;
+}
+
 void cli_server_config(const config_t *cfg, server_config_t *scfg)
 {
 	*scfg = (server_config_t){
 		.workers = cfg->workers,
 		.nsid = cfg->nsid[0] ? cfg->nsid : NULL,
+		.identity = server_identity(cfg),
+		.version = cfg->hide_version ? NULL : cfg->version[0] ?
+		           cfg->version : "zonecast " ZONECAST_VERSION,
 		.tcp_idle_timeout_ms = cfg->tcp_idle_timeout * 1000,
 		.tcp_max_clients = cfg->tcp_max_clients,
 		.tcp_max_clients_per_ip = cfg->tcp_max_clients_per_ip,

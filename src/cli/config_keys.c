@@ -44,6 +44,10 @@ static const config_key_t keys[] = {
 	MEM("log-format", true, log_format),
 	LIST("log-target", true, log_target, log_target_count),
 	STR("nsid", true, nsid),
+	STR("identity", false, identity),
+	STR("version", false, version),
+	MEM("hide-identity", false, hide_identity),
+	MEM("hide-version", false, hide_version),
 	MEM("tcp-idle-timeout", true, tcp_idle_timeout),
 	MEM("tcp-max-clients", true, tcp_max_clients),
 	MEM("tcp-max-clients-per-ip", true, tcp_max_clients_per_ip),
@@ -65,7 +69,10 @@ static const config_key_t keys[] = {
 	MEM("journal-retention", true, journal_retention),
 	MEM("zone-max-records", true, zone_max_records),
 	MEM("allow-update", true, allow_update),
-	MEM("allow-transfer", true, allow_transfer),
+	/* Its addresses and its keys, side by side in config_t. */
+	{ "allow-transfer", true, FIELD_MEM, offsetof(config_t, allow_transfer),
+	  offsetof(config_t, allow_transfer_keys) +
+	  sizeof(secondary_keys_t) - offsetof(config_t, allow_transfer), 0 },
 	LIST("notify", true, notify, notify_count),
 	MEM("notify-retries", true, notify_retries),
 	MEM("notify-timeout", true, notify_timeout),

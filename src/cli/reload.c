@@ -30,6 +30,7 @@
 #include "cli/serve.h"
 #include "common/error.h"
 #include "common/log.h"
+#include "sigview/sigview.h"
 
 void serve_update_config(const config_t *cfg, writer_t *writer,
                          builder_follower_t *follower, update_config_t *out)
@@ -53,7 +54,7 @@ static void release(serve_ctx_t *ctx, config_t *cfg)
 	}
 }
 
-void serve_on_pass(void *arg)
+void serve_on_view_update(void *arg)
 {
 	serve_ctx_t *ctx = arg;
 	pthread_mutex_lock(&ctx->notify_lock);
@@ -61,6 +62,13 @@ void serve_on_pass(void *arg)
 		notify_on_pass(ctx->notifier);
 	}
 	pthread_mutex_unlock(&ctx->notify_lock);
+}
+
+void serve_on_pass(void *arg)
+{
+	serve_ctx_t *ctx = arg;
+	serve_on_view_update(ctx);
+	sigview_on_pass(ctx->view);
 }
 
 int serve_notify_replace(serve_ctx_t *ctx, config_t *cfg)
@@ -72,7 +80,8 @@ int serve_notify_replace(serve_ctx_t *ctx, config_t *cfg)
 	notify_config_t ncfg = {
 		.targets = targets, .target_count = cfg->notify_count,
 		.retries = cfg->notify_retries, .timeout_ms = cfg->notify_timeout,
-		.edge = ctx->es,
+		.edge = ctx->es, .data_dir = cfg->data_dir,
+		.zone_serial = sigview_zone_serial, .zone_serial_ctx = ctx->view,
 	};
 	notify_t *next = NULL;
 	int ret = notify_start(&ncfg, &next);
@@ -182,7 +191,7 @@ static int apply(serve_ctx_t *ctx, config_t *cfg, char *err, size_t size)
 	serve_update_config(cfg, ctx->writer, ctx->follower, &ucfg);
 	update_reconfigure(ctx->updates, &ucfg);
 	transfer_reconfigure(ctx->xfr, &cfg->allow_transfer,
-	                     cfg->tsig_max_fudge);
+	                     &cfg->allow_transfer_keys, cfg->tsig_max_fudge);
 	writer_reconfigure(ctx->writer, cfg->journal_retention,
 	                   cfg->zone_max_records);
 	api_reconfigure(ctx->api, cfg->api_max_body, cfg->live_wait);

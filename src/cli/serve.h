@@ -51,6 +51,7 @@ typedef struct serve_ctx {
 	transfer_t *xfr;
 	api_t *api;
 	fleet_primary_t *fleet;
+	struct sigview *view;       /* Signed zones' view for secondaries. */
 	char control_path[108];     /* "" : no control socket. */
 	char pidfile[CONFIG_STR_MAX]; /* "" : none written. */
 
@@ -62,8 +63,9 @@ typedef struct serve_ctx {
 	bool last_reload_ok;
 	char last_reload_msg[512];
 
-	/* notify_lock guards notifier (taken by the follower's thread at
-	 * each pass, so never held for long); notify_cfg is lock's. */
+	/* notify_lock guards notifier (taken by the follower's and the
+	 * view's threads at each pass, so never held for long); notify_cfg
+	 * is lock's. */
 	pthread_mutex_t notify_lock;
 	notify_t *notifier;
 	config_t *notify_cfg;
@@ -92,8 +94,13 @@ void serve_update_config(const config_t *cfg, writer_t *writer,
  */
 int serve_notify_replace(serve_ctx_t *ctx, config_t *cfg);
 
-/* The follower's pass callback: cues the NOTIFY sender in place. */
+/* The follower's pass callback: cues the NOTIFY sender in place and the
+ * signed view. */
 void serve_on_pass(void *ctx);
+
+/* The signed view's update callback: cues the NOTIFY sender in place
+ * (the view announces new serials of signed zones). */
+void serve_on_view_update(void *ctx);
 
 /* Stops the NOTIFY sender and frees its configuration (at shutdown). */
 void serve_notify_stop(serve_ctx_t *ctx);

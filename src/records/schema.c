@@ -152,6 +152,16 @@ static const char *const migrations[] = {
 	"  WHERE instr(owner, x'00') < length(owner)"
 	"     OR instr(owner, x'01') > 0;"
 	"UPDATE zones SET ixfr_from = serial;",
+	/* 9: per-zone secondaries (notify targets, allow-transfer entries,
+	 * as text); counters.secondaries moves at each change so that the
+	 * notifier reloads them. */
+	"CREATE TABLE zone_secondaries ("
+	"  zone_id INTEGER NOT NULL REFERENCES zones(id) ON DELETE CASCADE,"
+	"  kind INTEGER NOT NULL,"
+	"  position INTEGER NOT NULL,"
+	"  spec TEXT NOT NULL,"
+	"  PRIMARY KEY (zone_id, kind, position)) WITHOUT ROWID;"
+	"INSERT INTO counters VALUES ('secondaries', 0);",
 };
 
 #define SCHEMA_VERSION (int)(sizeof(migrations) / sizeof(migrations[0]))

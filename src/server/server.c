@@ -88,6 +88,8 @@ static int start_worker(server_t *s, worker_t *w, int fd, bool tcp,
 	size_t sigs = s->cfg.signature_cache ? s->cfg.signature_cache :
 	              ANSWER_SIGCACHE_SLOTS;
 	answer_ctx_init(&w->answer, edge, NULL, tcp ? sigs / 16 + 4 : sigs);
+	w->answer.identity = s->cfg.identity;
+	w->answer.version = s->cfg.version;
 	w->server = s;
 	w->conn_limit = tcp ? s->conn_limit : NULL;
 	server_worker_refresh(w); /* Takes NSID, cookies and RRL. */

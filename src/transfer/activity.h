@@ -21,7 +21,7 @@
 #define TRANSFER_ACTIVITY_MAX 65536
 
 typedef struct {
-	char peer[ZC_ADDR_TEXT_MAX + 8]; /* Notify target, or client address. */
+	char peer[320];                  /* Notify target, or client address. */
 	bool notified;
 	uint32_t notify_serial;
 	int64_t notify_ms;               /* Unix ms of the last change. */

@@ -21,6 +21,7 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "dns/reply.h"
+#include "dns/tsig_log.h"
 #include "update/internal.h"
 #include "update/update.h"
 
@@ -369,19 +370,14 @@ static void log_replay_cache_full(const update_service_t *u)
 }
 
 /* Zone section (§3.1.1), TSIG (§3.3 / RFC 8945), source address; *why
- * says what refused the request (NULL: not refused). */
+ * says what refused the request for its audit line (a TSIG failure has
+ * its own: dns_tsig_log_refusal()). */
 static uint8_t authorize(update_service_t *u, update_msg_t *m,
                          records_store_t **rs,
                          const struct sockaddr_storage *from,
                          records_tsig_key_t *key, const char **why)
 {
 	knot_pkt_t *q = m->pkt;
-	static const char *const tsig_why[] = {
-		[KNOT_RCODE_BADSIG] = "TSIG BADSIG (wrong MAC)",
-		[KNOT_RCODE_BADKEY] = "TSIG BADKEY (unknown key or algorithm)",
-		[KNOT_RCODE_BADTIME] = "TSIG BADTIME (clock or replay)",
-		[KNOT_RCODE_BADTRUNC] = "TSIG BADTRUNC",
-	};
 	if (knot_wire_get_qdcount(q->wire) != 1 ||
 	    knot_pkt_qtype(q) != KNOT_RRTYPE_SOA ||
 	    knot_pkt_qclass(q) != KNOT_CLASS_IN) {
@@ -393,6 +389,12 @@ static uint8_t authorize(update_service_t *u, update_msg_t *m,
 		live_t l = live_get(u);
 		int tret = dns_tsig_check(q, found, key->algorithm, key->secret,
 		                          key->secret_len, &l.tsig, &m->tsig);
+		if (tret != ZC_EOK) {
+			/* The audit line of the refusal (BADTIME also gets
+			 * log_badtime()'s warning with the details). */
+			dns_tsig_log_refusal("update", q, &m->tsig, tret, found,
+			                     key->algorithm, from);
+		}
 		if (tret == KNOT_EMALF) {
 			return KNOT_RCODE_FORMERR; /* A MAC of a bad size. */
 		}
@@ -402,9 +404,6 @@ static uint8_t authorize(update_service_t *u, update_msg_t *m,
 			log_replay_cache_full(u);
 		}
 		if (tret != ZC_EOK) {
-			uint16_t e = m->tsig.error;
-			*why = e < sizeof(tsig_why) / sizeof(tsig_why[0]) &&
-			       tsig_why[e] != NULL ? tsig_why[e] : "TSIG error";
 			return KNOT_RCODE_NOTAUTH; /* BADKEY/BADSIG/BADTIME */
 		}
 	}
