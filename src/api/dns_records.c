@@ -20,6 +20,8 @@
 
 #include "api/content.h"
 #include "api/internal.h"
+#include "api/match.h"
+#include "api/txt.h"
 #include "common/arena.h"
 #include "common/error.h"
 #include "zonefile/zonefile.h"
@@ -45,6 +47,7 @@ typedef struct {
 	api_wire_t *wire;
 	int64_t last_id;         /* The record a single-record write touched. */
 	bool import;             /* Identical records are skipped, not errors. */
+	char *tags;              /* The op's tags, JSON text (arena); NULL. */
 	int skipped;
 	unsigned status;         /* HTTP status of a failure. */
 	char err[512];
@@ -54,6 +57,17 @@ static void etag_of(int64_t id, int64_t modified, char *out, size_t size)
 {
 	snprintf(out, size, "\"%llx-%llx\"", (unsigned long long)id,
 	         (unsigned long long)modified);
+}
+
+/* A record's tags as stored (a JSON array of strings), or []. */
+static json_t *tags_json(const char *text)
+{
+	json_t *tags = text != NULL ? json_loads(text, 0, NULL) : NULL;
+	if (!json_is_array(tags)) {
+		json_decref(tags);
+		tags = json_array();
+	}
+	return tags;
 }
 
 static json_t *record_json(const records_zone_t *zone,
@@ -80,17 +94,18 @@ static json_t *record_json(const records_zone_t *zone,
 		rdata = soa;
 	}
 	if (api_content_format(rec->owner, rec->type, rdata, rec->rdata_len,
-	                       content, sizeof(content), &priority) != ZC_EOK) {
+	                       rec->api_form, content, sizeof(content),
+	                       &priority) != ZC_EOK) {
 		content[0] = '\0';
 	}
 	json_t *j = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:I, s:b, s:b,"
-	                      " s:o, s:[], s:o, s:o, s:{}}",
+	                      " s:o, s:o, s:o, s:o, s:{}}",
 	                      "id", id, "zone_id", zid, "zone_name", zname,
 	                      "name", name, "type", type, "content", content,
 	                      "ttl", (json_int_t)rec->ttl, "proxied", 0,
 	                      "proxiable", 0,
 	                      "comment", rec->comment ? json_string(rec->comment) :
-	                      json_null(), "tags",
+	                      json_null(), "tags", tags_json(rec->tags),
 	                      "created_on", api_time(rec->created_on),
 	                      "modified_on", api_time(rec->modified_on), "meta");
 	if (priority >= 0) {
@@ -118,13 +133,12 @@ static int list_record(const records_record_t *rec, void *ctx)
 		etag_of(rec->id, rec->modified_on, l->etag, sizeof(l->etag));
 		return 0;
 	}
-	json_t *j = record_json(l->zone, rec);
 	if (l->content != NULL &&
-	    strcmp(json_string_value(json_object_get(j, "content")),
-	           l->content) != 0) {
-		json_decref(j);
+	    !api_content_match(rec->owner, rec->type, rec->rdata, rec->rdata_len,
+	                       l->content, API_MATCH_EXACT)) {
 		return 0;
 	}
+	json_t *j = record_json(l->zone, rec);
 	if (l->total >= l->skip && l->total < l->skip + l->take) {
 		json_array_append_new(l->list, j);
 	} else {
@@ -225,7 +239,10 @@ static int copy_record(const records_record_t *rec, void *ctx)
 	uint8_t *rdata = zc_arena_alloc(&u->arena, rec->rdata_len + 1);
 	char *comment = rec->comment ? zc_arena_alloc(&u->arena,
 	                                              strlen(rec->comment) + 1) : NULL;
-	if (owner == NULL || rdata == NULL) {
+	char *tags = rec->tags ? zc_arena_alloc(&u->arena,
+	                                        strlen(rec->tags) + 1) : NULL;
+	if (owner == NULL || rdata == NULL || (rec->comment && !comment) ||
+	    (rec->tags && !tags)) {
 		return 1;
 	}
 	memcpy(owner, rec->owner, knot_dname_size(rec->owner));
@@ -233,9 +250,13 @@ static int copy_record(const records_record_t *rec, void *ctx)
 	if (comment != NULL) {
 		strcpy(comment, rec->comment);
 	}
+	if (tags != NULL) {
+		strcpy(tags, rec->tags);
+	}
 	c->rec.owner = owner;
 	c->rec.rdata = rdata;
 	c->rec.comment = comment;
+	c->rec.tags = tags;
 	c->found = true;
 	return 0;
 }
@@ -337,6 +358,54 @@ static bool managed_dnssec_type(uint16_t type)
 	       type == KNOT_RRTYPE_CDNSKEY;
 }
 
+#define MAX_TAGS 64
+#define MAX_TAG_LEN 500
+
+/* Whether a tag is Cloudflare's "name" or "name:value", the name of
+ * letters, digits, '_' and '-'. */
+static bool is_tag(const char *tag)
+{
+	size_t name = strspn(tag, "abcdefghijklmnopqrstuvwxyz"
+	                     "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-");
+	return name > 0 && (tag[name] == '\0' || tag[name] == ':') &&
+	       strlen(tag) <= MAX_TAG_LEN;
+}
+
+/* Checks the tags of a write; u->tags gets them as JSON text (NULL for
+ * none or null). */
+static int parse_tags(unit_t *u, json_t *tags)
+{
+	u->tags = NULL;
+	if (tags == NULL || json_is_null(tags)) {
+		return ZC_EOK;
+	}
+	if (!json_is_array(tags) || json_array_size(tags) > MAX_TAGS) {
+		return fail(u, 400, "tags: an array of at most %d strings is "
+		            "required", MAX_TAGS);
+	}
+	size_t i;
+	json_t *t;
+	json_array_foreach(tags, i, t) {
+		if (!json_is_string(t) || !is_tag(json_string_value(t))) {
+			return fail(u, 400, "tags[%zu]: \"name\" or \"name:value\" "
+			            "is required (the name of letters, digits, '_' "
+			            "and '-'; at most %d bytes)", i, MAX_TAG_LEN);
+		}
+	}
+	if (json_array_size(tags) == 0) {
+		return ZC_EOK;
+	}
+	char *text = json_dumps(tags, JSON_COMPACT);
+	if (text != NULL) {
+		u->tags = zc_arena_alloc(&u->arena, strlen(text) + 1);
+		if (u->tags != NULL) {
+			strcpy(u->tags, text);
+		}
+	}
+	free(text);
+	return u->tags != NULL ? ZC_EOK : KNOT_ENOMEM;
+}
+
 /* Parses a record's JSON fields (over a base record for PATCH). */
 static int parse_fields(unit_t *u, json_t *f, const copy_t *base)
 {
@@ -354,8 +423,8 @@ static int parse_fields(unit_t *u, json_t *f, const copy_t *base)
 		knot_rrtype_to_string(base->rec.type, base_type, sizeof(base_type));
 		int bp;
 		api_content_format(base->rec.owner, base->rec.type, base->rec.rdata,
-		                   base->rec.rdata_len, content_buf,
-		                   sizeof(content_buf), &bp);
+		                   base->rec.rdata_len, base->rec.api_form,
+		                   content_buf, sizeof(content_buf), &bp);
 		name = name ? name : base_name;
 		type = type ? type : base_type;
 		content = content ? content : content_buf;
@@ -392,9 +461,8 @@ static int parse_fields(unit_t *u, json_t *f, const copy_t *base)
 		return fail(u, 400, "proxied: false only (zonecast does not "
 		            "proxy)");
 	}
-	json_t *tags = json_object_get(f, "tags");
-	if (tags != NULL && !json_is_null(tags) && !json_is_array(tags)) {
-		return fail(u, 400, "tags: an array is required");
+	if (parse_tags(u, json_object_get(f, "tags")) != ZC_EOK) {
+		return ZC_EUSAGE;
 	}
 	if (jttl != NULL) {
 		if (!json_is_integer(jttl) || json_integer_value(jttl) < 0 ||
@@ -455,9 +523,11 @@ static int write_record(records_store_t *rs, unit_t *u, json_t *f,
 	records_record_t rec = {
 		.id = old ? old->rec.id : 0, .owner = u->wire->owner,
 		.type = u->wire->type, .ttl = u->wire->ttl, .rdata = u->wire->rdata,
-		.rdata_len = u->wire->rdata_len,
+		.rdata_len = u->wire->rdata_len, .api_form = u->wire->form,
 		.comment = json_object_get(f, "comment") ? comment :
 		           (old ? old->rec.comment : NULL),
+		.tags = json_object_get(f, "tags") ? u->tags :
+		        (old ? old->rec.tags : NULL),
 		.created_on = old ? old->rec.created_on : 0,
 	};
 	if (ret == ZC_EOK) {
@@ -735,8 +805,8 @@ static int import_record(const knot_dname_t *owner, uint16_t type,
 	int priority;
 	knot_dname_to_str(name, owner, sizeof(name));
 	knot_rrtype_to_string(type, tname, sizeof(tname));
-	if (api_content_format(owner, type, rdata, rdata_len, content,
-	                       sizeof(content), &priority) != ZC_EOK) {
+	if (api_content_format(owner, type, rdata, rdata_len, API_FORM_TEXT,
+	                       content, sizeof(content), &priority) != ZC_EOK) {
 		return 1;
 	}
 	json_t *j = json_pack("{s:s, s:s, s:s, s:I}", "name", name, "type",

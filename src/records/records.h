@@ -98,6 +98,8 @@ typedef struct {
 	const uint8_t *rdata;
 	uint16_t rdata_len;
 	const char *comment;   /* NULL: none. */
+	const char *tags;      /* The API's tags, a JSON array; NULL: none. */
+	uint8_t api_form;      /* How the API renders the content (api/). */
 	int64_t created_on;    /* Unix milliseconds. */
 	int64_t modified_on;
 } records_record_t;

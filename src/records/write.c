@@ -353,8 +353,8 @@ int records_record_insert(records_store_t *store, const records_zone_t *zone,
 	/* An update keeps the record's id: delete, then insert with it. */
 	ret = records_sql_prepare(store, "INSERT INTO records(zone_id, okey,"
 	                          " owner, type, ttl, rdata, comment, created_on,"
-	                          " modified_on, id) VALUES (?, ?, ?, ?, ?, ?, ?,"
-	                          " ?, ?, ?)", &stmt);
+	                          " modified_on, id, api_form, tags) VALUES (?, ?,"
+	                          " ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", &stmt);
 	if (ret != ZC_EOK) {
 		return ret;
 	}
@@ -381,6 +381,10 @@ int records_record_insert(records_store_t *store, const records_zone_t *zone,
 	sqlite3_bind_int64(stmt, 8, rec->created_on);
 	sqlite3_bind_int64(stmt, 9, rec->modified_on);
 	sqlite3_bind_int64(stmt, 10, rec->id);
+	sqlite3_bind_int(stmt, 11, rec->api_form);
+	if (rec->tags != NULL) {
+		sqlite3_bind_text(stmt, 12, rec->tags, -1, SQLITE_STATIC);
+	}
 	ret = records_sql_error(store->db, sqlite3_step(stmt));
 	records_sql_done(store, stmt);
 	if (ret != ZC_EOK) {
@@ -517,6 +521,8 @@ static int foreach_stmt(sqlite3_stmt *stmt, records_store_t *store,
 			.comment = (const char *)sqlite3_column_text(stmt, 6),
 			.created_on = sqlite3_column_int64(stmt, 7),
 			.modified_on = sqlite3_column_int64(stmt, 8),
+			.api_form = (uint8_t)sqlite3_column_int(stmt, 9),
+			.tags = (const char *)sqlite3_column_text(stmt, 10),
 		};
 		if (rec.owner == NULL) {
 			continue;
@@ -533,7 +539,7 @@ static int foreach_stmt(sqlite3_stmt *stmt, records_store_t *store,
 }
 
 #define RECORD_COLUMNS "id, zone_id, owner, type, ttl, rdata, comment," \
-	" created_on, modified_on"
+	" created_on, modified_on, api_form, tags"
 
 /* The owner's key for a filter (false: owner outside the zone). */
 static int filter_key(records_store_t *store, int64_t zone_id,
