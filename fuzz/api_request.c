@@ -203,6 +203,10 @@ static const char *lookup(void *ctx, bool header, const char *key,
 {
 	values_t *v = ctx;
 	size_t n = header ? v->headers : v->args;
+	if (key == NULL) {
+		return index >= n ? NULL : header ? v->header_key[index] :
+		       v->arg_key[index];
+	}
 	for (size_t i = 0; i < n; i++) {
 		const char *k = header ? v->header_key[i] : v->arg_key[i];
 		if (strcasecmp(k, key) == 0 && index-- == 0) {

@@ -70,8 +70,8 @@ static json_t *tags_json(const char *text)
 	return tags;
 }
 
-static json_t *record_json(const records_zone_t *zone,
-                           const records_record_t *rec)
+json_t *api_record_json(const records_zone_t *zone,
+                        const records_record_t *rec)
 {
 	char id[33], zid[33], name[KNOT_DNAME_TXT_MAXLEN + 1], zname[256];
 	char type[32];
@@ -118,91 +118,33 @@ static json_t *record_json(const records_zone_t *zone,
 
 typedef struct {
 	const records_zone_t *zone;
-	json_t *list;
-	const char *content;
-	long skip, take, total;
+	json_t *record;
 	char etag[64];
-} list_t;
+} one_t;
 
-static int list_record(const records_record_t *rec, void *ctx)
+static int one_record(const records_record_t *rec, void *ctx)
 {
-	list_t *l = ctx;
-	if (l->content == NULL &&
-	    (l->total < l->skip || l->total >= l->skip + l->take)) {
-		l->total++; /* Outside the page: count it, render nothing. */
-		etag_of(rec->id, rec->modified_on, l->etag, sizeof(l->etag));
-		return 0;
-	}
-	if (l->content != NULL &&
-	    !api_content_match(rec->owner, rec->type, rec->rdata, rec->rdata_len,
-	                       l->content, API_MATCH_EXACT)) {
-		return 0;
-	}
-	json_t *j = record_json(l->zone, rec);
-	if (l->total >= l->skip && l->total < l->skip + l->take) {
-		json_array_append_new(l->list, j);
-	} else {
-		json_decref(j);
-	}
-	l->total++;
-	etag_of(rec->id, rec->modified_on, l->etag, sizeof(l->etag));
-	return 0;
-}
-
-static void list_records(api_req_t *req, const records_zone_t *zone)
-{
-	const char *name = api_query_arg(req, "name");
-	const char *type = api_query_arg(req, "type");
-	long page, per_page;
-	if (!api_paging(req, &page, &per_page)) {
-		return;
-	}
-	uint16_t rtype = 0;
-	if (type != NULL && knot_rrtype_from_string(type, &rtype) != 0) {
-		api_error(req, 400, 1004, "type: unknown record type");
-		return;
-	}
-	uint8_t owner[KNOT_DNAME_MAXLEN];
-	char err[256];
-	if (name != NULL &&
-	    api_name_parse(zone->apex, name, owner, err, sizeof(err)) != ZC_EOK) {
-		api_error(req, 400, 1004, "%s", err);
-		return;
-	}
-	list_t l = { .zone = zone, .list = json_array(),
-	             .content = api_query_arg(req, "content"),
-	             .skip = (page - 1) * per_page, .take = per_page };
-	int ret;
-	if (l.content == NULL) {
-		/* A page straight from the index; the callback sees only it. */
-		int64_t total = 0;
-		l.skip = 0;
-		ret = records_record_page(req->rs, zone->id, name ? owner : NULL,
-		                          rtype, (page - 1) * per_page, per_page,
-		                          &total, list_record, &l);
-		l.total = total;
-	} else {
-		ret = records_record_foreach(req->rs, zone->id,
-		                             name ? owner : NULL, rtype,
-		                             list_record, &l);
-	}
-	api_list_result(req, ret, l.list, page, per_page, l.total,
-	                "dns_records");
+	one_t *o = ctx;
+	o->record = api_record_json(o->zone, rec);
+	etag_of(rec->id, rec->modified_on, o->etag, sizeof(o->etag));
+	return 1;
 }
 
 static void get_record(api_req_t *req, const records_zone_t *zone,
                        int64_t id)
 {
-	list_t l = { .zone = zone, .list = json_array(), .take = 1 };
-	int ret = records_record_find(req->rs, zone->id, id, list_record, &l);
+	one_t o = { .zone = zone };
+	int ret = records_record_find(req->rs, zone->id, id, one_record, &o);
+	if (ret == ZC_EOK && o.record == NULL) {
+		ret = KNOT_ENOENT;
+	}
 	if (ret != ZC_EOK) {
-		json_decref(l.list);
+		json_decref(o.record);
 		api_error_code(req, ret, "dns_record_id");
 		return;
 	}
-	req->result = json_incref(json_array_get(l.list, 0));
-	json_decref(l.list);
-	snprintf(req->etag, sizeof(req->etag), "%s", l.etag);
+	req->result = o.record;
+	snprintf(req->etag, sizeof(req->etag), "%s", o.etag);
 }
 
 /* --- Writing --- */
@@ -945,7 +887,7 @@ void api_dns_records(api_req_t *req, int64_t zone_id, char **parts,
 	const char *m = req->method;
 	bool get = strcmp(m, "GET") == 0, post = strcmp(m, "POST") == 0;
 	if (count == 0 && get) {
-		list_records(req, &zone);
+		api_record_list(req, &zone);
 	} else if (count == 0 && post) {
 		single(req, &zone, OP_POST, 0);
 	} else if (count == 1 && strcmp(parts[0], "batch") == 0 && post) {

@@ -293,6 +293,40 @@ int records_record_page(records_store_t *store, int64_t zone_id,
                         int (*cb)(const records_record_t *rec, void *ctx),
                         void *ctx);
 
+/* The orders of records_record_query(). */
+typedef enum {
+	RECORDS_ORDER_NAME = 0,  /* (okey, type, id): DNSSEC canonical order. */
+	RECORDS_ORDER_TYPE = 1,  /* (type code, okey, id). */
+	RECORDS_ORDER_TTL = 2,   /* (ttl, okey, type, id). */
+} records_order_t;
+
+typedef struct {
+	const knot_dname_t *owner;   /* NULL: any owner. */
+	uint16_t type;               /* 0: any type. */
+	records_order_t order;
+	bool descending;             /* Every key of the order reversed. */
+	int64_t offset;              /* Rows skipped. */
+	int64_t limit;               /* Rows at most; < 0: all. */
+} records_query_t;
+
+/*
+ * A listing (query.c): calls cb for each record of the zone matching q's
+ * owner and type, in q's order, from offset on, at most limit of them
+ * (cb returns non-zero to stop); *total (unless NULL) gets the number of
+ * matching records. An owner or a type filter is served by an index, in
+ * name and type order without a sort: the cost is the page plus an index
+ * count, never a walk of the zone; the TTL order sorts the matches.
+ */
+int records_record_query(records_store_t *store, int64_t zone_id,
+                         const records_query_t *q, int64_t *total,
+                         int (*cb)(const records_record_t *rec, void *ctx),
+                         void *ctx);
+
+/* SQLite's query plan of q's statement (EXPLAIN QUERY PLAN, one line per
+ * step) into out: for the tests that prove the indexes are used. */
+int records_query_plan(records_store_t *store, const records_query_t *q,
+                       char *out, size_t size);
+
 /* One record by id (callback form, as above). KNOT_ENOENT if absent. */
 int records_record_find(records_store_t *store, int64_t zone_id, int64_t id,
                         int (*cb)(const records_record_t *rec, void *ctx),

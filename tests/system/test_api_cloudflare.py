@@ -176,3 +176,178 @@ def test_bad_txt_content_is_refused_naming_content(srv, api):
                                                      "content": content})
         assert_error(r, 400, "content")
     assert listed(api, zid, name="b." + zone) == []
+
+
+# ------------------------------------------------------------------ list filters
+
+def fill(api, zid, zone):
+    """A small zone to filter: records with comments and tags."""
+    made = {}
+    for key, rec in {
+        "www_a": dict(name="www." + zone, type="A", content="192.0.2.10", ttl=300,
+                      comment="Web Front", tags=["env:prod", "team:web"]),
+        "www_aaaa": dict(name="www." + zone, type="AAAA", content="2001:db8::10", ttl=600,
+                         tags=["env:prod"]),
+        "api_a": dict(name="api." + zone, type="A", content="192.0.2.20", ttl=120,
+                      comment="backend", tags=["env:staging", "critical"]),
+        "mail_mx": dict(name=zone, type="MX", content="mail." + zone, priority=10, ttl=900),
+        "spf": dict(name=zone, type="TXT", content="v=spf1 mx -all", ttl=900),
+        "dmarc": dict(name="_dmarc." + zone, type="TXT", content="v=DMARC1; p=none", ttl=900,
+                      comment="mail policy"),
+        "wwwdev": dict(name="www-dev." + zone, type="CNAME", content="www." + zone, ttl=60),
+    }.items():
+        made[key], _ = post_record(api, zid, **rec)
+    return made
+
+
+def ids(api, zid, **params):
+    return {r["id"] for r in listed(api, zid, **params)}
+
+
+def test_name_filters(srv, api):
+    zid, zone = new_zone(api, "fname")
+    m = fill(api, zid, zone)
+    www = {m["www_a"]["id"], m["www_aaaa"]["id"]}
+    assert ids(api, zid, **{"name.exact": "www." + zone}) == www
+    assert ids(api, zid, **{"name.exact": "WWW." + zone.upper()}) == www
+    assert ids(api, zid, name="www." + zone) == www
+    # an exact name that no record has lists nothing, never the whole zone
+    assert ids(api, zid, **{"name.exact": "nothing." + zone}) == set()
+    assert ids(api, zid, **{"name.startswith": "www"}) == www | {m["wwwdev"]["id"]}
+    assert ids(api, zid, **{"name.contains": "W-D"}) == {m["wwwdev"]["id"]}
+    assert ids(api, zid, **{"name.endswith": "_dmarc." + zone}) == {m["dmarc"]["id"]}
+    assert ids(api, zid, **{"name.exact": "www." + zone, "type": "AAAA"}) == {m["www_aaaa"]["id"]}
+
+
+def test_content_and_comment_filters(srv, api):
+    zid, zone = new_zone(api, "fcont")
+    m = fill(api, zid, zone)
+    assert ids(api, zid, **{"content.exact": "192.0.2.10"}) == {m["www_a"]["id"]}
+    assert ids(api, zid, **{"content.startswith": "192.0.2."}) == {m["www_a"]["id"],
+                                                                   m["api_a"]["id"]}
+    assert ids(api, zid, **{"content.contains": "dmarc1; P=NONE"}) == {m["dmarc"]["id"]}
+    assert ids(api, zid, **{"content.endswith": "-all"}) == {m["spf"]["id"]}
+    assert ids(api, zid, **{"content.exact": "mail." + zone}) == {m["mail_mx"]["id"]}
+    assert ids(api, zid, **{"comment.exact": "web front"}) == {m["www_a"]["id"]}
+    assert ids(api, zid, **{"comment.contains": "END"}) == {m["api_a"]["id"]}
+    assert ids(api, zid, **{"comment.startswith": "mail"}) == {m["dmarc"]["id"]}
+    assert ids(api, zid, **{"comment.present": ""}) == {m["www_a"]["id"], m["api_a"]["id"],
+                                                        m["dmarc"]["id"]}
+    absent = ids(api, zid, **{"comment.absent": "", "type": "A"})
+    assert absent == set()
+    assert m["spf"]["id"] in ids(api, zid, **{"comment.absent": "true"})
+
+
+def test_tags_are_stored_and_filtered(srv, api):
+    zid, zone = new_zone(api, "ftag")
+    m = fill(api, zid, zone)
+    assert m["www_a"]["tags"] == ["env:prod", "team:web"]
+    got = api.get(records_path(zid) + "/" + m["api_a"]["id"])
+    assert got["tags"] == ["env:staging", "critical"]
+    assert ids(api, zid, **{"tag.present": "env"}) == {m["www_a"]["id"], m["www_aaaa"]["id"],
+                                                       m["api_a"]["id"]}
+    assert ids(api, zid, **{"tag.exact": "env:PROD"}) == {m["www_a"]["id"], m["www_aaaa"]["id"]}
+    assert ids(api, zid, **{"tag.contains": "env:tag"}) == {m["api_a"]["id"]}
+    assert ids(api, zid, **{"tag.startswith": "team:w"}) == {m["www_a"]["id"]}
+    assert ids(api, zid, **{"tag.endswith": "env:ing"}) == {m["api_a"]["id"]}
+    assert ids(api, zid, **{"tag.present": "critical"}) == {m["api_a"]["id"]}
+    assert m["www_a"]["id"] not in ids(api, zid, **{"tag.absent": "env"})
+    # several tag filters: all by default, any with tag_match=any
+    both = {"tag.exact": "env:prod", "tag.present": "team"}
+    assert ids(api, zid, **both) == {m["www_a"]["id"]}
+    assert ids(api, zid, tag_match="any", **both) == {m["www_a"]["id"], m["www_aaaa"]["id"]}
+    # PATCH without tags keeps them; tags: [] clears them
+    r = api.ok("PATCH", records_path(zid) + "/" + m["www_a"]["id"], json={"ttl": 700})
+    assert r["result"]["tags"] == ["env:prod", "team:web"]
+    r = api.ok("PATCH", records_path(zid) + "/" + m["www_a"]["id"], json={"tags": []})
+    assert r["result"]["tags"] == []
+    for bad in ("notalist", [1], ["bad name:x"], [":v"], ["x" * 600]):
+        r = api.call("POST", records_path(zid), json={"name": "t." + zone, "type": "A",
+                                                      "content": "192.0.2.1", "tags": bad})
+        assert r.status_code == 400 and r.json()["errors"][0]["message"].startswith("tags")
+
+
+def test_match_any_and_all(srv, api):
+    zid, zone = new_zone(api, "fmatch")
+    m = fill(api, zid, zone)
+    both = {"type": "CNAME", "content.exact": "192.0.2.20"}
+    assert ids(api, zid, **both) == set()
+    assert ids(api, zid, match="all", **both) == set()
+    assert ids(api, zid, match="any", **both) == {m["wwwdev"]["id"], m["api_a"]["id"]}
+    assert ids(api, zid, match="any", **{"name.exact": "api." + zone, "type": "MX"}) == {
+        m["api_a"]["id"], m["mail_mx"]["id"]}
+    # search is ANDed whatever match says
+    assert ids(api, zid, match="any", search="front", type="MX") == set()
+    assert ids(api, zid, search="FRONT") == {m["www_a"]["id"]}
+    assert ids(api, zid, search="dmarc") == {m["dmarc"]["id"]}
+    assert ids(api, zid, search="staging") == {m["api_a"]["id"]}
+    assert ids(api, zid, proxied="false") == ids(api, zid)
+    assert ids(api, zid, proxied="true") == set()
+
+
+def test_orders_directions_and_pages(srv, api):
+    zid, zone = new_zone(api, "forder")
+    fill(api, zid, zone)
+    every = listed(api, zid)
+
+    def keys(order, direction, key):
+        got = listed(api, zid, order=order, direction=direction)
+        assert len(got) == len(every)
+        return [key(r) for r in got]
+
+    types = keys("type", "asc", lambda r: dns.rdatatype.from_text(r["type"]).value)
+    assert types == sorted(types)
+    assert keys("type", "desc", lambda r: r["type"])[0] == "AAAA"
+    ttls = keys("ttl", "asc", lambda r: r["ttl"])
+    assert ttls == sorted(ttls)
+    ttls = keys("ttl", "desc", lambda r: r["ttl"])
+    assert ttls == sorted(ttls, reverse=True)
+    contents = keys("content", "asc", lambda r: r["content"])
+    assert contents == sorted(contents)
+    contents = keys("content", "desc", lambda r: r["content"])
+    assert contents == sorted(contents, reverse=True)
+    names = keys("name", "asc", lambda r: r["id"])
+    assert names == [r["id"] for r in every]
+    assert keys("name", "desc", lambda r: r["id"]) == names[::-1]
+    assert keys("proxied", "asc", lambda r: r["id"]) == names
+    # pages of a filtered, ordered listing add up to the whole
+    pages, page = [], 1
+    while True:
+        body = api.ok("GET", records_path(zid), params={"order": "content", "per_page": 2,
+                                                        "page": page, "content.contains": "."})
+        pages += body["result"]
+        info = body["result_info"]
+        if page >= info["total_pages"]:
+            break
+        page += 1
+    assert info["total_count"] == len(pages) == len(listed(api, zid, **{"content.contains": "."}))
+    assert [r["content"] for r in pages] == sorted(r["content"] for r in pages)
+
+
+def test_parameters_not_implemented_are_400_not_ignored(srv, api):
+    """A tool that deletes whatever a filter lists must never get the whole
+    zone for a filter zonecast does not know."""
+    zid, zone = new_zone(api, "fbad")
+    fill(api, zid, zone)
+    before = listed(api, zid)
+    path = records_path(zid)
+    for params in ({"name.like": "www"}, {"tag": "x"}, {"content.regex": "."}, {"zone": "x"},
+                   {"order": "id"}, {"direction": "up"}, {"match": "some"},
+                   {"tag_match": "none"}, {"proxied": "yes"}, {"type": "BOGUS"},
+                   {"name.exact": "www." + zone, "name": "api." + zone},
+                   {"per_page": "0"}):
+        r = api.call("GET", path, params=params)
+        body = assert_error(r, 400, None)
+        first = next(iter(params))
+        assert any(k in body["errors"][0]["message"] for k in params), (params, body)
+        assert first
+    for p in (path + "/" + before[0]["id"], path + "/export", "/zones/" + zid, "/zones"):
+        r = api.call("GET", p, params={"bogus": "1"})
+        assert_error(r, 400, "bogus")
+    # a write with a parameter it does not take writes nothing
+    r = api.call("POST", path, params={"dry_run": "1"},
+                 json={"name": "new." + zone, "type": "A", "content": "192.0.2.99"})
+    assert_error(r, 400, "dry_run")
+    r = api.call("DELETE", path + "/" + before[0]["id"], params={"force": "true"})
+    assert_error(r, 400, "force")
+    assert listed(api, zid) == before
