@@ -34,6 +34,8 @@ typedef struct {
 	enum { OP_DELETE, OP_PUT, OP_PATCH, OP_POST } op;
 	int64_t id;
 	json_t *fields;          /* Borrowed from the request body. */
+	int64_t result_id;       /* The record written (0: none, skipped). */
+	json_t *deleted;         /* A batch's deleted record, as it was. */
 } op_t;
 
 /* The unit of work of a write request. */
@@ -47,7 +49,9 @@ typedef struct {
 	api_wire_t *wire;
 	int64_t last_id;         /* The record a single-record write touched. */
 	bool import;             /* Identical records are skipped, not errors. */
+	bool keep_deleted;       /* A batch: deletes render what they delete. */
 	char *tags;              /* The op's tags, JSON text (arena); NULL. */
+	json_t *deleted;         /* What the op's delete rendered (owned). */
 	int skipped;
 	unsigned status;         /* HTTP status of a failure. */
 	char err[512];
@@ -517,6 +521,10 @@ static int delete_record(records_store_t *rs, unit_t *u, const copy_t *old)
 		            "cannot be deleted");
 	}
 	u->last_id = old->rec.id;
+	if (u->keep_deleted && (u->deleted = api_record_json(&u->zone,
+	                                                     &old->rec)) == NULL) {
+		return KNOT_ENOMEM;
+	}
 	return records_record_delete(rs, &u->zone, old->rec.id);
 }
 
@@ -533,6 +541,7 @@ static int check_if_match(unit_t *u, const copy_t *old)
 
 static int run_op(records_store_t *rs, unit_t *u, const op_t *op)
 {
+	u->last_id = 0;
 	copy_t old;
 	int ret = ZC_EOK;
 	if (op->op != OP_POST) {
@@ -583,7 +592,12 @@ static int write_unit(records_store_t *rs, void *ctx)
 	}
 	for (size_t i = 0; i < u->count && ret == ZC_EOK; i++) {
 		zc_arena_reset(&u->arena);
-		ret = run_op(rs, u, &u->ops[i]);
+		op_t *op = &u->ops[i];
+		u->deleted = NULL;
+		ret = run_op(rs, u, op);
+		op->result_id = u->last_id;
+		json_decref(op->deleted);
+		op->deleted = u->deleted;
 	}
 	return ret;
 }
@@ -618,6 +632,7 @@ static int run_unit(api_req_t *req, const records_zone_t *zone, op_t *ops,
 	}
 	u->if_match = if_match;
 	u->import = (skipped != NULL);
+	u->keep_deleted = last_id == NULL && skipped == NULL;
 	zc_arena_init(&u->arena, 64 * 1024);
 	int ret = writer_run(req->api->writer, write_unit, u);
 	if (skipped != NULL) {
@@ -701,6 +716,47 @@ static bool batch_ops(api_req_t *req, json_t *body, const char *key, int kind,
 	return true;
 }
 
+typedef struct {
+	const records_zone_t *zone;
+	json_t *list;
+} found_t;
+
+static int add_found(const records_record_t *rec, void *ctx)
+{
+	found_t *f = ctx;
+	json_array_append_new(f->list, api_record_json(f->zone, rec));
+	return 1;
+}
+
+/* The result of a batch in Cloudflare's shape: per list, the records as
+ * they were deleted and as they were written (read back in one snapshot
+ * after the commit). */
+static json_t *batch_result(api_req_t *req, const records_zone_t *zone,
+                            op_t *ops, size_t count)
+{
+	static const char *const keys[] = { [OP_DELETE] = "deletes",
+	                                    [OP_PATCH] = "patches",
+	                                    [OP_PUT] = "puts",
+	                                    [OP_POST] = "posts" };
+	json_t *result = json_pack("{s:[], s:[], s:[], s:[]}", "deletes",
+	                           "patches", "puts", "posts");
+	bool reading = records_read_begin(req->rs) == ZC_EOK;
+	for (size_t i = 0; i < count && result != NULL; i++) {
+		found_t f = { .zone = zone,
+		              .list = json_object_get(result, keys[ops[i].op]) };
+		if (ops[i].op == OP_DELETE && ops[i].deleted != NULL) {
+			json_array_append(f.list, ops[i].deleted);
+		} else if (ops[i].op != OP_DELETE && ops[i].result_id > 0) {
+			records_record_find(req->rs, zone->id, ops[i].result_id,
+			                    add_found, &f);
+		}
+	}
+	if (reading) {
+		records_read_end(req->rs);
+	}
+	return result;
+}
+
 /* POST .../batch: deletes, patches, puts, posts in that order, all or
  * nothing, one zone version. */
 static void batch(api_req_t *req, const records_zone_t *zone)
@@ -717,7 +773,10 @@ static void batch(api_req_t *req, const records_zone_t *zone)
 	          batch_ops(req, body, "puts", OP_PUT, ops, &count) &&
 	          batch_ops(req, body, "posts", OP_POST, ops, &count);
 	if (ok && run_unit(req, zone, ops, count, NULL, NULL) == ZC_EOK) {
-		req->result = json_pack("{s:i}", "changes", (int)count);
+		req->result = batch_result(req, zone, ops, count);
+	}
+	for (size_t i = 0; i < count; i++) {
+		json_decref(ops[i].deleted);
 	}
 	free(ops);
 	json_decref(body);

@@ -351,3 +351,41 @@ def test_parameters_not_implemented_are_400_not_ignored(srv, api):
     r = api.call("DELETE", path + "/" + before[0]["id"], params={"force": "true"})
     assert_error(r, 400, "force")
     assert listed(api, zid) == before
+
+
+# ------------------------------------------------------------------ batch
+
+def test_batch_result_in_cloudflares_shape(srv, api):
+    """The records per operation (deletes as they were, the others as
+    written), and zonecast's zone_version: one version for the batch."""
+    zid, zone = new_zone(api, "bshape")
+    d, _ = post_record(api, zid, name="del." + zone, type="TXT", content="going away",
+                       comment="old")
+    p, _ = post_record(api, zid, name="pat." + zone, type="A", content="192.0.2.2")
+    u, v0 = post_record(api, zid, name="put." + zone, type="A", content="192.0.2.3")
+    body = api.ok("POST", records_path(zid) + "/batch", json={
+        "deletes": [{"id": d["id"]}],
+        "patches": [{"id": p["id"], "content": "192.0.2.22", "tags": ["x:1"]}],
+        "puts": [{"id": u["id"], "name": "put." + zone, "type": "TXT",
+                  "content": "v=DMARC1; p=none"}],
+        "posts": [{"name": "new1." + zone, "type": "A", "content": "192.0.2.4"},
+                  {"name": "new2." + zone, "type": "TXT", "content": '"quoted"'}]})
+    res = body["result"]
+    assert body["zone_version"] == v0 + 1
+    assert sorted(res) == ["deletes", "patches", "posts", "puts"]
+    assert [(r["id"], r["content"], r["comment"]) for r in res["deletes"]] == [
+        (d["id"], "going away", "old")]
+    assert [(r["id"], r["content"], r["tags"]) for r in res["patches"]] == [
+        (p["id"], "192.0.2.22", ["x:1"])]
+    assert [(r["id"], r["type"], r["content"]) for r in res["puts"]] == [
+        (u["id"], "TXT", "v=DMARC1; p=none")]
+    assert [(r["name"], r["content"]) for r in res["posts"]] == [
+        ("new1." + zone, "192.0.2.4"), ("new2." + zone, '"quoted"')]
+    # the posted records are the stored ones (ids that GET finds)
+    for r in res["posts"] + res["patches"] + res["puts"]:
+        assert api.get(records_path(zid) + "/" + r["id"]) == r
+    expect_answer(srv, "put." + zone, "TXT", rdatas("TXT", '"v=DMARC1; p=none"'))
+    # an empty batch: empty lists, still one version
+    body = api.ok("POST", records_path(zid) + "/batch", json={})
+    assert body["result"] == {"deletes": [], "patches": [], "puts": [], "posts": []}
+    assert body["zone_version"] == v0 + 2
