@@ -171,10 +171,13 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	zc_log_set_level(getenv("FUZZ_LOG") ? ZC_LOG_DEBUG : ZC_LOG_ERROR);
 	es = fuzz_zone_open();
 	const char *dir = fuzz_zone_dir;
-	if (es == NULL || api_token_create(dir, 0, 0, token_admin,
+	records_token_t admin = { .name = "admin" };
+	records_token_t ro = { .name = "ro", .read_only = true };
+	records_token_t zone = { .name = "zone", .zone_id = 1 };
+	if (es == NULL || api_token_create(dir, &admin, token_admin,
 	                                   sizeof(token_admin)) != 0 ||
-	    api_token_create(dir, 1, 0, token_ro, sizeof(token_ro)) != 0 ||
-	    api_token_create(dir, 0, 1, token_zone, sizeof(token_zone)) != 0) {
+	    api_token_create(dir, &ro, token_ro, sizeof(token_ro)) != 0 ||
+	    api_token_create(dir, &zone, token_zone, sizeof(token_zone)) != 0) {
 		abort();
 	}
 	edge_close(es);

@@ -323,6 +323,52 @@ json_t *api_time(int64_t ms)
 	return json_string(buf);
 }
 
+int api_time_parse(const char *text, int64_t *ms)
+{
+	struct tm tm = { 0 };
+	const char *rest = strptime(text, "%Y-%m-%d", &tm);
+	if (rest == NULL) {
+		return ZC_EUSAGE;
+	}
+	int millis = 0;
+	if (*rest == 'T' || *rest == 't') {
+		rest = strptime(rest + 1, "%H:%M:%S", &tm);
+		if (rest != NULL && *rest == '.') {
+			int digits = 0;
+			for (rest++; *rest >= '0' && *rest <= '9'; rest++, digits++) {
+				if (digits < 3) {
+					millis = millis * 10 + (*rest - '0');
+				}
+			}
+			for (; digits > 0 && digits < 3; digits++) {
+				millis *= 10;
+			}
+		}
+		if (rest == NULL || (strcmp(rest, "Z") != 0 && strcmp(rest, "z") != 0 &&
+		                     strcmp(rest, "+00:00") != 0)) {
+			return ZC_EUSAGE;
+		}
+	} else if (*rest != '\0') {
+		return ZC_EUSAGE;
+	}
+	time_t t = timegm(&tm);
+	if (t == (time_t)-1) {
+		return ZC_EUSAGE;
+	}
+	*ms = (int64_t)t * 1000 + millis;
+	return ZC_EOK;
+}
+
+void api_id_text(int64_t id, char out[33])
+{
+	api_id_format(id, out);
+}
+
+int64_t api_id_value(const char *text)
+{
+	return api_id_parse(text);
+}
+
 static records_store_t *pool_get(api_t *api, int *slot)
 {
 	pthread_mutex_lock(&api->pool_lock);
@@ -376,6 +422,10 @@ static void route(api_req_t *req, const char *url)
 		api_zones(req, parts, n);
 		return;
 	}
+	if (n >= 1 && strcmp(parts[0], "user") == 0) {
+		api_user(req, parts, n);
+		return;
+	}
 	if (n >= 1 && strcmp(parts[0], "fleet") == 0) {
 		api_fleet(req, parts, n);
 		return;
@@ -396,7 +446,8 @@ char *api_response(api_req_t *req, size_t *len, bool *json)
 	json_t *messages = json_array();
 	if (ok && req->note[0] != '\0') {
 		json_array_append_new(messages, json_pack("{s:i, s:s}", "code",
-		                      1202, "message", req->note));
+		                      req->note_code ? req->note_code : 1202,
+		                      "message", req->note));
 	}
 	json_t *env = json_pack("{s:b, s:o, s:o, s:o}", "success", ok,
 	                        "errors", ok ? json_array() : req->errors,

@@ -45,6 +45,7 @@ typedef struct {
 	/* Authorisation of the bearer token. */
 	bool read_only;
 	int64_t token_zone;     /* 0: every zone. */
+	int64_t token_id;
 	records_store_t *rs;    /* Pooled read connection. */
 	/* The response being built. */
 	unsigned status;
@@ -57,6 +58,7 @@ typedef struct {
 	int64_t live_zone_id;   /* The zone the version belongs to. */
 	uint8_t live_apex[KNOT_DNAME_MAXLEN];
 	char note[512];         /* A message for the envelope ("": none). */
+	int note_code;          /* Its code (0: 1202). */
 	char etag[64];
 	char *raw;              /* Non-JSON body (export), owned. */
 	size_t raw_len;
@@ -153,6 +155,8 @@ json_t *api_time(int64_t ms);
 /* Handlers (zones.c, dns_records.c, tsig_keys.c). parts[] are the URL's
  * path segments after /client/v4/ (after the zone for zone resources). */
 void api_zones(api_req_t *req, char **parts, int count);
+/* /user/tokens (api/tokens.c). */
+void api_user(api_req_t *req, char **parts, int count);
 /* GET /fleet (api/fleet.c). */
 void api_fleet(api_req_t *req, char **parts, int count);
 

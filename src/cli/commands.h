@@ -22,7 +22,8 @@ int cmd_fleet(int argc, char **argv);
  * cfg). */
 void cli_server_config(const config_t *cfg, server_config_t *scfg);
 
-/* Creates the demo token of a fresh data dir (logged, and in DIR/demo-token). */
+/* Creates the demo token of a fresh data dir, written to DIR/demo-token
+ * (mode 0600) and never to the log. */
 int cli_demo_token(const char *data_dir);
 
 /* Creates the data directory (mode 0700) if needed (serve, zone import

@@ -438,6 +438,51 @@ int records_tsig_list(records_store_t *store, int64_t zone_id,
 /* Deletes a key by id (zone_id 0: any zone). ZC_ENOKEY when absent. */
 int records_tsig_delete(records_store_t *store, int64_t zone_id, int64_t id);
 
+/* --- API tokens (records/tokens.c) --- */
+
+typedef struct {
+	int64_t id;
+	char name[128];
+	bool read_only;          /* GET requests only. */
+	int64_t zone_id;         /* 0: every zone. */
+	int64_t created_on;      /* Unix milliseconds. */
+	int64_t modified_on;
+	int64_t expires_on;      /* 0: never. */
+	int64_t revoked_on;      /* 0: not revoked. */
+} records_token_t;
+
+typedef enum {
+	RECORDS_TOKEN_ACTIVE,
+	RECORDS_TOKEN_EXPIRED,
+	RECORDS_TOKEN_REVOKED,
+} records_token_status_t;
+
+/* Stores a token by the SHA-256 hash of its secret (tok's name,
+ * read_only, zone_id and expires_on; id, created_on and modified_on are
+ * set). ZC_EEXISTS for a hash already stored. */
+int records_token_add(records_store_t *store, const uint8_t hash[32],
+                      records_token_t *tok);
+
+/* Finds a token by the hash of its secret, or by id. ZC_ENOKEY when
+ * absent. Each call reads the store, so a revocation is seen at once. */
+int records_token_find(records_store_t *store, const uint8_t hash[32],
+                       records_token_t *tok);
+int records_token_get(records_store_t *store, int64_t id,
+                      records_token_t *tok);
+
+/* Calls cb for every token, oldest first (cb returns non-zero to stop). */
+int records_token_list(records_store_t *store,
+                       int (*cb)(const records_token_t *tok, void *ctx),
+                       void *ctx);
+
+/* Revokes a token for good (a second revocation keeps the first time).
+ * ZC_ENOKEY when there is no such token. */
+int records_token_revoke(records_store_t *store, int64_t id);
+
+/* Whether a token is active, expired or revoked at now_ms. */
+records_token_status_t records_token_status(const records_token_t *tok,
+                                            int64_t now_ms);
+
 /* --- Connection pool (records/pool.c) --- */
 
 typedef struct records_pool records_pool_t;

@@ -6,10 +6,18 @@
   was written in; a content filter finds a record by either form; strings
   over 255 octets are split; DMARC and DKIM content with ';' is taken as it
   is for every type, read back, exported and served.
+- The list filters and orders, on indexes; a parameter zonecast does not
+  implement is a 400, never ignored.
+- The batch's result in Cloudflare's shape.
+- Tokens: verify, list, create (the secret shown once), revoke and expiry
+  (refused from the next request on), the demo token kept out of the log.
 
 Every test makes zones of its own on one module-wide zonecast with its API
 and checks what DNS serves (dnspython), as test_api.py does.
 """
+
+import subprocess
+import time
 
 import dns.flags
 import dns.rdata
@@ -21,6 +29,7 @@ import pytest
 from test_api import (answer, assert_error, expect_answer, new_zone, post_record, rdatas,
                       wait_dns, is_auth)
 import dns.rcode
+import servers
 
 
 @pytest.fixture(scope="module")
@@ -389,3 +398,181 @@ def test_batch_result_in_cloudflares_shape(srv, api):
     body = api.ok("POST", records_path(zid) + "/batch", json={})
     assert body["result"] == {"deletes": [], "patches": [], "puts": [], "posts": []}
     assert body["zone_version"] == v0 + 2
+
+
+# ------------------------------------------------------------------ tokens
+
+def token_call(srv, token, method="GET", path="/user/tokens/verify", **kw):
+    return servers.ApiClient(srv.api_url, token).call(method, path, **kw)
+
+
+def policy(zone_id="*", groups=("DNS Write",)):
+    return [{"effect": "allow",
+             "resources": {"com.cloudflare.api.account.zone.%s" % zone_id: "*"},
+             "permission_groups": [{"name": g} for g in groups]}]
+
+
+def test_verify_takes_any_valid_token(srv, api):
+    zid, zone = new_zone(api, "tokv")
+    for token in (api.token, srv.create_token(read_only=True, zone=zone + ".")):
+        r = token_call(srv, token)
+        assert r.status_code == 200, r.text
+        body = r.json()
+        assert body["result"]["status"] == "active" and len(body["result"]["id"]) == 32
+        assert body["messages"] == [{"code": 10000,
+                                     "message": "This API Token is valid and active"}]
+    r = token_call(srv, "zc_" + "a" * 32)
+    assert_error(r, 401, "Authorization")
+
+
+def test_list_and_get_show_tokens_never_their_secrets(srv, api):
+    zid, zone = new_zone(api, "tokl")
+    secret = srv.create_token(read_only=True, zone=zone + ".")
+    tokens = api.get("/user/tokens", params={"per_page": 1000})
+    assert secret not in str(tokens)
+    mine = [t for t in tokens if zid in str(t["policies"])]
+    assert len(mine) == 1
+    t = mine[0]
+    assert t["status"] == "active" and "value" not in t and t["last_used_on"] is None
+    assert t["policies"][0]["resources"] == {"com.cloudflare.api.account.zone." + zid: "*"}
+    assert [g["name"] for g in t["policies"][0]["permission_groups"]] == ["Zone Read",
+                                                                          "DNS Read"]
+    assert api.get("/user/tokens/" + t["id"]) == t
+    # only a token for every zone handles tokens
+    r = token_call(srv, secret, path="/user/tokens")
+    assert_error(r, 403, "token")
+    groups = api.get("/user/tokens/permission_groups")
+    assert {g["name"] for g in groups} == {"Zone Read", "Zone Write", "DNS Read", "DNS Write"}
+
+
+def test_api_created_token_shows_its_secret_once_and_works(srv, api):
+    zid, zone = new_zone(api, "tokc")
+    body = api.ok("POST", "/user/tokens", json={"name": "ci-deploy",
+                                                "policies": policy(zid)})
+    made = body["result"]
+    secret = made["value"]
+    assert secret.startswith("zc_") and made["name"] == "ci-deploy"
+    assert made["status"] == "active"
+    got = api.get("/user/tokens/" + made["id"])
+    assert "value" not in got and secret not in str(api.get("/user/tokens"))
+    # it writes its zone, and only its zone
+    r = token_call(srv, secret, "POST", records_path(zid),
+                   json={"name": "ci." + zone, "type": "A", "content": "192.0.2.7"})
+    assert r.status_code == 200, r.text
+    other, _ = new_zone(api, "tokc")
+    r = token_call(srv, secret, "GET", records_path(other))
+    assert_error(r, 403, "token")
+    # a read-only one reads and cannot write
+    ro = api.ok("POST", "/user/tokens", json={
+        "name": "reader", "policies": policy("*", ("Zone Read", "DNS Read"))})["result"]
+    assert token_call(srv, ro["value"], "GET", records_path(zid)).status_code == 200
+    r = token_call(srv, ro["value"], "POST", records_path(zid),
+                   json={"name": "no." + zone, "type": "A", "content": "192.0.2.8"})
+    assert_error(r, 403, None)
+    # and neither it nor a zone's token creates tokens
+    r = token_call(srv, ro["value"], "POST", "/user/tokens",
+                   json={"name": "x", "policies": policy()})
+    assert_error(r, 403, None)
+    for bad, field in (({"policies": policy()}, "name"),
+                       ({"name": "x"}, "policies"),
+                       ({"name": "x", "policies": policy("f" * 32)}, "policies"),
+                       ({"name": "x", "policies": policy(groups=("Billing Read",))},
+                        "policies"),
+                       ({"name": "x", "policies": policy() * 2}, "policies"),
+                       ({"name": "x", "policies": policy(), "expires_on": "2001-01-01T00:00:00Z"},
+                        "expires_on"),
+                       ({"name": "x", "policies": policy(), "expires_on": "soon"}, "expires_on"),
+                       ({"name": "x", "policies": policy(), "condition": {}}, "condition"),
+                       ({"name": "x", "policies": policy(), "not_before": "2030-01-01T00:00:00Z"},
+                        "not_before")):
+        body = assert_error(api.call("POST", "/user/tokens", json=bad), 400, None)
+        assert body["errors"][0]["message"].startswith(field), (bad, body)
+
+
+def test_revoked_token_stops_at_its_next_request(srv, api):
+    zid, zone = new_zone(api, "tokr")
+    made = api.ok("POST", "/user/tokens", json={"name": "short-lived",
+                                                "policies": policy()})["result"]
+    secret = made["value"]
+    assert token_call(srv, secret).status_code == 200
+    r = api.ok("DELETE", "/user/tokens/" + made["id"])
+    assert r["result"] == {"id": made["id"]}
+    r = token_call(srv, secret)
+    assert_error(r, 401, "Authorization")
+    assert "revoked" in r.json()["errors"][0]["message"]
+    r = token_call(srv, secret, "POST", records_path(zid),
+                   json={"name": "late." + zone, "type": "A", "content": "192.0.2.9"})
+    assert_error(r, 401, "Authorization")
+    assert api.get("/user/tokens/" + made["id"])["status"] == "disabled"
+    assert_error(api.call("DELETE", "/user/tokens/" + "f" * 32), 404, "token_id")
+    # the CLI revokes by name while the server runs
+    secret = srv.create_token()
+    assert token_call(srv, secret).status_code == 200
+    ids = {t["id"] for t in api.get("/user/tokens", params={"per_page": 1000})}
+    cp = srv.run_cli("token", "list", "--data-dir", srv.data_dir)
+    assert secret not in cp.stdout
+    newest = max(ids)
+    assert newest in cp.stdout
+    cp = srv.run_cli("token", "revoke", "--data-dir", srv.data_dir, newest)
+    assert cp.stdout.strip() == "revoked " + newest
+    assert_error(token_call(srv, secret), 401, "Authorization")
+    assert " revoked " in [l for l in srv.run_cli("token", "list", "--data-dir",
+                                                  srv.data_dir).stdout.splitlines()
+                           if l.startswith(newest)][0]
+
+
+def test_expired_token_stops_at_once(srv, api):
+    cp = srv.run_cli("token", "create", "--data-dir", srv.data_dir, "--name", "brief",
+                     "--expires", "2s")
+    secret = cp.stdout.strip()
+    r = token_call(srv, secret)
+    assert r.status_code == 200, r.text
+    expires = r.json()["result"]["expires_on"]
+    time.sleep(2.2)
+    r = token_call(srv, secret)
+    assert_error(r, 401, "Authorization")
+    assert "expired" in r.json()["errors"][0]["message"]
+    listed_tokens = api.get("/user/tokens", params={"per_page": 1000})
+    (t,) = [t for t in listed_tokens if t["name"] == "brief"]
+    assert t["status"] == "expired" and t["expires_on"] == expires
+    for bad in ("yesterday", "0s", "2001-01-01"):
+        cp = srv.run_cli("token", "create", "--data-dir", srv.data_dir, "--expires", bad,
+                         check=False)
+        assert cp.returncode == 2 and "--expires" in cp.stderr and not cp.stdout
+
+
+def test_cloudflare_library_verifies_its_token(srv, api):
+    CloudFlare = pytest.importorskip("CloudFlare")
+    cf = CloudFlare.CloudFlare(token=api.token, base_url=srv.api_url)
+    r = cf.user.tokens.verify.get()
+    assert r["status"] == "active"
+
+
+def test_demo_token_is_written_to_its_file_never_to_the_log(tmp_path):
+    """A fresh data directory gets a demo token in DATA_DIR/demo-token
+    (0600); serve's log says where it is, not what it is."""
+    data = tmp_path / "data"
+    port, api_port = servers.free_port(), servers.free_port()
+    log = tmp_path / "serve.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen([servers.zonecast_bin(), "serve", "--data-dir", str(data),
+                                 "--listen", "127.0.0.1:%d" % port,
+                                 "--api-listen", "127.0.0.1:%d" % api_port],
+                                stdout=out, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 15
+        while not (data / "demo-token").exists() or "serving" not in log.read_text():
+            assert proc.poll() is None and time.monotonic() < deadline, log.read_text()
+            time.sleep(0.05)
+        token = (data / "demo-token").read_text().strip()
+        assert token.startswith("zc_")
+        assert (data / "demo-token").stat().st_mode & 0o777 == 0o600
+        text = log.read_text()
+        assert token not in text and str(data / "demo-token") in text, text
+        r = servers.ApiClient("http://127.0.0.1:%d/client/v4" % api_port, token).call(
+            "GET", "/user/tokens/verify")
+        assert r.status_code == 200 and r.json()["result"]["status"] == "active"
+    finally:
+        proc.terminate()
+        proc.wait(15)
+    assert token not in log.read_text()
