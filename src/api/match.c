@@ -41,6 +41,22 @@ bool api_text_match(const char *have, const char *want, api_match_t op)
 	return false;
 }
 
+/* An FQDN written with its final dot ("mail.example.org.") matches the
+ * content the API writes without it ("mail.example.org"). */
+static bool dotted_match(const char *text, const char *want, api_match_t op)
+{
+	static __thread char trimmed[4200];
+	size_t n = strlen(want), t = strlen(text);
+	if (n < 2 || want[n - 1] != '.' || want[n - 2] == '\\' ||
+	    n > sizeof(trimmed) || (t > 0 && text[t - 1] == '.') ||
+	    (op != API_MATCH_EXACT && op != API_MATCH_ENDS)) {
+		return false;
+	}
+	memcpy(trimmed, want, n - 1);
+	trimmed[n - 1] = '\0';
+	return api_text_match(text, trimmed, op);
+}
+
 bool api_content_match(const knot_dname_t *owner, uint16_t type,
                        const uint8_t *rdata, uint16_t len, const char *want,
                        api_match_t op)
@@ -49,7 +65,7 @@ bool api_content_match(const knot_dname_t *owner, uint16_t type,
 	int priority;
 	if (api_content_format(owner, type, rdata, len, API_FORM_TEXT, text,
 	                       sizeof(text), &priority) == ZC_EOK &&
-	    api_text_match(text, want, op)) {
+	    (api_text_match(text, want, op) || dotted_match(text, want, op))) {
 		return true;
 	}
 	/* TXT also in its plain form: certbot's dns-cloudflare looks its
