@@ -11,7 +11,11 @@
  *   records  id (stable, never reused), zone_id, okey (LF of the owner
  *            relative to the apex, see dns/name.h), owner (wire), type,
  *            ttl, rdata (wire, uncompressed), comment, created_on,
- *            modified_on; indexed by (zone_id, okey, type)
+ *            modified_on, and the API's api_form and tags; indexed by
+ *            (zone_id, okey, type) and, for listings by type, by
+ *            (zone_id, type, okey)
+ *   tokens   API bearer tokens by SHA-256 hash, with scope, name, expiry
+ *            and revocation (tokens.c)
  *   changes  the change log (outbox): seq (global, ordered), zone_id,
  *            zone apex, version (the zone's serial after the change),
  *            kind, owner, type, at
