@@ -231,7 +231,7 @@ LEGO_NO_WAIT = {"RFC2136_SEQUENCE_INTERVAL": "0", "RFC2136_POLLING_INTERVAL": "0
 
 
 def lego_rfc2136(workdir, pebble, dns_port, key, domains=DOMAINS, disable_cp=True,
-                 tag="lego", env_extra=LEGO_NO_WAIT, resolver=None):
+                 tag="lego", env_extra=LEGO_NO_WAIT):
     """lego --dns rfc2136 with key; lego finds the zone by asking its
     resolver (zonecast) for the SOA. disable_cp: --dns.disable-cp, no check
     of the record on the zone's authoritative servers (which lego asks on
@@ -244,7 +244,7 @@ def lego_rfc2136(workdir, pebble, dns_port, key, domains=DOMAINS, disable_cp=Tru
                RFC2136_TSIG_ALGORITHM=key.algorithm + ".", **(env_extra or {}))
     argv = ["lego", "--server", pebble.directory, "--email", "acme@example.org",
             "--accept-tos", "--path", path, "--dns", "rfc2136",
-            "--dns.resolvers", resolver or "127.0.0.1:%d" % dns_port]
+            "--dns.resolvers", "127.0.0.1:%d" % dns_port]
     if disable_cp:
         argv.append("--dns.disable-cp")
     for d in domains:
