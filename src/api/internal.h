@@ -170,6 +170,7 @@ void api_record_list(api_req_t *req, const records_zone_t *zone);
 void api_tsig_keys(api_req_t *req, const records_zone_t *zone, char **parts,
                    int count);
 void api_dnssec(api_req_t *req, const records_zone_t *zone);
+void api_secondaries(api_req_t *req, const records_zone_t *zone);
 
 /* What is served (live.c). The zone's quarantine as JSON (null: none). */
 json_t *api_quarantine_json(api_req_t *req, int64_t zone_id);

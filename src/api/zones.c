@@ -406,6 +406,10 @@ void api_zones(api_req_t *req, char **parts, int count)
 		api_dnssec(req, &zone);
 		return;
 	}
+	if (count == 3 && strcmp(parts[2], "secondaries") == 0) {
+		api_secondaries(req, &zone);
+		return;
+	}
 	if (count >= 3 && strcmp(parts[2], "tsig_keys") == 0) {
 		api_tsig_keys(req, &zone, parts + 3, count - 3);
 		return;

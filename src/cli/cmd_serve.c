@@ -10,6 +10,7 @@
 #include <getopt.h>
 #include <grp.h>
 #include <pwd.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -23,6 +24,7 @@
 #include "edge/repl.h"
 #include "fleet/fleet.h"
 #include "server/server.h"
+#include "sigview/sigview.h"
 #include "transfer/transfer.h"
 #include "update/update.h"
 #include "writer/writer.h"
@@ -77,65 +79,27 @@ static const char *const flag_keys[128] = {
 	['L'] = "log-level", ['N'] = "nsid", ['n'] = "nats",
 };
 
+static void serve_flag(config_t *cfg, int c)
+{
+	if (c == 'D') {
+		cfg->demo = false;
+	}
+}
+
 /* Reads the config file first, then lets every flag override it. */
 static int parse_args(int argc, char **argv, config_t *cfg)
 {
 	config_defaults(cfg);
-	int c;
-	while ((c = getopt_long(argc, argv, "c:d:l:a:w:L:o:h", opts, NULL)) != -1) {
-		if (c == 'c' && config_load(cfg, optarg) != ZC_EOK) {
-			return 1;
-		}
-		if (c == 'h') {
-			usage(stdout);
-			return -1;
-		}
-		if (c == '?') {
-			usage(stderr);
-			return 2;
-		}
-	}
-	if (optind < argc) {
-		fprintf(stderr, "zonecast serve: unexpected argument '%s'\n",
-		        argv[optind]);
-		return 2;
-	}
-	bool listen_flag = false;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "c:d:l:a:w:L:o:h", opts, NULL)) != -1) {
-		char err[256] = "";
-		if (c == 'l') {
-			if (!listen_flag) {
-				cfg->listen_count = 0; /* Flags replace the file's. */
-				listen_flag = true;
-			}
-			config_set(cfg, "listen", optarg, err, sizeof(err));
-		} else if (c == 'D') {
-			cfg->demo = false;
-		} else if (c == 'o') {
-			char key[64];
-			const char *eq = strchr(optarg, '=');
-			if (eq == NULL || (size_t)(eq - optarg) >= sizeof(key)) {
-				snprintf(err, sizeof(err), "-o wants KEY=VALUE, not "
-				         "'%s'", optarg);
-			} else {
-				memcpy(key, optarg, eq - optarg);
-				key[eq - optarg] = '\0';
-				config_set(cfg, key, eq + 1, err, sizeof(err));
-			}
-		} else if (c < 128 && flag_keys[c] != NULL) {
-			config_set(cfg, flag_keys[c], optarg, err, sizeof(err));
-		}
-		if (err[0] != '\0') {
-			fprintf(stderr, "zonecast serve: %s\n", err);
-			return 2;
-		}
-	}
-	if (cfg->listen_count == 0) {
+	cli_args_t a = {
+		.cmd = "serve", .shortopts = "c:d:l:a:w:L:o:h", .opts = opts,
+		.flag_keys = flag_keys, .usage = usage, .flag = serve_flag,
+	};
+	int ret = cli_parse_server_args(&a, argc, argv, cfg);
+	if (ret == 0 && cfg->listen_count == 0) {
 		strcpy(cfg->listen[0], DEFAULT_LISTEN);
 		cfg->listen_count = 1;
 	}
-	return 0;
+	return ret;
 }
 
 static int count_zone(const records_zone_t *zone, void *ctx)
@@ -189,7 +153,8 @@ static int drop_privileges(const config_t *cfg)
 	static const char *const files[] = { "", "/records.db", "/records.db-wal",
 	                                     "/records.db-shm", "/edge.mdb",
 	                                     "/edge.mdb-lock", "/demo-token",
-	                                     "/serve.lock" };
+	                                     "/serve.lock", "/signed.db",
+	                                     "/signed.db-wal", "/signed.db-shm" };
 	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
 		char path[CONFIG_STR_MAX + 32];
 		snprintf(path, sizeof(path), "%s%s", cfg->data_dir, files[i]);
@@ -207,6 +172,43 @@ static int drop_privileges(const config_t *cfg)
 	}
 	zc_info("running as %s (uid %u)", cfg->user, (unsigned)pw->pw_uid);
 	return ZC_EOK;
+}
+
+/* What a builder pass cues: the notifier and the signed view, which cues
+ * the notifier in turn. lock guards notifier: the view's thread cues it
+ * only while it runs. */
+typedef struct {
+	pthread_mutex_t lock;
+	notify_t *notifier;
+	sigview_t *view;         /* Set before the follower calls on_pass. */
+} pass_cues_t;
+
+static void on_view_update(void *ctx)
+{
+	pass_cues_t *c = ctx;
+	pthread_mutex_lock(&c->lock);
+	notify_on_pass(c->notifier);
+	pthread_mutex_unlock(&c->lock);
+}
+
+static void on_pass(void *ctx)
+{
+	pass_cues_t *c = ctx;
+	on_view_update(c);
+	sigview_on_pass(c->view);
+}
+
+static int touch_unit(records_store_t *rs, void *ctx)
+{
+	records_zone_t zone;
+	int ret = records_zone_get(rs, *(int64_t *)ctx, &zone);
+	return ret == ZC_EOK ? records_zone_touch(rs, &zone) : ret;
+}
+
+/* The signed view's request for a version of the zone (sigview.h). */
+static int touch_zone(void *ctx, int64_t zone_id)
+{
+	return writer_run(ctx, touch_unit, &zone_id);
 }
 
 /* Opens the stores, seeds a fresh directory and applies the change log;
@@ -286,9 +288,12 @@ static int serve(const config_t *cfg, const server_config_t *scfg,
 	api_t *api = NULL;
 	transfer_t *xfr = NULL;
 	notify_t *notifier = NULL;
+	sigview_t *view = NULL;
+	pass_cues_t cues = { .lock = PTHREAD_MUTEX_INITIALIZER };
 	transfer_config_t tcfg = {
 		.data_dir = cfg->data_dir, .edge = es,
 		.allow_transfer = &cfg->allow_transfer,
+		.allow_transfer_keys = &cfg->allow_transfer_keys,
 		.max_concurrent = cfg->transfer_max_concurrent,
 		.tsig_max_fudge = cfg->tsig_max_fudge,
 	};
@@ -299,7 +304,8 @@ static int serve(const config_t *cfg, const server_config_t *scfg,
 	notify_config_t ncfg = {
 		.targets = targets, .target_count = cfg->notify_count,
 		.retries = cfg->notify_retries, .timeout_ms = cfg->notify_timeout,
-		.edge = es,
+		.edge = es, .data_dir = cfg->data_dir,
+		.zone_serial = sigview_zone_serial,
 	};
 	/* The fleet first: recording must be on before anything commits. */
 	fleet_primary_t *fleet = NULL;
@@ -340,11 +346,26 @@ static int serve(const config_t *cfg, const server_config_t *scfg,
 		ret = server_start(scfg, sockets, es, &hooks, &server);
 		sockets = NULL;
 	}
+	sigview_config_t vcfg = {
+		.data_dir = cfg->data_dir, .edge = es,
+		.touch = touch_zone, .touch_ctx = writer,
+		.on_update = on_view_update, .on_update_ctx = &cues,
+		.journal_retention_s = cfg->journal_retention,
+	};
 	if (ret == ZC_EOK) {
+		vcfg.touch_ctx = writer;
+		ret = sigview_start(&vcfg, &view);
+	}
+	if (ret == ZC_EOK) {
+		ncfg.zone_serial_ctx = view;
 		ret = notify_start(&ncfg, &notifier);
 	}
-	if (ret == ZC_EOK && notifier != NULL) {
-		builder_follower_on_pass(follower, notify_on_pass, notifier);
+	if (ret == ZC_EOK) {
+		pthread_mutex_lock(&cues.lock);
+		cues.notifier = notifier;
+		cues.view = view;
+		pthread_mutex_unlock(&cues.lock);
+		builder_follower_on_pass(follower, on_pass, &cues);
 	}
 	const char *ns[9] = { NULL }; /* The API's until api_stop(). */
 	for (size_t i = 0; i < cfg->zone_ns_count; i++) {
@@ -375,9 +396,13 @@ static int serve(const config_t *cfg, const server_config_t *scfg,
 	api_stop(api);
 	update_shutdown(updates);
 	writer_stop(writer);
-	builder_follower_stop(follower); /* No more notify_on_pass calls. */
+	builder_follower_stop(follower); /* No more on_pass calls. */
 	fleet_primary_stop(fleet);       /* Nothing commits any more. */
-	notify_stop(notifier);
+	pthread_mutex_lock(&cues.lock);
+	cues.notifier = NULL;            /* The view stops cueing it. */
+	pthread_mutex_unlock(&cues.lock);
+	notify_stop(notifier);           /* It asks the view for serials. */
+	sigview_stop(view);
 	transfer_stop(xfr);   /* In-flight transfers still use the workers. */
 	server_stop(server);
 	server_sockets_free(sockets);

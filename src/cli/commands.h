@@ -2,7 +2,9 @@
 /* Internal to cli/: the subcommands of the zonecast command. */
 #pragma once
 
+#include <getopt.h>
 #include <stdbool.h>
+#include <stdio.h>
 
 #include "cli/config.h"
 #include "edge/edge.h"
@@ -15,8 +17,25 @@ int cmd_token(int argc, char **argv);
 int cmd_tsig(int argc, char **argv);
 int cmd_dnssec(int argc, char **argv);
 int cmd_record(int argc, char **argv);
+int cmd_secondaries(int argc, char **argv);
 int cmd_edge(int argc, char **argv);
 int cmd_fleet(int argc, char **argv);
+
+/* The command line of a server command (serve, edge): the config file
+ * first (-c), then every flag over it: -l (repeatable, replacing the
+ * file's), -o KEY=VALUE, a flag naming a config key (flag_keys[c]), and
+ * other flags through `flag`. 0, -1 after --help, or an exit status. */
+typedef struct {
+	const char *cmd;
+	const char *shortopts;
+	const struct option *opts;
+	const char *const *flag_keys;   /* [128] */
+	void (*usage)(FILE *out);
+	void (*flag)(config_t *cfg, int c);
+} cli_args_t;
+
+int cli_parse_server_args(const cli_args_t *a, int argc, char **argv,
+                          config_t *cfg);
 
 /* The DNS server's settings from the config (listen addresses point into
  * cfg). */

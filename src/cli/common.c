@@ -290,11 +290,35 @@ int cli_find_zone(records_store_t *rs, const char *cmd, const char *name,
 	return ret;
 }
 
+/* RFC 4892 identity: the configured one, else the NSID, else the host
+ * name (as NSD and Knot); NULL when hidden. */
+static const char *server_identity(const config_t *cfg)
+{
+	static char host[256];
+	if (cfg->hide_identity) {
+		return NULL;
+	}
+	if (cfg->identity[0] != '\0') {
+		return cfg->identity;
+	}
+	if (cfg->nsid[0] != '\0') {
+		return cfg->nsid;
+	}
+	if (gethostname(host, sizeof(host)) != 0) {
+		return NULL;
+	}
+	host[sizeof(host) - 1] = '\0';
+	return host;
+}
+
 void cli_server_config(const config_t *cfg, server_config_t *scfg)
 {
 	*scfg = (server_config_t){
 		.workers = cfg->workers,
 		.nsid = cfg->nsid[0] ? cfg->nsid : NULL,
+		.identity = server_identity(cfg),
+		.version = cfg->hide_version ? NULL : cfg->version[0] ?
+		           cfg->version : "zonecast " ZONECAST_VERSION,
 		.tcp_idle_timeout_ms = cfg->tcp_idle_timeout * 1000,
 		.tcp_max_clients = cfg->tcp_max_clients,
 		.tcp_max_clients_per_ip = cfg->tcp_max_clients_per_ip,
@@ -315,4 +339,61 @@ void cli_server_config(const config_t *cfg, server_config_t *scfg)
 	}
 	memcpy(scfg->cookie_secret, cfg->cookie_secret,
 	       sizeof(scfg->cookie_secret));
+}
+
+int cli_parse_server_args(const cli_args_t *a, int argc, char **argv,
+                          config_t *cfg)
+{
+	int c;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, a->shortopts, a->opts, NULL)) != -1) {
+		if (c == 'c' && config_load(cfg, optarg) != ZC_EOK) {
+			return 1;
+		}
+		if (c == 'h') {
+			a->usage(stdout);
+			return -1;
+		}
+		if (c == '?') {
+			a->usage(stderr);
+			return 2;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "zonecast %s: unexpected argument '%s'\n", a->cmd,
+		        argv[optind]);
+		return 2;
+	}
+	bool listen_flag = false;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, a->shortopts, a->opts, NULL)) != -1) {
+		char err[256] = "";
+		if (c == 'l') {
+			if (!listen_flag) {
+				cfg->listen_count = 0; /* Flags replace the file's. */
+				listen_flag = true;
+			}
+			config_set(cfg, "listen", optarg, err, sizeof(err));
+		} else if (c == 'o') {
+			char key[64];
+			const char *eq = strchr(optarg, '=');
+			if (eq == NULL || (size_t)(eq - optarg) >= sizeof(key)) {
+				snprintf(err, sizeof(err), "-o wants KEY=VALUE, not "
+				         "'%s'", optarg);
+			} else {
+				memcpy(key, optarg, eq - optarg);
+				key[eq - optarg] = '\0';
+				config_set(cfg, key, eq + 1, err, sizeof(err));
+			}
+		} else if (c > 0 && c < 128 && a->flag_keys[c] != NULL) {
+			config_set(cfg, a->flag_keys[c], optarg, err, sizeof(err));
+		} else if (a->flag != NULL) {
+			a->flag(cfg, c);
+		}
+		if (err[0] != '\0') {
+			fprintf(stderr, "zonecast %s: %s\n", a->cmd, err);
+			return 2;
+		}
+	}
+	return 0;
 }

@@ -14,6 +14,7 @@
 #include "dns/tsig.h"
 #include "fleet/fleet.h"
 #include "update/update.h"
+#include "transfer/secondary.h"
 
 void config_defaults(config_t *cfg)
 {
@@ -268,6 +269,14 @@ int config_set(config_t *cfg, const char *key, const char *value,
 		bad = cfg->log_level < 0;
 	} else if (strcmp(key, "nsid") == 0) {
 		bad = copy_str(cfg->nsid, sizeof(cfg->nsid), value);
+	} else if (strcmp(key, "identity") == 0) {
+		bad = copy_str(cfg->identity, sizeof(cfg->identity), value);
+	} else if (strcmp(key, "version") == 0) {
+		bad = copy_str(cfg->version, sizeof(cfg->version), value);
+	} else if (strcmp(key, "hide-identity") == 0) {
+		bad = parse_bool(value, &cfg->hide_identity);
+	} else if (strcmp(key, "hide-version") == 0) {
+		bad = parse_bool(value, &cfg->hide_version);
 	} else if (strcmp(key, "tcp-idle-timeout") == 0) {
 		bad = parse_uint(value, 3600, &cfg->tcp_idle_timeout);
 	} else if (strcmp(key, "tcp-max-clients") == 0) {
@@ -298,17 +307,23 @@ int config_set(config_t *cfg, const char *key, const char *value,
 	} else if (strcmp(key, "allow-update") == 0) {
 		bad = zc_acl_add(&cfg->allow_update, value) != ZC_EOK;
 	} else if (strcmp(key, "allow-transfer") == 0) {
-		bad = zc_acl_add(&cfg->allow_transfer, value) != ZC_EOK;
+		if (secondary_acl_parse(value, &cfg->allow_transfer,
+		                        &cfg->allow_transfer_keys, err,
+		                        err_size) != ZC_EOK) {
+			return ZC_EINVAL_CONFIG;
+		}
 	} else if (strcmp(key, "notify") == 0) {
-		struct sockaddr_storage ss;
-		socklen_t len;
+		secondary_notify_t target;
 		if (cfg->notify_count == CONFIG_NOTIFY_MAX) {
 			snprintf(err, err_size, "more than %d notify addresses",
 			         CONFIG_NOTIFY_MAX);
 			return ZC_EINVAL_CONFIG;
 		}
-		bad = server_parse_addr(value, &ss, &len) != ZC_EOK ||
-		      copy_str(cfg->notify[cfg->notify_count],
+		if (secondary_notify_parse(value, &target, err,
+		                           err_size) != ZC_EOK) {
+			return ZC_EINVAL_CONFIG;
+		}
+		bad = copy_str(cfg->notify[cfg->notify_count],
 		               sizeof(cfg->notify[0]), value);
 		cfg->notify_count += !bad;
 	} else if (strcmp(key, "notify-retries") == 0) {

@@ -15,6 +15,7 @@
 
 #include "common/acl.h"
 #include "server/server.h"
+#include "transfer/secondary.h"
 
 /* Default of zone-max-records. */
 #define CONFIG_ZONE_MAX_RECORDS 10000000u
@@ -31,6 +32,10 @@ typedef struct {
 	unsigned workers;           /* 0: one per core */
 	int log_level;              /* zc_log_level_t */
 	char nsid[256];
+	char identity[256];         /* CH TXT id.server ("": NSID or host name) */
+	char version[256];          /* CH TXT version.bind ("": zonecast X.Y) */
+	bool hide_identity;         /* Those queries get REFUSED. */
+	bool hide_version;
 	unsigned tcp_idle_timeout;  /* seconds */
 	unsigned tcp_max_clients;
 	unsigned tcp_max_clients_per_ip;
@@ -52,7 +57,8 @@ typedef struct {
 	unsigned journal_retention; /* Seconds the change log is kept. */
 	zc_acl_t allow_update;      /* Unsigned UPDATEs accepted from. */
 	zc_acl_t allow_transfer;    /* Unsigned AXFR/IXFR accepted from. */
-	char notify[CONFIG_NOTIFY_MAX][128]; /* Secondaries, "ADDR:PORT". */
+	secondary_keys_t allow_transfer_keys; /* Keys that may transfer all. */
+	char notify[CONFIG_NOTIFY_MAX][384]; /* "ADDR[:PORT] [key NAME]" */
 	size_t notify_count;
 	unsigned notify_retries;
 	unsigned notify_timeout;    /* ms before the first resend */

@@ -21,6 +21,7 @@ static void usage(FILE *out)
 	      "  verify    compare the edge store with the records store\n"
 	      "  token     create API tokens\n"
 	      "  tsig      create, list and delete TSIG keys (UPDATE, transfers)\n"
+	      "  secondaries  a zone's own notify targets and allow-transfer\n"
 	      "  dnssec    sign zones online: enable, disable, ds, keys\n"
 	      "  record    list, add, edit and remove records through the API\n"
 	      "  edge      run an edge server of a fleet (fed through NATS)\n"
@@ -57,6 +58,9 @@ int main(int argc, char **argv)
 	}
 	if (strcmp(cmd, "tsig") == 0) {
 		return cmd_tsig(argc - 1, argv + 1);
+	}
+	if (strcmp(cmd, "secondaries") == 0) {
+		return cmd_secondaries(argc - 1, argv + 1);
 	}
 	if (strcmp(cmd, "edge") == 0) {
 		return cmd_edge(argc - 1, argv + 1);

@@ -47,6 +47,11 @@ typedef enum {
 	RECORDS_CHANGE_ZONE_IMPORTED = 4,
 	RECORDS_CHANGE_RECORD_CREATED = 5,
 	RECORDS_CHANGE_RECORD_DELETED = 6,
+	/* A version without record changes (records_zone_touch()): the
+	 * signed view refreshes signatures in it. Not zone-wide: IXFR spans
+	 * it; the builder moves the edge serial (the apex node is rebuilt,
+	 * unchanged). */
+	RECORDS_CHANGE_ZONE_TOUCHED = 7,
 } records_change_kind_t;
 
 /* How a zone's serial moves at each change. */
@@ -263,6 +268,11 @@ int records_zone_create(records_store_t *store, const knot_dname_t *apex,
  * work in progress; changes logged after it carry that version.
  */
 int records_zone_bump(records_store_t *store, records_zone_t *zone);
+
+/* Gives the zone a new version with no record change (the unit's bump
+ * and a zone_touched event): secondaries get a new serial, e.g. for the
+ * signed view's refreshed signatures. */
+int records_zone_touch(records_store_t *store, records_zone_t *zone);
 
 /* Inserts a record (rec->id is set) and logs record_created. */
 int records_record_insert(records_store_t *store, const records_zone_t *zone,
@@ -486,6 +496,30 @@ int records_token_revoke(records_store_t *store, int64_t id);
 /* Whether a token is active, expired or revoked at now_ms. */
 records_token_status_t records_token_status(const records_token_t *tok,
                                             int64_t now_ms);
+
+/* --- Per-zone secondaries (records/secondaries.c) --- */
+
+typedef enum {
+	RECORDS_SECONDARY_NOTIFY = 1,    /* "ADDR[:PORT] [key NAME]" */
+	RECORDS_SECONDARY_TRANSFER = 2,  /* "ADDR[/PREFIX]" or "key NAME" */
+} records_secondary_kind_t;
+
+/* Replaces the zone's entries of one kind (in the caller's write
+ * transaction); specs are stored as given, in order. */
+int records_secondaries_set(records_store_t *store, int64_t zone_id,
+                            records_secondary_kind_t kind,
+                            const char *const *specs, size_t count);
+
+/* Calls cb for each entry of one zone (zone_id 0: of every zone), by zone,
+ * kind and position; cb returns non-zero to stop. */
+int records_secondaries_foreach(records_store_t *store, int64_t zone_id,
+                                int (*cb)(int64_t zone_id,
+                                          records_secondary_kind_t kind,
+                                          const char *spec, void *ctx),
+                                void *ctx);
+
+/* A number that moves at every records_secondaries_set(). */
+int records_secondaries_version(records_store_t *store, uint64_t *version);
 
 /* --- Connection pool (records/pool.c) --- */
 

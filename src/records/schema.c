@@ -152,7 +152,17 @@ static const char *const migrations[] = {
 	"  WHERE instr(owner, x'00') < length(owner)"
 	"     OR instr(owner, x'01') > 0;"
 	"UPDATE zones SET ixfr_from = serial;",
-	/* 9: the HTTP API as Cloudflare's. A record keeps the form its API
+	/* 9: per-zone secondaries (notify targets, allow-transfer entries,
+	 * as text); counters.secondaries moves at each change so that the
+	 * notifier reloads them. */
+	"CREATE TABLE zone_secondaries ("
+	"  zone_id INTEGER NOT NULL REFERENCES zones(id) ON DELETE CASCADE,"
+	"  kind INTEGER NOT NULL,"
+	"  position INTEGER NOT NULL,"
+	"  spec TEXT NOT NULL,"
+	"  PRIMARY KEY (zone_id, kind, position)) WITHOUT ROWID;"
+	"INSERT INTO counters VALUES ('secondaries', 0);",
+	/* 10: the HTTP API as Cloudflare's. A record keeps the form its API
 	 * content was written in (api_form 1: TXT as plain text, not quoted
 	 * strings) and its tags (a JSON array of "name:value" strings); the
 	 * (zone_id, type, okey) index serves listings by type without a walk

@@ -273,6 +273,17 @@ static int log_event(records_store_t *store, const records_zone_t *zone,
 	return ret;
 }
 
+int records_zone_touch(records_store_t *store, records_zone_t *zone)
+{
+	int ret = records_zone_bump(store, zone);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	/* An (empty) owner key: an event of the apex node, not zone-wide. */
+	return log_event(store, zone, RECORDS_CHANGE_ZONE_TOUCHED,
+	                 (const uint8_t *)"", 0, 0, 0, 0, NULL, 0);
+}
+
 int records_log_zone_event(records_store_t *store, const records_zone_t *zone,
                            records_change_kind_t kind)
 {

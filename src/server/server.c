@@ -109,6 +109,8 @@ static int start_worker(server_t *s, worker_t *w, int fd, bool tcp,
 	              ANSWER_SIGCACHE_SLOTS;
 	answer_ctx_init(&w->answer, edge, s->cfg.nsid, tcp ? sigs / 16 + 4 : sigs);
 	w->answer.cookie_secret = s->cfg.cookies ? s->cfg.cookie_secret : NULL;
+	w->answer.identity = s->cfg.identity;
+	w->answer.version = s->cfg.version;
 	w->rrl = tcp ? NULL : s->rrl;
 	w->conn_limit = tcp ? s->conn_limit : NULL;
 	if (pthread_create(&w->thread, NULL, tcp ? server_tcp_worker :

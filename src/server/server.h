@@ -39,6 +39,8 @@ typedef struct {
 	size_t listen_count;
 	unsigned workers;              /* 0: one per core */
 	const char *nsid;              /* NULL: no NSID */
+	const char *identity;          /* CH TXT id.server. (NULL: REFUSED) */
+	const char *version;           /* CH TXT version.bind. (NULL: REFUSED) */
 	unsigned tcp_idle_timeout_ms;  /* RFC 7766 §6.2.3 */
 	unsigned tcp_max_clients;      /* Per worker and address. */
 	unsigned tcp_max_clients_per_ip; /* Across workers (0: no limit). */

@@ -16,6 +16,7 @@
 #include "records/records.h"
 #include "server/answer.h"
 #include "server/server.h"
+#include "sigview/sigview.h"
 #include "transfer/transfer.h"
 
 /* Largest transfer message (RFC 1035 §4.2.2 framing). */
@@ -31,6 +32,7 @@ typedef struct {
 	const transfer_config_t *cfg;
 	const atomic_bool *stop;  /* Set: transfers in progress abort. */
 	records_store_t *rs;      /* Opened at the first request. */
+	sigview_reader_t *view;   /* Signed zones; opened when first needed. */
 	edge_txn_t txn;
 	zc_arena_t arena;         /* Request parse; reset per request. */
 	zc_arena_t node_arena;    /* Decoded nodes; reset per node. */
@@ -131,6 +133,7 @@ typedef struct {
 	records_store_t *rs;
 	zc_arena_t *arena;         /* Reset per node. */
 	xfr_out_t *out;
+	sigview_reader_t *view;    /* A signed zone: served from the view. */
 	bool axfr_form;            /* IXFR answered as a full zone. */
 	bool up_to_date;           /* IXFR: a single SOA. */
 	uint32_t client_serial;    /* IXFR: S. */
@@ -144,7 +147,8 @@ typedef struct {
 void xfr_soa(const edge_zone_t *zone, uint32_t serial, uint8_t *buf,
              knot_rrset_t *soa);
 
-/* RFC 5936 §2.2: SOA, every RRset of the zone, SOA. */
+/* RFC 5936 §2.2: SOA, every RRset of the zone, SOA (of a signed zone,
+ * the view's: its RRSIGs and NSEC chain too). */
 int axfr_run(xfr_req_t *req);
 
 /* RFC 1995 §4: one condensed difference sequence, a single SOA when the

@@ -23,6 +23,7 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "dns/reply.h"
+#include "dns/tsig_log.h"
 #include "server/answer.h"
 #include "transfer/internal.h"
 #include "transfer/transfer.h"
@@ -147,6 +148,103 @@ static bool ixfr_serial(const knot_pkt_t *q, uint32_t *serial)
 	return true;
 }
 
+typedef struct {
+	zc_acl_t acl;
+	secondary_keys_t keys;
+} zone_acl_t;
+
+static int add_zone_entry(int64_t zone_id, records_secondary_kind_t kind,
+                          const char *spec, void *ctx)
+{
+	(void)zone_id;
+	zone_acl_t *za = ctx;
+	char err[256];
+	if (kind == RECORDS_SECONDARY_TRANSFER) {
+		/* Checked when stored; one that no longer parses is skipped. */
+		(void)secondary_acl_parse(spec, &za->acl, &za->keys, err,
+		                          sizeof(err));
+	}
+	return 0;
+}
+
+/*
+ * Who may transfer the zone (transfer.h, "Access"): NULL when the request
+ * may, else why not. Reads the zone's own allow-transfer entries from the
+ * records store when the server-wide rules do not allow it already.
+ */
+static const char *transfer_denied(xfr_worker_t *w, const edge_zone_t *zone,
+                                   const dns_tsig_t *tsig,
+                                   const records_tsig_key_t *key,
+                                   const struct sockaddr_storage *from)
+{
+	const transfer_config_t *cfg = w->cfg;
+	if (tsig->present) {
+		if ((key->zone_id == (int64_t)zone->zone_id && key->transfer) ||
+		    secondary_keys_has(cfg->allow_transfer_keys, key->name)) {
+			return NULL;
+		}
+	} else if (cfg->allow_transfer != NULL &&
+	           zc_acl_match(cfg->allow_transfer, from)) {
+		return NULL;
+	}
+	zone_acl_t *za = calloc(1, sizeof(*za));
+	if (za == NULL) {
+		return "out of memory";
+	}
+	int ret = records_secondaries_foreach(w->rs, (int64_t)zone->zone_id,
+	                                      add_zone_entry, za);
+	bool ok = ret == ZC_EOK && (tsig->present ?
+	          secondary_keys_has(&za->keys, key->name) :
+	          zc_acl_match(&za->acl, from));
+	free(za);
+	if (ok) {
+		return NULL;
+	}
+	return tsig->present ? "key may not transfer the zone" :
+	       "unsigned, not in allow-transfer";
+}
+
+/*
+ * A signed zone is served from the signed view (sigview.h) at the view's
+ * serial: req->zone becomes the view's zone, and the view's read
+ * transaction stays open until view_end(). ZC_ENOZONE while the view has
+ * not built the zone yet.
+ */
+static int view_begin(xfr_worker_t *w, xfr_req_t *req)
+{
+	int ret = w->view == NULL ?
+	          sigview_reader_open(w->cfg->data_dir, &w->view) : ZC_EOK;
+	sigview_zone_t vz;
+	if (ret == ZC_EOK) {
+		ret = sigview_read_begin(w->view, (int64_t)req->zone.zone_id, &vz);
+	}
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	req->view = w->view;
+	req->zone.serial = vz.serial;
+	req->zone.soa_ttl = vz.soa_ttl;
+	req->zone.soa_len = vz.soa_len;
+	memcpy(req->zone.soa, vz.soa, vz.soa_len);
+	return ZC_EOK;
+}
+
+static void view_end(xfr_req_t *req)
+{
+	if (req->view != NULL) {
+		sigview_read_end(req->view);
+		req->view = NULL;
+	}
+}
+
+/* Whether the edge holds signing keys for the zone. */
+static bool is_signed(xfr_worker_t *w, const edge_zone_t *zone)
+{
+	const uint8_t *raw;
+	size_t len;
+	return edge_keys_get(&w->txn, zone->zone_id, &raw, &len) == ZC_EOK;
+}
+
 /* Runs the transfer proper and logs it. */
 static void serve(xfr_worker_t *w, const knot_pkt_t *q, dns_tsig_t *tsig,
                   server_reply_t *reply, xfr_req_t *req, xfr_log_t *lg)
@@ -217,8 +315,9 @@ static void handle_transfer(xfr_worker_t *w, uint8_t *msg, size_t len,
 	memset(&key, 0, sizeof(key));
 	int bad = check_tsig(w, q, &tsig, &key);
 	if (bad != ZC_EOK) {
-		zc_info("transfer: zone %s, peer %s, %s: TSIG error %u",
-		        lg.zone, lg.peer, lg.kind, tsig.error);
+		dns_tsig_log_refusal(lg.kind[0] == 'I' ? "IXFR" : "AXFR", q,
+		                     &tsig, bad, key.algorithm[0] != '\0',
+		                     key.algorithm, from);
 		send_error(w, q, &tsig, reply, tsig_rcode(bad));
 		return;
 	}
@@ -235,23 +334,32 @@ static void handle_transfer(xfr_worker_t *w, uint8_t *msg, size_t len,
 		rcode = KNOT_RCODE_NOTAUTH, why = "not a zone served here";
 	} else if (ret != ZC_EOK) {
 		rcode = KNOT_RCODE_SERVFAIL, why = zc_strerror(ret);
-	} else if (tsig.present && (key.zone_id != (int64_t)req.zone.zone_id ||
-	                            !key.transfer)) {
-		rcode = KNOT_RCODE_REFUSED, why = "key may not transfer the zone";
-	} else if (!tsig.present && (w->cfg->allow_transfer == NULL ||
-	           !zc_acl_match(w->cfg->allow_transfer, from))) {
-		rcode = KNOT_RCODE_REFUSED, why = "unsigned, not in allow-transfer";
+	} else if ((why = transfer_denied(w, &req.zone, &tsig, &key,
+	                                  from)) != NULL) {
+		rcode = KNOT_RCODE_REFUSED;
 	} else if (knot_pkt_qtype(q) == KNOT_RRTYPE_IXFR &&
 	           !ixfr_serial(q, &req.client_serial)) {
 		rcode = KNOT_RCODE_FORMERR, why = "IXFR without an SOA";
 	}
+	if (why == NULL && is_signed(w, &req.zone) &&
+	    (ret = view_begin(w, &req)) != ZC_EOK) {
+		rcode = KNOT_RCODE_SERVFAIL;
+		why = ret == ZC_ENOZONE ? "signed zone, its signed view not "
+		      "built yet" : zc_strerror(ret);
+	}
 	if (why != NULL) {
-		zc_info("transfer: zone %s, peer %s, %s refused (%s)", lg.zone,
-		        lg.peer, lg.kind, why);
+		char kname[KNOT_DNAME_TXT_MAXLEN + 1] = "";
+		if (tsig.present) {
+			knot_dname_to_str(kname, key.name, sizeof(kname));
+		}
+		zc_info("transfer: zone %s, peer %s, %s refused (%s%s%s)",
+		        lg.zone, lg.peer, lg.kind, why, kname[0] ? ": key " : "",
+		        kname);
 		send_error(w, q, &tsig, reply, rcode);
 	} else {
 		serve(w, q, &tsig, reply, &req, &lg);
 	}
+	view_end(&req);
 	edge_txn_reset(&w->txn);
 }
 
@@ -261,7 +369,8 @@ static void handle_transfer(xfr_worker_t *w, uint8_t *msg, size_t len,
  * answer_message() gives, signed (RFC 8945 §5.3).
  */
 static void handle_query(xfr_worker_t *w, const uint8_t *msg, size_t len,
-                         bool tcp, server_reply_t *reply)
+                         const struct sockaddr_storage *from, bool tcp,
+                         server_reply_t *reply)
 {
 	zc_arena_reset(&w->arena);
 	uint8_t *copy = zc_arena_alloc(&w->arena, len);
@@ -281,6 +390,9 @@ static void handle_query(xfr_worker_t *w, const uint8_t *msg, size_t len,
 	}
 	int bad = check_tsig(w, q, &tsig, &key);
 	if (bad != ZC_EOK) {
+		dns_tsig_log_refusal("query", q, &tsig, bad,
+		                     key.algorithm[0] != '\0', key.algorithm,
+		                     from);
 		send_error(w, q, &tsig, reply, tsig_rcode(bad));
 		return;
 	}
@@ -313,6 +425,8 @@ void xfr_worker_deinit(xfr_worker_t *w)
 	edge_txn_abort(&w->txn);
 	records_close(w->rs);
 	w->rs = NULL;
+	sigview_reader_close(w->view);
+	w->view = NULL;
 	zc_arena_deinit(&w->arena);
 	zc_arena_deinit(&w->node_arena);
 	answer_ctx_deinit(&w->answer);
@@ -329,7 +443,7 @@ void xfr_worker_serve(xfr_worker_t *w, uint8_t *msg, size_t len,
 		         zc_strerror(ret));
 		send_header_error(reply, msg, len, KNOT_RCODE_SERVFAIL);
 	} else if (query) {
-		handle_query(w, msg, len, tcp, reply);
+		handle_query(w, msg, len, from, tcp, reply);
 	} else {
 		handle_transfer(w, msg, len, from, reply);
 	}

@@ -21,6 +21,7 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "dns/reply.h"
+#include "dns/tsig_log.h"
 #include "update/internal.h"
 #include "update/update.h"
 
@@ -336,6 +337,11 @@ static uint8_t authorize(update_service_t *u, update_msg_t *m,
 		bool found = key_lookup(u, rs, q->tsig_rr->owner, key) == ZC_EOK;
 		int tret = dns_tsig_check(q, found, key->algorithm, key->secret,
 		                          key->secret_len, &u->tsig, &m->tsig);
+		if (tret != ZC_EOK && tret != KNOT_TSIG_EBADTIME) {
+			/* BADTIME has its own line (log_badtime()). */
+			dns_tsig_log_refusal("update", q, &m->tsig, tret, found,
+			                     key->algorithm, from);
+		}
 		if (tret == KNOT_EMALF) {
 			return KNOT_RCODE_FORMERR; /* A MAC of a bad size. */
 		}
@@ -354,9 +360,15 @@ static uint8_t authorize(update_service_t *u, update_msg_t *m,
 	if (ret != ZC_EOK) {
 		return KNOT_RCODE_SERVFAIL;
 	}
+	if (m->tsig.present && key->zone_id != m->zone.id) {
+		char name[KNOT_DNAME_TXT_MAXLEN + 1];
+		knot_dname_to_str(name, key->name, sizeof(name));
+		zc_info("update %s: refused, key %s belongs to another zone",
+		        m->zone.name, name);
+		return KNOT_RCODE_REFUSED;
+	}
 	if (m->tsig.present) {
-		return key->zone_id == m->zone.id ? KNOT_RCODE_NOERROR :
-		       KNOT_RCODE_REFUSED;
+		return KNOT_RCODE_NOERROR;
 	}
 	return zc_acl_match(u->cfg.allow_update, from) ? KNOT_RCODE_NOERROR :
 	       KNOT_RCODE_REFUSED;

@@ -577,9 +577,17 @@ class TsigKey:
         return "%s:%s:%s" % (self.algorithm, self.name, self.secret)
 
     @property
+    def dns_algorithm(self):
+        """The algorithm as dnspython names it (HMAC-MD5 has a name of its
+        own in TSIG RRs: HMAC-MD5.SIG-ALG.REG.INT, RFC 8945 §6)."""
+        import dns.tsig
+        return dns.tsig.HMAC_MD5 if self.algorithm == "hmac-md5" else \
+            dns.name.from_text(self.algorithm)
+
+    @property
     def key(self):
         import dns.tsig
-        return dns.tsig.Key(self.name + ".", self.secret, self.algorithm + ".")
+        return dns.tsig.Key(self.name + ".", self.secret, self.dns_algorithm)
 
     @property
     def keyring(self):
