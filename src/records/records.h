@@ -155,6 +155,21 @@ int records_zone_delete(records_store_t *store, const knot_dname_t *apex,
 /* The newest change-log sequence (0 for an empty log). */
 int records_last_seq(records_store_t *store, uint64_t *seq);
 
+/* The change log past a position (backlog.c). */
+typedef struct {
+	uint64_t last_seq;   /* The newest sequence. */
+	uint64_t events;     /* Sequences past `after` (last_seq - after). */
+	int64_t oldest_ms;   /* Unix ms of the first of them (0: none). */
+} records_backlog_t;
+
+int records_backlog(records_store_t *store, uint64_t after,
+                    records_backlog_t *out);
+
+/* The zone's record count as kept by every write (zones.record_count):
+ * one row read, where records_zone_list()'s with_counts walks them. */
+int records_zone_kept_count(records_store_t *store, int64_t zone_id,
+                            int64_t *count);
+
 /*
  * Reads up to `limit` change events (0: no limit) with seq > after, in
  * order, calling cb for each (cb returns non-zero to stop). Inside
@@ -175,6 +190,8 @@ typedef struct records_import records_import_t;
  * order, checked, and written in that order at commit, so the index is
  * appended to rather than updated at random and the table ends up
  * clustered in build order. Nothing touches the database before commit.
+ * store NULL: a check only (zonecast zone check), with no bound on the
+ * record count; commit must not be called.
  */
 int records_import_begin(records_store_t *store, const knot_dname_t *apex,
                          records_import_t **out);
