@@ -189,6 +189,10 @@ static json_t *edges_json(fleet_primary_t *fleet, uint64_t zone_id,
  * Waits up to S seconds for it (not for a quarantined zone). */
 void api_propagation(api_req_t *req, const records_zone_t *zone)
 {
+	static const char *const params[] = { "version", "wait", NULL };
+	if (!api_args_only(req, params)) {
+		return;
+	}
 	const char *v = api_query_arg(req, "version");
 	const char *w = api_query_arg(req, "wait");
 	char *end;

@@ -46,7 +46,8 @@ int cli_parse_server_args(const cli_args_t *a, int argc, char **argv,
  * cfg). */
 void cli_server_config(const config_t *cfg, server_config_t *scfg);
 
-/* Creates the demo token of a fresh data dir (logged, and in DIR/demo-token). */
+/* Creates the demo token of a fresh data dir, written to DIR/demo-token
+ * (mode 0600) and never to the log. */
 int cli_demo_token(const char *data_dir);
 
 /* Creates the data directory (mode 0700) if needed (serve, zone import

@@ -162,6 +162,18 @@ static const char *const migrations[] = {
 	"  spec TEXT NOT NULL,"
 	"  PRIMARY KEY (zone_id, kind, position)) WITHOUT ROWID;"
 	"INSERT INTO counters VALUES ('secondaries', 0);",
+	/* 10: the HTTP API as Cloudflare's. A record keeps the form its API
+	 * content was written in (api_form 1: TXT as plain text, not quoted
+	 * strings) and its tags (a JSON array of "name:value" strings); the
+	 * (zone_id, type, okey) index serves listings by type without a walk
+	 * of the zone. Tokens get a name, an expiry and a revocation time. */
+	"ALTER TABLE records ADD COLUMN api_form INTEGER NOT NULL DEFAULT 0;"
+	"ALTER TABLE records ADD COLUMN tags TEXT;"
+	"CREATE INDEX records_type ON records(zone_id, type, okey);"
+	"ALTER TABLE tokens ADD COLUMN name TEXT NOT NULL DEFAULT '';"
+	"ALTER TABLE tokens ADD COLUMN expires_on INTEGER;"
+	"ALTER TABLE tokens ADD COLUMN revoked_on INTEGER;"
+	"ALTER TABLE tokens ADD COLUMN modified_on INTEGER;",
 };
 
 #define SCHEMA_VERSION (int)(sizeof(migrations) / sizeof(migrations[0]))
