@@ -10,6 +10,7 @@
 #include "server/conn_limit.h"
 #include "server/rrl.h"
 #include "server/server.h"
+#include "server/stats.h"
 
 typedef struct tcp_mailbox tcp_mailbox_t;
 
@@ -31,8 +32,14 @@ typedef struct {
 	tcp_mailbox_t *mailbox;      /* TCP workers: replies from other threads. */
 	rrl_t *rrl;                  /* UDP workers: shared limiter (NULL: off). */
 	conn_limit_t *conn_limit;    /* TCP workers: shared per-client counts. */
+	server_worker_stats_t *stats; /* Written by this worker only (stats.h). */
+	bool tcp;
 	bool started;
 } worker_t;
+
+/* Adds a worker's counters to out (stats.c). */
+void server_stats_sum(const server_worker_stats_t *st, bool tcp,
+                      server_stats_t *out);
 
 /* A reply queued to a TCP worker by another thread (reply.c). */
 typedef struct mail {

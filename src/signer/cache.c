@@ -15,6 +15,7 @@
 #include <libdnssec/random.h>
 #include <libknot/errcode.h>
 
+#include "common/counters.h"
 #include "common/error.h"
 #include "signer/signer.h"
 
@@ -32,7 +33,8 @@ struct signer_cache {
 	size_t slots;            /* A multiple of WAYS. */
 	slot_t *slot;
 	uint64_t clock;
-	uint64_t hits, misses;
+	/* Written by the owning worker only, read by the metrics thread. */
+	_Atomic uint64_t hits, misses;
 };
 
 signer_cache_t *signer_cache_new(size_t slots)
@@ -55,6 +57,13 @@ void signer_cache_free(signer_cache_t *c)
 		free(c->slot);
 		free(c);
 	}
+}
+
+void signer_cache_counts(const signer_cache_t *c, uint64_t *hits,
+                         uint64_t *misses)
+{
+	*hits = c != NULL ? zc_local_get(&c->hits) : 0;
+	*misses = c != NULL ? zc_local_get(&c->misses) : 0;
 }
 
 static void mix(uint64_t *h1, uint64_t *h2, const uint8_t *p, size_t n,
@@ -108,7 +117,7 @@ int signer_sign_cached(signer_cache_t *c, const knot_rrset_t *rr,
 			if (w->len > 0 && w->h1 == h1 && w->h2 == h2) {
 				if ((int32_t)(w->refresh_at - now) > 0) {
 					w->used = c->clock;
-					c->hits++;
+					zc_local_add(&c->hits, 1);
 					return knot_rrset_add_rdata(rrsig, w->rdata,
 					                            w->len, mm);
 				}
@@ -128,7 +137,7 @@ int signer_sign_cached(signer_cache_t *c, const knot_rrset_t *rr,
 				}
 			}
 		}
-		c->misses++;
+		zc_local_add(&c->misses, 1);
 	}
 	uint32_t jitter = 0;
 	dnssec_random_buffer((uint8_t *)&jitter, sizeof(jitter));

@@ -112,6 +112,11 @@ typedef struct signer_cache signer_cache_t;
 signer_cache_t *signer_cache_new(size_t slots);
 void signer_cache_free(signer_cache_t *c);
 
+/* Signatures served from the cache and made, so far (any thread: the
+ * owner counts with relaxed atomics). */
+void signer_cache_counts(const signer_cache_t *c, uint64_t *hits,
+                         uint64_t *misses);
+
 /*
  * Like signer_sign_rrset(), served from the cache when the same RRset
  * (owner, type, TTL, rdata) was signed by the same key and the signature
