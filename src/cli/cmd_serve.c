@@ -20,8 +20,10 @@
 #include "cli/commands.h"
 #include "common/error.h"
 #include "common/log.h"
+#include "common/sd_notify.h"
 #include "edge/repl.h"
 #include "fleet/fleet.h"
+#include "metrics/metrics.h"
 #include "server/server.h"
 #include "transfer/transfer.h"
 #include "update/update.h"
@@ -45,6 +47,8 @@ static void usage(FILE *out)
 	      DEFAULT_LISTEN ")\n"
 	      "  -a, --api-listen ADDR:PORT  HTTP API address (default "
 	      "127.0.0.1:8053; 'none': no API)\n"
+	      "  -m, --metrics-listen ADDR:PORT  Prometheus metrics, /healthz and\n"
+	      "                           /readyz (default: none)\n"
 	      "  -w, --workers N          workers per address (default: one per "
 	      "core)\n"
 	      "  -L, --log-level LEVEL    error, warning, info, debug\n"
@@ -62,6 +66,7 @@ static const struct option opts[] = {
 	{ "data-dir", required_argument, NULL, 'd' },
 	{ "listen", required_argument, NULL, 'l' },
 	{ "api-listen", required_argument, NULL, 'a' },
+	{ "metrics-listen", required_argument, NULL, 'm' },
 	{ "workers", required_argument, NULL, 'w' },
 	{ "log-level", required_argument, NULL, 'L' },
 	{ "nsid", required_argument, NULL, 'N' },
@@ -74,6 +79,7 @@ static const struct option opts[] = {
 
 static const char *const flag_keys[128] = {
 	['d'] = "data-dir", ['a'] = "api-listen", ['w'] = "workers",
+	['m'] = "metrics-listen",
 	['L'] = "log-level", ['N'] = "nsid", ['n'] = "nats",
 };
 
@@ -82,7 +88,7 @@ static int parse_args(int argc, char **argv, config_t *cfg)
 {
 	config_defaults(cfg);
 	int c;
-	while ((c = getopt_long(argc, argv, "c:d:l:a:w:L:o:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "c:d:l:a:m:w:L:o:h", opts, NULL)) != -1) {
 		if (c == 'c' && config_load(cfg, optarg) != ZC_EOK) {
 			return 1;
 		}
@@ -102,7 +108,7 @@ static int parse_args(int argc, char **argv, config_t *cfg)
 	}
 	bool listen_flag = false;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "c:d:l:a:w:L:o:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "c:d:l:a:m:w:L:o:h", opts, NULL)) != -1) {
 		char err[256] = "";
 		if (c == 'l') {
 			if (!listen_flag) {
@@ -276,10 +282,30 @@ static int start_fleet(const config_t *cfg, edge_store_t *es,
 	return edge_repl_enable(es, false, &pos);
 }
 
-/* Runs every stage until a signal (takes sockets, api_fd and es). */
-static int serve(const config_t *cfg, const server_config_t *scfg,
-                 server_sockets_t *sockets, int api_fd, edge_store_t *es)
+/* Starts the metrics endpoint on metrics_fd (taken) when it is bound. */
+static int start_metrics(const config_t *cfg, int metrics_fd, server_t *server,
+                         edge_store_t *es, builder_follower_t *follower,
+                         fleet_primary_t *fleet, metrics_t **out)
 {
+	if (metrics_fd < 0) {
+		return ZC_EOK;
+	}
+	metrics_config_t mcfg = {
+		.listen = cfg->metrics_listen, .listen_fd = metrics_fd,
+		.data_dir = cfg->data_dir, .server = server, .edge = es,
+		.follower = follower, .fleet = fleet,
+		.zone_limit = cfg->metrics_zone_limit,
+	};
+	return metrics_start(&mcfg, out);
+}
+
+/* Runs every stage until a signal (takes sockets, api_fd, metrics_fd and
+ * es). */
+static int serve(const config_t *cfg, const server_config_t *scfg,
+                 server_sockets_t *sockets, int api_fd, int metrics_fd,
+                 edge_store_t *es)
+{
+	metrics_t *metrics = NULL;
 	builder_follower_t *follower = NULL;
 	writer_t *writer = NULL;
 	server_t *server = NULL;
@@ -356,10 +382,16 @@ static int serve(const config_t *cfg, const server_config_t *scfg,
 		api_fd = -1;
 	}
 	if (ret == ZC_EOK) {
+		ret = start_metrics(cfg, metrics_fd, server, es, follower, fleet,
+		                    &metrics);
+		metrics_fd = -1;
+	}
+	if (ret == ZC_EOK) {
 		ret = drop_privileges(cfg);
 	}
 	if (ret == ZC_EOK) {
 		zc_info("zonecast %s serving %s", ZONECAST_VERSION, cfg->data_dir);
+		zc_sd_notify_ready("serving DNS");
 		sigset_t set;
 		sigemptyset(&set);
 		sigaddset(&set, SIGINT);
@@ -370,8 +402,14 @@ static int serve(const config_t *cfg, const server_config_t *scfg,
 	} else {
 		zc_error("cannot start: %s", zc_strerror(ret));
 	}
-	/* Writers stop first and answer what they hold, transfers end; the
-	 * DNS workers deliver those answers and stop last. */
+	zc_sd_notify_stopping();
+	/* Metrics first (they read every stage). Writers stop next and
+	 * answer what they hold, transfers end; the DNS workers deliver
+	 * those answers and stop last. */
+	metrics_stop(metrics);
+	if (metrics_fd >= 0) {
+		close(metrics_fd);
+	}
 	api_stop(api);
 	update_shutdown(updates);
 	writer_stop(writer);
@@ -398,7 +436,7 @@ static int serve(const config_t *cfg, const server_config_t *scfg,
  */
 static int run(const config_t *cfg)
 {
-	int lock_fd = -1, api_fd = -1;
+	int lock_fd = -1, api_fd = -1, metrics_fd = -1;
 	server_sockets_t *sockets = NULL;
 	edge_store_t *es = NULL;
 	server_config_t scfg;
@@ -410,20 +448,26 @@ static int run(const config_t *cfg)
 	int ret = 1;
 	if (server_bind(&scfg, &sockets) != ZC_EOK ||
 	    (cfg->api_listen[0] != '\0' &&
-	     api_bind(cfg->api_listen, &api_fd) != ZC_EOK)) {
+	     api_bind(cfg->api_listen, &api_fd) != ZC_EOK) ||
+	    (cfg->metrics_listen[0] != '\0' &&
+	     metrics_bind(cfg->metrics_listen, &metrics_fd) != ZC_EOK)) {
 		zc_error("cannot start: a listen address is not available");
 		goto out;
 	}
 	es = prepare_data(cfg);
 	if (es != NULL) {
-		ret = serve(cfg, &scfg, sockets, api_fd, es);
+		ret = serve(cfg, &scfg, sockets, api_fd, metrics_fd, es);
 		sockets = NULL;
 		api_fd = -1;
+		metrics_fd = -1;
 	}
 out:
 	server_sockets_free(sockets);
 	if (api_fd > 0) {
 		close(api_fd);
+	}
+	if (metrics_fd >= 0) {
+		close(metrics_fd);
 	}
 	close(lock_fd);
 	return ret;

@@ -145,6 +145,23 @@ int records_zone_delete(records_store_t *store, const knot_dname_t *apex,
 int records_last_seq(records_store_t *store, uint64_t *seq);
 
 /*
+ * The builder's backlog for the metrics (records/activity.c): events with
+ * seq > after, and the commit time (Unix ms) of the oldest (0: none).
+ */
+int records_changes_pending(records_store_t *store, uint64_t after,
+                            uint64_t *count, int64_t *oldest_ms);
+
+/*
+ * Events per zone with after < seq <= *last_seq, *last_seq being set to
+ * the newest sequence first (one snapshot): cb(zone_id, events, ctx) for
+ * each zone that has some (cb returns non-zero to stop).
+ */
+int records_zone_activity(records_store_t *store, uint64_t after,
+                          int (*cb)(int64_t zone_id, uint64_t events,
+                                    void *ctx),
+                          void *ctx, uint64_t *last_seq);
+
+/*
  * Reads up to `limit` change events (0: no limit) with seq > after, in
  * order, calling cb for each (cb returns non-zero to stop). Inside
  * records_read_begin()/end() it reads that snapshot.

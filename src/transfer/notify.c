@@ -44,6 +44,7 @@
 #include <libknot/packet/pkt.h>
 #include <libknot/rrtype/soa.h>
 
+#include "common/counters.h"
 #include "common/error.h"
 #include "common/log.h"
 #include "dns/name.h"
@@ -188,6 +189,7 @@ static int send_notify(notify_t *n, nzone_t *zone, size_t t)
 		ret = -errno; /* Counted as a try: resent at the deadline. */
 	}
 	knot_pkt_free(pkt);
+	zc_count(ZC_COUNT_NOTIFY_SENT);
 	s->sent_serial = z.serial;
 	s->tries++;
 	unsigned shift = s->tries - 1u < 20 ? s->tries - 1u : 20;
@@ -333,6 +335,8 @@ static void on_response(notify_t *n, size_t t, const uint8_t *msg, size_t len)
 		zc_debug("notify: zone %s serial %u answered by %s (rcode %u)",
 		         name, s->sent_serial, tg->name,
 		         knot_wire_get_rcode(msg));
+		zc_count(knot_wire_get_rcode(msg) == KNOT_RCODE_NOERROR ?
+		         ZC_COUNT_NOTIFY_ACKED : ZC_COUNT_NOTIFY_ERROR);
 		start_slot(n, zone, t); /* The serial may have moved since. */
 		return;
 	}
@@ -378,6 +382,7 @@ static int expire(notify_t *n)
 				zc_info("notify: zone %s serial %u: no response "
 				        "from %s after %u tries, giving up", name,
 				        s->sent_serial, tg->name, s->tries);
+				zc_count(ZC_COUNT_NOTIFY_TIMEOUT);
 				s->in_flight = false;
 				s->has_done = true;
 				s->done_serial = s->sent_serial;
