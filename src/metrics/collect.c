@@ -76,7 +76,7 @@ static void put_process(metrics_t *m, text_t *t)
 	}
 }
 
-static void put_answers(text_t *t, const server_stats_t *st)
+static void put_answers(text_t *t, const server_counts_t *st)
 {
 	text_family(t, "zonecast_dns_queries_total", "counter",
 	            "DNS messages answered by the workers, by transport, "
@@ -129,7 +129,7 @@ static void put_answers(text_t *t, const server_stats_t *st)
 	}
 }
 
-static void put_abuse(text_t *t, const server_stats_t *st)
+static void put_abuse(text_t *t, const server_counts_t *st)
 {
 	text_family(t, "zonecast_dns_cookies_total", "counter",
 	            "Queries with EDNS by DNS Cookie outcome (RFC 7873): no "
@@ -489,8 +489,8 @@ static void put_fleet_edge(metrics_t *m, text_t *t)
 int metrics_collect(metrics_t *m, char **out, size_t *len)
 {
 	text_t t = { 0 };
-	server_stats_t st;
-	server_stats_get(m->cfg.server, &st);
+	server_counts_t st;
+	server_counts_get(m->cfg.server, &st);
 	put_process(m, &t);
 	put_answers(&t, &st);
 	put_abuse(&t, &st);

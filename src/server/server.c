@@ -200,7 +200,7 @@ int server_start(const server_config_t *cfg, server_sockets_t *sockets,
 	return ZC_EOK;
 }
 
-void server_stats_get(server_t *s, server_stats_t *out)
+void server_counts_get(server_t *s, server_counts_t *out)
 {
 	memset(out, 0, sizeof(*out));
 	for (size_t i = 0; i < s->count; i++) {

@@ -31,7 +31,7 @@
 
 #include "edge/edge.h"
 #include "server/rrl.h"
-#include "server/stats.h" /* server_stats_get(): the workers' counters. */
+#include "server/stats.h" /* server_counts_get(): the workers' counters. */
 
 #define SERVER_MAX_LISTEN 16
 

@@ -160,7 +160,7 @@ static void add_worker(const server_worker_stats_t *st,
 }
 
 void server_stats_sum(const server_worker_stats_t *st, bool tcp,
-                      server_stats_t *out)
+                      server_counts_t *out)
 {
 	server_proto_stats_t *p = &out->proto[tcp ? SERVER_STATS_TCP :
 	                                      SERVER_STATS_UDP];

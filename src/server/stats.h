@@ -9,7 +9,7 @@
  * Each worker owns a server_worker_stats_t, allocated on a cache line of
  * its own and written only by that worker (zc_local_add(): a plain load
  * and store, no locked instruction, no line shared with another core).
- * server_stats_get() sums every worker's block when the metrics endpoint
+ * server_counts_get() sums every worker's block when the metrics endpoint
  * is scraped; a sum read while workers count is off by at most the
  * queries answered meanwhile, as with any counter read.
  *
@@ -79,7 +79,7 @@ typedef struct {
 	uint64_t sigcache_hits;
 	uint64_t sigcache_misses;
 	unsigned workers;              /* UDP and TCP worker threads */
-} server_stats_t;
+} server_counts_t;
 
 /* The name of query type index i ("A", ..., "other", "none": no
  * question), of RCODE index i ("NOERROR", ..., "other"), of cookie
@@ -91,7 +91,7 @@ const char *server_stats_deferred_name(unsigned i);
 
 struct server;
 /* Sums the workers' blocks (any thread, while the server runs). */
-void server_stats_get(struct server *s, server_stats_t *out);
+void server_counts_get(struct server *s, server_counts_t *out);
 
 /* --- For the workers (udp.c, tcp.c) --- */
 

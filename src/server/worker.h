@@ -39,7 +39,7 @@ typedef struct {
 
 /* Adds a worker's counters to out (stats.c). */
 void server_stats_sum(const server_worker_stats_t *st, bool tcp,
-                      server_stats_t *out);
+                      server_counts_t *out);
 
 /* A reply queued to a TCP worker by another thread (reply.c). */
 typedef struct mail {

@@ -112,8 +112,8 @@ typedef struct signer_cache signer_cache_t;
 signer_cache_t *signer_cache_new(size_t slots);
 void signer_cache_free(signer_cache_t *c);
 
-/* Signatures served from the cache and made, so far (any thread: the
- * owner counts with relaxed atomics). */
+/* Lookups served from the cache and those that signed, so far (any
+ * thread; NULL: zeros). */
 void signer_cache_counts(const signer_cache_t *c, uint64_t *hits,
                          uint64_t *misses);
 
