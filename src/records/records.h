@@ -436,6 +436,11 @@ int records_zone_set_serial(records_store_t *store, records_zone_t *zone,
 
 /* --- DNSSEC signing keys (records/dnssec_keys.c) --- */
 
+/* The largest TTL among the zone's records (0: none): how long a
+ * signature over any of them may stay in caches. */
+int records_zone_max_ttl(records_store_t *store, int64_t zone_id,
+                         uint32_t *ttl);
+
 typedef struct {
 	int64_t id;
 	int64_t zone_id;
@@ -444,7 +449,9 @@ typedef struct {
 	const uint8_t *pem;      /* Borrowed during the callback. */
 	size_t pem_len;
 	bool active;
-	int64_t created_on;
+	int64_t created_on;      /* Unix ms: made, and published in DNSKEY. */
+	int64_t active_on;       /* Began signing (0: never). */
+	int64_t retired_on;      /* Stopped signing (0: signs, or never did). */
 } records_dnssec_key_t;
 
 /* Stores a key (key->id and created_on are set), in the caller's write

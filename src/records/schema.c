@@ -152,6 +152,12 @@ static const char *const migrations[] = {
 	"  WHERE instr(owner, x'00') < length(owner)"
 	"     OR instr(owner, x'01') > 0;"
 	"UPDATE zones SET ixfr_from = serial;",
+	/* 9: when each DNSSEC key began and stopped signing (Unix ms, NULL:
+	 * not yet), so that rollover steps can wait as the TTLs require
+	 * (signer/timing.c). A key active now has signed since it was made. */
+	"ALTER TABLE dnssec_keys ADD COLUMN active_on INTEGER;"
+	"ALTER TABLE dnssec_keys ADD COLUMN retired_on INTEGER;"
+	"UPDATE dnssec_keys SET active_on = created_on WHERE active = 1;",
 };
 
 #define SCHEMA_VERSION (int)(sizeof(migrations) / sizeof(migrations[0]))
