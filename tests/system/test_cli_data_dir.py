@@ -207,7 +207,7 @@ def test_known_zone_still_works(data_dir):
                 ["dnssec", "keys", "--data-dir", "DIR", "ZONE"],
                 ["dnssec", "rollover", "--data-dir", "DIR", "ZONE", "zsk", "prepublish"],
                 ["dnssec", "disable", "--data-dir", "DIR", "ZONE"],
-                ["zone", "delete", "--data-dir", "DIR", "ZONE"]):
+                ["zone", "delete", "--data-dir", "DIR", "--force", "ZONE"]):
         cp = zonecast(*fill(cmd, data_dir))
         assert cp.returncode == 0, (cmd, cp.stderr)
     cp = zonecast("verify", "--data-dir", data_dir)
