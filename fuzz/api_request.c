@@ -171,10 +171,13 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	zc_log_set_level(getenv("FUZZ_LOG") ? ZC_LOG_DEBUG : ZC_LOG_ERROR);
 	es = fuzz_zone_open();
 	const char *dir = fuzz_zone_dir;
-	if (es == NULL || api_token_create(dir, 0, 0, token_admin,
+	records_token_t admin = { .name = "admin" };
+	records_token_t ro = { .name = "ro", .read_only = true };
+	records_token_t zone = { .name = "zone", .zone_id = 1 };
+	if (es == NULL || api_token_create(dir, &admin, token_admin,
 	                                   sizeof(token_admin)) != 0 ||
-	    api_token_create(dir, 1, 0, token_ro, sizeof(token_ro)) != 0 ||
-	    api_token_create(dir, 0, 1, token_zone, sizeof(token_zone)) != 0) {
+	    api_token_create(dir, &ro, token_ro, sizeof(token_ro)) != 0 ||
+	    api_token_create(dir, &zone, token_zone, sizeof(token_zone)) != 0) {
 		abort();
 	}
 	edge_close(es);
@@ -203,6 +206,10 @@ static const char *lookup(void *ctx, bool header, const char *key,
 {
 	values_t *v = ctx;
 	size_t n = header ? v->headers : v->args;
+	if (key == NULL) {
+		return index >= n ? NULL : header ? v->header_key[index] :
+		       v->arg_key[index];
+	}
 	for (size_t i = 0; i < n; i++) {
 		const char *k = header ? v->header_key[i] : v->arg_key[i];
 		if (strcasecmp(k, key) == 0 && index-- == 0) {

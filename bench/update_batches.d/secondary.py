@@ -12,9 +12,14 @@ previous record is visible), optionally --gap-ms apart.
   secondary.py --primary 127.0.0.1:P --secondary 127.0.0.1:S --zone Z. --key-file F
                --samples N [--timeout-s 10] [--budget-s 600] [--prefix p] [--out FILE]
 
+--validate (a signed zone): once the clock stopped, the answer is asked
+again with DO=1 and its RRSIG checked against the zone's DNSKEY RRset (read
+from the secondary at start) with dnspython; a sample whose answer does
+not validate counts as an error, and the summary says validated=N/M.
+
 --out gets "i ack_ms visible_ms status" per sample; stdout one summary line
 of key=value: samples, ok, timeouts, errors, p50_ms, p90_ms, p99_ms, max_ms,
-ack_p50_ms, ack_p99_ms.
+ack_p50_ms, ack_p99_ms (validated with --validate).
 """
 import argparse
 import re
@@ -26,6 +31,7 @@ import dns.message
 import dns.name
 import dns.query
 import dns.rcode
+import dns.rdataclass
 import dns.rdatatype
 import dns.tsig
 import dns.tsigkeyring
@@ -44,6 +50,24 @@ def pct(v, p):
     return v[int(round(p * (len(v) - 1)))]
 
 
+def check_signed(name, host, port, zone, dnskeys):
+    """"ok" when the secondary's A RRset for name comes with an RRSIG that
+    validates against the zone's DNSKEYs, else why not."""
+    import dns.dnssec
+    try:
+        r = dns.query.udp(dns.message.make_query(name, "A", want_dnssec=True), host,
+                          port=port, timeout=2.0)
+        rrset = r.get_rrset(r.answer, name, dns.rdataclass.IN, dns.rdatatype.A)
+        sigs = r.get_rrset(r.answer, name, dns.rdataclass.IN, dns.rdatatype.RRSIG,
+                           dns.rdatatype.A)
+        if rrset is None or sigs is None:
+            return "unsigned"
+        dns.dnssec.validate(rrset, sigs, {zone: dnskeys})
+        return "ok"
+    except Exception as e:   # noqa: BLE001 - a sample's outcome
+        return "invalid_" + type(e).__name__
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--primary", required=True)
@@ -57,6 +81,7 @@ def main():
     ap.add_argument("--gap-ms", type=float, default=0.0)
     ap.add_argument("--prefix", default="s")
     ap.add_argument("--out")
+    ap.add_argument("--validate", action="store_true")
     a = ap.parse_args()
 
     ph, pp = a.primary.rsplit(":", 1)
@@ -69,6 +94,15 @@ def main():
 
     tcp = None
     udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    dnskeys = None
+    validated = 0
+    if a.validate:
+        r = dns.query.tcp(dns.message.make_query(zone, "DNSKEY", want_dnssec=True), sh,
+                          port=sp, timeout=a.timeout_s)
+        dnskeys = r.get_rrset(r.answer, zone, dns.rdataclass.IN, dns.rdatatype.DNSKEY)
+        if dnskeys is None:
+            print("error=no_DNSKEY_at_the_secondary")
+            sys.exit(1)
     out = open(a.out, "w") if a.out else None
     vis, acks = [], []
     timeouts = errors = 0
@@ -122,6 +156,9 @@ def main():
                     status = "timeout"
                     break
                 time.sleep(a.poll_ms / 1e3)
+        if status == "ok" and a.validate:
+            status = check_signed(name, sh, sp, zone, dnskeys)
+            validated += status == "ok"
         if status == "ok":
             vis.append(vis_ms)
         elif status == "timeout":
@@ -134,10 +171,11 @@ def main():
         if a.gap_ms:
             time.sleep(a.gap_ms / 1e3)
     print("samples=%d ok=%d timeouts=%d errors=%d p50_ms=%.2f p90_ms=%.2f p99_ms=%.2f max_ms=%.2f "
-          "min_ms=%.2f ack_p50_ms=%.2f ack_p99_ms=%.2f seconds=%.1f" % (
+          "min_ms=%.2f ack_p50_ms=%.2f ack_p99_ms=%.2f seconds=%.1f%s" % (
               done, len(vis), timeouts, errors, pct(vis, .5), pct(vis, .9), pct(vis, .99),
               max(vis) if vis else float("nan"), min(vis) if vis else float("nan"),
-              pct(acks, .5), pct(acks, .99), time.monotonic() - t_start))
+              pct(acks, .5), pct(acks, .99), time.monotonic() - t_start,
+              " validated=%d/%d" % (validated, done) if a.validate else ""))
     sys.exit(0 if vis and not errors and not timeouts else 1)
 
 

@@ -25,6 +25,7 @@
 #include "builder/builder.h"
 #include "edge/edge.h"
 #include "fleet/fleet.h"
+#include "records/records.h"
 #include "writer/writer.h"
 
 typedef struct {
@@ -70,9 +71,28 @@ int api_start(const api_config_t *cfg, api_t **out);
 /* Stops the server, waits for requests in flight, frees api (NULL: no-op). */
 void api_stop(api_t *api);
 
+/* Applies a new body limit and ?wait=live bound (a reload; 0: the
+ * defaults) to a running API: the next request is judged by them. */
+void api_reconfigure(api_t *api, size_t max_body, unsigned live_wait_ms);
+
 /*
- * Creates an API token and prints nothing: writes the token text (to show
- * once) into out (at least 64 bytes). zone_id 0 means every zone.
+ * Creates an API token and prints nothing: stores tok (its name,
+ * read_only, zone_id (0: every zone) and expires_on; id and times are
+ * set) with the hash of a new secret, and writes the secret (to show
+ * once: only its hash is kept) into out (at least 64 bytes).
  */
-int api_token_create(const char *data_dir, int read_only, int64_t zone_id,
-                     char *out, size_t out_size);
+int api_token_create(const char *data_dir, records_token_t *tok, char *out,
+                     size_t out_size);
+
+/* Ids as the API writes them (32 hex digits) and reads them back (0:
+ * not an id). */
+void api_id_text(int64_t id, char out[33]);
+int64_t api_id_value(const char *text);
+
+/* A UTC time as the API takes it (RFC 3339: 2027-01-31T12:00:00Z, with
+ * optional fractional seconds; or a date, 2027-01-31) in Unix
+ * milliseconds. ZC_EUSAGE when it is none. */
+int api_time_parse(const char *text, int64_t *ms);
+
+/* A new token secret into out (at least 64 bytes) and its SHA-256 hash. */
+int api_token_secret(char *out, size_t out_size, uint8_t hash[32]);

@@ -14,11 +14,19 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/random.h>
+#include <time.h>
 #include <libknot/errcode.h>
 
 #include "api/internal.h"
 #include "common/error.h"
-#include "records/sqlite.h"
+
+/* The wall clock in Unix milliseconds (token expiry times are). */
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
 
 int api_token_hash(const char *token, uint8_t out[32])
 {
@@ -26,8 +34,7 @@ int api_token_hash(const char *token, uint8_t out[32])
 	       ZC_EOK : ZC_EUSAGE;
 }
 
-int api_token_create(const char *data_dir, int read_only, int64_t zone_id,
-                     char *out, size_t out_size)
+int api_token_secret(char *out, size_t out_size, uint8_t hash[32])
 {
 	static const char alphabet[] = "abcdefghijklmnopqrstuvwxyz234567";
 	uint8_t rnd[32];
@@ -39,25 +46,19 @@ int api_token_create(const char *data_dir, int read_only, int64_t zone_id,
 		out[n++] = alphabet[rnd[i] % 32];
 	}
 	out[n] = '\0';
+	return api_token_hash(out, hash);
+}
+
+int api_token_create(const char *data_dir, records_token_t *tok, char *out,
+                     size_t out_size)
+{
 	uint8_t hash[32];
 	records_store_t *rs;
-	int ret = api_token_hash(out, hash);
+	int ret = api_token_secret(out, out_size, hash);
 	if (ret != ZC_EOK || (ret = records_open(&rs, data_dir)) != ZC_EOK) {
 		return ret;
 	}
-	sqlite3_stmt *st;
-	ret = records_sql_prepare(rs, "INSERT INTO tokens(hash, read_only, zone_id,"
-	                          " created_on) VALUES (?, ?, ?, ?)", &st);
-	if (ret == ZC_EOK) {
-		sqlite3_bind_blob(st, 1, hash, sizeof(hash), SQLITE_STATIC);
-		sqlite3_bind_int(st, 2, read_only ? 1 : 0);
-		if (zone_id != 0) {
-			sqlite3_bind_int64(st, 3, zone_id);
-		}
-		sqlite3_bind_int64(st, 4, records_now_ms());
-		ret = records_sql_error(rs->db, sqlite3_step(st));
-		records_sql_done(rs, st);
-	}
+	ret = records_token_add(rs, hash, tok);
 	records_close(rs);
 	return ret;
 }
@@ -98,25 +99,32 @@ int api_authenticate(api_req_t *req)
 		api_error(req, 401, 10000, "Authorization: invalid token");
 		return ZC_EUSAGE;
 	}
-	sqlite3_stmt *st;
-	int ret = records_sql_prepare(req->rs, "SELECT read_only,"
-	                              " coalesce(zone_id, 0) FROM tokens"
-	                              " WHERE hash = ?", &st);
+	records_token_t tok;
+	int ret = records_token_find(req->rs, hash, &tok);
+	if (ret == ZC_ENOKEY) {
+		api_error(req, 401, 10000, "Authorization: invalid token");
+		return ZC_EUSAGE;
+	}
 	if (ret != ZC_EOK) {
 		api_error_code(req, ret, "Authorization");
 		return ret;
 	}
-	sqlite3_bind_blob(st, 1, hash, sizeof(hash), SQLITE_STATIC);
-	if (sqlite3_step(st) == SQLITE_ROW) {
-		req->read_only = sqlite3_column_int(st, 0) != 0;
-		req->token_zone = sqlite3_column_int64(st, 1);
-		ret = ZC_EOK;
-	} else {
-		api_error(req, 401, 10000, "Authorization: invalid token");
-		ret = ZC_EUSAGE;
+	/* Looked up on every request: a revocation or an expiry stops the
+	 * token at its next request. */
+	switch (records_token_status(&tok, now_ms())) {
+	case RECORDS_TOKEN_REVOKED:
+		api_error(req, 401, 10000, "Authorization: the token was revoked");
+		return ZC_EUSAGE;
+	case RECORDS_TOKEN_EXPIRED:
+		api_error(req, 401, 10000, "Authorization: the token has expired");
+		return ZC_EUSAGE;
+	case RECORDS_TOKEN_ACTIVE:
+		break;
 	}
-	records_sql_done(req->rs, st);
-	if (ret == ZC_EOK && req->read_only && strcmp(req->method, "GET") != 0) {
+	req->token_id = tok.id;
+	req->read_only = tok.read_only;
+	req->token_zone = tok.zone_id;
+	if (req->read_only && strcmp(req->method, "GET") != 0) {
 		api_error(req, 403, 9109, "Authorization: read-only token");
 		ret = ZC_EUSAGE;
 	}

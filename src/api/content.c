@@ -11,6 +11,7 @@
 #include <libknot/rrset.h>
 
 #include "api/content.h"
+#include "api/txt.h"
 #include "common/error.h"
 #include "dns/name.h"
 #include "dns/rdata.h"
@@ -94,68 +95,49 @@ static bool ends_with_dot(const char *text, size_t len)
 	return slashes % 2 == 0;
 }
 
-/* Plain TXT content (Cloudflare's form, not in quotes) as character-
- * strings of at most 255 octets, every octet meaning itself: quotes and
- * backslashes escaped, octets outside printable ASCII as \DDD. */
-static int plain_txt(const char *content, char *out, size_t size)
+/*
+ * Copies content into a master-file line so that it means what it says:
+ * outside quotes an unescaped ';' would start a comment and '(' or ')'
+ * would group lines, and neither belongs to a one-line content, so each
+ * is escaped (\; \( \)) and stands for itself, as Cloudflare takes
+ * content ("v=DKIM1; k=rsa", a CAA value with ';'). Returns the length
+ * written, or 0 when out of room.
+ */
+static size_t copy_escaped(const char *content, size_t len, char *out,
+                           size_t size)
 {
-	size_t pos = 0, in_string = 0, len = strlen(content);
-	if (len == 0) {
-		return snprintf(out, size, "\"\"") < (int)size ? ZC_EOK :
-		       ZC_ENOSPACE; /* One empty string. */
-	}
-	for (size_t i = 0; i <= len; i++) {
-		if (pos + 8 >= size) {
-			return ZC_ENOSPACE;
+	size_t pos = 0;
+	bool quoted = false;
+	for (size_t i = 0; i < len; i++) {
+		char c = content[i];
+		if (pos + 3 >= size) {
+			return 0;
 		}
-		if (i == len || in_string == 255) {
-			out[pos++] = '"';
-			if (i == len) {
-				break;
-			}
-			out[pos++] = ' ';
-			in_string = 0;
+		if (c == '\\' && i + 1 < len) {
+			out[pos++] = c;
+			out[pos++] = content[++i];
+			continue;
 		}
-		if (in_string++ == 0) {
-			out[pos++] = '"';
-		}
-		uint8_t c = (uint8_t)content[i];
-		if (c == '"' || c == '\\') {
+		if (c == '"') {
+			quoted = !quoted;
+		} else if (!quoted && (c == ';' || c == '(' || c == ')')) {
 			out[pos++] = '\\';
-			out[pos++] = (char)c;
-		} else if (c < 0x20 || c > 0x7e) {
-			pos += (size_t)snprintf(out + pos, size - pos, "\\%03u", c);
-		} else {
-			out[pos++] = (char)c;
 		}
+		out[pos++] = c;
 	}
-	out[pos] = '\0';
-	return ZC_EOK;
+	return pos;
 }
 
-/*
- * Checks that content written into a master-file line means what it
- * says: outside quotes, an unescaped ';' would start a comment and '(' or
- * ')' would group lines; neither belongs to the data, so they must be
- * escaped (\; \( \)) or quoted. Returns a message, or NULL when fine.
- */
-static const char *special_outside_quotes(const char *content)
+bool api_content_is_txt(uint16_t type)
 {
-	bool quoted = false;
-	for (const char *p = content; *p != '\0'; p++) {
-		if (*p == '\\' && p[1] != '\0') {
-			p++;
-		} else if (*p == '"') {
-			quoted = !quoted;
-		} else if (!quoted && *p == ';') {
-			return "content: ';' outside quotes starts a comment in "
-			       "master-file syntax (write \\; or quote it)";
-		} else if (!quoted && (*p == '(' || *p == ')')) {
-			return "content: '(' or ')' outside quotes groups lines in "
-			       "master-file syntax (write \\( \\) or quote it)";
-		}
-	}
-	return NULL;
+	return type == KNOT_RRTYPE_TXT || type == KNOT_RRTYPE_SPF;
+}
+
+/* RFC 3597 §5 generic form: "\# LENGTH HEX", the rdata whole. */
+static bool is_generic(const char *content)
+{
+	return strncmp(content, "\\#", 2) == 0 &&
+	       (content[2] == ' ' || content[2] == '\t');
 }
 
 /* Appends content, made zone-file ready for its type. */
@@ -163,18 +145,13 @@ static int content_text(uint16_t type, const char *content, int priority,
                         char *out, size_t size)
 {
 	size_t pos = 0;
-	/* RFC 3597 §5 generic form: the rdata whole, as it is. */
-	bool generic = strncmp(content, "\\#", 2) == 0 &&
-	               (content[2] == ' ' || content[2] == '\t');
+	bool generic = is_generic(content);
 	if (priority >= 0 && !generic && (type == KNOT_RRTYPE_MX ||
 	                                  type == KNOT_RRTYPE_SRV ||
 	                                  type == KNOT_RRTYPE_URI)) {
 		pos += snprintf(out, size, "%d ", priority);
 	}
 	size_t clen = strlen(content);
-	if (type == KNOT_RRTYPE_TXT && content[0] != '"' && !generic) {
-		return plain_txt(content, out + pos, size - pos);
-	}
 	if (pos + clen + 4 >= size) {
 		return ZC_ENOSPACE;
 	}
@@ -186,8 +163,11 @@ static int content_text(uint16_t type, const char *content, int priority,
 		content += 2;
 		clen -= 2;
 	}
-	memcpy(out + pos, content, clen);
-	pos += clen;
+	size_t copied = copy_escaped(content, clen, out + pos, size - pos - 2);
+	if (copied == 0 && clen > 0) {
+		return ZC_ENOSPACE;
+	}
+	pos += copied;
 	bool name_last = is_name_type(type) || type == KNOT_RRTYPE_SRV;
 	if (name_last && !generic && clen > 0 && !ends_with_dot(content, clen)) {
 		out[pos++] = '.'; /* An FQDN, not a name relative to the zone. */
@@ -218,6 +198,39 @@ int api_name_parse(const knot_dname_t *apex, const char *name,
 	return ZC_EOK;
 }
 
+/* The checks every stored record passes (zonefile_record_check()). */
+static int check_record(const api_wire_t *w, char *err, size_t err_size)
+{
+	const char *why = NULL;
+	int ret = zonefile_record_check(w->owner, w->type, w->ttl, w->rdata,
+	                                w->rdata_len, &why);
+	if (ret == KNOT_ENOMEM) {
+		return ret;
+	}
+	if (ret != ZC_EOK) {
+		snprintf(err, err_size, "content: %s", why);
+		return ZC_EUSAGE;
+	}
+	return ZC_EOK;
+}
+
+/* TXT content in either of Cloudflare's forms (api/txt.h). */
+static int parse_txt(const uint8_t *owner, uint16_t type, uint32_t ttl,
+                     const char *content, api_wire_t *out, char *err,
+                     size_t err_size)
+{
+	int ret = api_txt_parse(content, out->rdata, &out->rdata_len, err,
+	                        err_size);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	knot_dname_copy_lower(out->owner, owner);
+	out->type = type;
+	out->ttl = ttl;
+	out->form = api_txt_is_plain(content) ? API_FORM_PLAIN : API_FORM_TEXT;
+	return check_record(out, err, err_size);
+}
+
 int api_content_parse(const knot_dname_t *apex, const char *name,
                       const char *type, const char *content, int priority,
                       uint32_t ttl, api_wire_t *out, char *err,
@@ -239,12 +252,6 @@ int api_content_parse(const knot_dname_t *apex, const char *name,
 		snprintf(err, err_size, "content: missing, or holds a line break");
 		return ZC_EUSAGE;
 	}
-	bool plain = rtype == KNOT_RRTYPE_TXT && content[0] != '"';
-	const char *special = plain ? NULL : special_outside_quotes(content);
-	if (special != NULL) {
-		snprintf(err, err_size, "%s", special);
-		return ZC_EUSAGE;
-	}
 	for (const char *c = name; *c != '\0'; c++) {
 		if ((unsigned char)*c <= 0x20 || *c == 0x7f) {
 			snprintf(err, err_size, "name: a space or control character "
@@ -257,6 +264,10 @@ int api_content_parse(const knot_dname_t *apex, const char *name,
 	int ret = api_name_parse(apex, name, owner, err, err_size);
 	if (ret != ZC_EOK) {
 		return ret;
+	}
+	out->form = API_FORM_TEXT;
+	if (api_content_is_txt(rtype) && !is_generic(content)) {
+		return parse_txt(owner, rtype, ttl, content, out, err, err_size);
 	}
 	knot_dname_to_str(owner_txt, owner, sizeof(owner_txt));
 	/* TYPEnnn: libzscanner reads every type so, also those it has no
@@ -278,18 +289,7 @@ int api_content_parse(const knot_dname_t *apex, const char *name,
 		}
 		return ZC_EUSAGE;
 	}
-	const char *why = NULL;
-	ret = zonefile_record_check(out->owner, out->type, out->ttl,
-	                            out->rdata,
-	                            out->rdata_len, &why);
-	if (ret == KNOT_ENOMEM) {
-		return ret;
-	}
-	if (ret != ZC_EOK) {
-		snprintf(err, err_size, "content: %s", why);
-		return ZC_EUSAGE;
-	}
-	return ZC_EOK;
+	return check_record(out, err, err_size);
 }
 
 void api_name_format(const knot_dname_t *name, char *out, size_t size)
@@ -302,12 +302,18 @@ void api_name_format(const knot_dname_t *name, char *out, size_t size)
 }
 
 int api_content_format(const knot_dname_t *owner, uint16_t type,
-                       const uint8_t *rdata, uint16_t rdata_len,
+                       const uint8_t *rdata, uint16_t rdata_len, int form,
                        char *content, size_t size, int *priority)
 {
 	(void)owner;
 	bool generic;
 	*priority = -1;
+	if (api_content_is_txt(type)) {
+		int ret = api_txt_format(rdata, rdata_len, form, content, size);
+		if (ret != ZC_EFORMAT) {
+			return ret; /* Else the generic form, below. */
+		}
+	}
 	if (zonefile_rdata_text(type, rdata, rdata_len, content, size,
 	                        &generic) < 0) {
 		return ZC_ENOSPACE;
@@ -321,6 +327,9 @@ int api_content_format(const knot_dname_t *owner, uint16_t type,
 		}
 	}
 	size_t len = strlen(content);
+	while (len > 0 && content[len - 1] == ' ') {
+		content[--len] = '\0'; /* libknot ends some (CAA) with a blank. */
+	}
 	if (!generic && (is_name_type(type) || type == KNOT_RRTYPE_SRV) &&
 	    len > 1 && content[len - 1] == '.') {
 		content[len - 1] = '\0';

@@ -3,10 +3,13 @@
  * Internal to api/: records in Cloudflare's shape (name, type, content,
  * priority, ttl) to and from wire form. Content is parsed by the master-
  * file parser on a line "NAME TTL IN TYPE CONTENT", so every type the zone
- * files know is accepted with the same syntax and the same checks.
+ * files know is accepted with the same syntax and the same checks; a ';',
+ * '(' or ')' outside quotes is data, as Cloudflare takes it, not a comment
+ * or a group. TXT content is read in Cloudflare's two forms (api/txt.h).
  */
 #pragma once
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <libknot/dname.h>
@@ -17,6 +20,7 @@ typedef struct {
 	uint16_t type;
 	uint32_t ttl;
 	uint16_t rdata_len;
+	uint8_t form;            /* API_FORM_* (api/txt.h): how it was written. */
 	uint8_t rdata[65535];
 } api_wire_t;
 
@@ -39,9 +43,14 @@ int api_name_parse(const knot_dname_t *apex, const char *name,
 void api_name_format(const knot_dname_t *name, char *out, size_t size);
 
 /*
- * Renders rdata as Cloudflare content; *priority gets the MX/SRV/URI
- * priority or -1. Returns ZC_EOK or ZC_ENOSPACE.
+ * Renders rdata as Cloudflare content in the form it was written in
+ * (API_FORM_*, api/txt.h: TXT written plain comes back plain); *priority
+ * gets the MX/SRV/URI priority or -1. Returns ZC_EOK or ZC_ENOSPACE.
  */
 int api_content_format(const knot_dname_t *owner, uint16_t type,
-                       const uint8_t *rdata, uint16_t rdata_len,
+                       const uint8_t *rdata, uint16_t rdata_len, int form,
                        char *content, size_t size, int *priority);
+
+/* Whether the type's content is character-strings taken in Cloudflare's
+ * two TXT forms (TXT, SPF). */
+bool api_content_is_txt(uint16_t type);

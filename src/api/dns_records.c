@@ -20,6 +20,8 @@
 
 #include "api/content.h"
 #include "api/internal.h"
+#include "api/match.h"
+#include "api/txt.h"
 #include "common/arena.h"
 #include "common/error.h"
 #include "zonefile/zonefile.h"
@@ -32,6 +34,8 @@ typedef struct {
 	enum { OP_DELETE, OP_PUT, OP_PATCH, OP_POST } op;
 	int64_t id;
 	json_t *fields;          /* Borrowed from the request body. */
+	int64_t result_id;       /* The record written (0: none, skipped). */
+	json_t *deleted;         /* A batch's deleted record, as it was. */
 } op_t;
 
 /* The unit of work of a write request. */
@@ -45,6 +49,9 @@ typedef struct {
 	api_wire_t *wire;
 	int64_t last_id;         /* The record a single-record write touched. */
 	bool import;             /* Identical records are skipped, not errors. */
+	bool keep_deleted;       /* A batch: deletes render what they delete. */
+	char *tags;              /* The op's tags, JSON text (arena); NULL. */
+	json_t *deleted;         /* What the op's delete rendered (owned). */
 	int skipped;
 	unsigned status;         /* HTTP status of a failure. */
 	char err[512];
@@ -56,8 +63,19 @@ static void etag_of(int64_t id, int64_t modified, char *out, size_t size)
 	         (unsigned long long)modified);
 }
 
-static json_t *record_json(const records_zone_t *zone,
-                           const records_record_t *rec)
+/* A record's tags as stored (a JSON array of strings), or []. */
+static json_t *tags_json(const char *text)
+{
+	json_t *tags = text != NULL ? json_loads(text, 0, NULL) : NULL;
+	if (!json_is_array(tags)) {
+		json_decref(tags);
+		tags = json_array();
+	}
+	return tags;
+}
+
+json_t *api_record_json(const records_zone_t *zone,
+                        const records_record_t *rec)
 {
 	char id[33], zid[33], name[KNOT_DNAME_TXT_MAXLEN + 1], zname[256];
 	char type[32];
@@ -80,17 +98,18 @@ static json_t *record_json(const records_zone_t *zone,
 		rdata = soa;
 	}
 	if (api_content_format(rec->owner, rec->type, rdata, rec->rdata_len,
-	                       content, sizeof(content), &priority) != ZC_EOK) {
+	                       rec->api_form, content, sizeof(content),
+	                       &priority) != ZC_EOK) {
 		content[0] = '\0';
 	}
 	json_t *j = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:I, s:b, s:b,"
-	                      " s:o, s:[], s:o, s:o, s:{}}",
+	                      " s:o, s:o, s:o, s:o, s:{}}",
 	                      "id", id, "zone_id", zid, "zone_name", zname,
 	                      "name", name, "type", type, "content", content,
 	                      "ttl", (json_int_t)rec->ttl, "proxied", 0,
 	                      "proxiable", 0,
 	                      "comment", rec->comment ? json_string(rec->comment) :
-	                      json_null(), "tags",
+	                      json_null(), "tags", tags_json(rec->tags),
 	                      "created_on", api_time(rec->created_on),
 	                      "modified_on", api_time(rec->modified_on), "meta");
 	if (priority >= 0) {
@@ -103,92 +122,33 @@ static json_t *record_json(const records_zone_t *zone,
 
 typedef struct {
 	const records_zone_t *zone;
-	json_t *list;
-	const char *content;
-	long skip, take, total;
+	json_t *record;
 	char etag[64];
-} list_t;
+} one_t;
 
-static int list_record(const records_record_t *rec, void *ctx)
+static int one_record(const records_record_t *rec, void *ctx)
 {
-	list_t *l = ctx;
-	if (l->content == NULL &&
-	    (l->total < l->skip || l->total >= l->skip + l->take)) {
-		l->total++; /* Outside the page: count it, render nothing. */
-		etag_of(rec->id, rec->modified_on, l->etag, sizeof(l->etag));
-		return 0;
-	}
-	json_t *j = record_json(l->zone, rec);
-	if (l->content != NULL &&
-	    strcmp(json_string_value(json_object_get(j, "content")),
-	           l->content) != 0) {
-		json_decref(j);
-		return 0;
-	}
-	if (l->total >= l->skip && l->total < l->skip + l->take) {
-		json_array_append_new(l->list, j);
-	} else {
-		json_decref(j);
-	}
-	l->total++;
-	etag_of(rec->id, rec->modified_on, l->etag, sizeof(l->etag));
-	return 0;
-}
-
-static void list_records(api_req_t *req, const records_zone_t *zone)
-{
-	const char *name = api_query_arg(req, "name");
-	const char *type = api_query_arg(req, "type");
-	long page, per_page;
-	if (!api_paging(req, &page, &per_page)) {
-		return;
-	}
-	uint16_t rtype = 0;
-	if (type != NULL && knot_rrtype_from_string(type, &rtype) != 0) {
-		api_error(req, 400, 1004, "type: unknown record type");
-		return;
-	}
-	uint8_t owner[KNOT_DNAME_MAXLEN];
-	char err[256];
-	if (name != NULL &&
-	    api_name_parse(zone->apex, name, owner, err, sizeof(err)) != ZC_EOK) {
-		api_error(req, 400, 1004, "%s", err);
-		return;
-	}
-	list_t l = { .zone = zone, .list = json_array(),
-	             .content = api_query_arg(req, "content"),
-	             .skip = (page - 1) * per_page, .take = per_page };
-	int ret;
-	if (l.content == NULL) {
-		/* A page straight from the index; the callback sees only it. */
-		int64_t total = 0;
-		l.skip = 0;
-		ret = records_record_page(req->rs, zone->id, name ? owner : NULL,
-		                          rtype, (page - 1) * per_page, per_page,
-		                          &total, list_record, &l);
-		l.total = total;
-	} else {
-		ret = records_record_foreach(req->rs, zone->id,
-		                             name ? owner : NULL, rtype,
-		                             list_record, &l);
-	}
-	api_list_result(req, ret, l.list, page, per_page, l.total,
-	                "dns_records");
+	one_t *o = ctx;
+	o->record = api_record_json(o->zone, rec);
+	etag_of(rec->id, rec->modified_on, o->etag, sizeof(o->etag));
+	return 1;
 }
 
 static void get_record(api_req_t *req, const records_zone_t *zone,
                        int64_t id)
 {
-	list_t l = { .zone = zone, .list = json_array(), .take = 1 };
-	int ret = records_record_find(req->rs, zone->id, id, list_record, &l);
+	one_t o = { .zone = zone };
+	int ret = records_record_find(req->rs, zone->id, id, one_record, &o);
+	if (ret == ZC_EOK && o.record == NULL) {
+		ret = KNOT_ENOENT;
+	}
 	if (ret != ZC_EOK) {
-		json_decref(l.list);
+		json_decref(o.record);
 		api_error_code(req, ret, "dns_record_id");
 		return;
 	}
-	req->result = json_incref(json_array_get(l.list, 0));
-	json_decref(l.list);
-	snprintf(req->etag, sizeof(req->etag), "%s", l.etag);
+	req->result = o.record;
+	snprintf(req->etag, sizeof(req->etag), "%s", o.etag);
 }
 
 /* --- Writing --- */
@@ -225,7 +185,10 @@ static int copy_record(const records_record_t *rec, void *ctx)
 	uint8_t *rdata = zc_arena_alloc(&u->arena, rec->rdata_len + 1);
 	char *comment = rec->comment ? zc_arena_alloc(&u->arena,
 	                                              strlen(rec->comment) + 1) : NULL;
-	if (owner == NULL || rdata == NULL) {
+	char *tags = rec->tags ? zc_arena_alloc(&u->arena,
+	                                        strlen(rec->tags) + 1) : NULL;
+	if (owner == NULL || rdata == NULL || (rec->comment && !comment) ||
+	    (rec->tags && !tags)) {
 		return 1;
 	}
 	memcpy(owner, rec->owner, knot_dname_size(rec->owner));
@@ -233,9 +196,13 @@ static int copy_record(const records_record_t *rec, void *ctx)
 	if (comment != NULL) {
 		strcpy(comment, rec->comment);
 	}
+	if (tags != NULL) {
+		strcpy(tags, rec->tags);
+	}
 	c->rec.owner = owner;
 	c->rec.rdata = rdata;
 	c->rec.comment = comment;
+	c->rec.tags = tags;
 	c->found = true;
 	return 0;
 }
@@ -337,6 +304,54 @@ static bool managed_dnssec_type(uint16_t type)
 	       type == KNOT_RRTYPE_CDNSKEY;
 }
 
+#define MAX_TAGS 64
+#define MAX_TAG_LEN 500
+
+/* Whether a tag is Cloudflare's "name" or "name:value", the name of
+ * letters, digits, '_' and '-'. */
+static bool is_tag(const char *tag)
+{
+	size_t name = strspn(tag, "abcdefghijklmnopqrstuvwxyz"
+	                     "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-");
+	return name > 0 && (tag[name] == '\0' || tag[name] == ':') &&
+	       strlen(tag) <= MAX_TAG_LEN;
+}
+
+/* Checks the tags of a write; u->tags gets them as JSON text (NULL for
+ * none or null). */
+static int parse_tags(unit_t *u, json_t *tags)
+{
+	u->tags = NULL;
+	if (tags == NULL || json_is_null(tags)) {
+		return ZC_EOK;
+	}
+	if (!json_is_array(tags) || json_array_size(tags) > MAX_TAGS) {
+		return fail(u, 400, "tags: an array of at most %d strings is "
+		            "required", MAX_TAGS);
+	}
+	size_t i;
+	json_t *t;
+	json_array_foreach(tags, i, t) {
+		if (!json_is_string(t) || !is_tag(json_string_value(t))) {
+			return fail(u, 400, "tags[%zu]: \"name\" or \"name:value\" "
+			            "is required (the name of letters, digits, '_' "
+			            "and '-'; at most %d bytes)", i, MAX_TAG_LEN);
+		}
+	}
+	if (json_array_size(tags) == 0) {
+		return ZC_EOK;
+	}
+	char *text = json_dumps(tags, JSON_COMPACT);
+	if (text != NULL) {
+		u->tags = zc_arena_alloc(&u->arena, strlen(text) + 1);
+		if (u->tags != NULL) {
+			strcpy(u->tags, text);
+		}
+	}
+	free(text);
+	return u->tags != NULL ? ZC_EOK : KNOT_ENOMEM;
+}
+
 /* Parses a record's JSON fields (over a base record for PATCH). */
 static int parse_fields(unit_t *u, json_t *f, const copy_t *base)
 {
@@ -354,8 +369,8 @@ static int parse_fields(unit_t *u, json_t *f, const copy_t *base)
 		knot_rrtype_to_string(base->rec.type, base_type, sizeof(base_type));
 		int bp;
 		api_content_format(base->rec.owner, base->rec.type, base->rec.rdata,
-		                   base->rec.rdata_len, content_buf,
-		                   sizeof(content_buf), &bp);
+		                   base->rec.rdata_len, base->rec.api_form,
+		                   content_buf, sizeof(content_buf), &bp);
 		name = name ? name : base_name;
 		type = type ? type : base_type;
 		content = content ? content : content_buf;
@@ -392,9 +407,8 @@ static int parse_fields(unit_t *u, json_t *f, const copy_t *base)
 		return fail(u, 400, "proxied: false only (zonecast does not "
 		            "proxy)");
 	}
-	json_t *tags = json_object_get(f, "tags");
-	if (tags != NULL && !json_is_null(tags) && !json_is_array(tags)) {
-		return fail(u, 400, "tags: an array is required");
+	if (parse_tags(u, json_object_get(f, "tags")) != ZC_EOK) {
+		return ZC_EUSAGE;
 	}
 	if (jttl != NULL) {
 		if (!json_is_integer(jttl) || json_integer_value(jttl) < 0 ||
@@ -455,9 +469,11 @@ static int write_record(records_store_t *rs, unit_t *u, json_t *f,
 	records_record_t rec = {
 		.id = old ? old->rec.id : 0, .owner = u->wire->owner,
 		.type = u->wire->type, .ttl = u->wire->ttl, .rdata = u->wire->rdata,
-		.rdata_len = u->wire->rdata_len,
+		.rdata_len = u->wire->rdata_len, .api_form = u->wire->form,
 		.comment = json_object_get(f, "comment") ? comment :
 		           (old ? old->rec.comment : NULL),
+		.tags = json_object_get(f, "tags") ? u->tags :
+		        (old ? old->rec.tags : NULL),
 		.created_on = old ? old->rec.created_on : 0,
 	};
 	if (ret == ZC_EOK) {
@@ -505,6 +521,10 @@ static int delete_record(records_store_t *rs, unit_t *u, const copy_t *old)
 		            "cannot be deleted");
 	}
 	u->last_id = old->rec.id;
+	if (u->keep_deleted && (u->deleted = api_record_json(&u->zone,
+	                                                     &old->rec)) == NULL) {
+		return KNOT_ENOMEM;
+	}
 	return records_record_delete(rs, &u->zone, old->rec.id);
 }
 
@@ -521,6 +541,7 @@ static int check_if_match(unit_t *u, const copy_t *old)
 
 static int run_op(records_store_t *rs, unit_t *u, const op_t *op)
 {
+	u->last_id = 0;
 	copy_t old;
 	int ret = ZC_EOK;
 	if (op->op != OP_POST) {
@@ -571,7 +592,12 @@ static int write_unit(records_store_t *rs, void *ctx)
 	}
 	for (size_t i = 0; i < u->count && ret == ZC_EOK; i++) {
 		zc_arena_reset(&u->arena);
-		ret = run_op(rs, u, &u->ops[i]);
+		op_t *op = &u->ops[i];
+		u->deleted = NULL;
+		ret = run_op(rs, u, op);
+		op->result_id = u->last_id;
+		json_decref(op->deleted);
+		op->deleted = u->deleted;
 	}
 	return ret;
 }
@@ -606,6 +632,7 @@ static int run_unit(api_req_t *req, const records_zone_t *zone, op_t *ops,
 	}
 	u->if_match = if_match;
 	u->import = (skipped != NULL);
+	u->keep_deleted = last_id == NULL && skipped == NULL;
 	zc_arena_init(&u->arena, 64 * 1024);
 	int ret = writer_run(req->api->writer, write_unit, u);
 	if (skipped != NULL) {
@@ -689,6 +716,47 @@ static bool batch_ops(api_req_t *req, json_t *body, const char *key, int kind,
 	return true;
 }
 
+typedef struct {
+	const records_zone_t *zone;
+	json_t *list;
+} found_t;
+
+static int add_found(const records_record_t *rec, void *ctx)
+{
+	found_t *f = ctx;
+	json_array_append_new(f->list, api_record_json(f->zone, rec));
+	return 1;
+}
+
+/* The result of a batch in Cloudflare's shape: per list, the records as
+ * they were deleted and as they were written (read back in one snapshot
+ * after the commit). */
+static json_t *batch_result(api_req_t *req, const records_zone_t *zone,
+                            op_t *ops, size_t count)
+{
+	static const char *const keys[] = { [OP_DELETE] = "deletes",
+	                                    [OP_PATCH] = "patches",
+	                                    [OP_PUT] = "puts",
+	                                    [OP_POST] = "posts" };
+	json_t *result = json_pack("{s:[], s:[], s:[], s:[]}", "deletes",
+	                           "patches", "puts", "posts");
+	bool reading = records_read_begin(req->rs) == ZC_EOK;
+	for (size_t i = 0; i < count && result != NULL; i++) {
+		found_t f = { .zone = zone,
+		              .list = json_object_get(result, keys[ops[i].op]) };
+		if (ops[i].op == OP_DELETE && ops[i].deleted != NULL) {
+			json_array_append(f.list, ops[i].deleted);
+		} else if (ops[i].op != OP_DELETE && ops[i].result_id > 0) {
+			records_record_find(req->rs, zone->id, ops[i].result_id,
+			                    add_found, &f);
+		}
+	}
+	if (reading) {
+		records_read_end(req->rs);
+	}
+	return result;
+}
+
 /* POST .../batch: deletes, patches, puts, posts in that order, all or
  * nothing, one zone version. */
 static void batch(api_req_t *req, const records_zone_t *zone)
@@ -705,7 +773,10 @@ static void batch(api_req_t *req, const records_zone_t *zone)
 	          batch_ops(req, body, "puts", OP_PUT, ops, &count) &&
 	          batch_ops(req, body, "posts", OP_POST, ops, &count);
 	if (ok && run_unit(req, zone, ops, count, NULL, NULL) == ZC_EOK) {
-		req->result = json_pack("{s:i}", "changes", (int)count);
+		req->result = batch_result(req, zone, ops, count);
+	}
+	for (size_t i = 0; i < count; i++) {
+		json_decref(ops[i].deleted);
 	}
 	free(ops);
 	json_decref(body);
@@ -735,8 +806,8 @@ static int import_record(const knot_dname_t *owner, uint16_t type,
 	int priority;
 	knot_dname_to_str(name, owner, sizeof(name));
 	knot_rrtype_to_string(type, tname, sizeof(tname));
-	if (api_content_format(owner, type, rdata, rdata_len, content,
-	                       sizeof(content), &priority) != ZC_EOK) {
+	if (api_content_format(owner, type, rdata, rdata_len, API_FORM_TEXT,
+	                       content, sizeof(content), &priority) != ZC_EOK) {
 		return 1;
 	}
 	json_t *j = json_pack("{s:s, s:s, s:s, s:I}", "name", name, "type",
@@ -875,7 +946,7 @@ void api_dns_records(api_req_t *req, int64_t zone_id, char **parts,
 	const char *m = req->method;
 	bool get = strcmp(m, "GET") == 0, post = strcmp(m, "POST") == 0;
 	if (count == 0 && get) {
-		list_records(req, &zone);
+		api_record_list(req, &zone);
 	} else if (count == 0 && post) {
 		single(req, &zone, OP_POST, 0);
 	} else if (count == 1 && strcmp(parts[0], "batch") == 0 && post) {

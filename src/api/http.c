@@ -16,6 +16,7 @@
 #include <libknot/errcode.h>
 
 #include "api/internal.h"
+#include "common/acl.h"
 #include "common/error.h"
 #include "common/log.h"
 #include "server/server.h"
@@ -133,6 +134,46 @@ void api_error_code(api_req_t *req, int ret, const char *what)
 const char *api_query_arg(api_req_t *req, const char *key)
 {
 	return req->lookup(req->lookup_ctx, false, key, 0);
+}
+
+const char *api_query_arg_nth(api_req_t *req, const char *key,
+                              unsigned index)
+{
+	return req->lookup(req->lookup_ctx, false, key, index);
+}
+
+bool api_query_has(api_req_t *req, const char *key)
+{
+	const char *k;
+	for (unsigned i = 0; (k = req->lookup(req->lookup_ctx, false, NULL, i));
+	     i++) {
+		if (strcmp(k, key) == 0) {
+			return true;
+		}
+	}
+	return false;
+}
+
+bool api_args_only(api_req_t *req, const char *const *allowed)
+{
+	req->args_checked = true;
+	const char *k;
+	for (unsigned i = 0; (k = req->lookup(req->lookup_ctx, false, NULL, i));
+	     i++) {
+		bool known = strcmp(req->method, "GET") != 0 &&
+		             strcmp(k, "wait") == 0;
+		for (size_t j = 0; allowed != NULL && allowed[j] != NULL && !known;
+		     j++) {
+			known = strcmp(k, allowed[j]) == 0;
+		}
+		if (!known) {
+			api_error(req, 400, 1004, "%.200s: not a parameter of this "
+			          "request (zonecast answers what it does not "
+			          "implement with 400 rather than ignore it)", k);
+			return false;
+		}
+	}
+	return true;
 }
 
 const char *api_header(api_req_t *req, const char *key)
@@ -283,6 +324,52 @@ json_t *api_time(int64_t ms)
 	return json_string(buf);
 }
 
+int api_time_parse(const char *text, int64_t *ms)
+{
+	struct tm tm = { 0 };
+	const char *rest = strptime(text, "%Y-%m-%d", &tm);
+	if (rest == NULL) {
+		return ZC_EUSAGE;
+	}
+	int millis = 0;
+	if (*rest == 'T' || *rest == 't') {
+		rest = strptime(rest + 1, "%H:%M:%S", &tm);
+		if (rest != NULL && *rest == '.') {
+			int digits = 0;
+			for (rest++; *rest >= '0' && *rest <= '9'; rest++, digits++) {
+				if (digits < 3) {
+					millis = millis * 10 + (*rest - '0');
+				}
+			}
+			for (; digits > 0 && digits < 3; digits++) {
+				millis *= 10;
+			}
+		}
+		if (rest == NULL || (strcmp(rest, "Z") != 0 && strcmp(rest, "z") != 0 &&
+		                     strcmp(rest, "+00:00") != 0)) {
+			return ZC_EUSAGE;
+		}
+	} else if (*rest != '\0') {
+		return ZC_EUSAGE;
+	}
+	time_t t = timegm(&tm);
+	if (t == (time_t)-1) {
+		return ZC_EUSAGE;
+	}
+	*ms = (int64_t)t * 1000 + millis;
+	return ZC_EOK;
+}
+
+void api_id_text(int64_t id, char out[33])
+{
+	api_id_format(id, out);
+}
+
+int64_t api_id_value(const char *text)
+{
+	return api_id_parse(text);
+}
+
 static records_store_t *pool_get(api_t *api, int *slot)
 {
 	pthread_mutex_lock(&api->pool_lock);
@@ -336,6 +423,10 @@ static void route(api_req_t *req, const char *url)
 		api_zones(req, parts, n);
 		return;
 	}
+	if (n >= 1 && strcmp(parts[0], "user") == 0) {
+		api_user(req, parts, n);
+		return;
+	}
 	if (n >= 1 && strcmp(parts[0], "fleet") == 0) {
 		api_fleet(req, parts, n);
 		return;
@@ -356,7 +447,8 @@ char *api_response(api_req_t *req, size_t *len, bool *json)
 	json_t *messages = json_array();
 	if (ok && req->note[0] != '\0') {
 		json_array_append_new(messages, json_pack("{s:i, s:s}", "code",
-		                      1202, "message", req->note));
+		                      req->note_code ? req->note_code : 1202,
+		                      "message", req->note));
 	}
 	json_t *env = json_pack("{s:b, s:o, s:o, s:o}", "success", ok,
 	                        "errors", ok ? json_array() : req->errors,
@@ -423,7 +515,8 @@ static enum MHD_Result respond(struct MHD_Connection *conn, api_req_t *req)
 /* The body limit: api-max-body. */
 static size_t max_body(const api_t *api)
 {
-	return api->cfg.max_body ? api->cfg.max_body : API_DEFAULT_MAX_BODY;
+	size_t max = __atomic_load_n(&api->cfg.max_body, __ATOMIC_RELAXED);
+	return max ? max : API_DEFAULT_MAX_BODY;
 }
 
 void api_dispatch(api_req_t *req, const char *url)
@@ -439,12 +532,20 @@ void api_dispatch(api_req_t *req, const char *url)
 		api_error(req, 503, 1503, "server: no database connection free");
 		return;
 	}
-	if (api_authenticate(req) == ZC_EOK && api_wait_arg(req)) {
+	bool get = strcmp(req->method, "GET") == 0;
+	if (api_authenticate(req) == ZC_EOK && api_wait_arg(req) &&
+	    (get || api_args_only(req, NULL))) {
 		route(req, url);
+		/* A GET whose handler takes no arguments: any given is one
+		 * zonecast does not implement (a GET has changed nothing). */
+		if (get && !req->args_checked && req->errors == NULL) {
+			api_args_only(req, NULL);
+		}
 	}
 	pool_put(req->api, slot);
 	/* After the connection went back: waiting holds none. */
 	api_wait_live(req);
+	api_audit(req, url);
 }
 
 /* A Content-Length over the limit: 413 before the body is read (MHD then
@@ -514,18 +615,52 @@ static enum MHD_Result find_nth(void *cls, enum MHD_ValueKind kind,
 	return MHD_YES;
 }
 
+/* The key of the index-th value, for mhd_lookup(). */
+static enum MHD_Result find_nth_key(void *cls, enum MHD_ValueKind kind,
+                                    const char *key, const char *value)
+{
+	(void)kind, (void)value;
+	nth_value_t *nth = cls;
+	if (nth->index-- == 0) {
+		nth->value = key;
+		return MHD_NO;
+	}
+	return MHD_YES;
+}
+
 /* libmicrohttpd's query arguments (already unescaped) and headers. */
 static const char *mhd_lookup(void *ctx, bool header, const char *key,
                               unsigned index)
 {
 	enum MHD_ValueKind kind = header ? MHD_HEADER_KIND :
 	                          MHD_GET_ARGUMENT_KIND;
+	if (key == NULL) {
+		nth_value_t nth = { .index = index };
+		MHD_get_connection_values(ctx, kind, find_nth_key, &nth);
+		return nth.value;
+	}
 	if (index == 0) {
 		return MHD_lookup_connection_value(ctx, kind, key);
 	}
 	nth_value_t nth = { .key = key, .index = index };
 	MHD_get_connection_values(ctx, kind, find_nth, &nth);
 	return nth.value;
+}
+
+/* The client's "ADDR#PORT" for the audit lines. */
+static void client_address(struct MHD_Connection *conn, char *out,
+                           size_t size)
+{
+	const union MHD_ConnectionInfo *ci =
+		MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	struct sockaddr_storage ss = { .ss_family = AF_UNSPEC };
+	if (ci != NULL && ci->client_addr != NULL) {
+		size_t len = ci->client_addr->sa_family == AF_INET6 ?
+		             sizeof(struct sockaddr_in6) :
+		             sizeof(struct sockaddr_in);
+		memcpy(&ss, ci->client_addr, len);
+	}
+	zc_addr_text(&ss, out, size);
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
@@ -545,6 +680,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
 		req->lookup = mhd_lookup;
 		req->lookup_ctx = conn;
 		req->method = method;
+		client_address(conn, req->client, sizeof(req->client));
 		*con_cls = req;
 		if (announced_too_big(req)) {
 			req->too_big = true;

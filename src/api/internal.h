@@ -26,7 +26,8 @@ struct api {
 
 /* Looks up a query argument (header false) or a header of the request,
  * the index-th (from 0) of those with that name (any case); NULL when
- * there are not that many. */
+ * there are not that many. With key NULL: the name of the index-th
+ * argument or header (NULL past the last). */
 typedef const char *(*api_lookup_fn)(void *ctx, bool header,
                                      const char *key, unsigned index);
 
@@ -38,11 +39,14 @@ typedef struct {
 	char *body;
 	size_t body_len;
 	bool too_big;
+	bool args_checked;      /* The handler checked the query's names. */
 	size_t discarded;       /* Body bytes read past the limit. */
 	bool answered;          /* A response is queued. */
 	/* Authorisation of the bearer token. */
 	bool read_only;
 	int64_t token_zone;     /* 0: every zone. */
+	int64_t token_id;       /* 0: no valid token (audit lines). */
+	char client[64];        /* "ADDR#PORT" ("": unknown). */
 	records_store_t *rs;    /* Pooled read connection. */
 	/* The response being built. */
 	unsigned status;
@@ -55,6 +59,7 @@ typedef struct {
 	int64_t live_zone_id;   /* The zone the version belongs to. */
 	uint8_t live_apex[KNOT_DNAME_MAXLEN];
 	char note[512];         /* A message for the envelope ("": none). */
+	int note_code;          /* Its code (0: 1202). */
 	char etag[64];
 	char *raw;              /* Non-JSON body (export), owned. */
 	size_t raw_len;
@@ -74,6 +79,10 @@ int api_req_body(api_req_t *req, const char *data, size_t size);
  * which fill in the response part of req. */
 void api_dispatch(api_req_t *req, const char *url);
 
+/* The audit line of a request (audit.c): every write's outcome, and
+ * every request refused for its credentials. */
+void api_audit(const api_req_t *req, const char *url);
+
 /* The response body: the export's text (*json false) or the JSON
  * envelope; the caller frees it. NULL when out of memory. */
 char *api_response(api_req_t *req, size_t *len, bool *json);
@@ -89,6 +98,17 @@ void api_error(api_req_t *req, unsigned status, int code, const char *fmt, ...)
 void api_error_code(api_req_t *req, int ret, const char *what);
 
 const char *api_query_arg(api_req_t *req, const char *key);
+/* The index-th argument of that name (repeated filters), or NULL. */
+const char *api_query_arg_nth(api_req_t *req, const char *key,
+                              unsigned index);
+/* Whether the query has the argument, with or without a value. */
+bool api_query_has(api_req_t *req, const char *key);
+/* Checks that every query argument is one of allowed (NULL-ended; NULL:
+ * none; "wait" is always allowed on a write, api_wait_arg()); false
+ * after a 400 naming the first other one: a parameter zonecast does not
+ * implement is refused, never ignored. A GET whose handler took no
+ * arguments gets this check from api_dispatch(). */
+bool api_args_only(api_req_t *req, const char *const *allowed);
 /* The first header field of that name; api_header_nth() the index-th,
  * api_header_count() how many the request has. */
 const char *api_header(api_req_t *req, const char *key);
@@ -140,14 +160,22 @@ json_t *api_time(int64_t ms);
 /* Handlers (zones.c, dns_records.c, tsig_keys.c). parts[] are the URL's
  * path segments after /client/v4/ (after the zone for zone resources). */
 void api_zones(api_req_t *req, char **parts, int count);
+/* /user/tokens (api/tokens.c). */
+void api_user(api_req_t *req, char **parts, int count);
 /* GET /fleet (api/fleet.c). */
 void api_fleet(api_req_t *req, char **parts, int count);
 
 void api_dns_records(api_req_t *req, int64_t zone_id, char **parts,
                      int count);
+/* A record in Cloudflare's shape (dns_records.c). */
+json_t *api_record_json(const records_zone_t *zone,
+                        const records_record_t *rec);
+/* GET /zones/{id}/dns_records: filters, order, page (record_list.c). */
+void api_record_list(api_req_t *req, const records_zone_t *zone);
 void api_tsig_keys(api_req_t *req, const records_zone_t *zone, char **parts,
                    int count);
 void api_dnssec(api_req_t *req, const records_zone_t *zone);
+void api_secondaries(api_req_t *req, const records_zone_t *zone);
 
 /* What is served (live.c). The zone's quarantine as JSON (null: none). */
 json_t *api_quarantine_json(api_req_t *req, int64_t zone_id);

@@ -126,8 +126,9 @@ void api_wait_live(api_req_t *req)
 	    req->live_zone_id == 0 || f == NULL) {
 		return;
 	}
-	unsigned wait_ms = req->api->cfg.live_wait_ms ?
-	                   req->api->cfg.live_wait_ms : API_DEFAULT_LIVE_WAIT_MS;
+	unsigned wait_ms = __atomic_load_n(&req->api->cfg.live_wait_ms,
+	                                   __ATOMIC_RELAXED);
+	wait_ms = wait_ms ? wait_ms : API_DEFAULT_LIVE_WAIT_MS;
 	int64_t deadline = mono_ms() + wait_ms;
 	uint64_t seen = builder_follower_passes(f);
 	const char *why = NULL;
@@ -188,6 +189,10 @@ static json_t *edges_json(fleet_primary_t *fleet, uint64_t zone_id,
  * Waits up to S seconds for it (not for a quarantined zone). */
 void api_propagation(api_req_t *req, const records_zone_t *zone)
 {
+	static const char *const params[] = { "version", "wait", NULL };
+	if (!api_args_only(req, params)) {
+		return;
+	}
 	const char *v = api_query_arg(req, "version");
 	const char *w = api_query_arg(req, "wait");
 	char *end;

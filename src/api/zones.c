@@ -81,8 +81,9 @@ static int list_zone(const records_zone_t *zone, void *ctx)
 
 static void list_zones(api_req_t *req)
 {
+	static const char *const params[] = { "name", "page", "per_page", NULL };
 	long page, per_page;
-	if (!api_paging(req, &page, &per_page)) {
+	if (!api_args_only(req, params) || !api_paging(req, &page, &per_page)) {
 		return;
 	}
 	list_t l = { .req = req, .list = json_array(),
@@ -403,6 +404,10 @@ void api_zones(api_req_t *req, char **parts, int count)
 	}
 	if (count == 3 && strcmp(parts[2], "dnssec") == 0) {
 		api_dnssec(req, &zone);
+		return;
+	}
+	if (count == 3 && strcmp(parts[2], "secondaries") == 0) {
+		api_secondaries(req, &zone);
 		return;
 	}
 	if (count >= 3 && strcmp(parts[2], "tsig_keys") == 0) {

@@ -66,6 +66,9 @@ typedef struct {
 
 static bool is_zone_event(const records_change_t *chg)
 {
+	if (chg->kind == RECORDS_CHANGE_ZONE_TOUCHED) {
+		return false; /* A touch of the apex node: the serial moves. */
+	}
 	return (chg->kind != RECORDS_CHANGE_RECORD_CREATED &&
 	        chg->kind != RECORDS_CHANGE_RECORD_DELETED) ||
 	       (chg->okey_len == 0 && chg->type == KNOT_RRTYPE_SOA);

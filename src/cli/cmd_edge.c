@@ -70,57 +70,13 @@ static int parse_args(int argc, char **argv, config_t *cfg)
 {
 	config_defaults(cfg);
 	snprintf(cfg->data_dir, sizeof(cfg->data_dir), DEFAULT_DATA_DIR);
-	const char *shortopts = "n:N:d:l:m:c:w:L:o:h";
-	int c;
-	while ((c = getopt_long(argc, argv, shortopts, opts, NULL)) != -1) {
-		if (c == 'c' && config_load(cfg, optarg) != ZC_EOK) {
-			return 1;
-		}
-		if (c == 'h') {
-			usage(stdout);
-			return -1;
-		}
-		if (c == '?') {
-			usage(stderr);
-			return 2;
-		}
-	}
-	if (optind < argc) {
-		fprintf(stderr, "zonecast edge: unexpected argument '%s'\n",
-		        argv[optind]);
-		return 2;
-	}
-	bool listen_flag = false;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, shortopts, opts, NULL)) != -1) {
-		char err[256] = "";
-		const char *key = c < 128 ? flag_keys[c] : NULL, *value = optarg;
-		char kbuf[64];
-		if (c == 'l') {
-			if (!listen_flag) {
-				cfg->listen_count = 0;
-				listen_flag = true;
-			}
-			key = "listen";
-		} else if (c == 'o') {
-			const char *eq = strchr(optarg, '=');
-			if (eq == NULL || (size_t)(eq - optarg) >= sizeof(kbuf)) {
-				fprintf(stderr, "zonecast edge: -o wants KEY=VALUE, "
-				        "not '%s'\n", optarg);
-				return 2;
-			}
-			memcpy(kbuf, optarg, eq - optarg);
-			kbuf[eq - optarg] = '\0';
-			key = kbuf;
-			value = eq + 1;
-		}
-		if (key != NULL) {
-			config_set(cfg, key, value, err, sizeof(err));
-		}
-		if (err[0] != '\0') {
-			fprintf(stderr, "zonecast edge: %s\n", err);
-			return 2;
-		}
+	cli_args_t a = {
+		.cmd = "edge", .shortopts = "n:N:d:l:m:c:w:L:o:h", .opts = opts,
+		.flag_keys = flag_keys, .usage = usage,
+	};
+	int ret = cli_parse_server_args(&a, argc, argv, cfg);
+	if (ret != 0) {
+		return ret;
 	}
 	if (cfg->nats[0] == '\0') {
 		fprintf(stderr, "zonecast edge: --nats is required\n");
@@ -229,7 +185,13 @@ int cmd_edge(int argc, char **argv)
 	if (ret != 0) {
 		return ret < 0 ? 0 : ret;
 	}
-	zc_log_set_level(cfg.log_level);
+	zc_log_config_t lcfg;
+	char err[1200];
+	config_log(&cfg, &lcfg);
+	if (zc_log_configure(&lcfg, err, sizeof(err)) != ZC_EOK) {
+		fprintf(stderr, "zonecast edge: %s\n", err);
+		return 1;
+	}
 	sigset_t set;
 	sigemptyset(&set);
 	sigaddset(&set, SIGINT);

@@ -1,14 +1,21 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /*
- * zonecast record list|add|edit|rm: record changes through the HTTP API
- * (so they take the same validation, versioning and propagation path as
- * any API client), with a token from --token, $ZONECAST_TOKEN or the data
- * directory's demo-token.
+ * zonecast record list|add|edit|rm|replace|batch: record changes through
+ * the HTTP API (so they take the same validation, versioning and
+ * propagation path as any API client), with a token from --token,
+ * $ZONECAST_TOKEN or the data directory's demo-token. Changes by name and
+ * type (rm NAME TYPE, replace, a batch file, as pdnsutil's replace-rrset
+ * and knotc's zone-set/zone-unset allow) look the records up by the
+ * list filters (name.exact, type, content.exact) and go as one batch
+ * request: all of it or nothing, one zone version; a record changed
+ * meanwhile fails the batch (404) rather than being half applied.
  */
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "cli/api_client.h"
 #include "cli/commands.h"
@@ -30,13 +37,26 @@ static void usage(FILE *out)
 	      "  zonecast record edit ZONE ID [--name NAME] [--type TYPE] "
 	      "[--content TEXT] [--ttl N] [--priority N]\n"
 	      "  zonecast record rm   ZONE ID\n"
+	      "  zonecast record rm   ZONE NAME TYPE [CONTENT]\n"
+	      "  zonecast record replace ZONE NAME TYPE CONTENT... [--ttl N]\n"
+	      "  zonecast record batch ZONE FILE|-\n"
 	      "\n"
 	      "Options for all: --api ADDR:PORT (default: api-listen of the "
 	      "config, 127.0.0.1:8053),\n"
 	      "  --token TOKEN (default: $ZONECAST_TOKEN, else DATA_DIR/demo-token),"
 	      "\n  --data-dir DIR, --config FILE.\n"
 	      "Names are FQDNs (or relative to ZONE, or @); content is master-file "
-	      "syntax.\n", out);
+	      "syntax\n(MX, SRV and URI content may start with the priority).\n"
+	      "rm NAME TYPE deletes that RRset (or its records with CONTENT);\n"
+	      "replace makes the RRset exactly CONTENT...; batch applies a file "
+	      "of lines\n"
+	      "  add NAME [TTL] TYPE CONTENT\n"
+	      "  delete NAME TYPE [CONTENT]\n"
+	      "  replace NAME [TTL] TYPE CONTENT   (the lines of one NAME TYPE "
+	      "make its RRset)\n"
+	      "(# starts a comment line), or a JSON body of POST .../batch. Each "
+	      "of rm, replace\nand batch is one request: all of it or nothing, "
+	      "one zone version.\n", out);
 }
 
 static const char *read_token(const char *dir, char *buf, size_t size)
@@ -144,6 +164,401 @@ static int call(const opts_t *o, const char *method, const char *path,
 	return 0;
 }
 
+/* --- Changes by name and type, sent as one batch --- */
+
+/* Writes text %-escaped for a URL query value (RFC 3986 §2.1). */
+static void url_escape(const char *text, char *out, size_t size)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	size_t pos = 0;
+	for (const unsigned char *p = (const unsigned char *)text;
+	     *p != '\0' && pos + 4 < size; p++) {
+		if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+		    (*p >= '0' && *p <= '9') || strchr("-._~", *p) != NULL) {
+			out[pos++] = (char)*p;
+		} else {
+			out[pos++] = '%';
+			out[pos++] = hex[*p >> 4];
+			out[pos++] = hex[*p & 15];
+		}
+	}
+	out[pos] = '\0';
+}
+
+static bool has_priority(const char *type)
+{
+	return strcasecmp(type, "MX") == 0 || strcasecmp(type, "SRV") == 0 ||
+	       strcasecmp(type, "URI") == 0;
+}
+
+/* MX, SRV and URI content as written in a zone file: "10 mail.example."
+ * gives priority 10 and the rest; other content is left whole. */
+static const char *split_priority(const char *type, const char *content,
+                                  long *priority)
+{
+	char *end;
+	*priority = -1;
+	if (!has_priority(type)) {
+		return content;
+	}
+	long p = strtol(content, &end, 10);
+	if (end == content || (*end != ' ' && *end != '\t') || p < 0 ||
+	    p > 65535) {
+		return content;
+	}
+	*priority = p;
+	return end + strspn(end, " \t");
+}
+
+/* The records of NAME TYPE (those with CONTENT when it is not NULL) into
+ * *out (a new array); ZC_EOK, or 1 after printing the API's error. */
+static int find_records(const opts_t *o, const char *zid, const char *name,
+                        const char *type, const char *content, json_t **out)
+{
+	char path[8192], ename[1100], etype[100], econtent[4 * 4096 + 1] = "";
+	long priority;
+	const char *target = content ? split_priority(type, content, &priority) :
+	                     NULL;
+	url_escape(name, ename, sizeof(ename));
+	url_escape(type, etype, sizeof(etype));
+	if (target != NULL) {
+		url_escape(target, econtent, sizeof(econtent));
+	}
+	snprintf(path, sizeof(path), "/zones/%s/dns_records?per_page=50000"
+	         "&name.exact=%s&type=%s%s%s", zid, ename, etype,
+	         content ? "&content.exact=" : "", econtent);
+	json_t *resp;
+	int status = cli_api_request(o->api, o->token, "GET", path, NULL, &resp);
+	if (status != 200 || !json_is_array(json_object_get(resp, "result"))) {
+		if (status > 0) {
+			cli_api_print_errors(resp, status);
+		}
+		json_decref(resp);
+		return 1;
+	}
+	*out = json_array();
+	size_t i;
+	json_t *r;
+	json_array_foreach(json_object_get(resp, "result"), i, r) {
+		json_t *p = json_object_get(r, "priority");
+		if (content == NULL || priority < 0 ||
+		    (p != NULL && json_integer_value(p) == priority)) {
+			json_array_append(*out, r);
+		}
+	}
+	json_decref(resp);
+	return ZC_EOK;
+}
+
+/* A batch being built: deletes (each id once) and posts. */
+typedef struct {
+	json_t *deletes, *posts;
+	json_t *ids;             /* id -> true */
+} changes_t;
+
+static void changes_init(changes_t *c)
+{
+	c->deletes = json_array();
+	c->posts = json_array();
+	c->ids = json_object();
+}
+
+static void changes_clear(changes_t *c)
+{
+	json_decref(c->deletes);
+	json_decref(c->posts);
+	json_decref(c->ids);
+}
+
+static void delete_all(changes_t *c, json_t *records)
+{
+	size_t i;
+	json_t *r;
+	json_array_foreach(records, i, r) {
+		const char *id = json_string_value(json_object_get(r, "id"));
+		if (id != NULL && json_object_get(c->ids, id) == NULL) {
+			json_object_set_new(c->ids, id, json_true());
+			json_array_append_new(c->deletes, json_pack("{s:s}", "id", id));
+		}
+	}
+}
+
+static void post(changes_t *c, const char *name, const char *type,
+                 const char *content, long ttl)
+{
+	long priority;
+	const char *rest = split_priority(type, content, &priority);
+	json_t *j = json_pack("{s:s, s:s, s:s}", "name", name, "type", type,
+	                      "content", rest);
+	if (ttl > 0) {
+		json_object_set_new(j, "ttl", json_integer(ttl));
+	}
+	if (priority >= 0) {
+		json_object_set_new(j, "priority", json_integer(priority));
+	}
+	json_array_append_new(c->posts, j);
+}
+
+/* Prints a batch's result: "- " deleted records, "+ " written ones. */
+static void print_changes(json_t *result)
+{
+	static const char *const lists[] = { "deletes", "patches", "puts",
+	                                     "posts" };
+	for (size_t k = 0; k < 4; k++) {
+		size_t i;
+		json_t *r;
+		json_array_foreach(json_object_get(result, lists[k]), i, r) {
+			fputs(k == 0 ? "- " : "+ ", stdout);
+			print_record(r);
+		}
+	}
+}
+
+/* Sends a batch body (takes it): one request, all of it or nothing. */
+static int send_batch(const opts_t *o, const char *zid, json_t *body)
+{
+	char path[256];
+	snprintf(path, sizeof(path), "/zones/%s/dns_records/batch", zid);
+	char *text = json_dumps(body, JSON_COMPACT);
+	json_decref(body);
+	json_t *resp;
+	int status = text ? cli_api_request(o->api, o->token, "POST", path, text,
+	                                    &resp) : -ENOMEM;
+	free(text);
+	if (status < 0) {
+		return 1;
+	}
+	if (status != 200 || !json_is_true(json_object_get(resp, "success"))) {
+		cli_api_print_errors(resp, status);
+		json_decref(resp);
+		return 1;
+	}
+	print_changes(json_object_get(resp, "result"));
+	json_t *version = json_object_get(resp, "zone_version");
+	if (version != NULL) {
+		fprintf(stderr, "zone version %lld\n", json_integer_value(version));
+	}
+	json_decref(resp);
+	return 0;
+}
+
+static int send_changes(const opts_t *o, const char *zid, changes_t *c)
+{
+	json_t *body = json_pack("{s:O, s:O}", "deletes", c->deletes, "posts",
+	                         c->posts);
+	changes_clear(c);
+	return send_batch(o, zid, body);
+}
+
+/* rm ZONE NAME TYPE [CONTENT]: the RRset, or its records with CONTENT. */
+static int remove_rrset(const opts_t *o, const char *zid, const char *name,
+                        const char *type, const char *content)
+{
+	json_t *found;
+	if (find_records(o, zid, name, type, content, &found) != ZC_EOK) {
+		return 1;
+	}
+	if (json_array_size(found) == 0) {
+		fprintf(stderr, "zonecast record: no %s record at %s%s%s\n", type,
+		        name, content ? " with content " : "", content ? content : "");
+		json_decref(found);
+		return 1;
+	}
+	changes_t c;
+	changes_init(&c);
+	delete_all(&c, found);
+	json_decref(found);
+	return send_changes(o, zid, &c);
+}
+
+/* replace ZONE NAME TYPE CONTENT...: the RRset becomes exactly those. */
+static int replace_rrset(const opts_t *o, const char *zid, const char *name,
+                         const char *type, char **contents, int count)
+{
+	json_t *found;
+	if (find_records(o, zid, name, type, NULL, &found) != ZC_EOK) {
+		return 1;
+	}
+	changes_t c;
+	changes_init(&c);
+	delete_all(&c, found);
+	json_decref(found);
+	for (int i = 0; i < count; i++) {
+		post(&c, name, type, contents[i], o->ttl);
+		if (o->comment != NULL) {
+			json_object_set_new(json_array_get(c.posts, i), "comment",
+			                    json_string(o->comment));
+		}
+	}
+	return send_changes(o, zid, &c);
+}
+
+/* One line of a batch file: VERB NAME [TTL] TYPE [CONTENT]. */
+typedef struct {
+	char verb[16], name[1100], type[32];
+	long ttl;
+	const char *content;     /* Into the line; NULL: none. */
+} line_t;
+
+/* Takes the next blank-separated word of *p into out. */
+static bool next_word(char **p, char *out, size_t size)
+{
+	*p += strspn(*p, " \t");
+	size_t n = strcspn(*p, " \t");
+	if (n == 0 || n >= size) {
+		return false;
+	}
+	memcpy(out, *p, n);
+	out[n] = '\0';
+	*p += n;
+	return true;
+}
+
+static bool parse_line(char *text, line_t *l)
+{
+	char ttl[32];
+	char *p = text;
+	l->ttl = 0;
+	if (!next_word(&p, l->verb, sizeof(l->verb)) ||
+	    !next_word(&p, l->name, sizeof(l->name)) ||
+	    !next_word(&p, l->type, sizeof(l->type))) {
+		return false;
+	}
+	if (strspn(l->type, "0123456789") == strlen(l->type)) {
+		snprintf(ttl, sizeof(ttl), "%s", l->type);
+		if (strcmp(l->verb, "delete") == 0 ||
+		    !next_word(&p, l->type, sizeof(l->type))) {
+			return false;
+		}
+		l->ttl = strtol(ttl, NULL, 10);
+	}
+	p += strspn(p, " \t");
+	size_t n = strlen(p);
+	while (n > 0 && (p[n - 1] == ' ' || p[n - 1] == '\t')) {
+		p[--n] = '\0';
+	}
+	l->content = n > 0 ? p : NULL;
+	return strcmp(l->verb, "delete") == 0 || l->content != NULL;
+}
+
+/* Reads a whole file (or stdin for "-"); NULL after printing why. */
+static char *read_all(const char *path)
+{
+	FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "r");
+	if (f == NULL) {
+		fprintf(stderr, "zonecast record: cannot read %s: %s\n", path,
+		        strerror(errno));
+		return NULL;
+	}
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *mem = open_memstream(&buf, &len);
+	char chunk[65536];
+	size_t n;
+	while (mem != NULL && (n = fread(chunk, 1, sizeof(chunk), f)) > 0) {
+		fwrite(chunk, 1, n, mem);
+	}
+	if (mem != NULL) {
+		fclose(mem);
+	}
+	if (f != stdin) {
+		fclose(f);
+	}
+	return buf;
+}
+
+/* Applies one parsed line to the batch being built. */
+static int apply_line(const opts_t *o, const char *zid, const line_t *l,
+                      changes_t *c, json_t *replaced)
+{
+	json_t *found = NULL;
+	if (strcmp(l->verb, "add") == 0) {
+		post(c, l->name, l->type, l->content, l->ttl);
+		return ZC_EOK;
+	}
+	char key[1200];
+	snprintf(key, sizeof(key), "%s %s", l->name, l->type);
+	bool replace = strcmp(l->verb, "replace") == 0;
+	if (!replace || json_object_get(replaced, key) == NULL) {
+		if (find_records(o, zid, l->name, l->type, replace ? NULL : l->content,
+		                 &found) != ZC_EOK) {
+			return 1;
+		}
+		if (!replace && json_array_size(found) == 0) {
+			fprintf(stderr, "zonecast record: no %s record at %s%s%s\n",
+			        l->type, l->name, l->content ? " with content " : "",
+			        l->content ? l->content : "");
+			json_decref(found);
+			return 1;
+		}
+		delete_all(c, found);
+		json_decref(found);
+		json_object_set_new(replaced, key, json_true());
+	}
+	if (replace) {
+		post(c, l->name, l->type, l->content, l->ttl);
+	}
+	return ZC_EOK;
+}
+
+/* batch ZONE FILE: the file's lines (or its JSON body) as one batch. */
+static int batch_file(const opts_t *o, const char *zid, const char *path)
+{
+	char *text = read_all(path);
+	if (text == NULL) {
+		return 1;
+	}
+	if (text[strspn(text, " \t\r\n")] == '{') {
+		json_error_t err;
+		json_t *body = json_loads(text, 0, &err);
+		free(text);
+		if (body == NULL) {
+			fprintf(stderr, "zonecast record: %s: line %d: %s\n", path,
+			        err.line, err.text);
+			return 2;
+		}
+		return send_batch(o, zid, body);
+	}
+	changes_t c;
+	changes_init(&c);
+	json_t *replaced = json_object();
+	int ret = ZC_EOK, lineno = 0;
+	for (char *save = NULL, *line = strtok_r(text, "\n", &save);
+	     line != NULL && ret == ZC_EOK; line = strtok_r(NULL, "\n", &save)) {
+		lineno++;
+		line[strcspn(line, "\r")] = '\0';
+		const char *first = line + strspn(line, " \t");
+		if (*first == '\0' || *first == '#') {
+			continue;
+		}
+		line_t l;
+		if (!parse_line(line, &l) || (strcmp(l.verb, "add") != 0 &&
+		                              strcmp(l.verb, "delete") != 0 &&
+		                              strcmp(l.verb, "replace") != 0)) {
+			fprintf(stderr, "zonecast record: %s: line %d: expected add|"
+			        "replace NAME [TTL] TYPE CONTENT or delete NAME TYPE "
+			        "[CONTENT]\n", path, lineno);
+			ret = 2;
+			break;
+		}
+		ret = apply_line(o, zid, &l, &c, replaced);
+	}
+	json_decref(replaced);
+	if (ret == ZC_EOK && json_array_size(c.deletes) + json_array_size(c.posts)
+	    == 0) {
+		fprintf(stderr, "zonecast record: %s: no changes\n", path);
+		ret = 2;
+	}
+	if (ret != ZC_EOK) {
+		changes_clear(&c);
+		free(text);
+		return ret;
+	}
+	ret = send_changes(o, zid, &c);
+	free(text);
+	return ret;
+}
+
 static int run(opts_t *o, int argc, char **argv)
 {
 	const char *sub = argv[0];
@@ -152,9 +567,12 @@ static int run(opts_t *o, int argc, char **argv)
 		return argc < 2 ? (usage(stderr), 2) : 1;
 	}
 	if (strcmp(sub, "list") == 0 && argc == 2) {
+		char name[1100] = "", type[100] = "";
+		url_escape(o->name ? o->name : "", name, sizeof(name));
+		url_escape(o->type ? o->type : "", type, sizeof(type));
 		snprintf(path, sizeof(path), "/zones/%s/dns_records?per_page=50000%s%s"
-		         "%s%s", zid, o->name ? "&name=" : "", o->name ? o->name : "",
-		         o->type ? "&type=" : "", o->type ? o->type : "");
+		         "%s%s", zid, o->name ? "&name=" : "", name,
+		         o->type ? "&type=" : "", type);
 		return call(o, "GET", path, NULL, false);
 	}
 	if (strcmp(sub, "add") == 0 && argc == 5) {
@@ -169,6 +587,16 @@ static int run(opts_t *o, int argc, char **argv)
 	if (strcmp(sub, "rm") == 0 && argc == 3) {
 		snprintf(path, sizeof(path), "/zones/%s/dns_records/%s", zid, argv[2]);
 		return call(o, "DELETE", path, NULL, false);
+	}
+	if (strcmp(sub, "rm") == 0 && (argc == 4 || argc == 5)) {
+		return remove_rrset(o, zid, argv[2], argv[3],
+		                    argc == 5 ? argv[4] : NULL);
+	}
+	if (strcmp(sub, "replace") == 0 && argc >= 5) {
+		return replace_rrset(o, zid, argv[2], argv[3], argv + 4, argc - 4);
+	}
+	if (strcmp(sub, "batch") == 0 && argc == 3) {
+		return batch_file(o, zid, argv[2]);
 	}
 	usage(stderr);
 	return 2;

@@ -30,6 +30,9 @@ static void usage(FILE *out)
 	      "ZONE\n"
 	      "  zonecast zone retry  [--data-dir DIR] [--config FILE] [--wait S] "
 	      "ZONE\n"
+	      "  zonecast zone status [--data-dir DIR] [--config FILE] [--json] "
+	      "[ZONE]\n"
+	      "  zonecast zone check  [--origin ZONE] FILE\n"
 	      "\n"
 	      "import  replaces ZONE's records with an RFC 1035 master file\n"
 	      "        and builds it into the edge store\n"
@@ -40,6 +43,9 @@ static void usage(FILE *out)
 	      "        typing the zone's name, elsewhere with --force)\n"
 	      "retry   asks the running zonecast to build a quarantined ZONE\n"
 	      "        again (once its cause is fixed) and waits for the verdict\n"
+	      "status  asks the running zonecast, per zone: stored and served\n"
+	      "        serial, signing, build state, secondaries (--help there)\n"
+	      "check   checks a master file as import would, writing nothing\n"
 	      "\n"
 	      "Options:\n"
 	      "  -d, --data-dir DIR  data directory (default: from the config,\n"
@@ -292,8 +298,62 @@ static int run(const char *sub, int nargs, char **args, const char *dir,
 	return ret == ZC_EOK ? 0 : 1;
 }
 
+/* The subcommand's index: the first argument that is no option or
+ * option value (options may come first). */
+static int find_sub(int argc, char **argv)
+{
+	static const char *const with_value[] = { "-d", "--data-dir", "-c",
+	                                          "--config", "-w", "--wait",
+	                                          "-s", "--socket", "-o",
+	                                          "--origin" };
+	int i = 1;
+	while (i < argc && argv[i][0] == '-') {
+		bool value = false;
+		for (size_t k = 0; k < sizeof(with_value) / sizeof(with_value[0]);
+		     k++) {
+			value |= strcmp(argv[i], with_value[k]) == 0;
+		}
+		i += value ? 2 : 1;
+	}
+	return i;
+}
+
+/* zone status and zone check have options of their own: they get the
+ * arguments with the subcommand first. */
+static int other_sub(int argc, char **argv, int (*fn)(int, char **),
+                     int sub)
+{
+	char **args = malloc(sizeof(*args) * ((size_t)argc + 1));
+	if (args == NULL) {
+		return 1;
+	}
+	int n = 0;
+	args[n++] = argv[sub];
+	for (int i = 1; i < argc; i++) {
+		if (i != sub) {
+			args[n++] = argv[i];
+		}
+	}
+	args[n] = NULL;
+	int ret = fn(n, args);
+	free(args);
+	return ret;
+}
+
+static int zone_status(int argc, char **argv)
+{
+	return cmd_control("zone status", argc, argv);
+}
+
 int cmd_zone(int argc, char **argv)
 {
+	int sub_at = find_sub(argc, argv);
+	if (sub_at < argc && strcmp(argv[sub_at], "status") == 0) {
+		return other_sub(argc, argv, zone_status, sub_at);
+	}
+	if (sub_at < argc && strcmp(argv[sub_at], "check") == 0) {
+		return other_sub(argc, argv, cmd_zone_check, sub_at);
+	}
 	static const struct option opts[] = {
 		{ "data-dir", required_argument, NULL, 'd' },
 		{ "config", required_argument, NULL, 'c' },

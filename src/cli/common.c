@@ -4,6 +4,7 @@
  * (cli/data_dir.c says whether one may be created), and importing a
  * master file (parse, check, commit, full build).
  */
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -288,6 +289,39 @@ int cli_import_zone(records_store_t *rs, edge_store_t *es, const char *name,
 	return ret;
 }
 
+int cli_check_zone(const char *name, const char *path)
+{
+	uint8_t apex[KNOT_DNAME_MAXLEN];
+	if (knot_dname_from_str(apex, name, sizeof(apex)) == NULL) {
+		fprintf(stderr, "zonecast: invalid zone name '%s'\n", name);
+		return ZC_EUSAGE;
+	}
+	knot_dname_to_lower(apex);
+	import_t *imp = calloc(1, sizeof(*imp));
+	if (imp == NULL) {
+		return KNOT_ENOMEM;
+	}
+	imp->apex = apex;
+	imp->path = path;
+	int ret = records_import_begin(NULL, apex, &imp->imp);
+	if (ret != ZC_EOK) {
+		free(imp);
+		return ret;
+	}
+	int problems = load(imp, NULL);
+	uint64_t records = imp->records;
+	records_import_abort(imp->imp);
+	free_files(imp);
+	if (problems != 0) {
+		fprintf(stderr, "zone %s: %d problem(s) found in %s\n", name,
+		        problems < 0 ? 1 : problems, path);
+		return ZC_EZONEFILE;
+	}
+	printf("zone %s: %llu records, no problems found in %s\n", name,
+	       (unsigned long long)records, path);
+	return ZC_EOK;
+}
+
 int cli_find_zone(records_store_t *rs, const char *cmd, const char *name,
                   records_zone_t *zone)
 {
@@ -304,11 +338,35 @@ int cli_find_zone(records_store_t *rs, const char *cmd, const char *name,
 	return ret;
 }
 
+/* RFC 4892 identity: the configured one, else the NSID, else the host
+ * name (as NSD and Knot); NULL when hidden. */
+static const char *server_identity(const config_t *cfg)
+{
+	static char host[256];
+	if (cfg->hide_identity) {
+		return NULL;
+	}
+	if (cfg->identity[0] != '\0') {
+		return cfg->identity;
+	}
+	if (cfg->nsid[0] != '\0') {
+		return cfg->nsid;
+	}
+	if (gethostname(host, sizeof(host)) != 0) {
+		return NULL;
+	}
+	host[sizeof(host) - 1] = '\0';
+	return host;
+}
+
 void cli_server_config(const config_t *cfg, server_config_t *scfg)
 {
 	*scfg = (server_config_t){
 		.workers = cfg->workers,
 		.nsid = cfg->nsid[0] ? cfg->nsid : NULL,
+		.identity = server_identity(cfg),
+		.version = cfg->hide_version ? NULL : cfg->version[0] ?
+		           cfg->version : "zonecast " ZONECAST_VERSION,
 		.tcp_idle_timeout_ms = cfg->tcp_idle_timeout * 1000,
 		.tcp_max_clients = cfg->tcp_max_clients,
 		.tcp_max_clients_per_ip = cfg->tcp_max_clients_per_ip,
@@ -329,4 +387,103 @@ void cli_server_config(const config_t *cfg, server_config_t *scfg)
 	}
 	memcpy(scfg->cookie_secret, cfg->cookie_secret,
 	       sizeof(scfg->cookie_secret));
+}
+
+/* Says a problem of the command line: in a->err, or on stderr. */
+__attribute__((format(printf, 2, 3)))
+static void args_error(const cli_args_t *a, const char *fmt, ...)
+{
+	char msg[1400];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (a->err != NULL) {
+		snprintf(a->err, a->err_size, "%s", msg);
+	} else {
+		fprintf(stderr, "zonecast %s: %s\n", a->cmd, msg);
+	}
+}
+
+/* The config file (-c), before any flag. */
+static int read_config_file(const cli_args_t *a, int argc, char **argv,
+                            config_t *cfg)
+{
+	int c;
+	optind = 0; /* GNU: a full restart (a reload parses again). */
+	while ((c = getopt_long(argc, argv, a->shortopts, a->opts, NULL)) != -1) {
+		char err[1400];
+		if (c == 'c' && config_read(cfg, optarg, err, sizeof(err)) !=
+		    ZC_EOK) {
+			if (a->err != NULL) {
+				snprintf(a->err, a->err_size, "%s", err);
+			} else {
+				fprintf(stderr, "%s\n", err); /* FILE:LINE: ... */
+			}
+			return 1;
+		}
+		if (c == 'h' && a->usage != NULL) {
+			a->usage(stdout);
+		}
+		if (c == 'h') {
+			return -1;
+		}
+		if (c == '?') {
+			if (a->usage != NULL) {
+				a->usage(stderr);
+			}
+			return 2;
+		}
+	}
+	if (optind < argc) {
+		args_error(a, "unexpected argument '%s'", argv[optind]);
+		return 2;
+	}
+	return 0;
+}
+
+int cli_parse_server_args(const cli_args_t *a, int argc, char **argv,
+                          config_t *cfg)
+{
+	int ret = read_config_file(a, argc, argv, cfg);
+	if (ret != 0) {
+		return ret;
+	}
+	bool listen_flag = false, log_flag = false;
+	int c;
+	optind = 0;
+	while ((c = getopt_long(argc, argv, a->shortopts, a->opts, NULL)) != -1) {
+		char err[256] = "";
+		if (c == 'l') {
+			if (!listen_flag) {
+				cfg->listen_count = 0; /* Flags replace the file's. */
+				listen_flag = true;
+			}
+			config_set(cfg, "listen", optarg, err, sizeof(err));
+		} else if (c == 'o') {
+			char key[64];
+			const char *eq = strchr(optarg, '=');
+			if (eq == NULL || (size_t)(eq - optarg) >= sizeof(key)) {
+				snprintf(err, sizeof(err), "-o wants KEY=VALUE, not "
+				         "'%s'", optarg);
+			} else {
+				memcpy(key, optarg, eq - optarg);
+				key[eq - optarg] = '\0';
+				if (strcmp(key, "log-target") == 0 && !log_flag) {
+					cfg->log_target_count = 0;
+					log_flag = true;
+				}
+				config_set(cfg, key, eq + 1, err, sizeof(err));
+			}
+		} else if (c > 0 && c < 128 && a->flag_keys[c] != NULL) {
+			config_set(cfg, a->flag_keys[c], optarg, err, sizeof(err));
+		} else if (a->flag != NULL) {
+			a->flag(cfg, c);
+		}
+		if (err[0] != '\0') {
+			args_error(a, "%s", err);
+			return 2;
+		}
+	}
+	return 0;
 }

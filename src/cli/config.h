@@ -14,7 +14,9 @@
 #include <stdint.h>
 
 #include "common/acl.h"
+#include "common/log.h"
 #include "server/server.h"
+#include "transfer/secondary.h"
 
 /* Default of zone-max-records. */
 #define CONFIG_ZONE_MAX_RECORDS 10000000u
@@ -32,7 +34,16 @@ typedef struct {
 	unsigned metrics_zone_limit; /* Zones with per-zone series. */
 	unsigned workers;           /* 0: one per core */
 	int log_level;              /* zc_log_level_t */
+	int log_format;             /* zc_log_format_t */
+	char log_target[ZC_LOG_TARGETS_MAX][ZC_LOG_TARGET_LEN]; /* none: stderr */
+	size_t log_target_count;
+	char control_socket[CONFIG_STR_MAX]; /* "": DATA_DIR/control.sock */
+	char pidfile[CONFIG_STR_MAX];        /* "": DATA_DIR/zonecast.pid */
 	char nsid[256];
+	char identity[256];         /* CH TXT id.server ("": NSID or host name) */
+	char version[256];          /* CH TXT version.bind ("": zonecast X.Y) */
+	bool hide_identity;         /* Those queries get REFUSED. */
+	bool hide_version;
 	unsigned tcp_idle_timeout;  /* seconds */
 	unsigned tcp_max_clients;
 	unsigned tcp_max_clients_per_ip;
@@ -54,7 +65,8 @@ typedef struct {
 	unsigned journal_retention; /* Seconds the change log is kept. */
 	zc_acl_t allow_update;      /* Unsigned UPDATEs accepted from. */
 	zc_acl_t allow_transfer;    /* Unsigned AXFR/IXFR accepted from. */
-	char notify[CONFIG_NOTIFY_MAX][128]; /* Secondaries, "ADDR:PORT". */
+	secondary_keys_t allow_transfer_keys; /* Keys that may transfer all. */
+	char notify[CONFIG_NOTIFY_MAX][384]; /* "ADDR[:PORT] [key NAME]" */
 	size_t notify_count;
 	unsigned notify_retries;
 	unsigned notify_timeout;    /* ms before the first resend */
@@ -97,6 +109,17 @@ void config_defaults(config_t *cfg);
  * "FILE:LINE: message" to stderr and returns ZC_EINVAL_CONFIG.
  */
 int config_load(config_t *cfg, const char *path);
+
+/* As config_load(), the first error written to err instead (the lines
+ * after it are still applied). */
+int config_read(config_t *cfg, const char *path, char *err, size_t err_size);
+
+/* The log settings as zc_log_configure() takes them. */
+void config_log(const config_t *cfg, zc_log_config_t *out);
+
+/* The control socket's and the pidfile's paths (defaults in data-dir). */
+void config_control_socket(const config_t *cfg, char *out, size_t size);
+void config_pidfile(const config_t *cfg, char *out, size_t size);
 
 /* The fleet settings as fleet/fleet.h takes them (pointers into cfg). */
 void config_fleet(const config_t *cfg, void *fleet_config);

@@ -2,6 +2,8 @@
 /* Names for every code of zonecast's error space (see error.h). */
 #include <errno.h>
 #include <string.h>
+#include <libdnssec/error.h>
+#include <libknot/errcode.h>
 #include <libknot/error.h>
 
 #include "common/error.h"
@@ -17,10 +19,15 @@ const char *zc_strerror(int code)
 	default:
 		break;
 	}
-	if (code <= -900 && code >= -1000) {
+	/* libknot's own codes are -1000..-501 (with -errno ones below
+	 * them), libdnssec's -1500..-1001 (docs in their error headers). */
+	if (code >= KNOT_ERROR_MIN && code <= KNOT_ERROR_MAX) {
 		return knot_strerror(code);
 	}
-	if (code < 0 && code > -900) {
+	if (code >= DNSSEC_ERROR_MIN && code <= DNSSEC_ERROR_MAX) {
+		return dnssec_strerror(code);
+	}
+	if (code < 0 && code > KNOT_ERROR_MAX) {
 		return strerror(-code);
 	}
 	return "unknown error";

@@ -13,9 +13,11 @@
 
 bool dns_tsig_algorithm_ok(const char *name)
 {
+	/* hmac-md5: RFC 8945 §6 makes it mandatory to implement, and
+	 * certbot's dns-rfc2136 uses it when told no algorithm. */
 	static const char *const ok[] = { "hmac-sha256", "hmac-sha512",
 	                                  "hmac-sha384", "hmac-sha224",
-	                                  "hmac-sha1" };
+	                                  "hmac-sha1", "hmac-md5" };
 	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
 		if (strcmp(name, ok[i]) == 0) {
 			return true;

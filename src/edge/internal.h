@@ -70,6 +70,23 @@ int edge_lmdb_error(int rc);
 size_t edge_node_key(uint8_t *key, uint64_t zone_id, const uint8_t *rel,
                      size_t rel_len);
 
+/* Big-endian integers of keys and ops. */
+static inline uint64_t edge_get_be(const uint8_t *p, int bytes)
+{
+	uint64_t v = 0;
+	for (int i = 0; i < bytes; i++) {
+		v = v << 8 | p[i];
+	}
+	return v;
+}
+
+static inline void edge_put_be(uint8_t *p, uint64_t v, int bytes)
+{
+	for (int i = 0; i < bytes; i++) {
+		p[i] = (uint8_t)(v >> (8 * (bytes - 1 - i)));
+	}
+}
+
 /* The dbi of a replicated table. */
 MDB_dbi edge_table_dbi(const edge_store_t *store, unsigned table);
 

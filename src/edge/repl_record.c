@@ -25,13 +25,6 @@ struct edge_rec {
 	size_t len, cap;
 };
 
-static void put_be(uint8_t *p, uint64_t v, int bytes)
-{
-	for (int i = 0; i < bytes; i++) {
-		p[i] = (uint8_t)(v >> (8 * (bytes - 1 - i)));
-	}
-}
-
 /* Writes buf[0..len) as the next part of this transaction's commit. */
 static int write_part(edge_txn_t *txn, struct edge_rec *r, const uint8_t *data,
                       size_t len, uint8_t flags)
@@ -50,8 +43,8 @@ static int write_part(edge_txn_t *txn, struct edge_rec *r, const uint8_t *data,
 		r->started = true;
 	}
 	uint8_t key[12];
-	put_be(key, r->commit, 8);
-	put_be(key + 8, r->part++, 4);
+	edge_put_be(key, r->commit, 8);
+	edge_put_be(key + 8, r->part++, 4);
 	MDB_val k = { .mv_size = sizeof(key), .mv_data = key };
 	MDB_val v = { .mv_size = 1 + len, .mv_data = NULL };
 	int rc = mdb_put(txn->txn, txn->store->outbox, &k, &v, MDB_RESERVE);
@@ -153,8 +146,8 @@ int edge_rec_op(edge_txn_t *txn, unsigned op, unsigned table,
 	uint8_t *p = r->buf + r->len;
 	p[0] = (uint8_t)op;
 	p[1] = (uint8_t)table;
-	put_be(p + 2, klen, 2);
-	put_be(p + 4, vlen, 4);
+	edge_put_be(p + 2, klen, 2);
+	edge_put_be(p + 4, vlen, 4);
 	if (klen > 0) {
 		memcpy(p + OP_HEAD, key, klen);
 	}
@@ -164,15 +157,6 @@ int edge_rec_op(edge_txn_t *txn, unsigned op, unsigned table,
 	r->len += size;
 	return size > EDGE_REPL_PART_MAX && !r->nested ? flush_giant(txn, r) :
 	       ZC_EOK;
-}
-
-static uint64_t get_be(const uint8_t *p, int bytes)
-{
-	uint64_t v = 0;
-	for (int i = 0; i < bytes; i++) {
-		v = v << 8 | p[i];
-	}
-	return v;
 }
 
 int edge_rec_merge(edge_txn_t *child, edge_txn_t *parent)
@@ -185,8 +169,8 @@ int edge_rec_merge(edge_txn_t *child, edge_txn_t *parent)
 	int ret = ZC_EOK;
 	while (ret == ZC_EOK && off + OP_HEAD <= r->len) {
 		const uint8_t *p = r->buf + off;
-		size_t klen = (size_t)get_be(p + 2, 2);
-		size_t vlen = (size_t)get_be(p + 4, 4);
+		size_t klen = (size_t)edge_get_be(p + 2, 2);
+		size_t vlen = (size_t)edge_get_be(p + 4, 4);
 		ret = edge_rec_op(parent, p[0], p[1], p + OP_HEAD, klen,
 		                  p + OP_HEAD + klen, vlen);
 		off += OP_HEAD + klen + vlen;

@@ -950,7 +950,14 @@ static int stage_move(edge_txn_t *txn, MDB_val *k, const MDB_val *v)
 	return edge_lmdb_error(mdb_put(txn->txn, txn->store->nodes, k, &val, 0));
 }
 
-int edge_stage_apply(edge_txn_t *txn, uint64_t zone_id)
+/*
+ * Empties the zone's stage, passing each entry to move first when it is
+ * not NULL (the key copied: it lives in the stage's page). *count gets the
+ * number of entries.
+ */
+static int stage_drain(edge_txn_t *txn, uint64_t zone_id,
+                       int (*move)(edge_txn_t *, MDB_val *, const MDB_val *),
+                       size_t *count)
 {
 	MDB_cursor *cur;
 	int rc = mdb_cursor_open(txn->txn, txn->store->stage, &cur);
@@ -961,17 +968,18 @@ int edge_stage_apply(edge_txn_t *txn, uint64_t zone_id)
 	edge_node_key(prefix, zone_id, NULL, 0);
 	MDB_val k = { .mv_size = 8, .mv_data = prefix }, v;
 	int ret = ZC_EOK;
+	*count = 0;
 	rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
 	while (rc == MDB_SUCCESS && k.mv_size >= 8 &&
 	       memcmp(k.mv_data, prefix, 8) == 0) {
-		/* The key lives in the stage's page: copy it before writing. */
 		uint8_t key[NODE_KEY_MAX];
 		memcpy(key, k.mv_data, k.mv_size);
 		MDB_val nk = { .mv_size = k.mv_size, .mv_data = key };
-		ret = stage_move(txn, &nk, &v);
+		ret = move != NULL ? move(txn, &nk, &v) : ZC_EOK;
 		if (ret != ZC_EOK) {
 			break;
 		}
+		(*count)++;
 		rc = mdb_cursor_del(cur, 0);
 		if (rc == MDB_SUCCESS) {
 			/* Not MDB_GET_CURRENT: EINVAL once the last entry went. */
@@ -987,6 +995,12 @@ int edge_stage_apply(edge_txn_t *txn, uint64_t zone_id)
 	return ret;
 }
 
+int edge_stage_apply(edge_txn_t *txn, uint64_t zone_id)
+{
+	size_t count;
+	return stage_drain(txn, zone_id, stage_move, &count);
+}
+
 int edge_txn_stage_commit(edge_txn_t *txn, uint64_t zone_id)
 {
 	int ret = edge_stage_apply(txn, zone_id);
@@ -998,33 +1012,15 @@ int edge_txn_stage_commit(edge_txn_t *txn, uint64_t zone_id)
 
 int edge_txn_stage_clear(edge_txn_t *txn, uint64_t zone_id)
 {
-	MDB_cursor *cur;
-	int rc = mdb_cursor_open(txn->txn, txn->store->stage, &cur);
-	if (rc != MDB_SUCCESS) {
-		return edge_lmdb_error(rc);
+	size_t count;
+	int ret = stage_drain(txn, zone_id, NULL, &count);
+	if (ret != ZC_EOK || count == 0) {
+		return ret;
 	}
 	uint8_t prefix[8];
 	edge_node_key(prefix, zone_id, NULL, 0);
-	MDB_val k = { .mv_size = 8, .mv_data = prefix }, v;
-	bool any = false;
-	rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
-	while (rc == MDB_SUCCESS && k.mv_size >= 8 &&
-	       memcmp(k.mv_data, prefix, 8) == 0) {
-		any = true;
-		rc = mdb_cursor_del(cur, 0);
-		if (rc == MDB_SUCCESS) {
-			/* Not MDB_GET_CURRENT: EINVAL once the last entry went. */
-			k.mv_size = 8;
-			k.mv_data = prefix;
-			rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
-		}
-	}
-	mdb_cursor_close(cur);
-	if (rc != MDB_SUCCESS && rc != MDB_NOTFOUND) {
-		return edge_lmdb_error(rc);
-	}
-	return any ? edge_rec_op(txn, EDGE_OP_DEL_PREFIX, EDGE_TABLE_STAGE,
-	                         prefix, 8, NULL, 0) : ZC_EOK;
+	return edge_rec_op(txn, EDGE_OP_DEL_PREFIX, EDGE_TABLE_STAGE, prefix, 8,
+	                   NULL, 0);
 }
 
 int edge_quarantine_get(edge_txn_t *txn, uint64_t zone_id,

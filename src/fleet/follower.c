@@ -2,7 +2,7 @@
 /*
  * An edge's follower (see fleet.h): bootstraps from the newest snapshot
  * when it has nothing (or a gap, or another epoch), follows the txn stream
- * applying whole commits, and reports its position to the bucket.
+ * applying whole commits; its reporter (report.c) tells the bucket.
  */
 #include <inttypes.h>
 #include <pthread.h>
@@ -15,43 +15,12 @@
 
 #include "common/error.h"
 #include "common/log.h"
-#include "fleet/internal.h"
+#include "fleet/edge_node.h"
 
-#define REPORT_EVERY_MS 1000
 #define RETRY_MS 250
 #define STALL_CHECK_MS 2000
 #define MAX_BACKOFF_MS 8000
 
-struct fleet_edge {
-	fleet_config_t cfg;
-	fleet_names_t names;
-	edge_store_t *es;
-	natsConnection *nc;
-	jsCtx *js;
-	pthread_t thread, reporter;
-	bool started, reporter_started;
-	_Atomic bool stop;
-	/* Applied position (the follower thread writes, the reporter reads). */
-	pthread_mutex_t lock;
-	pthread_cond_t changed;
-	bool dirty;
-	uint64_t epoch, commit, seq;
-	/* The commit being applied (its parts so far). */
-	edge_applier_t ap;
-	bool open;
-	uint64_t open_commit;
-	uint32_t next_part;
-	uint64_t delivered;  /* stream sequence of the last message taken */
-	_Atomic int64_t report_logged;
-	uint64_t instance;   /* random: tells two edges of one name apart */
-	_Atomic int64_t bad_logged;
-	/* A message that left a gap even right after a snapshot load cannot
-	 * be followed (forged, or outside the history): skipped. */
-	uint64_t gap_seq;        /* stream sequence of the last gap */
-	bool loaded_since_gap;   /* a snapshot was loaded after it */
-	unsigned backoff_ms;     /* between snapshot loads in a row */
-	int64_t last_load_ms;
-};
 
 static void set_position(fleet_edge_t *fe, uint64_t epoch, uint64_t commit,
                          uint64_t seq)
@@ -92,6 +61,18 @@ static int bootstrap(fleet_edge_t *fe)
 	int ret = fleet_manifest_get(fe->js, &fe->names, &m);
 	if (ret != ZC_EOK) {
 		return ret;
+	}
+	if (m.epoch == fe->epoch && m.commit <= fe->commit) {
+		/* Older than what is served here: a zone version never goes
+		 * back. Follow on from here (a newer snapshot comes later). */
+		zc_debug("fleet: snapshot %s is not newer than commit %" PRIu64
+		         "; not loaded", m.id, fe->commit);
+		/* Its stream position is a safe one to read on from (what
+		 * was applied is skipped), also in a recreated stream. */
+		pthread_mutex_lock(&fe->lock);
+		fe->seq = m.txn_seq > 0 ? m.txn_seq - 1 : 0;
+		pthread_mutex_unlock(&fe->lock);
+		return ZC_EOK;
 	}
 	int64_t t0 = fleet_now_ms();
 	ret = fleet_snapshot_load(fe->js, &fe->names, fe->es, &m);
@@ -299,14 +280,6 @@ static int follow(fleet_edge_t *fe)
 	return ret;
 }
 
-static void sleep_ms(unsigned ms)
-{
-	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
-	nanosleep(&ts, NULL);
-}
-
-static void *reporter_main(void *arg);
-
 static void *follower_main(void *arg)
 {
 	fleet_edge_t *fe = arg;
@@ -316,7 +289,7 @@ static void *follower_main(void *arg)
 	}
 	pthread_mutex_lock(&fe->lock);
 	fe->reporter_started = !fe->stop &&
-		pthread_create(&fe->reporter, NULL, reporter_main, fe) == 0;
+		pthread_create(&fe->reporter, NULL, fleet_reporter_main, fe) == 0;
 	pthread_mutex_unlock(&fe->lock);
 	bool need_snapshot = fe->epoch == 0;
 	while (!fe->stop) {
@@ -327,7 +300,7 @@ static void *follower_main(void *arg)
 				                                  RETRY_MS;
 				fe->backoff_ms = fe->backoff_ms > MAX_BACKOFF_MS ?
 				                 MAX_BACKOFF_MS : fe->backoff_ms;
-				sleep_ms(fe->backoff_ms);
+				fleet_sleep_ms(fe->backoff_ms);
 			}
 			fe->last_load_ms = fleet_now_ms();
 			int ret = bootstrap(fe);
@@ -340,7 +313,7 @@ static void *follower_main(void *arg)
 					zc_warn("fleet: cannot load a snapshot: %s; "
 					        "retrying", zc_strerror(ret));
 				}
-				sleep_ms(RETRY_MS);
+				fleet_sleep_ms(RETRY_MS);
 				continue;
 			}
 			fe->last_load_ms = fleet_now_ms();
@@ -354,62 +327,9 @@ static void *follower_main(void *arg)
 		           ret != ZC_EMAPFULL && !fe->stop) {
 			zc_warn("fleet: following paused: %s; retrying",
 			        zc_strerror(ret));
-			sleep_ms(RETRY_MS);
+			fleet_sleep_ms(RETRY_MS);
 		}
 	}
-	return NULL;
-}
-
-static void report(fleet_edge_t *fe, kvStore *kv)
-{
-	pthread_mutex_lock(&fe->lock);
-	uint64_t epoch = fe->epoch, commit = fe->commit, seq = fe->seq;
-	fe->dirty = false;
-	pthread_mutex_unlock(&fe->lock);
-	char e[17];
-	snprintf(e, sizeof(e), "%016" PRIx64, epoch);
-	json_t *j = json_pack("{s:s, s:s, s:I, s:I, s:I, s:I}", "name",
-	                      fe->cfg.name, "epoch", e, "commit",
-	                      (json_int_t)commit, "seq", (json_int_t)seq,
-	                      "time_ms", (json_int_t)fleet_now_ms(),
-	                      "instance", (json_int_t)(fe->instance >> 1));
-	char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
-	json_decref(j);
-	if (text != NULL) {
-		natsStatus s = kvStore_PutString(NULL, kv, fe->cfg.name, text);
-		free(text);
-		if (s != NATS_OK && zc_log_due(&fe->report_logged, 10000)) {
-			zc_warn("fleet: cannot report to %s: %s (%s)", fe->names.bucket,
-			        natsStatus_GetText(s), nats_GetLastError(NULL));
-		}
-	}
-}
-
-/* Reports right after each applied commit and every second. */
-static void *reporter_main(void *arg)
-{
-	fleet_edge_t *fe = arg;
-	kvStore *kv = NULL;
-	while (!fe->stop) {
-		if (kv == NULL && js_KeyValue(&kv, fe->js, fe->names.bucket) !=
-		                  NATS_OK) {
-			kv = NULL;
-			sleep_ms(RETRY_MS);
-			continue;
-		}
-		report(fe, kv);
-		struct timespec ts;
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_sec += REPORT_EVERY_MS / 1000;
-		pthread_mutex_lock(&fe->lock);
-		while (!fe->dirty && !fe->stop) {
-			if (pthread_cond_timedwait(&fe->changed, &fe->lock, &ts) != 0) {
-				break;
-			}
-		}
-		pthread_mutex_unlock(&fe->lock);
-	}
-	kvStore_Destroy(kv);
 	return NULL;
 }
 

@@ -46,6 +46,7 @@ int fleet_ensure_streams(const fleet_config_t *cfg, const fleet_names_t *n,
 int fleet_nats_error(natsStatus s, jsErrCode jerr, const char *what);
 
 int64_t fleet_now_ms(void);
+void fleet_sleep_ms(unsigned ms);
 
 /* A snapshot's manifest (JSON on the head subject). */
 typedef struct {

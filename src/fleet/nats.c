@@ -61,6 +61,12 @@ int64_t fleet_now_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+void fleet_sleep_ms(unsigned ms)
+{
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+	nanosleep(&ts, NULL);
+}
+
 int fleet_nats_error(natsStatus s, jsErrCode jerr, const char *what)
 {
 	if (s == NATS_OK) {

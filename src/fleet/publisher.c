@@ -28,6 +28,7 @@ typedef struct {
 	uint64_t bytes;      /* sent since the last snapshot */
 	int ret;
 	int64_t now_ms;
+	bool stream_reset;   /* the txn stream was recreated: a new snapshot */
 } pub_t;
 
 static void zone_put(const uint8_t *val, size_t len, void *ctx)
@@ -93,8 +94,9 @@ static int send_part(const edge_repl_part_t *part, void *arg)
 	p->last_seq = ack->Sequence;
 	jsPubAck_Destroy(ack);
 	if (reset) {
-		/* The stream was recreated under us (NATS lost its storage):
-		 * edges need a snapshot to go on from. */
+		/* The stream was recreated under us (NATS lost its storage, or
+		 * it was deleted): edges need a snapshot to go on from. */
+		p->stream_reset = true;
 		p->ret = ZC_EREPLGAP;
 		return 1;
 	}
@@ -327,10 +329,11 @@ static int start_epoch(pub_t *p, fleet_manifest_t *prev)
 		p->part = UINT32_MAX;
 		have = false;
 	}
-	if (have && head.epoch == p->epoch) {
+	if (have && head.epoch == p->epoch && !p->stream_reset) {
 		*prev = head;
 		return ZC_EOK;
 	}
+	p->stream_reset = false;
 	zc_info("fleet: history %016" PRIx64 " has no snapshot in NATS yet: "
 	        "publishing one", p->epoch);
 	fleet_manifest_t none = { .id = "" };

@@ -237,13 +237,13 @@ static void put_builder(metrics_t *m, text_t *t)
 	            "the change log (writes are refused meanwhile).");
 	text_sample(t, "zonecast_builder_stalled", "",
 	            builder_follower_stalled(f) != ZC_EOK);
-	uint64_t pending = 0;
-	int64_t oldest = 0;
+	records_backlog_t backlog;
 	records_store_t *rs = records(m);
-	if (rs == NULL || records_changes_pending(rs, applied, &pending,
-	                                          &oldest) != ZC_EOK) {
+	if (rs == NULL || records_backlog(rs, applied, &backlog) != ZC_EOK) {
 		return;
 	}
+	uint64_t pending = backlog.events;
+	int64_t oldest = backlog.oldest_ms;
 	text_family(t, "zonecast_builder_lag_events", "gauge",
 	            "Change-log events committed and not yet built.");
 	text_sample(t, "zonecast_builder_lag_events", "", pending);
@@ -532,14 +532,15 @@ bool metrics_ready(metrics_t *m, char *why, size_t size)
 		snprintf(why, size, "builder stalled: %s; ", zc_strerror(stalled));
 		return false;
 	}
-	uint64_t pending = 0;
-	int64_t oldest = 0;
+	records_backlog_t backlog;
 	records_store_t *rs = records(m);
-	if (rs == NULL || records_changes_pending(rs, builder_follower_applied(
-	    m->cfg.follower), &pending, &oldest) != ZC_EOK) {
+	if (rs == NULL || records_backlog(rs, builder_follower_applied(
+	    m->cfg.follower), &backlog) != ZC_EOK) {
 		snprintf(why, size, "cannot read the change log; ");
 		return false;
 	}
+	uint64_t pending = backlog.events;
+	int64_t oldest = backlog.oldest_ms;
 	double lag = pending > 0 ? now_wall_s() - oldest / 1e3 : 0;
 	if (lag * 1000 > m->cfg.ready_lag_ms) {
 		snprintf(why, size, "builder behind: %llu changes, the oldest "

@@ -1,35 +1,14 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /*
- * What the metrics endpoint reads of the change log: how far the builder
- * is behind (events after its position, the age of the oldest), and how
- * many events each zone got since a sequence. Read-only, indexed by the
- * log's sequence (its rowid), so a scrape costs what is new since the
- * last one.
+ * What the metrics endpoint reads of the change log besides the
+ * builder's backlog (backlog.c): how many events each zone got since a
+ * sequence. Read-only, a range of the log's sequence (its rowid), so a
+ * scrape costs what is new since the last one.
  */
 #include <libknot/errcode.h>
 
 #include "common/error.h"
 #include "records/sqlite.h"
-
-int records_changes_pending(records_store_t *store, uint64_t after,
-                            uint64_t *count, int64_t *oldest_ms)
-{
-	sqlite3_stmt *stmt;
-	int ret = records_sql_prepare(store, "SELECT count(*), coalesce(min(at),"
-	                              " 0) FROM changes WHERE seq > ?", &stmt);
-	if (ret != ZC_EOK) {
-		return ret;
-	}
-	sqlite3_bind_int64(stmt, 1, (int64_t)after);
-	int rc = sqlite3_step(stmt);
-	if (rc == SQLITE_ROW) {
-		*count = (uint64_t)sqlite3_column_int64(stmt, 0);
-		*oldest_ms = sqlite3_column_int64(stmt, 1);
-	}
-	ret = records_sql_error(store->db, rc);
-	records_sql_done(store, stmt);
-	return ret;
-}
 
 int records_zone_activity(records_store_t *store, uint64_t after,
                           int (*cb)(int64_t zone_id, uint64_t events,

@@ -86,6 +86,9 @@ static int read_events(records_store_t *store, const records_zone_t *zone,
 	int rc;
 	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
 		int kind = sqlite3_column_int(stmt, 1);
+		if (kind == RECORDS_CHANGE_ZONE_TOUCHED) {
+			continue; /* A version without record changes. */
+		}
 		if (kind != RECORDS_CHANGE_RECORD_CREATED &&
 		    kind != RECORDS_CHANGE_RECORD_DELETED) {
 			ret = ZC_ENOJOURNAL;

@@ -11,7 +11,11 @@
  *   records  id (stable, never reused), zone_id, okey (LF of the owner
  *            relative to the apex, see dns/name.h), owner (wire), type,
  *            ttl, rdata (wire, uncompressed), comment, created_on,
- *            modified_on; indexed by (zone_id, okey, type)
+ *            modified_on, and the API's api_form and tags; indexed by
+ *            (zone_id, okey, type) and, for listings by type, by
+ *            (zone_id, type, okey)
+ *   tokens   API bearer tokens by SHA-256 hash, with scope, name, expiry
+ *            and revocation (tokens.c)
  *   changes  the change log (outbox): seq (global, ordered), zone_id,
  *            zone apex, version (the zone's serial after the change),
  *            kind, owner, type, at
@@ -43,6 +47,11 @@ typedef enum {
 	RECORDS_CHANGE_ZONE_IMPORTED = 4,
 	RECORDS_CHANGE_RECORD_CREATED = 5,
 	RECORDS_CHANGE_RECORD_DELETED = 6,
+	/* A version without record changes (records_zone_touch()): the
+	 * signed view refreshes signatures in it. Not zone-wide: IXFR spans
+	 * it; the builder moves the edge serial (the apex node is rebuilt,
+	 * unchanged). */
+	RECORDS_CHANGE_ZONE_TOUCHED = 7,
 } records_change_kind_t;
 
 /* How a zone's serial moves at each change. */
@@ -98,6 +107,8 @@ typedef struct {
 	const uint8_t *rdata;
 	uint16_t rdata_len;
 	const char *comment;   /* NULL: none. */
+	const char *tags;      /* The API's tags, a JSON array; NULL: none. */
+	uint8_t api_form;      /* How the API renders the content (api/). */
 	int64_t created_on;    /* Unix milliseconds. */
 	int64_t modified_on;
 } records_record_t;
@@ -144,12 +155,20 @@ int records_zone_delete(records_store_t *store, const knot_dname_t *apex,
 /* The newest change-log sequence (0 for an empty log). */
 int records_last_seq(records_store_t *store, uint64_t *seq);
 
-/*
- * The builder's backlog for the metrics (records/activity.c): events with
- * seq > after, and the commit time (Unix ms) of the oldest (0: none).
- */
-int records_changes_pending(records_store_t *store, uint64_t after,
-                            uint64_t *count, int64_t *oldest_ms);
+/* The change log past a position (backlog.c). */
+typedef struct {
+	uint64_t last_seq;   /* The newest sequence. */
+	uint64_t events;     /* Sequences past `after` (last_seq - after). */
+	int64_t oldest_ms;   /* Unix ms of the first of them (0: none). */
+} records_backlog_t;
+
+int records_backlog(records_store_t *store, uint64_t after,
+                    records_backlog_t *out);
+
+/* The zone's record count as kept by every write (zones.record_count):
+ * one row read, where records_zone_list()'s with_counts walks them. */
+int records_zone_kept_count(records_store_t *store, int64_t zone_id,
+                            int64_t *count);
 
 /*
  * Events per zone with after < seq <= *last_seq, *last_seq being set to
@@ -181,6 +200,8 @@ typedef struct records_import records_import_t;
  * order, checked, and written in that order at commit, so the index is
  * appended to rather than updated at random and the table ends up
  * clustered in build order. Nothing touches the database before commit.
+ * store NULL: a check only (zonecast zone check), with no bound on the
+ * record count; commit must not be called.
  */
 int records_import_begin(records_store_t *store, const knot_dname_t *apex,
                          records_import_t **out);
@@ -275,6 +296,11 @@ int records_zone_create(records_store_t *store, const knot_dname_t *apex,
  */
 int records_zone_bump(records_store_t *store, records_zone_t *zone);
 
+/* Gives the zone a new version with no record change (the unit's bump
+ * and a zone_touched event): secondaries get a new serial, e.g. for the
+ * signed view's refreshed signatures. */
+int records_zone_touch(records_store_t *store, records_zone_t *zone);
+
 /* Inserts a record (rec->id is set) and logs record_created. */
 int records_record_insert(records_store_t *store, const records_zone_t *zone,
                           records_record_t *rec);
@@ -307,6 +333,40 @@ int records_record_page(records_store_t *store, int64_t zone_id,
                         int64_t offset, int64_t limit, int64_t *total,
                         int (*cb)(const records_record_t *rec, void *ctx),
                         void *ctx);
+
+/* The orders of records_record_query(). */
+typedef enum {
+	RECORDS_ORDER_NAME = 0,  /* (okey, type, id): DNSSEC canonical order. */
+	RECORDS_ORDER_TYPE = 1,  /* (type code, okey, id). */
+	RECORDS_ORDER_TTL = 2,   /* (ttl, okey, type, id). */
+} records_order_t;
+
+typedef struct {
+	const knot_dname_t *owner;   /* NULL: any owner. */
+	uint16_t type;               /* 0: any type. */
+	records_order_t order;
+	bool descending;             /* Every key of the order reversed. */
+	int64_t offset;              /* Rows skipped. */
+	int64_t limit;               /* Rows at most; < 0: all. */
+} records_query_t;
+
+/*
+ * A listing (query.c): calls cb for each record of the zone matching q's
+ * owner and type, in q's order, from offset on, at most limit of them
+ * (cb returns non-zero to stop); *total (unless NULL) gets the number of
+ * matching records. An owner or a type filter is served by an index, in
+ * name and type order without a sort: the cost is the page plus an index
+ * count, never a walk of the zone; the TTL order sorts the matches.
+ */
+int records_record_query(records_store_t *store, int64_t zone_id,
+                         const records_query_t *q, int64_t *total,
+                         int (*cb)(const records_record_t *rec, void *ctx),
+                         void *ctx);
+
+/* SQLite's query plan of q's statement (EXPLAIN QUERY PLAN, one line per
+ * step) into out: for the tests that prove the indexes are used. */
+int records_query_plan(records_store_t *store, const records_query_t *q,
+                       char *out, size_t size);
 
 /* One record by id (callback form, as above). KNOT_ENOENT if absent. */
 int records_record_find(records_store_t *store, int64_t zone_id, int64_t id,
@@ -418,6 +478,75 @@ int records_tsig_list(records_store_t *store, int64_t zone_id,
 
 /* Deletes a key by id (zone_id 0: any zone). ZC_ENOKEY when absent. */
 int records_tsig_delete(records_store_t *store, int64_t zone_id, int64_t id);
+
+/* --- API tokens (records/tokens.c) --- */
+
+typedef struct {
+	int64_t id;
+	char name[128];
+	bool read_only;          /* GET requests only. */
+	int64_t zone_id;         /* 0: every zone. */
+	int64_t created_on;      /* Unix milliseconds. */
+	int64_t modified_on;
+	int64_t expires_on;      /* 0: never. */
+	int64_t revoked_on;      /* 0: not revoked. */
+} records_token_t;
+
+typedef enum {
+	RECORDS_TOKEN_ACTIVE,
+	RECORDS_TOKEN_EXPIRED,
+	RECORDS_TOKEN_REVOKED,
+} records_token_status_t;
+
+/* Stores a token by the SHA-256 hash of its secret (tok's name,
+ * read_only, zone_id and expires_on; id, created_on and modified_on are
+ * set). ZC_EEXISTS for a hash already stored. */
+int records_token_add(records_store_t *store, const uint8_t hash[32],
+                      records_token_t *tok);
+
+/* Finds a token by the hash of its secret, or by id. ZC_ENOKEY when
+ * absent. Each call reads the store, so a revocation is seen at once. */
+int records_token_find(records_store_t *store, const uint8_t hash[32],
+                       records_token_t *tok);
+int records_token_get(records_store_t *store, int64_t id,
+                      records_token_t *tok);
+
+/* Calls cb for every token, oldest first (cb returns non-zero to stop). */
+int records_token_list(records_store_t *store,
+                       int (*cb)(const records_token_t *tok, void *ctx),
+                       void *ctx);
+
+/* Revokes a token for good (a second revocation keeps the first time).
+ * ZC_ENOKEY when there is no such token. */
+int records_token_revoke(records_store_t *store, int64_t id);
+
+/* Whether a token is active, expired or revoked at now_ms. */
+records_token_status_t records_token_status(const records_token_t *tok,
+                                            int64_t now_ms);
+
+/* --- Per-zone secondaries (records/secondaries.c) --- */
+
+typedef enum {
+	RECORDS_SECONDARY_NOTIFY = 1,    /* "ADDR[:PORT] [key NAME]" */
+	RECORDS_SECONDARY_TRANSFER = 2,  /* "ADDR[/PREFIX]" or "key NAME" */
+} records_secondary_kind_t;
+
+/* Replaces the zone's entries of one kind (in the caller's write
+ * transaction); specs are stored as given, in order. */
+int records_secondaries_set(records_store_t *store, int64_t zone_id,
+                            records_secondary_kind_t kind,
+                            const char *const *specs, size_t count);
+
+/* Calls cb for each entry of one zone (zone_id 0: of every zone), by zone,
+ * kind and position; cb returns non-zero to stop. */
+int records_secondaries_foreach(records_store_t *store, int64_t zone_id,
+                                int (*cb)(int64_t zone_id,
+                                          records_secondary_kind_t kind,
+                                          const char *spec, void *ctx),
+                                void *ctx);
+
+/* A number that moves at every records_secondaries_set(). */
+int records_secondaries_version(records_store_t *store, uint64_t *version);
 
 /* --- Connection pool (records/pool.c) --- */
 

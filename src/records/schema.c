@@ -152,7 +152,29 @@ static const char *const migrations[] = {
 	"  WHERE instr(owner, x'00') < length(owner)"
 	"     OR instr(owner, x'01') > 0;"
 	"UPDATE zones SET ixfr_from = serial;",
-	/* 9: when each DNSSEC key began and stopped signing (Unix ms, NULL:
+	/* 9: per-zone secondaries (notify targets, allow-transfer entries,
+	 * as text); counters.secondaries moves at each change so that the
+	 * notifier reloads them. */
+	"CREATE TABLE zone_secondaries ("
+	"  zone_id INTEGER NOT NULL REFERENCES zones(id) ON DELETE CASCADE,"
+	"  kind INTEGER NOT NULL,"
+	"  position INTEGER NOT NULL,"
+	"  spec TEXT NOT NULL,"
+	"  PRIMARY KEY (zone_id, kind, position)) WITHOUT ROWID;"
+	"INSERT INTO counters VALUES ('secondaries', 0);",
+	/* 10: the HTTP API as Cloudflare's. A record keeps the form its API
+	 * content was written in (api_form 1: TXT as plain text, not quoted
+	 * strings) and its tags (a JSON array of "name:value" strings); the
+	 * (zone_id, type, okey) index serves listings by type without a walk
+	 * of the zone. Tokens get a name, an expiry and a revocation time. */
+	"ALTER TABLE records ADD COLUMN api_form INTEGER NOT NULL DEFAULT 0;"
+	"ALTER TABLE records ADD COLUMN tags TEXT;"
+	"CREATE INDEX records_type ON records(zone_id, type, okey);"
+	"ALTER TABLE tokens ADD COLUMN name TEXT NOT NULL DEFAULT '';"
+	"ALTER TABLE tokens ADD COLUMN expires_on INTEGER;"
+	"ALTER TABLE tokens ADD COLUMN revoked_on INTEGER;"
+	"ALTER TABLE tokens ADD COLUMN modified_on INTEGER;",
+	/* 11: when each DNSSEC key began and stopped signing (Unix ms, NULL:
 	 * not yet), so that rollover steps can wait as the TTLs require
 	 * (signer/timing.c). A key active now has signed since it was made. */
 	"ALTER TABLE dnssec_keys ADD COLUMN active_on INTEGER;"

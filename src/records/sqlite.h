@@ -119,6 +119,23 @@ int records_log_append(records_store_t *store, int64_t zone_id,
                        const uint8_t *apex, size_t apex_len, uint32_t version,
                        records_change_kind_t kind, uint64_t *seq);
 
+/* The columns records_rows_foreach() reads, in its order. */
+#define RECORDS_RECORD_COLUMNS "id, zone_id, owner, type, ttl, rdata," \
+	" comment, created_on, modified_on, api_form, tags"
+
+/* Steps stmt (selecting RECORDS_RECORD_COLUMNS) and calls cb for each
+ * row until it returns non-zero (write.c). */
+int records_rows_foreach(sqlite3_stmt *stmt, records_store_t *store,
+                         int (*cb)(const records_record_t *rec, void *ctx),
+                         void *ctx);
+
+/* The owner's key relative to the zone's apex, for a filter: NULL owner
+ * gives length 0; KNOT_EOUTOFZONE or ZC_ENAMEKEY when no record can have
+ * that owner (write.c). */
+int records_filter_key(records_store_t *store, int64_t zone_id,
+                       const knot_dname_t *owner, uint8_t *okey,
+                       size_t *okey_len);
+
 #define RECORDS_ZONE_COLUMNS \
 	"id, name, apex, serial, default_ttl, created_on, modified_on," \
 	" serial_policy"

@@ -273,6 +273,17 @@ static int log_event(records_store_t *store, const records_zone_t *zone,
 	return ret;
 }
 
+int records_zone_touch(records_store_t *store, records_zone_t *zone)
+{
+	int ret = records_zone_bump(store, zone);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	/* An (empty) owner key: an event of the apex node, not zone-wide. */
+	return log_event(store, zone, RECORDS_CHANGE_ZONE_TOUCHED,
+	                 (const uint8_t *)"", 0, 0, 0, 0, NULL, 0);
+}
+
 int records_log_zone_event(records_store_t *store, const records_zone_t *zone,
                            records_change_kind_t kind)
 {
@@ -353,8 +364,8 @@ int records_record_insert(records_store_t *store, const records_zone_t *zone,
 	/* An update keeps the record's id: delete, then insert with it. */
 	ret = records_sql_prepare(store, "INSERT INTO records(zone_id, okey,"
 	                          " owner, type, ttl, rdata, comment, created_on,"
-	                          " modified_on, id) VALUES (?, ?, ?, ?, ?, ?, ?,"
-	                          " ?, ?, ?)", &stmt);
+	                          " modified_on, id, api_form, tags) VALUES (?, ?,"
+	                          " ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", &stmt);
 	if (ret != ZC_EOK) {
 		return ret;
 	}
@@ -381,6 +392,10 @@ int records_record_insert(records_store_t *store, const records_zone_t *zone,
 	sqlite3_bind_int64(stmt, 8, rec->created_on);
 	sqlite3_bind_int64(stmt, 9, rec->modified_on);
 	sqlite3_bind_int64(stmt, 10, rec->id);
+	sqlite3_bind_int(stmt, 11, rec->api_form);
+	if (rec->tags != NULL) {
+		sqlite3_bind_text(stmt, 12, rec->tags, -1, SQLITE_STATIC);
+	}
 	ret = records_sql_error(store->db, sqlite3_step(stmt));
 	records_sql_done(store, stmt);
 	if (ret != ZC_EOK) {
@@ -500,9 +515,9 @@ int records_zone_create(records_store_t *store, const knot_dname_t *apex,
 	return ret;
 }
 
-static int foreach_stmt(sqlite3_stmt *stmt, records_store_t *store,
-                        int (*cb)(const records_record_t *rec, void *ctx),
-                        void *ctx)
+int records_rows_foreach(sqlite3_stmt *stmt, records_store_t *store,
+                         int (*cb)(const records_record_t *rec, void *ctx),
+                         void *ctx)
 {
 	int rc;
 	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
@@ -517,6 +532,8 @@ static int foreach_stmt(sqlite3_stmt *stmt, records_store_t *store,
 			.comment = (const char *)sqlite3_column_text(stmt, 6),
 			.created_on = sqlite3_column_int64(stmt, 7),
 			.modified_on = sqlite3_column_int64(stmt, 8),
+			.api_form = (uint8_t)sqlite3_column_int(stmt, 9),
+			.tags = (const char *)sqlite3_column_text(stmt, 10),
 		};
 		if (rec.owner == NULL) {
 			continue;
@@ -532,13 +549,9 @@ static int foreach_stmt(sqlite3_stmt *stmt, records_store_t *store,
 	return records_sql_error(store->db, rc);
 }
 
-#define RECORD_COLUMNS "id, zone_id, owner, type, ttl, rdata, comment," \
-	" created_on, modified_on"
-
-/* The owner's key for a filter (false: owner outside the zone). */
-static int filter_key(records_store_t *store, int64_t zone_id,
-                      const knot_dname_t *owner, uint8_t *okey,
-                      size_t *okey_len)
+int records_filter_key(records_store_t *store, int64_t zone_id,
+                       const knot_dname_t *owner, uint8_t *okey,
+                       size_t *okey_len)
 {
 	records_zone_t zone;
 	*okey_len = 0;
@@ -587,18 +600,18 @@ int records_record_foreach(records_store_t *store, int64_t zone_id,
 	 * would keep SQLite from using the (zone_id, okey, type) index and
 	 * make every write scan the whole zone. */
 	static const char *const sql[4] = {
-		"SELECT " RECORD_COLUMNS " FROM records WHERE zone_id = ?1"
+		"SELECT " RECORDS_RECORD_COLUMNS " FROM records WHERE zone_id = ?1"
 		" ORDER BY okey, type, id",
-		"SELECT " RECORD_COLUMNS " FROM records WHERE zone_id = ?1"
+		"SELECT " RECORDS_RECORD_COLUMNS " FROM records WHERE zone_id = ?1"
 		" AND type = ?3 ORDER BY okey, type, id",
-		"SELECT " RECORD_COLUMNS " FROM records WHERE zone_id = ?1"
+		"SELECT " RECORDS_RECORD_COLUMNS " FROM records WHERE zone_id = ?1"
 		" AND okey = ?2 ORDER BY type, id",
-		"SELECT " RECORD_COLUMNS " FROM records WHERE zone_id = ?1"
+		"SELECT " RECORDS_RECORD_COLUMNS " FROM records WHERE zone_id = ?1"
 		" AND okey = ?2 AND type = ?3 ORDER BY id",
 	};
 	uint8_t okey[DNS_LF_MAXLEN];
 	size_t okey_len;
-	int ret = filter_key(store, zone_id, owner, okey, &okey_len);
+	int ret = records_filter_key(store, zone_id, owner, okey, &okey_len);
 	if (ret == KNOT_EOUTOFZONE || ret == ZC_ENAMEKEY) {
 		return ZC_EOK; /* Nothing matches. */
 	}
@@ -612,7 +625,7 @@ int records_record_foreach(records_store_t *store, int64_t zone_id,
 		return ret;
 	}
 	bind_filter(stmt, zone_id, owner, okey, okey_len, type);
-	ret = foreach_stmt(stmt, store, cb, ctx);
+	ret = records_rows_foreach(stmt, store, cb, ctx);
 	records_sql_done(store, stmt);
 	return ret;
 }
@@ -633,19 +646,19 @@ int records_record_page(records_store_t *store, int64_t zone_id,
 		 " AND type = ?3"),
 	};
 	static const char *const page_sql[4] = {
-		"SELECT " RECORD_COLUMNS " FROM records WHERE zone_id = ?1"
+		"SELECT " RECORDS_RECORD_COLUMNS " FROM records WHERE zone_id = ?1"
 		" ORDER BY okey, type, id LIMIT ?4 OFFSET ?5",
-		"SELECT " RECORD_COLUMNS " FROM records WHERE zone_id = ?1"
+		"SELECT " RECORDS_RECORD_COLUMNS " FROM records WHERE zone_id = ?1"
 		" AND type = ?3 ORDER BY okey, type, id LIMIT ?4 OFFSET ?5",
-		"SELECT " RECORD_COLUMNS " FROM records WHERE zone_id = ?1"
+		"SELECT " RECORDS_RECORD_COLUMNS " FROM records WHERE zone_id = ?1"
 		" AND okey = ?2 ORDER BY type, id LIMIT ?4 OFFSET ?5",
-		"SELECT " RECORD_COLUMNS " FROM records WHERE zone_id = ?1"
+		"SELECT " RECORDS_RECORD_COLUMNS " FROM records WHERE zone_id = ?1"
 		" AND okey = ?2 AND type = ?3 ORDER BY id LIMIT ?4 OFFSET ?5",
 	};
 	uint8_t okey[DNS_LF_MAXLEN];
 	size_t okey_len;
 	*total = 0;
-	int ret = filter_key(store, zone_id, owner, okey, &okey_len);
+	int ret = records_filter_key(store, zone_id, owner, okey, &okey_len);
 	if (ret == KNOT_EOUTOFZONE || ret == ZC_ENAMEKEY) {
 		return ZC_EOK;
 	}
@@ -671,7 +684,7 @@ int records_record_page(records_store_t *store, int64_t zone_id,
 	bind_filter(stmt, zone_id, owner, okey, okey_len, type);
 	sqlite3_bind_int64(stmt, 4, limit);
 	sqlite3_bind_int64(stmt, 5, offset);
-	ret = foreach_stmt(stmt, store, cb, ctx);
+	ret = records_rows_foreach(stmt, store, cb, ctx);
 	records_sql_done(store, stmt);
 	return ret;
 }
@@ -681,7 +694,8 @@ int records_record_find(records_store_t *store, int64_t zone_id, int64_t id,
                         void *ctx)
 {
 	sqlite3_stmt *stmt;
-	int ret = records_sql_prepare(store, "SELECT " RECORD_COLUMNS " FROM records"
+	int ret = records_sql_prepare(store, "SELECT " RECORDS_RECORD_COLUMNS
+	                              " FROM records"
 	                              " WHERE id = ? AND zone_id = ?", &stmt);
 	if (ret != ZC_EOK) {
 		return ret;
@@ -691,7 +705,7 @@ int records_record_find(records_store_t *store, int64_t zone_id, int64_t id,
 	int rc = sqlite3_step(stmt);
 	if (rc == SQLITE_ROW) {
 		sqlite3_reset(stmt);
-		ret = foreach_stmt(stmt, store, cb, ctx);
+		ret = records_rows_foreach(stmt, store, cb, ctx);
 	} else {
 		ret = rc == SQLITE_DONE ? KNOT_ENOENT :
 		      records_sql_error(store->db, rc);

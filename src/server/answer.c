@@ -78,12 +78,18 @@ static int find_zone(query_t *qr)
 	return ZC_EOK;
 }
 
-/* Checks the question; returns an RCODE to send at once, or -1 to answer.
- * Where RFCs leave the choice, the codes are those of Knot DNS, our
- * reference in the differential tests. */
+/* check_question(): a CHAOS-class question, for query_chaos(). */
+#define ANSWER_CHAOS (-2)
+
+/* Checks the question; returns an RCODE to send at once, -1 to answer
+ * from the zones, or ANSWER_CHAOS. Where RFCs leave the choice, the codes
+ * are those of Knot DNS, our reference in the differential tests. */
 static int check_question(const knot_pkt_t *q, bool tcp)
 {
 	uint16_t qclass = knot_pkt_qclass(q);
+	if (qclass == KNOT_CLASS_CH) {
+		return ANSWER_CHAOS;
+	}
 	if (qclass != KNOT_CLASS_IN && qclass != KNOT_CLASS_ANY) {
 		return KNOT_RCODE_REFUSED;
 	}
@@ -223,6 +229,8 @@ size_t answer_message(answer_ctx_t *ctx, const uint8_t *query, size_t qlen,
 	}
 	if (rcode >= 0) {
 		qr.rcode = (uint8_t)rcode;
+	} else if (rcode == ANSWER_CHAOS) {
+		query_chaos(&qr);
 	} else {
 		answer_in_zone(&qr);
 	}

@@ -43,6 +43,11 @@ typedef struct {
 	const uint8_t *cookie_secret;
 	const struct sockaddr_storage *client;
 	bool cookie_valid;    /* Out: the last query had our server cookie. */
+	/* CH TXT id.server./hostname.bind. and version.server./version.bind.
+	 * (RFC 4892, server/chaos.c); NULL: hidden (REFUSED). Set by the
+	 * caller after answer_ctx_init(). */
+	const char *identity;
+	const char *version;
 	/* Out, for the worker's counters (stats.h): the last response's
 	 * full RCODE when it was answered past the header checks (-1: read
 	 * it from the header), and its cookie outcome (0: unchecked, else

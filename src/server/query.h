@@ -120,6 +120,12 @@ int query_make_nsec(query_t *qr, const knot_dname_t *owner,
 void query_put_compact_nsec(query_t *qr, const knot_dname_t *name,
                             const uint16_t *types, size_t ntypes, bool at_cut);
 
+/* --- chaos.c --- */
+
+/* Answers a CHAOS-class question (RFC 4892): identity or version as TXT,
+ * else REFUSED. */
+void query_chaos(query_t *qr);
+
 /* --- edns.c --- */
 
 /* RFC 6891 §6.2.3-5: the UDP payload size the response may take. */

@@ -45,7 +45,8 @@ static void prepare_receive(udp_buffers_t *b)
 static int answer_batch(worker_t *w, udp_buffers_t *b, int received)
 {
 	int out = 0;
-	uint64_t now_us = w->rrl != NULL ? rrl_now_us() : 0;
+	rrl_t *rrl = w->live.rrl.rate > 0 ? w->live.rrl_table : NULL;
+	uint64_t now_us = rrl != NULL ? rrl_now_us() : 0;
 	uint64_t since = zc_clock_ns(); /* Answer time (stats.h). */
 	for (int i = 0; i < received; i++) {
 		if (b->in[i].msg_hdr.msg_flags & MSG_TRUNC) {
@@ -79,9 +80,9 @@ static int answer_batch(worker_t *w, udp_buffers_t *b, int received)
 		if (len == 0) {
 			continue;
 		}
-		if (w->rrl != NULL && !w->answer.cookie_valid) {
-			rrl_verdict_t v = rrl_check(w->rrl, &b->addr[i], b->resp[out],
-			                            len, now_us);
+		if (rrl != NULL && !w->answer.cookie_valid) {
+			rrl_verdict_t v = rrl_check(rrl, &w->live.rrl, &b->addr[i],
+			                            b->resp[out], len, now_us);
 			if (v != RRL_SEND) {
 				server_stats_rrl(w->stats, v == RRL_DROP);
 			}
@@ -132,6 +133,7 @@ void *server_udp_worker(void *arg)
 		if (n <= 0) {
 			continue;
 		}
+		server_worker_refresh(w); /* A reload's settings, if any. */
 		int out = answer_batch(w, b, n);
 		int sent = 0;
 		while (sent < out) {

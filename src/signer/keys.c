@@ -10,6 +10,7 @@
 #include <libknot/errcode.h>
 
 #include "common/error.h"
+#include "signer/fast.h"
 #include "signer/signer.h"
 
 uint8_t signer_algorithm_parse(const char *name)
@@ -88,6 +89,7 @@ int signer_key_load(const uint8_t *apex, uint16_t flags, uint8_t algorithm,
 		return KNOT_EINVAL;
 	}
 	out->key = key;
+	out->fast = signer_fast_load(pem, pem_len);
 	out->tag = dnssec_key_get_keytag(key);
 	out->flags = flags;
 	out->algorithm = algorithm;
@@ -99,6 +101,8 @@ void signer_key_free(signer_key_t *key)
 {
 	dnssec_key_free(key->key);
 	key->key = NULL;
+	signer_fast_free(key->fast);
+	key->fast = NULL;
 }
 
 int signer_key_dnskey(const signer_key_t *key, uint8_t *out, size_t size)

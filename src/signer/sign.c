@@ -15,6 +15,7 @@
 
 #include "common/error.h"
 #include "dns/name.h"
+#include "signer/fast.h"
 #include "signer/signer.h"
 
 static int rdata_order(const void *a, const void *b)
@@ -45,6 +46,49 @@ static void put32(uint8_t *p, uint32_t v)
 	p[1] = (uint8_t)(v >> 16);
 	p[2] = (uint8_t)(v >> 8);
 	p[3] = (uint8_t)v;
+}
+
+/* Signs data with the key (libcrypto when it has the key, else
+ * libdnssec) and writes head then the signature to out; the length, or a
+ * negative code. */
+static int sign_data(const signer_key_t *key, const uint8_t *data,
+                     size_t len, const uint8_t *head, size_t head_len,
+                     uint8_t *out, size_t out_size)
+{
+	if (out_size < head_len) {
+		return ZC_ETOOBIG;
+	}
+	if (key->fast != NULL) {
+		int n = signer_fast_sign(key->fast, key->algorithm, data, len,
+		                         out + head_len, out_size - head_len);
+		if (n > 0) {
+			memcpy(out, head, head_len);
+			return (int)head_len + n;
+		}
+	}
+	dnssec_sign_ctx_t *ctx = NULL;
+	dnssec_binary_t sig = { 0 };
+	int ret = dnssec_sign_new(&ctx, key->key);
+	if (ret == DNSSEC_EOK) {
+		dnssec_binary_t b = { .data = (uint8_t *)data, .size = len };
+		ret = dnssec_sign_add(ctx, &b);
+	}
+	if (ret == DNSSEC_EOK) {
+		ret = dnssec_sign_write(ctx, DNSSEC_SIGN_NORMAL, &sig);
+	}
+	dnssec_sign_free(ctx);
+	if (ret != DNSSEC_EOK) {
+		dnssec_binary_free(&sig);
+		return KNOT_ERROR;
+	}
+	int total = head_len + sig.size <= out_size ?
+	            (int)(head_len + sig.size) : ZC_ETOOBIG;
+	if (total > 0) {
+		memcpy(out, head, head_len);
+		memcpy(out + head_len, sig.data, sig.size);
+	}
+	dnssec_binary_free(&sig);
+	return total;
 }
 
 int signer_sign_rdata(const knot_rrset_t *rr, const signer_key_t *key,
@@ -91,49 +135,46 @@ int signer_sign_rdata(const knot_rrset_t *rr, const signer_key_t *key,
 	put32(head + 12, inception);
 	put16(head + 16, key->tag);
 	size_t signer_len = knot_dname_size(signer);
+	if (signer_len > KNOT_DNAME_MAXLEN) {
+		knot_rrset_free(canon, mm);
+		return KNOT_EINVAL;
+	}
 	memcpy(head + 18, signer, signer_len);
 	knot_dname_to_lower(head + 18);
 	size_t head_len = 18 + signer_len;
 
-	dnssec_sign_ctx_t *ctx = NULL;
-	dnssec_binary_t sig = { 0 };
-	ret = dnssec_sign_new(&ctx, key->key);
-	if (ret == DNSSEC_EOK) {
-		dnssec_binary_t b = { .data = head, .size = head_len };
-		ret = dnssec_sign_add(ctx, &b);
-	}
+	/* The data signed (RFC 4034 §3.1.8.1): the RRSIG rdata without the
+	 * signature, then each RR in canonical form and order. */
 	uint8_t fixed[10];
 	size_t owner_size = knot_dname_size(canon->owner);
-	for (uint16_t i = 0; i < n && ret == DNSSEC_EOK; i++) {
-		dnssec_binary_t owner = { .data = canon->owner, .size = owner_size };
+	size_t total = head_len;
+	for (uint16_t i = 0; i < n; i++) {
+		total += owner_size + sizeof(fixed) + sorted[i]->len;
+	}
+	uint8_t stack[2048];
+	uint8_t *data = total <= sizeof(stack) ? stack : malloc(total);
+	if (data == NULL) {
+		knot_rrset_free(canon, mm);
+		return KNOT_ENOMEM;
+	}
+	memcpy(data, head, head_len);
+	size_t pos = head_len;
+	for (uint16_t i = 0; i < n; i++) {
 		put16(fixed, rr->type);
 		put16(fixed + 2, KNOT_CLASS_IN);
 		put32(fixed + 4, rr->ttl);
 		put16(fixed + 8, sorted[i]->len);
-		dnssec_binary_t f = { .data = fixed, .size = sizeof(fixed) };
-		dnssec_binary_t data = { .data = sorted[i]->data,
-		                         .size = sorted[i]->len };
-		ret = dnssec_sign_add(ctx, &owner);
-		ret = ret == DNSSEC_EOK ? dnssec_sign_add(ctx, &f) : ret;
-		ret = ret == DNSSEC_EOK && data.size > 0 ?
-		      dnssec_sign_add(ctx, &data) : ret;
+		memcpy(data + pos, canon->owner, owner_size);
+		memcpy(data + pos + owner_size, fixed, sizeof(fixed));
+		memcpy(data + pos + owner_size + sizeof(fixed), sorted[i]->data,
+		       sorted[i]->len);
+		pos += owner_size + sizeof(fixed) + sorted[i]->len;
 	}
-	if (ret == DNSSEC_EOK) {
-		ret = dnssec_sign_write(ctx, DNSSEC_SIGN_NORMAL, &sig);
-	}
-	dnssec_sign_free(ctx);
 	knot_rrset_free(canon, mm);
-	if (ret != DNSSEC_EOK) {
-		dnssec_binary_free(&sig);
-		return KNOT_ERROR;
+	int len = sign_data(key, data, total, head, head_len, out, out_size);
+	if (data != stack) {
+		free(data);
 	}
-	int len = head_len + sig.size <= out_size ? (int)(head_len + sig.size) :
-	          ZC_ETOOBIG;
-	if (len > 0) {
-		memcpy(out, head, head_len);
-		memcpy(out + head_len, sig.data, sig.size);
-	}
-	dnssec_binary_free(&sig);
 	return len;
 }
 

@@ -44,6 +44,7 @@ typedef struct {
 	uint16_t flags;
 	uint8_t algorithm;
 	bool active;        /* Signs (else only published in DNSKEY). */
+	void *fast;         /* The key for libcrypto (fast.c), or NULL. */
 } signer_key_t;
 
 /* The keys of one zone, as the answer path uses them. */

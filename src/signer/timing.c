@@ -8,7 +8,7 @@
  * Design
  *
  * Every key keeps when it was published (made), when it began signing
- * and when it stopped (records migration 9). A step's earliest time is
+ * and when it stopped (records migration 11). A step's earliest time is
  * computed from those and from three TTLs: the DNSKEY set's
  * (SIGNER_DNSKEY_TTL, fixed), the zone's largest (how long a signature
  * over any RRset may be cached), and the parent's DS TTL (which zonecast

@@ -61,12 +61,36 @@ static int put_node(xfr_req_t *req, const uint8_t *apex_lf, size_t apex_len,
 	return req->out->error;
 }
 
+static int put_view_rrset(const knot_rrset_t *rr, void *ctx)
+{
+	xfr_out_t *out = ctx;
+	xfr_out_put(out, rr);
+	return out->error != ZC_EOK;
+}
+
+/* A signed zone: every node of the signed view (sigview.h), its RRSIGs
+ * and NSEC included, from the view's read transaction. */
+static int view_body(xfr_req_t *req)
+{
+	int ret = sigview_read_zone(req->view, (int64_t)req->zone.zone_id,
+	                            req->arena, put_view_rrset, req->out);
+	return ret != ZC_EOK ? ret : req->out->error;
+}
+
 int axfr_run(xfr_req_t *req)
 {
 	uint8_t soa_buf[XFR_SOA_BUF];
 	knot_rrset_t soa;
 	xfr_soa(&req->zone, req->zone.serial, soa_buf, &soa);
 	xfr_out_put(req->out, &soa);
+	if (req->view != NULL) {
+		int ret = view_body(req);
+		if (ret != ZC_EOK) {
+			return ret;
+		}
+		xfr_out_put(req->out, &soa);
+		return req->out->error;
+	}
 	uint8_t apex_lf[DNS_LF_MAXLEN];
 	size_t apex_len = dns_name_to_lf(req->zone.apex, apex_lf);
 	edge_iter_t it;

@@ -4,6 +4,8 @@
  * and IXFR bodies (axfr.c, ixfr.c). */
 #pragma once
 
+#include <pthread.h>
+
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -16,6 +18,8 @@
 #include "records/records.h"
 #include "server/answer.h"
 #include "server/server.h"
+#include "sigview/sigview.h"
+#include "transfer/secondary.h"
 #include "transfer/transfer.h"
 
 /* Largest transfer message (RFC 1035 §4.2.2 framing). */
@@ -23,20 +27,41 @@
 
 /* --- Request handling (transfer.c) --- */
 
+/* The settings a reload may change (live.c): lock guards the rest. */
+typedef struct xfr_live {
+	pthread_mutex_t lock;
+	zc_acl_t allow;           /* allow-transfer: addresses */
+	secondary_keys_t keys;    /* allow-transfer: "key NAME" entries */
+	unsigned max_fudge;       /* tsig-max-fudge */
+} xfr_live_t;
+
 /*
  * What serving requests takes, owned by one thread: each pool thread has
  * one, and the transfer fuzz target drives one on its own thread.
  */
 typedef struct {
 	const transfer_config_t *cfg;
+	xfr_live_t *live;         /* NULL: cfg's allow_transfer and fudge. */
 	const atomic_bool *stop;  /* Set: transfers in progress abort. */
 	records_store_t *rs;      /* Opened at the first request. */
+	sigview_reader_t *view;   /* Signed zones; opened when first needed. */
 	edge_txn_t txn;
 	zc_arena_t arena;         /* Request parse; reset per request. */
 	zc_arena_t node_arena;    /* Decoded nodes; reset per node. */
 	answer_ctx_t answer;      /* Signed queries. */
 	uint8_t buf[XFR_MSG_MAX];
 } xfr_worker_t;
+
+void xfr_live_init(xfr_live_t *l, const transfer_config_t *cfg);
+void xfr_live_deinit(xfr_live_t *l);
+/* Copies allow and keys (NULL: none) and sets the fudge. */
+void xfr_live_set(xfr_live_t *l, const zc_acl_t *allow,
+                  const secondary_keys_t *keys, unsigned max_fudge);
+/* What the worker judges its current request by. */
+unsigned xfr_live_max_fudge(const xfr_worker_t *w);
+bool xfr_live_allows(const xfr_worker_t *w,
+                     const struct sockaddr_storage *from);
+bool xfr_live_allows_key(const xfr_worker_t *w, const uint8_t *key_name);
 
 /* cfg and stop must outlive the worker. */
 void xfr_worker_init(xfr_worker_t *w, const transfer_config_t *cfg,
@@ -131,6 +156,7 @@ typedef struct {
 	records_store_t *rs;
 	zc_arena_t *arena;         /* Reset per node. */
 	xfr_out_t *out;
+	sigview_reader_t *view;    /* A signed zone: served from the view. */
 	bool axfr_form;            /* IXFR answered as a full zone. */
 	bool up_to_date;           /* IXFR: a single SOA. */
 	uint32_t client_serial;    /* IXFR: S. */
@@ -144,7 +170,8 @@ typedef struct {
 void xfr_soa(const edge_zone_t *zone, uint32_t serial, uint8_t *buf,
              knot_rrset_t *soa);
 
-/* RFC 5936 §2.2: SOA, every RRset of the zone, SOA. */
+/* RFC 5936 §2.2: SOA, every RRset of the zone, SOA (of a signed zone,
+ * the view's: its RRSIGs and NSEC chain too). */
 int axfr_run(xfr_req_t *req);
 
 /* RFC 1995 §4: one condensed difference sequence, a single SOA when the

@@ -71,8 +71,17 @@ int ixfr_run(xfr_req_t *req)
 	if (ret != ZC_EOK) {
 		return ret;
 	}
-	ret = records_journal_read(req->rs, req->zone.apex, req->client_serial,
-	                           req->zone.serial, xfr_diff_add, diff);
+	if (req->view != NULL) {
+		/* A signed zone: the view's journal has every change, its
+		 * RRSIGs and NSECs included (sigview.h). */
+		ret = sigview_read_journal(req->view, (int64_t)req->zone.zone_id,
+		                           req->client_serial, req->zone.serial,
+		                           xfr_diff_add, diff);
+	} else {
+		ret = records_journal_read(req->rs, req->zone.apex,
+		                           req->client_serial, req->zone.serial,
+		                           xfr_diff_add, diff);
+	}
 	if (ret == ZC_EOK) {
 		ret = put_sequence(req, diff);
 	}

@@ -20,11 +20,14 @@
 #include <libknot/errcode.h>
 #include <libknot/rrtype/soa.h>
 
+#include "common/audit.h"
 #include "common/counters.h"
 #include "common/error.h"
 #include "common/log.h"
 #include "dns/reply.h"
+#include "dns/tsig_log.h"
 #include "server/answer.h"
+#include "transfer/activity.h"
 #include "transfer/internal.h"
 #include "transfer/transfer.h"
 
@@ -48,6 +51,7 @@ typedef struct {
 
 struct transfer {
 	transfer_config_t cfg;
+	xfr_live_t live;         /* allow-transfer, fudge (reloads). */
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	job_t *head, *tail;      /* Queued jobs (lock). */
@@ -63,6 +67,7 @@ typedef struct {
 	char zone[KNOT_DNAME_TXT_MAXLEN + 1];
 	char peer[ZC_ADDR_TEXT_MAX];
 	const char *kind;        /* "AXFR", "IXFR" */
+	const struct sockaddr_storage *from;
 } xfr_log_t;
 
 static int64_t now_ms(void)
@@ -115,7 +120,7 @@ static int check_tsig(xfr_worker_t *w, const knot_pkt_t *q, dns_tsig_t *tsig,
 	 * resend the same message when an answer is lost; so the time
 	 * window applies, the replay cache does not (docs/security.md). */
 	dns_tsig_policy_t policy = {
-		.max_fudge = (uint16_t)w->cfg->tsig_max_fudge,
+		.max_fudge = (uint16_t)xfr_live_max_fudge(w),
 	};
 	if (q->tsig_rr == NULL) {
 		return dns_tsig_check(q, false, NULL, NULL, 0, &policy, tsig);
@@ -148,6 +153,101 @@ static bool ixfr_serial(const knot_pkt_t *q, uint32_t *serial)
 	return true;
 }
 
+typedef struct {
+	zc_acl_t acl;
+	secondary_keys_t keys;
+} zone_acl_t;
+
+static int add_zone_entry(int64_t zone_id, records_secondary_kind_t kind,
+                          const char *spec, void *ctx)
+{
+	(void)zone_id;
+	zone_acl_t *za = ctx;
+	char err[256];
+	if (kind == RECORDS_SECONDARY_TRANSFER) {
+		/* Checked when stored; one that no longer parses is skipped. */
+		(void)secondary_acl_parse(spec, &za->acl, &za->keys, err,
+		                          sizeof(err));
+	}
+	return 0;
+}
+
+/*
+ * Who may transfer the zone (transfer.h, "Access"): NULL when the request
+ * may, else why not. Reads the zone's own allow-transfer entries from the
+ * records store when the server-wide rules do not allow it already.
+ */
+static const char *transfer_denied(xfr_worker_t *w, const edge_zone_t *zone,
+                                   const dns_tsig_t *tsig,
+                                   const records_tsig_key_t *key,
+                                   const struct sockaddr_storage *from)
+{
+	if (tsig->present) {
+		if ((key->zone_id == (int64_t)zone->zone_id && key->transfer) ||
+		    xfr_live_allows_key(w, key->name)) {
+			return NULL;
+		}
+	} else if (xfr_live_allows(w, from)) {
+		return NULL;
+	}
+	zone_acl_t *za = calloc(1, sizeof(*za));
+	if (za == NULL) {
+		return "out of memory";
+	}
+	int ret = records_secondaries_foreach(w->rs, (int64_t)zone->zone_id,
+	                                      add_zone_entry, za);
+	bool ok = ret == ZC_EOK && (tsig->present ?
+	          secondary_keys_has(&za->keys, key->name) :
+	          zc_acl_match(&za->acl, from));
+	free(za);
+	if (ok) {
+		return NULL;
+	}
+	return tsig->present ? "key may not transfer the zone" :
+	       "unsigned, not in allow-transfer";
+}
+
+/*
+ * A signed zone is served from the signed view (sigview.h) at the view's
+ * serial: req->zone becomes the view's zone, and the view's read
+ * transaction stays open until view_end(). ZC_ENOZONE while the view has
+ * not built the zone yet.
+ */
+static int view_begin(xfr_worker_t *w, xfr_req_t *req)
+{
+	int ret = w->view == NULL ?
+	          sigview_reader_open(w->cfg->data_dir, &w->view) : ZC_EOK;
+	sigview_zone_t vz;
+	if (ret == ZC_EOK) {
+		ret = sigview_read_begin(w->view, (int64_t)req->zone.zone_id, &vz);
+	}
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	req->view = w->view;
+	req->zone.serial = vz.serial;
+	req->zone.soa_ttl = vz.soa_ttl;
+	req->zone.soa_len = vz.soa_len;
+	memcpy(req->zone.soa, vz.soa, vz.soa_len);
+	return ZC_EOK;
+}
+
+static void view_end(xfr_req_t *req)
+{
+	if (req->view != NULL) {
+		sigview_read_end(req->view);
+		req->view = NULL;
+	}
+}
+
+/* Whether the edge holds signing keys for the zone. */
+static bool is_signed(xfr_worker_t *w, const edge_zone_t *zone)
+{
+	const uint8_t *raw;
+	size_t len;
+	return edge_keys_get(&w->txn, zone->zone_id, &raw, &len) == ZC_EOK;
+}
+
 /* Runs the transfer proper and logs it. */
 static void serve(xfr_worker_t *w, const knot_pkt_t *q, dns_tsig_t *tsig,
                   server_reply_t *reply, xfr_req_t *req, xfr_log_t *lg)
@@ -177,6 +277,12 @@ static void serve(xfr_worker_t *w, const knot_pkt_t *q, dns_tsig_t *tsig,
 	zc_count(ret != ZC_EOK ? ZC_COUNT_XFR_FAILED : !ixfr ? ZC_COUNT_XFR_AXFR :
 	         req->up_to_date ? ZC_COUNT_XFR_UP_TO_DATE :
 	         req->axfr_form ? ZC_COUNT_XFR_IXFR_AXFR : ZC_COUNT_XFR_IXFR);
+	char result[96] = "done";
+	if (ret != ZC_EOK) {
+		snprintf(result, sizeof(result), "failed: %s", zc_strerror(ret));
+	}
+	transfer_activity_transfer(req->zone.apex, lg->from, lg->kind,
+	                           req->zone.serial, result);
 	if (ret != ZC_EOK) {
 		zc_warn("transfer: zone %s, peer %s, %s failed after %llu "
 		        "messages: %s", lg->zone, lg->peer, lg->kind,
@@ -193,6 +299,33 @@ static void serve(xfr_worker_t *w, const knot_pkt_t *q, dns_tsig_t *tsig,
 		        "%llu messages, %lld ms", lg->zone, lg->peer,
 		        req->zone.serial, (unsigned long long)rrs,
 		        (unsigned long long)messages, ms);
+	}
+}
+
+/* The audit line of a transfer refused for its access (common/audit.h;
+ * TSIG failures have theirs from dns_tsig_log_refusal()); served: the
+ * zone is ours, so the refusal is noted in its activity too (anything
+ * else would let anyone fill that table with names). */
+static void audit_refused(const xfr_log_t *lg, const knot_pkt_t *q,
+                          const char *why, bool served)
+{
+	char key[KNOT_DNAME_TXT_MAXLEN + 1] = "-";
+	if (q->tsig_rr != NULL) {
+		knot_dname_to_str(key, q->tsig_rr->owner, sizeof(key));
+	}
+	zc_audit_t a;
+	zc_audit_begin(&a, "transfer", "refused");
+	zc_audit_str(&a, "zone", lg->zone);
+	zc_audit_str(&a, "kind", lg->kind);
+	zc_audit_str(&a, "key", key);
+	zc_audit_str(&a, "client", lg->peer);
+	zc_audit_str(&a, "reason", why);
+	zc_audit_end(&a);
+	if (served) {
+		char result[96];
+		snprintf(result, sizeof(result), "refused: %s", why);
+		transfer_activity_transfer(knot_pkt_qname(q), lg->from,
+		                           lg->kind, 0, result);
 	}
 }
 
@@ -214,7 +347,7 @@ static void handle_transfer(xfr_worker_t *w, uint8_t *msg, size_t len,
 		return;
 	}
 	xfr_log_t lg = { .kind = knot_pkt_qtype(q) == KNOT_RRTYPE_IXFR ?
-	                 "IXFR" : "AXFR" };
+	                 "IXFR" : "AXFR", .from = from };
 	zc_addr_text(from, lg.peer, sizeof(lg.peer));
 	knot_dname_to_str(lg.zone, knot_pkt_qname(q), sizeof(lg.zone));
 	dns_tsig_t tsig;
@@ -222,8 +355,9 @@ static void handle_transfer(xfr_worker_t *w, uint8_t *msg, size_t len,
 	memset(&key, 0, sizeof(key));
 	int bad = check_tsig(w, q, &tsig, &key);
 	if (bad != ZC_EOK) {
-		zc_info("transfer: zone %s, peer %s, %s: TSIG error %u",
-		        lg.zone, lg.peer, lg.kind, tsig.error);
+		dns_tsig_log_refusal(lg.kind[0] == 'I' ? "IXFR" : "AXFR", q,
+		                     &tsig, bad, key.algorithm[0] != '\0',
+		                     key.algorithm, from);
 		zc_count(ZC_COUNT_XFR_NOTAUTH);
 		send_error(w, q, &tsig, reply, tsig_rcode(bad));
 		return;
@@ -241,19 +375,28 @@ static void handle_transfer(xfr_worker_t *w, uint8_t *msg, size_t len,
 		rcode = KNOT_RCODE_NOTAUTH, why = "not a zone served here";
 	} else if (ret != ZC_EOK) {
 		rcode = KNOT_RCODE_SERVFAIL, why = zc_strerror(ret);
-	} else if (tsig.present && (key.zone_id != (int64_t)req.zone.zone_id ||
-	                            !key.transfer)) {
-		rcode = KNOT_RCODE_REFUSED, why = "key may not transfer the zone";
-	} else if (!tsig.present && (w->cfg->allow_transfer == NULL ||
-	           !zc_acl_match(w->cfg->allow_transfer, from))) {
-		rcode = KNOT_RCODE_REFUSED, why = "unsigned, not in allow-transfer";
+	} else if ((why = transfer_denied(w, &req.zone, &tsig, &key,
+	                                  from)) != NULL) {
+		rcode = KNOT_RCODE_REFUSED;
 	} else if (knot_pkt_qtype(q) == KNOT_RRTYPE_IXFR &&
 	           !ixfr_serial(q, &req.client_serial)) {
 		rcode = KNOT_RCODE_FORMERR, why = "IXFR without an SOA";
 	}
-	if (why != NULL) {
+	if (why == NULL && is_signed(w, &req.zone) &&
+	    (ret = view_begin(w, &req)) != ZC_EOK) {
+		rcode = KNOT_RCODE_SERVFAIL;
+		why = ret == ZC_ENOZONE ? "signed zone, its signed view not "
+		      "built yet" : zc_strerror(ret);
+	}
+	if (why != NULL && (rcode == KNOT_RCODE_REFUSED ||
+	                    rcode == KNOT_RCODE_NOTAUTH)) {
+		/* Noted in the zone's activity only when the zone is ours. */
+		audit_refused(&lg, q, why, rcode == KNOT_RCODE_REFUSED);
+	} else if (why != NULL) {
 		zc_info("transfer: zone %s, peer %s, %s refused (%s)", lg.zone,
 		        lg.peer, lg.kind, why);
+	}
+	if (why != NULL) {
 		zc_count(rcode == KNOT_RCODE_REFUSED ? ZC_COUNT_XFR_REFUSED :
 		         rcode == KNOT_RCODE_NOTAUTH ? ZC_COUNT_XFR_NOTAUTH :
 		         ZC_COUNT_XFR_FAILED);
@@ -261,6 +404,7 @@ static void handle_transfer(xfr_worker_t *w, uint8_t *msg, size_t len,
 	} else {
 		serve(w, q, &tsig, reply, &req, &lg);
 	}
+	view_end(&req);
 	edge_txn_reset(&w->txn);
 }
 
@@ -270,7 +414,8 @@ static void handle_transfer(xfr_worker_t *w, uint8_t *msg, size_t len,
  * answer_message() gives, signed (RFC 8945 §5.3).
  */
 static void handle_query(xfr_worker_t *w, const uint8_t *msg, size_t len,
-                         bool tcp, server_reply_t *reply)
+                         const struct sockaddr_storage *from, bool tcp,
+                         server_reply_t *reply)
 {
 	zc_arena_reset(&w->arena);
 	uint8_t *copy = zc_arena_alloc(&w->arena, len);
@@ -290,6 +435,9 @@ static void handle_query(xfr_worker_t *w, const uint8_t *msg, size_t len,
 	}
 	int bad = check_tsig(w, q, &tsig, &key);
 	if (bad != ZC_EOK) {
+		dns_tsig_log_refusal("query", q, &tsig, bad,
+		                     key.algorithm[0] != '\0', key.algorithm,
+		                     from);
 		send_error(w, q, &tsig, reply, tsig_rcode(bad));
 		return;
 	}
@@ -322,6 +470,8 @@ void xfr_worker_deinit(xfr_worker_t *w)
 	edge_txn_abort(&w->txn);
 	records_close(w->rs);
 	w->rs = NULL;
+	sigview_reader_close(w->view);
+	w->view = NULL;
 	zc_arena_deinit(&w->arena);
 	zc_arena_deinit(&w->node_arena);
 	answer_ctx_deinit(&w->answer);
@@ -338,7 +488,7 @@ void xfr_worker_serve(xfr_worker_t *w, uint8_t *msg, size_t len,
 		         zc_strerror(ret));
 		send_header_error(reply, msg, len, KNOT_RCODE_SERVFAIL);
 	} else if (query) {
-		handle_query(w, msg, len, tcp, reply);
+		handle_query(w, msg, len, from, tcp, reply);
 	} else {
 		handle_transfer(w, msg, len, from, reply);
 	}
@@ -397,6 +547,7 @@ int transfer_start(const transfer_config_t *cfg, transfer_t **out)
 	}
 	pthread_mutex_init(&t->lock, NULL);
 	pthread_cond_init(&t->cond, NULL);
+	xfr_live_init(&t->live, cfg);
 	t->threads = calloc(t->cfg.max_concurrent, sizeof(*t->threads));
 	if (t->threads == NULL) {
 		transfer_free(t);
@@ -407,6 +558,7 @@ int transfer_start(const transfer_config_t *cfg, transfer_t **out)
 		xfr_thread_t *th = &t->threads[i];
 		th->t = t;
 		xfr_worker_init(&th->w, &t->cfg, &t->stop);
+		th->w.live = &t->live;
 		int ret = pthread_create(&th->thread, NULL, thread_main, th);
 		if (ret != 0) {
 			transfer_free(t);
@@ -513,5 +665,18 @@ void transfer_free(transfer_t *t)
 	free(t->threads);
 	pthread_cond_destroy(&t->cond);
 	pthread_mutex_destroy(&t->lock);
+	xfr_live_deinit(&t->live);
 	free(t);
+}
+
+int transfer_reconfigure(transfer_t *t, const zc_acl_t *allow_transfer,
+                         const secondary_keys_t *allow_transfer_keys,
+                         unsigned tsig_max_fudge)
+{
+	if (t == NULL) {
+		return ZC_EUSAGE;
+	}
+	xfr_live_set(&t->live, allow_transfer, allow_transfer_keys,
+	             tsig_max_fudge);
+	return ZC_EOK;
 }

@@ -21,19 +21,26 @@
  * with server_reply_write(), the last with server_reply_send().
  *
  * Access: a request signed with a key of the zone that has transfer
- * rights, or an unsigned one from an address in allow_transfer. Others get
- * REFUSED; TSIG failures NOTAUTH with the TSIG error (RFC 8945 §5.2); a
- * name that is no zone apex of ours NOTAUTH.
+ * rights, or with a key listed in allow-transfer (allow_transfer_keys, or
+ * the zone's own entries in the records store), or an unsigned one from
+ * an address in allow_transfer or the zone's entries. Others get REFUSED;
+ * TSIG failures NOTAUTH with the TSIG error (RFC 8945 §5.2); a name that
+ * is no zone apex of ours NOTAUTH. The zone's entries are read at each
+ * request: a change applies to the next transfer.
  *
  * NOTIFY: a thread (notify.c) that wakes on each builder pass
  * (notify_on_pass(), to register with builder_follower_on_pass()), lists
  * the edge store's zones and sends a NOTIFY for every zone whose serial
- * moved to every target, over UDP, at once. At most one NOTIFY per (zone,
- * target) is in flight; a serial that moves meanwhile is sent when the
- * response comes (coalescing). Unanswered NOTIFYs are resent after
- * timeout_ms, doubling, up to `retries` times. On start every zone is
- * notified once (as BIND does on load): changes applied while the server
- * was down reach the secondaries without waiting for their refresh.
+ * moved to every target, over UDP, at once, signed when the target names
+ * a TSIG key. To a target that answers, at most one NOTIFY per zone is in
+ * flight and a serial that moves meanwhile is sent when the response
+ * comes (coalescing); to one that does not, a new serial is sent at once,
+ * never behind the resends of an older one. Unanswered NOTIFYs are resent
+ * after timeout_ms, doubling, up to `retries` times. On start every zone
+ * is notified once (as BIND does on load): changes applied while the
+ * server was down reach the secondaries without waiting for their
+ * refresh. Refusals are logged at warning level, once per target and
+ * kind.
  *
  * Shutdown order: transfer_stop() and notify_stop() before server_stop()
  * (in-flight transfers still write to the workers' connections), then
@@ -49,6 +56,7 @@
 #include "common/acl.h"
 #include "edge/edge.h"
 #include "server/server.h"
+#include "transfer/secondary.h"
 
 /* Transfers queued or running at once, by default. */
 #define TRANSFER_DEFAULT_CONCURRENT 16
@@ -57,6 +65,7 @@ typedef struct {
 	const char *data_dir;            /* Records store (keys, journal). */
 	edge_store_t *edge;
 	const zc_acl_t *allow_transfer;  /* NULL: signed requests only. */
+	const secondary_keys_t *allow_transfer_keys; /* Any zone; NULL: none. */
 	unsigned max_concurrent;         /* 0: TRANSFER_DEFAULT_CONCURRENT */
 	unsigned tsig_max_fudge;         /* Largest TSIG time window, seconds
 	                                    (0: DNS_TSIG_MAX_FUDGE_DEFAULT). */
@@ -90,6 +99,13 @@ void transfer_signed_query(void *ctx, const uint8_t *msg, size_t len,
  * no-op. */
 void transfer_free(transfer_t *t);
 
+/* Applies a new allow-transfer list, its addresses and its keys (copied;
+ * NULL: none), and TSIG time window to a running service (a reload): the
+ * next request is judged by them. */
+int transfer_reconfigure(transfer_t *t, const zc_acl_t *allow_transfer,
+                         const secondary_keys_t *allow_transfer_keys,
+                         unsigned tsig_max_fudge);
+
 /*
  * The server's transfer hook (server_hooks_t.transfer, ctx the
  * transfer_t). Copies the message, so it is free to go after the call;
@@ -105,11 +121,17 @@ void transfer_handle(void *ctx, const uint8_t *msg, size_t len,
 #define NOTIFY_MAX_TARGETS 16
 
 typedef struct {
-	const char *const *targets;  /* "ADDR:PORT", "[V6]:PORT" */
+	const char *const *targets;  /* "ADDR[:PORT] [key NAME]" (secondary.h) */
 	size_t target_count;         /* At most NOTIFY_MAX_TARGETS. */
 	unsigned retries;            /* Resends of an unanswered NOTIFY. */
 	unsigned timeout_ms;         /* Before the first resend (doubling). */
 	edge_store_t *edge;
+	const char *data_dir;        /* Records store: TSIG keys. */
+	/* The serial to announce for a signed zone (edge keys present): 1
+	 * and *serial (the signed view's), or -1 while there is none yet
+	 * (nothing is sent). NULL: the edge serial (sigview_zone_serial). */
+	int (*zone_serial)(void *ctx, int64_t zone_id, uint32_t *serial);
+	void *zone_serial_ctx;
 } notify_config_t;
 
 typedef struct notify notify_t;

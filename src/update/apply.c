@@ -173,6 +173,8 @@ typedef struct {
 	uint16_t rdata_len;
 	uint8_t *rdata;
 	const char *comment;
+	const char *tags;       /* The API's, kept through a retime. */
+	uint8_t api_form;
 	int64_t created_on;
 } stored_t;
 
@@ -187,6 +189,7 @@ static void node_clear(node_t *n)
 	for (size_t i = 0; i < n->count; i++) {
 		free(n->rec[i].rdata);
 		free((char *)n->rec[i].comment);
+		free((char *)n->rec[i].tags);
 	}
 	n->count = 0;
 	n->failed = false;
@@ -213,10 +216,11 @@ static int collect(const records_record_t *rec, void *ctx)
 	}
 	stored_t *s = &n->rec[n->count];
 	*s = (stored_t){ .id = rec->id, .type = rec->type, .ttl = rec->ttl,
-	                 .rdata_len = rec->rdata_len,
+	                 .rdata_len = rec->rdata_len, .api_form = rec->api_form,
 	                 .created_on = rec->created_on };
 	s->rdata = malloc(rec->rdata_len + 1u);
 	s->comment = rec->comment ? strdup(rec->comment) : NULL;
+	s->tags = rec->tags ? strdup(rec->tags) : NULL;
 	if (s->rdata == NULL) {
 		n->failed = true;
 		return 1;
@@ -421,7 +425,8 @@ static int retime(records_store_t *rs, update_msg_t *m,
 	records_record_t rec = {
 		.id = s->id, .owner = owner, .type = s->type, .ttl = ttl,
 		.rdata = s->rdata, .rdata_len = s->rdata_len,
-		.comment = s->comment, .created_on = s->created_on,
+		.comment = s->comment, .tags = s->tags, .api_form = s->api_form,
+		.created_on = s->created_on,
 	};
 	if (ret == ZC_EOK) {
 		ret = records_record_insert(rs, &m->zone, &rec);

@@ -31,7 +31,7 @@ int update_key_create(records_store_t *rs, int64_t zone_id, const char *name,
 	if (!dns_tsig_algorithm_ok(algorithm)) {
 		snprintf(err, err_size, "algorithm: '%s' is not one of "
 		         "hmac-sha256, hmac-sha512, hmac-sha384, hmac-sha224, "
-		         "hmac-sha1", algorithm);
+		         "hmac-sha1, hmac-md5", algorithm);
 		return ZC_EUSAGE;
 	}
 	grants = grants ? grants : "";

@@ -26,6 +26,14 @@ struct writer {
 	writer_unit_t *head, *tail;
 	bool stop;
 	time_t last_trim;
+	/* Reloads (writer_reconfigure()): read by the writer thread. */
+	_Atomic unsigned retention_s;
+	_Atomic uint64_t max_records;
+	uint64_t applied_max_records;    /* Writer thread only. */
+	/* writer_stats(): waiting under lock, the rest written by the writer
+	 * thread only. */
+	size_t waiting;
+	_Atomic uint64_t batches, units, last_batch;
 };
 
 /* Runs one unit in a savepoint of the open transaction. */
@@ -128,16 +136,15 @@ static void run_batch(writer_t *w, writer_unit_t *batch)
 static void maybe_trim(writer_t *w)
 {
 	time_t now = time(NULL);
-	if (w->cfg.journal_retention_s == 0 ||
-	    now - w->last_trim < TRIM_INTERVAL_S) {
+	unsigned retention = atomic_load(&w->retention_s);
+	if (retention == 0 || now - w->last_trim < TRIM_INTERVAL_S) {
 		return;
 	}
 	w->last_trim = now;
 	uint64_t applied = builder_follower_applied(w->cfg.follower);
 	uint64_t removed = 0;
-	int ret = records_journal_trim(w->rs, (int64_t)(now -
-	                               w->cfg.journal_retention_s) * 1000,
-	                               applied, &removed);
+	int ret = records_journal_trim(w->rs, (int64_t)(now - retention) *
+	                               1000, applied, &removed);
 	if (ret != ZC_EOK) {
 		zc_warn("writer: journal trim failed: %s", zc_strerror(ret));
 	} else if (removed > 0) {
@@ -168,8 +175,18 @@ static void *writer_main(void *arg)
 		}
 		writer_unit_t *batch = w->head;
 		w->head = w->tail = NULL;
+		size_t units = w->waiting;
+		w->waiting = 0;
 		pthread_mutex_unlock(&w->lock);
+		uint64_t max = atomic_load(&w->max_records);
+		if (max != w->applied_max_records) {
+			records_set_max_records(w->rs, max);
+			w->applied_max_records = max;
+		}
 		run_batch(w, batch);
+		atomic_fetch_add(&w->batches, 1);
+		atomic_fetch_add(&w->units, units);
+		atomic_store(&w->last_batch, units);
 		builder_follower_wake(w->cfg.follower);
 		/* Asynchronous units first: done() may free the unit. */
 		writer_unit_t *sync = NULL;
@@ -206,6 +223,9 @@ int writer_start(const writer_config_t *cfg, writer_t **out)
 	}
 	w->cfg = *cfg;
 	records_set_max_records(w->rs, cfg->max_records);
+	atomic_init(&w->retention_s, cfg->journal_retention_s);
+	atomic_init(&w->max_records, cfg->max_records);
+	w->applied_max_records = cfg->max_records;
 	pthread_mutex_init(&w->lock, NULL);
 	pthread_cond_init(&w->queued, NULL);
 	pthread_cond_init(&w->settled, NULL);
@@ -243,6 +263,7 @@ static bool enqueue(writer_t *w, writer_unit_t *u)
 	}
 	u->next = NULL;
 	u->settled = false;
+	w->waiting++;
 	if (w->tail != NULL) {
 		w->tail->next = u;
 	} else {
@@ -274,4 +295,27 @@ int writer_submit(writer_t *w, writer_unit_t *unit)
 	bool ok = enqueue(w, unit);
 	pthread_mutex_unlock(&w->lock);
 	return ok ? ZC_EOK : ZC_EBUSY;
+}
+
+void writer_reconfigure(writer_t *w, unsigned journal_retention_s,
+                        uint64_t max_records)
+{
+	if (w != NULL) {
+		atomic_store(&w->retention_s, journal_retention_s);
+		atomic_store(&w->max_records, max_records);
+	}
+}
+
+void writer_stats(writer_t *w, writer_stats_t *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (w == NULL) {
+		return;
+	}
+	pthread_mutex_lock(&w->lock);
+	out->queued = w->waiting;
+	pthread_mutex_unlock(&w->lock);
+	out->batches = atomic_load(&w->batches);
+	out->units = atomic_load(&w->units);
+	out->last_batch = atomic_load(&w->last_batch);
 }

@@ -1,11 +1,13 @@
-"""Standard secondaries (BIND `named`, `knotd`) of a zonecast primary.
+"""Standard secondaries (BIND `named`, `knotd`, NSD) of a zonecast primary.
 
 Each wrapper runs its server in the foreground on a free loopback port, in a
 throw-away directory with a config of its own: the given zones as secondary
 zones transferred from the primary at 127.0.0.1:PRIMARY_PORT (with a TSIG
 key when one is given, else unsigned: the primary must then allow transfers
-from 127.0.0.1 by address), NOTIFY accepted from 127.0.0.1, and AXFR from
-the secondary allowed to anybody (so a test can compare what it serves).
+from 127.0.0.1 by address), NOTIFY accepted from 127.0.0.1 (only signed
+with the key when `notify_key` is set: the usual way NSD and Knot are set
+up), and AXFR from the secondary allowed to anybody (so a test can compare
+what it serves).
 The port is chosen at construction, before start(), so that the primary can
 be started first with `-o notify=127.0.0.1:PORT`.
 
@@ -31,14 +33,16 @@ def named_bin():
 
 
 class Secondary(DnsServer):
-    def __init__(self, workdir, primary_port, zones, key=None):
+    def __init__(self, workdir, primary_port, zones, key=None, notify_key=False):
         """zones: zone names (with or without the final dot); key: a
-        servers.TsigKey to sign SOA queries and transfers with, or None."""
+        servers.TsigKey to sign SOA queries and transfers with, or None;
+        notify_key: accept NOTIFY only when signed with that key."""
         os.makedirs(workdir, exist_ok=True)
         super().__init__(workdir)
         self.primary_port = primary_port
         self.zones = [z.rstrip(".") + "." for z in zones]
         self.key = key
+        self.notify_key = notify_key
         self.port = free_port()
 
     def serial(self, zone):
@@ -72,6 +76,7 @@ class Secondary(DnsServer):
                                  relativize=False)
 
     def start(self):
+        assert self.key is not None or not self.notify_key, "notify_key needs a key"
         self.write_config()
         self._spawn(self.argv())
         self._wait_listening()
@@ -98,8 +103,10 @@ class Secondary(DnsServer):
 
     def restart(self):
         """Start again on the same port and directory, keeping the zones
-        already transferred (after stop())."""
+        already transferred (after stop()), with the config written again
+        (so a test may change key or notify_key in between)."""
         assert self.proc is None, "stop() first"
+        self.write_config()
         self._spawn(self.argv())
         self._wait_listening()
         return self
@@ -174,7 +181,8 @@ class BindSecondary(Secondary):
                 "    type secondary;",
                 '    file "%s";' % os.path.join(d, z + "db"),
                 "    primaries port %d { 127.0.0.1%s; };" % (self.primary_port, keyref),
-                "    allow-notify { 127.0.0.1; };",
+                "    allow-notify { %s; };" % (
+                    'key "%s"' % self.key.name if self.notify_key else "127.0.0.1"),
                 "    request-ixfr yes;",
                 "};",
             ]
@@ -230,6 +238,7 @@ class KnotSecondary(Secondary):
             "  - id: from_primary",
             "    address: 127.0.0.1",
             "    action: notify",
+        ] + (["    key: %s" % self.key.name] if self.notify_key else []) + [
             "  - id: anyone_transfers",
             "    address: 0.0.0.0/0",
             "    action: transfer",
@@ -247,4 +256,67 @@ class KnotSecondary(Secondary):
         for z in self.zones:
             lines.append("  - domain: %s" % z)
         with open(os.path.join(d, "knot.conf"), "w") as f:
+            f.write("\n".join(lines) + "\n")
+
+
+def nsd_bin():
+    return os.environ.get("NSD_BIN", shutil.which("nsd") or "/usr/sbin/nsd")
+
+
+class NsdSecondary(Secondary):
+    """NSD (`nsd -d`, foreground, log on stderr) as a secondary. No zone
+    database: what NSD transferred lives in memory and in the zone file it
+    writes at exit, which a restart reads back (then asks for IXFR)."""
+
+    kind = "nsd"
+    # NSD 4.6 at verbosity 2 (it does not say IXFR or AXFR):
+    #   xfrd: zone z committed "received update to serial N at ... from
+    #     127.0.0.1@P TSIG verified with key K"
+    #   notify for z. from 127.0.0.1 serial N
+    #   notify for z. from 127.0.0.1 refused, no acl matches.
+    XFR_LINE = r"xfrd: zone .* committed|received update to serial"
+    IXFR_DONE = r"(?!)"
+    AXFR_DONE = r"(?!)"
+
+    def argv(self):
+        return [nsd_bin(), "-d", "-c", os.path.join(self.workdir, "nsd.conf")]
+
+    def write_config(self):
+        d = self.workdir
+        lines = [
+            "server:",
+            "    ip-address: 127.0.0.1",
+            "    port: %d" % self.port,
+            "    do-ip6: no",
+            "    server-count: 1",
+            '    username: ""',
+            '    chroot: ""',
+            '    zonesdir: "%s"' % d,
+            '    database: ""',
+            '    zonelistfile: "%s"' % os.path.join(d, "zone.list"),
+            '    xfrdfile: "%s"' % os.path.join(d, "xfrd.state"),
+            '    xfrdir: "%s"' % d,
+            '    pidfile: "%s"' % os.path.join(d, "nsd.pid"),
+            "    verbosity: 2",
+            "    xfrd-reload-timeout: 0",
+            "    zonefiles-write: 0",
+            "remote-control:",
+            "    control-enable: no",
+        ]
+        keyname = "NOKEY"
+        if self.key is not None:
+            lines += ["key:", "    name: %s" % self.key.name,
+                      "    algorithm: %s" % self.key.algorithm,
+                      '    secret: "%s"' % self.key.secret]
+            keyname = self.key.name
+        for z in self.zones:
+            lines += [
+                "zone:",
+                "    name: %s" % z,
+                '    zonefile: "%s"' % os.path.join(d, z + "db"),
+                "    allow-notify: 127.0.0.1 %s" % (keyname if self.notify_key else "NOKEY"),
+                "    request-xfr: 127.0.0.1@%d %s" % (self.primary_port, keyname),
+                "    provide-xfr: 0.0.0.0/0 NOKEY",
+            ]
+        with open(os.path.join(d, "nsd.conf"), "w") as f:
             f.write("\n".join(lines) + "\n")

@@ -626,7 +626,7 @@ BAD_RECORDS = [
     ({"name": "x", "type": "A", "content": "192.0.2.1", "ttl": -5}, "ttl"),
     # (TTL 0 is accepted: UPDATE and zone files take it, RFC 2181 §8.)
     ({"name": "x", "type": "CAA", "content": '0 "" "x"'}, "content"),
-    ({"name": "x", "type": "TXT", "content": '"a" ; b'}, "content"),
+    ({"name": "x", "type": "TXT", "content": '"a" "b'}, "content"),
     ({"name": "x", "type": "A", "content": "192.0.2.1", "ttl": 2 ** 31}, "ttl"),
     ({"name": "x", "type": "A", "content": "192.0.2.1", "ttl": "abc"}, "ttl"),
     ({"name": "@", "type": "SOA", "content": "a. b. 1 2 3 4 5"}, "type"),

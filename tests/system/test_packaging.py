@@ -169,3 +169,19 @@ def test_readiness_is_notified_to_systemd(tmp_path):
             proc.kill()
             proc.wait()
         sock.close()
+
+
+def test_man_page_lists_the_live_keys():
+    """zonecast.conf(5)'s RELOAD section names exactly the keys a reload
+    applies (`zonecast check-config --keys`)."""
+    cp = subprocess.run([zonecast_bin(), "check-config", "--keys"], capture_output=True,
+                        text=True, timeout=30)
+    assert cp.returncode == 0, cp.stderr
+    live = {line.split()[0] for line in cp.stdout.splitlines() if line.split()[1:] == ["live"]}
+    page = open(os.path.join(REPO, "man", "zonecast.conf.5")).read()
+    section = page[page.index(".Sh RELOAD"):page.index(".Sh FILES")]
+    listed = set()
+    for line in section.splitlines():
+        if line.startswith(".Cm "):
+            listed |= {w for w in re.split(r"[ ,.]+", line[4:]) if w}
+    assert listed == live, (sorted(live - listed), sorted(listed - live))

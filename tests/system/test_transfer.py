@@ -324,6 +324,13 @@ def test_transfer_tsig_failures(srv, zone):
         assert rcode == dns.rcode.NOTAUTH and rd is not None and rd.error == err, (
             dns.rcode.to_text(rcode), rd)
         assert not m.answer
+    # an audit line at info with the key, the client and why
+    for name, why in ((key.name, "BADSIG: the MAC does not verify"),
+                      ("nobody", "BADKEY: no key of that name")):
+        assert re.search(r"info: audit: transfer refused zone=%s kind=AXFR key=%s\. "
+                         r"client=127\.0\.0\.1#\d+ rcode=NOTAUTH tsig_error=\w+ "
+                         r'reason="%s' % (re.escape(z.origin), re.escape(name), why),
+                         srv.log()), srv.log()[-2000:]
 
 
 @pytest.mark.valgrind
@@ -712,18 +719,19 @@ txt     TXT "one" "two"
 
 @pytest.fixture
 def secondary_factory(tmp_path_factory):
-    """make(cls, primary_port, zones, key=None) -> a secondary not started yet
-    (its port is known); stopped and checked at teardown."""
+    """make(cls, primary_port, zones, key=None, **kw) -> a secondary not
+    started yet (its port is known); stopped and checked at teardown. kw go
+    to the secondary's class (notify_key=True)."""
     import tempfile
     from conftest import _Running
-    for b in (secondaries.named_bin(), servers.knotd_bin()):
+    for b in (secondaries.named_bin(), servers.knotd_bin(), secondaries.nsd_bin()):
         if not os.access(b, os.X_OK):
             pytest.skip("%s not installed" % b)
     run = _Running(tmp_path_factory)
 
-    def make(cls, primary_port, zones, key=None):
+    def make(cls, primary_port, zones, key=None, **kw):
         workdir = tempfile.mkdtemp(prefix=cls.kind + "-", dir=tmp_path_factory.getbasetemp())
-        sec = cls(workdir, primary_port, zones, key=key)
+        sec = cls(workdir, primary_port, zones, key=key, **kw)
         run.started.append(sec)
         return sec
     yield make

@@ -11,6 +11,7 @@ record list (ids and all) through the API.
 """
 
 import itertools
+import re
 import shutil
 import socket
 import struct
@@ -38,7 +39,8 @@ from conftest import UPDATE_SOURCE
 from servers import exchange_from, rr_wire, split_tsig, tsig_mac_valid, tsig_sign, update_wire
 
 DNS_WAIT = 2.0 * servers.TIMEOUT_SCALE  # an acknowledged UPDATE must be answered within this
-ALGORITHMS = ["hmac-sha256", "hmac-sha512", "hmac-sha384", "hmac-sha224", "hmac-sha1"]
+ALGORITHMS = ["hmac-sha256", "hmac-sha512", "hmac-sha384", "hmac-sha224", "hmac-sha1",
+              "hmac-md5"]
 BADSIG, BADKEY, BADTIME = 16, 17, 18
 PROBE_TYPES = ("A", "AAAA", "TXT", "CNAME", "MX", "NS", "SOA")
 _seq = itertools.count(1)
@@ -413,7 +415,7 @@ def test_dnspython_update_every_algorithm(srv, zone, algorithm):
     assert key.algorithm == algorithm
     for i, tcp in enumerate((True, False)):
         u = dns.update.UpdateMessage(z.origin, keyring=dns.tsig.Key(
-            key.name, key.secret, algorithm), keyalgorithm=algorithm)
+            key.name, key.secret, key.dns_algorithm), keyalgorithm=key.dns_algorithm)
         u.add(z.n("alg%d" % i), 300, "A", "192.0.2.%d" % (30 + i))
         u.add(z.n("alg%d" % i), 300, "TXT", algorithm)
         r, before = do_ok(z, u, tcp=tcp)      # dnspython checks the response's TSIG
@@ -701,6 +703,15 @@ def test_tsig_unknown_key_badkey(srv, zone):
         u.add(z.n("tsig"), 300, "A", "192.0.2.1")
         with pytest.raises(dns.tsig.PeerBadKey):
             dns.query.tcp(u, srv.host, port=srv.port, timeout=3)
+    # each refusal has its audit line at info with the key, the client and why
+    log = srv.log()
+    assert re.search(r"info: audit: update refused zone=%s key=unknown-key\. "
+                     r"client=127\.0\.0\.1#\d+ rcode=NOTAUTH tsig_error=BADKEY "
+                     r'reason="BADKEY: no key of that name"' % re.escape(z.origin), log), log[-2000:]
+    assert re.search(r"info: audit: update refused zone=%s key=%s client=127\.0\.0\.1#\d+ "
+                     r'rcode=NOTAUTH tsig_error=BADKEY reason="BADKEY: '
+                     r'signed with hmac-sha512\., the key is hmac-sha256"'
+                     % (re.escape(z.origin), re.escape(key.name + ".")), log), log[-2000:]
 
 
 @pytest.mark.valgrind
@@ -711,6 +722,10 @@ def test_tsig_wrong_secret_badsig(srv, zone):
                          key.algorithm + ".")
     _r, rd, _ = _tsig_failure(z, wrong, BADSIG)
     assert rd.mac == b"", "a BADSIG response is unsigned"
+    assert re.search(r"info: audit: update refused zone=%s key=%s client=127\.0\.0\.1#\d+ "
+                     r'rcode=NOTAUTH tsig_error=BADSIG reason="BADSIG: the MAC does not verify'
+                     % (re.escape(z.origin), re.escape(key.name + ".")),
+                     srv.log()), srv.log()[-2000:]
     # dnspython's own client reads the error from the response
     u = dns.update.UpdateMessage(z.origin, keyring=wrong, keyalgorithm=wrong.algorithm)
     u.add(z.n("tsig"), 300, "A", "192.0.2.1")

@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* Inside fleet/: an edge's state shared by its follower and its reporter. */
+#pragma once
+
+#include <pthread.h>
+
+#include "fleet/internal.h"
+
+struct fleet_edge {
+	fleet_config_t cfg;
+	fleet_names_t names;
+	edge_store_t *es;
+	natsConnection *nc;
+	jsCtx *js;
+	pthread_t thread, reporter;
+	bool started, reporter_started;
+	_Atomic bool stop;
+	/* Applied position (the follower thread writes, the reporter reads). */
+	pthread_mutex_t lock;
+	pthread_cond_t changed;
+	bool dirty;
+	uint64_t epoch, commit, seq;
+	/* The commit being applied (its parts so far). */
+	edge_applier_t ap;
+	bool open;
+	uint64_t open_commit;
+	uint32_t next_part;
+	uint64_t delivered;  /* stream sequence of the last message taken */
+	_Atomic int64_t report_logged;
+	uint64_t instance;   /* random: tells two edges of one name apart */
+	_Atomic int64_t bad_logged;
+	/* A message that left a gap even right after a snapshot load cannot
+	 * be followed (forged, or outside the history): skipped. */
+	uint64_t gap_seq;        /* stream sequence of the last gap */
+	bool loaded_since_gap;   /* a snapshot was loaded after it */
+	unsigned backoff_ms;     /* between snapshot loads in a row */
+	int64_t last_load_ms;
+};
+
+/* Reports right after each applied commit and every second (report.c);
+ * started by the follower once connected. */
+void *fleet_reporter_main(void *arg);

@@ -1,0 +1,171 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * Listing queries of the records store (the API's record listings): an
+ * owner and a type filter, three orders, either direction, a page.
+ *
+ * Each shape of query is its own statement, built once, so that SQLite
+ * plans every one with the filter's index: an owner filter uses
+ * records_node (zone_id, okey, type), a type filter records_type
+ * (zone_id, type, okey); both give their rows already in name order, so
+ * neither a listing by name nor one by type walks the zone. Only an order
+ * by TTL sorts (in SQLite's temporary b-tree). records_query_plan() gives
+ * SQLite's plan of a query, which the unit tests check.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <libknot/errcode.h>
+
+#include "common/error.h"
+#include "records/sqlite.h"
+
+#define SHAPES (2 * 2 * 3 * 2) /* owner, type, order, direction */
+#define SQL_MAX 320
+
+static char page_sql[SHAPES][SQL_MAX];
+static char count_sql[4][SQL_MAX];
+static char plan_sql[SHAPES][SQL_MAX + 32];
+static pthread_once_t sql_once = PTHREAD_ONCE_INIT;
+
+static int shape_of(const records_query_t *q)
+{
+	return (((q->owner != NULL) * 2 + (q->type != 0)) * 3 + (int)q->order) * 2 +
+	       (q->descending ? 1 : 0);
+}
+
+static const char *order_clause(int order, bool desc)
+{
+	static const char *const clauses[3][2] = {
+		{ "okey, type, id", "okey DESC, type DESC, id DESC" },
+		{ "type, okey, id", "type DESC, okey DESC, id DESC" },
+		{ "ttl, okey, type, id", "ttl DESC, okey DESC, type DESC, id DESC" },
+	};
+	return clauses[order][desc ? 1 : 0];
+}
+
+/* Builds the statements of every shape (their texts stay at the same
+ * addresses, which the statement cache keys on). */
+static void build_sql(void)
+{
+	for (int owner = 0; owner < 2; owner++) {
+		for (int type = 0; type < 2; type++) {
+			const char *where = owner && type ? " AND okey = ?2 AND type = ?3" :
+			                    owner ? " AND okey = ?2" :
+			                    type ? " AND type = ?3" : "";
+			snprintf(count_sql[owner * 2 + type], SQL_MAX, "SELECT count(*)"
+			         " FROM records WHERE zone_id = ?1%s", where);
+			for (int order = 0; order < 3; order++) {
+				for (int desc = 0; desc < 2; desc++) {
+					int s = ((owner * 2 + type) * 3 + order) * 2 + desc;
+					snprintf(page_sql[s], SQL_MAX, "SELECT "
+					         RECORDS_RECORD_COLUMNS " FROM records WHERE"
+					         " zone_id = ?1%s ORDER BY %s LIMIT ?4"
+					         " OFFSET ?5", where,
+					         order_clause(order, desc));
+					memcpy(plan_sql[s], "EXPLAIN QUERY PLAN ", 19);
+					memcpy(plan_sql[s] + 19, page_sql[s], SQL_MAX);
+				}
+			}
+		}
+	}
+}
+
+/* Binds a query's parameters (those its statement does not name are
+ * ignored by SQLite's numbered parameters: each statement names its own). */
+static void bind_query(sqlite3_stmt *stmt, int64_t zone_id,
+                       const records_query_t *q, const uint8_t *okey,
+                       size_t okey_len)
+{
+	sqlite3_bind_int64(stmt, 1, zone_id);
+	if (q->owner != NULL) {
+		sqlite3_bind_blob(stmt, 2, okey_len ? okey : (const uint8_t *)"",
+		                  (int)okey_len, SQLITE_STATIC);
+	}
+	if (q->type != 0) {
+		sqlite3_bind_int(stmt, 3, q->type);
+	}
+}
+
+static int count_rows(records_store_t *store, int64_t zone_id,
+                      const records_query_t *q, const uint8_t *okey,
+                      size_t okey_len, int64_t *total)
+{
+	sqlite3_stmt *stmt;
+	int ret = records_sql_prepare(store, count_sql[(q->owner != NULL) * 2 +
+	                                               (q->type != 0)], &stmt);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	bind_query(stmt, zone_id, q, okey, okey_len);
+	int rc = sqlite3_step(stmt);
+	*total = (rc == SQLITE_ROW) ? sqlite3_column_int64(stmt, 0) : 0;
+	ret = records_sql_error(store->db, rc);
+	records_sql_done(store, stmt);
+	return ret;
+}
+
+int records_record_query(records_store_t *store, int64_t zone_id,
+                         const records_query_t *q, int64_t *total,
+                         int (*cb)(const records_record_t *rec, void *ctx),
+                         void *ctx)
+{
+	if (store == NULL || q == NULL || (unsigned)q->order > RECORDS_ORDER_TTL) {
+		return KNOT_EINVAL;
+	}
+	pthread_once(&sql_once, build_sql);
+	uint8_t okey[DNS_LF_MAXLEN];
+	size_t okey_len = 0;
+	if (total != NULL) {
+		*total = 0;
+	}
+	int ret = records_filter_key(store, zone_id, q->owner, okey, &okey_len);
+	if (ret == KNOT_EOUTOFZONE || ret == ZC_ENAMEKEY) {
+		return ZC_EOK; /* No record has that owner. */
+	}
+	if (ret == ZC_EOK && total != NULL) {
+		ret = count_rows(store, zone_id, q, okey, okey_len, total);
+	}
+	sqlite3_stmt *stmt;
+	if (ret == ZC_EOK) {
+		ret = records_sql_prepare(store, page_sql[shape_of(q)], &stmt);
+	}
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	bind_query(stmt, zone_id, q, okey, okey_len);
+	sqlite3_bind_int64(stmt, 4, q->limit < 0 ? -1 : q->limit);
+	sqlite3_bind_int64(stmt, 5, q->offset);
+	ret = records_rows_foreach(stmt, store, cb, ctx);
+	records_sql_done(store, stmt);
+	return ret;
+}
+
+int records_query_plan(records_store_t *store, const records_query_t *q,
+                       char *out, size_t size)
+{
+	if (store == NULL || q == NULL || size == 0 ||
+	    (unsigned)q->order > RECORDS_ORDER_TTL) {
+		return KNOT_EINVAL;
+	}
+	pthread_once(&sql_once, build_sql);
+	sqlite3_stmt *stmt;
+	int rc = sqlite3_prepare_v2(store->db, plan_sql[shape_of(q)], -1, &stmt,
+	                            NULL);
+	if (rc != SQLITE_OK) {
+		return records_sql_error(store->db, rc);
+	}
+	size_t pos = 0;
+	out[0] = '\0';
+	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+		const char *detail = (const char *)sqlite3_column_text(stmt, 3);
+		int n = snprintf(out + pos, size - pos, "%s%s", pos ? "\n" : "",
+		                 detail ? detail : "");
+		if (n < 0 || (size_t)n >= size - pos) {
+			break;
+		}
+		pos += (size_t)n;
+	}
+	sqlite3_finalize(stmt);
+	return rc == SQLITE_ROW || rc == SQLITE_DONE ? ZC_EOK :
+	       records_sql_error(store->db, rc);
+}

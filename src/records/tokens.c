@@ -1,0 +1,162 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * API bearer tokens in the records store: the SHA-256 hash of the secret
+ * (never the secret), read-only or not, the zone it is limited to (or
+ * every zone), a name, an expiry and a revocation time. A request looks
+ * its token up by hash on every call, so a revocation or an expiry takes
+ * effect with the next request, and a token of a deleted zone goes with
+ * it (ON DELETE CASCADE).
+ */
+#include <stdio.h>
+#include <string.h>
+#include <libknot/errcode.h>
+
+#include "common/error.h"
+#include "records/sqlite.h"
+
+#define TOKEN_COLUMNS "id, name, read_only, coalesce(zone_id, 0), created_on," \
+	" coalesce(modified_on, created_on), coalesce(expires_on, 0)," \
+	" coalesce(revoked_on, 0)"
+
+static void token_from_stmt(sqlite3_stmt *stmt, records_token_t *tok)
+{
+	memset(tok, 0, sizeof(*tok));
+	tok->id = sqlite3_column_int64(stmt, 0);
+	const char *name = (const char *)sqlite3_column_text(stmt, 1);
+	snprintf(tok->name, sizeof(tok->name), "%s", name ? name : "");
+	tok->read_only = sqlite3_column_int(stmt, 2) != 0;
+	tok->zone_id = sqlite3_column_int64(stmt, 3);
+	tok->created_on = sqlite3_column_int64(stmt, 4);
+	tok->modified_on = sqlite3_column_int64(stmt, 5);
+	tok->expires_on = sqlite3_column_int64(stmt, 6);
+	tok->revoked_on = sqlite3_column_int64(stmt, 7);
+}
+
+int records_token_add(records_store_t *store, const uint8_t hash[32],
+                      records_token_t *tok)
+{
+	if (store == NULL || hash == NULL || tok == NULL) {
+		return KNOT_EINVAL;
+	}
+	sqlite3_stmt *stmt;
+	int ret = records_sql_prepare(store, "INSERT INTO tokens(hash, read_only,"
+	                              " zone_id, created_on, modified_on, name,"
+	                              " expires_on) VALUES (?, ?, ?, ?, ?, ?, ?)",
+	                              &stmt);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	tok->created_on = tok->modified_on = records_now_ms();
+	tok->revoked_on = 0;
+	sqlite3_bind_blob(stmt, 1, hash, 32, SQLITE_STATIC);
+	sqlite3_bind_int(stmt, 2, tok->read_only ? 1 : 0);
+	if (tok->zone_id != 0) {
+		sqlite3_bind_int64(stmt, 3, tok->zone_id);
+	}
+	sqlite3_bind_int64(stmt, 4, tok->created_on);
+	sqlite3_bind_int64(stmt, 5, tok->modified_on);
+	sqlite3_bind_text(stmt, 6, tok->name, -1, SQLITE_STATIC);
+	if (tok->expires_on != 0) {
+		sqlite3_bind_int64(stmt, 7, tok->expires_on);
+	}
+	ret = records_sql_error(store->db, sqlite3_step(stmt));
+	records_sql_done(store, stmt);
+	if (ret == ZC_EOK) {
+		tok->id = sqlite3_last_insert_rowid(store->db);
+	}
+	return ret;
+}
+
+/* Runs a one-row token query bound to key (a hash or an id). */
+static int find_one(records_store_t *store, const char *sql,
+                    const uint8_t *hash, int64_t id, records_token_t *tok)
+{
+	sqlite3_stmt *stmt;
+	int ret = records_sql_prepare(store, sql, &stmt);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	if (hash != NULL) {
+		sqlite3_bind_blob(stmt, 1, hash, 32, SQLITE_STATIC);
+	} else {
+		sqlite3_bind_int64(stmt, 1, id);
+	}
+	int rc = sqlite3_step(stmt);
+	if (rc == SQLITE_ROW) {
+		token_from_stmt(stmt, tok);
+	}
+	ret = rc == SQLITE_ROW ? ZC_EOK : rc == SQLITE_DONE ? ZC_ENOKEY :
+	      records_sql_error(store->db, rc);
+	records_sql_done(store, stmt);
+	return ret;
+}
+
+int records_token_find(records_store_t *store, const uint8_t hash[32],
+                       records_token_t *tok)
+{
+	return find_one(store, "SELECT " TOKEN_COLUMNS " FROM tokens WHERE"
+	                " hash = ?", hash, 0, tok);
+}
+
+int records_token_get(records_store_t *store, int64_t id,
+                      records_token_t *tok)
+{
+	return find_one(store, "SELECT " TOKEN_COLUMNS " FROM tokens WHERE"
+	                " id = ?", NULL, id, tok);
+}
+
+int records_token_list(records_store_t *store,
+                       int (*cb)(const records_token_t *tok, void *ctx),
+                       void *ctx)
+{
+	sqlite3_stmt *stmt;
+	int ret = records_sql_prepare(store, "SELECT " TOKEN_COLUMNS
+	                              " FROM tokens ORDER BY id", &stmt);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	int rc;
+	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+		records_token_t tok;
+		token_from_stmt(stmt, &tok);
+		if (cb(&tok, ctx) != 0) {
+			rc = SQLITE_DONE;
+			break;
+		}
+	}
+	ret = records_sql_error(store->db, rc);
+	records_sql_done(store, stmt);
+	return ret;
+}
+
+int records_token_revoke(records_store_t *store, int64_t id)
+{
+	sqlite3_stmt *stmt;
+	int ret = records_sql_prepare(store, "UPDATE tokens SET revoked_on ="
+	                              " coalesce(revoked_on, ?1), modified_on ="
+	                              " coalesce(revoked_on, ?1) WHERE id = ?2",
+	                              &stmt);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	sqlite3_bind_int64(stmt, 1, records_now_ms());
+	sqlite3_bind_int64(stmt, 2, id);
+	ret = records_sql_error(store->db, sqlite3_step(stmt));
+	if (ret == ZC_EOK && sqlite3_changes(store->db) == 0) {
+		ret = ZC_ENOKEY;
+	}
+	records_sql_done(store, stmt);
+	return ret;
+}
+
+records_token_status_t records_token_status(const records_token_t *tok,
+                                            int64_t now_ms)
+{
+	if (tok->revoked_on != 0) {
+		return RECORDS_TOKEN_REVOKED;
+	}
+	if (tok->expires_on != 0 && now_ms >= tok->expires_on) {
+		return RECORDS_TOKEN_EXPIRED;
+	}
+	return RECORDS_TOKEN_ACTIVE;
+}

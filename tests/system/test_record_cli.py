@@ -1,0 +1,154 @@
+"""`zonecast record` by name and type: rm NAME TYPE [CONTENT], replace NAME
+TYPE CONTENT..., and batch FILE (lines, or the API's JSON body), each one
+all-or-nothing request that gives the zone one version, checked through
+what DNS serves (as pdnsutil's replace-rrset and knotc's zone-set/unset
+would be)."""
+
+import json
+import subprocess
+
+import dns.rcode
+import pytest
+
+import servers
+from test_api import (expect_answer, expect_nodata, expect_nxdomain, expect_serial, new_zone,
+                      post_record, rdatas, serial)
+
+
+@pytest.fixture(scope="module")
+def srv(zonecast_api):
+    return zonecast_api
+
+
+@pytest.fixture(scope="module")
+def api(srv):
+    return srv.client()
+
+
+def record(srv, api, *args, stdin=None):
+    """`zonecast record ARGS... --api ... --token ...`; the CompletedProcess."""
+    argv = [servers.zonecast_bin(), "record"] + list(args) + [
+        "--api", "127.0.0.1:%d" % srv.api_port, "--token", api.token]
+    return subprocess.run(argv, input=stdin, capture_output=True, text=True, timeout=60)
+
+
+def version_of(cp):
+    """The zone version the command reported (stderr: "zone version N")."""
+    lines = [l for l in cp.stderr.splitlines() if l.startswith("zone version ")]
+    assert len(lines) == 1, cp.stderr
+    return int(lines[0].split()[-1])
+
+
+def test_rm_by_name_and_type(srv, api):
+    zid, zone = new_zone(api, "clirm")
+    for ip in ("192.0.2.1", "192.0.2.2"):
+        post_record(api, zid, name="www." + zone, type="A", content=ip)
+    post_record(api, zid, name="www." + zone, type="AAAA", content="2001:db8::1")
+    post_record(api, zid, name=zone, type="MX", content="mx1." + zone, priority=10)
+    _, v0 = post_record(api, zid, name=zone, type="MX", content="mx2." + zone, priority=20)
+    expect_serial(srv, zone, v0)
+    cp = record(srv, api, "rm", zone, "www", "A")
+    assert cp.returncode == 0, cp.stderr
+    assert version_of(cp) == v0 + 1        # two records, one version
+    assert sorted(l.split()[-1] for l in cp.stdout.splitlines()) == ["192.0.2.1", "192.0.2.2"]
+    assert all(l.startswith("- ") for l in cp.stdout.splitlines())
+    expect_nodata(srv, "www." + zone, "A")
+    expect_answer(srv, "www." + zone, "AAAA", rdatas("AAAA", "2001:db8::1"))
+    # one record by its content, MX with its priority as a zone file writes it
+    cp = record(srv, api, "rm", zone, "@", "MX", "20 mx2.%s." % zone)
+    assert cp.returncode == 0, cp.stderr
+    v = version_of(cp)
+    expect_serial(srv, zone, v)
+    expect_answer(srv, zone, "MX", rdatas("MX", "10 mx1.%s." % zone))
+    # nothing there: exit 1, nothing written
+    for args in (("nothing", "A"), ("www", "A"), ("@", "MX", "20 mx1.%s." % zone)):
+        cp = record(srv, api, "rm", zone, *args)
+        assert cp.returncode == 1 and "no " in cp.stderr, cp.stderr
+    assert serial(srv, zone) == v
+
+
+def test_replace_makes_the_rrset_exactly_that(srv, api):
+    zid, zone = new_zone(api, "clirep")
+    post_record(api, zid, name="www." + zone, type="A", content="192.0.2.1")
+    _, v0 = post_record(api, zid, name="www." + zone, type="A", content="192.0.2.2")
+    expect_serial(srv, zone, v0)
+    cp = record(srv, api, "replace", zone, "www." + zone, "A", "192.0.2.2", "192.0.2.3",
+                "--ttl", "120")
+    assert cp.returncode == 0, cp.stderr
+    assert version_of(cp) == v0 + 1
+    expect_answer(srv, "www." + zone, "A", rdatas("A", "192.0.2.2", "192.0.2.3"), ttl=120)
+    # a new RRset; TXT with ';' as it is
+    cp = record(srv, api, "replace", zone, "_dmarc", "TXT", "v=DMARC1; p=quarantine")
+    assert cp.returncode == 0, cp.stderr
+    expect_answer(srv, "_dmarc." + zone, "TXT", rdatas("TXT", '"v=DMARC1; p=quarantine"'))
+    # a bad content: exit 1, the old RRset stays
+    v = version_of(cp)
+    expect_serial(srv, zone, v)
+    cp = record(srv, api, "replace", zone, "www", "A", "192.0.2.9", "not-an-address")
+    assert cp.returncode == 1 and "content" in cp.stderr
+    assert serial(srv, zone) == v
+    expect_answer(srv, "www." + zone, "A", rdatas("A", "192.0.2.2", "192.0.2.3"))
+
+
+BATCH = """\
+# one request, one version
+add   new           300 A    192.0.2.50
+add   new               TXT  v=spf1 -all
+replace @              MX   10 mx1.{zone}.
+replace @              MX   20 mx2.{zone}.
+delete old              A
+delete keep             A    192.0.2.2
+"""
+
+
+def test_batch_file_is_one_request(srv, api, tmp_path):
+    zid, zone = new_zone(api, "clibatch")
+    post_record(api, zid, name="old." + zone, type="A", content="192.0.2.1")
+    post_record(api, zid, name="keep." + zone, type="A", content="192.0.2.2")
+    post_record(api, zid, name="keep." + zone, type="A", content="192.0.2.3")
+    _, v0 = post_record(api, zid, name=zone, type="MX", content="mx0." + zone, priority=5)
+    expect_serial(srv, zone, v0)
+    path = tmp_path / "changes.txt"
+    path.write_text(BATCH.format(zone=zone))
+    cp = record(srv, api, "batch", zone, str(path))
+    assert cp.returncode == 0, cp.stderr
+    assert version_of(cp) == v0 + 1
+    out = cp.stdout.splitlines()
+    assert sum(l.startswith("- ") for l in out) == 3 and sum(l.startswith("+ ") for l in out) == 4
+    expect_serial(srv, zone, v0 + 1)
+    expect_answer(srv, "new." + zone, "A", rdatas("A", "192.0.2.50"), ttl=300)
+    expect_answer(srv, "new." + zone, "TXT", rdatas("TXT", '"v=spf1 -all"'))
+    expect_answer(srv, zone, "MX", rdatas("MX", "10 mx1.%s." % zone, "20 mx2.%s." % zone))
+    expect_nxdomain(srv, "old." + zone)
+    expect_answer(srv, "keep." + zone, "A", rdatas("A", "192.0.2.3"))
+    # the same from stdin, as JSON (the API's batch body)
+    body = {"posts": [{"name": "json." + zone, "type": "A", "content": "192.0.2.60"}]}
+    cp = record(srv, api, "batch", zone, "-", stdin=json.dumps(body))
+    assert cp.returncode == 0, cp.stderr
+    assert version_of(cp) == v0 + 2
+    expect_answer(srv, "json." + zone, "A", rdatas("A", "192.0.2.60"))
+
+
+@pytest.mark.parametrize("text,code,say", [
+    ("add a A 192.0.2.1\nadd b A 999.0.0.1\n", 1, "content"),
+    ("add a A 192.0.2.1\ndelete nothing A\n", 1, "no A record at nothing"),
+    ("add a A 192.0.2.1\nadd b CNAME x.example.\nadd b A 192.0.2.2\n", 1, "CNAME"),
+    ("add a A 192.0.2.1\nfrobnicate b A 192.0.2.2\n", 2, "line 2"),
+    ("add a A\n", 2, "line 1"),
+    ("delete a 300 A\n", 2, "line 1"),
+    ("# nothing\n\n", 2, "no changes"),
+    ("{\"posts\": [", 2, "line"),
+])
+def test_batch_is_all_or_nothing(srv, api, tmp_path, text, code, say):
+    zid, zone = new_zone(api, "cliaon")
+    _, v0 = post_record(api, zid, name="x." + zone, type="A", content="192.0.2.9")
+    expect_serial(srv, zone, v0)
+    path = tmp_path / "bad.txt"
+    path.write_text(text)
+    cp = record(srv, api, "batch", zone, str(path))
+    assert cp.returncode == code, (cp.returncode, cp.stdout, cp.stderr)
+    assert say in cp.stderr, cp.stderr
+    assert not cp.stdout
+    assert serial(srv, zone) == v0
+    expect_nxdomain(srv, "a." + zone)
+    expect_answer(srv, "x." + zone, "A", rdatas("A", "192.0.2.9"))

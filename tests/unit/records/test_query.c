@@ -1,0 +1,186 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * Listing queries (records_record_query()): the rows, their order in each
+ * direction, pages and totals; and SQLite's plan of every shape, which
+ * must use an index for an owner or a type filter (no walk of the zone)
+ * and sort only for the TTL order. The plans are those of a store without
+ * ANALYZE statistics, as zonecast runs.
+ */
+#include <string.h>
+#include <libknot/libknot.h>
+
+#include "common/error.h"
+#include "records/records.h"
+#include "tests/unit/test.h"
+#include "zonefile/zonefile.h"
+
+#define NAMES 300
+
+static int add(const knot_dname_t *owner, uint16_t type, uint32_t ttl,
+               const uint8_t *rdata, uint16_t rdata_len, const char *file,
+               uint64_t line, void *ctx)
+{
+	(void)file;
+	return records_import_add(ctx, owner, type, ttl, rdata, rdata_len, line) != 0;
+}
+
+/* A zone of NAMES names with an A each and a TXT on every third, TTLs
+ * going down as names go up. */
+static int make_zone(records_store_t *rs, const uint8_t *apex)
+{
+	static char text[64 * NAMES * 2 + 256];
+	size_t pos = (size_t)snprintf(text, sizeof(text), "$ORIGIN q.test.\n"
+	                              "@ 300 IN SOA ns h 1 2 3 4 5\n"
+	                              "@ 300 IN NS ns\n");
+	for (int i = 0; i < NAMES; i++) {
+		pos += (size_t)snprintf(text + pos, sizeof(text) - pos,
+		                        "n%03d %d IN A 192.0.2.%d\n", i, 1000 - i,
+		                        i % 250);
+		if (i % 3 == 0) {
+			pos += (size_t)snprintf(text + pos, sizeof(text) - pos,
+			                        "n%03d %d IN TXT \"t%d\"\n", i, 1000 - i,
+			                        i);
+		}
+	}
+	records_import_t *imp;
+	int ret = records_import_begin(rs, apex, &imp);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	zonefile_handler_t h = { .record = add, .ctx = imp };
+	ret = zonefile_parse_text(text, pos, apex, 300, &h);
+	if (ret != ZC_EOK) {
+		records_import_abort(imp);
+		return ret;
+	}
+	return records_import_commit(imp, NULL, NULL);
+}
+
+typedef struct {
+	int count;
+	uint16_t types[NAMES * 2 + 4];
+	uint32_t ttls[NAMES * 2 + 4];
+	char names[NAMES * 2 + 4][16];
+} rows_t;
+
+static int collect(const records_record_t *rec, void *ctx)
+{
+	rows_t *r = ctx;
+	r->types[r->count] = rec->type;
+	r->ttls[r->count] = rec->ttl;
+	knot_dname_to_str(r->names[r->count], rec->owner, sizeof(r->names[0]));
+	r->count++;
+	return 0;
+}
+
+static void test_rows(records_store_t *rs, int64_t zone_id)
+{
+	static rows_t r;
+	int64_t total;
+	uint8_t owner[KNOT_DNAME_MAXLEN];
+	knot_dname_from_str(owner, "n003.q.test.", sizeof(owner));
+	/* One name: its A and TXT, in type order. */
+	records_query_t q = { .owner = owner, .limit = -1 };
+	memset(&r, 0, sizeof(r));
+	CHECK_EQ(records_record_query(rs, zone_id, &q, &total, collect, &r), ZC_EOK);
+	CHECK_EQ(total, 2);
+	CHECK_EQ(r.count, 2);
+	CHECK_EQ(r.types[0], KNOT_RRTYPE_A);
+	CHECK_EQ(r.types[1], KNOT_RRTYPE_TXT);
+	/* One type: every TXT, by name, a page of 10 from the 5th. */
+	q = (records_query_t){ .type = KNOT_RRTYPE_TXT, .offset = 5, .limit = 10 };
+	memset(&r, 0, sizeof(r));
+	CHECK_EQ(records_record_query(rs, zone_id, &q, &total, collect, &r), ZC_EOK);
+	CHECK_EQ(total, NAMES / 3);
+	CHECK_EQ(r.count, 10);
+	CHECK(strcmp(r.names[0], "n015.q.test.") == 0);
+	CHECK(strcmp(r.names[9], "n042.q.test.") == 0);
+	/* Descending: the last TXT first. */
+	q.descending = true;
+	q.offset = 0;
+	memset(&r, 0, sizeof(r));
+	CHECK_EQ(records_record_query(rs, zone_id, &q, NULL, collect, &r), ZC_EOK);
+	CHECK(strcmp(r.names[0], "n297.q.test.") == 0);
+	/* By type over the zone: NS, then A..., then TXT (type codes). */
+	q = (records_query_t){ .order = RECORDS_ORDER_TYPE, .limit = -1 };
+	memset(&r, 0, sizeof(r));
+	CHECK_EQ(records_record_query(rs, zone_id, &q, &total, collect, &r), ZC_EOK);
+	CHECK_EQ(total, 2 + NAMES + NAMES / 3);
+	CHECK_EQ(r.count, total);
+	bool sorted = true;
+	for (int i = 1; i < r.count; i++) {
+		sorted = sorted && r.types[i - 1] <= r.types[i];
+	}
+	CHECK(sorted);
+	/* By TTL: lowest first, the names' order reversed. */
+	q = (records_query_t){ .order = RECORDS_ORDER_TTL, .type = KNOT_RRTYPE_A,
+	                       .limit = 3 };
+	memset(&r, 0, sizeof(r));
+	CHECK_EQ(records_record_query(rs, zone_id, &q, NULL, collect, &r), ZC_EOK);
+	CHECK_EQ(r.ttls[0], 1000 - (NAMES - 1));
+	CHECK(strcmp(r.names[0], "n299.q.test.") == 0);
+	/* A name outside the zone matches nothing. */
+	knot_dname_from_str(owner, "n003.other.", sizeof(owner));
+	q = (records_query_t){ .owner = owner, .limit = -1 };
+	memset(&r, 0, sizeof(r));
+	CHECK_EQ(records_record_query(rs, zone_id, &q, &total, collect, &r), ZC_EOK);
+	CHECK_EQ(total, 0);
+	CHECK_EQ(r.count, 0);
+}
+
+/* Every shape's plan: an index for each filter, a sort only by TTL. */
+static void test_plans(records_store_t *rs)
+{
+	static const uint8_t owner[] = "\x01" "x\x00";
+	char plan[2048];
+	for (int o = 0; o < 2; o++) {
+		for (int t = 0; t < 2; t++) {
+			for (int order = 0; order < 3; order++) {
+				for (int desc = 0; desc < 2; desc++) {
+					records_query_t q = {
+						.owner = o ? owner : NULL,
+						.type = t ? KNOT_RRTYPE_TXT : 0,
+						.order = (records_order_t)order,
+						.descending = desc, .limit = 10,
+					};
+					CHECK_EQ(records_query_plan(rs, &q, plan, sizeof(plan)),
+					         ZC_EOK);
+					bool ok = strstr(plan, "SCAN records") == NULL;
+					if (o) {
+						ok = ok && strstr(plan, "okey=?") != NULL;
+					} else if (t) {
+						ok = ok && strstr(plan, "records_type "
+						                  "(zone_id=? AND type=?)");
+					} else {
+						ok = ok && strstr(plan, "USING INDEX");
+					}
+					bool sorts = strstr(plan, "TEMP B-TREE") != NULL;
+					/* One name holds few records: sorting them is
+					 * no walk of the zone. */
+					ok = ok && (order == RECORDS_ORDER_TTL || o || !sorts);
+					if (!ok) {
+						fprintf(stderr, "owner %d type %d order %d desc %d:"
+						        "\n%s\n", o, t, order, desc, plan);
+					}
+					CHECK(ok);
+				}
+			}
+		}
+	}
+}
+
+int main(void)
+{
+	const char *dir = test_tmpdir();
+	records_store_t *rs;
+	const uint8_t *apex = (const uint8_t *)"\x01" "q\x04" "test\x00";
+	CHECK_EQ(records_open(&rs, dir), ZC_EOK);
+	CHECK_EQ(make_zone(rs, apex), ZC_EOK);
+	records_zone_t zone;
+	CHECK_EQ(records_zone_find(rs, apex, &zone), ZC_EOK);
+	test_rows(rs, zone.id);
+	test_plans(rs);
+	records_close(rs);
+	test_rmdir(dir);
+	return test_done();
+}
