@@ -142,8 +142,9 @@ def test_example_config_parses(tmp_path):
 
 
 def test_readiness_is_notified_to_systemd(tmp_path):
-    """Type=notify: READY=1 once DNS answers, STOPPING=1 at SIGTERM, on the
-    datagram socket $NOTIFY_SOCKET names."""
+    """Type=notify: READY=1 once DNS answers, RELOADING=1 and READY=1 around
+    a reload, STOPPING=1 at SIGTERM, on the datagram socket $NOTIFY_SOCKET
+    names."""
     path = str(tmp_path / "notify.sock")
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
     sock.bind(path)
@@ -160,6 +161,13 @@ def test_readiness_is_notified_to_systemd(tmp_path):
         r = dns.query.udp(dns.message.make_query("example.test.", "SOA"), "127.0.0.1",
                           port=port, timeout=2)
         assert r.answer, r
+        # A reload (SIGHUP): RELOADING=1 with the monotonic time systemd's
+        # Type=notify-reload wants, then READY=1 again.
+        proc.send_signal(signal.SIGHUP)
+        reloading = sock.recv(4096).decode()
+        assert re.match(r"RELOADING=1\nMONOTONIC_USEC=\d+$", reloading), reloading
+        again = sock.recv(4096).decode()
+        assert again.startswith("READY=1\n"), again
         proc.send_signal(signal.SIGTERM)
         stopping = sock.recv(4096).decode()
         assert stopping.startswith("STOPPING=1"), stopping
