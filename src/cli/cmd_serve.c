@@ -26,8 +26,10 @@
 #include "cli/serve.h"
 #include "common/error.h"
 #include "common/log.h"
+#include "common/sd_notify.h"
 #include "edge/repl.h"
 #include "fleet/fleet.h"
+#include "metrics/metrics.h"
 #include "server/server.h"
 #include "sigview/sigview.h"
 #include "transfer/transfer.h"
@@ -52,6 +54,8 @@ static void usage(FILE *out)
 	      DEFAULT_LISTEN ")\n"
 	      "  -a, --api-listen ADDR:PORT  HTTP API address (default "
 	      "127.0.0.1:8053; 'none': no API)\n"
+	      "  -m, --metrics-listen ADDR:PORT  Prometheus metrics, /healthz and\n"
+	      "                           /readyz (default: none)\n"
 	      "  -w, --workers N          workers per address (default: one per "
 	      "core)\n"
 	      "  -L, --log-level LEVEL    error, warning, info, debug\n"
@@ -69,6 +73,7 @@ static const struct option opts[] = {
 	{ "data-dir", required_argument, NULL, 'd' },
 	{ "listen", required_argument, NULL, 'l' },
 	{ "api-listen", required_argument, NULL, 'a' },
+	{ "metrics-listen", required_argument, NULL, 'm' },
 	{ "workers", required_argument, NULL, 'w' },
 	{ "log-level", required_argument, NULL, 'L' },
 	{ "nsid", required_argument, NULL, 'N' },
@@ -81,6 +86,7 @@ static const struct option opts[] = {
 
 static const char *const flag_keys[128] = {
 	['d'] = "data-dir", ['a'] = "api-listen", ['w'] = "workers",
+	['m'] = "metrics-listen",
 	['L'] = "log-level", ['N'] = "nsid", ['n'] = "nats",
 };
 
@@ -99,7 +105,7 @@ int serve_parse_args(int argc, char **argv, config_t *cfg, char *err,
 	config_defaults(cfg);
 	err[0] = '\0';
 	cli_args_t a = {
-		.cmd = "serve", .shortopts = "c:d:l:a:w:L:o:h", .opts = opts,
+		.cmd = "serve", .shortopts = "c:d:l:a:m:w:L:o:h", .opts = opts,
 		.flag_keys = flag_keys, .flag = serve_flag,
 		.err = err, .err_size = err_size,
 	};
@@ -408,12 +414,34 @@ static void wait_for_stop(serve_ctx_t *ctx)
 	}
 }
 
-/* Runs every stage until a signal (takes sockets, api_fd and es). */
+/* Starts the metrics endpoint on metrics_fd (taken) when it is bound. */
+static int start_metrics(serve_ctx_t *ctx, int metrics_fd, metrics_t **out)
+{
+	if (metrics_fd < 0) {
+		return ZC_EOK;
+	}
+	const config_t *cfg = ctx->boot;
+	metrics_config_t mcfg = {
+		.listen = cfg->metrics_listen, .listen_fd = metrics_fd,
+		.data_dir = cfg->data_dir, .server = ctx->server, .edge = ctx->es,
+		.follower = ctx->follower, .fleet = ctx->fleet,
+		.zone_limit = cfg->metrics_zone_limit,
+	};
+	return metrics_start(&mcfg, out);
+}
+
+/* Runs every stage until a signal (takes sockets, api_fd, metrics_fd and
+ * es). */
 static int serve(serve_ctx_t *ctx, const server_config_t *scfg,
-                 server_sockets_t *sockets, int api_fd)
+                 server_sockets_t *sockets, int api_fd, int metrics_fd)
 {
 	control_t *control = NULL;
+	metrics_t *metrics = NULL;
 	int ret = start_stages(ctx, scfg, sockets, api_fd);
+	if (ret == ZC_EOK) {
+		ret = start_metrics(ctx, metrics_fd, &metrics);
+		metrics_fd = -1;
+	}
 	/* Neither the control socket nor the pidfile may keep DNS down (a
 	 * full disk, a socket path in use): the server runs without. */
 	if (ret == ZC_EOK && ctx->control_path[0] != '\0' &&
@@ -432,11 +460,17 @@ static int serve(serve_ctx_t *ctx, const server_config_t *scfg,
 		zc_info("zonecast %s serving %s (pid %d)", ZONECAST_VERSION,
 		        ctx->boot->data_dir, (int)getpid());
 		serve_log_zones(ctx->boot->data_dir, ctx->es);
+		zc_sd_notify_ready("serving DNS");
 		wait_for_stop(ctx);
 	} else {
 		zc_error("cannot start: %s", zc_strerror(ret));
 	}
+	zc_sd_notify_stopping();
 	control_stop(control);
+	metrics_stop(metrics); /* It reads every stage. */
+	if (metrics_fd >= 0) {
+		close(metrics_fd);
+	}
 	stop_stages(ctx);
 	if (ctx->pidfile[0] != '\0') {
 		serve_pidfile_remove(ctx->pidfile);
@@ -483,7 +517,7 @@ static int run_paths(serve_ctx_t *ctx)
 static int run(serve_ctx_t *ctx)
 {
 	const config_t *cfg = ctx->boot;
-	int lock_fd = -1, api_fd = -1;
+	int lock_fd = -1, api_fd = -1, metrics_fd = -1;
 	server_sockets_t *sockets = NULL;
 	server_config_t scfg;
 	cli_server_config(cfg, &scfg);
@@ -495,20 +529,26 @@ static int run(serve_ctx_t *ctx)
 	int ret = 1;
 	if (server_bind(&scfg, &sockets) != ZC_EOK ||
 	    (cfg->api_listen[0] != '\0' &&
-	     api_bind(cfg->api_listen, &api_fd) != ZC_EOK)) {
+	     api_bind(cfg->api_listen, &api_fd) != ZC_EOK) ||
+	    (cfg->metrics_listen[0] != '\0' &&
+	     metrics_bind(cfg->metrics_listen, &metrics_fd) != ZC_EOK)) {
 		zc_error("cannot start: a listen address is not available");
 		goto out;
 	}
 	ctx->es = prepare_data(cfg);
 	if (ctx->es != NULL) {
-		ret = serve(ctx, &scfg, sockets, api_fd);
+		ret = serve(ctx, &scfg, sockets, api_fd, metrics_fd);
 		sockets = NULL;
 		api_fd = -1;
+		metrics_fd = -1;
 	}
 out:
 	server_sockets_free(sockets);
 	if (api_fd > 0) {
 		close(api_fd);
+	}
+	if (metrics_fd >= 0) {
+		close(metrics_fd);
 	}
 	close(lock_fd);
 	return ret;

@@ -15,6 +15,7 @@
 
 #include "builder/builder.h"
 #include "cli/commands.h"
+#include "cli/progress.h"
 #include "common/error.h"
 #include "zonefile/zonefile.h"
 
@@ -77,6 +78,7 @@ typedef struct {
 	unsigned errors;
 	unsigned problems;
 	bool progress;
+	cli_progress_t reading;
 	char *files[MAX_FILES];
 	unsigned file_count;
 } import_t;
@@ -152,10 +154,7 @@ static int on_record(const knot_dname_t *owner, uint16_t type, uint32_t ttl,
 		        (unsigned long long)line, zc_strerror(ret));
 		return 1;
 	}
-	if (++imp->records % 100000 == 0 && imp->progress) {
-		fprintf(stderr, "\rread %llu records",
-		        (unsigned long long)imp->records);
-	}
+	cli_progress_set(&imp->reading, ++imp->records);
 	return 0;
 }
 
@@ -182,10 +181,20 @@ static void on_problem(const knot_dname_t *owner, uint16_t type, uint64_t tag,
 	}
 }
 
-static void on_build_progress(uint64_t records, void *ctx)
+/* On a terminal, names a step that shows no count ("checking 400,002
+ * records..."), and clears it (what NULL) when it is over. */
+static void phase(import_t *imp, const char *what)
 {
-	(void)ctx;
-	fprintf(stderr, "\rbuilt %llu records", (unsigned long long)records);
+	if (!imp->progress || imp->records < 10000) {
+		return;
+	}
+	if (what != NULL) {
+		fprintf(stderr, "%s %llu records...", what,
+		        (unsigned long long)imp->records);
+	} else {
+		fprintf(stderr, "\r\033[K");
+	}
+	fflush(stderr);
 }
 
 /* Parses and checks into an open import; returns problems found or <0. */
@@ -193,16 +202,17 @@ static int load(import_t *imp, const char *text)
 {
 	zonefile_handler_t h = { .record = on_record, .error = on_parse_error,
 	                         .ctx = imp };
+	cli_progress_begin(&imp->reading, imp->progress, "reading", 0);
 	int ret = (text != NULL) ?
 	          zonefile_parse_text(text, strlen(text), imp->apex, 3600, &h) :
 	          zonefile_parse(imp->path, imp->apex, 3600, &h);
-	if (imp->progress && imp->records >= 100000) {
-		fprintf(stderr, "\n");
-	}
+	cli_progress_end(&imp->reading);
 	if (ret != ZC_EOK || imp->errors > 0) {
 		return (int)(imp->errors > 0 ? imp->errors : 1);
 	}
+	phase(imp, "checking");
 	int problems = records_import_check(imp->imp, on_problem, imp);
+	phase(imp, NULL);
 	if (problems > MAX_REPORTED) {
 		fprintf(stderr, "... and %d more problems\n",
 		        problems - MAX_REPORTED);
@@ -233,7 +243,7 @@ int cli_import_zone(records_store_t *rs, edge_store_t *es, const char *name,
 	}
 	imp->apex = apex;
 	imp->path = path;
-	imp->progress = !quiet && isatty(STDERR_FILENO);
+	imp->progress = !quiet && cli_progress_tty();
 	double start = now_s();
 	int ret = records_import_begin(rs, apex, &imp->imp);
 	if (ret != ZC_EOK) {
@@ -252,15 +262,19 @@ int cli_import_zone(records_store_t *rs, edge_store_t *es, const char *name,
 	}
 	uint64_t seq;
 	records_zone_t zone;
+	phase(imp, "storing");
 	ret = records_import_commit(imp->imp, &seq, &zone);
+	phase(imp, NULL);
 	double loaded = now_s();
 	builder_stats_t stats = { 0 };
 	if (ret == ZC_EOK) {
+		cli_progress_t building;
+		cli_progress_begin(&building, imp->progress, "building",
+		                   imp->records);
 		ret = builder_full_build(rs, es, apex, &stats, imp->progress ?
-		                         on_build_progress : NULL, NULL);
-		if (imp->progress && stats.records >= 65536) {
-			fprintf(stderr, "\n");
-		}
+		                         cli_progress_records : NULL, &building);
+		cli_progress_set(&building, stats.records);
+		cli_progress_end(&building);
 	}
 	if (ret != ZC_EOK) {
 		fprintf(stderr, "zonecast: import of %s failed: %s\n", name,

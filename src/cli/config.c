@@ -13,6 +13,7 @@
 #include "common/log.h"
 #include "dns/tsig.h"
 #include "fleet/fleet.h"
+#include "metrics/metrics.h"
 #include "update/update.h"
 #include "transfer/secondary.h"
 
@@ -43,6 +44,7 @@ void config_defaults(config_t *cfg)
 	cfg->tsig_replay_cache = UPDATE_TSIG_REPLAY_CACHE;
 	cfg->signature_cache = 65536;
 	snprintf(cfg->api_listen, sizeof(cfg->api_listen), "127.0.0.1:8053");
+	cfg->metrics_zone_limit = METRICS_DEFAULT_ZONE_LIMIT;
 	cfg->api_max_body = API_DEFAULT_MAX_BODY;
 	cfg->api_timeout = API_DEFAULT_TIMEOUT_S;
 	cfg->api_max_clients = API_DEFAULT_MAX_CLIENTS;
@@ -262,6 +264,18 @@ int config_set(config_t *cfg, const char *key, const char *value,
 		}
 		bad = server_parse_addr(value, &ss, &len) != ZC_EOK ||
 		      copy_str(cfg->api_listen, sizeof(cfg->api_listen), value);
+	} else if (strcmp(key, "metrics-listen") == 0) {
+		struct sockaddr_storage ss;
+		socklen_t len;
+		if (strcmp(value, "none") == 0) {
+			cfg->metrics_listen[0] = '\0';
+			return ZC_EOK;
+		}
+		bad = server_parse_addr(value, &ss, &len) != ZC_EOK ||
+		      copy_str(cfg->metrics_listen, sizeof(cfg->metrics_listen),
+		               value);
+	} else if (strcmp(key, "metrics-zone-limit") == 0) {
+		bad = parse_uint(value, 10000000, &cfg->metrics_zone_limit);
 	} else if (strcmp(key, "workers") == 0) {
 		bad = parse_uint(value, 256, &cfg->workers);
 	} else if (strcmp(key, "log-level") == 0) {

@@ -30,6 +30,8 @@ typedef struct {
 	char listen[SERVER_MAX_LISTEN][128];
 	size_t listen_count;
 	char api_listen[128];
+	char metrics_listen[128];   /* "": no metrics endpoint */
+	unsigned metrics_zone_limit; /* Zones with per-zone series. */
 	unsigned workers;           /* 0: one per core */
 	int log_level;              /* zc_log_level_t */
 	int log_format;             /* zc_log_format_t */

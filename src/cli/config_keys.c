@@ -36,6 +36,8 @@ static const config_key_t keys[] = {
 	STR("data-dir", false, data_dir),
 	LIST("listen", false, listen, listen_count),
 	STR("api-listen", false, api_listen),
+	STR("metrics-listen", false, metrics_listen),
+	MEM("metrics-zone-limit", false, metrics_zone_limit),
 	MEM("workers", false, workers),
 	MEM("user", false, user),
 	STR("control-socket", false, control_socket),

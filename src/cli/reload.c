@@ -30,6 +30,7 @@
 #include "cli/serve.h"
 #include "common/error.h"
 #include "common/log.h"
+#include "common/sd_notify.h"
 #include "sigview/sigview.h"
 
 void serve_update_config(const config_t *cfg, writer_t *writer,
@@ -248,6 +249,7 @@ static void remember(serve_ctx_t *ctx, bool ok, const char *msg)
 int serve_reload(serve_ctx_t *ctx, char *msg, size_t msg_size)
 {
 	findings_t f = { .live = "", .restart = "", .problem = "" };
+	zc_sd_notify_reloading(); /* READY=1 again below, either way. */
 	pthread_mutex_lock(&ctx->lock);
 	config_t *cfg = read_again(ctx, &f);
 	int ret = cfg != NULL ? ZC_EOK : ZC_EINVAL_CONFIG;
@@ -263,6 +265,7 @@ int serve_reload(serve_ctx_t *ctx, char *msg, size_t msg_size)
 		remember(ctx, false, msg);
 		pthread_mutex_unlock(&ctx->lock);
 		free(cfg);
+		zc_sd_notify_ready("serving DNS (the last reload was refused)");
 		return ZC_EINVAL_CONFIG;
 	}
 	config_t *old = ctx->current;
@@ -279,5 +282,6 @@ int serve_reload(serve_ctx_t *ctx, char *msg, size_t msg_size)
 	}
 	remember(ctx, true, msg);
 	pthread_mutex_unlock(&ctx->lock);
+	zc_sd_notify_ready("serving DNS (reloaded)");
 	return ZC_EOK;
 }

@@ -171,6 +171,16 @@ int records_zone_kept_count(records_store_t *store, int64_t zone_id,
                             int64_t *count);
 
 /*
+ * Events per zone with after < seq <= *last_seq, *last_seq being set to
+ * the newest sequence first (one snapshot): cb(zone_id, events, ctx) for
+ * each zone that has some (cb returns non-zero to stop).
+ */
+int records_zone_activity(records_store_t *store, uint64_t after,
+                          int (*cb)(int64_t zone_id, uint64_t events,
+                                    void *ctx),
+                          void *ctx, uint64_t *last_seq);
+
+/*
  * Reads up to `limit` change events (0: no limit) with seq > after, in
  * order, calling cb for each (cb returns non-zero to stop). Inside
  * records_read_begin()/end() it reads that snapshot.
@@ -555,6 +565,11 @@ int records_zone_set_serial(records_store_t *store, records_zone_t *zone,
 
 /* --- DNSSEC signing keys (records/dnssec_keys.c) --- */
 
+/* The largest TTL among the zone's records (0: none): how long a
+ * signature over any of them may stay in caches. */
+int records_zone_max_ttl(records_store_t *store, int64_t zone_id,
+                         uint32_t *ttl);
+
 typedef struct {
 	int64_t id;
 	int64_t zone_id;
@@ -563,7 +578,9 @@ typedef struct {
 	const uint8_t *pem;      /* Borrowed during the callback. */
 	size_t pem_len;
 	bool active;
-	int64_t created_on;
+	int64_t created_on;      /* Unix ms: made, and published in DNSKEY. */
+	int64_t active_on;       /* Began signing (0: never). */
+	int64_t retired_on;      /* Stopped signing (0: signs, or never did). */
 } records_dnssec_key_t;
 
 /* Stores a key (key->id and created_on are set), in the caller's write

@@ -92,6 +92,7 @@ static int start_worker(server_t *s, worker_t *w, int fd, bool tcp,
 	w->answer.version = s->cfg.version;
 	w->server = s;
 	w->conn_limit = tcp ? s->conn_limit : NULL;
+	w->tcp = tcp;
 	server_worker_refresh(w); /* Takes NSID, cookies and RRL. */
 	if (pthread_create(&w->thread, NULL, tcp ? server_tcp_worker :
 	                   server_udp_worker, w) != 0) {
@@ -140,6 +141,16 @@ int server_start(const server_config_t *cfg, server_sockets_t *sockets,
 		return KNOT_ENOMEM;
 	}
 	int ret = ZC_EOK;
+	for (size_t i = 0; i < s->count && ret == ZC_EOK; i++) {
+		/* A cache line (or more) of its own per worker (stats.h). */
+		size_t size = (sizeof(server_worker_stats_t) + 63) / 64 * 64;
+		s->workers[i].stats = aligned_alloc(64, size);
+		if (s->workers[i].stats == NULL) {
+			ret = KNOT_ENOMEM;
+		} else {
+			memset(s->workers[i].stats, 0, size);
+		}
+	}
 	size_t i = 0;
 	for (size_t a = 0; a < cfg->listen_count && ret == ZC_EOK; a++) {
 		for (unsigned k = 0; k < 2 * n && ret == ZC_EOK; k++, i++) {
@@ -159,6 +170,22 @@ int server_start(const server_config_t *cfg, server_sockets_t *sockets,
 	}
 	*out = s;
 	return ZC_EOK;
+}
+
+void server_counts_get(server_t *s, server_counts_t *out)
+{
+	memset(out, 0, sizeof(*out));
+	for (size_t i = 0; i < s->count; i++) {
+		const worker_t *w = &s->workers[i];
+		if (!w->started) {
+			continue;
+		}
+		server_stats_sum(w->stats, w->tcp, out);
+		uint64_t hits, misses;
+		signer_cache_counts(w->answer.sigcache, &hits, &misses);
+		out->sigcache_hits += hits;
+		out->sigcache_misses += misses;
+	}
 }
 
 void server_stop(server_t *s)
@@ -182,6 +209,7 @@ void server_stop(server_t *s)
 			tcp_mailbox_deinit(w->mailbox);
 			free(w->mailbox);
 		}
+		free(w->stats);
 	}
 	if (s->stop_fd >= 0) {
 		close(s->stop_fd);

@@ -31,6 +31,7 @@
 
 #include "edge/edge.h"
 #include "server/rrl.h"
+#include "server/stats.h" /* server_counts_get(): the workers' counters. */
 
 #define SERVER_MAX_LISTEN 16
 #define SERVER_NSID_MAX 256

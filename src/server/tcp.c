@@ -249,6 +249,7 @@ static int process(tcp_t *t, conn_t *c)
 {
 	size_t pos = 0;
 	int ret = 0;
+	uint64_t since = zc_clock_ns(); /* Answer time (stats.h). */
 	while (ret == 0 && !c->transfer && c->in_len - pos >= 2 &&
 	       backlog(c) < OUT_BACKLOG &&
 	       c->pending < t->w->live.tcp_max_pending) {
@@ -264,12 +265,19 @@ static int process(tcp_t *t, conn_t *c)
 		}
 		pos += 2 + mlen;
 		if (kind != MESSAGE_QUERY) {
+			since = server_stats_deferral(t->w->stats,
+			        kind == MESSAGE_UPDATE ? SERVER_STATS_UPDATE :
+			        kind == MESSAGE_TRANSFER ? SERVER_STATS_TRANSFER :
+			        SERVER_STATS_SIGNED);
 			ret = defer(t, c, msg, mlen, kind);
 			continue;
 		}
 		t->w->answer.client = &c->peer;
 		size_t len = answer_message(&t->w->answer, msg, mlen, t->resp,
 		                            MSG_MAX, true);
+		since = server_stats_answer(t->w->stats, t->resp, len,
+		                            t->w->answer.rcode,
+		                            t->w->answer.cookie_result, since);
 		if (len == 0) {
 			ret = -1; /* Garbage on a stream: close it. */
 			break;

@@ -10,6 +10,7 @@
 #include "server/conn_limit.h"
 #include "server/rrl.h"
 #include "server/server.h"
+#include "server/stats.h"
 
 typedef struct tcp_mailbox tcp_mailbox_t;
 
@@ -51,6 +52,8 @@ typedef struct {
 	const server_hooks_t *hooks; /* NULL: none. */
 	tcp_mailbox_t *mailbox;      /* TCP workers: replies from other threads. */
 	conn_limit_t *conn_limit;    /* TCP workers: shared per-client counts. */
+	server_worker_stats_t *stats; /* Written by this worker only (stats.h). */
+	bool tcp;
 	bool started;
 	server_t *server;
 	server_live_t live;          /* This worker's copy (owner thread only). */
@@ -84,6 +87,10 @@ void server_live_deinit(server_t *s);
  * worker's thread between messages.
  */
 void server_worker_refresh(worker_t *w);
+
+/* Adds a worker's counters to out (stats.c). */
+void server_stats_sum(const server_worker_stats_t *st, bool tcp,
+                      server_counts_t *out);
 
 /* A reply queued to a TCP worker by another thread (reply.c). */
 typedef struct mail {

@@ -61,6 +61,7 @@
 #include <libknot/rrtype/soa.h>
 
 #include "common/audit.h"
+#include "common/counters.h"
 #include "common/error.h"
 #include "common/log.h"
 #include "dns/name.h"
@@ -497,6 +498,7 @@ static int send_notify(notify_t *n, nzone_t *zone, uint32_t slot)
 	           tg->spec.addr_len) < 0) {
 		ret = -errno; /* Counted as a try: resent at the deadline. */
 	}
+	zc_count(ZC_COUNT_NOTIFY_SENT);
 	s->sent_serial = serial;
 	s->tries++;
 	unsigned shift = s->tries - 1u < 20 ? s->tries - 1u : 20;
@@ -876,6 +878,9 @@ static void on_response(notify_t *n, const struct sockaddr_storage *from,
 			zc_debug("notify: zone %s serial %u answered by %s "
 			         "(rcode %u)", name, s->sent_serial, tg->name,
 			         knot_wire_get_rcode(msg));
+			zc_count(refusal == 0 && knot_wire_get_rcode(msg) ==
+			         KNOT_RCODE_NOERROR ? ZC_COUNT_NOTIFY_ACKED :
+			         ZC_COUNT_NOTIFY_ERROR);
 			note_outcome(n, zone, s, refusal, why);
 			note_activity(zone, tg, s, refusal);
 			start_slot(n, zone, slot); /* The serial may have moved. */
@@ -932,6 +937,7 @@ static int expire(notify_t *n)
 				zc_info("notify: zone %s serial %u: no response "
 				        "from %s after %u tries, giving up", name,
 				        s->sent_serial, tg->name, s->tries);
+				zc_count(ZC_COUNT_NOTIFY_TIMEOUT);
 				transfer_activity_notify(zone->apex, tg->name,
 				                         s->sent_serial, s->tries,
 				                         "no response");

@@ -21,6 +21,7 @@
 #include <libknot/rrtype/soa.h>
 
 #include "common/audit.h"
+#include "common/counters.h"
 #include "common/error.h"
 #include "common/log.h"
 #include "dns/reply.h"
@@ -256,6 +257,7 @@ static void serve(xfr_worker_t *w, const knot_pkt_t *q, dns_tsig_t *tsig,
 	int ret = xfr_out_init(&out, q, tsig, reply, w->buf, w->stop);
 	if (ret != KNOT_EOK) {
 		send_error(w, q, tsig, reply, KNOT_RCODE_SERVFAIL);
+		zc_count(ZC_COUNT_XFR_FAILED);
 		zc_error("transfer: zone %s, peer %s, %s: %s", lg->zone,
 		         lg->peer, lg->kind, zc_strerror(ret));
 		return;
@@ -272,6 +274,9 @@ static void serve(xfr_worker_t *w, const knot_pkt_t *q, dns_tsig_t *tsig,
 	ret = xfr_out_finish(&out);
 	uint64_t messages = out.messages;
 	long long ms = (long long)(now_ms() - start);
+	zc_count(ret != ZC_EOK ? ZC_COUNT_XFR_FAILED : !ixfr ? ZC_COUNT_XFR_AXFR :
+	         req->up_to_date ? ZC_COUNT_XFR_UP_TO_DATE :
+	         req->axfr_form ? ZC_COUNT_XFR_IXFR_AXFR : ZC_COUNT_XFR_IXFR);
 	char result[96] = "done";
 	if (ret != ZC_EOK) {
 		snprintf(result, sizeof(result), "failed: %s", zc_strerror(ret));
@@ -353,6 +358,7 @@ static void handle_transfer(xfr_worker_t *w, uint8_t *msg, size_t len,
 		dns_tsig_log_refusal(lg.kind[0] == 'I' ? "IXFR" : "AXFR", q,
 		                     &tsig, bad, key.algorithm[0] != '\0',
 		                     key.algorithm, from);
+		zc_count(ZC_COUNT_XFR_NOTAUTH);
 		send_error(w, q, &tsig, reply, tsig_rcode(bad));
 		return;
 	}
@@ -391,6 +397,9 @@ static void handle_transfer(xfr_worker_t *w, uint8_t *msg, size_t len,
 		        lg.peer, lg.kind, why);
 	}
 	if (why != NULL) {
+		zc_count(rcode == KNOT_RCODE_REFUSED ? ZC_COUNT_XFR_REFUSED :
+		         rcode == KNOT_RCODE_NOTAUTH ? ZC_COUNT_XFR_NOTAUTH :
+		         ZC_COUNT_XFR_FAILED);
 		send_error(w, q, &tsig, reply, rcode);
 	} else {
 		serve(w, q, &tsig, reply, &req, &lg);
@@ -591,6 +600,9 @@ static void enqueue(transfer_t *t, const uint8_t *msg, size_t len,
 		/* Busy or stopping: the client retries later. */
 		free(job);
 		zc_debug("transfer: busy, request refused");
+		if (!query) {
+			zc_count(ZC_COUNT_XFR_REFUSED);
+		}
 		send_header_error(reply, msg, len, KNOT_RCODE_REFUSED);
 	}
 }

@@ -8,6 +8,7 @@
 #include <time.h>
 #include <libknot/errcode.h>
 
+#include "common/counters.h"
 #include "common/error.h"
 #include "common/log.h"
 #include "writer/writer.h"
@@ -75,6 +76,23 @@ static int refusal(writer_t *w)
 	return ret;
 }
 
+/* Counts a batch and its units' outcomes for the metrics. */
+static void count_batch(const writer_unit_t *batch)
+{
+	uint64_t ok = 0, failed = 0;
+	for (const writer_unit_t *u = batch; u != NULL; u = u->next) {
+		if (u->result == ZC_EOK) {
+			ok++;
+		} else {
+			failed++;
+		}
+	}
+	zc_count(ZC_COUNT_WRITER_BATCHES);
+	zc_count_add(ZC_COUNT_WRITER_UNITS_OK, ok);
+	zc_count_add(ZC_COUNT_WRITER_UNITS_FAILED, failed);
+	zc_observe(ZC_HIST_WRITER_BATCH_UNITS, ok + failed);
+}
+
 /* Runs one batch in one transaction. */
 static void run_batch(writer_t *w, writer_unit_t *batch)
 {
@@ -100,7 +118,9 @@ static void run_batch(writer_t *w, writer_unit_t *batch)
 		}
 	}
 	if (ret == ZC_EOK) {
+		uint64_t start = zc_clock_ns();
 		ret = records_write_commit(w->rs);
+		zc_observe(ZC_HIST_WRITER_COMMIT_NS, zc_clock_ns() - start);
 		if (ret != ZC_EOK && !zc_storage_error(ret)) {
 			zc_error("writer: commit failed: %s", zc_strerror(ret));
 		}
@@ -108,6 +128,7 @@ static void run_batch(writer_t *w, writer_unit_t *batch)
 			fail_done(batch, ret); /* The records store logged why. */
 		}
 	}
+	count_batch(batch);
 }
 
 /* Trims the journal now and then: events older than the retention that
