@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /*
  * The API's audit lines (common/audit.h): every write request's outcome
- * (accepted, with the record ids its result names, a batch's count of
- * changes, and the zone's new version; or refused,
+ * (accepted, with the record ids its result names, those of a batch's
+ * lists, and the zone's new version; or refused,
  * with the status and the first error), and every request refused for
  * its credentials (401, 403), whatever its method. Reads are not logged.
  */
@@ -110,10 +110,6 @@ void api_audit(const api_req_t *req, const char *url)
 		         ",+%u more", ids.count - IDS_MAX);
 	}
 	zc_audit_str(&a, "ids", ids.count ? ids.text : "-");
-	const json_t *changes = json_object_get(req->result, "changes");
-	if (json_is_integer(changes)) {
-		zc_audit_num(&a, "changes", json_integer_value(changes));
-	}
 	if (req->version != 0) {
 		zc_audit_num(&a, "version", req->version);
 	}

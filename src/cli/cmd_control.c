@@ -132,21 +132,19 @@ static json_t *ask(const control_opts_t *o, json_t *req)
 		return NULL;
 	}
 	char *text = json_dumps(req, JSON_COMPACT);
-	bool sent = text != NULL &&
-	            send(fd, text, strlen(text), MSG_NOSIGNAL) >= 0 &&
-	            send(fd, "\n", 1, MSG_NOSIGNAL) == 1;
+	if (text != NULL && send(fd, text, strlen(text), MSG_NOSIGNAL) >= 0) {
+		send(fd, "\n", 1, MSG_NOSIGNAL);
+	}
 	free(text);
+	/* Read even when the send failed: a server that refuses the client
+	 * may have answered and closed before the request went out. */
 	json_error_t jerr;
 	json_t *reply = NULL;
-	if (sent) {
-		FILE *f = fdopen(fd, "r");
-		if (f != NULL) {
-			reply = json_loadf(f, JSON_DISABLE_EOF_CHECK, &jerr);
-			fclose(f);
-			fd = -1;
-		}
-	}
-	if (fd >= 0) {
+	FILE *f = fdopen(fd, "r");
+	if (f != NULL) {
+		reply = json_loadf(f, JSON_DISABLE_EOF_CHECK, &jerr);
+		fclose(f);
+	} else {
 		close(fd);
 	}
 	if (reply == NULL) {

@@ -189,13 +189,14 @@ static void serve_client(control_t *c, int fd)
 	struct timeval tv = { .tv_sec = IO_TIMEOUT_S };
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	char buf[REQUEST_MAX];
+	bool got = read_line(fd, buf, sizeof(buf));
 	if (!peer_allowed(fd)) {
 		zc_warn("control: refused a client of another user");
 		send_json(fd, fail("permission denied"));
 		return;
 	}
-	char buf[REQUEST_MAX];
-	if (!read_line(fd, buf, sizeof(buf))) {
+	if (!got) {
 		send_json(fd, fail("no request line (at most 4096 bytes)"));
 		return;
 	}
