@@ -330,12 +330,6 @@ static void update_changes(metrics_t *m)
 	if (rs == NULL) {
 		return;
 	}
-	if (!m->changes_started) {
-		/* Counted from the endpoint's start, as every counter here. */
-		m->changes_started = records_last_seq(rs, &m->changes_seq) ==
-		                     ZC_EOK;
-		return;
-	}
 	uint64_t last = m->changes_seq;
 	if (records_zone_activity(rs, m->changes_seq, add_changes, m, &last) ==
 	    ZC_EOK) {

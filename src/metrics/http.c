@@ -144,6 +144,11 @@ int metrics_start(const metrics_config_t *cfg, metrics_t **out)
 		m->cfg.ready_lag_ms = METRICS_DEFAULT_READY_LAG_MS;
 	}
 	m->started_s = (int64_t)time(NULL);
+	/* Zone changes count from here: the server applied the change log
+	 * before it started serving (an edge has none). */
+	if (cfg->follower != NULL) {
+		m->changes_seq = builder_follower_applied(cfg->follower);
+	}
 	m->daemon = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD |
 	                             MHD_USE_POLL, 0, NULL, NULL, on_request, m,
 	                             MHD_OPTION_LISTEN_SOCKET, cfg->listen_fd,

@@ -24,7 +24,6 @@ struct metrics {
 	/* Only the listener's one thread touches what follows. */
 	records_store_t *rs;         /* Opened at the first scrape */
 	uint64_t changes_seq;        /* Log read up to here for zone changes */
-	bool changes_started;
 	zone_changes_t *zones;       /* Sorted by zone_id */
 	size_t zone_count, zone_cap;
 };

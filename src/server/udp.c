@@ -74,24 +74,23 @@ static int answer_batch(worker_t *w, udp_buffers_t *b, int received)
 		w->answer.client = &b->addr[i];
 		size_t len = answer_message(&w->answer, b->query[i], b->in[i].msg_len,
 		                            b->resp[out], RESP_MAX, false);
-		since = server_stats_answer(w->stats, b->resp[out], len,
-		                            w->answer.rcode,
-		                            w->answer.cookie_result, since);
-		if (len == 0) {
-			continue;
-		}
-		if (rrl != NULL && !w->answer.cookie_valid) {
-			rrl_verdict_t v = rrl_check(rrl, &w->live.rrl, &b->addr[i],
-			                            b->resp[out], len, now_us);
+		rrl_verdict_t v = RRL_SEND;
+		if (len > 0 && rrl != NULL && !w->answer.cookie_valid) {
+			v = rrl_check(rrl, &w->live.rrl, &b->addr[i], b->resp[out],
+			              len, now_us);
 			if (v != RRL_SEND) {
 				server_stats_rrl(w->stats, v == RRL_DROP);
 			}
-			if (v == RRL_DROP) {
-				continue;
-			}
 			if (v == RRL_SLIP) {
-				len = rrl_slip(b->resp[out], len);
+				len = rrl_slip(b->resp[out], len); /* Question kept. */
 			}
+		}
+		/* Counted with its type and RCODE, timed RRL included. */
+		since = server_stats_answer(w->stats, b->resp[out], len,
+		                            w->answer.rcode,
+		                            w->answer.cookie_result, since);
+		if (len == 0 || v == RRL_DROP) {
+			continue;
 		}
 		b->out_iov[out].iov_base = b->resp[out];
 		b->out_iov[out].iov_len = len;

@@ -20,6 +20,7 @@ import urllib.parse
 import urllib.request
 
 import dns.edns
+import dns.flags
 import dns.message
 import dns.query
 import dns.rcode
@@ -347,3 +348,41 @@ def test_edge_without_nats_is_alive_not_ready(tmp_path):
     finally:
         problems = edge.stop()
     assert not problems, problems
+
+
+def test_rrl_verdicts_are_counted(tmp_path):
+    """Every UDP response over rrl-rate is counted as dropped or slipped,
+    exactly as the client sees it (loopback loses nothing)."""
+    import socket
+    s = start_server(tmp_path, options=["rrl-rate=5", "rrl-slip=2"])
+    try:
+        before = scrape(s.metrics_port)
+        sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        sock.settimeout(1.0)
+        sent = 200
+        for i in range(sent):
+            q = dns.message.make_query("www.example.com.", "A", use_edns=False)
+            q.id = i
+            sock.sendto(q.to_wire(), ("127.0.0.1", s.port))
+        received = truncated = 0
+        try:
+            while True:
+                r = dns.message.from_wire(sock.recv(4096))
+                received += 1
+                truncated += bool(r.flags & dns.flags.TC)
+        except socket.timeout:
+            pass
+        sock.close()
+        after = scrape(s.metrics_port)
+
+        def delta(name, **labels):
+            return value(after, name, **labels) - value(before, name, **labels)
+
+        assert truncated > 0 and received < sent, (received, truncated)
+        assert delta("zonecast_rrl_limited_total", action="slip") == truncated
+        assert delta("zonecast_rrl_limited_total", action="drop") == sent - received
+        # Each is still counted as a query answered (by its type and RCODE).
+        assert delta("zonecast_dns_queries_total", proto="udp", type="A",
+                     rcode="NOERROR") == sent
+    finally:
+        assert not s.stop()
