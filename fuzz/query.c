@@ -21,6 +21,9 @@ static uint8_t resp[65535];
 static const uint8_t secret[16] = "fuzz-cookie-key";
 static struct sockaddr_storage client;
 static rrl_t *rrl;
+static const rrl_config_t rrl_cfg = { .rate = 1, .slip = 1,
+                                      .ipv4_prefix = 24, .ipv6_prefix = 56,
+                                      .table_size = 1024 };
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
@@ -35,9 +38,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	in->sin_addr.s_addr = htonl(0xc0000201);
 	ctx.cookie_secret = secret;
 	ctx.client = &client;
-	rrl_config_t cfg = { .rate = 1, .slip = 1, .ipv4_prefix = 24,
-	                     .ipv6_prefix = 56, .table_size = 1024 };
-	rrl = rrl_new(&cfg);
+	rrl = rrl_new(&rrl_cfg);
 	if (rrl == NULL) {
 		abort();
 	}
@@ -54,7 +55,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	answer_message(&ctx, copy, size, resp, sizeof(resp), true);
 	memcpy(copy, data, size);
 	size_t len = answer_message(&ctx, copy, size, resp, 1232, false);
-	if (len > 0 && rrl_check(rrl, &client, resp, len, 0) == RRL_SLIP) {
+	if (len > 0 && rrl_check(rrl, &rrl_cfg, &client, resp, len, 0) == RRL_SLIP) {
 		rrl_slip(resp, len);
 	}
 	free(copy);

@@ -71,6 +71,10 @@ int api_start(const api_config_t *cfg, api_t **out);
 /* Stops the server, waits for requests in flight, frees api (NULL: no-op). */
 void api_stop(api_t *api);
 
+/* Applies a new body limit and ?wait=live bound (a reload; 0: the
+ * defaults) to a running API: the next request is judged by them. */
+void api_reconfigure(api_t *api, size_t max_body, unsigned live_wait_ms);
+
 /*
  * Creates an API token and prints nothing: stores tok (its name,
  * read_only, zone_id (0: every zone) and expires_on; id and times are

@@ -16,6 +16,7 @@
 #include <libknot/errcode.h>
 
 #include "api/internal.h"
+#include "common/acl.h"
 #include "common/error.h"
 #include "common/log.h"
 #include "server/server.h"
@@ -514,7 +515,8 @@ static enum MHD_Result respond(struct MHD_Connection *conn, api_req_t *req)
 /* The body limit: api-max-body. */
 static size_t max_body(const api_t *api)
 {
-	return api->cfg.max_body ? api->cfg.max_body : API_DEFAULT_MAX_BODY;
+	size_t max = __atomic_load_n(&api->cfg.max_body, __ATOMIC_RELAXED);
+	return max ? max : API_DEFAULT_MAX_BODY;
 }
 
 void api_dispatch(api_req_t *req, const char *url)
@@ -543,6 +545,7 @@ void api_dispatch(api_req_t *req, const char *url)
 	pool_put(req->api, slot);
 	/* After the connection went back: waiting holds none. */
 	api_wait_live(req);
+	api_audit(req, url);
 }
 
 /* A Content-Length over the limit: 413 before the body is read (MHD then
@@ -644,6 +647,22 @@ static const char *mhd_lookup(void *ctx, bool header, const char *key,
 	return nth.value;
 }
 
+/* The client's "ADDR#PORT" for the audit lines. */
+static void client_address(struct MHD_Connection *conn, char *out,
+                           size_t size)
+{
+	const union MHD_ConnectionInfo *ci =
+		MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	struct sockaddr_storage ss = { .ss_family = AF_UNSPEC };
+	if (ci != NULL && ci->client_addr != NULL) {
+		size_t len = ci->client_addr->sa_family == AF_INET6 ?
+		             sizeof(struct sockaddr_in6) :
+		             sizeof(struct sockaddr_in);
+		memcpy(&ss, ci->client_addr, len);
+	}
+	zc_addr_text(&ss, out, size);
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
                                   const char *url, const char *method,
                                   const char *version, const char *data,
@@ -661,6 +680,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
 		req->lookup = mhd_lookup;
 		req->lookup_ctx = conn;
 		req->method = method;
+		client_address(conn, req->client, sizeof(req->client));
 		*con_cls = req;
 		if (announced_too_big(req)) {
 			req->too_big = true;

@@ -45,7 +45,8 @@ typedef struct {
 	/* Authorisation of the bearer token. */
 	bool read_only;
 	int64_t token_zone;     /* 0: every zone. */
-	int64_t token_id;
+	int64_t token_id;       /* 0: no valid token (audit lines). */
+	char client[64];        /* "ADDR#PORT" ("": unknown). */
 	records_store_t *rs;    /* Pooled read connection. */
 	/* The response being built. */
 	unsigned status;
@@ -77,6 +78,10 @@ int api_req_body(api_req_t *req, const char *data, size_t size);
  * authentication, routing on the (unescaped) URL path and the handler,
  * which fill in the response part of req. */
 void api_dispatch(api_req_t *req, const char *url);
+
+/* The audit line of a request (audit.c): every write's outcome, and
+ * every request refused for its credentials. */
+void api_audit(const api_req_t *req, const char *url);
 
 /* The response body: the export's text (*json false) or the JSON
  * envelope; the caller frees it. NULL when out of memory. */

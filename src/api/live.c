@@ -126,8 +126,9 @@ void api_wait_live(api_req_t *req)
 	    req->live_zone_id == 0 || f == NULL) {
 		return;
 	}
-	unsigned wait_ms = req->api->cfg.live_wait_ms ?
-	                   req->api->cfg.live_wait_ms : API_DEFAULT_LIVE_WAIT_MS;
+	unsigned wait_ms = __atomic_load_n(&req->api->cfg.live_wait_ms,
+	                                   __ATOMIC_RELAXED);
+	wait_ms = wait_ms ? wait_ms : API_DEFAULT_LIVE_WAIT_MS;
 	int64_t deadline = mono_ms() + wait_ms;
 	uint64_t seen = builder_follower_passes(f);
 	const char *why = NULL;

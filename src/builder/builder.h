@@ -95,6 +95,13 @@ void builder_full_end(builder_job_t *job, builder_stats_t *stats);
 int builder_verify(records_store_t *rs, edge_store_t *es,
                    const knot_dname_t *apex, builder_diff_cb diff, void *ctx);
 
+/* builder_verify() calling progress (when not NULL) every 65536 records. */
+int builder_verify_progress(records_store_t *rs, edge_store_t *es,
+                            const knot_dname_t *apex, builder_diff_cb diff,
+                            void *ctx,
+                            void (*progress)(uint64_t records, void *pctx),
+                            void *pctx);
+
 /* A node touched by record events: zone and owner (relative LF). */
 typedef struct {
 	int64_t zone_id;

@@ -19,6 +19,7 @@
 #include "builder/builder.h"
 #include "builder/fault.h"
 #include "builder/pass.h"
+#include "common/counters.h"
 #include "common/error.h"
 #include "common/log.h"
 
@@ -141,6 +142,19 @@ static void publish_quarantine(builder_follower_t *f, pass_state_t *st)
 	atomic_store(&f->quarantined_any, n);
 	pthread_mutex_unlock(&f->lock);
 	st->quarantine_changed = false;
+}
+
+/* Counts a pass for the metrics; its time only when it did work (an idle
+ * poll is not a pass worth timing). */
+static void count_pass(uint64_t start, int ret, bool read)
+{
+	zc_count(ZC_COUNT_BUILDER_PASSES);
+	if (ret < 0) {
+		zc_count(ZC_COUNT_BUILDER_PASSES_FAILED);
+	}
+	if (read || ret > 0) {
+		zc_observe(ZC_HIST_BUILDER_PASS_NS, zc_clock_ns() - start);
+	}
 }
 
 static int64_t mono_ms(void)
@@ -300,7 +314,9 @@ static void *follow(void *arg)
 		f->woken = false;
 		pthread_mutex_unlock(&f->lock);
 		uint64_t before = st.read_seq;
+		uint64_t start = zc_clock_ns();
 		ret = after_pass(f, &st, pass_run(&st));
+		count_pass(start, ret, st.read_seq != before);
 		atomic_store(&f->applied, st.applied);
 		publish_quarantine(f, &st);
 		settle_waiters(f, false);

@@ -597,6 +597,15 @@ int builder_full_build(records_store_t *rs, edge_store_t *es,
 int builder_verify(records_store_t *rs, edge_store_t *es,
                    const knot_dname_t *apex, builder_diff_cb diff, void *ctx)
 {
+	return builder_verify_progress(rs, es, apex, diff, ctx, NULL, NULL);
+}
+
+int builder_verify_progress(records_store_t *rs, edge_store_t *es,
+                            const knot_dname_t *apex, builder_diff_cb diff,
+                            void *ctx,
+                            void (*progress)(uint64_t records, void *pctx),
+                            void *pctx)
+{
 	uint8_t lower[KNOT_DNAME_MAXLEN];
 	knot_dname_copy_lower(lower, apex);
 	build_t *b = calloc(1, sizeof(*b));
@@ -608,6 +617,8 @@ int builder_verify(records_store_t *rs, edge_store_t *es,
 	b->rs = rs;
 	b->diff = diff;
 	b->diff_ctx = ctx;
+	b->progress = progress;
+	b->progress_ctx = pctx;
 	int ret = records_scan_begin(rs, lower, &b->zone, &b->seq, &b->scan);
 	if (ret == ZC_ENOZONE) {
 		ret = drop_zone(rs, es, lower, b);

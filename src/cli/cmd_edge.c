@@ -14,7 +14,9 @@
 #include "cli/commands.h"
 #include "common/error.h"
 #include "common/log.h"
+#include "common/sd_notify.h"
 #include "fleet/fleet.h"
+#include "metrics/metrics.h"
 #include "server/server.h"
 
 #define DEFAULT_LISTEN "127.0.0.1:5300"
@@ -35,6 +37,8 @@ static void usage(FILE *out)
 	      DEFAULT_DATA_DIR ")\n"
 	      "  -l, --listen ADDR:PORT   DNS address, repeatable (default "
 	      DEFAULT_LISTEN ")\n"
+	      "  -m, --metrics-listen ADDR:PORT  Prometheus metrics, /healthz and\n"
+	      "                           /readyz (default: none)\n"
 	      "  -c, --config FILE        read this config file (server: section)\n"
 	      "  -w, --workers N          workers per address\n"
 	      "  -L, --log-level LEVEL    error, warning, info, debug\n"
@@ -48,6 +52,7 @@ static const struct option opts[] = {
 	{ "name", required_argument, NULL, 'N' },
 	{ "data-dir", required_argument, NULL, 'd' },
 	{ "listen", required_argument, NULL, 'l' },
+	{ "metrics-listen", required_argument, NULL, 'm' },
 	{ "config", required_argument, NULL, 'c' },
 	{ "workers", required_argument, NULL, 'w' },
 	{ "log-level", required_argument, NULL, 'L' },
@@ -58,7 +63,7 @@ static const struct option opts[] = {
 
 static const char *const flag_keys[128] = {
 	['n'] = "nats", ['N'] = "fleet-name", ['d'] = "data-dir",
-	['w'] = "workers", ['L'] = "log-level",
+	['w'] = "workers", ['L'] = "log-level", ['m'] = "metrics-listen",
 };
 
 static int parse_args(int argc, char **argv, config_t *cfg)
@@ -66,7 +71,7 @@ static int parse_args(int argc, char **argv, config_t *cfg)
 	config_defaults(cfg);
 	snprintf(cfg->data_dir, sizeof(cfg->data_dir), DEFAULT_DATA_DIR);
 	cli_args_t a = {
-		.cmd = "edge", .shortopts = "n:N:d:l:c:w:L:o:h", .opts = opts,
+		.cmd = "edge", .shortopts = "n:N:d:l:m:c:w:L:o:h", .opts = opts,
 		.flag_keys = flag_keys, .usage = usage,
 	};
 	int ret = cli_parse_server_args(&a, argc, argv, cfg);
@@ -104,12 +109,15 @@ static int run(const config_t *cfg)
 	server_sockets_t *sockets = NULL;
 	server_config_t scfg;
 	cli_server_config(cfg, &scfg);
-	int lock_fd = -1;
+	int lock_fd = -1, metrics_fd = -1;
 	int ret = cli_lock_data_dir(cfg->data_dir, &lock_fd);
 	if (ret != ZC_EOK) {
 		return 1;
 	}
 	ret = server_bind(&scfg, &sockets);
+	if (ret == ZC_EOK && cfg->metrics_listen[0] != '\0') {
+		ret = metrics_bind(cfg->metrics_listen, &metrics_fd);
+	}
 	if (ret == ZC_EOK) {
 		ret = edge_open(&es, cfg->data_dir, 0);
 		if (ret != ZC_EOK) {
@@ -119,6 +127,9 @@ static int run(const config_t *cfg)
 	}
 	if (ret != ZC_EOK) {
 		server_sockets_free(sockets);
+		if (metrics_fd >= 0) {
+			close(metrics_fd);
+		}
 		close(lock_fd);
 		return 1;
 	}
@@ -131,9 +142,20 @@ static int run(const config_t *cfg)
 	if (ret == ZC_EOK) {
 		ret = fleet_edge_start(&fcfg, es, &follower);
 	}
+	metrics_t *metrics = NULL;
+	if (ret == ZC_EOK && metrics_fd >= 0) {
+		metrics_config_t mcfg = {
+			.listen = cfg->metrics_listen, .listen_fd = metrics_fd,
+			.server = server, .edge = es, .fleet_edge = follower,
+			.zone_limit = cfg->metrics_zone_limit,
+		};
+		ret = metrics_start(&mcfg, &metrics);
+		metrics_fd = -1;
+	}
 	if (ret == ZC_EOK) {
 		zc_info("zonecast %s edge %s serving %s", ZONECAST_VERSION,
 		        cfg->fleet_name, cfg->data_dir);
+		zc_sd_notify_ready("serving DNS (fleet edge)");
 		sigset_t set;
 		sigemptyset(&set);
 		sigaddset(&set, SIGINT);
@@ -143,6 +165,11 @@ static int run(const config_t *cfg)
 		zc_info("signal %d: shutting down", sig);
 	} else {
 		zc_error("cannot start: %s", zc_strerror(ret));
+	}
+	zc_sd_notify_stopping();
+	metrics_stop(metrics);
+	if (metrics_fd >= 0) {
+		close(metrics_fd);
 	}
 	fleet_edge_stop(follower);
 	server_stop(server);
@@ -158,7 +185,13 @@ int cmd_edge(int argc, char **argv)
 	if (ret != 0) {
 		return ret < 0 ? 0 : ret;
 	}
-	zc_log_set_level(cfg.log_level);
+	zc_log_config_t lcfg;
+	char err[1200];
+	config_log(&cfg, &lcfg);
+	if (zc_log_configure(&lcfg, err, sizeof(err)) != ZC_EOK) {
+		fprintf(stderr, "zonecast edge: %s\n", err);
+		return 1;
+	}
 	sigset_t set;
 	sigemptyset(&set);
 	sigaddset(&set, SIGINT);

@@ -189,7 +189,13 @@ int cmd_fleet(int argc, char **argv)
 	}
 	char buf[256];
 	if (token == NULL) {
-		token = read_token(dir ? dir : "zonecast-data", buf, sizeof(buf));
+		/* The token comes from the data directory: a mistyped one is
+		 * said as such, not as a missing token. */
+		dir = dir ? dir : "zonecast-data";
+		if (cli_require_data_dir(dir) != ZC_EOK) {
+			return 1;
+		}
+		token = read_token(dir, buf, sizeof(buf));
 	}
 	if (token == NULL) {
 		fprintf(stderr, "zonecast fleet status: no token (--token, "

@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /*
  * zonecast serve: runs every stage on one data directory — the builder's
- * change-log follower and the DNS server — until SIGINT or SIGTERM.
- * A fresh data directory gets the demo zone unless told otherwise. One
- * serve per data directory and per address: the data directory's lock
- * and the listen sockets are taken before anything else is done.
+ * change-log follower and the DNS server — until SIGINT or SIGTERM
+ * (or `zonecast stop`); SIGHUP (or `zonecast reload`) reloads the
+ * configuration (serve.h says how the pieces fit). A fresh data directory
+ * gets the demo zone unless told otherwise. One serve per data directory
+ * and per address: the data directory's lock and the listen sockets are
+ * taken before anything else is done.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -13,16 +15,21 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "api/api.h"
 #include "builder/builder.h"
 #include "cli/commands.h"
+#include "cli/serve.h"
 #include "common/error.h"
 #include "common/log.h"
+#include "common/sd_notify.h"
 #include "edge/repl.h"
 #include "fleet/fleet.h"
+#include "metrics/metrics.h"
 #include "server/server.h"
 #include "sigview/sigview.h"
 #include "transfer/transfer.h"
@@ -47,6 +54,8 @@ static void usage(FILE *out)
 	      DEFAULT_LISTEN ")\n"
 	      "  -a, --api-listen ADDR:PORT  HTTP API address (default "
 	      "127.0.0.1:8053; 'none': no API)\n"
+	      "  -m, --metrics-listen ADDR:PORT  Prometheus metrics, /healthz and\n"
+	      "                           /readyz (default: none)\n"
 	      "  -w, --workers N          workers per address (default: one per "
 	      "core)\n"
 	      "  -L, --log-level LEVEL    error, warning, info, debug\n"
@@ -64,6 +73,7 @@ static const struct option opts[] = {
 	{ "data-dir", required_argument, NULL, 'd' },
 	{ "listen", required_argument, NULL, 'l' },
 	{ "api-listen", required_argument, NULL, 'a' },
+	{ "metrics-listen", required_argument, NULL, 'm' },
 	{ "workers", required_argument, NULL, 'w' },
 	{ "log-level", required_argument, NULL, 'L' },
 	{ "nsid", required_argument, NULL, 'N' },
@@ -76,6 +86,7 @@ static const struct option opts[] = {
 
 static const char *const flag_keys[128] = {
 	['d'] = "data-dir", ['a'] = "api-listen", ['w'] = "workers",
+	['m'] = "metrics-listen",
 	['L'] = "log-level", ['N'] = "nsid", ['n'] = "nats",
 };
 
@@ -86,13 +97,17 @@ static void serve_flag(config_t *cfg, int c)
 	}
 }
 
-/* Reads the config file first, then lets every flag override it. */
-static int parse_args(int argc, char **argv, config_t *cfg)
+/* Reads the config file first, then lets every flag override it: at
+ * start, and again at each reload (serve.h), with the messages in err. */
+int serve_parse_args(int argc, char **argv, config_t *cfg, char *err,
+                     size_t err_size)
 {
 	config_defaults(cfg);
+	err[0] = '\0';
 	cli_args_t a = {
-		.cmd = "serve", .shortopts = "c:d:l:a:w:L:o:h", .opts = opts,
-		.flag_keys = flag_keys, .usage = usage, .flag = serve_flag,
+		.cmd = "serve", .shortopts = "c:d:l:a:m:w:L:o:h", .opts = opts,
+		.flag_keys = flag_keys, .flag = serve_flag,
+		.err = err, .err_size = err_size,
 	};
 	int ret = cli_parse_server_args(&a, argc, argv, cfg);
 	if (ret == 0 && cfg->listen_count == 0) {
@@ -133,7 +148,35 @@ static int seed_demo(records_store_t *rs, edge_store_t *es,
  * to `user` and the process becomes that user (as BIND's -u does). Threads
  * follow: glibc applies setuid() to all of them.
  */
-static int drop_privileges(const config_t *cfg)
+/* Gives path to the run-as user (a missing file is no error). */
+static int give(const char *path, const struct passwd *pw)
+{
+	if (chown(path, pw->pw_uid, pw->pw_gid) != 0 && errno != ENOENT) {
+		zc_error("user: cannot give %s to %s: %s", path, pw->pw_name,
+		         strerror(errno));
+		return ZC_EINVAL_CONFIG;
+	}
+	return ZC_EOK;
+}
+
+/* The files serve made outside the data directory's set: the control
+ * socket, the pidfile and the log files (reopened by the user later). */
+static int give_run_files(const config_t *cfg, const serve_ctx_t *ctx,
+                          const struct passwd *pw)
+{
+	int ret = ctx->control_path[0] ? give(ctx->control_path, pw) : ZC_EOK;
+	if (ret == ZC_EOK && ctx->pidfile[0]) {
+		ret = give(ctx->pidfile, pw);
+	}
+	for (size_t i = 0; ret == ZC_EOK && i < cfg->log_target_count; i++) {
+		if (cfg->log_target[i][0] == '/') {
+			ret = give(cfg->log_target[i], pw);
+		}
+	}
+	return ret;
+}
+
+static int drop_privileges(const config_t *cfg, const serve_ctx_t *ctx)
 {
 	if (cfg->user[0] == '\0') {
 		return ZC_EOK;
@@ -158,11 +201,12 @@ static int drop_privileges(const config_t *cfg)
 	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
 		char path[CONFIG_STR_MAX + 32];
 		snprintf(path, sizeof(path), "%s%s", cfg->data_dir, files[i]);
-		if (chown(path, pw->pw_uid, pw->pw_gid) != 0 && errno != ENOENT) {
-			zc_error("user: cannot give %s to %s: %s", path, cfg->user,
-			         strerror(errno));
+		if (give(path, pw) != ZC_EOK) {
 			return ZC_EINVAL_CONFIG;
 		}
+	}
+	if (give_run_files(cfg, ctx, pw) != ZC_EOK) {
+		return ZC_EINVAL_CONFIG;
 	}
 	if (initgroups(pw->pw_name, pw->pw_gid) != 0 ||
 	    setgid(pw->pw_gid) != 0 || setuid(pw->pw_uid) != 0 ||
@@ -172,30 +216,6 @@ static int drop_privileges(const config_t *cfg)
 	}
 	zc_info("running as %s (uid %u)", cfg->user, (unsigned)pw->pw_uid);
 	return ZC_EOK;
-}
-
-/* What a builder pass cues: the notifier and the signed view, which cues
- * the notifier in turn. lock guards notifier: the view's thread cues it
- * only while it runs. */
-typedef struct {
-	pthread_mutex_t lock;
-	notify_t *notifier;
-	sigview_t *view;         /* Set before the follower calls on_pass. */
-} pass_cues_t;
-
-static void on_view_update(void *ctx)
-{
-	pass_cues_t *c = ctx;
-	pthread_mutex_lock(&c->lock);
-	notify_on_pass(c->notifier);
-	pthread_mutex_unlock(&c->lock);
-}
-
-static void on_pass(void *ctx)
-{
-	pass_cues_t *c = ctx;
-	on_view_update(c);
-	sigview_on_pass(c->view);
 }
 
 static int touch_unit(records_store_t *rs, void *ctx)
@@ -278,140 +298,184 @@ static int start_fleet(const config_t *cfg, edge_store_t *es,
 	return edge_repl_enable(es, false, &pos);
 }
 
-/* Runs every stage until a signal (takes sockets, api_fd and es). */
-static int serve(const config_t *cfg, const server_config_t *scfg,
-                 server_sockets_t *sockets, int api_fd, edge_store_t *es)
+/* Starts every stage into ctx (the NOTIFY sender under ctx->lock's
+ * rules: serve_notify_replace()). Stops at the first failure. */
+static int start_stages(serve_ctx_t *ctx, const server_config_t *scfg,
+                        server_sockets_t *sockets, int api_fd)
 {
-	builder_follower_t *follower = NULL;
-	writer_t *writer = NULL;
-	server_t *server = NULL;
-	api_t *api = NULL;
-	transfer_t *xfr = NULL;
-	notify_t *notifier = NULL;
-	sigview_t *view = NULL;
-	pass_cues_t cues = { .lock = PTHREAD_MUTEX_INITIALIZER };
+	const config_t *cfg = ctx->boot;
+	/* The fleet first: recording must be on before anything commits. */
+	int ret = start_fleet(cfg, ctx->es, &ctx->fleet);
+	if (ret == ZC_EOK) {
+		ret = builder_follower_start(cfg->data_dir, ctx->es,
+		                             FOLLOW_POLL_MS, &ctx->follower);
+	}
+	writer_config_t wcfg = {
+		.data_dir = cfg->data_dir, .follower = ctx->follower,
+		.journal_retention_s = cfg->journal_retention,
+		.max_records = cfg->zone_max_records,
+	};
+	if (ret == ZC_EOK) {
+		ret = writer_start(&wcfg, &ctx->writer);
+	}
+	update_config_t ucfg;
+	serve_update_config(cfg, ctx->writer, ctx->follower, &ucfg);
+	if (ret == ZC_EOK) {
+		ret = update_start(&ucfg, &ctx->updates);
+	}
 	transfer_config_t tcfg = {
-		.data_dir = cfg->data_dir, .edge = es,
+		.data_dir = cfg->data_dir, .edge = ctx->es,
 		.allow_transfer = &cfg->allow_transfer,
 		.allow_transfer_keys = &cfg->allow_transfer_keys,
 		.max_concurrent = cfg->transfer_max_concurrent,
 		.tsig_max_fudge = cfg->tsig_max_fudge,
 	};
-	const char *targets[CONFIG_NOTIFY_MAX];
-	for (size_t i = 0; i < cfg->notify_count; i++) {
-		targets[i] = cfg->notify[i];
-	}
-	notify_config_t ncfg = {
-		.targets = targets, .target_count = cfg->notify_count,
-		.retries = cfg->notify_retries, .timeout_ms = cfg->notify_timeout,
-		.edge = es, .data_dir = cfg->data_dir,
-		.zone_serial = sigview_zone_serial,
-	};
-	/* The fleet first: recording must be on before anything commits. */
-	fleet_primary_t *fleet = NULL;
-	int ret = start_fleet(cfg, es, &fleet);
 	if (ret == ZC_EOK) {
-		ret = builder_follower_start(cfg->data_dir, es, FOLLOW_POLL_MS,
-		                             &follower);
-	}
-	writer_config_t wcfg = {
-		.data_dir = cfg->data_dir, .follower = follower,
-		.journal_retention_s = cfg->journal_retention,
-		.max_records = cfg->zone_max_records,
-	};
-	if (ret == ZC_EOK) {
-		ret = writer_start(&wcfg, &writer);
-	}
-	update_service_t *updates = NULL;
-	update_config_t ucfg = {
-		.data_dir = cfg->data_dir, .writer = writer,
-		.follower = follower, .live_wait_ms = cfg->live_wait,
-		.allow_update = &cfg->allow_update,
-		.max_size = cfg->update_max_size,
-		.tsig_max_fudge = cfg->tsig_max_fudge,
-		.tsig_replay_cache = cfg->tsig_replay_cache,
-	};
-	if (ret == ZC_EOK) {
-		ret = update_start(&ucfg, &updates);
-	}
-	if (ret == ZC_EOK) {
-		ret = transfer_start(&tcfg, &xfr);
+		ret = transfer_start(&tcfg, &ctx->xfr);
 	}
 	server_hooks_t hooks = {
-		.update = update_handle, .update_ctx = updates,
-		.transfer = transfer_handle, .transfer_ctx = xfr,
-		.signed_query = transfer_signed_query, .signed_ctx = xfr,
+		.update = update_handle, .update_ctx = ctx->updates,
+		.transfer = transfer_handle, .transfer_ctx = ctx->xfr,
+		.signed_query = transfer_signed_query, .signed_ctx = ctx->xfr,
 	};
 	if (ret == ZC_EOK) {
-		ret = server_start(scfg, sockets, es, &hooks, &server);
+		ret = server_start(scfg, sockets, ctx->es, &hooks, &ctx->server);
 		sockets = NULL;
 	}
+	server_sockets_free(sockets);
 	sigview_config_t vcfg = {
-		.data_dir = cfg->data_dir, .edge = es,
-		.touch = touch_zone, .touch_ctx = writer,
-		.on_update = on_view_update, .on_update_ctx = &cues,
+		.data_dir = cfg->data_dir, .edge = ctx->es,
+		.touch = touch_zone, .touch_ctx = ctx->writer,
+		.on_update = serve_on_view_update, .on_update_ctx = ctx,
 		.journal_retention_s = cfg->journal_retention,
 	};
 	if (ret == ZC_EOK) {
-		vcfg.touch_ctx = writer;
-		ret = sigview_start(&vcfg, &view);
+		ret = sigview_start(&vcfg, &ctx->view);
 	}
 	if (ret == ZC_EOK) {
-		ncfg.zone_serial_ctx = view;
-		ret = notify_start(&ncfg, &notifier);
+		ret = serve_notify_replace(ctx, ctx->current);
 	}
 	if (ret == ZC_EOK) {
-		pthread_mutex_lock(&cues.lock);
-		cues.notifier = notifier;
-		cues.view = view;
-		pthread_mutex_unlock(&cues.lock);
-		builder_follower_on_pass(follower, on_pass, &cues);
+		builder_follower_on_pass(ctx->follower, serve_on_pass, ctx);
 	}
-	const char *ns[9] = { NULL }; /* The API's until api_stop(). */
+	static const char *ns[9]; /* The API's until api_stop(). */
 	for (size_t i = 0; i < cfg->zone_ns_count; i++) {
 		ns[i] = cfg->zone_ns[i];
 	}
 	if (ret == ZC_EOK && api_fd > 0) {
-		ret = start_api(cfg, api_fd, es, follower, writer, fleet, ns,
-		                &api);
-		api_fd = -1;
+		ret = start_api(cfg, api_fd, ctx->es, ctx->follower, ctx->writer,
+		                ctx->fleet, ns, &ctx->api);
+	} else if (api_fd > 0) {
+		close(api_fd);
 	}
-	if (ret == ZC_EOK) {
-		ret = drop_privileges(cfg);
-	}
-	if (ret == ZC_EOK) {
-		zc_info("zonecast %s serving %s", ZONECAST_VERSION, cfg->data_dir);
-		sigset_t set;
-		sigemptyset(&set);
-		sigaddset(&set, SIGINT);
-		sigaddset(&set, SIGTERM);
+	return ret;
+}
+
+/* Stops what start_stages() started, in the order their users need:
+ * writers first, which answer what they hold, transfers end; the DNS
+ * workers deliver those answers and stop last. */
+static void stop_stages(serve_ctx_t *ctx)
+{
+	api_stop(ctx->api);
+	update_shutdown(ctx->updates);
+	writer_stop(ctx->writer);
+	builder_follower_stop(ctx->follower); /* No more serve_on_pass. */
+	fleet_primary_stop(ctx->fleet);       /* Nothing commits any more. */
+	serve_notify_stop(ctx);  /* The view stops cueing it; it asks the
+	                          * view for serials. */
+	sigview_stop(ctx->view);
+	transfer_stop(ctx->xfr); /* In-flight transfers still use workers. */
+	server_stop(ctx->server);
+	update_free(ctx->updates);
+	transfer_free(ctx->xfr); /* The workers called the hooks until now. */
+}
+
+/* Waits for signals: SIGHUP reloads, SIGINT and SIGTERM end the wait. */
+static void wait_for_stop(serve_ctx_t *ctx)
+{
+	sigset_t set;
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGHUP);
+	for (;;) {
 		int sig;
-		sigwait(&set, &sig);
-		zc_info("signal %d: shutting down", sig);
+		if (sigwait(&set, &sig) != 0) {
+			continue;
+		}
+		if (sig != SIGHUP) {
+			zc_info("signal %d (%s): shutting down", sig,
+			        sig == SIGTERM ? "SIGTERM" : "SIGINT");
+			return;
+		}
+		char msg[512];
+		zc_info("SIGHUP: reloading the configuration");
+		serve_reload(ctx, msg, sizeof(msg));
+	}
+}
+
+/* Starts the metrics endpoint on metrics_fd (taken) when it is bound. */
+static int start_metrics(serve_ctx_t *ctx, int metrics_fd, metrics_t **out)
+{
+	if (metrics_fd < 0) {
+		return ZC_EOK;
+	}
+	const config_t *cfg = ctx->boot;
+	metrics_config_t mcfg = {
+		.listen = cfg->metrics_listen, .listen_fd = metrics_fd,
+		.data_dir = cfg->data_dir, .server = ctx->server, .edge = ctx->es,
+		.follower = ctx->follower, .fleet = ctx->fleet,
+		.zone_limit = cfg->metrics_zone_limit,
+	};
+	return metrics_start(&mcfg, out);
+}
+
+/* Runs every stage until a signal (takes sockets, api_fd, metrics_fd and
+ * es). */
+static int serve(serve_ctx_t *ctx, const server_config_t *scfg,
+                 server_sockets_t *sockets, int api_fd, int metrics_fd)
+{
+	control_t *control = NULL;
+	metrics_t *metrics = NULL;
+	int ret = start_stages(ctx, scfg, sockets, api_fd);
+	if (ret == ZC_EOK) {
+		ret = start_metrics(ctx, metrics_fd, &metrics);
+		metrics_fd = -1;
+	}
+	/* Neither the control socket nor the pidfile may keep DNS down (a
+	 * full disk, a socket path in use): the server runs without. */
+	if (ret == ZC_EOK && ctx->control_path[0] != '\0' &&
+	    control_start(ctx, &control) != ZC_EOK) {
+		zc_error("serving without a control socket (zonecast status, "
+		         "reload and stop need it; SIGHUP and SIGTERM still work)");
+	}
+	if (ret == ZC_EOK && ctx->pidfile[0] != '\0' &&
+	    serve_pidfile_write(ctx->pidfile) != ZC_EOK) {
+		ctx->pidfile[0] = '\0'; /* Serving without one. */
+	}
+	if (ret == ZC_EOK) {
+		ret = drop_privileges(ctx->boot, ctx);
+	}
+	if (ret == ZC_EOK) {
+		zc_info("zonecast %s serving %s (pid %d)", ZONECAST_VERSION,
+		        ctx->boot->data_dir, (int)getpid());
+		serve_log_zones(ctx->boot->data_dir, ctx->es);
+		zc_sd_notify_ready("serving DNS");
+		wait_for_stop(ctx);
 	} else {
 		zc_error("cannot start: %s", zc_strerror(ret));
 	}
-	/* Writers stop first and answer what they hold, transfers end; the
-	 * DNS workers deliver those answers and stop last. */
-	api_stop(api);
-	update_shutdown(updates);
-	writer_stop(writer);
-	builder_follower_stop(follower); /* No more on_pass calls. */
-	fleet_primary_stop(fleet);       /* Nothing commits any more. */
-	pthread_mutex_lock(&cues.lock);
-	cues.notifier = NULL;            /* The view stops cueing it. */
-	pthread_mutex_unlock(&cues.lock);
-	notify_stop(notifier);           /* It asks the view for serials. */
-	sigview_stop(view);
-	transfer_stop(xfr);   /* In-flight transfers still use the workers. */
-	server_stop(server);
-	server_sockets_free(sockets);
-	if (api_fd > 0) {
-		close(api_fd);
+	zc_sd_notify_stopping();
+	control_stop(control);
+	metrics_stop(metrics); /* It reads every stage. */
+	if (metrics_fd >= 0) {
+		close(metrics_fd);
 	}
-	update_free(updates);
-	transfer_free(xfr);   /* The workers called the hooks until now. */
-	edge_close(es);
+	stop_stages(ctx);
+	if (ctx->pidfile[0] != '\0') {
+		serve_pidfile_remove(ctx->pidfile);
+	}
+	edge_close(ctx->es);
 	return ret == ZC_EOK ? 0 : 1;
 }
 
@@ -421,34 +485,70 @@ static int serve(const config_t *cfg, const server_config_t *scfg,
  * refusal writes no store, no demo zone and no token (a directory that
  * did not exist is left with its serve.lock only).
  */
-static int run(const config_t *cfg)
+static int64_t unix_ms(void)
 {
-	int lock_fd = -1, api_fd = -1;
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* The control socket's and the pidfile's paths ("none": neither). */
+static int run_paths(serve_ctx_t *ctx)
+{
+	const config_t *cfg = ctx->boot;
+	char path[CONFIG_STR_MAX + 32];
+	config_control_socket(cfg, path, sizeof(path));
+	if (strcmp(cfg->control_socket, "none") != 0) {
+		if (strlen(path) >= sizeof(ctx->control_path)) {
+			zc_error("control-socket: %s is longer than a socket path "
+			         "may be (%zu bytes): set a shorter control-socket",
+			         path, sizeof(ctx->control_path) - 1);
+			return ZC_EINVAL_CONFIG;
+		}
+		snprintf(ctx->control_path, sizeof(ctx->control_path), "%s", path);
+	}
+	config_pidfile(cfg, path, sizeof(path));
+	if (strcmp(cfg->pidfile, "none") != 0) {
+		snprintf(ctx->pidfile, sizeof(ctx->pidfile), "%s", path);
+	}
+	return ZC_EOK;
+}
+
+static int run(serve_ctx_t *ctx)
+{
+	const config_t *cfg = ctx->boot;
+	int lock_fd = -1, api_fd = -1, metrics_fd = -1;
 	server_sockets_t *sockets = NULL;
-	edge_store_t *es = NULL;
 	server_config_t scfg;
 	cli_server_config(cfg, &scfg);
-	if (cli_writable_data_dir(cfg->data_dir) != ZC_EOK ||
+	if (run_paths(ctx) != ZC_EOK ||
+	    cli_writable_data_dir(cfg->data_dir) != ZC_EOK ||
 	    cli_lock_data_dir(cfg->data_dir, &lock_fd) != ZC_EOK) {
 		return 1;
 	}
 	int ret = 1;
 	if (server_bind(&scfg, &sockets) != ZC_EOK ||
 	    (cfg->api_listen[0] != '\0' &&
-	     api_bind(cfg->api_listen, &api_fd) != ZC_EOK)) {
+	     api_bind(cfg->api_listen, &api_fd) != ZC_EOK) ||
+	    (cfg->metrics_listen[0] != '\0' &&
+	     metrics_bind(cfg->metrics_listen, &metrics_fd) != ZC_EOK)) {
 		zc_error("cannot start: a listen address is not available");
 		goto out;
 	}
-	es = prepare_data(cfg);
-	if (es != NULL) {
-		ret = serve(cfg, &scfg, sockets, api_fd, es);
+	ctx->es = prepare_data(cfg);
+	if (ctx->es != NULL) {
+		ret = serve(ctx, &scfg, sockets, api_fd, metrics_fd);
 		sockets = NULL;
 		api_fd = -1;
+		metrics_fd = -1;
 	}
 out:
 	server_sockets_free(sockets);
 	if (api_fd > 0) {
 		close(api_fd);
+	}
+	if (metrics_fd >= 0) {
+		close(metrics_fd);
 	}
 	close(lock_fd);
 	return ret;
@@ -456,18 +556,51 @@ out:
 
 int cmd_serve(int argc, char **argv)
 {
-	config_t cfg;
-	int ret = parse_args(argc, argv, &cfg);
+	config_t *cfg = malloc(sizeof(*cfg));
+	if (cfg == NULL) {
+		return 1;
+	}
+	char err[1400];
+	int ret = serve_parse_args(argc, argv, cfg, err, sizeof(err));
 	if (ret != 0) {
+		if (err[0] != '\0') {
+			fprintf(stderr, "%s%s\n", ret == 1 ? "" : "zonecast serve: ",
+			        err);
+		}
+		if (ret < 0 || (ret == 2 && err[0] == '\0')) {
+			usage(ret < 0 ? stdout : stderr); /* --help, or getopt's. */
+		}
+		free(cfg);
 		return ret < 0 ? 0 : ret;
 	}
-	zc_log_set_level(cfg.log_level);
+	zc_log_config_t lcfg;
+	config_log(cfg, &lcfg);
+	if (zc_log_configure(&lcfg, err, sizeof(err)) != ZC_EOK) {
+		fprintf(stderr, "zonecast serve: %s\n", err);
+		free(cfg);
+		return 1;
+	}
 	/* Threads inherit this mask; the main thread takes the signals. */
 	sigset_t set;
 	sigemptyset(&set);
 	sigaddset(&set, SIGINT);
 	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGHUP);
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	signal(SIGPIPE, SIG_IGN);
-	return run(&cfg);
+	serve_ctx_t ctx = {
+		.argc = argc, .argv = argv, .boot = cfg, .current = cfg,
+		.started_ms = unix_ms(),
+	};
+	pthread_mutex_init(&ctx.lock, NULL);
+	pthread_mutex_init(&ctx.notify_lock, NULL);
+	ret = run(&ctx);
+	if (ctx.current != cfg) {
+		free(ctx.current);
+	}
+	pthread_mutex_destroy(&ctx.notify_lock);
+	pthread_mutex_destroy(&ctx.lock);
+	free(cfg);
+	zc_log_close();
+	return ret;
 }

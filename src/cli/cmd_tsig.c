@@ -85,14 +85,19 @@ static int create(records_store_t *rs, const char *name, const char *zone,
 	return 0;
 }
 
+/* One key: name, algorithm, its zone by name, transfer right, grants. */
 static int print_key(const records_tsig_key_t *key, void *ctx)
 {
-	(void)ctx;
+	records_store_t *rs = ctx;
 	char name[KNOT_DNAME_TXT_MAXLEN + 1];
+	records_zone_t zone;
 	knot_dname_to_str(name, key->name, sizeof(name));
-	printf("%s\t%s\tzone-id=%lld\ttransfer=%s\tgrants=%s\n", name,
-	       key->algorithm, (long long)key->zone_id,
-	       key->transfer ? "yes" : "no",
+	if (records_zone_get(rs, key->zone_id, &zone) != ZC_EOK) {
+		snprintf(zone.name, sizeof(zone.name), "(zone id %lld)",
+		         (long long)key->zone_id);
+	}
+	printf("%s\t%s\tzone=%s\ttransfer=%s\tgrants=%s\n", name,
+	       key->algorithm, zone.name, key->transfer ? "yes" : "no",
 	       key->grants[0] ? key->grants : "zone");
 	return 0;
 }
@@ -190,7 +195,7 @@ int cmd_tsig(int argc, char **argv)
 	} else if (list) {
 		int64_t zone_id = 0;
 		ret = zone && find_zone(rs, zone, &zone_id) != ZC_EOK ? 1 :
-		      records_tsig_list(rs, zone_id, print_key, NULL) == ZC_EOK ?
+		      records_tsig_list(rs, zone_id, print_key, rs) == ZC_EOK ?
 		      0 : 1;
 	} else if (strcmp(verb, "delete") == 0) {
 		ret = delete(rs, name);

@@ -9,6 +9,7 @@
 
 #include "builder/builder.h"
 #include "cli/commands.h"
+#include "cli/progress.h"
 #include "common/error.h"
 
 typedef struct {
@@ -44,10 +45,17 @@ typedef struct {
 
 static int verify_one(records_store_t *rs, edge_store_t *es,
                       const knot_dname_t *apex, const char *name,
-                      unsigned *differences)
+                      uint64_t records, unsigned *differences)
 {
 	verify_t v = { .zone = name };
-	int ret = builder_verify(rs, es, apex, on_diff, &v);
+	cli_progress_t p;
+	char what[KNOT_DNAME_TXT_MAXLEN + 16];
+	snprintf(what, sizeof(what), "verifying %s", name);
+	cli_progress_begin(&p, true, what, records);
+	int ret = builder_verify_progress(rs, es, apex, on_diff, &v,
+	                                  cli_progress_records, &p);
+	cli_progress_set(&p, records);
+	cli_progress_end(&p);
 	if (ret < 0) {
 		fprintf(stderr, "zonecast verify: %s: %s\n", name, zc_strerror(ret));
 		return ret;
@@ -67,7 +75,7 @@ static int verify_zone_cb(const records_zone_t *zone, void *ctx)
 		all->differences++;
 	}
 	if (verify_one(all->rs, all->es, zone->apex, zone->name,
-	               &all->differences) != ZC_EOK) {
+	               (uint64_t)zone->record_count, &all->differences) != ZC_EOK) {
 		all->failures++;
 	}
 	return 0;
@@ -98,15 +106,16 @@ static int edge_zone_cb(const edge_zone_t *zone, void *ctx)
 /* A zone of the records store, or one the edge still has (a deleted zone
  * left at the edge is a difference to show); otherwise prints "no zone". */
 static bool is_known_zone(records_store_t *rs, edge_store_t *es,
-                          const char *name, uint8_t *apex)
+                          const char *name, uint8_t *apex, uint64_t *records)
 {
 	if (knot_dname_from_str(apex, name, KNOT_DNAME_MAXLEN) == NULL) {
 		fprintf(stderr, "zonecast verify: invalid zone name '%s'\n", name);
 		return false;
 	}
 	knot_dname_to_lower(apex);
-	records_zone_t rz;
+	records_zone_t rz = { .record_count = 0 };
 	int ret = records_zone_find(rs, apex, &rz);
+	*records = (uint64_t)rz.record_count;
 	if (ret == ZC_ENOZONE) {
 		edge_txn_t txn = { 0 };
 		edge_zone_t ez;
@@ -159,11 +168,12 @@ int cmd_verify(int argc, char **argv)
 	}
 	if (optind < argc) {
 		uint8_t apex[KNOT_DNAME_MAXLEN];
-		if (!is_known_zone(all.rs, all.es, argv[optind], apex)) {
+		uint64_t records = 0;
+		if (!is_known_zone(all.rs, all.es, argv[optind], apex, &records)) {
 			all.failures++;
 		} else {
 			all.failures += verify_one(all.rs, all.es, apex, argv[optind],
-			                           &all.differences) != ZC_EOK;
+			                           records, &all.differences) != ZC_EOK;
 		}
 	} else {
 		records_zone_list(all.rs, false, verify_zone_cb, &all);

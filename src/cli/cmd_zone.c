@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 #include <unistd.h>
 #include <libknot/errcode.h>
@@ -25,24 +26,33 @@ static void usage(FILE *out)
 	      "  zonecast zone import [--data-dir DIR] [--config FILE] ZONE FILE\n"
 	      "  zonecast zone export [--data-dir DIR] [--config FILE] ZONE\n"
 	      "  zonecast zone list   [--data-dir DIR] [--config FILE]\n"
-	      "  zonecast zone delete [--data-dir DIR] [--config FILE] ZONE\n"
+	      "  zonecast zone delete [--data-dir DIR] [--config FILE] [--force] "
+	      "ZONE\n"
 	      "  zonecast zone retry  [--data-dir DIR] [--config FILE] [--wait S] "
 	      "ZONE\n"
+	      "  zonecast zone status [--data-dir DIR] [--config FILE] [--json] "
+	      "[ZONE]\n"
+	      "  zonecast zone check  [--origin ZONE] FILE\n"
 	      "\n"
 	      "import  replaces ZONE's records with an RFC 1035 master file\n"
 	      "        and builds it into the edge store\n"
 	      "export  prints ZONE as a master file\n"
 	      "list    lists zones with serial and record count, and why a\n"
 	      "        quarantined zone is (its builds fail)\n"
-	      "delete  deletes ZONE and everything in it\n"
+	      "delete  deletes ZONE and everything in it (on a terminal after\n"
+	      "        typing the zone's name, elsewhere with --force)\n"
 	      "retry   asks the running zonecast to build a quarantined ZONE\n"
 	      "        again (once its cause is fixed) and waits for the verdict\n"
+	      "status  asks the running zonecast, per zone: stored and served\n"
+	      "        serial, signing, build state, secondaries (--help there)\n"
+	      "check   checks a master file as import would, writing nothing\n"
 	      "\n"
 	      "Options:\n"
 	      "  -d, --data-dir DIR  data directory (default: from the config,\n"
 	      "                      else ./zonecast-data)\n"
 	      "  -c, --config FILE   read data-dir from this config file\n"
 	      "  -q, --quiet         no progress or summary output\n"
+	      "  -f, --force         delete: no question asked\n"
 	      "  -w, --wait S        retry: seconds to wait for the verdict "
 	      "(10)\n"
 	      "  -h, --help          this help\n", out);
@@ -161,11 +171,70 @@ static int do_export(records_store_t *rs, const char *name)
 	return ret;
 }
 
-static int do_delete(records_store_t *rs, edge_store_t *es, const char *name)
+/* The zone's name as typed back: case and a final dot do not matter. */
+static bool same_name(const char *typed, const char *zone)
+{
+	size_t n = strlen(typed), z = strlen(zone);
+	while (n > 0 && (typed[n - 1] == '\n' || typed[n - 1] == '\r' ||
+	                 typed[n - 1] == ' ')) {
+		n--;
+	}
+	if (n > 0 && typed[n - 1] == '.') {
+		n--;
+	}
+	if (z > 0 && zone[z - 1] == '.') {
+		z--;
+	}
+	return n > 0 && n == z && strncasecmp(typed, zone, n) == 0;
+}
+
+/*
+ * Deleting a zone takes it off the DNS at once: on a terminal the
+ * operator types its name back; elsewhere (a script, a pipe) --force
+ * says the caller means it.
+ */
+static bool confirm_delete(const records_zone_t *zone, bool force)
+{
+	if (force) {
+		return true;
+	}
+	if (!isatty(STDIN_FILENO) || !isatty(STDERR_FILENO)) {
+		fprintf(stderr, "zonecast zone delete: %s holds %lld records and "
+		        "is served now; not on a terminal, so nothing asked and "
+		        "nothing deleted: add --force to delete it\n", zone->name,
+		        (long long)zone->record_count);
+		return false;
+	}
+	fprintf(stderr, "Delete zone %s, its %lld records and its keys? It "
+	        "stops being served at once.\nType the zone's name to "
+	        "confirm: ", zone->name, (long long)zone->record_count);
+	char line[KNOT_DNAME_TXT_MAXLEN + 4];
+	if (fgets(line, sizeof(line), stdin) != NULL &&
+	    same_name(line, zone->name)) {
+		return true;
+	}
+	fprintf(stderr, "zonecast zone delete: not confirmed, %s not "
+	        "deleted\n", zone->name);
+	return false;
+}
+
+static int do_delete(records_store_t *rs, edge_store_t *es, const char *name,
+                     bool force)
 {
 	uint8_t apex[KNOT_DNAME_MAXLEN];
 	uint64_t seq;
+	records_zone_t zone;
 	int ret = parse_zone_name(name, apex);
+	if (ret == ZC_EOK) {
+		ret = records_zone_find(rs, apex, &zone);
+	}
+	if (ret == ZC_ENOZONE) {
+		fprintf(stderr, "zonecast: no zone %s\n", name);
+		return ret;
+	}
+	if (ret == ZC_EOK && !confirm_delete(&zone, force)) {
+		return ZC_EUSAGE;
+	}
 	if (ret == ZC_EOK) {
 		ret = records_zone_delete(rs, apex, &seq);
 	}
@@ -180,11 +249,14 @@ static int do_delete(records_store_t *rs, edge_store_t *es, const char *name)
 	if (ret != ZC_EOK && ret != ZC_EUSAGE) {
 		fprintf(stderr, "zonecast: delete failed: %s\n", zc_strerror(ret));
 	}
+	if (ret == ZC_EOK) {
+		printf("zone %s deleted\n", zone.name);
+	}
 	return ret;
 }
 
 static int run(const char *sub, int nargs, char **args, const char *dir,
-               bool quiet, uint64_t max_records, unsigned wait_s)
+               bool quiet, bool force, uint64_t max_records, unsigned wait_s)
 {
 	struct {
 		const char *name;
@@ -219,19 +291,74 @@ static int run(const char *sub, int nargs, char **args, const char *dir,
 	} else if (strcmp(sub, "retry") == 0) {
 		ret = do_retry(rs, es, args[0], wait_s);
 	} else {
-		ret = do_delete(rs, es, args[0]);
+		ret = do_delete(rs, es, args[0], force);
 	}
 	edge_close(es);
 	records_close(rs);
 	return ret == ZC_EOK ? 0 : 1;
 }
 
+/* The subcommand's index: the first argument that is no option or
+ * option value (options may come first). */
+static int find_sub(int argc, char **argv)
+{
+	static const char *const with_value[] = { "-d", "--data-dir", "-c",
+	                                          "--config", "-w", "--wait",
+	                                          "-s", "--socket", "-o",
+	                                          "--origin" };
+	int i = 1;
+	while (i < argc && argv[i][0] == '-') {
+		bool value = false;
+		for (size_t k = 0; k < sizeof(with_value) / sizeof(with_value[0]);
+		     k++) {
+			value |= strcmp(argv[i], with_value[k]) == 0;
+		}
+		i += value ? 2 : 1;
+	}
+	return i;
+}
+
+/* zone status and zone check have options of their own: they get the
+ * arguments with the subcommand first. */
+static int other_sub(int argc, char **argv, int (*fn)(int, char **),
+                     int sub)
+{
+	char **args = malloc(sizeof(*args) * ((size_t)argc + 1));
+	if (args == NULL) {
+		return 1;
+	}
+	int n = 0;
+	args[n++] = argv[sub];
+	for (int i = 1; i < argc; i++) {
+		if (i != sub) {
+			args[n++] = argv[i];
+		}
+	}
+	args[n] = NULL;
+	int ret = fn(n, args);
+	free(args);
+	return ret;
+}
+
+static int zone_status(int argc, char **argv)
+{
+	return cmd_control("zone status", argc, argv);
+}
+
 int cmd_zone(int argc, char **argv)
 {
+	int sub_at = find_sub(argc, argv);
+	if (sub_at < argc && strcmp(argv[sub_at], "status") == 0) {
+		return other_sub(argc, argv, zone_status, sub_at);
+	}
+	if (sub_at < argc && strcmp(argv[sub_at], "check") == 0) {
+		return other_sub(argc, argv, cmd_zone_check, sub_at);
+	}
 	static const struct option opts[] = {
 		{ "data-dir", required_argument, NULL, 'd' },
 		{ "config", required_argument, NULL, 'c' },
 		{ "quiet", no_argument, NULL, 'q' },
+		{ "force", no_argument, NULL, 'f' },
 		{ "wait", required_argument, NULL, 'w' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -239,13 +366,13 @@ int cmd_zone(int argc, char **argv)
 	config_t cfg;
 	config_defaults(&cfg);
 	const char *dir = NULL;
-	bool quiet = false;
+	bool quiet = false, force = false;
 	unsigned wait_s = 10;
 	char *end;
 	int c;
 	/* GNU getopt permutes: options may come before or after the
 	 * subcommand and its arguments. */
-	while ((c = getopt_long(argc, argv, "d:c:qw:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "d:c:qfw:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'd':
 			dir = optarg;
@@ -257,6 +384,9 @@ int cmd_zone(int argc, char **argv)
 			break;
 		case 'q':
 			quiet = true;
+			break;
+		case 'f':
+			force = true;
 			break;
 		case 'w':
 			wait_s = (unsigned)strtoul(optarg, &end, 10);
@@ -281,6 +411,6 @@ int cmd_zone(int argc, char **argv)
 	const char *sub = argv[optind];
 	char **args = argv + optind + 1;
 	int nargs = argc - optind - 1;
-	return run(sub, nargs, args, dir ? dir : cfg.data_dir, quiet,
+	return run(sub, nargs, args, dir ? dir : cfg.data_dir, quiet, force,
 	           cfg.zone_max_records, wait_s);
 }

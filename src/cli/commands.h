@@ -23,15 +23,20 @@ int cmd_fleet(int argc, char **argv);
 
 /* The command line of a server command (serve, edge): the config file
  * first (-c), then every flag over it: -l (repeatable, replacing the
- * file's), -o KEY=VALUE, a flag naming a config key (flag_keys[c]), and
- * other flags through `flag`. 0, -1 after --help, or an exit status. */
+ * file's), -o KEY=VALUE (-o log-target= replacing the file's targets), a
+ * flag naming a config key (flag_keys[c]), and other flags through `flag`.
+ * 0, -1 after --help, or an exit status (1: the config file, 2: usage).
+ * It may run again later in the process (a reload reads the same
+ * arguments). */
 typedef struct {
 	const char *cmd;
 	const char *shortopts;
 	const struct option *opts;
 	const char *const *flag_keys;   /* [128] */
-	void (*usage)(FILE *out);
+	void (*usage)(FILE *out);       /* NULL: none printed. */
 	void (*flag)(config_t *cfg, int c);
+	char *err;                      /* Non-NULL: the first message goes */
+	size_t err_size;                /* here, not to stderr (a reload). */
 } cli_args_t;
 
 int cli_parse_server_args(const cli_args_t *a, int argc, char **argv,
@@ -83,6 +88,22 @@ int cli_open_stores(const char *dir, bool create, records_store_t **rs,
  */
 int cli_import_zone(records_store_t *rs, edge_store_t *es, const char *name,
                     const char *path, const char *text, bool quiet);
+
+/*
+ * Parses and checks a master file as zone `name` as an import would (the
+ * same checks, the same messages), writing nothing. Prints the problems
+ * to stderr with file and line and a summary; ZC_EOK when there are none,
+ * ZC_EZONEFILE when there are.
+ */
+int cli_check_zone(const char *name, const char *path);
+
+/* zonecast status | reload | stop | zone status (cmd_control.c); cmd is
+ * one of those four. */
+int cmd_control(const char *cmd, int argc, char **argv);
+
+/* zonecast check-config, zonecast zone check (cmd_check.c). */
+int cmd_check_config(int argc, char **argv);
+int cmd_zone_check(int argc, char **argv);
 
 /* The demo zone served by a fresh `zonecast serve`. */
 extern const char cli_demo_zone_name[];

@@ -4,6 +4,7 @@
  * (cli/data_dir.c says whether one may be created), and importing a
  * master file (parse, check, commit, full build).
  */
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,7 @@
 
 #include "builder/builder.h"
 #include "cli/commands.h"
+#include "cli/progress.h"
 #include "common/error.h"
 #include "zonefile/zonefile.h"
 
@@ -76,6 +78,7 @@ typedef struct {
 	unsigned errors;
 	unsigned problems;
 	bool progress;
+	cli_progress_t reading;
 	char *files[MAX_FILES];
 	unsigned file_count;
 } import_t;
@@ -151,10 +154,7 @@ static int on_record(const knot_dname_t *owner, uint16_t type, uint32_t ttl,
 		        (unsigned long long)line, zc_strerror(ret));
 		return 1;
 	}
-	if (++imp->records % 100000 == 0 && imp->progress) {
-		fprintf(stderr, "\rread %llu records",
-		        (unsigned long long)imp->records);
-	}
+	cli_progress_set(&imp->reading, ++imp->records);
 	return 0;
 }
 
@@ -181,10 +181,20 @@ static void on_problem(const knot_dname_t *owner, uint16_t type, uint64_t tag,
 	}
 }
 
-static void on_build_progress(uint64_t records, void *ctx)
+/* On a terminal, names a step that shows no count ("checking 400,002
+ * records..."), and clears it (what NULL) when it is over. */
+static void phase(import_t *imp, const char *what)
 {
-	(void)ctx;
-	fprintf(stderr, "\rbuilt %llu records", (unsigned long long)records);
+	if (!imp->progress || imp->records < 10000) {
+		return;
+	}
+	if (what != NULL) {
+		fprintf(stderr, "%s %llu records...", what,
+		        (unsigned long long)imp->records);
+	} else {
+		fprintf(stderr, "\r\033[K");
+	}
+	fflush(stderr);
 }
 
 /* Parses and checks into an open import; returns problems found or <0. */
@@ -192,16 +202,17 @@ static int load(import_t *imp, const char *text)
 {
 	zonefile_handler_t h = { .record = on_record, .error = on_parse_error,
 	                         .ctx = imp };
+	cli_progress_begin(&imp->reading, imp->progress, "reading", 0);
 	int ret = (text != NULL) ?
 	          zonefile_parse_text(text, strlen(text), imp->apex, 3600, &h) :
 	          zonefile_parse(imp->path, imp->apex, 3600, &h);
-	if (imp->progress && imp->records >= 100000) {
-		fprintf(stderr, "\n");
-	}
+	cli_progress_end(&imp->reading);
 	if (ret != ZC_EOK || imp->errors > 0) {
 		return (int)(imp->errors > 0 ? imp->errors : 1);
 	}
+	phase(imp, "checking");
 	int problems = records_import_check(imp->imp, on_problem, imp);
+	phase(imp, NULL);
 	if (problems > MAX_REPORTED) {
 		fprintf(stderr, "... and %d more problems\n",
 		        problems - MAX_REPORTED);
@@ -232,7 +243,7 @@ int cli_import_zone(records_store_t *rs, edge_store_t *es, const char *name,
 	}
 	imp->apex = apex;
 	imp->path = path;
-	imp->progress = !quiet && isatty(STDERR_FILENO);
+	imp->progress = !quiet && cli_progress_tty();
 	double start = now_s();
 	int ret = records_import_begin(rs, apex, &imp->imp);
 	if (ret != ZC_EOK) {
@@ -251,15 +262,19 @@ int cli_import_zone(records_store_t *rs, edge_store_t *es, const char *name,
 	}
 	uint64_t seq;
 	records_zone_t zone;
+	phase(imp, "storing");
 	ret = records_import_commit(imp->imp, &seq, &zone);
+	phase(imp, NULL);
 	double loaded = now_s();
 	builder_stats_t stats = { 0 };
 	if (ret == ZC_EOK) {
+		cli_progress_t building;
+		cli_progress_begin(&building, imp->progress, "building",
+		                   imp->records);
 		ret = builder_full_build(rs, es, apex, &stats, imp->progress ?
-		                         on_build_progress : NULL, NULL);
-		if (imp->progress && stats.records >= 65536) {
-			fprintf(stderr, "\n");
-		}
+		                         cli_progress_records : NULL, &building);
+		cli_progress_set(&building, stats.records);
+		cli_progress_end(&building);
 	}
 	if (ret != ZC_EOK) {
 		fprintf(stderr, "zonecast: import of %s failed: %s\n", name,
@@ -272,6 +287,39 @@ int cli_import_zone(records_store_t *rs, edge_store_t *es, const char *name,
 	}
 	free_files(imp);
 	return ret;
+}
+
+int cli_check_zone(const char *name, const char *path)
+{
+	uint8_t apex[KNOT_DNAME_MAXLEN];
+	if (knot_dname_from_str(apex, name, sizeof(apex)) == NULL) {
+		fprintf(stderr, "zonecast: invalid zone name '%s'\n", name);
+		return ZC_EUSAGE;
+	}
+	knot_dname_to_lower(apex);
+	import_t *imp = calloc(1, sizeof(*imp));
+	if (imp == NULL) {
+		return KNOT_ENOMEM;
+	}
+	imp->apex = apex;
+	imp->path = path;
+	int ret = records_import_begin(NULL, apex, &imp->imp);
+	if (ret != ZC_EOK) {
+		free(imp);
+		return ret;
+	}
+	int problems = load(imp, NULL);
+	uint64_t records = imp->records;
+	records_import_abort(imp->imp);
+	free_files(imp);
+	if (problems != 0) {
+		fprintf(stderr, "zone %s: %d problem(s) found in %s\n", name,
+		        problems < 0 ? 1 : problems, path);
+		return ZC_EZONEFILE;
+	}
+	printf("zone %s: %llu records, no problems found in %s\n", name,
+	       (unsigned long long)records, path);
+	return ZC_EOK;
 }
 
 int cli_find_zone(records_store_t *rs, const char *cmd, const char *name,
@@ -341,31 +389,69 @@ void cli_server_config(const config_t *cfg, server_config_t *scfg)
 	       sizeof(scfg->cookie_secret));
 }
 
-int cli_parse_server_args(const cli_args_t *a, int argc, char **argv,
-                          config_t *cfg)
+/* Says a problem of the command line: in a->err, or on stderr. */
+__attribute__((format(printf, 2, 3)))
+static void args_error(const cli_args_t *a, const char *fmt, ...)
+{
+	char msg[1400];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (a->err != NULL) {
+		snprintf(a->err, a->err_size, "%s", msg);
+	} else {
+		fprintf(stderr, "zonecast %s: %s\n", a->cmd, msg);
+	}
+}
+
+/* The config file (-c), before any flag. */
+static int read_config_file(const cli_args_t *a, int argc, char **argv,
+                            config_t *cfg)
 {
 	int c;
-	optind = 1;
+	optind = 0; /* GNU: a full restart (a reload parses again). */
 	while ((c = getopt_long(argc, argv, a->shortopts, a->opts, NULL)) != -1) {
-		if (c == 'c' && config_load(cfg, optarg) != ZC_EOK) {
+		char err[1400];
+		if (c == 'c' && config_read(cfg, optarg, err, sizeof(err)) !=
+		    ZC_EOK) {
+			if (a->err != NULL) {
+				snprintf(a->err, a->err_size, "%s", err);
+			} else {
+				fprintf(stderr, "%s\n", err); /* FILE:LINE: ... */
+			}
 			return 1;
 		}
-		if (c == 'h') {
+		if (c == 'h' && a->usage != NULL) {
 			a->usage(stdout);
+		}
+		if (c == 'h') {
 			return -1;
 		}
 		if (c == '?') {
-			a->usage(stderr);
+			if (a->usage != NULL) {
+				a->usage(stderr);
+			}
 			return 2;
 		}
 	}
 	if (optind < argc) {
-		fprintf(stderr, "zonecast %s: unexpected argument '%s'\n", a->cmd,
-		        argv[optind]);
+		args_error(a, "unexpected argument '%s'", argv[optind]);
 		return 2;
 	}
-	bool listen_flag = false;
-	optind = 1;
+	return 0;
+}
+
+int cli_parse_server_args(const cli_args_t *a, int argc, char **argv,
+                          config_t *cfg)
+{
+	int ret = read_config_file(a, argc, argv, cfg);
+	if (ret != 0) {
+		return ret;
+	}
+	bool listen_flag = false, log_flag = false;
+	int c;
+	optind = 0;
 	while ((c = getopt_long(argc, argv, a->shortopts, a->opts, NULL)) != -1) {
 		char err[256] = "";
 		if (c == 'l') {
@@ -383,6 +469,10 @@ int cli_parse_server_args(const cli_args_t *a, int argc, char **argv,
 			} else {
 				memcpy(key, optarg, eq - optarg);
 				key[eq - optarg] = '\0';
+				if (strcmp(key, "log-target") == 0 && !log_flag) {
+					cfg->log_target_count = 0;
+					log_flag = true;
+				}
 				config_set(cfg, key, eq + 1, err, sizeof(err));
 			}
 		} else if (c > 0 && c < 128 && a->flag_keys[c] != NULL) {
@@ -391,7 +481,7 @@ int cli_parse_server_args(const cli_args_t *a, int argc, char **argv,
 			a->flag(cfg, c);
 		}
 		if (err[0] != '\0') {
-			fprintf(stderr, "zonecast %s: %s\n", a->cmd, err);
+			args_error(a, "%s", err);
 			return 2;
 		}
 	}

@@ -13,6 +13,7 @@
 #include "common/log.h"
 #include "dns/tsig.h"
 #include "fleet/fleet.h"
+#include "metrics/metrics.h"
 #include "update/update.h"
 #include "transfer/secondary.h"
 
@@ -43,6 +44,7 @@ void config_defaults(config_t *cfg)
 	cfg->tsig_replay_cache = UPDATE_TSIG_REPLAY_CACHE;
 	cfg->signature_cache = 65536;
 	snprintf(cfg->api_listen, sizeof(cfg->api_listen), "127.0.0.1:8053");
+	cfg->metrics_zone_limit = METRICS_DEFAULT_ZONE_LIMIT;
 	cfg->api_max_body = API_DEFAULT_MAX_BODY;
 	cfg->api_timeout = API_DEFAULT_TIMEOUT_S;
 	cfg->api_max_clients = API_DEFAULT_MAX_CLIENTS;
@@ -262,11 +264,42 @@ int config_set(config_t *cfg, const char *key, const char *value,
 		}
 		bad = server_parse_addr(value, &ss, &len) != ZC_EOK ||
 		      copy_str(cfg->api_listen, sizeof(cfg->api_listen), value);
+	} else if (strcmp(key, "metrics-listen") == 0) {
+		struct sockaddr_storage ss;
+		socklen_t len;
+		if (strcmp(value, "none") == 0) {
+			cfg->metrics_listen[0] = '\0';
+			return ZC_EOK;
+		}
+		bad = server_parse_addr(value, &ss, &len) != ZC_EOK ||
+		      copy_str(cfg->metrics_listen, sizeof(cfg->metrics_listen),
+		               value);
+	} else if (strcmp(key, "metrics-zone-limit") == 0) {
+		bad = parse_uint(value, 10000000, &cfg->metrics_zone_limit);
 	} else if (strcmp(key, "workers") == 0) {
 		bad = parse_uint(value, 256, &cfg->workers);
 	} else if (strcmp(key, "log-level") == 0) {
 		cfg->log_level = zc_log_level_parse(value);
 		bad = cfg->log_level < 0;
+	} else if (strcmp(key, "log-format") == 0) {
+		cfg->log_format = strcmp(value, "text") == 0 ? ZC_LOG_TEXT :
+		                  strcmp(value, "json") == 0 ? ZC_LOG_JSON : -1;
+		bad = cfg->log_format < 0;
+	} else if (strcmp(key, "log-target") == 0) {
+		if (cfg->log_target_count == ZC_LOG_TARGETS_MAX) {
+			snprintf(err, err_size, "more than %d log targets",
+			         ZC_LOG_TARGETS_MAX);
+			return ZC_EINVAL_CONFIG;
+		}
+		bad = !zc_log_target_valid(value) ||
+		      copy_str(cfg->log_target[cfg->log_target_count],
+		               sizeof(cfg->log_target[0]), value);
+		cfg->log_target_count += !bad;
+	} else if (strcmp(key, "control-socket") == 0) {
+		bad = copy_str(cfg->control_socket, sizeof(cfg->control_socket),
+		               value);
+	} else if (strcmp(key, "pidfile") == 0) {
+		bad = copy_str(cfg->pidfile, sizeof(cfg->pidfile), value);
 	} else if (strcmp(key, "nsid") == 0) {
 		bad = copy_str(cfg->nsid, sizeof(cfg->nsid), value);
 	} else if (strcmp(key, "identity") == 0) {
@@ -378,6 +411,12 @@ int config_set(config_t *cfg, const char *key, const char *value,
 		         key[0] == 'c' ? " (32 hexadecimal digits)" : "");
 		return ZC_EINVAL_CONFIG;
 	}
+	if (bad && strcmp(key, "log-target") == 0) {
+		snprintf(err, err_size, "invalid value '%s' for 'log-target' "
+		         "(stderr, syslog, journald or an absolute file path)",
+		         value);
+		return ZC_EINVAL_CONFIG;
+	}
 	if (bad) {
 		snprintf(err, err_size, "invalid value '%s' for '%s'", value, key);
 		return ZC_EINVAL_CONFIG;
@@ -413,19 +452,22 @@ static char *clean_value(char *v)
 	return v;
 }
 
-int config_load(config_t *cfg, const char *path)
+int config_read(config_t *cfg, const char *path, char *errbuf,
+                size_t errbuf_size)
 {
 	FILE *f = fopen(path, "r");
 	if (f == NULL) {
-		fprintf(stderr, "%s: cannot open: %s\n", path, strerror(errno));
+		snprintf(errbuf, errbuf_size, "%s: cannot open: %s", path,
+		         strerror(errno));
 		return ZC_EINVAL_CONFIG;
 	}
 	char line[2048];
 	unsigned lineno = 0;
 	bool in_server = false;
 	bool listen_from_file = false;
+	bool log_target_from_file = false;
 	int ret = ZC_EOK;
-	while (ret == ZC_EOK && fgets(line, sizeof(line), f) != NULL) {
+	while (fgets(line, sizeof(line), f) != NULL) {
 		lineno++;
 		char *s = trim(line);
 		if (*s == '\0' || *s == '#') {
@@ -452,14 +494,58 @@ int config_load(config_t *cfg, const char *path)
 					cfg->listen_count = 0; /* The file replaces defaults. */
 					listen_from_file = true;
 				}
+				if (strcmp(key, "log-target") == 0 &&
+				    !log_target_from_file) {
+					cfg->log_target_count = 0;
+					log_target_from_file = true;
+				}
 				config_set(cfg, key, value, err, sizeof(err));
 			}
 		}
-		if (err[0] != '\0') {
-			fprintf(stderr, "%s:%u: %s\n", path, lineno, err);
+		if (err[0] != '\0' && ret == ZC_EOK) {
+			/* The first error is reported; the lines after it are
+			 * read on (a tool that only needs data-dir finds it). */
+			snprintf(errbuf, errbuf_size, "%s:%u: %s", path, lineno, err);
 			ret = ZC_EINVAL_CONFIG;
 		}
 	}
 	fclose(f);
 	return ret;
+}
+
+int config_load(config_t *cfg, const char *path)
+{
+	char err[1400];
+	int ret = config_read(cfg, path, err, sizeof(err));
+	if (ret != ZC_EOK) {
+		fprintf(stderr, "%s\n", err);
+	}
+	return ret;
+}
+
+void config_log(const config_t *cfg, zc_log_config_t *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->level = cfg->log_level;
+	out->format = (zc_log_format_t)cfg->log_format;
+	out->target_count = cfg->log_target_count;
+	memcpy(out->target, cfg->log_target, sizeof(out->target));
+}
+
+void config_control_socket(const config_t *cfg, char *out, size_t size)
+{
+	if (cfg->control_socket[0] != '\0') {
+		snprintf(out, size, "%s", cfg->control_socket);
+	} else {
+		snprintf(out, size, "%s/control.sock", cfg->data_dir);
+	}
+}
+
+void config_pidfile(const config_t *cfg, char *out, size_t size)
+{
+	if (cfg->pidfile[0] != '\0') {
+		snprintf(out, size, "%s", cfg->pidfile);
+	} else {
+		snprintf(out, size, "%s/zonecast.pid", cfg->data_dir);
+	}
 }

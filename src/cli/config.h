@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "common/acl.h"
+#include "common/log.h"
 #include "server/server.h"
 #include "transfer/secondary.h"
 
@@ -29,8 +30,15 @@ typedef struct {
 	char listen[SERVER_MAX_LISTEN][128];
 	size_t listen_count;
 	char api_listen[128];
+	char metrics_listen[128];   /* "": no metrics endpoint */
+	unsigned metrics_zone_limit; /* Zones with per-zone series. */
 	unsigned workers;           /* 0: one per core */
 	int log_level;              /* zc_log_level_t */
+	int log_format;             /* zc_log_format_t */
+	char log_target[ZC_LOG_TARGETS_MAX][ZC_LOG_TARGET_LEN]; /* none: stderr */
+	size_t log_target_count;
+	char control_socket[CONFIG_STR_MAX]; /* "": DATA_DIR/control.sock */
+	char pidfile[CONFIG_STR_MAX];        /* "": DATA_DIR/zonecast.pid */
 	char nsid[256];
 	char identity[256];         /* CH TXT id.server ("": NSID or host name) */
 	char version[256];          /* CH TXT version.bind ("": zonecast X.Y) */
@@ -101,6 +109,17 @@ void config_defaults(config_t *cfg);
  * "FILE:LINE: message" to stderr and returns ZC_EINVAL_CONFIG.
  */
 int config_load(config_t *cfg, const char *path);
+
+/* As config_load(), the first error written to err instead (the lines
+ * after it are still applied). */
+int config_read(config_t *cfg, const char *path, char *err, size_t err_size);
+
+/* The log settings as zc_log_configure() takes them. */
+void config_log(const config_t *cfg, zc_log_config_t *out);
+
+/* The control socket's and the pidfile's paths (defaults in data-dir). */
+void config_control_socket(const config_t *cfg, char *out, size_t size);
+void config_pidfile(const config_t *cfg, char *out, size_t size);
 
 /* The fleet settings as fleet/fleet.h takes them (pointers into cfg). */
 void config_fleet(const config_t *cfg, void *fleet_config);

@@ -17,7 +17,11 @@ static void usage(FILE *out)
 	      "\n"
 	      "Commands:\n"
 	      "  serve     run the DNS server (and the builder) on a data dir\n"
-	      "  zone      import, export, list and delete zones\n"
+	      "  status    the running server: listeners, lag, queues, caches\n"
+	      "  reload    re-read the configuration (as SIGHUP does)\n"
+	      "  stop      stop the running server\n"
+	      "  check-config  check a configuration without starting\n"
+	      "  zone      import, export, list, delete, check, status of zones\n"
 	      "  verify    compare the edge store with the records store\n"
 	      "  token     create API tokens\n"
 	      "  tsig      create, list and delete TSIG keys (UPDATE, transfers)\n"
@@ -70,6 +74,13 @@ int main(int argc, char **argv)
 	}
 	if (strcmp(cmd, "verify") == 0) {
 		return cmd_verify(argc - 1, argv + 1);
+	}
+	if (strcmp(cmd, "status") == 0 || strcmp(cmd, "reload") == 0 ||
+	    strcmp(cmd, "stop") == 0) {
+		return cmd_control(cmd, argc - 1, argv + 1);
+	}
+	if (strcmp(cmd, "check-config") == 0) {
+		return cmd_check_config(argc - 1, argv + 1);
 	}
 	if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
 		printf("zonecast %s\n", ZONECAST_VERSION);

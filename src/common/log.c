@@ -1,15 +1,20 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
-/* stderr logger: timestamp, level, message; one write per line. */
+/*
+ * Log lines: the level filter and the two formats (text and JSON); the
+ * targets they go to are log_target.c's (see log.h).
+ */
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "common/log.h"
+#include "common/log_target.h"
 
-static volatile int max_level = ZC_LOG_INFO;
+#define LINE_MAX_BYTES 2048
+
+static atomic_int max_level = ZC_LOG_INFO;
 
 static const char *const level_names[] = {
 	"error", "warning", "info", "debug",
@@ -17,7 +22,13 @@ static const char *const level_names[] = {
 
 void zc_log_set_level(zc_log_level_t level)
 {
-	max_level = level;
+	atomic_store(&max_level, (int)level);
+}
+
+bool zc_log_enabled(zc_log_level_t level)
+{
+	return (int)level <= atomic_load_explicit(&max_level,
+	                                          memory_order_relaxed);
 }
 
 int zc_log_level_parse(const char *text)
@@ -30,30 +41,193 @@ int zc_log_level_parse(const char *text)
 	return -1;
 }
 
-void zc_log(zc_log_level_t level, const char *fmt, ...)
+const char *zc_log_level_name(zc_log_level_t level)
 {
-	if ((int)level > max_level) {
-		return;
+	return level_names[level];
+}
+
+/* A growing line with a sticky "full" state: what does not fit is cut. */
+typedef struct {
+	char *buf;
+	size_t size;
+	size_t len;
+} out_t;
+
+static void put(out_t *o, const char *s, size_t n)
+{
+	size_t room = o->size - o->len;
+	if (n > room) {
+		n = room;
 	}
-	char line[1024];
+	memcpy(o->buf + o->len, s, n);
+	o->len += n;
+}
+
+static void puts_(out_t *o, const char *s)
+{
+	put(o, s, strlen(s));
+}
+
+/* "2026-01-02T03:04:05.678Z" */
+static void put_time(out_t *o)
+{
 	struct timespec ts;
 	struct tm tm;
+	char text[40];
 	clock_gettime(CLOCK_REALTIME, &ts);
 	gmtime_r(&ts.tv_sec, &tm);
-	int len = (int)strftime(line, sizeof(line), "%Y-%m-%dT%H:%M:%S", &tm);
-	len += snprintf(line + len, sizeof(line) - len, ".%03ldZ %s: ",
-	                ts.tv_nsec / 1000000, level_names[level]);
+	size_t n = strftime(text, sizeof(text), "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(text + n, sizeof(text) - n, ".%03ldZ", ts.tv_nsec / 1000000);
+	puts_(o, text);
+}
+
+/* A JSON string's contents (RFC 8259 §7): quotes, backslashes and
+ * control characters escaped; other bytes as they are. */
+static void put_json_string(out_t *o, const char *s)
+{
+	put(o, "\"", 1);
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		char esc[8];
+		if (*p == '"' || *p == '\\') {
+			esc[0] = '\\';
+			esc[1] = (char)*p;
+			put(o, esc, 2);
+		} else if (*p < 0x20 || *p == 0x7f) {
+			snprintf(esc, sizeof(esc), "\\u%04x", *p);
+			puts_(o, esc);
+		} else {
+			put(o, (const char *)p, 1);
+		}
+	}
+	put(o, "\"", 1);
+}
+
+/* Whether a text value must be quoted to read back as one token. */
+static bool needs_quotes(const char *s)
+{
+	if (*s == '\0') {
+		return true;
+	}
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		if (*p <= ' ' || *p == '"' || *p == '=' || *p == 0x7f) {
+			return true;
+		}
+	}
+	return false;
+}
+
+/* key=value, the value quoted ("a b") when it has spaces or quotes. */
+static void put_text_field(out_t *o, const zc_log_field_t *f)
+{
+	puts_(o, " ");
+	puts_(o, f->key);
+	puts_(o, "=");
+	if (f->number || !needs_quotes(f->value)) {
+		puts_(o, f->value);
+		return;
+	}
+	put(o, "\"", 1);
+	for (const unsigned char *p = (const unsigned char *)f->value; *p; p++) {
+		char esc[8];
+		if (*p == '"' || *p == '\\') {
+			esc[0] = '\\';
+			esc[1] = (char)*p;
+			put(o, esc, 2);
+		} else if (*p < 0x20 || *p == 0x7f) {
+			snprintf(esc, sizeof(esc), "\\x%02x", *p);
+			puts_(o, esc);
+		} else {
+			put(o, (const char *)p, 1);
+		}
+	}
+	put(o, "\"", 1);
+}
+
+/* The message and its fields as text, without newlines. */
+static void put_text_body(out_t *o, const char *message,
+                          const zc_log_field_t *fields, size_t count)
+{
+	size_t start = o->len;
+	puts_(o, message);
+	for (size_t i = start; i < o->len; i++) {
+		if (o->buf[i] == '\n') {
+			o->buf[i] = ' ';
+		}
+	}
+	for (size_t i = 0; i < count; i++) {
+		if (!fields[i].not_in_text) {
+			put_text_field(o, &fields[i]);
+		}
+	}
+}
+
+static void put_json_object(out_t *o, zc_log_level_t level,
+                            const char *message,
+                            const zc_log_field_t *fields, size_t count)
+{
+	puts_(o, "{\"time\":\"");
+	put_time(o);
+	puts_(o, "\",\"level\":\"");
+	puts_(o, level_names[level]);
+	puts_(o, "\",\"message\":");
+	put_json_string(o, message);
+	for (size_t i = 0; i < count; i++) {
+		puts_(o, ",");
+		put_json_string(o, fields[i].key);
+		puts_(o, ":");
+		if (fields[i].number) {
+			puts_(o, fields[i].value);
+		} else {
+			put_json_string(o, fields[i].value);
+		}
+	}
+	puts_(o, "}");
+}
+
+void zc_log_fields(zc_log_level_t level, const char *message,
+                   const zc_log_field_t *fields, size_t count)
+{
+	if (!zc_log_enabled(level)) {
+		return;
+	}
+	char body_buf[LINE_MAX_BYTES], line_buf[LINE_MAX_BYTES * 2];
+	out_t body = { body_buf, sizeof(body_buf) - 1, 0 };
+	put_text_body(&body, message, fields, count);
+	body_buf[body.len] = '\0';
+	out_t line = { line_buf, sizeof(line_buf) - 1, 0 };
+	log_line_t l = { .level = level, .message = message,
+	                 .fields = fields, .field_count = count,
+	                 .text = body_buf, .text_len = body.len };
+	if (log_target_format() == ZC_LOG_JSON) {
+		put_json_object(&line, level, message, fields, count);
+		l.body = line_buf;
+		l.body_len = line.len;
+	} else {
+		put_time(&line);
+		puts_(&line, " ");
+		puts_(&line, level_names[level]);
+		puts_(&line, ": ");
+		put(&line, body_buf, body.len);
+		l.body = body_buf;
+		l.body_len = body.len;
+	}
+	line_buf[line.len++] = '\n'; /* size - 1 kept room for it. */
+	l.line = line_buf;
+	l.line_len = line.len;
+	log_target_write(&l);
+}
+
+void zc_log(zc_log_level_t level, const char *fmt, ...)
+{
+	if (!zc_log_enabled(level)) {
+		return;
+	}
+	char message[LINE_MAX_BYTES];
 	va_list ap;
 	va_start(ap, fmt);
-	int n = vsnprintf(line + len, sizeof(line) - len - 1, fmt, ap);
+	vsnprintf(message, sizeof(message), fmt, ap);
 	va_end(ap);
-	len = (n < 0) ? len : len + n;
-	if (len > (int)sizeof(line) - 2) {
-		len = sizeof(line) - 2;
-	}
-	line[len++] = '\n';
-	ssize_t w = write(STDERR_FILENO, line, len);
-	(void)w;
+	zc_log_fields(level, message, NULL, 0);
 }
 
 bool zc_log_due(_Atomic int64_t *last, int64_t interval_ms)

@@ -7,6 +7,7 @@
 #include <libknot/rrtype/tsig.h>
 #include <libknot/tsig-op.h>
 
+#include "common/counters.h"
 #include "common/error.h"
 #include "dns/tsig.h"
 
@@ -51,9 +52,11 @@ static int check_time(const dns_tsig_policy_t *policy, dns_tsig_t *t)
 	return ZC_EOK;
 }
 
-int dns_tsig_check(const knot_pkt_t *q, bool key_found, const char *algorithm,
-                   const uint8_t *secret, size_t secret_len,
-                   const dns_tsig_policy_t *policy, dns_tsig_t *t)
+/* dns_tsig_check() before its refusals are counted. */
+static int check_request(const knot_pkt_t *q, bool key_found,
+                         const char *algorithm, const uint8_t *secret,
+                         size_t secret_len, const dns_tsig_policy_t *policy,
+                         dns_tsig_t *t)
 {
 	memset(t, 0, sizeof(*t));
 	const knot_rrset_t *rr = q->tsig_rr;
@@ -128,6 +131,24 @@ int dns_tsig_check(const knot_pkt_t *q, bool key_found, const char *algorithm,
 		t->error = KNOT_RCODE_BADSIG;
 		return ret;
 	}
+}
+
+int dns_tsig_check(const knot_pkt_t *q, bool key_found, const char *algorithm,
+                   const uint8_t *secret, size_t secret_len,
+                   const dns_tsig_policy_t *policy, dns_tsig_t *t)
+{
+	int ret = check_request(q, key_found, algorithm, secret, secret_len,
+	                        policy, t);
+	if (ret == ZC_EOK) {
+		return ret;
+	}
+	/* A refusal, counted by what the answer says (metrics). */
+	zc_count(ret == KNOT_EMALF ? ZC_COUNT_TSIG_FORMERR :
+	         t->error == KNOT_RCODE_BADKEY ? ZC_COUNT_TSIG_BADKEY :
+	         t->error == KNOT_RCODE_BADTIME ? ZC_COUNT_TSIG_BADTIME :
+	         t->error == KNOT_RCODE_BADTRUNC ? ZC_COUNT_TSIG_BADTRUNC :
+	         ZC_COUNT_TSIG_BADSIG);
+	return ret;
 }
 
 int dns_tsig_sign(dns_tsig_t *t, uint8_t *msg, size_t *len, size_t max)

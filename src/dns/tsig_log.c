@@ -1,7 +1,5 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* Log lines of TSIG refusals (see tsig_log.h). */
-#include <arpa/inet.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -9,51 +7,10 @@
 #include <libknot/errcode.h>
 #include <libknot/rrtype/tsig.h>
 
+#include "common/acl.h"
+#include "common/audit.h"
 #include "common/log.h"
 #include "dns/tsig_log.h"
-
-#define LINES_PER_SECOND 20
-
-static _Atomic int64_t window_start;   /* Monotonic seconds. */
-static _Atomic unsigned window_lines;
-static _Atomic unsigned suppressed;
-
-/* True when this line may go out; *skipped receives the lines suppressed
- * since the last one that did. */
-static bool may_log(unsigned *skipped)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	int64_t now = ts.tv_sec;
-	int64_t start = atomic_load(&window_start);
-	if (now != start && atomic_compare_exchange_strong(&window_start,
-	                                                   &start, now)) {
-		atomic_store(&window_lines, 0);
-	}
-	if (atomic_fetch_add(&window_lines, 1) >= LINES_PER_SECOND) {
-		atomic_fetch_add(&suppressed, 1);
-		return false;
-	}
-	*skipped = atomic_exchange(&suppressed, 0);
-	return true;
-}
-
-static void client_text(const struct sockaddr_storage *ss, char *out,
-                        size_t size)
-{
-	char addr[INET6_ADDRSTRLEN] = "?";
-	unsigned port = 0;
-	if (ss != NULL && ss->ss_family == AF_INET) {
-		const struct sockaddr_in *in = (const void *)ss;
-		inet_ntop(AF_INET, &in->sin_addr, addr, sizeof(addr));
-		port = ntohs(in->sin_port);
-	} else if (ss != NULL && ss->ss_family == AF_INET6) {
-		const struct sockaddr_in6 *in6 = (const void *)ss;
-		inet_ntop(AF_INET6, &in6->sin6_addr, addr, sizeof(addr));
-		port = ntohs(in6->sin6_port);
-	}
-	snprintf(out, size, "%s#%u", addr, port);
-}
 
 /* Why: the TSIG error and what led to it. */
 static void reason_text(const knot_pkt_t *q, const dns_tsig_t *t, int ret,
@@ -89,6 +46,17 @@ static void reason_text(const knot_pkt_t *q, const dns_tsig_t *t, int ret,
 		         "secret, or the message was changed)");
 		return;
 	case KNOT_RCODE_BADTIME: {
+		if (t->replay == DNS_TSIG_REPLAYED) {
+			snprintf(out, size, "BADTIME: a replay (this very "
+			         "message, the same MAC, within its window)");
+			return;
+		}
+		if (t->replay == DNS_TSIG_UNPROVEN) {
+			snprintf(out, size, "BADTIME: signed before what the "
+			         "full replay cache remembers, possibly a replay "
+			         "(tsig-replay-cache)");
+			return;
+		}
 		long long skew = (long long)time(NULL) - (long long)t->time_signed;
 		snprintf(out, size, "BADTIME: signed %lld s %s the server's "
 		         "time", skew < 0 ? -skew : skew,
@@ -103,29 +71,51 @@ static void reason_text(const knot_pkt_t *q, const dns_tsig_t *t, int ret,
 	}
 }
 
+/* RFC 8945 §4.2's names (libknot's table lacks some). */
+static const char *tsig_error_name(uint16_t error)
+{
+	switch (error) {
+	case KNOT_RCODE_BADSIG: return "BADSIG";
+	case KNOT_RCODE_BADKEY: return "BADKEY";
+	case KNOT_RCODE_BADTIME: return "BADTIME";
+	case KNOT_RCODE_BADTRUNC: return "BADTRUNC";
+	default: return "-";
+	}
+}
+
 void dns_tsig_log_refusal(const char *what, const knot_pkt_t *q,
                           const dns_tsig_t *t, int ret, bool key_found,
                           const char *key_algorithm,
                           const struct sockaddr_storage *from)
 {
-	unsigned skipped = 0;
-	if (q == NULL || q->tsig_rr == NULL || !may_log(&skipped)) {
+	if (q == NULL || q->tsig_rr == NULL) {
 		return;
 	}
 	char key[KNOT_DNAME_TXT_MAXLEN + 1], zone[KNOT_DNAME_TXT_MAXLEN + 1];
-	char client[INET6_ADDRSTRLEN + 8], why[160];
+	char client[ZC_ADDR_TEXT_MAX], why[160];
 	knot_dname_to_str(key, q->tsig_rr->owner, sizeof(key));
-	zone[0] = '\0';
+	snprintf(zone, sizeof(zone), "-");
 	if (knot_pkt_qname(q) != NULL) {
 		knot_dname_to_str(zone, knot_pkt_qname(q), sizeof(zone));
 	}
-	client_text(from, client, sizeof(client));
-	reason_text(q, t, ret, key_found, key_algorithm, why, sizeof(why));
-	char more[64] = "";
-	if (skipped > 0) {
-		snprintf(more, sizeof(more), " (and %u refusals not logged "
-		         "before)", skipped);
+	if (from != NULL) {
+		zc_addr_text(from, client, sizeof(client));
+	} else {
+		snprintf(client, sizeof(client), "?");
 	}
-	zc_info("tsig: %s %s from %s refused, key %s: %s%s", what,
-	        zone[0] ? zone : "?", client, key, why, more);
+	reason_text(q, t, ret, key_found, key_algorithm, why, sizeof(why));
+	bool update = strcmp(what, "update") == 0;
+	zc_audit_t a;
+	zc_audit_begin(&a, update ? "update" : "transfer", "refused");
+	zc_audit_str(&a, "zone", zone);
+	if (!update) {
+		zc_audit_str(&a, "kind", what);
+	}
+	zc_audit_str(&a, "key", key);
+	zc_audit_str(&a, "client", client);
+	zc_audit_str(&a, "rcode", ret == KNOT_EMALF ? "FORMERR" : "NOTAUTH");
+	zc_audit_str(&a, "tsig_error", ret == KNOT_EMALF ? "-" :
+	             tsig_error_name(t->error));
+	zc_audit_str(&a, "reason", why);
+	zc_audit_end(&a);
 }

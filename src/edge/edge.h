@@ -98,6 +98,10 @@ int edge_txn_begin_nested(edge_txn_t *parent, edge_txn_t *child);
  */
 int edge_grow(edge_store_t *store);
 
+/* The map's size and how much of it the data uses (its last page), in
+ * bytes: what the metrics endpoint shows of LMDB. */
+void edge_map_usage(edge_store_t *store, uint64_t *used, uint64_t *size);
+
 /*
  * Space reserved ahead of the data: the file keeps `bytes` allocated past
  * its last page (fallocate, KEEP_SIZE), topped up after every commit, so

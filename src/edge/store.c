@@ -203,6 +203,16 @@ static int remap(edge_store_t *store, size_t size)
 	return ret;
 }
 
+void edge_map_usage(edge_store_t *store, uint64_t *used, uint64_t *size)
+{
+	MDB_envinfo info;
+	MDB_stat st;
+	mdb_env_info(store->env, &info);
+	mdb_env_stat(store->env, &st);
+	*size = info.me_mapsize;
+	*used = ((uint64_t)info.me_last_pgno + 1) * st.ms_psize;
+}
+
 int edge_grow(edge_store_t *store)
 {
 	MDB_envinfo info;

@@ -105,4 +105,9 @@ typedef struct fleet_edge fleet_edge_t;
 /* Follows the stream into es (connecting in the background). */
 int fleet_edge_start(const fleet_config_t *cfg, edge_store_t *es,
                      fleet_edge_t **out);
+
+/* The edge's applied position (epoch 0: nothing loaded yet) and whether
+ * its NATS connection is up (the metrics endpoint's view). */
+void fleet_edge_position(fleet_edge_t *fe, uint64_t *epoch, uint64_t *commit,
+                         bool *connected);
 void fleet_edge_stop(fleet_edge_t *fe);

@@ -34,6 +34,17 @@ static void set_position(fleet_edge_t *fe, uint64_t epoch, uint64_t commit,
 	pthread_mutex_unlock(&fe->lock);
 }
 
+void fleet_edge_position(fleet_edge_t *fe, uint64_t *epoch, uint64_t *commit,
+                         bool *connected)
+{
+	pthread_mutex_lock(&fe->lock);
+	*epoch = fe->epoch;
+	*commit = fe->commit;
+	*connected = fe->nc != NULL &&
+	             natsConnection_Status(fe->nc) == NATS_CONN_STATUS_CONNECTED;
+	pthread_mutex_unlock(&fe->lock);
+}
+
 static void abort_open(fleet_edge_t *fe)
 {
 	if (fe->open) {

@@ -70,7 +70,7 @@ int records_import_add(records_import_t *imp, const knot_dname_t *owner,
 	if (lf_len - imp->apex_lf_len > DNS_LF_KEY_MAXLEN) {
 		return ZC_ENAMEKEY;
 	}
-	if (imp->store->max_records != 0 &&
+	if (imp->store != NULL && imp->store->max_records != 0 &&
 	    imp->count >= imp->store->max_records) {
 		return ZC_ETOOMANY; /* Stop reading: nothing is written. */
 	}

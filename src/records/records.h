@@ -155,6 +155,31 @@ int records_zone_delete(records_store_t *store, const knot_dname_t *apex,
 /* The newest change-log sequence (0 for an empty log). */
 int records_last_seq(records_store_t *store, uint64_t *seq);
 
+/* The change log past a position (backlog.c). */
+typedef struct {
+	uint64_t last_seq;   /* The newest sequence. */
+	uint64_t events;     /* Sequences past `after` (last_seq - after). */
+	int64_t oldest_ms;   /* Unix ms of the first of them (0: none). */
+} records_backlog_t;
+
+int records_backlog(records_store_t *store, uint64_t after,
+                    records_backlog_t *out);
+
+/* The zone's record count as kept by every write (zones.record_count):
+ * one row read, where records_zone_list()'s with_counts walks them. */
+int records_zone_kept_count(records_store_t *store, int64_t zone_id,
+                            int64_t *count);
+
+/*
+ * Events per zone with after < seq <= *last_seq, *last_seq being set to
+ * the newest sequence first (one snapshot): cb(zone_id, events, ctx) for
+ * each zone that has some (cb returns non-zero to stop).
+ */
+int records_zone_activity(records_store_t *store, uint64_t after,
+                          int (*cb)(int64_t zone_id, uint64_t events,
+                                    void *ctx),
+                          void *ctx, uint64_t *last_seq);
+
 /*
  * Reads up to `limit` change events (0: no limit) with seq > after, in
  * order, calling cb for each (cb returns non-zero to stop). Inside
@@ -175,6 +200,8 @@ typedef struct records_import records_import_t;
  * order, checked, and written in that order at commit, so the index is
  * appended to rather than updated at random and the table ends up
  * clustered in build order. Nothing touches the database before commit.
+ * store NULL: a check only (zonecast zone check), with no bound on the
+ * record count; commit must not be called.
  */
 int records_import_begin(records_store_t *store, const knot_dname_t *apex,
                          records_import_t **out);
@@ -538,6 +565,11 @@ int records_zone_set_serial(records_store_t *store, records_zone_t *zone,
 
 /* --- DNSSEC signing keys (records/dnssec_keys.c) --- */
 
+/* The largest TTL among the zone's records (0: none): how long a
+ * signature over any of them may stay in caches. */
+int records_zone_max_ttl(records_store_t *store, int64_t zone_id,
+                         uint32_t *ttl);
+
 typedef struct {
 	int64_t id;
 	int64_t zone_id;
@@ -546,7 +578,9 @@ typedef struct {
 	const uint8_t *pem;      /* Borrowed during the callback. */
 	size_t pem_len;
 	bool active;
-	int64_t created_on;
+	int64_t created_on;      /* Unix ms: made, and published in DNSKEY. */
+	int64_t active_on;       /* Began signing (0: never). */
+	int64_t retired_on;      /* Stopped signing (0: signs, or never did). */
 } records_dnssec_key_t;
 
 /* Stores a key (key->id and created_on are set), in the caller's write

@@ -174,6 +174,12 @@ static const char *const migrations[] = {
 	"ALTER TABLE tokens ADD COLUMN expires_on INTEGER;"
 	"ALTER TABLE tokens ADD COLUMN revoked_on INTEGER;"
 	"ALTER TABLE tokens ADD COLUMN modified_on INTEGER;",
+	/* 11: when each DNSSEC key began and stopped signing (Unix ms, NULL:
+	 * not yet), so that rollover steps can wait as the TTLs require
+	 * (signer/timing.c). A key active now has signed since it was made. */
+	"ALTER TABLE dnssec_keys ADD COLUMN active_on INTEGER;"
+	"ALTER TABLE dnssec_keys ADD COLUMN retired_on INTEGER;"
+	"UPDATE dnssec_keys SET active_on = created_on WHERE active = 1;",
 };
 
 #define SCHEMA_VERSION (int)(sizeof(migrations) / sizeof(migrations[0]))

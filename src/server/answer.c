@@ -115,6 +115,7 @@ static int check_question(const knot_pkt_t *q, bool tcp)
 static void finish(query_t *qr, knot_rrset_t *opt, uint8_t ext_rcode)
 {
 	knot_wire_set_rcode(qr->r->wire, KNOT_EDNS_RCODE_LO(qr->rcode));
+	qr->ctx->rcode = qr->rcode;
 	if (qr->aa) {
 		knot_wire_set_aa(qr->r->wire);
 	}
@@ -163,6 +164,8 @@ size_t answer_message(answer_ctx_t *ctx, const uint8_t *query, size_t qlen,
 	}
 	zc_arena_reset(&ctx->arena);
 	ctx->cookie_valid = false;
+	ctx->rcode = -1;
+	ctx->cookie_result = 0;
 	query_t qr = { .ctx = ctx, .mm = zc_arena_mm(&ctx->arena) };
 	qr.q = knot_pkt_new((uint8_t *)query, qlen, qr.mm);
 	qr.r = knot_pkt_new(resp, resp_max, qr.mm);

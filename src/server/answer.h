@@ -48,6 +48,12 @@ typedef struct {
 	 * caller after answer_ctx_init(). */
 	const char *identity;
 	const char *version;
+	/* Out, for the worker's counters (stats.h): the last response's
+	 * full RCODE when it was answered past the header checks (-1: read
+	 * it from the header), and its cookie outcome (0: unchecked, else
+	 * cookie_result_t + 1). */
+	int rcode;
+	unsigned cookie_result;
 } answer_ctx_t;
 
 /* Signatures kept per worker by default. */

@@ -11,23 +11,27 @@
 #define SLOTS 65536u
 
 struct conn_limit {
-	unsigned per_client;
+	atomic_uint per_client;  /* 0: no limit (still counted). */
 	uint64_t seed;
 	atomic_uint count[SLOTS];
 };
 
 conn_limit_t *conn_limit_new(unsigned per_client)
 {
-	if (per_client == 0) {
-		return NULL;
-	}
 	conn_limit_t *cl = calloc(1, sizeof(*cl));
 	if (cl == NULL) {
 		return NULL;
 	}
-	cl->per_client = per_client;
+	atomic_init(&cl->per_client, per_client);
 	cl->seed = zc_hash_seed();
 	return cl;
+}
+
+void conn_limit_set(conn_limit_t *cl, unsigned per_client)
+{
+	if (cl != NULL) {
+		atomic_store(&cl->per_client, per_client);
+	}
 }
 
 void conn_limit_free(conn_limit_t *cl)
@@ -57,7 +61,9 @@ bool conn_limit_acquire(conn_limit_t *cl, const struct sockaddr_storage *addr)
 		return true;
 	}
 	atomic_uint *c = slot(cl, addr);
-	if (atomic_fetch_add(c, 1) >= cl->per_client) {
+	unsigned limit = atomic_load_explicit(&cl->per_client,
+	                                      memory_order_relaxed);
+	if (atomic_fetch_add(c, 1) >= limit && limit != 0) {
 		atomic_fetch_sub(c, 1);
 		return false;
 	}

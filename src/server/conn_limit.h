@@ -16,9 +16,13 @@
 
 typedef struct conn_limit conn_limit_t;
 
-/* NULL when per_client is 0 (no limit) or out of memory. */
+/* NULL when out of memory. per_client 0: no limit, connections are
+ * still counted (so that a limit set later counts them). */
 conn_limit_t *conn_limit_new(unsigned per_client);
 void conn_limit_free(conn_limit_t *cl);
+
+/* Changes the limit (a reload); connections over a lowered limit stay. */
+void conn_limit_set(conn_limit_t *cl, unsigned per_client);
 
 /* Counts one more connection from addr; false (nothing counted) when
  * the client already has per_client. NULL cl: always true. */

@@ -43,8 +43,11 @@ static int add_cookie(query_t *qr, knot_rrset_t *opt)
 {
 	uint8_t data[COOKIE_OPTION_MAX];
 	uint16_t len = 0;
-	switch (cookie_answer(qr->ctx->cookie_secret, qr->ctx->client, qr->q,
-	                      data, &len)) {
+	cookie_result_t result = cookie_answer(qr->ctx->cookie_secret,
+	                                       qr->ctx->client, qr->q, data,
+	                                       &len);
+	qr->ctx->cookie_result = (unsigned)result + 1;
+	switch (result) {
 	case COOKIE_NONE:
 		return KNOT_EOK;
 	case COOKIE_MALFORMED:

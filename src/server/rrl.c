@@ -17,14 +17,12 @@
 #define TAG_SHIFT 48
 #define TAT_MASK ((UINT64_C(1) << TAG_SHIFT) - 1)
 #define LOG_INTERVAL_US 1000000u
+#define START_BACK_US 2000000u
 
 /* What a response is, for its bucket. */
 enum { CLASS_POSITIVE = 1, CLASS_NEGATIVE, CLASS_ERROR };
 
 struct rrl {
-	rrl_config_t cfg;
-	uint64_t interval_us;  /* One response's worth of time (1/rate). */
-	uint64_t burst_us;     /* How far ahead a bucket may run. */
 	uint64_t seed;         /* Keys the hash: buckets are not predictable. */
 	uint64_t start_us;     /* Bucket times count from here. */
 	size_t mask;
@@ -54,13 +52,11 @@ rrl_t *rrl_new(const rrl_config_t *cfg)
 	if (r == NULL) {
 		return NULL;
 	}
-	r->cfg = *cfg;
 	r->mask = size - 1;
-	r->interval_us = 1000000u / (cfg->rate < 1000000u ? cfg->rate : 1000000u);
-	r->burst_us = r->interval_us * (cfg->rate - 1);
 	r->seed = zc_hash_seed();
-	/* Bucket time 0 is "long ago": a fresh bucket has its whole burst. */
-	r->start_us = rrl_now_us() - r->burst_us - r->interval_us;
+	/* Bucket time 0 is "long ago": a fresh bucket has its whole burst
+	 * (under a second) and an interval (a second at most) at any rate. */
+	r->start_us = rrl_now_us() - START_BACK_US;
 	return r;
 }
 
@@ -79,16 +75,17 @@ void rrl_counts(const rrl_t *r, uint64_t *dropped, uint64_t *slipped)
 
 /* The client's prefix: its masked address bytes (IPv4-mapped IPv6 as
  * IPv4). Returns the address length (4 or 16); *bits the prefix length. */
-static size_t client_prefix(const rrl_t *r, const struct sockaddr_storage *ss,
+static size_t client_prefix(const rrl_config_t *cfg,
+                            const struct sockaddr_storage *ss,
                             uint8_t out[16], unsigned *bits)
 {
 	const struct in6_addr *a6 = &((const struct sockaddr_in6 *)ss)->sin6_addr;
 	size_t n = 4;
-	*bits = r->cfg.ipv4_prefix;
+	*bits = cfg->ipv4_prefix;
 	if (ss->ss_family == AF_INET6 && !IN6_IS_ADDR_V4MAPPED(a6)) {
 		memcpy(out, a6->s6_addr, 16);
 		n = 16;
-		*bits = r->cfg.ipv6_prefix;
+		*bits = cfg->ipv6_prefix;
 	} else if (ss->ss_family == AF_INET6) {
 		memcpy(out, a6->s6_addr + 12, 4);
 	} else {
@@ -102,12 +99,12 @@ static size_t client_prefix(const rrl_t *r, const struct sockaddr_storage *ss,
 	return n;
 }
 
-static uint64_t hash_prefix(const rrl_t *r, uint64_t h,
+static uint64_t hash_prefix(const rrl_config_t *cfg, uint64_t h,
                             const struct sockaddr_storage *ss)
 {
 	uint8_t a[16];
 	unsigned bits;
-	size_t n = client_prefix(r, ss, a, &bits);
+	size_t n = client_prefix(cfg, ss, a, &bits);
 	return zc_hash_bytes(zc_hash_byte(h, (uint8_t)n), a, n);
 }
 
@@ -165,10 +162,11 @@ static size_t skip_rrs(const uint8_t *m, size_t len, size_t pos, unsigned count)
 
 /* The bucket key of a response: prefix, class and what the class is
  * keyed by (qname+qtype, authority owner, or nothing for errors). */
-static uint64_t response_key(const rrl_t *r, const struct sockaddr_storage *ss,
+static uint64_t response_key(const rrl_t *r, const rrl_config_t *cfg,
+                             const struct sockaddr_storage *ss,
                              const uint8_t *m, size_t len)
 {
-	uint64_t h = hash_prefix(r, r->seed, ss);
+	uint64_t h = hash_prefix(cfg, r->seed, ss);
 	uint8_t rcode = m[3] & 0x0f;
 	unsigned qd = (unsigned)(m[4] << 8 | m[5]);
 	unsigned an = (unsigned)(m[6] << 8 | m[7]);
@@ -196,8 +194,14 @@ static uint64_t response_key(const rrl_t *r, const struct sockaddr_storage *ss,
 /* --- Buckets --- */
 
 /* GCRA on one bucket: true when the response fits the rate. */
-static bool take(rrl_t *r, uint64_t key, uint64_t now_us)
+static bool take(rrl_t *r, const rrl_config_t *cfg, uint64_t key,
+                 uint64_t now_us)
 {
+	/* One response's worth of time (1/rate), and how far ahead of now a
+	 * bucket may run (the burst: a second's worth). */
+	uint64_t interval_us = 1000000u / (cfg->rate < 1000000u ? cfg->rate :
+	                                   1000000u);
+	uint64_t burst_us = interval_us * (cfg->rate - 1);
 	_Atomic uint64_t *slot = &r->buckets[key & r->mask];
 	uint64_t tag = key >> TAG_SHIFT;
 	uint64_t now = (now_us - r->start_us) & TAT_MASK;
@@ -207,10 +211,10 @@ static bool take(rrl_t *r, uint64_t key, uint64_t now_us)
 		if (old >> TAG_SHIFT != tag || tat < now) {
 			tat = now; /* A new key here, or an idle bucket. */
 		}
-		if (tat - now > r->burst_us) {
+		if (tat - now > burst_us) {
 			return false;
 		}
-		uint64_t next = tag << TAG_SHIFT | ((tat + r->interval_us) & TAT_MASK);
+		uint64_t next = tag << TAG_SHIFT | ((tat + interval_us) & TAT_MASK);
 		if (atomic_compare_exchange_weak_explicit(slot, &old, next,
 		                                          memory_order_relaxed,
 		                                          memory_order_relaxed)) {
@@ -220,20 +224,21 @@ static bool take(rrl_t *r, uint64_t key, uint64_t now_us)
 }
 
 /* The client's prefix as text ("192.0.2.0/24"). */
-static void prefix_text(const rrl_t *r, const struct sockaddr_storage *ss,
+static void prefix_text(const rrl_config_t *cfg,
+                        const struct sockaddr_storage *ss,
                         char *out, size_t size)
 {
 	uint8_t a[16];
 	unsigned bits;
-	size_t n = client_prefix(r, ss, a, &bits);
+	size_t n = client_prefix(cfg, ss, a, &bits);
 	char text[INET6_ADDRSTRLEN] = "?";
 	inet_ntop(n == 16 ? AF_INET6 : AF_INET, a, text, sizeof(text));
 	snprintf(out, size, "%s/%u", text, bits);
 }
 
 /* At most one line a second: limiting is what floods look like. */
-static void log_limiting(rrl_t *r, const struct sockaddr_storage *ss,
-                         uint64_t now_us)
+static void log_limiting(rrl_t *r, const rrl_config_t *cfg,
+                         const struct sockaddr_storage *ss, uint64_t now_us)
 {
 	uint64_t last = atomic_load_explicit(&r->last_log_us, memory_order_relaxed);
 	if (now_us - last < LOG_INTERVAL_US ||
@@ -241,31 +246,32 @@ static void log_limiting(rrl_t *r, const struct sockaddr_storage *ss,
 		return;
 	}
 	char prefix[INET6_ADDRSTRLEN + 8];
-	prefix_text(r, ss, prefix, sizeof(prefix));
+	prefix_text(cfg, ss, prefix, sizeof(prefix));
 	zc_info("rrl: limiting responses to %s (since start: %llu dropped, "
 	        "%llu slipped)", prefix,
 	        (unsigned long long)atomic_load(&r->dropped),
 	        (unsigned long long)atomic_load(&r->slipped));
 }
 
-rrl_verdict_t rrl_check(rrl_t *r, const struct sockaddr_storage *client,
+rrl_verdict_t rrl_check(rrl_t *r, const rrl_config_t *cfg,
+                        const struct sockaddr_storage *client,
                         const uint8_t *resp, size_t len, uint64_t now_us)
 {
-	if (r == NULL || len < HEADER ||
-	    (r->cfg.exempt != NULL && zc_acl_match(r->cfg.exempt, client))) {
+	if (r == NULL || cfg->rate == 0 || len < HEADER ||
+	    (cfg->exempt != NULL && zc_acl_match(cfg->exempt, client))) {
 		return RRL_SEND;
 	}
-	if (take(r, response_key(r, client, resp, len), now_us)) {
+	if (take(r, cfg, response_key(r, cfg, client, resp, len), now_us)) {
 		return RRL_SEND;
 	}
 	rrl_verdict_t v = RRL_DROP;
-	if (r->cfg.slip > 0 && ++slip_count >= r->cfg.slip) {
+	if (cfg->slip > 0 && ++slip_count >= cfg->slip) {
 		slip_count = 0;
 		v = RRL_SLIP;
 	}
 	atomic_fetch_add_explicit(v == RRL_SLIP ? &r->slipped : &r->dropped, 1,
 	                          memory_order_relaxed);
-	log_limiting(r, client, now_us);
+	log_limiting(r, cfg, client, now_us);
 	return v;
 }
 

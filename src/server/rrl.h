@@ -45,15 +45,19 @@ typedef enum {
 	RRL_DROP,  /* Limited: send nothing. */
 } rrl_verdict_t;
 
-/* NULL when cfg->rate is 0 or out of memory (errno tells). */
+/* The buckets, cfg->table_size of them: NULL when cfg->rate is 0 or out
+ * of memory (errno tells). The rest of cfg is rrl_check()'s to pass. */
 rrl_t *rrl_new(const rrl_config_t *cfg);
 void rrl_free(rrl_t *rrl);
 
 /* Microseconds on the clock rrl_check() expects (monotonic). */
 uint64_t rrl_now_us(void);
 
-/* Accounts one UDP response (our own, well-formed) to client. */
-rrl_verdict_t rrl_check(rrl_t *rrl, const struct sockaddr_storage *client,
+/* Accounts one UDP response (our own, well-formed) to client, under the
+ * rate, slip, prefixes and exempt list of cfg (the caller's copy, which a
+ * reload may change between two calls; rate 0 sends everything). */
+rrl_verdict_t rrl_check(rrl_t *rrl, const rrl_config_t *cfg,
+                        const struct sockaddr_storage *client,
                         const uint8_t *resp, size_t len, uint64_t now_us);
 
 /* Turns the response into its slip form in place: the header with TC=1

@@ -18,17 +18,6 @@
 #include "common/log.h"
 #include "server/worker.h"
 
-struct server {
-	server_config_t cfg;
-	server_hooks_t hooks;
-	bool has_hooks;
-	int stop_fd;
-	size_t count;
-	worker_t *workers; /* 2 per (address, worker): UDP then TCP. */
-	rrl_t *rrl;              /* Shared by the UDP workers. */
-	conn_limit_t *conn_limit; /* Shared by the TCP workers. */
-};
-
 int server_parse_addr(const char *text, struct sockaddr_storage *ss,
                       socklen_t *len)
 {
@@ -66,15 +55,6 @@ int server_parse_addr(const char *text, struct sockaddr_storage *ss,
 	return ZC_EOK;
 }
 
-static bool has_secret(const uint8_t *secret)
-{
-	uint8_t any = 0;
-	for (size_t i = 0; i < 16; i++) {
-		any |= secret[i];
-	}
-	return any != 0;
-}
-
 unsigned server_worker_count(const server_config_t *cfg)
 {
 	if (cfg->workers > 0) {
@@ -107,12 +87,13 @@ static int start_worker(server_t *s, worker_t *w, int fd, bool tcp,
 	/* TCP carries few signed answers: a sixteenth of the UDP cache. */
 	size_t sigs = s->cfg.signature_cache ? s->cfg.signature_cache :
 	              ANSWER_SIGCACHE_SLOTS;
-	answer_ctx_init(&w->answer, edge, s->cfg.nsid, tcp ? sigs / 16 + 4 : sigs);
-	w->answer.cookie_secret = s->cfg.cookies ? s->cfg.cookie_secret : NULL;
+	answer_ctx_init(&w->answer, edge, NULL, tcp ? sigs / 16 + 4 : sigs);
 	w->answer.identity = s->cfg.identity;
 	w->answer.version = s->cfg.version;
-	w->rrl = tcp ? NULL : s->rrl;
+	w->server = s;
 	w->conn_limit = tcp ? s->conn_limit : NULL;
+	w->tcp = tcp;
+	server_worker_refresh(w); /* Takes NSID, cookies and RRL. */
 	if (pthread_create(&w->thread, NULL, tcp ? server_tcp_worker :
 	                   server_udp_worker, w) != 0) {
 		answer_ctx_deinit(&w->answer);
@@ -147,29 +128,29 @@ int server_start(const server_config_t *cfg, server_sockets_t *sockets,
 		s->hooks = *hooks;
 		s->has_hooks = true;
 	}
-	if (s->cfg.tcp_max_pending == 0) {
-		s->cfg.tcp_max_pending = 256;
-	}
-	if (s->cfg.cookies && !has_secret(s->cfg.cookie_secret) &&
-	    getrandom(s->cfg.cookie_secret, sizeof(s->cfg.cookie_secret), 0) !=
-	    sizeof(s->cfg.cookie_secret)) {
-		s->cfg.cookies = false; /* No secret we could trust: no cookies. */
-		zc_warn("DNS Cookies off: no random secret (%s)", strerror(errno));
-	}
-	s->rrl = rrl_new(&s->cfg.rrl);
+	int live = server_live_init(s, cfg);
 	s->conn_limit = conn_limit_new(s->cfg.tcp_max_clients_per_ip);
 	unsigned n = server_worker_count(cfg);
 	s->count = cfg->listen_count * n * 2;
 	s->workers = calloc(s->count ? s->count : 1, sizeof(worker_t));
 	s->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (s->workers == NULL || s->stop_fd < 0 ||
-	    (s->cfg.rrl.rate > 0 && s->rrl == NULL) ||
-	    (s->cfg.tcp_max_clients_per_ip > 0 && s->conn_limit == NULL)) {
+	if (s->workers == NULL || s->stop_fd < 0 || live != ZC_EOK ||
+	    s->conn_limit == NULL) {
 		server_sockets_free(sockets);
 		server_stop(s);
 		return KNOT_ENOMEM;
 	}
 	int ret = ZC_EOK;
+	for (size_t i = 0; i < s->count && ret == ZC_EOK; i++) {
+		/* A cache line (or more) of its own per worker (stats.h). */
+		size_t size = (sizeof(server_worker_stats_t) + 63) / 64 * 64;
+		s->workers[i].stats = aligned_alloc(64, size);
+		if (s->workers[i].stats == NULL) {
+			ret = KNOT_ENOMEM;
+		} else {
+			memset(s->workers[i].stats, 0, size);
+		}
+	}
 	size_t i = 0;
 	for (size_t a = 0; a < cfg->listen_count && ret == ZC_EOK; a++) {
 		for (unsigned k = 0; k < 2 * n && ret == ZC_EOK; k++, i++) {
@@ -189,6 +170,22 @@ int server_start(const server_config_t *cfg, server_sockets_t *sockets,
 	}
 	*out = s;
 	return ZC_EOK;
+}
+
+void server_counts_get(server_t *s, server_counts_t *out)
+{
+	memset(out, 0, sizeof(*out));
+	for (size_t i = 0; i < s->count; i++) {
+		const worker_t *w = &s->workers[i];
+		if (!w->started) {
+			continue;
+		}
+		server_stats_sum(w->stats, w->tcp, out);
+		uint64_t hits, misses;
+		signer_cache_counts(w->answer.sigcache, &hits, &misses);
+		out->sigcache_hits += hits;
+		out->sigcache_misses += misses;
+	}
 }
 
 void server_stop(server_t *s)
@@ -212,12 +209,13 @@ void server_stop(server_t *s)
 			tcp_mailbox_deinit(w->mailbox);
 			free(w->mailbox);
 		}
+		free(w->stats);
 	}
 	if (s->stop_fd >= 0) {
 		close(s->stop_fd);
 	}
 	free(s->workers);
-	rrl_free(s->rrl);
+	server_live_deinit(s);
 	conn_limit_free(s->conn_limit);
 	explicit_bzero(s->cfg.cookie_secret, sizeof(s->cfg.cookie_secret));
 	free(s);

@@ -31,8 +31,10 @@
 
 #include "edge/edge.h"
 #include "server/rrl.h"
+#include "server/stats.h" /* server_counts_get(): the workers' counters. */
 
 #define SERVER_MAX_LISTEN 16
+#define SERVER_NSID_MAX 256
 
 typedef struct {
 	const char *listen[SERVER_MAX_LISTEN]; /* "ADDR:PORT", "[V6]:PORT" */
@@ -144,6 +146,28 @@ int server_start(const server_config_t *cfg, server_sockets_t *sockets,
 
 /* Stops and joins every worker, closes sockets, frees s (NULL: no-op). */
 void server_stop(server_t *s);
+
+/*
+ * Applies what of cfg a running server can change (reload): NSID, cookies
+ * and their secret (all zero keeps the current secret), tcp_idle_timeout_ms,
+ * tcp_max_clients, tcp_max_clients_per_ip, tcp_max_pending, and response
+ * rate limiting but its table size (RRL turned on for the first time gets
+ * a table of cfg's size). Each worker takes them before its next message;
+ * the rest of cfg is ignored. ZC_EOK, or KNOT_ENOMEM with nothing changed.
+ */
+int server_reconfigure(server_t *s, const server_config_t *cfg);
+
+/* Counters for `zonecast status`, summed over the workers (each read
+ * without a lock, so a sum may be a moment old). */
+typedef struct {
+	uint64_t rrl_dropped;
+	uint64_t rrl_slipped;
+	uint64_t signature_hits;
+	uint64_t signature_misses;
+	unsigned workers;          /* Per address. */
+} server_stats_t;
+
+void server_stats(server_t *s, server_stats_t *out);
 
 /* Parses "1.2.3.4:53", "[::1]:53" into a socket address. */
 int server_parse_addr(const char *text, struct sockaddr_storage *ss,

@@ -131,7 +131,7 @@ static void accept_all(tcp_t *t)
 		if (fd < 0) {
 			return;
 		}
-		if (t->count >= t->w->cfg->tcp_max_clients ||
+		if (t->count >= t->w->live.tcp_max_clients ||
 		    !conn_limit_acquire(t->w->conn_limit, &peer)) {
 			close(fd); /* Full: the client retries elsewhere/later. */
 			continue;
@@ -222,7 +222,7 @@ static int defer(tcp_t *t, conn_t *c, const uint8_t *msg, size_t len,
 {
 	bool transfer = kind == MESSAGE_TRANSFER;
 	server_reply_t *r = server_reply_tcp(t->w->mailbox, c, c->fd, transfer,
-	                                     t->w->cfg->tcp_idle_timeout_ms);
+	                                     t->w->live.tcp_idle_timeout_ms);
 	if (r == NULL) {
 		return -1;
 	}
@@ -249,9 +249,10 @@ static int process(tcp_t *t, conn_t *c)
 {
 	size_t pos = 0;
 	int ret = 0;
+	uint64_t since = zc_clock_ns(); /* Answer time (stats.h). */
 	while (ret == 0 && !c->transfer && c->in_len - pos >= 2 &&
 	       backlog(c) < OUT_BACKLOG &&
-	       c->pending < t->w->cfg->tcp_max_pending) {
+	       c->pending < t->w->live.tcp_max_pending) {
 		size_t mlen = (size_t)c->in[pos] << 8 | c->in[pos + 1];
 		if (c->in_len - pos < 2 + mlen) {
 			break;
@@ -264,12 +265,19 @@ static int process(tcp_t *t, conn_t *c)
 		}
 		pos += 2 + mlen;
 		if (kind != MESSAGE_QUERY) {
+			since = server_stats_deferral(t->w->stats,
+			        kind == MESSAGE_UPDATE ? SERVER_STATS_UPDATE :
+			        kind == MESSAGE_TRANSFER ? SERVER_STATS_TRANSFER :
+			        SERVER_STATS_SIGNED);
 			ret = defer(t, c, msg, mlen, kind);
 			continue;
 		}
 		t->w->answer.client = &c->peer;
 		size_t len = answer_message(&t->w->answer, msg, mlen, t->resp,
 		                            MSG_MAX, true);
+		since = server_stats_answer(t->w->stats, t->resp, len,
+		                            t->w->answer.rcode,
+		                            t->w->answer.cookie_result, since);
 		if (len == 0) {
 			ret = -1; /* Garbage on a stream: close it. */
 			break;
@@ -344,7 +352,7 @@ static void deliver_mail(tcp_t *t)
 
 static void expire_idle(tcp_t *t)
 {
-	int64_t limit = now_ms() - t->w->cfg->tcp_idle_timeout_ms;
+	int64_t limit = now_ms() - (int64_t)t->w->live.tcp_idle_timeout_ms;
 	conn_t *c = t->head;
 	while (c != NULL && c->next != NULL) {
 		c = c->next;
@@ -380,6 +388,7 @@ void *server_tcp_worker(void *arg)
 	while (running) {
 		struct epoll_event evs[64];
 		int n = epoll_wait(t->ep, evs, 64, 500);
+		server_worker_refresh(w); /* A reload's settings, if any. */
 		for (int i = 0; i < n; i++) {
 			if (evs[i].data.ptr == NULL) {
 				accept_all(t);

@@ -45,7 +45,9 @@ static void prepare_receive(udp_buffers_t *b)
 static int answer_batch(worker_t *w, udp_buffers_t *b, int received)
 {
 	int out = 0;
-	uint64_t now_us = w->rrl != NULL ? rrl_now_us() : 0;
+	rrl_t *rrl = w->live.rrl.rate > 0 ? w->live.rrl_table : NULL;
+	uint64_t now_us = rrl != NULL ? rrl_now_us() : 0;
+	uint64_t since = zc_clock_ns(); /* Answer time (stats.h). */
 	for (int i = 0; i < received; i++) {
 		if (b->in[i].msg_hdr.msg_flags & MSG_TRUNC) {
 			continue; /* Oversized datagram: not a query. */
@@ -57,6 +59,9 @@ static int answer_batch(worker_t *w, udp_buffers_t *b, int received)
 			server_reply_t *r = server_reply_udp(w->fd, &b->addr[i],
 			                                     b->in[i].msg_hdr.msg_namelen);
 			const server_hooks_t *h = w->hooks;
+			since = server_stats_deferral(w->stats, kind == MESSAGE_UPDATE ?
+			                              SERVER_STATS_UPDATE :
+			                              SERVER_STATS_SIGNED);
 			if (r != NULL && kind == MESSAGE_UPDATE) {
 				h->update(h->update_ctx, b->query[i], b->in[i].msg_len,
 				          &b->addr[i], false, r);
@@ -69,12 +74,18 @@ static int answer_batch(worker_t *w, udp_buffers_t *b, int received)
 		w->answer.client = &b->addr[i];
 		size_t len = answer_message(&w->answer, b->query[i], b->in[i].msg_len,
 		                            b->resp[out], RESP_MAX, false);
+		since = server_stats_answer(w->stats, b->resp[out], len,
+		                            w->answer.rcode,
+		                            w->answer.cookie_result, since);
 		if (len == 0) {
 			continue;
 		}
-		if (w->rrl != NULL && !w->answer.cookie_valid) {
-			rrl_verdict_t v = rrl_check(w->rrl, &b->addr[i], b->resp[out],
-			                            len, now_us);
+		if (rrl != NULL && !w->answer.cookie_valid) {
+			rrl_verdict_t v = rrl_check(rrl, &w->live.rrl, &b->addr[i],
+			                            b->resp[out], len, now_us);
+			if (v != RRL_SEND) {
+				server_stats_rrl(w->stats, v == RRL_DROP);
+			}
 			if (v == RRL_DROP) {
 				continue;
 			}
@@ -122,6 +133,7 @@ void *server_udp_worker(void *arg)
 		if (n <= 0) {
 			continue;
 		}
+		server_worker_refresh(w); /* A reload's settings, if any. */
 		int out = answer_batch(w, b, n);
 		int sent = 0;
 		while (sent < out) {

@@ -9,6 +9,7 @@
  * quarter of its entries to collisions: bench/dnssec_qps's hot row spent
  * most of its time re-signing.)
  */
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -32,8 +33,26 @@ struct signer_cache {
 	size_t slots;            /* A multiple of WAYS. */
 	slot_t *slot;
 	uint64_t clock;
-	uint64_t hits, misses;
+	/* Written by the owner thread only, read by any (signer_cache_counts):
+	 * relaxed loads and stores, no read-modify-write. */
+	_Atomic uint64_t hits, misses;
 };
+
+/* One more on a counter only its owner thread writes. */
+static void count_one(_Atomic uint64_t *counter)
+{
+	atomic_store_explicit(counter, atomic_load_explicit(counter,
+	                      memory_order_relaxed) + 1, memory_order_relaxed);
+}
+
+void signer_cache_counts(const signer_cache_t *c, uint64_t *hits,
+                         uint64_t *misses)
+{
+	*hits = c != NULL ? atomic_load_explicit(&c->hits,
+	                                         memory_order_relaxed) : 0;
+	*misses = c != NULL ? atomic_load_explicit(&c->misses,
+	                                           memory_order_relaxed) : 0;
+}
 
 signer_cache_t *signer_cache_new(size_t slots)
 {
@@ -108,7 +127,7 @@ int signer_sign_cached(signer_cache_t *c, const knot_rrset_t *rr,
 			if (w->len > 0 && w->h1 == h1 && w->h2 == h2) {
 				if ((int32_t)(w->refresh_at - now) > 0) {
 					w->used = c->clock;
-					c->hits++;
+					count_one(&c->hits);
 					return knot_rrset_add_rdata(rrsig, w->rdata,
 					                            w->len, mm);
 				}
@@ -128,7 +147,7 @@ int signer_sign_cached(signer_cache_t *c, const knot_rrset_t *rr,
 				}
 			}
 		}
-		c->misses++;
+		count_one(&c->misses);
 	}
 	uint32_t jitter = 0;
 	dnssec_random_buffer((uint8_t *)&jitter, sizeof(jitter));

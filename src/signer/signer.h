@@ -113,6 +113,11 @@ typedef struct signer_cache signer_cache_t;
 signer_cache_t *signer_cache_new(size_t slots);
 void signer_cache_free(signer_cache_t *c);
 
+/* Lookups served from the cache and those that signed, so far (any
+ * thread; NULL: zeros). */
+void signer_cache_counts(const signer_cache_t *c, uint64_t *hits,
+                         uint64_t *misses);
+
 /*
  * Like signer_sign_rrset(), served from the cache when the same RRset
  * (owner, type, TTL, rdata) was signed by the same key and the signature

@@ -13,7 +13,7 @@
 #include "common/error.h"
 #include "signer/zone.h"
 
-#define APEX_TTL 3600
+#define APEX_TTL SIGNER_DNSKEY_TTL
 
 static int delete_type(const records_record_t *rec, void *ctx)
 {
@@ -154,6 +154,130 @@ int signer_zone_disable(records_store_t *rs, records_zone_t *zone)
 	                       RECORDS_CHANGE_ZONE_SETTINGS) : ret;
 }
 
+/* --- Disabling in two steps (RFC 8078 §4) --- */
+
+/* CDS DELETE: key tag 0, algorithm 0, digest type 0, digest 0x00;
+ * CDNSKEY DELETE: flags 0, protocol 3, algorithm 0, key 0x00. */
+static const uint8_t cds_delete[] = { 0, 0, 0, 0, 0 };
+static const uint8_t cdnskey_delete[] = { 0, 0, 3, 0, 0 };
+
+typedef struct {
+	const uint8_t *rdata;
+	size_t len;
+	int64_t since;
+	bool found;
+} delete_find_t;
+
+static int find_delete(const records_record_t *rec, void *ctx)
+{
+	delete_find_t *f = ctx;
+	if (rec->rdata_len == f->len && memcmp(rec->rdata, f->rdata, f->len) == 0) {
+		f->since = rec->created_on;
+		f->found = true;
+		return 1;
+	}
+	return 0;
+}
+
+int signer_zone_disable_since(records_store_t *rs, const records_zone_t *zone,
+                              int64_t *since_ms)
+{
+	delete_find_t f = { .rdata = cds_delete, .len = sizeof(cds_delete) };
+	int ret = records_record_foreach(rs, zone->id, zone->apex,
+	                                 KNOT_RRTYPE_CDS, find_delete, &f);
+	if (ret == ZC_EOK && !f.found) {
+		return KNOT_ENOENT;
+	}
+	*since_ms = f.since;
+	return ret;
+}
+
+/* Removes every apex CDS and CDNSKEY (the KSKs', or the DELETE ones). */
+static int unpublish_cds(records_store_t *rs, records_zone_t *zone)
+{
+	static const uint16_t types[] = { KNOT_RRTYPE_CDS, KNOT_RRTYPE_CDNSKEY };
+	for (unsigned t = 0; t < 2; t++) {
+		int64_t ids[64] = { 0 };
+		int ret = records_record_foreach(rs, zone->id, zone->apex, types[t],
+		                                 delete_type, ids);
+		for (int i = 0; i < 64 && ids[i] != 0 && ret == ZC_EOK; i++) {
+			ret = records_record_delete(rs, zone, ids[i]);
+		}
+		if (ret != ZC_EOK) {
+			return ret;
+		}
+	}
+	return ZC_EOK;
+}
+
+int signer_zone_disable_begin(records_store_t *rs, records_zone_t *zone)
+{
+	int count = 0;
+	int64_t since;
+	int ret = records_dnssec_keys(rs, zone->id, count_key, &count);
+	if (ret == ZC_EOK && count == 0) {
+		return ZC_ENOKEY;
+	}
+	if (ret == ZC_EOK && signer_zone_disable_since(rs, zone, &since) ==
+	    ZC_EOK) {
+		return ZC_EEXISTS;
+	}
+	if (ret == ZC_EOK) {
+		ret = records_zone_bump(rs, zone);
+	}
+	if (ret == ZC_EOK) {
+		ret = unpublish_cds(rs, zone);
+	}
+	if (ret == ZC_EOK) {
+		ret = publish(rs, zone, KNOT_RRTYPE_CDS, cds_delete,
+		              (int)sizeof(cds_delete));
+	}
+	if (ret == ZC_EOK) {
+		ret = publish(rs, zone, KNOT_RRTYPE_CDNSKEY, cdnskey_delete,
+		              (int)sizeof(cdnskey_delete));
+	}
+	return ret;
+}
+
+typedef struct {
+	records_store_t *rs;
+	records_zone_t *zone;
+	int ret;
+} republish_t;
+
+/* Publishes a KSK's CDS and CDNSKEY again. */
+static int republish_ksk(const signer_key_info_t *info, void *ctx)
+{
+	republish_t *r = ctx;
+	if (info->flags != SIGNER_FLAGS_KSK) {
+		return 0;
+	}
+	r->ret = publish(r->rs, r->zone, KNOT_RRTYPE_CDS, info->ds,
+	                 (int)info->ds_len);
+	if (r->ret == ZC_EOK) {
+		r->ret = publish(r->rs, r->zone, KNOT_RRTYPE_CDNSKEY, info->dnskey,
+		                 (int)info->dnskey_len);
+	}
+	return r->ret != ZC_EOK;
+}
+
+int signer_zone_disable_cancel(records_store_t *rs, records_zone_t *zone)
+{
+	int64_t since;
+	int ret = signer_zone_disable_since(rs, zone, &since);
+	if (ret == ZC_EOK) {
+		ret = records_zone_bump(rs, zone);
+	}
+	if (ret == ZC_EOK) {
+		ret = unpublish_cds(rs, zone);
+	}
+	republish_t r = { .rs = rs, .zone = zone, .ret = ZC_EOK };
+	if (ret == ZC_EOK) {
+		ret = signer_zone_keys(rs, zone, republish_ksk, &r);
+	}
+	return ret == ZC_EOK ? r.ret : ret;
+}
+
 typedef struct {
 	const records_zone_t *zone;
 	int (*cb)(const signer_key_info_t *info, void *ctx);
@@ -174,7 +298,9 @@ static int list_key(const records_dnssec_key_t *rk, void *ctx)
 	                           .flags = rk->flags,
 	                           .algorithm = rk->algorithm,
 	                           .active = rk->active,
-	                           .created_on = rk->created_on };
+	                           .created_on = rk->created_on,
+	                           .active_on = rk->active_on,
+	                           .retired_on = rk->retired_on };
 	int len = signer_key_ds(&key, info.ds, sizeof(info.ds));
 	info.ds_len = len > 0 ? (size_t)len : 0;
 	len = signer_key_dnskey(&key, info.dnskey, sizeof(info.dnskey));

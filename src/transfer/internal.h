@@ -4,6 +4,8 @@
  * and IXFR bodies (axfr.c, ixfr.c). */
 #pragma once
 
+#include <pthread.h>
+
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -17,6 +19,7 @@
 #include "server/answer.h"
 #include "server/server.h"
 #include "sigview/sigview.h"
+#include "transfer/secondary.h"
 #include "transfer/transfer.h"
 
 /* Largest transfer message (RFC 1035 §4.2.2 framing). */
@@ -24,12 +27,21 @@
 
 /* --- Request handling (transfer.c) --- */
 
+/* The settings a reload may change (live.c): lock guards the rest. */
+typedef struct xfr_live {
+	pthread_mutex_t lock;
+	zc_acl_t allow;           /* allow-transfer: addresses */
+	secondary_keys_t keys;    /* allow-transfer: "key NAME" entries */
+	unsigned max_fudge;       /* tsig-max-fudge */
+} xfr_live_t;
+
 /*
  * What serving requests takes, owned by one thread: each pool thread has
  * one, and the transfer fuzz target drives one on its own thread.
  */
 typedef struct {
 	const transfer_config_t *cfg;
+	xfr_live_t *live;         /* NULL: cfg's allow_transfer and fudge. */
 	const atomic_bool *stop;  /* Set: transfers in progress abort. */
 	records_store_t *rs;      /* Opened at the first request. */
 	sigview_reader_t *view;   /* Signed zones; opened when first needed. */
@@ -39,6 +51,17 @@ typedef struct {
 	answer_ctx_t answer;      /* Signed queries. */
 	uint8_t buf[XFR_MSG_MAX];
 } xfr_worker_t;
+
+void xfr_live_init(xfr_live_t *l, const transfer_config_t *cfg);
+void xfr_live_deinit(xfr_live_t *l);
+/* Copies allow and keys (NULL: none) and sets the fudge. */
+void xfr_live_set(xfr_live_t *l, const zc_acl_t *allow,
+                  const secondary_keys_t *keys, unsigned max_fudge);
+/* What the worker judges its current request by. */
+unsigned xfr_live_max_fudge(const xfr_worker_t *w);
+bool xfr_live_allows(const xfr_worker_t *w,
+                     const struct sockaddr_storage *from);
+bool xfr_live_allows_key(const xfr_worker_t *w, const uint8_t *key_name);
 
 /* cfg and stop must outlive the worker. */
 void xfr_worker_init(xfr_worker_t *w, const transfer_config_t *cfg,

@@ -60,11 +60,14 @@
 #include <libknot/packet/pkt.h>
 #include <libknot/rrtype/soa.h>
 
+#include "common/audit.h"
+#include "common/counters.h"
 #include "common/error.h"
 #include "common/log.h"
 #include "dns/name.h"
 #include "dns/tsig.h"
 #include "dns/tsig_client.h"
+#include "transfer/activity.h"
 #include "transfer/internal.h"
 #include "transfer/secondary.h"
 #include "transfer/transfer.h"
@@ -495,6 +498,7 @@ static int send_notify(notify_t *n, nzone_t *zone, uint32_t slot)
 	           tg->spec.addr_len) < 0) {
 		ret = -errno; /* Counted as a try: resent at the deadline. */
 	}
+	zc_count(ZC_COUNT_NOTIFY_SENT);
 	s->sent_serial = serial;
 	s->tries++;
 	unsigned shift = s->tries - 1u < 20 ? s->tries - 1u : 20;
@@ -505,6 +509,8 @@ static int send_notify(notify_t *n, nzone_t *zone, uint32_t slot)
 	         serial, tg->name, s->id, s->tries,
 	         ret == KNOT_EOK ? "" : ": ",
 	         ret == KNOT_EOK ? "" : zc_strerror(ret));
+	transfer_activity_notify(zone->apex, tg->name, serial, s->tries,
+	                         ret == KNOT_EOK ? "sent" : "not sent");
 	return ZC_EOK;
 }
 
@@ -813,6 +819,32 @@ static uint32_t check_response(notify_t *n, slot_t *s, const uint8_t *msg,
 	return rcode << 16 | error;
 }
 
+/* Notes how a secondary answered (`zonecast zone status`); a refusal
+ * (any rcode but NOERROR, or a response TSIG that does not verify) gets
+ * an audit line each time: the secondary does not take the zone from us. */
+static void note_activity(const nzone_t *zone, const target_t *tg,
+                          const slot_t *s, uint32_t refusal)
+{
+	char text[64], result[80];
+	refusal_text(refusal, text, sizeof(text));
+	snprintf(result, sizeof(result), refusal == 0 ? "answered" :
+	         "refused (%s)", text);
+	transfer_activity_notify(zone->apex, tg->name, s->sent_serial,
+	                         s->tries, result);
+	if (refusal == 0) {
+		return;
+	}
+	char name[KNOT_DNAME_TXT_MAXLEN + 1];
+	knot_dname_to_str(name, zone->apex, sizeof(name));
+	zc_audit_t a;
+	zc_audit_begin(&a, "notify", "refused");
+	zc_audit_str(&a, "zone", name);
+	zc_audit_str(&a, "secondary", tg->name);
+	zc_audit_num(&a, "serial", s->sent_serial);
+	zc_audit_str(&a, "rcode", text);
+	zc_audit_end(&a);
+}
+
 /* A response from address `from`: completes the matching NOTIFY. */
 static void on_response(notify_t *n, const struct sockaddr_storage *from,
                         const uint8_t *msg, size_t len)
@@ -846,7 +878,11 @@ static void on_response(notify_t *n, const struct sockaddr_storage *from,
 			zc_debug("notify: zone %s serial %u answered by %s "
 			         "(rcode %u)", name, s->sent_serial, tg->name,
 			         knot_wire_get_rcode(msg));
+			zc_count(refusal == 0 && knot_wire_get_rcode(msg) ==
+			         KNOT_RCODE_NOERROR ? ZC_COUNT_NOTIFY_ACKED :
+			         ZC_COUNT_NOTIFY_ERROR);
 			note_outcome(n, zone, s, refusal, why);
+			note_activity(zone, tg, s, refusal);
 			start_slot(n, zone, slot); /* The serial may have moved. */
 			return;
 		}
@@ -901,6 +937,10 @@ static int expire(notify_t *n)
 				zc_info("notify: zone %s serial %u: no response "
 				        "from %s after %u tries, giving up", name,
 				        s->sent_serial, tg->name, s->tries);
+				zc_count(ZC_COUNT_NOTIFY_TIMEOUT);
+				transfer_activity_notify(zone->apex, tg->name,
+				                         s->sent_serial, s->tries,
+				                         "no response");
 				s->has_done = true;
 				s->done_serial = s->sent_serial;
 			}

@@ -20,11 +20,14 @@
 #include <libknot/errcode.h>
 #include <libknot/rrtype/soa.h>
 
+#include "common/audit.h"
+#include "common/counters.h"
 #include "common/error.h"
 #include "common/log.h"
 #include "dns/reply.h"
 #include "dns/tsig_log.h"
 #include "server/answer.h"
+#include "transfer/activity.h"
 #include "transfer/internal.h"
 #include "transfer/transfer.h"
 
@@ -48,6 +51,7 @@ typedef struct {
 
 struct transfer {
 	transfer_config_t cfg;
+	xfr_live_t live;         /* allow-transfer, fudge (reloads). */
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	job_t *head, *tail;      /* Queued jobs (lock). */
@@ -63,6 +67,7 @@ typedef struct {
 	char zone[KNOT_DNAME_TXT_MAXLEN + 1];
 	char peer[ZC_ADDR_TEXT_MAX];
 	const char *kind;        /* "AXFR", "IXFR" */
+	const struct sockaddr_storage *from;
 } xfr_log_t;
 
 static int64_t now_ms(void)
@@ -115,7 +120,7 @@ static int check_tsig(xfr_worker_t *w, const knot_pkt_t *q, dns_tsig_t *tsig,
 	 * resend the same message when an answer is lost; so the time
 	 * window applies, the replay cache does not (docs/security.md). */
 	dns_tsig_policy_t policy = {
-		.max_fudge = (uint16_t)w->cfg->tsig_max_fudge,
+		.max_fudge = (uint16_t)xfr_live_max_fudge(w),
 	};
 	if (q->tsig_rr == NULL) {
 		return dns_tsig_check(q, false, NULL, NULL, 0, &policy, tsig);
@@ -177,14 +182,12 @@ static const char *transfer_denied(xfr_worker_t *w, const edge_zone_t *zone,
                                    const records_tsig_key_t *key,
                                    const struct sockaddr_storage *from)
 {
-	const transfer_config_t *cfg = w->cfg;
 	if (tsig->present) {
 		if ((key->zone_id == (int64_t)zone->zone_id && key->transfer) ||
-		    secondary_keys_has(cfg->allow_transfer_keys, key->name)) {
+		    xfr_live_allows_key(w, key->name)) {
 			return NULL;
 		}
-	} else if (cfg->allow_transfer != NULL &&
-	           zc_acl_match(cfg->allow_transfer, from)) {
+	} else if (xfr_live_allows(w, from)) {
 		return NULL;
 	}
 	zone_acl_t *za = calloc(1, sizeof(*za));
@@ -254,6 +257,7 @@ static void serve(xfr_worker_t *w, const knot_pkt_t *q, dns_tsig_t *tsig,
 	int ret = xfr_out_init(&out, q, tsig, reply, w->buf, w->stop);
 	if (ret != KNOT_EOK) {
 		send_error(w, q, tsig, reply, KNOT_RCODE_SERVFAIL);
+		zc_count(ZC_COUNT_XFR_FAILED);
 		zc_error("transfer: zone %s, peer %s, %s: %s", lg->zone,
 		         lg->peer, lg->kind, zc_strerror(ret));
 		return;
@@ -270,6 +274,15 @@ static void serve(xfr_worker_t *w, const knot_pkt_t *q, dns_tsig_t *tsig,
 	ret = xfr_out_finish(&out);
 	uint64_t messages = out.messages;
 	long long ms = (long long)(now_ms() - start);
+	zc_count(ret != ZC_EOK ? ZC_COUNT_XFR_FAILED : !ixfr ? ZC_COUNT_XFR_AXFR :
+	         req->up_to_date ? ZC_COUNT_XFR_UP_TO_DATE :
+	         req->axfr_form ? ZC_COUNT_XFR_IXFR_AXFR : ZC_COUNT_XFR_IXFR);
+	char result[96] = "done";
+	if (ret != ZC_EOK) {
+		snprintf(result, sizeof(result), "failed: %s", zc_strerror(ret));
+	}
+	transfer_activity_transfer(req->zone.apex, lg->from, lg->kind,
+	                           req->zone.serial, result);
 	if (ret != ZC_EOK) {
 		zc_warn("transfer: zone %s, peer %s, %s failed after %llu "
 		        "messages: %s", lg->zone, lg->peer, lg->kind,
@@ -286,6 +299,33 @@ static void serve(xfr_worker_t *w, const knot_pkt_t *q, dns_tsig_t *tsig,
 		        "%llu messages, %lld ms", lg->zone, lg->peer,
 		        req->zone.serial, (unsigned long long)rrs,
 		        (unsigned long long)messages, ms);
+	}
+}
+
+/* The audit line of a transfer refused for its access (common/audit.h;
+ * TSIG failures have theirs from dns_tsig_log_refusal()); served: the
+ * zone is ours, so the refusal is noted in its activity too (anything
+ * else would let anyone fill that table with names). */
+static void audit_refused(const xfr_log_t *lg, const knot_pkt_t *q,
+                          const char *why, bool served)
+{
+	char key[KNOT_DNAME_TXT_MAXLEN + 1] = "-";
+	if (q->tsig_rr != NULL) {
+		knot_dname_to_str(key, q->tsig_rr->owner, sizeof(key));
+	}
+	zc_audit_t a;
+	zc_audit_begin(&a, "transfer", "refused");
+	zc_audit_str(&a, "zone", lg->zone);
+	zc_audit_str(&a, "kind", lg->kind);
+	zc_audit_str(&a, "key", key);
+	zc_audit_str(&a, "client", lg->peer);
+	zc_audit_str(&a, "reason", why);
+	zc_audit_end(&a);
+	if (served) {
+		char result[96];
+		snprintf(result, sizeof(result), "refused: %s", why);
+		transfer_activity_transfer(knot_pkt_qname(q), lg->from,
+		                           lg->kind, 0, result);
 	}
 }
 
@@ -307,7 +347,7 @@ static void handle_transfer(xfr_worker_t *w, uint8_t *msg, size_t len,
 		return;
 	}
 	xfr_log_t lg = { .kind = knot_pkt_qtype(q) == KNOT_RRTYPE_IXFR ?
-	                 "IXFR" : "AXFR" };
+	                 "IXFR" : "AXFR", .from = from };
 	zc_addr_text(from, lg.peer, sizeof(lg.peer));
 	knot_dname_to_str(lg.zone, knot_pkt_qname(q), sizeof(lg.zone));
 	dns_tsig_t tsig;
@@ -318,6 +358,7 @@ static void handle_transfer(xfr_worker_t *w, uint8_t *msg, size_t len,
 		dns_tsig_log_refusal(lg.kind[0] == 'I' ? "IXFR" : "AXFR", q,
 		                     &tsig, bad, key.algorithm[0] != '\0',
 		                     key.algorithm, from);
+		zc_count(ZC_COUNT_XFR_NOTAUTH);
 		send_error(w, q, &tsig, reply, tsig_rcode(bad));
 		return;
 	}
@@ -347,14 +388,18 @@ static void handle_transfer(xfr_worker_t *w, uint8_t *msg, size_t len,
 		why = ret == ZC_ENOZONE ? "signed zone, its signed view not "
 		      "built yet" : zc_strerror(ret);
 	}
+	if (why != NULL && (rcode == KNOT_RCODE_REFUSED ||
+	                    rcode == KNOT_RCODE_NOTAUTH)) {
+		/* Noted in the zone's activity only when the zone is ours. */
+		audit_refused(&lg, q, why, rcode == KNOT_RCODE_REFUSED);
+	} else if (why != NULL) {
+		zc_info("transfer: zone %s, peer %s, %s refused (%s)", lg.zone,
+		        lg.peer, lg.kind, why);
+	}
 	if (why != NULL) {
-		char kname[KNOT_DNAME_TXT_MAXLEN + 1] = "";
-		if (tsig.present) {
-			knot_dname_to_str(kname, key.name, sizeof(kname));
-		}
-		zc_info("transfer: zone %s, peer %s, %s refused (%s%s%s)",
-		        lg.zone, lg.peer, lg.kind, why, kname[0] ? ": key " : "",
-		        kname);
+		zc_count(rcode == KNOT_RCODE_REFUSED ? ZC_COUNT_XFR_REFUSED :
+		         rcode == KNOT_RCODE_NOTAUTH ? ZC_COUNT_XFR_NOTAUTH :
+		         ZC_COUNT_XFR_FAILED);
 		send_error(w, q, &tsig, reply, rcode);
 	} else {
 		serve(w, q, &tsig, reply, &req, &lg);
@@ -502,6 +547,7 @@ int transfer_start(const transfer_config_t *cfg, transfer_t **out)
 	}
 	pthread_mutex_init(&t->lock, NULL);
 	pthread_cond_init(&t->cond, NULL);
+	xfr_live_init(&t->live, cfg);
 	t->threads = calloc(t->cfg.max_concurrent, sizeof(*t->threads));
 	if (t->threads == NULL) {
 		transfer_free(t);
@@ -512,6 +558,7 @@ int transfer_start(const transfer_config_t *cfg, transfer_t **out)
 		xfr_thread_t *th = &t->threads[i];
 		th->t = t;
 		xfr_worker_init(&th->w, &t->cfg, &t->stop);
+		th->w.live = &t->live;
 		int ret = pthread_create(&th->thread, NULL, thread_main, th);
 		if (ret != 0) {
 			transfer_free(t);
@@ -553,6 +600,9 @@ static void enqueue(transfer_t *t, const uint8_t *msg, size_t len,
 		/* Busy or stopping: the client retries later. */
 		free(job);
 		zc_debug("transfer: busy, request refused");
+		if (!query) {
+			zc_count(ZC_COUNT_XFR_REFUSED);
+		}
 		send_header_error(reply, msg, len, KNOT_RCODE_REFUSED);
 	}
 }
@@ -615,5 +665,18 @@ void transfer_free(transfer_t *t)
 	free(t->threads);
 	pthread_cond_destroy(&t->cond);
 	pthread_mutex_destroy(&t->lock);
+	xfr_live_deinit(&t->live);
 	free(t);
+}
+
+int transfer_reconfigure(transfer_t *t, const zc_acl_t *allow_transfer,
+                         const secondary_keys_t *allow_transfer_keys,
+                         unsigned tsig_max_fudge)
+{
+	if (t == NULL) {
+		return ZC_EUSAGE;
+	}
+	xfr_live_set(&t->live, allow_transfer, allow_transfer_keys,
+	             tsig_max_fudge);
+	return ZC_EOK;
 }

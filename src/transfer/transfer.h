@@ -99,6 +99,13 @@ void transfer_signed_query(void *ctx, const uint8_t *msg, size_t len,
  * no-op. */
 void transfer_free(transfer_t *t);
 
+/* Applies a new allow-transfer list, its addresses and its keys (copied;
+ * NULL: none), and TSIG time window to a running service (a reload): the
+ * next request is judged by them. */
+int transfer_reconfigure(transfer_t *t, const zc_acl_t *allow_transfer,
+                         const secondary_keys_t *allow_transfer_keys,
+                         unsigned tsig_max_fudge);
+
 /*
  * The server's transfer hook (server_hooks_t.transfer, ctx the
  * transfer_t). Copies the message, so it is free to go after the call;

@@ -31,7 +31,14 @@ typedef struct {
 	int64_t *added;              /* Ids of records this message added. */
 	size_t added_count, added_cap;
 	size_t removed;              /* Records that existed before it. */
+	struct sockaddr_storage from; /* The client (audit lines). */
 } update_msg_t;
+
+/* Audit lines (audit.c, common/audit.h): an UPDATE answered NOERROR, and
+ * one refused (why says what refused it). */
+void update_audit_accepted(const update_msg_t *m);
+void update_audit_refused(const update_msg_t *m, uint8_t rcode,
+                          const char *why);
 
 /* Parses an UPDATE message (service.c): rdata as sent, owners lowercased.
  * Returns a libknot code (KNOT_EOK). */

@@ -42,9 +42,12 @@ typedef struct {
 } zone_slot_t;
 
 struct update_service {
-	update_config_t cfg;
-	dns_tsig_policy_t tsig;      /* Time window and replay cache. */
-	zc_acl_t allow;
+	update_config_t cfg;         /* live_lock guards max_size,
+	                                live_wait_ms (update_reconfigure). */
+	dns_tsig_policy_t tsig;      /* Time window (live_lock) and replay
+	                                cache. */
+	zc_acl_t allow;              /* live_lock */
+	pthread_mutex_t live_lock;   /* Taken alone, briefly. */
 	records_pool_t *pool;
 	atomic_bool stopping;
 	pthread_mutex_t cache_lock;  /* Guards zones[]. */
@@ -133,8 +136,50 @@ int update_start(const update_config_t *cfg, update_service_t **out)
 		return KNOT_ENOMEM;
 	}
 	pthread_mutex_init(&u->cache_lock, NULL);
+	pthread_mutex_init(&u->live_lock, NULL);
 	*out = u;
 	return ZC_EOK;
+}
+
+int update_reconfigure(update_service_t *u, const update_config_t *cfg)
+{
+	if (u == NULL || cfg == NULL) {
+		return ZC_EUSAGE;
+	}
+	pthread_mutex_lock(&u->live_lock);
+	u->allow = cfg->allow_update != NULL ? *cfg->allow_update :
+	           (zc_acl_t){ .count = 0 };
+	u->cfg.max_size = cfg->max_size ? cfg->max_size : 65535;
+	u->cfg.live_wait_ms = cfg->live_wait_ms ? cfg->live_wait_ms :
+	                      UPDATE_DEFAULT_LIVE_WAIT_MS;
+	u->tsig.max_fudge = (uint16_t)cfg->tsig_max_fudge;
+	pthread_mutex_unlock(&u->live_lock);
+	return ZC_EOK;
+}
+
+/* The live settings a message is judged by (one copy per message). */
+typedef struct {
+	size_t max_size;
+	unsigned live_wait_ms;
+	dns_tsig_policy_t tsig;
+} live_t;
+
+static live_t live_get(update_service_t *u)
+{
+	pthread_mutex_lock(&u->live_lock);
+	live_t l = { .max_size = u->cfg.max_size,
+	             .live_wait_ms = u->cfg.live_wait_ms, .tsig = u->tsig };
+	pthread_mutex_unlock(&u->live_lock);
+	return l;
+}
+
+static bool allowed_unsigned(update_service_t *u,
+                             const struct sockaddr_storage *from)
+{
+	pthread_mutex_lock(&u->live_lock);
+	bool ok = zc_acl_match(&u->allow, from);
+	pthread_mutex_unlock(&u->live_lock);
+	return ok;
 }
 
 void update_shutdown(update_service_t *u)
@@ -150,6 +195,7 @@ void update_free(update_service_t *u)
 		records_pool_free(u->pool);
 		dns_tsig_replay_free(u->tsig.replay);
 		pthread_mutex_destroy(&u->cache_lock);
+		pthread_mutex_destroy(&u->live_lock);
 		free(u);
 	}
 }
@@ -231,7 +277,7 @@ static void await_live(update_msg_t *m, bool order_only)
 	w->zone_id = (uint64_t)m->zone.id;
 	memcpy(w->apex, m->zone.apex, knot_dname_size(m->zone.apex));
 	w->version = m->zone.serial;
-	w->deadline_ms = mono_ms() + u->cfg.live_wait_ms;
+	w->deadline_ms = mono_ms() + live_get(u).live_wait_ms;
 	w->order = server_reply_stream(m->reply);
 	w->order_only = order_only;
 	w->done = on_live;
@@ -243,6 +289,9 @@ static void on_committed(writer_unit_t *unit, int result)
 	update_msg_t *m = (update_msg_t *)unit;
 	if (result != ZC_EOK && m->rcode == KNOT_RCODE_NOERROR) {
 		m->rcode = KNOT_RCODE_SERVFAIL; /* The commit itself failed. */
+	}
+	if (result == ZC_EOK && m->rcode == KNOT_RCODE_NOERROR) {
+		update_audit_accepted(m);
 	}
 	if (result == ZC_EOK || m->rcode != KNOT_RCODE_SERVFAIL) {
 		zc_debug("update %s: rcode %u%s", m->zone.name, m->rcode,
@@ -320,11 +369,13 @@ static void log_replay_cache_full(const update_service_t *u)
 	}
 }
 
-/* Zone section (§3.1.1), TSIG (§3.3 / RFC 8945), source address. */
+/* Zone section (§3.1.1), TSIG (§3.3 / RFC 8945), source address; *why
+ * says what refused the request for its audit line (a TSIG failure has
+ * its own: dns_tsig_log_refusal()). */
 static uint8_t authorize(update_service_t *u, update_msg_t *m,
                          records_store_t **rs,
                          const struct sockaddr_storage *from,
-                         records_tsig_key_t *key)
+                         records_tsig_key_t *key, const char **why)
 {
 	knot_pkt_t *q = m->pkt;
 	if (knot_wire_get_qdcount(q->wire) != 1 ||
@@ -335,10 +386,12 @@ static uint8_t authorize(update_service_t *u, update_msg_t *m,
 	int ret = zone_lookup(u, rs, knot_pkt_qname(q), &m->zone);
 	if (q->tsig_rr != NULL) {
 		bool found = key_lookup(u, rs, q->tsig_rr->owner, key) == ZC_EOK;
+		live_t l = live_get(u);
 		int tret = dns_tsig_check(q, found, key->algorithm, key->secret,
-		                          key->secret_len, &u->tsig, &m->tsig);
-		if (tret != ZC_EOK && tret != KNOT_TSIG_EBADTIME) {
-			/* BADTIME has its own line (log_badtime()). */
+		                          key->secret_len, &l.tsig, &m->tsig);
+		if (tret != ZC_EOK) {
+			/* The audit line of the refusal (BADTIME also gets
+			 * log_badtime()'s warning with the details). */
 			dns_tsig_log_refusal("update", q, &m->tsig, tret, found,
 			                     key->algorithm, from);
 		}
@@ -355,23 +408,24 @@ static uint8_t authorize(update_service_t *u, update_msg_t *m,
 		}
 	}
 	if (ret == ZC_ENOZONE) {
+		*why = "not a zone served here";
 		return KNOT_RCODE_NOTAUTH; /* Not a zone of ours. */
 	}
 	if (ret != ZC_EOK) {
 		return KNOT_RCODE_SERVFAIL;
 	}
 	if (m->tsig.present && key->zone_id != m->zone.id) {
-		char name[KNOT_DNAME_TXT_MAXLEN + 1];
-		knot_dname_to_str(name, key->name, sizeof(name));
-		zc_info("update %s: refused, key %s belongs to another zone",
-		        m->zone.name, name);
+		*why = "the key belongs to another zone";
 		return KNOT_RCODE_REFUSED;
 	}
 	if (m->tsig.present) {
 		return KNOT_RCODE_NOERROR;
 	}
-	return zc_acl_match(u->cfg.allow_update, from) ? KNOT_RCODE_NOERROR :
-	       KNOT_RCODE_REFUSED;
+	if (!allowed_unsigned(u, from)) {
+		*why = "unsigned, and the client is not in allow-update";
+		return KNOT_RCODE_REFUSED;
+	}
+	return KNOT_RCODE_NOERROR;
 }
 
 static _Atomic int64_t quarantine_logged;
@@ -399,12 +453,19 @@ static uint8_t precheck(update_service_t *u, update_msg_t *m,
 {
 	records_store_t *rs = NULL; /* Borrowed on a cache miss only. */
 	records_tsig_key_t key;
-	uint8_t rcode = authorize(u, m, &rs, from, &key);
+	const char *why = NULL;
+	uint8_t rcode = authorize(u, m, &rs, from, &key, &why);
 	if (rs != NULL) {
 		records_pool_put(u->pool, rs);
 	}
+	if (why != NULL) {
+		update_audit_refused(m, rcode, why);
+	}
 	if (rcode == KNOT_RCODE_NOERROR) {
 		rcode = check_quarantine(u, m);
+		if (rcode != KNOT_RCODE_NOERROR) {
+			update_audit_refused(m, rcode, "the zone is quarantined");
+		}
 	}
 	if (rcode == KNOT_RCODE_NOERROR) {
 		rcode = update_prereq_prescan(m);
@@ -417,6 +478,7 @@ static uint8_t precheck(update_service_t *u, update_msg_t *m,
 		zc_info("update %s: refused by the policy of key %s",
 		        m->zone.name, key.grants);
 		rcode = KNOT_RCODE_REFUSED;
+		update_audit_refused(m, rcode, "outside the key's grants");
 	}
 	return rcode;
 }
@@ -437,11 +499,14 @@ void update_handle(void *ctx, const uint8_t *msg, size_t len,
 	m->reply = reply;
 	m->service = u;
 	m->tcp = tcp;
+	m->from = *from;
 	if (atomic_load(&u->stopping)) {
 		finish(m, KNOT_RCODE_SERVFAIL);
 		return;
 	}
-	if (len > u->cfg.max_size) {
+	if (len > live_get(u).max_size) {
+		update_audit_refused(m, KNOT_RCODE_REFUSED,
+		                     "larger than update-max-size");
 		finish(m, KNOT_RCODE_REFUSED);
 		return;
 	}

@@ -57,6 +57,11 @@ typedef struct update_service update_service_t;
 
 int update_start(const update_config_t *cfg, update_service_t **out);
 
+/* Applies cfg's allow_update, max_size, live_wait_ms and tsig_max_fudge
+ * to a running service (a reload): the next message is judged by them.
+ * The rest of cfg is ignored. */
+int update_reconfigure(update_service_t *u, const update_config_t *cfg);
+
 /* Refuses new messages (answered SERVFAIL at once); messages already with
  * the committer are answered when it drains (stop it after this). */
 void update_shutdown(update_service_t *u);

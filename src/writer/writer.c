@@ -8,6 +8,7 @@
 #include <time.h>
 #include <libknot/errcode.h>
 
+#include "common/counters.h"
 #include "common/error.h"
 #include "common/log.h"
 #include "writer/writer.h"
@@ -25,6 +26,14 @@ struct writer {
 	writer_unit_t *head, *tail;
 	bool stop;
 	time_t last_trim;
+	/* Reloads (writer_reconfigure()): read by the writer thread. */
+	_Atomic unsigned retention_s;
+	_Atomic uint64_t max_records;
+	uint64_t applied_max_records;    /* Writer thread only. */
+	/* writer_stats(): waiting under lock, the rest written by the writer
+	 * thread only. */
+	size_t waiting;
+	_Atomic uint64_t batches, units, last_batch;
 };
 
 /* Runs one unit in a savepoint of the open transaction. */
@@ -67,6 +76,23 @@ static int refusal(writer_t *w)
 	return ret;
 }
 
+/* Counts a batch and its units' outcomes for the metrics. */
+static void count_batch(const writer_unit_t *batch)
+{
+	uint64_t ok = 0, failed = 0;
+	for (const writer_unit_t *u = batch; u != NULL; u = u->next) {
+		if (u->result == ZC_EOK) {
+			ok++;
+		} else {
+			failed++;
+		}
+	}
+	zc_count(ZC_COUNT_WRITER_BATCHES);
+	zc_count_add(ZC_COUNT_WRITER_UNITS_OK, ok);
+	zc_count_add(ZC_COUNT_WRITER_UNITS_FAILED, failed);
+	zc_observe(ZC_HIST_WRITER_BATCH_UNITS, ok + failed);
+}
+
 /* Runs one batch in one transaction. */
 static void run_batch(writer_t *w, writer_unit_t *batch)
 {
@@ -92,7 +118,9 @@ static void run_batch(writer_t *w, writer_unit_t *batch)
 		}
 	}
 	if (ret == ZC_EOK) {
+		uint64_t start = zc_clock_ns();
 		ret = records_write_commit(w->rs);
+		zc_observe(ZC_HIST_WRITER_COMMIT_NS, zc_clock_ns() - start);
 		if (ret != ZC_EOK && !zc_storage_error(ret)) {
 			zc_error("writer: commit failed: %s", zc_strerror(ret));
 		}
@@ -100,6 +128,7 @@ static void run_batch(writer_t *w, writer_unit_t *batch)
 			fail_done(batch, ret); /* The records store logged why. */
 		}
 	}
+	count_batch(batch);
 }
 
 /* Trims the journal now and then: events older than the retention that
@@ -107,16 +136,15 @@ static void run_batch(writer_t *w, writer_unit_t *batch)
 static void maybe_trim(writer_t *w)
 {
 	time_t now = time(NULL);
-	if (w->cfg.journal_retention_s == 0 ||
-	    now - w->last_trim < TRIM_INTERVAL_S) {
+	unsigned retention = atomic_load(&w->retention_s);
+	if (retention == 0 || now - w->last_trim < TRIM_INTERVAL_S) {
 		return;
 	}
 	w->last_trim = now;
 	uint64_t applied = builder_follower_applied(w->cfg.follower);
 	uint64_t removed = 0;
-	int ret = records_journal_trim(w->rs, (int64_t)(now -
-	                               w->cfg.journal_retention_s) * 1000,
-	                               applied, &removed);
+	int ret = records_journal_trim(w->rs, (int64_t)(now - retention) *
+	                               1000, applied, &removed);
 	if (ret != ZC_EOK) {
 		zc_warn("writer: journal trim failed: %s", zc_strerror(ret));
 	} else if (removed > 0) {
@@ -147,8 +175,18 @@ static void *writer_main(void *arg)
 		}
 		writer_unit_t *batch = w->head;
 		w->head = w->tail = NULL;
+		size_t units = w->waiting;
+		w->waiting = 0;
 		pthread_mutex_unlock(&w->lock);
+		uint64_t max = atomic_load(&w->max_records);
+		if (max != w->applied_max_records) {
+			records_set_max_records(w->rs, max);
+			w->applied_max_records = max;
+		}
 		run_batch(w, batch);
+		atomic_fetch_add(&w->batches, 1);
+		atomic_fetch_add(&w->units, units);
+		atomic_store(&w->last_batch, units);
 		builder_follower_wake(w->cfg.follower);
 		/* Asynchronous units first: done() may free the unit. */
 		writer_unit_t *sync = NULL;
@@ -185,6 +223,9 @@ int writer_start(const writer_config_t *cfg, writer_t **out)
 	}
 	w->cfg = *cfg;
 	records_set_max_records(w->rs, cfg->max_records);
+	atomic_init(&w->retention_s, cfg->journal_retention_s);
+	atomic_init(&w->max_records, cfg->max_records);
+	w->applied_max_records = cfg->max_records;
 	pthread_mutex_init(&w->lock, NULL);
 	pthread_cond_init(&w->queued, NULL);
 	pthread_cond_init(&w->settled, NULL);
@@ -222,6 +263,7 @@ static bool enqueue(writer_t *w, writer_unit_t *u)
 	}
 	u->next = NULL;
 	u->settled = false;
+	w->waiting++;
 	if (w->tail != NULL) {
 		w->tail->next = u;
 	} else {
@@ -253,4 +295,27 @@ int writer_submit(writer_t *w, writer_unit_t *unit)
 	bool ok = enqueue(w, unit);
 	pthread_mutex_unlock(&w->lock);
 	return ok ? ZC_EOK : ZC_EBUSY;
+}
+
+void writer_reconfigure(writer_t *w, unsigned journal_retention_s,
+                        uint64_t max_records)
+{
+	if (w != NULL) {
+		atomic_store(&w->retention_s, journal_retention_s);
+		atomic_store(&w->max_records, max_records);
+	}
+}
+
+void writer_stats(writer_t *w, writer_stats_t *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (w == NULL) {
+		return;
+	}
+	pthread_mutex_lock(&w->lock);
+	out->queued = w->waiting;
+	pthread_mutex_unlock(&w->lock);
+	out->batches = atomic_load(&w->batches);
+	out->units = atomic_load(&w->units);
+	out->last_batch = atomic_load(&w->last_batch);
 }

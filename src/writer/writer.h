@@ -55,6 +55,21 @@ void writer_stop(writer_t *w);
  * unit's own error, or the commit's. ZC_EOK means durably committed. */
 int writer_run(writer_t *w, writer_fn fn, void *ctx);
 
+/* Applies a new journal retention and zone-max-records (a reload): the
+ * next batch and the next trim use them. */
+void writer_reconfigure(writer_t *w, unsigned journal_retention_s,
+                        uint64_t max_records);
+
+/* The queue and what went through it, for `zonecast status`. */
+typedef struct {
+	size_t queued;        /* Units waiting for the next batch. */
+	uint64_t batches;     /* Transactions committed (or failed). */
+	uint64_t units;       /* Units run in them. */
+	uint64_t last_batch;  /* Units in the last one. */
+} writer_stats_t;
+
+void writer_stats(writer_t *w, writer_stats_t *out);
+
 /* Queues unit (fn, ctx and done set by the caller) and returns at once.
  * ZC_EBUSY when the writer is stopping (done is not called). */
 int writer_submit(writer_t *w, writer_unit_t *unit);

@@ -350,8 +350,11 @@ class ZonecastServer(DnsServer):
     kind = "zonecast"
 
     def __init__(self, workdir, zones=None, workers=2, nsid="zonecast-test", api=False,
-                 options=(), port=None, env=None):
+                 options=(), port=None, env=None, config=None):
         super().__init__(workdir)
+        # config: a config file given as `serve -c FILE` (flags and options
+        # still override it; a reload reads it again: test_reload.py).
+        self.config = config
         # env: extra environment for serve and the CLI (e.g. the build-failure
         # hook ZONECAST_FAULT_BUILD, test_quarantine.py).
         self.extra_env = dict(env or {})
@@ -425,7 +428,8 @@ class ZonecastServer(DnsServer):
     def serve(self):
         """Run `zonecast serve` on the data directory (already filled) and wait
         until it answers (DNS, and the API when there is one)."""
-        argv = [zonecast_bin(), "serve", "--data-dir", self.data_dir,
+        argv = [zonecast_bin(), "serve"] + (["-c", self.config] if self.config else [])
+        argv += ["--data-dir", self.data_dir,
                 "--listen", "127.0.0.1:%d" % self.port,
                 "--workers", str(self.workers), "--no-demo"]
         if self.api_port:

@@ -150,10 +150,11 @@ def test_certbot_default_credentials_with_a_sha256_key_fail_and_say_why(pebble, 
     key = srv.tsig_create("certbot-sha", "acme.test")
     cp, _ = _certbot(tmp_path, directory, srv, key, "www.acme.test", "sha")
     assert cp.returncode != 0, cp.stdout
-    lines = [l for l in srv.log().splitlines() if "tsig:" in l]
+    lines = [l for l in srv.log().splitlines() if "tsig_error=" in l]
     assert lines, srv.log()
     # certbot looks for the zone with signed SOA queries, from the name up
-    want = (r"info: tsig: query (_acme-challenge\.www\.)?acme\.test\. from 127\.0\.0\.1#\d+ "
-            r"refused, key certbot-sha\.: BADKEY: signed with HMAC-MD5\.SIG-ALG\.REG\.INT\., "
-            r"the key is hmac-sha256$")
+    want = (r"info: audit: transfer refused zone=(_acme-challenge\.www\.)?acme\.test\. "
+            r"kind=query key=certbot-sha\. client=127\.0\.0\.1#\d+ rcode=NOTAUTH "
+            r'tsig_error=BADKEY reason="BADKEY: signed with HMAC-MD5\.SIG-ALG\.REG\.INT\., '
+            r'the key is hmac-sha256"$')
     assert all(re.search(want, l) for l in lines), lines

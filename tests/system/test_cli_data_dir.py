@@ -207,7 +207,7 @@ def test_known_zone_still_works(data_dir):
                 ["dnssec", "keys", "--data-dir", "DIR", "ZONE"],
                 ["dnssec", "rollover", "--data-dir", "DIR", "ZONE", "zsk", "prepublish"],
                 ["dnssec", "disable", "--data-dir", "DIR", "ZONE"],
-                ["zone", "delete", "--data-dir", "DIR", "ZONE"]):
+                ["zone", "delete", "--data-dir", "DIR", "--force", "ZONE"]):
         cp = zonecast(*fill(cmd, data_dir))
         assert cp.returncode == 0, (cmd, cp.stderr)
     cp = zonecast("verify", "--data-dir", data_dir)
@@ -227,3 +227,11 @@ def test_record_commands_unknown_zone(zonecast_api, sub):
     assert cp.returncode == 1, cp.stdout + cp.stderr
     assert "no zone nosuch.test" in cp.stderr, cp.stderr
     assert srv.client(token).get("/zones", params={"per_page": 1000}) == before
+
+
+def test_tsig_list_names_the_zone(data_dir):
+    """`tsig list` names each key's zone (it printed `zone-id=1`)."""
+    cp = zonecast("tsig", "list", "--data-dir", data_dir)
+    assert cp.returncode == 0, cp.stderr
+    assert "\tzone=example.com.\t" in cp.stdout, cp.stdout
+    assert "zone-id" not in cp.stdout, cp.stdout

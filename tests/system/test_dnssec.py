@@ -501,8 +501,10 @@ def test_disable_with_old_anchor_is_bogus(env, new_zone, resolvers):
     _ds, lines, _keys = enable(env.srv, z)
     ub = resolvers({z: env.srv.port}, lines)
     assert_validated(ub, "www." + z, "A")
-    cp = dnssec_cli(env.srv, "disable", z, check=False)
+    # --force: keys removed at once, the DS still trusted (the anchor).
+    cp = dnssec_cli(env.srv, "disable", z, "--force", check=False)
     assert cp.returncode == 0, "dnssec disable failed: %s%s" % (cp.stdout, cp.stderr)
+    assert "WARNING" in cp.stderr, cp.stderr
     wait_for(lambda: zone_is_unsigned(env.srv, z), "%s served unsigned after disable" % z)
     r = ask(env.srv, z, "DNSKEY")
     assert not rrsets(r, "answer", dns.rdatatype.DNSKEY), "DNSKEY still served:\n%s" % show(r)
@@ -1084,7 +1086,10 @@ def test_rollover_end_to_end_keeps_validating(env, new_zone, tmp_path):
                 raise AssertionError("after %s: %s" % (what, e))
 
     def step(role, what, served_tags):
-        cp = dnssec_cli(env.srv, "rollover", z, role, what, check=False)
+        # Back to back: the waits are forced (test_operator_safety.py
+        # checks them); validation must hold at every step anyway, as
+        # delv asks with no cache.
+        cp = dnssec_cli(env.srv, "rollover", z, role, what, "--force", check=False)
         assert cp.returncode == 0, "rollover %s %s: %s%s" % (role, what, cp.stdout, cp.stderr)
         tags = {t for t, _f, _s in _key_tags(env, z)}
         assert len(tags) == served_tags, _key_tags(env, z)

@@ -273,7 +273,9 @@ def test_a_stream_of_changes_reaches_them_by_ixfr_and_validates(env):
 
 
 def _rollover(e, step):
-    e.srv.run_cli("dnssec", "rollover", "--data-dir", e.srv.data_dir, "signed.test", "zsk", step)
+    # Steps back to back: past the TTL waits only with --force.
+    e.srv.run_cli("dnssec", "rollover", "--data-dir", e.srv.data_dir, "signed.test", "zsk", step,
+                  "--force")
 
 
 def test_a_zsk_rollover_reaches_them_and_every_step_validates(env):
@@ -305,7 +307,7 @@ def test_a_ksk_rollover_reaches_them_with_the_new_ds(env):
              ("nope.signed.test.", "A", "nxdomain")]
     old_anchor_lines, old_anchors = e.anchor_lines, e.anchors
     e.srv.run_cli("dnssec", "rollover", "--data-dir", e.srv.data_dir, "signed.test", "ksk",
-                  "prepublish")
+                  "prepublish", "--force")
     sync(e)
     check_validation(e, cases, "ksk-prepublish")
     out = e.srv.run_cli("dnssec", "ds", "--data-dir", e.srv.data_dir, "signed.test").stdout
@@ -314,7 +316,7 @@ def test_a_ksk_rollover_reaches_them_with_the_new_ds(env):
     new = [d for d in both if d[1] not in [x[1] for x in e.ds]]
     assert len(new) == 1, (both, e.ds)
     e.srv.run_cli("dnssec", "rollover", "--data-dir", e.srv.data_dir, "signed.test", "ksk",
-                  "activate")
+                  "activate", "--force")
     sync(e)
     e.anchors = validators.anchors_file(str(e.tmp / "anchors-new.conf"), new)
     e.anchor_lines = [l for l in out.splitlines() if " DS " in l and
@@ -323,7 +325,7 @@ def test_a_ksk_rollover_reaches_them_with_the_new_ds(env):
     try:
         check_validation(e, cases, "ksk-activate")
         e.srv.run_cli("dnssec", "rollover", "--data-dir", e.srv.data_dir, "signed.test",
-                      "ksk", "retire")
+                      "ksk", "retire", "--force")
         sync(e)
         check_validation(e, cases, "ksk-retire")
         rrs, _ = zonecast_axfr(e)

@@ -324,11 +324,13 @@ def test_transfer_tsig_failures(srv, zone):
         assert rcode == dns.rcode.NOTAUTH and rd is not None and rd.error == err, (
             dns.rcode.to_text(rcode), rd)
         assert not m.answer
-    # logged at info with the key, the client and why
+    # an audit line at info with the key, the client and why
     for name, why in ((key.name, "BADSIG: the MAC does not verify"),
                       ("nobody", "BADKEY: no key of that name")):
-        assert re.search(r"info: tsig: AXFR %s from 127\.0\.0\.1#\d+ refused, key %s\.: %s"
-                         % (re.escape(z.origin), re.escape(name), why), srv.log()), srv.log()[-2000:]
+        assert re.search(r"info: audit: transfer refused zone=%s kind=AXFR key=%s\. "
+                         r"client=127\.0\.0\.1#\d+ rcode=NOTAUTH tsig_error=\w+ "
+                         r'reason="%s' % (re.escape(z.origin), re.escape(name), why),
+                         srv.log()), srv.log()[-2000:]
 
 
 @pytest.mark.valgrind

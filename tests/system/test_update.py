@@ -703,12 +703,14 @@ def test_tsig_unknown_key_badkey(srv, zone):
         u.add(z.n("tsig"), 300, "A", "192.0.2.1")
         with pytest.raises(dns.tsig.PeerBadKey):
             dns.query.tcp(u, srv.host, port=srv.port, timeout=3)
-    # each refusal is logged at info with the key, the client and why
+    # each refusal has its audit line at info with the key, the client and why
     log = srv.log()
-    assert re.search(r"info: tsig: update %s from 127\.0\.0\.1#\d+ refused, key unknown-key\.: "
-                     r"BADKEY: no key of that name" % re.escape(z.origin), log), log[-2000:]
-    assert re.search(r"info: tsig: update %s from 127\.0\.0\.1#\d+ refused, key %s: BADKEY: "
-                     r"signed with hmac-sha512\., the key is hmac-sha256"
+    assert re.search(r"info: audit: update refused zone=%s key=unknown-key\. "
+                     r"client=127\.0\.0\.1#\d+ rcode=NOTAUTH tsig_error=BADKEY "
+                     r'reason="BADKEY: no key of that name"' % re.escape(z.origin), log), log[-2000:]
+    assert re.search(r"info: audit: update refused zone=%s key=%s client=127\.0\.0\.1#\d+ "
+                     r'rcode=NOTAUTH tsig_error=BADKEY reason="BADKEY: '
+                     r'signed with hmac-sha512\., the key is hmac-sha256"'
                      % (re.escape(z.origin), re.escape(key.name + ".")), log), log[-2000:]
 
 
@@ -720,8 +722,9 @@ def test_tsig_wrong_secret_badsig(srv, zone):
                          key.algorithm + ".")
     _r, rd, _ = _tsig_failure(z, wrong, BADSIG)
     assert rd.mac == b"", "a BADSIG response is unsigned"
-    assert re.search(r"info: tsig: update %s from 127\.0\.0\.1#\d+ refused, key %s: BADSIG: "
-                     r"the MAC does not verify" % (re.escape(z.origin), re.escape(key.name + ".")),
+    assert re.search(r"info: audit: update refused zone=%s key=%s client=127\.0\.0\.1#\d+ "
+                     r'rcode=NOTAUTH tsig_error=BADSIG reason="BADSIG: the MAC does not verify'
+                     % (re.escape(z.origin), re.escape(key.name + ".")),
                      srv.log()), srv.log()[-2000:]
     # dnspython's own client reads the error from the response
     u = dns.update.UpdateMessage(z.origin, keyring=wrong, keyalgorithm=wrong.algorithm)

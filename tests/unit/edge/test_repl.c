@@ -234,7 +234,7 @@ int main(void)
 	 * committed child's ops, even larger than a part, go with the parent's
 	 * commit; an aborted child's vanish; one commit of the log. */
 	{
-		static uint8_t val[2 * EDGE_REPL_PART_MAX + 100];
+		static uint8_t val[2 * EDGE_REPL_PART_MAX + 4096];
 		edge_txn_t txn = { 0 }, child = { 0 };
 		uint8_t kept[4] = { 'k', 'p', 't', 0 }, gone[4] = { 'g', 'o', 'n', 0 };
 		uint8_t big[4] = { 'b', 'i', 'g', 0 };
@@ -245,7 +245,7 @@ int main(void)
 		CHECK_EQ(edge_txn_put_node(&child, 5, gone, 4, val, len), ZC_EOK);
 		edge_txn_abort(&child);
 		CHECK_EQ(edge_txn_begin_nested(&txn, &child), ZC_EOK);
-		len = node_val(val, 200, sizeof(val) - 64);
+		len = node_val(val, 200, 2 * EDGE_REPL_PART_MAX + 100);
 		CHECK_EQ(edge_txn_put_node(&child, 6, big, 4, val, len), ZC_EOK);
 		CHECK_EQ(edge_txn_commit(&child), ZC_EOK);
 		CHECK_EQ(edge_txn_commit(&txn), ZC_EOK);

@@ -1,0 +1,117 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * The API's audit lines (common/audit.h): every write request's outcome
+ * (accepted, with the record ids its result names, those of a batch's
+ * lists, and the zone's new version; or refused,
+ * with the status and the first error), and every request refused for
+ * its credentials (401, 403), whatever its method. Reads are not logged.
+ */
+#include <stdio.h>
+#include <string.h>
+#include <libknot/dname.h>
+
+#include "api/internal.h"
+#include "common/audit.h"
+
+#define IDS_MAX 20
+
+typedef struct {
+	char text[400];
+	size_t len;
+	unsigned count;
+} ids_t;
+
+static void add_id(ids_t *ids, const json_t *id)
+{
+	char one[48];
+	if (json_is_integer(id)) {
+		snprintf(one, sizeof(one), "%" JSON_INTEGER_FORMAT,
+		         json_integer_value(id));
+	} else if (json_is_string(id)) {
+		snprintf(one, sizeof(one), "%s", json_string_value(id));
+	} else {
+		return;
+	}
+	if (ids->count++ < IDS_MAX) {
+		int n = snprintf(ids->text + ids->len, sizeof(ids->text) - ids->len,
+		                 "%s%s", ids->len ? "," : "", one);
+		if (n > 0 && (size_t)n < sizeof(ids->text) - ids->len) {
+			ids->len += (size_t)n;
+		}
+	}
+}
+
+/* The ids a write's result names: its own "id", or those of a batch's
+ * lists. */
+static void collect_ids(const json_t *result, ids_t *ids)
+{
+	static const char *const lists[] = { "deletes", "patches", "puts",
+	                                     "posts" };
+	if (!json_is_object(result)) {
+		return;
+	}
+	const json_t *id = json_object_get(result, "id");
+	if (id != NULL) {
+		add_id(ids, id);
+		return;
+	}
+	for (size_t l = 0; l < sizeof(lists) / sizeof(lists[0]); l++) {
+		size_t i;
+		json_t *item;
+		json_array_foreach(json_object_get(result, lists[l]), i, item) {
+			add_id(ids, json_object_get(item, "id"));
+		}
+	}
+}
+
+static bool is_read(const char *method)
+{
+	return strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
+}
+
+/* The first error's message ("" when none). */
+static const char *first_error(const api_req_t *req)
+{
+	const json_t *e = json_array_get(req->errors, 0);
+	const char *msg = json_string_value(json_object_get(e, "message"));
+	return msg != NULL ? msg : "";
+}
+
+void api_audit(const api_req_t *req, const char *url)
+{
+	unsigned status = req->status ? req->status : 200;
+	bool refused = status >= 400;
+	bool credentials = status == 401 || status == 403;
+	if (req->method == NULL || (is_read(req->method) && !credentials)) {
+		return;
+	}
+	zc_audit_t a;
+	zc_audit_begin(&a, "api", refused ? "refused" : "accepted");
+	char op[300];
+	snprintf(op, sizeof(op), "%s %s", req->method, url);
+	zc_audit_str(&a, "operation", op);
+	zc_audit_num(&a, "token", req->token_id);
+	zc_audit_str(&a, "client", req->client[0] ? req->client : "-");
+	if (req->live_zone_id != 0) {
+		char zone[KNOT_DNAME_TXT_MAXLEN + 1];
+		knot_dname_to_str(zone, req->live_apex, sizeof(zone));
+		zc_audit_str(&a, "zone", zone);
+	}
+	zc_audit_num(&a, "status", status);
+	if (refused) {
+		zc_audit_str(&a, "reason", first_error(req));
+		zc_audit_end(&a);
+		return;
+	}
+	ids_t ids = { .len = 0 };
+	collect_ids(req->result, &ids);
+	if (ids.count > IDS_MAX) {
+		snprintf(ids.text + ids.len, sizeof(ids.text) - ids.len,
+		         ",+%u more", ids.count - IDS_MAX);
+	}
+	zc_audit_str(&a, "ids", ids.count ? ids.text : "-");
+	if (req->version != 0) {
+		zc_audit_num(&a, "version", req->version);
+	}
+	zc_audit_end(&a);
+}

@@ -1,0 +1,289 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * The control socket: a Unix stream socket (mode 0600, by default
+ * DATA_DIR/control.sock) on which the running server answers `zonecast
+ * status | reload | stop | zone status` (cmd_control.c is the client).
+ *
+ * Protocol: the client sends one line, a JSON object
+ * {"command": "status" | "reload" | "stop" | "zone-status", "zone": NAME};
+ * the server answers one line, {"ok": true, "result": {...}} or
+ * {"ok": false, "error": "..."}, and closes. Only the server's own user
+ * (or root) may connect: the file's mode says so, and the peer's
+ * credentials (SO_PEERCRED) are checked too, in case the socket sits in a
+ * directory others can reach. One connection at a time, each with a 5 s
+ * timeout for reading and writing: a stuck client holds nothing for long.
+ */
+#include <errno.h>
+#include <jansson.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "cli/serve.h"
+#include "common/error.h"
+#include "common/log.h"
+
+#define REQUEST_MAX 4096
+#define IO_TIMEOUT_S 5
+
+struct control {
+	serve_ctx_t *ctx;
+	int fd;
+	int stop_fd;
+	pthread_t thread;
+	char path[108];
+};
+
+/* A socket file left by a server that is gone is removed; one a live
+ * server answers on is not ours to take. */
+static int clear_stale(const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		return -errno;
+	}
+	int ret = connect(fd, (struct sockaddr *)&sa, sizeof(sa));
+	int err = errno;
+	close(fd);
+	if (ret == 0) {
+		zc_error("control socket %s: another server answers there "
+		         "(control-socket)", path);
+		return -EADDRINUSE;
+	}
+	if (err == ECONNREFUSED && unlink(path) != 0 && errno != ENOENT) {
+		zc_error("control socket %s: cannot remove the stale socket: %s",
+		         path, strerror(errno));
+		return -errno;
+	}
+	return ZC_EOK;
+}
+
+static int listen_at(const char *path, int *out)
+{
+	int ret = clear_stale(path);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		return -errno;
+	}
+	/* Created 0600 (no moment with a wider mode), then made sure of. */
+	mode_t old = umask(0177);
+	ret = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
+	umask(old);
+	if (ret != 0 || chmod(path, 0600) != 0 || listen(fd, 16) != 0) {
+		ret = -errno;
+		zc_error("control socket %s: %s", path, strerror(errno));
+		close(fd);
+		return ret;
+	}
+	*out = fd;
+	return ZC_EOK;
+}
+
+/* Whether the peer is this server's user or root. */
+static bool peer_allowed(int fd)
+{
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) {
+		return false;
+	}
+	return cred.uid == 0 || cred.uid == geteuid();
+}
+
+/* Reads one line (the request); false on timeout, EOF or overflow. */
+static bool read_line(int fd, char *buf, size_t size)
+{
+	size_t len = 0;
+	while (len < size - 1) {
+		ssize_t n = recv(fd, buf + len, size - 1 - len, 0);
+		if (n <= 0) {
+			return false;
+		}
+		len += (size_t)n;
+		buf[len] = '\0';
+		if (memchr(buf, '\n', len) != NULL) {
+			return true;
+		}
+	}
+	return false;
+}
+
+static void send_json(int fd, json_t *reply)
+{
+	char *text = json_dumps(reply, JSON_COMPACT);
+	if (text != NULL) {
+		size_t len = strlen(text), off = 0;
+		while (off < len) {
+			ssize_t n = send(fd, text + off, len - off, MSG_NOSIGNAL);
+			if (n <= 0) {
+				break;
+			}
+			off += (size_t)n;
+		}
+		send(fd, "\n", 1, MSG_NOSIGNAL);
+		free(text);
+	}
+	json_decref(reply);
+}
+
+static json_t *ok(json_t *result)
+{
+	return json_pack("{s:b, s:o}", "ok", 1, "result", result);
+}
+
+static json_t *fail(const char *error)
+{
+	return json_pack("{s:b, s:s}", "ok", 0, "error", error);
+}
+
+/* Runs one command; *stop set when the server is to stop after the
+ * answer is sent. */
+static json_t *run_command(serve_ctx_t *ctx, const json_t *req, bool *stop)
+{
+	const char *cmd = json_string_value(json_object_get(req, "command"));
+	if (cmd == NULL) {
+		return fail("the request has no \"command\"");
+	}
+	if (strcmp(cmd, "status") == 0) {
+		return ok(serve_status(ctx));
+	}
+	if (strcmp(cmd, "zone-status") == 0) {
+		char err[600];
+		const char *zone = json_string_value(json_object_get(req, "zone"));
+		json_t *r = serve_zone_status(ctx, zone, err, sizeof(err));
+		return r != NULL ? ok(r) : fail(err);
+	}
+	if (strcmp(cmd, "reload") == 0) {
+		char msg[2048];
+		zc_info("control: reload asked for");
+		int ret = serve_reload(ctx, msg, sizeof(msg));
+		return ret == ZC_EOK ? ok(json_pack("{s:s}", "message", msg)) :
+		       fail(msg);
+	}
+	if (strcmp(cmd, "stop") == 0) {
+		*stop = true;
+		zc_info("control: stop asked for");
+		return ok(json_pack("{s:i}", "pid", (int)getpid()));
+	}
+	char err[128];
+	snprintf(err, sizeof(err), "unknown command '%.64s'", cmd);
+	return fail(err);
+}
+
+static void serve_client(control_t *c, int fd)
+{
+	struct timeval tv = { .tv_sec = IO_TIMEOUT_S };
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	char buf[REQUEST_MAX];
+	bool got = read_line(fd, buf, sizeof(buf));
+	if (!peer_allowed(fd)) {
+		zc_warn("control: refused a client of another user");
+		send_json(fd, fail("permission denied"));
+		return;
+	}
+	if (!got) {
+		send_json(fd, fail("no request line (at most 4096 bytes)"));
+		return;
+	}
+	json_error_t jerr;
+	json_t *req = json_loads(buf, JSON_DISABLE_EOF_CHECK, &jerr);
+	bool stop = false;
+	send_json(fd, req != NULL ? run_command(c->ctx, req, &stop) :
+	          fail("the request is not JSON"));
+	json_decref(req);
+	if (stop) {
+		/* The main thread takes it as it takes a SIGTERM. */
+		kill(getpid(), SIGTERM);
+	}
+}
+
+static void *control_main(void *arg)
+{
+	control_t *c = arg;
+	pthread_setname_np(pthread_self(), "zc-control");
+	struct pollfd fds[2] = {
+		{ .fd = c->fd, .events = POLLIN },
+		{ .fd = c->stop_fd, .events = POLLIN },
+	};
+	for (;;) {
+		if (poll(fds, 2, -1) < 0 && errno != EINTR) {
+			break;
+		}
+		if (fds[1].revents & POLLIN) {
+			break;
+		}
+		if (!(fds[0].revents & POLLIN)) {
+			continue;
+		}
+		int fd = accept4(c->fd, NULL, NULL, SOCK_CLOEXEC);
+		if (fd >= 0) {
+			serve_client(c, fd);
+			close(fd);
+		}
+	}
+	return NULL;
+}
+
+int control_start(serve_ctx_t *ctx, control_t **out)
+{
+	control_t *c = calloc(1, sizeof(*c));
+	if (c == NULL) {
+		return -ENOMEM;
+	}
+	c->ctx = ctx;
+	c->fd = -1;
+	snprintf(c->path, sizeof(c->path), "%s", ctx->control_path);
+	int ret = listen_at(c->path, &c->fd);
+	c->stop_fd = ret == ZC_EOK ? eventfd(0, EFD_CLOEXEC) : -1;
+	if (ret == ZC_EOK && c->stop_fd < 0) {
+		ret = -errno;
+	}
+	if (ret == ZC_EOK && pthread_create(&c->thread, NULL, control_main,
+	                                    c) != 0) {
+		ret = -ENOMEM;
+	}
+	if (ret != ZC_EOK) {
+		if (c->fd >= 0) {
+			close(c->fd);
+			unlink(c->path);
+		}
+		if (c->stop_fd >= 0) {
+			close(c->stop_fd);
+		}
+		free(c);
+		return ret;
+	}
+	zc_info("control socket %s", c->path);
+	*out = c;
+	return ZC_EOK;
+}
+
+void control_stop(control_t *c)
+{
+	if (c == NULL) {
+		return;
+	}
+	uint64_t one = 1;
+	ssize_t w = write(c->stop_fd, &one, sizeof(one));
+	(void)w;
+	pthread_join(c->thread, NULL);
+	close(c->stop_fd);
+	close(c->fd);
+	unlink(c->path);
+	free(c);
+}

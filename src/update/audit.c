@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * The UPDATE audit lines (common/audit.h): who changed which zone and
+ * how, and every request refused, with the client, the key and why.
+ */
+#include <stdio.h>
+#include <libknot/codes.h>
+#include <libknot/descriptor.h>
+#include <libknot/packet/pkt.h>
+
+#include "common/acl.h"
+#include "common/audit.h"
+#include "update/internal.h"
+
+/* The zone as the request names it, and the key that signed it. */
+static void add_request(zc_audit_t *a, const update_msg_t *m)
+{
+	char text[KNOT_DNAME_TXT_MAXLEN + 1];
+	if (m->zone.id != 0) {
+		zc_audit_str(a, "zone", m->zone.name);
+	} else if (m->pkt != NULL && m->pkt->qname_size > 0 &&
+	           knot_dname_to_str(text, knot_pkt_qname(m->pkt),
+	                             sizeof(text)) != NULL) {
+		zc_audit_str(a, "zone", text);
+	}
+	if (m->pkt != NULL && m->pkt->tsig_rr != NULL &&
+	    knot_dname_to_str(text, m->pkt->tsig_rr->owner,
+	                      sizeof(text)) != NULL) {
+		zc_audit_str(a, "key", text);
+	} else {
+		zc_audit_str(a, "key", "-");
+	}
+	char addr[ZC_ADDR_TEXT_MAX];
+	zc_addr_text(&m->from, addr, sizeof(addr));
+	zc_audit_str(a, "client", addr);
+	zc_audit_str(a, "transport", m->tcp ? "tcp" : "udp");
+}
+
+void update_audit_accepted(const update_msg_t *m)
+{
+	zc_audit_t a;
+	zc_audit_begin(&a, "update", "accepted");
+	add_request(&a, m);
+	zc_audit_num(&a, "added", (int64_t)m->added_count);
+	zc_audit_num(&a, "deleted", (int64_t)m->removed);
+	zc_audit_num(&a, "serial", m->zone.serial);
+	zc_audit_str(&a, "changed", m->changed ? "yes" : "no");
+	zc_audit_end(&a);
+}
+
+void update_audit_refused(const update_msg_t *m, uint8_t rcode,
+                          const char *why)
+{
+	char rname[16];
+	const knot_lookup_t *r = knot_lookup_by_id(knot_rcode_names, rcode);
+	snprintf(rname, sizeof(rname), "%s", r != NULL ? r->name : "?");
+	zc_audit_t a;
+	zc_audit_begin(&a, "update", "refused");
+	add_request(&a, m);
+	zc_audit_str(&a, "rcode", rname);
+	zc_audit_str(&a, "reason", why);
+	zc_audit_end(&a);
+}

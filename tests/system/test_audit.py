@@ -1,0 +1,271 @@
+"""Audit lines and log targets (issue 14; docs/operations.md "Logs").
+
+Every accepted write logs one line at info with who, from where, what and
+the result: the API (token id, client, zone, operation, record ids, new
+version) and UPDATE (key, client, zone, added/deleted, serial); every
+refusal too (TSIG failure, address lists, key policy, quarantine, bad
+token, transfers, a secondary refusing our NOTIFY), at most 50 a second
+with the rest counted. The same lines go as JSON objects (log-format json),
+to syslog (RFC 3164 datagrams) and to the journal (native protocol, fields
+ZONECAST_*), read here from real sockets the test binds.
+"""
+
+import json
+import os
+import re
+import socket
+import time
+
+import dns.query
+import dns.rcode
+import dns.update
+import pytest
+
+import servers
+from conftest import UPDATE_SOURCE
+
+WAIT = 10.0 * servers.TIMEOUT_SCALE
+
+
+def wait_for(cond, what, timeout=WAIT):
+    deadline = time.monotonic() + timeout
+    while True:
+        v = cond()
+        if v:
+            return v
+        if time.monotonic() > deadline:
+            pytest.fail("timed out after %.1fs waiting for %s" % (timeout, what))
+        time.sleep(0.05)
+
+
+def audit_lines(text, what, outcome):
+    return [l for l in text.splitlines() if "audit: %s %s" % (what, outcome) in l]
+
+
+def fields(line):
+    """key=value pairs of a text audit line (values may be quoted)."""
+    out = {}
+    for m in re.finditer(r'(\w+)=("(?:[^"\\]|\\.)*"|\S+)', line):
+        v = m.group(2)
+        if v.startswith('"'):
+            v = re.sub(r'\\(.)', r'\1', v[1:-1])
+        out[m.group(1)] = v
+    return out
+
+
+def update(srv, zone, name, key=None, source="127.0.0.1", tcp=True):
+    """One UPDATE adding name A (signed with key); the response's rcode
+    (read from the header: a refused TSIG answer is not dnspython's to
+    verify)."""
+    u = dns.update.UpdateMessage(zone)
+    u.add(name, 300, "A", "192.0.2.33")
+    if key is not None:
+        u.use_tsig(key.key)
+    resp = servers.exchange_from("127.0.0.1", srv.port, u.to_wire(), tcp=tcp,
+                                 source=source)
+    assert resp is not None, "no answer"
+    return resp[3] & 0x0f
+
+
+@pytest.fixture(scope="module")
+def srv(zonecast_dyn):
+    return zonecast_dyn
+
+
+def test_update_accepted_and_refused(srv):
+    key = srv.tsig_create("audit.key.", "example.net.")
+    assert update(srv, "example.net.", "signed.example.net.", key=key) == dns.rcode.NOERROR
+    line = wait_for(lambda: audit_lines(srv.log(), "update", "accepted"), "the line")[-1]
+    f = fields(line)
+    assert f["zone"] == "example.net." and f["key"] == "audit.key."
+    assert f["client"].startswith("127.0.0.1#") and f["transport"] == "tcp"
+    assert f["added"] == "1" and f["deleted"] == "0" and f["changed"] == "yes"
+    assert int(f["serial"]) > 0
+    assert " info: " in line
+
+    # unsigned from an address not in allow-update
+    assert update(srv, "example.net.", "x.example.net.") == dns.rcode.REFUSED
+    # a wrong secret (BADSIG), a key of no one (BADKEY)
+    wrong = key.with_secret("c2VjcmV0c2VjcmV0c2VjcmV0c2VjcmV0", workdir=srv.workdir)
+    assert update(srv, "example.net.", "y.example.net.", key=wrong) == dns.rcode.NOTAUTH
+    unknown = servers.TsigKey("nobody.key.", key.algorithm, key.secret)
+    assert update(srv, "example.net.", "z.example.net.", key=unknown) == dns.rcode.NOTAUTH
+    # a key of another zone
+    assert update(srv, "example.com.", "k.example.com.", key=key) == dns.rcode.REFUSED
+    lines = audit_lines(srv.log(), "update", "refused")
+    reasons = [fields(l)["reason"] for l in lines]
+    assert "unsigned, and the client is not in allow-update" in reasons
+    assert any(r.startswith("BADSIG: the MAC does not verify") for r in reasons), reasons
+    assert "BADKEY: no key of that name" in reasons
+    assert "the key belongs to another zone" in reasons
+    bad_key = [fields(l) for l in lines if "BADKEY" in l][-1]
+    assert bad_key["key"] == "nobody.key." and bad_key["rcode"] == "NOTAUTH"
+    assert bad_key["tsig_error"] == "BADKEY"
+    assert bad_key["client"].startswith("127.0.0.1#")
+
+
+def test_update_policy_refusal(srv):
+    key = srv.tsig_create("narrow.key.", "example.net.", grants=["name:host.example.net:A"])
+    assert update(srv, "example.net.", "other.example.net.", key=key) == dns.rcode.REFUSED
+    line = wait_for(lambda: [l for l in audit_lines(srv.log(), "update", "refused")
+                             if "narrow.key." in l], "the policy refusal")[-1]
+    assert fields(line)["reason"] == "outside the key's grants"
+
+
+def test_api_writes_and_refusals(srv):
+    api = srv.client()
+    token_id = None
+    zid = api.zone_id("example.net")
+    r = api.ok("POST", "/zones/%s/dns_records" % zid,
+               json={"name": "api1.example.net", "type": "A", "content": "192.0.2.44"})
+    rid = r["result"]["id"]
+    line = wait_for(lambda: [l for l in audit_lines(srv.log(), "api", "accepted")
+                             if rid in l], "the API line")[-1]
+    f = fields(line)
+    token_id = int(f["token"])
+    assert token_id > 0
+    assert f["client"].startswith("127.0.0.1#") and f["zone"] == "example.net."
+    assert f["operation"] == "POST /client/v4/zones/%s/dns_records" % zid
+    assert f["ids"] == rid and f["status"] == "200" and int(f["version"]) > 0
+
+    batch = api.ok("POST", "/zones/%s/dns_records/batch" % zid, json={
+        "posts": [{"name": "b%d.example.net" % i, "type": "A", "content": "192.0.2.%d" % i}
+                  for i in range(3)]})
+    ids = [p["id"] for p in batch["result"]["posts"]]
+    line = wait_for(lambda: [l for l in audit_lines(srv.log(), "api", "accepted")
+                             if "/batch" in l], "the batch line")[-1]
+    assert fields(line)["ids"] == ",".join(ids) and int(fields(line)["version"]) > 0
+    # a delete names the record it deleted
+    api.ok("DELETE", "/zones/%s/dns_records/%s" % (zid, rid))
+    line = wait_for(lambda: [l for l in audit_lines(srv.log(), "api", "accepted")
+                             if l.count(rid) >= 2 and "DELETE" in l], "the delete line")[-1]
+    assert fields(line)["ids"] == rid
+
+    # a bad token, a read-only token writing
+    bad = servers.ApiClient(srv.api_url, "zc_not_a_token")
+    assert bad.call("DELETE", "/zones/%s/dns_records/%s" % (zid, rid)).status_code == 401
+    ro = servers.ApiClient(srv.api_url, srv.create_token(read_only=True))
+    assert ro.call("POST", "/zones/%s/dns_records" % zid,
+                   json={"name": "ro.example.net", "type": "A",
+                         "content": "192.0.2.1"}).status_code == 403
+    refused = [fields(l) for l in audit_lines(srv.log(), "api", "refused")]
+    assert any(f["status"] == "401" and f["token"] == "0" and "invalid token" in f["reason"]
+               for f in refused), refused
+    assert any(f["status"] == "403" and "read-only" in f["reason"] and f["token"] != "0"
+               for f in refused), refused
+    # reads are not audited
+    api.get("/zones/%s/dns_records" % zid)
+    assert not [l for l in srv.log().splitlines() if "audit: api" in l and "GET" in l]
+
+
+def test_transfer_refused(srv):
+    with pytest.raises(Exception):
+        list(dns.query.xfr("127.0.0.1", "example.com.", port=srv.port, source="127.0.0.1"))
+    line = wait_for(lambda: audit_lines(srv.log(), "transfer", "refused"), "the line")[-1]
+    f = fields(line)
+    assert f["zone"] == "example.com." and f["kind"] == "AXFR"
+    assert f["reason"] == "unsigned, not in allow-transfer" and f["client"].startswith("127.0.0.1#")
+
+
+def test_signed_query_refused(srv):
+    """A query signed with a key the server does not know (a secondary's
+    SOA check with a stale key): NOTAUTH, and an audit line."""
+    key = servers.TsigKey("stale.key", "hmac-sha256", "c2VjcmV0c2VjcmV0c2VjcmV0c2VjcmV0")
+    q = servers.make_query("example.com.", "SOA")
+    q.use_tsig(key.key)
+    resp = servers.exchange_from("127.0.0.1", srv.port, q.to_wire(), tcp=True)
+    assert resp is not None and resp[3] & 0x0f == dns.rcode.NOTAUTH
+    line = wait_for(lambda: [l for l in audit_lines(srv.log(), "transfer", "refused")
+                             if "kind=query" in l], "the line")[-1]
+    f = fields(line)
+    assert f["zone"] == "example.com." and f["key"] == "stale.key."
+    assert f["tsig_error"] == "BADKEY" and f["reason"] == "BADKEY: no key of that name"
+
+
+def test_refusals_limited_and_counted(srv):
+    """300 refused UPDATEs in a burst: at most 50 lines a second, and a
+    later line says how many were left out."""
+    u = dns.update.UpdateMessage("example.net.")
+    u.add("flood.example.net.", 300, "A", "192.0.2.1")
+    wire = u.to_wire()
+    before = len(audit_lines(srv.log(), "update", "refused"))
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.settimeout(2)
+        for _ in range(300):
+            s.sendto(wire, ("127.0.0.1", srv.port))
+            s.recv(512)
+    burst = len(audit_lines(srv.log(), "update", "refused")) - before
+    assert 0 < burst <= 100, burst  # Two seconds' worth at most.
+    time.sleep(1.1)
+    assert update(srv, "example.net.", "after.example.net.") == dns.rcode.REFUSED
+    lines = audit_lines(srv.log(), "update", "refused")[before:]
+    assert "suppressed=" in lines[-1], lines[-1]
+    # every refusal is either a line or counted in a later one
+    assert len(lines) + sum(int(fields(l).get("suppressed", 0)) for l in lines) == 301
+
+
+def bind_dgram(path):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    s.bind(path)
+    s.settimeout(0.2)
+    return s
+
+
+def drain(sock):
+    out = []
+    try:
+        while True:
+            out.append(sock.recv(65535).decode(errors="replace"))
+    except socket.timeout:
+        return out
+
+
+def test_json_syslog_and_journal_targets(zonecast_api_factory, tmp_path):
+    """log-format json to a file; the same server's lines to syslog and the
+    journal through their sockets."""
+    syslog = bind_dgram(str(tmp_path / "syslog.sock"))
+    journal = bind_dgram(str(tmp_path / "journal.sock"))
+    logfile = tmp_path / "zonecast.json"
+    srv = zonecast_api_factory(
+        options=[("log-format", "json"), ("log-target", str(logfile)),
+                 ("log-target", "syslog"), ("log-target", "journald"),
+                 ("allow-update", UPDATE_SOURCE)],
+        env={"ZONECAST_SYSLOG_SOCKET": str(tmp_path / "syslog.sock"),
+             "ZONECAST_JOURNAL_SOCKET": str(tmp_path / "journal.sock")})
+    try:
+        assert update(srv, "example.net.", "j.example.net.", source=UPDATE_SOURCE) == \
+            dns.rcode.NOERROR
+        lines = wait_for(lambda: [json.loads(l) for l in logfile.read_text().splitlines()
+                                  if '"audit":"update"' in l], "the JSON audit line")
+        a = lines[-1]
+        assert a["level"] == "info" and a["message"] == "audit: update accepted"
+        assert a["audit"] == "update" and a["outcome"] == "accepted"
+        assert a["zone"] == "example.net." and a["key"] == "-"
+        assert a["client"].startswith(UPDATE_SOURCE + "#")
+        assert a["added"] == 1 and a["deleted"] == 0 and isinstance(a["serial"], int)
+        assert re.match(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$", a["time"])
+        # every line of the file is one JSON object
+        for l in logfile.read_text().splitlines():
+            json.loads(l)
+        # the start lists the zones
+        assert any(json.loads(l)["message"].startswith("zone example.com.: serial 2024010101")
+                   for l in logfile.read_text().splitlines())
+
+        got = drain(syslog)
+        sys_audit = [m for m in got if '"audit":"update"' in m]
+        assert sys_audit, got[:5]
+        assert re.match(r"<30>\w{3} [ \d]\d \d\d:\d\d:\d\d zonecast\[%d\]: \{" % srv.proc.pid,
+                        sys_audit[-1]), sys_audit[-1]   # daemon.info, then the JSON
+        assert any(m.startswith("<28>") or m.startswith("<30>") for m in got)
+
+        entries = [dict(l.split("=", 1) for l in m.splitlines() if "=" in l)
+                   for m in drain(journal)]
+        audit = [e for e in entries if e.get("ZONECAST_AUDIT") == "update"]
+        assert audit, entries[:3]
+        e = audit[-1]
+        assert e["PRIORITY"] == "6" and e["SYSLOG_IDENTIFIER"] == "zonecast"
+        assert e["ZONECAST_OUTCOME"] == "accepted" and e["ZONECAST_ZONE"] == "example.net."
+        assert e["MESSAGE"].startswith("audit: update accepted zone=example.net.")
+    finally:
+        syslog.close()
+        journal.close()

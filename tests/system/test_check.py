@@ -1,0 +1,160 @@
+"""Checks that write nothing (issue 14): `zonecast check-config` (as
+`knotc conf-check`) and `zonecast zone check` (as `kzonecheck`), their exit
+codes and messages; every config key documented and classified for reload;
+and `zonecast fleet status` refusing a data directory that is none.
+"""
+
+import os
+import re
+import subprocess
+
+import pytest
+
+import servers
+
+DOCS = os.path.join(servers.REPO, "docs")
+
+
+def zc(*args, cwd=None):
+    return subprocess.run([servers.zonecast_bin()] + list(args), capture_output=True,
+                          text=True, timeout=60, cwd=cwd)
+
+
+def write(path, text):
+    with open(path, "w") as f:
+        f.write(text)
+    return str(path)
+
+
+@pytest.fixture(autouse=True)
+def _binary():
+    if not os.access(servers.zonecast_bin(), os.X_OK):
+        pytest.skip("zonecast not built")
+
+
+def test_check_config_ok_and_warnings(tmp_path):
+    conf = write(tmp_path / "ok.conf", "server:\n    data-dir: %s\n    listen: 127.0.0.1:5353\n"
+                 "    log-target: %s\n" % (tmp_path / "data", tmp_path / "z.log"))
+    cp = zc("check-config", "-c", conf)
+    assert cp.returncode == 0, cp.stderr
+    assert cp.stdout == "%s: OK (1 warning(s))\n" % conf  # data-dir to be created
+    assert "warning: data-dir: %s does not exist" % (tmp_path / "data") in cp.stderr
+    assert not os.path.exists(tmp_path / "data") and not os.path.exists(tmp_path / "z.log")
+    os.mkdir(tmp_path / "data")
+    cp = zc("check-config", "-c", conf, "-o", "allow-update=0.0.0.0/0")
+    assert cp.returncode == 0 and "OK (1 warning(s))" in cp.stdout
+    assert "warning: allow-update: a /0 entry lets anyone change the zones" in cp.stderr
+    cp = zc("check-config", "-c", conf)
+    assert (cp.returncode, cp.stdout, cp.stderr) == (0, "%s: OK\n" % conf, "")
+
+
+def test_check_config_syntax_error(tmp_path):
+    conf = write(tmp_path / "bad.conf", "server:\n    listen: 127.0.0.1:53\n    lissen: x\n")
+    cp = zc("check-config", "-c", conf)
+    assert cp.returncode == 1
+    assert cp.stderr.strip() == "error: %s:3: unknown setting 'lissen'" % conf
+    conf = write(tmp_path / "bad2.conf", "server:\n    rrl-rate: fast\n")
+    cp = zc("check-config", "-c", conf)
+    assert cp.returncode == 1 and ":2: invalid value 'fast' for 'rrl-rate'" in cp.stderr
+    cp = zc("check-config", "-c", str(tmp_path / "missing.conf"))
+    assert cp.returncode == 1 and "missing.conf: cannot open" in cp.stderr
+
+
+def test_check_config_semantic_errors(tmp_path):
+    (tmp_path / "data").mkdir()
+    conf = write(tmp_path / "sem.conf",
+                 "server:\n    data-dir: %s\n    listen: 127.0.0.1:5353\n"
+                 "    listen: 127.0.0.1:5353\n    api-listen: 127.0.0.1:5353\n"
+                 "    user: no-such-user-zc\n    log-target: /nonexistent/x.log\n"
+                 "    log-target: syslog\n    log-target: syslog\n" % (tmp_path / "data"))
+    cp = zc("check-config", "-c", conf)
+    assert cp.returncode == 1
+    for msg in ("error: listen: 127.0.0.1:5353 is listed twice",
+                "error: api-listen: 127.0.0.1:5353 is also a DNS listen address",
+                "error: user: no user 'no-such-user-zc' on this system",
+                "error: log-target: /nonexistent/x.log: no directory /nonexistent",
+                "error: log-target: syslog is listed twice"):
+        assert msg in cp.stderr, cp.stderr
+    assert cp.stderr.rstrip().endswith("not fit to run")
+
+
+def test_every_key_documented_and_classified():
+    """Every key check-config knows is in docs/configuration.md (or, for
+    the fleet's, docs/fleet.md) and in the reload section of
+    docs/operations.md with the same live/restart class."""
+    keys = dict(l.split() for l in zc("check-config", "--keys").stdout.splitlines())
+    assert len(keys) > 50 and set(keys.values()) == {"live", "restart"}
+    conf = open(os.path.join(DOCS, "configuration.md")).read()
+    fleet = open(os.path.join(DOCS, "fleet.md")).read()
+    ops = open(os.path.join(DOCS, "operations.md")).read()
+    for key in keys:
+        assert "`%s`" % key in conf or "`%s`" % key in fleet, key
+    live = re.search(r"<!-- live keys -->(.*?)<!-- end -->", ops, re.S).group(1)
+    restart = re.search(r"<!-- restart keys -->(.*?)<!-- end -->", ops, re.S).group(1)
+    for key, cls in keys.items():
+        if key.startswith("nats") or key.startswith("fleet-"):
+            assert "`nats*`" in restart or "`%s`" % key in restart, key
+            continue
+        assert "`%s`" % key in (live if cls == "live" else restart), (key, cls)
+
+
+def test_zone_check(tmp_path):
+    good = os.path.join(servers.ZONES_DIR, "example.com.zone")
+    cp = zc("zone", "check", "--origin", "example.com.", good, cwd=str(tmp_path))
+    assert cp.returncode == 0, cp.stderr
+    assert re.match(r"zone example.com.: \d+ records, no problems found in ", cp.stdout)
+    assert os.listdir(tmp_path) == []  # nothing written, no data directory
+    # ZONE FILE, as import takes them
+    assert zc("zone", "check", "example.com.", good).returncode == 0
+    # the origin from the file name
+    cp = zc("zone", "check", good)
+    assert cp.returncode == 0 and "zone example.com (from the file name" in cp.stderr
+
+
+def test_zone_check_problems(tmp_path):
+    bad = write(tmp_path / "bad.test.zone", "\n".join([
+        "$ORIGIN bad.test.",
+        "@ 3600 IN SOA ns hostmaster 1 7200 3600 1209600 300",
+        "@ NS ns",
+        "ns A 192.0.2.1",
+        "www CNAME ns",
+        "www A 192.0.2.2",
+        "mail A 999.0.2.1",
+        "out.example.org. A 192.0.2.3",
+        ""]))
+    cp = zc("zone", "check", bad)
+    assert cp.returncode == 1
+    assert "%s:7: error:" % bad in cp.stderr, cp.stderr
+    assert "%s:8: error: out.example.org. is outside the zone" % bad in cp.stderr
+    assert "zone bad.test: " in cp.stderr and "problem(s) found in %s" % bad in cp.stderr
+    fixed = write(tmp_path / "fixed.zone", "\n".join([
+        "$ORIGIN bad.test.",
+        "@ 3600 IN SOA ns hostmaster 1 7200 3600 1209600 300",
+        "@ NS ns",
+        "ns A 192.0.2.1",
+        "www CNAME ns",
+        "www A 192.0.2.2",
+        ""]))
+    cp = zc("zone", "check", "--origin", "bad.test", fixed)
+    assert cp.returncode == 1
+    assert "www.bad.test. A: CNAME and other data at the same name" in cp.stderr or \
+        "CNAME and other data" in cp.stderr, cp.stderr
+    nosoa = write(tmp_path / "nosoa.zone", "$ORIGIN n.test.\nwww 300 A 192.0.2.1\n")
+    cp = zc("zone", "check", "--origin", "n.test", nosoa)
+    assert cp.returncode == 1 and "no SOA record at the zone apex" in cp.stderr
+    cp = zc("zone", "check", str(tmp_path / "missing.zone"))
+    assert cp.returncode == 1
+    cp = zc("zone", "check")
+    assert cp.returncode == 2 and "Usage: zonecast zone check" in cp.stderr
+
+
+def test_fleet_status_checks_the_data_directory(tmp_path):
+    """fleet status reads the token from the data directory: a path that
+    is none is said as such (as the other commands say it)."""
+    missing = tmp_path / "nope"
+    env = dict(os.environ)
+    env.pop("ZONECAST_TOKEN", None)
+    cp = subprocess.run([servers.zonecast_bin(), "fleet", "status", "--data-dir", str(missing)],
+                        capture_output=True, text=True, env=env)
+    assert cp.returncode == 1
+    assert "no zonecast data directory at %s" % missing in cp.stderr

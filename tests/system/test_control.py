@@ -1,0 +1,281 @@
+"""The control socket and its commands (issue 14; docs/operations.md):
+`zonecast status | reload | stop | zone status [ZONE]`, human output and
+--json, a socket only the server's user may use (mode 0600, and the peer's
+credentials checked), a pidfile; per zone the stored and served serial,
+signing, last change, build state (quarantined, and why) and what the
+secondaries did last (NOTIFY answered or refused, transfers done or
+refused, from a real responder and dnspython's AXFR).
+"""
+
+import json
+import os
+import socket
+import stat
+import subprocess
+import tempfile
+import threading
+import time
+
+import dns.flags
+import dns.message
+import dns.opcode
+import dns.query
+import dns.rcode
+import dns.zone
+import pytest
+
+import servers
+
+WAIT = 10.0 * servers.TIMEOUT_SCALE
+
+
+def wait_for(cond, what, timeout=WAIT):
+    deadline = time.monotonic() + timeout
+    while True:
+        v = cond()
+        if v:
+            return v
+        if time.monotonic() > deadline:
+            pytest.fail("timed out after %.1fs waiting for %s" % (timeout, what))
+        time.sleep(0.05)
+
+
+def cli(srv, *args, check=True):
+    return srv.run_cli(*args, "--data-dir", srv.data_dir, check=check)
+
+
+def status_json(srv):
+    return json.loads(cli(srv, "status", "--json").stdout)
+
+
+def zones_json(srv, zone=None):
+    args = ["zone", "status", "--json"] + ([zone] if zone else [])
+    out = json.loads(cli(srv, *args).stdout)
+    return {z["name"]: z for z in out["zones"]}
+
+
+def as_nobody(argv):
+    return subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+                          + argv, capture_output=True, text=True, timeout=30)
+
+
+def test_status(zonecast_factory):
+    srv = zonecast_factory()
+    st = status_json(srv)
+    assert st["pid"] == srv.proc.pid
+    assert st["version"] and st["uptime_s"] >= 0 and st["started"].endswith("Z")
+    assert st["listeners"]["dns"] == ["127.0.0.1:%d" % srv.port]
+    assert st["listeners"]["control"] == os.path.join(srv.data_dir, "control.sock")
+    assert st["listeners"]["workers_per_address"] == 2
+    assert st["zones"] == 3
+    b = st["builder"]
+    assert b["applied_seq"] == b["last_seq"] and b["lag_events"] == 0 and b["lag_ms"] == 0
+    assert b["stalled"] is None and b["quarantined_zones"] == 0
+    assert set(st["writer"]) == {"queued", "batches", "units", "last_batch"}
+    assert set(st["caches"]["signatures"]) == {"hits", "misses", "hit_rate"}
+    assert set(st["rrl"]) == {"dropped", "slipped"}
+    assert st["reload"] == {"count": 0, "last": None}
+    human = cli(srv, "status").stdout
+    for part in ("zonecast ", "pid %d" % srv.proc.pid, "127.0.0.1:%d" % srv.port,
+                 "zones            3 (0 quarantined)", "lag 0 events"):
+        assert part in human, human
+
+
+def test_status_counts_signatures_and_writes(zonecast_api_factory):
+    """The signature cache's hits show after repeated signed answers; the
+    writer's batches after API writes."""
+    srv = zonecast_api_factory()
+    srv.run_cli("dnssec", "enable", "--data-dir", srv.data_dir, "example.net.")
+    wait_for(lambda: zones_json(srv, "example.net.")["example.net."]["signed"], "signed")
+    for _ in range(5):
+        srv.query("example.net.", "SOA", do=True)
+    sig = status_json(srv)["caches"]["signatures"]
+    assert sig["hits"] >= 3 and sig["misses"] >= 1 and 0 < sig["hit_rate"] < 1, sig
+    api = srv.client()
+    zid = api.zone_id("example.com")
+    for i in range(3):
+        api.ok("POST", "/zones/%s/dns_records" % zid,
+               json={"name": "w%d.example.com" % i, "type": "A", "content": "192.0.2.%d" % i})
+    w = status_json(srv)["writer"]
+    assert w["batches"] >= 3 and w["units"] >= 3 and w["queued"] == 0, w
+
+
+def test_zone_status(zonecast_api_factory, tmp_path):
+    fault = tmp_path / "failing"
+    fault.write_text("")
+    srv = zonecast_api_factory(env={"ZONECAST_FAULT_BUILD": str(fault)})
+    srv.run_cli("dnssec", "enable", "--data-dir", srv.data_dir, "example.net.")
+    zones = wait_for(lambda: (lambda z: z if z["example.net."]["signed"] else None)(
+        zones_json(srv)), "example.net. signed")
+    assert set(zones) == {"example.com.", "sub.example.com.", "example.net."}
+    com = zones["example.com."]
+    assert com["serial"] == com["served_serial"] == 2024010101, com
+    assert com["signed"] is False and com["state"] == "ok" and com["records"] > 10
+    assert com["last_change"].endswith("Z") and com["secondaries"] == []
+    assert zones["example.net."]["signed"] is True
+    one = zones_json(srv, "example.com.")
+    assert list(one) == ["example.com."]
+    human = cli(srv, "zone", "status").stdout
+    assert "example.com." in human and "signed" in human and "unsigned" in human
+    cp = cli(srv, "zone", "status", "no-such.zone.", check=False)
+    assert cp.returncode == 1 and "no zone no-such.zone." in cp.stderr
+
+    # a quarantined zone: state and reason, served serial the last good one
+    fault.write_text("example.com.\n")
+    api = srv.client()
+    zid = api.zone_id("example.com")
+    api.call("POST", "/zones/%s/dns_records" % zid,
+             json={"name": "q.example.com", "type": "A", "content": "192.0.2.9"})
+    z = wait_for(lambda: (lambda z: z if z["state"] == "quarantined" else None)(
+        zones_json(srv, "example.com.")["example.com."]), "quarantine")
+    assert z["served_serial"] == 2024010101 and z["serial"] > 2024010101
+    assert "injected" in z["quarantine"]["reason"] and z["quarantine"]["attempts"] >= 1
+    assert "QUARANTINED since" in cli(srv, "zone", "status", "example.com.").stdout
+    assert status_json(srv)["builder"]["quarantined_zones"] == 1
+
+
+class NotifyResponder(threading.Thread):
+    """A secondary's NOTIFY side: answers example.com. NOERROR and any
+    other zone REFUSED (dnspython)."""
+
+    def __init__(self):
+        super().__init__(daemon=True)
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.settimeout(0.2)
+        self.port = self.sock.getsockname()[1]
+        self.seen = []
+        self.done = threading.Event()
+
+    def run(self):
+        while not self.done.is_set():
+            try:
+                wire, addr = self.sock.recvfrom(65535)
+            except socket.timeout:
+                continue
+            q = dns.message.from_wire(wire)
+            zone = q.question[0].name.to_text()
+            self.seen.append(zone)
+            r = dns.message.make_response(q)
+            r.set_opcode(dns.opcode.NOTIFY)
+            r.set_rcode(dns.rcode.NOERROR if zone == "example.com." else dns.rcode.REFUSED)
+            self.sock.sendto(r.to_wire(), addr)
+
+
+def test_secondaries_notify_and_transfers(zonecast_factory):
+    resp = NotifyResponder()
+    resp.start()
+    try:
+        srv = zonecast_factory(options=[("notify", "127.0.0.1:%d" % resp.port),
+                                        ("allow-transfer", "127.0.0.1")])
+        peer = "127.0.0.1:%d" % resp.port
+
+        def notified():
+            z = zones_json(srv)
+            ok = [p for p in z["example.com."]["secondaries"] if p["peer"] == peer]
+            bad = [p for p in z["example.net."]["secondaries"] if p["peer"] == peer]
+            if ok and bad and ok[0]["notify"]["result"] == "answered" and \
+                    bad[0]["notify"]["result"].startswith("refused"):
+                return z
+            return None
+
+        z = wait_for(notified, "NOTIFY answered and refused")
+        n = [p for p in z["example.com."]["secondaries"] if p["peer"] == peer][0]["notify"]
+        assert n["serial"] == 2024010101 and n["time"].endswith("Z")
+        refused = [p for p in z["example.net."]["secondaries"] if p["peer"] == peer][0]
+        assert refused["notify"]["result"] == "refused (REFUSED)"
+        assert "audit: notify refused zone=example.net. secondary=%s serial=" % peer in srv.log()
+        assert "rcode=REFUSED" in srv.log()
+
+        # an AXFR from an allowed address, one from an address that is not
+        dns.zone.from_xfr(dns.query.xfr("127.0.0.1", "example.com.", port=srv.port))
+        with pytest.raises(Exception):
+            dns.zone.from_xfr(dns.query.xfr("127.0.0.1", "sub.example.com.", port=srv.port,
+                                            source="127.0.0.3"))
+        z = zones_json(srv)
+        t = [p for p in z["example.com."]["secondaries"] if p["peer"] == "127.0.0.1"][0]
+        assert t["transfer"]["kind"] == "AXFR" and t["transfer"]["result"] == "done"
+        assert t["transfer"]["serial"] == 2024010101
+        t = [p for p in z["sub.example.com."]["secondaries"] if p["peer"] == "127.0.0.3"][0]
+        assert t["transfer"]["result"] == "refused: unsigned, not in allow-transfer"
+        human = cli(srv, "zone", "status", "example.com.").stdout
+        assert "secondary %s: NOTIFY serial 2024010101 answered" % peer in human, human
+        assert "AXFR serial 2024010101 done" in human, human
+    finally:
+        resp.done.set()
+
+
+def test_socket_mode_and_pidfile(zonecast_factory):
+    srv = zonecast_factory()
+    sock = os.path.join(srv.data_dir, "control.sock")
+    st = os.stat(sock)
+    assert stat.S_ISSOCK(st.st_mode) and stat.S_IMODE(st.st_mode) == 0o600
+    assert st.st_uid == os.geteuid()
+    pidfile = os.path.join(srv.data_dir, "zonecast.pid")
+    assert open(pidfile).read() == "%d\n" % srv.proc.pid
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to act as another user")
+def test_other_users_refused(zonecast_factory):
+    """Another user cannot use the socket: the file's mode refuses the
+    connection, and where the mode is opened up the server still refuses
+    (SO_PEERCRED)."""
+    rundir = tempfile.mkdtemp(prefix="zc-control-", dir="/tmp")
+    os.chmod(rundir, 0o755)
+    sock = os.path.join(rundir, "c.sock")
+    srv = zonecast_factory(options=[("control-socket", sock)])
+    argv = [servers.zonecast_bin(), "status", "--socket", sock]
+    cp = as_nobody(argv)
+    assert cp.returncode == 1 and "Permission denied" in cp.stderr, cp.stderr
+    os.chmod(sock, 0o666)
+    cp = as_nobody(argv)
+    assert cp.returncode == 1 and "permission denied" in cp.stderr, cp.stderr
+    assert "control: refused a client of another user" in srv.log()
+    # the server's own user still gets its answer
+    assert "zonecast " in srv.run_cli("status", "--socket", sock).stdout
+    srv.stop()
+    assert not os.path.exists(sock)
+    os.rmdir(rundir)
+
+
+def test_stop(zonecast_factory):
+    srv = zonecast_factory()
+    pid = srv.proc.pid
+    out = cli(srv, "stop").stdout
+    assert "stopping zonecast (pid %d)" % pid in out
+    assert srv.proc.wait(5) == 0  # stop waited for the exit (a zombie here)
+    assert not os.path.exists(os.path.join(srv.data_dir, "control.sock"))
+    assert not os.path.exists(os.path.join(srv.data_dir, "zonecast.pid"))
+    assert "control: stop asked for" in srv.log()
+
+
+def test_no_server(tmp_path):
+    d = tmp_path / "data"
+    d.mkdir()
+    cp = subprocess.run([servers.zonecast_bin(), "status", "--data-dir", str(d)],
+                        capture_output=True, text=True)
+    assert cp.returncode == 1
+    assert "no zonecast answers on %s/control.sock" % d in cp.stderr
+    assert "is `zonecast serve` running" in cp.stderr
+
+
+def test_start_lists_zones(zonecast_factory):
+    srv = zonecast_factory()
+    log = srv.log()
+    for zone in ("example.com.", "sub.example.com.", "example.net."):
+        assert "zone %s: serial " % zone in log
+    assert "zone example.com.: serial 2024010101, serving 2024010101" in log
+    assert "3 zone(s)" in log
+
+
+def test_socket_taken_does_not_keep_dns_down(zonecast_factory, tmp_path):
+    """A control-socket path another server answers on: the second server
+    says so and serves DNS without a socket; the first keeps its own."""
+    sock = str(tmp_path / "shared.sock")
+    first = zonecast_factory(options=[("control-socket", sock)])
+    second = zonecast_factory(options=[("control-socket", sock)])
+    assert "another server answers there" in second.log()
+    assert "serving without a control socket" in second.log()
+    assert second.answers_soa("example.com.")
+    st = json.loads(first.run_cli("status", "--socket", sock, "--json").stdout)
+    assert st["pid"] == first.proc.pid

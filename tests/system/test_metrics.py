@@ -1,0 +1,349 @@
+"""The metrics endpoint (docs/metrics.md, issue 14): Prometheus text on
+metrics-listen, /healthz and /readyz, for `zonecast serve` and `zonecast
+edge`.
+
+Counts are checked against traffic the test sends itself (dnspython over
+UDP and TCP, an UPDATE, AXFRs, a TSIG-signed request with an unknown key,
+a malformed cookie), the exposition is linted by `promtool check
+metrics`, and a real Debian `prometheus` scrapes the server and answers
+queries through its HTTP API."""
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+
+import dns.edns
+import dns.message
+import dns.query
+import dns.rcode
+import dns.tsigkeyring
+import dns.update
+import pytest
+
+from servers import START_TIMEOUT, ZonecastServer, free_port
+
+PROMETHEUS = shutil.which("prometheus") or "/usr/bin/prometheus"
+PROMTOOL = shutil.which("promtool") or "/usr/bin/promtool"
+NATS = shutil.which("nats-server") or "/usr/sbin/nats-server"
+
+SAMPLE_RE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$')
+LABEL_RE = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
+
+
+def http_get(port, path, method="GET"):
+    """(status, content type, body) of an HTTP request to 127.0.0.1:port."""
+    req = urllib.request.Request("http://127.0.0.1:%d%s" % (port, path), method=method)
+    try:
+        with urllib.request.urlopen(req, timeout=10) as r:
+            return r.status, r.headers.get("Content-Type"), r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.headers.get("Content-Type"), e.read().decode()
+
+
+def parse(text):
+    """{(name, frozenset(labels)): value} of a text exposition."""
+    samples = {}
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        m = SAMPLE_RE.match(line)
+        assert m, "not a sample line: %r" % line
+        labels = frozenset(LABEL_RE.findall(m.group(2) or ""))
+        samples[(m.group(1), labels)] = float(m.group(3))
+    return samples
+
+
+def value(samples, name, **labels):
+    return samples.get((name, frozenset(labels.items())), 0.0)
+
+
+def scrape(port):
+    status, ctype, body = http_get(port, "/metrics")
+    assert status == 200, body
+    assert ctype.startswith("text/plain; version=0.0.4"), ctype
+    return parse(body)
+
+
+def start_server(tmp_path, **kw):
+    port = free_port()
+    opts = ["metrics-listen=127.0.0.1:%d" % port] + list(kw.pop("options", ()))
+    s = ZonecastServer(str(tmp_path / "zc"), options=opts, **kw).start()
+    s.metrics_port = port
+    return s
+
+
+def ask(server, name, rtype, tcp=False, **kw):
+    q = dns.message.make_query(name, rtype, **kw)
+    send = dns.query.tcp if tcp else dns.query.udp
+    return send(q, "127.0.0.1", port=server.port, timeout=5)
+
+
+@pytest.fixture
+def zonecast_metrics(tmp_path):
+    s = start_server(tmp_path, options=["allow-update=127.0.0.1",
+                                        "allow-transfer=127.0.0.1"])
+    yield s
+    problems = s.stop()
+    assert not problems, problems
+
+
+def test_counts_follow_the_traffic(zonecast_metrics):
+    s = zonecast_metrics
+    before = scrape(s.metrics_port)
+    for _ in range(5):
+        assert ask(s, "www.example.com.", "A").rcode() == dns.rcode.NOERROR
+    for _ in range(3):
+        r = ask(s, "nope.example.com.", "AAAA", tcp=True)
+        assert r.rcode() == dns.rcode.NXDOMAIN
+    for _ in range(2):
+        assert ask(s, "www.example.org.", "MX").rcode() == dns.rcode.REFUSED
+    # RFC 7873 §5.2.2: a COOKIE option of 5 bytes is malformed: FORMERR.
+    bad = dns.message.make_query("www.example.com.", "A", use_edns=0,
+                                 options=[dns.edns.GenericOption(10, b"\x01" * 5)])
+    r = dns.query.udp(bad, "127.0.0.1", port=s.port, timeout=5)
+    assert r.rcode() == dns.rcode.FORMERR
+    up = dns.update.UpdateMessage("example.com.")
+    up.add("metrics-test", 300, "A", "192.0.2.99")
+    assert dns.query.tcp(up, "127.0.0.1", port=s.port, timeout=5).rcode() == dns.rcode.NOERROR
+    msgs = list(dns.query.xfr("127.0.0.1", "example.com.", port=s.port, timeout=5))
+    assert msgs
+    ring = dns.tsigkeyring.from_text({"unknown-key.": "c2VjcmV0c2VjcmV0c2VjcmV0"})
+    axfr = dns.message.make_query("example.com.", "AXFR")
+    axfr.use_tsig(ring, keyname="unknown-key.", algorithm="hmac-sha256")
+    with pytest.raises(Exception):
+        dns.query.tcp(axfr, "127.0.0.1", port=s.port, timeout=5)
+
+    after = scrape(s.metrics_port)
+
+    def delta(name, **labels):
+        return value(after, name, **labels) - value(before, name, **labels)
+
+    assert delta("zonecast_dns_queries_total", proto="udp", type="A", rcode="NOERROR") == 5
+    assert delta("zonecast_dns_queries_total", proto="tcp", type="AAAA", rcode="NXDOMAIN") == 3
+    assert delta("zonecast_dns_queries_total", proto="udp", type="MX", rcode="REFUSED") == 2
+    assert delta("zonecast_dns_queries_total", proto="udp", type="A", rcode="FORMERR") == 1
+    assert delta("zonecast_dns_cookies_total", result="malformed") == 1
+    assert delta("zonecast_dns_deferred_total", proto="tcp", kind="update") == 1
+    assert delta("zonecast_dns_deferred_total", proto="tcp", kind="transfer") == 2
+    assert delta("zonecast_writer_units_total", result="ok") >= 1
+    assert delta("zonecast_writer_batches_total") >= 1
+    assert delta("zonecast_writer_commit_duration_seconds_count") >= 1
+    assert delta("zonecast_transfers_total", result="axfr") == 1
+    assert delta("zonecast_transfers_total", result="notauth") == 1
+    assert delta("zonecast_tsig_refusals_total", error="BADKEY") == 1
+    # The UPDATE's events: one record created (and the SOA's serial).
+    assert delta("zonecast_zone_changes_total", zone="example.com.") >= 1
+    # Every message answered was timed, over each transport.
+    answered = sum(v for (n, l), v in after.items() if n == "zonecast_dns_queries_total"
+                   and ("proto", "udp") in l)
+    assert value(after, "zonecast_dns_answer_duration_seconds_count", proto="udp") == answered
+    assert value(after, "zonecast_dns_answer_duration_seconds_bucket",
+                 proto="udp", le="+Inf") == answered
+    # The served serial of each zone is the one DNS answers with.
+    for zone in s.zones:
+        soa = ask(s, zone, "SOA").answer[0][0]
+        assert value(after, "zonecast_zone_serial", zone=zone) == soa.serial
+    assert value(after, "zonecast_zones") == len(s.zones)
+    assert value(after, "zonecast_zones_quarantined") == 0
+    assert 0 < value(after, "zonecast_lmdb_map_used_bytes") <= \
+        value(after, "zonecast_lmdb_map_size_bytes")
+    assert value(after, "zonecast_builder_lag_events") == 0
+    assert value(after, "zonecast_builder_stalled") == 0
+    assert value(after, "zonecast_dns_workers") == 2 * s.workers
+
+
+def test_exposition_passes_promtool(zonecast_metrics):
+    s = zonecast_metrics
+    ask(s, "www.example.com.", "A")
+    status, _, body = http_get(s.metrics_port, "/metrics")
+    assert status == 200
+    cp = subprocess.run([PROMTOOL, "check", "metrics"], input=body, text=True,
+                        capture_output=True, timeout=30)
+    assert cp.returncode == 0, cp.stdout + cp.stderr
+
+
+def test_health_endpoints(zonecast_metrics):
+    port = zonecast_metrics.metrics_port
+    assert http_get(port, "/healthz")[::2] == (200, "ok\n")
+    assert http_get(port, "/readyz")[::2] == (200, "ready\n")
+    assert http_get(port, "/nope")[0] == 404
+    assert http_get(port, "/metrics", method="POST")[0] == 405
+    # HEAD answers the headers alone.
+    assert http_get(port, "/healthz", method="HEAD")[0] == 200
+
+
+def test_off_by_default(tmp_path):
+    s = ZonecastServer(str(tmp_path / "zc")).start()
+    try:
+        assert "metrics listening" not in s.log()
+    finally:
+        assert not s.stop()
+
+
+class Prometheus:
+    """Debian's prometheus on loopback, scraping `targets` every second."""
+
+    def __init__(self, workdir, targets):
+        self.workdir = workdir
+        os.makedirs(workdir, exist_ok=True)
+        self.port = free_port()
+        conf = os.path.join(workdir, "prometheus.yml")
+        with open(conf, "w") as f:
+            f.write("global:\n  scrape_interval: 1s\n  scrape_timeout: 900ms\n"
+                    "scrape_configs:\n  - job_name: zonecast\n    static_configs:\n"
+                    "      - targets: [%s]\n" % ", ".join('"%s"' % t for t in targets))
+        self.log = open(os.path.join(workdir, "prometheus.log"), "w")
+        self.proc = subprocess.Popen(
+            [PROMETHEUS, "--config.file=" + conf,
+             "--storage.tsdb.path=" + os.path.join(workdir, "tsdb"),
+             "--web.listen-address=127.0.0.1:%d" % self.port],
+            stdout=self.log, stderr=subprocess.STDOUT)
+
+    def api(self, path, **params):
+        url = "http://127.0.0.1:%d/api/v1/%s?%s" % (self.port, path,
+                                                    urllib.parse.urlencode(params))
+        with urllib.request.urlopen(url, timeout=10) as r:
+            body = json.loads(r.read())
+        assert body["status"] == "success", body
+        return body["data"]
+
+    def query(self, expr):
+        """The instant vector of expr as {labels-as-tuple: float}."""
+        data = self.api("query", query=expr)
+        return {tuple(sorted(r["metric"].items())): float(r["value"][1])
+                for r in data["result"]}
+
+    def wait(self, expr, check, timeout=60):
+        deadline = time.monotonic() + timeout
+        last = None
+        while time.monotonic() < deadline:
+            try:
+                last = self.query(expr)
+                if check(last):
+                    return last
+            except (OSError, urllib.error.URLError):
+                pass
+            time.sleep(0.5)
+        with open(self.log.name) as f:
+            raise AssertionError("prometheus: %s never passed, last %r\n%s"
+                                 % (expr, last, f.read()[-3000:]))
+
+    def stop(self):
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.log.close()
+
+
+@pytest.mark.skipif(not os.path.exists(PROMETHEUS), reason="prometheus is not installed")
+def test_prometheus_scrapes_and_queries(zonecast_metrics, tmp_path):
+    s = zonecast_metrics
+    for _ in range(20):
+        ask(s, "www.example.com.", "A")
+        ask(s, "www.example.com.", "AAAA", tcp=True)
+    prom = Prometheus(str(tmp_path / "prometheus"), ["127.0.0.1:%d" % s.metrics_port])
+    try:
+        prom.wait('up{job="zonecast"}', lambda r: list(r.values()) == [1.0])
+        got = prom.wait('zonecast_dns_queries_total{type="A",rcode="NOERROR",proto="udp"}',
+                        lambda r: r and list(r.values())[0] >= 20)
+        assert list(got.values())[0] >= 20
+        prom.wait('zonecast_dns_queries_total{type="AAAA",proto="tcp"}',
+                  lambda r: r and list(r.values())[0] >= 20)
+        soa = ask(s, "example.com.", "SOA").answer[0][0]
+        prom.wait('zonecast_zone_serial{zone="example.com."}',
+                  lambda r: list(r.values()) == [float(soa.serial)])
+        # A histogram Prometheus can take a quantile of.
+        q = prom.wait('histogram_quantile(0.5, sum by (le) '
+                      '(zonecast_dns_answer_duration_seconds_bucket{proto="udp"}))',
+                      lambda r: r and 0 < list(r.values())[0] < 1)
+        assert 0 < list(q.values())[0] < 1
+        # The metadata Prometheus took from HELP and TYPE.
+        meta = prom.api("metadata", metric="zonecast_writer_commit_duration_seconds")
+        assert meta["zonecast_writer_commit_duration_seconds"][0]["type"] == "histogram"
+    finally:
+        prom.stop()
+
+
+@pytest.mark.skipif(not os.path.exists(NATS), reason="nats-server is not installed")
+def test_fleet_positions_and_edge_metrics(tmp_path):
+    from fleet import EdgeServer, NatsServer, settle, start_primary
+    nats = NatsServer(str(tmp_path)).start()
+    pport, eport = free_port(), free_port()
+    primary = edge = None
+    try:
+        primary = start_primary(str(tmp_path), nats.url,
+                                options=["metrics-listen=127.0.0.1:%d" % pport,
+                                         "fleet-edge-timeout=1500"])
+        api = primary.client_
+        zid = api.ok("POST", "/zones", json={"name": "fleet-metrics.test"})["result"]["id"]
+        api.ok("POST", "/zones/%s/dns_records" % zid,
+               json={"type": "A", "name": "www.fleet-metrics.test", "content": "192.0.2.7"})
+        edge = EdgeServer(str(tmp_path), "edge1", nats.url,
+                          options=["metrics-listen=127.0.0.1:%d" % eport]).start()
+        settle(primary, [edge])
+        deadline = time.monotonic() + 20
+        while True:
+            p, e = scrape(pport), scrape(eport)
+            if (value(p, "zonecast_fleet_edge_up", edge="edge1") == 1
+                    and value(p, "zonecast_fleet_edge_lag_commits", edge="edge1") == 0
+                    and value(e, "zonecast_fleet_applied_commit")
+                    == value(p, "zonecast_fleet_commit") > 0):
+                break
+            assert time.monotonic() < deadline, (
+                {k: v for k, v in p.items() if "fleet" in k[0]},
+                {k: v for k, v in e.items() if "fleet" in k[0]})
+            time.sleep(0.2)
+        assert value(p, "zonecast_fleet_connected") == 1
+        assert value(e, "zonecast_fleet_connected") == 1
+        assert value(e, "zonecast_zone_serial", zone="fleet-metrics.test.") == \
+            value(p, "zonecast_zone_serial", zone="fleet-metrics.test.") > 0
+        assert ("zonecast_build_info", frozenset({("version", "0.1.0"), ("role", "edge")})) in e
+        assert http_get(eport, "/readyz")[0] == 200
+        # The edge answers queries and counts them.
+        r = dns.query.udp(dns.message.make_query("www.fleet-metrics.test.", "A"),
+                          "127.0.0.1", port=edge.port, timeout=5)
+        assert r.rcode() == dns.rcode.NOERROR
+        e = scrape(eport)
+        assert value(e, "zonecast_dns_queries_total", proto="udp", type="A",
+                     rcode="NOERROR") == 1
+    finally:
+        problems = []
+        for srv in (edge, primary):
+            if srv is not None:
+                problems += srv.stop()
+        nats.stop()
+    assert not problems, problems
+
+
+def test_edge_without_nats_is_alive_not_ready(tmp_path):
+    from fleet import EdgeServer
+    port = free_port()
+    dead = "nats://127.0.0.1:%d" % free_port()
+    edge = EdgeServer(str(tmp_path), "lonely", dead,
+                      options=["metrics-listen=127.0.0.1:%d" % port]).start()
+    try:
+        deadline = time.monotonic() + START_TIMEOUT
+        while True:
+            try:
+                status, _, body = http_get(port, "/healthz")
+                break
+            except (OSError, urllib.error.URLError):
+                assert time.monotonic() < deadline, edge.log()
+                time.sleep(0.05)
+        assert (status, body) == (200, "ok\n")
+        status, _, body = http_get(port, "/readyz")
+        assert status == 503
+        assert "no data from the fleet yet" in body and "not connected to NATS" in body
+    finally:
+        problems = edge.stop()
+    assert not problems, problems

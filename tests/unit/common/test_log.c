@@ -1,0 +1,224 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * Log lines and targets (common/log.h, audit.h): text and JSON formats
+ * with their escaping, a file reopened after a move, a target that cannot
+ * be opened refused with the old ones kept, syslog and journald datagrams
+ * read from real sockets, the level filter, and the limit on refusal
+ * lines with its count of the lines left out.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/audit.h"
+#include "common/error.h"
+#include "common/log.h"
+#include "test.h"
+
+static const char *dir;
+
+static char *slurp(const char *path)
+{
+	static char buf[1 << 16];
+	FILE *f = fopen(path, "r");
+	size_t n = f != NULL ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+	buf[n] = '\0';
+	if (f != NULL) {
+		fclose(f);
+	}
+	return buf;
+}
+
+static int to_file(const char *path, zc_log_format_t format, int level)
+{
+	zc_log_config_t cfg = { .level = level, .format = format,
+	                        .target_count = 1 };
+	snprintf(cfg.target[0], sizeof(cfg.target[0]), "%s", path);
+	char err[256];
+	return zc_log_configure(&cfg, err, sizeof(err));
+}
+
+static void test_text_and_json(void)
+{
+	char path[256];
+	snprintf(path, sizeof(path), "%s/text.log", dir);
+	CHECK_EQ(to_file(path, ZC_LOG_TEXT, ZC_LOG_INFO), ZC_EOK);
+	zc_info("plain %d", 42);
+	zc_debug("not written at info");
+	zc_audit_t a;
+	zc_audit_begin(&a, "update", "accepted");
+	zc_audit_str(&a, "zone", "example.com.");
+	zc_audit_str(&a, "reason", "two words \"quoted\"");
+	zc_audit_num(&a, "serial", 7);
+	zc_audit_end(&a);
+	const char *text = slurp(path);
+	CHECK(strstr(text, "Z info: plain 42\n") != NULL);
+	CHECK(strstr(text, "not written") == NULL);
+	CHECK(strstr(text, "info: audit: update accepted zone=example.com. "
+	                   "reason=\"two words \\\"quoted\\\"\" serial=7\n") != NULL);
+	CHECK(strstr(text, "outcome=") == NULL); /* The message says it. */
+
+	snprintf(path, sizeof(path), "%s/json.log", dir);
+	CHECK_EQ(to_file(path, ZC_LOG_JSON, ZC_LOG_INFO), ZC_EOK);
+	zc_warn("a \"quote\", a \\ and a\nnewline\x01");
+	zc_audit_begin(&a, "api", "refused");
+	zc_audit_num(&a, "status", 401);
+	zc_audit_end(&a);
+	text = slurp(path);
+	CHECK(strstr(text, "\"level\":\"warning\",\"message\":\"a \\\"quote\\\", "
+	                   "a \\\\ and a\\u000anewline\\u0001\"}\n") != NULL);
+	CHECK(strstr(text, "\"message\":\"audit: api refused\",\"audit\":\"api\","
+	                   "\"outcome\":\"refused\",\"status\":401}\n") != NULL);
+	CHECK(strncmp(text, "{\"time\":\"", 9) == 0);
+}
+
+static void test_reopen_and_refused_target(void)
+{
+	char path[256], moved[300];
+	snprintf(path, sizeof(path), "%s/rotate.log", dir);
+	snprintf(moved, sizeof(moved), "%s.1", path);
+	CHECK_EQ(to_file(path, ZC_LOG_TEXT, ZC_LOG_INFO), ZC_EOK);
+	zc_info("before the move");
+	CHECK_EQ(rename(path, moved), 0);
+	zc_info("after the move, before the reopen");
+	zc_log_reopen();
+	zc_info("after the reopen");
+	CHECK(strstr(slurp(moved), "before the reopen") != NULL);
+	const char *text = slurp(path);
+	CHECK(strstr(text, "after the reopen") != NULL);
+	CHECK(strstr(text, "before") == NULL);
+
+	/* A target that cannot be opened: refused, the old one stays. */
+	zc_log_config_t cfg = { .level = ZC_LOG_INFO, .target_count = 2 };
+	snprintf(cfg.target[0], sizeof(cfg.target[0]), "stderr");
+	snprintf(cfg.target[1], sizeof(cfg.target[1]), "/nonexistent/x.log");
+	char err[256] = "";
+	CHECK_EQ(zc_log_configure(&cfg, err, sizeof(err)), ZC_EINVAL_CONFIG);
+	CHECK(strstr(err, "cannot open log file /nonexistent/x.log") != NULL);
+	zc_info("still to the old file");
+	CHECK(strstr(slurp(path), "still to the old file") != NULL);
+	CHECK(!zc_log_target_valid("relative.log"));
+	CHECK(zc_log_target_valid("journald"));
+}
+
+static int bind_dgram(const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	int fd = socket(AF_UNIX, SOCK_DGRAM, 0);
+	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+		perror("bind");
+		exit(1);
+	}
+	struct timeval tv = { .tv_sec = 1 };
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	return fd;
+}
+
+static void test_syslog_and_journal(void)
+{
+	char sys_path[256], jour_path[256], buf[4096];
+	snprintf(sys_path, sizeof(sys_path), "%s/syslog.sock", dir);
+	snprintf(jour_path, sizeof(jour_path), "%s/journal.sock", dir);
+	int sys_fd = bind_dgram(sys_path), jour_fd = bind_dgram(jour_path);
+	setenv("ZONECAST_SYSLOG_SOCKET", sys_path, 1);
+	setenv("ZONECAST_JOURNAL_SOCKET", jour_path, 1);
+	zc_log_config_t cfg = { .level = ZC_LOG_INFO, .target_count = 2 };
+	snprintf(cfg.target[0], sizeof(cfg.target[0]), "syslog");
+	snprintf(cfg.target[1], sizeof(cfg.target[1]), "journald");
+	char err[256];
+	CHECK_EQ(zc_log_configure(&cfg, err, sizeof(err)), ZC_EOK);
+	zc_warn("to the daemons");
+	ssize_t n = recv(sys_fd, buf, sizeof(buf) - 1, 0);
+	buf[n > 0 ? n : 0] = '\0';
+	char want[64];
+	snprintf(want, sizeof(want), " zonecast[%d]: to the daemons", getpid());
+	CHECK(strncmp(buf, "<28>", 4) == 0); /* daemon.warning */
+	CHECK(strstr(buf, want) != NULL);
+	n = recv(jour_fd, buf, sizeof(buf) - 1, 0);
+	buf[n > 0 ? n : 0] = '\0';
+	CHECK(strstr(buf, "PRIORITY=4\n") != NULL);
+	CHECK(strstr(buf, "SYSLOG_IDENTIFIER=zonecast\n") != NULL);
+	CHECK(strstr(buf, "MESSAGE=to the daemons\n") != NULL);
+	zc_audit_t a;
+	zc_audit_begin(&a, "transfer", "refused");
+	zc_audit_str(&a, "zone", "example.net.");
+	zc_audit_end(&a);
+	recv(sys_fd, buf, sizeof(buf) - 1, 0);
+	n = recv(jour_fd, buf, sizeof(buf) - 1, 0);
+	buf[n > 0 ? n : 0] = '\0';
+	CHECK(strstr(buf, "ZONECAST_AUDIT=transfer\n") != NULL);
+	CHECK(strstr(buf, "ZONECAST_OUTCOME=refused\n") != NULL);
+	CHECK(strstr(buf, "ZONECAST_ZONE=example.net.\n") != NULL);
+	CHECK(strstr(buf, "MESSAGE=audit: transfer refused zone=example.net.\n")
+	      != NULL);
+	close(sys_fd);
+	close(jour_fd);
+	/* The daemon gone: lines are dropped, nothing blocks or fails. */
+	unlink(sys_path);
+	zc_warn("nobody listens");
+}
+
+/* Sleeps to the start of the next monotonic second. */
+static void next_second(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	struct timespec rest = { .tv_nsec = 1000000000L - ts.tv_nsec + 1000000 };
+	if (rest.tv_nsec >= 1000000000L) {
+		rest.tv_sec = 1;
+		rest.tv_nsec -= 1000000000L;
+	}
+	nanosleep(&rest, NULL);
+}
+
+static unsigned count(const char *text, const char *what)
+{
+	unsigned n = 0;
+	for (const char *p = strstr(text, what); p != NULL;
+	     p = strstr(p + 1, what)) {
+		n++;
+	}
+	return n;
+}
+
+static void test_refusal_limit(void)
+{
+	char path[256];
+	snprintf(path, sizeof(path), "%s/limit.log", dir);
+	CHECK_EQ(to_file(path, ZC_LOG_TEXT, ZC_LOG_INFO), ZC_EOK);
+	next_second();
+	zc_audit_t a;
+	for (int i = 0; i < 120; i++) {
+		zc_audit_begin(&a, "update", "refused");
+		zc_audit_end(&a);
+	}
+	for (int i = 0; i < 10; i++) { /* Accepted lines are never cut. */
+		zc_audit_begin(&a, "update", "accepted");
+		zc_audit_end(&a);
+	}
+	const char *text = slurp(path);
+	CHECK_EQ(count(text, "update refused"), ZC_AUDIT_REFUSALS_PER_S);
+	CHECK_EQ(count(text, "update accepted"), 10);
+	next_second();
+	zc_audit_begin(&a, "update", "refused");
+	zc_audit_end(&a);
+	text = slurp(path);
+	CHECK(strstr(text, "update refused suppressed=70\n") != NULL);
+}
+
+int main(void)
+{
+	dir = test_tmpdir();
+	test_text_and_json();
+	test_reopen_and_refused_target();
+	test_syslog_and_journal();
+	test_refusal_limit();
+	zc_log_close();
+	test_rmdir(dir);
+	return test_done();
+}
