@@ -466,6 +466,35 @@ def api_requests():
     out("GET", r, b"", ["Authorization: Bearer "])
     out("FOO", r)
     out("", "")
+    # Cloudflare's list filters and orders, TXT in both forms, the batch's
+    # result, tokens (issue 16).
+    for q in ("name.exact=www.example&type=A", "name.contains=ww&match=any&type=MX",
+              "content=hello&type=TXT", "content.startswith=%22hel",
+              "comment.present&tag.present=env", "tag.exact=env:prod&tag_match=any",
+              "order=content&direction=desc", "order=ttl&per_page=2&page=2",
+              "order=type", "search=mail", "proxied=true", "bogus=1",
+              "name.exact=a&name=b", "tag.contains=:x", "order=id"):
+        out("GET", r + "?" + q)
+    for content in ("v=DMARC1; p=none", '"a" ; b', "x" * 600, '"' + "y" * 300 + '"',
+                    '"\\256"', '"unclosed'):
+        out("POST", r, {"name": "t", "type": "TXT", "content": content,
+                        "tags": ["env:prod", "x"]})
+    out("POST", r, {"name": "c", "type": "CAA", "content": "0 issue ca.example;x=1"})
+    out("POST", r + "/batch", {"deletes": [{"id": "5"}], "posts": [
+        {"name": "b", "type": "TXT", "content": "plain"}]})
+    out("GET", "/client/v4/user/tokens/verify")
+    out("GET", "/client/v4/user/tokens/verify", b"", ["Authorization: zone"])
+    out("GET", "/client/v4/user/tokens?per_page=1")
+    out("GET", "/client/v4/user/tokens/permission_groups")
+    out("GET", "/client/v4/user/tokens/00000000000000000000000000000002")
+    out("POST", "/client/v4/user/tokens", {"name": "n", "policies": [
+        {"effect": "allow", "resources": {"com.cloudflare.api.account.zone.*": "*"},
+         "permission_groups": [{"name": "DNS Read"}]}],
+        "expires_on": "2099-01-01T00:00:00Z"})
+    out("POST", "/client/v4/user/tokens", {"name": "n", "policies": [{}]})
+    out("DELETE", "/client/v4/user/tokens/00000000000000000000000000000003")
+    out("DELETE", "/client/v4/user/tokens/00000000000000000000000000000001",
+        b"", ["Authorization: zone"])
 
 
 TARGETS = {"query": queries, "edge_decode": edge_values,
