@@ -11,6 +11,7 @@
 #include <libknot/errcode.h>
 
 #include "common/error.h"
+#include "dns/nsec.h"
 #include "dns/successor.h"
 #include "server/query.h"
 
@@ -84,50 +85,14 @@ void query_put_signed(query_t *qr, const knot_rrset_t *rr,
 	}
 }
 
-/* RFC 4034 §4.1.2: the type bitmap of a sorted, distinct type list. */
-static size_t nsec_bitmap(const uint16_t *types, size_t n, uint8_t *out)
-{
-	size_t len = 0;
-	size_t i = 0;
-	while (i < n) {
-		uint8_t window = (uint8_t)(types[i] >> 8);
-		uint8_t bits[32] = { 0 };
-		size_t used = 0;
-		for (; i < n && (types[i] >> 8) == window; i++) {
-			uint8_t low = (uint8_t)types[i];
-			bits[low / 8] |= (uint8_t)(0x80 >> (low % 8));
-			used = low / 8 + 1;
-		}
-		out[len++] = window;
-		out[len++] = (uint8_t)used;
-		memcpy(out + len, bits, used);
-		len += used;
-	}
-	return len;
-}
-
-static int type_order(const void *a, const void *b)
-{
-	return (int)*(const uint16_t *)a - (int)*(const uint16_t *)b;
-}
-
-/* Sorts types, adds RRSIG and NSEC, drops repeats; returns the count. */
+/* Copies the owner's types, then RRSIG and NSEC, sorted and distinct. */
 static size_t nsec_types(const uint16_t *types, size_t ntypes, uint16_t *list)
 {
 	size_t n = 0;
 	for (size_t i = 0; i < ntypes && n < EDGE_NODE_MAX_RRSETS + 1; i++) {
 		list[n++] = types[i];
 	}
-	list[n++] = KNOT_RRTYPE_RRSIG;
-	list[n++] = KNOT_RRTYPE_NSEC;
-	qsort(list, n, sizeof(list[0]), type_order);
-	size_t uniq = 0;
-	for (size_t i = 0; i < n; i++) {
-		if (uniq == 0 || list[uniq - 1] != list[i]) {
-			list[uniq++] = list[i];
-		}
-	}
-	return uniq;
+	return dns_nsec_types_finish(list, n);
 }
 
 int query_make_nsec(query_t *qr, const knot_dname_t *owner,
@@ -143,7 +108,7 @@ int query_make_nsec(query_t *qr, const knot_dname_t *owner,
 	size_t len = at_cut ?
 	             dns_name_after_subtree(owner, qr->zone.apex, rdata) :
 	             dns_name_next(owner, qr->zone.apex, rdata);
-	len += nsec_bitmap(list, n, rdata + len);
+	len += dns_nsec_bitmap(list, n, rdata + len);
 	/* As the negative answer's: RFC 2308 §3, RFC 9077 §3. */
 	uint32_t min = edge_zone_soa_minimum(&qr->zone);
 	uint32_t ttl = qr->zone.soa_ttl < min ? qr->zone.soa_ttl : min;
