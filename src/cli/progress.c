@@ -60,7 +60,6 @@ static void draw(cli_progress_t *p, double now, bool final)
 		fprintf(stderr, " in %.1f s\n", elapsed);
 	}
 	fflush(stderr);
-	p->shown = !final;
 }
 
 void cli_progress_set(cli_progress_t *p, uint64_t count)
@@ -78,7 +77,7 @@ void cli_progress_set(cli_progress_t *p, uint64_t count)
 
 void cli_progress_end(cli_progress_t *p)
 {
-	if (p->on && p->shown) {
+	if (p->on) {
 		draw(p, now_s(), true);
 	}
 	p->on = false;

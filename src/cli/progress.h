@@ -2,8 +2,8 @@
 /*
  * Internal to cli/: progress of long work (an import, a full build, a
  * verify) on a terminal: "\rWHAT: N records (P%), R records/s" redrawn at
- * most five times a second on stderr, and a final line with the total and
- * the mean rate. Off when stderr is not a terminal or the caller is told
+ * most five times a second on stderr, and always a final line with the
+ * total and the mean rate. Off when stderr is not a terminal or the caller is told
  * to be quiet, so scripts and logs get no carriage returns.
  */
 #pragma once
@@ -13,7 +13,6 @@
 
 typedef struct {
 	bool on;
-	bool shown;          /* A line is on screen (ends with a newline). */
 	const char *what;    /* "reading", "building", "verifying" */
 	uint64_t total;      /* Expected count (0: unknown, no percentage). */
 	uint64_t count;
@@ -28,7 +27,9 @@ void cli_progress_begin(cli_progress_t *p, bool enabled, const char *what,
 /* Count reached so far (redrawn when due). */
 void cli_progress_set(cli_progress_t *p, uint64_t count);
 
-/* Ends the line with the final count and rate, if one was shown. */
+/* Ends the line with the final count and rate. Drawn on a terminal even
+ * when the work was too short for a redraw, so an operator always sees
+ * the total and the rate (and a test on a fast machine sees them too). */
 void cli_progress_end(cli_progress_t *p);
 
 /* Whether progress lines may be drawn at all (stderr is a terminal). */
