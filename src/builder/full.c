@@ -397,10 +397,10 @@ static int encode_keys(build_t *b, keys_t *k, uint8_t **val, size_t *len)
 	for (unsigned i = 0; ret == ZC_EKEYSIZE && i < k->set.count; i++) {
 		size_t pem_len = k->set.keys[i].pem_len;
 		if (pem_len == 0 || pem_len > EDGE_KEYSET_PEM_MAX) {
-			zc_error("zone %s: DNSSEC key id %lld: private key of %zu "
-			         "bytes (PEM), the edge store holds 1 to %u",
-			         b->zone.name, (long long)k->id[i], pem_len,
-			         EDGE_KEYSET_PEM_MAX);
+			zc_error("zone %s: DNSSEC key id %lld does not fit the "
+			         "edge store: its private key (PEM) has %zu bytes, "
+			         "1 to %u fit", b->zone.name, (long long)k->id[i],
+			         pem_len, EDGE_KEYSET_PEM_MAX);
 		}
 	}
 	if (ret < 0) {
