@@ -76,10 +76,8 @@ uint8_t update_prereq_check(records_store_t *rs, const records_zone_t *zone,
                             const knot_pktsection_t *sec, int *ret);
 
 /* The key's update policy (policy.c): true when every update RR is
- * within the grants (an empty grant list means the whole zone). */
+ * within the grants (dns/tsig_grants.h; an empty list means the whole
+ * zone). */
 bool update_policy_allows(const char *grants, const knot_dname_t *key_name,
                           const update_msg_t *msg);
 
-/* Checks a grant list's syntax (for key creation); false with a message
- * in err when malformed. */
-bool update_policy_valid(const char *grants, char *err, size_t err_size);
