@@ -251,7 +251,9 @@ static size_t make_update(const case_t *c, uint8_t *wire)
 		put_u16(wire + len + 4, (uint16_t)(rr->ttl >> 16));
 		put_u16(wire + len + 6, (uint16_t)rr->ttl);
 		put_u16(wire + len + 8, rr->rdlen);
-		memcpy(wire + len + 10, rr->rdata, rr->rdlen);
+		if (rr->rdlen > 0) {
+			memcpy(wire + len + 10, rr->rdata, rr->rdlen);
+		}
 		len += 10 + rr->rdlen;
 	}
 	put_u16(wire + 6, count);
