@@ -203,6 +203,40 @@ def updates():
         u = dns.update.UpdateMessage("example.org.", **kw)
         u.add("a", 300, "A", "192.0.2.1")
         out(u)
+    prereq_order()
+
+
+def prereq_order():
+    """RFC 2136 §3.2.5's order: a failing prerequisite before a malformed
+    one (decided in the committer, not by the worker's prescan), and a
+    value-dependent mismatch before an existence failure."""
+    def rr(name, rtype, rclass, ttl, rdata=b""):
+        return (dns.name.from_text(name).to_wire() +
+                struct.pack(">HHIH", rtype, rclass, ttl, len(rdata)) + rdata)
+
+    def wire(prereqs, updates):
+        head = struct.pack(">HHHHHH", 4242, 5 << 11, 1, len(prereqs),
+                           len(updates), 0)
+        return (head + dns.name.from_text("example.").to_wire() +
+                struct.pack(">HH", 6, 1) + b"".join(prereqs) + b"".join(updates))
+
+    a, txt, any_, axfr = 1, 16, 255, 252
+    cls_in, cls_ch, cls_none, cls_any = 1, 3, 254, 255
+    add = [rr("new.example.", a, cls_in, 300, b"\xc0\x00\x02\x09")]
+    in_use = rr("web.example.", any_, cls_none, 0)
+    seeds = {
+        "prereq-order-ttl": [in_use, rr("web.example.", a, cls_any, 300)],
+        "prereq-order-notzone": [in_use, rr("x.example.org.", a, cls_any, 0)],
+        "prereq-order-class": [in_use, rr("web.example.", a, cls_ch, 0)],
+        "prereq-order-meta": [rr("web.example.", a, cls_none, 0),
+                              rr("web.example.", axfr, cls_any, 0)],
+        "prereq-order-value": [rr("web.example.", a, cls_in, 0,
+                                  b"\xc0\x00\x02\x63"), in_use],
+        "prereq-order-value-ttl": [rr("web.example.", txt, cls_in, 0, b"\x01x"),
+                                   rr("web.example.", a, cls_any, 300)],
+    }
+    for name, prereqs in seeds.items():
+        write("update", name, wire(prereqs, add))
 
 
 def tsig_rr(keyname, algorithm="hmac-sha256.", time=0, mac=b"\0" * 32,
