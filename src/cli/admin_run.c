@@ -216,14 +216,17 @@ int admin_run_local(records_store_t *rs, edge_store_t *es, const char *dir,
 	return ret;
 }
 
-/* What the request names, for the server's log. */
-static const char *subject(const json_t *req)
+/* What the request does to what, for the server's log: "[VERB ]NAME"
+ * (a key's name, else the zone's). */
+static void subject(const json_t *req, char *out, size_t size)
 {
-	const char *s = json_string_value(json_object_get(req, "zone"));
+	const char *verb = json_string_value(json_object_get(req, "verb"));
+	const char *s = json_string_value(json_object_get(req, "name"));
 	if (s == NULL) {
-		s = json_string_value(json_object_get(req, "name"));
+		s = json_string_value(json_object_get(req, "zone"));
 	}
-	return s != NULL ? s : "-";
+	snprintf(out, size, "%s%s%s", verb ? verb : "", verb ? " " : "",
+	         s ? s : "-");
 }
 
 /* A memory stream's text, "" when it could not be made. */
@@ -261,12 +264,10 @@ json_t *admin_serve(const char *data_dir, edge_store_t *es, writer_t *writer,
 		        "store: %s\n", zc_strerror(ret));
 	}
 	const char *command = json_string_value(json_object_get(req, "command"));
-	if (ret == ZC_EOK) {
-		zc_info("control: %s %s: done", command, subject(req));
-	} else {
-		zc_info("control: %s %s: %s", command, subject(req),
-		        zc_strerror(ret));
-	}
+	char what[KNOT_DNAME_TXT_MAXLEN + 32];
+	subject(req, what, sizeof(what));
+	zc_info("control: %s %s: %s", command, what,
+	        ret == ZC_EOK ? "done" : zc_strerror(ret));
 	json_t *reply = json_pack("{s:b, s:i}", "ok", ret == ZC_EOK, "code",
 	                          ret);
 	json_object_set_new(reply, "stdout", text_of(out, &out_buf));

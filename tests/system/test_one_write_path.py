@@ -278,3 +278,27 @@ def test_commands_take_turns(tmp_path):
             first.kill()
             first.communicate()
     assert "k.race.test" in cli("tsig", "list", "--data-dir", d).stdout
+
+
+@pytest.mark.zonecast_only
+def test_the_command_finds_the_control_socket_in_the_lock_file(zonecast_factory, tmp_path):
+    """A control socket elsewhere (control-socket): the command finds it in
+    the lock file; a server without one (control-socket none) is said to
+    take no writes, and nothing is written beside it."""
+    sock = str(tmp_path / "ctl.sock")
+    srv = zonecast_factory(options=[("control-socket", sock)])
+    lock = open(os.path.join(srv.data_dir, "serve.lock")).read().splitlines()
+    assert lock[1:] == ["zonecast serve", "control " + sock], lock
+    cp = cli("tsig", "create", "--data-dir", srv.data_dir, "k.example.com", "--zone",
+             "example.com")
+    assert cp.returncode == 0 and 'key "k.example.com"' in cp.stdout, cp.stderr
+    assert "control: tsig-create k.example.com: done" in srv.log()
+    assert srv.stop() == []
+    srv.options = [o for o in srv.options if not o.startswith("control-socket=")]
+    srv.options.append("control-socket=none")
+    srv.restart()
+    cp = cli("tsig", "create", "--data-dir", srv.data_dir, "k2.example.com", "--zone",
+             "example.com")
+    assert cp.returncode == 1, cp.stdout
+    assert "without a control socket (control-socket: none)" in cp.stderr, cp.stderr
+    assert "k2.example.com" not in cli("tsig", "list", "--data-dir", srv.data_dir).stdout
