@@ -162,6 +162,18 @@ static void write_text(int fd, const char *text)
 	}
 }
 
+/* Root (an operator's command) leaves the lock file to the directory's
+ * owner, the server's user: a server started as that user must open it. */
+static void give_to_owner(const char *dir, int fd)
+{
+	struct stat st, own;
+	if (geteuid() == 0 && stat(dir, &st) == 0 && fstat(fd, &own) == 0 &&
+	    (own.st_uid != st.st_uid || own.st_gid != st.st_gid) &&
+	    fchown(fd, st.st_uid, st.st_gid) != 0) {
+		/* The server says so if it cannot open it. */
+	}
+}
+
 int cli_claim_data_dir(const char *dir, const char *who, int *lock_fd,
                        cli_holder_t *holder)
 {
@@ -183,6 +195,7 @@ int cli_claim_data_dir(const char *dir, const char *who, int *lock_fd,
 		        strerror(err));
 		return -err;
 	}
+	give_to_owner(dir, fd);
 	if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
 		int err = errno;
 		if (err == EWOULDBLOCK && holder != NULL) {
