@@ -28,6 +28,9 @@
 
 #define RETRY_MS 100
 #define SAY_WAITING_MS 1000
+/* A serve that wrote only its pid (an older version) gets this long to
+ * answer on DATA_DIR/control.sock; a newer one starting says it is one. */
+#define OLD_SERVE_WAIT_MS 30000
 
 static int64_t mono_ms(void)
 {
@@ -228,6 +231,14 @@ int admin_request(const char *dir, bool create, uint64_t max_records,
 			if (status >= 0) {
 				return status;
 			}
+		}
+		if (h.who[0] == '\0' && h.pid != 0 &&
+		    mono_ms() - start >= OLD_SERVE_WAIT_MS) {
+			fprintf(stderr, "zonecast: a zonecast serve (pid %ld) of an "
+			        "older version holds %s and answers on no control "
+			        "socket at %s/control.sock; restart it with this "
+			        "version, or stop it first\n", h.pid, dir, dir);
+			return 1;
 		}
 		if (!said && mono_ms() - start >= SAY_WAITING_MS) {
 			say_waiting(dir, &h);
