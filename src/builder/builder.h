@@ -12,10 +12,13 @@
  * the zone's size.
  *
  * Fencing: the build is stamped with the newest change-log sequence of its
- * records snapshot. It runs in one LMDB write transaction (LMDB has one
- * writer across all processes); it is skipped when the edge already holds
- * the zone from a newer snapshot, and every node write is fenced by the
- * node's own sequence (edge_txn_put_node).
+ * records snapshot. Each step runs in one LMDB write transaction (LMDB has
+ * one writer across all processes); the build is skipped when the edge
+ * already holds the zone from a newer snapshot, every node write is fenced
+ * by the node's own sequence (edge_txn_put_node) and the metadata write by
+ * the zone's (edge_txn_put_zone). A build in steps checks the zone's fence
+ * again at every step and gives up, its stage cleared, once a newer build
+ * of the zone (or its deletion) got there between two steps.
  *
  * The follower (follow.c) tails the change log from the edge store's
  * "applied_seq" and runs the builds each event calls for, so changes made

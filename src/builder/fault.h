@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /*
- * Internal to builder/: injected build failures for the system tests
- * (fault.c).
+ * Internal to builder/: injected build failures and pauses for the system
+ * tests (fault.c).
  */
 #pragma once
 
@@ -16,3 +16,11 @@ int builder_fault_check(const knot_dname_t *apex);
 
 /* Reads the variable now (so that zonecast says it at start). */
 void builder_fault_init(void);
+
+/*
+ * Holds a full build of `apex` between two of its steps for as long as
+ * ZONECAST_FAULT_PAUSE names a file that lists the zone (at most 60 s), so
+ * a system test can land a change in the middle of a chunked build.
+ * Without the variable (production) this costs one test of a pointer.
+ */
+void builder_fault_pause(const knot_dname_t *apex);

@@ -52,6 +52,7 @@ typedef struct {
 	size_t resume_len;
 	int found;           /* edge_zone_get() result for the zone. */
 	edge_zone_t have;
+	bool was_live;       /* The first step found the zone (same id). */
 	/* A rebuild of a live zone in several steps writes to the stage,
 	 * made live with the metadata in the last step (edge.h): queries
 	 * (and edges of a fleet) never see the zone half-built. */
@@ -332,8 +333,42 @@ static int fence(build_t *b, bool chunked)
 		return ZC_EOK;
 	}
 	b->stage = chunked && b->found == ZC_EOK;
+	b->was_live = b->found == ZC_EOK;
 	/* What an abandoned build of the zone left goes. */
 	return edge_txn_stage_clear(&b->write, (uint64_t)b->zone.id);
+}
+
+/*
+ * Every later step: the zone-level fence again, in the step's own write
+ * transaction. Between two steps another writer of the edge store (a
+ * build in another process, a whole build in this one) may have built
+ * the zone from a newer snapshot, or deleted it: going on would move the
+ * serial back with the last step and bring back, from the stage, nodes
+ * the newer build removed. Returns 1 when overtaken, 0, or an error.
+ */
+static int overtaken(build_t *b)
+{
+	edge_zone_t now;
+	int ret = edge_zone_get(&b->read, b->zone.apex, &now);
+	if (ret == ZC_ENOZONE) {
+		return b->was_live; /* Deleted since the first step. */
+	}
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	return now.zone_id != (uint64_t)b->zone.id || now.seq > b->seq;
+}
+
+/* Gives up an overtaken build: what it staged goes, nothing else is
+ * written (the newer build holds the zone). */
+static int abandon(build_t *b)
+{
+	zc_info("zone %s: full build at seq %llu abandoned: a newer build of "
+	        "the zone got to the edge store first", b->zone.name,
+	        (unsigned long long)b->seq);
+	b->stats->skipped = true;
+	return b->stage ? edge_txn_stage_clear(&b->write, (uint64_t)b->zone.id) :
+	       ZC_EOK;
 }
 
 /* The zone's DNSSEC keys as the records store lists them, copied (a row's
@@ -494,6 +529,9 @@ static int finish(build_t *b)
  * 1 when more steps are needed, 0 when the build is complete. */
 static int step(build_t *b, edge_store_t *es, size_t budget)
 {
+	if (b->started && b->apply) {
+		builder_fault_pause(b->zone.apex); /* A test hook (fault.h). */
+	}
 	int ret = b->apply ? edge_txn_begin_write(es, &b->write) : ZC_EOK;
 	if (ret == ZC_EOK) {
 		/* A read snapshot taken while holding the write lock shows the
@@ -504,6 +542,9 @@ static int step(build_t *b, edge_store_t *es, size_t budget)
 	if (ret == ZC_EOK && !b->started) {
 		more = fence(b, budget != SIZE_MAX);
 		ret = more < 0 ? more : ZC_EOK;
+	} else if (ret == ZC_EOK && b->apply) {
+		more = overtaken(b);
+		ret = more < 0 ? more : more == 1 ? abandon(b) : ZC_EOK;
 	}
 	if (ret == ZC_EOK && more == 0) {
 		ret = edge_iter_begin_at(&b->read, (uint64_t)b->zone.id, b->resume,

@@ -20,8 +20,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <sys/mman.h>
+
 #include "api/api.h"
 #include "builder/builder.h"
+#include "cli/admin.h"
 #include "cli/commands.h"
 #include "cli/serve.h"
 #include "common/error.h"
@@ -124,9 +127,35 @@ static int count_zone(const records_zone_t *zone, void *ctx)
 	return 1;
 }
 
+/* Imports the demo zone as `zonecast zone import` would (the same writer
+ * unit), from its text in a memory file. */
+static int import_demo(records_store_t *rs, edge_store_t *es,
+                       const config_t *cfg)
+{
+	int fd = memfd_create("demo.zone", MFD_CLOEXEC);
+	size_t len = strlen(cli_demo_zone_text);
+	if (fd < 0 || write(fd, cli_demo_zone_text, len) != (ssize_t)len ||
+	    lseek(fd, 0, SEEK_SET) != 0) {
+		int err = errno;
+		if (fd >= 0) {
+			close(fd);
+		}
+		return -err;
+	}
+	json_t *req = json_pack("{s:s, s:s, s:s, s:b}", "command",
+	                        "zone-import", "zone", cli_demo_zone_name,
+	                        "path", "demo.zone", "quiet", 1);
+	int ret = req != NULL ? admin_run_local(rs, es, cfg->data_dir,
+	                                        cfg->zone_max_records, req, fd) :
+	          -ENOMEM;
+	json_decref(req);
+	close(fd);
+	return ret;
+}
+
 /* A fresh data directory gets the demo zone so `dig` has an answer. */
 static int seed_demo(records_store_t *rs, edge_store_t *es,
-                     const char *data_dir)
+                     const config_t *cfg)
 {
 	int zones = 0;
 	int ret = records_zone_list(rs, false, count_zone, &zones);
@@ -135,8 +164,8 @@ static int seed_demo(records_store_t *rs, edge_store_t *es,
 	}
 	zc_info("empty data directory: creating the demo zone %s",
 	        cli_demo_zone_name);
-	ret = cli_import_zone(rs, es, cli_demo_zone_name, NULL,
-	                      cli_demo_zone_text, true);
+	ret = import_demo(rs, es, cfg);
+	const char *data_dir = cfg->data_dir;
 	if (ret == ZC_EOK) {
 		ret = cli_demo_token(data_dir);
 	}
@@ -240,7 +269,7 @@ static edge_store_t *prepare_data(const config_t *cfg)
 	if (cli_open_stores(cfg->data_dir, true, &rs, &es) != ZC_EOK) {
 		return NULL;
 	}
-	int ret = cfg->demo ? seed_demo(rs, es, cfg->data_dir) : ZC_EOK;
+	int ret = cfg->demo ? seed_demo(rs, es, cfg) : ZC_EOK;
 	if (ret == ZC_EOK) {
 		/* Apply what the log holds before answering (restart). */
 		ret = builder_catch_up(rs, es, NULL);
@@ -447,7 +476,13 @@ static int serve(serve_ctx_t *ctx, const server_config_t *scfg,
 	if (ret == ZC_EOK && ctx->control_path[0] != '\0' &&
 	    control_start(ctx, &control) != ZC_EOK) {
 		zc_error("serving without a control socket (zonecast status, "
-		         "reload and stop need it; SIGHUP and SIGTERM still work)");
+		         "reload and stop need it, and the zonecast command's "
+		         "writes; SIGHUP and SIGTERM still work)");
+	}
+	if (ret == ZC_EOK) {
+		/* The zonecast command's writes find it there (data_dir.c). */
+		cli_note_control(ctx->lock_fd, ctx->boot->data_dir,
+		                 control != NULL ? ctx->control_path : "");
 	}
 	if (ret == ZC_EOK && ctx->pidfile[0] != '\0' &&
 	    serve_pidfile_write(ctx->pidfile) != ZC_EOK) {
@@ -526,6 +561,7 @@ static int run(serve_ctx_t *ctx)
 	    cli_lock_data_dir(cfg->data_dir, &lock_fd) != ZC_EOK) {
 		return 1;
 	}
+	ctx->lock_fd = lock_fd;
 	int ret = 1;
 	if (server_bind(&scfg, &sockets) != ZC_EOK ||
 	    (cfg->api_listen[0] != '\0' &&

@@ -2,16 +2,18 @@
 /*
  * zonecast tsig create|list|delete: TSIG keys for RFC 2136 updates and
  * zone transfers. The secret is printed once, at creation, in the form
- * `nsupdate -k` and `knsupdate -k` read; `list` never shows it.
+ * `nsupdate -k` and `knsupdate -k` read; `list` never shows it. create
+ * and delete are writes (cli/admin.h, admin_tsig.c): the running server
+ * carries them out, or this process when none runs.
  */
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 #include <libknot/dname.h>
 
+#include "cli/admin.h"
 #include "cli/commands.h"
 #include "common/error.h"
-#include "dns/tsig_key.h"
 #include "records/records.h"
 
 static void usage(FILE *out)
@@ -44,47 +46,24 @@ static int find_zone(records_store_t *rs, const char *zone, int64_t *id)
 	return ret;
 }
 
-static int create(records_store_t *rs, const char *name, const char *zone,
+static int create(const char *dir, const char *name, const char *zone,
                   const char *alg, const char *grants, bool transfer,
                   bool knot_format)
 {
-	int64_t zone_id;
 	if (zone == NULL) {
 		fprintf(stderr, "zonecast tsig create: --zone is required\n");
 		return 2;
 	}
-	if (find_zone(rs, zone, &zone_id) != ZC_EOK) {
-		return 1;
+	json_t *req = json_pack("{s:s, s:s, s:s, s:s, s:b, s:s}", "command",
+	                        "tsig-create", "name", name, "zone", zone,
+	                        "grants", grants, "transfer", transfer,
+	                        "format", knot_format ? "knot" : "bind");
+	if (alg != NULL) {
+		json_object_set_new(req, "algorithm", json_string(alg));
 	}
-	records_tsig_key_t key;
-	char err[300] = "", text[512];
-	int ret = records_write_begin(rs);
-	if (ret == ZC_EOK) {
-		ret = records_tsig_create(rs, zone_id, name, alg, grants,
-		                          transfer, &key, err, sizeof(err));
-		if (ret == ZC_EOK) {
-			ret = records_write_commit(rs);
-		} else {
-			records_write_rollback(rs);
-		}
-	}
-	if (ret == ZC_EOK && knot_format) {
-		char secret[256];
-		ret = dns_tsig_secret_b64(key.secret, key.secret_len, secret,
-		                          sizeof(secret));
-		snprintf(text, sizeof(text), "%s:%s:%s\n", key.algorithm, name,
-		         secret);
-	} else if (ret == ZC_EOK) {
-		ret = dns_tsig_key_format(key.name, key.algorithm, key.secret,
-		                          key.secret_len, text, sizeof(text));
-	}
-	if (ret != ZC_EOK) {
-		fprintf(stderr, "zonecast tsig create: %s\n",
-		        err[0] ? err : zc_strerror(ret));
-		return 1;
-	}
-	fputs(text, stdout);
-	return 0;
+	int status = admin_request(dir, false, 0, req, -1);
+	json_decref(req);
+	return status;
 }
 
 /* One key: name, algorithm, its zone by name, transfer right, grants. */
@@ -104,26 +83,13 @@ static int print_key(const records_tsig_key_t *key, void *ctx)
 	return 0;
 }
 
-static int delete(records_store_t *rs, const char *name)
+static int delete(const char *dir, const char *name)
 {
-	uint8_t wire[KNOT_DNAME_MAXLEN];
-	records_tsig_key_t key;
-	if (knot_dname_from_str(wire, name, sizeof(wire)) == NULL ||
-	    records_tsig_find(rs, wire, &key) != ZC_EOK) {
-		fprintf(stderr, "zonecast tsig delete: no key %s\n", name);
-		return 1;
-	}
-	int ret = records_write_begin(rs);
-	if (ret == ZC_EOK) {
-		ret = records_tsig_delete(rs, 0, key.id);
-		ret = ret == ZC_EOK ? records_write_commit(rs) :
-		      (records_write_rollback(rs), ret);
-	}
-	if (ret != ZC_EOK) {
-		fprintf(stderr, "zonecast tsig delete: %s\n", zc_strerror(ret));
-		return 1;
-	}
-	return 0;
+	json_t *req = json_pack("{s:s, s:s}", "command", "tsig-delete", "name",
+	                        name);
+	int status = admin_request(dir, false, 0, req, -1);
+	json_decref(req);
+	return status;
 }
 
 int cmd_tsig(int argc, char **argv)
@@ -186,24 +152,24 @@ int cmd_tsig(int argc, char **argv)
 		return 2;
 	}
 	dir = dir ? dir : cfg.data_dir;
+	if (strcmp(verb, "create") == 0) {
+		return create(dir, name, zone, alg, grants, transfer, knot_format);
+	}
+	if (strcmp(verb, "delete") == 0) {
+		return delete(dir, name);
+	}
+	if (!list) {
+		usage(stderr);
+		return 2;
+	}
 	records_store_t *rs;
 	edge_store_t *es;
 	if (cli_open_stores(dir, false, &rs, &es) != ZC_EOK) {
 		return 1;
 	}
-	int ret = 2;
-	if (strcmp(verb, "create") == 0) {
-		ret = create(rs, name, zone, alg, grants, transfer, knot_format);
-	} else if (list) {
-		int64_t zone_id = 0;
-		ret = zone && find_zone(rs, zone, &zone_id) != ZC_EOK ? 1 :
-		      records_tsig_list(rs, zone_id, print_key, rs) == ZC_EOK ?
-		      0 : 1;
-	} else if (strcmp(verb, "delete") == 0) {
-		ret = delete(rs, name);
-	} else {
-		usage(stderr);
-	}
+	int64_t zone_id = 0;
+	int ret = zone && find_zone(rs, zone, &zone_id) != ZC_EOK ? 1 :
+	          records_tsig_list(rs, zone_id, print_key, rs) == ZC_EOK ? 0 : 1;
 	edge_close(es);
 	records_close(rs);
 	return ret;

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /*
  * zonecast zone import|export|list|delete|retry: zone administration on a
- * data directory, whether or not a server runs on it (a running server's
- * builder picks the changes up from the change log, and retry requests
- * from the edge store).
+ * data directory, whether or not a server runs on it. import and delete
+ * are writes (cli/admin.h): the running server carries them out, or, with
+ * none, this process under the data directory's lock; export and list
+ * read the stores; retry asks the running server's builder through the
+ * edge store.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -16,7 +18,9 @@
 #include <libknot/errcode.h>
 
 #include "builder/builder.h"
+#include "cli/admin.h"
 #include "cli/commands.h"
+#include "cli/zone_load.h"
 #include "common/error.h"
 #include "zonefile/zonefile.h"
 
@@ -218,41 +222,65 @@ static bool confirm_delete(const records_zone_t *zone, bool force)
 	return false;
 }
 
-static int do_delete(records_store_t *rs, edge_store_t *es, const char *name,
-                     bool force)
+/* Asks first (confirm_delete()), then has the zone deleted. */
+static int do_delete(const char *dir, const char *name, bool force,
+                     uint64_t max_records)
 {
 	uint8_t apex[KNOT_DNAME_MAXLEN];
-	uint64_t seq;
 	records_zone_t zone;
-	int ret = parse_zone_name(name, apex);
+	records_store_t *rs;
+	if (cli_require_data_dir(dir) != ZC_EOK) {
+		return 1;
+	}
+	int ret = records_open(&rs, dir);
+	if (ret != ZC_EOK) {
+		fprintf(stderr, "zonecast: cannot open %s/records.db: %s\n", dir,
+		        zc_strerror(ret));
+		return 1;
+	}
+	ret = parse_zone_name(name, apex);
 	if (ret == ZC_EOK) {
 		ret = records_zone_find(rs, apex, &zone);
 	}
+	records_close(rs);
 	if (ret == ZC_ENOZONE) {
 		fprintf(stderr, "zonecast: no zone %s\n", name);
-		return ret;
-	}
-	if (ret == ZC_EOK && !confirm_delete(&zone, force)) {
-		return ZC_EUSAGE;
-	}
-	if (ret == ZC_EOK) {
-		ret = records_zone_delete(rs, apex, &seq);
-	}
-	if (ret == ZC_ENOZONE) {
-		fprintf(stderr, "zonecast: no zone %s\n", name);
-		return ret;
-	}
-	if (ret == ZC_EOK) {
-		/* Remove it from the edge now; a running server would too. */
-		ret = builder_full_build(rs, es, apex, NULL, NULL, NULL);
-	}
-	if (ret != ZC_EOK && ret != ZC_EUSAGE) {
+	} else if (ret != ZC_EOK && ret != ZC_EUSAGE) {
 		fprintf(stderr, "zonecast: delete failed: %s\n", zc_strerror(ret));
 	}
-	if (ret == ZC_EOK) {
-		printf("zone %s deleted\n", zone.name);
+	if (ret != ZC_EOK || !confirm_delete(&zone, force)) {
+		return 1;
 	}
-	return ret;
+	json_t *req = json_pack("{s:s, s:s}", "command", "zone-delete", "zone",
+	                        name);
+	int status = admin_request(dir, false, max_records, req, -1);
+	json_decref(req);
+	return status;
+}
+
+static int do_import(const char *dir, const char *name, const char *path,
+                     bool quiet, uint64_t max_records)
+{
+	uint8_t apex[KNOT_DNAME_MAXLEN];
+	if (parse_zone_name(name, apex) != ZC_EOK) {
+		return 1;
+	}
+	zone_source_t src;
+	if (cli_open_zone_file(path, &src) != ZC_EOK) {
+		fprintf(stderr, "zonecast: zone %s not imported, nothing "
+		        "changed\n", name);
+		return 1;
+	}
+	json_t *req = json_pack("{s:s, s:s, s:s, s:b}", "command", "zone-import",
+	                        "zone", name, "path", path, "quiet", quiet);
+	if (src.include_dir != NULL) {
+		json_object_set_new(req, "include_dir",
+		                    json_string(src.include_dir));
+	}
+	int status = admin_request(dir, true, max_records, req, src.fd);
+	json_decref(req);
+	close(src.fd);
+	return status;
 }
 
 static int run(const char *sub, int nargs, char **args, const char *dir,
@@ -275,23 +303,24 @@ static int run(const char *sub, int nargs, char **args, const char *dir,
 		usage(stderr);
 		return 2;
 	}
+	if (strcmp(sub, "import") == 0) {
+		return do_import(dir, args[0], args[1], quiet, max_records);
+	}
+	if (strcmp(sub, "delete") == 0) {
+		return do_delete(dir, args[0], force, max_records);
+	}
 	records_store_t *rs = NULL;
 	edge_store_t *es = NULL;
-	int ret = cli_open_stores(dir, strcmp(sub, "import") == 0, &rs, &es);
+	int ret = cli_open_stores(dir, false, &rs, &es);
 	if (ret != ZC_EOK) {
 		return 1;
 	}
-	records_set_max_records(rs, max_records);
-	if (strcmp(sub, "import") == 0) {
-		ret = cli_import_zone(rs, es, args[0], args[1], NULL, quiet);
-	} else if (strcmp(sub, "export") == 0) {
+	if (strcmp(sub, "export") == 0) {
 		ret = do_export(rs, args[0]);
 	} else if (strcmp(sub, "list") == 0) {
 		ret = records_zone_list(rs, true, print_zone, es);
-	} else if (strcmp(sub, "retry") == 0) {
-		ret = do_retry(rs, es, args[0], wait_s);
 	} else {
-		ret = do_delete(rs, es, args[0], force);
+		ret = do_retry(rs, es, args[0], wait_s);
 	}
 	edge_close(es);
 	records_close(rs);

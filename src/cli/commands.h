@@ -62,9 +62,36 @@ int cli_require_data_dir(const char *dir);
  * Makes dir the data directory of this process's `zonecast serve`: creates
  * it if needed and takes the exclusive lock on DIR/serve.lock, kept in
  * *lock_fd until the process exits. Prints why not (another serve holds
- * it: its pid) and returns -errno (-EWOULDBLOCK when held).
+ * it: its pid; a command writing without a server: its name and pid) and
+ * returns -errno (-EWOULDBLOCK when held).
  */
 int cli_lock_data_dir(const char *dir, int *lock_fd);
+
+/* Who holds a data directory's lock, as its lock file says (data_dir.c). */
+#define CLI_HOLDER_SERVE "zonecast serve"
+typedef struct {
+	long pid;              /* 0: not written yet. */
+	char who[64];          /* CLI_HOLDER_SERVE, "zonecast zone import"... */
+	char control[4096];    /* A serve's control socket ("": not open yet,
+	                        * "none": it has none; relative: to the data
+	                        * directory). */
+} cli_holder_t;
+
+/* Whether the holder is a serve (or of a version that did not say). */
+bool cli_holder_is_serve(const cli_holder_t *h);
+
+/*
+ * Takes DIR/serve.lock (dir must exist) for `who`, without waiting: 0 and
+ * *lock_fd when taken (who and the pid written in it); when another
+ * process holds it, 1 and *holder (holder NULL: said on stderr, and
+ * -EWOULDBLOCK); or -errno, said on stderr.
+ */
+int cli_claim_data_dir(const char *dir, const char *who, int *lock_fd,
+                       cli_holder_t *holder);
+
+/* A serve names its control socket (control, "" for none) in its lock
+ * file, once it listens there. */
+void cli_note_control(int lock_fd, const char *dir, const char *control);
 
 /* Finds the zone named `name` (text); prints "zonecast CMD: no zone NAME"
  * when it is not there (or is no name). */
@@ -82,12 +109,12 @@ int cli_open_stores(const char *dir, bool create, records_store_t **rs,
                     edge_store_t **es);
 
 /*
- * Imports a master file (path, or text when path is NULL) as zone `name`,
- * then builds it into the edge store. Errors go to stderr with file and
- * line. Shows progress when stderr is a terminal and `quiet` is false.
+ * Opens a zone file for an import or a check: src gets the descriptor, the
+ * name as given, and the file's directory (absolute, for relative
+ * $INCLUDE; valid until the next call). Says why not on stderr.
  */
-int cli_import_zone(records_store_t *rs, edge_store_t *es, const char *name,
-                    const char *path, const char *text, bool quiet);
+struct zone_source;
+int cli_open_zone_file(const char *path, struct zone_source *src);
 
 /*
  * Parses and checks a master file as zone `name` as an import would (the

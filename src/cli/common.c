@@ -1,26 +1,24 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /*
  * What several subcommands share: opening the stores of a data directory
- * (cli/data_dir.c says whether one may be created), and importing a
- * master file (parse, check, commit, full build).
+ * (cli/data_dir.c says whether one may be created), opening a zone file
+ * for an import or a check (read by zone_load.c), finding a zone.
  */
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
-#include <libknot/descriptor.h>
 #include <libknot/errcode.h>
 
 #include "builder/builder.h"
 #include "cli/commands.h"
-#include "cli/progress.h"
+#include "cli/zone_load.h"
 #include "common/error.h"
-#include "zonefile/zonefile.h"
-
-/* At most this many check problems are printed. */
-#define MAX_REPORTED 20
 
 /* The edge store's default space reserve (ZONECAST_EDGE_RESERVE_MB). */
 #define EDGE_RESERVE_MB 8
@@ -66,229 +64,6 @@ int cli_open_stores(const char *dir, bool create, records_store_t **rs,
 	return ret;
 }
 
-/* Files an import reads ($INCLUDE adds some): a record's tag is its file's
- * index here (high 16 bits) and its line (low 48 bits). */
-#define MAX_FILES 256
-
-typedef struct {
-	records_import_t *imp;
-	const knot_dname_t *apex;
-	const char *path;
-	uint64_t records;
-	unsigned errors;
-	unsigned problems;
-	bool progress;
-	cli_progress_t reading;
-	char *files[MAX_FILES];
-	unsigned file_count;
-} import_t;
-
-static uint64_t make_tag(import_t *imp, const char *file, uint64_t line)
-{
-	unsigned i = 0;
-	while (i < imp->file_count && strcmp(imp->files[i], file) != 0) {
-		i++;
-	}
-	if (i == imp->file_count && i < MAX_FILES) {
-		imp->files[i] = strdup(file);
-		imp->file_count += (imp->files[i] != NULL);
-	}
-	return (uint64_t)(i < imp->file_count ? i : MAX_FILES) << 48 |
-	       (line & 0xffffffffffffULL);
-}
-
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-static void on_parse_error(const char *file, uint64_t line, const char *msg,
-                           void *ctx)
-{
-	import_t *imp = ctx;
-	imp->errors++;
-	fprintf(stderr, "%s:%llu: error: %s\n", file, (unsigned long long)line,
-	        msg);
-}
-
-static int on_record(const knot_dname_t *owner, uint16_t type, uint32_t ttl,
-                     const uint8_t *rdata, uint16_t rdata_len,
-                     const char *file, uint64_t line, void *ctx)
-{
-	import_t *imp = ctx;
-	const char *why = NULL;
-	int ret = zonefile_record_check(owner, type, ttl, rdata,
-	                                rdata_len, &why);
-	if (ret == ZC_ERDATA || ret == ZC_EUNSTORABLE) {
-		char name[KNOT_DNAME_TXT_MAXLEN + 1], tname[32];
-		knot_dname_to_str(name, owner, sizeof(name));
-		knot_rrtype_to_string(type, tname, sizeof(tname));
-		fprintf(stderr, "%s:%llu: error: %s %s: %s\n", file,
-		        (unsigned long long)line, name, tname, why);
-		imp->errors++;
-		return imp->errors >= 100;
-	}
-	if (ret == ZC_EOK) {
-		ret = records_import_add(imp->imp, owner, type, ttl, rdata,
-		                         rdata_len, make_tag(imp, file, line));
-	}
-	if (ret == KNOT_EOUTOFZONE) {
-		char name[KNOT_DNAME_TXT_MAXLEN + 1];
-		knot_dname_to_str(name, owner, sizeof(name));
-		fprintf(stderr, "%s:%llu: error: %s is outside the zone\n", file,
-		        (unsigned long long)line, name);
-		imp->errors++;
-		return imp->errors >= 100;
-	}
-	if (ret == ZC_ETOOMANY) {
-		fprintf(stderr, "%s:%llu: error: more records than the zone may "
-		        "hold (zone-max-records)\n", file,
-		        (unsigned long long)line);
-		imp->errors++;
-		return 1;
-	}
-	if (ret != ZC_EOK) {
-		fprintf(stderr, "%s:%llu: error: %s\n", file,
-		        (unsigned long long)line, zc_strerror(ret));
-		return 1;
-	}
-	cli_progress_set(&imp->reading, ++imp->records);
-	return 0;
-}
-
-/* Prints a check problem with the file and line it comes from. */
-static void on_problem(const knot_dname_t *owner, uint16_t type, uint64_t tag,
-                       const char *what, void *ctx)
-{
-	import_t *imp = ctx;
-	if (imp->problems++ >= MAX_REPORTED) {
-		return;
-	}
-	char name[KNOT_DNAME_TXT_MAXLEN + 1];
-	char tname[32];
-	knot_dname_to_str(name, owner, sizeof(name));
-	knot_rrtype_to_string(type, tname, sizeof(tname));
-	unsigned file = (unsigned)(tag >> 48);
-	unsigned long long line = tag & 0xffffffffffffULL;
-	if (tag != 0 && file < imp->file_count) {
-		fprintf(stderr, "%s:%llu: error: %s %s: %s\n", imp->files[file],
-		        line, name, tname, what);
-	} else {
-		fprintf(stderr, "%s: error: %s %s: %s\n",
-		        imp->path ? imp->path : "-", name, tname, what);
-	}
-}
-
-/* On a terminal, names a step that shows no count ("checking 400,002
- * records..."), and clears it (what NULL) when it is over. */
-static void phase(import_t *imp, const char *what)
-{
-	if (!imp->progress || imp->records < 10000) {
-		return;
-	}
-	if (what != NULL) {
-		fprintf(stderr, "%s %llu records...", what,
-		        (unsigned long long)imp->records);
-	} else {
-		fprintf(stderr, "\r\033[K");
-	}
-	fflush(stderr);
-}
-
-/* Parses and checks into an open import; returns problems found or <0. */
-static int load(import_t *imp, const char *text)
-{
-	zonefile_handler_t h = { .record = on_record, .error = on_parse_error,
-	                         .ctx = imp };
-	cli_progress_begin(&imp->reading, imp->progress, "reading", 0);
-	int ret = (text != NULL) ?
-	          zonefile_parse_text(text, strlen(text), imp->apex, 3600, &h) :
-	          zonefile_parse(imp->path, imp->apex, 3600, &h);
-	cli_progress_end(&imp->reading);
-	if (ret != ZC_EOK || imp->errors > 0) {
-		return (int)(imp->errors > 0 ? imp->errors : 1);
-	}
-	phase(imp, "checking");
-	int problems = records_import_check(imp->imp, on_problem, imp);
-	phase(imp, NULL);
-	if (problems > MAX_REPORTED) {
-		fprintf(stderr, "... and %d more problems\n",
-		        problems - MAX_REPORTED);
-	}
-	return problems;
-}
-
-static void free_files(import_t *imp)
-{
-	for (unsigned i = 0; i < imp->file_count; i++) {
-		free(imp->files[i]);
-	}
-	free(imp);
-}
-
-int cli_import_zone(records_store_t *rs, edge_store_t *es, const char *name,
-                    const char *path, const char *text, bool quiet)
-{
-	uint8_t apex[KNOT_DNAME_MAXLEN];
-	if (knot_dname_from_str(apex, name, sizeof(apex)) == NULL) {
-		fprintf(stderr, "zonecast: invalid zone name '%s'\n", name);
-		return ZC_EUSAGE;
-	}
-	knot_dname_to_lower(apex);
-	import_t *imp = calloc(1, sizeof(*imp));
-	if (imp == NULL) {
-		return KNOT_ENOMEM;
-	}
-	imp->apex = apex;
-	imp->path = path;
-	imp->progress = !quiet && cli_progress_tty();
-	double start = now_s();
-	int ret = records_import_begin(rs, apex, &imp->imp);
-	if (ret != ZC_EOK) {
-		fprintf(stderr, "zonecast: cannot start the import: %s\n",
-		        zc_strerror(ret));
-		free(imp);
-		return ret;
-	}
-	int problems = load(imp, text);
-	if (problems != 0) {
-		records_import_abort(imp->imp);
-		fprintf(stderr, "zonecast: zone %s not imported, nothing "
-		        "changed\n", name);
-		free_files(imp);
-		return problems < 0 ? problems : ZC_EZONEFILE;
-	}
-	uint64_t seq;
-	records_zone_t zone;
-	phase(imp, "storing");
-	ret = records_import_commit(imp->imp, &seq, &zone);
-	phase(imp, NULL);
-	double loaded = now_s();
-	builder_stats_t stats = { 0 };
-	if (ret == ZC_EOK) {
-		cli_progress_t building;
-		cli_progress_begin(&building, imp->progress, "building",
-		                   imp->records);
-		ret = builder_full_build(rs, es, apex, &stats, imp->progress ?
-		                         cli_progress_records : NULL, &building);
-		cli_progress_set(&building, stats.records);
-		cli_progress_end(&building);
-	}
-	if (ret != ZC_EOK) {
-		fprintf(stderr, "zonecast: import of %s failed: %s\n", name,
-		        zc_strerror(ret));
-	} else if (!quiet) {
-		fprintf(stderr, "zone %s: %llu records, serial %u, stored in "
-		        "%.2f s, built in %.2f s\n", zone.name,
-		        (unsigned long long)imp->records, zone.serial,
-		        loaded - start, now_s() - loaded);
-	}
-	free_files(imp);
-	return ret;
-}
-
 int cli_check_zone(const char *name, const char *path)
 {
 	uint8_t apex[KNOT_DNAME_MAXLEN];
@@ -297,21 +72,21 @@ int cli_check_zone(const char *name, const char *path)
 		return ZC_EUSAGE;
 	}
 	knot_dname_to_lower(apex);
-	import_t *imp = calloc(1, sizeof(*imp));
-	if (imp == NULL) {
-		return KNOT_ENOMEM;
-	}
-	imp->apex = apex;
-	imp->path = path;
-	int ret = records_import_begin(NULL, apex, &imp->imp);
+	zone_source_t src = { .name = path };
+	int ret = cli_open_zone_file(path, &src);
 	if (ret != ZC_EOK) {
-		free(imp);
+		return ZC_EZONEFILE;
+	}
+	records_import_t *imp;
+	ret = records_import_begin(NULL, apex, &imp);
+	if (ret != ZC_EOK) {
+		close(src.fd);
 		return ret;
 	}
-	int problems = load(imp, NULL);
-	uint64_t records = imp->records;
-	records_import_abort(imp->imp);
-	free_files(imp);
+	uint64_t records = 0;
+	int problems = zone_load(imp, apex, &src, stderr, false, &records);
+	records_import_abort(imp);
+	close(src.fd);
 	if (problems != 0) {
 		fprintf(stderr, "zone %s: %d problem(s) found in %s\n", name,
 		        problems < 0 ? 1 : problems, path);
@@ -319,6 +94,29 @@ int cli_check_zone(const char *name, const char *path)
 	}
 	printf("zone %s: %llu records, no problems found in %s\n", name,
 	       (unsigned long long)records, path);
+	return ZC_EOK;
+}
+
+int cli_open_zone_file(const char *path, zone_source_t *src)
+{
+	static char dir[PATH_MAX];
+	src->fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (src->fd < 0) {
+		int err = errno;
+		fprintf(stderr, "zonecast: cannot open %s: %s\n", path,
+		        strerror(err));
+		return -err;
+	}
+	/* Relative $INCLUDE paths are the file's directory's, wherever the
+	 * file is read (the server has another working directory). */
+	char *real = realpath(path, NULL);
+	src->include_dir = NULL;
+	if (real != NULL) {
+		snprintf(dir, sizeof(dir), "%s", dirname(real));
+		src->include_dir = dir;
+		free(real);
+	}
+	src->name = path;
 	return ZC_EOK;
 }
 

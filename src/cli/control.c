@@ -12,11 +12,23 @@
  * credentials (SO_PEERCRED) are checked too, in case the socket sits in a
  * directory others can reach. One connection at a time, each with a 5 s
  * timeout for reading and writing: a stuck client holds nothing for long.
+ *
+ * The zonecast command's writes (cli/admin.h: "zone-import",
+ * "zone-delete", "tsig-create", "tsig-delete", "dnssec") come the same
+ * way, a zone import with the zone file's descriptor attached to the line
+ * (SCM_RIGHTS): the server reads what the operator could read. Each runs
+ * on a thread of its own (at most MAX_WRITES at once), through the
+ * server's writer, and is answered once its change is served:
+ * {"ok": bool, "code": N, "stdout": "...", "stderr": "..."}, the text the
+ * command prints and the outcome it exits with. A stop lets the running
+ * writes end first (a wait for the builder ends at once, said in the
+ * reply).
  */
 #include <errno.h>
 #include <jansson.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,12 +38,14 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "cli/admin.h"
 #include "cli/serve.h"
 #include "common/error.h"
 #include "common/log.h"
 
-#define REQUEST_MAX 4096
+#define REQUEST_MAX 16384
 #define IO_TIMEOUT_S 5
+#define MAX_WRITES 8
 
 struct control {
 	serve_ctx_t *ctx;
@@ -39,6 +53,10 @@ struct control {
 	int stop_fd;
 	pthread_t thread;
 	char path[108];
+	atomic_bool stopping;
+	pthread_mutex_t lock;   /* Guards writes. */
+	pthread_cond_t ended;   /* Signalled as each write ends. */
+	unsigned writes;        /* Write threads running. */
 };
 
 /* A socket file left by a server that is gone is removed; one a live
@@ -104,15 +122,49 @@ static bool peer_allowed(int fd)
 	return cred.uid == 0 || cred.uid == geteuid();
 }
 
-/* Reads one line (the request); false on timeout, EOF or overflow. */
-static bool read_line(int fd, char *buf, size_t size)
+/* Keeps the first descriptor a message carried (*passed, -1 when none
+ * yet) and closes any other. */
+static void take_fds(struct msghdr *msg, int *passed)
+{
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(msg); c != NULL;
+	     c = CMSG_NXTHDR(msg, c)) {
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) {
+			continue;
+		}
+		size_t n = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (size_t i = 0; i < n; i++) {
+			int fd;
+			memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+			if (*passed < 0) {
+				*passed = fd;
+			} else {
+				close(fd);
+			}
+		}
+	}
+}
+
+/* Reads one line (the request) and the descriptor sent with it (*passed,
+ * -1: none); false on timeout, EOF or overflow. */
+static bool read_line(int fd, char *buf, size_t size, int *passed)
 {
 	size_t len = 0;
+	*passed = -1;
 	while (len < size - 1) {
-		ssize_t n = recv(fd, buf + len, size - 1 - len, 0);
+		union {
+			struct cmsghdr hdr;
+			char buf[CMSG_SPACE(4 * sizeof(int))];
+		} control;
+		struct iovec iov = { .iov_base = buf + len,
+		                     .iov_len = size - 1 - len };
+		struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1,
+		                      .msg_control = control.buf,
+		                      .msg_controllen = sizeof(control.buf) };
+		ssize_t n = recvmsg(fd, &msg, MSG_CMSG_CLOEXEC);
 		if (n <= 0) {
 			return false;
 		}
+		take_fds(&msg, passed);
 		len += (size_t)n;
 		buf[len] = '\0';
 		if (memchr(buf, '\n', len) != NULL) {
@@ -184,32 +236,107 @@ static json_t *run_command(serve_ctx_t *ctx, const json_t *req, bool *stop)
 	return fail(err);
 }
 
-static void serve_client(control_t *c, int fd)
+/* A write of the zonecast command, on a thread of its own. */
+typedef struct {
+	control_t *c;
+	int fd;          /* The client. */
+	int file_fd;     /* The zone file of an import, or -1. */
+	json_t *req;
+} write_t;
+
+static void *write_main(void *arg)
+{
+	write_t *w = arg;
+	pthread_setname_np(pthread_self(), "zc-control-wr");
+	serve_ctx_t *ctx = w->c->ctx;
+	send_json(w->fd, admin_serve(ctx->boot->data_dir, ctx->es, ctx->writer,
+	                             ctx->follower, &w->c->stopping, w->req,
+	                             w->file_fd));
+	close(w->fd);
+	if (w->file_fd >= 0) {
+		close(w->file_fd);
+	}
+	json_decref(w->req);
+	control_t *c = w->c;
+	free(w);
+	pthread_mutex_lock(&c->lock);
+	c->writes--;
+	pthread_cond_broadcast(&c->ended);
+	pthread_mutex_unlock(&c->lock);
+	return NULL;
+}
+
+/* Hands the client to a write thread; false (answered) when it cannot
+ * take one now. The thread owns fd, file_fd and req once started. */
+static bool start_write(control_t *c, int fd, json_t *req, int file_fd)
+{
+	write_t *w = malloc(sizeof(*w));
+	pthread_mutex_lock(&c->lock);
+	bool room = w != NULL && c->writes < MAX_WRITES;
+	c->writes += room;
+	pthread_mutex_unlock(&c->lock);
+	pthread_attr_t attr;
+	pthread_t thread;
+	bool started = false;
+	if (room) {
+		*w = (write_t){ .c = c, .fd = fd, .file_fd = file_fd, .req = req };
+		pthread_attr_init(&attr);
+		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+		started = pthread_create(&thread, &attr, write_main, w) == 0;
+		pthread_attr_destroy(&attr);
+	}
+	if (started) {
+		return true;
+	}
+	if (room) {
+		pthread_mutex_lock(&c->lock);
+		c->writes--;
+		pthread_mutex_unlock(&c->lock);
+	}
+	free(w);
+	send_json(fd, fail(room ? "cannot start a thread for the write" :
+	                   "too many writes at once: try again"));
+	return false;
+}
+
+/* Answers one client; true when a write thread took it over (and closes
+ * it), false when the caller closes fd. */
+static bool serve_client(control_t *c, int fd)
 {
 	struct timeval tv = { .tv_sec = IO_TIMEOUT_S };
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 	char buf[REQUEST_MAX];
-	bool got = read_line(fd, buf, sizeof(buf));
+	int file_fd;
+	bool got = read_line(fd, buf, sizeof(buf), &file_fd);
+	json_error_t jerr;
+	json_t *req = NULL;
+	bool stop = false, taken = false;
 	if (!peer_allowed(fd)) {
 		zc_warn("control: refused a client of another user");
 		send_json(fd, fail("permission denied"));
-		return;
+	} else if (!got) {
+		send_json(fd, fail("no request line (at most 16384 bytes)"));
+	} else if ((req = json_loads(buf, JSON_DISABLE_EOF_CHECK, &jerr)) ==
+	           NULL) {
+		send_json(fd, fail("the request is not JSON"));
+	} else if (admin_is_write(json_string_value(json_object_get(req,
+	                                                         "command")))) {
+		taken = start_write(c, fd, req, file_fd);
+	} else {
+		send_json(fd, run_command(c->ctx, req, &stop));
 	}
-	if (!got) {
-		send_json(fd, fail("no request line (at most 4096 bytes)"));
-		return;
+	if (!taken) {
+		json_decref(req);
+		if (file_fd >= 0) {
+			close(file_fd);
+		}
 	}
-	json_error_t jerr;
-	json_t *req = json_loads(buf, JSON_DISABLE_EOF_CHECK, &jerr);
-	bool stop = false;
-	send_json(fd, req != NULL ? run_command(c->ctx, req, &stop) :
-	          fail("the request is not JSON"));
-	json_decref(req);
 	if (stop) {
 		/* The main thread takes it as it takes a SIGTERM. */
 		kill(getpid(), SIGTERM);
 	}
+	return taken;
 }
 
 static void *control_main(void *arg)
@@ -231,8 +358,7 @@ static void *control_main(void *arg)
 			continue;
 		}
 		int fd = accept4(c->fd, NULL, NULL, SOCK_CLOEXEC);
-		if (fd >= 0) {
-			serve_client(c, fd);
+		if (fd >= 0 && !serve_client(c, fd)) {
 			close(fd);
 		}
 	}
@@ -247,6 +373,9 @@ int control_start(serve_ctx_t *ctx, control_t **out)
 	}
 	c->ctx = ctx;
 	c->fd = -1;
+	atomic_init(&c->stopping, false);
+	pthread_mutex_init(&c->lock, NULL);
+	pthread_cond_init(&c->ended, NULL);
 	snprintf(c->path, sizeof(c->path), "%s", ctx->control_path);
 	int ret = listen_at(c->path, &c->fd);
 	c->stop_fd = ret == ZC_EOK ? eventfd(0, EFD_CLOEXEC) : -1;
@@ -265,6 +394,8 @@ int control_start(serve_ctx_t *ctx, control_t **out)
 		if (c->stop_fd >= 0) {
 			close(c->stop_fd);
 		}
+		pthread_cond_destroy(&c->ended);
+		pthread_mutex_destroy(&c->lock);
 		free(c);
 		return ret;
 	}
@@ -279,9 +410,23 @@ void control_stop(control_t *c)
 		return;
 	}
 	uint64_t one = 1;
+	atomic_store(&c->stopping, true);
 	ssize_t w = write(c->stop_fd, &one, sizeof(one));
 	(void)w;
 	pthread_join(c->thread, NULL);
+	/* The writes in flight end (their waits for the builder see the
+	 * stop) before the stages they use go. */
+	pthread_mutex_lock(&c->lock);
+	if (c->writes > 0) {
+		zc_info("control: waiting for %u write(s) of the zonecast "
+		        "command to end", c->writes);
+	}
+	while (c->writes > 0) {
+		pthread_cond_wait(&c->ended, &c->lock);
+	}
+	pthread_mutex_unlock(&c->lock);
+	pthread_cond_destroy(&c->ended);
+	pthread_mutex_destroy(&c->lock);
 	close(c->stop_fd);
 	close(c->fd);
 	unlink(c->path);

@@ -53,6 +53,7 @@ typedef struct serve_ctx {
 	fleet_primary_t *fleet;
 	struct sigview *view;       /* Signed zones' view for secondaries. */
 	char control_path[108];     /* "" : no control socket. */
+	int lock_fd;                /* DATA_DIR/serve.lock, held. */
 	char pidfile[CONFIG_STR_MAX]; /* "" : none written. */
 
 	/* lock guards everything below. */

@@ -26,8 +26,10 @@
  *
  * Fencing: every node carries the change-log sequence of the build that
  * wrote it, and a write or delete with an older sequence than the stored
- * node's is skipped (edge_txn_put_node). LMDB admits one writer at a time,
- * across processes, so the check and the write are atomic.
+ * node's is skipped (edge_txn_put_node); so is a zone metadata write older
+ * than the stored metadata of the same zone (edge_txn_put_zone). LMDB
+ * admits one writer at a time, across processes, so the check and the
+ * write are atomic.
  *
  * Readers use MVCC read transactions that never block the writer: a worker
  * keeps one transaction, renews it per query and resets it after, so a
@@ -187,7 +189,13 @@ int edge_txn_stage_del(edge_txn_t *txn, uint64_t zone_id, const uint8_t *rel,
 int edge_txn_stage_commit(edge_txn_t *txn, uint64_t zone_id);
 int edge_txn_stage_clear(edge_txn_t *txn, uint64_t zone_id);
 
-/* Stores zone metadata under its apex. */
+/*
+ * Stores zone metadata under its apex. Fenced like a node: skipped,
+ * returning ZC_ESTALE and recording nothing for replication, when the
+ * stored metadata is the same zone's (same zone id) and carries a newer
+ * seq, so a build that a newer one overtook never moves the serial back.
+ * Metadata of another zone id (a zone deleted and made anew) is replaced.
+ */
 int edge_txn_put_zone(edge_txn_t *txn, const edge_zone_t *zone);
 
 /* Deletes a zone's metadata, every node of its id, its keys and its

@@ -664,6 +664,28 @@ int edge_txn_del_node(edge_txn_t *txn, uint64_t zone_id, const uint8_t *rel,
 	       EDGE_TABLE_NODES, k.mv_data, k.mv_size, NULL, 0);
 }
 
+/* Whether the stored metadata under key k is the same zone's, written by
+ * a newer build than seq: the zone-level fence (edge.h). */
+static int zone_fenced(edge_txn_t *txn, MDB_val *k, const edge_zone_t *zone,
+                       bool *fenced)
+{
+	MDB_val v;
+	*fenced = false;
+	int rc = mdb_get(txn->txn, txn->store->zones, k, &v);
+	if (rc == MDB_NOTFOUND) {
+		return ZC_EOK;
+	}
+	if (rc != MDB_SUCCESS) {
+		return edge_lmdb_error(rc);
+	}
+	edge_zone_t have;
+	if (edge_zone_decode(v.mv_data, v.mv_size, &have) != ZC_EOK) {
+		return ZC_EOK; /* A value we cannot read may be overwritten. */
+	}
+	*fenced = have.zone_id == zone->zone_id && have.seq > zone->seq;
+	return ZC_EOK;
+}
+
 int edge_txn_put_zone(edge_txn_t *txn, const edge_zone_t *zone)
 {
 	uint8_t key[ZONE_KEY_MAX];
@@ -675,8 +697,14 @@ int edge_txn_put_zone(edge_txn_t *txn, const edge_zone_t *zone)
 		return len;
 	}
 	MDB_val k = { .mv_size = klen, .mv_data = key };
+	bool fenced;
+	int ret = zone_fenced(txn, &k, zone, &fenced);
+	if (ret != ZC_EOK || fenced) {
+		/* Nothing written, so nothing recorded for the fleet. */
+		return ret != ZC_EOK ? ret : ZC_ESTALE;
+	}
 	MDB_val v = { .mv_size = (size_t)len, .mv_data = val };
-	int ret = edge_lmdb_error(mdb_put(txn->txn, txn->store->zones, &k, &v, 0));
+	ret = edge_lmdb_error(mdb_put(txn->txn, txn->store->zones, &k, &v, 0));
 	return ret != ZC_EOK ? ret : edge_rec_op(txn, EDGE_OP_PUT,
 	       EDGE_TABLE_ZONES, key, klen, val, (size_t)len);
 }

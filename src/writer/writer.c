@@ -68,6 +68,9 @@ static void fail_done(writer_unit_t *batch, int ret)
 static int refusal(writer_t *w)
 {
 	static _Atomic int64_t logged;
+	if (w->cfg.follower == NULL) {
+		return ZC_EOK; /* The caller builds what it writes. */
+	}
 	int ret = builder_follower_stalled(w->cfg.follower);
 	if (ret != ZC_EOK && zc_log_due(&logged, 10000)) {
 		zc_error("writer: refusing writes: the edge store cannot take "
@@ -93,9 +96,21 @@ static void count_batch(const writer_unit_t *batch)
 	zc_observe(ZC_HIST_WRITER_BATCH_UNITS, ok + failed);
 }
 
+/* Runs a unit that commits by itself, outside any transaction. */
+static void run_alone(writer_t *w, writer_unit_t *u)
+{
+	int ret = refusal(w);
+	u->result = ret == ZC_EOK ? u->fn(w->rs, u->ctx) : ret;
+	count_batch(u);
+}
+
 /* Runs one batch in one transaction. */
 static void run_batch(writer_t *w, writer_unit_t *batch)
 {
+	if (batch->alone) {
+		run_alone(w, batch);
+		return;
+	}
 	for (writer_unit_t *u = batch; u != NULL; u = u->next) {
 		u->result = ZC_EOK;
 	}
@@ -141,6 +156,9 @@ static void maybe_trim(writer_t *w)
 		return;
 	}
 	w->last_trim = now;
+	if (w->cfg.follower == NULL) {
+		return; /* Nothing says what the builder has applied. */
+	}
 	uint64_t applied = builder_follower_applied(w->cfg.follower);
 	uint64_t removed = 0;
 	int ret = records_journal_trim(w->rs, (int64_t)(now - retention) *
@@ -151,6 +169,31 @@ static void maybe_trim(writer_t *w)
 		zc_info("writer: trimmed %llu journal events",
 		        (unsigned long long)removed);
 	}
+}
+
+/*
+ * Takes the next batch off the queue (under lock): every unit queued up
+ * to the first that runs alone, or that one by itself when it is first.
+ * *units gets the count.
+ */
+static writer_unit_t *take_batch(writer_t *w, size_t *units)
+{
+	writer_unit_t *batch = w->head, *last = batch;
+	size_t n = 1;
+	if (!batch->alone) {
+		while (last->next != NULL && !last->next->alone) {
+			last = last->next;
+			n++;
+		}
+	}
+	w->head = last->next;
+	if (w->head == NULL) {
+		w->tail = NULL;
+	}
+	last->next = NULL;
+	w->waiting -= n;
+	*units = n;
+	return batch;
 }
 
 static void *writer_main(void *arg)
@@ -173,10 +216,8 @@ static void *writer_main(void *arg)
 		if (w->head == NULL && w->stop) {
 			break;
 		}
-		writer_unit_t *batch = w->head;
-		w->head = w->tail = NULL;
-		size_t units = w->waiting;
-		w->waiting = 0;
+		size_t units;
+		writer_unit_t *batch = take_batch(w, &units);
 		pthread_mutex_unlock(&w->lock);
 		uint64_t max = atomic_load(&w->max_records);
 		if (max != w->applied_max_records) {
@@ -187,7 +228,9 @@ static void *writer_main(void *arg)
 		atomic_fetch_add(&w->batches, 1);
 		atomic_fetch_add(&w->units, units);
 		atomic_store(&w->last_batch, units);
-		builder_follower_wake(w->cfg.follower);
+		if (w->cfg.follower != NULL) {
+			builder_follower_wake(w->cfg.follower);
+		}
 		/* Asynchronous units first: done() may free the unit. */
 		writer_unit_t *sync = NULL;
 		for (writer_unit_t *u = batch, *next; u != NULL; u = next) {
@@ -274,9 +317,9 @@ static bool enqueue(writer_t *w, writer_unit_t *u)
 	return true;
 }
 
-int writer_run(writer_t *w, writer_fn fn, void *ctx)
+/* Queues a unit and waits for its outcome. */
+static int run_and_wait(writer_t *w, writer_unit_t u)
 {
-	writer_unit_t u = { .fn = fn, .ctx = ctx };
 	pthread_mutex_lock(&w->lock);
 	if (!enqueue(w, &u)) {
 		pthread_mutex_unlock(&w->lock);
@@ -287,6 +330,22 @@ int writer_run(writer_t *w, writer_fn fn, void *ctx)
 	}
 	pthread_mutex_unlock(&w->lock);
 	return u.result;
+}
+
+int writer_run(writer_t *w, writer_fn fn, void *ctx)
+{
+	return run_and_wait(w, (writer_unit_t){ .fn = fn, .ctx = ctx });
+}
+
+int writer_run_alone(writer_t *w, writer_fn fn, void *ctx)
+{
+	return run_and_wait(w, (writer_unit_t){ .fn = fn, .ctx = ctx,
+	                                        .alone = true });
+}
+
+uint64_t writer_max_records(writer_t *w)
+{
+	return atomic_load(&w->max_records);
 }
 
 int writer_submit(writer_t *w, writer_unit_t *unit)

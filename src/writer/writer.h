@@ -11,8 +11,18 @@
  * themselves, with no timer. Units run in submission order, so two units
  * submitted one after the other by one caller commit in that order.
  *
+ * A unit that commits by itself (a zone import: records_import_commit())
+ * runs alone, between two batches (writer_run_alone()), so it is ordered
+ * with every other write all the same.
+ *
  * Between batches the thread also trims the change log (the IXFR journal)
  * to its retention, never past what the builder has applied.
+ *
+ * The users: the API, RFC 2136 UPDATE, the signed view's serial touches,
+ * and the administrative writes of the zonecast command (cli/admin.h),
+ * run by the server for the command, or, when no server runs on the data
+ * directory, by the command itself through a writer of its own (follower
+ * NULL: it builds what it wrote itself).
  */
 #pragma once
 
@@ -35,6 +45,7 @@ typedef struct writer_unit {
 	writer_fn fn;
 	void *ctx;
 	void (*done)(struct writer_unit *unit, int result);
+	bool alone;     /* Runs outside any transaction (writer_run_alone). */
 	/* Internal. */
 	int result;
 	bool settled;
@@ -43,7 +54,7 @@ typedef struct writer_unit {
 
 typedef struct {
 	const char *data_dir;
-	builder_follower_t *follower;
+	builder_follower_t *follower;  /* NULL: no builder to wake or ask. */
 	unsigned journal_retention_s;  /* 0: keep the log forever. */
 	uint64_t max_records;          /* Per zone (zone-max-records); 0: none. */
 } writer_config_t;
@@ -54,6 +65,18 @@ void writer_stop(writer_t *w);
 /* Runs fn(ctx) in the next group commit and waits for the outcome: the
  * unit's own error, or the commit's. ZC_EOK means durably committed. */
 int writer_run(writer_t *w, writer_fn fn, void *ctx);
+
+/*
+ * As writer_run() for a unit that opens and commits its own transaction
+ * (records_import_commit()): it runs alone between two batches, on the
+ * writer thread, after the units queued before it and before those queued
+ * after it; the builder is woken after it as after a batch. fn gets the
+ * writer's connection (it may commit on another one, idle meanwhile).
+ */
+int writer_run_alone(writer_t *w, writer_fn fn, void *ctx);
+
+/* The zone-max-records in force (a reload may change it). */
+uint64_t writer_max_records(writer_t *w);
 
 /* Applies a new journal retention and zone-max-records (a reload): the
  * next batch and the next trim use them. */

@@ -1,9 +1,13 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* Master-file reading over libzscanner (see zonefile.h). */
+#include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <libknot/descriptor.h>
 #include <libknot/errcode.h>
 #include <libzscanner/scanner.h>
@@ -156,6 +160,112 @@ int zonefile_parse(const char *path, const knot_dname_t *origin,
 		zs_deinit(s);
 	}
 	put_scanner(s);
+	return ret;
+}
+
+/* The whole content of fd: mapped when it is a regular file, else read
+ * (a pipe). *mapped says which, for unmap_fd(). NULL with errno set. */
+static char *map_fd(int fd, size_t *len, bool *mapped)
+{
+	struct stat st;
+	*len = 0;
+	*mapped = false;
+	if (fstat(fd, &st) != 0) {
+		return NULL;
+	}
+	if (S_ISREG(st.st_mode) && st.st_size > 0) {
+		void *p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE,
+		               fd, 0);
+		if (p == MAP_FAILED) {
+			return NULL;
+		}
+		*len = (size_t)st.st_size;
+		*mapped = true;
+		return p;
+	}
+	if (S_ISDIR(st.st_mode)) {
+		errno = EISDIR;
+		return NULL;
+	}
+	size_t cap = 65536;
+	char *buf = malloc(cap);
+	for (ssize_t n = 1; buf != NULL && n > 0; ) {
+		if (*len == cap) {
+			char *grown = realloc(buf, cap * 2);
+			if (grown == NULL) {
+				break;
+			}
+			buf = grown;
+			cap *= 2;
+		}
+		n = read(fd, buf + *len, cap - *len);
+		if (n < 0 && errno == EINTR) {
+			n = 1;
+		} else if (n < 0) {
+			free(buf);
+			return NULL;
+		} else {
+			*len += (size_t)n;
+		}
+	}
+	if (buf != NULL && *len == cap) {
+		free(buf); /* realloc failed */
+		errno = ENOMEM;
+		return NULL;
+	}
+	return buf;
+}
+
+static void unmap_fd(char *text, size_t len, bool mapped)
+{
+	if (mapped) {
+		munmap(text, len);
+	} else {
+		free(text);
+	}
+}
+
+/* Names the scanner's input as the file `name` in directory dir. */
+static int name_input(zs_scanner_t *s, const char *name, const char *dir)
+{
+	free(s->file.name);
+	s->file.name = strdup(name);
+	if (dir != NULL) {
+		free(s->path);
+		s->path = strdup(dir);
+	}
+	return s->file.name != NULL && s->path != NULL ? ZC_EOK : KNOT_ENOMEM;
+}
+
+int zonefile_parse_fd(int fd, const char *name, const char *include_dir,
+                      const knot_dname_t *origin, uint32_t default_ttl,
+                      const zonefile_handler_t *handler)
+{
+	size_t len;
+	bool mapped;
+	char *text = map_fd(fd, &len, &mapped);
+	if (text == NULL) {
+		handler->error(name, 0, strerror(errno), handler->ctx);
+		return ZC_EZONEFILE;
+	}
+	zs_scanner_t *s = get_scanner();
+	if (s == NULL) {
+		unmap_fd(text, len, mapped);
+		return KNOT_ENOMEM;
+	}
+	parse_t p = { .handler = handler };
+	int ret = init(s, origin, default_ttl);
+	if (ret == ZC_EOK) {
+		if (zs_set_input_string(s, text, len) != 0) {
+			ret = ZC_EZONEFILE;
+		} else {
+			ret = name_input(s, name, include_dir);
+			ret = ret == ZC_EOK ? run(s, &p) : ret;
+		}
+		zs_deinit(s); /* Frees the names, not the input. */
+	}
+	put_scanner(s);
+	unmap_fd(text, len, mapped);
 	return ret;
 }
 

@@ -34,6 +34,19 @@ typedef struct {
 int zonefile_parse(const char *path, const knot_dname_t *origin,
                    uint32_t default_ttl, const zonefile_handler_t *handler);
 
+/*
+ * As zonefile_parse(), on a file already opened (by a zonecast command,
+ * passed to the server over its control socket): fd is read (mapped) as
+ * it is, with the rights of whoever opened it, and never closed here.
+ * `name` names it in messages (the path the operator typed); relative
+ * $INCLUDE paths are taken from include_dir (the file's directory, an
+ * absolute path; NULL: the working directory), and the files they name
+ * are opened by this process.
+ */
+int zonefile_parse_fd(int fd, const char *name, const char *include_dir,
+                      const knot_dname_t *origin, uint32_t default_ttl,
+                      const zonefile_handler_t *handler);
+
 /* As zonefile_parse(), on text in memory ("-" named as the file). */
 int zonefile_parse_text(const char *text, size_t len,
                         const knot_dname_t *origin, uint32_t default_ttl,

@@ -79,6 +79,24 @@ def test_serve_drops_to_user_and_keeps_working():
                 break
             assert time.monotonic() < deadline, "the update is not served"
             time.sleep(0.02)
+        # root's import goes through the server (which runs as nobody) with
+        # the file root opened: nobody could not open it by its path
+        secret_dir = tempfile.mkdtemp(prefix="zonecast-root-only-")
+        secret = os.path.join(secret_dir, "root-only.zone")
+        with open(secret, "w") as f:
+            f.write(ZONE_TEXT.replace("priv.test.", "root.test."))
+        os.chmod(secret, 0o600)
+        try:
+            cp = subprocess.run([servers.zonecast_bin(), "zone", "import", "--data-dir", data,
+                                 "root.test", secret], capture_output=True, text=True,
+                                timeout=60)
+        finally:
+            shutil.rmtree(secret_dir, ignore_errors=True)
+        assert cp.returncode == 0, cp.stderr
+        a = dns.query.udp(dns.message.make_query("ns1.root.test.", "A"), "127.0.0.1",
+                          port=port, timeout=2)
+        assert a.answer, "the import through the server is not served"
+        assert "control: zone-import root.test: done" in open(os.path.join(top, "log")).read()
         for name in os.listdir(data):
             st = os.stat(os.path.join(data, name))
             assert st.st_uid == nobody.pw_uid, "%s owned by uid %d" % (name, st.st_uid)
