@@ -16,18 +16,43 @@
  *            (zone_id, type, okey)
  *   tokens   API bearer tokens by SHA-256 hash, with scope, name, expiry
  *            and revocation (tokens.c)
- *   changes  the change log (outbox): seq (global, ordered), zone_id,
- *            zone apex, version (the zone's serial after the change),
- *            kind, owner, type, at
+ *   changes  the change log (outbox) and its index zone_versions, with
+ *            zones.ixfr_from: changelog.h (the only file touching them
+ *            is changelog.c)
+ *   and tsig_keys, dnssec_keys, zone_secondaries, counters.
  *
- * Every write transaction appends its change events to `changes` in the
- * same SQLite transaction, so an acknowledged change is never missing from
- * the log. Commits use synchronous=FULL: committed means on disk.
+ * Every write transaction appends its change events to the change log in
+ * the same SQLite transaction, so an acknowledged change is never missing
+ * from the log. Commits use synchronous=FULL: committed means on disk.
  *
  * Builds read records in (okey, type) order, which is the edge store's key
  * order, so a full build is a streaming merge of two sorted sequences.
  *
  * A records_store_t is one SQLite connection: use one per thread.
+ *
+ * Files. Each .c file calls only files of lower layers (in records/;
+ * `dev/module_graph --layers src/records` prints this and fails on a
+ * cycle):
+ *
+ *   5  import.c      bulk import        changelog, rows, zones, sql
+ *   5  query.c       lookups, listings  rows, zones, sql
+ *   5  scan.c        snapshot reads     changelog, zones, sql
+ *   5  txn.c         write txns,        changelog, counts, rows, zones,
+ *                    savepoints         sql
+ *   4  pool.c        connection pool    store
+ *   4  zones.c       zone operations    changelog, rows, sql
+ *   3  rows.c        record rows, ids   changelog, counts, sql
+ *   3  store.c       open, close        schema, sql
+ *   2  changelog.c   the change log     sql
+ *   2  counts.c      records per zone   sql
+ *   2  schema.c      migrations         sql
+ *   2  tokens.c, tsig_keys.c, dnssec_keys.c, secondaries.c            sql
+ *   1  sql.c         SQL core           -
+ *
+ * Headers: records.h (this contract) includes changelog.h (the change
+ * log's interface, free of SQLite); internal ones are sqlite.h (the SQL
+ * core and the connection struct, which names the file owning each
+ * field) and internal.h (what the files above call of each other).
  */
 #pragma once
 
