@@ -35,8 +35,9 @@ static const rule_t rules[] = {
 	[RECORDS_CHANGE_ZONE_DELETED] = { false, false, false },
 };
 
-void records_changelog_forget(records_store_t *store)
+void records_changelog_rollback(records_store_t *store)
 {
+	/* SQLite undid the rows; the memory of them goes too. */
 	store->version_zone = 0;
 }
 
@@ -426,7 +427,7 @@ static int end_trim(records_store_t *store, int ret)
 		if (records_write_open(store)) {
 			records_sql_exec(store, "ROLLBACK");
 		}
-		records_changelog_forget(store);
+		records_changelog_rollback(store);
 	}
 	return ret;
 }

@@ -114,10 +114,11 @@ int records_changelog_append(records_store_t *store,
                              const records_change_entry_t *entry,
                              uint64_t *seq);
 
-/* Forgets which version this connection indexed last: called when a
- * transaction or a savepoint is rolled back (the version may be handed
- * out again and must be indexed again). */
-void records_changelog_forget(records_store_t *store);
+/* Tells the change log that the caller's write transaction, or a
+ * savepoint in it, was rolled back: what was appended there is gone, and
+ * its versions may be handed out again (SQLite: the connection forgets
+ * which version it indexed last, so that it indexes it again). */
+void records_changelog_rollback(records_store_t *store);
 
 /* --- Reading: the builder --- */
 

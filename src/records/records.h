@@ -274,7 +274,10 @@ int records_record_insert(records_store_t *store, const records_zone_t *zone,
 int records_record_delete(records_store_t *store, const records_zone_t *zone,
                           int64_t id);
 
-/* Logs a zone-wide change (settings, import) at the zone's version. */
+/* Logs a zone-wide change at the zone's version: kind is
+ * RECORDS_CHANGE_ZONE_SETTINGS (or _CREATED, records_zone_create()'s);
+ * the zone's IXFR journal restarts there (changelog.h). Imports and
+ * deletions log their own. */
 int records_log_zone_event(records_store_t *store, const records_zone_t *zone,
                            records_change_kind_t kind);
 

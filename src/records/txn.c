@@ -34,7 +34,7 @@ int records_write_commit(records_store_t *store)
 		if (records_write_open(store)) {
 			records_sql_exec(store, "ROLLBACK");
 		}
-		records_changelog_forget(store);
+		records_changelog_rollback(store);
 	}
 	records_ids_forget(store);
 	records_zrow_forget(store);
@@ -47,7 +47,7 @@ void records_write_rollback(records_store_t *store)
 	if (records_write_open(store)) {
 		records_sql_exec(store, "ROLLBACK");
 	}
-	records_changelog_forget(store);
+	records_changelog_rollback(store);
 	records_ids_forget(store);
 	records_zrow_forget(store);
 	records_counts_forget(store);
@@ -71,7 +71,7 @@ static void rollback_to(records_store_t *store, int level)
 {
 	records_sql_rollback_to(store, level);
 	records_counts_restore(store, level);
-	records_changelog_forget(store);
+	records_changelog_rollback(store);
 	records_zrow_forget(store);
 }
 
