@@ -43,6 +43,7 @@
  *   4  zones.c       zone operations    changelog, rows, sql
  *   3  rows.c        record rows, ids   changelog, counts, sql
  *   3  store.c       open, close        schema, sql
+ *   3  tsig_create.c TSIG keys made     tsig_keys
  *   2  changelog.c   the change log     sql
  *   2  counts.c      records per zone   sql
  *   2  schema.c      migrations         sql
@@ -415,6 +416,18 @@ typedef struct {
 /* Stores a new key (key->id and created_on are set). ZC_EEXISTS when a
  * key of that name exists. Runs in the caller's write transaction. */
 int records_tsig_add(records_store_t *store, records_tsig_key_t *key);
+
+/*
+ * Makes and stores a key for the zone (records/tsig_create.c), inside the
+ * caller's write transaction: checks the name, the algorithm (NULL:
+ * hmac-sha256) and the grants (NULL or "": the whole zone; syntax in
+ * dns/tsig_grants.h), draws a secret of the algorithm's size. On a
+ * problem (ZC_EUSAGE, ZC_EEXISTS), err names the field at fault.
+ */
+int records_tsig_create(records_store_t *store, int64_t zone_id,
+                        const char *name, const char *algorithm,
+                        const char *grants, bool transfer,
+                        records_tsig_key_t *key, char *err, size_t err_size);
 
 /* Finds a key by name (wire, any case). ZC_ENOKEY when absent. */
 int records_tsig_find(records_store_t *store, const knot_dname_t *name,
