@@ -131,8 +131,9 @@ static state_t state(void)
 {
 	state_t st = { { -1 } };
 	sqlite3_stmt *stmt;
-	if (records_sql_prepare(watch, "SELECT"
-	                        " (SELECT coalesce(max(seq), 0) FROM changes),"
+	uint64_t last_seq;
+	if (records_last_seq(watch, &last_seq) != 0 ||
+	    records_sql_prepare(watch, "SELECT"
 	                        " (SELECT count(*) FROM tsig_keys),"
 	                        " (SELECT coalesce(max(id), 0) FROM tsig_keys),"
 	                        " (SELECT count(*) FROM dnssec_keys),"
@@ -141,9 +142,10 @@ static state_t state(void)
 	                        " FROM dnssec_keys)", &stmt) != 0) {
 		abort();
 	}
+	st.v[0] = (int64_t)last_seq; /* The change log's own reader. */
 	if (sqlite3_step(stmt) == SQLITE_ROW) {
-		for (int i = 0; i < STATE_COLUMNS; i++) {
-			st.v[i] = sqlite3_column_int64(stmt, i);
+		for (int i = 1; i < STATE_COLUMNS; i++) {
+			st.v[i] = sqlite3_column_int64(stmt, i - 1);
 		}
 	}
 	records_sql_done(watch, stmt);

@@ -6,11 +6,12 @@
  * about a sixth of its time. Savepoints snapshot the pending deltas, so a
  * unit rolled back takes its counts with it. Outside a transaction, or
  * past RECORDS_COUNT_ZONES zones in one, the row is updated at once.
+ * The only file that writes zones.record_count.
  */
 #include <string.h>
 
 #include "common/error.h"
-#include "records/sqlite.h"
+#include "records/internal.h"
 
 void records_set_max_records(records_store_t *store, uint64_t max)
 {
@@ -154,6 +155,26 @@ int records_counts_verify(records_store_t *store,
 	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
 		cb((const char *)sqlite3_column_text(stmt, 0),
 		   sqlite3_column_int64(stmt, 1), sqlite3_column_int64(stmt, 2), ctx);
+	}
+	ret = records_sql_error(store->db, rc);
+	records_sql_done(store, stmt);
+	return ret;
+}
+
+int records_zone_kept_count(records_store_t *store, int64_t zone_id,
+                            int64_t *count)
+{
+	*count = 0;
+	sqlite3_stmt *stmt;
+	int ret = records_sql_prepare(store, "SELECT record_count FROM zones"
+	                              " WHERE id = ?", &stmt);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	sqlite3_bind_int64(stmt, 1, zone_id);
+	int rc = sqlite3_step(stmt);
+	if (rc == SQLITE_ROW) {
+		*count = sqlite3_column_int64(stmt, 0);
 	}
 	ret = records_sql_error(store->db, rc);
 	records_sql_done(store, stmt);

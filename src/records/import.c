@@ -13,7 +13,8 @@
 #include "common/arena.h"
 #include "common/error.h"
 #include "dns/name.h"
-#include "records/sqlite.h"
+#include "records/changelog.h"
+#include "records/internal.h"
 
 /* One collected record; okey then rdata follow the header. */
 typedef struct {
@@ -375,9 +376,11 @@ static int write_zone(records_import_t *imp, uint64_t *seq,
 	records_sql_done(imp->store, stmt);
 	zone->serial = serial;
 	if (ret == ZC_EOK) {
-		ret = records_log_append(imp->store, zone->id, zone->apex,
-		                         knot_dname_size(zone->apex), serial,
-		                         RECORDS_CHANGE_ZONE_IMPORTED, seq);
+		records_change_entry_t entry = {
+			.zone_id = zone->id, .apex = zone->apex,
+			.version = serial, .kind = RECORDS_CHANGE_ZONE_IMPORTED,
+		};
+		ret = records_changelog_append(imp->store, &entry, seq);
 	}
 	return ret;
 }

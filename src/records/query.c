@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /*
- * Listing queries of the records store (the API's record listings): an
- * owner and a type filter, three orders, either direction, a page.
+ * Reading records by id and by filter (owner, type): the lookups of
+ * units of work (records_record_foreach(), _find()) and the API's
+ * listings (records_record_page(), records_record_query()).
  *
- * Each shape of query is its own statement, built once, so that SQLite
+ * Listings take an owner and a type filter, three orders, either
+ * direction, a page. Each shape of query is its own statement, built once, so that SQLite
  * plans every one with the filter's index: an owner filter uses
  * records_node (zone_id, okey, type), a type filter records_type
  * (zone_id, type, okey); both give their rows already in name order, so
@@ -17,7 +19,179 @@
 #include <libknot/errcode.h>
 
 #include "common/error.h"
-#include "records/sqlite.h"
+#include "records/internal.h"
+
+/* --- Lookups by owner, type and id --- */
+
+/* The owner's key relative to the zone's apex, for a filter: NULL owner
+ * gives length 0; KNOT_EOUTOFZONE or ZC_ENAMEKEY when no record can have
+ * that owner. */
+static int filter_key(records_store_t *store, int64_t zone_id,
+                      const knot_dname_t *owner, uint8_t *okey,
+                      size_t *okey_len)
+{
+	records_zone_t zone;
+	*okey_len = 0;
+	if (owner == NULL) {
+		return ZC_EOK;
+	}
+	int ret = ZC_EOK;
+	if (store->apex_zone == zone_id) {
+		zone.id = zone_id;
+		memcpy(zone.apex, store->apex, knot_dname_size(store->apex));
+	} else {
+		ret = records_zone_get(store, zone_id, &zone);
+		if (ret == ZC_EOK) {
+			store->apex_zone = zone_id;
+			memcpy(store->apex, zone.apex, knot_dname_size(zone.apex));
+		}
+	}
+	if (ret == ZC_EOK) {
+		uint8_t lower[KNOT_DNAME_MAXLEN];
+		knot_dname_copy_lower(lower, owner);
+		ret = records_owner_key(zone.apex, lower, okey, okey_len);
+	}
+	return ret;
+}
+
+static void bind_filter(sqlite3_stmt *stmt, int64_t zone_id,
+                        const knot_dname_t *owner, const uint8_t *okey,
+                        size_t okey_len, uint16_t type)
+{
+	sqlite3_bind_int64(stmt, 1, zone_id);
+	if (owner != NULL) {
+		sqlite3_bind_blob(stmt, 2, okey_len ? okey : (const uint8_t *)"",
+		                  (int)okey_len, SQLITE_STATIC);
+	}
+	if (type != 0) {
+		sqlite3_bind_int(stmt, 3, type);
+	}
+}
+
+int records_record_foreach(records_store_t *store, int64_t zone_id,
+                           const knot_dname_t *owner, uint16_t type,
+                           int (*cb)(const records_record_t *rec, void *ctx),
+                           void *ctx)
+{
+	/* One statement per filter shape: an "?2 IS NULL OR okey = ?2" form
+	 * would keep SQLite from using the (zone_id, okey, type) index and
+	 * make every write scan the whole zone. */
+	static const char *const sql[4] = {
+		"SELECT " RECORDS_RECORD_COLUMNS " FROM records WHERE zone_id = ?1"
+		" ORDER BY okey, type, id",
+		"SELECT " RECORDS_RECORD_COLUMNS " FROM records WHERE zone_id = ?1"
+		" AND type = ?3 ORDER BY okey, type, id",
+		"SELECT " RECORDS_RECORD_COLUMNS " FROM records WHERE zone_id = ?1"
+		" AND okey = ?2 ORDER BY type, id",
+		"SELECT " RECORDS_RECORD_COLUMNS " FROM records WHERE zone_id = ?1"
+		" AND okey = ?2 AND type = ?3 ORDER BY id",
+	};
+	uint8_t okey[DNS_LF_MAXLEN];
+	size_t okey_len;
+	int ret = filter_key(store, zone_id, owner, okey, &okey_len);
+	if (ret == KNOT_EOUTOFZONE || ret == ZC_ENAMEKEY) {
+		return ZC_EOK; /* Nothing matches. */
+	}
+	sqlite3_stmt *stmt;
+	if (ret == ZC_EOK) {
+		ret = records_sql_prepare(store,
+		                          sql[(owner != NULL) * 2 + (type != 0)],
+		                          &stmt);
+	}
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	bind_filter(stmt, zone_id, owner, okey, okey_len, type);
+	ret = records_rows_foreach(stmt, store, cb, ctx);
+	records_sql_done(store, stmt);
+	return ret;
+}
+
+int records_record_page(records_store_t *store, int64_t zone_id,
+                        const knot_dname_t *owner, uint16_t type,
+                        int64_t offset, int64_t limit, int64_t *total,
+                        int (*cb)(const records_record_t *rec, void *ctx),
+                        void *ctx)
+{
+	/* The same four filter shapes as records_record_foreach(), each
+	 * served by the (zone_id, okey, type) index. */
+	static const char *const count_sql[4] = {
+		"SELECT count(*) FROM records WHERE zone_id = ?1",
+		"SELECT count(*) FROM records WHERE zone_id = ?1 AND type = ?3",
+		"SELECT count(*) FROM records WHERE zone_id = ?1 AND okey = ?2",
+		("SELECT count(*) FROM records WHERE zone_id = ?1 AND okey = ?2"
+		 " AND type = ?3"),
+	};
+	static const char *const page_sql[4] = {
+		"SELECT " RECORDS_RECORD_COLUMNS " FROM records WHERE zone_id = ?1"
+		" ORDER BY okey, type, id LIMIT ?4 OFFSET ?5",
+		"SELECT " RECORDS_RECORD_COLUMNS " FROM records WHERE zone_id = ?1"
+		" AND type = ?3 ORDER BY okey, type, id LIMIT ?4 OFFSET ?5",
+		"SELECT " RECORDS_RECORD_COLUMNS " FROM records WHERE zone_id = ?1"
+		" AND okey = ?2 ORDER BY type, id LIMIT ?4 OFFSET ?5",
+		"SELECT " RECORDS_RECORD_COLUMNS " FROM records WHERE zone_id = ?1"
+		" AND okey = ?2 AND type = ?3 ORDER BY id LIMIT ?4 OFFSET ?5",
+	};
+	uint8_t okey[DNS_LF_MAXLEN];
+	size_t okey_len;
+	*total = 0;
+	int ret = filter_key(store, zone_id, owner, okey, &okey_len);
+	if (ret == KNOT_EOUTOFZONE || ret == ZC_ENAMEKEY) {
+		return ZC_EOK;
+	}
+	int shape = (owner != NULL) * 2 + (type != 0);
+	sqlite3_stmt *stmt;
+	if (ret == ZC_EOK) {
+		ret = records_sql_prepare(store, count_sql[shape], &stmt);
+	}
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	bind_filter(stmt, zone_id, owner, okey, okey_len, type);
+	int rc = sqlite3_step(stmt);
+	*total = (rc == SQLITE_ROW) ? sqlite3_column_int64(stmt, 0) : 0;
+	ret = records_sql_error(store->db, rc);
+	records_sql_done(store, stmt);
+	if (ret == ZC_EOK) {
+		ret = records_sql_prepare(store, page_sql[shape], &stmt);
+	}
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	bind_filter(stmt, zone_id, owner, okey, okey_len, type);
+	sqlite3_bind_int64(stmt, 4, limit);
+	sqlite3_bind_int64(stmt, 5, offset);
+	ret = records_rows_foreach(stmt, store, cb, ctx);
+	records_sql_done(store, stmt);
+	return ret;
+}
+
+int records_record_find(records_store_t *store, int64_t zone_id, int64_t id,
+                        int (*cb)(const records_record_t *rec, void *ctx),
+                        void *ctx)
+{
+	sqlite3_stmt *stmt;
+	int ret = records_sql_prepare(store, "SELECT " RECORDS_RECORD_COLUMNS
+	                              " FROM records"
+	                              " WHERE id = ? AND zone_id = ?", &stmt);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	sqlite3_bind_int64(stmt, 1, id);
+	sqlite3_bind_int64(stmt, 2, zone_id);
+	int rc = sqlite3_step(stmt);
+	if (rc == SQLITE_ROW) {
+		sqlite3_reset(stmt);
+		ret = records_rows_foreach(stmt, store, cb, ctx);
+	} else {
+		ret = rc == SQLITE_DONE ? KNOT_ENOENT :
+		      records_sql_error(store->db, rc);
+	}
+	records_sql_done(store, stmt);
+	return ret;
+}
+
+/* --- Listings in any order --- */
 
 #define SHAPES (2 * 2 * 3 * 2) /* owner, type, order, direction */
 #define SQL_MAX 320
@@ -118,7 +292,7 @@ int records_record_query(records_store_t *store, int64_t zone_id,
 	if (total != NULL) {
 		*total = 0;
 	}
-	int ret = records_filter_key(store, zone_id, q->owner, okey, &okey_len);
+	int ret = filter_key(store, zone_id, q->owner, okey, &okey_len);
 	if (ret == KNOT_EOUTOFZONE || ret == ZC_ENAMEKEY) {
 		return ZC_EOK; /* No record has that owner. */
 	}

@@ -16,18 +16,44 @@
  *            (zone_id, type, okey)
  *   tokens   API bearer tokens by SHA-256 hash, with scope, name, expiry
  *            and revocation (tokens.c)
- *   changes  the change log (outbox): seq (global, ordered), zone_id,
- *            zone apex, version (the zone's serial after the change),
- *            kind, owner, type, at
+ *   changes  the change log (outbox) and its index zone_versions, with
+ *            zones.ixfr_from: changelog.h (the only file touching them
+ *            is changelog.c)
+ *   and tsig_keys, dnssec_keys, zone_secondaries, counters.
  *
- * Every write transaction appends its change events to `changes` in the
- * same SQLite transaction, so an acknowledged change is never missing from
- * the log. Commits use synchronous=FULL: committed means on disk.
+ * Every write transaction appends its change events to the change log in
+ * the same SQLite transaction, so an acknowledged change is never missing
+ * from the log. Commits use synchronous=FULL: committed means on disk.
  *
  * Builds read records in (okey, type) order, which is the edge store's key
  * order, so a full build is a streaming merge of two sorted sequences.
  *
  * A records_store_t is one SQLite connection: use one per thread.
+ *
+ * Files. Each .c file calls only files of lower layers (in records/;
+ * `dev/module_graph --layers src/records` prints this and fails on a
+ * cycle):
+ *
+ *   5  import.c      bulk import        changelog, rows, zones, sql
+ *   5  query.c       lookups, listings  rows, zones, sql
+ *   5  scan.c        snapshot reads     changelog, zones, sql
+ *   5  txn.c         write txns,        changelog, counts, rows, zones,
+ *                    savepoints         sql
+ *   4  pool.c        connection pool    store
+ *   4  zones.c       zone operations    changelog, rows, sql
+ *   3  rows.c        record rows, ids   changelog, counts, sql
+ *   3  store.c       open, close        schema, sql
+ *   3  tsig_create.c TSIG keys made     tsig_keys
+ *   2  changelog.c   the change log     sql
+ *   2  counts.c      records per zone   sql
+ *   2  schema.c      migrations         sql
+ *   2  tokens.c, tsig_keys.c, dnssec_keys.c, secondaries.c            sql
+ *   1  sql.c         SQL core           -
+ *
+ * Headers: records.h (this contract) includes changelog.h (the change
+ * log's interface, free of SQLite); internal ones are sqlite.h (the SQL
+ * core and the connection struct, which names the file owning each
+ * field) and internal.h (what the files above call of each other).
  */
 #pragma once
 
@@ -36,23 +62,9 @@
 #include <libknot/dname.h>
 
 #include "dns/name.h"
+#include "records/changelog.h"
 
 typedef struct records_store records_store_t;
-
-/* Kinds of change-log events. */
-typedef enum {
-	RECORDS_CHANGE_ZONE_CREATED = 1,
-	RECORDS_CHANGE_ZONE_DELETED = 2,
-	RECORDS_CHANGE_ZONE_SETTINGS = 3,
-	RECORDS_CHANGE_ZONE_IMPORTED = 4,
-	RECORDS_CHANGE_RECORD_CREATED = 5,
-	RECORDS_CHANGE_RECORD_DELETED = 6,
-	/* A version without record changes (records_zone_touch()): the
-	 * signed view refreshes signatures in it. Not zone-wide: IXFR spans
-	 * it; the builder moves the edge serial (the apex node is rebuilt,
-	 * unchanged). */
-	RECORDS_CHANGE_ZONE_TOUCHED = 7,
-} records_change_kind_t;
 
 /* How a zone's serial moves at each change. */
 typedef enum {
@@ -83,19 +95,6 @@ typedef struct {
 	const uint8_t *rdata;
 	uint16_t rdata_len;
 } records_row_t;
-
-/* One change-log event. Record events name the node they touch (okey,
- * the owner's LF relative to the apex) and the record's type. */
-typedef struct {
-	uint64_t seq;
-	int64_t zone_id;
-	uint8_t apex[KNOT_DNAME_MAXLEN];
-	uint32_t version;
-	records_change_kind_t kind;
-	uint8_t okey[DNS_LF_KEY_MAXLEN];
-	size_t okey_len;
-	uint16_t type;
-} records_change_t;
 
 /* A record as callers see it; pointers are borrowed (see each call). */
 typedef struct {
@@ -152,43 +151,10 @@ int records_zone_set_default_ttl(records_store_t *store,
 int records_zone_delete(records_store_t *store, const knot_dname_t *apex,
                         uint64_t *seq);
 
-/* The newest change-log sequence (0 for an empty log). */
-int records_last_seq(records_store_t *store, uint64_t *seq);
-
-/* The change log past a position (backlog.c). */
-typedef struct {
-	uint64_t last_seq;   /* The newest sequence. */
-	uint64_t events;     /* Sequences past `after` (last_seq - after). */
-	int64_t oldest_ms;   /* Unix ms of the first of them (0: none). */
-} records_backlog_t;
-
-int records_backlog(records_store_t *store, uint64_t after,
-                    records_backlog_t *out);
-
 /* The zone's record count as kept by every write (zones.record_count):
  * one row read, where records_zone_list()'s with_counts walks them. */
 int records_zone_kept_count(records_store_t *store, int64_t zone_id,
                             int64_t *count);
-
-/*
- * Events per zone with after < seq <= *last_seq, *last_seq being set to
- * the newest sequence first (one snapshot): cb(zone_id, events, ctx) for
- * each zone that has some (cb returns non-zero to stop).
- */
-int records_zone_activity(records_store_t *store, uint64_t after,
-                          int (*cb)(int64_t zone_id, uint64_t events,
-                                    void *ctx),
-                          void *ctx, uint64_t *last_seq);
-
-/*
- * Reads up to `limit` change events (0: no limit) with seq > after, in
- * order, calling cb for each (cb returns non-zero to stop). Inside
- * records_read_begin()/end() it reads that snapshot.
- */
-int records_changes_since(records_store_t *store, uint64_t after,
-                          unsigned limit,
-                          int (*cb)(const records_change_t *chg, void *ctx),
-                          void *ctx);
 
 /* --- Bulk import: one transaction replacing a zone's contents. --- */
 
@@ -252,7 +218,7 @@ void records_import_abort(records_import_t *imp);
  */
 void records_set_max_records(records_store_t *store, uint64_t max);
 
-/* --- Write transactions (records/write.c) --- */
+/* --- Write transactions (records/txn.c; zones.c and rows.c write) --- */
 
 /*
  * A write transaction is the store's SQLite transaction: begin, any number
@@ -309,7 +275,10 @@ int records_record_insert(records_store_t *store, const records_zone_t *zone,
 int records_record_delete(records_store_t *store, const records_zone_t *zone,
                           int64_t id);
 
-/* Logs a zone-wide change (settings, import) at the zone's version. */
+/* Logs a zone-wide change at the zone's version: kind is
+ * RECORDS_CHANGE_ZONE_SETTINGS (or _CREATED, records_zone_create()'s);
+ * the zone's IXFR journal restarts there (changelog.h). Imports and
+ * deletions log their own. */
 int records_log_zone_event(records_store_t *store, const records_zone_t *zone,
                            records_change_kind_t kind);
 
@@ -408,22 +377,12 @@ int records_scan_next(records_scan_t *scan, records_row_t *row);
 /* Ends the read transaction and frees scan (NULL is a no-op). */
 void records_scan_end(records_scan_t *scan);
 
-/* --- The change log as IXFR journal (records/journal.c) --- */
-
-/* One record event of the journal; pointers valid during the callback. */
-typedef struct {
-	uint32_t version;
-	bool added;                  /* false: deleted */
-	const knot_dname_t *owner;   /* Wire, lowercase. */
-	uint16_t type;
-	uint32_t ttl;
-	const uint8_t *rdata;
-	uint16_t rdata_len;
-} records_journal_rr_t;
+/* --- The change log as IXFR journal (records/scan.c) --- */
 
 /*
  * Calls cb for every record event of the zone with from < version <= to,
- * in log order, from one read snapshot. ZC_ENOJOURNAL when the journal
+ * in log order, from one read snapshot (records_changelog_journal() in
+ * the snapshot that found the zone). ZC_ENOJOURNAL when the journal
  * does not reach back to `from` (trimmed, or a zone-wide change such as
  * an import lies in between); ZC_ENOZONE when the zone does not exist.
  */
@@ -431,15 +390,6 @@ int records_journal_read(records_store_t *store, const knot_dname_t *apex,
                          uint32_t from, uint32_t to,
                          int (*cb)(const records_journal_rr_t *rr, void *ctx),
                          void *ctx);
-
-/*
- * Deletes change-log events older than before_ms (Unix milliseconds) and
- * not past max_seq (what the builder has applied), in its own write
- * transaction, at most 100,000 a call; moves each zone's IXFR start past
- * what went. *removed receives the number of events deleted.
- */
-int records_journal_trim(records_store_t *store, int64_t before_ms,
-                         uint64_t max_seq, uint64_t *removed);
 
 /* Sets a zone's serial policy (inside the caller's write transaction). */
 int records_zone_set_serial_policy(records_store_t *store,

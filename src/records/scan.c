@@ -1,14 +1,16 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /*
- * Ordered, consistent reads of a zone's records for builds and exports:
- * one SQLite read transaction, records in (okey, type) order.
+ * Consistent reads of one zone, each in one read snapshot: its records in
+ * (okey, type) order for builds and exports, one node's records for a
+ * per-record build, and its change-log range for IXFR.
  */
 #include <stdlib.h>
 #include <libknot/dname.h>
 #include <libknot/errcode.h>
 
 #include "common/error.h"
-#include "records/sqlite.h"
+#include "records/changelog.h"
+#include "records/internal.h"
 
 struct records_scan {
 	records_store_t *store;
@@ -98,16 +100,6 @@ void records_scan_end(records_scan_t *scan)
 	free(scan);
 }
 
-int records_read_begin(records_store_t *store)
-{
-	return records_sql_exec(store, "BEGIN");
-}
-
-void records_read_end(records_store_t *store)
-{
-	records_sql_exec(store, "COMMIT");
-}
-
 int records_node_foreach(records_store_t *store, int64_t zone_id,
                          const uint8_t *okey, size_t okey_len,
                          int (*cb)(const records_row_t *row, void *ctx),
@@ -131,4 +123,23 @@ int records_node_foreach(records_store_t *store, int64_t zone_id,
 	}
 	records_sql_done(store, scan.stmt);
 	return ret < 0 ? ret : ZC_EOK;
+}
+
+int records_journal_read(records_store_t *store, const knot_dname_t *apex,
+                         uint32_t from, uint32_t to,
+                         int (*cb)(const records_journal_rr_t *rr, void *ctx),
+                         void *ctx)
+{
+	int ret = records_read_begin(store);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	records_zone_t zone;
+	ret = records_zone_find(store, apex, &zone);
+	if (ret == ZC_EOK) {
+		ret = records_changelog_journal(store, zone.id, zone.apex,
+		                                zone.serial, from, to, cb, ctx);
+	}
+	records_read_end(store);
+	return ret;
 }

@@ -12,7 +12,7 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "dns/name.h"
-#include "records/sqlite.h"
+#include "records/internal.h"
 
 static const char *const migrations[] = {
 	/* 1: zones, records, change log. */

@@ -1,0 +1,483 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * The change log on SQLite (changelog.h has the design): appending
+ * events with their kind's rules, the builder's and IXFR's reads, the
+ * figures of status and metrics, and trimming. The only file that
+ * touches the tables `changes` and `zone_versions` and the column
+ * zones.ixfr_from.
+ */
+#include <assert.h>
+#include <string.h>
+#include <libknot/errcode.h>
+
+#include "common/error.h"
+#include "dns/name.h"
+#include "records/changelog.h"
+#include "records/sqlite.h"
+
+/* --- Appending --- */
+
+/* What an append does besides writing the event, by kind (changelog.h
+ * gives the reasons). */
+typedef struct {
+	bool names_node;   /* Binds the node, type, record id, TTL, rdata. */
+	bool indexes;      /* Indexes the version's first event. */
+	bool restarts;     /* Moves the journal start to its version. */
+} rule_t;
+
+static const rule_t rules[] = {
+	[RECORDS_CHANGE_RECORD_CREATED] = { true, true, false },
+	[RECORDS_CHANGE_RECORD_DELETED] = { true, true, false },
+	[RECORDS_CHANGE_ZONE_TOUCHED] = { true, true, false },
+	[RECORDS_CHANGE_ZONE_CREATED] = { false, true, true },
+	[RECORDS_CHANGE_ZONE_SETTINGS] = { false, true, true },
+	[RECORDS_CHANGE_ZONE_IMPORTED] = { false, false, true },
+	[RECORDS_CHANGE_ZONE_DELETED] = { false, false, false },
+};
+
+void records_changelog_rollback(records_store_t *store)
+{
+	/* SQLite undid the rows; the memory of them goes too. */
+	store->version_zone = 0;
+}
+
+/* Indexes the first event of a zone version (IXFR starts there); once
+ * per version and connection. */
+static int index_version(records_store_t *store, int64_t zone_id,
+                         uint32_t version, int64_t seq)
+{
+	if (store->version_zone == zone_id &&
+	    store->version_logged == version) {
+		return ZC_EOK;
+	}
+	sqlite3_stmt *stmt;
+	int ret = records_sql_prepare(store, "INSERT OR REPLACE INTO"
+	                              " zone_versions(zone_id, version, seq)"
+	                              " VALUES (?, ?, ?)", &stmt);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	sqlite3_bind_int64(stmt, 1, zone_id);
+	sqlite3_bind_int64(stmt, 2, version);
+	sqlite3_bind_int64(stmt, 3, seq);
+	ret = records_sql_error(store->db, sqlite3_step(stmt));
+	records_sql_done(store, stmt);
+	if (ret == ZC_EOK) {
+		store->version_zone = zone_id;
+		store->version_logged = version;
+	}
+	return ret;
+}
+
+/* Starts the zone's IXFR journal afresh at `version` (a zone-wide change:
+ * IXFR cannot span it). */
+static int restart_journal(records_store_t *store, int64_t zone_id,
+                           uint32_t version)
+{
+	sqlite3_stmt *stmt;
+	int ret = records_sql_prepare(store, "UPDATE zones SET ixfr_from = ?"
+	                              " WHERE id = ?", &stmt);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	sqlite3_bind_int64(stmt, 1, version);
+	sqlite3_bind_int64(stmt, 2, zone_id);
+	ret = records_sql_error(store->db, sqlite3_step(stmt));
+	records_sql_done(store, stmt);
+	return ret;
+}
+
+int records_changelog_append(records_store_t *store,
+                             const records_change_entry_t *e, uint64_t *seq)
+{
+	assert(e->kind >= RECORDS_CHANGE_ZONE_CREATED &&
+	       e->kind <= RECORDS_CHANGE_ZONE_TOUCHED);
+	const rule_t *rule = &rules[e->kind];
+	sqlite3_stmt *stmt;
+	int ret = records_sql_prepare(store, "INSERT INTO changes(zone_id, apex,"
+	                              " version, kind, okey, type, record_id, at,"
+	                              " ttl, rdata)"
+	                              " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+	                              &stmt);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	sqlite3_bind_int64(stmt, 1, e->zone_id);
+	sqlite3_bind_blob(stmt, 2, e->apex, knot_dname_size(e->apex),
+	                  SQLITE_STATIC);
+	sqlite3_bind_int64(stmt, 3, e->version);
+	sqlite3_bind_int(stmt, 4, e->kind);
+	if (rule->names_node) {
+		sqlite3_bind_blob(stmt, 5, e->okey_len ? e->okey :
+		                  (const uint8_t *)"", (int)e->okey_len,
+		                  SQLITE_STATIC);
+		sqlite3_bind_int(stmt, 6, e->type);
+		sqlite3_bind_int64(stmt, 7, e->record_id);
+		sqlite3_bind_int64(stmt, 9, e->ttl);
+		sqlite3_bind_blob(stmt, 10, e->rdata_len ? e->rdata :
+		                  (const uint8_t *)"", e->rdata_len, SQLITE_STATIC);
+	}
+	sqlite3_bind_int64(stmt, 8, records_now_ms());
+	ret = records_sql_error(store->db, sqlite3_step(stmt));
+	records_sql_done(store, stmt);
+	int64_t appended = sqlite3_last_insert_rowid(store->db);
+	if (ret == ZC_EOK && seq != NULL) {
+		*seq = (uint64_t)appended;
+	}
+	if (ret == ZC_EOK && rule->indexes) {
+		ret = index_version(store, e->zone_id, e->version, appended);
+	}
+	if (ret == ZC_EOK && rule->restarts) {
+		ret = restart_journal(store, e->zone_id, e->version);
+	}
+	return ret;
+}
+
+/* --- Reading: the builder --- */
+
+int records_last_seq(records_store_t *store, uint64_t *seq)
+{
+	sqlite3_stmt *stmt;
+	int ret = records_sql_prepare(store, "SELECT coalesce(max(seq), 0)"
+	                              " FROM changes", &stmt);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	int rc = sqlite3_step(stmt);
+	*seq = (rc == SQLITE_ROW) ? (uint64_t)sqlite3_column_int64(stmt, 0) : 0;
+	ret = records_sql_error(store->db, rc);
+	records_sql_done(store, stmt);
+	return ret;
+}
+
+int records_changes_since(records_store_t *store, uint64_t after,
+                          unsigned limit,
+                          int (*cb)(const records_change_t *chg, void *ctx),
+                          void *ctx)
+{
+	sqlite3_stmt *stmt;
+	int ret = records_sql_prepare(store, "SELECT seq, zone_id, apex,"
+	                              " version, kind, okey, type FROM changes"
+	                              " WHERE seq > ? ORDER BY seq LIMIT ?",
+	                              &stmt);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	sqlite3_bind_int64(stmt, 1, (int64_t)after);
+	sqlite3_bind_int64(stmt, 2, limit == 0 ? -1 : (int64_t)limit);
+	int rc;
+	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+		records_change_t chg = {
+			.seq = (uint64_t)sqlite3_column_int64(stmt, 0),
+			.zone_id = sqlite3_column_int64(stmt, 1),
+			.version = (uint32_t)sqlite3_column_int64(stmt, 3),
+			.kind = sqlite3_column_int(stmt, 4),
+		};
+		int len = sqlite3_column_bytes(stmt, 2);
+		if (len <= 0 || len > KNOT_DNAME_MAXLEN) {
+			continue;
+		}
+		memcpy(chg.apex, sqlite3_column_blob(stmt, 2), len);
+		int klen = sqlite3_column_bytes(stmt, 5);
+		if (klen > 0 && klen <= (int)sizeof(chg.okey)) {
+			memcpy(chg.okey, sqlite3_column_blob(stmt, 5), klen);
+			chg.okey_len = (size_t)klen;
+		}
+		chg.type = (uint16_t)sqlite3_column_int(stmt, 6);
+		if (cb(&chg, ctx) != 0) {
+			rc = SQLITE_DONE;
+			break;
+		}
+	}
+	ret = records_sql_error(store->db, rc);
+	records_sql_done(store, stmt);
+	return ret;
+}
+
+/* --- Reading: IXFR --- */
+
+/* RFC 1982: a < b. */
+static bool serial_lt(uint32_t a, uint32_t b)
+{
+	return a != b && (int32_t)(b - a) > 0;
+}
+
+/* Reads the zone's journal start (false: none). */
+static int journal_start(records_store_t *store, int64_t zone_id,
+                         bool *has, uint32_t *from)
+{
+	sqlite3_stmt *stmt;
+	int ret = records_sql_prepare(store, "SELECT ixfr_from FROM zones"
+	                              " WHERE id = ?", &stmt);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	sqlite3_bind_int64(stmt, 1, zone_id);
+	int rc = sqlite3_step(stmt);
+	*has = rc == SQLITE_ROW && sqlite3_column_type(stmt, 0) != SQLITE_NULL;
+	*from = *has ? (uint32_t)sqlite3_column_int64(stmt, 0) : 0;
+	ret = rc == SQLITE_ROW ? ZC_EOK : rc == SQLITE_DONE ? ZC_ENOZONE :
+	      records_sql_error(store->db, rc);
+	records_sql_done(store, stmt);
+	return ret;
+}
+
+/* The first event of the first version after `from` (0: none). */
+static int first_seq(records_store_t *store, int64_t zone_id, uint32_t from,
+                     uint32_t to, int64_t *seq)
+{
+	sqlite3_stmt *stmt;
+	int ret = records_sql_prepare(store, "SELECT min(seq) FROM zone_versions"
+	                              " WHERE zone_id = ?1 AND version > ?2"
+	                              " AND version <= ?3", &stmt);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	sqlite3_bind_int64(stmt, 1, zone_id);
+	sqlite3_bind_int64(stmt, 2, from);
+	sqlite3_bind_int64(stmt, 3, to);
+	int rc = sqlite3_step(stmt);
+	*seq = rc == SQLITE_ROW ? sqlite3_column_int64(stmt, 0) : 0;
+	ret = rc == SQLITE_ROW ? ZC_EOK : records_sql_error(store->db, rc);
+	records_sql_done(store, stmt);
+	return ret;
+}
+
+static int read_events(records_store_t *store, int64_t zone_id,
+                       const knot_dname_t *apex, int64_t seq, uint32_t to,
+                       int (*cb)(const records_journal_rr_t *rr, void *ctx),
+                       void *ctx)
+{
+	sqlite3_stmt *stmt;
+	int ret = records_sql_prepare(store, "SELECT version, kind, okey, type,"
+	                              " ttl, rdata FROM changes WHERE seq >= ?1"
+	                              " AND zone_id = ?2 AND version <= ?3"
+	                              " ORDER BY seq", &stmt);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	sqlite3_bind_int64(stmt, 1, seq);
+	sqlite3_bind_int64(stmt, 2, zone_id);
+	sqlite3_bind_int64(stmt, 3, to);
+	uint8_t lf[DNS_LF_MAXLEN];
+	size_t apex_len = dns_name_to_lf(apex, lf);
+	int rc;
+	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+		int kind = sqlite3_column_int(stmt, 1);
+		if (kind == RECORDS_CHANGE_ZONE_TOUCHED) {
+			continue; /* A version without record changes. */
+		}
+		if (kind != RECORDS_CHANGE_RECORD_CREATED &&
+		    kind != RECORDS_CHANGE_RECORD_DELETED) {
+			ret = ZC_ENOJOURNAL;
+			break;
+		}
+		size_t okey_len = (size_t)sqlite3_column_bytes(stmt, 2);
+		if (apex_len + okey_len > sizeof(lf)) {
+			ret = ZC_EFORMAT;
+			break;
+		}
+		if (okey_len > 0) {
+			memcpy(lf + apex_len, sqlite3_column_blob(stmt, 2), okey_len);
+		}
+		uint8_t owner[KNOT_DNAME_MAXLEN];
+		if (dns_name_from_lf(lf, apex_len + okey_len, owner) < 0) {
+			ret = ZC_EFORMAT;
+			break;
+		}
+		const uint8_t *rdata = sqlite3_column_blob(stmt, 5);
+		records_journal_rr_t rr = {
+			.version = (uint32_t)sqlite3_column_int64(stmt, 0),
+			.added = kind == RECORDS_CHANGE_RECORD_CREATED,
+			.owner = owner,
+			.type = (uint16_t)sqlite3_column_int(stmt, 3),
+			.ttl = (uint32_t)sqlite3_column_int64(stmt, 4),
+			.rdata = rdata ? rdata : (const uint8_t *)"",
+			.rdata_len = (uint16_t)sqlite3_column_bytes(stmt, 5),
+		};
+		if (sqlite3_column_type(stmt, 4) == SQLITE_NULL) {
+			ret = ZC_ENOJOURNAL; /* Logged before the journal existed. */
+			break;
+		}
+		ret = cb(&rr, ctx);
+		if (ret != ZC_EOK) {
+			break;
+		}
+	}
+	if (ret == ZC_EOK && rc != SQLITE_ROW) {
+		ret = records_sql_error(store->db, rc);
+	}
+	records_sql_done(store, stmt);
+	return ret;
+}
+
+int records_changelog_journal(records_store_t *store, int64_t zone_id,
+                              const knot_dname_t *apex, uint32_t serial,
+                              uint32_t from, uint32_t to,
+                              int (*cb)(const records_journal_rr_t *rr,
+                                        void *ctx),
+                              void *ctx)
+{
+	bool has = false;
+	uint32_t start = 0;
+	int64_t seq = 0;
+	int ret = journal_start(store, zone_id, &has, &start);
+	if (ret == ZC_EOK && (!has || serial_lt(from, start) ||
+	                      serial_lt(serial, to))) {
+		ret = ZC_ENOJOURNAL;
+	}
+	if (ret == ZC_EOK) {
+		ret = first_seq(store, zone_id, from, to, &seq);
+	}
+	if (ret == ZC_EOK && seq > 0) {
+		ret = read_events(store, zone_id, apex, seq, to, cb, ctx);
+	}
+	return ret;
+}
+
+/* --- Reading: status and metrics --- */
+
+int records_backlog(records_store_t *store, uint64_t after,
+                    records_backlog_t *out)
+{
+	*out = (records_backlog_t){ 0 };
+	sqlite3_stmt *stmt;
+	int ret = records_sql_prepare(store, "SELECT coalesce(max(seq), 0),"
+	                              " (SELECT at FROM changes WHERE seq > ?1"
+	                              "  ORDER BY seq LIMIT 1) FROM changes",
+	                              &stmt);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	sqlite3_bind_int64(stmt, 1, (sqlite3_int64)after);
+	int rc = sqlite3_step(stmt);
+	if (rc == SQLITE_ROW) {
+		out->last_seq = (uint64_t)sqlite3_column_int64(stmt, 0);
+		out->events = out->last_seq > after ? out->last_seq - after : 0;
+		if (sqlite3_column_type(stmt, 1) != SQLITE_NULL) {
+			out->oldest_ms = sqlite3_column_int64(stmt, 1);
+		}
+	}
+	ret = records_sql_error(store->db, rc);
+	records_sql_done(store, stmt);
+	return ret;
+}
+
+int records_zone_activity(records_store_t *store, uint64_t after,
+                          int (*cb)(int64_t zone_id, uint64_t events,
+                                    void *ctx),
+                          void *ctx, uint64_t *last_seq)
+{
+	sqlite3_stmt *stmt;
+	int ret = records_sql_exec(store, "BEGIN");
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	/* The last sequence and the counts from one snapshot. */
+	ret = records_last_seq(store, last_seq);
+	if (ret == ZC_EOK) {
+		ret = records_sql_prepare(store, "SELECT zone_id, count(*) FROM"
+		                          " changes WHERE seq > ? AND seq <= ?"
+		                          " GROUP BY zone_id", &stmt);
+	}
+	if (ret != ZC_EOK) {
+		records_sql_exec(store, "ROLLBACK");
+		return ret;
+	}
+	sqlite3_bind_int64(stmt, 1, (int64_t)after);
+	sqlite3_bind_int64(stmt, 2, (int64_t)*last_seq);
+	int rc;
+	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+		if (cb(sqlite3_column_int64(stmt, 0),
+		       (uint64_t)sqlite3_column_int64(stmt, 1), ctx) != 0) {
+			rc = SQLITE_DONE;
+			break;
+		}
+	}
+	ret = records_sql_error(store->db, rc);
+	records_sql_done(store, stmt);
+	records_sql_exec(store, "ROLLBACK");
+	return ret;
+}
+
+/* --- Trimming --- */
+
+/* Runs one statement binding ?1 = x. */
+static int exec_seq(records_store_t *store, const char *sql, int64_t x)
+{
+	sqlite3_stmt *stmt;
+	int ret = records_sql_prepare(store, sql, &stmt);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	sqlite3_bind_int64(stmt, 1, x);
+	ret = records_sql_error(store->db, sqlite3_step(stmt));
+	records_sql_done(store, stmt);
+	return ret;
+}
+
+/* Ends the trim's transaction: commits, or rolls back after a failure
+ * (of the trim or of the commit). */
+static int end_trim(records_store_t *store, int ret)
+{
+	if (ret == ZC_EOK) {
+		ret = records_sql_exec(store, "COMMIT");
+	}
+	if (ret != ZC_EOK) {
+		if (records_write_open(store)) {
+			records_sql_exec(store, "ROLLBACK");
+		}
+		records_changelog_rollback(store);
+	}
+	return ret;
+}
+
+int records_journal_trim(records_store_t *store, int64_t before_ms,
+                         uint64_t max_seq, uint64_t *removed)
+{
+	*removed = 0;
+	/* A transaction of its own, not a unit's (txn.c): between two
+	 * units' transactions nothing of theirs is pending. */
+	int ret = records_sql_exec(store, "BEGIN IMMEDIATE");
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	sqlite3_stmt *stmt;
+	/* Never the newest event: sequences are max(seq) + 1 (no
+	 * AUTOINCREMENT), so the newest row keeps them from going back. */
+	ret = records_sql_prepare(store, "SELECT max(seq), count(*) FROM changes"
+	                          " WHERE seq <= min(?1, (SELECT min(seq) FROM"
+	                          " changes) + 100000, (SELECT max(seq) FROM"
+	                          " changes) - 1) AND at < ?2", &stmt);
+	int64_t last = 0;
+	if (ret == ZC_EOK) {
+		sqlite3_bind_int64(stmt, 1, (int64_t)max_seq);
+		sqlite3_bind_int64(stmt, 2, before_ms);
+		int rc = sqlite3_step(stmt);
+		if (rc == SQLITE_ROW) {
+			last = sqlite3_column_int64(stmt, 0);
+			*removed = (uint64_t)sqlite3_column_int64(stmt, 1);
+		} else {
+			ret = records_sql_error(store->db, rc);
+		}
+		records_sql_done(store, stmt);
+	}
+	if (ret == ZC_EOK && last > 0) {
+		ret = exec_seq(store, "UPDATE zones SET ixfr_from = t.v FROM"
+		               " (SELECT zone_id, max(version) AS v FROM changes"
+		               " WHERE seq <= ?1 GROUP BY zone_id) AS t"
+		               " WHERE zones.id = t.zone_id AND (zones.ixfr_from"
+		               " IS NULL OR t.v > zones.ixfr_from)", last);
+	}
+	if (ret == ZC_EOK && last > 0) {
+		ret = exec_seq(store, "DELETE FROM zone_versions WHERE seq <= ?1",
+		               last);
+	}
+	if (ret == ZC_EOK && last > 0) {
+		ret = exec_seq(store, "DELETE FROM changes WHERE seq <= ?1", last);
+	}
+	if (ret != ZC_EOK) {
+		*removed = 0;
+	}
+	return end_trim(store, ret);
+}

@@ -1,0 +1,213 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * The change log: every committed write's events, in order. changelog.c
+ * is the only code that writes or reads them; this header is the whole
+ * interface, with no SQLite in it, so that another log (a replicated one,
+ * or PostgreSQL's tables) can take its place behind the same calls.
+ *
+ * Design
+ *
+ * Events. Each event has a sequence (global, ascending, never handed out
+ * twice), its zone (id and apex) and the zone's version (its SOA serial
+ * after the change). A version is one write transaction's unit of work
+ * (an API call, an API batch, one UPDATE message): its events share the
+ * version, and versions of a zone only grow (RFC 1982). Record events
+ * carry the node (okey: the owner's LF relative to the apex, dns/name.h),
+ * the type, the record's id, TTL and rdata; an update of a record is a
+ * delete of the old one and a create of the new one, so the builder
+ * always knows what to clean up.
+ *
+ * Appending. records_changelog_append() writes into the caller's write
+ * transaction (the transactional outbox): an event commits with the
+ * change it describes or not at all. What an append does besides the
+ * event depends on its kind, in one table (changelog.c, `rules`):
+ *
+ *   kind             names a node   indexes its version   restarts IXFR
+ *   record created   yes            yes                   no
+ *   record deleted   yes            yes                   no
+ *   zone touched     the apex       yes                   no
+ *   zone created     no             yes                   yes
+ *   zone settings    no             yes                   yes
+ *   zone imported    no             no                    yes
+ *   zone deleted     no             no                    no
+ *
+ * "Indexes its version": the first event of each (zone, version) is
+ * indexed, so an IXFR reads from there instead of scanning other zones'
+ * history. The units of work appending through the group committer
+ * index theirs; an import (a transaction of its own) restarts the
+ * journal at its version and a deletion ends the zone, so no journal
+ * read ever starts inside either. "Restarts IXFR": a zone-wide change
+ * cannot be expressed as record differences, so the oldest version IXFR
+ * can start from (the journal start) moves to its version.
+ *
+ * Reading. The builder reads everything past a sequence
+ * (records_changes_since()) and fences full builds with the newest one
+ * (records_last_seq()); IXFR reads one zone's record events between two
+ * versions (records_changelog_journal()); `zonecast status` and the
+ * metrics count events past a sequence (records_backlog(),
+ * records_zone_activity()). Inside records_read_begin()/end() each reads
+ * that snapshot of the store.
+ *
+ * Trimming. records_journal_trim() deletes events older than the
+ * retention that the builder has applied, never the newest event (new
+ * sequences follow it), and moves each zone's journal start past what
+ * went, so an IXFR from a trimmed version is refused (the secondary
+ * takes an AXFR) rather than answered wrong.
+ *
+ * On SQLite: the tables `changes` (the events, seq its rowid) and
+ * `zone_versions` (the index), and the column zones.ixfr_from (the
+ * journal start); schema.c creates them, no other file touches them.
+ *
+ * The store handle is the transaction the events belong to; calls run on
+ * the caller's thread and connection (one per thread, records.h).
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <libknot/dname.h>
+
+#include "dns/name.h"
+
+typedef struct records_store records_store_t;
+
+/* Kinds of change-log events. */
+typedef enum {
+	RECORDS_CHANGE_ZONE_CREATED = 1,
+	RECORDS_CHANGE_ZONE_DELETED = 2,
+	RECORDS_CHANGE_ZONE_SETTINGS = 3,
+	RECORDS_CHANGE_ZONE_IMPORTED = 4,
+	RECORDS_CHANGE_RECORD_CREATED = 5,
+	RECORDS_CHANGE_RECORD_DELETED = 6,
+	/* A version without record changes (records_zone_touch()): the
+	 * signed view refreshes signatures in it. Not zone-wide: IXFR spans
+	 * it; the builder moves the edge serial (the apex node is rebuilt,
+	 * unchanged). */
+	RECORDS_CHANGE_ZONE_TOUCHED = 7,
+} records_change_kind_t;
+
+/* --- Appending (records/ only, inside the caller's write transaction) --- */
+
+/* One event to append. Borrowed pointers, read during the call only. */
+typedef struct {
+	int64_t zone_id;
+	const knot_dname_t *apex;     /* Wire, lowercase. */
+	uint32_t version;             /* The zone's serial after the change. */
+	records_change_kind_t kind;
+	/* Record events only (the other kinds ignore them): */
+	const uint8_t *okey;          /* The node: owner LF below the apex. */
+	size_t okey_len;
+	uint16_t type;
+	int64_t record_id;
+	uint32_t ttl;
+	const uint8_t *rdata;
+	uint16_t rdata_len;
+} records_change_entry_t;
+
+/*
+ * Appends one event and applies its kind's rules (see the table above);
+ * *seq (unless NULL) receives its sequence. Fails only as the store does
+ * (ZC_EBUSY, ZC_ESQL, storage errors); the caller rolls back.
+ */
+int records_changelog_append(records_store_t *store,
+                             const records_change_entry_t *entry,
+                             uint64_t *seq);
+
+/* Tells the change log that the caller's write transaction, or a
+ * savepoint in it, was rolled back: what was appended there is gone, and
+ * its versions may be handed out again (SQLite: the connection forgets
+ * which version it indexed last, so that it indexes it again). */
+void records_changelog_rollback(records_store_t *store);
+
+/* --- Reading: the builder --- */
+
+/* One change-log event. Record events name the node they touch (okey,
+ * the owner's LF relative to the apex) and the record's type. */
+typedef struct {
+	uint64_t seq;
+	int64_t zone_id;
+	uint8_t apex[KNOT_DNAME_MAXLEN];
+	uint32_t version;
+	records_change_kind_t kind;
+	uint8_t okey[DNS_LF_KEY_MAXLEN];
+	size_t okey_len;
+	uint16_t type;
+} records_change_t;
+
+/* The newest change-log sequence (0 for an empty log). */
+int records_last_seq(records_store_t *store, uint64_t *seq);
+
+/*
+ * Reads up to `limit` change events (0: no limit) with seq > after, in
+ * order, calling cb for each (cb returns non-zero to stop). Inside
+ * records_read_begin()/end() it reads that snapshot.
+ */
+int records_changes_since(records_store_t *store, uint64_t after,
+                          unsigned limit,
+                          int (*cb)(const records_change_t *chg, void *ctx),
+                          void *ctx);
+
+/* --- Reading: IXFR --- */
+
+/* One record event of the journal; pointers valid during the callback. */
+typedef struct {
+	uint32_t version;
+	bool added;                  /* false: deleted */
+	const knot_dname_t *owner;   /* Wire, lowercase. */
+	uint16_t type;
+	uint32_t ttl;
+	const uint8_t *rdata;
+	uint16_t rdata_len;
+} records_journal_rr_t;
+
+/*
+ * Calls cb for every record event of the zone (zone_id, apex, at version
+ * `serial` now) with from < version <= to, in log order; cb returns
+ * ZC_EOK to go on, anything else stops the read and is returned.
+ * ZC_ENOJOURNAL when the journal does not reach back to `from` (trimmed,
+ * or a zone-wide change lies in between) or `to` is past `serial`;
+ * ZC_ENOZONE when the log knows no such zone. Call it inside a read
+ * snapshot that also gave `serial` (records_journal_read() does).
+ */
+int records_changelog_journal(records_store_t *store, int64_t zone_id,
+                              const knot_dname_t *apex, uint32_t serial,
+                              uint32_t from, uint32_t to,
+                              int (*cb)(const records_journal_rr_t *rr,
+                                        void *ctx),
+                              void *ctx);
+
+/* --- Reading: status and metrics --- */
+
+/* The change log past a position. */
+typedef struct {
+	uint64_t last_seq;   /* The newest sequence. */
+	uint64_t events;     /* Sequences past `after` (last_seq - after). */
+	int64_t oldest_ms;   /* Unix ms of the first of them (0: none). */
+} records_backlog_t;
+
+int records_backlog(records_store_t *store, uint64_t after,
+                    records_backlog_t *out);
+
+/*
+ * Events per zone with after < seq <= *last_seq, *last_seq being set to
+ * the newest sequence first (one snapshot): cb(zone_id, events, ctx) for
+ * each zone that has some (cb returns non-zero to stop). Must not run
+ * inside a transaction (it takes its own snapshot).
+ */
+int records_zone_activity(records_store_t *store, uint64_t after,
+                          int (*cb)(int64_t zone_id, uint64_t events,
+                                    void *ctx),
+                          void *ctx, uint64_t *last_seq);
+
+/* --- Trimming --- */
+
+/*
+ * Deletes change-log events older than before_ms (Unix milliseconds) and
+ * not past max_seq (what the builder has applied), never the newest, in
+ * its own write transaction (none may be open), at most 100,000 a call;
+ * moves each zone's journal start past what went. *removed receives the
+ * number of events deleted.
+ */
+int records_journal_trim(records_store_t *store, int64_t before_ms,
+                         uint64_t max_seq, uint64_t *removed);

@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * Internal to records/: what the files of the store call of each other
+ * besides the SQL core (sqlite.h) and the change log (changelog.h), each
+ * under the file that defines it. records.h draws who calls whom.
+ */
+#pragma once
+
+#include "records/sqlite.h"
+
+/* --- schema.c --- */
+
+/* Applies pending schema migrations. */
+int records_schema_migrate(records_store_t *store);
+
+/* --- counts.c: records per zone, kept through a write transaction --- */
+
+/* level: 0 the unit's savepoint, 1 the inner one. */
+int records_count_add(records_store_t *store, int64_t zone_id, int delta);
+int records_counts_flush(records_store_t *store);
+void records_counts_forget(records_store_t *store);
+void records_counts_mark(records_store_t *store, int level);
+void records_counts_restore(records_store_t *store, int level);
+
+/* --- rows.c: record rows --- */
+
+/* A new record id, never handed out before. Forget what was loaded at
+ * every transaction start (another process may have written); flush
+ * before its commit. */
+int records_alloc_id(records_store_t *store, int64_t *id);
+void records_ids_forget(records_store_t *store);
+int records_ids_flush(records_store_t *store);
+
+/* The owner's key (its LF relative to the zone's apex); KNOT_EOUTOFZONE
+ * if outside the zone, ZC_ENAMEKEY if no store can key it (dns/name.h). */
+int records_owner_key(const knot_dname_t *apex, const knot_dname_t *owner,
+                      uint8_t *okey, size_t *okey_len);
+
+/* The columns records_rows_foreach() reads, in its order. */
+#define RECORDS_RECORD_COLUMNS "id, zone_id, owner, type, ttl, rdata," \
+	" comment, created_on, modified_on, api_form, tags"
+
+/* Steps stmt (selecting RECORDS_RECORD_COLUMNS) and calls cb for each
+ * row until it returns non-zero. */
+int records_rows_foreach(sqlite3_stmt *stmt, records_store_t *store,
+                         int (*cb)(const records_record_t *rec, void *ctx),
+                         void *ctx);
+
+/* --- zones.c --- */
+
+#define RECORDS_ZONE_COLUMNS \
+	"id, name, apex, serial, default_ttl, created_on, modified_on," \
+	" serial_policy"
+
+/* Fills a zone row from a statement positioned on RECORDS_ZONE_COLUMNS. */
+void records_zone_from_stmt(sqlite3_stmt *stmt, records_zone_t *zone);
+
+/* Drops the zone row kept through a write transaction. */
+void records_zrow_forget(records_store_t *store);

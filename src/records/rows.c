@@ -1,0 +1,243 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * Record rows: ids that are never handed out twice, inserts and deletes
+ * (each logged in the change log in the same transaction and counted per
+ * zone), and reading a row into a records_record_t.
+ */
+#include <string.h>
+#include <libknot/descriptor.h>
+#include <libknot/errcode.h>
+
+#include "common/error.h"
+#include "dns/name.h"
+#include "records/changelog.h"
+#include "records/internal.h"
+
+void records_ids_forget(records_store_t *store)
+{
+	store->ids_loaded = false;
+	store->ids_dirty = false;
+}
+
+int records_alloc_id(records_store_t *store, int64_t *id)
+{
+	if (!store->ids_loaded) {
+		sqlite3_stmt *stmt;
+		int ret = records_sql_prepare(store, "SELECT max(coalesce((SELECT"
+		                              " max(id) FROM records), 0), coalesce("
+		                              "(SELECT value FROM counters WHERE"
+		                              " name = 'record_id'), 0))", &stmt);
+		if (ret != ZC_EOK) {
+			return ret;
+		}
+		int rc = sqlite3_step(stmt);
+		store->next_id = rc == SQLITE_ROW ?
+		                 sqlite3_column_int64(stmt, 0) + 1 : 0;
+		ret = rc == SQLITE_ROW ? ZC_EOK : records_sql_error(store->db, rc);
+		records_sql_done(store, stmt);
+		if (ret != ZC_EOK) {
+			return ret;
+		}
+		store->ids_loaded = true;
+	}
+	*id = store->next_id++;
+	store->ids_dirty = true;
+	return ZC_EOK;
+}
+
+int records_ids_flush(records_store_t *store)
+{
+	if (!store->ids_dirty) {
+		return ZC_EOK;
+	}
+	sqlite3_stmt *stmt;
+	int ret = records_sql_prepare(store, "UPDATE counters SET value = ?"
+	                              " WHERE name = 'record_id'", &stmt);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	sqlite3_bind_int64(stmt, 1, store->next_id - 1);
+	ret = records_sql_error(store->db, sqlite3_step(stmt));
+	records_sql_done(store, stmt);
+	store->ids_dirty = ret != ZC_EOK;
+	return ret;
+}
+
+int records_owner_key(const knot_dname_t *apex, const knot_dname_t *owner,
+                      uint8_t *okey, size_t *okey_len)
+{
+	uint8_t apex_lf[DNS_LF_MAXLEN], lf[DNS_LF_MAXLEN];
+	size_t apex_len = dns_name_to_lf(apex, apex_lf);
+	size_t len = dns_name_to_lf(owner, lf);
+	if (len < apex_len || memcmp(lf, apex_lf, apex_len) != 0) {
+		return KNOT_EOUTOFZONE;
+	}
+	if (len - apex_len > DNS_LF_KEY_MAXLEN) {
+		return ZC_ENAMEKEY;
+	}
+	*okey_len = len - apex_len;
+	memcpy(okey, lf + apex_len, *okey_len);
+	return ZC_EOK;
+}
+
+/* Logs a record event at the zone's version. */
+static int log_record(records_store_t *store, const records_zone_t *zone,
+                      records_change_kind_t kind, const uint8_t *okey,
+                      size_t okey_len, uint16_t type, int64_t id,
+                      uint32_t ttl, const uint8_t *rdata, uint16_t rdata_len)
+{
+	records_change_entry_t entry = {
+		.zone_id = zone->id, .apex = zone->apex,
+		.version = zone->serial, .kind = kind,
+		.okey = okey, .okey_len = okey_len, .type = type,
+		.record_id = id, .ttl = ttl, .rdata = rdata,
+		.rdata_len = rdata_len,
+	};
+	return records_changelog_append(store, &entry, NULL);
+}
+
+int records_record_insert(records_store_t *store, const records_zone_t *zone,
+                          records_record_t *rec)
+{
+	uint8_t okey[DNS_LF_MAXLEN];
+	uint8_t owner[KNOT_DNAME_MAXLEN];
+	size_t okey_len;
+	knot_dname_copy_lower(owner, rec->owner);
+	int ret = records_owner_key(zone->apex, owner, okey, &okey_len);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	sqlite3_stmt *stmt;
+	/* An update keeps the record's id: delete, then insert with it. */
+	ret = records_sql_prepare(store, "INSERT INTO records(zone_id, okey,"
+	                          " owner, type, ttl, rdata, comment, created_on,"
+	                          " modified_on, id, api_form, tags) VALUES (?, ?,"
+	                          " ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", &stmt);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	int64_t now = records_now_ms();
+	if (rec->created_on == 0) {
+		rec->created_on = now;
+	}
+	rec->modified_on = now;
+	if (rec->id <= 0 && (ret = records_alloc_id(store, &rec->id)) != ZC_EOK) {
+		records_sql_done(store, stmt);
+		return ret;
+	}
+	sqlite3_bind_int64(stmt, 1, zone->id);
+	sqlite3_bind_blob(stmt, 2, okey_len ? okey : (const uint8_t *)"",
+	                  (int)okey_len, SQLITE_STATIC);
+	sqlite3_bind_blob(stmt, 3, owner, knot_dname_size(owner), SQLITE_STATIC);
+	sqlite3_bind_int(stmt, 4, rec->type);
+	sqlite3_bind_int64(stmt, 5, rec->ttl);
+	sqlite3_bind_blob(stmt, 6, rec->rdata_len ? rec->rdata :
+	                  (const uint8_t *)"", rec->rdata_len, SQLITE_STATIC);
+	if (rec->comment != NULL) {
+		sqlite3_bind_text(stmt, 7, rec->comment, -1, SQLITE_STATIC);
+	}
+	sqlite3_bind_int64(stmt, 8, rec->created_on);
+	sqlite3_bind_int64(stmt, 9, rec->modified_on);
+	sqlite3_bind_int64(stmt, 10, rec->id);
+	sqlite3_bind_int(stmt, 11, rec->api_form);
+	if (rec->tags != NULL) {
+		sqlite3_bind_text(stmt, 12, rec->tags, -1, SQLITE_STATIC);
+	}
+	ret = records_sql_error(store->db, sqlite3_step(stmt));
+	records_sql_done(store, stmt);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	rec->zone_id = zone->id;
+	ret = records_count_add(store, zone->id, 1);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	return log_record(store, zone, RECORDS_CHANGE_RECORD_CREATED, okey,
+	                  okey_len, rec->type, rec->id, rec->ttl, rec->rdata,
+	                  rec->rdata_len);
+}
+
+int records_record_delete(records_store_t *store, const records_zone_t *zone,
+                          int64_t id)
+{
+	sqlite3_stmt *stmt;
+	int ret = records_sql_prepare(store, "DELETE FROM records WHERE id = ?"
+	                              " AND zone_id = ? RETURNING okey, type, ttl,"
+	                              " rdata",
+	                              &stmt);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	sqlite3_bind_int64(stmt, 1, id);
+	sqlite3_bind_int64(stmt, 2, zone->id);
+	int rc = sqlite3_step(stmt);
+	if (rc != SQLITE_ROW) {
+		ret = rc == SQLITE_DONE ? KNOT_ENOENT :
+		      records_sql_error(store->db, rc);
+		records_sql_done(store, stmt);
+		return ret;
+	}
+	uint8_t okey[DNS_LF_MAXLEN];
+	size_t okey_len = (size_t)sqlite3_column_bytes(stmt, 0);
+	if (okey_len > sizeof(okey)) {
+		records_sql_done(store, stmt);
+		return ZC_EFORMAT;
+	}
+	if (okey_len > 0) {
+		memcpy(okey, sqlite3_column_blob(stmt, 0), okey_len);
+	}
+	uint16_t type = (uint16_t)sqlite3_column_int(stmt, 1);
+	uint32_t ttl = (uint32_t)sqlite3_column_int64(stmt, 2);
+	uint8_t rdata[UINT16_MAX];
+	size_t rdata_len = (size_t)sqlite3_column_bytes(stmt, 3);
+	if (rdata_len > sizeof(rdata)) {
+		records_sql_done(store, stmt);
+		return ZC_EFORMAT;
+	}
+	if (rdata_len > 0) {
+		memcpy(rdata, sqlite3_column_blob(stmt, 3), rdata_len);
+	}
+	sqlite3_step(stmt); /* Completes the statement. */
+	records_sql_done(store, stmt);
+	ret = records_count_add(store, zone->id, -1);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	return log_record(store, zone, RECORDS_CHANGE_RECORD_DELETED, okey,
+	                  okey_len, type, id, ttl, rdata, (uint16_t)rdata_len);
+}
+
+int records_rows_foreach(sqlite3_stmt *stmt, records_store_t *store,
+                         int (*cb)(const records_record_t *rec, void *ctx),
+                         void *ctx)
+{
+	int rc;
+	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+		records_record_t rec = {
+			.id = sqlite3_column_int64(stmt, 0),
+			.zone_id = sqlite3_column_int64(stmt, 1),
+			.owner = sqlite3_column_blob(stmt, 2),
+			.type = (uint16_t)sqlite3_column_int(stmt, 3),
+			.ttl = (uint32_t)sqlite3_column_int64(stmt, 4),
+			.rdata = sqlite3_column_blob(stmt, 5),
+			.rdata_len = (uint16_t)sqlite3_column_bytes(stmt, 5),
+			.comment = (const char *)sqlite3_column_text(stmt, 6),
+			.created_on = sqlite3_column_int64(stmt, 7),
+			.modified_on = sqlite3_column_int64(stmt, 8),
+			.api_form = (uint8_t)sqlite3_column_int(stmt, 9),
+			.tags = (const char *)sqlite3_column_text(stmt, 10),
+		};
+		if (rec.owner == NULL) {
+			continue;
+		}
+		if (rec.rdata == NULL) {
+			rec.rdata = (const uint8_t *)"";
+		}
+		if (cb(&rec, ctx) != 0) {
+			rc = SQLITE_DONE;
+			break;
+		}
+	}
+	return records_sql_error(store->db, rc);
+}

@@ -1,0 +1,337 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * Zone operations of the records store: finding and listing zones,
+ * creating and deleting them, their settings, and their versions (the
+ * serial moved once per unit of work, by its policy or by an UPDATE's
+ * SOA). Each change is logged through the change log (changelog.h) in
+ * the caller's transaction.
+ */
+#include <assert.h>
+#include <stdio.h>
+#include <string.h>
+#include <libknot/descriptor.h>
+#include <libknot/errcode.h>
+
+#include "common/error.h"
+#include "records/changelog.h"
+#include "records/internal.h"
+
+void records_zrow_forget(records_store_t *store)
+{
+	store->zrow_valid = false;
+}
+
+/* Logs a zone event at the zone's version; *seq (unless NULL) receives
+ * its sequence. */
+static int log_zone(records_store_t *store, const records_zone_t *zone,
+                    records_change_kind_t kind, uint64_t *seq)
+{
+	records_change_entry_t entry = {
+		.zone_id = zone->id, .apex = zone->apex,
+		.version = zone->serial, .kind = kind,
+	};
+	return records_changelog_append(store, &entry, seq);
+}
+
+/* --- Finding and listing --- */
+
+void records_zone_from_stmt(sqlite3_stmt *stmt, records_zone_t *zone)
+{
+	memset(zone, 0, sizeof(*zone));
+	zone->id = sqlite3_column_int64(stmt, 0);
+	snprintf(zone->name, sizeof(zone->name), "%s",
+	         (const char *)sqlite3_column_text(stmt, 1));
+	int len = sqlite3_column_bytes(stmt, 2);
+	if (len > 0 && len <= KNOT_DNAME_MAXLEN) {
+		memcpy(zone->apex, sqlite3_column_blob(stmt, 2), len);
+	}
+	zone->serial = (uint32_t)sqlite3_column_int64(stmt, 3);
+	zone->default_ttl = (uint32_t)sqlite3_column_int64(stmt, 4);
+	zone->created_on = sqlite3_column_int64(stmt, 5);
+	zone->modified_on = sqlite3_column_int64(stmt, 6);
+	zone->serial_policy = (records_serial_policy_t)sqlite3_column_int(stmt, 7);
+}
+
+int records_zone_find(records_store_t *store, const knot_dname_t *apex,
+                      records_zone_t *zone)
+{
+	sqlite3_stmt *stmt;
+	int ret = records_sql_prepare(store, "SELECT " RECORDS_ZONE_COLUMNS
+	                              " FROM zones WHERE apex = ?", &stmt);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	sqlite3_bind_blob(stmt, 1, apex, knot_dname_size(apex), SQLITE_STATIC);
+	int rc = sqlite3_step(stmt);
+	if (rc == SQLITE_ROW) {
+		records_zone_from_stmt(stmt, zone);
+		ret = ZC_EOK;
+	} else {
+		ret = (rc == SQLITE_DONE) ? ZC_ENOZONE :
+		      records_sql_error(store->db, rc);
+	}
+	records_sql_done(store, stmt);
+	return ret;
+}
+
+int records_zone_get(records_store_t *store, int64_t id, records_zone_t *zone)
+{
+	if (store->in_write && store->zrow_valid && store->zrow.id == id) {
+		*zone = store->zrow;
+		return ZC_EOK;
+	}
+	sqlite3_stmt *stmt;
+	int ret = records_sql_prepare(store, "SELECT " RECORDS_ZONE_COLUMNS
+	                              " FROM zones WHERE id = ?", &stmt);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	sqlite3_bind_int64(stmt, 1, id);
+	int rc = sqlite3_step(stmt);
+	if (rc == SQLITE_ROW) {
+		records_zone_from_stmt(stmt, zone);
+		if (store->in_write) {
+			store->zrow = *zone;
+			store->zrow_valid = true;
+		}
+	}
+	ret = rc == SQLITE_ROW ? ZC_EOK : rc == SQLITE_DONE ? ZC_ENOZONE :
+	      records_sql_error(store->db, rc);
+	records_sql_done(store, stmt);
+	return ret;
+}
+
+int records_zone_list(records_store_t *store, bool with_counts,
+                      int (*cb)(const records_zone_t *zone, void *ctx),
+                      void *ctx)
+{
+	/* Counting walks every record: only when asked (zone list CLI). */
+	static const char *const sql[2] = {
+		"SELECT " RECORDS_ZONE_COLUMNS ", 0 FROM zones ORDER BY name",
+		"SELECT " RECORDS_ZONE_COLUMNS ", (SELECT count(*) FROM records r"
+		" WHERE r.zone_id = zones.id) FROM zones ORDER BY name",
+	};
+	sqlite3_stmt *stmt;
+	int ret = records_sql_prepare(store, sql[with_counts ? 1 : 0], &stmt);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	int rc;
+	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+		records_zone_t zone;
+		records_zone_from_stmt(stmt, &zone);
+		zone.record_count = sqlite3_column_int64(stmt, 8);
+		if (cb(&zone, ctx) != 0) {
+			rc = SQLITE_DONE;
+			break;
+		}
+	}
+	ret = records_sql_error(store->db, rc);
+	records_sql_done(store, stmt);
+	return ret;
+}
+
+/* --- Creating and deleting --- */
+
+int records_zone_create(records_store_t *store, const knot_dname_t *apex,
+                        uint32_t ttl, const uint8_t *soa, uint16_t soa_len,
+                        const knot_dname_t *const *ns, unsigned ns_count,
+                        records_zone_t *zone)
+{
+	uint8_t lower[KNOT_DNAME_MAXLEN];
+	knot_dname_copy_lower(lower, apex);
+	if (records_zone_find(store, lower, zone) == ZC_EOK) {
+		return ZC_EEXISTS;
+	}
+	sqlite3_stmt *stmt;
+	records_zrow_forget(store);
+	int ret = records_sql_prepare(store, "INSERT INTO zones(name, apex,"
+	                              " serial, default_ttl, created_on,"
+	                              " modified_on) VALUES (?, ?, ?, ?, ?, ?)",
+	                              &stmt);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	char name[KNOT_DNAME_TXT_MAXLEN + 1];
+	knot_dname_to_str(name, lower, sizeof(name));
+	int64_t now = records_now_ms();
+	uint32_t serial = (uint32_t)soa[soa_len - 20] << 24 |
+	                  (uint32_t)soa[soa_len - 19] << 16 |
+	                  (uint32_t)soa[soa_len - 18] << 8 | soa[soa_len - 17];
+	sqlite3_bind_text(stmt, 1, name, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_blob(stmt, 2, lower, knot_dname_size(lower), SQLITE_STATIC);
+	sqlite3_bind_int64(stmt, 3, serial);
+	sqlite3_bind_int64(stmt, 4, ttl);
+	sqlite3_bind_int64(stmt, 5, now);
+	sqlite3_bind_int64(stmt, 6, now);
+	ret = records_sql_error(store->db, sqlite3_step(stmt));
+	records_sql_done(store, stmt);
+	if (ret == ZC_EOK) {
+		ret = records_zone_find(store, lower, zone);
+	}
+	records_record_t rec = { .owner = lower, .type = KNOT_RRTYPE_SOA,
+	                         .ttl = ttl, .rdata = soa, .rdata_len = soa_len };
+	if (ret == ZC_EOK) {
+		ret = records_record_insert(store, zone, &rec);
+	}
+	for (unsigned i = 0; i < ns_count && ret == ZC_EOK; i++) {
+		records_record_t nsr = { .owner = lower, .type = KNOT_RRTYPE_NS,
+		                         .ttl = ttl, .rdata = ns[i],
+		                         .rdata_len = knot_dname_size(ns[i]) };
+		ret = records_record_insert(store, zone, &nsr);
+	}
+	if (ret == ZC_EOK) {
+		ret = records_log_zone_event(store, zone,
+		                             RECORDS_CHANGE_ZONE_CREATED);
+	}
+	return ret;
+}
+
+int records_zone_remove(records_store_t *store, records_zone_t *zone,
+                        uint64_t *seq)
+{
+	sqlite3_stmt *stmt;
+	records_zrow_forget(store);
+	int ret = records_sql_prepare(store, "DELETE FROM zones WHERE id = ?",
+	                              &stmt);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	/* Records and tokens go by ON DELETE CASCADE. */
+	sqlite3_bind_int64(stmt, 1, zone->id);
+	ret = records_sql_error(store->db, sqlite3_step(stmt));
+	records_sql_done(store, stmt);
+	if (ret == ZC_EOK) {
+		ret = log_zone(store, zone, RECORDS_CHANGE_ZONE_DELETED, seq);
+	}
+	return ret;
+}
+
+int records_zone_delete(records_store_t *store, const knot_dname_t *apex,
+                        uint64_t *seq)
+{
+	int ret = records_sql_exec(store, "BEGIN IMMEDIATE");
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	records_zone_t zone;
+	ret = records_zone_find(store, apex, &zone);
+	if (ret == ZC_EOK) {
+		ret = records_zone_remove(store, &zone, seq);
+	}
+	if (ret == ZC_EOK) {
+		ret = records_sql_exec(store, "COMMIT");
+	}
+	if (ret != ZC_EOK) {
+		records_sql_exec(store, "ROLLBACK");
+	}
+	return ret;
+}
+
+/* --- Settings --- */
+
+int records_zone_set_default_ttl(records_store_t *store,
+                                 records_zone_t *zone, uint32_t ttl)
+{
+	sqlite3_stmt *stmt;
+	records_zrow_forget(store);
+	int ret = records_sql_prepare(store, "UPDATE zones SET default_ttl = ?"
+	                              " WHERE id = ?", &stmt);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	sqlite3_bind_int64(stmt, 1, ttl);
+	sqlite3_bind_int64(stmt, 2, zone->id);
+	ret = records_sql_error(store->db, sqlite3_step(stmt));
+	records_sql_done(store, stmt);
+	if (ret == ZC_EOK) {
+		zone->default_ttl = ttl;
+	}
+	return ret;
+}
+
+int records_zone_set_serial_policy(records_store_t *store,
+                                   records_zone_t *zone,
+                                   records_serial_policy_t policy)
+{
+	sqlite3_stmt *stmt;
+	records_zrow_forget(store);
+	int ret = records_sql_prepare(store, "UPDATE zones SET serial_policy = ?"
+	                              " WHERE id = ?", &stmt);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	sqlite3_bind_int(stmt, 1, policy);
+	sqlite3_bind_int64(stmt, 2, zone->id);
+	ret = records_sql_error(store->db, sqlite3_step(stmt));
+	records_sql_done(store, stmt);
+	if (ret == ZC_EOK) {
+		zone->serial_policy = policy;
+	}
+	return ret;
+}
+
+int records_log_zone_event(records_store_t *store, const records_zone_t *zone,
+                           records_change_kind_t kind)
+{
+	assert(kind == RECORDS_CHANGE_ZONE_CREATED ||
+	       kind == RECORDS_CHANGE_ZONE_SETTINGS);
+	return log_zone(store, zone, kind, NULL);
+}
+
+/* --- Versions --- */
+
+int records_zone_set_serial(records_store_t *store, records_zone_t *zone,
+                            uint32_t serial)
+{
+	sqlite3_stmt *stmt;
+	int ret = records_sql_prepare(store, "UPDATE zones SET serial = ?,"
+	                              " modified_on = ? WHERE id = ?", &stmt);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	int64_t now = records_now_ms();
+	sqlite3_bind_int64(stmt, 1, serial);
+	sqlite3_bind_int64(stmt, 2, now);
+	sqlite3_bind_int64(stmt, 3, zone->id);
+	ret = records_sql_error(store->db, sqlite3_step(stmt));
+	records_sql_done(store, stmt);
+	if (ret == ZC_EOK) {
+		zone->serial = serial;
+		zone->modified_on = now;
+		if (store->zrow_valid && store->zrow.id == zone->id) {
+			store->zrow.serial = serial;
+			store->zrow.modified_on = now;
+		} else {
+			records_zrow_forget(store);
+		}
+	}
+	return ret;
+}
+
+int records_zone_bump(records_store_t *store, records_zone_t *zone)
+{
+	uint32_t next = zone->serial + 1; /* RFC 1982: wraps past 2^32-1. */
+	if (zone->serial_policy == RECORDS_SERIAL_UNIXTIME) {
+		uint32_t now = (uint32_t)(records_now_ms() / 1000);
+		if ((int32_t)(now - zone->serial) > 0) {
+			next = now;
+		}
+	}
+	return records_zone_set_serial(store, zone, next);
+}
+
+int records_zone_touch(records_store_t *store, records_zone_t *zone)
+{
+	int ret = records_zone_bump(store, zone);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	/* An (empty) owner key: an event of the apex node, not zone-wide. */
+	records_change_entry_t entry = {
+		.zone_id = zone->id, .apex = zone->apex,
+		.version = zone->serial, .kind = RECORDS_CHANGE_ZONE_TOUCHED,
+		.okey = (const uint8_t *)"",
+	};
+	return records_changelog_append(store, &entry, NULL);
+}

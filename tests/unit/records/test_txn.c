@@ -1,0 +1,228 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * Write transactions and savepoints (records/txn.c) as the group
+ * committer uses them: several units of work in one transaction, each in
+ * a savepoint. A unit that fails is rolled back alone: its records, its
+ * record counts, its change-log events and its version go, the units
+ * before and after it commit, and the next unit gets the version again
+ * with its own IXFR index entry. Also the inner savepoint of an UPDATE
+ * and the rollback of a whole transaction.
+ */
+#include "tests/unit/records/records_fixture.h"
+
+/* A unit's own refusal after it wrote (a record of the batch found bad). */
+#define NOT_ACCEPTED ZC_ERDATA
+
+/* Units of one batch on one zone: the second fails after it wrote. */
+static void test_failed_unit_alone(records_store_t *rs)
+{
+	records_zone_t z;
+	CHECK_EQ(fx_zone_create(rs, "txn.test.", 100, &z), ZC_EOK);
+	uint64_t before = fx_last_seq(rs);
+	fx_add_t units[3] = {
+		{ .zone_id = z.id, .names = { "a.txn.test." } },
+		{ .zone_id = z.id, .names = { "b.txn.test.", "b2.txn.test." },
+		  .fail = NOT_ACCEPTED },
+		{ .zone_id = z.id, .names = { "c.txn.test." } },
+	};
+	int results[3];
+	CHECK_EQ(fx_batch(rs, units, 3, results), ZC_EOK);
+	CHECK_EQ(results[0], ZC_EOK);
+	CHECK_EQ(results[1], NOT_ACCEPTED);
+	CHECK_EQ(results[2], ZC_EOK);
+	/* The failed unit's version is handed out again. */
+	CHECK_EQ(units[0].version, 101);
+	CHECK_EQ(units[1].version, 102);
+	CHECK_EQ(units[2].version, 102);
+	CHECK_EQ(fx_serial(rs, z.id), 102);
+
+	CHECK_EQ(fx_count(rs, z.id, "a.txn.test.", 0), 1);
+	CHECK_EQ(fx_count(rs, z.id, "b.txn.test.", 0), 0);
+	CHECK_EQ(fx_count(rs, z.id, "b2.txn.test.", 0), 0);
+	CHECK_EQ(fx_count(rs, z.id, "c.txn.test.", 0), 1);
+	CHECK_EQ(fx_kept(rs, z.id), 4); /* SOA, NS, a, c */
+	CHECK_EQ(fx_count(rs, z.id, NULL, 0), 4);
+
+	fx_events_t e;
+	CHECK_EQ(fx_events(rs, before, &e), ZC_EOK);
+	CHECK_STR(e.text, "rc:a.txn.test.@101 rc:c.txn.test.@102");
+
+	/* IXFR from each version: the rolled-back unit had indexed 102
+	 * first, so c's unit must index it again. */
+	fx_journal_t j;
+	CHECK_EQ(fx_journal(rs, "txn.test.", 100, 102, &j), ZC_EOK);
+	CHECK_STR(j.text, "+a.txn.test.@101 +c.txn.test.@102");
+	CHECK_EQ(fx_journal(rs, "txn.test.", 101, 102, &j), ZC_EOK);
+	CHECK_STR(j.text, "+c.txn.test.@102");
+}
+
+/* Units of two zones in one batch; a unit of each zone fails. */
+static void test_two_zones(records_store_t *rs)
+{
+	records_zone_t x, y;
+	CHECK_EQ(fx_zone_create(rs, "x.test.", 1, &x), ZC_EOK);
+	CHECK_EQ(fx_zone_create(rs, "y.test.", 7, &y), ZC_EOK);
+	fx_add_t units[5] = {
+		{ .zone_id = x.id, .names = { "1.x.test." } },
+		{ .zone_id = y.id, .names = { "1.y.test." }, .fail = NOT_ACCEPTED },
+		{ .zone_id = y.id, .names = { "2.y.test.", "3.y.test." } },
+		{ .zone_id = x.id, .names = { "2.x.test." }, .fail = NOT_ACCEPTED },
+		{ .zone_id = x.id, .names = { "3.x.test." } },
+	};
+	int results[5];
+	CHECK_EQ(fx_batch(rs, units, 5, results), ZC_EOK);
+	CHECK_EQ(fx_serial(rs, x.id), 3);
+	CHECK_EQ(fx_serial(rs, y.id), 8);
+	CHECK_EQ(fx_kept(rs, x.id), 4);
+	CHECK_EQ(fx_kept(rs, y.id), 4);
+	CHECK_EQ(fx_count(rs, x.id, "2.x.test.", 0), 0);
+	CHECK_EQ(fx_count(rs, y.id, "1.y.test.", 0), 0);
+	fx_journal_t j;
+	CHECK_EQ(fx_journal(rs, "x.test.", 1, 3, &j), ZC_EOK);
+	CHECK_STR(j.text, "+1.x.test.@2 +3.x.test.@3");
+	CHECK_EQ(fx_journal(rs, "y.test.", 7, 8, &j), ZC_EOK);
+	CHECK_STR(j.text, "+2.y.test.@8 +3.y.test.@8");
+}
+
+/* A unit refused by the zone's record bound (ZC_ETOOMANY) in the middle
+ * of a batch: the bound counts what the batch committed before it, not
+ * what the refused unit wrote. */
+static void test_bound(records_store_t *rs)
+{
+	records_zone_t z;
+	CHECK_EQ(fx_zone_create(rs, "bound.test.", 1, &z), ZC_EOK);
+	records_set_max_records(rs, 4); /* SOA, NS and two more. */
+	fx_add_t units[4] = {
+		{ .zone_id = z.id, .names = { "a.bound.test." } },
+		{ .zone_id = z.id, .names = { "b.bound.test.", "c.bound.test." } },
+		{ .zone_id = z.id, .names = { "d.bound.test." } },
+		{ .zone_id = z.id, .names = { "e.bound.test." } },
+	};
+	int results[4];
+	CHECK_EQ(fx_batch(rs, units, 4, results), ZC_EOK);
+	CHECK_EQ(results[0], ZC_EOK);
+	CHECK_EQ(results[1], ZC_ETOOMANY);
+	CHECK_EQ(results[2], ZC_EOK);
+	CHECK_EQ(results[3], ZC_ETOOMANY);
+	CHECK_EQ(fx_kept(rs, z.id), 4);
+	CHECK_EQ(fx_count(rs, z.id, NULL, 0), 4);
+	CHECK_EQ(fx_serial(rs, z.id), 3);
+	/* A delete makes room again. */
+	fx_add_t swap = { .zone_id = z.id, .names = { "f.bound.test." },
+	                  .deletes = { fx_id(rs, z.id, "a.bound.test.") } };
+	CHECK_EQ(fx_single(rs, &swap), ZC_EOK);
+	CHECK_EQ(fx_kept(rs, z.id), 4);
+	CHECK_EQ(fx_count(rs, z.id, "a.bound.test.", 0), 0);
+	CHECK_EQ(fx_count(rs, z.id, "f.bound.test.", 0), 1);
+	records_set_max_records(rs, 0);
+}
+
+/* An UPDATE undoes part of its unit with the inner savepoint (changes
+ * that cancel out must not move the serial). */
+typedef struct {
+	int64_t zone_id;
+} inner_t;
+
+static int inner_unit(records_store_t *rs, void *ctx)
+{
+	inner_t *in = ctx;
+	records_zone_t zone;
+	int ret = fx_unit_start(rs, in->zone_id, &zone);
+	if (ret == ZC_EOK) {
+		ret = fx_insert_a(rs, &zone, "kept.inner.test.", 1, NULL);
+	}
+	if (ret == ZC_EOK) {
+		ret = records_inner_savepoint(rs);
+	}
+	if (ret == ZC_EOK) {
+		ret = fx_insert_a(rs, &zone, "undone.inner.test.", 2, NULL);
+	}
+	if (ret == ZC_EOK) {
+		ret = fx_insert_a(rs, &zone, "undone2.inner.test.", 3, NULL);
+	}
+	if (ret == ZC_EOK) {
+		records_inner_rollback(rs);
+	}
+	return ret;
+}
+
+static void test_inner(records_store_t *rs)
+{
+	records_zone_t z;
+	CHECK_EQ(fx_zone_create(rs, "inner.test.", 10, &z), ZC_EOK);
+	uint64_t before = fx_last_seq(rs);
+	inner_t in = { .zone_id = z.id };
+	CHECK_EQ(records_write_begin(rs), ZC_EOK);
+	CHECK_EQ(fx_run_unit(rs, inner_unit, &in), ZC_EOK);
+	CHECK_EQ(records_write_commit(rs), ZC_EOK);
+	CHECK_EQ(fx_count(rs, z.id, "kept.inner.test.", 0), 1);
+	CHECK_EQ(fx_count(rs, z.id, "undone.inner.test.", 0), 0);
+	CHECK_EQ(fx_kept(rs, z.id), 3);
+	fx_events_t e;
+	CHECK_EQ(fx_events(rs, before, &e), ZC_EOK);
+	CHECK_STR(e.text, "rc:kept.inner.test.@11");
+}
+
+/* A whole transaction rolled back (SQLite failed it, or the writer
+ * stopped): nothing of it stays, and the next one reuses its version. */
+static void test_rollback(records_store_t *rs)
+{
+	records_zone_t z;
+	CHECK_EQ(fx_zone_create(rs, "rb.test.", 5, &z), ZC_EOK);
+	uint64_t before = fx_last_seq(rs);
+	fx_add_t unit = { .zone_id = z.id, .names = { "gone.rb.test." } };
+	CHECK_EQ(records_write_begin(rs), ZC_EOK);
+	CHECK(records_write_open(rs));
+	CHECK_EQ(fx_run_unit(rs, fx_add_unit, &unit), ZC_EOK);
+	records_write_rollback(rs);
+	CHECK(!records_write_open(rs));
+	CHECK_EQ(fx_serial(rs, z.id), 5);
+	CHECK_EQ(fx_kept(rs, z.id), 2);
+	CHECK_EQ(fx_last_seq(rs), before);
+
+	fx_add_t again = { .zone_id = z.id, .names = { "here.rb.test." } };
+	CHECK_EQ(fx_single(rs, &again), ZC_EOK);
+	CHECK_EQ(again.version, 6);
+	CHECK_EQ(fx_kept(rs, z.id), 3);
+	fx_journal_t j;
+	CHECK_EQ(fx_journal(rs, "rb.test.", 5, 6, &j), ZC_EOK);
+	CHECK_STR(j.text, "+here.rb.test.@6");
+}
+
+/* Another connection sees nothing of a batch before its commit. */
+static void test_isolation(records_store_t *rs, const char *dir)
+{
+	records_store_t *other;
+	CHECK_EQ(records_open(&other, dir), ZC_EOK);
+	records_zone_t z;
+	CHECK_EQ(fx_zone_create(rs, "iso.test.", 1, &z), ZC_EOK);
+	uint64_t before = fx_last_seq(other);
+	fx_add_t unit = { .zone_id = z.id, .names = { "a.iso.test." } };
+	CHECK_EQ(records_write_begin(rs), ZC_EOK);
+	CHECK_EQ(fx_run_unit(rs, fx_add_unit, &unit), ZC_EOK);
+	CHECK_EQ(fx_last_seq(other), before);
+	CHECK_EQ(fx_count(other, z.id, "a.iso.test.", 0), 0);
+	CHECK_EQ(records_write_commit(rs), ZC_EOK);
+	CHECK_EQ(fx_last_seq(other), before + 1);
+	CHECK_EQ(fx_count(other, z.id, "a.iso.test.", 0), 1);
+	records_close(other);
+}
+
+int main(void)
+{
+	const char *dir = test_tmpdir();
+	records_store_t *rs;
+	if (records_open(&rs, dir) != ZC_EOK) {
+		fprintf(stderr, "cannot open a records store in %s\n", dir);
+		return 1;
+	}
+	test_failed_unit_alone(rs);
+	test_two_zones(rs);
+	test_bound(rs);
+	test_inner(rs);
+	test_rollback(rs);
+	test_isolation(rs, dir);
+	records_close(rs);
+	test_rmdir(dir);
+	return test_done();
+}
