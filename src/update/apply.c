@@ -24,7 +24,6 @@
 
 #include "common/error.h"
 #include "common/log.h"
-#include "dns/name.h"
 #include "records/rules.h"
 #include "update/internal.h"
 #include "zonefile/zonefile.h"
