@@ -4,8 +4,11 @@
  *
  * The format is the one NSD and Unbound operators know: a "server:"
  * section header, then indented "key: value" lines; '#' starts a comment.
- * Repeatable keys (listen) may appear several times. docs/configuration.md
- * documents every key with its default.
+ * Repeatable keys (listen) may appear several times; a file's first value
+ * of one replaces its defaults. Every key is a row of one table
+ * (config_keys.c: parser, limits, default, live or restart), which
+ * docs/configuration.md documents (tests/system/test_check.py holds the
+ * two to the same keys, classes and defaults).
  */
 #pragma once
 

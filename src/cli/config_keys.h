@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /*
- * The config keys a reload can apply to a running server (live) and
- * those that need a restart (config_keys.c has the table).
+ * The table of config keys (config_keys.c): what config_set() parses,
+ * config_defaults() fills, a reload compares and `check-config --keys`
+ * lists. config.c reads the file; config.h declares the setters.
  */
 #pragma once
 
@@ -24,3 +25,16 @@ int config_key_is_live(const char *key);
 /* The table's keys, for checks that every key is classified. */
 size_t config_key_count(void);
 const char *config_key_name(size_t i);
+
+/* The table index of key, or -1 when there is no such key. */
+int config_key_find(const char *key);
+
+/* Whether key i may be repeated (a list: listen, log-target, notify...). */
+bool config_key_repeatable(size_t i);
+
+/* Empties the list of repeatable key i: a file's or the command line's
+ * first value replaces the defaults instead of adding to them. */
+void config_key_clear(config_t *cfg, size_t i);
+
+/* The default of key i as it would be written in the file ("": none). */
+void config_key_default(size_t i, char *out, size_t size);

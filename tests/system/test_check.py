@@ -82,13 +82,24 @@ def test_every_key_documented_and_classified():
     """Every key check-config knows is in docs/configuration.md (or, for
     the fleet's, docs/fleet.md) and in the reload section of
     docs/operations.md with the same live/restart class."""
-    keys = dict(l.split() for l in zc("check-config", "--keys").stdout.splitlines())
+    rows = [l.split() for l in zc("check-config", "--keys").stdout.splitlines()]
+    assert all(len(r) == 3 for r in rows), rows
+    keys = {r[0]: r[1] for r in rows}
     assert len(keys) > 50 and set(keys.values()) == {"live", "restart"}
     conf = open(os.path.join(DOCS, "configuration.md")).read()
     fleet = open(os.path.join(DOCS, "fleet.md")).read()
     ops = open(os.path.join(DOCS, "operations.md")).read()
     for key in keys:
         assert "`%s`" % key in conf or "`%s`" % key in fleet, key
+    # The default the table gives is the one the docs' row names.
+    for key, _, default in rows:
+        if default == "-":
+            continue
+        row = re.search(r"^\| `%s`[^|]*\|([^|]*)\|" % re.escape(key), conf, re.M)
+        if row is None:
+            row = re.search(r"^\| `%s`[^|]*\|([^|]*)\|" % re.escape(key), fleet, re.M)
+        assert row is not None, key
+        assert "`%s`" % default in row.group(1), (key, default, row.group(1))
     live = re.search(r"<!-- live keys -->(.*?)<!-- end -->", ops, re.S).group(1)
     restart = re.search(r"<!-- restart keys -->(.*?)<!-- end -->", ops, re.S).group(1)
     for key, cls in keys.items():

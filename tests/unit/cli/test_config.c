@@ -1,0 +1,201 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * The config key table (cli/config_keys.c): every default parses to what
+ * config_defaults() fills, a table of values each key accepts or refuses
+ * (with the message an operator reads), repeatable keys and their limits,
+ * a file's list replacing the default, and config_diff() naming exactly
+ * the key that changed.
+ */
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/config.h"
+#include "cli/config_keys.h"
+#include "common/error.h"
+#include "test.h"
+
+/* Each key's default, written back through config_set(), leaves a
+ * default config unchanged: the default column and the parser agree. */
+static void test_defaults_parse(void)
+{
+	config_t def, cfg;
+	config_defaults(&def);
+	for (size_t i = 0; i < config_key_count(); i++) {
+		char value[256], err[256] = "";
+		config_key_default(i, value, sizeof(value));
+		if (value[0] == '\0') {
+			continue;
+		}
+		cfg = def;
+		config_key_clear(&cfg, i);
+		CHECK_EQ(config_set(&cfg, config_key_name(i), value, err,
+		                    sizeof(err)), ZC_EOK);
+		if (config_diff(&def, &cfg, NULL, NULL) != 0) {
+			fprintf(stderr, "default of %s does not round-trip\n",
+			        config_key_name(i));
+			CHECK(false);
+		}
+	}
+}
+
+typedef struct {
+	const char *key, *value;
+	int ret;               /* ZC_EOK or ZC_EINVAL_CONFIG */
+	const char *message;   /* Expected error text (NULL: any / none). */
+} set_case_t;
+
+static const set_case_t set_cases[] = {
+	{ "rrl-rate", "0", ZC_EOK, NULL },
+	{ "rrl-rate", "1000000", ZC_EOK, NULL },
+	{ "rrl-rate", "1000001", ZC_EINVAL_CONFIG,
+	  "invalid value '1000001' for 'rrl-rate'" },
+	{ "rrl-rate", "-1", ZC_EINVAL_CONFIG, NULL },
+	{ "rrl-rate", "", ZC_EINVAL_CONFIG, NULL },
+	{ "rrl-rate", "12x", ZC_EINVAL_CONFIG, NULL },
+	{ "tcp-max-clients", "0", ZC_EINVAL_CONFIG, NULL },
+	{ "tcp-max-clients", "1", ZC_EOK, NULL },
+	{ "default-ttl", "0", ZC_EINVAL_CONFIG, NULL },
+	{ "default-ttl", "2147483647", ZC_EOK, NULL },
+	{ "default-ttl", "2147483648", ZC_EINVAL_CONFIG, NULL },
+	{ "journal-retention", "4294967295", ZC_EOK, NULL },
+	{ "journal-retention", "4294967296", ZC_EINVAL_CONFIG, NULL },
+	{ "tsig-replay-cache", "1023", ZC_EINVAL_CONFIG, NULL },
+	{ "fleet-edge-timeout", "99", ZC_EINVAL_CONFIG, NULL },
+	{ "update-max-size", "11", ZC_EINVAL_CONFIG, NULL },
+	{ "cookies", "yes", ZC_EOK, NULL },
+	{ "cookies", "false", ZC_EOK, NULL },
+	{ "cookies", "maybe", ZC_EINVAL_CONFIG, NULL },
+	{ "cookie-secret", "00112233445566778899aabbccddeeff", ZC_EOK, NULL },
+	{ "cookie-secret", "00112233445566778899aabbccddeefg", ZC_EINVAL_CONFIG,
+	  "invalid value for 'cookie-secret' (32 hexadecimal digits)" },
+	{ "nats-password", "", ZC_EINVAL_CONFIG,
+	  "invalid value for 'nats-password'" },
+	{ "log-level", "debug", ZC_EOK, NULL },
+	{ "log-level", "loud", ZC_EINVAL_CONFIG, NULL },
+	{ "log-format", "json", ZC_EOK, NULL },
+	{ "log-format", "xml", ZC_EINVAL_CONFIG, NULL },
+	{ "log-target", "relative.log", ZC_EINVAL_CONFIG,
+	  "invalid value 'relative.log' for 'log-target' (stderr, syslog, "
+	  "journald or an absolute file path)" },
+	{ "serial-policy", "unixtime", ZC_EOK, NULL },
+	{ "serial-policy", "date", ZC_EINVAL_CONFIG, NULL },
+	{ "api-listen", "none", ZC_EOK, NULL },
+	{ "api-listen", "[::1]:8053", ZC_EOK, NULL },
+	{ "api-listen", "localhost", ZC_EINVAL_CONFIG, NULL },
+	{ "listen", "127.0.0.1:5300", ZC_EOK, NULL },
+	{ "listen", "127.0.0.1", ZC_EINVAL_CONFIG, NULL },
+	{ "rrl-exempt", "10.0.0.0/8", ZC_EOK, NULL },
+	{ "rrl-exempt", "10.0.0.0/33", ZC_EINVAL_CONFIG, NULL },
+	{ "allow-transfer", "key xfr-key", ZC_EOK, NULL },
+	{ "notify", "192.0.2.1:5300 key xfr", ZC_EOK, NULL },
+	{ "notify", "not an address", ZC_EINVAL_CONFIG, NULL },
+	{ "fleet-prefix", "zc_1", ZC_EOK, NULL },
+	{ "fleet-prefix", "zc-1", ZC_EINVAL_CONFIG, NULL },
+	{ "fleet-name", "edge-1", ZC_EOK, NULL },
+	{ "fleet-name", "edge.1", ZC_EINVAL_CONFIG, NULL },
+	{ "lissen", "1", ZC_EINVAL_CONFIG, "unknown setting 'lissen'" },
+};
+
+static void test_set_table(void)
+{
+	for (size_t i = 0; i < sizeof(set_cases) / sizeof(set_cases[0]); i++) {
+		const set_case_t *c = &set_cases[i];
+		config_t cfg;
+		char err[256] = "";
+		config_defaults(&cfg);
+		int ret = config_set(&cfg, c->key, c->value, err, sizeof(err));
+		if (ret != c->ret || (c->message != NULL &&
+		                      strcmp(err, c->message) != 0)) {
+			fprintf(stderr, "%s: %s -> %d '%s'\n", c->key, c->value, ret,
+			        err);
+			CHECK(false);
+		} else {
+			CHECK(true);
+		}
+		if (ret == ZC_EOK) {
+			/* An accepted value is seen by a reload as that key. */
+			config_t def;
+			config_defaults(&def);
+			size_t changed = config_diff(&def, &cfg, NULL, NULL);
+			CHECK(changed <= 1);
+		}
+	}
+}
+
+static void count_changed(const char *key, bool live, void *ctx)
+{
+	(void)live;
+	snprintf(ctx, 64, "%s", key);
+}
+
+static void test_diff_names_the_key(void)
+{
+	config_t a, b;
+	char err[256], which[64] = "";
+	config_defaults(&a);
+	b = a;
+	CHECK_EQ(config_set(&b, "tsig-max-fudge", "30", err, sizeof(err)), ZC_EOK);
+	CHECK_EQ(config_diff(&a, &b, count_changed, which), 1);
+	CHECK(strcmp(which, "tsig-max-fudge") == 0);
+	CHECK_EQ(config_key_is_live("tsig-max-fudge"), 1);
+	CHECK_EQ(config_key_is_live("workers"), 0);
+	CHECK_EQ(config_key_is_live("no-such-key"), -1);
+}
+
+static void test_lists(void)
+{
+	config_t cfg;
+	char err[256] = "", value[64];
+	config_defaults(&cfg);
+	for (int i = 0; i < 8; i++) {
+		snprintf(value, sizeof(value), "ns%d.example.", i);
+		CHECK_EQ(config_set(&cfg, "zone-ns", value, err, sizeof(err)),
+		         ZC_EOK);
+	}
+	CHECK_EQ(cfg.zone_ns_count, 8);
+	CHECK_EQ(config_set(&cfg, "zone-ns", "ns9.example.", err, sizeof(err)),
+	         ZC_EINVAL_CONFIG);
+	CHECK(strcmp(err, "more than 8 zone-ns names") == 0);
+	CHECK_EQ(cfg.zone_ns_count, 8);
+	/* A refused value leaves the list as it was. */
+	config_defaults(&cfg);
+	CHECK_EQ(config_set(&cfg, "listen", "bad", err, sizeof(err)),
+	         ZC_EINVAL_CONFIG);
+	CHECK_EQ(cfg.listen_count, 0);
+}
+
+/* A file's list replaces what was there, then adds up. */
+static void test_file_replaces_lists(void)
+{
+	char path[] = "/tmp/zc-config-XXXXXX";
+	int fd = mkstemp(path);
+	CHECK(fd >= 0);
+	const char *text = "server:\n"
+	                   "    log-target: stderr\n"
+	                   "    log-target: /tmp/zc.log\n"
+	                   "    rrl-rate: 5  # a comment\n";
+	CHECK_EQ(write(fd, text, strlen(text)), (long long)strlen(text));
+	close(fd);
+	config_t cfg;
+	char err[256] = "";
+	config_defaults(&cfg);
+	CHECK_EQ(config_set(&cfg, "log-target", "syslog", err, sizeof(err)),
+	         ZC_EOK);
+	CHECK_EQ(config_read(&cfg, path, err, sizeof(err)), ZC_EOK);
+	CHECK_EQ(cfg.log_target_count, 2);
+	CHECK(strcmp(cfg.log_target[0], "stderr") == 0);
+	CHECK(strcmp(cfg.log_target[1], "/tmp/zc.log") == 0);
+	CHECK_EQ(cfg.rrl_rate, 5);
+	unlink(path);
+}
+
+int main(void)
+{
+	test_defaults_parse();
+	test_set_table();
+	test_diff_names_the_key();
+	test_lists();
+	test_file_replaces_lists();
+	return test_done();
+}
