@@ -15,6 +15,7 @@
 #include "common/error.h"
 #include "dns/name.h"
 #include "dns/rdata.h"
+#include "records/rules.h"
 #include "zonefile/zonefile.h"
 
 #define LINE_MAX_LEN (70000)
@@ -191,7 +192,7 @@ int api_name_parse(const knot_dname_t *apex, const char *name,
 		return ZC_EUSAGE;
 	}
 	knot_dname_to_lower(owner);
-	if (!dns_name_is_under(owner, apex)) {
+	if (!records_rules_in_zone(apex, owner)) {
 		snprintf(err, err_size, "name: outside the zone");
 		return ZC_EUSAGE;
 	}

@@ -5,9 +5,11 @@
  *
  * Every write is one unit of the group committer: it bumps the zone's
  * version once, checks the new state against the records already stored
- * (CNAME alone at its name, RFC 1034 §3.6.2 and RFC 2181 §10.1; no
- * duplicate; the SOA and the last apex NS are not the API's to remove),
- * and logs an update as a delete of the old record and a create of the new
+ * with the zone-content rules of records/rules.h (CNAME alone at its name,
+ * RFC 1034 §3.6.2 and RFC 2181 §10.1; no duplicate, names in rdata
+ * compared ignoring case; the SOA and the last apex NS are not the API's
+ * to remove), answering a broken rule with a 400 naming the field, and
+ * logs an update as a delete of the old record and a create of the new
  * one, with the record keeping its id. RFC 2181 §5.2 wants one TTL per
  * RRset: a record written with a new TTL gives it to its whole RRset.
  */
@@ -24,6 +26,7 @@
 #include "api/txt.h"
 #include "common/arena.h"
 #include "common/error.h"
+#include "records/rules.h"
 #include "zonefile/zonefile.h"
 
 #define MAX_BATCH 10000
@@ -220,70 +223,130 @@ static int load_record(records_store_t *rs, unit_t *u, int64_t id, copy_t *c)
 	return ret;
 }
 
-/* Checks a record about to be written against its node. */
+/* The records stored at a name (less the one a write replaces), copied
+ * into the unit's arena, as the rules see them (records/rules.h). */
 typedef struct {
 	unit_t *u;
-	const api_wire_t *w;
 	int64_t exclude;
-	int64_t siblings[256];   /* Same RRset, different TTL. */
-	unsigned sibling_count;
-	bool identical;
-} check_t;
+	int64_t *ids;
+	records_rules_rr_t *rr;
+	size_t count, cap;
+	bool failed;
+} node_t;
 
-static bool cname_compatible(uint16_t type)
+static int collect(const records_record_t *rec, void *ctx)
 {
-	return type == KNOT_RRTYPE_CNAME || type == KNOT_RRTYPE_RRSIG ||
-	       type == KNOT_RRTYPE_NSEC;
-}
-
-static int check_node(const records_record_t *rec, void *ctx)
-{
-	check_t *c = ctx;
-	if (rec->id == c->exclude) {
+	node_t *n = ctx;
+	if (rec->id == n->exclude) {
 		return 0;
 	}
-	uint16_t t = c->w->type;
-	bool two_cnames = t == KNOT_RRTYPE_CNAME && rec->type == KNOT_RRTYPE_CNAME;
-	if (two_cnames && (rec->rdata_len != c->w->rdata_len ||
-	                   memcmp(rec->rdata, c->w->rdata, rec->rdata_len) != 0)) {
-		fail(c->u, 400, "name: a name holds at most one CNAME "
-		     "(RFC 2181 section 10.1)");
-		return 1;
-	}
-	if ((t == KNOT_RRTYPE_CNAME && !cname_compatible(rec->type)) ||
-	    (rec->type == KNOT_RRTYPE_CNAME && !cname_compatible(t))) {
-		fail(c->u, 400, "name: a CNAME cannot share its name with other "
-		     "records (RFC 1034 section 3.6.2)");
-		return 1;
-	}
-	if (rec->type == t && rec->rdata_len == c->w->rdata_len &&
-	    memcmp(rec->rdata, c->w->rdata, rec->rdata_len) == 0) {
-		c->identical = true;
-		if (!c->u->import) {
-			fail(c->u, 400, "content: an identical record already exists");
-		}
-		return 1;
-	}
-	if (rec->type == t && rec->ttl != c->w->ttl) {
-		if (c->sibling_count == 256) {
-			fail(c->u, 400, "ttl: RRset too large to retime");
+	if (n->count == n->cap) {
+		size_t cap = n->cap ? 2 * n->cap : 16;
+		int64_t *ids = zc_arena_alloc(&n->u->arena, cap * sizeof(*ids));
+		records_rules_rr_t *rr = zc_arena_alloc(&n->u->arena,
+		                                        cap * sizeof(*rr));
+		if (ids == NULL || rr == NULL) {
+			n->failed = true;
 			return 1;
 		}
-		c->siblings[c->sibling_count++] = rec->id;
+		if (n->count > 0) {
+			memcpy(ids, n->ids, n->count * sizeof(*ids));
+			memcpy(rr, n->rr, n->count * sizeof(*rr));
+		}
+		n->ids = ids;
+		n->rr = rr;
+		n->cap = cap;
 	}
+	uint8_t *rdata = zc_arena_alloc(&n->u->arena, rec->rdata_len + 1u);
+	if (rdata == NULL) {
+		n->failed = true;
+		return 1;
+	}
+	memcpy(rdata, rec->rdata, rec->rdata_len);
+	n->ids[n->count] = rec->id;
+	n->rr[n->count++] = (records_rules_rr_t){ .type = rec->type,
+	                                          .ttl = rec->ttl,
+	                                          .rdata = rdata,
+	                                          .rdata_len = rec->rdata_len };
 	return 0;
 }
 
-/* Gives the RRset's other records the new TTL (RFC 2181 §5.2). */
-static int retime(records_store_t *rs, unit_t *u, const check_t *c)
+/* Loads the records at owner (type 0: every type) but `exclude`. */
+static int load_node(records_store_t *rs, unit_t *u, const uint8_t *owner,
+                     uint16_t type, int64_t exclude, node_t *n)
 {
-	for (unsigned i = 0; i < c->sibling_count; i++) {
+	*n = (node_t){ .u = u, .exclude = exclude };
+	int ret = records_record_foreach(rs, u->zone.id, owner, type, collect, n);
+	return ret == ZC_EOK && n->failed ? KNOT_ENOMEM : ret;
+}
+
+/* What a write does to the zone, for the wording of a refusal. */
+typedef enum {
+	ADDING,     /* The record of the body (POST, PUT, PATCH). */
+	DELETING,   /* The record addressed by id (DELETE). */
+	MOVING,     /* The same, rewritten by PUT or PATCH. */
+} change_t;
+
+/* A rule a write breaks, as a 400 naming the field. */
+static int refuse(unit_t *u, records_verdict_t v, change_t change)
+{
+	bool removing = change != ADDING;
+	switch (v) {
+	case RECORDS_RULE_OK:
+		return ZC_EOK;
+	case RECORDS_RULE_OUTSIDE_ZONE:
+		return fail(u, 400, "name: outside the zone");
+	case RECORDS_RULE_SIGNER_TYPE:
+		return removing ?
+		       fail(u, 400, "id: DNSSEC records are managed by the "
+		            "online signer (PATCH .../dnssec)") :
+		       fail(u, 400, "type: DNSSEC records are made by zonecast's "
+		            "online signer (PATCH .../dnssec)");
+	case RECORDS_RULE_SOA_ELSEWHERE:
+	case RECORDS_RULE_SECOND_SOA:
+	case RECORDS_RULE_REMOVES_SOA:
+		return fail(u, 400, "%s: the SOA is managed through the zone's "
+		            "settings", removing ? "id" : "type");
+	case RECORDS_RULE_CNAME_AT_APEX:
+		return fail(u, 400, "name: a CNAME cannot be at the zone apex, "
+		            "which holds the SOA and NS records (RFC 1034 "
+		            "section 3.6.2)");
+	case RECORDS_RULE_CNAME_BESIDE_DATA:
+	case RECORDS_RULE_DATA_BESIDE_CNAME:
+		return fail(u, 400, "name: a CNAME cannot share its name with "
+		            "other records (RFC 1034 section 3.6.2)");
+	case RECORDS_RULE_SECOND_CNAME:
+		return fail(u, 400, "name: a name holds at most one CNAME "
+		            "(RFC 2181 section 10.1)");
+	case RECORDS_RULE_DUPLICATE:
+		return fail(u, 400, "content: an identical record already exists "
+		            "(names in the content compare ignoring case, RFC 4034 "
+		            "section 6.2)");
+	case RECORDS_RULE_LAST_APEX_NS:
+		return change == DELETING ?
+		       fail(u, 400, "id: the last NS record at the zone apex "
+		            "cannot be deleted") :
+		       fail(u, 400, "name: the last NS record at the zone apex "
+		            "cannot be moved away");
+	default:
+		return fail(u, 400, "content: %s", records_rules_reason(v));
+	}
+}
+
+/* Gives the RRset's other records the new TTL (RFC 2181 §5.2). */
+static int retime(records_store_t *rs, unit_t *u, const node_t *n,
+                  const records_rules_rr_t *added)
+{
+	for (size_t i = 0; i < n->count; i++) {
+		if (!records_rules_needs_retime(&n->rr[i], added)) {
+			continue;
+		}
 		copy_t old;
-		int ret = load_record(rs, u, c->siblings[i], &old);
+		int ret = load_record(rs, u, n->ids[i], &old);
 		if (ret == ZC_EOK) {
 			ret = records_record_delete(rs, &u->zone, old.rec.id);
 		}
-		old.rec.ttl = c->w->ttl;
+		old.rec.ttl = added->ttl;
 		if (ret == ZC_EOK) {
 			ret = records_record_insert(rs, &u->zone, &old.rec);
 		}
@@ -292,16 +355,6 @@ static int retime(records_store_t *rs, unit_t *u, const check_t *c)
 		}
 	}
 	return ZC_EOK;
-}
-
-/* Types the online signer owns (docs/dnssec.md): not written through
- * the records API. */
-static bool managed_dnssec_type(uint16_t type)
-{
-	return type == KNOT_RRTYPE_RRSIG || type == KNOT_RRTYPE_NSEC ||
-	       type == KNOT_RRTYPE_NSEC3 || type == KNOT_RRTYPE_NSEC3PARAM ||
-	       type == KNOT_RRTYPE_DNSKEY || type == KNOT_RRTYPE_CDS ||
-	       type == KNOT_RRTYPE_CDNSKEY;
 }
 
 #define MAX_TAGS 64
@@ -441,7 +494,7 @@ static int parse_fields(unit_t *u, json_t *f, const copy_t *base)
 		return fail(u, 400, "type: the SOA is managed through the zone's "
 		            "settings");
 	}
-	if (managed_dnssec_type(u->wire->type)) {
+	if (records_rules_is_signer_type(u->wire->type)) {
 		return fail(u, 400, "type: DNSSEC records are made by zonecast's "
 		            "online signer (PATCH .../dnssec)");
 	}
@@ -452,15 +505,24 @@ static int parse_fields(unit_t *u, json_t *f, const copy_t *base)
 static int write_record(records_store_t *rs, unit_t *u, json_t *f,
                         const copy_t *old)
 {
-	check_t c = { .u = u, .w = u->wire, .exclude = old ? old->rec.id : 0 };
-	int ret = records_record_foreach(rs, u->zone.id, u->wire->owner, 0,
-	                                 check_node, &c);
-	if (ret != ZC_EOK || u->err[0] != '\0') {
-		return ret != ZC_EOK ? ret : ZC_EUSAGE;
+	node_t n;
+	int ret = load_node(rs, u, u->wire->owner, 0, old ? old->rec.id : 0, &n);
+	if (ret != ZC_EOK) {
+		return ret;
 	}
-	if (c.identical) {
+	records_rules_node_t node = { .apex = u->zone.apex,
+	                              .owner = u->wire->owner, .rr = n.rr,
+	                              .count = n.count };
+	records_rules_rr_t added = { .type = u->wire->type, .ttl = u->wire->ttl,
+	                             .rdata = u->wire->rdata,
+	                             .rdata_len = u->wire->rdata_len };
+	records_verdict_t v = records_rules_check_add(&node, &added, NULL);
+	if (v == RECORDS_RULE_DUPLICATE && u->import) {
 		u->skipped++; /* An import adds only what is not there yet. */
 		return ZC_EOK;
+	}
+	if (v != RECORDS_RULE_OK) {
+		return refuse(u, v, ADDING);
 	}
 	if (old != NULL) {
 		ret = records_record_delete(rs, &u->zone, old->rec.id);
@@ -480,45 +542,40 @@ static int write_record(records_store_t *rs, unit_t *u, json_t *f,
 		ret = records_record_insert(rs, &u->zone, &rec);
 	}
 	if (ret == ZC_EOK) {
-		ret = retime(rs, u, &c);
+		ret = retime(rs, u, &n, &added);
 	}
 	u->last_id = rec.id;
 	return ret;
 }
 
-static int count_apex_ns(const records_record_t *rec, void *ctx)
+/* What the rules say to removing the stored record old (rules.h). */
+static int check_removal(records_store_t *rs, unit_t *u, const copy_t *old,
+                         const uint8_t *new_owner, uint16_t new_type)
 {
-	(void)rec;
-	(*(int *)ctx)++;
-	return 0;
-}
-
-/* True when old is the zone's only NS record at the apex. */
-static bool is_last_apex_ns(records_store_t *rs, unit_t *u, const copy_t *old)
-{
-	if (old->rec.type != KNOT_RRTYPE_NS ||
-	    !knot_dname_is_equal(old->rec.owner, u->zone.apex)) {
-		return false;
+	node_t n;
+	int ret = load_node(rs, u, old->rec.owner, old->rec.type, 0, &n);
+	if (ret != ZC_EOK) {
+		return ret;
 	}
-	int ns = 0;
-	records_record_foreach(rs, u->zone.id, u->zone.apex, KNOT_RRTYPE_NS,
-	                       count_apex_ns, &ns);
-	return ns <= 1;
+	size_t index = 0;
+	while (index < n.count && n.ids[index] != old->rec.id) {
+		index++;
+	}
+	records_rules_node_t node = { .apex = u->zone.apex,
+	                              .owner = old->rec.owner, .rr = n.rr,
+	                              .count = n.count };
+	records_verdict_t v = new_owner == NULL ?
+	                      records_rules_check_remove(&node, index) :
+	                      records_rules_check_replace(&node, index, new_owner,
+	                                                  new_type);
+	return refuse(u, v, new_owner == NULL ? DELETING : MOVING);
 }
 
 static int delete_record(records_store_t *rs, unit_t *u, const copy_t *old)
 {
-	if (managed_dnssec_type(old->rec.type)) {
-		return fail(u, 400, "id: DNSSEC records are managed by the online "
-		            "signer (PATCH .../dnssec)");
-	}
-	if (old->rec.type == KNOT_RRTYPE_SOA) {
-		return fail(u, 400, "id: the SOA is managed through the zone's "
-		            "settings");
-	}
-	if (is_last_apex_ns(rs, u, old)) {
-		return fail(u, 400, "id: the last NS record at the zone apex "
-		            "cannot be deleted");
+	int ret = check_removal(rs, u, old, NULL, 0);
+	if (ret != ZC_EOK) {
+		return ret;
 	}
 	u->last_id = old->rec.id;
 	if (u->keep_deleted && (u->deleted = api_record_json(&u->zone,
@@ -566,19 +623,8 @@ static int run_op(records_store_t *rs, unit_t *u, const op_t *op)
 		ret = parse_fields(u, op->fields, &old);
 		break;
 	}
-	if (ret == ZC_EOK && old.rec.type == KNOT_RRTYPE_SOA) {
-		ret = fail(u, 400, "id: the SOA is managed through the zone's "
-		           "settings");
-	}
-	if (ret == ZC_EOK && managed_dnssec_type(old.rec.type)) {
-		ret = fail(u, 400, "id: DNSSEC records are managed by the online "
-		           "signer (PATCH .../dnssec)");
-	}
-	bool stays_apex_ns = u->wire->type == KNOT_RRTYPE_NS &&
-	                     knot_dname_is_equal(u->wire->owner, u->zone.apex);
-	if (ret == ZC_EOK && !stays_apex_ns && is_last_apex_ns(rs, u, &old)) {
-		ret = fail(u, 400, "name: the last NS record at the zone apex "
-		           "cannot be moved away");
+	if (ret == ZC_EOK) {
+		ret = check_removal(rs, u, &old, u->wire->owner, u->wire->type);
 	}
 	return ret == ZC_EOK ? write_record(rs, u, op->fields, &old) : ret;
 }

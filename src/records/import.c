@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /*
  * Bulk import (see records.h): collect in memory, sort into (okey, type,
- * rdata) order, check adjacent records, write sorted in one transaction.
+ * canonical rdata) order, check each node against the zone-content rules
+ * (records/rules.h), write sorted in one transaction.
  */
 #include <alloca.h>
 #include <stdlib.h>
@@ -15,6 +16,7 @@
 #include "dns/name.h"
 #include "records/changelog.h"
 #include "records/internal.h"
+#include "records/rules.h"
 
 /* One collected record; okey then rdata follow the header. */
 typedef struct {
@@ -62,12 +64,11 @@ int records_import_add(records_import_t *imp, const knot_dname_t *owner,
                        uint16_t type, uint32_t ttl, const uint8_t *rdata,
                        uint16_t rdata_len, uint64_t tag)
 {
-	uint8_t lf[DNS_LF_MAXLEN];
-	size_t lf_len = dns_name_to_lf(owner, lf);
-	if (lf_len < imp->apex_lf_len ||
-	    memcmp(lf, imp->apex_lf, imp->apex_lf_len) != 0) {
+	if (!records_rules_in_zone(imp->apex, owner)) {
 		return KNOT_EOUTOFZONE;
 	}
+	uint8_t lf[DNS_LF_MAXLEN];
+	size_t lf_len = dns_name_to_lf(owner, lf);
 	if (lf_len - imp->apex_lf_len > DNS_LF_KEY_MAXLEN) {
 		return ZC_ENAMEKEY;
 	}
@@ -111,7 +112,8 @@ static int blob_cmp(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen
 }
 
 /* The order of the stores: okey (as SQLite and LMDB compare blobs), then
- * type, then rdata so duplicates sit side by side. */
+ * type, then rdata in canonical form (records/rules.h) so duplicates sit
+ * side by side, names in rdata differing in case or not. */
 static int entry_cmp(const void *pa, const void *pb)
 {
 	const entry_t *a = *(entry_t *const *)pa;
@@ -123,8 +125,9 @@ static int entry_cmp(const void *pa, const void *pb)
 	if (a->type != b->type) {
 		return a->type < b->type ? -1 : 1;
 	}
-	return blob_cmp(a->data + a->okey_len, a->rdata_len,
-	                b->data + b->okey_len, b->rdata_len);
+	return records_rules_rdata_cmp(a->type, a->data + a->okey_len,
+	                               a->rdata_len, b->data + b->okey_len,
+	                               b->rdata_len);
 }
 
 static void sort_entries(records_import_t *imp)
@@ -141,101 +144,90 @@ static bool same_node(const entry_t *a, const entry_t *b)
 	       memcmp(a->data, b->data, a->okey_len) == 0;
 }
 
-/* Types allowed beside a CNAME (RFC 4035 §2.5, RFC 2181 §10.1). */
-static bool cname_compatible(uint16_t type)
-{
-	return type == KNOT_RRTYPE_CNAME || type == KNOT_RRTYPE_RRSIG ||
-	       type == KNOT_RRTYPE_NSEC;
-}
-
+/* One node being checked: its entries, as the rules see them. */
 typedef struct {
 	records_import_t *imp;
 	records_problem_cb problem;
 	void *ctx;
-	int count;
-} report_t;
-
-static void report(report_t *r, const entry_t *e, const char *what)
-{
-	uint8_t lf[DNS_LF_MAXLEN];
+	entry_t **entries;
 	uint8_t owner[KNOT_DNAME_MAXLEN];
-	memcpy(lf, r->imp->apex_lf, r->imp->apex_lf_len);
-	memcpy(lf + r->imp->apex_lf_len, e->data, e->okey_len);
-	if (dns_name_from_lf(lf, r->imp->apex_lf_len + e->okey_len, owner) < 0) {
-		owner[0] = 0;
+	records_rules_rr_t *rr;
+	size_t cap;
+} check_t;
+
+/* Reports a problem the rules found in the node (rules.h). */
+static void on_rule(size_t index, records_verdict_t verdict, void *ctx)
+{
+	check_t *c = ctx;
+	const char *what = records_rules_reason(verdict);
+	if (index == SIZE_MAX) {
+		uint16_t type = verdict == RECORDS_RULE_NO_SOA ? KNOT_RRTYPE_SOA :
+		                KNOT_RRTYPE_NS;
+		c->problem(c->owner, type, 0, what, c->ctx);
+		return;
 	}
-	r->problem(owner, e->type, e->tag, what, r->ctx);
-	r->count++;
+	const entry_t *e = c->entries[index];
+	c->problem(c->owner, e->type, e->tag, what, c->ctx);
 }
 
-/* Checks one node: entries [first, end). */
-static void check_node(report_t *r, entry_t **node, size_t n, int *soa,
-                       int *apex_ns)
+/* Checks one node: n entries in entry_cmp() order (n == 0: the apex,
+ * which no record named). Returns the problems found, or a code. */
+static int check_node(check_t *c, entry_t **node, size_t n)
 {
-	const entry_t *cname = NULL, *other = NULL;
-	bool apex = node[0]->okey_len == 0;
+	records_import_t *imp = c->imp;
+	uint8_t lf[DNS_LF_MAXLEN];
+	size_t okey_len = n > 0 ? node[0]->okey_len : 0;
+	memcpy(lf, imp->apex_lf, imp->apex_lf_len);
+	if (okey_len > 0) {
+		memcpy(lf + imp->apex_lf_len, node[0]->data, okey_len);
+	}
+	if (dns_name_from_lf(lf, imp->apex_lf_len + okey_len, c->owner) < 0) {
+		c->owner[0] = 0;
+	}
+	if (n > c->cap) {
+		size_t cap = n > 2 * c->cap ? n : 2 * c->cap;
+		records_rules_rr_t *grown = realloc(c->rr, cap * sizeof(*grown));
+		if (grown == NULL) {
+			return KNOT_ENOMEM;
+		}
+		c->rr = grown;
+		c->cap = cap;
+	}
 	for (size_t i = 0; i < n; i++) {
 		const entry_t *e = node[i];
-		if (e->type == KNOT_RRTYPE_CNAME) {
-			cname = cname ? cname : e;
-		} else if (!cname_compatible(e->type)) {
-			other = other ? other : e;
-		}
-		if (e->type == KNOT_RRTYPE_SOA) {
-			if (!apex) {
-				report(r, e, "SOA outside the zone apex");
-			} else if (++*soa > 1) {
-				report(r, e, "more than one SOA record at the zone apex");
-			}
-		}
-		if (apex && e->type == KNOT_RRTYPE_NS) {
-			(*apex_ns)++;
-		}
-		if (i == 0 || e->type != node[i - 1]->type) {
-			continue;
-		}
-		const entry_t *p = node[i - 1];
-		if (e->rdata_len == p->rdata_len &&
-		    memcmp(e->data + e->okey_len, p->data + p->okey_len,
-		           e->rdata_len) == 0) {
-			report(r, e, "duplicate record");
-		} else if (e->ttl != p->ttl) {
-			report(r, e, "records of one RRset have different TTLs "
-			       "(RFC 2181 section 5.2)");
-		}
+		c->rr[i] = (records_rules_rr_t){
+			.type = e->type, .ttl = e->ttl, .rdata_len = e->rdata_len,
+			.rdata = e->data + e->okey_len, .tag = e->tag };
 	}
-	if (cname != NULL && other != NULL) {
-		report(r, cname->tag > other->tag ? cname : other,
-		       "CNAME and other data at the same name");
-	}
+	c->entries = node;
+	records_rules_node_t rn = { .apex = imp->apex, .owner = c->owner,
+	                            .rr = c->rr, .count = n };
+	return records_rules_check_node(&rn, on_rule, c);
 }
 
 int records_import_check(records_import_t *imp, records_problem_cb problem,
                          void *ctx)
 {
 	sort_entries(imp);
-	report_t r = { .imp = imp, .problem = problem, .ctx = ctx };
-	int soa = 0, apex_ns = 0;
+	check_t c = { .imp = imp, .problem = problem, .ctx = ctx };
+	int problems = 0, ret = 0;
+	/* The apex sorts first; a zone without records there still gets
+	 * its SOA and NS rules checked. */
+	if (imp->count == 0 || imp->entries[0]->okey_len != 0) {
+		ret = check_node(&c, NULL, 0);
+		problems += ret > 0 ? ret : 0;
+	}
 	size_t first = 0;
-	for (size_t i = 1; i <= imp->count; i++) {
+	for (size_t i = 1; i <= imp->count && ret >= 0; i++) {
 		if (i == imp->count || !same_node(imp->entries[i],
 		                                  imp->entries[first])) {
-			check_node(&r, imp->entries + first, i - first, &soa,
-			           &apex_ns);
+			ret = check_node(&c, imp->entries + first, i - first);
+			problems += ret > 0 ? ret : 0;
 			first = i;
 		}
 	}
-	if (soa == 0) {
-		problem(imp->apex, KNOT_RRTYPE_SOA, 0,
-		        "no SOA record at the zone apex", ctx);
-		r.count++;
-	}
-	if (apex_ns == 0) {
-		problem(imp->apex, KNOT_RRTYPE_NS, 0,
-		        "no NS records at the zone apex", ctx);
-		r.count++;
-	}
-	return r.count;
+	free(c.rr);
+	return ret < 0 ? ret : problems;
 }
 
 /* --- Writing --- */

@@ -187,10 +187,13 @@ typedef void (*records_problem_cb)(const knot_dname_t *owner, uint16_t type,
                                    uint64_t tag, const char *what, void *ctx);
 
 /*
- * Checks the collected data: CNAME beside other data (RFC 1034 §3.6.2,
- * RFC 2181 §10.1), RRsets with differing TTLs (RFC 2181 §5.2), duplicate
- * records, SOA other than exactly one at the apex, no NS at the apex.
- * Returns the number of problems found (each reported), or a negative code.
+ * Checks the collected data against the zone-content rules, node by node
+ * (records_rules_check_node(), records/rules.h): CNAME beside other data
+ * or at the apex (RFC 1034 §3.6.2, RFC 2181 §10.1), more than one CNAME
+ * at a name, RRsets with differing TTLs (RFC 2181 §5.2), duplicate records
+ * (names in rdata compared ignoring case, RFC 4034 §6.2), SOA other than
+ * exactly one at the apex, no NS at the apex. Returns the number of
+ * problems found (each reported), or a negative code.
  */
 int records_import_check(records_import_t *imp, records_problem_cb problem,
                          void *ctx);

@@ -9,6 +9,11 @@
  * for the builder and the IXFR journal like an API change. The serial
  * moves once per message, before its first write, and not at all when
  * nothing changes (§3.6).
+ *
+ * What a zone may hold (CNAME alone, duplicates in canonical form, one TTL
+ * per RRset, the apex SOA and NS, the signer's types) is records/rules.h's
+ * to say; this file maps its verdicts to RFC 2136's outcomes: ignored
+ * (§3.4.2.2-4) or, for the signer's types, REFUSED.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -19,7 +24,7 @@
 
 #include "common/error.h"
 #include "common/log.h"
-#include "dns/name.h"
+#include "records/rules.h"
 #include "update/internal.h"
 #include "zonefile/zonefile.h"
 
@@ -33,18 +38,9 @@ static bool is_meta(uint16_t type)
 	       type == KNOT_RRTYPE_TSIG || type == 249 /* TKEY */;
 }
 
-/* Types zonecast makes itself (online signing): refused in updates. */
-static bool is_refused(uint16_t type)
-{
-	return type == KNOT_RRTYPE_RRSIG || type == KNOT_RRTYPE_NSEC ||
-	       type == KNOT_RRTYPE_NSEC3 || type == KNOT_RRTYPE_NSEC3PARAM ||
-	       type == KNOT_RRTYPE_DNSKEY || type == KNOT_RRTYPE_CDS ||
-	       type == KNOT_RRTYPE_CDNSKEY;
-}
-
 static bool in_zone(const update_msg_t *m, const knot_dname_t *owner)
 {
-	return dns_name_is_under(owner, m->zone.apex);
+	return records_rules_in_zone(m->zone.apex, owner);
 }
 
 static uint16_t rdlen(const knot_rrset_t *rr)
@@ -143,7 +139,8 @@ uint8_t update_prescan(const update_msg_t *m)
 			if (is_meta(rr->type)) {
 				return KNOT_RCODE_FORMERR;
 			}
-			rcode = is_refused(rr->type) ? KNOT_RCODE_NOERROR :
+			rcode = records_rules_is_signer_type(rr->type) ?
+			        KNOT_RCODE_NOERROR :
 			        check_added(m, rr);
 			if (rcode == KNOT_RCODE_FORMERR) {
 				return rcode;
@@ -167,10 +164,11 @@ uint8_t update_prescan(const update_msg_t *m)
 			return KNOT_RCODE_FORMERR;
 		}
 	}
-	/* Refusals come after every format check: FORMERR wins. */
+	/* Refusals come after every format check: FORMERR wins. The types
+	 * the online signer owns are refused whatever the operation. */
 	for (uint16_t i = 0; i < sec->count; i++) {
 		const knot_rrset_t *rr = knot_pkt_rr(sec, i);
-		if (is_refused(rr->type)) {
+		if (records_rules_is_signer_type(rr->type)) {
 			return KNOT_RCODE_REFUSED;
 		}
 	}
@@ -193,6 +191,7 @@ typedef struct {
 
 typedef struct {
 	stored_t *rec;
+	records_rules_rr_t *rr;  /* The same records, as the rules see them. */
 	size_t count, cap;
 	bool failed;
 } node_t;
@@ -212,6 +211,7 @@ static void node_free(node_t *n)
 {
 	node_clear(n);
 	free(n->rec);
+	free(n->rr);
 }
 
 static int collect(const records_record_t *rec, void *ctx)
@@ -220,11 +220,17 @@ static int collect(const records_record_t *rec, void *ctx)
 	if (n->count == n->cap) {
 		size_t cap = n->cap ? 2 * n->cap : 16;
 		stored_t *grown = realloc(n->rec, cap * sizeof(*grown));
-		if (grown == NULL) {
+		if (grown != NULL) {
+			n->rec = grown;
+		}
+		records_rules_rr_t *rr = realloc(n->rr, cap * sizeof(*rr));
+		if (rr != NULL) {
+			n->rr = rr;
+		}
+		if (grown == NULL || rr == NULL) {
 			n->failed = true;
 			return 1;
 		}
-		n->rec = grown;
 		n->cap = cap;
 	}
 	stored_t *s = &n->rec[n->count];
@@ -239,6 +245,9 @@ static int collect(const records_record_t *rec, void *ctx)
 		return 1;
 	}
 	memcpy(s->rdata, rec->rdata, rec->rdata_len);
+	n->rr[n->count] = (records_rules_rr_t){ .type = s->type, .ttl = s->ttl,
+	                                        .rdata = s->rdata,
+	                                        .rdata_len = s->rdata_len };
 	n->count++;
 	return 0;
 }
@@ -252,33 +261,22 @@ static int node_load(records_store_t *rs, const records_zone_t *zone,
 	return ret == ZC_EOK && n->failed ? KNOT_ENOMEM : ret;
 }
 
-/* Rdata equality as DNS compares it: names in rdata case-insensitively
- * (RFC 4034 §6.2 canonical form). */
-static bool rdata_equal(const knot_dname_t *owner, uint16_t type,
-                        const uint8_t *a, uint16_t alen,
-                        const uint8_t *b, uint16_t blen)
+/* The node as the rules see it (records/rules.h). */
+static records_rules_node_t rules_node(const update_msg_t *m,
+                                       const knot_dname_t *owner,
+                                       const node_t *n)
 {
-	if (alen == blen && memcmp(a, b, alen) == 0) {
-		return true;
-	}
-	if (alen != blen) {
-		return false; /* Lowercasing keeps lengths. */
-	}
-	knot_rrset_t ra, rb;
-	knot_rrset_init(&ra, (knot_dname_t *)owner, type, KNOT_CLASS_IN, 0);
-	knot_rrset_init(&rb, (knot_dname_t *)owner, type, KNOT_CLASS_IN, 0);
-	bool equal = false;
-	if (knot_rrset_add_rdata(&ra, a, alen, NULL) == KNOT_EOK &&
-	    knot_rrset_add_rdata(&rb, b, blen, NULL) == KNOT_EOK) {
-		ra.owner = NULL; /* Canonical form of the rdata only. */
-		rb.owner = NULL;
-		knot_rrset_rr_to_canonical(&ra);
-		knot_rrset_rr_to_canonical(&rb);
-		equal = knot_rdata_cmp(ra.rrs.rdata, rb.rrs.rdata) == 0;
-	}
-	knot_rdataset_clear(&ra.rrs, NULL);
-	knot_rdataset_clear(&rb.rrs, NULL);
-	return equal;
+	return (records_rules_node_t){ .apex = m->zone.apex, .owner = owner,
+	                               .rr = n->rr, .count = n->count };
+}
+
+/* Rdata equality as RFC 2136 §1.1.1 compares records: names in rdata
+ * ignoring case (RFC 4034 §6.2 canonical form). */
+static bool rdata_equal(uint16_t type, const knot_rdata_t *rd,
+                        const stored_t *s)
+{
+	return records_rules_rdata_equal(type, rd->data, rd->len, s->rdata,
+	                                 s->rdata_len);
 }
 
 /* --- Prerequisites (§3.2.5: in order, the value-dependent ones last) --- */
@@ -308,9 +306,7 @@ static bool value_rrset_matches(records_store_t *rs, const records_zone_t *zone,
 		for (uint16_t k = 0; k < rr->rrs.count; k++) {
 			bool found = false;
 			for (size_t j = 0; j < n.count && !found; j++) {
-				found = rdata_equal(rr->owner, rr->type, rd->data,
-				                    rd->len, n.rec[j].rdata,
-				                    n.rec[j].rdata_len);
+				found = rdata_equal(rr->type, rd, &n.rec[j]);
 			}
 			if (!found) {
 				node_free(&n);
@@ -331,9 +327,7 @@ static bool value_rrset_matches(records_store_t *rs, const records_zone_t *zone,
 			}
 			knot_rdata_t *rd = rr->rrs.rdata;
 			for (uint16_t k = 0; k < rr->rrs.count && !found; k++) {
-				found = rdata_equal(rr->owner, rr->type, rd->data,
-				                    rd->len, n.rec[j].rdata,
-				                    n.rec[j].rdata_len);
+				found = rdata_equal(rr->type, rd, &n.rec[j]);
 				rd = knot_rdataset_next(rd);
 			}
 		}
@@ -478,12 +472,6 @@ static int retime(records_store_t *rs, update_msg_t *m,
 	return ret == ZC_EOK ? (m->removed++, ZC_EOK) : ret;
 }
 
-static bool cname_compatible(uint16_t type)
-{
-	return type == KNOT_RRTYPE_CNAME || type == KNOT_RRTYPE_RRSIG ||
-	       type == KNOT_RRTYPE_NSEC;
-}
-
 static uint32_t soa_serial(const uint8_t *rdata, uint16_t len)
 {
 	const uint8_t *p = rdata + len - 20;
@@ -532,32 +520,29 @@ static int add_rr(records_store_t *rs, update_msg_t *m, node_t *n,
 	if (ret != ZC_EOK) {
 		return ret;
 	}
-	for (size_t i = 0; i < n->count; i++) {
-		uint16_t t = n->rec[i].type;
-		if (rr->type == KNOT_RRTYPE_CNAME && !cname_compatible(t)) {
-			return ZC_EOK; /* CNAME beside other data: ignored. */
+	records_rules_node_t node = rules_node(m, rr->owner, n);
+	records_rules_rr_t added = { .type = rr->type, .ttl = rr->ttl,
+	                             .rdata = rd->data, .rdata_len = rd->len };
+	records_verdict_t v = records_rules_check_add(&node, &added, NULL);
+	if (v == RECORDS_RULE_SECOND_CNAME) {
+		/* One CNAME: the new one replaces the stored one. */
+		for (size_t i = 0; i < n->count && ret == ZC_EOK; i++) {
+			if (n->rec[i].type == KNOT_RRTYPE_CNAME) {
+				ret = delete_stored(rs, m, &n->rec[i]);
+			}
 		}
-		if (t == KNOT_RRTYPE_CNAME && !cname_compatible(rr->type)) {
-			return ZC_EOK; /* Other data beside a CNAME: ignored. */
-		}
+	} else if (v != RECORDS_RULE_OK && v != RECORDS_RULE_DUPLICATE) {
+		/* A CNAME beside other data or at the apex, other data
+		 * beside a CNAME: ignored (§3.4.2.2). */
+		return ZC_EOK;
 	}
-	bool present = false;
-	for (size_t i = 0; i < n->count && ret == ZC_EOK; i++) {
-		stored_t *s = &n->rec[i];
-		if (s->type != rr->type) {
-			continue;
-		}
-		bool same = rdata_equal(rr->owner, rr->type, rd->data, rd->len,
-		                        s->rdata, s->rdata_len);
-		if (rr->type == KNOT_RRTYPE_CNAME && !same) {
-			ret = delete_stored(rs, m, s); /* One CNAME: replaced. */
-			continue;
-		}
-		if (same) {
-			present = true;
-		}
-		if (s->ttl != rr->ttl) {
-			ret = retime(rs, m, rr->owner, s, rr->ttl); /* RFC 2181 §5.2 */
+	/* The RRset takes the added record's TTL (RFC 2181 §5.2); a record
+	 * already there only that (§3.4.2.2: a duplicate is not added). */
+	bool present = v == RECORDS_RULE_DUPLICATE;
+	for (size_t i = 0; i < n->count && ret == ZC_EOK &&
+	     v != RECORDS_RULE_SECOND_CNAME; i++) {
+		if (records_rules_needs_retime(&n->rr[i], &added)) {
+			ret = retime(rs, m, rr->owner, &n->rec[i], rr->ttl);
 		}
 	}
 	if (ret != ZC_EOK || present) {
@@ -573,13 +558,6 @@ static int add_rr(records_store_t *rs, update_msg_t *m, node_t *n,
 	return ret == ZC_EOK ? note_added(m, rec.id) : ret;
 }
 
-static bool apex_protected(const update_msg_t *m, const knot_dname_t *owner,
-                           uint16_t type)
-{
-	return (type == KNOT_RRTYPE_SOA || type == KNOT_RRTYPE_NS) &&
-	       knot_dname_is_equal(owner, m->zone.apex);
-}
-
 /* Class ANY: delete an RRset, or every RRset at a name. */
 static int delete_rrsets(records_store_t *rs, update_msg_t *m, node_t *n,
                          const knot_rrset_t *rr)
@@ -587,29 +565,27 @@ static int delete_rrsets(records_store_t *rs, update_msg_t *m, node_t *n,
 	uint16_t type = rr->type == KNOT_RRTYPE_ANY ? 0 : rr->type;
 	int ret = node_load(rs, &m->zone, rr->owner, type, n);
 	for (size_t i = 0; i < n->count && ret == ZC_EOK; i++) {
-		if (!apex_protected(m, rr->owner, n->rec[i].type)) {
+		if (!records_rules_is_apex_protected(m->zone.apex, rr->owner,
+		                                     n->rec[i].type)) {
 			ret = delete_stored(rs, m, &n->rec[i]);
 		}
 	}
 	return ret;
 }
 
-/* Class NONE: delete one RR. */
+/* Class NONE: delete one RR; the SOA and the last apex NS stay
+ * (§3.4.2.3, §3.4.2.4). */
 static int delete_rr(records_store_t *rs, update_msg_t *m, node_t *n,
                      const knot_rrset_t *rr, const knot_rdata_t *rd)
 {
-	if (rr->type == KNOT_RRTYPE_SOA) {
-		return ZC_EOK;
-	}
 	int ret = node_load(rs, &m->zone, rr->owner, rr->type, n);
-	bool apex_ns = apex_protected(m, rr->owner, rr->type);
+	records_rules_node_t node = rules_node(m, rr->owner, n);
 	for (size_t i = 0; i < n->count && ret == ZC_EOK; i++) {
-		if (!rdata_equal(rr->owner, rr->type, rd->data, rd->len,
-		                 n->rec[i].rdata, n->rec[i].rdata_len)) {
+		if (!rdata_equal(rr->type, rd, &n->rec[i])) {
 			continue;
 		}
-		if (apex_ns && n->count == 1) {
-			return ZC_EOK; /* The last apex NS stays. */
+		if (records_rules_check_remove(&node, i) != RECORDS_RULE_OK) {
+			return ZC_EOK; /* Ignored. */
 		}
 		ret = delete_stored(rs, m, &n->rec[i]);
 		break;

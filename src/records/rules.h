@@ -1,0 +1,171 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * The zone-content rules, once for every write path: the HTTP API, RFC
+ * 2136 UPDATE and zone imports ask these functions whether a record may
+ * be added to or removed from a node, and map the verdict to their own
+ * error form (an HTTP 400 naming the field, an UPDATE silently ignored or
+ * REFUSED, an import error with its file and line).
+ *
+ * The rules are plain functions over the zone's apex, an owner name and
+ * the records stored at that node: no SQL, no HTTP, no DNS message. They
+ * are:
+ *
+ *   - the owner lies at or below the apex;
+ *   - RRSIG, NSEC, NSEC3, NSEC3PARAM, DNSKEY, CDS and CDNSKEY are the
+ *     online signer's (docs/dnssec.md): the API and UPDATE neither add
+ *     nor remove them;
+ *   - a CNAME shares its name with no other data but RRSIG and NSEC
+ *     (RFC 1034 §3.6.2, RFC 2181 §10.1, RFC 4035 §2.5), is never at the
+ *     apex (which holds the SOA and NS), and is alone in its RRset;
+ *   - a record equal to a stored one is a duplicate, compared as RFC 2136
+ *     §1.1.1 and RFC 4034 §6.2 say: the names inside the rdata of the
+ *     types listed there (NS, CNAME, SOA, PTR, MX, SRV, NAPTR, DNAME, ...)
+ *     case-insensitively, everything else octet by octet;
+ *   - all records of an RRset share one TTL (RFC 2181 §5.2): a write with
+ *     a new TTL retimes its RRset, an import with two TTLs is refused;
+ *   - the apex has exactly one SOA and at least one NS: neither the SOA
+ *     nor the last apex NS is removed, and "delete RRset" of the apex SOA
+ *     or NS is ignored (RFC 2136 §3.4.2.3).
+ *
+ * Rdata given here is well-formed for its type (zonefile_record_check()
+ * passed); malformed rdata is compared octet by octet, never read past
+ * its length.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <libknot/dname.h>
+
+/* One record at a node, borrowed from the caller. */
+typedef struct {
+	uint16_t type;
+	uint32_t ttl;
+	const uint8_t *rdata;
+	uint16_t rdata_len;
+	/* The caller's order (a file's line, ...): of two records in
+	 * conflict, the one with the larger tag is the one reported. */
+	uint64_t tag;
+} records_rules_rr_t;
+
+/* A node: the zone's apex, the owner (wire, any case) and the records
+ * stored there, in any order unless a function says otherwise. */
+typedef struct {
+	const knot_dname_t *apex;
+	const knot_dname_t *owner;
+	const records_rules_rr_t *rr;
+	size_t count;
+} records_rules_node_t;
+
+/* What a rule says about a change. */
+typedef enum {
+	RECORDS_RULE_OK = 0,
+	RECORDS_RULE_OUTSIDE_ZONE,     /* The owner is not at or below the apex. */
+	RECORDS_RULE_SIGNER_TYPE,      /* A type the online signer owns. */
+	RECORDS_RULE_SOA_ELSEWHERE,    /* An SOA below the apex. */
+	RECORDS_RULE_SECOND_SOA,       /* An SOA where one is. */
+	RECORDS_RULE_CNAME_AT_APEX,
+	RECORDS_RULE_CNAME_BESIDE_DATA, /* A CNAME added where other data is. */
+	RECORDS_RULE_DATA_BESIDE_CNAME, /* Other data added where a CNAME is. */
+	RECORDS_RULE_SECOND_CNAME,     /* Another CNAME where one is. */
+	RECORDS_RULE_DUPLICATE,        /* Equal to a stored record. */
+	RECORDS_RULE_TTL_DIFFERS,      /* Two TTLs in one RRset (an import). */
+	RECORDS_RULE_REMOVES_SOA,      /* The SOA is never removed. */
+	RECORDS_RULE_LAST_APEX_NS,     /* Nor the last NS at the apex. */
+	RECORDS_RULE_NO_SOA,           /* An apex without its SOA. */
+	RECORDS_RULE_NO_APEX_NS,       /* An apex without NS records. */
+} records_verdict_t;
+
+/* A short sentence naming the rule and its RFC ("CNAME and other data at
+ * the same name (RFC 1034 section 3.6.2, ...)"); static storage. */
+const char *records_rules_reason(records_verdict_t verdict);
+
+/* Whether owner is the apex or below it (names compared ignoring case). */
+bool records_rules_in_zone(const knot_dname_t *apex,
+                           const knot_dname_t *owner);
+
+/* Whether the online signer owns the type: RRSIG, NSEC, NSEC3,
+ * NSEC3PARAM, DNSKEY, CDS, CDNSKEY. */
+bool records_rules_is_signer_type(uint16_t type);
+
+/* Whether an "RRset delete" leaves the records of (owner, type) alone:
+ * the apex SOA and NS (RFC 2136 §3.4.2.3; also for "delete all RRsets"
+ * at the apex). */
+bool records_rules_is_apex_protected(const knot_dname_t *apex,
+                                     const knot_dname_t *owner,
+                                     uint16_t type);
+
+/*
+ * Compares two rdata of one type in canonical form (RFC 4034 §6.2 and
+ * §6.3): names inside the rdata lowercased for the types listed there
+ * (as libknot's knot_rrtype_should_be_lowercased() lists them, so the
+ * signer signs the same form), then octet by octet, a shorter rdata
+ * first. Returns <0, 0 or >0; 0 means the records are duplicates
+ * (RFC 2136 §1.1.1). Allocates nothing.
+ */
+int records_rules_rdata_cmp(uint16_t type, const uint8_t *a, uint16_t alen,
+                            const uint8_t *b, uint16_t blen);
+
+/* records_rules_rdata_cmp() == 0. */
+bool records_rules_rdata_equal(uint16_t type, const uint8_t *a,
+                               uint16_t alen, const uint8_t *b,
+                               uint16_t blen);
+
+/* Whether adding `added` gives the stored record a new TTL: same RRset,
+ * another TTL (RFC 2181 §5.2). The caller rewrites it with added->ttl. */
+bool records_rules_needs_retime(const records_rules_rr_t *stored,
+                                const records_rules_rr_t *added);
+
+/*
+ * Whether `rr` may be added at the node (which holds the records stored
+ * at the owner, less any record the write replaces). In order: OUTSIDE_
+ * ZONE, SIGNER_TYPE, SOA_ELSEWHERE, SECOND_SOA, CNAME_AT_APEX, CNAME_
+ * BESIDE_DATA, DATA_BESIDE_CNAME, SECOND_CNAME, DUPLICATE, else OK. *at
+ * (unless NULL) gets the index of the stored record in question (the
+ * other CNAME, the duplicate; SIZE_MAX when none).
+ */
+records_verdict_t records_rules_check_add(const records_rules_node_t *node,
+                                          const records_rules_rr_t *rr,
+                                          size_t *at);
+
+/*
+ * Whether the stored record node->rr[index] may be removed: SIGNER_TYPE,
+ * REMOVES_SOA, LAST_APEX_NS (the node must hold every NS of the apex),
+ * else OK.
+ */
+records_verdict_t records_rules_check_remove(const records_rules_node_t *node,
+                                             size_t index);
+
+/*
+ * As records_rules_check_remove(), for a record rewritten in place (an
+ * API PUT or PATCH) as a record of new_type at new_owner: the last apex
+ * NS may be rewritten as long as it stays an NS at the apex.
+ */
+records_verdict_t records_rules_check_replace(const records_rules_node_t *node,
+                                              size_t index,
+                                              const knot_dname_t *new_owner,
+                                              uint16_t new_type);
+
+/* Orders records as records_rules_check_node() wants them: by type, then
+ * canonical rdata (records_rules_rdata_cmp()). */
+int records_rules_rr_cmp(const records_rules_rr_t *a,
+                         const records_rules_rr_t *b);
+
+/* Receives one problem of a node: the index of the record (SIZE_MAX for
+ * the node as a whole: NO_SOA, NO_APEX_NS). */
+typedef void (*records_rules_problem_cb)(size_t index,
+                                         records_verdict_t verdict,
+                                         void *ctx);
+
+/*
+ * Checks a whole node as a zone file gives it (an import): SOA_ELSEWHERE,
+ * SECOND_SOA, CNAME_AT_APEX, CNAME_BESIDE_DATA or DATA_BESIDE_CNAME (the
+ * later of the two by tag), SECOND_CNAME, DUPLICATE, TTL_DIFFERS, and at
+ * the apex NO_SOA and NO_APEX_NS. The records must be in
+ * records_rules_rr_cmp() order. Signer-owned types are not refused here:
+ * an exported signed zone holds the DNSKEY, CDS and CDNSKEY the signer
+ * stored, and imports back. Returns the number of problems reported.
+ */
+int records_rules_check_node(const records_rules_node_t *node,
+                             records_rules_problem_cb problem, void *ctx);

@@ -1,0 +1,310 @@
+"""The zone-content rules give the same outcome through the HTTP API and
+through RFC 2136 UPDATE (records/rules.h, docs/api.md and
+docs/dynamic-updates.md).
+
+Every case makes two zones alike on one zonecast (`zonecast_dyn`): the
+same records are written into both through the API, then the same change
+is sent to one through the API (POST or DELETE, `?wait=live`) and to the
+other as an UPDATE signed with a TSIG key of the zone (dnspython). Both
+must agree on whether the change was made (API 200 vs 400; UPDATE NOERROR
+that moved the serial vs NOERROR that changed nothing, REFUSED or NOTZONE)
+and DNS must then serve the same RRsets, TTLs included, for every name and
+type the case touches (names in rdata compared as text, relative to each
+zone, so their case counts). A refused change changes nothing.
+
+Two outcomes differ by design and are checked as such: a second CNAME is
+refused by the API and replaces the first through UPDATE (RFC 2136
+§3.4.2.2), and a duplicate with a new TTL is refused by the API and
+retimes the RRset through UPDATE.
+"""
+
+import itertools
+import time
+
+import dns.name
+import dns.query
+import dns.rcode
+import dns.rdata
+import dns.rdataclass
+import dns.rdatatype
+import dns.update
+import pytest
+
+import servers
+
+DNS_WAIT = 2.0 * servers.TIMEOUT_SCALE
+_seq = itertools.count(1)
+
+KEY = ("257 3 13 mdsswUyr3DPW132mOi8V9xESWE8jTo0dxCjjnopKl+GqJxpVXckHAeF"
+       "+KkxLbxILfDLUT0rAK9iUzy1L53eKGQ==")
+
+
+@pytest.fixture(scope="module")
+def srv(zonecast_dyn):
+    return zonecast_dyn
+
+
+@pytest.fixture(scope="module")
+def api(srv):
+    return srv.client()
+
+
+# ------------------------------------------------------------------ the cases
+
+def add(name, rtype, ttl, text, api="accepted", update=None, rcode="NOERROR"):
+    """A step: add a record. `api`/`update`: "accepted" or "refused" (update
+    defaults to api's); rcode: the UPDATE's answer."""
+    return ("add", name, rtype, ttl, text, api, update or api, rcode)
+
+
+def delete(name, rtype, text, api="accepted", update=None, rcode="NOERROR"):
+    """A step: delete one record (API: DELETE by id; UPDATE: class NONE)."""
+    return ("delete", name, rtype, None, text, api, update or api, rcode)
+
+
+# (id, records written first through the API: (name, type, ttl, rdata), steps)
+# Names: "@" the apex, "x" relative, "x." absolute; {o} in rdata: the origin.
+CASES = [
+    # The drift this module fixed: the API compared rdata octet by octet,
+    # UPDATE in canonical form (RFC 2136 §1.1.1, RFC 4034 §6.2).
+    ("mx-name-case-is-a-duplicate", [("@", "MX", 300, "10 mail.{o}")],
+     [add("@", "MX", 300, "10 MAIL.{o}", "refused")]),
+    ("mx-name-case-escaped-octets", [("e", "MX", 300, "10 a\\000b.{o}")],
+     [add("e", "MX", 300, "10 A\\000B.{o}", "refused"),
+      add("e", "MX", 300, "10 a\\000c.{o}")]),
+    ("mx-escaped-dot-is-another-name", [("d", "MX", 300, "10 a.b.{o}")],
+     [add("d", "MX", 300, "10 a\\.b.{o}"),
+      add("d", "MX", 300, "10 A\\.B.{o}", "refused")]),
+    ("ns-name-case", [("sub", "NS", 300, "ns.other.test.")],
+     [add("sub", "NS", 300, "NS.Other.TEST.", "refused")]),
+    ("srv-name-case", [("_sip._tcp", "SRV", 300, "0 5 5060 sip.{o}")],
+     [add("_sip._tcp", "SRV", 300, "0 5 5060 SIP.{o}", "refused"),
+      add("_sip._tcp", "SRV", 300, "0 5 5061 SIP.{o}")]),
+    ("ptr-name-case", [("1", "PTR", 300, "host.other.test.")],
+     [add("1", "PTR", 300, "HOST.other.test.", "refused")]),
+    ("cname-name-case", [("c", "CNAME", 300, "t.{o}")],
+     [add("c", "CNAME", 300, "T.{o}", "refused")]),
+    ("txt-case-is-data", [("t", "TXT", 300, '"abc"')],
+     [add("t", "TXT", 300, '"ABC"')]),
+    ("identical-a", [("a", "A", 300, "192.0.2.1")],
+     [add("a", "A", 300, "192.0.2.1", "refused"), add("a", "A", 300, "192.0.2.2")]),
+    # CNAME and other data, both orders (RFC 1034 §3.6.2); UPDATE ignores.
+    ("cname-beside-data", [("x", "A", 300, "192.0.2.1")],
+     [add("x", "CNAME", 300, "t.{o}", "refused")]),
+    ("data-beside-cname", [("y", "CNAME", 300, "t.{o}")],
+     [add("y", "A", 300, "192.0.2.1", "refused"),
+      add("y", "TXT", 300, '"beside"', "refused")]),
+    ("cname-at-apex", [],
+     [add("@", "CNAME", 300, "elsewhere.test.", "refused")]),
+    ("dname-beside-cname", [("dn", "CNAME", 300, "t.{o}")],
+     [add("dn", "DNAME", 300, "other.test.", "refused")]),
+    ("dname-beside-data", [("dn2", "A", 300, "192.0.2.1")],
+     [add("dn2", "DNAME", 300, "other.test.")]),
+    ("wildcard", [("*", "TXT", 300, '"w"')],
+     [add("*", "CNAME", 300, "t.{o}", "refused"), add("*", "A", 300, "192.0.2.9")]),
+    # One TTL per RRset (RFC 2181 §5.2).
+    ("ttl-retimes-the-rrset", [("r", "A", 300, "192.0.2.1"), ("r", "A", 300, "192.0.2.2")],
+     [add("r", "A", 600, "192.0.2.3")]),
+    # The online signer's types: API 400, UPDATE REFUSED.
+    ("signer-dnskey", [],
+     [add("@", "DNSKEY", 300, KEY, "refused", rcode="REFUSED")]),
+    ("signer-cds", [],
+     [add("@", "CDS", 300, "12345 13 2 " + "3F0C9C2AB8E7D4C2" * 4, "refused",
+          rcode="REFUSED")]),
+    # Names outside the zone: API 400, UPDATE NOTZONE.
+    ("outside-the-zone", [],
+     [add("www.other.test.", "A", 300, "192.0.2.1", "refused", rcode="NOTZONE")]),
+    # The apex NS: one may go, the last stays (UPDATE: ignored).
+    ("last-apex-ns", [],
+     [delete("@", "NS", "ns2.{o}"), delete("@", "NS", "ns1.{o}", "refused")]),
+    ("delete-one-mx", [("@", "MX", 300, "10 mail.{o}"), ("@", "MX", 300, "20 mx2.{o}")],
+     [delete("@", "MX", "20 mx2.{o}")]),
+]
+
+# The outcomes that differ by design (docs/api.md, docs/dynamic-updates.md).
+DIFFERENCES = [
+    ("second-cname", [("c2", "CNAME", 300, "one.{o}")],
+     [add("c2", "CNAME", 300, "two.{o}", api="refused", update="accepted")]),
+    ("duplicate-with-new-ttl", [("d2", "A", 300, "192.0.2.1")],
+     [add("d2", "A", 60, "192.0.2.1", api="refused", update="accepted")]),
+]
+
+
+# ------------------------------------------------------------------ helpers
+
+class Zone:
+    """A zone of the case: API id, name (no final dot), origin, a TSIG key."""
+
+    def __init__(self, srv, api, prefix):
+        self.srv, self.api = srv, api
+        self.name = "%s%d.parity.test" % (prefix, next(_seq))
+        self.origin = self.name + "."
+        self.id = api.ok("POST", "/zones", json={"name": self.name})["result"]["id"]
+        self.key = srv.tsig_create("parity-key." + self.name, self.name)
+        self.settle()
+
+    def fq(self, name):
+        if name == "@":
+            return self.origin
+        return name if name.endswith(".") else "%s.%s" % (name, self.origin)
+
+    def rdata(self, rtype, text):
+        return dns.rdata.from_text(dns.rdataclass.IN, rtype, text.format(o=self.origin),
+                                   origin=dns.name.root, relativize=False)
+
+    def serial(self):
+        return self.api.get("/zones/%s" % self.id)["serial"]
+
+    def served_serial(self):
+        try:
+            m = self.srv.query(self.origin, "SOA", timeout=0.5)
+        except Exception:
+            return None
+        soa = [r for r in m.answer if r.rdtype == dns.rdatatype.SOA]
+        return soa[0][0].serial if soa else None
+
+    def settle(self):
+        """Wait until DNS serves the API's current version; return it."""
+        s = self.serial()
+        deadline = time.monotonic() + DNS_WAIT
+        while self.served_serial() != s:
+            assert time.monotonic() < deadline, "%s: serial %s not served" % (self.name, s)
+            time.sleep(0.01)
+        return s
+
+    def post(self, name, rtype, ttl, text):
+        return self.api.call("POST", "/zones/%s/dns_records" % self.id,
+                             params={"wait": "live"},
+                             json={"name": self.fq(name), "type": rtype, "ttl": ttl,
+                                   "content": text.format(o=self.origin)})
+
+    def record_id(self, name, rtype, text):
+        want = self.rdata(rtype, text)
+        for r in self.api.records(self.id, type=rtype):
+            content = r["content"]
+            if r.get("priority") is not None:
+                content = "%d %s" % (r["priority"], content)
+            if rtype in ("NS", "MX", "CNAME", "PTR") and not content.endswith("."):
+                content += "."      # the API writes names without their final dot
+            if r["name"] + "." == self.fq(name).lower() and self.rdata(rtype, content) == want:
+                return r["id"]
+        raise AssertionError("%s: no %s %s %s" % (self.name, name, rtype, text))
+
+    def served(self, name, rtype):
+        """(rcode, sorted rdata texts relative to the origin, ttl) for (name, rtype)."""
+        qname = dns.name.from_text(self.fq(name))
+        for _ in range(3):
+            try:
+                m = self.srv.query(self.fq(name), rtype, timeout=1.0)
+                break
+            except Exception:
+                m = None
+        assert m is not None, "no answer for %s %s" % (name, rtype)
+        origin = dns.name.from_text(self.origin)
+        rrs = [r for r in m.answer
+               if r.name == qname and r.rdtype == dns.rdatatype.from_text(rtype)]
+        texts = sorted(rd.to_text(origin=origin, relativize=True) for r in rrs for rd in r)
+        return dns.rcode.to_text(m.rcode()), texts, rrs[0].ttl if rrs else None
+
+
+def via_api(z, step):
+    """Apply a step through the API; returns "accepted" or "refused"."""
+    op, name, rtype, ttl, text = step[:5]
+    if op == "add":
+        r = z.post(name, rtype, ttl, text)
+    else:
+        rid = z.record_id(name, rtype, text)
+        r = z.api.call("DELETE", "/zones/%s/dns_records/%s" % (z.id, rid),
+                       params={"wait": "live"})
+    if r.status_code == 200:
+        return "accepted"
+    assert r.status_code == 400, "%s: HTTP %d %s" % (step, r.status_code, r.text)
+    assert r.json()["errors"][0]["message"], r.text
+    return "refused"
+
+
+def via_update(z, step):
+    """Apply a step as a TSIG-signed UPDATE; returns ("accepted" or
+    "refused", the rcode's name). NOERROR without a new serial: refused
+    (ignored, RFC 2136 §3.4.2)."""
+    op, name, rtype, ttl, text = step[:5]
+    before = z.settle()
+    u = dns.update.UpdateMessage(z.origin, keyring=z.key.key, keyalgorithm=z.key.key.algorithm)
+    if op == "add":
+        u.add(z.fq(name), ttl, rtype, text.format(o=z.origin))
+    else:
+        u.delete(z.fq(name), rtype, text.format(o=z.origin))
+    r = dns.query.tcp(u, z.srv.host, port=z.srv.port, timeout=5)
+    rcode = dns.rcode.to_text(r.rcode())
+    moved = z.serial() != before
+    assert not moved or rcode == "NOERROR", (step, rcode)
+    return ("accepted" if moved else "refused"), rcode
+
+
+def probes(records, steps):
+    return sorted({(name, rtype) for name, rtype, _, _ in records}
+                  | {(s[1], s[2]) for s in steps} | {("@", "NS"), ("@", "MX")})
+
+
+def state(z, probe_list):
+    return {p: z.served(*p) for p in probe_list}
+
+
+def run_case(srv, api, records, steps, compare_served=True):
+    za, zu = Zone(srv, api, "pa"), Zone(srv, api, "pu")
+    for z in (za, zu):
+        for name, rtype, ttl, text in records:
+            r = z.post(name, rtype, ttl, text)
+            assert r.status_code == 200, "setup %s %s: %s" % (name, rtype, r.text)
+        z.settle()
+    plist = probes(records, steps)
+    for step in steps:
+        want_api, want_update, want_rcode = step[5:]
+        before_a, before_u = state(za, plist), state(zu, plist)
+        got_api = via_api(za, step)
+        got_update, rcode = via_update(zu, step)
+        za.settle()
+        after_a, after_u = state(za, plist), state(zu, plist)
+        assert (got_api, got_update, rcode) == (want_api, want_update, want_rcode), \
+            "step %r: API %s, UPDATE %s (%s)" % (step[:5], got_api, got_update, rcode)
+        for got, before, after, path in ((got_api, before_a, after_a, "API"),
+                                        (got_update, before_u, after_u, "UPDATE")):
+            if got == "refused":
+                assert after == before, "%s: a refused %r changed what is served" % (
+                    path, step[:5])
+            else:
+                assert after != before, "%s: an accepted %r changed nothing" % (path, step[:5])
+        if compare_served:
+            assert after_a == after_u, "step %r: API and UPDATE serve differently:\n" \
+                "API    %r\nUPDATE %r" % (step[:5], after_a, after_u)
+    return za, zu
+
+
+# ------------------------------------------------------------------ tests
+
+@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
+def test_api_and_update_agree(srv, api, case):
+    _id, records, steps = case
+    run_case(srv, api, records, steps)
+
+
+def test_mx_differing_in_case_is_one_record_both_ways(srv, api):
+    """The drift case, spelled out: MX 10 mail and MX 10 MAIL are one record
+    (RFC 4034 §6.2) to the API as to UPDATE; the stored spelling stays."""
+    za, zu = run_case(srv, api, [("@", "MX", 300, "10 mail.{o}")],
+                      [add("@", "MX", 300, "10 MAIL.{o}", "refused")])
+    for z in (za, zu):
+        assert z.served("@", "MX") == ("NOERROR", ["10 mail"], 300)
+        assert [r["content"] for r in api.records(z.id, type="MX")] == ["mail." + z.name]
+
+
+@pytest.mark.parametrize("case", DIFFERENCES, ids=[c[0] for c in DIFFERENCES])
+def test_documented_differences(srv, api, case):
+    _id, records, steps = case
+    za, zu = run_case(srv, api, records, steps, compare_served=False)
+    if _id == "second-cname":
+        assert za.served("c2", "CNAME")[1] == ["one"]
+        assert zu.served("c2", "CNAME")[1] == ["two"]
+    else:
+        assert za.served("d2", "A") == ("NOERROR", ["192.0.2.1"], 300)
+        assert zu.served("d2", "A") == ("NOERROR", ["192.0.2.1"], 60)
