@@ -18,9 +18,14 @@
 #include <libknot/descriptor.h>
 #include <libknot/errcode.h>
 
+#include "api/conditional.h"
 #include "api/content.h"
-#include "api/internal.h"
+#include "api/dns_records.h"
+#include "api/format.h"
 #include "api/match.h"
+#include "api/record_list.h"
+#include "api/reply.h"
+#include "api/request.h"
 #include "api/txt.h"
 #include "common/arena.h"
 #include "common/error.h"

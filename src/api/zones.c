@@ -13,8 +13,17 @@
 #include <libknot/errcode.h>
 #include <libknot/rrtype/soa.h>
 
+#include "api/auth.h"
 #include "api/content.h"
-#include "api/internal.h"
+#include "api/dns_records.h"
+#include "api/dnssec.h"
+#include "api/format.h"
+#include "api/live.h"
+#include "api/reply.h"
+#include "api/request.h"
+#include "api/secondaries.h"
+#include "api/tsig_keys.h"
+#include "api/zones.h"
 #include "common/error.h"
 #include "dns/name.h"
 
