@@ -6,7 +6,6 @@
  * api_dispatch() (router.c), and api_response()'s body back out with its
  * headers.
  */
-#include <errno.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,7 +21,7 @@
 #include "common/acl.h"
 #include "common/error.h"
 #include "common/log.h"
-#include "server/server.h"
+#include "common/net.h"
 
 /* Queues the response to a request. */
 static enum MHD_Result respond(struct MHD_Connection *conn, api_req_t *req)
@@ -203,36 +202,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn,
 
 int api_bind(const char *listen_addr, int *fd)
 {
-	struct sockaddr_storage ss;
-	socklen_t len;
-	int ret = server_parse_addr(listen_addr, &ss, &len);
-	if (ret != ZC_EOK) {
-		zc_error("api: invalid address '%s'", listen_addr);
-		return ret;
-	}
-	int s = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (s < 0) {
-		return -errno;
-	}
-	/* SO_REUSEADDR: a restart is not kept out by connections of the
-	 * last run in TIME_WAIT; another listener still is. */
-	int on = 1;
-	setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on));
-	if (ss.ss_family == AF_INET6) {
-		setsockopt(s, IPPROTO_IPV6, IPV6_V6ONLY, &on, sizeof(on));
-	}
-	if (bind(s, (struct sockaddr *)&ss, len) != 0 ||
-	    listen(s, SOMAXCONN) != 0) {
-		ret = -errno;
-		zc_error("api: cannot listen on %s: %s", listen_addr,
-		         ret == -EADDRINUSE ? "address already in use (by "
-		         "another zonecast or another server; nothing was "
-		         "started)" : strerror(-ret));
-		close(s);
-		return ret;
-	}
-	*fd = s;
-	return ZC_EOK;
+	return zc_tcp_listen("api", listen_addr, SOMAXCONN, fd);
 }
 
 int api_start(const api_config_t *cfg, api_t **out)
@@ -240,7 +210,7 @@ int api_start(const api_config_t *cfg, api_t **out)
 	struct sockaddr_storage ss;
 	socklen_t len;
 	api_t *api;
-	int ret = server_parse_addr(cfg->listen, &ss, &len);
+	int ret = zc_addr_parse(cfg->listen, &ss, &len);
 	if (ret != ZC_EOK || (ret = api_new(cfg, &api)) != ZC_EOK) {
 		return ret;
 	}
