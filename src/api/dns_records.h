@@ -19,9 +19,6 @@ typedef struct {
 /* parts[] are the URL's path segments after dns_records. */
 void api_dns_records(api_req_t *req, int64_t zone_id, char **parts,
                      int count);
-/* A record in Cloudflare's shape. */
-json_t *api_record_json(const records_zone_t *zone,
-                        const records_record_t *rec);
 
 /*
  * Runs ops in one unit of the group committer (one zone version) and fills

@@ -29,8 +29,8 @@
 #include <libknot/errcode.h>
 
 #include "api/content.h"
-#include "api/dns_records.h"
 #include "api/match.h"
+#include "api/record_json.h"
 #include "api/record_list.h"
 #include "api/reply.h"
 #include "api/request.h"
