@@ -77,6 +77,59 @@ def edge_values():
                              2024010101, 3, -2011, len(apex)) + apex
     quarantine += struct.pack(">H", len(reason)) + reason
     write("edge_decode", "quarantine", quarantine)
+    keysets()
+
+
+# Throwaway keys for the seeds only (PKCS#8 PEM, as signer_key_generate()
+# writes them): an ECDSA P-256 one and an Ed25519 one.
+PEM_P256 = (b"-----BEGIN PRIVATE KEY-----\n"
+            b"MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQgU2WDfZw1eH32kdp7\n"
+            b"m4JOWWcwgF85bB4T0CwI2yzCqTGhRANCAARE8WobEYX+N3csRoX7Yq7bw1ph/xqU\n"
+            b"mzTr8s6y7vbARrRlCzZDHS6p0q4pqbXXiWNLElfe60Cvb2iGytilEUtF\n"
+            b"-----END PRIVATE KEY-----\n")
+PEM_ED25519 = (b"-----BEGIN PRIVATE KEY-----\n"
+               b"MC4CAQAwBQYDK2VwBCIEIIQlK5plMUSxN44M7bx4r4bebfgz4lYleeuIOniRDEnW\n"
+               b"-----END PRIVATE KEY-----\n")
+
+
+def keyset_key(flags, alg, active, pem):
+    return struct.pack(">HBBH", flags, alg, active, len(pem)) + pem
+
+
+def keyset(keys, version=2, count=None):
+    """A keyset value (src/edge/codec.h); version 1: the unmarked form
+    written before keysets had a version byte (keys back to back)."""
+    body = b"".join(keyset_key(*k) for k in keys)
+    if version == 1:
+        return body
+    return struct.pack(">BB", version, len(keys) if count is None else count) + body
+
+
+def keysets():
+    csk = (257, 13, 1, PEM_P256)
+    ksk, zsk = (257, 15, 1, PEM_ED25519), (256, 13, 1, PEM_P256)
+    write("edge_decode", "keyset-csk", keyset([csk]))
+    write("edge_decode", "keyset-ksk-zsk", keyset([ksk, zsk]))
+    write("edge_decode", "keyset-rollover", keyset(
+        [ksk, zsk, (256, 13, 0, PEM_P256), (257, 15, 0, PEM_ED25519)]))
+    write("edge_decode", "keyset-max", keyset([csk] * 8))
+    write("edge_decode", "keyset-no-ksk", keyset([(257, 13, 0, PEM_P256), zsk]))
+    write("edge_decode", "keyset-not-a-key", keyset([(257, 13, 1, b"x" * 40)]))
+    write("edge_decode", "keyset-v1", keyset([ksk, zsk], version=1))
+    write("edge_decode", "keyset-v1-csk", keyset([csk], version=1))
+    # Malformed: each must be refused with its own error.
+    good = keyset([ksk, zsk])
+    write("edge_decode", "keyset-truncated", good[:-7])
+    write("edge_decode", "keyset-trailing", good + b"\x00")
+    write("edge_decode", "keyset-version-3", b"\x03" + good[1:])
+    write("edge_decode", "keyset-version-0", b"\x00" + good[1:])
+    write("edge_decode", "keyset-count-0", keyset([ksk, zsk], count=0))
+    write("edge_decode", "keyset-count-9", keyset([csk] * 9, count=9))
+    write("edge_decode", "keyset-count-short", keyset([ksk, zsk], count=3))
+    write("edge_decode", "keyset-active-2", keyset([(257, 13, 2, PEM_P256)]))
+    write("edge_decode", "keyset-empty-pem", keyset([(257, 13, 1, b"")]))
+    write("edge_decode", "keyset-v1-truncated", keyset([ksk, zsk], version=1)[:-3])
+    write("edge_decode", "keyset-v1-nine", keyset([csk] * 9, version=1))
 
 
 def zonefiles():
@@ -150,6 +203,40 @@ def updates():
         u = dns.update.UpdateMessage("example.org.", **kw)
         u.add("a", 300, "A", "192.0.2.1")
         out(u)
+    prereq_order()
+
+
+def prereq_order():
+    """RFC 2136 §3.2.5's order: a failing prerequisite before a malformed
+    one (decided in the committer, not by the worker's prescan), and a
+    value-dependent mismatch before an existence failure."""
+    def rr(name, rtype, rclass, ttl, rdata=b""):
+        return (dns.name.from_text(name).to_wire() +
+                struct.pack(">HHIH", rtype, rclass, ttl, len(rdata)) + rdata)
+
+    def wire(prereqs, updates):
+        head = struct.pack(">HHHHHH", 4242, 5 << 11, 1, len(prereqs),
+                           len(updates), 0)
+        return (head + dns.name.from_text("example.").to_wire() +
+                struct.pack(">HH", 6, 1) + b"".join(prereqs) + b"".join(updates))
+
+    a, txt, any_, axfr = 1, 16, 255, 252
+    cls_in, cls_ch, cls_none, cls_any = 1, 3, 254, 255
+    add = [rr("new.example.", a, cls_in, 300, b"\xc0\x00\x02\x09")]
+    in_use = rr("web.example.", any_, cls_none, 0)
+    seeds = {
+        "prereq-order-ttl": [in_use, rr("web.example.", a, cls_any, 300)],
+        "prereq-order-notzone": [in_use, rr("x.example.org.", a, cls_any, 0)],
+        "prereq-order-class": [in_use, rr("web.example.", a, cls_ch, 0)],
+        "prereq-order-meta": [rr("web.example.", a, cls_none, 0),
+                              rr("web.example.", axfr, cls_any, 0)],
+        "prereq-order-value": [rr("web.example.", a, cls_in, 0,
+                                  b"\xc0\x00\x02\x63"), in_use],
+        "prereq-order-value-ttl": [rr("web.example.", txt, cls_in, 0, b"\x01x"),
+                                   rr("web.example.", a, cls_any, 300)],
+    }
+    for name, prereqs in seeds.items():
+        write("update", name, wire(prereqs, add))
 
 
 def tsig_rr(keyname, algorithm="hmac-sha256.", time=0, mac=b"\0" * 32,
@@ -497,9 +584,33 @@ def api_requests():
         b"", ["Authorization: zone"])
 
 
+def repl_keysets():
+    """Op streams (src/edge/repl.h) putting keysets (table 2) for zones 1-3:
+    a version-2 one, one in the unmarked form, a malformed one, and the
+    deletion of one (the other repl_apply seeds were written by hand)."""
+    def put_keys(zone, value):
+        key = struct.pack(">Q", zone)
+        return struct.pack(">BBHI", 1, 2, len(key), len(value)) + key + value
+
+    def del_keys(zone):
+        key = struct.pack(">Q", zone)
+        return struct.pack(">BBHI", 2, 2, len(key), 0) + key
+
+    csk = (257, 13, 1, PEM_P256)
+    ksk, zsk = (257, 15, 1, PEM_ED25519), (256, 13, 1, PEM_P256)
+    # The first byte also says where the stream is cut in two (its value
+    # modulo the length + 1): these cut inside the first op.
+    write("repl_apply", "keysets", put_keys(1, keyset([csk])) +
+          put_keys(2, keyset([ksk, zsk], version=1)) +
+          put_keys(3, keyset([ksk, zsk])[:-5]))
+    write("repl_apply", "keysets_replaced", put_keys(1, keyset([ksk, zsk])) +
+          put_keys(2, b"\x09" + keyset([csk])[1:]) + del_keys(3))
+
+
 TARGETS = {"query": queries, "edge_decode": edge_values,
            "zonefile": zonefiles, "update": updates,
-           "xfr_request": transfers, "api_request": api_requests}
+           "xfr_request": transfers, "api_request": api_requests,
+           "repl_apply": repl_keysets}
 
 if __name__ == "__main__":
     import sys

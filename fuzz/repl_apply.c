@@ -4,7 +4,9 @@
  * being what anyone allowed to publish on the txn subject could send. The
  * op stream is fed in two parts (cut where the first byte says); whatever
  * is stored must then decode and go into a DNS message without a read out
- * of bounds (a forged rdata once crashed an edge there).
+ * of bounds (a forged rdata once crashed an edge there). Keysets travel
+ * unchecked (opaque values): the edge's DNS server decodes and loads them,
+ * so every stored one goes through signer_keyset_decode() too.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +19,7 @@
 #include "edge/edge.h"
 #include "edge/repl.h"
 #include "fuzz/fuzz.h"
+#include "signer/signer.h"
 
 static edge_store_t *store;
 static zc_arena_t arena;
@@ -32,7 +35,22 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	return 0;
 }
 
-/* Every stored node decodes and its RRsets go into a message. */
+/* The zone's keyset, loaded as the answer path loads it (server/
+ * signing.c), then freed. */
+static void read_keys(edge_txn_t *txn, uint64_t zone)
+{
+	static const uint8_t apex[] = "\x04test";
+	const uint8_t *val;
+	size_t len;
+	signer_keyset_t ks;
+	if (edge_keys_get(txn, zone, &val, &len) == 0 &&
+	    signer_keyset_decode(apex, val, len, &ks) == 0) {
+		signer_keyset_free(&ks);
+	}
+}
+
+/* Every stored node decodes and its RRsets go into a message; every
+ * keyset is loaded. */
 static void read_back(void)
 {
 	edge_txn_t txn = { 0 };
@@ -61,6 +79,7 @@ static void read_back(void)
 			}
 		}
 		edge_iter_end(&it);
+		read_keys(&txn, zone);
 	}
 	knot_pkt_free(pkt);
 	edge_txn_abort(&txn);

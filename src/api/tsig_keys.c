@@ -14,7 +14,7 @@
 #include "api/request.h"
 #include "api/tsig_keys.h"
 #include "common/error.h"
-#include "update/update.h"
+#include "dns/tsig_key.h"
 
 static json_t *key_json(const records_tsig_key_t *key, bool with_secret)
 {
@@ -37,8 +37,8 @@ static json_t *key_json(const records_tsig_key_t *key, bool with_secret)
 	                      "grants", grants, "transfer", key->transfer,
 	                      "created_on", api_time(key->created_on));
 	char secret[256];
-	if (with_secret && update_key_secret_b64(key, secret,
-	                                         sizeof(secret)) == ZC_EOK) {
+	if (with_secret && dns_tsig_secret_b64(key->secret, key->secret_len,
+	                                       secret, sizeof(secret)) == ZC_EOK) {
 		json_object_set_new(o, "secret", json_string(secret));
 	}
 	return o;
@@ -62,9 +62,9 @@ typedef struct {
 static int create_unit(records_store_t *rs, void *ctx)
 {
 	create_t *c = ctx;
-	return update_key_create(rs, c->zone_id, c->name, c->algorithm,
-	                         c->grants, c->transfer, &c->key, c->err,
-	                         sizeof(c->err));
+	return records_tsig_create(rs, c->zone_id, c->name, c->algorithm,
+	                           c->grants, c->transfer, &c->key, c->err,
+	                           sizeof(c->err));
 }
 
 /* Reads "grants": an array of strings, joined with spaces. */

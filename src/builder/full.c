@@ -336,53 +336,120 @@ static int fence(build_t *b, bool chunked)
 	return edge_txn_stage_clear(&b->write, (uint64_t)b->zone.id);
 }
 
-/* The zone's DNSSEC keys in the edge form (signer/signer.h): flags u16,
- * algorithm u8, active u8, PEM length u16, PEM; for each key. */
+/* The zone's DNSSEC keys as the records store lists them, copied (a row's
+ * PEM is borrowed for the callback only) for the edge keyset (codec.h). */
 typedef struct {
-	uint8_t *buf;
-	size_t len, cap;
+	edge_keyset_t set;
+	int64_t id[EDGE_KEYSET_MAX_KEYS];
+	unsigned listed;     /* Every key of the zone, kept or not. */
 	bool failed;
 } keys_t;
 
 static int add_key(const records_dnssec_key_t *key, void *ctx)
 {
 	keys_t *k = ctx;
-	size_t need = k->len + 6 + key->pem_len;
-	if (key->pem_len > UINT16_MAX) {
-		return 0;
+	if (k->listed++ >= EDGE_KEYSET_MAX_KEYS) {
+		return 0; /* Counted: the encoder refuses the keyset. */
 	}
-	if (need > k->cap) {
-		uint8_t *grown = realloc(k->buf, need * 2);
-		if (grown == NULL) {
-			k->failed = true;
-			return 1;
-		}
-		k->buf = grown;
-		k->cap = need * 2;
+	uint8_t *pem = malloc(key->pem_len > 0 ? key->pem_len : 1);
+	if (pem == NULL) {
+		k->failed = true;
+		return 1;
 	}
-	uint8_t *p = k->buf + k->len;
-	p[0] = (uint8_t)(key->flags >> 8);
-	p[1] = (uint8_t)key->flags;
-	p[2] = key->algorithm;
-	p[3] = key->active ? 1 : 0;
-	p[4] = (uint8_t)(key->pem_len >> 8);
-	p[5] = (uint8_t)key->pem_len;
-	memcpy(p + 6, key->pem, key->pem_len);
-	k->len = need;
+	memcpy(pem, key->pem, key->pem_len);
+	k->id[k->set.count] = key->id;
+	k->set.keys[k->set.count++] = (edge_key_t){
+		.flags = key->flags, .algorithm = key->algorithm,
+		.active = key->active, .pem = pem, .pem_len = key->pem_len };
 	return 0;
+}
+
+static void keys_free(keys_t *k)
+{
+	for (unsigned i = 0; i < k->set.count; i++) {
+		free((uint8_t *)k->set.keys[i].pem);
+	}
+}
+
+/* Encodes the keys (an empty value: the zone is not signed); a keyset the
+ * edge cannot hold is an error of the zone's build, logged here with what
+ * is wrong (never a key left out). */
+static int encode_keys(build_t *b, keys_t *k, uint8_t **val, size_t *len)
+{
+	*val = NULL;
+	*len = 0;
+	if (k->listed == 0) {
+		return ZC_EOK;
+	}
+	size_t size = edge_keyset_size(&k->set);
+	uint8_t *buf = malloc(size);
+	if (buf == NULL) {
+		return KNOT_ENOMEM;
+	}
+	int ret = k->listed > EDGE_KEYSET_MAX_KEYS ? ZC_EKEYCOUNT :
+	          edge_keyset_encode(buf, size, &k->set);
+	if (ret == ZC_EKEYCOUNT) {
+		zc_error("zone %s: %u DNSSEC keys, the edge store holds %u at "
+		         "most (retire some: zonecast dnssec rollover ZONE "
+		         "ksk|zsk retire)", b->zone.name, k->listed,
+		         EDGE_KEYSET_MAX_KEYS);
+	}
+	for (unsigned i = 0; ret == ZC_EKEYSIZE && i < k->set.count; i++) {
+		size_t pem_len = k->set.keys[i].pem_len;
+		if (pem_len == 0 || pem_len > EDGE_KEYSET_PEM_MAX) {
+			zc_error("zone %s: DNSSEC key id %lld does not fit the "
+			         "edge store: its private key (PEM) has %zu bytes, "
+			         "1 to %u fit", b->zone.name, (long long)k->id[i],
+			         pem_len, EDGE_KEYSET_PEM_MAX);
+		}
+	}
+	if (ret < 0) {
+		free(buf);
+		return ret;
+	}
+	*val = buf;
+	*len = (size_t)ret;
+	return ZC_EOK;
+}
+
+/* Whether the stored keyset holds the same keys as `want` (in either
+ * version: a keyset written before version 2 is still the same keys). */
+static bool same_keys(const uint8_t *have, size_t have_len,
+                      const uint8_t *want, size_t want_len)
+{
+	if (have_len == want_len && (want_len == 0 ||
+	                             memcmp(have, want, want_len) == 0)) {
+		return true;
+	}
+	edge_keyset_t set;
+	if (have_len == 0 || want_len == 0 ||
+	    edge_keyset_decode(have, have_len, &set) != ZC_EOK ||
+	    edge_keyset_size(&set) != want_len) {
+		return false;
+	}
+	uint8_t *buf = malloc(want_len);
+	bool same = buf != NULL &&
+	            edge_keyset_encode(buf, want_len, &set) == (int)want_len &&
+	            memcmp(buf, want, want_len) == 0;
+	free(buf);
+	return same;
 }
 
 /* The signing keys go live with the zone's metadata (or are dropped). */
 static int finish_keys(build_t *b)
 {
 	keys_t k = { 0 };
+	uint8_t *val = NULL;
+	size_t len = 0;
 	int ret = records_dnssec_keys(b->rs, b->zone.id, add_key, &k);
 	if (ret == ZC_EOK && k.failed) {
 		ret = KNOT_ENOMEM;
 	}
+	if (ret == ZC_EOK) {
+		ret = encode_keys(b, &k, &val, &len);
+	}
 	if (ret == ZC_EOK && b->apply) {
-		ret = edge_txn_put_keys(&b->write, (uint64_t)b->zone.id, k.buf,
-		                        k.len);
+		ret = edge_txn_put_keys(&b->write, (uint64_t)b->zone.id, val, len);
 	} else if (ret == ZC_EOK) {
 		const uint8_t *have = NULL;
 		size_t have_len = 0;
@@ -390,12 +457,12 @@ static int finish_keys(build_t *b)
 		                  &have_len) != ZC_EOK) {
 			have_len = 0;
 		}
-		if (have_len != k.len || (k.len > 0 &&
-		                          memcmp(have, k.buf, k.len) != 0)) {
+		if (!same_keys(have, have_len, val, len)) {
 			report(b, b->zone.apex, "DNSSEC signing keys differ");
 		}
 	}
-	free(k.buf);
+	free(val);
+	keys_free(&k);
 	return ret;
 }
 

@@ -11,8 +11,8 @@
 
 #include "cli/commands.h"
 #include "common/error.h"
+#include "dns/tsig_key.h"
 #include "records/records.h"
-#include "update/update.h"
 
 static void usage(FILE *out)
 {
@@ -60,8 +60,8 @@ static int create(records_store_t *rs, const char *name, const char *zone,
 	char err[300] = "", text[512];
 	int ret = records_write_begin(rs);
 	if (ret == ZC_EOK) {
-		ret = update_key_create(rs, zone_id, name, alg, grants, transfer,
-		                        &key, err, sizeof(err));
+		ret = records_tsig_create(rs, zone_id, name, alg, grants,
+		                          transfer, &key, err, sizeof(err));
 		if (ret == ZC_EOK) {
 			ret = records_write_commit(rs);
 		} else {
@@ -70,11 +70,13 @@ static int create(records_store_t *rs, const char *name, const char *zone,
 	}
 	if (ret == ZC_EOK && knot_format) {
 		char secret[256];
-		ret = update_key_secret_b64(&key, secret, sizeof(secret));
+		ret = dns_tsig_secret_b64(key.secret, key.secret_len, secret,
+		                          sizeof(secret));
 		snprintf(text, sizeof(text), "%s:%s:%s\n", key.algorithm, name,
 		         secret);
 	} else if (ret == ZC_EOK) {
-		ret = update_key_format(&key, text, sizeof(text));
+		ret = dns_tsig_key_format(key.name, key.algorithm, key.secret,
+		                          key.secret_len, text, sizeof(text));
 	}
 	if (ret != ZC_EOK) {
 		fprintf(stderr, "zonecast tsig create: %s\n",

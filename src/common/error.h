@@ -43,6 +43,13 @@
 	X(ZC_EUNSTORABLE,   -2021, "record not stored: a meta-type, a TTL " \
 	  "over 2^31-1, NS at a wildcard, or no master-file form that reads " \
 	  "back the same") \
+	X(ZC_EVERSION,      -2022, "stored value of an unknown format version " \
+	  "(written by a newer zonecast?)") \
+	X(ZC_ETRUNCATED,    -2023, "stored value truncated") \
+	X(ZC_ETRAILING,     -2024, "stored value followed by trailing bytes") \
+	X(ZC_EKEYSIZE,      -2025, "DNSSEC private key empty or over 65,535 " \
+	  "bytes (PEM): the edge store cannot hold it") \
+	X(ZC_EKEYCOUNT,     -2026, "a signed zone has 1 to 8 DNSSEC keys") \
 	X(ZC_ENATS,         -2030, "NATS/JetStream error") \
 	X(ZC_EACCES_NATS,   -2032, "NATS refused the credentials") \
 	X(ZC_EREPLGAP,      -2031, "replication stream has a gap (bootstrap " \

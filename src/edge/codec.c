@@ -296,3 +296,117 @@ int edge_quarantine_decode(const uint8_t *buf, size_t len,
 	}
 	return ZC_EOK;
 }
+
+/* --- DNSSEC keysets --- */
+
+size_t edge_keyset_size(const edge_keyset_t *ks)
+{
+	size_t size = 1 + 1;
+	for (unsigned i = 0; i < ks->count && i < EDGE_KEYSET_MAX_KEYS; i++) {
+		size += 2 + 1 + 1 + 2 + ks->keys[i].pem_len;
+	}
+	return size;
+}
+
+int edge_keyset_encode(uint8_t *buf, size_t len, const edge_keyset_t *ks)
+{
+	if (ks->count == 0 || ks->count > EDGE_KEYSET_MAX_KEYS) {
+		return ZC_EKEYCOUNT;
+	}
+	for (unsigned i = 0; i < ks->count; i++) {
+		if (ks->keys[i].pem_len == 0 ||
+		    ks->keys[i].pem_len > EDGE_KEYSET_PEM_MAX) {
+			return ZC_EKEYSIZE;
+		}
+	}
+	zc_wire_t w = zc_wire_init(buf, len);
+	zc_wire_u8(&w, EDGE_KEYSET_VERSION);
+	zc_wire_u8(&w, ks->count);
+	for (unsigned i = 0; i < ks->count; i++) {
+		const edge_key_t *k = &ks->keys[i];
+		zc_wire_u16(&w, k->flags);
+		zc_wire_u8(&w, k->algorithm);
+		zc_wire_u8(&w, k->active ? 1 : 0);
+		zc_wire_u16(&w, (uint16_t)k->pem_len);
+		zc_wire_write(&w, k->pem, k->pem_len);
+	}
+	if (w.error != ZC_EOK) {
+		return ZC_ENOSPACE;
+	}
+	return (int)(w.pos - buf);
+}
+
+/* Reads one key (the same layout in both versions). */
+static int decode_key(zc_wire_t *w, edge_key_t *key)
+{
+	key->flags = zc_wire_get_u16(w);
+	key->algorithm = zc_wire_get_u8(w);
+	uint8_t active = zc_wire_get_u8(w);
+	key->pem_len = zc_wire_get_u16(w);
+	key->pem = zc_wire_take(w, key->pem_len);
+	if (w->error != ZC_EOK) {
+		return ZC_ETRUNCATED;
+	}
+	if (active > 1 || key->pem_len == 0) {
+		return ZC_EFORMAT;
+	}
+	key->active = active == 1;
+	return ZC_EOK;
+}
+
+/* Version 1 (unmarked): keys back to back up to the end, no count. */
+static int decode_unmarked(zc_wire_t *w, edge_keyset_t *out)
+{
+	while (w->pos < w->end) {
+		if (out->count == EDGE_KEYSET_MAX_KEYS) {
+			return ZC_EKEYCOUNT;
+		}
+		int ret = decode_key(w, &out->keys[out->count]);
+		if (ret != ZC_EOK) {
+			return ret;
+		}
+		out->count++;
+	}
+	return ZC_EOK;
+}
+
+/* Either version, told apart by the first byte (codec.h). */
+static int decode_keyset(const uint8_t *buf, size_t len, edge_keyset_t *out)
+{
+	if (len == 0) {
+		return ZC_ETRUNCATED;
+	}
+	zc_wire_t w = zc_wire_init((uint8_t *)buf, len);
+	out->version = buf[0];
+	if (out->version == EDGE_KEYSET_VERSION_UNMARKED) {
+		return decode_unmarked(&w, out);
+	}
+	if (out->version != EDGE_KEYSET_VERSION) {
+		return ZC_EVERSION;
+	}
+	zc_wire_get_u8(&w);
+	uint8_t count = zc_wire_get_u8(&w);
+	if (w.error != ZC_EOK) {
+		return ZC_ETRUNCATED;
+	}
+	if (count == 0 || count > EDGE_KEYSET_MAX_KEYS) {
+		return ZC_EKEYCOUNT;
+	}
+	for (out->count = 0; out->count < count; out->count++) {
+		int ret = decode_key(&w, &out->keys[out->count]);
+		if (ret != ZC_EOK) {
+			return ret;
+		}
+	}
+	return w.pos == w.end ? ZC_EOK : ZC_ETRAILING;
+}
+
+int edge_keyset_decode(const uint8_t *buf, size_t len, edge_keyset_t *out)
+{
+	memset(out, 0, sizeof(*out));
+	int ret = decode_keyset(buf, len, out);
+	if (ret != ZC_EOK) {
+		out->count = 0; /* Nothing half-decoded is ever used. */
+	}
+	return ret;
+}

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /*
- * Edge store value formats: nodes and zone metadata.
+ * Edge store value formats: nodes, zone metadata, quarantine entries and
+ * DNSSEC keysets.
  *
  * Node value, version 1 (all integers big-endian):
  *
@@ -34,11 +35,29 @@
  *   u8  apex length, apex (lowercase wire name)
  *   u16 reason length, reason (text, no NUL)
  *
+ * DNSSEC keyset (table `keys`: the signing keys of a signed zone, which
+ * the DNS server loads to sign answers), version 2:
+ *
+ *   u8  version (2)
+ *   u8  key count (1..EDGE_KEYSET_MAX_KEYS)
+ *   per key: u16 flags (256 ZSK, 257 KSK or CSK), u8 algorithm,
+ *   u8 active (1: signs, 0: only published), u16 PEM length
+ *   (1..EDGE_KEYSET_PEM_MAX), the private key (PKCS#8 PEM)
+ *
+ * Version 1 is the form zonecast wrote before keysets had a version byte:
+ * the same keys back to back, with no version and no count. It is still
+ * read, so an edge store written then keeps signing after an upgrade (the
+ * next full build of the zone writes version 2). It is told apart without
+ * doubt: its first byte is the high byte of the first key's flags, and the
+ * only flags ever stored (256, 257) make it 0x01, a byte no keyset of a
+ * later version starts with (they start with their version, 2 and up).
+ *
  * Decoders check every length: values are read by the DNS server and must
  * never be trusted blindly (fuzz/edge_decode.c).
  */
 #pragma once
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stddef.h>
 #include <libknot/rrset.h>
@@ -47,6 +66,9 @@
 #define EDGE_NODE_VERSION 1
 #define EDGE_ZONE_VERSION 1
 #define EDGE_QUARANTINE_VERSION 1
+#define EDGE_KEYSET_VERSION 2
+/* The form without a version byte (see above): decoded, never written. */
+#define EDGE_KEYSET_VERSION_UNMARKED 1
 
 /* Node flags, derived from its RRsets and position by the encoder. */
 enum {
@@ -170,3 +192,47 @@ int edge_quarantine_encode(uint8_t *buf, size_t len,
  * NUL-terminated). Returns ZC_EOK or ZC_EFORMAT. */
 int edge_quarantine_decode(const uint8_t *buf, size_t len,
                            edge_quarantine_t *out);
+
+/* --- DNSSEC keysets --- */
+
+/* Most keys one zone's keyset holds (a rollover of both keys at once
+ * needs 4), and the longest PEM a key may have (its length is a u16). */
+#define EDGE_KEYSET_MAX_KEYS 8
+#define EDGE_KEYSET_PEM_MAX 65535
+
+typedef struct {
+	uint16_t flags;
+	uint8_t algorithm;
+	bool active;
+	const uint8_t *pem;  /* Borrowed: the caller's (encode), or inside the
+	                        decoded value (decode). */
+	size_t pem_len;
+} edge_key_t;
+
+typedef struct {
+	uint8_t version;     /* Decode: the form read (1 or 2). */
+	uint8_t count;
+	edge_key_t keys[EDGE_KEYSET_MAX_KEYS];
+} edge_keyset_t;
+
+/* Bytes of the encoded keyset (as given: edge_keyset_encode() refuses
+ * what cannot be encoded). */
+size_t edge_keyset_size(const edge_keyset_t *ks);
+
+/*
+ * Encodes a keyset (version 2; ks->version is ignored). Returns the length
+ * written, or: ZC_EKEYCOUNT (no key, or over EDGE_KEYSET_MAX_KEYS),
+ * ZC_EKEYSIZE (a PEM empty or over EDGE_KEYSET_PEM_MAX bytes), ZC_ENOSPACE
+ * (buf too small). Nothing is ever left out silently.
+ */
+int edge_keyset_encode(uint8_t *buf, size_t len, const edge_keyset_t *ks);
+
+/*
+ * Decodes a keyset of version 2 or 1 (unmarked). The PEMs point into buf
+ * (borrowed: valid as long as buf). Returns ZC_EOK or why the value is
+ * refused: ZC_EVERSION (a version this zonecast does not know),
+ * ZC_ETRUNCATED (it ends inside a key), ZC_ETRAILING (bytes after the
+ * last key), ZC_EKEYCOUNT (no key, or too many), ZC_EFORMAT (an empty
+ * PEM, an active byte other than 0 or 1).
+ */
+int edge_keyset_decode(const uint8_t *buf, size_t len, edge_keyset_t *out);

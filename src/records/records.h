@@ -467,6 +467,18 @@ typedef struct {
  * key of that name exists. Runs in the caller's write transaction. */
 int records_tsig_add(records_store_t *store, records_tsig_key_t *key);
 
+/*
+ * Makes and stores a key for the zone (records/tsig_create.c), inside the
+ * caller's write transaction: checks the name, the algorithm (NULL:
+ * hmac-sha256) and the grants (NULL or "": the whole zone; syntax in
+ * dns/tsig_grants.h), draws a secret of the algorithm's size. On a
+ * problem (ZC_EUSAGE, ZC_EEXISTS), err names the field at fault.
+ */
+int records_tsig_create(records_store_t *store, int64_t zone_id,
+                        const char *name, const char *algorithm,
+                        const char *grants, bool transfer,
+                        records_tsig_key_t *key, char *err, size_t err_size);
+
 /* Finds a key by name (wire, any case). ZC_ENOKEY when absent. */
 int records_tsig_find(records_store_t *store, const knot_dname_t *name,
                       records_tsig_key_t *key);

@@ -37,6 +37,7 @@ typedef struct {
 	size_t ks_len;
 	signer_keyset_t ks;
 	bool ks_valid;
+	bool ks_refused;      /* ks_raw did not load (logged once). */
 	/* DNS Cookies (server/cookie.h): the server secret (NULL: cookies
 	 * off) and, set by the caller before each message, the client's
 	 * address (NULL: the COOKIE option is ignored). */

@@ -11,10 +11,14 @@
 #include <libknot/errcode.h>
 
 #include "common/error.h"
+#include "common/log.h"
 #include "dns/nsec.h"
 #include "dns/successor.h"
 #include "server/query.h"
 
+/* The zone's keys, decoded once per stored value and kept while the value
+ * stays the same. A value that does not load is logged once (per worker)
+ * and the zone is answered unsigned until its value changes. */
 bool query_load_keys(query_t *qr)
 {
 	answer_ctx_t *ctx = qr->ctx;
@@ -23,14 +27,15 @@ bool query_load_keys(query_t *qr)
 	if (edge_keys_get(qr->txn, qr->zone.zone_id, &raw, &len) != ZC_EOK) {
 		return false;
 	}
-	if (ctx->ks_valid && ctx->ks_zone == qr->zone.zone_id &&
-	    ctx->ks_len == len && memcmp(ctx->ks_raw, raw, len) == 0) {
-		return true;
+	if ((ctx->ks_valid || ctx->ks_refused) &&
+	    ctx->ks_zone == qr->zone.zone_id && ctx->ks_len == len &&
+	    memcmp(ctx->ks_raw, raw, len) == 0) {
+		return ctx->ks_valid;
 	}
 	if (ctx->ks_valid) {
 		signer_keyset_free(&ctx->ks);
-		ctx->ks_valid = false;
 	}
+	ctx->ks_valid = ctx->ks_refused = false;
 	uint8_t *copy = realloc(ctx->ks_raw, len);
 	if (copy == NULL) {
 		return false;
@@ -38,10 +43,17 @@ bool query_load_keys(query_t *qr)
 	memcpy(copy, raw, len);
 	ctx->ks_raw = copy;
 	ctx->ks_len = len;
-	if (signer_keyset_decode(qr->zone.apex, raw, len, &ctx->ks) != ZC_EOK) {
+	ctx->ks_zone = qr->zone.zone_id;
+	int ret = signer_keyset_decode(qr->zone.apex, raw, len, &ctx->ks);
+	if (ret != ZC_EOK) {
+		char name[KNOT_DNAME_TXT_MAXLEN + 1];
+		knot_dname_to_str(name, qr->zone.apex, sizeof(name));
+		zc_error("zone %s: its DNSSEC keys in the edge store do not load "
+		         "(%s): answers go unsigned until the zone's next full "
+		         "build", name, zc_strerror(ret));
+		ctx->ks_refused = true;
 		return false;
 	}
-	ctx->ks_zone = qr->zone.zone_id;
 	ctx->ks_valid = true;
 	return true;
 }

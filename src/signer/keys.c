@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
-/* DNSSEC keys: generation, loading, DNSKEY and DS, the edge form. */
+/* DNSSEC keys: generation, loading, DNSKEY and DS, keysets from the edge
+ * store (whose form edge/codec.h owns). */
 #include <stdlib.h>
 #include <string.h>
 #include <gnutls/abstract.h>
@@ -131,46 +132,49 @@ int signer_key_ds(const signer_key_t *key, uint8_t *out, size_t size)
 	return ret;
 }
 
-int signer_keyset_decode(const uint8_t *apex, const uint8_t *data,
-                         size_t len, signer_keyset_t *out)
+int signer_keyset_load(const uint8_t *apex, const edge_keyset_t *set,
+                       signer_keyset_t *out)
 {
 	memset(out, 0, sizeof(*out));
 	out->zsk = out->ksk = -1;
-	size_t pos = 0;
-	while (pos < len && out->count < SIGNER_MAX_KEYS) {
-		if (len - pos < 6) {
-			signer_keyset_free(out);
-			return ZC_EFORMAT;
-		}
-		uint16_t flags = (uint16_t)(data[pos] << 8 | data[pos + 1]);
-		uint8_t alg = data[pos + 2];
-		bool active = data[pos + 3] != 0;
-		size_t plen = (size_t)(data[pos + 4] << 8 | data[pos + 5]);
-		pos += 6;
-		if (len - pos < plen) {
-			signer_keyset_free(out);
-			return ZC_EFORMAT;
-		}
+	for (unsigned i = 0; i < set->count && i < SIGNER_MAX_KEYS; i++) {
+		const edge_key_t *key = &set->keys[i];
 		signer_key_t *k = &out->keys[out->count];
-		if (signer_key_load(apex, flags, alg, data + pos, plen, k) != ZC_EOK) {
+		if (signer_key_load(apex, key->flags, key->algorithm, key->pem,
+		                    key->pem_len, k) != ZC_EOK) {
 			signer_keyset_free(out);
 			return ZC_EFORMAT;
 		}
-		k->active = active;
-		pos += plen;
-		if (active && flags == SIGNER_FLAGS_KSK && out->ksk < 0) {
+		k->active = key->active;
+		if (key->active && key->flags == SIGNER_FLAGS_KSK && out->ksk < 0) {
 			out->ksk = (int)out->count;
 		}
-		if (active && flags == SIGNER_FLAGS_ZSK && out->zsk < 0) {
+		if (key->active && key->flags == SIGNER_FLAGS_ZSK && out->zsk < 0) {
 			out->zsk = (int)out->count;
 		}
 		out->count++;
+	}
+	if (out->ksk < 0) {
+		signer_keyset_free(out);
+		return ZC_ENOKEY;
 	}
 	/* A CSK (flags 257 with no ZSK) signs everything. */
 	if (out->zsk < 0) {
 		out->zsk = out->ksk;
 	}
-	return out->ksk >= 0 ? ZC_EOK : ZC_EFORMAT;
+	return ZC_EOK;
+}
+
+int signer_keyset_decode(const uint8_t *apex, const uint8_t *data,
+                         size_t len, signer_keyset_t *out)
+{
+	edge_keyset_t set;
+	int ret = edge_keyset_decode(data, len, &set);
+	if (ret != ZC_EOK) {
+		memset(out, 0, sizeof(*out));
+		return ret;
+	}
+	return signer_keyset_load(apex, &set, out);
 }
 
 void signer_keyset_free(signer_keyset_t *ks)

@@ -28,6 +28,8 @@
 #include <libknot/mm_ctx.h>
 #include <libknot/rrset.h>
 
+#include "edge/codec.h"
+
 /* RFC 9824 §2: the NXNAME pseudo-type. */
 #define SIGNER_NXNAME 128
 
@@ -35,7 +37,8 @@
 #define SIGNER_FLAGS_ZSK 256
 #define SIGNER_FLAGS_KSK 257
 
-#define SIGNER_MAX_KEYS 8
+/* As many keys as the edge store's keyset holds. */
+#define SIGNER_MAX_KEYS EDGE_KEYSET_MAX_KEYS
 
 /* One loaded key. */
 typedef struct {
@@ -76,9 +79,18 @@ int signer_key_dnskey(const signer_key_t *key, uint8_t *out, size_t size);
 int signer_key_ds(const signer_key_t *key, uint8_t *out, size_t size);
 
 /*
- * The keyset's serialised form for the edge store, and back: a sequence
- * of (flags u16, algorithm u8, active u8, pem length u16, pem). decode
- * loads every key (for `apex`).
+ * Loads every key of a keyset read from the edge store (edge/codec.h,
+ * edge_keyset_decode()) for the zone `apex`. Returns ZC_EOK, ZC_EFORMAT
+ * when a PEM does not load as a key of its algorithm, or ZC_ENOKEY when
+ * no key is an active KSK (flags 257). On success the caller frees *out
+ * with signer_keyset_free(); on failure nothing is left to free.
+ */
+int signer_keyset_load(const uint8_t *apex, const edge_keyset_t *set,
+                       signer_keyset_t *out);
+
+/*
+ * A stored keyset value (the edge store's `keys` table) decoded and
+ * loaded: edge_keyset_decode()'s codes, then signer_keyset_load()'s.
  */
 int signer_keyset_decode(const uint8_t *apex, const uint8_t *data,
                          size_t len, signer_keyset_t *out);

@@ -419,6 +419,9 @@ int signer_zone_rollover(records_store_t *rs, records_zone_t *zone,
 			newest = (int)i;
 		}
 	}
+	if (step == SIGNER_ROLL_PREPUBLISH && r.count >= EDGE_KEYSET_MAX_KEYS) {
+		return ZC_EKEYCOUNT; /* The edge store's keyset holds no more. */
+	}
 	ret = records_zone_bump(rs, zone);
 	if (ret == ZC_EOK && step == SIGNER_ROLL_PREPUBLISH) {
 		ret = add_key_as(rs, zone, r.algorithm, flags, false);

@@ -52,34 +52,47 @@ static uint16_t rdlen(const knot_rrset_t *rr)
 	return rr->rrs.count > 0 ? rr->rrs.rdata->len : 0;
 }
 
-uint8_t update_prereq_prescan(const update_msg_t *m)
+/* One prerequisite's form (RFC 2136 §3.2.1-3.2.4, §3.2.5's order): TTL
+ * 0, owner in the zone, then by class: ANY or NONE without rdata, IN (the
+ * zone's class); a meta-type only as ANY with class ANY or NONE. */
+static uint8_t prereq_format(const knot_rrset_t *rr, const knot_dname_t *apex)
 {
-	const knot_pktsection_t *sec = knot_pkt_section(m->pkt, KNOT_ANSWER);
+	if (rr->ttl != 0) {
+		return KNOT_RCODE_FORMERR;
+	}
+	if (!dns_name_is_under(rr->owner, apex)) {
+		return KNOT_RCODE_NOTZONE;
+	}
+	switch (rr->rclass) {
+	case KNOT_CLASS_ANY:
+	case KNOT_CLASS_NONE:
+		if (rdlen(rr) != 0 || (is_meta(rr->type) &&
+		                       rr->type != KNOT_RRTYPE_ANY)) {
+			return KNOT_RCODE_FORMERR;
+		}
+		return KNOT_RCODE_NOERROR;
+	case KNOT_CLASS_IN:
+		return is_meta(rr->type) ? KNOT_RCODE_FORMERR : KNOT_RCODE_NOERROR;
+	default:
+		return KNOT_RCODE_FORMERR;
+	}
+}
+
+uint8_t update_prereq_prescan(const knot_pktsection_t *sec,
+                              const knot_dname_t *apex, bool *final)
+{
+	bool state_before = false;
 	for (uint16_t i = 0; i < sec->count; i++) {
 		const knot_rrset_t *rr = knot_pkt_rr(sec, i);
-		if (rr->ttl != 0) {
-			return KNOT_RCODE_FORMERR;
+		uint8_t rcode = prereq_format(rr, apex);
+		if (rcode != KNOT_RCODE_NOERROR) {
+			/* An existence check before it may fail first. */
+			*final = !state_before;
+			return rcode;
 		}
-		if (!in_zone(m, rr->owner)) {
-			return KNOT_RCODE_NOTZONE;
-		}
-		switch (rr->rclass) {
-		case KNOT_CLASS_ANY:
-		case KNOT_CLASS_NONE:
-			if (rdlen(rr) != 0 || (is_meta(rr->type) &&
-			                       rr->type != KNOT_RRTYPE_ANY)) {
-				return KNOT_RCODE_FORMERR;
-			}
-			break;
-		case KNOT_CLASS_IN:
-			if (is_meta(rr->type)) {
-				return KNOT_RCODE_FORMERR;
-			}
-			break;
-		default:
-			return KNOT_RCODE_FORMERR;
-		}
+		state_before |= rr->rclass != KNOT_CLASS_IN;
 	}
+	*final = true;
 	return KNOT_RCODE_NOERROR;
 }
 
@@ -231,11 +244,11 @@ static int collect(const records_record_t *rec, void *ctx)
 }
 
 /* Loads the records at owner (type 0: all types). */
-static int node_load(records_store_t *rs, const update_msg_t *m,
+static int node_load(records_store_t *rs, const records_zone_t *zone,
                      const knot_dname_t *owner, uint16_t type, node_t *n)
 {
 	node_clear(n);
-	int ret = records_record_foreach(rs, m->zone.id, owner, type, collect, n);
+	int ret = records_record_foreach(rs, zone->id, owner, type, collect, n);
 	return ret == ZC_EOK && n->failed ? KNOT_ENOMEM : ret;
 }
 
@@ -268,21 +281,23 @@ static bool rdata_equal(const knot_dname_t *owner, uint16_t type,
 	return equal;
 }
 
-/* --- Prerequisites (§3.2.5 order: as they come) --- */
+/* --- Prerequisites (§3.2.5: in order, the value-dependent ones last) --- */
 
-static bool value_rrset_matches(records_store_t *rs, update_msg_t *m,
+/* RFC 2136 §3.2.3: the stored RRset at the owner and type of the
+ * prerequisite `first` equals the RRset the section's class-IN
+ * prerequisites of that owner and type make up. */
+static bool value_rrset_matches(records_store_t *rs, const records_zone_t *zone,
                                 const knot_pktsection_t *sec, uint16_t first,
                                 int *ret)
 {
 	const knot_rrset_t *key = knot_pkt_rr(sec, first);
 	node_t n = { 0 };
-	*ret = node_load(rs, m, key->owner, key->type, &n);
+	*ret = node_load(rs, zone, key->owner, key->type, &n);
 	if (*ret != ZC_EOK) {
 		node_free(&n);
 		return false;
 	}
 	/* Every prerequisite RR of this (owner, type) must be stored ... */
-	size_t given = 0;
 	for (uint16_t i = first; i < sec->count; i++) {
 		const knot_rrset_t *rr = knot_pkt_rr(sec, i);
 		if (rr->rclass != KNOT_CLASS_IN || rr->type != key->type ||
@@ -301,7 +316,6 @@ static bool value_rrset_matches(records_store_t *rs, update_msg_t *m,
 				node_free(&n);
 				return false;
 			}
-			given++;
 			rd = knot_rdataset_next(rd);
 		}
 	}
@@ -325,43 +339,72 @@ static bool value_rrset_matches(records_store_t *rs, update_msg_t *m,
 		}
 		all = found;
 	}
-	(void)given;
 	node_free(&n);
 	return all;
 }
 
-static uint8_t check_prereqs(records_store_t *rs, update_msg_t *m, int *ret)
+/* RFC 2136 §3.2.1, §3.2.4: the state an ANY or NONE prerequisite asks
+ * for (name in use or not, RRset there or not); its rcode if not. */
+static uint8_t check_existence(records_store_t *rs, const records_zone_t *zone,
+                               const knot_rrset_t *rr, node_t *n, int *ret)
 {
-	const knot_pktsection_t *sec = knot_pkt_section(m->pkt, KNOT_ANSWER);
+	uint16_t type = rr->type == KNOT_RRTYPE_ANY ? 0 : rr->type;
+	*ret = node_load(rs, zone, rr->owner, type, n);
+	bool exists = n->count > 0;
+	if (*ret != ZC_EOK) {
+		return KNOT_RCODE_SERVFAIL;
+	}
+	if (rr->rclass == KNOT_CLASS_ANY && !exists) {
+		return type == 0 ? KNOT_RCODE_NXDOMAIN : KNOT_RCODE_NXRRSET;
+	}
+	if (rr->rclass == KNOT_CLASS_NONE && exists) {
+		return type == 0 ? KNOT_RCODE_YXDOMAIN : KNOT_RCODE_YXRRSET;
+	}
+	return KNOT_RCODE_NOERROR;
+}
+
+/* RFC 2136 §3.2.5, the value-dependent part (after every other check):
+ * each (owner, type) of the class-IN prerequisites, once. */
+static uint8_t check_values(records_store_t *rs, const records_zone_t *zone,
+                            const knot_pktsection_t *sec, int *ret)
+{
+	for (uint16_t i = 0; i < sec->count; i++) {
+		const knot_rrset_t *rr = knot_pkt_rr(sec, i);
+		if (rr->rclass != KNOT_CLASS_IN) {
+			continue;
+		}
+		bool seen = false;
+		for (uint16_t j = 0; j < i && !seen; j++) {
+			const knot_rrset_t *o = knot_pkt_rr(sec, j);
+			seen = o->rclass == KNOT_CLASS_IN && o->type == rr->type &&
+			       knot_dname_is_case_equal(o->owner, rr->owner);
+		}
+		if (!seen && !value_rrset_matches(rs, zone, sec, i, ret)) {
+			return *ret == ZC_EOK ? KNOT_RCODE_NXRRSET :
+			       KNOT_RCODE_SERVFAIL;
+		}
+	}
+	return KNOT_RCODE_NOERROR;
+}
+
+uint8_t update_prereq_check(records_store_t *rs, const records_zone_t *zone,
+                            const knot_pktsection_t *sec, int *ret)
+{
 	node_t n = { 0 };
 	uint8_t rcode = KNOT_RCODE_NOERROR;
 	*ret = ZC_EOK;
-	for (uint16_t i = 0; i < sec->count && rcode == 0 && *ret == ZC_EOK; i++) {
+	for (uint16_t i = 0; i < sec->count && rcode == 0; i++) {
 		const knot_rrset_t *rr = knot_pkt_rr(sec, i);
-		if (rr->rclass == KNOT_CLASS_IN) {
-			/* Value-dependent: once per (owner, type). */
-			bool seen = false;
-			for (uint16_t j = 0; j < i && !seen; j++) {
-				const knot_rrset_t *o = knot_pkt_rr(sec, j);
-				seen = o->rclass == KNOT_CLASS_IN && o->type == rr->type &&
-				       knot_dname_is_case_equal(o->owner, rr->owner);
-			}
-			if (!seen && !value_rrset_matches(rs, m, sec, i, ret)) {
-				rcode = KNOT_RCODE_NXRRSET;
-			}
-			continue;
-		}
-		uint16_t type = rr->type == KNOT_RRTYPE_ANY ? 0 : rr->type;
-		*ret = node_load(rs, m, rr->owner, type, &n);
-		bool exists = n.count > 0;
-		if (rr->rclass == KNOT_CLASS_ANY && !exists) {
-			rcode = type == 0 ? KNOT_RCODE_NXDOMAIN : KNOT_RCODE_NXRRSET;
-		} else if (rr->rclass == KNOT_CLASS_NONE && exists) {
-			rcode = type == 0 ? KNOT_RCODE_YXDOMAIN : KNOT_RCODE_YXRRSET;
+		rcode = prereq_format(rr, zone->apex);
+		if (rcode == KNOT_RCODE_NOERROR && rr->rclass != KNOT_CLASS_IN) {
+			rcode = check_existence(rs, zone, rr, &n, ret);
 		}
 	}
 	node_free(&n);
-	return *ret == ZC_EOK ? rcode : KNOT_RCODE_SERVFAIL;
+	if (rcode == KNOT_RCODE_NOERROR) {
+		rcode = check_values(rs, zone, sec, ret);
+	}
+	return rcode;
 }
 
 /* --- The update section (§3.4.2) --- */
@@ -459,7 +502,7 @@ static int add_soa(records_store_t *rs, update_msg_t *m, node_t *n,
 	if ((int32_t)(serial - m->zone.serial) <= 0) {
 		return ZC_EOK; /* §3.4.2.2: not newer, ignored. */
 	}
-	int ret = node_load(rs, m, m->zone.apex, KNOT_RRTYPE_SOA, n);
+	int ret = node_load(rs, &m->zone, m->zone.apex, KNOT_RRTYPE_SOA, n);
 	for (size_t i = 0; i < n->count && ret == ZC_EOK; i++) {
 		ret = records_record_delete(rs, &m->zone, n->rec[i].id);
 		m->removed++;
@@ -485,7 +528,7 @@ static int add_rr(records_store_t *rs, update_msg_t *m, node_t *n,
 	if (rr->type == KNOT_RRTYPE_SOA) {
 		return add_soa(rs, m, n, rr, rd);
 	}
-	int ret = node_load(rs, m, rr->owner, 0, n);
+	int ret = node_load(rs, &m->zone, rr->owner, 0, n);
 	if (ret != ZC_EOK) {
 		return ret;
 	}
@@ -542,7 +585,7 @@ static int delete_rrsets(records_store_t *rs, update_msg_t *m, node_t *n,
                          const knot_rrset_t *rr)
 {
 	uint16_t type = rr->type == KNOT_RRTYPE_ANY ? 0 : rr->type;
-	int ret = node_load(rs, m, rr->owner, type, n);
+	int ret = node_load(rs, &m->zone, rr->owner, type, n);
 	for (size_t i = 0; i < n->count && ret == ZC_EOK; i++) {
 		if (!apex_protected(m, rr->owner, n->rec[i].type)) {
 			ret = delete_stored(rs, m, &n->rec[i]);
@@ -558,7 +601,7 @@ static int delete_rr(records_store_t *rs, update_msg_t *m, node_t *n,
 	if (rr->type == KNOT_RRTYPE_SOA) {
 		return ZC_EOK;
 	}
-	int ret = node_load(rs, m, rr->owner, rr->type, n);
+	int ret = node_load(rs, &m->zone, rr->owner, rr->type, n);
 	bool apex_ns = apex_protected(m, rr->owner, rr->type);
 	for (size_t i = 0; i < n->count && ret == ZC_EOK; i++) {
 		if (!rdata_equal(rr->owner, rr->type, rd->data, rd->len,
@@ -586,7 +629,9 @@ int update_apply(records_store_t *rs, void *arg)
 		m->rcode = KNOT_RCODE_SERVFAIL;
 		return ret;
 	}
-	m->rcode = check_prereqs(rs, m, &ret);
+	m->rcode = update_prereq_check(rs, &m->zone,
+	                               knot_pkt_section(m->pkt, KNOT_ANSWER),
+	                               &ret);
 	if (m->rcode != KNOT_RCODE_NOERROR) {
 		return ret != ZC_EOK ? ret : ZC_EUSAGE;
 	}

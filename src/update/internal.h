@@ -52,14 +52,32 @@ int update_apply(records_store_t *rs, void *msg);
  * types zonecast refuses. Returns an rcode (0: fine). */
 uint8_t update_prescan(const update_msg_t *msg);
 
-/* Prerequisite section format checks (apply.c), RFC 2136 §3.2. */
-uint8_t update_prereq_prescan(const update_msg_t *msg);
+/*
+ * Prerequisite section format checks (apply.c), RFC 2136 §3.2, made on the
+ * worker's thread: NOERROR, or the rcode (FORMERR, NOTZONE) of the first
+ * malformed prerequisite. That rcode is the answer only when *final is
+ * set: when an ANY or NONE prerequisite comes before the malformed one,
+ * its existence check may fail first (§3.2.5 checks one prerequisite after
+ * the other), so update_prereq_check() decides in the committer.
+ */
+uint8_t update_prereq_prescan(const knot_pktsection_t *sec,
+                              const knot_dname_t *apex, bool *final);
+
+/*
+ * The prerequisite section (apply.c), RFC 2136 §3.2.5, against the zone's
+ * records in rs, in the pseudocode's order: each prerequisite's form
+ * (FORMERR, NOTZONE) and, for class ANY or NONE, the state it asks for
+ * (NXDOMAIN, YXDOMAIN, NXRRSET, YXRRSET), one after the other, the first
+ * failure deciding; then the value-dependent ones (class IN: NXRRSET for
+ * the first RRset that differs). Returns the rcode; a store error is put
+ * in *ret and answered SERVFAIL.
+ */
+uint8_t update_prereq_check(records_store_t *rs, const records_zone_t *zone,
+                            const knot_pktsection_t *sec, int *ret);
 
 /* The key's update policy (policy.c): true when every update RR is
- * within the grants (an empty grant list means the whole zone). */
+ * within the grants (dns/tsig_grants.h; an empty list means the whole
+ * zone). */
 bool update_policy_allows(const char *grants, const knot_dname_t *key_name,
                           const update_msg_t *msg);
 
-/* Checks a grant list's syntax (for key creation); false with a message
- * in err when malformed. */
-bool update_policy_valid(const char *grants, char *err, size_t err_size);

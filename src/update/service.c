@@ -468,7 +468,16 @@ static uint8_t precheck(update_service_t *u, update_msg_t *m,
 		}
 	}
 	if (rcode == KNOT_RCODE_NOERROR) {
-		rcode = update_prereq_prescan(m);
+		bool final;
+		rcode = update_prereq_prescan(knot_pkt_section(m->pkt,
+		                                               KNOT_ANSWER),
+		                              m->zone.apex, &final);
+		if (rcode != KNOT_RCODE_NOERROR && !final) {
+			/* A prerequisite before the malformed one may fail
+			 * first: the committer checks them in order
+			 * (update_prereq_check()), nothing is applied. */
+			return KNOT_RCODE_NOERROR;
+		}
 	}
 	if (rcode == KNOT_RCODE_NOERROR) {
 		rcode = update_prescan(m);

@@ -73,25 +73,3 @@ void update_free(update_service_t *u);
 void update_handle(void *ctx, const uint8_t *msg, size_t len,
                    const struct sockaddr_storage *from, bool tcp,
                    server_reply_t *reply);
-
-/* --- TSIG keys (keys.c) --- */
-
-#include "records/records.h"
-
-/*
- * Creates and stores a key for the zone (inside the caller's write
- * transaction): checks the name, the algorithm (NULL: hmac-sha256) and
- * the grants (NULL or "": the whole zone), draws a secret of the
- * algorithm's size. On a problem, err names the field at fault.
- */
-int update_key_create(records_store_t *rs, int64_t zone_id, const char *name,
-                      const char *algorithm, const char *grants,
-                      bool transfer, records_tsig_key_t *key,
-                      char *err, size_t err_size);
-
-/* The secret in base64. */
-int update_key_secret_b64(const records_tsig_key_t *key, char *out,
-                          size_t size);
-
-/* The key as BIND's `key "NAME" { algorithm ...; secret "..."; };`. */
-int update_key_format(const records_tsig_key_t *key, char *out, size_t size);

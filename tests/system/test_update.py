@@ -553,6 +553,33 @@ def test_prerequisite_rcodes(srv, zone):
     expect_rrset(srv, z.n("new"), "A", ["192.0.2.9"])
 
 
+def test_prerequisites_in_rfc_2136_order(srv, zone):
+    """RFC 2136 §3.2.5 (as BIND 9 and Knot DNS apply it): prerequisites one
+    after the other, the first failure deciding, even over a malformed one
+    after it; the value-dependent ones compared last."""
+    z = zone
+    z.add_api(z.n("a"), "A", "192.0.2.1")
+    z.add_api(z.n("t"), "TXT", "text")
+    add = [rr_wire(z.n("new"), "A", "IN", 300, "192.0.2.9")]
+    probes = [(z.n("new"), "A"), (z.n("a"), "A")]
+    in_use = rr_wire(z.n("a"), "ANY", "NONE", 0)                 # YXDOMAIN
+    other_text = rr_wire(z.n("t"), "TXT", "IN", 0, '"other"')    # NXRRSET
+    cases = [
+        ([in_use, rr_wire(z.n("a"), "A", "ANY", 300)], dns.rcode.YXDOMAIN),
+        ([in_use, rr_wire("x.elsewhere.test.", "A", "ANY", 0)], dns.rcode.YXDOMAIN),
+        ([in_use, rr_wire(z.n("a"), "A", "CH", 0)], dns.rcode.YXDOMAIN),
+        ([other_text, in_use], dns.rcode.YXDOMAIN),
+        ([other_text, rr_wire(z.n("t"), "TXT", "NONE", 0)], dns.rcode.YXRRSET),
+        ([other_text, rr_wire(z.n("a"), "A", "ANY", 300)], dns.rcode.FORMERR),
+        ([rr_wire(z.n("a"), "A", "ANY", 300), in_use], dns.rcode.FORMERR),
+        ([rr_wire(z.n("a"), "A", "ANY", 0), rr_wire("x.elsewhere.test.", "A", "ANY", 0)],
+         dns.rcode.NOTZONE),
+    ]
+    for prereqs, rcode in cases:
+        do_fail(z, update_wire(z.origin, prereqs=prereqs, updates=add), rcode,
+                probes=probes)
+
+
 # ------------------------------------------------------------------ REFUSED
 
 def test_unsigned_update_from_other_source_refused(srv, zone):

@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
-/* Edge value codec: round trips and rejection of damaged values. */
+/* Edge value codec: round trips and rejection of damaged values (nodes,
+ * zone metadata, quarantine entries, DNSSEC keysets). */
 #include <libknot/descriptor.h>
 #include <libknot/rrset.h>
 
 #include "common/arena.h"
 #include "common/error.h"
 #include "edge/codec.h"
+#include "signer/signer.h"
 #include "tests/unit/test.h"
 
 static void node_roundtrip(void)
@@ -144,6 +146,275 @@ static void quarantine_roundtrip(void)
 	CHECK(edge_quarantine_encode(buf, (size_t)len - 1, &q) < 0);
 }
 
+/* --- DNSSEC keysets --- */
+
+static const uint8_t pem_a[] = "-----BEGIN PRIVATE KEY-----\nAAAA\n";
+static const uint8_t pem_b[] = "-----BEGIN PRIVATE KEY-----\nBBBBBB\n";
+
+static edge_keyset_t two_keys(void)
+{
+	edge_keyset_t ks = { .count = 2 };
+	ks.keys[0] = (edge_key_t){ .flags = 257, .algorithm = 13,
+	                           .active = true, .pem = pem_a,
+	                           .pem_len = sizeof(pem_a) - 1 };
+	ks.keys[1] = (edge_key_t){ .flags = 256, .algorithm = 15,
+	                           .active = false, .pem = pem_b,
+	                           .pem_len = sizeof(pem_b) - 1 };
+	return ks;
+}
+
+static bool same_keysets(const edge_keyset_t *a, const edge_keyset_t *b)
+{
+	if (a->count != b->count) {
+		return false;
+	}
+	for (unsigned i = 0; i < a->count; i++) {
+		const edge_key_t *x = &a->keys[i], *y = &b->keys[i];
+		if (x->flags != y->flags || x->algorithm != y->algorithm ||
+		    x->active != y->active || x->pem_len != y->pem_len ||
+		    memcmp(x->pem, y->pem, x->pem_len) != 0) {
+			return false;
+		}
+	}
+	return true;
+}
+
+/* The form zonecast wrote before keysets had a version byte (the old
+ * builder/full.c encoder): per key flags, algorithm, active, PEM length,
+ * PEM, back to back. */
+static size_t encode_unmarked(uint8_t *buf, const edge_keyset_t *ks)
+{
+	size_t len = 0;
+	for (unsigned i = 0; i < ks->count; i++) {
+		const edge_key_t *k = &ks->keys[i];
+		buf[len++] = (uint8_t)(k->flags >> 8);
+		buf[len++] = (uint8_t)k->flags;
+		buf[len++] = k->algorithm;
+		buf[len++] = k->active ? 1 : 0;
+		buf[len++] = (uint8_t)(k->pem_len >> 8);
+		buf[len++] = (uint8_t)k->pem_len;
+		memcpy(buf + len, k->pem, k->pem_len);
+		len += k->pem_len;
+	}
+	return len;
+}
+
+static void keyset_roundtrip(void)
+{
+	edge_keyset_t ks = two_keys(), out;
+	uint8_t buf[512];
+	size_t size = edge_keyset_size(&ks);
+	int len = edge_keyset_encode(buf, sizeof(buf), &ks);
+	CHECK_EQ(len, (int)size);
+	CHECK_EQ(buf[0], EDGE_KEYSET_VERSION);
+	CHECK_EQ(buf[1], 2);
+	CHECK_EQ(edge_keyset_decode(buf, (size_t)len, &out), ZC_EOK);
+	CHECK_EQ(out.version, EDGE_KEYSET_VERSION);
+	CHECK(same_keysets(&ks, &out));
+	/* The decoded PEMs are borrowed from the value. */
+	CHECK(out.keys[0].pem > buf && out.keys[1].pem < buf + len);
+	/* Too small a buffer fails to encode, whatever is missing. */
+	for (size_t cut = 0; cut < size; cut++) {
+		CHECK_EQ(edge_keyset_encode(buf, cut, &ks), ZC_ENOSPACE);
+	}
+	/* The most keys a keyset holds. */
+	edge_keyset_t full = { .count = EDGE_KEYSET_MAX_KEYS };
+	for (unsigned i = 0; i < EDGE_KEYSET_MAX_KEYS; i++) {
+		full.keys[i] = ks.keys[i % 2];
+	}
+	len = edge_keyset_encode(buf, sizeof(buf), &full);
+	CHECK_EQ(len, (int)edge_keyset_size(&full));
+	CHECK_EQ(edge_keyset_decode(buf, (size_t)len, &out), ZC_EOK);
+	CHECK(same_keysets(&full, &out));
+}
+
+/* A PEM over 64 KiB (the old encoder dropped such a key silently), an
+ * empty one, no key and too many keys: errors, never a keyset with less. */
+static void keyset_refused_by_encoder(void)
+{
+	size_t big = EDGE_KEYSET_PEM_MAX + 1;
+	uint8_t *pem = malloc(big);
+	memset(pem, 'A', big);
+	size_t cap = 2 * big;
+	uint8_t *buf = malloc(cap);
+	edge_keyset_t ks = two_keys(), out;
+	ks.keys[1].pem = pem;
+	ks.keys[1].pem_len = big;
+	CHECK_EQ(edge_keyset_encode(buf, cap, &ks), ZC_EKEYSIZE);
+	ks.keys[1].pem_len = 70000;
+	CHECK_EQ(edge_keyset_encode(buf, cap, &ks), ZC_EKEYSIZE);
+	ks.keys[1].pem_len = 0;
+	CHECK_EQ(edge_keyset_encode(buf, cap, &ks), ZC_EKEYSIZE);
+	/* 65,535 bytes is the largest, and round-trips. */
+	ks.keys[1].pem_len = EDGE_KEYSET_PEM_MAX;
+	int len = edge_keyset_encode(buf, cap, &ks);
+	CHECK_EQ(len, (int)edge_keyset_size(&ks));
+	CHECK_EQ(edge_keyset_decode(buf, (size_t)len, &out), ZC_EOK);
+	CHECK_EQ(out.keys[1].pem_len, EDGE_KEYSET_PEM_MAX);
+	CHECK(same_keysets(&ks, &out));
+	edge_keyset_t none = { .count = 0 };
+	CHECK_EQ(edge_keyset_encode(buf, cap, &none), ZC_EKEYCOUNT);
+	edge_keyset_t many = { .count = EDGE_KEYSET_MAX_KEYS + 1 };
+	for (unsigned i = 0; i < many.count && i < EDGE_KEYSET_MAX_KEYS; i++) {
+		many.keys[i] = two_keys().keys[0];
+	}
+	CHECK_EQ(edge_keyset_encode(buf, cap, &many), ZC_EKEYCOUNT);
+	free(buf);
+	free(pem);
+}
+
+/* Every malformed form, each with its own error. */
+static void keyset_refused_by_decoder(void)
+{
+	edge_keyset_t ks = two_keys(), out;
+	uint8_t buf[300];
+	int len = edge_keyset_encode(buf, sizeof(buf), &ks);
+	CHECK(len > 0);
+	/* Every truncation: an empty value, the version alone, inside a
+	 * key's header, inside a PEM, between two keys. */
+	for (int cut = 0; cut < len; cut++) {
+		CHECK_EQ(edge_keyset_decode(buf, (size_t)cut, &out),
+		         ZC_ETRUNCATED);
+		CHECK_EQ(out.count, 0);
+	}
+	/* Trailing bytes, one or many. */
+	buf[len] = 0;
+	CHECK_EQ(edge_keyset_decode(buf, (size_t)len + 1, &out), ZC_ETRAILING);
+	memcpy(buf + len, buf, (size_t)len);
+	CHECK_EQ(edge_keyset_decode(buf, 2 * (size_t)len, &out), ZC_ETRAILING);
+	/* Every version but 2 and the unmarked 1. */
+	for (int v = 0; v < 256; v++) {
+		if (v == EDGE_KEYSET_VERSION || v == EDGE_KEYSET_VERSION_UNMARKED) {
+			continue;
+		}
+		buf[0] = (uint8_t)v;
+		CHECK_EQ(edge_keyset_decode(buf, (size_t)len, &out), ZC_EVERSION);
+	}
+	buf[0] = EDGE_KEYSET_VERSION;
+	/* A count of 0, or over the most. */
+	buf[1] = 0;
+	CHECK_EQ(edge_keyset_decode(buf, (size_t)len, &out), ZC_EKEYCOUNT);
+	buf[1] = EDGE_KEYSET_MAX_KEYS + 1;
+	CHECK_EQ(edge_keyset_decode(buf, (size_t)len, &out), ZC_EKEYCOUNT);
+	buf[1] = 255;
+	CHECK_EQ(edge_keyset_decode(buf, (size_t)len, &out), ZC_EKEYCOUNT);
+	/* A count larger than the keys there: truncated; smaller: trailing. */
+	buf[1] = 3;
+	CHECK_EQ(edge_keyset_decode(buf, (size_t)len, &out), ZC_ETRUNCATED);
+	buf[1] = 1;
+	CHECK_EQ(edge_keyset_decode(buf, (size_t)len, &out), ZC_ETRAILING);
+	buf[1] = 2;
+	CHECK_EQ(edge_keyset_decode(buf, (size_t)len, &out), ZC_EOK);
+	/* An active byte other than 0 and 1. */
+	buf[2 + 3] = 2;
+	CHECK_EQ(edge_keyset_decode(buf, (size_t)len, &out), ZC_EFORMAT);
+	buf[2 + 3] = 1;
+	/* An empty PEM. */
+	uint8_t empty[] = { EDGE_KEYSET_VERSION, 1, 1, 1, 13, 1, 0, 0 };
+	CHECK_EQ(edge_keyset_decode(empty, sizeof(empty), &out), ZC_EFORMAT);
+	/* A PEM length past the end. */
+	uint8_t past[] = { EDGE_KEYSET_VERSION, 1, 1, 1, 13, 1, 0xff, 0xff,
+	                   'x' };
+	CHECK_EQ(edge_keyset_decode(past, sizeof(past), &out), ZC_ETRUNCATED);
+	/* NULL-safe on an empty value. */
+	CHECK_EQ(edge_keyset_decode(NULL, 0, &out), ZC_ETRUNCATED);
+}
+
+/* Keysets written before the version byte still decode, the same keys. */
+static void keyset_unmarked(void)
+{
+	edge_keyset_t ks = two_keys(), out;
+	uint8_t buf[300];
+	size_t len = encode_unmarked(buf, &ks);
+	CHECK_EQ(buf[0], EDGE_KEYSET_VERSION_UNMARKED); /* Flags 257 >> 8. */
+	CHECK_EQ(edge_keyset_decode(buf, len, &out), ZC_EOK);
+	CHECK_EQ(out.version, EDGE_KEYSET_VERSION_UNMARKED);
+	CHECK(same_keysets(&ks, &out));
+	/* A ZSK first starts with 0x01 too (256 >> 8). */
+	edge_keyset_t zsk_first = { .count = 2 };
+	zsk_first.keys[0] = ks.keys[1];
+	zsk_first.keys[1] = ks.keys[0];
+	len = encode_unmarked(buf, &zsk_first);
+	CHECK_EQ(edge_keyset_decode(buf, len, &out), ZC_EOK);
+	CHECK(same_keysets(&zsk_first, &out));
+	/* Re-encoded, it is version 2 with the same keys. */
+	uint8_t v2[300];
+	int v2_len = edge_keyset_encode(v2, sizeof(v2), &out);
+	edge_keyset_t again;
+	CHECK_EQ(edge_keyset_decode(v2, (size_t)v2_len, &again), ZC_EOK);
+	CHECK_EQ(again.version, EDGE_KEYSET_VERSION);
+	CHECK(same_keysets(&zsk_first, &again));
+	/* Truncated anywhere after its first byte: refused. */
+	len = encode_unmarked(buf, &ks);
+	for (size_t cut = 1; cut < len; cut++) {
+		if (cut == 6 + ks.keys[0].pem_len) {
+			continue; /* Between two keys: one whole key. */
+		}
+		CHECK_EQ(edge_keyset_decode(buf, cut, &out), ZC_ETRUNCATED);
+	}
+	CHECK_EQ(edge_keyset_decode(buf, 6 + ks.keys[0].pem_len, &out), ZC_EOK);
+	CHECK_EQ(out.count, 1);
+	/* Malformed keys and too many keys are refused as in version 2. */
+	buf[3] = 7;
+	CHECK_EQ(edge_keyset_decode(buf, len, &out), ZC_EFORMAT);
+	buf[3] = 1;
+	uint8_t big[600];
+	size_t n = 0;
+	for (unsigned i = 0; i <= EDGE_KEYSET_MAX_KEYS; i++) {
+		edge_keyset_t one = { .count = 1, .keys = { ks.keys[0] } };
+		n += encode_unmarked(big + n, &one);
+	}
+	CHECK_EQ(edge_keyset_decode(big, n, &out), ZC_EKEYCOUNT);
+}
+
+/* The signer loads a decoded keyset: real keys, both forms; a keyset with
+ * no active KSK is refused and leaves nothing allocated. */
+static void keyset_loads_in_signer(void)
+{
+	const uint8_t *apex = (const uint8_t *)"\x07" "example\x00";
+	uint8_t *ksk_pem, *zsk_pem;
+	size_t ksk_len, zsk_len;
+	CHECK_EQ(signer_key_generate(13, &ksk_pem, &ksk_len), ZC_EOK);
+	CHECK_EQ(signer_key_generate(13, &zsk_pem, &zsk_len), ZC_EOK);
+	edge_keyset_t ks = { .count = 2 };
+	ks.keys[0] = (edge_key_t){ .flags = 256, .algorithm = 13, .active = true,
+	                           .pem = zsk_pem, .pem_len = zsk_len };
+	ks.keys[1] = (edge_key_t){ .flags = 257, .algorithm = 13, .active = true,
+	                           .pem = ksk_pem, .pem_len = ksk_len };
+	uint8_t buf[2048], old[2048];
+	int len = edge_keyset_encode(buf, sizeof(buf), &ks);
+	size_t old_len = encode_unmarked(old, &ks);
+	signer_keyset_t a, b;
+	CHECK_EQ(signer_keyset_decode(apex, buf, (size_t)len, &a), ZC_EOK);
+	CHECK_EQ(signer_keyset_decode(apex, old, old_len, &b), ZC_EOK);
+	CHECK_EQ(a.count, 2);
+	CHECK_EQ(a.zsk, 0);
+	CHECK_EQ(a.ksk, 1);
+	CHECK_EQ(b.zsk, 0);
+	CHECK_EQ(b.ksk, 1);
+	CHECK_EQ(a.keys[1].tag, b.keys[1].tag);
+	signer_keyset_free(&a);
+	signer_keyset_free(&b);
+	/* The decoder's own error comes through. */
+	CHECK_EQ(signer_keyset_decode(apex, buf, (size_t)len - 1, &a),
+	         ZC_ETRUNCATED);
+	buf[0] = 9;
+	CHECK_EQ(signer_keyset_decode(apex, buf, (size_t)len, &a), ZC_EVERSION);
+	/* No active KSK: refused, the ZSK loaded meanwhile freed. */
+	ks.keys[1].active = false;
+	len = edge_keyset_encode(buf, sizeof(buf), &ks);
+	CHECK_EQ(signer_keyset_decode(apex, buf, (size_t)len, &a), ZC_ENOKEY);
+	CHECK_EQ(a.count, 0);
+	/* A PEM that is no key. */
+	ks.keys[1] = (edge_key_t){ .flags = 257, .algorithm = 13, .active = true,
+	                           .pem = pem_a, .pem_len = sizeof(pem_a) - 1 };
+	len = edge_keyset_encode(buf, sizeof(buf), &ks);
+	CHECK_EQ(signer_keyset_decode(apex, buf, (size_t)len, &a), ZC_EFORMAT);
+	CHECK_EQ(a.count, 0);
+	free(ksk_pem);
+	free(zsk_pem);
+}
+
 int main(void)
 {
 	quarantine_roundtrip();
@@ -151,5 +422,10 @@ int main(void)
 	same_content_ignores_seq();
 	flags();
 	zone_roundtrip();
+	keyset_roundtrip();
+	keyset_refused_by_encoder();
+	keyset_refused_by_decoder();
+	keyset_unmarked();
+	keyset_loads_in_signer();
 	return test_done();
 }

@@ -4,7 +4,8 @@
  * from the outbox and applied commit by commit to another store, leaves
  * that store equal to the first (digest); so does a snapshot; ops larger
  * than a part straddle parts; nested transactions join their parent's
- * commit or vanish; nothing is recorded while recording is off.
+ * commit or vanish; keysets travel as opaque values; nothing is recorded
+ * while recording is off.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -265,6 +266,61 @@ int main(void)
 		CHECK_EQ(edge_node_get(&txn, 4, kept, 4, &got, &got_len), ZC_EOK);
 		CHECK_EQ(edge_node_get(&txn, 5, gone, 4, &got, &got_len), KNOT_ENOENT);
 		edge_txn_abort(&txn);
+	}
+
+	/* Keysets replicate as opaque values: a version-2 keyset, one in the
+	 * unmarked form written before version 2, and one of a version this
+	 * zonecast does not know all reach the edge byte for byte (the edge's
+	 * signer reads them, not the log), in the log and in a snapshot. */
+	{
+		static const uint8_t pem[] = "-----BEGIN PRIVATE KEY-----\n";
+		edge_keyset_t ks = { .count = 1, .keys = { {
+			.flags = 257, .algorithm = 13, .active = true, .pem = pem,
+			.pem_len = sizeof(pem) - 1 } } };
+		uint8_t v2[128], v1[128], v9[128];
+		int v2_len = edge_keyset_encode(v2, sizeof(v2), &ks);
+		CHECK(v2_len > 0);
+		memcpy(v1, v2 + 2, (size_t)v2_len - 2); /* No version, no count. */
+		memcpy(v9, v2, (size_t)v2_len);
+		v9[0] = 9;
+		const struct { uint64_t zone; const uint8_t *val; size_t len; }
+		sets[] = { { 7, v2, (size_t)v2_len }, { 8, v1, (size_t)v2_len - 2 },
+		           { 9, v9, (size_t)v2_len } };
+		edge_txn_t txn = { 0 };
+		CHECK_EQ(edge_txn_begin_write(primary, &txn), ZC_EOK);
+		for (unsigned i = 0; i < 3; i++) {
+			CHECK_EQ(edge_txn_put_keys(&txn, sets[i].zone, sets[i].val,
+			                           sets[i].len), ZC_EOK);
+		}
+		CHECK_EQ(edge_txn_commit(&txn), ZC_EOK);
+		c.commits = 0;
+		edge_repl_outbox_read(primary, c.last_commit, c.last_part, 100,
+		                      apply_part, &c);
+		CHECK_EQ(c.commits, 1);
+		CHECK_EQ(c.bad, 0);
+		check_equal(primary, edge);
+		apply_ctx_t sk = { .to = boot, .epoch = pos.epoch };
+		CHECK_EQ(edge_repl_snapshot(primary, &snap, apply_part, &sk),
+		         ZC_EOK);
+		CHECK_EQ(sk.bad, 0);
+		check_equal(primary, boot);
+		edge_store_t *stores[] = { edge, boot };
+		for (unsigned st = 0; st < 2; st++) {
+			CHECK_EQ(edge_txn_begin_read(stores[st], &txn), ZC_EOK);
+			for (unsigned i = 0; i < 3; i++) {
+				const uint8_t *got = NULL;
+				size_t got_len = 0;
+				CHECK_EQ(edge_keys_get(&txn, sets[i].zone, &got,
+				                       &got_len), ZC_EOK);
+				CHECK_EQ(got_len, sets[i].len);
+				CHECK(got != NULL &&
+				      memcmp(got, sets[i].val, sets[i].len) == 0);
+				edge_keyset_t out;
+				CHECK_EQ(edge_keyset_decode(got, got_len, &out),
+				         i < 2 ? ZC_EOK : ZC_EVERSION);
+			}
+			edge_txn_abort(&txn);
+		}
 	}
 
 	/* Off empties the outbox; on again is a new epoch. */
