@@ -27,8 +27,11 @@
 #include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <microhttpd.h>
 
-#include "api/internal.h"
+#include "api/reply.h"
+#include "api/request.h"
+#include "api/router.h"
 #include "common/log.h"
 #include "fuzz/fuzz.h"
 #include "fuzz/fuzz_zone.h"

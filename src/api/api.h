@@ -93,6 +93,3 @@ int64_t api_id_value(const char *text);
  * optional fractional seconds; or a date, 2027-01-31) in Unix
  * milliseconds. ZC_EUSAGE when it is none. */
 int api_time_parse(const char *text, int64_t *ms);
-
-/* A new token secret into out (at least 64 bytes) and its SHA-256 hash. */
-int api_token_secret(char *out, size_t out_size, uint8_t hash[32]);

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <libknot/dname.h>
 
-#include "api/internal.h"
+#include "api/audit.h"
 #include "common/audit.h"
 
 #define IDS_MAX 20

@@ -17,7 +17,9 @@
 #include <time.h>
 #include <libknot/errcode.h>
 
-#include "api/internal.h"
+#include "api/auth.h"
+#include "api/reply.h"
+#include "api/request.h"
 #include "common/error.h"
 
 /* The wall clock in Unix milliseconds (token expiry times are). */
@@ -129,4 +131,17 @@ int api_authenticate(api_req_t *req)
 		ret = ZC_EUSAGE;
 	}
 	return ret;
+}
+
+bool api_allowed(api_req_t *req, int64_t zone_id, bool write)
+{
+	if (write && req->read_only) {
+		api_error(req, 403, 9109, "token: read-only token");
+		return false;
+	}
+	if (req->token_zone != 0 && req->token_zone != zone_id) {
+		api_error(req, 403, 9109, "token: not valid for this zone");
+		return false;
+	}
+	return true;
 }

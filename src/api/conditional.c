@@ -15,7 +15,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "api/internal.h"
+#include "api/conditional.h"
+#include "api/reply.h"
+#include "api/request.h"
 
 /* Skips optional whitespace (OWS: spaces and tabs). */
 static const char *skip_ows(const char *p)

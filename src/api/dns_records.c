@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /*
  * /client/v4/zones/{zone_id}/dns_records: list, create, get, put, patch,
- * delete, batch, import, export.
+ * delete, batch (import and export: import_export.c).
  *
  * Every write is one unit of the group committer: it bumps the zone's
  * version once, checks the new state against the records already stored
@@ -20,26 +20,22 @@
 #include <libknot/descriptor.h>
 #include <libknot/errcode.h>
 
+#include "api/conditional.h"
 #include "api/content.h"
-#include "api/internal.h"
+#include "api/dns_records.h"
+#include "api/format.h"
 #include "api/match.h"
+#include "api/record_json.h"
+#include "api/record_list.h"
+#include "api/reply.h"
+#include "api/request.h"
 #include "api/txt.h"
 #include "common/arena.h"
 #include "common/error.h"
 #include "records/rules.h"
 #include "zonefile/zonefile.h"
 
-#define MAX_BATCH 10000
 #define MAX_COMMENT 500 /* Bytes (Cloudflare: at most 500 characters). */
-
-/* One requested change, parsed before the unit runs. */
-typedef struct {
-	enum { OP_DELETE, OP_PUT, OP_PATCH, OP_POST } op;
-	int64_t id;
-	json_t *fields;          /* Borrowed from the request body. */
-	int64_t result_id;       /* The record written (0: none, skipped). */
-	json_t *deleted;         /* A batch's deleted record, as it was. */
-} op_t;
 
 /* The unit of work of a write request. */
 typedef struct {
@@ -64,61 +60,6 @@ static void etag_of(int64_t id, int64_t modified, char *out, size_t size)
 {
 	snprintf(out, size, "\"%llx-%llx\"", (unsigned long long)id,
 	         (unsigned long long)modified);
-}
-
-/* A record's tags as stored (a JSON array of strings), or []. */
-static json_t *tags_json(const char *text)
-{
-	json_t *tags = text != NULL ? json_loads(text, 0, NULL) : NULL;
-	if (!json_is_array(tags)) {
-		json_decref(tags);
-		tags = json_array();
-	}
-	return tags;
-}
-
-json_t *api_record_json(const records_zone_t *zone,
-                        const records_record_t *rec)
-{
-	char id[33], zid[33], name[KNOT_DNAME_TXT_MAXLEN + 1], zname[256];
-	char type[32];
-	static __thread char content[70000];
-	int priority;
-	api_id_format(rec->id, id);
-	api_id_format(zone->id, zid);
-	api_name_format(rec->owner, name, sizeof(name));
-	api_name_format(zone->apex, zname, sizeof(zname));
-	knot_rrtype_to_string(rec->type, type, sizeof(type));
-	uint8_t soa[2 * KNOT_DNAME_MAXLEN + 20];
-	const uint8_t *rdata = rec->rdata;
-	if (rec->type == KNOT_RRTYPE_SOA && rec->rdata_len >= 22 &&
-	    rec->rdata_len <= sizeof(soa)) {
-		/* The zone row holds the live serial (RFC 1035 §3.3.13). */
-		memcpy(soa, rec->rdata, rec->rdata_len);
-		uint8_t *p = soa + rec->rdata_len - 20;
-		p[0] = zone->serial >> 24, p[1] = zone->serial >> 16;
-		p[2] = zone->serial >> 8, p[3] = zone->serial;
-		rdata = soa;
-	}
-	if (api_content_format(rec->owner, rec->type, rdata, rec->rdata_len,
-	                       rec->api_form, content, sizeof(content),
-	                       &priority) != ZC_EOK) {
-		content[0] = '\0';
-	}
-	json_t *j = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:I, s:b, s:b,"
-	                      " s:o, s:o, s:o, s:o, s:{}}",
-	                      "id", id, "zone_id", zid, "zone_name", zname,
-	                      "name", name, "type", type, "content", content,
-	                      "ttl", (json_int_t)rec->ttl, "proxied", 0,
-	                      "proxiable", 0,
-	                      "comment", rec->comment ? json_string(rec->comment) :
-	                      json_null(), "tags", tags_json(rec->tags),
-	                      "created_on", api_time(rec->created_on),
-	                      "modified_on", api_time(rec->modified_on), "meta");
-	if (priority >= 0) {
-		json_object_set_new(j, "priority", json_integer(priority));
-	}
-	return j;
 }
 
 /* --- Reading --- */
@@ -828,156 +769,12 @@ static void batch(api_req_t *req, const records_zone_t *zone)
 	json_decref(body);
 }
 
-/* --- Import and export --- */
-
-typedef struct {
-	api_req_t *req;
-	json_t *posts;
-	int skipped;
-} import_t;
-
-static int import_record(const knot_dname_t *owner, uint16_t type,
-                         uint32_t ttl, const uint8_t *rdata,
-                         uint16_t rdata_len, const char *file, uint64_t line,
-                         void *ctx)
+/* For import_export.c: ops in one unit, as run_unit() runs them. */
+int api_dns_records_run(api_req_t *req, const records_zone_t *zone,
+                        op_t *ops, size_t count, int64_t *last_id,
+                        int *skipped)
 {
-	(void)file, (void)line;
-	import_t *imp = ctx;
-	if (type == KNOT_RRTYPE_SOA) {
-		imp->skipped++; /* The zone keeps its own SOA. */
-		return 0;
-	}
-	char name[KNOT_DNAME_TXT_MAXLEN + 1], tname[32];
-	static __thread char content[70000];
-	int priority;
-	knot_dname_to_str(name, owner, sizeof(name));
-	knot_rrtype_to_string(type, tname, sizeof(tname));
-	if (api_content_format(owner, type, rdata, rdata_len, API_FORM_TEXT,
-	                       content, sizeof(content), &priority) != ZC_EOK) {
-		return 1;
-	}
-	json_t *j = json_pack("{s:s, s:s, s:s, s:I}", "name", name, "type",
-	                      tname, "content", content, "ttl", (json_int_t)ttl);
-	if (priority >= 0) {
-		json_object_set_new(j, "priority", json_integer(priority));
-	}
-	json_array_append_new(imp->posts, j);
-	return 0;
-}
-
-static void import_error(const char *file, uint64_t line, const char *msg,
-                         void *ctx)
-{
-	import_t *imp = ctx;
-	api_error(imp->req, 400, 1036, "file: line %llu: %s",
-	          (unsigned long long)line, msg);
-	(void)file;
-}
-
-/* The master file of an import: the "file" part of a multipart form (as
- * Cloudflare's clients send it), or the raw body. */
-static const char *import_text(api_req_t *req, size_t *len)
-{
-	const char *type = api_header(req, "Content-Type");
-	*len = req->body_len;
-	if (type == NULL || strncmp(type, "multipart/form-data", 19) != 0) {
-		return req->body;
-	}
-	const char *b = strstr(type, "boundary=");
-	if (b == NULL || req->body == NULL) {
-		return NULL;
-	}
-	char boundary[256];
-	snprintf(boundary, sizeof(boundary), "--%s", b + 9);
-	char *q = strchr(boundary, ';');
-	if (q != NULL) {
-		*q = '\0';
-	}
-	for (char *part = strstr(req->body, boundary); part != NULL;
-	     part = strstr(part + 1, boundary)) {
-		char *head_end = strstr(part, "\r\n\r\n");
-		if (head_end == NULL) {
-			return NULL;
-		}
-		if (memmem(part, head_end - part, "name=\"file\"", 11) == NULL) {
-			continue;
-		}
-		char *start = head_end + 4;
-		char *end = memmem(start, req->body + req->body_len - start,
-		                   boundary, strlen(boundary));
-		if (end == NULL) {
-			return NULL;
-		}
-		*len = (size_t)(end - start);
-		if (*len >= 2 && start[*len - 2] == '\r') {
-			*len -= 2;
-		}
-		return start;
-	}
-	return NULL;
-}
-
-static void import(api_req_t *req, const records_zone_t *zone)
-{
-	size_t len;
-	const char *text = import_text(req, &len);
-	if (text == NULL || len == 0) {
-		api_error(req, 400, 1036, "file: a master file is required");
-		return;
-	}
-	/* len bytes, NUL bytes included (strndup() stopped at the first one
-	 * and the parser read len bytes past it). */
-	char *copy = malloc(len + 1);
-	if (copy == NULL) {
-		api_error(req, 500, 1500, "server: out of memory");
-		return;
-	}
-	memcpy(copy, text, len);
-	copy[len] = '\0';
-	import_t imp = { .req = req, .posts = json_array() };
-	zonefile_handler_t h = { .record = import_record, .error = import_error,
-	                         .ctx = &imp };
-	int ret = zonefile_parse_text(copy, len, zone->apex, zone->default_ttl, &h);
-	free(copy);
-	size_t n = json_array_size(imp.posts);
-	if (ret == ZC_EOK && req->errors == NULL && n > MAX_BATCH) {
-		api_error(req, 413, 1413, "file: more than %d records", MAX_BATCH);
-	}
-	if (ret == ZC_EOK && req->errors == NULL) {
-		op_t *ops = calloc(n ? n : 1, sizeof(*ops));
-		for (size_t i = 0; i < n; i++) {
-			ops[i] = (op_t){ .op = OP_POST,
-			                 .fields = json_array_get(imp.posts, i) };
-		}
-		int present = 0;
-		if (run_unit(req, zone, ops, n, NULL, &present) == ZC_EOK) {
-			req->result = json_pack("{s:i, s:i}", "recs_added",
-			                        (int)n - present, "total_records_parsed",
-			                        (int)n + imp.skipped);
-		}
-		free(ops);
-	} else if (req->errors == NULL) {
-		api_error(req, 400, 1036, "file: not a valid master file");
-	}
-	json_decref(imp.posts);
-}
-
-static void export(api_req_t *req, const records_zone_t *zone)
-{
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&buf, &len);
-	int ret = f ? zonefile_export(req->rs, zone->apex, f) : KNOT_ENOMEM;
-	if (f != NULL) {
-		fclose(f);
-	}
-	if (ret != ZC_EOK) {
-		free(buf);
-		api_error_code(req, ret, "export");
-		return;
-	}
-	req->raw = buf;
-	req->raw_len = len;
+	return run_unit(req, zone, ops, count, last_id, skipped);
 }
 
 void api_dns_records(api_req_t *req, int64_t zone_id, char **parts,
@@ -997,10 +794,6 @@ void api_dns_records(api_req_t *req, int64_t zone_id, char **parts,
 		single(req, &zone, OP_POST, 0);
 	} else if (count == 1 && strcmp(parts[0], "batch") == 0 && post) {
 		batch(req, &zone);
-	} else if (count == 1 && strcmp(parts[0], "import") == 0 && post) {
-		import(req, &zone);
-	} else if (count == 1 && strcmp(parts[0], "export") == 0 && get) {
-		export(req, &zone);
 	} else if (count == 1) {
 		int64_t id = api_id_parse(parts[0]);
 		if (id <= 0) {

@@ -8,7 +8,10 @@
 #include <string.h>
 #include <libdnssec/binary.h>
 
-#include "api/internal.h"
+#include "api/dnssec.h"
+#include "api/format.h"
+#include "api/reply.h"
+#include "api/request.h"
 #include "common/error.h"
 #include "signer/zone.h"
 

@@ -4,7 +4,9 @@
 #include <inttypes.h>
 #include <stdio.h>
 
-#include "api/internal.h"
+#include "api/fleet.h"
+#include "api/format.h"
+#include "api/reply.h"
 #include "fleet/fleet.h"
 
 #define MAX_EDGES 256

@@ -13,7 +13,10 @@
 #include <time.h>
 #include <libknot/errcode.h>
 
-#include "api/internal.h"
+#include "api/format.h"
+#include "api/live.h"
+#include "api/reply.h"
+#include "api/request.h"
 #include "common/error.h"
 
 /* Longest ?wait=S of a propagation receipt. */

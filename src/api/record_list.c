@@ -29,8 +29,11 @@
 #include <libknot/errcode.h>
 
 #include "api/content.h"
-#include "api/internal.h"
 #include "api/match.h"
+#include "api/record_json.h"
+#include "api/record_list.h"
+#include "api/reply.h"
+#include "api/request.h"
 #include "common/error.h"
 
 #define MAX_TAG_FILTERS 16

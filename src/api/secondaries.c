@@ -18,7 +18,9 @@
 #include <string.h>
 #include <libknot/dname.h>
 
-#include "api/internal.h"
+#include "api/reply.h"
+#include "api/request.h"
+#include "api/secondaries.h"
 #include "common/error.h"
 #include "transfer/secondary.h"
 

@@ -18,7 +18,11 @@
 #include <time.h>
 #include <libknot/errcode.h>
 
-#include "api/internal.h"
+#include "api/auth.h"
+#include "api/format.h"
+#include "api/reply.h"
+#include "api/request.h"
+#include "api/tokens.h"
 #include "common/error.h"
 
 #define RESOURCE_ZONE "com.cloudflare.api.account.zone."

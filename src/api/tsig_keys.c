@@ -9,7 +9,10 @@
 #include <string.h>
 #include <libknot/dname.h>
 
-#include "api/internal.h"
+#include "api/format.h"
+#include "api/reply.h"
+#include "api/request.h"
+#include "api/tsig_keys.h"
 #include "common/error.h"
 #include "dns/tsig_key.h"
 

@@ -13,8 +13,18 @@
 #include <libknot/errcode.h>
 #include <libknot/rrtype/soa.h>
 
+#include "api/auth.h"
 #include "api/content.h"
-#include "api/internal.h"
+#include "api/dns_records.h"
+#include "api/dnssec.h"
+#include "api/format.h"
+#include "api/import_export.h"
+#include "api/live.h"
+#include "api/reply.h"
+#include "api/request.h"
+#include "api/secondaries.h"
+#include "api/tsig_keys.h"
+#include "api/zones.h"
 #include "common/error.h"
 #include "dns/name.h"
 
@@ -396,6 +406,16 @@ void api_zones(api_req_t *req, char **parts, int count)
 	if (count == 3 && strcmp(parts[2], "retry") == 0 &&
 	    strcmp(m, "POST") == 0) {
 		api_zone_retry(req, &zone, zone_json);
+		return;
+	}
+	if (count == 4 && strcmp(parts[2], "dns_records") == 0 &&
+	    strcmp(parts[3], "import") == 0 && strcmp(m, "POST") == 0) {
+		api_dns_records_import(req, &zone);
+		return;
+	}
+	if (count == 4 && strcmp(parts[2], "dns_records") == 0 &&
+	    strcmp(parts[3], "export") == 0 && strcmp(m, "GET") == 0) {
+		api_dns_records_export(req, &zone);
 		return;
 	}
 	if (count >= 3 && strcmp(parts[2], "dns_records") == 0) {

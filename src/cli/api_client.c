@@ -12,7 +12,7 @@
 
 #include "cli/api_client.h"
 #include "common/error.h"
-#include "server/server.h"
+#include "common/net.h"
 
 static int send_all(int fd, const char *buf, size_t len)
 {
@@ -33,7 +33,7 @@ int cli_api_request(const char *addr, const char *token, const char *method,
 	struct sockaddr_storage ss;
 	socklen_t sslen;
 	*out = NULL;
-	if (server_parse_addr(addr, &ss, &sslen) != ZC_EOK) {
+	if (zc_addr_parse(addr, &ss, &sslen) != ZC_EOK) {
 		fprintf(stderr, "zonecast: invalid API address '%s'\n", addr);
 		return ZC_EUSAGE;
 	}

@@ -19,6 +19,7 @@
 #include "api/api.h"
 #include "cli/config_keys.h"
 #include "common/error.h"
+#include "common/net.h"
 #include "dns/tsig.h"
 #include "metrics/metrics.h"
 #include "update/update.h"
@@ -165,7 +166,7 @@ static int check_addr(const char *value, char *err, size_t err_size)
 	(void)err, (void)err_size;
 	struct sockaddr_storage ss;
 	socklen_t len;
-	return server_parse_addr(value, &ss, &len) == ZC_EOK ? 0 : -1;
+	return zc_addr_parse(value, &ss, &len) == ZC_EOK ? 0 : -1;
 }
 
 /* An address, or "none" (the listener is off: ""). */

@@ -4,12 +4,9 @@
  * (libmicrohttpd, one internal thread, so scrapes never run at once).
  * GET and HEAD only; no authentication (see metrics.h).
  */
-#include <errno.h>
-#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 #include <libknot/errcode.h>
@@ -17,6 +14,7 @@
 
 #include "common/error.h"
 #include "common/log.h"
+#include "common/net.h"
 #include "metrics/internal.h"
 
 #define CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
@@ -27,33 +25,7 @@
 
 int metrics_bind(const char *listen_addr, int *fd)
 {
-	struct sockaddr_storage ss;
-	socklen_t len;
-	int ret = server_parse_addr(listen_addr, &ss, &len);
-	if (ret != ZC_EOK) {
-		zc_error("metrics: invalid address '%s'", listen_addr);
-		return ret;
-	}
-	int s = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (s < 0) {
-		return -errno;
-	}
-	int on = 1;
-	setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on));
-	if (ss.ss_family == AF_INET6) {
-		setsockopt(s, IPPROTO_IPV6, IPV6_V6ONLY, &on, sizeof(on));
-	}
-	if (bind(s, (struct sockaddr *)&ss, len) != 0 ||
-	    listen(s, 64) != 0) {
-		ret = -errno;
-		zc_error("metrics: cannot listen on %s: %s", listen_addr,
-		         ret == -EADDRINUSE ? "address already in use (by "
-		         "another process; nothing was started)" : strerror(-ret));
-		close(s);
-		return ret;
-	}
-	*fd = s;
-	return ZC_EOK;
+	return zc_tcp_listen("metrics", listen_addr, 64, fd);
 }
 
 static enum MHD_Result reply(struct MHD_Connection *conn, unsigned status,

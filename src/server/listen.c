@@ -42,6 +42,7 @@
 
 #include "common/error.h"
 #include "common/log.h"
+#include "common/net.h"
 #include "server/worker.h"
 
 /* How long a start waits for another zonecast to finish binding a port. */
@@ -168,7 +169,7 @@ static int bind_address(const char *addr, unsigned workers, int *fds)
 {
 	struct sockaddr_storage ss;
 	socklen_t len;
-	int ret = server_parse_addr(addr, &ss, &len);
+	int ret = zc_addr_parse(addr, &ss, &len);
 	if (ret != ZC_EOK) {
 		zc_error("invalid listen address '%s' (want ADDR:PORT or "
 		         "[ADDR6]:PORT)", addr);

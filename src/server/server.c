@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
-/* Server lifecycle: address parsing, worker threads on the sockets
- * server_bind() bound (listen.c). */
-#include <arpa/inet.h>
+/* Server lifecycle: worker threads on the sockets server_bind() bound
+ * (listen.c). */
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -17,43 +16,6 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "server/worker.h"
-
-int server_parse_addr(const char *text, struct sockaddr_storage *ss,
-                      socklen_t *len)
-{
-	char host[INET6_ADDRSTRLEN + 2];
-	const char *colon = strrchr(text, ':');
-	if (colon == NULL || colon == text || (size_t)(colon - text) >= sizeof(host)) {
-		return ZC_EUSAGE;
-	}
-	memcpy(host, text, colon - text);
-	host[colon - text] = '\0';
-	char *end;
-	long port = strtol(colon + 1, &end, 10);
-	if (*end != '\0' || colon[1] == '\0' || port < 0 || port > 65535) {
-		return ZC_EUSAGE;
-	}
-	memset(ss, 0, sizeof(*ss));
-	if (host[0] == '[' && host[strlen(host) - 1] == ']') {
-		struct sockaddr_in6 *sa6 = (struct sockaddr_in6 *)ss;
-		host[strlen(host) - 1] = '\0';
-		if (inet_pton(AF_INET6, host + 1, &sa6->sin6_addr) != 1) {
-			return ZC_EUSAGE;
-		}
-		sa6->sin6_family = AF_INET6;
-		sa6->sin6_port = htons((uint16_t)port);
-		*len = sizeof(*sa6);
-		return ZC_EOK;
-	}
-	struct sockaddr_in *sa = (struct sockaddr_in *)ss;
-	if (inet_pton(AF_INET, host, &sa->sin_addr) != 1) {
-		return ZC_EUSAGE;
-	}
-	sa->sin_family = AF_INET;
-	sa->sin_port = htons((uint16_t)port);
-	*len = sizeof(*sa);
-	return ZC_EOK;
-}
 
 unsigned server_worker_count(const server_config_t *cfg)
 {

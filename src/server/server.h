@@ -168,7 +168,3 @@ typedef struct {
 } server_stats_t;
 
 void server_stats(server_t *s, server_stats_t *out);
-
-/* Parses "1.2.3.4:53", "[::1]:53" into a socket address. */
-int server_parse_addr(const char *text, struct sockaddr_storage *ss,
-                      socklen_t *len);

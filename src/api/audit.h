@@ -1,0 +1,9 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* Internal to api/: the audit line of a request (audit.c). */
+#pragma once
+
+#include "api/internal.h"
+
+/* Every write's outcome, and every request refused for its
+ * credentials. */
+void api_audit(const api_req_t *req, const char *url);

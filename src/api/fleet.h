@@ -1,0 +1,8 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* Internal to api/: GET /fleet (api/fleet.c). */
+#pragma once
+
+#include "api/internal.h"
+
+/* parts[] are the URL's path segments after /client/v4/. */
+void api_fleet(api_req_t *req, char **parts, int count);

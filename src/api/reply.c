@@ -1,0 +1,180 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * The answer to an API request: errors (with the one table mapping
+ * zonecast codes to HTTP statuses), a listing's result_info, and the
+ * Cloudflare envelope the response body carries.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <libknot/errcode.h>
+
+#include "api/reply.h"
+#include "common/error.h"
+#include "common/log.h"
+
+/* Length of the valid UTF-8 sequence (RFC 3629) at s, or 0. */
+static size_t utf8_char(const unsigned char *s)
+{
+	size_t n = s[0] < 0x80 ? 1 : s[0] >= 0xc2 && s[0] <= 0xdf ? 2 :
+	           s[0] >= 0xe0 && s[0] <= 0xef ? 3 :
+	           s[0] >= 0xf0 && s[0] <= 0xf4 ? 4 : 0;
+	for (size_t i = 1; i < n; i++) {
+		if ((s[i] & 0xc0) != 0x80) {
+			return 0;
+		}
+	}
+	/* Overlong forms, surrogates, past U+10FFFF. */
+	if ((s[0] == 0xe0 && s[1] < 0xa0) || (s[0] == 0xed && s[1] > 0x9f) ||
+	    (s[0] == 0xf0 && s[1] < 0x90) || (s[0] == 0xf4 && s[1] > 0x8f)) {
+		return 0;
+	}
+	return n;
+}
+
+void api_error(api_req_t *req, unsigned status, int code, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	/* Messages quote what the client sent (a URL, a header), and a cut
+	 * may split a character: JSON strings must be UTF-8, or jansson
+	 * drops the message. */
+	for (size_t i = 0, n; msg[i] != '\0'; i += n) {
+		n = utf8_char((const unsigned char *)msg + i);
+		if (n == 0) {
+			msg[i] = '?';
+			n = 1;
+		}
+	}
+	if (req->errors == NULL) {
+		req->errors = json_array();
+	}
+	json_array_append_new(req->errors, json_pack("{s:i, s:s}", "code", code,
+	                                             "message", msg));
+	if (req->status < 400) {
+		req->status = status;
+	}
+}
+
+/* The data directory cannot take writes: the condition is the server's,
+ * not the request's, so the message names it rather than a field. */
+static bool storage_error(api_req_t *req, int ret)
+{
+	static const struct {
+		int code;
+		unsigned status;
+		const char *text;
+	} table[] = {
+		{ -ENOSPC, 507, "data directory: disk full, nothing was written" },
+		{ -EROFS, 503, "data directory: read-only file system, nothing "
+		               "was written" },
+		{ -EACCES, 503, "data directory: permission denied, nothing was "
+		                "written" },
+	};
+	for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++) {
+		if (table[i].code == ret) {
+			api_error(req, table[i].status, 1000 + table[i].status,
+			          "%s", table[i].text);
+			return true;
+		}
+	}
+	return false;
+}
+
+void api_error_code(api_req_t *req, int ret, const char *what)
+{
+	static const struct {
+		int code;
+		unsigned status;
+		const char *text;
+	} table[] = {
+		{ ZC_ENOZONE, 404, "zone not found" },
+		{ KNOT_ENOENT, 404, "not found" },
+		{ ZC_EEXISTS, 409, "already exists" },
+		{ ZC_EUSAGE, 400, "invalid request" },
+		{ ZC_EBUSY, 503, "busy, retry" },
+		{ ZC_ETOOBIG, 413, "too large" },
+		/* Cloudflare answers its record quota with 400 too. */
+		{ ZC_ETOOMANY, 400, "the zone would hold more records than "
+		  "zone-max-records allows" },
+		{ KNOT_EOUTOFZONE, 400, "name: outside the zone" },
+		{ ZC_ENAMEKEY, 400, "name: too long to be stored (a name of "
+		  "the root zone with over 240 octets 0x00 or 0x01)" },
+	};
+	if (storage_error(req, ret)) {
+		return;
+	}
+	for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++) {
+		if (table[i].code == ret) {
+			api_error(req, table[i].status, 1000 + table[i].status,
+			          "%s: %s", what, table[i].text);
+			return;
+		}
+	}
+	zc_error("api: %s: %s", what, zc_strerror(ret));
+	api_error(req, 500, 1500, "%s: internal error", what);
+}
+
+void api_list_result(api_req_t *req, int ret, json_t *list, long page,
+                     long per_page, long total, const char *what)
+{
+	if (ret != ZC_EOK) {
+		json_decref(list);
+		api_error_code(req, ret, what);
+		return;
+	}
+	long count = (long)json_array_size(list);
+	req->result_info = json_pack("{s:i, s:i, s:i, s:i, s:i}", "page",
+	                             (int)page, "per_page", (int)per_page,
+	                             "count", (int)count, "total_count",
+	                             (int)total, "total_pages",
+	                             (int)((total + per_page - 1) / per_page));
+	req->result = list;
+}
+
+char *api_response(api_req_t *req, size_t *len, bool *json)
+{
+	if (req->raw != NULL && req->errors == NULL) {
+		char *text = req->raw;
+		req->raw = NULL;
+		*len = req->raw_len;
+		*json = false;
+		return text;
+	}
+	bool ok = req->errors == NULL;
+	json_t *messages = json_array();
+	if (ok && req->note[0] != '\0') {
+		json_array_append_new(messages, json_pack("{s:i, s:s}", "code",
+		                      req->note_code ? req->note_code : 1202,
+		                      "message", req->note));
+	}
+	json_t *env = json_pack("{s:b, s:o, s:o, s:o}", "success", ok,
+	                        "errors", ok ? json_array() : req->errors,
+	                        "messages", messages,
+	                        "result", (ok && req->result) ? req->result :
+	                        json_null());
+	if (!ok && req->result != NULL) {
+		json_decref(req->result);
+	}
+	req->errors = NULL;
+	req->result = NULL;
+	if (ok && req->result_info != NULL) {
+		json_object_set(env, "result_info", req->result_info);
+	}
+	if (ok && req->version != 0) {
+		json_object_set_new(env, "zone_version",
+		                    json_integer(req->version));
+	}
+	if (ok && req->version != 0 && req->wait_live) {
+		json_object_set_new(env, "zone_live", json_boolean(req->live));
+	}
+	char *text = json_dumps(env, JSON_COMPACT);
+	json_decref(env);
+	*len = text != NULL ? strlen(text) : 0;
+	*json = true;
+	return text;
+}

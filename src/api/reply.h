@@ -1,0 +1,22 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* Internal to api/: the answer to a request, errors and the envelope
+ * (reply.c). */
+#pragma once
+
+#include "api/internal.h"
+
+/* Records an error (HTTP status, Cloudflare-style code, message). */
+void api_error(api_req_t *req, unsigned status, int code, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+/* Maps a zonecast code to an HTTP status and message (one table). */
+void api_error_code(api_req_t *req, int ret, const char *what);
+
+/* Sets a listing's result and Cloudflare's result_info (takes list), or
+ * the error for ret. */
+void api_list_result(api_req_t *req, int ret, json_t *list, long page,
+                     long per_page, long total, const char *what);
+
+/* The response body: the export's text (*json false) or the JSON
+ * envelope; the caller frees it. NULL when out of memory. */
+char *api_response(api_req_t *req, size_t *len, bool *json);

@@ -1,0 +1,261 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * The API's HTTP server: the listening socket, libmicrohttpd's daemon and
+ * its callbacks. The callbacks only move bytes: a request's headers and
+ * body into api_req_t (api_req_body()), the complete request to
+ * api_dispatch() (router.c), and api_response()'s body back out with its
+ * headers.
+ */
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <libknot/errcode.h>
+#include <microhttpd.h>
+
+#include "api/reply.h"
+#include "api/request.h"
+#include "api/router.h"
+#include "common/acl.h"
+#include "common/error.h"
+#include "common/log.h"
+#include "common/net.h"
+
+/* Queues the response to a request. */
+static enum MHD_Result respond(struct MHD_Connection *conn, api_req_t *req)
+{
+	size_t len;
+	bool json;
+	char *text = api_response(req, &len, &json);
+	struct MHD_Response *resp = text == NULL ? NULL :
+		MHD_create_response_from_buffer(len, text,
+		                                MHD_RESPMEM_MUST_FREE);
+	if (resp == NULL) {
+		free(text);
+		return MHD_NO;
+	}
+	MHD_add_response_header(resp, "Content-Type",
+	                        json ? "application/json" : "text/plain");
+	if (req->etag[0] != '\0' && req->status < 400) {
+		MHD_add_response_header(resp, "ETag", req->etag);
+	}
+	if (req->version != 0 && req->status < 400) {
+		char v[24];
+		snprintf(v, sizeof(v), "%lld", (long long)req->version);
+		MHD_add_response_header(resp, "X-Zone-Version", v);
+		if (req->wait_live) {
+			MHD_add_response_header(resp, "X-Zone-Live",
+			                        req->live ? "true" : "false");
+		}
+	}
+	req->answered = true;
+	enum MHD_Result r = MHD_queue_response(conn,
+	                                       req->status ? req->status : 200,
+	                                       resp);
+	MHD_destroy_response(resp);
+	return r;
+}
+
+/* A Content-Length over the limit: 413 before the body is read (MHD then
+ * closes the connection instead of reading what the client sends). */
+static bool announced_too_big(api_req_t *req)
+{
+	const char *cl = api_header(req, MHD_HTTP_HEADER_CONTENT_LENGTH);
+	if (cl == NULL) {
+		return false;
+	}
+	char *end;
+	unsigned long long n = strtoull(cl, &end, 10);
+	return end != cl && n > api_max_body(req->api);
+}
+
+/* The index-th value of a key, for mhd_lookup(). */
+typedef struct {
+	const char *key;
+	unsigned index;
+	const char *value;
+} nth_value_t;
+
+static enum MHD_Result find_nth(void *cls, enum MHD_ValueKind kind,
+                                const char *key, const char *value)
+{
+	(void)kind;
+	nth_value_t *nth = cls;
+	if (key == NULL || strcasecmp(key, nth->key) != 0) {
+		return MHD_YES;
+	}
+	if (nth->index-- == 0) {
+		nth->value = value;
+		return MHD_NO;
+	}
+	return MHD_YES;
+}
+
+/* The key of the index-th value, for mhd_lookup(). */
+static enum MHD_Result find_nth_key(void *cls, enum MHD_ValueKind kind,
+                                    const char *key, const char *value)
+{
+	(void)kind, (void)value;
+	nth_value_t *nth = cls;
+	if (nth->index-- == 0) {
+		nth->value = key;
+		return MHD_NO;
+	}
+	return MHD_YES;
+}
+
+/* libmicrohttpd's query arguments (already unescaped) and headers. */
+static const char *mhd_lookup(void *ctx, bool header, const char *key,
+                              unsigned index)
+{
+	enum MHD_ValueKind kind = header ? MHD_HEADER_KIND :
+	                          MHD_GET_ARGUMENT_KIND;
+	if (key == NULL) {
+		nth_value_t nth = { .index = index };
+		MHD_get_connection_values(ctx, kind, find_nth_key, &nth);
+		return nth.value;
+	}
+	if (index == 0) {
+		return MHD_lookup_connection_value(ctx, kind, key);
+	}
+	nth_value_t nth = { .key = key, .index = index };
+	MHD_get_connection_values(ctx, kind, find_nth, &nth);
+	return nth.value;
+}
+
+/* The client's "ADDR#PORT" for the audit lines. */
+static void client_address(struct MHD_Connection *conn, char *out,
+                           size_t size)
+{
+	const union MHD_ConnectionInfo *ci =
+		MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	struct sockaddr_storage ss = { .ss_family = AF_UNSPEC };
+	if (ci != NULL && ci->client_addr != NULL) {
+		size_t len = ci->client_addr->sa_family == AF_INET6 ?
+		             sizeof(struct sockaddr_in6) :
+		             sizeof(struct sockaddr_in);
+		memcpy(&ss, ci->client_addr, len);
+	}
+	zc_addr_text(&ss, out, size);
+}
+
+/* libmicrohttpd's request callback: first with the headers only (a
+ * request announcing a body over the limit is answered 413 there), then
+ * with each piece of the body, then once with none (the request is
+ * complete: dispatch and answer). */
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
+                                  const char *url, const char *method,
+                                  const char *version, const char *data,
+                                  size_t *data_size, void **con_cls)
+{
+	(void)version;
+	api_t *api = cls;
+	api_req_t *req = *con_cls;
+	if (req == NULL) {
+		req = calloc(1, sizeof(*req));
+		if (req == NULL) {
+			return MHD_NO;
+		}
+		req->api = api;
+		req->lookup = mhd_lookup;
+		req->lookup_ctx = conn;
+		req->method = method;
+		client_address(conn, req->client, sizeof(req->client));
+		*con_cls = req;
+		if (announced_too_big(req)) {
+			req->too_big = true;
+			api_error(req, 413, 1413, "body: larger than the limit of "
+			          "%zu bytes (api-max-body)", api_max_body(api));
+			return respond(conn, req);
+		}
+		return MHD_YES;
+	}
+	if (*data_size > 0) {
+		if (api_req_body(req, data, *data_size) != ZC_EOK) {
+			return MHD_NO;
+		}
+		*data_size = 0;
+		return MHD_YES;
+	}
+	if (req->too_big && req->answered) {
+		return MHD_YES; /* Answered at the first call. */
+	}
+	api_dispatch(req, url);
+	return respond(conn, req);
+}
+
+/* libmicrohttpd's end of a request, answered or not: frees it. */
+static void on_completed(void *cls, struct MHD_Connection *conn,
+                         void **con_cls, enum MHD_RequestTerminationCode code)
+{
+	(void)cls, (void)conn, (void)code;
+	api_req_t *req = *con_cls;
+	if (req == NULL) {
+		return;
+	}
+	api_req_clear(req);
+	free(req);
+	*con_cls = NULL;
+}
+
+int api_bind(const char *listen_addr, int *fd)
+{
+	return zc_tcp_listen("api", listen_addr, SOMAXCONN, fd);
+}
+
+int api_start(const api_config_t *cfg, api_t **out)
+{
+	struct sockaddr_storage ss;
+	socklen_t len;
+	api_t *api;
+	int ret = zc_addr_parse(cfg->listen, &ss, &len);
+	if (ret != ZC_EOK || (ret = api_new(cfg, &api)) != ZC_EOK) {
+		return ret;
+	}
+	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD |
+	                 MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL;
+	if (ss.ss_family == AF_INET6) {
+		flags |= MHD_USE_IPv6;
+	}
+	unsigned timeout = cfg->timeout_s ? cfg->timeout_s : API_DEFAULT_TIMEOUT_S;
+	unsigned clients = cfg->max_clients ? cfg->max_clients :
+	                   API_DEFAULT_MAX_CLIENTS;
+	unsigned per_ip = cfg->max_clients_per_ip ? cfg->max_clients_per_ip :
+	                  API_DEFAULT_MAX_CLIENTS_PER_IP;
+	/* The socket of api_bind() (MHD closes it when it stops), or one
+	 * MHD binds. */
+	struct MHD_OptionItem where[] = {
+		{ MHD_OPTION_SOCK_ADDR, 0, &ss },
+		{ MHD_OPTION_END, 0, NULL },
+	};
+	if (cfg->listen_fd > 0) {
+		where[0] = (struct MHD_OptionItem){ MHD_OPTION_LISTEN_SOCKET,
+		                                    cfg->listen_fd, NULL };
+	}
+	api->daemon = MHD_start_daemon(flags, 0, NULL, NULL, on_request, api,
+	                               MHD_OPTION_ARRAY, where,
+	                               MHD_OPTION_NOTIFY_COMPLETED, on_completed,
+	                               api, MHD_OPTION_CONNECTION_TIMEOUT,
+	                               timeout, MHD_OPTION_CONNECTION_LIMIT,
+	                               clients, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+	                               per_ip, MHD_OPTION_END);
+	if (api->daemon == NULL) {
+		zc_error("api: cannot listen on %s", cfg->listen);
+		api_free(api);
+		return -98; /* -EADDRINUSE, the usual cause. */
+	}
+	zc_info("API listening on http://%s/client/v4/", cfg->listen);
+	*out = api;
+	return ZC_EOK;
+}
+
+void api_stop(api_t *api)
+{
+	if (api == NULL) {
+		return;
+	}
+	MHD_stop_daemon(api->daemon);
+	api_free(api);
+}
