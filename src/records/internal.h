@@ -6,7 +6,7 @@
  */
 #pragma once
 
-#include "records/sqlite.h"
+#include "records/store.h"
 
 /* --- schema.c --- */
 
@@ -42,7 +42,7 @@ int records_owner_key(const knot_dname_t *apex, const knot_dname_t *owner,
 
 /* Steps stmt (selecting RECORDS_RECORD_COLUMNS) and calls cb for each
  * row until it returns non-zero. */
-int records_rows_foreach(sqlite3_stmt *stmt, records_store_t *store,
+int records_rows_foreach(rdb_stmt_t *stmt,
                          int (*cb)(const records_record_t *rec, void *ctx),
                          void *ctx);
 
@@ -53,7 +53,7 @@ int records_rows_foreach(sqlite3_stmt *stmt, records_store_t *store,
 	" serial_policy"
 
 /* Fills a zone row from a statement positioned on RECORDS_ZONE_COLUMNS. */
-void records_zone_from_stmt(sqlite3_stmt *stmt, records_zone_t *zone);
+void records_zone_from_stmt(rdb_stmt_t *stmt, records_zone_t *zone);
 
 /* Drops the zone row kept through a write transaction. */
 void records_zrow_forget(records_store_t *store);
