@@ -51,9 +51,12 @@ static int index_version(records_store_t *store, int64_t zone_id,
 		return ZC_EOK;
 	}
 	rdb_stmt_t *stmt;
-	int ret = rdb_prepare(store->db, RDB_SQL("INSERT OR REPLACE INTO"
-	                              " zone_versions(zone_id, version, seq)"
-	                              " VALUES (?, ?, ?)"), &stmt);
+	int ret = rdb_prepare(store->db, RDB_SQL2(
+		"INSERT OR REPLACE INTO zone_versions(zone_id, version, seq)"
+		" VALUES (?1, ?2, ?3)",
+		"INSERT INTO zone_versions(zone_id, version, seq)"
+		" VALUES (?1, ?2, ?3) ON CONFLICT (zone_id, version)"
+		" DO UPDATE SET seq = excluded.seq"), &stmt);
 	if (ret != ZC_EOK) {
 		return ret;
 	}
@@ -75,8 +78,9 @@ static int restart_journal(records_store_t *store, int64_t zone_id,
                            uint32_t version)
 {
 	rdb_stmt_t *stmt;
-	int ret = rdb_prepare(store->db, RDB_SQL("UPDATE zones SET ixfr_from = ?"
-	                              " WHERE id = ?"), &stmt);
+	int ret = rdb_prepare(store->db, RDB_SQL(
+		"UPDATE zones SET ixfr_from = ?1"
+		" WHERE id = ?2"), &stmt);
 	if (ret != ZC_EOK) {
 		return ret;
 	}
@@ -94,10 +98,11 @@ int records_changelog_append(records_store_t *store,
 	       e->kind <= RECORDS_CHANGE_ZONE_TOUCHED);
 	const rule_t *rule = &rules[e->kind];
 	rdb_stmt_t *stmt;
-	int ret = rdb_prepare(store->db, RDB_SQL("INSERT INTO changes(zone_id, apex,"
-	                              " version, kind, okey, type, record_id, at,"
-	                              " ttl, rdata)"
-	                              " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"), &stmt);
+	int ret = rdb_prepare(store->db, RDB_SQL(
+		"INSERT INTO changes(zone_id, apex,"
+		" version, kind, okey, type, record_id, at,"
+		" ttl, rdata)"
+		" VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"), &stmt);
 	if (ret != ZC_EOK) {
 		return ret;
 	}
@@ -107,12 +112,12 @@ int records_changelog_append(records_store_t *store,
 	rdb_bind_int64(stmt, 4, e->kind);
 	if (rule->names_node) {
 		rdb_bind_blob(stmt, 5, e->okey_len ? e->okey :
-		                  (const uint8_t *)"", (int)e->okey_len);
+			      (const uint8_t *)"", (int)e->okey_len);
 		rdb_bind_int64(stmt, 6, e->type);
 		rdb_bind_int64(stmt, 7, e->record_id);
 		rdb_bind_int64(stmt, 9, e->ttl);
 		rdb_bind_blob(stmt, 10, e->rdata_len ? e->rdata :
-		                  (const uint8_t *)"", e->rdata_len);
+			      (const uint8_t *)"", e->rdata_len);
 	}
 	rdb_bind_int64(stmt, 8, records_now_ms());
 	ret = rdb_run(stmt);
@@ -135,8 +140,9 @@ int records_changelog_append(records_store_t *store,
 int records_last_seq(records_store_t *store, uint64_t *seq)
 {
 	rdb_stmt_t *stmt;
-	int ret = rdb_prepare(store->db, RDB_SQL("SELECT coalesce(max(seq), 0)"
-	                              " FROM changes"), &stmt);
+	int ret = rdb_prepare(store->db, RDB_SQL(
+		"SELECT coalesce(max(seq), 0)"
+		" FROM changes"), &stmt);
 	if (ret != ZC_EOK) {
 		return ret;
 	}
@@ -153,14 +159,16 @@ int records_changes_since(records_store_t *store, uint64_t after,
                           void *ctx)
 {
 	rdb_stmt_t *stmt;
-	int ret = rdb_prepare(store->db, RDB_SQL("SELECT seq, zone_id, apex,"
-	                              " version, kind, okey, type FROM changes"
-	                              " WHERE seq > ? ORDER BY seq LIMIT ?"), &stmt);
+	int ret = rdb_prepare(store->db, RDB_SQL(
+		"SELECT seq, zone_id, apex,"
+		" version, kind, okey, type FROM changes"
+		" WHERE seq > ?1 ORDER BY seq LIMIT ?2"), &stmt);
 	if (ret != ZC_EOK) {
 		return ret;
 	}
 	rdb_bind_int64(stmt, 1, (int64_t)after);
-	rdb_bind_int64(stmt, 2, limit == 0 ? -1 : (int64_t)limit);
+	/* No limit: the largest (a negative LIMIT is SQLite's only). */
+	rdb_bind_int64(stmt, 2, limit == 0 ? INT64_MAX : (int64_t)limit);
 	int rc;
 	while ((rc = rdb_step(stmt)) == RDB_ROW) {
 		records_change_t chg = {
@@ -203,8 +211,9 @@ static int journal_start(records_store_t *store, int64_t zone_id,
                          bool *has, uint32_t *from)
 {
 	rdb_stmt_t *stmt;
-	int ret = rdb_prepare(store->db, RDB_SQL("SELECT ixfr_from FROM zones"
-	                              " WHERE id = ?"), &stmt);
+	int ret = rdb_prepare(store->db, RDB_SQL(
+		"SELECT ixfr_from FROM zones"
+		" WHERE id = ?1"), &stmt);
 	if (ret != ZC_EOK) {
 		return ret;
 	}
@@ -223,9 +232,10 @@ static int first_seq(records_store_t *store, int64_t zone_id, uint32_t from,
                      uint32_t to, int64_t *seq)
 {
 	rdb_stmt_t *stmt;
-	int ret = rdb_prepare(store->db, RDB_SQL("SELECT min(seq) FROM zone_versions"
-	                              " WHERE zone_id = ?1 AND version > ?2"
-	                              " AND version <= ?3"), &stmt);
+	int ret = rdb_prepare(store->db, RDB_SQL(
+		"SELECT min(seq) FROM zone_versions"
+		" WHERE zone_id = ?1 AND version > ?2"
+		" AND version <= ?3"), &stmt);
 	if (ret != ZC_EOK) {
 		return ret;
 	}
@@ -245,10 +255,11 @@ static int read_events(records_store_t *store, int64_t zone_id,
                        void *ctx)
 {
 	rdb_stmt_t *stmt;
-	int ret = rdb_prepare(store->db, RDB_SQL("SELECT version, kind, okey, type,"
-	                              " ttl, rdata FROM changes WHERE seq >= ?1"
-	                              " AND zone_id = ?2 AND version <= ?3"
-	                              " ORDER BY seq"), &stmt);
+	int ret = rdb_prepare(store->db, RDB_SQL(
+		"SELECT version, kind, okey, type,"
+		" ttl, rdata FROM changes WHERE seq >= ?1"
+		" AND zone_id = ?2 AND version <= ?3"
+		" ORDER BY seq"), &stmt);
 	if (ret != ZC_EOK) {
 		return ret;
 	}
@@ -274,7 +285,8 @@ static int read_events(records_store_t *store, int64_t zone_id,
 			break;
 		}
 		if (okey_len > 0) {
-			memcpy(lf + apex_len, rdb_col_blob(stmt, 2, NULL), okey_len);
+			memcpy(lf + apex_len, rdb_col_blob(stmt, 2, NULL),
+			       okey_len);
 		}
 		uint8_t owner[KNOT_DNAME_MAXLEN];
 		if (dns_name_from_lf(lf, apex_len + okey_len, owner) < 0) {
@@ -338,9 +350,10 @@ int records_backlog(records_store_t *store, uint64_t after,
 {
 	*out = (records_backlog_t){ 0 };
 	rdb_stmt_t *stmt;
-	int ret = rdb_prepare(store->db, RDB_SQL("SELECT coalesce(max(seq), 0),"
-	                              " (SELECT at FROM changes WHERE seq > ?1"
-	                              "  ORDER BY seq LIMIT 1) FROM changes"), &stmt);
+	int ret = rdb_prepare(store->db, RDB_SQL(
+		"SELECT coalesce(max(seq), 0),"
+		" (SELECT at FROM changes WHERE seq > ?1"
+		"  ORDER BY seq LIMIT 1) FROM changes"), &stmt);
 	if (ret != ZC_EOK) {
 		return ret;
 	}
@@ -371,9 +384,10 @@ int records_zone_activity(records_store_t *store, uint64_t after,
 	/* The last sequence and the counts from one snapshot. */
 	ret = records_last_seq(store, last_seq);
 	if (ret == ZC_EOK) {
-		ret = rdb_prepare(store->db, RDB_SQL("SELECT zone_id, count(*) FROM"
-		                          " changes WHERE seq > ? AND seq <= ?"
-		                          " GROUP BY zone_id"), &stmt);
+		ret = rdb_prepare(store->db, RDB_SQL(
+			"SELECT zone_id, count(*) FROM"
+			" changes WHERE seq > ?1 AND seq <= ?2"
+			" GROUP BY zone_id"), &stmt);
 	}
 	if (ret != ZC_EOK) {
 		rdb_end_read(store->db);
@@ -398,10 +412,10 @@ int records_zone_activity(records_store_t *store, uint64_t after,
 /* --- Trimming --- */
 
 /* Runs one statement binding ?1 = x. */
-static int exec_seq(records_store_t *store, const char *sql, int64_t x)
+static int exec_seq(records_store_t *store, const rdb_sql_t *sql, int64_t x)
 {
 	rdb_stmt_t *stmt;
-	int ret = rdb_prepare(store->db, RDB_SQL(sql), &stmt);
+	int ret = rdb_prepare(store->db, sql, &stmt);
 	if (ret != ZC_EOK) {
 		return ret;
 	}
@@ -438,10 +452,13 @@ int records_journal_trim(records_store_t *store, int64_t before_ms,
 	rdb_stmt_t *stmt;
 	/* Never the newest event: sequences are max(seq) + 1 (no
 	 * AUTOINCREMENT), so the newest row keeps them from going back. */
-	ret = rdb_prepare(store->db, RDB_SQL("SELECT max(seq), count(*) FROM changes"
-	                          " WHERE seq <= min(?1, (SELECT min(seq) FROM"
-	                          " changes) + 100000, (SELECT max(seq) FROM"
-	                          " changes) - 1) AND at < ?2"), &stmt);
+	ret = rdb_prepare(store->db, RDB_SQL2(
+		"SELECT max(seq), count(*) FROM changes WHERE seq <= min(?1,"
+		" (SELECT min(seq) FROM changes) + 100000,"
+		" (SELECT max(seq) FROM changes) - 1) AND at < ?2",
+		"SELECT max(seq), count(*) FROM changes WHERE seq <= least(?1,"
+		" (SELECT min(seq) FROM changes) + 100000,"
+		" (SELECT max(seq) FROM changes) - 1) AND at < ?2"), &stmt);
 	int64_t last = 0;
 	if (ret == ZC_EOK) {
 		rdb_bind_int64(stmt, 1, (int64_t)max_seq);
@@ -456,18 +473,20 @@ int records_journal_trim(records_store_t *store, int64_t before_ms,
 		rdb_done(stmt);
 	}
 	if (ret == ZC_EOK && last > 0) {
-		ret = exec_seq(store, "UPDATE zones SET ixfr_from = t.v FROM"
-		               " (SELECT zone_id, max(version) AS v FROM changes"
-		               " WHERE seq <= ?1 GROUP BY zone_id) AS t"
-		               " WHERE zones.id = t.zone_id AND (zones.ixfr_from"
-		               " IS NULL OR t.v > zones.ixfr_from)", last);
+		ret = exec_seq(store, RDB_SQL(
+			"UPDATE zones SET ixfr_from = t.v FROM"
+			" (SELECT zone_id, max(version) AS v FROM changes"
+			" WHERE seq <= ?1 GROUP BY zone_id) AS t"
+			" WHERE zones.id = t.zone_id AND (zones.ixfr_from"
+			" IS NULL OR t.v > zones.ixfr_from)"), last);
 	}
 	if (ret == ZC_EOK && last > 0) {
-		ret = exec_seq(store, "DELETE FROM zone_versions WHERE seq <= ?1",
-		               last);
+		ret = exec_seq(store, RDB_SQL("DELETE FROM zone_versions"
+		                              " WHERE seq <= ?1"), last);
 	}
 	if (ret == ZC_EOK && last > 0) {
-		ret = exec_seq(store, "DELETE FROM changes WHERE seq <= ?1", last);
+		ret = exec_seq(store, RDB_SQL("DELETE FROM changes"
+		                              " WHERE seq <= ?1"), last);
 	}
 	if (ret != ZC_EOK) {
 		*removed = 0;

@@ -45,9 +45,10 @@ static int update_row(records_store_t *store, int64_t zone_id, int64_t delta,
                       int64_t *count)
 {
 	rdb_stmt_t *stmt;
-	int ret = rdb_prepare(store->db, RDB_SQL("UPDATE zones SET record_count ="
-	                              " record_count + ? WHERE id = ?"
-	                              " RETURNING record_count"), &stmt);
+	int ret = rdb_prepare(store->db, RDB_SQL(
+		"UPDATE zones SET record_count ="
+		" record_count + ?1 WHERE id = ?2"
+		" RETURNING record_count"), &stmt);
 	if (ret != ZC_EOK) {
 		return ret;
 	}
@@ -78,8 +79,9 @@ static int entry(records_store_t *store, int64_t zone_id, size_t *out)
 		return ZC_EOK;
 	}
 	rdb_stmt_t *stmt;
-	int ret = rdb_prepare(store->db, RDB_SQL("SELECT record_count FROM zones"
-	                              " WHERE id = ?"), &stmt);
+	int ret = rdb_prepare(store->db, RDB_SQL(
+		"SELECT record_count FROM zones"
+		" WHERE id = ?1"), &stmt);
 	if (ret != ZC_EOK) {
 		return ret;
 	}
@@ -143,10 +145,11 @@ int records_counts_verify(records_store_t *store,
                           void *ctx)
 {
 	rdb_stmt_t *stmt;
-	int ret = rdb_prepare(store->db, RDB_SQL("SELECT name, record_count, (SELECT"
-	                              " count(*) FROM records r WHERE r.zone_id ="
-	                              " zones.id) AS real FROM zones WHERE"
-	                              " record_count != real ORDER BY name"), &stmt);
+	int ret = rdb_prepare(store->db, RDB_SQL(
+		"SELECT name, record_count, (SELECT"
+		" count(*) FROM records r WHERE r.zone_id ="
+		" zones.id) AS real FROM zones WHERE"
+		" record_count != real ORDER BY name"), &stmt);
 	if (ret != ZC_EOK) {
 		return ret;
 	}
@@ -165,8 +168,9 @@ int records_zone_kept_count(records_store_t *store, int64_t zone_id,
 {
 	*count = 0;
 	rdb_stmt_t *stmt;
-	int ret = rdb_prepare(store->db, RDB_SQL("SELECT record_count FROM zones"
-	                              " WHERE id = ?"), &stmt);
+	int ret = rdb_prepare(store->db, RDB_SQL(
+		"SELECT record_count FROM zones"
+		" WHERE id = ?1"), &stmt);
 	if (ret != ZC_EOK) {
 		return ret;
 	}

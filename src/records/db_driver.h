@@ -27,7 +27,8 @@ struct rdb_driver {
 	void (*close)(rdb_t *db);
 	int (*exec)(rdb_t *db, const char *sql);
 	/* cached: keep it in the statement cache, keyed by sql's address. */
-	int (*prepare)(rdb_t *db, const char *sql, bool cached, rdb_stmt_t **st);
+	int (*prepare)(rdb_t *db, const char *sql, bool cached,
+	               rdb_stmt_t **st);
 
 	void (*bind_int64)(rdb_stmt_t *st, int i, int64_t v);
 	void (*bind_blob)(rdb_stmt_t *st, int i, const void *p, size_t len);

@@ -115,8 +115,9 @@ static int map_error(sqlite_db_t *d, int rc)
 		zc_error("%s: %s", d->label, conn ? sqlite3_errmsg(conn) : "");
 		return -EACCES;
 	}
-	zc_error("%s: %s (SQLite %d)", d->label, conn ? sqlite3_errmsg(conn) :
-	         sqlite3_errstr(rc), conn ? sqlite3_extended_errcode(conn) : rc);
+	zc_error("%s: %s (SQLite %d)", d->label,
+	         conn ? sqlite3_errmsg(conn) : sqlite3_errstr(rc),
+	         conn ? sqlite3_extended_errcode(conn) : rc);
 	return ZC_ESQL;
 }
 

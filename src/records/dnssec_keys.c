@@ -12,10 +12,11 @@
 int records_dnssec_key_add(records_store_t *store, records_dnssec_key_t *key)
 {
 	rdb_stmt_t *stmt;
-	int ret = rdb_prepare(store->db, RDB_SQL("INSERT INTO dnssec_keys(zone_id,"
-	                              " flags, algorithm, pem, active,"
-	                              " created_on, active_on) VALUES (?, ?, ?,"
-	                              " ?, ?, ?, ?)"), &stmt);
+	int ret = rdb_prepare(store->db, RDB_SQL(
+		"INSERT INTO dnssec_keys(zone_id,"
+		" flags, algorithm, pem, active,"
+		" created_on, active_on) VALUES (?1, ?2, ?3,"
+		" ?4, ?5, ?6, ?7)"), &stmt);
 	if (ret != ZC_EOK) {
 		return ret;
 	}
@@ -46,11 +47,12 @@ int records_dnssec_keys(records_store_t *store, int64_t zone_id,
                         void *ctx)
 {
 	rdb_stmt_t *stmt;
-	int ret = rdb_prepare(store->db, RDB_SQL("SELECT id, flags, algorithm, pem,"
-	                              " active, created_on, coalesce(active_on,"
-	                              " 0), coalesce(retired_on, 0) FROM"
-	                              " dnssec_keys WHERE zone_id = ? ORDER BY"
-	                              " id"), &stmt);
+	int ret = rdb_prepare(store->db, RDB_SQL(
+		"SELECT id, flags, algorithm, pem,"
+		" active, created_on, coalesce(active_on,"
+		" 0), coalesce(retired_on, 0) FROM"
+		" dnssec_keys WHERE zone_id = ?1 ORDER BY"
+		" id"), &stmt);
 	if (ret != ZC_EOK) {
 		return ret;
 	}
@@ -82,8 +84,9 @@ int records_dnssec_keys(records_store_t *store, int64_t zone_id,
 int records_dnssec_keys_delete(records_store_t *store, int64_t zone_id)
 {
 	rdb_stmt_t *stmt;
-	int ret = rdb_prepare(store->db, RDB_SQL("DELETE FROM dnssec_keys WHERE"
-	                              " zone_id = ?"), &stmt);
+	int ret = rdb_prepare(store->db, RDB_SQL(
+		"DELETE FROM dnssec_keys WHERE"
+		" zone_id = ?1"), &stmt);
 	if (ret != ZC_EOK) {
 		return ret;
 	}
@@ -100,12 +103,12 @@ int records_dnssec_key_set_active(records_store_t *store, int64_t id,
 	/* The times a rollover waits from (signer/timing.c): when the key
 	 * began signing, when it stopped. */
 	int ret = rdb_prepare(store->db, RDB_SQL(active ?
-	                              "UPDATE dnssec_keys SET active = 1,"
-	                              " active_on = ?, retired_on = NULL"
-	                              " WHERE id = ?" :
-	                              "UPDATE dnssec_keys SET active = 0,"
-	                              " retired_on = ? WHERE id = ? AND"
-	                              " active = 1"), &stmt);
+			      "UPDATE dnssec_keys SET active = 1,"
+			      " active_on = ?1, retired_on = NULL"
+			      " WHERE id = ?2" :
+			      "UPDATE dnssec_keys SET active = 0,"
+			      " retired_on = ?3 WHERE id = ?4 AND"
+			      " active = 1"), &stmt);
 	if (ret != ZC_EOK) {
 		return ret;
 	}
@@ -119,8 +122,9 @@ int records_dnssec_key_set_active(records_store_t *store, int64_t id,
 int records_dnssec_key_delete(records_store_t *store, int64_t id)
 {
 	rdb_stmt_t *stmt;
-	int ret = rdb_prepare(store->db, RDB_SQL("DELETE FROM dnssec_keys WHERE"
-	                              " id = ?"), &stmt);
+	int ret = rdb_prepare(store->db, RDB_SQL(
+		"DELETE FROM dnssec_keys WHERE"
+		" id = ?1"), &stmt);
 	if (ret != ZC_EOK) {
 		return ret;
 	}
@@ -134,8 +138,9 @@ int records_zone_max_ttl(records_store_t *store, int64_t zone_id,
                          uint32_t *ttl)
 {
 	rdb_stmt_t *stmt;
-	int ret = rdb_prepare(store->db, RDB_SQL("SELECT coalesce(max(ttl), 0) FROM"
-	                              " records WHERE zone_id = ?"), &stmt);
+	int ret = rdb_prepare(store->db, RDB_SQL(
+		"SELECT coalesce(max(ttl), 0) FROM"
+		" records WHERE zone_id = ?1"), &stmt);
 	if (ret != ZC_EOK) {
 		return ret;
 	}

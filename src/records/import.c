@@ -232,10 +232,10 @@ int records_import_check(records_import_t *imp, records_problem_cb problem,
 
 /* --- Writing --- */
 
-static int exec_bound(records_store_t *store, const char *sql, int64_t a)
+static int exec_bound(records_store_t *store, const rdb_sql_t *sql, int64_t a)
 {
 	rdb_stmt_t *stmt;
-	int ret = rdb_prepare(store->db, RDB_SQL(sql), &stmt);
+	int ret = rdb_prepare(store->db, sql, &stmt);
 	if (ret != ZC_EOK) {
 		return ret;
 	}
@@ -252,16 +252,17 @@ static int prepare_zone(records_import_t *imp, int64_t now,
 	int ret = records_zone_find(imp->store, imp->apex, zone);
 	*is_new = (ret == ZC_ENOZONE);
 	if (ret == ZC_EOK) {
-		return exec_bound(imp->store, "DELETE FROM records WHERE "
-		                  "zone_id = ?", zone->id);
+		return exec_bound(imp->store, RDB_SQL("DELETE FROM records"
+		                  " WHERE zone_id = ?1"), zone->id);
 	}
 	if (ret != ZC_ENOZONE) {
 		return ret;
 	}
 	rdb_stmt_t *stmt;
-	ret = rdb_prepare(imp->store->db, RDB_SQL("INSERT INTO zones(name, apex,"
-	                          " serial, created_on, modified_on)"
-	                          " VALUES (?, ?, 0, ?, ?)"), &stmt);
+	ret = rdb_prepare(imp->store->db, RDB_SQL(
+		"INSERT INTO zones(name, apex,"
+		" serial, created_on, modified_on)"
+		" VALUES (?1, ?2, 0, ?3, ?4)"), &stmt);
 	if (ret != ZC_EOK) {
 		return ret;
 	}
@@ -280,10 +281,11 @@ static int insert_all(records_import_t *imp, int64_t zone_id, int64_t now,
                       uint32_t *file_serial, bool *has_serial)
 {
 	rdb_stmt_t *st;
-	int ret = rdb_prepare(imp->store->db, RDB_SQL("INSERT INTO records(zone_id,"
-	                              " okey, owner, type, ttl, rdata,"
-	                              " created_on, modified_on, id)"
-	                              " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"), &st);
+	int ret = rdb_prepare(imp->store->db, RDB_SQL(
+		"INSERT INTO records(zone_id,"
+		" okey, owner, type, ttl, rdata,"
+		" created_on, modified_on, id)"
+		" VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"), &st);
 	if (ret != ZC_EOK) {
 		return ret;
 	}
@@ -313,7 +315,7 @@ static int insert_all(records_import_t *imp, int64_t zone_id, int64_t now,
 		rdb_bind_int64(st, 4, e->type);
 		rdb_bind_int64(st, 5, e->ttl);
 		rdb_bind_blob(st, 6, e->rdata_len ? rdata : (const uint8_t *)"",
-		                  e->rdata_len);
+			      e->rdata_len);
 		rdb_bind_int64(st, 7, now);
 		rdb_bind_int64(st, 8, now);
 		int64_t id;
@@ -353,9 +355,10 @@ static int write_zone(records_import_t *imp, uint64_t *seq,
 		serial = file_serial;
 	}
 	rdb_stmt_t *stmt;
-	ret = rdb_prepare(imp->store->db, RDB_SQL("UPDATE zones SET serial = ?,"
-	                          " modified_on = ?, record_count = ?"
-	                          " WHERE id = ?"), &stmt);
+	ret = rdb_prepare(imp->store->db, RDB_SQL(
+		"UPDATE zones SET serial = ?1,"
+		" modified_on = ?2, record_count = ?3"
+		" WHERE id = ?4"), &stmt);
 	if (ret != ZC_EOK) {
 		return ret;
 	}

@@ -61,7 +61,7 @@ static void bind_filter(rdb_stmt_t *stmt, int64_t zone_id,
 	rdb_bind_int64(stmt, 1, zone_id);
 	if (owner != NULL) {
 		rdb_bind_blob(stmt, 2, okey_len ? okey : (const uint8_t *)"",
-		                  (int)okey_len);
+			      (int)okey_len);
 	}
 	if (type != 0) {
 		rdb_bind_int64(stmt, 3, type);
@@ -94,7 +94,8 @@ int records_record_foreach(records_store_t *store, int64_t zone_id,
 	}
 	rdb_stmt_t *stmt;
 	if (ret == ZC_EOK) {
-		ret = rdb_prepare(store->db, RDB_SQL(sql[(owner != NULL) * 2 + (type != 0)]), &stmt);
+		const char *text = sql[(owner != NULL) * 2 + (type != 0)];
+		ret = rdb_prepare(store->db, RDB_SQL(text), &stmt);
 	}
 	if (ret != ZC_EOK) {
 		return ret;
@@ -169,9 +170,10 @@ int records_record_find(records_store_t *store, int64_t zone_id, int64_t id,
                         void *ctx)
 {
 	rdb_stmt_t *stmt;
-	int ret = rdb_prepare(store->db, RDB_SQL("SELECT " RECORDS_RECORD_COLUMNS
-	                              " FROM records"
-	                              " WHERE id = ? AND zone_id = ?"), &stmt);
+	int ret = rdb_prepare(store->db, RDB_SQL(
+		"SELECT " RECORDS_RECORD_COLUMNS
+		" FROM records"
+		" WHERE id = ?1 AND zone_id = ?2"), &stmt);
 	if (ret != ZC_EOK) {
 		return ret;
 	}
@@ -251,7 +253,7 @@ static void bind_query(rdb_stmt_t *stmt, int64_t zone_id,
 	rdb_bind_int64(stmt, 1, zone_id);
 	if (q->owner != NULL) {
 		rdb_bind_blob(stmt, 2, okey_len ? okey : (const uint8_t *)"",
-		                  (int)okey_len);
+			      (int)okey_len);
 	}
 	if (q->type != 0) {
 		rdb_bind_int64(stmt, 3, q->type);
@@ -263,8 +265,8 @@ static int count_rows(records_store_t *store, int64_t zone_id,
                       size_t okey_len, int64_t *total)
 {
 	rdb_stmt_t *stmt;
-	int ret = rdb_prepare(store->db, RDB_SQL(count_sql[(q->owner != NULL) * 2 +
-	                                               (q->type != 0)]), &stmt);
+	const char *sql = count_sql[(q->owner != NULL) * 2 + (q->type != 0)];
+	int ret = rdb_prepare(store->db, RDB_SQL(sql), &stmt);
 	if (ret != ZC_EOK) {
 		return ret;
 	}
@@ -299,13 +301,15 @@ int records_record_query(records_store_t *store, int64_t zone_id,
 	}
 	rdb_stmt_t *stmt;
 	if (ret == ZC_EOK) {
-		ret = rdb_prepare(store->db, RDB_SQL(page_sql[shape_of(q)]), &stmt);
+		const char *sql = page_sql[shape_of(q)];
+		ret = rdb_prepare(store->db, RDB_SQL(sql), &stmt);
 	}
 	if (ret != ZC_EOK) {
 		return ret;
 	}
 	bind_query(stmt, zone_id, q, okey, okey_len);
-	rdb_bind_int64(stmt, 4, q->limit < 0 ? -1 : q->limit);
+	/* No limit: the largest (a negative LIMIT is SQLite's only). */
+	rdb_bind_int64(stmt, 4, q->limit < 0 ? INT64_MAX : q->limit);
 	rdb_bind_int64(stmt, 5, q->offset);
 	ret = records_rows_foreach(stmt, cb, ctx);
 	rdb_done(stmt);
@@ -322,8 +326,8 @@ int records_query_plan(records_store_t *store, const records_query_t *q,
 	pthread_once(&sql_once, build_sql);
 	rdb_stmt_t *stmt;
 	/* Out of the statement cache: plans are asked for once, by tests. */
-	int ret = rdb_prepare_once(store->db,
-	                           RDB_SQLITE_ONLY(plan_sql[shape_of(q)]), &stmt);
+	const char *sql = plan_sql[shape_of(q)];
+	int ret = rdb_prepare_once(store->db, RDB_SQLITE_ONLY(sql), &stmt);
 	if (ret != ZC_EOK) {
 		return ret;
 	}

@@ -23,10 +23,13 @@ int records_alloc_id(records_store_t *store, int64_t *id)
 {
 	if (!store->ids_loaded) {
 		rdb_stmt_t *stmt;
-		int ret = rdb_prepare(store->db, RDB_SQL("SELECT max(coalesce((SELECT"
-		                              " max(id) FROM records), 0), coalesce("
-		                              "(SELECT value FROM counters WHERE"
-		                              " name = 'record_id'), 0))"), &stmt);
+		int ret = rdb_prepare(store->db, RDB_SQL2(
+			"SELECT max(coalesce((SELECT max(id) FROM records), 0),"
+			" coalesce((SELECT value FROM counters"
+			" WHERE name = 'record_id'), 0))",
+			"SELECT greatest(coalesce((SELECT max(id) FROM records),"
+			" 0), coalesce((SELECT value FROM counters"
+			" WHERE name = 'record_id'), 0))"), &stmt);
 		if (ret != ZC_EOK) {
 			return ret;
 		}
@@ -51,8 +54,9 @@ int records_ids_flush(records_store_t *store)
 		return ZC_EOK;
 	}
 	rdb_stmt_t *stmt;
-	int ret = rdb_prepare(store->db, RDB_SQL("UPDATE counters SET value = ?"
-	                              " WHERE name = 'record_id'"), &stmt);
+	int ret = rdb_prepare(store->db, RDB_SQL(
+		"UPDATE counters SET value = ?1"
+		" WHERE name = 'record_id'"), &stmt);
 	if (ret != ZC_EOK) {
 		return ret;
 	}
@@ -109,10 +113,11 @@ int records_record_insert(records_store_t *store, const records_zone_t *zone,
 	}
 	rdb_stmt_t *stmt;
 	/* An update keeps the record's id: delete, then insert with it. */
-	ret = rdb_prepare(store->db, RDB_SQL("INSERT INTO records(zone_id, okey,"
-	                          " owner, type, ttl, rdata, comment, created_on,"
-	                          " modified_on, id, api_form, tags) VALUES (?, ?,"
-	                          " ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"), &stmt);
+	ret = rdb_prepare(store->db, RDB_SQL(
+		"INSERT INTO records(zone_id, okey,"
+		" owner, type, ttl, rdata, comment, created_on,"
+		" modified_on, id, api_form, tags) VALUES (?1, ?2,"
+		" ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)"), &stmt);
 	if (ret != ZC_EOK) {
 		return ret;
 	}
@@ -127,12 +132,12 @@ int records_record_insert(records_store_t *store, const records_zone_t *zone,
 	}
 	rdb_bind_int64(stmt, 1, zone->id);
 	rdb_bind_blob(stmt, 2, okey_len ? okey : (const uint8_t *)"",
-	                  (int)okey_len);
+		      (int)okey_len);
 	rdb_bind_blob(stmt, 3, owner, knot_dname_size(owner));
 	rdb_bind_int64(stmt, 4, rec->type);
 	rdb_bind_int64(stmt, 5, rec->ttl);
 	rdb_bind_blob(stmt, 6, rec->rdata_len ? rec->rdata :
-	                  (const uint8_t *)"", rec->rdata_len);
+		      (const uint8_t *)"", rec->rdata_len);
 	if (rec->comment != NULL) {
 		rdb_bind_text(stmt, 7, rec->comment);
 	}
@@ -162,9 +167,10 @@ int records_record_delete(records_store_t *store, const records_zone_t *zone,
                           int64_t id)
 {
 	rdb_stmt_t *stmt;
-	int ret = rdb_prepare(store->db, RDB_SQL("DELETE FROM records WHERE id = ?"
-	                              " AND zone_id = ? RETURNING okey, type, ttl,"
-	                              " rdata"), &stmt);
+	int ret = rdb_prepare(store->db, RDB_SQL(
+		"DELETE FROM records WHERE id = ?1"
+		" AND zone_id = ?2 RETURNING okey, type, ttl,"
+		" rdata"), &stmt);
 	if (ret != ZC_EOK) {
 		return ret;
 	}

@@ -43,9 +43,10 @@ int records_scan_begin(records_store_t *store, const knot_dname_t *apex,
 		ret = records_zone_find(store, apex, zone);
 	}
 	if (ret == ZC_EOK) {
-		ret = rdb_prepare(store->db, RDB_SQL("SELECT id, okey, owner, type,"
-		                          " ttl, rdata FROM records WHERE"
-		                          " zone_id = ? ORDER BY okey, type"), &scan->stmt);
+		ret = rdb_prepare(store->db, RDB_SQL(
+			"SELECT id, okey, owner, type,"
+			" ttl, rdata FROM records WHERE"
+			" zone_id = ?1 ORDER BY okey, type"), &scan->stmt);
 	}
 	if (ret != ZC_EOK) {
 		records_scan_end(scan);
@@ -105,15 +106,16 @@ int records_node_foreach(records_store_t *store, int64_t zone_id,
                          void *ctx)
 {
 	records_scan_t scan = { .store = store };
-	int ret = rdb_prepare(store->db, RDB_SQL("SELECT id, okey, owner, type, ttl,"
-	                              " rdata FROM records WHERE zone_id = ?"
-	                              " AND okey = ? ORDER BY type"), &scan.stmt);
+	int ret = rdb_prepare(store->db, RDB_SQL(
+		"SELECT id, okey, owner, type, ttl,"
+		" rdata FROM records WHERE zone_id = ?1"
+		" AND okey = ?2 ORDER BY type"), &scan.stmt);
 	if (ret != ZC_EOK) {
 		return ret;
 	}
 	rdb_bind_int64(scan.stmt, 1, zone_id);
 	rdb_bind_blob(scan.stmt, 2, okey_len ? okey : (const uint8_t *)"",
-	                  (int)okey_len);
+		      (int)okey_len);
 	records_row_t row;
 	while ((ret = records_scan_next(&scan, &row)) == 1) {
 		if (cb(&row, ctx) != 0) {

@@ -15,9 +15,10 @@
 static int bump_version(records_store_t *store)
 {
 	rdb_stmt_t *stmt;
-	int ret = rdb_prepare(store->db, RDB_SQL("INSERT INTO counters VALUES"
-	                              " ('secondaries', 1) ON CONFLICT(name)"
-	                              " DO UPDATE SET value = value + 1"), &stmt);
+	int ret = rdb_prepare(store->db, RDB_SQL(
+		"INSERT INTO counters VALUES"
+		" ('secondaries', 1) ON CONFLICT(name)"
+		" DO UPDATE SET value = value + 1"), &stmt);
 	if (ret != ZC_EOK) {
 		return ret;
 	}
@@ -31,8 +32,9 @@ int records_secondaries_set(records_store_t *store, int64_t zone_id,
                             const char *const *specs, size_t count)
 {
 	rdb_stmt_t *stmt;
-	int ret = rdb_prepare(store->db, RDB_SQL("DELETE FROM zone_secondaries"
-	                              " WHERE zone_id = ? AND kind = ?"), &stmt);
+	int ret = rdb_prepare(store->db, RDB_SQL(
+		"DELETE FROM zone_secondaries"
+		" WHERE zone_id = ?1 AND kind = ?2"), &stmt);
 	if (ret != ZC_EOK) {
 		return ret;
 	}
@@ -41,9 +43,10 @@ int records_secondaries_set(records_store_t *store, int64_t zone_id,
 	ret = rdb_run(stmt);
 	rdb_done(stmt);
 	for (size_t i = 0; i < count && ret == ZC_EOK; i++) {
-		ret = rdb_prepare(store->db, RDB_SQL("INSERT INTO zone_secondaries"
-		                          "(zone_id, kind, position, spec)"
-		                          " VALUES (?, ?, ?, ?)"), &stmt);
+		ret = rdb_prepare(store->db, RDB_SQL(
+			"INSERT INTO zone_secondaries"
+			"(zone_id, kind, position, spec)"
+			" VALUES (?1, ?2, ?3, ?4)"), &stmt);
 		if (ret != ZC_EOK) {
 			break;
 		}
@@ -64,10 +67,11 @@ int records_secondaries_foreach(records_store_t *store, int64_t zone_id,
                                 void *ctx)
 {
 	rdb_stmt_t *stmt;
-	int ret = rdb_prepare(store->db, RDB_SQL("SELECT zone_id, kind, spec FROM"
-	                              " zone_secondaries WHERE ?1 = 0 OR"
-	                              " zone_id = ?1 ORDER BY zone_id, kind,"
-	                              " position"), &stmt);
+	int ret = rdb_prepare(store->db, RDB_SQL(
+		"SELECT zone_id, kind, spec FROM"
+		" zone_secondaries WHERE ?1 = 0 OR"
+		" zone_id = ?1 ORDER BY zone_id, kind,"
+		" position"), &stmt);
 	if (ret != ZC_EOK) {
 		return ret;
 	}
@@ -90,8 +94,9 @@ int records_secondaries_foreach(records_store_t *store, int64_t zone_id,
 int records_secondaries_version(records_store_t *store, uint64_t *version)
 {
 	rdb_stmt_t *stmt;
-	int ret = rdb_prepare(store->db, RDB_SQL("SELECT value FROM counters WHERE"
-	                              " name = 'secondaries'"), &stmt);
+	int ret = rdb_prepare(store->db, RDB_SQL(
+		"SELECT value FROM counters WHERE"
+		" name = 'secondaries'"), &stmt);
 	if (ret != ZC_EOK) {
 		return ret;
 	}

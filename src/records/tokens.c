@@ -39,9 +39,10 @@ int records_token_add(records_store_t *store, const uint8_t hash[32],
 		return KNOT_EINVAL;
 	}
 	rdb_stmt_t *stmt;
-	int ret = rdb_prepare(store->db, RDB_SQL("INSERT INTO tokens(hash, read_only,"
-	                              " zone_id, created_on, modified_on, name,"
-	                              " expires_on) VALUES (?, ?, ?, ?, ?, ?, ?)"), &stmt);
+	int ret = rdb_prepare(store->db, RDB_SQL(
+		"INSERT INTO tokens(hash, read_only,"
+		" zone_id, created_on, modified_on, name,"
+		" expires_on) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"), &stmt);
 	if (ret != ZC_EOK) {
 		return ret;
 	}
@@ -67,11 +68,11 @@ int records_token_add(records_store_t *store, const uint8_t hash[32],
 }
 
 /* Runs a one-row token query bound to key (a hash or an id). */
-static int find_one(records_store_t *store, const char *sql,
-                    const uint8_t *hash, int64_t id, records_token_t *tok)
+static int find_one(records_store_t *store, const rdb_sql_t *sql,
+		    const uint8_t *hash, int64_t id, records_token_t *tok)
 {
 	rdb_stmt_t *stmt;
-	int ret = rdb_prepare(store->db, RDB_SQL(sql), &stmt);
+	int ret = rdb_prepare(store->db, sql, &stmt);
 	if (ret != ZC_EOK) {
 		return ret;
 	}
@@ -93,15 +94,15 @@ static int find_one(records_store_t *store, const char *sql,
 int records_token_find(records_store_t *store, const uint8_t hash[32],
                        records_token_t *tok)
 {
-	return find_one(store, "SELECT " TOKEN_COLUMNS " FROM tokens WHERE"
-	                " hash = ?", hash, 0, tok);
+	return find_one(store, RDB_SQL("SELECT " TOKEN_COLUMNS " FROM tokens"
+	                " WHERE hash = ?1"), hash, 0, tok);
 }
 
 int records_token_get(records_store_t *store, int64_t id,
                       records_token_t *tok)
 {
-	return find_one(store, "SELECT " TOKEN_COLUMNS " FROM tokens WHERE"
-	                " id = ?", NULL, id, tok);
+	return find_one(store, RDB_SQL("SELECT " TOKEN_COLUMNS " FROM tokens"
+	                " WHERE id = ?1"), NULL, id, tok);
 }
 
 int records_token_list(records_store_t *store,
@@ -109,8 +110,9 @@ int records_token_list(records_store_t *store,
                        void *ctx)
 {
 	rdb_stmt_t *stmt;
-	int ret = rdb_prepare(store->db, RDB_SQL("SELECT " TOKEN_COLUMNS
-	                              " FROM tokens ORDER BY id"), &stmt);
+	int ret = rdb_prepare(store->db, RDB_SQL(
+		"SELECT " TOKEN_COLUMNS
+		" FROM tokens ORDER BY id"), &stmt);
 	if (ret != ZC_EOK) {
 		return ret;
 	}
@@ -131,9 +133,10 @@ int records_token_list(records_store_t *store,
 int records_token_revoke(records_store_t *store, int64_t id)
 {
 	rdb_stmt_t *stmt;
-	int ret = rdb_prepare(store->db, RDB_SQL("UPDATE tokens SET revoked_on ="
-	                              " coalesce(revoked_on, ?1), modified_on ="
-	                              " coalesce(revoked_on, ?1) WHERE id = ?2"), &stmt);
+	int ret = rdb_prepare(store->db, RDB_SQL(
+		"UPDATE tokens SET revoked_on ="
+		" coalesce(revoked_on, ?1), modified_on ="
+		" coalesce(revoked_on, ?1) WHERE id = ?2"), &stmt);
 	if (ret != ZC_EOK) {
 		return ret;
 	}

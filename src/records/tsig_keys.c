@@ -47,10 +47,11 @@ int records_tsig_add(records_store_t *store, records_tsig_key_t *key)
 		return ZC_EEXISTS;
 	}
 	rdb_stmt_t *stmt;
-	int ret = rdb_prepare(store->db, RDB_SQL("INSERT INTO tsig_keys(name,"
-	                              " algorithm, secret, zone_id, grants,"
-	                              " transfer, created_on)"
-	                              " VALUES (?, ?, ?, ?, ?, ?, ?)"), &stmt);
+	int ret = rdb_prepare(store->db, RDB_SQL(
+		"INSERT INTO tsig_keys(name,"
+		" algorithm, secret, zone_id, grants,"
+		" transfer, created_on)"
+		" VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"), &stmt);
 	if (ret != ZC_EOK) {
 		return ret;
 	}
@@ -77,8 +78,9 @@ int records_tsig_find(records_store_t *store, const knot_dname_t *name,
 	uint8_t lower[KNOT_DNAME_MAXLEN];
 	knot_dname_copy_lower(lower, name);
 	rdb_stmt_t *stmt;
-	int ret = rdb_prepare(store->db, RDB_SQL("SELECT " KEY_COLUMNS
-	                              " FROM tsig_keys WHERE name = ?"), &stmt);
+	int ret = rdb_prepare(store->db, RDB_SQL(
+		"SELECT " KEY_COLUMNS
+		" FROM tsig_keys WHERE name = ?1"), &stmt);
 	if (ret != ZC_EOK) {
 		return ret;
 	}
@@ -98,9 +100,10 @@ int records_tsig_list(records_store_t *store, int64_t zone_id,
                       void *ctx)
 {
 	rdb_stmt_t *stmt;
-	int ret = rdb_prepare(store->db, RDB_SQL("SELECT " KEY_COLUMNS
-	                              " FROM tsig_keys WHERE ?1 = 0 OR"
-	                              " zone_id = ?1 ORDER BY name"), &stmt);
+	int ret = rdb_prepare(store->db, RDB_SQL(
+		"SELECT " KEY_COLUMNS
+		" FROM tsig_keys WHERE ?1 = 0 OR"
+		" zone_id = ?1 ORDER BY name"), &stmt);
 	if (ret != ZC_EOK) {
 		return ret;
 	}
@@ -122,8 +125,9 @@ int records_tsig_list(records_store_t *store, int64_t zone_id,
 int records_tsig_delete(records_store_t *store, int64_t zone_id, int64_t id)
 {
 	rdb_stmt_t *stmt;
-	int ret = rdb_prepare(store->db, RDB_SQL("DELETE FROM tsig_keys WHERE id = ?1"
-	                              " AND (?2 = 0 OR zone_id = ?2)"), &stmt);
+	int ret = rdb_prepare(store->db, RDB_SQL(
+		"DELETE FROM tsig_keys WHERE id = ?1"
+		" AND (?2 = 0 OR zone_id = ?2)"), &stmt);
 	if (ret != ZC_EOK) {
 		return ret;
 	}

@@ -49,15 +49,16 @@ void records_zone_from_stmt(rdb_stmt_t *stmt, records_zone_t *zone)
 	zone->default_ttl = (uint32_t)rdb_col_int64(stmt, 4);
 	zone->created_on = rdb_col_int64(stmt, 5);
 	zone->modified_on = rdb_col_int64(stmt, 6);
-	zone->serial_policy = (records_serial_policy_t)(int)rdb_col_int64(stmt, 7);
+	zone->serial_policy = (records_serial_policy_t)rdb_col_int64(stmt, 7);
 }
 
 int records_zone_find(records_store_t *store, const knot_dname_t *apex,
                       records_zone_t *zone)
 {
 	rdb_stmt_t *stmt;
-	int ret = rdb_prepare(store->db, RDB_SQL("SELECT " RECORDS_ZONE_COLUMNS
-	                              " FROM zones WHERE apex = ?"), &stmt);
+	int ret = rdb_prepare(store->db, RDB_SQL(
+		"SELECT " RECORDS_ZONE_COLUMNS
+		" FROM zones WHERE apex = ?1"), &stmt);
 	if (ret != ZC_EOK) {
 		return ret;
 	}
@@ -81,8 +82,9 @@ int records_zone_get(records_store_t *store, int64_t id, records_zone_t *zone)
 		return ZC_EOK;
 	}
 	rdb_stmt_t *stmt;
-	int ret = rdb_prepare(store->db, RDB_SQL("SELECT " RECORDS_ZONE_COLUMNS
-	                              " FROM zones WHERE id = ?"), &stmt);
+	int ret = rdb_prepare(store->db, RDB_SQL(
+		"SELECT " RECORDS_ZONE_COLUMNS
+		" FROM zones WHERE id = ?1"), &stmt);
 	if (ret != ZC_EOK) {
 		return ret;
 	}
@@ -112,7 +114,8 @@ int records_zone_list(records_store_t *store, bool with_counts,
 		" WHERE r.zone_id = zones.id) FROM zones ORDER BY name",
 	};
 	rdb_stmt_t *stmt;
-	int ret = rdb_prepare(store->db, RDB_SQL(sql[with_counts ? 1 : 0]), &stmt);
+	const char *text = sql[with_counts ? 1 : 0];
+	int ret = rdb_prepare(store->db, RDB_SQL(text), &stmt);
 	if (ret != ZC_EOK) {
 		return ret;
 	}
@@ -145,9 +148,10 @@ int records_zone_create(records_store_t *store, const knot_dname_t *apex,
 	}
 	rdb_stmt_t *stmt;
 	records_zrow_forget(store);
-	int ret = rdb_prepare(store->db, RDB_SQL("INSERT INTO zones(name, apex,"
-	                              " serial, default_ttl, created_on,"
-	                              " modified_on) VALUES (?, ?, ?, ?, ?, ?)"), &stmt);
+	int ret = rdb_prepare(store->db, RDB_SQL(
+		"INSERT INTO zones(name, apex,"
+		" serial, default_ttl, created_on,"
+		" modified_on) VALUES (?1, ?2, ?3, ?4, ?5, ?6)"), &stmt);
 	if (ret != ZC_EOK) {
 		return ret;
 	}
@@ -191,7 +195,8 @@ int records_zone_remove(records_store_t *store, records_zone_t *zone,
 {
 	rdb_stmt_t *stmt;
 	records_zrow_forget(store);
-	int ret = rdb_prepare(store->db, RDB_SQL("DELETE FROM zones WHERE id = ?"), &stmt);
+	int ret = rdb_prepare(store->db, RDB_SQL("DELETE FROM zones"
+	                                         " WHERE id = ?1"), &stmt);
 	if (ret != ZC_EOK) {
 		return ret;
 	}
@@ -233,8 +238,9 @@ int records_zone_set_default_ttl(records_store_t *store,
 {
 	rdb_stmt_t *stmt;
 	records_zrow_forget(store);
-	int ret = rdb_prepare(store->db, RDB_SQL("UPDATE zones SET default_ttl = ?"
-	                              " WHERE id = ?"), &stmt);
+	int ret = rdb_prepare(store->db, RDB_SQL(
+		"UPDATE zones SET default_ttl = ?1"
+		" WHERE id = ?2"), &stmt);
 	if (ret != ZC_EOK) {
 		return ret;
 	}
@@ -254,8 +260,9 @@ int records_zone_set_serial_policy(records_store_t *store,
 {
 	rdb_stmt_t *stmt;
 	records_zrow_forget(store);
-	int ret = rdb_prepare(store->db, RDB_SQL("UPDATE zones SET serial_policy = ?"
-	                              " WHERE id = ?"), &stmt);
+	int ret = rdb_prepare(store->db, RDB_SQL(
+		"UPDATE zones SET serial_policy = ?1"
+		" WHERE id = ?2"), &stmt);
 	if (ret != ZC_EOK) {
 		return ret;
 	}
@@ -283,8 +290,9 @@ int records_zone_set_serial(records_store_t *store, records_zone_t *zone,
                             uint32_t serial)
 {
 	rdb_stmt_t *stmt;
-	int ret = rdb_prepare(store->db, RDB_SQL("UPDATE zones SET serial = ?,"
-	                              " modified_on = ? WHERE id = ?"), &stmt);
+	int ret = rdb_prepare(store->db, RDB_SQL(
+		"UPDATE zones SET serial = ?1,"
+		" modified_on = ?2 WHERE id = ?3"), &stmt);
 	if (ret != ZC_EOK) {
 		return ret;
 	}
