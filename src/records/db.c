@@ -31,8 +31,13 @@ int rdb_open(rdb_t **out, const char *target, const rdb_options_t *opts)
 		opts = &defaults;
 	}
 	if (is_pg_target(target)) {
-		/* db_pg.c (issue 17, M2) answers here. */
+#ifdef ZC_HAVE_LIBPQ
+		return rdb_pg_driver.open(out, target, opts);
+#else
+		zc_error("%s: %s: this zonecast was built without PostgreSQL"
+		         " support (libpq)", opts->label, "postgresql://");
 		return KNOT_ENOTSUP;
+#endif
 	}
 	return rdb_sqlite_driver.open(out, target, opts);
 }

@@ -58,3 +58,6 @@ struct rdb_driver {
 
 /* The drivers (db.c picks one by target). */
 extern const rdb_driver_t rdb_sqlite_driver;
+#ifdef ZC_HAVE_LIBPQ
+extern const rdb_driver_t rdb_pg_driver;
+#endif
