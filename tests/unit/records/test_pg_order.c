@@ -531,6 +531,58 @@ static long count_delivery_errors(writer_t *writers, long *unseen)
 	return errors;
 }
 
+/* Prints what a run did and checks it against what the writers saw and
+ * what the tables hold. */
+static void check_run(PGconn *reader, writer_t *writers,
+                      const reader_result_t *rr, double secs)
+{
+	long stalls = 0, rolled_back = 0, sealed, unseen;
+	for (int w = 0; w < writers_count; w++) {
+		stalls += writers[w].stalls;
+		rolled_back += writers[w].rolled_back;
+	}
+	long realtime = count_realtime_violations(writers, &sealed);
+	long delivery = count_delivery_errors(writers, &unseen);
+	printf("writers %d x %d transactions in %.1f s: %ld committed events"
+	       " in %ld sealed transactions, %ld units rolled back, %ld"
+	       " commits stalled holding the position lock\n",
+	       writers_count, txns_count, secs, (long)committed_events, sealed,
+	       rolled_back, stalls);
+	printf("position reader: %ld events in %ld polls, last position %"
+	       PRId64 ", %ld position gaps, %ld zone version errors, %ld"
+	       " delivery errors (%ld unseen), %ld real-time order errors\n",
+	       rr->events, rr->polls, rr->last_pos, rr->dense_errors,
+	       rr->version_errors, delivery, unseen, realtime);
+	printf("naive reader (seq > last): %ld events, skipped %ld\n",
+	       (long)naive_seen, (long)committed_events - (long)naive_seen);
+
+	CHECK_EQ(rr->events, committed_events);
+	CHECK_EQ(rr->last_pos, sealed);
+	CHECK_EQ(rr->dense_errors, 0);
+	CHECK_EQ(rr->version_errors, 0);
+	CHECK_EQ(rr->unknown_events, 0);
+	CHECK_EQ(delivery, 0);
+	CHECK_EQ(realtime, 0);
+	/* Every zone's versions are 1..serial, all seen, and the table agrees. */
+	PGresult *res = query(reader, "SELECT id, serial FROM zones ORDER BY id",
+	                      0, NULL);
+	for (int i = 0; i < PQntuples(res); i++) {
+		int64_t zone = value_int(res, i, 0);
+		CHECK_EQ(rr->zone_version[zone], value_int(res, i, 1));
+	}
+	PQclear(res);
+	CHECK_EQ(scalar(reader, "SELECT count(*) FROM changes"), committed_events);
+	CHECK_EQ(scalar(reader, "SELECT count(*) FROM log_commits"), sealed);
+	CHECK_EQ(scalar(reader, "SELECT coalesce(sum(serial), 0) FROM zones"),
+	         scalar(reader, "SELECT count(DISTINCT (zone_id, version))"
+	                " FROM changes"));
+	/* Each unit's first event is its zone_versions row. */
+	CHECK_EQ(scalar(reader, "SELECT count(*) FROM (SELECT zone_id, version,"
+	                " min(seq) AS seq FROM changes GROUP BY 1, 2) u"
+	                " LEFT JOIN zone_versions v USING (zone_id, version)"
+	                " WHERE v.seq IS DISTINCT FROM u.seq"), 0);
+}
+
 static void test_concurrent_commits(PGconn *reader, unsigned seed)
 {
 	events_per_writer = txns_count * TXN_EVENTS_MAX;
@@ -559,52 +611,7 @@ static void test_concurrent_commits(PGconn *reader, unsigned seed)
 	}
 	pthread_join(naive, NULL);
 	double secs = (double)(now_ns() - t0) / 1e9;
-
-	long stalls = 0, rolled_back = 0, sealed, unseen;
-	for (int w = 0; w < writers_count; w++) {
-		stalls += writers[w].stalls;
-		rolled_back += writers[w].rolled_back;
-	}
-	long realtime = count_realtime_violations(writers, &sealed);
-	long delivery = count_delivery_errors(writers, &unseen);
-	printf("writers %d x %d transactions in %.1f s: %ld committed events"
-	       " in %ld sealed transactions, %ld units rolled back, %ld"
-	       " commits stalled holding the position lock\n",
-	       writers_count, txns_count, secs, (long)committed_events, sealed,
-	       rolled_back, stalls);
-	printf("position reader: %ld events in %ld polls, last position %"
-	       PRId64 ", %ld position gaps, %ld zone version errors, %ld"
-	       " delivery errors (%ld unseen), %ld real-time order errors\n",
-	       rr.events, rr.polls, rr.last_pos, rr.dense_errors,
-	       rr.version_errors, delivery, unseen, realtime);
-	printf("naive reader (seq > last): %ld events, skipped %ld\n",
-	       (long)naive_seen, (long)committed_events - (long)naive_seen);
-
-	CHECK_EQ(rr.events, committed_events);
-	CHECK_EQ(rr.last_pos, sealed);
-	CHECK_EQ(rr.dense_errors, 0);
-	CHECK_EQ(rr.version_errors, 0);
-	CHECK_EQ(rr.unknown_events, 0);
-	CHECK_EQ(delivery, 0);
-	CHECK_EQ(realtime, 0);
-	/* Every zone's versions are 1..serial, all seen, and the table agrees. */
-	PGresult *res = query(reader, "SELECT id, serial FROM zones ORDER BY id",
-	                      0, NULL);
-	for (int i = 0; i < PQntuples(res); i++) {
-		int64_t zone = value_int(res, i, 0);
-		CHECK_EQ(rr.zone_version[zone], value_int(res, i, 1));
-	}
-	PQclear(res);
-	CHECK_EQ(scalar(reader, "SELECT count(*) FROM changes"), committed_events);
-	CHECK_EQ(scalar(reader, "SELECT count(*) FROM log_commits"), sealed);
-	CHECK_EQ(scalar(reader, "SELECT coalesce(sum(serial), 0) FROM zones"),
-	         scalar(reader, "SELECT count(DISTINCT (zone_id, version))"
-	                " FROM changes"));
-	/* Each unit's first event is its zone_versions row. */
-	CHECK_EQ(scalar(reader, "SELECT count(*) FROM (SELECT zone_id, version,"
-	                " min(seq) AS seq FROM changes GROUP BY 1, 2) u"
-	                " LEFT JOIN zone_versions v USING (zone_id, version)"
-	                " WHERE v.seq IS DISTINCT FROM u.seq"), 0);
+	check_run(reader, writers, &rr, secs);
 	for (int w = 0; w < writers_count; w++) {
 		free(writers[w].txns);
 		free(writers[w].events);
