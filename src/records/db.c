@@ -9,6 +9,7 @@
 #include <libknot/errcode.h>
 
 #include "common/error.h"
+#include "common/log.h"
 #include "records/db_driver.h"
 
 /* Is target a PostgreSQL connection URI? */

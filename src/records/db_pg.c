@@ -69,6 +69,9 @@ typedef struct {
 	/* The text with $N placeholders, and how many there are. */
 	char *sql;
 	int nparams;
+	/* Which of them the text names (bit i-1 for $i): one it skips gets
+	 * a type all the same, which PostgreSQL needs. */
+	uint64_t used;
 	/* The server-side name; prepared in connection generation gen. */
 	char name[16];
 	unsigned gen;
@@ -259,7 +262,7 @@ static int pg_open(rdb_t **out, const char *target, const rdb_options_t *opts)
 
 /* SQLite's ?N (or ?) placeholders as $N, outside quotes. Returns the
  * number of parameters, or -1. */
-static int rewrite_placeholders(const char *in, char **out)
+static int rewrite_placeholders(const char *in, char **out, uint64_t *used)
 {
 	size_t n = strlen(in);
 	char *o = malloc(2 * n + 1);
@@ -292,6 +295,7 @@ static int rewrite_placeholders(const char *in, char **out)
 		num = num > 0 ? num : next;
 		next = num + 1;
 		max = num > max ? num : max;
+		*used |= num <= 64 ? UINT64_C(1) << (num - 1) : 0;
 		j += (size_t)sprintf(o + j, "$%d", num);
 	}
 	o[j] = '\0';
@@ -322,16 +326,21 @@ static int pg_prepare(rdb_t *db, const char *sql, bool cached,
 			return KNOT_ENOMEM;
 		}
 	}
-	int n = rewrite_placeholders(sql, &s->sql);
+	s->sql = NULL;
+	s->used = 0;
+	int n = rewrite_placeholders(sql, &s->sql, &s->used);
 	if (n < 0) {
-		zc_error("%s: statement has too many parameters: %s",
-		         d->label, sql);
+		int ret = s->sql == NULL ? KNOT_ENOMEM : ZC_ESQL;
+		if (ret == ZC_ESQL) {
+			zc_error("%s: statement has over %d parameters: %s",
+			         d->label, MAX_PARAMS, sql);
+		}
 		free(s->sql);
 		s->sql = NULL;
 		if (s != free_slot) {
 			free(s);
 		}
-		return n == -1 && s->sql == NULL ? KNOT_ENOMEM : ZC_ESQL;
+		return ret;
 	}
 	s->base.driver = &rdb_pg_driver;
 	s->db = d;
@@ -386,15 +395,23 @@ static void pg_bind_null(rdb_stmt_t *st, int i)
 	}
 }
 
+/* The parameters' types, from their bindings. */
+static void param_types(const pg_stmt_t *s, Oid *types)
+{
+	for (int i = 0; i < s->nparams; i++) {
+		param_kind_t k = s->params[i].kind;
+		types[i] = !(s->used & UINT64_C(1) << i) ? OID_INT8 :
+		           k == P_INT ? OID_INT8 : k == P_BLOB ? OID_BYTEA :
+		           k == P_TEXT ? OID_TEXT : 0;
+	}
+}
+
 /* Prepares the statement on the server, with the parameter types of its
  * first bindings. */
 static int prepare_on_server(pg_stmt_t *s)
 {
 	Oid types[MAX_PARAMS];
-	for (int i = 0; i < s->nparams; i++) {
-		param_kind_t k = s->params[i].kind;
-		types[i] = k == P_INT ? OID_INT8 : k == P_BLOB ? OID_BYTEA : 0;
-	}
+	param_types(s, types);
 	PGresult *res = PQprepare(s->db->conn, s->name, s->sql, s->nparams,
 	                          types);
 	int ret = result_code(s->db, res);
@@ -427,7 +444,9 @@ static int execute(pg_stmt_t *s)
 	}
 	PGresult *res;
 	if (s->key == NULL) {
-		res = PQexecParams(d->conn, s->sql, s->nparams, NULL, values,
+		Oid types[MAX_PARAMS];
+		param_types(s, types);
+		res = PQexecParams(d->conn, s->sql, s->nparams, types, values,
 		                   lengths, formats, 1);
 	} else {
 		if (!s->prepared || s->gen != d->gen) {
@@ -685,13 +704,14 @@ static void pg_end_read(rdb_t *db)
 }
 
 static const char *const savepoint_sql[2] = {
-	"SAVEPOINT unit", "SAVEPOINT inner",
+	"SAVEPOINT zc_unit", "SAVEPOINT zc_inner",
 };
 static const char *const release_sql[2] = {
-	"RELEASE unit", "RELEASE inner",
+	"RELEASE zc_unit", "RELEASE zc_inner",
 };
 static const char *const rollback_to_sql[2] = {
-	"ROLLBACK TO unit; RELEASE unit", "ROLLBACK TO inner; RELEASE inner",
+	"ROLLBACK TO zc_unit; RELEASE zc_unit",
+	"ROLLBACK TO zc_inner; RELEASE zc_inner",
 };
 
 static int pg_savepoint(rdb_t *db, rdb_level_t level)

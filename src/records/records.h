@@ -113,10 +113,17 @@ typedef struct {
 } records_record_t;
 
 /*
- * Opens DIR/records.db, creating it and applying migrations as needed.
- * Returns ZC_ESCHEMA for a database newer than this program.
+ * Opens a records store: target is a data directory (its records.db,
+ * SQLite, created as needed) or a PostgreSQL connection URI
+ * ("postgresql://..." or "postgres://...", docs/postgresql.md), whose
+ * empty database gets the schema. Migrations are applied as needed.
+ * Returns ZC_ESCHEMA for a store newer than this program,
+ * ZC_EUNAVAILABLE when PostgreSQL cannot be reached.
  */
-int records_open(records_store_t **out, const char *dir);
+int records_open(records_store_t **out, const char *target);
+
+/* Is target a PostgreSQL connection URI (records_open())? */
+bool records_target_is_pg(const char *target);
 
 void records_close(records_store_t *store);
 

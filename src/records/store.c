@@ -5,16 +5,29 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <libknot/errcode.h>
 
 #include "common/error.h"
 #include "records/internal.h"
 
-int records_open(records_store_t **out, const char *dir)
+bool records_target_is_pg(const char *target)
+{
+	return strncmp(target, "postgresql://", 13) == 0 ||
+	       strncmp(target, "postgres://", 11) == 0;
+}
+
+int records_open(records_store_t **out, const char *target)
 {
 	char path[4096];
-	if (snprintf(path, sizeof(path), "%s/records.db", dir) >= (int)sizeof(path)) {
+	if (records_target_is_pg(target)) {
+		if (snprintf(path, sizeof(path), "%s", target) >=
+		    (int)sizeof(path)) {
+			return -36; /* -ENAMETOOLONG */
+		}
+	} else if (snprintf(path, sizeof(path), "%s/records.db", target) >=
+	           (int)sizeof(path)) {
 		return -36; /* -ENAMETOOLONG */
 	}
 	records_store_t *s = calloc(1, sizeof(*s));
