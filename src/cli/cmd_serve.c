@@ -66,6 +66,8 @@ static void usage(FILE *out)
 	      "      --no-demo            do not create the demo zone\n"
 	      "      --nats URL[,URL...]  publish to edges through NATS JetStream\n"
 	      "                           (docs/fleet.md)\n"
+	      "      --records URI        records store in PostgreSQL\n"
+	      "                           (postgresql://..., docs/postgresql.md)\n"
 	      "  -o, --option KEY=VALUE   any config-file setting, repeatable\n"
 	      "                           (e.g. -o allow-update=127.0.0.1)\n"
 	      "  -h, --help               this help\n", out);
@@ -82,6 +84,7 @@ static const struct option opts[] = {
 	{ "nsid", required_argument, NULL, 'N' },
 	{ "no-demo", no_argument, NULL, 'D' },
 	{ "nats", required_argument, NULL, 'n' },
+	{ "records", required_argument, NULL, 'R' },
 	{ "option", required_argument, NULL, 'o' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
@@ -91,6 +94,7 @@ static const char *const flag_keys[128] = {
 	['d'] = "data-dir", ['a'] = "api-listen", ['w'] = "workers",
 	['m'] = "metrics-listen",
 	['L'] = "log-level", ['N'] = "nsid", ['n'] = "nats",
+	['R'] = "records-store",
 };
 
 static void serve_flag(config_t *cfg, int c)
@@ -558,7 +562,12 @@ static int run(serve_ctx_t *ctx)
 	cli_server_config(cfg, &scfg);
 	if (run_paths(ctx) != ZC_EOK ||
 	    cli_writable_data_dir(cfg->data_dir) != ZC_EOK ||
-	    cli_lock_data_dir(cfg->data_dir, &lock_fd) != ZC_EOK) {
+	    cli_lock_data_dir(cfg->data_dir, &lock_fd) != ZC_EOK ||
+	    (cfg->records_store[0] != '\0' &&
+	     records_bind(cfg->data_dir, cfg->records_store) != ZC_EOK)) {
+		if (lock_fd >= 0) {
+			close(lock_fd);
+		}
 		return 1;
 	}
 	ctx->lock_fd = lock_fd;

@@ -125,6 +125,20 @@ int records_open(records_store_t **out, const char *target);
 /* Is target a PostgreSQL connection URI (records_open())? */
 bool records_target_is_pg(const char *target);
 
+/*
+ * A data directory whose records live in PostgreSQL names them in
+ * DIR/records-store (the URI, mode 0600): records_open(DIR) then opens
+ * that store, so every command given the data directory finds it, and
+ * the directory's edge store is never filled from another store.
+ * records_bind() writes it (serve's records-store, --records); it refuses
+ * a different URI than the one bound, or a directory that already has an
+ * SQLite records.db. records_bound_target() reads it: 1 and the URI when
+ * bound, ZC_EOK (0) when not.
+ */
+#define RECORDS_STORE_FILE "records-store"
+int records_bind(const char *dir, const char *uri);
+int records_bound_target(const char *dir, char *uri, size_t size);
+
 void records_close(records_store_t *store);
 
 /* Finds a zone by apex. ZC_ENOZONE when absent. */

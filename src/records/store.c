@@ -4,12 +4,16 @@
  * brought to this program's schema (schema.c). records.h has the design.
  */
 #include <stdio.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <time.h>
 #include <libknot/errcode.h>
 
 #include "common/error.h"
+#include "common/log.h"
 #include "records/internal.h"
 
 bool records_target_is_pg(const char *target)
@@ -18,17 +22,100 @@ bool records_target_is_pg(const char *target)
 	       strncmp(target, "postgres://", 11) == 0;
 }
 
+/* DIR/records-store's path. */
+static int bound_path(const char *dir, char *path, size_t size)
+{
+	int n = snprintf(path, size, "%s/" RECORDS_STORE_FILE, dir);
+	return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : ZC_EOK;
+}
+
+int records_bound_target(const char *dir, char *uri, size_t size)
+{
+	char path[4096];
+	int ret = bound_path(dir, path, sizeof(path));
+	FILE *f = ret == ZC_EOK ? fopen(path, "re") : NULL;
+	if (f == NULL) {
+		return ret != ZC_EOK ? ret : errno == ENOENT ? ZC_EOK : -errno;
+	}
+	uri[0] = '\0';
+	bool got = fgets(uri, (int)size, f) != NULL;
+	fclose(f);
+	uri[strcspn(uri, "\r\n")] = '\0';
+	if (!got || !records_target_is_pg(uri)) {
+		zc_error("%s holds no postgresql:// URI", path);
+		return ZC_EINVAL_CONFIG;
+	}
+	return 1;
+}
+
+int records_bind(const char *dir, const char *uri)
+{
+	if (!records_target_is_pg(uri)) {
+		zc_error("records-store: %s is no postgresql:// URI", uri);
+		return ZC_EINVAL_CONFIG;
+	}
+	char bound[4096], path[4096];
+	int ret = records_bound_target(dir, bound, sizeof(bound));
+	if (ret == 1) {
+		if (strcmp(bound, uri) == 0) {
+			return ZC_EOK;
+		}
+		zc_error("data directory %s belongs to the records store in"
+		         " %s/" RECORDS_STORE_FILE ", not %s: its edge store"
+		         " holds that store's zones", dir, dir, uri);
+		return ZC_EINVAL_CONFIG;
+	}
+	if (ret != ZC_EOK || (ret = bound_path(dir, path, sizeof(path))) !=
+	    ZC_EOK) {
+		return ret;
+	}
+	char sqlite_path[4096];
+	snprintf(sqlite_path, sizeof(sqlite_path), "%s/records.db", dir);
+	if (access(sqlite_path, F_OK) == 0) {
+		zc_error("data directory %s already holds an SQLite records"
+		         " store (records.db): start with an empty data"
+		         " directory for %s", dir, uri);
+		return ZC_EINVAL_CONFIG;
+	}
+	/* 0600: the URI may hold a password. Written whole, then renamed. */
+	char tmp[4200];
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		return -errno;
+	}
+	size_t len = strlen(uri);
+	bool ok = write(fd, uri, len) == (ssize_t)len &&
+	          write(fd, "\n", 1) == 1 && fsync(fd) == 0;
+	ret = ok ? ZC_EOK : -errno;
+	close(fd);
+	if (ret == ZC_EOK && rename(tmp, path) != 0) {
+		ret = -errno;
+	}
+	if (ret != ZC_EOK) {
+		unlink(tmp);
+	}
+	return ret;
+}
+
 int records_open(records_store_t **out, const char *target)
 {
 	char path[4096];
-	if (records_target_is_pg(target)) {
+	int bound = records_target_is_pg(target) ? 0 :
+	            records_bound_target(target, path, sizeof(path));
+	if (bound < 0) {
+		return bound;
+	}
+	if (bound == 1) {
+		/* path holds the URI the data directory names. */
+	} else if (records_target_is_pg(target)) {
 		if (snprintf(path, sizeof(path), "%s", target) >=
 		    (int)sizeof(path)) {
-			return -36; /* -ENAMETOOLONG */
+			return -ENAMETOOLONG;
 		}
 	} else if (snprintf(path, sizeof(path), "%s/records.db", target) >=
 	           (int)sizeof(path)) {
-		return -36; /* -ENAMETOOLONG */
+		return -ENAMETOOLONG;
 	}
 	records_store_t *s = calloc(1, sizeof(*s));
 	if (s == NULL) {
