@@ -107,7 +107,7 @@ int records_dnssec_key_set_active(records_store_t *store, int64_t id,
 			      " active_on = ?1, retired_on = NULL"
 			      " WHERE id = ?2" :
 			      "UPDATE dnssec_keys SET active = 0,"
-			      " retired_on = ?3 WHERE id = ?4 AND"
+			      " retired_on = ?1 WHERE id = ?2 AND"
 			      " active = 1"), &stmt);
 	if (ret != ZC_EOK) {
 		return ret;

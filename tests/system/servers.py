@@ -351,6 +351,28 @@ RECORDS_BACKEND = os.environ.get("ZONECAST_TEST_RECORDS", "sqlite")
 _pg_databases = itertools.count()
 
 
+def records_sql(data_dir, sql):
+    """Runs one read-only SQL query on data_dir's records store, behind the
+    server's back (SQLite's records.db, or the PostgreSQL database its
+    records-store file names): the rows, as tuples of strings."""
+    bound = os.path.join(data_dir, "records-store")
+    if not os.path.exists(bound):
+        import sqlite3
+        db = sqlite3.connect("file:%s/records.db?mode=ro" % data_dir, uri=True, timeout=5)
+        try:
+            return [tuple(str(v) for v in row) for row in db.execute(sql).fetchall()]
+        finally:
+            db.close()
+    with open(bound) as f:
+        uri = f.read().strip()
+    psql = os.path.join(subprocess.run([os.path.join(REPO, "dev", "pg"), "bindir"],
+                                       capture_output=True, text=True,
+                                       check=True).stdout.strip(), "psql")
+    out = subprocess.run([psql, "-X", "-q", "-A", "-t", "-F", "\t", "-d", uri, "-c", sql],
+                         capture_output=True, text=True, check=True, timeout=30).stdout
+    return [tuple(line.split("\t")) for line in out.splitlines() if line]
+
+
 def bind_pg_records(data_dir):
     """Makes a fresh PostgreSQL database and binds data_dir to it as
     `serve --records` does (DATA_DIR/records-store, docs/postgresql.md), so
