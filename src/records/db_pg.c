@@ -473,6 +473,9 @@ static int execute(pg_stmt_t *s)
 static int pg_step(rdb_stmt_t *st)
 {
 	pg_stmt_t *s = (pg_stmt_t *)st;
+	if (s->res != NULL && s->row >= PQntuples(s->res)) {
+		stmt_clear(s); /* Stepped past its end: runs again, as SQLite. */
+	}
 	if (s->res == NULL) {
 		int ret = execute(s);
 		if (ret != ZC_EOK) {
@@ -483,6 +486,7 @@ static int pg_step(rdb_stmt_t *st)
 		s->row++;
 		return RDB_ROW;
 	}
+	/* Past the end (the next step runs it again); columns read nothing. */
 	s->row = PQntuples(s->res);
 	return RDB_DONE;
 }

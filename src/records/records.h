@@ -136,6 +136,22 @@ bool records_target_is_pg(const char *target);
  * bound, ZC_EOK (0) when not.
  */
 #define RECORDS_STORE_FILE "records-store"
+
+/*
+ * Commits of other processes (listen.c). records_listen_open() gives a
+ * listener whose descriptor turns readable at each commit to the change
+ * log by any node (PostgreSQL: LISTEN on its own connection), or NULL
+ * with ZC_EOK when the store has no such signal (SQLite); ZC_EUNAVAILABLE
+ * when PostgreSQL cannot be reached (try again later).
+ * records_listen_drain() consumes what arrived: the number of commits
+ * heard, or ZC_EUNAVAILABLE when the connection is lost (close and open
+ * again).
+ */
+typedef struct records_listen records_listen_t;
+int records_listen_open(const char *target, records_listen_t **out);
+int records_listen_fd(const records_listen_t *l);
+int records_listen_drain(records_listen_t *l);
+void records_listen_close(records_listen_t *l);
 int records_bind(const char *dir, const char *uri);
 int records_bound_target(const char *dir, char *uri, size_t size);
 
