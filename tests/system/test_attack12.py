@@ -412,3 +412,129 @@ def test_zone_delete_without_force_says_how_many_records(srv, api):
     assert cp.returncode == 1
     # SOA, two NS and the A record.
     assert "holds 4 records" in cp.stderr, cp.stderr
+
+
+# ------------------- the zonecast command's writes racing API and UPDATE
+
+def served(port, zone):
+    try:
+        r = dns.query.udp(dns.message.make_query(zone, "SOA"), "127.0.0.1", port=port,
+                          timeout=0.3)
+    except Exception:
+        return None
+    return r.answer[0][0].serial if r.rcode() == dns.rcode.NOERROR and r.answer else None
+
+
+def test_commands_racing_writes_and_a_sigkill_lose_nothing(zonecast_api_factory, tmp_path):
+    """API writes and UPDATEs to one zone while `zonecast zone import`
+    replaces another, `tsig create|delete` and `dnssec enable|disable` run
+    on the first, and the server is SIGKILLed in the middle and started
+    again (the commands writing in-process meanwhile, under serve.lock):
+    no served serial ever goes back, every acknowledged write is
+    there afterwards, and `zonecast verify` finds the edge store equal to
+    the records store."""
+    srv = zonecast_api_factory(options=[("allow-update", UPDATE_SOURCE)])
+    api = srv.client()
+    wz = "race%d.attack12.test" % next(_seq)
+    wid = api.ok("POST", "/zones", json={"name": wz})["result"]["id"]
+    iz = "imp%d.attack12.test" % next(_seq)
+    files = []
+    for k in range(2):
+        p = tmp_path / ("imp%d.zone" % k)
+        p.write_text(zone_text(iz + ".", *["h%d A 192.0.2.%d" % (j, k + 1)
+                                           for j in range(300)]))
+        files.append(str(p))
+    assert srv.run_cli("zone", "import", "--data-dir", srv.data_dir, iz, files[0],
+                       check=False).returncode == 0
+    stop, pause, paused = threading.Event(), threading.Event(), threading.Event()
+    acked_api, acked_upd, versions, errors = [], [], [], []
+    seen = {wz: [], iz: []}
+
+    def poll():
+        while not stop.is_set():
+            for z in seen:
+                s = served(srv.port, z + ".")
+                if s is not None and (not seen[z] or seen[z][-1] != s):
+                    seen[z].append(s)
+
+    def api_writer():
+        i = 0
+        while not stop.is_set():
+            i += 1
+            try:
+                r = api.call("POST", "/zones/%s/dns_records" % wid, timeout=10,
+                             json={"name": "a%d.%s" % (i, wz), "type": "A",
+                                   "content": "192.0.2.1", "ttl": 300})
+            except Exception:
+                continue
+            if r.status_code == 200:
+                acked_api.append("a%d.%s" % (i, wz))
+                versions.append(r.json()["zone_version"])
+
+    def update_writer():
+        i = 0
+        while not stop.is_set():
+            i += 1
+            u = dns.update.UpdateMessage(wz + ".")
+            u.add("u%d.%s." % (i, wz), 300, "TXT", "u%d" % i)
+            try:
+                r = dns.query.tcp(u, "127.0.0.1", port=srv.port, timeout=3,
+                                  source=UPDATE_SOURCE)
+            except Exception:
+                continue
+            if r.rcode() == dns.rcode.NOERROR:
+                acked_upd.append("u%d.%s" % (i, wz))
+
+    def commands():
+        k = 0
+        while not stop.is_set():
+            k += 1
+            steps = [("zone", "import", "--data-dir", srv.data_dir, iz, files[k % 2]),
+                     ("tsig", "create", "--data-dir", srv.data_dir, "k%d.%s" % (k, wz),
+                      "--zone", wz),
+                     ("dnssec", "enable", "--data-dir", srv.data_dir, wz),
+                     ("tsig", "delete", "--data-dir", srv.data_dir, "k%d.%s" % (k, wz)),
+                     ("dnssec", "disable", "--data-dir", srv.data_dir, wz, "--force")]
+            for args in steps:
+                while pause.is_set() and not stop.is_set():
+                    paused.set()    # A serve refuses to start while a
+                    time.sleep(0.02)  # command holds the directory.
+                try:
+                    subprocess.run([servers.zonecast_bin()] + list(args), capture_output=True,
+                                   timeout=30 * servers.TIMEOUT_SCALE)
+                except subprocess.TimeoutExpired:
+                    errors.append("zonecast %s timed out" % " ".join(args))
+
+    threads = [threading.Thread(target=f, daemon=True)
+               for f in (poll, api_writer, update_writer, commands)]
+    for t in threads:
+        t.start()
+    time.sleep(4)
+    srv.kill9()
+    time.sleep(1.5)     # The commands run in-process meanwhile.
+    pause.set()
+    assert paused.wait(60 * servers.TIMEOUT_SCALE)
+    srv.restart()
+    pause.clear()
+    time.sleep(3)
+    stop.set()
+    for t in threads:
+        t.join(60)
+    assert not errors, errors
+    for z, serials in seen.items():
+        back = [(a, b) for a, b in zip(serials, serials[1:]) if (b - a) % 2**32 >= 2**31]
+        assert not back, "%s: served serial went back: %r" % (z, back)
+    assert acked_api and acked_upd, (len(acked_api), len(acked_upd))
+    names = {r["name"] for r in api.records(wid, per_page=50000)}
+    lost = [n for n in acked_api + acked_upd if n not in names]
+    assert not lost, "acknowledged and lost: %r" % lost[:10]
+    deadline = time.monotonic() + 10 * servers.TIMEOUT_SCALE
+    while (served(srv.port, wz + ".") or 0) < max(versions):
+        assert time.monotonic() < deadline, "serial %d not served" % max(versions)
+        time.sleep(0.05)
+    for _ in range(50):
+        cp = srv.verify()
+        if cp.returncode == 0:
+            break
+        time.sleep(0.2)
+    assert cp.returncode == 0, cp.stdout + cp.stderr
