@@ -88,7 +88,7 @@ static void change_failed(admin_t *a, const records_zone_t *zone,
 
 /* A step asked for before its time (d->time): forced, a warning; else
  * the refusal, saying from when it may run. */
-static void said_early(admin_t *a, const char *what, const admin_dnssec_t *d)
+static void say_early(admin_t *a, const char *what, const admin_dnssec_t *d)
 {
 	const signer_step_time_t *t = &d->time;
 	const records_zone_t *zone = &d->zone;
@@ -110,7 +110,7 @@ static void said_early(admin_t *a, const char *what, const admin_dnssec_t *d)
 	        t->wait_s);
 }
 
-/* Makes a committed change served; false (said) when it is not. */
+/* Makes a committed change served (admin_settle(): why says why not). */
 static int serve(admin_t *a, const admin_dnssec_t *d, char *why,
                  size_t why_size)
 {
@@ -152,7 +152,7 @@ static int change(admin_t *a, records_zone_t *zone, action_t action,
 		        zone->name);
 	}
 	if (d->early) {
-		said_early(a, what, d);
+		say_early(a, what, d);
 		if (!d->force) {
 			return ret;
 		}
