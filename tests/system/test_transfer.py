@@ -512,8 +512,9 @@ class NotifyListener:
     made, from the source the server sends its NOTIFYs from (`source`, set
     once a NOTIFY of such a zone came)."""
 
-    def __init__(self):
-        self.port = servers.free_port()
+    def __init__(self, port=None):
+        """On port (default: a free one)."""
+        self.port = port or servers.free_port()
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         self.sock.bind(("127.0.0.1", self.port))
         self.tsock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -603,7 +604,7 @@ class NotifyListener:
         return soas[0][0].serial if soas else None
 
     def wait(self, cond, what, timeout=5.0):
-        deadline = time.monotonic() + timeout * servers.TIMEOUT_SCALE
+        deadline = time.monotonic() + timeout
         while not cond():
             if time.monotonic() > deadline:
                 pytest.fail("NOTIFY: timed out waiting for %s; got %s" % (
