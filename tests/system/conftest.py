@@ -15,10 +15,14 @@ AddressSanitizer", UBSan's "runtime error:", "LeakSanitizer"), a crash or a
 hang fails the test, and so does an error in the log of valgrind when the
 servers run under it (ZONECAST_WRAPPER, servers.py). Tests marked
 `zonecast_only` are skipped for knotd; `valgrind` marks the subset dev/test
-runs under valgrind.
+runs under valgrind. `pg_cluster` (session-scoped) starts a throwaway
+PostgreSQL cluster with dev/pg and yields its unix socket directory (connect
+with host=DIR user=zc); it skips its tests where PostgreSQL is not installed.
 """
 
 import os
+import shutil
+import subprocess
 import tempfile
 
 import pytest
@@ -33,6 +37,29 @@ def pytest_configure(config):
                                        "the RFC here; expected to fail against knotd")
     config.addinivalue_line("markers", "valgrind: also run in dev/test's valgrind pass "
                                        "(ZONECAST_WRAPPER=valgrind; slow, so a subset)")
+
+
+DEV_PG = os.path.join(servers.REPO, "dev", "pg")
+
+
+@pytest.fixture(scope="session")
+def pg_cluster():
+    """A PostgreSQL cluster for the session (dev/pg, fsync on): its socket
+    directory. Under /tmp, not pytest's temporary directory: as root the
+    server runs as postgres, which must reach the directory, and the
+    socket's path must stay short."""
+    if subprocess.run([DEV_PG, "bindir"], capture_output=True).returncode != 0:
+        pytest.skip("PostgreSQL is not installed (dev/deps test installs postgresql-15)")
+    pgdir = tempfile.mkdtemp(prefix="zonecast-pg.", dir="/tmp")
+    started = subprocess.run([DEV_PG, "start", pgdir], capture_output=True, text=True)
+    if started.returncode != 0:
+        shutil.rmtree(pgdir, ignore_errors=True)
+        pytest.fail("dev/pg start failed: " + started.stderr, pytrace=False)
+    try:
+        yield pgdir
+    finally:
+        subprocess.run([DEV_PG, "stop", pgdir], check=False)
+        shutil.rmtree(pgdir, ignore_errors=True)
 
 
 @pytest.fixture

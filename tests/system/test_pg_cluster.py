@@ -1,0 +1,207 @@
+"""The records store's PostgreSQL schema in a real cluster (issue 17,
+docs/postgresql.md): src/records/schema_pg.sql loads with psql, and its seal
+trigger gives each transaction that writes change-log events one position
+at COMMIT, in commit order, whatever order the events' sequence numbers
+have. Two psql sessions commit out of order; a third listens for the
+builder's wake-up. The cluster is the session's `pg_cluster` (dev/pg)."""
+
+import os
+import select
+import subprocess
+import time
+
+import pytest
+
+import servers
+
+SCHEMA = os.path.join(servers.REPO, "src", "records", "schema_pg.sql")
+TABLES = {"schema_version", "zones", "records", "changes", "zone_versions", "log_commits",
+          "tokens", "tsig_keys", "dnssec_keys", "zone_secondaries", "counters", "leader",
+          "nodes"}
+EVENT = ("INSERT INTO changes(zone_id, apex, version, kind, okey, type, at)"
+         " VALUES (%d, '\\x00', %d, 5, '\\x61', 1, 0) RETURNING seq;")
+
+
+def psql_bin():
+    out = subprocess.run([os.path.join(servers.REPO, "dev", "pg"), "bindir"],
+                         capture_output=True, text=True, check=True)
+    return os.path.join(out.stdout.strip(), "psql")
+
+
+def psql(host, db, *args, **kw):
+    """Runs psql once (unaligned, tuples only, stop at the first error)."""
+    return subprocess.run([psql_bin(), "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1",
+                           "-h", host, "-U", "zc", "-d", db] + list(args),
+                          capture_output=True, text=True, timeout=60, **kw)
+
+
+def query(host, db, sql):
+    res = psql(host, db, "-c", sql)
+    assert res.returncode == 0, res.stderr
+    return [line.split("|") for line in res.stdout.splitlines() if line]
+
+
+class Session:
+    """An interactive psql: statements go in one at a time, and each call
+    waits for its output, so that transactions stay open between calls."""
+
+    def __init__(self, host, db, name):
+        self.proc = subprocess.Popen(
+            [psql_bin(), "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-h", host, "-U", "zc",
+             "-d", db],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            env=dict(os.environ, PGAPPNAME=name))
+        self.marks = 0
+        self.pending = b""
+
+    def send(self, sql, mark):
+        self.proc.stdin.write(("%s\n\\echo %s\n" % (sql, mark)).encode())
+        self.proc.stdin.flush()
+
+    def wait_mark(self, mark, timeout):
+        """The lines printed up to `mark`; None if it did not come within
+        `timeout` seconds. Reads the pipe itself, without a buffered reader
+        that select() would not see."""
+        deadline = time.monotonic() + timeout
+        while b"\n" + mark.encode() + b"\n" not in b"\n" + self.pending:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([self.proc.stdout], [], [], left)[0]:
+                return None
+            chunk = os.read(self.proc.stdout.fileno(), 65536)
+            assert chunk, "psql exited; it printed %r" % self.pending
+            self.pending += chunk
+        lines = self.pending.decode().split("\n")
+        end = lines.index(mark)
+        self.pending = "\n".join(lines[end + 1:]).encode()
+        return lines[:end]
+
+    def run(self, sql, timeout=30):
+        """Sends `sql`, returns the lines it printed (notification lines
+        included)."""
+        self.marks += 1
+        mark = "--mark-%d--" % self.marks
+        self.send(sql, mark)
+        lines = self.wait_mark(mark, timeout)
+        assert lines is not None, "psql did not answer %r; so far %r" % (sql, self.pending)
+        return lines
+
+    def close(self):
+        self.proc.stdin.close()
+        self.proc.wait(timeout=30)
+
+
+@pytest.fixture
+def store(pg_cluster, request):
+    """A fresh database with the baseline schema loaded by psql."""
+    db = "t_%d_%s" % (os.getpid(), request.node.name.lower()[:40])
+    query(pg_cluster, "postgres", 'CREATE DATABASE "%s"' % db)
+    res = psql(pg_cluster, db, "-1", "-f", SCHEMA)
+    assert res.returncode == 0, res.stderr
+    query(pg_cluster, db, "INSERT INTO zones(id, name, apex, serial, created_on, modified_on)"
+          " VALUES (1, 'a.test.', '\\x01610474657374', 0, 0, 0),"
+          " (2, 'b.test.', '\\x01620474657374', 0, 0, 0)")
+    yield pg_cluster, db
+    query(pg_cluster, "postgres", 'DROP DATABASE "%s" WITH (FORCE)' % db)
+
+
+def test_schema_loads(store):
+    host, db = store
+    tables = {row[0] for row in query(host, db, "SELECT tablename FROM pg_tables"
+                                                " WHERE schemaname = 'public'")}
+    assert tables == TABLES
+    assert query(host, db, "SELECT version FROM schema_version") == [["11"]]
+    assert query(host, db, "SELECT name, value FROM counters ORDER BY name") == [
+        ["record_id", "0"], ["secondaries", "0"]]
+    # The trigger is deferred to COMMIT; the position sequence has no cache.
+    assert query(host, db, "SELECT tgdeferrable, tginitdeferred FROM pg_trigger"
+                           " WHERE tgname = 'changes_seal'") == [["t", "t"]]
+    assert query(host, db, "SELECT seqcache FROM pg_sequence"
+                           " WHERE seqrelid = 'log_pos'::regclass") == [["1"]]
+
+
+def test_positions_follow_commit_order(store):
+    host, db = store
+    first, second = Session(host, db, "first"), Session(host, db, "second")
+    listener = Session(host, db, "builder")
+    try:
+        listener.run("LISTEN zonecast_log;")
+        # The first session writes first, so its events have the smaller
+        # sequence numbers; the second commits first.
+        first.run("BEGIN;")
+        seq_first = [int(first.run(EVENT % (1, 1))[0]), int(first.run(EVENT % (1, 1))[0])]
+        second.run("BEGIN;")
+        seq_second = int(second.run(EVENT % (2, 1))[0])
+        assert seq_first[1] < seq_second
+        # Nothing is sealed before COMMIT: the trigger is deferred.
+        assert second.run("SELECT count(*) FROM log_commits;") == ["0"]
+        xid_second = second.run("SELECT pg_current_xact_id();")[0]
+        second.run("COMMIT;")
+        xid_first = first.run("SELECT pg_current_xact_id();")[0]
+        # A reader of seq > last has passed the first session's events
+        # by now, for good.
+        assert query(host, db, "SELECT max(seq) FROM changes") == [[str(seq_second)]]
+        first.run("COMMIT;")
+
+        # One position per transaction, in the order of the commits.
+        assert query(host, db, "SELECT pos, xid, node FROM log_commits ORDER BY pos") == [
+            ["1", xid_second, "second"], ["2", xid_first, "first"]]
+        # The reader's query of design §2.2 returns the events by commit.
+        rows = query(host, db, "SELECT c.pos, e.seq FROM log_commits c"
+                               " JOIN changes e ON e.xid = c.xid ORDER BY c.pos, e.seq")
+        assert rows == [["1", str(seq_second)], ["2", str(seq_first[0])],
+                        ["2", str(seq_first[1])]]
+        # Each sealed commit woke the listener.
+        notes = [line for line in listener.run("SELECT 1;") if "zonecast_log" in line]
+        assert len(notes) == 2, notes
+    finally:
+        for s in (first, second, listener):
+            s.close()
+
+
+def test_rolled_back_events_take_no_position(store):
+    host, db = store
+    # Events only in a rolled-back savepoint, and a transaction rolled back
+    # whole: no position. Then a transaction that writes again in the same
+    # session is sealed once more.
+    session = Session(host, db, "writer")
+    try:
+        session.run("BEGIN; SAVEPOINT unit;")
+        session.run(EVENT % (1, 1))
+        session.run("ROLLBACK TO unit; RELEASE unit; COMMIT;")
+        session.run("BEGIN;")
+        session.run(EVENT % (1, 1))
+        session.run("ROLLBACK;")
+        assert query(host, db, "SELECT count(*) FROM log_commits") == [["0"]]
+        for version in (1, 2):
+            session.run("BEGIN;")
+            session.run(EVENT % (1, version))
+            session.run("COMMIT;")
+        assert query(host, db, "SELECT pos FROM log_commits ORDER BY pos") == [["1"], ["2"]]
+        assert query(host, db, "SELECT count(DISTINCT xid), count(*) FROM changes") == [
+            ["2", "2"]]
+    finally:
+        session.close()
+
+
+def test_seal_waits_for_the_previous_commit(store):
+    """The position lock is held until the commit is visible: a second
+    transaction's COMMIT waits while the first holds it."""
+    host, db = store
+    holder, waiter = Session(host, db, "holder"), Session(host, db, "waiter")
+    try:
+        holder.run("BEGIN;")
+        holder.run(EVENT % (1, 1))
+        # Take the seal's lock now, as the trigger does at COMMIT.
+        holder.run("SELECT pg_advisory_xact_lock(2053990243, 1);")
+        waiter.run("BEGIN;")
+        waiter.run(EVENT % (2, 1))
+        waiter.send("COMMIT;", "--committed--")
+        assert waiter.wait_mark("--committed--", 1.0) is None, \
+            "COMMIT did not wait for the position lock"
+        holder.run("COMMIT;")
+        assert waiter.wait_mark("--committed--", 30) == []
+        assert query(host, db, "SELECT node FROM log_commits ORDER BY pos") == [
+            ["holder"], ["waiter"]]
+    finally:
+        holder.close()
+        waiter.close()
