@@ -5,7 +5,6 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
 #include <libknot/errcode.h>
 
 #include "common/error.h"
@@ -42,9 +41,3 @@ void records_close(records_store_t *store)
 	free(store);
 }
 
-int64_t records_now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
