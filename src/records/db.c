@@ -9,6 +9,7 @@
 #include <libknot/errcode.h>
 
 #include "common/error.h"
+#include "common/log.h"
 #include "records/db_driver.h"
 
 /* Is target a PostgreSQL connection URI? */
@@ -31,8 +32,13 @@ int rdb_open(rdb_t **out, const char *target, const rdb_options_t *opts)
 		opts = &defaults;
 	}
 	if (is_pg_target(target)) {
-		/* db_pg.c (issue 17, M2) answers here. */
+#ifdef RDB_HAVE_PG
+		return rdb_pg_driver.open(out, target, opts);
+#else
+		zc_error("%s: this zonecast was built without PostgreSQL"
+		         " (libpq)", opts->label ? opts->label : "database");
 		return KNOT_ENOTSUP;
+#endif
 	}
 	return rdb_sqlite_driver.open(out, target, opts);
 }
