@@ -236,7 +236,7 @@ int view_db_node_get(view_db_t *d, int64_t zone_id, const uint8_t *okey,
 		} else {
 			memcpy(n->data, rdb_col_blob(stmt, 0, NULL),
 			       n->data_len);
-			n->chain = (int)rdb_col_int64(stmt, 1) != 0;
+			n->chain = rdb_col_int64(stmt, 1) != 0;
 			copy_blob(stmt, 2, n->nsec, sizeof(n->nsec), &n->nsec_len);
 		}
 	} else {
@@ -419,7 +419,7 @@ int view_db_keys(view_db_t *d, int64_t zone_id, const uint8_t *okey,
 			break;
 		}
 		if ((len == okey_len && !with_self) ||
-		    (chain_only && (int)rdb_col_int64(stmt, 1) == 0)) {
+		    (chain_only && rdb_col_int64(stmt, 1) == 0)) {
 			continue;
 		}
 		if (view_keys_add(out, k ? k : (const uint8_t *)"", len) != ZC_EOK) {
