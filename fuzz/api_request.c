@@ -35,7 +35,7 @@
 #include "common/log.h"
 #include "fuzz/fuzz.h"
 #include "fuzz/fuzz_zone.h"
-#include "records/sqlite.h"
+#include "records/store.h"
 
 #define MAX_ARGS 32
 #define MAX_HEADERS 16
@@ -133,25 +133,25 @@ typedef struct {
 static state_t state(void)
 {
 	state_t st = { { -1 } };
-	sqlite3_stmt *stmt;
+	rdb_stmt_t *stmt;
 	uint64_t last_seq;
 	if (records_last_seq(watch, &last_seq) != 0 ||
-	    records_sql_prepare(watch, "SELECT"
-	                        " (SELECT count(*) FROM tsig_keys),"
-	                        " (SELECT coalesce(max(id), 0) FROM tsig_keys),"
-	                        " (SELECT count(*) FROM dnssec_keys),"
-	                        " (SELECT coalesce(max(id), 0) FROM dnssec_keys),"
-	                        " (SELECT coalesce(sum(active), 0)"
-	                        " FROM dnssec_keys)", &stmt) != 0) {
+	    rdb_prepare(watch->db, RDB_SQL("SELECT"
+	                " (SELECT count(*) FROM tsig_keys),"
+	                " (SELECT coalesce(max(id), 0) FROM tsig_keys),"
+	                " (SELECT count(*) FROM dnssec_keys),"
+	                " (SELECT coalesce(max(id), 0) FROM dnssec_keys),"
+	                " (SELECT coalesce(sum(active), 0)"
+	                " FROM dnssec_keys)"), &stmt) != 0) {
 		abort();
 	}
 	st.v[0] = (int64_t)last_seq; /* The change log's own reader. */
-	if (sqlite3_step(stmt) == SQLITE_ROW) {
+	if (rdb_step(stmt) == RDB_ROW) {
 		for (int i = 1; i < STATE_COLUMNS; i++) {
-			st.v[i] = sqlite3_column_int64(stmt, i - 1);
+			st.v[i] = rdb_col_int64(stmt, i - 1);
 		}
 	}
-	records_sql_done(watch, stmt);
+	rdb_done(stmt);
 	return st;
 }
 

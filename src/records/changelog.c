@@ -13,7 +13,7 @@
 #include "common/error.h"
 #include "dns/name.h"
 #include "records/changelog.h"
-#include "records/sqlite.h"
+#include "records/store.h"
 
 /* --- Appending --- */
 
@@ -50,18 +50,21 @@ static int index_version(records_store_t *store, int64_t zone_id,
 	    store->version_logged == version) {
 		return ZC_EOK;
 	}
-	sqlite3_stmt *stmt;
-	int ret = records_sql_prepare(store, "INSERT OR REPLACE INTO"
-	                              " zone_versions(zone_id, version, seq)"
-	                              " VALUES (?, ?, ?)", &stmt);
+	rdb_stmt_t *stmt;
+	int ret = rdb_prepare(store->db, RDB_SQL2(
+		"INSERT OR REPLACE INTO zone_versions(zone_id, version, seq)"
+		" VALUES (?1, ?2, ?3)",
+		"INSERT INTO zone_versions(zone_id, version, seq)"
+		" VALUES (?1, ?2, ?3) ON CONFLICT (zone_id, version)"
+		" DO UPDATE SET seq = excluded.seq"), &stmt);
 	if (ret != ZC_EOK) {
 		return ret;
 	}
-	sqlite3_bind_int64(stmt, 1, zone_id);
-	sqlite3_bind_int64(stmt, 2, version);
-	sqlite3_bind_int64(stmt, 3, seq);
-	ret = records_sql_error(store->db, sqlite3_step(stmt));
-	records_sql_done(store, stmt);
+	rdb_bind_int64(stmt, 1, zone_id);
+	rdb_bind_int64(stmt, 2, version);
+	rdb_bind_int64(stmt, 3, seq);
+	ret = rdb_run(stmt);
+	rdb_done(stmt);
 	if (ret == ZC_EOK) {
 		store->version_zone = zone_id;
 		store->version_logged = version;
@@ -74,16 +77,17 @@ static int index_version(records_store_t *store, int64_t zone_id,
 static int restart_journal(records_store_t *store, int64_t zone_id,
                            uint32_t version)
 {
-	sqlite3_stmt *stmt;
-	int ret = records_sql_prepare(store, "UPDATE zones SET ixfr_from = ?"
-	                              " WHERE id = ?", &stmt);
+	rdb_stmt_t *stmt;
+	int ret = rdb_prepare(store->db, RDB_SQL(
+		"UPDATE zones SET ixfr_from = ?1"
+		" WHERE id = ?2"), &stmt);
 	if (ret != ZC_EOK) {
 		return ret;
 	}
-	sqlite3_bind_int64(stmt, 1, version);
-	sqlite3_bind_int64(stmt, 2, zone_id);
-	ret = records_sql_error(store->db, sqlite3_step(stmt));
-	records_sql_done(store, stmt);
+	rdb_bind_int64(stmt, 1, version);
+	rdb_bind_int64(stmt, 2, zone_id);
+	ret = rdb_run(stmt);
+	rdb_done(stmt);
 	return ret;
 }
 
@@ -93,34 +97,32 @@ int records_changelog_append(records_store_t *store,
 	assert(e->kind >= RECORDS_CHANGE_ZONE_CREATED &&
 	       e->kind <= RECORDS_CHANGE_ZONE_TOUCHED);
 	const rule_t *rule = &rules[e->kind];
-	sqlite3_stmt *stmt;
-	int ret = records_sql_prepare(store, "INSERT INTO changes(zone_id, apex,"
-	                              " version, kind, okey, type, record_id, at,"
-	                              " ttl, rdata)"
-	                              " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-	                              &stmt);
+	rdb_stmt_t *stmt;
+	int ret = rdb_prepare(store->db, RDB_SQL(
+		"INSERT INTO changes(zone_id, apex,"
+		" version, kind, okey, type, record_id, at,"
+		" ttl, rdata)"
+		" VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"), &stmt);
 	if (ret != ZC_EOK) {
 		return ret;
 	}
-	sqlite3_bind_int64(stmt, 1, e->zone_id);
-	sqlite3_bind_blob(stmt, 2, e->apex, knot_dname_size(e->apex),
-	                  SQLITE_STATIC);
-	sqlite3_bind_int64(stmt, 3, e->version);
-	sqlite3_bind_int(stmt, 4, e->kind);
+	rdb_bind_int64(stmt, 1, e->zone_id);
+	rdb_bind_blob(stmt, 2, e->apex, knot_dname_size(e->apex));
+	rdb_bind_int64(stmt, 3, e->version);
+	rdb_bind_int64(stmt, 4, e->kind);
 	if (rule->names_node) {
-		sqlite3_bind_blob(stmt, 5, e->okey_len ? e->okey :
-		                  (const uint8_t *)"", (int)e->okey_len,
-		                  SQLITE_STATIC);
-		sqlite3_bind_int(stmt, 6, e->type);
-		sqlite3_bind_int64(stmt, 7, e->record_id);
-		sqlite3_bind_int64(stmt, 9, e->ttl);
-		sqlite3_bind_blob(stmt, 10, e->rdata_len ? e->rdata :
-		                  (const uint8_t *)"", e->rdata_len, SQLITE_STATIC);
+		rdb_bind_blob(stmt, 5, e->okey_len ? e->okey :
+			      (const uint8_t *)"", (int)e->okey_len);
+		rdb_bind_int64(stmt, 6, e->type);
+		rdb_bind_int64(stmt, 7, e->record_id);
+		rdb_bind_int64(stmt, 9, e->ttl);
+		rdb_bind_blob(stmt, 10, e->rdata_len ? e->rdata :
+			      (const uint8_t *)"", e->rdata_len);
 	}
-	sqlite3_bind_int64(stmt, 8, records_now_ms());
-	ret = records_sql_error(store->db, sqlite3_step(stmt));
-	records_sql_done(store, stmt);
-	int64_t appended = sqlite3_last_insert_rowid(store->db);
+	rdb_bind_int64(stmt, 8, records_now_ms());
+	ret = rdb_run(stmt);
+	rdb_done(stmt);
+	int64_t appended = rdb_last_insert_id(store->db);
 	if (ret == ZC_EOK && seq != NULL) {
 		*seq = (uint64_t)appended;
 	}
@@ -137,16 +139,17 @@ int records_changelog_append(records_store_t *store,
 
 int records_last_seq(records_store_t *store, uint64_t *seq)
 {
-	sqlite3_stmt *stmt;
-	int ret = records_sql_prepare(store, "SELECT coalesce(max(seq), 0)"
-	                              " FROM changes", &stmt);
+	rdb_stmt_t *stmt;
+	int ret = rdb_prepare(store->db, RDB_SQL(
+		"SELECT coalesce(max(seq), 0)"
+		" FROM changes"), &stmt);
 	if (ret != ZC_EOK) {
 		return ret;
 	}
-	int rc = sqlite3_step(stmt);
-	*seq = (rc == SQLITE_ROW) ? (uint64_t)sqlite3_column_int64(stmt, 0) : 0;
-	ret = records_sql_error(store->db, rc);
-	records_sql_done(store, stmt);
+	int rc = rdb_step(stmt);
+	*seq = (rc == RDB_ROW) ? (uint64_t)rdb_col_int64(stmt, 0) : 0;
+	ret = rdb_status(rc);
+	rdb_done(stmt);
 	return ret;
 }
 
@@ -155,42 +158,43 @@ int records_changes_since(records_store_t *store, uint64_t after,
                           int (*cb)(const records_change_t *chg, void *ctx),
                           void *ctx)
 {
-	sqlite3_stmt *stmt;
-	int ret = records_sql_prepare(store, "SELECT seq, zone_id, apex,"
-	                              " version, kind, okey, type FROM changes"
-	                              " WHERE seq > ? ORDER BY seq LIMIT ?",
-	                              &stmt);
+	rdb_stmt_t *stmt;
+	int ret = rdb_prepare(store->db, RDB_SQL(
+		"SELECT seq, zone_id, apex,"
+		" version, kind, okey, type FROM changes"
+		" WHERE seq > ?1 ORDER BY seq LIMIT ?2"), &stmt);
 	if (ret != ZC_EOK) {
 		return ret;
 	}
-	sqlite3_bind_int64(stmt, 1, (int64_t)after);
-	sqlite3_bind_int64(stmt, 2, limit == 0 ? -1 : (int64_t)limit);
+	rdb_bind_int64(stmt, 1, (int64_t)after);
+	/* No limit: the largest (a negative LIMIT is SQLite's only). */
+	rdb_bind_int64(stmt, 2, limit == 0 ? INT64_MAX : (int64_t)limit);
 	int rc;
-	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+	while ((rc = rdb_step(stmt)) == RDB_ROW) {
 		records_change_t chg = {
-			.seq = (uint64_t)sqlite3_column_int64(stmt, 0),
-			.zone_id = sqlite3_column_int64(stmt, 1),
-			.version = (uint32_t)sqlite3_column_int64(stmt, 3),
-			.kind = sqlite3_column_int(stmt, 4),
+			.seq = (uint64_t)rdb_col_int64(stmt, 0),
+			.zone_id = rdb_col_int64(stmt, 1),
+			.version = (uint32_t)rdb_col_int64(stmt, 3),
+			.kind = (int)rdb_col_int64(stmt, 4),
 		};
-		int len = sqlite3_column_bytes(stmt, 2);
+		int len = (int)rdb_col_bytes(stmt, 2);
 		if (len <= 0 || len > KNOT_DNAME_MAXLEN) {
 			continue;
 		}
-		memcpy(chg.apex, sqlite3_column_blob(stmt, 2), len);
-		int klen = sqlite3_column_bytes(stmt, 5);
+		memcpy(chg.apex, rdb_col_blob(stmt, 2, NULL), len);
+		int klen = (int)rdb_col_bytes(stmt, 5);
 		if (klen > 0 && klen <= (int)sizeof(chg.okey)) {
-			memcpy(chg.okey, sqlite3_column_blob(stmt, 5), klen);
+			memcpy(chg.okey, rdb_col_blob(stmt, 5, NULL), klen);
 			chg.okey_len = (size_t)klen;
 		}
-		chg.type = (uint16_t)sqlite3_column_int(stmt, 6);
+		chg.type = (uint16_t)rdb_col_int64(stmt, 6);
 		if (cb(&chg, ctx) != 0) {
-			rc = SQLITE_DONE;
+			rc = RDB_DONE;
 			break;
 		}
 	}
-	ret = records_sql_error(store->db, rc);
-	records_sql_done(store, stmt);
+	ret = rdb_status(rc);
+	rdb_done(stmt);
 	return ret;
 }
 
@@ -206,19 +210,20 @@ static bool serial_lt(uint32_t a, uint32_t b)
 static int journal_start(records_store_t *store, int64_t zone_id,
                          bool *has, uint32_t *from)
 {
-	sqlite3_stmt *stmt;
-	int ret = records_sql_prepare(store, "SELECT ixfr_from FROM zones"
-	                              " WHERE id = ?", &stmt);
+	rdb_stmt_t *stmt;
+	int ret = rdb_prepare(store->db, RDB_SQL(
+		"SELECT ixfr_from FROM zones"
+		" WHERE id = ?1"), &stmt);
 	if (ret != ZC_EOK) {
 		return ret;
 	}
-	sqlite3_bind_int64(stmt, 1, zone_id);
-	int rc = sqlite3_step(stmt);
-	*has = rc == SQLITE_ROW && sqlite3_column_type(stmt, 0) != SQLITE_NULL;
-	*from = *has ? (uint32_t)sqlite3_column_int64(stmt, 0) : 0;
-	ret = rc == SQLITE_ROW ? ZC_EOK : rc == SQLITE_DONE ? ZC_ENOZONE :
-	      records_sql_error(store->db, rc);
-	records_sql_done(store, stmt);
+	rdb_bind_int64(stmt, 1, zone_id);
+	int rc = rdb_step(stmt);
+	*has = rc == RDB_ROW && !rdb_col_is_null(stmt, 0);
+	*from = *has ? (uint32_t)rdb_col_int64(stmt, 0) : 0;
+	ret = rc == RDB_ROW ? ZC_EOK : rc == RDB_DONE ? ZC_ENOZONE :
+	      rdb_status(rc);
+	rdb_done(stmt);
 	return ret;
 }
 
@@ -226,20 +231,21 @@ static int journal_start(records_store_t *store, int64_t zone_id,
 static int first_seq(records_store_t *store, int64_t zone_id, uint32_t from,
                      uint32_t to, int64_t *seq)
 {
-	sqlite3_stmt *stmt;
-	int ret = records_sql_prepare(store, "SELECT min(seq) FROM zone_versions"
-	                              " WHERE zone_id = ?1 AND version > ?2"
-	                              " AND version <= ?3", &stmt);
+	rdb_stmt_t *stmt;
+	int ret = rdb_prepare(store->db, RDB_SQL(
+		"SELECT min(seq) FROM zone_versions"
+		" WHERE zone_id = ?1 AND version > ?2"
+		" AND version <= ?3"), &stmt);
 	if (ret != ZC_EOK) {
 		return ret;
 	}
-	sqlite3_bind_int64(stmt, 1, zone_id);
-	sqlite3_bind_int64(stmt, 2, from);
-	sqlite3_bind_int64(stmt, 3, to);
-	int rc = sqlite3_step(stmt);
-	*seq = rc == SQLITE_ROW ? sqlite3_column_int64(stmt, 0) : 0;
-	ret = rc == SQLITE_ROW ? ZC_EOK : records_sql_error(store->db, rc);
-	records_sql_done(store, stmt);
+	rdb_bind_int64(stmt, 1, zone_id);
+	rdb_bind_int64(stmt, 2, from);
+	rdb_bind_int64(stmt, 3, to);
+	int rc = rdb_step(stmt);
+	*seq = rc == RDB_ROW ? rdb_col_int64(stmt, 0) : 0;
+	ret = rc == RDB_ROW ? ZC_EOK : rdb_status(rc);
+	rdb_done(stmt);
 	return ret;
 }
 
@@ -248,22 +254,23 @@ static int read_events(records_store_t *store, int64_t zone_id,
                        int (*cb)(const records_journal_rr_t *rr, void *ctx),
                        void *ctx)
 {
-	sqlite3_stmt *stmt;
-	int ret = records_sql_prepare(store, "SELECT version, kind, okey, type,"
-	                              " ttl, rdata FROM changes WHERE seq >= ?1"
-	                              " AND zone_id = ?2 AND version <= ?3"
-	                              " ORDER BY seq", &stmt);
+	rdb_stmt_t *stmt;
+	int ret = rdb_prepare(store->db, RDB_SQL(
+		"SELECT version, kind, okey, type,"
+		" ttl, rdata FROM changes WHERE seq >= ?1"
+		" AND zone_id = ?2 AND version <= ?3"
+		" ORDER BY seq"), &stmt);
 	if (ret != ZC_EOK) {
 		return ret;
 	}
-	sqlite3_bind_int64(stmt, 1, seq);
-	sqlite3_bind_int64(stmt, 2, zone_id);
-	sqlite3_bind_int64(stmt, 3, to);
+	rdb_bind_int64(stmt, 1, seq);
+	rdb_bind_int64(stmt, 2, zone_id);
+	rdb_bind_int64(stmt, 3, to);
 	uint8_t lf[DNS_LF_MAXLEN];
 	size_t apex_len = dns_name_to_lf(apex, lf);
 	int rc;
-	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
-		int kind = sqlite3_column_int(stmt, 1);
+	while ((rc = rdb_step(stmt)) == RDB_ROW) {
+		int kind = (int)rdb_col_int64(stmt, 1);
 		if (kind == RECORDS_CHANGE_ZONE_TOUCHED) {
 			continue; /* A version without record changes. */
 		}
@@ -272,30 +279,31 @@ static int read_events(records_store_t *store, int64_t zone_id,
 			ret = ZC_ENOJOURNAL;
 			break;
 		}
-		size_t okey_len = (size_t)sqlite3_column_bytes(stmt, 2);
+		size_t okey_len = rdb_col_bytes(stmt, 2);
 		if (apex_len + okey_len > sizeof(lf)) {
 			ret = ZC_EFORMAT;
 			break;
 		}
 		if (okey_len > 0) {
-			memcpy(lf + apex_len, sqlite3_column_blob(stmt, 2), okey_len);
+			memcpy(lf + apex_len, rdb_col_blob(stmt, 2, NULL),
+			       okey_len);
 		}
 		uint8_t owner[KNOT_DNAME_MAXLEN];
 		if (dns_name_from_lf(lf, apex_len + okey_len, owner) < 0) {
 			ret = ZC_EFORMAT;
 			break;
 		}
-		const uint8_t *rdata = sqlite3_column_blob(stmt, 5);
+		const uint8_t *rdata = rdb_col_blob(stmt, 5, NULL);
 		records_journal_rr_t rr = {
-			.version = (uint32_t)sqlite3_column_int64(stmt, 0),
+			.version = (uint32_t)rdb_col_int64(stmt, 0),
 			.added = kind == RECORDS_CHANGE_RECORD_CREATED,
 			.owner = owner,
-			.type = (uint16_t)sqlite3_column_int(stmt, 3),
-			.ttl = (uint32_t)sqlite3_column_int64(stmt, 4),
+			.type = (uint16_t)rdb_col_int64(stmt, 3),
+			.ttl = (uint32_t)rdb_col_int64(stmt, 4),
 			.rdata = rdata ? rdata : (const uint8_t *)"",
-			.rdata_len = (uint16_t)sqlite3_column_bytes(stmt, 5),
+			.rdata_len = (uint16_t)rdb_col_bytes(stmt, 5),
 		};
-		if (sqlite3_column_type(stmt, 4) == SQLITE_NULL) {
+		if (rdb_col_is_null(stmt, 4)) {
 			ret = ZC_ENOJOURNAL; /* Logged before the journal existed. */
 			break;
 		}
@@ -304,10 +312,10 @@ static int read_events(records_store_t *store, int64_t zone_id,
 			break;
 		}
 	}
-	if (ret == ZC_EOK && rc != SQLITE_ROW) {
-		ret = records_sql_error(store->db, rc);
+	if (ret == ZC_EOK && rc != RDB_ROW) {
+		ret = rdb_status(rc);
 	}
-	records_sql_done(store, stmt);
+	rdb_done(stmt);
 	return ret;
 }
 
@@ -341,25 +349,25 @@ int records_backlog(records_store_t *store, uint64_t after,
                     records_backlog_t *out)
 {
 	*out = (records_backlog_t){ 0 };
-	sqlite3_stmt *stmt;
-	int ret = records_sql_prepare(store, "SELECT coalesce(max(seq), 0),"
-	                              " (SELECT at FROM changes WHERE seq > ?1"
-	                              "  ORDER BY seq LIMIT 1) FROM changes",
-	                              &stmt);
+	rdb_stmt_t *stmt;
+	int ret = rdb_prepare(store->db, RDB_SQL(
+		"SELECT coalesce(max(seq), 0),"
+		" (SELECT at FROM changes WHERE seq > ?1"
+		"  ORDER BY seq LIMIT 1) FROM changes"), &stmt);
 	if (ret != ZC_EOK) {
 		return ret;
 	}
-	sqlite3_bind_int64(stmt, 1, (sqlite3_int64)after);
-	int rc = sqlite3_step(stmt);
-	if (rc == SQLITE_ROW) {
-		out->last_seq = (uint64_t)sqlite3_column_int64(stmt, 0);
+	rdb_bind_int64(stmt, 1, (int64_t)after);
+	int rc = rdb_step(stmt);
+	if (rc == RDB_ROW) {
+		out->last_seq = (uint64_t)rdb_col_int64(stmt, 0);
 		out->events = out->last_seq > after ? out->last_seq - after : 0;
-		if (sqlite3_column_type(stmt, 1) != SQLITE_NULL) {
-			out->oldest_ms = sqlite3_column_int64(stmt, 1);
+		if (!rdb_col_is_null(stmt, 1)) {
+			out->oldest_ms = rdb_col_int64(stmt, 1);
 		}
 	}
-	ret = records_sql_error(store->db, rc);
-	records_sql_done(store, stmt);
+	ret = rdb_status(rc);
+	rdb_done(stmt);
 	return ret;
 }
 
@@ -368,51 +376,52 @@ int records_zone_activity(records_store_t *store, uint64_t after,
                                     void *ctx),
                           void *ctx, uint64_t *last_seq)
 {
-	sqlite3_stmt *stmt;
-	int ret = records_sql_exec(store, "BEGIN");
+	rdb_stmt_t *stmt;
+	int ret = rdb_begin_read(store->db);
 	if (ret != ZC_EOK) {
 		return ret;
 	}
 	/* The last sequence and the counts from one snapshot. */
 	ret = records_last_seq(store, last_seq);
 	if (ret == ZC_EOK) {
-		ret = records_sql_prepare(store, "SELECT zone_id, count(*) FROM"
-		                          " changes WHERE seq > ? AND seq <= ?"
-		                          " GROUP BY zone_id", &stmt);
+		ret = rdb_prepare(store->db, RDB_SQL(
+			"SELECT zone_id, count(*) FROM"
+			" changes WHERE seq > ?1 AND seq <= ?2"
+			" GROUP BY zone_id"), &stmt);
 	}
 	if (ret != ZC_EOK) {
-		records_sql_exec(store, "ROLLBACK");
+		rdb_end_read(store->db);
 		return ret;
 	}
-	sqlite3_bind_int64(stmt, 1, (int64_t)after);
-	sqlite3_bind_int64(stmt, 2, (int64_t)*last_seq);
+	rdb_bind_int64(stmt, 1, (int64_t)after);
+	rdb_bind_int64(stmt, 2, (int64_t)*last_seq);
 	int rc;
-	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
-		if (cb(sqlite3_column_int64(stmt, 0),
-		       (uint64_t)sqlite3_column_int64(stmt, 1), ctx) != 0) {
-			rc = SQLITE_DONE;
+	while ((rc = rdb_step(stmt)) == RDB_ROW) {
+		if (cb(rdb_col_int64(stmt, 0),
+		       (uint64_t)rdb_col_int64(stmt, 1), ctx) != 0) {
+			rc = RDB_DONE;
 			break;
 		}
 	}
-	ret = records_sql_error(store->db, rc);
-	records_sql_done(store, stmt);
-	records_sql_exec(store, "ROLLBACK");
+	ret = rdb_status(rc);
+	rdb_done(stmt);
+	rdb_end_read(store->db);
 	return ret;
 }
 
 /* --- Trimming --- */
 
 /* Runs one statement binding ?1 = x. */
-static int exec_seq(records_store_t *store, const char *sql, int64_t x)
+static int exec_seq(records_store_t *store, const rdb_sql_t *sql, int64_t x)
 {
-	sqlite3_stmt *stmt;
-	int ret = records_sql_prepare(store, sql, &stmt);
+	rdb_stmt_t *stmt;
+	int ret = rdb_prepare(store->db, sql, &stmt);
 	if (ret != ZC_EOK) {
 		return ret;
 	}
-	sqlite3_bind_int64(stmt, 1, x);
-	ret = records_sql_error(store->db, sqlite3_step(stmt));
-	records_sql_done(store, stmt);
+	rdb_bind_int64(stmt, 1, x);
+	ret = rdb_run(stmt);
+	rdb_done(stmt);
 	return ret;
 }
 
@@ -421,12 +430,10 @@ static int exec_seq(records_store_t *store, const char *sql, int64_t x)
 static int end_trim(records_store_t *store, int ret)
 {
 	if (ret == ZC_EOK) {
-		ret = records_sql_exec(store, "COMMIT");
+		ret = rdb_commit(store->db);
 	}
 	if (ret != ZC_EOK) {
-		if (records_write_open(store)) {
-			records_sql_exec(store, "ROLLBACK");
-		}
+		rdb_rollback(store->db);
 		records_changelog_rollback(store);
 	}
 	return ret;
@@ -438,43 +445,48 @@ int records_journal_trim(records_store_t *store, int64_t before_ms,
 	*removed = 0;
 	/* A transaction of its own, not a unit's (txn.c): between two
 	 * units' transactions nothing of theirs is pending. */
-	int ret = records_sql_exec(store, "BEGIN IMMEDIATE");
+	int ret = rdb_begin_write(store->db);
 	if (ret != ZC_EOK) {
 		return ret;
 	}
-	sqlite3_stmt *stmt;
+	rdb_stmt_t *stmt;
 	/* Never the newest event: sequences are max(seq) + 1 (no
 	 * AUTOINCREMENT), so the newest row keeps them from going back. */
-	ret = records_sql_prepare(store, "SELECT max(seq), count(*) FROM changes"
-	                          " WHERE seq <= min(?1, (SELECT min(seq) FROM"
-	                          " changes) + 100000, (SELECT max(seq) FROM"
-	                          " changes) - 1) AND at < ?2", &stmt);
+	ret = rdb_prepare(store->db, RDB_SQL2(
+		"SELECT max(seq), count(*) FROM changes WHERE seq <= min(?1,"
+		" (SELECT min(seq) FROM changes) + 100000,"
+		" (SELECT max(seq) FROM changes) - 1) AND at < ?2",
+		"SELECT max(seq), count(*) FROM changes WHERE seq <= least(?1,"
+		" (SELECT min(seq) FROM changes) + 100000,"
+		" (SELECT max(seq) FROM changes) - 1) AND at < ?2"), &stmt);
 	int64_t last = 0;
 	if (ret == ZC_EOK) {
-		sqlite3_bind_int64(stmt, 1, (int64_t)max_seq);
-		sqlite3_bind_int64(stmt, 2, before_ms);
-		int rc = sqlite3_step(stmt);
-		if (rc == SQLITE_ROW) {
-			last = sqlite3_column_int64(stmt, 0);
-			*removed = (uint64_t)sqlite3_column_int64(stmt, 1);
+		rdb_bind_int64(stmt, 1, (int64_t)max_seq);
+		rdb_bind_int64(stmt, 2, before_ms);
+		int rc = rdb_step(stmt);
+		if (rc == RDB_ROW) {
+			last = rdb_col_int64(stmt, 0);
+			*removed = (uint64_t)rdb_col_int64(stmt, 1);
 		} else {
-			ret = records_sql_error(store->db, rc);
+			ret = rdb_status(rc);
 		}
-		records_sql_done(store, stmt);
+		rdb_done(stmt);
 	}
 	if (ret == ZC_EOK && last > 0) {
-		ret = exec_seq(store, "UPDATE zones SET ixfr_from = t.v FROM"
-		               " (SELECT zone_id, max(version) AS v FROM changes"
-		               " WHERE seq <= ?1 GROUP BY zone_id) AS t"
-		               " WHERE zones.id = t.zone_id AND (zones.ixfr_from"
-		               " IS NULL OR t.v > zones.ixfr_from)", last);
+		ret = exec_seq(store, RDB_SQL(
+			"UPDATE zones SET ixfr_from = t.v FROM"
+			" (SELECT zone_id, max(version) AS v FROM changes"
+			" WHERE seq <= ?1 GROUP BY zone_id) AS t"
+			" WHERE zones.id = t.zone_id AND (zones.ixfr_from"
+			" IS NULL OR t.v > zones.ixfr_from)"), last);
 	}
 	if (ret == ZC_EOK && last > 0) {
-		ret = exec_seq(store, "DELETE FROM zone_versions WHERE seq <= ?1",
-		               last);
+		ret = exec_seq(store, RDB_SQL("DELETE FROM zone_versions"
+		                              " WHERE seq <= ?1"), last);
 	}
 	if (ret == ZC_EOK && last > 0) {
-		ret = exec_seq(store, "DELETE FROM changes WHERE seq <= ?1", last);
+		ret = exec_seq(store, RDB_SQL("DELETE FROM changes"
+		                              " WHERE seq <= ?1"), last);
 	}
 	if (ret != ZC_EOK) {
 		*removed = 0;

@@ -44,22 +44,23 @@ void records_counts_restore(records_store_t *store, int level)
 static int update_row(records_store_t *store, int64_t zone_id, int64_t delta,
                       int64_t *count)
 {
-	sqlite3_stmt *stmt;
-	int ret = records_sql_prepare(store, "UPDATE zones SET record_count ="
-	                              " record_count + ? WHERE id = ?"
-	                              " RETURNING record_count", &stmt);
+	rdb_stmt_t *stmt;
+	int ret = rdb_prepare(store->db, RDB_SQL(
+		"UPDATE zones SET record_count ="
+		" record_count + ?1 WHERE id = ?2"
+		" RETURNING record_count"), &stmt);
 	if (ret != ZC_EOK) {
 		return ret;
 	}
-	sqlite3_bind_int64(stmt, 1, delta);
-	sqlite3_bind_int64(stmt, 2, zone_id);
-	int rc = sqlite3_step(stmt);
-	*count = rc == SQLITE_ROW ? sqlite3_column_int64(stmt, 0) : 0;
-	if (rc == SQLITE_ROW) {
-		rc = sqlite3_step(stmt);
+	rdb_bind_int64(stmt, 1, delta);
+	rdb_bind_int64(stmt, 2, zone_id);
+	int rc = rdb_step(stmt);
+	*count = rc == RDB_ROW ? rdb_col_int64(stmt, 0) : 0;
+	if (rc == RDB_ROW) {
+		rc = rdb_step(stmt);
 	}
-	ret = records_sql_error(store->db, rc);
-	records_sql_done(store, stmt);
+	ret = rdb_status(rc);
+	rdb_done(stmt);
 	return ret;
 }
 
@@ -77,18 +78,19 @@ static int entry(records_store_t *store, int64_t zone_id, size_t *out)
 		*out = RECORDS_COUNT_ZONES;
 		return ZC_EOK;
 	}
-	sqlite3_stmt *stmt;
-	int ret = records_sql_prepare(store, "SELECT record_count FROM zones"
-	                              " WHERE id = ?", &stmt);
+	rdb_stmt_t *stmt;
+	int ret = rdb_prepare(store->db, RDB_SQL(
+		"SELECT record_count FROM zones"
+		" WHERE id = ?1"), &stmt);
 	if (ret != ZC_EOK) {
 		return ret;
 	}
-	sqlite3_bind_int64(stmt, 1, zone_id);
-	int rc = sqlite3_step(stmt);
-	int64_t base = rc == SQLITE_ROW ? sqlite3_column_int64(stmt, 0) : 0;
-	ret = rc == SQLITE_ROW || rc == SQLITE_DONE ? ZC_EOK :
-	      records_sql_error(store->db, rc);
-	records_sql_done(store, stmt);
+	rdb_bind_int64(stmt, 1, zone_id);
+	int rc = rdb_step(stmt);
+	int64_t base = rc == RDB_ROW ? rdb_col_int64(stmt, 0) : 0;
+	ret = rc == RDB_ROW || rc == RDB_DONE ? ZC_EOK :
+	      rdb_status(rc);
+	rdb_done(stmt);
 	if (ret != ZC_EOK) {
 		return ret;
 	}
@@ -142,22 +144,22 @@ int records_counts_verify(records_store_t *store,
                                      int64_t real, void *ctx),
                           void *ctx)
 {
-	sqlite3_stmt *stmt;
-	int ret = records_sql_prepare(store, "SELECT name, record_count, (SELECT"
-	                              " count(*) FROM records r WHERE r.zone_id ="
-	                              " zones.id) AS real FROM zones WHERE"
-	                              " record_count != real ORDER BY name",
-	                              &stmt);
+	rdb_stmt_t *stmt;
+	int ret = rdb_prepare(store->db, RDB_SQL(
+		"SELECT name, record_count, (SELECT"
+		" count(*) FROM records r WHERE r.zone_id ="
+		" zones.id) AS real FROM zones WHERE"
+		" record_count != real ORDER BY name"), &stmt);
 	if (ret != ZC_EOK) {
 		return ret;
 	}
 	int rc;
-	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
-		cb((const char *)sqlite3_column_text(stmt, 0),
-		   sqlite3_column_int64(stmt, 1), sqlite3_column_int64(stmt, 2), ctx);
+	while ((rc = rdb_step(stmt)) == RDB_ROW) {
+		cb(rdb_col_text(stmt, 0),
+		   rdb_col_int64(stmt, 1), rdb_col_int64(stmt, 2), ctx);
 	}
-	ret = records_sql_error(store->db, rc);
-	records_sql_done(store, stmt);
+	ret = rdb_status(rc);
+	rdb_done(stmt);
 	return ret;
 }
 
@@ -165,18 +167,19 @@ int records_zone_kept_count(records_store_t *store, int64_t zone_id,
                             int64_t *count)
 {
 	*count = 0;
-	sqlite3_stmt *stmt;
-	int ret = records_sql_prepare(store, "SELECT record_count FROM zones"
-	                              " WHERE id = ?", &stmt);
+	rdb_stmt_t *stmt;
+	int ret = rdb_prepare(store->db, RDB_SQL(
+		"SELECT record_count FROM zones"
+		" WHERE id = ?1"), &stmt);
 	if (ret != ZC_EOK) {
 		return ret;
 	}
-	sqlite3_bind_int64(stmt, 1, zone_id);
-	int rc = sqlite3_step(stmt);
-	if (rc == SQLITE_ROW) {
-		*count = sqlite3_column_int64(stmt, 0);
+	rdb_bind_int64(stmt, 1, zone_id);
+	int rc = rdb_step(stmt);
+	if (rc == RDB_ROW) {
+		*count = rdb_col_int64(stmt, 0);
 	}
-	ret = records_sql_error(store->db, rc);
-	records_sql_done(store, stmt);
+	ret = rdb_status(rc);
+	rdb_done(stmt);
 	return ret;
 }

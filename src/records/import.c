@@ -232,16 +232,16 @@ int records_import_check(records_import_t *imp, records_problem_cb problem,
 
 /* --- Writing --- */
 
-static int exec_bound(records_store_t *store, const char *sql, int64_t a)
+static int exec_bound(records_store_t *store, const rdb_sql_t *sql, int64_t a)
 {
-	sqlite3_stmt *stmt;
-	int ret = records_sql_prepare(store, sql, &stmt);
+	rdb_stmt_t *stmt;
+	int ret = rdb_prepare(store->db, sql, &stmt);
 	if (ret != ZC_EOK) {
 		return ret;
 	}
-	sqlite3_bind_int64(stmt, 1, a);
-	ret = records_sql_error(store->db, sqlite3_step(stmt));
-	records_sql_done(store, stmt);
+	rdb_bind_int64(stmt, 1, a);
+	ret = rdb_run(stmt);
+	rdb_done(stmt);
 	return ret;
 }
 
@@ -252,39 +252,40 @@ static int prepare_zone(records_import_t *imp, int64_t now,
 	int ret = records_zone_find(imp->store, imp->apex, zone);
 	*is_new = (ret == ZC_ENOZONE);
 	if (ret == ZC_EOK) {
-		return exec_bound(imp->store, "DELETE FROM records WHERE "
-		                  "zone_id = ?", zone->id);
+		return exec_bound(imp->store, RDB_SQL("DELETE FROM records"
+		                  " WHERE zone_id = ?1"), zone->id);
 	}
 	if (ret != ZC_ENOZONE) {
 		return ret;
 	}
-	sqlite3_stmt *stmt;
-	ret = records_sql_prepare(imp->store, "INSERT INTO zones(name, apex,"
-	                          " serial, created_on, modified_on)"
-	                          " VALUES (?, ?, 0, ?, ?)", &stmt);
+	rdb_stmt_t *stmt;
+	ret = rdb_prepare(imp->store->db, RDB_SQL(
+		"INSERT INTO zones(name, apex,"
+		" serial, created_on, modified_on)"
+		" VALUES (?1, ?2, 0, ?3, ?4)"), &stmt);
 	if (ret != ZC_EOK) {
 		return ret;
 	}
 	char name[KNOT_DNAME_TXT_MAXLEN + 1];
 	knot_dname_to_str(name, imp->apex, sizeof(name));
-	sqlite3_bind_text(stmt, 1, name, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_blob(stmt, 2, imp->apex, knot_dname_size(imp->apex),
-	                  SQLITE_STATIC);
-	sqlite3_bind_int64(stmt, 3, now);
-	sqlite3_bind_int64(stmt, 4, now);
-	ret = records_sql_error(imp->store->db, sqlite3_step(stmt));
-	records_sql_done(imp->store, stmt);
+	rdb_bind_text(stmt, 1, name);
+	rdb_bind_blob(stmt, 2, imp->apex, knot_dname_size(imp->apex));
+	rdb_bind_int64(stmt, 3, now);
+	rdb_bind_int64(stmt, 4, now);
+	ret = rdb_run(stmt);
+	rdb_done(stmt);
 	return ret == ZC_EOK ? records_zone_find(imp->store, imp->apex, zone) : ret;
 }
 
 static int insert_all(records_import_t *imp, int64_t zone_id, int64_t now,
                       uint32_t *file_serial, bool *has_serial)
 {
-	sqlite3_stmt *st;
-	int ret = records_sql_prepare(imp->store, "INSERT INTO records(zone_id,"
-	                              " okey, owner, type, ttl, rdata,"
-	                              " created_on, modified_on, id)"
-	                              " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", &st);
+	rdb_stmt_t *st;
+	int ret = rdb_prepare(imp->store->db, RDB_SQL(
+		"INSERT INTO records(zone_id,"
+		" okey, owner, type, ttl, rdata,"
+		" created_on, modified_on, id)"
+		" VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"), &st);
 	if (ret != ZC_EOK) {
 		return ret;
 	}
@@ -308,25 +309,25 @@ static int insert_all(records_import_t *imp, int64_t zone_id, int64_t now,
 			*file_serial = knot_soa_serial(rd);
 			*has_serial = true;
 		}
-		sqlite3_bind_int64(st, 1, zone_id);
-		sqlite3_bind_blob(st, 2, e->data, e->okey_len, SQLITE_STATIC);
-		sqlite3_bind_blob(st, 3, owner, olen, SQLITE_STATIC);
-		sqlite3_bind_int(st, 4, e->type);
-		sqlite3_bind_int64(st, 5, e->ttl);
-		sqlite3_bind_blob(st, 6, e->rdata_len ? rdata : (const uint8_t *)"",
-		                  e->rdata_len, SQLITE_STATIC);
-		sqlite3_bind_int64(st, 7, now);
-		sqlite3_bind_int64(st, 8, now);
+		rdb_bind_int64(st, 1, zone_id);
+		rdb_bind_blob(st, 2, e->data, e->okey_len);
+		rdb_bind_blob(st, 3, owner, olen);
+		rdb_bind_int64(st, 4, e->type);
+		rdb_bind_int64(st, 5, e->ttl);
+		rdb_bind_blob(st, 6, e->rdata_len ? rdata : (const uint8_t *)"",
+			      e->rdata_len);
+		rdb_bind_int64(st, 7, now);
+		rdb_bind_int64(st, 8, now);
 		int64_t id;
 		ret = records_alloc_id(imp->store, &id);
 		if (ret != ZC_EOK) {
 			break;
 		}
-		sqlite3_bind_int64(st, 9, id);
-		ret = records_sql_error(imp->store->db, sqlite3_step(st));
-		sqlite3_reset(st);
+		rdb_bind_int64(st, 9, id);
+		ret = rdb_run(st);
+		rdb_reset(st);
 	}
-	records_sql_done(imp->store, st);
+	rdb_done(st);
 	return ret;
 }
 
@@ -353,19 +354,20 @@ static int write_zone(records_import_t *imp, uint64_t *seq,
 	if (has_serial && (is_new || serial_newer(file_serial, zone->serial))) {
 		serial = file_serial;
 	}
-	sqlite3_stmt *stmt;
-	ret = records_sql_prepare(imp->store, "UPDATE zones SET serial = ?,"
-	                          " modified_on = ?, record_count = ?"
-	                          " WHERE id = ?", &stmt);
+	rdb_stmt_t *stmt;
+	ret = rdb_prepare(imp->store->db, RDB_SQL(
+		"UPDATE zones SET serial = ?1,"
+		" modified_on = ?2, record_count = ?3"
+		" WHERE id = ?4"), &stmt);
 	if (ret != ZC_EOK) {
 		return ret;
 	}
-	sqlite3_bind_int64(stmt, 1, serial);
-	sqlite3_bind_int64(stmt, 2, now);
-	sqlite3_bind_int64(stmt, 3, (int64_t)imp->count);
-	sqlite3_bind_int64(stmt, 4, zone->id);
-	ret = records_sql_error(imp->store->db, sqlite3_step(stmt));
-	records_sql_done(imp->store, stmt);
+	rdb_bind_int64(stmt, 1, serial);
+	rdb_bind_int64(stmt, 2, now);
+	rdb_bind_int64(stmt, 3, (int64_t)imp->count);
+	rdb_bind_int64(stmt, 4, zone->id);
+	ret = rdb_run(stmt);
+	rdb_done(stmt);
 	zone->serial = serial;
 	if (ret == ZC_EOK) {
 		records_change_entry_t entry = {
@@ -384,14 +386,14 @@ int records_import_commit(records_import_t *imp, uint64_t *seq,
 	uint64_t local_seq;
 	sort_entries(imp);
 	records_ids_forget(imp->store);
-	int ret = records_sql_exec(imp->store, "BEGIN IMMEDIATE");
+	int ret = rdb_begin_write(imp->store->db);
 	if (ret == ZC_EOK) {
 		ret = write_zone(imp, seq ? seq : &local_seq,
 		                 zone ? zone : &local_zone);
 		ret = (ret == ZC_EOK) ? records_ids_flush(imp->store) : ret;
-		ret = (ret == ZC_EOK) ? records_sql_exec(imp->store, "COMMIT") : ret;
+		ret = (ret == ZC_EOK) ? rdb_commit(imp->store->db) : ret;
 		if (ret != ZC_EOK) {
-			records_sql_exec(imp->store, "ROLLBACK");
+			rdb_rollback(imp->store->db);
 		}
 	}
 	records_ids_forget(imp->store);

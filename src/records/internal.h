@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /*
  * Internal to records/: what the files of the store call of each other
- * besides the SQL core (sqlite.h) and the change log (changelog.h), each
- * under the file that defines it. records.h draws who calls whom.
+ * besides the driver (db.h), the connection (store.h) and the change log
+ * (changelog.h), each under the file that defines it. records.h draws who
+ * calls whom.
  */
 #pragma once
 
-#include "records/sqlite.h"
+#include "records/store.h"
 
 /* --- schema.c --- */
 
@@ -42,7 +43,7 @@ int records_owner_key(const knot_dname_t *apex, const knot_dname_t *owner,
 
 /* Steps stmt (selecting RECORDS_RECORD_COLUMNS) and calls cb for each
  * row until it returns non-zero. */
-int records_rows_foreach(sqlite3_stmt *stmt, records_store_t *store,
+int records_rows_foreach(rdb_stmt_t *stmt,
                          int (*cb)(const records_record_t *rec, void *ctx),
                          void *ctx);
 
@@ -53,7 +54,7 @@ int records_rows_foreach(sqlite3_stmt *stmt, records_store_t *store,
 	" serial_policy"
 
 /* Fills a zone row from a statement positioned on RECORDS_ZONE_COLUMNS. */
-void records_zone_from_stmt(sqlite3_stmt *stmt, records_zone_t *zone);
+void records_zone_from_stmt(rdb_stmt_t *stmt, records_zone_t *zone);
 
 /* Drops the zone row kept through a write transaction. */
 void records_zrow_forget(records_store_t *store);

@@ -54,17 +54,17 @@ static int filter_key(records_store_t *store, int64_t zone_id,
 	return ret;
 }
 
-static void bind_filter(sqlite3_stmt *stmt, int64_t zone_id,
+static void bind_filter(rdb_stmt_t *stmt, int64_t zone_id,
                         const knot_dname_t *owner, const uint8_t *okey,
                         size_t okey_len, uint16_t type)
 {
-	sqlite3_bind_int64(stmt, 1, zone_id);
+	rdb_bind_int64(stmt, 1, zone_id);
 	if (owner != NULL) {
-		sqlite3_bind_blob(stmt, 2, okey_len ? okey : (const uint8_t *)"",
-		                  (int)okey_len, SQLITE_STATIC);
+		rdb_bind_blob(stmt, 2, okey_len ? okey : (const uint8_t *)"",
+			      (int)okey_len);
 	}
 	if (type != 0) {
-		sqlite3_bind_int(stmt, 3, type);
+		rdb_bind_int64(stmt, 3, type);
 	}
 }
 
@@ -92,18 +92,17 @@ int records_record_foreach(records_store_t *store, int64_t zone_id,
 	if (ret == KNOT_EOUTOFZONE || ret == ZC_ENAMEKEY) {
 		return ZC_EOK; /* Nothing matches. */
 	}
-	sqlite3_stmt *stmt;
+	rdb_stmt_t *stmt;
 	if (ret == ZC_EOK) {
-		ret = records_sql_prepare(store,
-		                          sql[(owner != NULL) * 2 + (type != 0)],
-		                          &stmt);
+		const char *text = sql[(owner != NULL) * 2 + (type != 0)];
+		ret = rdb_prepare(store->db, RDB_SQL(text), &stmt);
 	}
 	if (ret != ZC_EOK) {
 		return ret;
 	}
 	bind_filter(stmt, zone_id, owner, okey, okey_len, type);
-	ret = records_rows_foreach(stmt, store, cb, ctx);
-	records_sql_done(store, stmt);
+	ret = records_rows_foreach(stmt, cb, ctx);
+	rdb_done(stmt);
 	return ret;
 }
 
@@ -140,29 +139,29 @@ int records_record_page(records_store_t *store, int64_t zone_id,
 		return ZC_EOK;
 	}
 	int shape = (owner != NULL) * 2 + (type != 0);
-	sqlite3_stmt *stmt;
+	rdb_stmt_t *stmt;
 	if (ret == ZC_EOK) {
-		ret = records_sql_prepare(store, count_sql[shape], &stmt);
+		ret = rdb_prepare(store->db, RDB_SQL(count_sql[shape]), &stmt);
 	}
 	if (ret != ZC_EOK) {
 		return ret;
 	}
 	bind_filter(stmt, zone_id, owner, okey, okey_len, type);
-	int rc = sqlite3_step(stmt);
-	*total = (rc == SQLITE_ROW) ? sqlite3_column_int64(stmt, 0) : 0;
-	ret = records_sql_error(store->db, rc);
-	records_sql_done(store, stmt);
+	int rc = rdb_step(stmt);
+	*total = (rc == RDB_ROW) ? rdb_col_int64(stmt, 0) : 0;
+	ret = rdb_status(rc);
+	rdb_done(stmt);
 	if (ret == ZC_EOK) {
-		ret = records_sql_prepare(store, page_sql[shape], &stmt);
+		ret = rdb_prepare(store->db, RDB_SQL(page_sql[shape]), &stmt);
 	}
 	if (ret != ZC_EOK) {
 		return ret;
 	}
 	bind_filter(stmt, zone_id, owner, okey, okey_len, type);
-	sqlite3_bind_int64(stmt, 4, limit);
-	sqlite3_bind_int64(stmt, 5, offset);
-	ret = records_rows_foreach(stmt, store, cb, ctx);
-	records_sql_done(store, stmt);
+	rdb_bind_int64(stmt, 4, limit);
+	rdb_bind_int64(stmt, 5, offset);
+	ret = records_rows_foreach(stmt, cb, ctx);
+	rdb_done(stmt);
 	return ret;
 }
 
@@ -170,24 +169,25 @@ int records_record_find(records_store_t *store, int64_t zone_id, int64_t id,
                         int (*cb)(const records_record_t *rec, void *ctx),
                         void *ctx)
 {
-	sqlite3_stmt *stmt;
-	int ret = records_sql_prepare(store, "SELECT " RECORDS_RECORD_COLUMNS
-	                              " FROM records"
-	                              " WHERE id = ? AND zone_id = ?", &stmt);
+	rdb_stmt_t *stmt;
+	int ret = rdb_prepare(store->db, RDB_SQL(
+		"SELECT " RECORDS_RECORD_COLUMNS
+		" FROM records"
+		" WHERE id = ?1 AND zone_id = ?2"), &stmt);
 	if (ret != ZC_EOK) {
 		return ret;
 	}
-	sqlite3_bind_int64(stmt, 1, id);
-	sqlite3_bind_int64(stmt, 2, zone_id);
-	int rc = sqlite3_step(stmt);
-	if (rc == SQLITE_ROW) {
-		sqlite3_reset(stmt);
-		ret = records_rows_foreach(stmt, store, cb, ctx);
+	rdb_bind_int64(stmt, 1, id);
+	rdb_bind_int64(stmt, 2, zone_id);
+	int rc = rdb_step(stmt);
+	if (rc == RDB_ROW) {
+		rdb_reset(stmt);
+		ret = records_rows_foreach(stmt, cb, ctx);
 	} else {
-		ret = rc == SQLITE_DONE ? KNOT_ENOENT :
-		      records_sql_error(store->db, rc);
+		ret = rc == RDB_DONE ? KNOT_ENOENT :
+		      rdb_status(rc);
 	}
-	records_sql_done(store, stmt);
+	rdb_done(stmt);
 	return ret;
 }
 
@@ -246,17 +246,17 @@ static void build_sql(void)
 
 /* Binds a query's parameters (those its statement does not name are
  * ignored by SQLite's numbered parameters: each statement names its own). */
-static void bind_query(sqlite3_stmt *stmt, int64_t zone_id,
+static void bind_query(rdb_stmt_t *stmt, int64_t zone_id,
                        const records_query_t *q, const uint8_t *okey,
                        size_t okey_len)
 {
-	sqlite3_bind_int64(stmt, 1, zone_id);
+	rdb_bind_int64(stmt, 1, zone_id);
 	if (q->owner != NULL) {
-		sqlite3_bind_blob(stmt, 2, okey_len ? okey : (const uint8_t *)"",
-		                  (int)okey_len, SQLITE_STATIC);
+		rdb_bind_blob(stmt, 2, okey_len ? okey : (const uint8_t *)"",
+			      (int)okey_len);
 	}
 	if (q->type != 0) {
-		sqlite3_bind_int(stmt, 3, q->type);
+		rdb_bind_int64(stmt, 3, q->type);
 	}
 }
 
@@ -264,17 +264,17 @@ static int count_rows(records_store_t *store, int64_t zone_id,
                       const records_query_t *q, const uint8_t *okey,
                       size_t okey_len, int64_t *total)
 {
-	sqlite3_stmt *stmt;
-	int ret = records_sql_prepare(store, count_sql[(q->owner != NULL) * 2 +
-	                                               (q->type != 0)], &stmt);
+	rdb_stmt_t *stmt;
+	const char *sql = count_sql[(q->owner != NULL) * 2 + (q->type != 0)];
+	int ret = rdb_prepare(store->db, RDB_SQL(sql), &stmt);
 	if (ret != ZC_EOK) {
 		return ret;
 	}
 	bind_query(stmt, zone_id, q, okey, okey_len);
-	int rc = sqlite3_step(stmt);
-	*total = (rc == SQLITE_ROW) ? sqlite3_column_int64(stmt, 0) : 0;
-	ret = records_sql_error(store->db, rc);
-	records_sql_done(store, stmt);
+	int rc = rdb_step(stmt);
+	*total = (rc == RDB_ROW) ? rdb_col_int64(stmt, 0) : 0;
+	ret = rdb_status(rc);
+	rdb_done(stmt);
 	return ret;
 }
 
@@ -299,18 +299,20 @@ int records_record_query(records_store_t *store, int64_t zone_id,
 	if (ret == ZC_EOK && total != NULL) {
 		ret = count_rows(store, zone_id, q, okey, okey_len, total);
 	}
-	sqlite3_stmt *stmt;
+	rdb_stmt_t *stmt;
 	if (ret == ZC_EOK) {
-		ret = records_sql_prepare(store, page_sql[shape_of(q)], &stmt);
+		const char *sql = page_sql[shape_of(q)];
+		ret = rdb_prepare(store->db, RDB_SQL(sql), &stmt);
 	}
 	if (ret != ZC_EOK) {
 		return ret;
 	}
 	bind_query(stmt, zone_id, q, okey, okey_len);
-	sqlite3_bind_int64(stmt, 4, q->limit < 0 ? -1 : q->limit);
-	sqlite3_bind_int64(stmt, 5, q->offset);
-	ret = records_rows_foreach(stmt, store, cb, ctx);
-	records_sql_done(store, stmt);
+	/* No limit: the largest (a negative LIMIT is SQLite's only). */
+	rdb_bind_int64(stmt, 4, q->limit < 0 ? INT64_MAX : q->limit);
+	rdb_bind_int64(stmt, 5, q->offset);
+	ret = records_rows_foreach(stmt, cb, ctx);
+	rdb_done(stmt);
 	return ret;
 }
 
@@ -322,16 +324,18 @@ int records_query_plan(records_store_t *store, const records_query_t *q,
 		return KNOT_EINVAL;
 	}
 	pthread_once(&sql_once, build_sql);
-	sqlite3_stmt *stmt;
-	int rc = sqlite3_prepare_v2(store->db, plan_sql[shape_of(q)], -1, &stmt,
-	                            NULL);
-	if (rc != SQLITE_OK) {
-		return records_sql_error(store->db, rc);
+	rdb_stmt_t *stmt;
+	/* Out of the statement cache: plans are asked for once, by tests. */
+	const char *sql = plan_sql[shape_of(q)];
+	int ret = rdb_prepare_once(store->db, RDB_SQLITE_ONLY(sql), &stmt);
+	if (ret != ZC_EOK) {
+		return ret;
 	}
 	size_t pos = 0;
 	out[0] = '\0';
-	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
-		const char *detail = (const char *)sqlite3_column_text(stmt, 3);
+	int rc;
+	while ((rc = rdb_step(stmt)) == RDB_ROW) {
+		const char *detail = rdb_col_text(stmt, 3);
 		int n = snprintf(out + pos, size - pos, "%s%s", pos ? "\n" : "",
 		                 detail ? detail : "");
 		if (n < 0 || (size_t)n >= size - pos) {
@@ -339,7 +343,6 @@ int records_query_plan(records_store_t *store, const records_query_t *q,
 		}
 		pos += (size_t)n;
 	}
-	sqlite3_finalize(stmt);
-	return rc == SQLITE_ROW || rc == SQLITE_DONE ? ZC_EOK :
-	       records_sql_error(store->db, rc);
+	rdb_done(stmt);
+	return rdb_status(rc);
 }

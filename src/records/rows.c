@@ -22,19 +22,22 @@ void records_ids_forget(records_store_t *store)
 int records_alloc_id(records_store_t *store, int64_t *id)
 {
 	if (!store->ids_loaded) {
-		sqlite3_stmt *stmt;
-		int ret = records_sql_prepare(store, "SELECT max(coalesce((SELECT"
-		                              " max(id) FROM records), 0), coalesce("
-		                              "(SELECT value FROM counters WHERE"
-		                              " name = 'record_id'), 0))", &stmt);
+		rdb_stmt_t *stmt;
+		int ret = rdb_prepare(store->db, RDB_SQL2(
+			"SELECT max(coalesce((SELECT max(id) FROM records), 0),"
+			" coalesce((SELECT value FROM counters"
+			" WHERE name = 'record_id'), 0))",
+			"SELECT greatest(coalesce((SELECT max(id) FROM records),"
+			" 0), coalesce((SELECT value FROM counters"
+			" WHERE name = 'record_id'), 0))"), &stmt);
 		if (ret != ZC_EOK) {
 			return ret;
 		}
-		int rc = sqlite3_step(stmt);
-		store->next_id = rc == SQLITE_ROW ?
-		                 sqlite3_column_int64(stmt, 0) + 1 : 0;
-		ret = rc == SQLITE_ROW ? ZC_EOK : records_sql_error(store->db, rc);
-		records_sql_done(store, stmt);
+		int rc = rdb_step(stmt);
+		store->next_id = rc == RDB_ROW ?
+		                 rdb_col_int64(stmt, 0) + 1 : 0;
+		ret = rc == RDB_ROW ? ZC_EOK : rdb_status(rc);
+		rdb_done(stmt);
 		if (ret != ZC_EOK) {
 			return ret;
 		}
@@ -50,15 +53,16 @@ int records_ids_flush(records_store_t *store)
 	if (!store->ids_dirty) {
 		return ZC_EOK;
 	}
-	sqlite3_stmt *stmt;
-	int ret = records_sql_prepare(store, "UPDATE counters SET value = ?"
-	                              " WHERE name = 'record_id'", &stmt);
+	rdb_stmt_t *stmt;
+	int ret = rdb_prepare(store->db, RDB_SQL(
+		"UPDATE counters SET value = ?1"
+		" WHERE name = 'record_id'"), &stmt);
 	if (ret != ZC_EOK) {
 		return ret;
 	}
-	sqlite3_bind_int64(stmt, 1, store->next_id - 1);
-	ret = records_sql_error(store->db, sqlite3_step(stmt));
-	records_sql_done(store, stmt);
+	rdb_bind_int64(stmt, 1, store->next_id - 1);
+	ret = rdb_run(stmt);
+	rdb_done(stmt);
 	store->ids_dirty = ret != ZC_EOK;
 	return ret;
 }
@@ -107,12 +111,13 @@ int records_record_insert(records_store_t *store, const records_zone_t *zone,
 	if (ret != ZC_EOK) {
 		return ret;
 	}
-	sqlite3_stmt *stmt;
+	rdb_stmt_t *stmt;
 	/* An update keeps the record's id: delete, then insert with it. */
-	ret = records_sql_prepare(store, "INSERT INTO records(zone_id, okey,"
-	                          " owner, type, ttl, rdata, comment, created_on,"
-	                          " modified_on, id, api_form, tags) VALUES (?, ?,"
-	                          " ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", &stmt);
+	ret = rdb_prepare(store->db, RDB_SQL(
+		"INSERT INTO records(zone_id, okey,"
+		" owner, type, ttl, rdata, comment, created_on,"
+		" modified_on, id, api_form, tags) VALUES (?1, ?2,"
+		" ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)"), &stmt);
 	if (ret != ZC_EOK) {
 		return ret;
 	}
@@ -122,29 +127,29 @@ int records_record_insert(records_store_t *store, const records_zone_t *zone,
 	}
 	rec->modified_on = now;
 	if (rec->id <= 0 && (ret = records_alloc_id(store, &rec->id)) != ZC_EOK) {
-		records_sql_done(store, stmt);
+		rdb_done(stmt);
 		return ret;
 	}
-	sqlite3_bind_int64(stmt, 1, zone->id);
-	sqlite3_bind_blob(stmt, 2, okey_len ? okey : (const uint8_t *)"",
-	                  (int)okey_len, SQLITE_STATIC);
-	sqlite3_bind_blob(stmt, 3, owner, knot_dname_size(owner), SQLITE_STATIC);
-	sqlite3_bind_int(stmt, 4, rec->type);
-	sqlite3_bind_int64(stmt, 5, rec->ttl);
-	sqlite3_bind_blob(stmt, 6, rec->rdata_len ? rec->rdata :
-	                  (const uint8_t *)"", rec->rdata_len, SQLITE_STATIC);
+	rdb_bind_int64(stmt, 1, zone->id);
+	rdb_bind_blob(stmt, 2, okey_len ? okey : (const uint8_t *)"",
+		      (int)okey_len);
+	rdb_bind_blob(stmt, 3, owner, knot_dname_size(owner));
+	rdb_bind_int64(stmt, 4, rec->type);
+	rdb_bind_int64(stmt, 5, rec->ttl);
+	rdb_bind_blob(stmt, 6, rec->rdata_len ? rec->rdata :
+		      (const uint8_t *)"", rec->rdata_len);
 	if (rec->comment != NULL) {
-		sqlite3_bind_text(stmt, 7, rec->comment, -1, SQLITE_STATIC);
+		rdb_bind_text(stmt, 7, rec->comment);
 	}
-	sqlite3_bind_int64(stmt, 8, rec->created_on);
-	sqlite3_bind_int64(stmt, 9, rec->modified_on);
-	sqlite3_bind_int64(stmt, 10, rec->id);
-	sqlite3_bind_int(stmt, 11, rec->api_form);
+	rdb_bind_int64(stmt, 8, rec->created_on);
+	rdb_bind_int64(stmt, 9, rec->modified_on);
+	rdb_bind_int64(stmt, 10, rec->id);
+	rdb_bind_int64(stmt, 11, rec->api_form);
 	if (rec->tags != NULL) {
-		sqlite3_bind_text(stmt, 12, rec->tags, -1, SQLITE_STATIC);
+		rdb_bind_text(stmt, 12, rec->tags);
 	}
-	ret = records_sql_error(store->db, sqlite3_step(stmt));
-	records_sql_done(store, stmt);
+	ret = rdb_run(stmt);
+	rdb_done(stmt);
 	if (ret != ZC_EOK) {
 		return ret;
 	}
@@ -161,45 +166,45 @@ int records_record_insert(records_store_t *store, const records_zone_t *zone,
 int records_record_delete(records_store_t *store, const records_zone_t *zone,
                           int64_t id)
 {
-	sqlite3_stmt *stmt;
-	int ret = records_sql_prepare(store, "DELETE FROM records WHERE id = ?"
-	                              " AND zone_id = ? RETURNING okey, type, ttl,"
-	                              " rdata",
-	                              &stmt);
+	rdb_stmt_t *stmt;
+	int ret = rdb_prepare(store->db, RDB_SQL(
+		"DELETE FROM records WHERE id = ?1"
+		" AND zone_id = ?2 RETURNING okey, type, ttl,"
+		" rdata"), &stmt);
 	if (ret != ZC_EOK) {
 		return ret;
 	}
-	sqlite3_bind_int64(stmt, 1, id);
-	sqlite3_bind_int64(stmt, 2, zone->id);
-	int rc = sqlite3_step(stmt);
-	if (rc != SQLITE_ROW) {
-		ret = rc == SQLITE_DONE ? KNOT_ENOENT :
-		      records_sql_error(store->db, rc);
-		records_sql_done(store, stmt);
+	rdb_bind_int64(stmt, 1, id);
+	rdb_bind_int64(stmt, 2, zone->id);
+	int rc = rdb_step(stmt);
+	if (rc != RDB_ROW) {
+		ret = rc == RDB_DONE ? KNOT_ENOENT :
+		      rdb_status(rc);
+		rdb_done(stmt);
 		return ret;
 	}
 	uint8_t okey[DNS_LF_MAXLEN];
-	size_t okey_len = (size_t)sqlite3_column_bytes(stmt, 0);
+	size_t okey_len = rdb_col_bytes(stmt, 0);
 	if (okey_len > sizeof(okey)) {
-		records_sql_done(store, stmt);
+		rdb_done(stmt);
 		return ZC_EFORMAT;
 	}
 	if (okey_len > 0) {
-		memcpy(okey, sqlite3_column_blob(stmt, 0), okey_len);
+		memcpy(okey, rdb_col_blob(stmt, 0, NULL), okey_len);
 	}
-	uint16_t type = (uint16_t)sqlite3_column_int(stmt, 1);
-	uint32_t ttl = (uint32_t)sqlite3_column_int64(stmt, 2);
+	uint16_t type = (uint16_t)rdb_col_int64(stmt, 1);
+	uint32_t ttl = (uint32_t)rdb_col_int64(stmt, 2);
 	uint8_t rdata[UINT16_MAX];
-	size_t rdata_len = (size_t)sqlite3_column_bytes(stmt, 3);
+	size_t rdata_len = rdb_col_bytes(stmt, 3);
 	if (rdata_len > sizeof(rdata)) {
-		records_sql_done(store, stmt);
+		rdb_done(stmt);
 		return ZC_EFORMAT;
 	}
 	if (rdata_len > 0) {
-		memcpy(rdata, sqlite3_column_blob(stmt, 3), rdata_len);
+		memcpy(rdata, rdb_col_blob(stmt, 3, NULL), rdata_len);
 	}
-	sqlite3_step(stmt); /* Completes the statement. */
-	records_sql_done(store, stmt);
+	rdb_step(stmt); /* Completes the statement. */
+	rdb_done(stmt);
 	ret = records_count_add(store, zone->id, -1);
 	if (ret != ZC_EOK) {
 		return ret;
@@ -208,25 +213,25 @@ int records_record_delete(records_store_t *store, const records_zone_t *zone,
 	                  okey_len, type, id, ttl, rdata, (uint16_t)rdata_len);
 }
 
-int records_rows_foreach(sqlite3_stmt *stmt, records_store_t *store,
+int records_rows_foreach(rdb_stmt_t *stmt,
                          int (*cb)(const records_record_t *rec, void *ctx),
                          void *ctx)
 {
 	int rc;
-	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+	while ((rc = rdb_step(stmt)) == RDB_ROW) {
 		records_record_t rec = {
-			.id = sqlite3_column_int64(stmt, 0),
-			.zone_id = sqlite3_column_int64(stmt, 1),
-			.owner = sqlite3_column_blob(stmt, 2),
-			.type = (uint16_t)sqlite3_column_int(stmt, 3),
-			.ttl = (uint32_t)sqlite3_column_int64(stmt, 4),
-			.rdata = sqlite3_column_blob(stmt, 5),
-			.rdata_len = (uint16_t)sqlite3_column_bytes(stmt, 5),
-			.comment = (const char *)sqlite3_column_text(stmt, 6),
-			.created_on = sqlite3_column_int64(stmt, 7),
-			.modified_on = sqlite3_column_int64(stmt, 8),
-			.api_form = (uint8_t)sqlite3_column_int(stmt, 9),
-			.tags = (const char *)sqlite3_column_text(stmt, 10),
+			.id = rdb_col_int64(stmt, 0),
+			.zone_id = rdb_col_int64(stmt, 1),
+			.owner = rdb_col_blob(stmt, 2, NULL),
+			.type = (uint16_t)rdb_col_int64(stmt, 3),
+			.ttl = (uint32_t)rdb_col_int64(stmt, 4),
+			.rdata = rdb_col_blob(stmt, 5, NULL),
+			.rdata_len = (uint16_t)rdb_col_bytes(stmt, 5),
+			.comment = rdb_col_text(stmt, 6),
+			.created_on = rdb_col_int64(stmt, 7),
+			.modified_on = rdb_col_int64(stmt, 8),
+			.api_form = (uint8_t)rdb_col_int64(stmt, 9),
+			.tags = rdb_col_text(stmt, 10),
 		};
 		if (rec.owner == NULL) {
 			continue;
@@ -235,9 +240,9 @@ int records_rows_foreach(sqlite3_stmt *stmt, records_store_t *store,
 			rec.rdata = (const uint8_t *)"";
 		}
 		if (cb(&rec, ctx) != 0) {
-			rc = SQLITE_DONE;
+			rc = RDB_DONE;
 			break;
 		}
 	}
-	return records_sql_error(store->db, rc);
+	return rdb_status(rc);
 }

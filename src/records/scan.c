@@ -14,7 +14,7 @@
 
 struct records_scan {
 	records_store_t *store;
-	sqlite3_stmt *stmt;
+	rdb_stmt_t *stmt;
 };
 
 static int snapshot_seq(records_store_t *store, uint64_t *seq)
@@ -31,7 +31,7 @@ int records_scan_begin(records_store_t *store, const knot_dname_t *apex,
 		return KNOT_ENOMEM;
 	}
 	scan->store = store;
-	int ret = records_sql_exec(store, "BEGIN");
+	int ret = rdb_begin_read(store->db);
 	if (ret != ZC_EOK) {
 		free(scan);
 		return ret;
@@ -43,39 +43,39 @@ int records_scan_begin(records_store_t *store, const knot_dname_t *apex,
 		ret = records_zone_find(store, apex, zone);
 	}
 	if (ret == ZC_EOK) {
-		ret = records_sql_prepare(store, "SELECT id, okey, owner, type,"
-		                          " ttl, rdata FROM records WHERE"
-		                          " zone_id = ? ORDER BY okey, type",
-		                          &scan->stmt);
+		ret = rdb_prepare(store->db, RDB_SQL(
+			"SELECT id, okey, owner, type,"
+			" ttl, rdata FROM records WHERE"
+			" zone_id = ?1 ORDER BY okey, type"), &scan->stmt);
 	}
 	if (ret != ZC_EOK) {
 		records_scan_end(scan);
 		return ret;
 	}
-	sqlite3_bind_int64(scan->stmt, 1, zone->id);
+	rdb_bind_int64(scan->stmt, 1, zone->id);
 	*out = scan;
 	return ZC_EOK;
 }
 
 int records_scan_next(records_scan_t *scan, records_row_t *row)
 {
-	sqlite3_stmt *st = scan->stmt;
-	int rc = sqlite3_step(st);
-	if (rc == SQLITE_DONE) {
+	rdb_stmt_t *st = scan->stmt;
+	int rc = rdb_step(st);
+	if (rc == RDB_DONE) {
 		return 0;
 	}
-	if (rc != SQLITE_ROW) {
-		return records_sql_error(scan->store->db, rc);
+	if (rc != RDB_ROW) {
+		return rdb_status(rc);
 	}
-	row->id = sqlite3_column_int64(st, 0);
-	row->okey = sqlite3_column_blob(st, 1);
-	row->okey_len = sqlite3_column_bytes(st, 1);
-	row->owner = sqlite3_column_blob(st, 2);
-	row->type = sqlite3_column_int(st, 3);
-	row->ttl = (uint32_t)sqlite3_column_int64(st, 4);
-	row->rdata = sqlite3_column_blob(st, 5);
-	row->rdata_len = sqlite3_column_bytes(st, 5);
-	int owner_len = sqlite3_column_bytes(st, 2);
+	row->id = rdb_col_int64(st, 0);
+	row->okey = rdb_col_blob(st, 1, NULL);
+	row->okey_len = (int)rdb_col_bytes(st, 1);
+	row->owner = rdb_col_blob(st, 2, NULL);
+	row->type = (int)rdb_col_int64(st, 3);
+	row->ttl = (uint32_t)rdb_col_int64(st, 4);
+	row->rdata = rdb_col_blob(st, 5, NULL);
+	row->rdata_len = (int)rdb_col_bytes(st, 5);
+	int owner_len = (int)rdb_col_bytes(st, 2);
 	if (row->owner == NULL || row->okey_len > DNS_LF_KEY_MAXLEN ||
 	    knot_dname_wire_check(row->owner, row->owner + owner_len, NULL) !=
 	    owner_len) {
@@ -95,8 +95,8 @@ void records_scan_end(records_scan_t *scan)
 	if (scan == NULL) {
 		return;
 	}
-	records_sql_done(scan->store, scan->stmt);
-	records_sql_exec(scan->store, "COMMIT");
+	rdb_done(scan->stmt);
+	rdb_end_read(scan->store->db);
 	free(scan);
 }
 
@@ -106,22 +106,23 @@ int records_node_foreach(records_store_t *store, int64_t zone_id,
                          void *ctx)
 {
 	records_scan_t scan = { .store = store };
-	int ret = records_sql_prepare(store, "SELECT id, okey, owner, type, ttl,"
-	                              " rdata FROM records WHERE zone_id = ?"
-	                              " AND okey = ? ORDER BY type", &scan.stmt);
+	int ret = rdb_prepare(store->db, RDB_SQL(
+		"SELECT id, okey, owner, type, ttl,"
+		" rdata FROM records WHERE zone_id = ?1"
+		" AND okey = ?2 ORDER BY type"), &scan.stmt);
 	if (ret != ZC_EOK) {
 		return ret;
 	}
-	sqlite3_bind_int64(scan.stmt, 1, zone_id);
-	sqlite3_bind_blob(scan.stmt, 2, okey_len ? okey : (const uint8_t *)"",
-	                  (int)okey_len, SQLITE_STATIC);
+	rdb_bind_int64(scan.stmt, 1, zone_id);
+	rdb_bind_blob(scan.stmt, 2, okey_len ? okey : (const uint8_t *)"",
+		      (int)okey_len);
 	records_row_t row;
 	while ((ret = records_scan_next(&scan, &row)) == 1) {
 		if (cb(&row, ctx) != 0) {
 			break;
 		}
 	}
-	records_sql_done(store, scan.stmt);
+	rdb_done(scan.stmt);
 	return ret < 0 ? ret : ZC_EOK;
 }
 
@@ -142,4 +143,14 @@ int records_journal_read(records_store_t *store, const knot_dname_t *apex,
 	}
 	records_read_end(store);
 	return ret;
+}
+
+int records_read_begin(records_store_t *store)
+{
+	return rdb_begin_read(store->db);
+}
+
+void records_read_end(records_store_t *store)
+{
+	rdb_end_read(store->db);
 }

@@ -1,17 +1,23 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /*
- * Schema migrations of the records store.
+ * Schema migrations of the records store on SQLite. SQLite by nature
+ * (its DDL, PRAGMA user_version, an SQL function of migration 8 through
+ * db_sqlite.h): the one file of records/ besides db_sqlite.c that names
+ * SQLite. PostgreSQL starts at a baseline equal to version 11 with a
+ * runner of its own (docs/design-postgresql.md §1.2).
  *
- * PRAGMA user_version holds the applied version. Each migration runs in
- * its own transaction; a database newer than this program is refused.
+ * PRAGMA user_version holds the applied version. The migrations run in
+ * one transaction; a database newer than this program is refused.
  */
 #include <stdio.h>
 #include <string.h>
 #include <libknot/dname.h>
+#include <libknot/errcode.h>
 
 #include "common/error.h"
 #include "common/log.h"
 #include "dns/name.h"
+#include "records/db_sqlite.h"
 #include "records/internal.h"
 
 static const char *const migrations[] = {
@@ -186,15 +192,16 @@ static const char *const migrations[] = {
 
 static int user_version(records_store_t *store, int *version)
 {
-	sqlite3_stmt *stmt;
-	int ret = records_sql_prepare(store, "PRAGMA user_version", &stmt);
+	rdb_stmt_t *stmt;
+	int ret = rdb_prepare(store->db, RDB_SQLITE_ONLY("PRAGMA user_version"),
+	                      &stmt);
 	if (ret != ZC_EOK) {
 		return ret;
 	}
-	int rc = sqlite3_step(stmt);
-	*version = (rc == SQLITE_ROW) ? sqlite3_column_int(stmt, 0) : 0;
-	records_sql_done(store, stmt);
-	return rc == SQLITE_ROW ? ZC_EOK : records_sql_error(store->db, rc);
+	int rc = rdb_step(stmt);
+	*version = (rc == RDB_ROW) ? (int)rdb_col_int64(stmt, 0) : 0;
+	rdb_done(stmt);
+	return rdb_status(rc);
 }
 
 /*
@@ -228,17 +235,21 @@ static void sql_okey(sqlite3_context *ctx, int argc, sqlite3_value **argv)
 
 int records_schema_migrate(records_store_t *store)
 {
-	int version;
-	int rc = sqlite3_create_function(store->db, "zc_okey", 2,
+	sqlite3 *conn = rdb_sqlite_handle(store->db);
+	if (conn == NULL) {
+		return KNOT_ENOTSUP; /* PostgreSQL: its own runner (M2). */
+	}
+	int rc = sqlite3_create_function(conn, "zc_okey", 2,
 	                                 SQLITE_UTF8 | SQLITE_DETERMINISTIC,
 	                                 NULL, sql_okey, NULL, NULL);
 	if (rc != SQLITE_OK) {
-		return records_sql_error(store->db, rc);
+		return rdb_sqlite_error(store->db, rc);
 	}
-	int ret = records_sql_exec(store, "BEGIN IMMEDIATE");
+	int ret = rdb_begin_write(store->db);
 	if (ret != ZC_EOK) {
 		return ret;
 	}
+	int version;
 	ret = user_version(store, &version);
 	if (ret == ZC_EOK && version > SCHEMA_VERSION) {
 		zc_error("records store has schema %d, this zonecast knows %d",
@@ -246,17 +257,17 @@ int records_schema_migrate(records_store_t *store)
 		ret = ZC_ESCHEMA;
 	}
 	for (; ret == ZC_EOK && version < SCHEMA_VERSION; version++) {
-		ret = records_sql_exec(store, migrations[version]);
+		ret = rdb_exec(store->db, migrations[version]);
 		if (ret == ZC_EOK) {
 			char sql[64];
 			snprintf(sql, sizeof(sql), "PRAGMA user_version = %d",
 			         version + 1);
-			ret = records_sql_exec(store, sql);
+			ret = rdb_exec(store->db, sql);
 		}
 	}
 	if (ret != ZC_EOK) {
-		records_sql_exec(store, "ROLLBACK");
+		rdb_rollback(store->db);
 		return ret;
 	}
-	return records_sql_exec(store, "COMMIT");
+	return rdb_commit(store->db);
 }

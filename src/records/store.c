@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /*
- * Opening and closing a records store: the SQLite connection (sql.c)
+ * Opening and closing a records store: a database connection (db.h)
  * brought to this program's schema (schema.c). records.h has the design.
  */
 #include <stdio.h>
+#include <stdlib.h>
+#include <libknot/errcode.h>
 
 #include "common/error.h"
 #include "records/internal.h"
@@ -14,14 +16,16 @@ int records_open(records_store_t **out, const char *dir)
 	if (snprintf(path, sizeof(path), "%s/records.db", dir) >= (int)sizeof(path)) {
 		return -36; /* -ENAMETOOLONG */
 	}
-	records_store_t *s;
-	int ret = records_sql_open(&s, path);
-	if (ret != ZC_EOK) {
-		return ret;
+	records_store_t *s = calloc(1, sizeof(*s));
+	if (s == NULL) {
+		return KNOT_ENOMEM;
 	}
-	ret = records_schema_migrate(s);
+	int ret = rdb_open(&s->db, path, NULL);
+	if (ret == ZC_EOK) {
+		ret = records_schema_migrate(s);
+	}
 	if (ret != ZC_EOK) {
-		records_sql_close(s);
+		records_close(s);
 		return ret;
 	}
 	*out = s;
@@ -30,5 +34,10 @@ int records_open(records_store_t **out, const char *dir)
 
 void records_close(records_store_t *store)
 {
-	records_sql_close(store);
+	if (store == NULL) {
+		return;
+	}
+	rdb_close(store->db);
+	free(store);
 }
+

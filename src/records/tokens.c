@@ -12,24 +12,24 @@
 #include <libknot/errcode.h>
 
 #include "common/error.h"
-#include "records/sqlite.h"
+#include "records/store.h"
 
 #define TOKEN_COLUMNS "id, name, read_only, coalesce(zone_id, 0), created_on," \
 	" coalesce(modified_on, created_on), coalesce(expires_on, 0)," \
 	" coalesce(revoked_on, 0)"
 
-static void token_from_stmt(sqlite3_stmt *stmt, records_token_t *tok)
+static void token_from_stmt(rdb_stmt_t *stmt, records_token_t *tok)
 {
 	memset(tok, 0, sizeof(*tok));
-	tok->id = sqlite3_column_int64(stmt, 0);
-	const char *name = (const char *)sqlite3_column_text(stmt, 1);
+	tok->id = rdb_col_int64(stmt, 0);
+	const char *name = rdb_col_text(stmt, 1);
 	snprintf(tok->name, sizeof(tok->name), "%s", name ? name : "");
-	tok->read_only = sqlite3_column_int(stmt, 2) != 0;
-	tok->zone_id = sqlite3_column_int64(stmt, 3);
-	tok->created_on = sqlite3_column_int64(stmt, 4);
-	tok->modified_on = sqlite3_column_int64(stmt, 5);
-	tok->expires_on = sqlite3_column_int64(stmt, 6);
-	tok->revoked_on = sqlite3_column_int64(stmt, 7);
+	tok->read_only = rdb_col_int64(stmt, 2) != 0;
+	tok->zone_id = rdb_col_int64(stmt, 3);
+	tok->created_on = rdb_col_int64(stmt, 4);
+	tok->modified_on = rdb_col_int64(stmt, 5);
+	tok->expires_on = rdb_col_int64(stmt, 6);
+	tok->revoked_on = rdb_col_int64(stmt, 7);
 }
 
 int records_token_add(records_store_t *store, const uint8_t hash[32],
@@ -38,114 +38,115 @@ int records_token_add(records_store_t *store, const uint8_t hash[32],
 	if (store == NULL || hash == NULL || tok == NULL) {
 		return KNOT_EINVAL;
 	}
-	sqlite3_stmt *stmt;
-	int ret = records_sql_prepare(store, "INSERT INTO tokens(hash, read_only,"
-	                              " zone_id, created_on, modified_on, name,"
-	                              " expires_on) VALUES (?, ?, ?, ?, ?, ?, ?)",
-	                              &stmt);
+	rdb_stmt_t *stmt;
+	int ret = rdb_prepare(store->db, RDB_SQL(
+		"INSERT INTO tokens(hash, read_only,"
+		" zone_id, created_on, modified_on, name,"
+		" expires_on) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"), &stmt);
 	if (ret != ZC_EOK) {
 		return ret;
 	}
 	tok->created_on = tok->modified_on = records_now_ms();
 	tok->revoked_on = 0;
-	sqlite3_bind_blob(stmt, 1, hash, 32, SQLITE_STATIC);
-	sqlite3_bind_int(stmt, 2, tok->read_only ? 1 : 0);
+	rdb_bind_blob(stmt, 1, hash, 32);
+	rdb_bind_int64(stmt, 2, tok->read_only ? 1 : 0);
 	if (tok->zone_id != 0) {
-		sqlite3_bind_int64(stmt, 3, tok->zone_id);
+		rdb_bind_int64(stmt, 3, tok->zone_id);
 	}
-	sqlite3_bind_int64(stmt, 4, tok->created_on);
-	sqlite3_bind_int64(stmt, 5, tok->modified_on);
-	sqlite3_bind_text(stmt, 6, tok->name, -1, SQLITE_STATIC);
+	rdb_bind_int64(stmt, 4, tok->created_on);
+	rdb_bind_int64(stmt, 5, tok->modified_on);
+	rdb_bind_text(stmt, 6, tok->name);
 	if (tok->expires_on != 0) {
-		sqlite3_bind_int64(stmt, 7, tok->expires_on);
+		rdb_bind_int64(stmt, 7, tok->expires_on);
 	}
-	ret = records_sql_error(store->db, sqlite3_step(stmt));
-	records_sql_done(store, stmt);
+	ret = rdb_run(stmt);
+	rdb_done(stmt);
 	if (ret == ZC_EOK) {
-		tok->id = sqlite3_last_insert_rowid(store->db);
+		tok->id = rdb_last_insert_id(store->db);
 	}
 	return ret;
 }
 
 /* Runs a one-row token query bound to key (a hash or an id). */
-static int find_one(records_store_t *store, const char *sql,
-                    const uint8_t *hash, int64_t id, records_token_t *tok)
+static int find_one(records_store_t *store, const rdb_sql_t *sql,
+		    const uint8_t *hash, int64_t id, records_token_t *tok)
 {
-	sqlite3_stmt *stmt;
-	int ret = records_sql_prepare(store, sql, &stmt);
+	rdb_stmt_t *stmt;
+	int ret = rdb_prepare(store->db, sql, &stmt);
 	if (ret != ZC_EOK) {
 		return ret;
 	}
 	if (hash != NULL) {
-		sqlite3_bind_blob(stmt, 1, hash, 32, SQLITE_STATIC);
+		rdb_bind_blob(stmt, 1, hash, 32);
 	} else {
-		sqlite3_bind_int64(stmt, 1, id);
+		rdb_bind_int64(stmt, 1, id);
 	}
-	int rc = sqlite3_step(stmt);
-	if (rc == SQLITE_ROW) {
+	int rc = rdb_step(stmt);
+	if (rc == RDB_ROW) {
 		token_from_stmt(stmt, tok);
 	}
-	ret = rc == SQLITE_ROW ? ZC_EOK : rc == SQLITE_DONE ? ZC_ENOKEY :
-	      records_sql_error(store->db, rc);
-	records_sql_done(store, stmt);
+	ret = rc == RDB_ROW ? ZC_EOK : rc == RDB_DONE ? ZC_ENOKEY :
+	      rdb_status(rc);
+	rdb_done(stmt);
 	return ret;
 }
 
 int records_token_find(records_store_t *store, const uint8_t hash[32],
                        records_token_t *tok)
 {
-	return find_one(store, "SELECT " TOKEN_COLUMNS " FROM tokens WHERE"
-	                " hash = ?", hash, 0, tok);
+	return find_one(store, RDB_SQL("SELECT " TOKEN_COLUMNS " FROM tokens"
+	                " WHERE hash = ?1"), hash, 0, tok);
 }
 
 int records_token_get(records_store_t *store, int64_t id,
                       records_token_t *tok)
 {
-	return find_one(store, "SELECT " TOKEN_COLUMNS " FROM tokens WHERE"
-	                " id = ?", NULL, id, tok);
+	return find_one(store, RDB_SQL("SELECT " TOKEN_COLUMNS " FROM tokens"
+	                " WHERE id = ?1"), NULL, id, tok);
 }
 
 int records_token_list(records_store_t *store,
                        int (*cb)(const records_token_t *tok, void *ctx),
                        void *ctx)
 {
-	sqlite3_stmt *stmt;
-	int ret = records_sql_prepare(store, "SELECT " TOKEN_COLUMNS
-	                              " FROM tokens ORDER BY id", &stmt);
+	rdb_stmt_t *stmt;
+	int ret = rdb_prepare(store->db, RDB_SQL(
+		"SELECT " TOKEN_COLUMNS
+		" FROM tokens ORDER BY id"), &stmt);
 	if (ret != ZC_EOK) {
 		return ret;
 	}
 	int rc;
-	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+	while ((rc = rdb_step(stmt)) == RDB_ROW) {
 		records_token_t tok;
 		token_from_stmt(stmt, &tok);
 		if (cb(&tok, ctx) != 0) {
-			rc = SQLITE_DONE;
+			rc = RDB_DONE;
 			break;
 		}
 	}
-	ret = records_sql_error(store->db, rc);
-	records_sql_done(store, stmt);
+	ret = rdb_status(rc);
+	rdb_done(stmt);
 	return ret;
 }
 
 int records_token_revoke(records_store_t *store, int64_t id)
 {
-	sqlite3_stmt *stmt;
-	int ret = records_sql_prepare(store, "UPDATE tokens SET revoked_on ="
-	                              " coalesce(revoked_on, ?1), modified_on ="
-	                              " coalesce(revoked_on, ?1) WHERE id = ?2",
-	                              &stmt);
+	rdb_stmt_t *stmt;
+	int ret = rdb_prepare(store->db, RDB_SQL(
+		"UPDATE tokens SET revoked_on ="
+		" coalesce(revoked_on, ?1), modified_on ="
+		" coalesce(revoked_on, ?1) WHERE id = ?2"), &stmt);
 	if (ret != ZC_EOK) {
 		return ret;
 	}
-	sqlite3_bind_int64(stmt, 1, records_now_ms());
-	sqlite3_bind_int64(stmt, 2, id);
-	ret = records_sql_error(store->db, sqlite3_step(stmt));
-	if (ret == ZC_EOK && sqlite3_changes(store->db) == 0) {
+	rdb_bind_int64(stmt, 1, records_now_ms());
+	rdb_bind_int64(stmt, 2, id);
+	ret = rdb_run(stmt);
+	if (ret == ZC_EOK && rdb_changes(store->db) == 0) {
 		ret = ZC_ENOKEY;
 	}
-	records_sql_done(store, stmt);
+	rdb_done(stmt);
 	return ret;
 }
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /*
  * Write transactions of the records store and the savepoints of units
- * (records.h, "Write transactions"). The SQL is the SQL core's (sql.c);
+ * (records.h, "Write transactions"). The SQL is the driver's (db.h);
  * what this file adds is keeping each file's per-connection state in
  * step with the transaction: record ids and counts written at commit,
  * and everything a rollback undoes forgotten with it (the zone row, the
@@ -16,7 +16,7 @@ int records_write_begin(records_store_t *store)
 	records_ids_forget(store);
 	records_zrow_forget(store);
 	records_counts_forget(store);
-	int ret = records_sql_exec(store, "BEGIN IMMEDIATE");
+	int ret = rdb_begin_write(store->db);
 	store->in_write = ret == ZC_EOK;
 	return ret;
 }
@@ -28,12 +28,10 @@ int records_write_commit(records_store_t *store)
 		ret = records_counts_flush(store);
 	}
 	if (ret == ZC_EOK) {
-		ret = records_sql_exec(store, "COMMIT");
+		ret = rdb_commit(store->db);
 	}
 	if (ret != ZC_EOK) {
-		if (records_write_open(store)) {
-			records_sql_exec(store, "ROLLBACK");
-		}
+		rdb_rollback(store->db);
 		records_changelog_rollback(store);
 	}
 	records_ids_forget(store);
@@ -44,9 +42,7 @@ int records_write_commit(records_store_t *store)
 
 void records_write_rollback(records_store_t *store)
 {
-	if (records_write_open(store)) {
-		records_sql_exec(store, "ROLLBACK");
-	}
+	rdb_rollback(store->db);
 	records_changelog_rollback(store);
 	records_ids_forget(store);
 	records_zrow_forget(store);
@@ -56,20 +52,20 @@ void records_write_rollback(records_store_t *store)
 
 int records_savepoint(records_store_t *store)
 {
-	records_counts_mark(store, 0);
-	return records_sql_savepoint(store, 0);
+	records_counts_mark(store, RDB_SP_UNIT);
+	return rdb_savepoint(store->db, RDB_SP_UNIT);
 }
 
 int records_savepoint_release(records_store_t *store)
 {
-	return records_sql_release(store, 0);
+	return rdb_release(store->db, RDB_SP_UNIT);
 }
 
 /* Undoes a savepoint (level 0: the unit's, 1: the inner one) and what
  * this connection keeps of it. */
-static void rollback_to(records_store_t *store, int level)
+static void rollback_to(records_store_t *store, rdb_level_t level)
 {
-	records_sql_rollback_to(store, level);
+	rdb_rollback_to(store->db, level);
 	records_counts_restore(store, level);
 	records_changelog_rollback(store);
 	records_zrow_forget(store);
@@ -77,21 +73,26 @@ static void rollback_to(records_store_t *store, int level)
 
 void records_savepoint_rollback(records_store_t *store)
 {
-	rollback_to(store, 0);
+	rollback_to(store, RDB_SP_UNIT);
 }
 
 int records_inner_savepoint(records_store_t *store)
 {
-	records_counts_mark(store, 1);
-	return records_sql_savepoint(store, 1);
+	records_counts_mark(store, RDB_SP_INNER);
+	return rdb_savepoint(store->db, RDB_SP_INNER);
 }
 
 int records_inner_release(records_store_t *store)
 {
-	return records_sql_release(store, 1);
+	return rdb_release(store->db, RDB_SP_INNER);
 }
 
 void records_inner_rollback(records_store_t *store)
 {
-	rollback_to(store, 1);
+	rollback_to(store, RDB_SP_INNER);
+}
+
+bool records_write_open(records_store_t *store)
+{
+	return rdb_in_txn(store->db);
 }

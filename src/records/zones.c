@@ -35,42 +35,43 @@ static int log_zone(records_store_t *store, const records_zone_t *zone,
 
 /* --- Finding and listing --- */
 
-void records_zone_from_stmt(sqlite3_stmt *stmt, records_zone_t *zone)
+void records_zone_from_stmt(rdb_stmt_t *stmt, records_zone_t *zone)
 {
 	memset(zone, 0, sizeof(*zone));
-	zone->id = sqlite3_column_int64(stmt, 0);
+	zone->id = rdb_col_int64(stmt, 0);
 	snprintf(zone->name, sizeof(zone->name), "%s",
-	         (const char *)sqlite3_column_text(stmt, 1));
-	int len = sqlite3_column_bytes(stmt, 2);
+	         rdb_col_text(stmt, 1));
+	int len = (int)rdb_col_bytes(stmt, 2);
 	if (len > 0 && len <= KNOT_DNAME_MAXLEN) {
-		memcpy(zone->apex, sqlite3_column_blob(stmt, 2), len);
+		memcpy(zone->apex, rdb_col_blob(stmt, 2, NULL), len);
 	}
-	zone->serial = (uint32_t)sqlite3_column_int64(stmt, 3);
-	zone->default_ttl = (uint32_t)sqlite3_column_int64(stmt, 4);
-	zone->created_on = sqlite3_column_int64(stmt, 5);
-	zone->modified_on = sqlite3_column_int64(stmt, 6);
-	zone->serial_policy = (records_serial_policy_t)sqlite3_column_int(stmt, 7);
+	zone->serial = (uint32_t)rdb_col_int64(stmt, 3);
+	zone->default_ttl = (uint32_t)rdb_col_int64(stmt, 4);
+	zone->created_on = rdb_col_int64(stmt, 5);
+	zone->modified_on = rdb_col_int64(stmt, 6);
+	zone->serial_policy = (records_serial_policy_t)rdb_col_int64(stmt, 7);
 }
 
 int records_zone_find(records_store_t *store, const knot_dname_t *apex,
                       records_zone_t *zone)
 {
-	sqlite3_stmt *stmt;
-	int ret = records_sql_prepare(store, "SELECT " RECORDS_ZONE_COLUMNS
-	                              " FROM zones WHERE apex = ?", &stmt);
+	rdb_stmt_t *stmt;
+	int ret = rdb_prepare(store->db, RDB_SQL(
+		"SELECT " RECORDS_ZONE_COLUMNS
+		" FROM zones WHERE apex = ?1"), &stmt);
 	if (ret != ZC_EOK) {
 		return ret;
 	}
-	sqlite3_bind_blob(stmt, 1, apex, knot_dname_size(apex), SQLITE_STATIC);
-	int rc = sqlite3_step(stmt);
-	if (rc == SQLITE_ROW) {
+	rdb_bind_blob(stmt, 1, apex, knot_dname_size(apex));
+	int rc = rdb_step(stmt);
+	if (rc == RDB_ROW) {
 		records_zone_from_stmt(stmt, zone);
 		ret = ZC_EOK;
 	} else {
-		ret = (rc == SQLITE_DONE) ? ZC_ENOZONE :
-		      records_sql_error(store->db, rc);
+		ret = (rc == RDB_DONE) ? ZC_ENOZONE :
+		      rdb_status(rc);
 	}
-	records_sql_done(store, stmt);
+	rdb_done(stmt);
 	return ret;
 }
 
@@ -80,24 +81,25 @@ int records_zone_get(records_store_t *store, int64_t id, records_zone_t *zone)
 		*zone = store->zrow;
 		return ZC_EOK;
 	}
-	sqlite3_stmt *stmt;
-	int ret = records_sql_prepare(store, "SELECT " RECORDS_ZONE_COLUMNS
-	                              " FROM zones WHERE id = ?", &stmt);
+	rdb_stmt_t *stmt;
+	int ret = rdb_prepare(store->db, RDB_SQL(
+		"SELECT " RECORDS_ZONE_COLUMNS
+		" FROM zones WHERE id = ?1"), &stmt);
 	if (ret != ZC_EOK) {
 		return ret;
 	}
-	sqlite3_bind_int64(stmt, 1, id);
-	int rc = sqlite3_step(stmt);
-	if (rc == SQLITE_ROW) {
+	rdb_bind_int64(stmt, 1, id);
+	int rc = rdb_step(stmt);
+	if (rc == RDB_ROW) {
 		records_zone_from_stmt(stmt, zone);
 		if (store->in_write) {
 			store->zrow = *zone;
 			store->zrow_valid = true;
 		}
 	}
-	ret = rc == SQLITE_ROW ? ZC_EOK : rc == SQLITE_DONE ? ZC_ENOZONE :
-	      records_sql_error(store->db, rc);
-	records_sql_done(store, stmt);
+	ret = rc == RDB_ROW ? ZC_EOK : rc == RDB_DONE ? ZC_ENOZONE :
+	      rdb_status(rc);
+	rdb_done(stmt);
 	return ret;
 }
 
@@ -111,23 +113,24 @@ int records_zone_list(records_store_t *store, bool with_counts,
 		"SELECT " RECORDS_ZONE_COLUMNS ", (SELECT count(*) FROM records r"
 		" WHERE r.zone_id = zones.id) FROM zones ORDER BY name",
 	};
-	sqlite3_stmt *stmt;
-	int ret = records_sql_prepare(store, sql[with_counts ? 1 : 0], &stmt);
+	rdb_stmt_t *stmt;
+	const char *text = sql[with_counts ? 1 : 0];
+	int ret = rdb_prepare(store->db, RDB_SQL(text), &stmt);
 	if (ret != ZC_EOK) {
 		return ret;
 	}
 	int rc;
-	while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+	while ((rc = rdb_step(stmt)) == RDB_ROW) {
 		records_zone_t zone;
 		records_zone_from_stmt(stmt, &zone);
-		zone.record_count = sqlite3_column_int64(stmt, 8);
+		zone.record_count = rdb_col_int64(stmt, 8);
 		if (cb(&zone, ctx) != 0) {
-			rc = SQLITE_DONE;
+			rc = RDB_DONE;
 			break;
 		}
 	}
-	ret = records_sql_error(store->db, rc);
-	records_sql_done(store, stmt);
+	ret = rdb_status(rc);
+	rdb_done(stmt);
 	return ret;
 }
 
@@ -143,12 +146,12 @@ int records_zone_create(records_store_t *store, const knot_dname_t *apex,
 	if (records_zone_find(store, lower, zone) == ZC_EOK) {
 		return ZC_EEXISTS;
 	}
-	sqlite3_stmt *stmt;
+	rdb_stmt_t *stmt;
 	records_zrow_forget(store);
-	int ret = records_sql_prepare(store, "INSERT INTO zones(name, apex,"
-	                              " serial, default_ttl, created_on,"
-	                              " modified_on) VALUES (?, ?, ?, ?, ?, ?)",
-	                              &stmt);
+	int ret = rdb_prepare(store->db, RDB_SQL(
+		"INSERT INTO zones(name, apex,"
+		" serial, default_ttl, created_on,"
+		" modified_on) VALUES (?1, ?2, ?3, ?4, ?5, ?6)"), &stmt);
 	if (ret != ZC_EOK) {
 		return ret;
 	}
@@ -158,14 +161,14 @@ int records_zone_create(records_store_t *store, const knot_dname_t *apex,
 	uint32_t serial = (uint32_t)soa[soa_len - 20] << 24 |
 	                  (uint32_t)soa[soa_len - 19] << 16 |
 	                  (uint32_t)soa[soa_len - 18] << 8 | soa[soa_len - 17];
-	sqlite3_bind_text(stmt, 1, name, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_blob(stmt, 2, lower, knot_dname_size(lower), SQLITE_STATIC);
-	sqlite3_bind_int64(stmt, 3, serial);
-	sqlite3_bind_int64(stmt, 4, ttl);
-	sqlite3_bind_int64(stmt, 5, now);
-	sqlite3_bind_int64(stmt, 6, now);
-	ret = records_sql_error(store->db, sqlite3_step(stmt));
-	records_sql_done(store, stmt);
+	rdb_bind_text(stmt, 1, name);
+	rdb_bind_blob(stmt, 2, lower, knot_dname_size(lower));
+	rdb_bind_int64(stmt, 3, serial);
+	rdb_bind_int64(stmt, 4, ttl);
+	rdb_bind_int64(stmt, 5, now);
+	rdb_bind_int64(stmt, 6, now);
+	ret = rdb_run(stmt);
+	rdb_done(stmt);
 	if (ret == ZC_EOK) {
 		ret = records_zone_find(store, lower, zone);
 	}
@@ -190,17 +193,17 @@ int records_zone_create(records_store_t *store, const knot_dname_t *apex,
 int records_zone_remove(records_store_t *store, records_zone_t *zone,
                         uint64_t *seq)
 {
-	sqlite3_stmt *stmt;
+	rdb_stmt_t *stmt;
 	records_zrow_forget(store);
-	int ret = records_sql_prepare(store, "DELETE FROM zones WHERE id = ?",
-	                              &stmt);
+	int ret = rdb_prepare(store->db, RDB_SQL("DELETE FROM zones"
+	                                         " WHERE id = ?1"), &stmt);
 	if (ret != ZC_EOK) {
 		return ret;
 	}
 	/* Records and tokens go by ON DELETE CASCADE. */
-	sqlite3_bind_int64(stmt, 1, zone->id);
-	ret = records_sql_error(store->db, sqlite3_step(stmt));
-	records_sql_done(store, stmt);
+	rdb_bind_int64(stmt, 1, zone->id);
+	ret = rdb_run(stmt);
+	rdb_done(stmt);
 	if (ret == ZC_EOK) {
 		ret = log_zone(store, zone, RECORDS_CHANGE_ZONE_DELETED, seq);
 	}
@@ -210,7 +213,7 @@ int records_zone_remove(records_store_t *store, records_zone_t *zone,
 int records_zone_delete(records_store_t *store, const knot_dname_t *apex,
                         uint64_t *seq)
 {
-	int ret = records_sql_exec(store, "BEGIN IMMEDIATE");
+	int ret = rdb_begin_write(store->db);
 	if (ret != ZC_EOK) {
 		return ret;
 	}
@@ -220,10 +223,10 @@ int records_zone_delete(records_store_t *store, const knot_dname_t *apex,
 		ret = records_zone_remove(store, &zone, seq);
 	}
 	if (ret == ZC_EOK) {
-		ret = records_sql_exec(store, "COMMIT");
+		ret = rdb_commit(store->db);
 	}
 	if (ret != ZC_EOK) {
-		records_sql_exec(store, "ROLLBACK");
+		rdb_rollback(store->db);
 	}
 	return ret;
 }
@@ -233,17 +236,18 @@ int records_zone_delete(records_store_t *store, const knot_dname_t *apex,
 int records_zone_set_default_ttl(records_store_t *store,
                                  records_zone_t *zone, uint32_t ttl)
 {
-	sqlite3_stmt *stmt;
+	rdb_stmt_t *stmt;
 	records_zrow_forget(store);
-	int ret = records_sql_prepare(store, "UPDATE zones SET default_ttl = ?"
-	                              " WHERE id = ?", &stmt);
+	int ret = rdb_prepare(store->db, RDB_SQL(
+		"UPDATE zones SET default_ttl = ?1"
+		" WHERE id = ?2"), &stmt);
 	if (ret != ZC_EOK) {
 		return ret;
 	}
-	sqlite3_bind_int64(stmt, 1, ttl);
-	sqlite3_bind_int64(stmt, 2, zone->id);
-	ret = records_sql_error(store->db, sqlite3_step(stmt));
-	records_sql_done(store, stmt);
+	rdb_bind_int64(stmt, 1, ttl);
+	rdb_bind_int64(stmt, 2, zone->id);
+	ret = rdb_run(stmt);
+	rdb_done(stmt);
 	if (ret == ZC_EOK) {
 		zone->default_ttl = ttl;
 	}
@@ -254,17 +258,18 @@ int records_zone_set_serial_policy(records_store_t *store,
                                    records_zone_t *zone,
                                    records_serial_policy_t policy)
 {
-	sqlite3_stmt *stmt;
+	rdb_stmt_t *stmt;
 	records_zrow_forget(store);
-	int ret = records_sql_prepare(store, "UPDATE zones SET serial_policy = ?"
-	                              " WHERE id = ?", &stmt);
+	int ret = rdb_prepare(store->db, RDB_SQL(
+		"UPDATE zones SET serial_policy = ?1"
+		" WHERE id = ?2"), &stmt);
 	if (ret != ZC_EOK) {
 		return ret;
 	}
-	sqlite3_bind_int(stmt, 1, policy);
-	sqlite3_bind_int64(stmt, 2, zone->id);
-	ret = records_sql_error(store->db, sqlite3_step(stmt));
-	records_sql_done(store, stmt);
+	rdb_bind_int64(stmt, 1, policy);
+	rdb_bind_int64(stmt, 2, zone->id);
+	ret = rdb_run(stmt);
+	rdb_done(stmt);
 	if (ret == ZC_EOK) {
 		zone->serial_policy = policy;
 	}
@@ -284,18 +289,19 @@ int records_log_zone_event(records_store_t *store, const records_zone_t *zone,
 int records_zone_set_serial(records_store_t *store, records_zone_t *zone,
                             uint32_t serial)
 {
-	sqlite3_stmt *stmt;
-	int ret = records_sql_prepare(store, "UPDATE zones SET serial = ?,"
-	                              " modified_on = ? WHERE id = ?", &stmt);
+	rdb_stmt_t *stmt;
+	int ret = rdb_prepare(store->db, RDB_SQL(
+		"UPDATE zones SET serial = ?1,"
+		" modified_on = ?2 WHERE id = ?3"), &stmt);
 	if (ret != ZC_EOK) {
 		return ret;
 	}
 	int64_t now = records_now_ms();
-	sqlite3_bind_int64(stmt, 1, serial);
-	sqlite3_bind_int64(stmt, 2, now);
-	sqlite3_bind_int64(stmt, 3, zone->id);
-	ret = records_sql_error(store->db, sqlite3_step(stmt));
-	records_sql_done(store, stmt);
+	rdb_bind_int64(stmt, 1, serial);
+	rdb_bind_int64(stmt, 2, now);
+	rdb_bind_int64(stmt, 3, zone->id);
+	ret = rdb_run(stmt);
+	rdb_done(stmt);
 	if (ret == ZC_EOK) {
 		zone->serial = serial;
 		zone->modified_on = now;

@@ -1,0 +1,184 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * Internal to records/ (and sigview/, whose signed.db it also opens): the
+ * database driver. One connection to one engine behind one small
+ * interface, so that the store's files hold SQL and logic and no engine
+ * calls. db.c dispatches each call to the connection's driver:
+ * db_sqlite.c today, db_pg.c (libpq) next (docs/design-postgresql.md
+ * §5.1). A driver is a table of functions (db_driver.h); adding one adds
+ * its file (and its line in meson.build).
+ *
+ * SQL text. Shared statements use numbered placeholders ?1, ?2, ...
+ * (SQLite takes them as they are; the PostgreSQL driver rewrites them to
+ * $1, $2, ... once, when it prepares). Where the dialects differ, one call
+ * site gives both texts: RDB_SQL2(sqlite_text, pg_text); a NULL text
+ * (RDB_SQLITE_ONLY) makes the statement fail with KNOT_ENOTSUP on that
+ * engine. Texts must be string literals or otherwise live as long as the
+ * connection: the statement cache keys on the address of the text the
+ * driver uses.
+ *
+ * Results. rdb_step() returns RDB_ROW (1), RDB_DONE (0) or a negative
+ * zonecast code. Every engine error becomes a zonecast code in exactly
+ * one function per driver (unique or foreign-key violation: ZC_EEXISTS;
+ * busy or locked: ZC_EBUSY; out of memory: KNOT_ENOMEM; disk full:
+ * -ENOSPC; read-only: -EROFS; not permitted: -EACCES; anything else:
+ * ZC_ESQL, logged with the engine's message).
+ *
+ * Threads: a connection and its statements belong to one thread at a time.
+ *
+ * Still to come with the libpq driver (docs/design-postgresql.md §5.1):
+ * rdb_defer()/rdb_sync() (pipelined writes whose errors surface at the
+ * sync; SQLite steps at once), array binds, and COPY for imports.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct rdb rdb_t;
+typedef struct rdb_stmt rdb_stmt_t;
+
+typedef enum {
+	RDB_SQLITE = 1,
+	RDB_PG = 2,
+} rdb_kind_t;
+
+/* One statement's text in each dialect (NULL: not on that engine). */
+typedef struct {
+	const char *sqlite;
+	const char *pg;
+} rdb_sql_t;
+
+#define RDB_SQL2(sqlite_text, pg_text) \
+	(&(const rdb_sql_t){ (sqlite_text), (pg_text) })
+/* The same text for both engines. */
+#define RDB_SQL(text) RDB_SQL2(text, text)
+/* Inherently SQLite (PRAGMA, EXPLAIN QUERY PLAN): none on PostgreSQL. */
+#define RDB_SQLITE_ONLY(text) RDB_SQL2(text, NULL)
+
+/* rdb_step()'s results besides errors. */
+enum {
+	RDB_DONE = 0,
+	RDB_ROW = 1,
+};
+
+/* The savepoint levels of units: a unit's own ("unit") and the one inside
+ * it ("inner"). */
+typedef enum {
+	RDB_SP_UNIT = 0,
+	RDB_SP_INNER = 1,
+} rdb_level_t;
+
+/* How to open a connection (NULL: the records store's defaults). */
+typedef struct {
+	/* Names the store in log messages ("records store"). */
+	const char *label;
+	/* Derived data that a crash may lose (the signed view): SQLite
+	 * without fsync at commit. */
+	bool derived;
+	/* Refuses writes (readers of a file another connection writes). */
+	bool read_only;
+	/* Waits this long for another writer's lock before ZC_EBUSY. */
+	unsigned busy_timeout_ms;
+} rdb_options_t;
+
+/* --- Connections --- */
+
+/*
+ * Opens a connection. target: "postgresql://..." or "postgres://..." for
+ * the libpq driver; otherwise the path of an SQLite database file,
+ * created if missing (unless read_only). SQLite runs in WAL mode with
+ * foreign keys on; the records store's defaults add synchronous=FULL and
+ * a 64 MiB page cache. The schema is the caller's.
+ */
+int rdb_open(rdb_t **out, const char *target, const rdb_options_t *opts);
+
+/* Finalizes every statement and closes; NULL is a no-op. */
+void rdb_close(rdb_t *db);
+
+rdb_kind_t rdb_kind(const rdb_t *db);
+
+/* Runs SQL text without parameters or results (any number of
+ * statements; parsed at each call: not for statements of every unit). */
+int rdb_exec(rdb_t *db, const char *sql);
+
+/* --- Statements --- */
+
+/*
+ * Takes the cached statement for this text, or prepares one (kept in the
+ * cache while it has room). Release it with rdb_done(). Parsing SQL per
+ * call cost more than the writes themselves.
+ */
+int rdb_prepare(rdb_t *db, const rdb_sql_t *sql, rdb_stmt_t **st);
+
+/* Prepares a statement kept out of the cache (one-off text, such as a
+ * query plan), finalized by rdb_done(). */
+int rdb_prepare_once(rdb_t *db, const rdb_sql_t *sql, rdb_stmt_t **st);
+
+/* Binds parameter i (from 1). Borrowed pointers must stay valid until the
+ * statement's last rdb_step() before rdb_reset() or rdb_done(). A NULL
+ * blob or text binds NULL; an unbound parameter is NULL. */
+void rdb_bind_int64(rdb_stmt_t *st, int i, int64_t v);
+void rdb_bind_blob(rdb_stmt_t *st, int i, const void *p, size_t len);
+void rdb_bind_text(rdb_stmt_t *st, int i, const char *s);
+void rdb_bind_null(rdb_stmt_t *st, int i);
+
+/* Steps: RDB_ROW with a row to read, RDB_DONE at the end, or a negative
+ * code (the statement is then only good for rdb_reset() or rdb_done()). */
+int rdb_step(rdb_stmt_t *st);
+
+/* A step's result as a code: ZC_EOK (0) for a row or the end. */
+static inline int rdb_status(int step_result)
+{
+	return step_result < 0 ? step_result : 0;
+}
+
+/* Steps a statement once for its effect: ZC_EOK (a row, if any, is not
+ * read) or a negative code. */
+int rdb_run(rdb_stmt_t *st);
+
+/* Reads column i (from 0) of the current row. Pointers are borrowed until
+ * the next step, reset or done. NULL reads as 0 (int64), a NULL pointer
+ * of length 0 (blob) and NULL (text); an empty blob's pointer may be NULL
+ * too (rdb_col_is_null() tells them apart). */
+int64_t rdb_col_int64(rdb_stmt_t *st, int i);
+const void *rdb_col_blob(rdb_stmt_t *st, int i, size_t *len);
+size_t rdb_col_bytes(rdb_stmt_t *st, int i);
+const char *rdb_col_text(rdb_stmt_t *st, int i);
+bool rdb_col_is_null(rdb_stmt_t *st, int i);
+
+/* Rewinds a statement to run it again, keeping its bindings. */
+void rdb_reset(rdb_stmt_t *st);
+
+/* Clears the statement and gives it back to the cache (a statement from
+ * rdb_prepare_once() is finalized); NULL is a no-op. */
+void rdb_done(rdb_stmt_t *st);
+
+/* Rows changed by the last INSERT, UPDATE or DELETE. */
+int64_t rdb_changes(rdb_t *db);
+
+/* The id the last INSERT gave its row (SQLite's rowid). */
+int64_t rdb_last_insert_id(rdb_t *db);
+
+/* --- Transactions --- */
+
+/* A write transaction (SQLite: BEGIN IMMEDIATE, the write lock at once). */
+int rdb_begin_write(rdb_t *db);
+int rdb_commit(rdb_t *db);
+/* Rolls back the open transaction; nothing when none is open (SQLite
+ * rolls a transaction back itself after a disk-full or I/O error). */
+void rdb_rollback(rdb_t *db);
+
+/* A read snapshot: every read until rdb_end_read() sees one state. */
+int rdb_begin_read(rdb_t *db);
+void rdb_end_read(rdb_t *db);
+
+/* Is a transaction open on this connection? */
+bool rdb_in_txn(rdb_t *db);
+
+/* Savepoints of units, at a level. rdb_rollback_to() rolls back to the
+ * savepoint and releases it; nothing when the transaction is gone. */
+int rdb_savepoint(rdb_t *db, rdb_level_t level);
+int rdb_release(rdb_t *db, rdb_level_t level);
+void rdb_rollback_to(rdb_t *db, rdb_level_t level);

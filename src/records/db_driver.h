@@ -1,0 +1,72 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * Internal to the database driver (db.c and db_<engine>.c): what a driver
+ * provides. Each driver's connection starts with a struct rdb and each of
+ * its statements with a struct rdb_stmt, so that db.c finds the driver of
+ * any handle; the rest of both is the driver's own. db.c does what every
+ * engine shares (picking the dialect's text, rdb_run()); a driver does the
+ * rest, and maps its engine's errors in one function of its own.
+ *
+ * What db.h promises, each driver keeps: a NULL column reads as 0, NULL
+ * text and a NULL pointer of length 0; a NULL pointer bound binds NULL;
+ * prepare(cached) keys on the text's address and gives a busy cached
+ * statement's text a second statement; done() on an uncached statement
+ * finalizes it; rollback() and rollback_to() do nothing outside a
+ * transaction. tests/unit/records/test_db.c checks all of it.
+ */
+#pragma once
+
+#include "records/db.h"
+
+typedef struct rdb_driver rdb_driver_t;
+
+struct rdb {
+	const rdb_driver_t *driver;
+};
+
+struct rdb_stmt {
+	const rdb_driver_t *driver;
+};
+
+struct rdb_driver {
+	rdb_kind_t kind;
+	int (*open)(rdb_t **out, const char *target, const rdb_options_t *opts);
+	void (*close)(rdb_t *db);
+	int (*exec)(rdb_t *db, const char *sql);
+	/* cached: keep it in the statement cache, keyed by sql's address. */
+	int (*prepare)(rdb_t *db, const char *sql, bool cached,
+	               rdb_stmt_t **st);
+
+	void (*bind_int64)(rdb_stmt_t *st, int i, int64_t v);
+	void (*bind_blob)(rdb_stmt_t *st, int i, const void *p, size_t len);
+	void (*bind_text)(rdb_stmt_t *st, int i, const char *s);
+	void (*bind_null)(rdb_stmt_t *st, int i);
+	int (*step)(rdb_stmt_t *st);
+	int64_t (*col_int64)(rdb_stmt_t *st, int i);
+	const void *(*col_blob)(rdb_stmt_t *st, int i, size_t *len);
+	size_t (*col_bytes)(rdb_stmt_t *st, int i);
+	const char *(*col_text)(rdb_stmt_t *st, int i);
+	bool (*col_is_null)(rdb_stmt_t *st, int i);
+	void (*reset)(rdb_stmt_t *st);
+	void (*done)(rdb_stmt_t *st);
+	int64_t (*changes)(rdb_t *db);
+	int64_t (*last_insert_id)(rdb_t *db);
+
+	int (*begin_write)(rdb_t *db);
+	int (*commit)(rdb_t *db);
+	void (*rollback)(rdb_t *db);
+	int (*begin_read)(rdb_t *db);
+	void (*end_read)(rdb_t *db);
+	bool (*in_txn)(rdb_t *db);
+	int (*savepoint)(rdb_t *db, rdb_level_t level);
+	int (*release)(rdb_t *db, rdb_level_t level);
+	void (*rollback_to)(rdb_t *db, rdb_level_t level);
+};
+
+/* The drivers (db.c picks one by target). db_pg.c, the libpq driver,
+ * defines rdb_pg_driver; records/meson.build compiles it, with
+ * -DRDB_HAVE_PG, when libpq is found. */
+extern const rdb_driver_t rdb_sqlite_driver;
+#ifdef RDB_HAVE_PG
+extern const rdb_driver_t rdb_pg_driver;
+#endif

@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * Internal to records/: struct records_store, the connection (a database
+ * driver handle, db.h) and what each file of the store keeps per
+ * connection; each field names the file that owns it (the only one that
+ * writes it). Every file of the store includes it through internal.h or
+ * directly.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "records/db.h"
+#include "records/records.h"
+
+#define RECORDS_COUNT_ZONES 8
+
+struct records_store {
+	/* store.c: the connection (its statements are the driver's). */
+	rdb_t *db;
+	/* changelog.c: the zone_versions row of the unit in progress is
+	 * written (dropped at every rollback: the version may be handed
+	 * out again). */
+	int64_t version_zone;
+	uint32_t version_logged;
+	/* query.c: zone id -> apex of the last zone looked up by id (ids
+	 * are never reused and apexes never change, so this never goes
+	 * stale). */
+	int64_t apex_zone;
+	uint8_t apex[KNOT_DNAME_MAXLEN];
+	/* rows.c: record ids, the next one to hand out, read at the first
+	 * insert of a write transaction and written back to counters at its
+	 * commit. */
+	bool ids_loaded;
+	bool ids_dirty;
+	int64_t next_id;
+	/* txn.c: inside a write transaction (records_write_begin()). */
+	bool in_write;
+	/* zones.c: inside a write transaction, the zone row last read or
+	 * written, kept as this connection changed it (records_zone_get()
+	 * is the first read of every unit; the committer runs many per
+	 * batch). Dropped at every transaction boundary, every rollback and
+	 * every zones write other than the serial's. */
+	bool zrow_valid;
+	records_zone_t zrow;
+	/* counts.c: records_set_max_records(), 0 for no bound; records per
+	 * zone changed in this write transaction, written at its commit;
+	 * deltas saved at the unit's and the inner savepoint. */
+	uint64_t max_records;
+	struct {
+		int64_t zone_id, base, delta;
+	} counts[RECORDS_COUNT_ZONES];
+	size_t count_n;
+	int64_t count_saved[2][RECORDS_COUNT_ZONES];
+	size_t count_saved_n[2];
+};
+
+/* Current time in Unix milliseconds. */
+static inline int64_t records_now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
