@@ -31,6 +31,7 @@
 #include "fuzz/fuzz_zone.h"
 #include "server/worker.h"
 #include "transfer/internal.h"
+#include "transfer/transfer.h"
 
 static records_store_t *rs;
 static zc_acl_t acl;

@@ -259,6 +259,9 @@ static int refuse(unit_t *u, records_verdict_t v, change_t change)
 	case RECORDS_RULE_SECOND_CNAME:
 		return fail(u, 400, "name: a name holds at most one CNAME "
 		            "(RFC 2181 section 10.1)");
+	case RECORDS_RULE_SECOND_DNAME:
+		return fail(u, 400, "name: a name holds at most one DNAME "
+		            "(RFC 6672 section 2.4)");
 	case RECORDS_RULE_DUPLICATE:
 		return fail(u, 400, "content: an identical record already exists "
 		            "(names in the content compare ignoring case, RFC 4034 "

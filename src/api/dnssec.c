@@ -2,12 +2,18 @@
 /*
  * /client/v4/zones/{zone_id}/dnssec, in Cloudflare's shape: GET shows the
  * zone's signing state and the DS for the parent; PATCH {"status":
- * "active"|"disabled"} (zonecast also takes "algorithm" and "split") turns
- * online signing on or off (docs/dnssec.md). Private keys never leave.
+ * "active"|"disabled"} (zonecast also takes "algorithm" and "split", and
+ * "force" and "ds_ttl") turns online signing on or off (docs/dnssec.md):
+ * disabled goes through "pending-disabled" (CDS and CDNSKEY DELETE) and
+ * removes the keys when asked again after the DS TTL, as Cloudflare's
+ * API and `zonecast dnssec disable` do. Private keys never leave.
  */
+#include <errno.h>
+#include <stdint.h>
 #include <string.h>
 #include <libdnssec/binary.h>
 
+#include "admin/admin.h"
 #include "api/dnssec.h"
 #include "api/format.h"
 #include "api/reply.h"
@@ -61,34 +67,94 @@ static int show_key(const signer_key_info_t *info, void *ctx)
 	return 0;
 }
 
+/* The zone's state; "pending-disabled" between the two steps of a
+ * disable (CDS and CDNSKEY DELETE published, the keys still signing). */
 static json_t *state_json(records_store_t *rs, const records_zone_t *zone)
 {
 	show_t s = { .zone = zone, .obj = json_object() };
 	signer_zone_keys(rs, zone, show_key, &s);
+	int64_t since;
 	if (!s.found) {
 		json_object_set_new(s.obj, "status", json_string("disabled"));
+	} else if (signer_zone_disable_since(rs, zone, &since) == ZC_EOK) {
+		json_object_set_new(s.obj, "status",
+		                    json_string("pending-disabled"));
 	}
 	return s.obj;
 }
 
-typedef struct {
-	records_zone_t zone;
-	bool enable;
-	uint8_t algorithm;
-	bool split;
-} change_t;
-
-static int change_unit(records_store_t *rs, void *ctx)
+/* Reads the body's zonecast fields: "force" and "ds_ttl" (for disable),
+ * "algorithm" and "split" (for enable); false after a 400. */
+static bool read_change(api_req_t *req, json_t *body, admin_dnssec_t *d)
 {
-	change_t *c = ctx;
-	int ret = records_zone_get(rs, c->zone.id, &c->zone);
-	if (ret != ZC_EOK) {
-		return ret;
+	json_t *alg = json_object_get(body, "algorithm");
+	json_t *force = json_object_get(body, "force");
+	json_t *ttl = json_object_get(body, "ds_ttl");
+	d->split = json_is_true(json_object_get(body, "split"));
+	d->algorithm = signer_algorithm_parse(json_string_value(alg));
+	d->force = json_is_true(force);
+	d->ds_ttl = ttl != NULL ? (uint32_t)json_integer_value(ttl) :
+	            SIGNER_DEFAULT_DS_TTL;
+	if (alg != NULL && (!json_is_string(alg) || d->algorithm == 0)) {
+		api_error(req, 400, 1004, "algorithm: \"ecdsap256sha256\" or "
+		          "\"ed25519\"");
+		return false;
 	}
-	ret = c->enable ? signer_zone_enable(rs, &c->zone, c->algorithm, c->split) :
-	      signer_zone_disable(rs, &c->zone);
-	/* Asking for the state the zone is in changes nothing. */
-	return ret == ZC_EEXISTS || ret == ZC_ENOKEY ? ZC_EOK : ret;
+	if (force != NULL && !json_is_boolean(force)) {
+		api_error(req, 400, 1004, "force: true or false is required");
+		return false;
+	}
+	if (ttl != NULL && (!json_is_integer(ttl) || json_integer_value(ttl) < 0 ||
+	                    json_integer_value(ttl) > INT32_MAX)) {
+		api_error(req, 400, 1004, "ds_ttl: a number of seconds (0 to "
+		          "2^31-1) is required");
+		return false;
+	}
+	return true;
+}
+
+/* A disable's second step asked for before its time: 409, saying when. */
+static void too_early(api_req_t *req, const admin_dnssec_t *d)
+{
+	char at[32];
+	signer_format_time(d->time.earliest_ms, at, sizeof(at));
+	api_error(req, 409, 1004, "status: the zone is pending-disabled: %s. "
+	          "Its keys may be removed from %s (PATCH \"disabled\" again "
+	          "then), or now with \"force\": true (validating resolvers "
+	          "may find the zone bogus meanwhile)", d->time.why, at);
+}
+
+/* PATCH: the change through admin/ (the command's `dnssec enable` and
+ * `disable` take the same steps). Asking for the state the zone is in
+ * changes nothing. */
+static void change(api_req_t *req, const records_zone_t *zone, json_t *body)
+{
+	const char *status = json_string_value(json_object_get(body, "status"));
+	admin_dnssec_t d = { .zone = *zone };
+	if (status == NULL || (strcmp(status, "active") != 0 &&
+	                       strcmp(status, "disabled") != 0)) {
+		api_error(req, 400, 1004, "status: \"active\" or \"disabled\"");
+		return;
+	}
+	if (!read_change(req, body, &d)) {
+		return;
+	}
+	int ret;
+	if (strcmp(status, "active") == 0) {
+		ret = admin_dnssec_enable(req->api->writer, &d);
+		ret = ret == ZC_EEXISTS ? ZC_EOK : ret;
+	} else {
+		ret = admin_dnssec_disable(req->api->writer, &d);
+		ret = ret == ZC_ENOKEY ? ZC_EOK : ret;
+	}
+	if (ret == -EAGAIN && d.early) {
+		too_early(req, &d);
+	} else if (ret != ZC_EOK) {
+		api_error_code(req, ret, "dnssec");
+	} else {
+		req->version = d.zone.serial;
+		req->result = state_json(req->rs, &d.zone);
+	}
 }
 
 void api_dnssec(api_req_t *req, const records_zone_t *zone)
@@ -106,27 +172,6 @@ void api_dnssec(api_req_t *req, const records_zone_t *zone)
 	if (body == NULL) {
 		return;
 	}
-	const char *status = json_string_value(json_object_get(body, "status"));
-	json_t *alg = json_object_get(body, "algorithm");
-	change_t c = { .zone = *zone,
-	               .split = json_is_true(json_object_get(body, "split")),
-	               .algorithm = signer_algorithm_parse(
-	                        json_string_value(alg)) };
-	if (status == NULL || (strcmp(status, "active") != 0 &&
-	                       strcmp(status, "disabled") != 0)) {
-		api_error(req, 400, 1004, "status: \"active\" or \"disabled\"");
-	} else if (alg != NULL && (!json_is_string(alg) || c.algorithm == 0)) {
-		api_error(req, 400, 1004, "algorithm: \"ecdsap256sha256\" or "
-		          "\"ed25519\"");
-	} else {
-		c.enable = strcmp(status, "active") == 0;
-		int ret = writer_run(req->api->writer, change_unit, &c);
-		if (ret != ZC_EOK) {
-			api_error_code(req, ret, "dnssec");
-		} else {
-			req->version = c.zone.serial;
-			req->result = state_json(req->rs, &c.zone);
-		}
-	}
+	change(req, zone, body);
 	json_decref(body);
 }

@@ -48,6 +48,7 @@ typedef struct {
 	bool args_checked;      /* The handler checked the query's names. */
 	size_t discarded;       /* Body bytes read past the limit. */
 	bool answered;          /* A response is queued. */
+	bool close;             /* The response closes the connection. */
 	/* Authorisation of the bearer token. */
 	bool read_only;
 	int64_t token_zone;     /* 0: every zone. */

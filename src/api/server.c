@@ -50,6 +50,10 @@ static enum MHD_Result respond(struct MHD_Connection *conn, api_req_t *req)
 			                        req->live ? "true" : "false");
 		}
 	}
+	if (req->close) {
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION,
+		                        "close");
+	}
 	req->answered = true;
 	enum MHD_Result r = MHD_queue_response(conn,
 	                                       req->status ? req->status : 200,
@@ -69,6 +73,32 @@ static bool announced_too_big(api_req_t *req)
 	char *end;
 	unsigned long long n = strtoull(cl, &end, 10);
 	return end != cl && n > api_max_body(req->api);
+}
+
+/* Framing that two readers of the request (a proxy in front and this
+ * server) could take differently, a way to smuggle one request inside
+ * another: Content-Length beside Transfer-Encoding (RFC 9112 §6.1), or
+ * Content-Length fields that differ (§6.3, RFC 9110 §8.6). The message
+ * of the 400 that answers it, or NULL. */
+static const char *ambiguous_framing(api_req_t *req)
+{
+	const char *first = api_header(req, MHD_HTTP_HEADER_CONTENT_LENGTH);
+	if (first == NULL) {
+		return NULL;
+	}
+	if (api_header(req, MHD_HTTP_HEADER_TRANSFER_ENCODING) != NULL) {
+		return "Content-Length: not allowed beside Transfer-Encoding "
+		       "(RFC 9112 section 6.1)";
+	}
+	const char *other;
+	for (unsigned i = 1; (other = api_header_nth(req,
+	                      MHD_HTTP_HEADER_CONTENT_LENGTH, i)) != NULL; i++) {
+		if (strcmp(other, first) != 0) {
+			return "Content-Length: given more than once with "
+			       "different values (RFC 9112 section 6.3)";
+		}
+	}
+	return NULL;
 }
 
 /* The index-th value of a key, for mhd_lookup(). */
@@ -164,6 +194,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
 		req->method = method;
 		client_address(conn, req->client, sizeof(req->client));
 		*con_cls = req;
+		const char *framing = ambiguous_framing(req);
+		if (framing != NULL) {
+			/* Answered before the body; the connection closes. */
+			req->close = true;
+			api_error(req, 400, 1004, "%s", framing);
+			return respond(conn, req);
+		}
 		if (announced_too_big(req)) {
 			req->too_big = true;
 			api_error(req, 413, 1413, "body: larger than the limit of "
@@ -179,7 +216,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
 		*data_size = 0;
 		return MHD_YES;
 	}
-	if (req->too_big && req->answered) {
+	if (req->answered) {
 		return MHD_YES; /* Answered at the first call. */
 	}
 	api_dispatch(req, url);

@@ -4,11 +4,13 @@
  * updates and zone transfers (zonecast's own resource; Cloudflare has no
  * such endpoint). POST creates a key and is the only response that ever
  * carries its secret; GET lists keys without secrets; DELETE .../{id}
- * removes one.
+ * removes one. The writes are admin/'s (admin_tsig_create(),
+ * admin_tsig_delete()), as the command's `tsig create|delete`.
  */
 #include <string.h>
 #include <libknot/dname.h>
 
+#include "admin/admin.h"
 #include "api/format.h"
 #include "api/reply.h"
 #include "api/request.h"
@@ -50,22 +52,14 @@ static int list_key(const records_tsig_key_t *key, void *ctx)
 	return 0;
 }
 
+/* A key to create, as the request's body says. */
 typedef struct {
-	int64_t zone_id;
 	const char *name, *algorithm;
 	char grants[RECORDS_TSIG_GRANTS_MAX];
 	bool transfer;
 	records_tsig_key_t key;
 	char err[300];
 } create_t;
-
-static int create_unit(records_store_t *rs, void *ctx)
-{
-	create_t *c = ctx;
-	return records_tsig_create(rs, c->zone_id, c->name, c->algorithm,
-	                           c->grants, c->transfer, &c->key, c->err,
-	                           sizeof(c->err));
-}
 
 /* Reads "grants": an array of strings, joined with spaces. */
 static bool read_grants(api_req_t *req, json_t *body, create_t *c)
@@ -105,7 +99,6 @@ static void create_key(api_req_t *req, const records_zone_t *zone)
 	create_t *c = calloc(1, sizeof(*c));
 	json_t *transfer = json_object_get(body, "transfer");
 	json_t *alg = json_object_get(body, "algorithm");
-	c->zone_id = zone->id;
 	c->name = json_string_value(json_object_get(body, "name"));
 	c->algorithm = json_string_value(alg);
 	c->transfer = transfer == NULL || json_is_true(transfer);
@@ -121,7 +114,9 @@ static void create_key(api_req_t *req, const records_zone_t *zone)
 		ok = false;
 	}
 	if (ok && read_grants(req, body, c)) {
-		int ret = writer_run(req->api->writer, create_unit, c);
+		int ret = admin_tsig_create(req->api->writer, zone->id, c->name,
+		                            c->algorithm, c->grants, c->transfer,
+		                            &c->key, c->err, sizeof(c->err));
 		if (ret == ZC_EOK) {
 			req->status = 201;
 			req->result = key_json(&c->key, true);
@@ -136,16 +131,6 @@ static void create_key(api_req_t *req, const records_zone_t *zone)
 	json_decref(body);
 }
 
-typedef struct {
-	int64_t zone_id, id;
-} delete_t;
-
-static int delete_unit(records_store_t *rs, void *ctx)
-{
-	delete_t *d = ctx;
-	return records_tsig_delete(rs, d->zone_id, d->id);
-}
-
 void api_tsig_keys(api_req_t *req, const records_zone_t *zone, char **parts,
                    int count)
 {
@@ -158,9 +143,8 @@ void api_tsig_keys(api_req_t *req, const records_zone_t *zone, char **parts,
 	} else if (count == 0 && strcmp(m, "POST") == 0) {
 		create_key(req, zone);
 	} else if (count == 1 && strcmp(m, "DELETE") == 0) {
-		delete_t d = { .zone_id = zone->id, .id = api_id_parse(parts[0]) };
-		int ret = d.id > 0 ? writer_run(req->api->writer, delete_unit, &d) :
-		          ZC_ENOKEY;
+		int ret = admin_tsig_delete(req->api->writer, zone->id,
+		                            api_id_parse(parts[0]));
 		if (ret == ZC_ENOKEY) {
 			api_error(req, 404, 1004, "id: no such key in this zone");
 		} else if (ret != ZC_EOK) {

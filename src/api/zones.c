@@ -2,7 +2,8 @@
 /*
  * /client/v4/zones: list, create, get, patch settings, delete; the
  * routes of a zone's resources (records, DNSSEC, TSIG keys, propagation
- * receipts and the retry of a quarantined zone, live.c).
+ * receipts and the retry of a quarantined zone, live.c). A zone's
+ * deletion is admin/'s (admin_zone_delete()), as `zonecast zone delete`.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +14,7 @@
 #include <libknot/errcode.h>
 #include <libknot/rrtype/soa.h>
 
+#include "admin/admin.h"
 #include "api/auth.h"
 #include "api/content.h"
 #include "api/dns_records.h"
@@ -353,14 +355,6 @@ static void patch_zone(api_req_t *req, records_zone_t *zone)
 	free(p);
 }
 
-static int delete_unit(records_store_t *rs, void *ctx)
-{
-	records_zone_t *zone = ctx;
-	uint64_t seq;
-	int ret = records_zone_get(rs, zone->id, zone);
-	return ret == ZC_EOK ? records_zone_remove(rs, zone, &seq) : ret;
-}
-
 /* Whether a write to this resource changes what the zone serves, so a
  * quarantined zone refuses it: records, settings, DNSSEC. Deleting the
  * zone, its retry and its TSIG keys (not served from the edge) go on. */
@@ -446,7 +440,8 @@ void api_zones(api_req_t *req, char **parts, int count)
 	} else if (strcmp(m, "PATCH") == 0) {
 		patch_zone(req, &zone);
 	} else if (strcmp(m, "DELETE") == 0) {
-		ret = writer_run(req->api->writer, delete_unit, &zone);
+		uint64_t seq;
+		ret = admin_zone_delete(req->api->writer, &zone, &seq);
 		if (ret != ZC_EOK) {
 			api_error_code(req, ret, "zone_id");
 		} else {

@@ -2,8 +2,10 @@
 /*
  * Internal to cli/: the administrative writes of the zonecast command —
  * zone import and delete, tsig create and delete, dnssec enable, disable
- * and rollover — written once, as units of the group committer
- * (writer/writer.h), whoever runs them.
+ * and rollover — whoever runs them. The writes themselves are admin/'s
+ * units of the group committer (admin/admin.h), which the API's handlers
+ * call too; this side reads the command's request, runs the unit, makes
+ * the change served and says what it did.
  *
  * Design
  *
@@ -41,6 +43,7 @@
 #include <stdio.h>
 #include <libknot/dname.h>
 
+#include "admin/admin.h"
 #include "builder/builder.h"
 #include "cli/progress.h"
 #include "edge/edge.h"
@@ -92,22 +95,22 @@ int admin_settle(admin_t *a, const admin_change_t *c, builder_stats_t *stats,
 int admin_find_zone(admin_t *a, const char *cmd, const char *name,
                     records_zone_t *zone);
 
-/* The operations (admin_zone.c, admin_tsig.c, admin_dnssec.c). */
-int admin_zone_import(admin_t *a, const json_t *req, int fd);
-int admin_zone_delete(admin_t *a, const json_t *req);
-int admin_tsig_create(admin_t *a, const json_t *req);
-int admin_tsig_delete(admin_t *a, const json_t *req);
-int admin_dnssec(admin_t *a, const json_t *req);
-
-/* A rollover's role ("ksk", "zsk") and step ("prepublish", "activate",
- * "retire"): *flags (SIGNER_FLAGS_*) and *step (signer_roll_step_t). */
-bool admin_dnssec_parse_roll(const char *role, const char *step,
-                             uint16_t *flags, int *roll_step);
+/*
+ * The operations (admin_zone.c, admin_tsig.c, admin_dnssec.c): the
+ * request's fields in, the change made by admin/ (admin/admin.h, the
+ * same code the API's handlers call), then served and said on a->out
+ * and a->err.
+ */
+int admin_cmd_zone_import(admin_t *a, const json_t *req, int fd);
+int admin_cmd_zone_delete(admin_t *a, const json_t *req);
+int admin_cmd_tsig_create(admin_t *a, const json_t *req);
+int admin_cmd_tsig_delete(admin_t *a, const json_t *req);
+int admin_cmd_dnssec(admin_t *a, const json_t *req);
 
 /* dnssec keys and ds: reads only, the same output (admin_dnssec.c). */
-int admin_dnssec_keys(admin_t *a, const records_zone_t *zone,
-                      uint32_t ds_ttl);
-int admin_dnssec_ds(admin_t *a, const records_zone_t *zone);
+int admin_cmd_dnssec_keys(admin_t *a, const records_zone_t *zone,
+                          uint32_t ds_ttl);
+int admin_cmd_dnssec_ds(admin_t *a, const records_zone_t *zone);
 
 /* --- Running a request (admin_client.c, admin_serve.c) --- */
 

@@ -1,32 +1,26 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /*
  * dnssec enable|disable|rollover as administrative writes (admin.h), and
- * the keys and DS they print (docs/dnssec.md). Each change runs as one
- * writer unit; the zone's new version is then served (admin_settle()),
- * so the command ends once DNS answers with it.
- *
- * Safety rails: a rollover step, and the second step of a disable, run
- * only once the waits the TTLs require have passed (signer/timing.c),
- * unless forced, which is said loudly; disable first publishes CDS and
- * CDNSKEY DELETE (RFC 8078 §4) and removes the keys only when run again
- * after the DS TTL, so a DS still at the parent never points at a zone
- * that went unsigned under it.
+ * the keys and DS they print (docs/dnssec.md). Each change is admin/'s
+ * (admin/dnssec.c: one writer unit, with the safety rails, which the
+ * API's PATCH .../dnssec takes too); the zone's new version is then
+ * served (admin_settle()), so the command ends once DNS answers with it,
+ * and this file says what happened: a step forced before its time is
+ * said loudly, one asked for too early is refused with the time it may
+ * run from, the first step of a disable says what to do at the parent.
  *
  * Request fields: {"verb": "enable" | "disable" | "rollover", "zone",
  * "algorithm" (a number), "split", "force", "ds_ttl", "role": "ksk" |
  * "zsk", "step": "prepublish" | "activate" | "retire"}.
  */
-#include <errno.h>
 #include <string.h>
 #include <time.h>
-#include <libknot/errcode.h>
 
 #include "cli/admin.h"
 #include "common/error.h"
 #include "signer/zone.h"
 
-typedef enum { DO_ENABLE, DO_DISABLE, DO_DISABLE_BEGIN, DO_CANCEL,
-               DO_ROLL } action_t;
+typedef enum { DO_ENABLE, DO_DISABLE, DO_ROLL } action_t;
 
 typedef struct {
 	uint8_t alg;
@@ -43,24 +37,6 @@ static int64_t now_ms(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-bool admin_dnssec_parse_roll(const char *role, const char *step,
-                             uint16_t *flags, int *roll_step)
-{
-	*flags = role == NULL ? 0 : strcmp(role, "ksk") == 0 ? SIGNER_FLAGS_KSK :
-	         strcmp(role, "zsk") == 0 ? SIGNER_FLAGS_ZSK : 0;
-	static const char *const steps[] = { "prepublish", "activate", "retire" };
-	static const signer_roll_step_t values[] = { SIGNER_ROLL_PREPUBLISH,
-	                                             SIGNER_ROLL_ACTIVATE,
-	                                             SIGNER_ROLL_RETIRE };
-	for (size_t i = 0; step != NULL && i < 3; i++) {
-		if (strcmp(step, steps[i]) == 0) {
-			*roll_step = (int)values[i];
-			return *flags != 0;
-		}
-	}
-	return false;
 }
 
 /* One DS line per KSK (on a->out). */
@@ -86,43 +62,7 @@ static int print_all_ds(admin_t *a, const records_zone_t *zone)
 	return signer_zone_keys(a->rs, zone, print_ds, &d);
 }
 
-/* --- The change, as a writer unit --- */
-
-typedef struct {
-	records_zone_t zone;
-	action_t action;
-	const args_t *args;
-	uint64_t seq;
-} change_t;
-
-static int change_unit(records_store_t *rs, void *ctx)
-{
-	change_t *c = ctx;
-	int ret = records_zone_get(rs, c->zone.id, &c->zone);
-	if (ret != ZC_EOK) {
-		return ret;
-	}
-	const args_t *a = c->args;
-	switch (c->action) {
-	case DO_ENABLE:
-		ret = signer_zone_enable(rs, &c->zone, a->alg, a->split);
-		break;
-	case DO_DISABLE:
-		ret = signer_zone_disable(rs, &c->zone);
-		break;
-	case DO_DISABLE_BEGIN:
-		ret = signer_zone_disable_begin(rs, &c->zone);
-		break;
-	case DO_CANCEL:
-		ret = signer_zone_disable_cancel(rs, &c->zone);
-		break;
-	case DO_ROLL:
-		ret = signer_zone_rollover(rs, &c->zone, a->roll_flags,
-		                           a->roll_step);
-		break;
-	}
-	return ret == ZC_EOK ? records_last_seq(rs, &c->seq) : ret;
-}
+/* --- The change --- */
 
 /* Says why a change failed. */
 static void change_failed(admin_t *a, const records_zone_t *zone,
@@ -146,61 +86,86 @@ static void change_failed(admin_t *a, const records_zone_t *zone,
 	}
 }
 
-/* Runs one change through the writer, then makes it served; *zone gets
- * the zone as the change left it. */
-static int change(admin_t *a, records_zone_t *zone, action_t action,
-                  const args_t *args)
+/* A step asked for before its time (d->time): forced, a warning; else
+ * the refusal, saying from when it may run. */
+static void say_early(admin_t *a, const char *what, const admin_dnssec_t *d)
 {
-	change_t c = { .zone = *zone, .action = action, .args = args };
-	int ret = writer_run(a->writer, change_unit, &c);
-	char why[EDGE_QUARANTINE_REASON_MAX + 64] = "";
-	if (ret == ZC_EOK) {
-		*zone = c.zone;
-		admin_change_t served = {
-			.apex = zone->apex, .zone_id = (uint64_t)zone->id,
-			.version = zone->serial, .seq = c.seq,
-		};
-		/* A large zone takes a while: progress on a terminal. */
-		cli_progress_t p;
-		cli_progress_begin(&p, a->progress, "building",
-		                   (uint64_t)zone->record_count);
-		ret = admin_settle(a, &served, NULL, a->progress ? &p : NULL, why,
-		                   sizeof(why));
-		cli_progress_end(&p);
-	}
-	if (ret != ZC_EOK) {
-		change_failed(a, zone, action, args, ret, why);
-	}
-	return ret;
-}
-
-/*
- * Whether a step whose earliest time is t may run now: yes when its time
- * has come; forced, yes with a warning; else no, saying when it may.
- */
-static bool may_run(admin_t *a, const char *what, const records_zone_t *zone,
-                    const signer_step_time_t *t, bool force)
-{
-	int64_t now = now_ms();
-	if (t->earliest_ms <= now) {
-		return true;
-	}
+	const signer_step_time_t *t = &d->time;
+	const records_zone_t *zone = &d->zone;
 	char at[32];
 	signer_format_time(t->earliest_ms, at, sizeof(at));
-	long long left = (long long)((t->earliest_ms - now + 999) / 1000);
-	if (force) {
+	long long left = (long long)((t->earliest_ms - now_ms() + 999) / 1000);
+	left = left > 0 ? left : 0;
+	if (d->force) {
 		fprintf(a->err, "zonecast dnssec: WARNING: %s of %s forced %lld s "
 		        "before its time (%s): %s; until then validating "
 		        "resolvers may find %s bogus (SERVFAIL)\n", what,
 		        zone->name, left, at, t->why, zone->name);
-		return true;
+		return;
 	}
 	fprintf(a->err, "zonecast dnssec: too early for %s of %s: %s. It may "
 	        "run from %s (in %lld s: %u s of TTL and propagation). Run it "
 	        "then, or now with --force (validating resolvers may find the "
 	        "zone bogus meanwhile)\n", what, zone->name, t->why, at, left,
 	        t->wait_s);
-	return false;
+}
+
+/* Makes a committed change served (admin_settle(): why says why not). */
+static int serve(admin_t *a, const admin_dnssec_t *d, char *why,
+                 size_t why_size)
+{
+	admin_change_t served = {
+		.apex = d->zone.apex, .zone_id = (uint64_t)d->zone.id,
+		.version = d->zone.serial, .seq = d->seq,
+	};
+	/* A large zone takes a while: progress on a terminal. */
+	cli_progress_t p;
+	cli_progress_begin(&p, a->progress, "building",
+	                   (uint64_t)d->zone.record_count);
+	int ret = admin_settle(a, &served, NULL, a->progress ? &p : NULL, why,
+	                       why_size);
+	cli_progress_end(&p);
+	return ret;
+}
+
+/*
+ * Runs one change through admin/ (what: the step's name in messages),
+ * then makes it served; *zone gets the zone as the change left it and *d
+ * what the change did.
+ */
+static int change(admin_t *a, records_zone_t *zone, action_t action,
+                  const args_t *args, const char *what, admin_dnssec_t *d)
+{
+	*d = (admin_dnssec_t){
+		.zone = *zone, .algorithm = args->alg, .split = args->split,
+		.roll_flags = args->roll_flags, .roll_step = args->roll_step,
+		.ds_ttl = args->ds_ttl, .force = args->force,
+	};
+	int ret = action == DO_ENABLE ? admin_dnssec_enable(a->writer, d) :
+	          action == DO_DISABLE ? admin_dnssec_disable(a->writer, d) :
+	          admin_dnssec_rollover(a->writer, d);
+	if (d->unbegun) {
+		fprintf(a->err, "zonecast dnssec: WARNING: keys of %s removed at "
+		        "once (--force): if a DS for it is still at the parent, "
+		        "validating resolvers find the zone bogus (SERVFAIL) "
+		        "until it is removed and its TTL has passed\n",
+		        zone->name);
+	}
+	if (d->early) {
+		say_early(a, what, d);
+		if (!d->force) {
+			return ret;
+		}
+	}
+	char why[EDGE_QUARANTINE_REASON_MAX + 64] = "";
+	if (ret == ZC_EOK) {
+		*zone = d->zone;
+		ret = serve(a, d, why, sizeof(why));
+	}
+	if (ret != ZC_EOK) {
+		change_failed(a, zone, action, args, ret, why);
+	}
+	return ret;
 }
 
 /* --- keys --- */
@@ -268,7 +233,7 @@ static int print_key(const signer_key_info_t *info, void *ctx)
 	return 0;
 }
 
-int admin_dnssec_keys(admin_t *a, const records_zone_t *zone,
+int admin_cmd_dnssec_keys(admin_t *a, const records_zone_t *zone,
                       uint32_t ds_ttl)
 {
 	records_store_t *rs = a->rs;
@@ -310,100 +275,45 @@ int admin_dnssec_keys(admin_t *a, const records_zone_t *zone,
 
 static int do_rollover(admin_t *a, records_zone_t *zone, const args_t *args)
 {
-	signer_step_time_t t;
-	int ret = signer_step_time(a->rs, zone, args->roll_flags,
-	                           args->roll_step, args->ds_ttl, &t);
 	char what[64];
 	snprintf(what, sizeof(what), "%s %s", args->role_text, args->step_text);
-	if (ret == ZC_EOK && !may_run(a, what, zone, &t, args->force)) {
-		return -EAGAIN;
-	}
-	if (ret == ZC_EOK || ret == ZC_ENOKEY) {
-		/* ZC_ENOKEY: change() says there is nothing to do. */
-		ret = change(a, zone, DO_ROLL, args);
-	} else {
-		fprintf(a->err, "zonecast dnssec: %s\n", zc_strerror(ret));
-	}
-	return ret == ZC_EOK ? admin_dnssec_keys(a, zone, args->ds_ttl) : ret;
-}
-
-static int count_keys(const signer_key_info_t *info, void *ctx)
-{
-	(void)info;
-	(*(int *)ctx)++;
-	return 0;
-}
-
-/* First step of a disable: CDS and CDNSKEY DELETE. */
-static int disable_begin(admin_t *a, records_zone_t *zone, const args_t *args)
-{
-	int ret = change(a, zone, DO_DISABLE_BEGIN, args);
-	if (ret != ZC_EOK) {
-		return ret;
-	}
-	char at[32];
-	signer_format_time(now_ms() + (int64_t)(args->ds_ttl +
-	                   SIGNER_PROPAGATION_S) * 1000, at, sizeof(at));
-	fprintf(a->out, "%s: CDS and CDNSKEY DELETE published (RFC 8078); the "
-	        "zone stays signed.\nNow remove the DS records of %s at the "
-	        "parent (a parent that reads CDS does it itself). Once the DS "
-	        "TTL has passed, from %s, run `zonecast dnssec disable %s` "
-	        "again to remove the keys.\n", zone->name, zone->name, at,
-	        zone->name);
-	return ZC_EOK;
+	admin_dnssec_t d;
+	int ret = change(a, zone, DO_ROLL, args, what, &d);
+	return ret == ZC_EOK ? admin_cmd_dnssec_keys(a, zone, args->ds_ttl) : ret;
 }
 
 static int do_disable(admin_t *a, records_zone_t *zone, const args_t *args)
 {
-	int keys = 0;
-	int ret = signer_zone_keys(a->rs, zone, count_keys, &keys);
-	if (ret == ZC_EOK && keys == 0) {
-		fprintf(a->err, "zonecast dnssec: %s is not signed\n", zone->name);
-		return ZC_ENOKEY;
-	}
-	signer_step_time_t t;
-	if (ret == ZC_EOK) {
-		ret = signer_disable_time(a->rs, zone, args->ds_ttl, &t);
-	}
-	if (ret == KNOT_ENOENT && !args->force) {
-		return disable_begin(a, zone, args);
-	}
-	if (ret == KNOT_ENOENT) {
-		fprintf(a->err, "zonecast dnssec: WARNING: keys of %s removed at "
-		        "once (--force): if a DS for it is still at the parent, "
-		        "validating resolvers find the zone bogus (SERVFAIL) "
-		        "until it is removed and its TTL has passed\n",
-		        zone->name);
-	} else if (ret != ZC_EOK) {
-		fprintf(a->err, "zonecast dnssec: %s\n", zc_strerror(ret));
+	admin_dnssec_t d;
+	int ret = change(a, zone, DO_DISABLE, args, "disable", &d);
+	if (ret != ZC_EOK) {
 		return ret;
-	} else if (!may_run(a, "disable", zone, &t, args->force)) {
-		return -EAGAIN;
 	}
-	ret = change(a, zone, DO_DISABLE, args);
-	if (ret == ZC_EOK) {
+	if (d.done == ADMIN_DNSSEC_DISABLE_BEGUN) {
+		char at[32];
+		signer_format_time(d.second_step_ms, at, sizeof(at));
+		fprintf(a->out, "%s: CDS and CDNSKEY DELETE published (RFC 8078); "
+		        "the zone stays signed.\nNow remove the DS records of %s "
+		        "at the parent (a parent that reads CDS does it itself). "
+		        "Once the DS TTL has passed, from %s, run `zonecast dnssec "
+		        "disable %s` again to remove the keys.\n", zone->name,
+		        zone->name, at, zone->name);
+	} else {
 		fprintf(a->out, "%s: keys removed; the zone is served unsigned\n",
 		        zone->name);
 	}
-	return ret;
+	return ZC_EOK;
 }
 
 static int do_enable(admin_t *a, records_zone_t *zone, const args_t *args)
 {
-	int64_t since;
-	if (signer_zone_disable_since(a->rs, zone, &since) == ZC_EOK) {
-		/* A disable begun and not finished: undone. */
-		int ret = change(a, zone, DO_CANCEL, args);
-		if (ret == ZC_EOK) {
-			fprintf(a->out, "%s: disable cancelled: the KSK's CDS and "
-			        "CDNSKEY are published again in place of DELETE; put "
-			        "the DS back at the parent if it was removed\n",
-			        zone->name);
-			ret = print_all_ds(a, zone);
-		}
-		return ret;
+	admin_dnssec_t d;
+	int ret = change(a, zone, DO_ENABLE, args, "enable", &d);
+	if (ret == ZC_EOK && d.done == ADMIN_DNSSEC_CANCELLED) {
+		fprintf(a->out, "%s: disable cancelled: the KSK's CDS and CDNSKEY "
+		        "are published again in place of DELETE; put the DS back "
+		        "at the parent if it was removed\n", zone->name);
 	}
-	int ret = change(a, zone, DO_ENABLE, args);
 	return ret == ZC_EOK ? print_all_ds(a, zone) : ret;
 }
 
@@ -413,7 +323,7 @@ static int count_ksk(const signer_key_info_t *info, void *ctx)
 	return 0;
 }
 
-int admin_dnssec_ds(admin_t *a, const records_zone_t *zone)
+int admin_cmd_dnssec_ds(admin_t *a, const records_zone_t *zone)
 {
 	int ksks = 0;
 	int ret = signer_zone_keys(a->rs, zone, count_ksk, &ksks);
@@ -441,19 +351,17 @@ static bool read_args(admin_t *a, const json_t *req, args_t *args)
 		.step_text = json_string_value(json_object_get(req, "step")),
 	};
 	const char *verb = json_string_value(json_object_get(req, "verb"));
-	int step = 0;
 	if (verb != NULL && strcmp(verb, "rollover") == 0 &&
 	    !admin_dnssec_parse_roll(args->role_text, args->step_text,
-	                             &args->roll_flags, &step)) {
+	                             &args->roll_flags, &args->roll_step)) {
 		fprintf(a->err, "zonecast dnssec: rollover: ksk or zsk, then "
 		        "prepublish, activate or retire\n");
 		return false;
 	}
-	args->roll_step = (signer_roll_step_t)step;
 	return true;
 }
 
-int admin_dnssec(admin_t *a, const json_t *req)
+int admin_cmd_dnssec(admin_t *a, const json_t *req)
 {
 	const char *verb = json_string_value(json_object_get(req, "verb"));
 	args_t args;

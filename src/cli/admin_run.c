@@ -21,31 +21,31 @@
 
 static int run_import(admin_t *a, const json_t *req, int fd)
 {
-	return admin_zone_import(a, req, fd);
+	return admin_cmd_zone_import(a, req, fd);
 }
 
 static int run_delete(admin_t *a, const json_t *req, int fd)
 {
 	(void)fd;
-	return admin_zone_delete(a, req);
+	return admin_cmd_zone_delete(a, req);
 }
 
 static int run_tsig_create(admin_t *a, const json_t *req, int fd)
 {
 	(void)fd;
-	return admin_tsig_create(a, req);
+	return admin_cmd_tsig_create(a, req);
 }
 
 static int run_tsig_delete(admin_t *a, const json_t *req, int fd)
 {
 	(void)fd;
-	return admin_tsig_delete(a, req);
+	return admin_cmd_tsig_delete(a, req);
 }
 
 static int run_dnssec(admin_t *a, const json_t *req, int fd)
 {
 	(void)fd;
-	return admin_dnssec(a, req);
+	return admin_cmd_dnssec(a, req);
 }
 
 static const struct {

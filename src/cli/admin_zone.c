@@ -6,10 +6,9 @@
  * server's control thread, or the command), collecting it in memory
  * (records_import_t); only its commit, one transaction that replaces the
  * zone's records and logs zone_imported, runs on the writer thread, alone
- * between two batches (writer_run_alone()), so a large zone's parsing
- * never holds up other writes. The commit goes through the connection the
- * import was begun on (the records API binds it there); the writer thread
- * runs it while that connection is otherwise idle.
+ * between two batches (admin_zone_import_commit()), so a large zone's
+ * parsing never holds up other writes. The deletion is admin/'s unit
+ * (admin_zone_delete()), as the API's DELETE /zones/{id}.
  *
  * Request fields: zone-import {"zone", "path" (the name in messages),
  * "include_dir" (for relative $INCLUDE), "quiet"} and the file's
@@ -36,22 +35,6 @@ static const char *field(const json_t *req, const char *key)
 	return json_string_value(json_object_get(req, key));
 }
 
-/* The import's commit, on the writer thread (writer_run_alone()). */
-typedef struct {
-	records_import_t *imp;   /* NULL once handed to the commit. */
-	uint64_t seq;
-	records_zone_t zone;
-} commit_t;
-
-static int commit_unit(records_store_t *rs, void *ctx)
-{
-	(void)rs; /* The import commits through its own connection. */
-	commit_t *c = ctx;
-	records_import_t *imp = c->imp;
-	c->imp = NULL;
-	return records_import_commit(imp, &c->seq, &c->zone);
-}
-
 /* Reads and checks the file into imp; says why not. */
 static int load(admin_t *a, records_import_t *imp, const uint8_t *apex,
                 const json_t *req, int fd, bool progress, uint64_t *records)
@@ -72,22 +55,23 @@ static int load(admin_t *a, records_import_t *imp, const uint8_t *apex,
 }
 
 /* Commits the loaded import and makes it served; says how it went. */
-static int store_and_build(admin_t *a, commit_t *c, const uint8_t *apex,
-                           const char *name, bool progress, bool quiet,
-                           uint64_t records)
+static int store_and_build(admin_t *a, records_import_t *imp,
+                           const uint8_t *apex, const char *name,
+                           bool progress, bool quiet, uint64_t records)
 {
 	double start = now_s();
 	zone_load_phase(progress, records, "storing");
-	int ret = writer_run_alone(a->writer, commit_unit, c);
+	uint64_t seq = 0;
+	records_zone_t zone;
+	int ret = admin_zone_import_commit(a->writer, imp, &seq, &zone);
 	zone_load_phase(progress, records, NULL);
-	records_import_abort(c->imp); /* Never committed (refused). */
 	double stored = now_s();
 	builder_stats_t stats = { 0 };
 	char why[EDGE_QUARANTINE_REASON_MAX + 64] = "";
 	if (ret == ZC_EOK) {
 		admin_change_t change = {
-			.apex = apex, .zone_id = (uint64_t)c->zone.id,
-			.version = c->zone.serial, .seq = c->seq,
+			.apex = apex, .zone_id = (uint64_t)zone.id,
+			.version = zone.serial, .seq = seq,
 		};
 		cli_progress_t building;
 		cli_progress_begin(&building, progress, "building", records);
@@ -101,14 +85,14 @@ static int store_and_build(admin_t *a, commit_t *c, const uint8_t *apex,
 		        why[0] ? why : zc_strerror(ret));
 	} else if (!quiet) {
 		fprintf(a->err, "zone %s: %llu records, serial %u, stored in "
-		        "%.2f s, built in %.2f s\n", c->zone.name,
-		        (unsigned long long)records, c->zone.serial,
+		        "%.2f s, built in %.2f s\n", zone.name,
+		        (unsigned long long)records, zone.serial,
 		        stored - start, now_s() - stored);
 	}
 	return ret;
 }
 
-int admin_zone_import(admin_t *a, const json_t *req, int fd)
+int admin_cmd_zone_import(admin_t *a, const json_t *req, int fd)
 {
 	const char *name = field(req, "zone");
 	bool quiet = json_is_true(json_object_get(req, "quiet"));
@@ -127,40 +111,29 @@ int admin_zone_import(admin_t *a, const json_t *req, int fd)
 		return ZC_EUSAGE;
 	}
 	records_set_max_records(a->rs, a->max_records);
-	commit_t c = { 0 };
-	int ret = records_import_begin(a->rs, apex, &c.imp);
+	records_import_t *imp = NULL;
+	int ret = records_import_begin(a->rs, apex, &imp);
 	if (ret != ZC_EOK) {
 		fprintf(a->err, "zonecast: cannot start the import: %s\n",
 		        zc_strerror(ret));
 		return ret;
 	}
 	uint64_t records = 0;
-	ret = load(a, c.imp, apex, req, fd, progress, &records);
+	ret = load(a, imp, apex, req, fd, progress, &records);
 	if (ret != ZC_EOK) {
-		records_import_abort(c.imp);
+		records_import_abort(imp);
 		return ret;
 	}
-	return store_and_build(a, &c, apex, name, progress, quiet, records);
+	return store_and_build(a, imp, apex, name, progress, quiet, records);
 }
 
 /* --- zone delete --- */
 
-typedef struct {
-	records_zone_t zone;
-	uint64_t seq;
-} delete_t;
-
-static int delete_unit(records_store_t *rs, void *ctx)
-{
-	delete_t *d = ctx;
-	int ret = records_zone_get(rs, d->zone.id, &d->zone);
-	return ret == ZC_EOK ? records_zone_remove(rs, &d->zone, &d->seq) : ret;
-}
-
-int admin_zone_delete(admin_t *a, const json_t *req)
+int admin_cmd_zone_delete(admin_t *a, const json_t *req)
 {
 	const char *name = field(req, "zone");
-	delete_t d;
+	records_zone_t zone;
+	uint64_t seq = 0;
 	uint8_t apex[KNOT_DNAME_MAXLEN];
 	int ret = name != NULL && knot_dname_from_str(apex, name, sizeof(apex)) ?
 	          ZC_EOK : ZC_EUSAGE;
@@ -170,9 +143,9 @@ int admin_zone_delete(admin_t *a, const json_t *req)
 		return ret;
 	}
 	knot_dname_to_lower(apex);
-	ret = records_zone_find(a->rs, apex, &d.zone);
+	ret = records_zone_find(a->rs, apex, &zone);
 	if (ret == ZC_EOK) {
-		ret = writer_run(a->writer, delete_unit, &d);
+		ret = admin_zone_delete(a->writer, &zone, &seq);
 	}
 	if (ret == ZC_ENOZONE) {
 		fprintf(a->err, "zonecast: no zone %s\n", name);
@@ -182,7 +155,7 @@ int admin_zone_delete(admin_t *a, const json_t *req)
 	if (ret == ZC_EOK) {
 		/* Off the edge now, as the old version of the zone would be. */
 		admin_change_t change = {
-			.apex = apex, .zone_id = (uint64_t)d.zone.id, .seq = d.seq,
+			.apex = apex, .zone_id = (uint64_t)zone.id, .seq = seq,
 			.deleted = true,
 		};
 		ret = admin_settle(a, &change, NULL, NULL, why, sizeof(why));
@@ -192,6 +165,6 @@ int admin_zone_delete(admin_t *a, const json_t *req)
 		        why[0] ? why : zc_strerror(ret));
 		return ret;
 	}
-	fprintf(a->out, "zone %s deleted\n", d.zone.name);
+	fprintf(a->out, "zone %s deleted\n", zone.name);
 	return ZC_EOK;
 }

@@ -2,7 +2,8 @@
 /*
  * zonecast dnssec enable|disable|ds|keys|rollover: online signing of a zone
  * (docs/dnssec.md). enable, disable and rollover are writes (cli/admin.h,
- * admin_dnssec.c, where the safety rails of rollovers and disable are):
+ * admin_dnssec.c; the safety rails of rollovers and disable are
+ * admin/dnssec.c's, which the API's PATCH .../dnssec takes too):
  * the running server carries them out and answers once it serves the
  * change, or this process does, with no server, under the data
  * directory's lock. ds and keys read the records store.
@@ -61,7 +62,7 @@ static bool parse_roll(char **argv, int at, args_t *a)
 	a->role_text = argv[at];
 	a->step_text = argv[at + 1];
 	uint16_t flags;
-	int step;
+	signer_roll_step_t step;
 	return admin_dnssec_parse_roll(a->role_text, a->step_text, &flags, &step);
 }
 
@@ -144,9 +145,9 @@ static int show(const char *dir, const args_t *a)
 	records_zone_t zone;
 	int ret = admin_find_zone(&view, "dnssec", a->name, &zone);
 	if (ret == ZC_EOK && strcmp(a->verb, "ds") == 0) {
-		ret = admin_dnssec_ds(&view, &zone);
+		ret = admin_cmd_dnssec_ds(&view, &zone);
 	} else if (ret == ZC_EOK) {
-		ret = admin_dnssec_keys(&view, &zone, a->ds_ttl);
+		ret = admin_cmd_dnssec_keys(&view, &zone, a->ds_ttl);
 	}
 	edge_close(es);
 	records_close(rs);

@@ -242,6 +242,11 @@ static int do_delete(const char *dir, const char *name, bool force,
 	if (ret == ZC_EOK) {
 		ret = records_zone_find(rs, apex, &zone);
 	}
+	if (ret == ZC_EOK) {
+		/* records_zone_find() leaves the count at 0: what the
+		 * question names is the kept count. */
+		ret = records_zone_kept_count(rs, zone.id, &zone.record_count);
+	}
 	records_close(rs);
 	if (ret == ZC_ENOZONE) {
 		fprintf(stderr, "zonecast: no zone %s\n", name);

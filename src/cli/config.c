@@ -72,10 +72,16 @@ int config_read(config_t *cfg, const char *path, char *errbuf,
 		         strerror(errno));
 		return ZC_EINVAL_CONFIG;
 	}
+	/* Repeatable keys met in the file, one flag per key of the table. */
+	bool *seen = calloc(config_key_count(), sizeof(*seen));
+	if (seen == NULL) {
+		fclose(f);
+		snprintf(errbuf, errbuf_size, "%s: out of memory", path);
+		return -ENOMEM;
+	}
 	char line[2048];
 	unsigned lineno = 0;
 	bool in_server = false;
-	bool seen[128] = { false }; /* Repeatable keys met in the file. */
 	int ret = ZC_EOK;
 	while (fgets(line, sizeof(line), f) != NULL) {
 		lineno++;
@@ -101,8 +107,7 @@ int config_read(config_t *cfg, const char *path, char *errbuf,
 				         "section", key);
 			} else {
 				int i = config_key_find(key);
-				if (i >= 0 && (size_t)i < sizeof(seen) && !seen[i] &&
-				    config_key_repeatable((size_t)i)) {
+				if (i >= 0 && !seen[i] && config_key_repeatable((size_t)i)) {
 					/* The file's list replaces the defaults. */
 					config_key_clear(cfg, (size_t)i);
 					seen[i] = true;
@@ -118,6 +123,7 @@ int config_read(config_t *cfg, const char *path, char *errbuf,
 		}
 	}
 	fclose(f);
+	free(seen);
 	return ret;
 }
 

@@ -26,7 +26,6 @@
  */
 #include <errno.h>
 #include <jansson.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -42,6 +41,7 @@
 #include "cli/serve.h"
 #include "common/error.h"
 #include "common/log.h"
+#include "common/wait.h"
 
 #define REQUEST_MAX 16384
 #define IO_TIMEOUT_S 5
@@ -343,20 +343,7 @@ static void *control_main(void *arg)
 {
 	control_t *c = arg;
 	pthread_setname_np(pthread_self(), "zc-control");
-	struct pollfd fds[2] = {
-		{ .fd = c->fd, .events = POLLIN },
-		{ .fd = c->stop_fd, .events = POLLIN },
-	};
-	for (;;) {
-		if (poll(fds, 2, -1) < 0 && errno != EINTR) {
-			break;
-		}
-		if (fds[1].revents & POLLIN) {
-			break;
-		}
-		if (!(fds[0].revents & POLLIN)) {
-			continue;
-		}
+	while (zc_wait_readable(c->fd, c->stop_fd)) {
 		int fd = accept4(c->fd, NULL, NULL, SOCK_CLOEXEC);
 		if (fd >= 0 && !serve_client(c, fd)) {
 			close(fd);

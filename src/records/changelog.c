@@ -279,7 +279,7 @@ static int read_events(records_store_t *store, int64_t zone_id,
 			ret = ZC_ENOJOURNAL;
 			break;
 		}
-		size_t okey_len = (size_t)(int)rdb_col_bytes(stmt, 2);
+		size_t okey_len = rdb_col_bytes(stmt, 2);
 		if (apex_len + okey_len > sizeof(lf)) {
 			ret = ZC_EFORMAT;
 			break;

@@ -35,8 +35,8 @@ int rdb_open(rdb_t **out, const char *target, const rdb_options_t *opts)
 #ifdef ZC_HAVE_LIBPQ
 		return rdb_pg_driver.open(out, target, opts);
 #else
-		zc_error("%s: %s: this zonecast was built without PostgreSQL"
-		         " support (libpq)", opts->label, "postgresql://");
+		zc_error("%s: this zonecast was built without PostgreSQL"
+		         " (libpq)", opts->label ? opts->label : "database");
 		return KNOT_ENOTSUP;
 #endif
 	}

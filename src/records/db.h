@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /*
- * Internal to records/ (and the signed view): the database driver. One
- * connection to one engine behind one small interface, so that the store's
- * files hold SQL and logic and no engine calls. db.c dispatches each call
- * to the connection's driver: db_sqlite.c today, db_pg.c (libpq) next
- * (docs/design-postgresql.md §5.1). A driver is a table of functions
- * (db_driver.h); adding one adds its file and one line in db.c.
+ * Internal to records/ (and sigview/, whose signed.db it also opens): the
+ * database driver. One connection to one engine behind one small
+ * interface, so that the store's files hold SQL and logic and no engine
+ * calls. db.c dispatches each call to the connection's driver:
+ * db_sqlite.c today, db_pg.c (libpq) next (docs/design-postgresql.md
+ * §5.1). A driver is a table of functions (db_driver.h); adding one adds
+ * its file (and its line in meson.build).
  *
  * SQL text. Shared statements use numbered placeholders ?1, ?2, ...
  * (SQLite takes them as they are; the PostgreSQL driver rewrites them to
@@ -24,6 +25,10 @@
  * ZC_ESQL, logged with the engine's message).
  *
  * Threads: a connection and its statements belong to one thread at a time.
+ *
+ * Still to come with the libpq driver (docs/design-postgresql.md §5.1):
+ * rdb_defer()/rdb_sync() (pipelined writes whose errors surface at the
+ * sync; SQLite steps at once), array binds, and COPY for imports.
  */
 #pragma once
 
@@ -134,8 +139,9 @@ static inline int rdb_status(int step_result)
 int rdb_run(rdb_stmt_t *st);
 
 /* Reads column i (from 0) of the current row. Pointers are borrowed until
- * the next step, reset or done. A blob's pointer may be NULL when its
- * length is 0; rdb_col_text() is NULL for NULL. */
+ * the next step, reset or done. NULL reads as 0 (int64), a NULL pointer
+ * of length 0 (blob) and NULL (text); an empty blob's pointer may be NULL
+ * too (rdb_col_is_null() tells them apart). */
 int64_t rdb_col_int64(rdb_stmt_t *st, int i);
 const void *rdb_col_blob(rdb_stmt_t *st, int i, size_t *len);
 size_t rdb_col_bytes(rdb_stmt_t *st, int i);

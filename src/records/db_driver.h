@@ -6,6 +6,13 @@
  * any handle; the rest of both is the driver's own. db.c does what every
  * engine shares (picking the dialect's text, rdb_run()); a driver does the
  * rest, and maps its engine's errors in one function of its own.
+ *
+ * What db.h promises, each driver keeps: a NULL column reads as 0, NULL
+ * text and a NULL pointer of length 0; a NULL pointer bound binds NULL;
+ * prepare(cached) keys on the text's address and gives a busy cached
+ * statement's text a second statement; done() on an uncached statement
+ * finalizes it; rollback() and rollback_to() do nothing outside a
+ * transaction. tests/unit/records/test_db.c checks all of it.
  */
 #pragma once
 
@@ -56,7 +63,9 @@ struct rdb_driver {
 	void (*rollback_to)(rdb_t *db, rdb_level_t level);
 };
 
-/* The drivers (db.c picks one by target). */
+/* The drivers (db.c picks one by target). db_pg.c, the libpq driver,
+ * defines rdb_pg_driver; records/meson.build compiles it, when libpq is found
+ * (meson defines ZC_HAVE_LIBPQ). */
 extern const rdb_driver_t rdb_sqlite_driver;
 #ifdef ZC_HAVE_LIBPQ
 extern const rdb_driver_t rdb_pg_driver;

@@ -65,8 +65,8 @@ int records_dnssec_keys(records_store_t *store, int64_t zone_id,
 			.flags = (uint16_t)rdb_col_int64(stmt, 1),
 			.algorithm = (uint8_t)rdb_col_int64(stmt, 2),
 			.pem = rdb_col_blob(stmt, 3, NULL),
-			.pem_len = (size_t)(int)rdb_col_bytes(stmt, 3),
-			.active = (int)rdb_col_int64(stmt, 4) != 0,
+			.pem_len = rdb_col_bytes(stmt, 3),
+			.active = rdb_col_int64(stmt, 4) != 0,
 			.created_on = rdb_col_int64(stmt, 5),
 			.active_on = rdb_col_int64(stmt, 6),
 			.retired_on = rdb_col_int64(stmt, 7),
@@ -102,13 +102,13 @@ int records_dnssec_key_set_active(records_store_t *store, int64_t id,
 	rdb_stmt_t *stmt;
 	/* The times a rollover waits from (signer/timing.c): when the key
 	 * began signing, when it stopped. */
-	int ret = rdb_prepare(store->db, RDB_SQL(active ?
-			      "UPDATE dnssec_keys SET active = 1,"
-			      " active_on = ?1, retired_on = NULL"
-			      " WHERE id = ?2" :
-			      "UPDATE dnssec_keys SET active = 0,"
-			      " retired_on = ?1 WHERE id = ?2 AND"
-			      " active = 1"), &stmt);
+	int ret = rdb_prepare(store->db, active ?
+	                      RDB_SQL("UPDATE dnssec_keys SET active = 1,"
+	                              " active_on = ?1, retired_on = NULL"
+	                              " WHERE id = ?2") :
+	                      RDB_SQL("UPDATE dnssec_keys SET active = 0,"
+	                              " retired_on = ?1 WHERE id = ?2 AND"
+	                              " active = 1"), &stmt);
 	if (ret != ZC_EOK) {
 		return ret;
 	}

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /*
  * Internal to records/: what the files of the store call of each other
- * besides the SQL core (sqlite.h) and the change log (changelog.h), each
- * under the file that defines it. records.h draws who calls whom.
+ * besides the driver (db.h), the connection (store.h) and the change log
+ * (changelog.h), each under the file that defines it. records.h draws who
+ * calls whom.
  */
 #pragma once
 

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /*
- * Records store: the source of truth (SQLite in WAL mode).
+ * Records store: the source of truth (SQLite in WAL mode; PostgreSQL
+ * next, behind the same driver interface, db.h).
  *
  * Design
  *
@@ -28,32 +29,37 @@
  * Builds read records in (okey, type) order, which is the edge store's key
  * order, so a full build is a streaming merge of two sorted sequences.
  *
- * A records_store_t is one SQLite connection: use one per thread.
+ * A records_store_t is one database connection: use one per thread.
  *
  * Files. Each .c file calls only files of lower layers (in records/;
  * `dev/module_graph --layers src/records` prints this and fails on a
  * cycle):
  *
- *   5  import.c      bulk import        changelog, rows, zones, sql
- *   5  query.c       lookups, listings  rows, zones, sql
- *   5  scan.c        snapshot reads     changelog, zones, sql
+ *   5  import.c      bulk import        changelog, rows, rules, zones, db
+ *   5  query.c       lookups, listings  rows, zones, db
+ *   5  scan.c        snapshot reads     changelog, zones, db
  *   5  txn.c         write txns,        changelog, counts, rows, zones,
- *                    savepoints         sql
+ *                    savepoints         db
  *   4  pool.c        connection pool    store
- *   4  zones.c       zone operations    changelog, rows, sql
- *   3  rows.c        record rows, ids   changelog, counts, sql
- *   3  store.c       open, close        schema, sql
+ *   4  zones.c       zone operations    changelog, rows, db
+ *   3  rows.c        record rows, ids   changelog, counts, db
+ *   3  store.c       open, close        schema, db
  *   3  tsig_create.c TSIG keys made     tsig_keys
- *   2  changelog.c   the change log     sql
- *   2  counts.c      records per zone   sql
- *   2  schema.c      migrations         sql
- *   2  tokens.c, tsig_keys.c, dnssec_keys.c, secondaries.c            sql
- *   1  sql.c         SQL core           -
+ *   2  changelog.c   the change log     db
+ *   2  counts.c      records per zone   db
+ *   2  schema.c      SQLite migrations  db, db_sqlite
+ *   2  tokens.c, tsig_keys.c, dnssec_keys.c, secondaries.c            db
+ *   1  db.c          the driver: picks one by target, dispatches to it
+ *   1  db_sqlite.c   the SQLite driver (the only file calling SQLite,
+ *                    with schema.c's SQL function)
+ *   1  rules.c       zone-content rules
  *
  * Headers: records.h (this contract) includes changelog.h (the change
- * log's interface, free of SQLite); internal ones are sqlite.h (the SQL
- * core and the connection struct, which names the file owning each
- * field) and internal.h (what the files above call of each other).
+ * log's interface, free of SQLite); internal ones are db.h (the
+ * engine-neutral driver: statements, transactions, savepoints; the SQL
+ * text is shared, with RDB_SQL2 where the dialects differ), store.h (the
+ * connection struct, which names the file owning each field) and
+ * internal.h (what the files above call of each other).
  */
 #pragma once
 

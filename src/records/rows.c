@@ -184,7 +184,7 @@ int records_record_delete(records_store_t *store, const records_zone_t *zone,
 		return ret;
 	}
 	uint8_t okey[DNS_LF_MAXLEN];
-	size_t okey_len = (size_t)(int)rdb_col_bytes(stmt, 0);
+	size_t okey_len = rdb_col_bytes(stmt, 0);
 	if (okey_len > sizeof(okey)) {
 		rdb_done(stmt);
 		return ZC_EFORMAT;
@@ -195,7 +195,7 @@ int records_record_delete(records_store_t *store, const records_zone_t *zone,
 	uint16_t type = (uint16_t)rdb_col_int64(stmt, 1);
 	uint32_t ttl = (uint32_t)rdb_col_int64(stmt, 2);
 	uint8_t rdata[UINT16_MAX];
-	size_t rdata_len = (size_t)(int)rdb_col_bytes(stmt, 3);
+	size_t rdata_len = rdb_col_bytes(stmt, 3);
 	if (rdata_len > sizeof(rdata)) {
 		rdb_done(stmt);
 		return ZC_EFORMAT;

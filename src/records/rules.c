@@ -36,6 +36,9 @@ const char *records_rules_reason(records_verdict_t verdict)
 	case RECORDS_RULE_SECOND_CNAME:
 		return "more than one CNAME record at the same name (RFC 2181 "
 		       "section 10.1)";
+	case RECORDS_RULE_SECOND_DNAME:
+		return "more than one DNAME record at the same name (RFC 6672 "
+		       "section 2.4)";
 	case RECORDS_RULE_DUPLICATE:
 		return "duplicate record (names in rdata compare ignoring case, "
 		       "RFC 4034 section 6.2)";
@@ -79,6 +82,27 @@ bool records_rules_is_apex_protected(const knot_dname_t *apex,
 {
 	return (type == KNOT_RRTYPE_SOA || type == KNOT_RRTYPE_NS) &&
 	       knot_dname_is_case_equal(owner, apex);
+}
+
+/* Types of which a name holds one record: a second one is a conflict,
+ * not another member of the RRset (RFC 2181 §10.1, RFC 6672 §2.4). */
+static bool is_singleton(uint16_t type)
+{
+	return type == KNOT_RRTYPE_CNAME || type == KNOT_RRTYPE_DNAME;
+}
+
+static records_verdict_t second_of(uint16_t type)
+{
+	return type == KNOT_RRTYPE_CNAME ? RECORDS_RULE_SECOND_CNAME :
+	       RECORDS_RULE_SECOND_DNAME;
+}
+
+/* The signer's types an export holds and an import takes back: the keys
+ * it publishes. Signatures and denial records are made per query. */
+static bool is_published_key(uint16_t type)
+{
+	return type == KNOT_RRTYPE_DNSKEY || type == KNOT_RRTYPE_CDS ||
+	       type == KNOT_RRTYPE_CDNSKEY;
 }
 
 /* Types allowed beside a CNAME (RFC 2181 §10.1, RFC 4035 §2.5). */
@@ -261,7 +285,7 @@ records_verdict_t records_rules_check_add(const records_rules_node_t *node,
 			return v;
 		}
 	}
-	size_t other_cname = NONE;
+	size_t other = NONE; /* The CNAME or DNAME already there. */
 	for (size_t i = 0; i < node->count; i++) {
 		const records_rules_rr_t *s = &node->rr[i];
 		if (s->type != rr->type) {
@@ -272,13 +296,13 @@ records_verdict_t records_rules_check_add(const records_rules_node_t *node,
 			*at = i;
 			return RECORDS_RULE_DUPLICATE;
 		}
-		if (s->type == KNOT_RRTYPE_CNAME && other_cname == NONE) {
-			other_cname = i;
+		if (is_singleton(s->type) && other == NONE) {
+			other = i;
 		}
 	}
-	if (other_cname != NONE) {
-		*at = other_cname;
-		return RECORDS_RULE_SECOND_CNAME;
+	if (other != NONE) {
+		*at = other;
+		return second_of(rr->type);
 	}
 	return RECORDS_RULE_OK;
 }
@@ -366,8 +390,8 @@ static void check_neighbour(const records_rules_node_t *node, size_t i,
 	if (records_rules_rdata_equal(e->type, p->rdata, p->rdata_len,
 	                              e->rdata, e->rdata_len)) {
 		report(r, later(node, i - 1, i), RECORDS_RULE_DUPLICATE);
-	} else if (e->type == KNOT_RRTYPE_CNAME) {
-		report(r, later(node, i - 1, i), RECORDS_RULE_SECOND_CNAME);
+	} else if (is_singleton(e->type)) {
+		report(r, later(node, i - 1, i), second_of(e->type));
 	} else if (records_rules_needs_retime(p, e)) {
 		report(r, i, RECORDS_RULE_TTL_DIFFERS);
 	}
@@ -383,7 +407,9 @@ int records_rules_check_node(const records_rules_node_t *node,
 		const records_rules_rr_t *e = &node->rr[i];
 		records_verdict_t v = check_alone(node, e);
 		if (v == RECORDS_RULE_SOA_ELSEWHERE ||
-		    v == RECORDS_RULE_CNAME_AT_APEX) {
+		    v == RECORDS_RULE_CNAME_AT_APEX ||
+		    (v == RECORDS_RULE_SIGNER_TYPE &&
+		     !is_published_key(e->type))) {
 			report(&r, i, v);
 		} else if (e->type == KNOT_RRTYPE_SOA && ++soa > 1) {
 			report(&r, i, RECORDS_RULE_SECOND_SOA);

@@ -17,6 +17,9 @@
  *   - a CNAME shares its name with no other data but RRSIG and NSEC
  *     (RFC 1034 §3.6.2, RFC 2181 §10.1, RFC 4035 §2.5), is never at the
  *     apex (which holds the SOA and NS), and is alone in its RRset;
+ *   - a DNAME is alone in its RRset too: a subtree is redirected to one
+ *     target (RFC 6672 section 2.4; BIND and Knot hold DNAME a singleton
+ *     type as CNAME);
  *   - a record equal to a stored one is a duplicate, compared as RFC 2136
  *     §1.1.1 and RFC 4034 §6.2 say: the names inside the rdata of the
  *     types listed there (NS, CNAME, SOA, PTR, MX, SRV, NAPTR, DNAME, ...)
@@ -69,6 +72,7 @@ typedef enum {
 	RECORDS_RULE_CNAME_BESIDE_DATA, /* A CNAME added where other data is. */
 	RECORDS_RULE_DATA_BESIDE_CNAME, /* Other data added where a CNAME is. */
 	RECORDS_RULE_SECOND_CNAME,     /* Another CNAME where one is. */
+	RECORDS_RULE_SECOND_DNAME,     /* Another DNAME where one is. */
 	RECORDS_RULE_DUPLICATE,        /* Equal to a stored record. */
 	RECORDS_RULE_TTL_DIFFERS,      /* Two TTLs in one RRset (an import). */
 	RECORDS_RULE_REMOVES_SOA,      /* The SOA is never removed. */
@@ -121,9 +125,10 @@ bool records_rules_needs_retime(const records_rules_rr_t *stored,
  * Whether `rr` may be added at the node (which holds the records stored
  * at the owner, less any record the write replaces). In order: OUTSIDE_
  * ZONE, SIGNER_TYPE, SOA_ELSEWHERE, SECOND_SOA, CNAME_AT_APEX, CNAME_
- * BESIDE_DATA, DATA_BESIDE_CNAME, SECOND_CNAME, DUPLICATE, else OK. *at
- * (unless NULL) gets the index of the stored record in question (the
- * other CNAME, the duplicate; SIZE_MAX when none).
+ * BESIDE_DATA, DATA_BESIDE_CNAME, SECOND_CNAME or SECOND_DNAME,
+ * DUPLICATE, else OK. *at (unless NULL) gets the index of the stored
+ * record in question (the other CNAME or DNAME, the duplicate; SIZE_MAX
+ * when none).
  */
 records_verdict_t records_rules_check_add(const records_rules_node_t *node,
                                           const records_rules_rr_t *rr,
@@ -161,11 +166,13 @@ typedef void (*records_rules_problem_cb)(size_t index,
 /*
  * Checks a whole node as a zone file gives it (an import): SOA_ELSEWHERE,
  * SECOND_SOA, CNAME_AT_APEX, CNAME_BESIDE_DATA or DATA_BESIDE_CNAME (the
- * later of the two by tag), SECOND_CNAME, DUPLICATE, TTL_DIFFERS, and at
+ * later of the two by tag), SECOND_CNAME, SECOND_DNAME, DUPLICATE,
+ * TTL_DIFFERS, SIGNER_TYPE for RRSIG, NSEC, NSEC3 and NSEC3PARAM, and at
  * the apex NO_SOA and NO_APEX_NS. The records must be in
- * records_rules_rr_cmp() order. Signer-owned types are not refused here:
- * an exported signed zone holds the DNSKEY, CDS and CDNSKEY the signer
- * stored, and imports back. Returns the number of problems reported.
+ * records_rules_rr_cmp() order. DNSKEY, CDS and CDNSKEY are not refused
+ * here: an exported signed zone holds those the signer stored, and
+ * imports back; signatures and denial records are made at query time
+ * and never stored. Returns the number of problems reported.
  */
 int records_rules_check_node(const records_rules_node_t *node,
                              records_rules_problem_cb problem, void *ctx);

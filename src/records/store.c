@@ -9,7 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <time.h>
 #include <libknot/errcode.h>
 
 #include "common/error.h"
@@ -142,9 +141,3 @@ void records_close(records_store_t *store)
 	free(store);
 }
 
-int64_t records_now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}

@@ -10,6 +10,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "records/db.h"
 #include "records/records.h"
@@ -56,5 +57,10 @@ struct records_store {
 	size_t count_saved_n[2];
 };
 
-/* Current time in Unix milliseconds (store.c). */
-int64_t records_now_ms(void);
+/* Current time in Unix milliseconds. */
+static inline int64_t records_now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}

@@ -24,7 +24,7 @@ static void token_from_stmt(rdb_stmt_t *stmt, records_token_t *tok)
 	tok->id = rdb_col_int64(stmt, 0);
 	const char *name = rdb_col_text(stmt, 1);
 	snprintf(tok->name, sizeof(tok->name), "%s", name ? name : "");
-	tok->read_only = (int)rdb_col_int64(stmt, 2) != 0;
+	tok->read_only = rdb_col_int64(stmt, 2) != 0;
 	tok->zone_id = rdb_col_int64(stmt, 3);
 	tok->created_on = rdb_col_int64(stmt, 4);
 	tok->modified_on = rdb_col_int64(stmt, 5);

@@ -20,13 +20,13 @@ static void key_from_stmt(rdb_stmt_t *stmt, records_tsig_key_t *key)
 {
 	memset(key, 0, sizeof(*key));
 	key->id = rdb_col_int64(stmt, 0);
-	size_t len = (size_t)(int)rdb_col_bytes(stmt, 1);
+	size_t len = rdb_col_bytes(stmt, 1);
 	if (len <= sizeof(key->name)) {
 		memcpy(key->name, rdb_col_blob(stmt, 1, NULL), len);
 	}
 	const char *alg = rdb_col_text(stmt, 2);
 	snprintf(key->algorithm, sizeof(key->algorithm), "%s", alg ? alg : "");
-	len = (size_t)(int)rdb_col_bytes(stmt, 3);
+	len = rdb_col_bytes(stmt, 3);
 	if (len <= sizeof(key->secret)) {
 		memcpy(key->secret, rdb_col_blob(stmt, 3, NULL), len);
 		key->secret_len = len;
@@ -34,7 +34,7 @@ static void key_from_stmt(rdb_stmt_t *stmt, records_tsig_key_t *key)
 	key->zone_id = rdb_col_int64(stmt, 4);
 	const char *grants = rdb_col_text(stmt, 5);
 	snprintf(key->grants, sizeof(key->grants), "%s", grants ? grants : "");
-	key->transfer = (int)rdb_col_int64(stmt, 6) != 0;
+	key->transfer = rdb_col_int64(stmt, 6) != 0;
 	key->created_on = rdb_col_int64(stmt, 7);
 }
 

@@ -6,12 +6,12 @@
  * rate limiter (rrl.h) unless the query proved its address with a cookie.
  */
 #include <errno.h>
-#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 
 #include "common/log.h"
+#include "common/wait.h"
 #include "server/worker.h"
 
 #define BATCH 32
@@ -113,20 +113,7 @@ void *server_udp_worker(void *arg)
 		zc_error("udp worker: out of memory");
 		return NULL;
 	}
-	struct pollfd fds[2] = {
-		{ .fd = w->fd, .events = POLLIN },
-		{ .fd = w->stop_fd, .events = POLLIN },
-	};
-	for (;;) {
-		if (poll(fds, 2, -1) < 0 && errno != EINTR) {
-			break;
-		}
-		if (fds[1].revents & POLLIN) {
-			break;
-		}
-		if (!(fds[0].revents & POLLIN)) {
-			continue;
-		}
+	while (zc_wait_readable(w->fd, w->stop_fd)) {
 		prepare_receive(b);
 		int n = recvmmsg(w->fd, b->in, BATCH, MSG_DONTWAIT, NULL);
 		if (n <= 0) {

@@ -20,11 +20,11 @@
  * lost), so it is written with synchronous=OFF; readers (transfers) see
  * one consistent version per read transaction (WAL).
  *
- * A view_db_t is one connection: one per thread.
+ * A view_db_t is one connection of the records store's database driver
+ * (records/db.h, SQLite with synchronous=OFF): one per thread.
  */
 #pragma once
 
-#include <sqlite3.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -32,16 +32,10 @@
 
 #include "dns/name.h"
 #include "edge/codec.h"
-
-#define VIEW_DB_STMTS 40
+#include "records/db.h"
 
 typedef struct {
-	sqlite3 *db;
-	struct {
-		const char *sql;
-		sqlite3_stmt *stmt;
-		bool busy;
-	} cache[VIEW_DB_STMTS];
+	rdb_t *db;
 } view_db_t;
 
 /* Opens (creating) DIR/signed.db; read_only for transfer readers. */
@@ -52,12 +46,8 @@ int view_db_begin(view_db_t *d, bool write);
 int view_db_commit(view_db_t *d);
 void view_db_rollback(view_db_t *d);
 
-/* Prepares (or reuses) a statement whose SQL is a string literal. */
-int view_db_prepare(view_db_t *d, const char *sql, sqlite3_stmt **stmt);
-void view_db_done(view_db_t *d, sqlite3_stmt *stmt);
-/* The one place SQLite results become zonecast codes. */
-int view_db_error(view_db_t *d, int rc);
-/* Runs a statement binding nothing (or ?1 = zone_id when not 0). */
+/* Statements go through the driver: rdb_prepare(d->db, ...) (records/db.h).
+ * Runs a statement binding nothing (or ?1 = zone_id when not 0). */
 int view_db_exec(view_db_t *d, const char *sql, int64_t zone_id);
 
 /* --- Zones --- */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /*
- * Reading the signed view for transfers: one SQLite read transaction per
+ * Reading the signed view for transfers: one read transaction per
  * transfer (WAL: one consistent version while the view goes on), the
  * zone's RRsets in canonical order for AXFR, its journal for IXFR.
  */
@@ -95,7 +95,7 @@ static int put_one(int (*cb)(const knot_rrset_t *rr, void *ctx), void *ctx,
 }
 
 typedef struct {
-	sqlite3_stmt *stmt;
+	rdb_stmt_t *stmt;
 	bool row;
 } cursor_t;
 
@@ -106,42 +106,43 @@ static int put_sigs(cursor_t *sigs, const uint8_t *okey, size_t okey_len,
 {
 	int ret = ZC_EOK;
 	while (sigs->row && ret == ZC_EOK) {
-		size_t len = (size_t)sqlite3_column_bytes(sigs->stmt, 0);
-		const uint8_t *k = sqlite3_column_blob(sigs->stmt, 0);
+		size_t len = rdb_col_bytes(sigs->stmt, 0);
+		const uint8_t *k = rdb_col_blob(sigs->stmt, 0, NULL);
 		int c = memcmp(k ? k : (const uint8_t *)"", okey,
 		               len < okey_len ? len : okey_len);
 		if (c > 0 || (c == 0 && len > okey_len)) {
 			break; /* A later node's. */
 		}
 		if (c == 0 && len == okey_len) {
-			const uint8_t *rd = sqlite3_column_blob(sigs->stmt, 2);
+			const uint8_t *rd = rdb_col_blob(sigs->stmt, 2, NULL);
 			ret = put_one(cb, ctx, owner, KNOT_RRTYPE_RRSIG,
-			              (uint32_t)sqlite3_column_int64(sigs->stmt, 1),
+			              (uint32_t)rdb_col_int64(sigs->stmt, 1),
 			              rd ? rd : (const uint8_t *)"",
-			              (uint16_t)sqlite3_column_bytes(sigs->stmt, 2), mm);
+			              (uint16_t)rdb_col_bytes(sigs->stmt, 2),
+			              mm);
 		}
-		sigs->row = sqlite3_step(sigs->stmt) == SQLITE_ROW;
+		sigs->row = rdb_step(sigs->stmt) == RDB_ROW;
 	}
 	return ret;
 }
 
 /* One node: its data, its RRSIGs, its NSEC. */
-static int put_node(sigview_reader_t *r, sqlite3_stmt *nodes, cursor_t *sigs,
+static int put_node(sigview_reader_t *r, rdb_stmt_t *nodes, cursor_t *sigs,
                     knot_mm_t *mm,
                     int (*cb)(const knot_rrset_t *rr, void *ctx), void *ctx)
 {
-	size_t okey_len = (size_t)sqlite3_column_bytes(nodes, 0);
-	const uint8_t *okey = sqlite3_column_blob(nodes, 0);
+	size_t okey_len = rdb_col_bytes(nodes, 0);
+	const uint8_t *okey = rdb_col_blob(nodes, 0, NULL);
 	okey = okey ? okey : (const uint8_t *)"";
-	const uint8_t *owner = sqlite3_column_blob(nodes, 1);
+	const uint8_t *owner = rdb_col_blob(nodes, 1, NULL);
 	int olen = owner ? knot_dname_wire_check(owner, owner +
-	                   sqlite3_column_bytes(nodes, 1), NULL) : -1;
+	                   (int)rdb_col_bytes(nodes, 1), NULL) : -1;
 	if (olen <= 0) {
 		return ZC_EFORMAT;
 	}
 	edge_node_t node;
-	int ret = edge_node_decode(sqlite3_column_blob(nodes, 2),
-	                           (size_t)sqlite3_column_bytes(nodes, 2),
+	int ret = edge_node_decode(rdb_col_blob(nodes, 2, NULL),
+	                           rdb_col_bytes(nodes, 2),
 	                           owner, mm, &node);
 	for (uint16_t i = 0; ret == ZC_EOK && i < node.count; i++) {
 		if (view_is_data_type(node.rrsets[i].type) &&
@@ -153,8 +154,8 @@ static int put_node(sigview_reader_t *r, sqlite3_stmt *nodes, cursor_t *sigs,
 	if (ret == ZC_EOK) {
 		ret = put_sigs(sigs, okey, okey_len, owner, mm, cb, ctx);
 	}
-	const uint8_t *nsec = sqlite3_column_blob(nodes, 3);
-	int nsec_len = sqlite3_column_bytes(nodes, 3);
+	const uint8_t *nsec = rdb_col_blob(nodes, 3, NULL);
+	int nsec_len = (int)rdb_col_bytes(nodes, 3);
 	if (ret == ZC_EOK && nsec != NULL && nsec_len > 0) {
 		ret = put_one(cb, ctx, owner, KNOT_RRTYPE_NSEC, r->nsec_ttl, nsec,
 		              (uint16_t)nsec_len, mm);
@@ -167,22 +168,23 @@ int sigview_read_zone(sigview_reader_t *r, int64_t zone_id,
                       int (*cb)(const knot_rrset_t *rr, void *ctx),
                       void *ctx)
 {
-	sqlite3_stmt *nodes = NULL;
+	rdb_stmt_t *nodes = NULL;
 	cursor_t sigs = { 0 };
-	int ret = view_db_prepare(&r->db, "SELECT okey, owner, data, nsec FROM"
-	                          " vnodes WHERE zone_id = ? ORDER BY okey",
-	                          &nodes);
+	int ret = rdb_prepare(r->db.db, RDB_SQL(
+		"SELECT okey, owner, data, nsec FROM"
+		" vnodes WHERE zone_id = ?1 ORDER BY okey"), &nodes);
 	if (ret == ZC_EOK) {
-		ret = view_db_prepare(&r->db, "SELECT okey, ttl, rdata FROM vsigs"
-		                      " WHERE zone_id = ? ORDER BY okey, covered",
-		                      &sigs.stmt);
+		ret = rdb_prepare(r->db.db, RDB_SQL(
+			"SELECT okey, ttl, rdata FROM vsigs"
+			" WHERE zone_id = ?1 ORDER BY okey, covered"),
+			&sigs.stmt);
 	}
 	if (ret == ZC_EOK) {
-		sqlite3_bind_int64(nodes, 1, zone_id);
-		sqlite3_bind_int64(sigs.stmt, 1, zone_id);
-		sigs.row = sqlite3_step(sigs.stmt) == SQLITE_ROW;
+		rdb_bind_int64(nodes, 1, zone_id);
+		rdb_bind_int64(sigs.stmt, 1, zone_id);
+		sigs.row = rdb_step(sigs.stmt) == RDB_ROW;
 		int rc;
-		while ((rc = sqlite3_step(nodes)) == SQLITE_ROW) {
+		while ((rc = rdb_step(nodes)) == RDB_ROW) {
 			zc_arena_reset(arena);
 			ret = put_node(r, nodes, &sigs, zc_arena_mm(arena), cb, ctx);
 			if (ret != ZC_EOK) {
@@ -190,11 +192,11 @@ int sigview_read_zone(sigview_reader_t *r, int64_t zone_id,
 			}
 		}
 		if (ret == ZC_EOK) {
-			ret = view_db_error(&r->db, rc);
+			ret = rdb_status(rc);
 		}
 	}
-	view_db_done(&r->db, sigs.stmt);
-	view_db_done(&r->db, nodes);
+	rdb_done(sigs.stmt);
+	rdb_done(nodes);
 	return ret == ZC_ESTALE ? ZC_EOK : ret;
 }
 

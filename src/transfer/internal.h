@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
-/* Internal to transfer/: a thread's request handling (transfer.c), the
- * message writer (out.c), the IXFR condenser (condense.c), and the AXFR
- * and IXFR bodies (axfr.c, ixfr.c). */
+/* Internal to transfer/: a thread's request handling (worker.c), the
+ * settings a reload changes (live.c), the message writer (out.c), the
+ * IXFR condenser (condense.c), and the AXFR and IXFR bodies (axfr.c,
+ * ixfr.c). */
 #pragma once
 
 #include <pthread.h>
@@ -19,13 +20,13 @@
 #include "server/answer.h"
 #include "server/server.h"
 #include "sigview/sigview.h"
+#include "transfer/config.h"
 #include "transfer/secondary.h"
-#include "transfer/transfer.h"
 
 /* Largest transfer message (RFC 1035 §4.2.2 framing). */
 #define XFR_MSG_MAX 65535
 
-/* --- Request handling (transfer.c) --- */
+/* --- Request handling (worker.c) --- */
 
 /* The settings a reload may change (live.c): lock guards the rest. */
 typedef struct xfr_live {
@@ -76,6 +77,12 @@ void xfr_worker_deinit(xfr_worker_t *w);
 void xfr_worker_serve(xfr_worker_t *w, uint8_t *msg, size_t len,
                       const struct sockaddr_storage *from, bool query,
                       bool tcp, server_reply_t *reply);
+
+/* Answers with a header (and the question when the message has one that
+ * parses) and an rcode: for a request no worker takes (the pool busy or
+ * stopping) or one that cannot be parsed. */
+void xfr_send_header_error(server_reply_t *reply, const uint8_t *msg,
+                           size_t len, uint8_t rcode);
 
 /*
  * The output of one transfer: packs RRs into messages, signs each one when

@@ -56,20 +56,9 @@
 #include "common/acl.h"
 #include "edge/edge.h"
 #include "server/server.h"
+#include "transfer/config.h"
 #include "transfer/secondary.h"
 
-/* Transfers queued or running at once, by default. */
-#define TRANSFER_DEFAULT_CONCURRENT 16
-
-typedef struct {
-	const char *data_dir;            /* Records store (keys, journal). */
-	edge_store_t *edge;
-	const zc_acl_t *allow_transfer;  /* NULL: signed requests only. */
-	const secondary_keys_t *allow_transfer_keys; /* Any zone; NULL: none. */
-	unsigned max_concurrent;         /* 0: TRANSFER_DEFAULT_CONCURRENT */
-	unsigned tsig_max_fudge;         /* Largest TSIG time window, seconds
-	                                    (0: DNS_TSIG_MAX_FUDGE_DEFAULT). */
-} transfer_config_t;
 
 typedef struct transfer transfer_t;
 

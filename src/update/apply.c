@@ -524,10 +524,13 @@ static int add_rr(records_store_t *rs, update_msg_t *m, node_t *n,
 	records_rules_rr_t added = { .type = rr->type, .ttl = rr->ttl,
 	                             .rdata = rd->data, .rdata_len = rd->len };
 	records_verdict_t v = records_rules_check_add(&node, &added, NULL);
-	if (v == RECORDS_RULE_SECOND_CNAME) {
-		/* One CNAME: the new one replaces the stored one. */
+	bool replaces = v == RECORDS_RULE_SECOND_CNAME ||
+	                v == RECORDS_RULE_SECOND_DNAME;
+	if (replaces) {
+		/* One CNAME (§3.4.2.2), one DNAME likewise: the new one
+		 * replaces the stored one. */
 		for (size_t i = 0; i < n->count && ret == ZC_EOK; i++) {
-			if (n->rec[i].type == KNOT_RRTYPE_CNAME) {
+			if (n->rec[i].type == rr->type) {
 				ret = delete_stored(rs, m, &n->rec[i]);
 			}
 		}
@@ -539,8 +542,7 @@ static int add_rr(records_store_t *rs, update_msg_t *m, node_t *n,
 	/* The RRset takes the added record's TTL (RFC 2181 §5.2); a record
 	 * already there only that (§3.4.2.2: a duplicate is not added). */
 	bool present = v == RECORDS_RULE_DUPLICATE;
-	for (size_t i = 0; i < n->count && ret == ZC_EOK &&
-	     v != RECORDS_RULE_SECOND_CNAME; i++) {
+	for (size_t i = 0; i < n->count && ret == ZC_EOK && !replaces; i++) {
 		if (records_rules_needs_retime(&n->rr[i], &added)) {
 			ret = retime(rs, m, rr->owner, &n->rec[i], rr->ttl);
 		}

@@ -993,8 +993,14 @@ def test_api_patch_disable_and_enable(env, new_zone, resolvers):
     check_signed(ask(env.srv, "www." + z, "A"), z, keys)
     ub = resolvers({z: env.srv.port}, ds_lines(ds))
     assert_validated(ub, "www." + z, "A")
-    # PATCH disabled: unsigned again, GET says so
+    # PATCH disabled: first CDS/CDNSKEY DELETE (RFC 8078 §4), the zone still
+    # signed (test_admin_writes.py waits out the DS TTL); force: the keys go
+    # at once: unsigned again, GET says so
     res = env.api.ok("PATCH", "/zones/%s/dnssec" % zid, json={"status": "disabled"})["result"]
+    assert res["status"] == "pending-disabled", res
+    assert served_dnskeys(env.srv, z) is not None
+    res = env.api.ok("PATCH", "/zones/%s/dnssec" % zid,
+                     json={"status": "disabled", "force": True})["result"]
     assert res["status"] == "disabled", res
     wait_for(lambda: zone_is_unsigned(env.srv, z), "%s unsigned after PATCH disabled" % z)
     for name, t in ((z, "DNSKEY"), ("www." + z, "A"), ("nx." + z, "A"), (z, "CDS")):

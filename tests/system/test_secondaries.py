@@ -7,7 +7,6 @@ the resends of an older NOTIFY to a secondary that was down.
 """
 
 import re
-import socket
 import time
 
 import dns.update
@@ -138,8 +137,7 @@ def test_new_serial_is_not_held_behind_resends(zonecast_api_factory, tmp_path):
     srv = _primary(zonecast_api_factory, tmp_path, None, ["127.0.0.1:%d" % port],
                    more=[("notify-timeout", "500"), ("notify-retries", "6")])
     time.sleep(1.7)                     # the start NOTIFY is between 1.5 s and 3.5 s
-    lst = NotifyListener.__new__(NotifyListener)
-    _listen_on(lst, port)
+    lst = NotifyListener(port)          # the secondary comes up late
     try:
         t0 = time.monotonic()
         serial = _update(srv, "late." + SEC_ZONE)
@@ -149,25 +147,6 @@ def test_new_serial_is_not_held_behind_resends(zonecast_api_factory, tmp_path):
         assert LS(m) == serial
     finally:
         lst.close()
-
-
-def _listen_on(lst, port):
-    """NotifyListener.__init__ on a given port (the secondary comes up late)."""
-    import threading
-    lst.port = port
-    lst.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    lst.sock.bind(("127.0.0.1", port))
-    lst.tsock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    lst.tsock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    lst.tsock.bind(("127.0.0.1", port))
-    lst.tsock.listen(16)
-    lst.got = []
-    lst.answer = True
-    lst._stop = False
-    lst._threads = [threading.Thread(target=lst._run, daemon=True),
-                    threading.Thread(target=lst._run_tcp, daemon=True)]
-    for t in lst._threads:
-        t.start()
 
 
 def test_knot_up_late_gets_the_next_serial_at_once(zonecast_api_factory, secondary_factory,

@@ -11,6 +11,7 @@ real secondaries of zonecast, which must follow a stream of API changes and
 UPDATEs by NOTIFY + IXFR and catch up after a restart.
 """
 
+import json
 import os
 import re
 import socket
@@ -501,10 +502,19 @@ def test_ixfr_across_zone_wide_change_is_axfr_form(srv, zone, change):
 
 class NotifyListener:
     """UDP and TCP sockets on one port that record the NOTIFYs they get
-    (RFC 1996 allows either transport) and answer them only when told to."""
+    (RFC 1996 allows either transport) and answer them only when told to.
 
-    def __init__(self):
-        self.port = servers.free_port()
+    A NOTIFY that is not this test's may reach the port: another zonecast
+    (a concurrent run) whose target once had this port number, or a resend
+    of an earlier episode of this test's own server (its start, a zone's
+    creation). So tests count only what they can tell is theirs: NOTIFYs of
+    a zone made for the test alone (NotifySetup), with the serials the test
+    made, from the source the server sends its NOTIFYs from (`source`, set
+    once a NOTIFY of such a zone came)."""
+
+    def __init__(self, port=None):
+        """On port (default: a free one)."""
+        self.port = port or servers.free_port()
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         self.sock.bind(("127.0.0.1", self.port))
         self.tsock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -513,6 +523,7 @@ class NotifyListener:
         self.tsock.listen(16)
         self.got = []               # (time, message, peer)
         self.answer = True
+        self.source = None          # (addr, port): only NOTIFYs from there count
         self._stop = False
         self._threads = [threading.Thread(target=self._run, daemon=True),
                          threading.Thread(target=self._run_tcp, daemon=True)]
@@ -565,20 +576,27 @@ class NotifyListener:
                 except (OSError, ConnectionError):
                     pass
 
-    def notifies(self, zone=None, since=0.0):
+    def notifies(self, zone=None, since=0.0, serials=None):
+        """(time, message) of the NOTIFYs got from `source` (once known), of
+        zone, at or after since, announcing one of serials (or no SOA)."""
         out = []
         for t, m, peer in list(self.got):
+            if self.source is not None and peer != self.source:
+                continue
             assert m is not None, "a NOTIFY dnspython cannot parse"
-            if t >= since and (zone is None or m.question[0].name == dns.name.from_text(zone)):
+            if t < since or (zone is not None and
+                             m.question[0].name != dns.name.from_text(zone)):
+                continue
+            if serials is None or LS(m) is None or LS(m) in serials:
                 out.append((t, m))
         return out
 
     def wait_serial(self, zone, serial, since, timeout=5.0):
         """Until a NOTIFY for zone announces serial (or, carrying no SOA --
         RFC 1996 3.7 makes it optional -- any NOTIFY after `since`)."""
-        self.wait(lambda: any(LS(m) in (serial, None) for _, m in self.notifies(zone, since)),
+        self.wait(lambda: self.notifies(zone, since, {serial}),
                   "NOTIFY %s serial %d" % (zone, serial), timeout=timeout)
-        return [m for _, m in self.notifies(zone, since) if LS(m) in (serial, None)][0]
+        return self.notifies(zone, since, {serial})[0][1]
 
     @staticmethod
     def serial_of(m):
@@ -590,8 +608,8 @@ class NotifyListener:
         while not cond():
             if time.monotonic() > deadline:
                 pytest.fail("NOTIFY: timed out waiting for %s; got %s" % (
-                    what, [(round(t, 3), m.question[0].name.to_text(), self.serial_of(m))
-                           for t, m in self.notifies()]))
+                    what, [(round(t, 3), peer, m and m.question[0].name.to_text(),
+                            m and self.serial_of(m)) for t, m, peer in list(self.got)]))
             time.sleep(0.01)
 
     def close(self):
@@ -602,16 +620,44 @@ class NotifyListener:
         self.tsock.close()
 
 
+class NotifySetup:
+    """A zonecast notifying two listeners, a and b, and two zones made for
+    this test alone (z1, z2: named after this process and the server's
+    port, so no other server has them), whose first NOTIFY both listeners
+    answered. The listeners' `source` is where that NOTIFY came from."""
+
+    def __init__(self, factory, timeout_ms):
+        self.a, self.b = NotifyListener(), NotifyListener()
+        self.srv = factory(options=[("notify", "127.0.0.1:%d" % self.a.port),
+                                    ("notify", "127.0.0.1:%d" % self.b.port),
+                                    ("notify-timeout", str(timeout_ms)),
+                                    ("notify-retries", "2"),
+                                    ("allow-update", "127.0.0.1")])
+        api = self.srv.client()
+        prefix = "nt%d-%d-" % (os.getpid(), self.srv.port)
+        self.z1, self.z2 = U.Zone(self.srv, api, prefix), U.Zone(self.srv, api, prefix)
+        for z in (self.z1, self.z2):
+            z.created = z.settle()
+        for lst in (self.a, self.b):
+            for z in (self.z1, self.z2):
+                lst.wait_serial(z.origin, z.created, 0.0)
+            firsts = {(dns.name.from_text(z.origin), z.created) for z in (self.z1, self.z2)}
+            peers = {peer for _, m, peer in list(lst.got)
+                     if m is not None and (m.question[0].name, LS(m)) in firsts}
+            assert len(peers) == 1, "NOTIFYs of one zone from several sources: %s" % peers
+            lst.source = peers.pop()
+
+    def close(self):
+        self.a.close()
+        self.b.close()
+
+
 @pytest.fixture
 def notify_setup(zonecast_api_factory):
-    a, b = NotifyListener(), NotifyListener()
-    srv = zonecast_api_factory(options=[("notify", "127.0.0.1:%d" % a.port),
-                                        ("notify", "127.0.0.1:%d" % b.port),
-                                        ("notify-timeout", "200"), ("notify-retries", "2"),
-                                        ("allow-update", "127.0.0.1")])
-    yield srv, a, b
-    a.close()
-    b.close()
+    """notify-timeout 200 ms, notify-retries 2."""
+    s = NotifySetup(zonecast_api_factory, 200)
+    yield s
+    s.close()
 
 
 def _update_from_localhost(srv, zone, name, addr):
@@ -629,26 +675,56 @@ def _update_from_localhost(srv, zone, name, addr):
         time.sleep(0.01)
 
 
+def _notify_state(srv, zone, lst):
+    """What the server noted of its last NOTIFY of zone to lst (`zonecast
+    zone status`): {"serial", "result", "tries", ...} or None."""
+    out = json.loads(srv.run_cli("zone", "status", "--json", "--data-dir", srv.data_dir,
+                                 zone).stdout)
+    for p in out["zones"][0]["secondaries"]:
+        if p["peer"] == "127.0.0.1:%d" % lst.port:
+            return p["notify"]
+    return None
+
+
+def _wait_answered(srv, zone, lst, serial):
+    """Until the server has taken lst's answer to the NOTIFY of serial: from
+    then on nothing may resend it. Returns the tries it took."""
+    def answered():
+        st = _notify_state(srv, zone, lst)
+        return st if st and st["serial"] == serial and st["result"] == "answered" else None
+    return U.wait_for(answered, "%s: the answer to NOTIFY serial %d taken" % (zone, serial))["tries"]
+
+
 def test_notify_on_every_new_serial(notify_setup):
-    srv, a, b = notify_setup
+    srv, a, b, z1, z2 = (notify_setup.srv, notify_setup.a, notify_setup.b,
+                         notify_setup.z1, notify_setup.z2)
+    before = {z: U.soa_serial(srv, z) for z in (EC, NET, SUB, z2.origin)}
     t0 = time.monotonic()
-    s = _update_from_localhost(srv, NET, "n1." + NET, "192.0.2.1")
+    s = _update_from_localhost(srv, z1.origin, "n1." + z1.origin, "192.0.2.1")
     for lst in (a, b):
-        m = lst.wait_serial(NET, s, t0)
+        m = lst.wait_serial(z1.origin, s, t0)
         assert m.opcode() == dns.opcode.NOTIFY and not m.flags & dns.flags.QR
         assert m.flags & dns.flags.AA
         assert (m.question[0].rdtype, m.question[0].rdclass) == (dns.rdatatype.SOA,
                                                                   dns.rdataclass.IN)
-    # only the changed zone is announced
-    assert all(m.question[0].name == dns.name.from_text(NET) for _, m in a.notifies(since=t0))
-    # answered: not resent (notify-timeout is 200 ms)
-    n = len(a.notifies(NET, t0))
+    # only the changed zone is announced: any other zone's NOTIFY (a resend
+    # of its first one, on a slow run) carries the serial it had before
+    for _, m in a.notifies(since=t0) + b.notifies(since=t0):
+        name = m.question[0].name.to_text()
+        if name != z1.origin:
+            assert name in before and LS(m) in (None, before[name]), \
+                "%s announced serial %s without a change" % (name, LS(m))
+    # answered: not resent (notify-timeout is 200 ms) once the server took
+    # the answer
+    tries = _wait_answered(srv, z1.origin, a, s)
+    n = len(a.notifies(z1.origin, t0, {s}))
+    assert n == tries, "%d NOTIFYs of serial %d, the server noted %d tries" % (n, s, tries)
     time.sleep(1.0)
-    assert len(a.notifies(NET, t0)) == n, "an answered NOTIFY was resent"
+    assert len(a.notifies(z1.origin, t0, {s})) == n, "an answered NOTIFY was resent"
     t1 = time.monotonic()
-    s2 = _update_from_localhost(srv, EC, "n2." + EC, "192.0.2.2")
-    a.wait_serial(EC, s2, t1)
-    b.wait_serial(EC, s2, t1)
+    s2 = _update_from_localhost(srv, z2.origin, "n2." + z2.origin, "192.0.2.2")
+    a.wait_serial(z2.origin, s2, t1)
+    b.wait_serial(z2.origin, s2, t1)
 
 
 def LS(m):
@@ -656,47 +732,74 @@ def LS(m):
 
 
 def test_unanswered_notify_is_retried_then_given_up(notify_setup):
-    srv, a, b = notify_setup
+    srv, a, b, z = notify_setup.srv, notify_setup.a, notify_setup.b, notify_setup.z1
     a.answer = False
     t0 = time.monotonic()
-    s = _update_from_localhost(srv, NET, "r1." + NET, "192.0.2.1")
+    s = _update_from_localhost(srv, z.origin, "r1." + z.origin, "192.0.2.1")
     # notify-timeout 200 ms doubling, notify-retries 2: sent 3 times in ~0.6 s
-    # only this serial's NOTIFYs: resends of an earlier test's serial may
-    # still be in flight on a slow (sanitizer) run
-    mine = lambda: [(t, m) for t, m in a.notifies(NET, t0) if LS(m) in (None, s)]
+    mine = lambda: a.notifies(z.origin, t0, {s})  # noqa: E731
     a.wait(lambda: len(mine()) >= 3, "3 NOTIFYs (1 + 2 retries)")
     times = [t for t, _ in mine()]
     assert times[1] - times[0] >= 0.15, "resent before notify-timeout: %s" % times
+    assert len({m.id for _, m in mine()}) == 1, "a resend is not the same NOTIFY (id)"
     time.sleep(2.0)
     assert len(mine()) == 3, "not 1 + notify-retries sends: %d" % len(mine())
-    assert len(b.notifies(NET, t0)) == 1, "the answering secondary got resends"
+    # the answering secondary: nothing after the server took its answer
+    tries = _wait_answered(srv, z.origin, b, s)
+    assert len(b.notifies(z.origin, t0, {s})) == tries == 1, \
+        "the answering secondary got resends: %d" % len(b.notifies(z.origin, t0, {s}))
 
 
-def test_notify_coalesces_serials_while_one_is_in_flight(notify_setup):
-    srv, a, _b = notify_setup
+# Coalescing holds while the first NOTIFY waits for its answer, up to its
+# first timeout; this test's updates must all land within it.
+COALESCE_TIMEOUT_MS = 2000
+
+
+@pytest.fixture
+def notify_setup_slow(zonecast_api_factory):
+    """notify-timeout COALESCE_TIMEOUT_MS, notify-retries 2."""
+    s = NotifySetup(zonecast_api_factory, COALESCE_TIMEOUT_MS)
+    yield s
+    s.close()
+
+
+def test_notify_coalesces_serials_while_one_is_in_flight(notify_setup_slow):
+    srv, a, z = notify_setup_slow.srv, notify_setup_slow.a, notify_setup_slow.z1
     a.answer = False
-    t0 = time.monotonic()
-    s1 = _update_from_localhost(srv, NET, "c0." + NET, "192.0.2.1")
-    a.wait(lambda: len(a.notifies(NET, t0)) >= 1, "the first NOTIFY")
-    t_mid = time.monotonic()
-    mids = [_update_from_localhost(srv, NET, "c%d.%s" % (i, NET), "192.0.2.%d" % (i + 1))
-            for i in range(1, 6)]
-    mid_s = time.monotonic() - t_mid
-    last = mids[-1]
+    t0 = time.monotonic()   # before the first NOTIFY is sent: its timeout ends later
+    # late NOTIFYs from elsewhere (another server that once had a's port)
+    # with the serials this test is about to make: not counted
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as other:
+        other.bind(("127.0.0.1", 0))
+        for serial in range(z.created + 1, z.created + 7):
+            decoy = dns.message.make_query(z.origin, "SOA")
+            decoy.set_opcode(dns.opcode.NOTIFY)
+            decoy.answer.append(dns.rrset.from_text(
+                z.origin, 300, "IN", "SOA", "ns1.%s h.%s %d 1 1 1 1" % (z.origin, z.origin, serial)))
+            other.sendto(decoy.to_wire(), ("127.0.0.1", a.port))
+        src = other.getsockname()
+        a.wait(lambda: sum(peer == src for _, _, peer in list(a.got)) == 6, "the decoys")
+    s1 = _update_from_localhost(srv, z.origin, "c0." + z.origin, "192.0.2.1")
+    a.wait_serial(z.origin, s1, t0)
+    mids = [_update_from_localhost(srv, z.origin, "c%d.%s" % (i, z.origin),
+                                   "192.0.2.%d" % (i + 1)) for i in range(1, 6)]
     a.answer = True
-    t1 = time.monotonic()
-    a.wait_serial(NET, last, t1, timeout=10)
-    got = a.notifies(NET, t0)
+    within = time.monotonic() - t0 < COALESCE_TIMEOUT_MS / 1000.0
+    last = mids[-1]
+    a.wait_serial(z.origin, last, t0, timeout=3 * COALESCE_TIMEOUT_MS / 1000.0)
+    got = a.notifies(z.origin, t0, set([s1] + mids))
+    if not within:
+        # the first NOTIFY timed out before the last update: from there on
+        # a new serial goes out at once (the secondary does not answer)
+        return
+    # 6 serials while the first NOTIFY was in flight: the newest one rides
+    # on its resend (same id), never one NOTIFY per serial
     seen = {LS(m) for _, m in got}
-    if seen != {None}:
-        assert not seen & set(mids[:-1]), "intermediate serials notified one by one: %s" % seen
-        assert seen <= {s1, last}, seen
-    # 6 serials; 1 first NOTIFY + 2 resends + the coalesced one (+ its resend
-    # if it raced with the answer) -- never one per serial on top. Only
-    # when the updates came within the first NOTIFY's retry window (0.6 s):
-    # on a loaded machine it may give up first and a new episode begins.
-    if mid_s < 0.5:
-        assert len(got) <= 5, "%d NOTIFYs for 6 serials while one was in flight" % len(got)
+    assert seen - {None} <= {s1, last}, "intermediate serials notified one by one: %s" % seen
+    assert len({m.id for _, m in got}) == 1, \
+        "serials notified as new NOTIFYs while one was in flight: %s" % [
+            (m.id, LS(m)) for _, m in got]
+    assert len(got) <= 3, "%d NOTIFYs for 6 serials while one was in flight" % len(got)
 
 
 # ------------------------------------------------------------------ real secondaries

@@ -1,0 +1,339 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * The database driver (records/db.h) on its own: statements and their
+ * cache, binds and columns of every type, stepping, transactions, read
+ * snapshots, the savepoints of units, and the mapping of engine errors to
+ * zonecast codes. Written against the interface only, so that the same
+ * test runs against every driver: SQLite in a temporary directory by
+ * default, or the target in ZC_TEST_RDB_TARGET (a postgresql:// URI for
+ * the libpq driver).
+ */
+#include <libknot/errcode.h>
+
+#include "common/error.h"
+#include "records/db.h"
+#include "tests/unit/test.h"
+
+/* The test table, in each dialect's type names. */
+static int create_table(rdb_t *db)
+{
+	rdb_exec(db, "DROP TABLE IF EXISTS rdb_test");
+	return rdb_exec(db, rdb_kind(db) == RDB_PG ?
+	                "CREATE TABLE rdb_test (id BIGINT PRIMARY KEY,"
+	                " name TEXT UNIQUE, data BYTEA, n BIGINT)" :
+	                "CREATE TABLE rdb_test (id INTEGER PRIMARY KEY,"
+	                " name TEXT UNIQUE, data BLOB, n INTEGER)");
+}
+
+/* Inserts a row (name and data NULL when NULL). */
+static int insert(rdb_t *db, int64_t id, const char *name,
+                  const void *data, size_t len)
+{
+	rdb_stmt_t *st;
+	int ret = rdb_prepare(db, RDB_SQL("INSERT INTO rdb_test(id, name, data,"
+	                                  " n) VALUES (?1, ?2, ?3, ?4)"), &st);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	rdb_bind_int64(st, 1, id);
+	rdb_bind_text(st, 2, name);
+	rdb_bind_blob(st, 3, data, len);
+	rdb_bind_int64(st, 4, id * 10);
+	ret = rdb_run(st);
+	rdb_done(st);
+	return ret;
+}
+
+/* The number of rows (-1 on a failure). */
+static int64_t count_rows(rdb_t *db)
+{
+	rdb_stmt_t *st;
+	if (rdb_prepare(db, RDB_SQL("SELECT count(*) FROM rdb_test"),
+	                &st) != ZC_EOK) {
+		return -1;
+	}
+	int64_t n = rdb_step(st) == RDB_ROW ? rdb_col_int64(st, 0) : -1;
+	rdb_done(st);
+	return n;
+}
+
+/* Does the row exist? */
+static bool has_row(rdb_t *db, int64_t id)
+{
+	rdb_stmt_t *st;
+	if (rdb_prepare(db, RDB_SQL("SELECT 1 FROM rdb_test WHERE id = ?1"),
+	                &st) != ZC_EOK) {
+		return false;
+	}
+	rdb_bind_int64(st, 1, id);
+	bool found = rdb_step(st) == RDB_ROW;
+	rdb_done(st);
+	return found;
+}
+
+static void test_binds_and_columns(rdb_t *db)
+{
+	CHECK_EQ(create_table(db), ZC_EOK);
+	const uint8_t blob[5] = { 0, 1, 0xff, 0, 7 };
+	CHECK_EQ(insert(db, 1, "one", blob, sizeof(blob)), ZC_EOK);
+	CHECK_EQ(insert(db, 2, NULL, NULL, 0), ZC_EOK);
+	CHECK_EQ(insert(db, 3, "three", "", 0), ZC_EOK);
+	CHECK_EQ(rdb_changes(db), 1);
+
+	rdb_stmt_t *st;
+	CHECK_EQ(rdb_prepare(db, RDB_SQL("SELECT id, name, data, n FROM rdb_test"
+	                                 " WHERE id >= ?1 ORDER BY id"), &st),
+	         ZC_EOK);
+	rdb_bind_int64(st, 1, 1);
+	CHECK_EQ(rdb_step(st), RDB_ROW);
+	CHECK_EQ(rdb_col_int64(st, 0), 1);
+	CHECK(strcmp(rdb_col_text(st, 1), "one") == 0);
+	size_t len = 0;
+	const uint8_t *p = rdb_col_blob(st, 2, &len);
+	CHECK_EQ(len, sizeof(blob));
+	CHECK(p != NULL && memcmp(p, blob, sizeof(blob)) == 0);
+	CHECK_EQ(rdb_col_bytes(st, 2), sizeof(blob));
+	CHECK_EQ(rdb_col_int64(st, 3), 10);
+	CHECK(!rdb_col_is_null(st, 1));
+
+	/* NULLs: text NULL, blob of length 0, int64 0. */
+	CHECK_EQ(rdb_step(st), RDB_ROW);
+	CHECK_EQ(rdb_col_int64(st, 0), 2);
+	CHECK(rdb_col_is_null(st, 1));
+	CHECK(rdb_col_is_null(st, 2));
+	CHECK(rdb_col_text(st, 1) == NULL);
+	CHECK_EQ(rdb_col_bytes(st, 2), 0);
+
+	/* An empty blob is not NULL. */
+	CHECK_EQ(rdb_step(st), RDB_ROW);
+	CHECK(!rdb_col_is_null(st, 2));
+	CHECK_EQ(rdb_col_bytes(st, 2), 0);
+	CHECK_EQ(rdb_step(st), RDB_DONE);
+
+	/* Reset keeps the bindings: the same three rows again. */
+	rdb_reset(st);
+	int rows = 0;
+	while (rdb_step(st) == RDB_ROW) {
+		rows++;
+	}
+	CHECK_EQ(rows, 3);
+	rdb_done(st);
+
+	/* An explicit NULL, and a value read back as NULL through a
+	 * parameter. */
+	CHECK_EQ(rdb_prepare(db, RDB_SQL("UPDATE rdb_test SET n = ?1"
+	                                 " WHERE id = ?2"), &st), ZC_EOK);
+	rdb_bind_null(st, 1);
+	rdb_bind_int64(st, 2, 3);
+	CHECK_EQ(rdb_run(st), ZC_EOK);
+	rdb_done(st);
+	CHECK_EQ(rdb_changes(db), 1);
+	CHECK_EQ(rdb_prepare(db, RDB_SQL("SELECT n FROM rdb_test WHERE id = 3"),
+	                     &st), ZC_EOK);
+	CHECK_EQ(rdb_step(st), RDB_ROW);
+	CHECK(rdb_col_is_null(st, 0));
+	CHECK_EQ(rdb_col_int64(st, 0), 0);
+	rdb_done(st);
+
+	/* A large value survives the round trip. */
+	CHECK_EQ(insert(db, INT64_MAX, "max", NULL, 0), ZC_EOK);
+	CHECK(has_row(db, INT64_MAX));
+	/* rdb_status: a step's result as a code. */
+	CHECK_EQ(rdb_status(RDB_ROW), ZC_EOK);
+	CHECK_EQ(rdb_status(RDB_DONE), ZC_EOK);
+	CHECK_EQ(rdb_status(ZC_EBUSY), ZC_EBUSY);
+}
+
+/* The cache: a statement done comes back for the same text; a text in
+ * use gets a second statement; many texts at once overflow the cache
+ * into statements of their own (finalized at done). */
+static void test_cache(rdb_t *db)
+{
+	static const char *const text = "SELECT count(*) FROM rdb_test";
+	rdb_stmt_t *a, *b, *c;
+	CHECK_EQ(rdb_prepare(db, RDB_SQL(text), &a), ZC_EOK);
+	rdb_done(a);
+	CHECK_EQ(rdb_prepare(db, RDB_SQL(text), &b), ZC_EOK);
+	CHECK(a == b);
+	CHECK_EQ(rdb_prepare(db, RDB_SQL(text), &c), ZC_EOK);
+	CHECK(c != b);
+	CHECK_EQ(rdb_step(b), RDB_ROW);
+	CHECK_EQ(rdb_step(c), RDB_ROW);
+	CHECK_EQ(rdb_col_int64(b, 0), rdb_col_int64(c, 0));
+	rdb_done(b);
+	rdb_done(c);
+	rdb_done(NULL);
+
+	enum { MANY = 80 };
+	static char texts[MANY][64];
+	rdb_stmt_t *st[MANY];
+	int ok = 0;
+	for (int i = 0; i < MANY; i++) {
+		snprintf(texts[i], sizeof(texts[i]), "SELECT %d + ?1", i);
+		if (rdb_prepare(db, RDB_SQL(texts[i]), &st[i]) != ZC_EOK) {
+			st[i] = NULL;
+			continue;
+		}
+		rdb_bind_int64(st[i], 1, 1000);
+		ok += rdb_step(st[i]) == RDB_ROW &&
+		      rdb_col_int64(st[i], 0) == 1000 + i;
+	}
+	CHECK_EQ(ok, MANY);
+	for (int i = 0; i < MANY; i++) {
+		rdb_done(st[i]);
+	}
+
+	/* A one-off statement. */
+	CHECK_EQ(rdb_prepare_once(db, RDB_SQL("SELECT 42"), &a), ZC_EOK);
+	CHECK_EQ(rdb_step(a), RDB_ROW);
+	CHECK_EQ(rdb_col_int64(a, 0), 42);
+	rdb_done(a);
+}
+
+/* Engine errors as zonecast codes. */
+static void test_errors(rdb_t *db)
+{
+	CHECK_EQ(create_table(db), ZC_EOK);
+	CHECK_EQ(insert(db, 1, "dup", NULL, 0), ZC_EOK);
+	/* Unique violations: the primary key and a UNIQUE column. */
+	CHECK_EQ(insert(db, 1, "other", NULL, 0), ZC_EEXISTS);
+	CHECK_EQ(insert(db, 2, "dup", NULL, 0), ZC_EEXISTS);
+	CHECK_EQ(count_rows(db), 1);
+	/* SQL the engine cannot parse, or a table it does not have. */
+	rdb_stmt_t *st = NULL;
+	CHECK_EQ(rdb_prepare(db, RDB_SQL("SELEKT 1"), &st), ZC_ESQL);
+	CHECK_EQ(rdb_exec(db, "SELECT * FROM no_such_table"), ZC_ESQL);
+	/* No text for this engine. */
+	CHECK_EQ(rdb_prepare(db, RDB_SQL2(NULL, NULL), &st), KNOT_ENOTSUP);
+	/* An unknown target kind and bad arguments. */
+	rdb_t *other;
+	CHECK_EQ(rdb_open(NULL, "x", NULL), KNOT_EINVAL);
+	CHECK_EQ(rdb_open(&other, NULL, NULL), KNOT_EINVAL);
+}
+
+/* Write transactions, read snapshots, and a second connection. */
+static void test_transactions(rdb_t *db, rdb_t *other)
+{
+	CHECK_EQ(create_table(db), ZC_EOK);
+	CHECK(!rdb_in_txn(db));
+	CHECK_EQ(rdb_begin_write(db), ZC_EOK);
+	CHECK(rdb_in_txn(db));
+	CHECK_EQ(insert(db, 1, "a", NULL, 0), ZC_EOK);
+	CHECK_EQ(rdb_last_insert_id(db), 1);
+	/* Not visible to the other connection before the commit. */
+	CHECK_EQ(count_rows(other), 0);
+	CHECK_EQ(rdb_commit(db), ZC_EOK);
+	CHECK(!rdb_in_txn(db));
+	CHECK_EQ(count_rows(other), 1);
+
+	CHECK_EQ(rdb_begin_write(db), ZC_EOK);
+	CHECK_EQ(insert(db, 2, "b", NULL, 0), ZC_EOK);
+	rdb_rollback(db);
+	CHECK(!rdb_in_txn(db));
+	CHECK(!has_row(db, 2));
+	rdb_rollback(db); /* None open: nothing to do. */
+
+	/* A read snapshot keeps seeing one state. */
+	CHECK_EQ(rdb_begin_read(other), ZC_EOK);
+	CHECK_EQ(count_rows(other), 1);
+	CHECK_EQ(rdb_begin_write(db), ZC_EOK);
+	CHECK_EQ(insert(db, 3, "c", NULL, 0), ZC_EOK);
+	CHECK_EQ(rdb_commit(db), ZC_EOK);
+	CHECK_EQ(count_rows(other), 1);
+	rdb_end_read(other);
+	CHECK_EQ(count_rows(other), 2);
+
+	if (rdb_kind(db) == RDB_SQLITE) {
+		/* SQLite takes the write lock at BEGIN: a second writer
+		 * (without a busy timeout) is refused at once. */
+		CHECK_EQ(rdb_begin_write(db), ZC_EOK);
+		CHECK_EQ(rdb_begin_write(other), ZC_EBUSY);
+		CHECK(!rdb_in_txn(other));
+		rdb_rollback(db);
+		CHECK_EQ(rdb_begin_write(other), ZC_EOK);
+		rdb_rollback(other);
+	}
+}
+
+/* The savepoints of units: a unit and an inner one, each released or
+ * rolled back; a failed statement inside leaves the transaction usable
+ * after the rollback to its savepoint. */
+static void test_savepoints(rdb_t *db)
+{
+	CHECK_EQ(create_table(db), ZC_EOK);
+	CHECK_EQ(rdb_begin_write(db), ZC_EOK);
+	CHECK_EQ(insert(db, 1, "before", NULL, 0), ZC_EOK);
+
+	/* Unit 1: an inner savepoint rolled back, the unit released. */
+	CHECK_EQ(rdb_savepoint(db, RDB_SP_UNIT), ZC_EOK);
+	CHECK_EQ(insert(db, 2, "unit1", NULL, 0), ZC_EOK);
+	CHECK_EQ(rdb_savepoint(db, RDB_SP_INNER), ZC_EOK);
+	CHECK_EQ(insert(db, 3, "inner", NULL, 0), ZC_EOK);
+	rdb_rollback_to(db, RDB_SP_INNER);
+	CHECK(!has_row(db, 3));
+	CHECK(has_row(db, 2));
+	CHECK_EQ(rdb_release(db, RDB_SP_UNIT), ZC_EOK);
+
+	/* Unit 2: a unique violation, then the unit rolled back. */
+	CHECK_EQ(rdb_savepoint(db, RDB_SP_UNIT), ZC_EOK);
+	CHECK_EQ(insert(db, 4, "unit2", NULL, 0), ZC_EOK);
+	CHECK_EQ(insert(db, 5, "unit1", NULL, 0), ZC_EEXISTS);
+	rdb_rollback_to(db, RDB_SP_UNIT);
+	CHECK(rdb_in_txn(db));
+	CHECK(!has_row(db, 4));
+
+	/* Unit 3: an inner savepoint released inside a released unit. */
+	CHECK_EQ(rdb_savepoint(db, RDB_SP_UNIT), ZC_EOK);
+	CHECK_EQ(rdb_savepoint(db, RDB_SP_INNER), ZC_EOK);
+	CHECK_EQ(insert(db, 6, "unit3", NULL, 0), ZC_EOK);
+	CHECK_EQ(rdb_release(db, RDB_SP_INNER), ZC_EOK);
+	CHECK_EQ(rdb_release(db, RDB_SP_UNIT), ZC_EOK);
+	CHECK_EQ(rdb_commit(db), ZC_EOK);
+
+	CHECK(has_row(db, 1));
+	CHECK(has_row(db, 2));
+	CHECK(!has_row(db, 3));
+	CHECK(!has_row(db, 4));
+	CHECK(!has_row(db, 5));
+	CHECK(has_row(db, 6));
+	CHECK_EQ(count_rows(db), 3);
+	/* No transaction: rolling back to a savepoint does nothing. */
+	rdb_rollback_to(db, RDB_SP_UNIT);
+	CHECK_EQ(count_rows(db), 3);
+}
+
+int main(void)
+{
+	const char *target = getenv("ZC_TEST_RDB_TARGET");
+	const char *dir = NULL;
+	char path[512];
+	if (target == NULL) {
+		dir = test_tmpdir();
+		snprintf(path, sizeof(path), "%s/test.db", dir);
+		target = path;
+	}
+	const rdb_options_t opts = { .label = "test database" };
+	rdb_t *db, *other;
+	if (rdb_open(&db, target, &opts) != ZC_EOK ||
+	    rdb_open(&other, target, &opts) != ZC_EOK) {
+		fprintf(stderr, "cannot open %s\n", target);
+		return 1;
+	}
+	CHECK(rdb_kind(db) == RDB_SQLITE || rdb_kind(db) == RDB_PG);
+	test_binds_and_columns(db);
+	test_cache(db);
+	test_errors(db);
+	test_transactions(db, other);
+	test_savepoints(db);
+	rdb_close(other);
+	rdb_close(db);
+	rdb_close(NULL);
+	if (dir != NULL) {
+		/* A read-only open does not create a missing file. */
+		snprintf(path, sizeof(path), "%s/missing.db", dir);
+		const rdb_options_t ro = { .label = "test", .read_only = true };
+		CHECK(rdb_open(&db, path, &ro) < 0);
+		test_rmdir(dir);
+	}
+	return test_done();
+}
