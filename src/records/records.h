@@ -159,6 +159,12 @@ int records_listen_fd(const records_listen_t *l);
 int records_listen_drain(records_listen_t *l);
 void records_listen_close(records_listen_t *l);
 int records_bind(const char *dir, const char *uri);
+
+/* The store that records_open(target) opens, for status output:
+ * *backend "sqlite" or "postgresql", and in where its file or its URI
+ * with any password hidden. */
+int records_describe(const char *target, const char **backend, char *where,
+                     size_t size);
 int records_bound_target(const char *dir, char *uri, size_t size);
 
 void records_close(records_store_t *store);

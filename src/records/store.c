@@ -97,6 +97,34 @@ int records_bind(const char *dir, const char *uri)
 	return ret;
 }
 
+int records_describe(const char *target, const char **backend, char *where,
+                     size_t size)
+{
+	char uri[4096];
+	int bound = records_target_is_pg(target) ? 0 :
+	            records_bound_target(target, uri, sizeof(uri));
+	if (bound < 0) {
+		return bound;
+	}
+	if (bound == 0 && !records_target_is_pg(target)) {
+		*backend = "sqlite";
+		snprintf(where, size, "%s/records.db", target);
+		return ZC_EOK;
+	}
+	*backend = "postgresql";
+	const char *u = bound == 1 ? uri : target;
+	/* scheme://user:password@...: the password is not shown. */
+	const char *scheme_end = strstr(u, "://");
+	const char *at = scheme_end ? strchr(scheme_end + 3, '@') : NULL;
+	const char *colon = scheme_end ? strchr(scheme_end + 3, ':') : NULL;
+	if (at != NULL && colon != NULL && colon < at) {
+		snprintf(where, size, "%.*s:***%s", (int)(colon - u), u, at);
+	} else {
+		snprintf(where, size, "%s", u);
+	}
+	return ZC_EOK;
+}
+
 int records_open(records_store_t **out, const char *target)
 {
 	char path[4096];

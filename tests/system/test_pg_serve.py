@@ -5,6 +5,7 @@ answers 503 with a message and DNS keeps answering; once it is back, writes
 are taken again and nothing acknowledged was lost (`zonecast verify`). Each
 test runs its own throwaway cluster (dev/pg), as it stops it."""
 
+import json
 import os
 import shutil
 import subprocess
@@ -94,12 +95,23 @@ def wait_for(what, fn, timeout=10):
 
 
 def test_api_and_update_served_from_postgresql(cluster, tmp_path):
-    uri = database(cluster, "served")
+    # A password in the URI (trust authentication ignores it) is kept in
+    # the 0600 binding file and never shown.
+    uri = database(cluster, "served").replace("zc@", "zc:s3cret@")
     srv = serve(tmp_path, uri)
     srv.serve()
     try:
-        assert open(os.path.join(srv.data_dir, "records-store")).read().strip() == uri
+        bound = os.path.join(srv.data_dir, "records-store")
+        assert open(bound).read().strip() == uri
+        assert os.stat(bound).st_mode & 0o777 == 0o600
         assert not os.path.exists(os.path.join(srv.data_dir, "records.db"))
+        wait_for("the control socket", lambda: os.path.exists(
+            os.path.join(srv.data_dir, "control.sock")))
+        st = zonecast("status", "--data-dir", srv.data_dir)
+        assert "records store    PostgreSQL, postgresql://zc:***@/served" in st.stdout, st.stdout
+        assert "s3cret" not in st.stdout
+        js = json.loads(zonecast("status", "--data-dir", srv.data_dir, "--json").stdout)
+        assert js["records_store"]["backend"] == "postgresql"
         zonecast("zone", "import", "--data-dir", srv.data_dir, "pg.test.", zone_file(tmp_path))
         assert answer(srv.port, "www.pg.test.") == ["192.0.2.1"]
         # The records are PostgreSQL's, the change log sealed in commit order.
