@@ -337,8 +337,24 @@ static int start_stages(serve_ctx_t *ctx, const server_config_t *scfg,
                         server_sockets_t *sockets, int api_fd)
 {
 	const config_t *cfg = ctx->boot;
+	int ret = ZC_EOK;
+	if (cfg->nats[0] != '\0') {
+		/* One publisher per store: nodes sharing a PostgreSQL store
+		 * each build their own edge store, and two would feed one
+		 * stream with two different histories. */
+		ret = records_role_take(cfg->data_dir,
+		                        RECORDS_ROLE_FLEET_PUBLISHER,
+		                        &ctx->fleet_role);
+		if (ret == ZC_EBUSY) {
+			zc_error("nats: another zonecast sharing this records"
+			         " store already publishes to the fleet; one"
+			         " node may (docs/postgresql.md)");
+		}
+	}
 	/* The fleet first: recording must be on before anything commits. */
-	int ret = start_fleet(cfg, ctx->es, &ctx->fleet);
+	if (ret == ZC_EOK) {
+		ret = start_fleet(cfg, ctx->es, &ctx->fleet);
+	}
 	if (ret == ZC_EOK) {
 		ret = builder_follower_start(cfg->data_dir, ctx->es,
 		                             FOLLOW_POLL_MS, &ctx->follower);
@@ -414,6 +430,8 @@ static void stop_stages(serve_ctx_t *ctx)
 	writer_stop(ctx->writer);
 	builder_follower_stop(ctx->follower); /* No more serve_on_pass. */
 	fleet_primary_stop(ctx->fleet);       /* Nothing commits any more. */
+	records_listen_close(ctx->fleet_role);
+	ctx->fleet_role = NULL;
 	serve_notify_stop(ctx);  /* The view stops cueing it; it asks the
 	                          * view for serials. */
 	sigview_stop(ctx->view);

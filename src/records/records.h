@@ -158,6 +158,16 @@ int records_listen_open(const char *target, records_listen_t **out);
 int records_listen_fd(const records_listen_t *l);
 int records_listen_drain(records_listen_t *l);
 void records_listen_close(records_listen_t *l);
+
+/*
+ * A role that one node sharing the store may hold at a time (listen.c):
+ * ZC_EOK and a held connection in *out (release it with
+ * records_listen_close(), or exit), ZC_EBUSY when another node holds it,
+ * ZC_EUNAVAILABLE when PostgreSQL cannot be reached. On SQLite *out is
+ * NULL and ZC_EOK: serve.lock already makes one node.
+ */
+#define RECORDS_ROLE_FLEET_PUBLISHER 1
+int records_role_take(const char *target, int role, records_listen_t **out);
 int records_bind(const char *dir, const char *uri);
 
 /* The store that records_open(target) opens, for status output:

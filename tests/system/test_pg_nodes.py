@@ -158,3 +158,35 @@ def test_two_nodes_take_writes_and_serve_all_of_them(cluster, tmp_path):
         cp = subprocess.run([servers.zonecast_bin(), "verify", "--data-dir", srv.data_dir],
                             capture_output=True, text=True)
         assert "no differences" in cp.stdout, cp.stdout + cp.stderr
+
+
+def test_one_node_publishes_to_the_fleet(cluster, tmp_path):
+    """Nodes sharing a store build their own edge stores: a second node
+    asked to publish to the fleet (--nats) is refused, saying why, and the
+    first keeps publishing."""
+    import fleet
+    psql(cluster, "CREATE DATABASE pub", "postgres")
+    uri = "postgresql://zc@/pub?host=%s" % cluster
+    nats = fleet.NatsServer(str(tmp_path))
+    nats.start()
+    a = b = None
+    try:
+        a = servers.ZonecastServer(str(tmp_path / "a"), api=True,
+                                   options=["records-store=%s" % uri, "nats=%s" % nats.url])
+        a.zones = {}
+        if a.records_uri:
+            os.unlink(os.path.join(a.data_dir, "records-store"))
+        a.port, a.api_port = servers.free_port(), servers.free_port()
+        a.serve()
+        cp = subprocess.run([servers.zonecast_bin(), "serve", "--data-dir", str(tmp_path / "b"),
+                             "--records", uri, "--nats", nats.url, "--no-demo",
+                             "--listen", "127.0.0.1:%d" % servers.free_port(),
+                             "--api-listen", "none"],
+                            capture_output=True, text=True, timeout=60)
+        assert cp.returncode != 0
+        assert "already publishes to the fleet" in cp.stderr, cp.stderr
+        assert a.proc.poll() is None
+    finally:
+        if a is not None:
+            a.stop()
+        nats.stop()
