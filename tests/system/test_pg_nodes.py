@@ -95,7 +95,7 @@ def test_two_nodes_take_writes_and_serve_all_of_them(cluster, tmp_path):
                 text = '"%d-%d"' % (seed, i)
                 try:
                     if rnd.random() < 0.5:
-                        api.ok("POST", "/zones/%s/dns_records" % zid[z],
+                        api.ok("POST", "/zones/%s/dns_records?wait=live" % zid[z],
                                {"type": "TXT", "name": name.rstrip("."),
                                 "content": text.strip('"'), "ttl": 60})
                     else:
@@ -103,7 +103,8 @@ def test_two_nodes_take_writes_and_serve_all_of_them(cluster, tmp_path):
                         up.add(name, 60, "TXT", text)
                         r = dns.query.tcp(up, "127.0.0.1", port=srv.port, timeout=10)
                         assert r.rcode() == dns.rcode.NOERROR, dns.rcode.to_text(r.rcode())
-                    # Acknowledged: served by the node that took it, at once.
+                    # Acknowledged (the API with ?wait=live, UPDATE always):
+                    # served by the node that took it, at once.
                     got = served(srv.port, name)
                     if got != [text]:
                         time.sleep(1)

@@ -119,7 +119,7 @@ def test_api_and_update_served_from_postgresql(cluster, tmp_path):
                     "served").strip() == "1"
         api = srv.client(srv.create_token())
         zid = api.zone_id("pg.test")
-        api.ok("POST", "/zones/%s/dns_records" % zid,
+        api.ok("POST", "/zones/%s/dns_records?wait=live" % zid,
                {"type": "A", "name": "api.pg.test", "content": "192.0.2.7", "ttl": 60})
         assert answer(srv.port, "api.pg.test.") == ["192.0.2.7"]
         up = dns.update.UpdateMessage("pg.test.")
@@ -173,13 +173,13 @@ def test_postgresql_down_then_back(cluster, tmp_path):
         zid = api.zone_id("pg.test")
         acked = []
         for i in range(5):
-            api.ok("POST", "/zones/%s/dns_records" % zid,
+            api.ok("POST", "/zones/%s/dns_records?wait=live" % zid,
                    {"type": "A", "name": "a%d.pg.test" % i, "content": "192.0.2.%d" % (i + 1)})
             acked.append(i)
         subprocess.run([DEV_PG, "stop", cluster], check=True, capture_output=True)
         # DNS keeps answering from the edge store; writes get a clear 503.
         assert answer(srv.port, "a4.pg.test.") == ["192.0.2.5"]
-        r = api.call("POST", "/zones/%s/dns_records" % zid,
+        r = api.call("POST", "/zones/%s/dns_records?wait=live" % zid,
                      {"type": "A", "name": "down.pg.test", "content": "192.0.2.99"})
         assert r.status_code == 503, r.text
         assert "PostgreSQL" in r.json()["errors"][0]["message"]
@@ -187,7 +187,7 @@ def test_postgresql_down_then_back(cluster, tmp_path):
         # Back: the first writes may still find a dead connection; then
         # writes are taken and served.
         def write_again():
-            r = api.call("POST", "/zones/%s/dns_records" % zid,
+            r = api.call("POST", "/zones/%s/dns_records?wait=live" % zid,
                          {"type": "A", "name": "back.pg.test", "content": "192.0.2.100"})
             return r.status_code == 200
         wait_for("a write after PostgreSQL came back", write_again, timeout=20)
