@@ -34,6 +34,11 @@ bench_cleanup() {
     trap - EXIT INT TERM
     for pid in "${BENCH_PIDS[@]}"; do bench_stop "$pid"; done
     BENCH_PIDS=()
+    # A PostgreSQL cluster a bench started (dev/pg): stopped and removed.
+    if [[ -n ${PGDIR:-} && -d $PGDIR ]]; then
+        "$REPO_DIR/dev/pg" stop "$PGDIR" >/dev/null 2>&1
+        rm -rf "$PGDIR"
+    fi
     if [[ -n $BENCH_RUN && -d $BENCH_RUN ]]; then
         if [[ $BENCH_KEEP = 1 ]] || ((rc != 0 && rc != 130)); then
             log "logs and configs kept in $BENCH_RUN"

@@ -115,6 +115,9 @@ def main():
     w("machine: %s cores, load average %s before / %s after; run took %s s; started %s"
       % (meta.get("nproc", "?"), meta.get("load_before", "?"), meta.get("load_after", "?"),
          meta.get("wall_s", "?"), meta.get("started", "?")))
+    if meta.get("zonecast_records") == "postgresql":
+        w("zonecast's records store: PostgreSQL (dev/pg cluster, unix socket, fsync on,"
+          " synchronous_commit on)")
     if meta.get("zonecast_wait_live") == "1":
         w("zonecast writes with ?wait=live: each response comes once the DNS server serves it")
     for s in SERVERS:

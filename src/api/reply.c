@@ -74,6 +74,8 @@ static bool storage_error(api_req_t *req, int ret)
 		               "was written" },
 		{ -EACCES, 503, "data directory: permission denied, nothing was "
 		                "written" },
+		{ ZC_EUNAVAILABLE, 503, "records store (PostgreSQL) unavailable,"
+		  " nothing was written: retry" },
 	};
 	for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++) {
 		if (table[i].code == ret) {

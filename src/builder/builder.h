@@ -266,6 +266,18 @@ void builder_follower_await(builder_follower_t *f, builder_waiter_t *w);
 void builder_follower_wake(builder_follower_t *f);
 
 /*
+ * Hears commits of other nodes sharing the records store (hear.c): a
+ * thread calls wake(ctx) at each commit to the change log that target's
+ * store signals (PostgreSQL). *out is NULL when the store signals nothing
+ * (SQLite): in-process commits wake the follower directly and the poll
+ * finds the rest.
+ */
+typedef struct builder_hear builder_hear_t;
+int builder_hear_start(const char *target, void (*wake)(void *ctx), void *ctx,
+                       builder_hear_t **out);
+void builder_hear_stop(builder_hear_t *h);
+
+/*
  * Waits until the follower completes its next pass over the log, or
  * timeout_ms passed. Returns true if a pass completed. Callers re-check
  * what they wait for (propagation receipts) after each return.

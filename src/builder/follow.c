@@ -52,6 +52,7 @@ struct builder_follower {
 	_Atomic int64_t logged;                /* When failing was last logged. */
 	void (*on_pass)(void *ctx);            /* After each pass with work. */
 	void *on_pass_ctx;
+	builder_hear_t *hear;                  /* Other nodes' commits. */
 };
 
 /* Map doublings a catch-up may ask for. */
@@ -344,6 +345,11 @@ static void *follow(void *arg)
 	return NULL;
 }
 
+static void wake_cb(void *ctx)
+{
+	builder_follower_wake(ctx);
+}
+
 int builder_follower_start(const char *data_dir, edge_store_t *es,
                            unsigned poll_ms, builder_follower_t **out)
 {
@@ -363,6 +369,10 @@ int builder_follower_start(const char *data_dir, edge_store_t *es,
 		free(f->data_dir);
 		free(f);
 		return KNOT_ENOMEM;
+	}
+	if (builder_hear_start(data_dir, wake_cb, f, &f->hear) != ZC_EOK) {
+		zc_warn("builder: cannot hear other nodes' commits; "
+		           "polling every %u ms", poll_ms);
 	}
 	*out = f;
 	return ZC_EOK;
@@ -477,6 +487,7 @@ void builder_follower_stop(builder_follower_t *f)
 	if (f == NULL) {
 		return;
 	}
+	builder_hear_stop(f->hear);
 	pthread_mutex_lock(&f->lock);
 	f->stop = true;
 	pthread_cond_signal(&f->cond);

@@ -3,8 +3,10 @@
  * Brings an edge store to this program's key format (EDGE_KEY_FORMAT in
  * edge/edge.h) before anything reads or builds it: an edge written in an
  * older format, or one that lost its file while the records store holds
- * zones, is emptied and every zone is fully built again. The edge store is
- * derived data, so this is always safe.
+ * zones, is emptied and every zone is fully built again. So is one that
+ * applied less of the change log than was trimmed since (another node
+ * sharing a PostgreSQL store trimmed it while this one was away). The
+ * edge store is derived data, so this is always safe.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -56,7 +58,7 @@ static int read_format(edge_store_t *es, uint64_t *format)
 
 /* Empties the edge and stamps the format, unless another process did it
  * first (then *done is set). */
-static int reset(edge_store_t *es, bool *done)
+static int reset(edge_store_t *es, bool force, bool *done)
 {
 	edge_txn_t txn = { 0 };
 	int ret = edge_txn_begin_write(es, &txn);
@@ -65,7 +67,7 @@ static int reset(edge_store_t *es, bool *done)
 	}
 	uint64_t format = 0;
 	ret = edge_meta_get(&txn, "key_format", &format);
-	*done = ret == ZC_EOK && format == EDGE_KEY_FORMAT;
+	*done = !force && ret == ZC_EOK && format == EDGE_KEY_FORMAT;
 	if (ret == ZC_EOK && !*done) {
 		ret = edge_txn_clear(&txn);
 	}
@@ -98,7 +100,8 @@ static int save_applied(edge_store_t *es, uint64_t seq)
 }
 
 /* Full builds of every zone; the log is applied from `seq` on. */
-static int rebuild(records_store_t *rs, edge_store_t *es, uint64_t format)
+static int rebuild(records_store_t *rs, edge_store_t *es, uint64_t format,
+                   bool force)
 {
 	uint64_t seq = 0;
 	apexes_t a = { 0 };
@@ -108,9 +111,9 @@ static int rebuild(records_store_t *rs, edge_store_t *es, uint64_t format)
 	}
 	bool done = false;
 	if (ret == ZC_EOK) {
-		ret = reset(es, &done);
+		ret = reset(es, force, &done);
 	}
-	if (ret == ZC_EOK && !done && a.count > 0) {
+	if (ret == ZC_EOK && !done && a.count > 0 && !force) {
 		zc_info("edge store: key format %llu, this zonecast writes %u: "
 		        "building its %zu zones again from the records store",
 		        (unsigned long long)format, EDGE_KEY_FORMAT, a.count);
@@ -140,11 +143,45 @@ static int rebuild(records_store_t *rs, edge_store_t *es, uint64_t format)
 	return ret;
 }
 
+/* Has the change log been trimmed past what this edge store applied? */
+static int trimmed_past(records_store_t *rs, edge_store_t *es, bool *past)
+{
+	uint64_t trimmed = 0, applied = 0;
+	*past = false;
+	int ret = records_trimmed_seq(rs, &trimmed);
+	if (ret != ZC_EOK || trimmed == 0) {
+		return ret;
+	}
+	edge_txn_t txn = { 0 };
+	ret = edge_txn_begin_read(es, &txn);
+	if (ret == ZC_EOK) {
+		ret = edge_meta_get(&txn, "applied_seq", &applied);
+		edge_txn_abort(&txn);
+	}
+	if (ret == ZC_EOK && applied < trimmed) {
+		zc_warn("edge store: applied the change log up to seq %llu, but"
+		        " it now starts after seq %llu (trimmed while this node"
+		        " was away): building every zone again from the"
+		        " records store", (unsigned long long)applied,
+		        (unsigned long long)trimmed);
+		*past = true;
+	}
+	return ret;
+}
+
 int builder_edge_prepare(records_store_t *rs, edge_store_t *es)
 {
 	uint64_t format = 0;
 	int ret = read_format(es, &format);
-	if (ret != ZC_EOK || format == EDGE_KEY_FORMAT) {
+	if (ret == ZC_EOK && format == EDGE_KEY_FORMAT) {
+		bool past = false;
+		ret = trimmed_past(rs, es, &past);
+		if (ret != ZC_EOK || !past) {
+			return ret;
+		}
+		return rebuild(rs, es, format, true);
+	}
+	if (ret != ZC_EOK) {
 		return ret;
 	}
 	if (format > EDGE_KEY_FORMAT) {
@@ -153,5 +190,5 @@ int builder_edge_prepare(records_store_t *rs, edge_store_t *es)
 		         EDGE_KEY_FORMAT);
 		return ZC_ESCHEMA;
 	}
-	return rebuild(rs, es, format);
+	return rebuild(rs, es, format, false);
 }

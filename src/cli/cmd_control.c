@@ -189,6 +189,10 @@ static void print_status(const json_t *r)
 	print_uptime(num(r, "uptime_s"));
 	printf(" (since %s)\n", str(r, "started"));
 	printf("data directory   %s\n", str(r, "data_dir"));
+	const json_t *store = json_object_get(r, "records_store");
+	printf("records store    %s, %s\n",
+	       strcmp(str(store, "backend"), "postgresql") == 0 ? "PostgreSQL" :
+	       "SQLite", str(store, "where"));
 	printf("listening        DNS");
 	size_t i;
 	json_t *a;

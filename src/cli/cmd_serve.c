@@ -66,6 +66,8 @@ static void usage(FILE *out)
 	      "      --no-demo            do not create the demo zone\n"
 	      "      --nats URL[,URL...]  publish to edges through NATS JetStream\n"
 	      "                           (docs/fleet.md)\n"
+	      "      --records URI        records store in PostgreSQL\n"
+	      "                           (postgresql://..., docs/postgresql.md)\n"
 	      "  -o, --option KEY=VALUE   any config-file setting, repeatable\n"
 	      "                           (e.g. -o allow-update=127.0.0.1)\n"
 	      "  -h, --help               this help\n", out);
@@ -82,6 +84,7 @@ static const struct option opts[] = {
 	{ "nsid", required_argument, NULL, 'N' },
 	{ "no-demo", no_argument, NULL, 'D' },
 	{ "nats", required_argument, NULL, 'n' },
+	{ "records", required_argument, NULL, 'R' },
 	{ "option", required_argument, NULL, 'o' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
@@ -91,6 +94,7 @@ static const char *const flag_keys[128] = {
 	['d'] = "data-dir", ['a'] = "api-listen", ['w'] = "workers",
 	['m'] = "metrics-listen",
 	['L'] = "log-level", ['N'] = "nsid", ['n'] = "nats",
+	['R'] = "records-store",
 };
 
 static void serve_flag(config_t *cfg, int c)
@@ -333,8 +337,24 @@ static int start_stages(serve_ctx_t *ctx, const server_config_t *scfg,
                         server_sockets_t *sockets, int api_fd)
 {
 	const config_t *cfg = ctx->boot;
+	int ret = ZC_EOK;
+	if (cfg->nats[0] != '\0') {
+		/* One publisher per store: nodes sharing a PostgreSQL store
+		 * each build their own edge store, and two would feed one
+		 * stream with two different histories. */
+		ret = records_role_take(cfg->data_dir,
+		                        RECORDS_ROLE_FLEET_PUBLISHER,
+		                        &ctx->fleet_role);
+		if (ret == ZC_EBUSY) {
+			zc_error("nats: another zonecast sharing this records"
+			         " store already publishes to the fleet; one"
+			         " node may (docs/postgresql.md)");
+		}
+	}
 	/* The fleet first: recording must be on before anything commits. */
-	int ret = start_fleet(cfg, ctx->es, &ctx->fleet);
+	if (ret == ZC_EOK) {
+		ret = start_fleet(cfg, ctx->es, &ctx->fleet);
+	}
 	if (ret == ZC_EOK) {
 		ret = builder_follower_start(cfg->data_dir, ctx->es,
 		                             FOLLOW_POLL_MS, &ctx->follower);
@@ -410,6 +430,8 @@ static void stop_stages(serve_ctx_t *ctx)
 	writer_stop(ctx->writer);
 	builder_follower_stop(ctx->follower); /* No more serve_on_pass. */
 	fleet_primary_stop(ctx->fleet);       /* Nothing commits any more. */
+	records_listen_close(ctx->fleet_role);
+	ctx->fleet_role = NULL;
 	serve_notify_stop(ctx);  /* The view stops cueing it; it asks the
 	                          * view for serials. */
 	sigview_stop(ctx->view);
@@ -558,7 +580,12 @@ static int run(serve_ctx_t *ctx)
 	cli_server_config(cfg, &scfg);
 	if (run_paths(ctx) != ZC_EOK ||
 	    cli_writable_data_dir(cfg->data_dir) != ZC_EOK ||
-	    cli_lock_data_dir(cfg->data_dir, &lock_fd) != ZC_EOK) {
+	    cli_lock_data_dir(cfg->data_dir, &lock_fd) != ZC_EOK ||
+	    (cfg->records_store[0] != '\0' &&
+	     records_bind(cfg->data_dir, cfg->records_store) != ZC_EOK)) {
+		if (lock_fd >= 0) {
+			close(lock_fd);
+		}
 		return 1;
 	}
 	ctx->lock_fd = lock_fd;

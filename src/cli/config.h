@@ -30,6 +30,9 @@
 
 typedef struct {
 	char data_dir[CONFIG_STR_MAX];
+	/* records-store: "" for the data directory's SQLite records.db, or
+	 * a postgresql:// URI (records_bind(), docs/postgresql.md). */
+	char records_store[CONFIG_STR_MAX];
 	char listen[SERVER_MAX_LISTEN][128];
 	size_t listen_count;
 	char api_listen[128];

@@ -69,6 +69,12 @@ int cli_require_data_dir(const char *dir)
 	    sizeof(path) && stat(path, &st) == 0 && S_ISREG(st.st_mode)) {
 		return ZC_EOK;
 	}
+	/* Its records in PostgreSQL (records.h, records_bind()). */
+	if ((size_t)snprintf(path, sizeof(path), "%s/" RECORDS_STORE_FILE,
+	                     dir) < sizeof(path) && stat(path, &st) == 0 &&
+	    S_ISREG(st.st_mode)) {
+		return ZC_EOK;
+	}
 	fprintf(stderr, "zonecast: no zonecast data directory at %s (no "
 	        "records.db there; only 'zonecast serve' and 'zonecast zone "
 	        "import' create one)\n", dir);

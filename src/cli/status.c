@@ -138,11 +138,15 @@ json_t *serve_status(serve_ctx_t *ctx)
 	server_stats_t s;
 	server_stats(ctx->server, &s);
 	int64_t now = unix_ms();
+	const char *backend = "unknown";
+	char where[4200] = "";
+	records_describe(ctx->boot->data_dir, &backend, where, sizeof(where));
 	json_t *o = json_pack(
-		"{s:s, s:i, s:s, s:o, s:I, s:o, s:o, s:I, s:o,"
+		"{s:s, s:i, s:s, s:{s:s, s:s}, s:o, s:I, s:o, s:o, s:I, s:o,"
 		" s:{s:I, s:I, s:I, s:I}, s:{s:o}, s:{s:I, s:I}}",
 		"version", ZONECAST_VERSION, "pid", (int)getpid(),
 		"data_dir", ctx->boot->data_dir,
+		"records_store", "backend", backend, "where", where,
 		"started", time_json(ctx->started_ms),
 		"uptime_s", (json_int_t)((now - ctx->started_ms) / 1000),
 		"listeners", listeners_json(ctx),

@@ -52,6 +52,8 @@
 	X(ZC_EKEYCOUNT,     -2026, "a signed zone has 1 to 8 DNSSEC keys") \
 	X(ZC_ENATS,         -2030, "NATS/JetStream error") \
 	X(ZC_EACCES_NATS,   -2032, "NATS refused the credentials") \
+	X(ZC_EUNAVAILABLE,  -2033, "records store unavailable (PostgreSQL " \
+	  "down or unreachable): try again") \
 	X(ZC_EREPLGAP,      -2031, "replication stream has a gap (bootstrap " \
 	  "from a snapshot)")
 

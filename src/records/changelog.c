@@ -488,8 +488,35 @@ int records_journal_trim(records_store_t *store, int64_t before_ms,
 		ret = exec_seq(store, RDB_SQL("DELETE FROM changes"
 		                              " WHERE seq <= ?1"), last);
 	}
+	if (ret == ZC_EOK && last > 0) {
+		/* Where the log now starts, for builders of other nodes that
+		 * have not read that far (records_trimmed_seq()). */
+		ret = exec_seq(store, RDB_SQL2(
+			"INSERT INTO counters(name, value) VALUES"
+			" ('trimmed_seq', ?1) ON CONFLICT(name) DO UPDATE SET"
+			" value = max(value, excluded.value)",
+			"INSERT INTO counters(name, value) VALUES"
+			" ('trimmed_seq', ?1) ON CONFLICT(name) DO UPDATE SET"
+			" value = greatest(counters.value, excluded.value)"), last);
+	}
 	if (ret != ZC_EOK) {
 		*removed = 0;
 	}
 	return end_trim(store, ret);
+}
+
+int records_trimmed_seq(records_store_t *store, uint64_t *seq)
+{
+	rdb_stmt_t *stmt;
+	*seq = 0;
+	int ret = rdb_prepare(store->db, RDB_SQL(
+		"SELECT value FROM counters WHERE name = 'trimmed_seq'"), &stmt);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	int rc = rdb_step(stmt);
+	*seq = rc == RDB_ROW ? (uint64_t)rdb_col_int64(stmt, 0) : 0;
+	ret = rdb_status(rc);
+	rdb_done(stmt);
+	return ret;
 }

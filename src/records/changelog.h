@@ -138,6 +138,12 @@ typedef struct {
 /* The newest change-log sequence (0 for an empty log). */
 int records_last_seq(records_store_t *store, uint64_t *seq);
 
+/* The last sequence records_journal_trim() removed (0: none): an edge
+ * store that applied less than that cannot follow the log any more and
+ * is built again from the records (another node sharing a PostgreSQL
+ * store trimmed while it was away: builder_edge_prepare()). */
+int records_trimmed_seq(records_store_t *store, uint64_t *seq);
+
 /*
  * Reads up to `limit` change events (0: no limit) with seq > after, in
  * order, calling cb for each (cb returns non-zero to stop). Inside

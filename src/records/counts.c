@@ -146,10 +146,10 @@ int records_counts_verify(records_store_t *store,
 {
 	rdb_stmt_t *stmt;
 	int ret = rdb_prepare(store->db, RDB_SQL(
-		"SELECT name, record_count, (SELECT"
-		" count(*) FROM records r WHERE r.zone_id ="
-		" zones.id) AS real FROM zones WHERE"
-		" record_count != real ORDER BY name"), &stmt);
+		"SELECT name, record_count, n FROM (SELECT name,"
+		" record_count, (SELECT count(*) FROM records r WHERE"
+		" r.zone_id = zones.id) AS n FROM zones) AS z"
+		" WHERE record_count != n ORDER BY name"), &stmt);
 	if (ret != ZC_EOK) {
 		return ret;
 	}

@@ -32,7 +32,7 @@ int rdb_open(rdb_t **out, const char *target, const rdb_options_t *opts)
 		opts = &defaults;
 	}
 	if (is_pg_target(target)) {
-#ifdef RDB_HAVE_PG
+#ifdef ZC_HAVE_LIBPQ
 		return rdb_pg_driver.open(out, target, opts);
 #else
 		zc_error("%s: this zonecast was built without PostgreSQL"

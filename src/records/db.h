@@ -158,7 +158,9 @@ void rdb_done(rdb_stmt_t *st);
 /* Rows changed by the last INSERT, UPDATE or DELETE. */
 int64_t rdb_changes(rdb_t *db);
 
-/* The id the last INSERT gave its row (SQLite's rowid). */
+/* The id the last INSERT gave its row: SQLite's rowid; on PostgreSQL the
+ * value its identity column drew (lastval(): only after an INSERT into a
+ * table with one, or the transaction fails). */
 int64_t rdb_last_insert_id(rdb_t *db);
 
 /* --- Transactions --- */

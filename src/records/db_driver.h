@@ -64,9 +64,9 @@ struct rdb_driver {
 };
 
 /* The drivers (db.c picks one by target). db_pg.c, the libpq driver,
- * defines rdb_pg_driver; records/meson.build compiles it, with
- * -DRDB_HAVE_PG, when libpq is found. */
+ * defines rdb_pg_driver; records/meson.build compiles it, when libpq is found
+ * (meson defines ZC_HAVE_LIBPQ). */
 extern const rdb_driver_t rdb_sqlite_driver;
-#ifdef RDB_HAVE_PG
+#ifdef ZC_HAVE_LIBPQ
 extern const rdb_driver_t rdb_pg_driver;
 #endif

@@ -119,10 +119,63 @@ typedef struct {
 } records_record_t;
 
 /*
- * Opens DIR/records.db, creating it and applying migrations as needed.
- * Returns ZC_ESCHEMA for a database newer than this program.
+ * Opens a records store: target is a data directory (its records.db,
+ * SQLite, created as needed) or a PostgreSQL connection URI
+ * ("postgresql://..." or "postgres://...", docs/postgresql.md), whose
+ * empty database gets the schema. Migrations are applied as needed.
+ * Returns ZC_ESCHEMA for a store newer than this program,
+ * ZC_EUNAVAILABLE when PostgreSQL cannot be reached.
  */
-int records_open(records_store_t **out, const char *dir);
+int records_open(records_store_t **out, const char *target);
+
+/* Is target a PostgreSQL connection URI (records_open())? */
+bool records_target_is_pg(const char *target);
+
+/*
+ * A data directory whose records live in PostgreSQL names them in
+ * DIR/records-store (the URI, mode 0600): records_open(DIR) then opens
+ * that store, so every command given the data directory finds it, and
+ * the directory's edge store is never filled from another store.
+ * records_bind() writes it (serve's records-store, --records); it refuses
+ * a different URI than the one bound, or a directory that already has an
+ * SQLite records.db. records_bound_target() reads it: 1 and the URI when
+ * bound, ZC_EOK (0) when not.
+ */
+#define RECORDS_STORE_FILE "records-store"
+
+/*
+ * Commits of other processes (listen.c). records_listen_open() gives a
+ * listener whose descriptor turns readable at each commit to the change
+ * log by any node (PostgreSQL: LISTEN on its own connection), or NULL
+ * with ZC_EOK when the store has no such signal (SQLite); ZC_EUNAVAILABLE
+ * when PostgreSQL cannot be reached (try again later).
+ * records_listen_drain() consumes what arrived: the number of commits
+ * heard, or ZC_EUNAVAILABLE when the connection is lost (close and open
+ * again).
+ */
+typedef struct records_listen records_listen_t;
+int records_listen_open(const char *target, records_listen_t **out);
+int records_listen_fd(const records_listen_t *l);
+int records_listen_drain(records_listen_t *l);
+void records_listen_close(records_listen_t *l);
+
+/*
+ * A role that one node sharing the store may hold at a time (listen.c):
+ * ZC_EOK and a held connection in *out (release it with
+ * records_listen_close(), or exit), ZC_EBUSY when another node holds it,
+ * ZC_EUNAVAILABLE when PostgreSQL cannot be reached. On SQLite *out is
+ * NULL and ZC_EOK: serve.lock already makes one node.
+ */
+#define RECORDS_ROLE_FLEET_PUBLISHER 1
+int records_role_take(const char *target, int role, records_listen_t **out);
+int records_bind(const char *dir, const char *uri);
+
+/* The store that records_open(target) opens, for status output:
+ * *backend "sqlite" or "postgresql", and in where its file or its URI
+ * with any password hidden. */
+int records_describe(const char *target, const char **backend, char *where,
+                     size_t size);
+int records_bound_target(const char *dir, char *uri, size_t size);
 
 void records_close(records_store_t *store);
 

@@ -19,6 +19,9 @@
 #include "dns/name.h"
 #include "records/db_sqlite.h"
 #include "records/internal.h"
+#ifdef ZC_HAVE_LIBPQ
+#include "records/schema_pg_sql.h"
+#endif
 
 static const char *const migrations[] = {
 	/* 1: zones, records, change log. */
@@ -233,11 +236,56 @@ static void sql_okey(sqlite3_context *ctx, int argc, sqlite3_value **argv)
 	                    SQLITE_TRANSIENT);
 }
 
+#ifdef ZC_HAVE_LIBPQ
+/* PostgreSQL: the baseline (schema_pg.sql) into an empty database, in one
+ * transaction under the writers' lock, so that two nodes starting at once
+ * load it once. Later versions will add steps with both texts. */
+static int pg_migrate(records_store_t *store)
+{
+	int ret = rdb_begin_write(store->db);
+	rdb_stmt_t *st = NULL;
+	if (ret == ZC_EOK) {
+		ret = rdb_prepare(store->db, RDB_SQL2(NULL,
+			"SELECT to_regclass('schema_version') IS NOT NULL"), &st);
+	}
+	int rc = ret == ZC_EOK ? rdb_step(st) : ret;
+	bool present = rc == RDB_ROW && rdb_col_int64(st, 0) != 0;
+	rdb_done(st);
+	ret = rdb_status(rc);
+	if (ret == ZC_EOK && !present) {
+		ret = rdb_exec(store->db, RECORDS_SCHEMA_PG_SQL);
+	}
+	int version = 0;
+	if (ret == ZC_EOK) {
+		ret = rdb_prepare(store->db, RDB_SQL2(NULL,
+			"SELECT version FROM schema_version"), &st);
+		rc = ret == ZC_EOK ? rdb_step(st) : ret;
+		version = rc == RDB_ROW ? (int)rdb_col_int64(st, 0) : 0;
+		rdb_done(st);
+		ret = rdb_status(rc);
+	}
+	if (ret == ZC_EOK && version != SCHEMA_VERSION) {
+		zc_error("records store has schema %d, this zonecast knows %d",
+		         version, SCHEMA_VERSION);
+		ret = ZC_ESCHEMA;
+	}
+	if (ret != ZC_EOK) {
+		rdb_rollback(store->db);
+		return ret;
+	}
+	return rdb_commit(store->db);
+}
+#endif
+
 int records_schema_migrate(records_store_t *store)
 {
 	sqlite3 *conn = rdb_sqlite_handle(store->db);
 	if (conn == NULL) {
-		return KNOT_ENOTSUP; /* PostgreSQL: its own runner (M2). */
+#ifdef ZC_HAVE_LIBPQ
+		return pg_migrate(store);
+#else
+		return KNOT_ENOTSUP;
+#endif
 	}
 	int rc = sqlite3_create_function(conn, "zc_okey", 2,
 	                                 SQLITE_UTF8 | SQLITE_DETERMINISTIC,

@@ -60,8 +60,10 @@ CREATE TABLE records (
   modified_on bigint NOT NULL,
   api_form integer NOT NULL DEFAULT 0,
   tags text);
-CREATE INDEX records_node ON records(zone_id, okey, type);
-CREATE INDEX records_type ON records(zone_id, type, okey);
+-- id ends each index as SQLite's rowid ends its indexes: pages in
+-- (okey, type, id) or (type, okey, id) order walk an index without a sort.
+CREATE INDEX records_node ON records(zone_id, okey, type, id);
+CREATE INDEX records_type ON records(zone_id, type, okey, id);
 
 -- The change log, which is also the IXFR journal. seq names an event and
 -- ascends within a transaction; it is NOT the order of commits (a

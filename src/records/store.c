@@ -4,17 +4,145 @@
  * brought to this program's schema (schema.c). records.h has the design.
  */
 #include <stdio.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 #include <libknot/errcode.h>
 
 #include "common/error.h"
+#include "common/log.h"
 #include "records/internal.h"
 
-int records_open(records_store_t **out, const char *dir)
+bool records_target_is_pg(const char *target)
+{
+	return strncmp(target, "postgresql://", 13) == 0 ||
+	       strncmp(target, "postgres://", 11) == 0;
+}
+
+/* DIR/records-store's path. */
+static int bound_path(const char *dir, char *path, size_t size)
+{
+	int n = snprintf(path, size, "%s/" RECORDS_STORE_FILE, dir);
+	return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : ZC_EOK;
+}
+
+int records_bound_target(const char *dir, char *uri, size_t size)
 {
 	char path[4096];
-	if (snprintf(path, sizeof(path), "%s/records.db", dir) >= (int)sizeof(path)) {
-		return -36; /* -ENAMETOOLONG */
+	int ret = bound_path(dir, path, sizeof(path));
+	FILE *f = ret == ZC_EOK ? fopen(path, "re") : NULL;
+	if (f == NULL) {
+		return ret != ZC_EOK ? ret : errno == ENOENT ? ZC_EOK : -errno;
+	}
+	uri[0] = '\0';
+	bool got = fgets(uri, (int)size, f) != NULL;
+	fclose(f);
+	uri[strcspn(uri, "\r\n")] = '\0';
+	if (!got || !records_target_is_pg(uri)) {
+		zc_error("%s holds no postgresql:// URI", path);
+		return ZC_EINVAL_CONFIG;
+	}
+	return 1;
+}
+
+int records_bind(const char *dir, const char *uri)
+{
+	if (!records_target_is_pg(uri)) {
+		zc_error("records-store: %s is no postgresql:// URI", uri);
+		return ZC_EINVAL_CONFIG;
+	}
+	char bound[4096], path[4096];
+	int ret = records_bound_target(dir, bound, sizeof(bound));
+	if (ret == 1) {
+		if (strcmp(bound, uri) == 0) {
+			return ZC_EOK;
+		}
+		zc_error("data directory %s belongs to the records store in"
+		         " %s/" RECORDS_STORE_FILE ", not %s: its edge store"
+		         " holds that store's zones", dir, dir, uri);
+		return ZC_EINVAL_CONFIG;
+	}
+	if (ret != ZC_EOK || (ret = bound_path(dir, path, sizeof(path))) !=
+	    ZC_EOK) {
+		return ret;
+	}
+	char sqlite_path[4096];
+	snprintf(sqlite_path, sizeof(sqlite_path), "%s/records.db", dir);
+	if (access(sqlite_path, F_OK) == 0) {
+		zc_error("data directory %s already holds an SQLite records"
+		         " store (records.db): start with an empty data"
+		         " directory for %s", dir, uri);
+		return ZC_EINVAL_CONFIG;
+	}
+	/* 0600: the URI may hold a password. Written whole, then renamed. */
+	char tmp[4200];
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		return -errno;
+	}
+	size_t len = strlen(uri);
+	bool ok = write(fd, uri, len) == (ssize_t)len &&
+	          write(fd, "\n", 1) == 1 && fsync(fd) == 0;
+	ret = ok ? ZC_EOK : -errno;
+	close(fd);
+	if (ret == ZC_EOK && rename(tmp, path) != 0) {
+		ret = -errno;
+	}
+	if (ret != ZC_EOK) {
+		unlink(tmp);
+	}
+	return ret;
+}
+
+int records_describe(const char *target, const char **backend, char *where,
+                     size_t size)
+{
+	char uri[4096];
+	int bound = records_target_is_pg(target) ? 0 :
+	            records_bound_target(target, uri, sizeof(uri));
+	if (bound < 0) {
+		return bound;
+	}
+	if (bound == 0 && !records_target_is_pg(target)) {
+		*backend = "sqlite";
+		snprintf(where, size, "%s/records.db", target);
+		return ZC_EOK;
+	}
+	*backend = "postgresql";
+	const char *u = bound == 1 ? uri : target;
+	/* scheme://user:password@...: the password is not shown. */
+	const char *scheme_end = strstr(u, "://");
+	const char *at = scheme_end ? strchr(scheme_end + 3, '@') : NULL;
+	const char *colon = scheme_end ? strchr(scheme_end + 3, ':') : NULL;
+	if (at != NULL && colon != NULL && colon < at) {
+		snprintf(where, size, "%.*s:***%s", (int)(colon - u), u, at);
+	} else {
+		snprintf(where, size, "%s", u);
+	}
+	return ZC_EOK;
+}
+
+int records_open(records_store_t **out, const char *target)
+{
+	char path[4096];
+	int bound = records_target_is_pg(target) ? 0 :
+	            records_bound_target(target, path, sizeof(path));
+	if (bound < 0) {
+		return bound;
+	}
+	if (bound == 1) {
+		/* path holds the URI the data directory names. */
+	} else if (records_target_is_pg(target)) {
+		if (snprintf(path, sizeof(path), "%s", target) >=
+		    (int)sizeof(path)) {
+			return -ENAMETOOLONG;
+		}
+	} else if (snprintf(path, sizeof(path), "%s/records.db", target) >=
+	           (int)sizeof(path)) {
+		return -ENAMETOOLONG;
 	}
 	records_store_t *s = calloc(1, sizeof(*s));
 	if (s == NULL) {

@@ -42,6 +42,31 @@ def pytest_configure(config):
 DEV_PG = os.path.join(servers.REPO, "dev", "pg")
 
 
+@pytest.fixture(scope="session", autouse=True)
+def records_backend():
+    """ZONECAST_TEST_RECORDS=postgresql runs the suite's zonecast servers on
+    PostgreSQL records stores (servers.py binds each data directory to a
+    database of its own) on one throwaway cluster for the session; else
+    (sqlite, the default) nothing to start. dev/test runs the records, API
+    and UPDATE suites both ways."""
+    if servers.RECORDS_BACKEND != "postgresql":
+        yield servers.RECORDS_BACKEND
+        return
+    if subprocess.run([DEV_PG, "bindir"], capture_output=True).returncode != 0:
+        pytest.exit("ZONECAST_TEST_RECORDS=postgresql but PostgreSQL is not installed", 2)
+    pgdir = tempfile.mkdtemp(prefix="zonecast-pgr.", dir="/tmp")
+    started = subprocess.run([DEV_PG, "start", pgdir], capture_output=True, text=True)
+    if started.returncode != 0:
+        shutil.rmtree(pgdir, ignore_errors=True)
+        pytest.exit("dev/pg start failed: " + started.stderr, 2)
+    os.environ["ZONECAST_TEST_PGHOST"] = pgdir
+    try:
+        yield servers.RECORDS_BACKEND
+    finally:
+        subprocess.run([DEV_PG, "stop", pgdir], check=False)
+        shutil.rmtree(pgdir, ignore_errors=True)
+
+
 @pytest.fixture(scope="session")
 def pg_cluster():
     """A PostgreSQL cluster for the session (dev/pg, fsync on): its socket

@@ -344,6 +344,53 @@ class KnotServer(DnsServer):
         return self
 
 
+# The records store of the zonecast servers started here: "sqlite" (the data
+# directory's records.db) or "postgresql" (a database of its own per server
+# on the session's cluster, conftest.py records_backend).
+RECORDS_BACKEND = os.environ.get("ZONECAST_TEST_RECORDS", "sqlite")
+_pg_databases = itertools.count()
+
+
+def records_sql(data_dir, sql):
+    """Runs one read-only SQL query on data_dir's records store, behind the
+    server's back (SQLite's records.db, or the PostgreSQL database its
+    records-store file names): the rows, as tuples of strings."""
+    bound = os.path.join(data_dir, "records-store")
+    if not os.path.exists(bound):
+        import sqlite3
+        db = sqlite3.connect("file:%s/records.db?mode=ro" % data_dir, uri=True, timeout=5)
+        try:
+            return [tuple(str(v) for v in row) for row in db.execute(sql).fetchall()]
+        finally:
+            db.close()
+    with open(bound) as f:
+        uri = f.read().strip()
+    psql = os.path.join(subprocess.run([os.path.join(REPO, "dev", "pg"), "bindir"],
+                                       capture_output=True, text=True,
+                                       check=True).stdout.strip(), "psql")
+    out = subprocess.run([psql, "-X", "-q", "-A", "-t", "-F", "\t", "-d", uri, "-c", sql],
+                         capture_output=True, text=True, check=True, timeout=30).stdout
+    return [tuple(line.split("\t")) for line in out.splitlines() if line]
+
+
+def bind_pg_records(data_dir):
+    """Makes a fresh PostgreSQL database and binds data_dir to it as
+    `serve --records` does (DATA_DIR/records-store, docs/postgresql.md), so
+    every command given the data directory uses it. Returns the URI."""
+    host = os.environ["ZONECAST_TEST_PGHOST"]
+    name = "t%d_%d" % (os.getpid(), next(_pg_databases))
+    psql = os.path.join(subprocess.run([os.path.join(REPO, "dev", "pg"), "bindir"],
+                                       capture_output=True, text=True,
+                                       check=True).stdout.strip(), "psql")
+    subprocess.run([psql, "-X", "-q", "-h", host, "-U", "zc", "-d", "postgres",
+                    "-c", "CREATE DATABASE %s" % name], check=True, capture_output=True)
+    uri = "postgresql://zc@/%s?host=%s" % (name, host)
+    path = os.path.join(data_dir, "records-store")
+    with open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as f:
+        f.write(uri + "\n")
+    return uri
+
+
 class ZonecastServer(DnsServer):
     """zonecast serve on its own data directory."""
 
@@ -369,6 +416,10 @@ class ZonecastServer(DnsServer):
         self.fixed_port = port
         self.data_dir = os.path.join(workdir, "data")
         os.makedirs(self.data_dir, exist_ok=True)
+        self.records_uri = None
+        if RECORDS_BACKEND == "postgresql" and not os.path.exists(
+                os.path.join(self.data_dir, "records.db")):
+            self.records_uri = bind_pg_records(self.data_dir)
         # api=True: the HTTP API on a free port of its own (see ApiClient);
         # otherwise no API at all, so servers never fight over the default
         # API port 8053.

@@ -22,7 +22,6 @@ own, under the data directory's lock, when none does (src/cli/admin.h).
 
 import json
 import os
-import sqlite3
 import subprocess
 import threading
 import time
@@ -74,12 +73,8 @@ def served_serial(port, zone=ZONE):
 
 
 def stored_serial(data_dir, zone=ZONE):
-    db = sqlite3.connect("file:%s/records.db?mode=ro" % data_dir, uri=True, timeout=5)
-    try:
-        row = db.execute("SELECT serial FROM zones WHERE name = ?", (zone,)).fetchone()
-    finally:
-        db.close()
-    return row[0] if row else None
+    rows = servers.records_sql(data_dir, "SELECT serial FROM zones WHERE name = '%s'" % zone)
+    return int(rows[0][0]) if rows else None
 
 
 class SerialPoller:

@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "tests/unit/records/records_fixture.h"
+#include "tests/unit/records_target.h"
 
 static void sleep_ms(long ms)
 {
@@ -307,7 +308,7 @@ int main(void)
 {
 	const char *dir = test_tmpdir();
 	records_store_t *rs;
-	if (records_open(&rs, dir) != ZC_EOK) {
+	if (records_open(&rs, test_records_target(dir)) != ZC_EOK) {
 		fprintf(stderr, "cannot open a records store in %s\n", dir);
 		return 1;
 	}

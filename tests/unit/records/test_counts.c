@@ -10,6 +10,7 @@
 #include <sqlite3.h>
 
 #include "tests/unit/records/records_fixture.h"
+#include "tests/unit/records_target.h"
 
 /* The kept count equals the records, by every way of reading it. */
 typedef struct {
@@ -204,14 +205,10 @@ static void test_verify_reports(records_store_t *rs, const char *dir)
 {
 	records_zone_t z;
 	CHECK_EQ(fx_zone_create(rs, "wrong.test.", 1, &z), ZC_EOK);
-	char path[512], sql[128];
-	snprintf(path, sizeof(path), "%s/records.db", dir);
+	char sql[128];
 	snprintf(sql, sizeof(sql), "UPDATE zones SET record_count = 9 WHERE"
 	         " id = %lld", (long long)z.id);
-	sqlite3 *db;
-	CHECK_EQ(sqlite3_open(path, &db), SQLITE_OK);
-	CHECK_EQ(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
-	sqlite3_close(db);
+	CHECK_EQ(test_records_exec(dir, sql), 0);
 	mismatches = 0;
 	CHECK_EQ(records_counts_verify(rs, mismatch_cb, NULL), ZC_EOK);
 	CHECK_EQ(mismatches, 1);
@@ -222,7 +219,7 @@ int main(void)
 {
 	const char *dir = test_tmpdir();
 	records_store_t *rs;
-	if (records_open(&rs, dir) != ZC_EOK) {
+	if (records_open(&rs, test_records_target(dir)) != ZC_EOK) {
 		fprintf(stderr, "cannot open a records store in %s\n", dir);
 		return 1;
 	}

@@ -12,6 +12,7 @@
 #include "common/error.h"
 #include "records/records.h"
 #include "tests/unit/test.h"
+#include "tests/unit/records_target.h"
 #include "zonefile/zonefile.h"
 
 #define NAMES 300
@@ -146,7 +147,14 @@ static void test_plans(records_store_t *rs)
 					CHECK_EQ(records_query_plan(rs, &q, plan, sizeof(plan)),
 					         ZC_EOK);
 					bool ok = strstr(plan, "SCAN records") == NULL;
-					if (o) {
+					if (test_backend_is_pg()) {
+						/* No scan of the table; a sort only by TTL
+						 * (or of one name's few records). */
+						ok = strstr(plan, "Seq Scan") == NULL &&
+						     strstr(plan, "Index") != NULL &&
+						     (order == RECORDS_ORDER_TTL || o ||
+						      strstr(plan, "Sort") == NULL);
+					} else if (o) {
 						ok = ok && strstr(plan, "okey=?") != NULL;
 					} else if (t) {
 						ok = ok && strstr(plan, "records_type "
@@ -174,7 +182,7 @@ int main(void)
 	const char *dir = test_tmpdir();
 	records_store_t *rs;
 	const uint8_t *apex = (const uint8_t *)"\x01" "q\x04" "test\x00";
-	CHECK_EQ(records_open(&rs, dir), ZC_EOK);
+	CHECK_EQ(records_open(&rs, test_records_target(dir)), ZC_EOK);
 	CHECK_EQ(make_zone(rs, apex), ZC_EOK);
 	records_zone_t zone;
 	CHECK_EQ(records_zone_find(rs, apex, &zone), ZC_EOK);

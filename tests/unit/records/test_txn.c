@@ -9,6 +9,7 @@
  * and the rollback of a whole transaction.
  */
 #include "tests/unit/records/records_fixture.h"
+#include "tests/unit/records_target.h"
 
 /* A unit's own refusal after it wrote (a record of the batch found bad). */
 #define NOT_ACCEPTED ZC_ERDATA
@@ -193,7 +194,7 @@ static void test_rollback(records_store_t *rs)
 static void test_isolation(records_store_t *rs, const char *dir)
 {
 	records_store_t *other;
-	CHECK_EQ(records_open(&other, dir), ZC_EOK);
+	CHECK_EQ(records_open(&other, test_records_target(dir)), ZC_EOK);
 	records_zone_t z;
 	CHECK_EQ(fx_zone_create(rs, "iso.test.", 1, &z), ZC_EOK);
 	uint64_t before = fx_last_seq(other);
@@ -212,7 +213,7 @@ int main(void)
 {
 	const char *dir = test_tmpdir();
 	records_store_t *rs;
-	if (records_open(&rs, dir) != ZC_EOK) {
+	if (records_open(&rs, test_records_target(dir)) != ZC_EOK) {
 		fprintf(stderr, "cannot open a records store in %s\n", dir);
 		return 1;
 	}

@@ -1,0 +1,767 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * The PostgreSQL driver (db.h, db_driver.h) over libpq: one connection,
+ * its statement cache (server-side prepared statements named zc<N>),
+ * transactions, savepoints and read snapshots, and the one function that
+ * turns SQLSTATEs into zonecast codes (docs/design-postgresql.md §5.1).
+ *
+ * - Shared SQL's ?N placeholders become $N when a statement is prepared
+ *   (a bare ? takes the next number); quoted text is left alone.
+ * - A statement is prepared at its first step, with each parameter's
+ *   type taken from its first binding (int8, bytea; text and NULL left
+ *   to the server). Integers and text go in text form, blobs in binary.
+ * - Results come back in binary and whole: a step executes the statement
+ *   and keeps its rows, so statements may nest as they do on SQLite.
+ * - Write transactions take one advisory transaction lock
+ *   (RDB_PG_WRITE_LOCK) first: writers take turns as BEGIN IMMEDIATE
+ *   makes them on SQLite, whichever process or node they run in.
+ * - A connection lost (PostgreSQL restarted, network) is
+ *   ZC_EUNAVAILABLE; the next use outside a transaction reconnects and
+ *   prepares the statements again.
+ */
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <libknot/errcode.h>
+#include <libpq-fe.h>
+
+#include "common/error.h"
+#include "common/log.h"
+#include "records/db_driver.h"
+
+#define STMT_CACHE 64
+#define MAX_PARAMS 32
+
+/* Type OIDs (catalog/pg_type.dat): stable across versions. */
+enum {
+	OID_BOOL = 16,
+	OID_BYTEA = 17,
+	OID_INT8 = 20,
+	OID_INT2 = 21,
+	OID_INT4 = 23,
+	OID_TEXT = 25,
+	OID_OID = 26,
+	OID_FLOAT8 = 701,
+	OID_VARCHAR = 1043,
+	OID_NUMERIC = 1700,
+};
+
+typedef struct pg_db pg_db_t;
+
+typedef enum { P_NULL, P_INT, P_BLOB, P_TEXT } param_kind_t;
+
+typedef struct {
+	param_kind_t kind;
+	const void *p;
+	size_t len;
+	char num[24];
+} param_t;
+
+typedef struct {
+	rdb_stmt_t base;
+	pg_db_t *db;
+	/* The cache's key (the text's address); NULL when not cached. */
+	const char *key;
+	/* The text with $N placeholders, and how many there are. */
+	char *sql;
+	int nparams;
+	/* Which of them the text names (bit i-1 for $i): one it skips gets
+	 * a type all the same, which PostgreSQL needs. */
+	uint64_t used;
+	/* The server-side name; prepared in connection generation gen. */
+	char name[16];
+	unsigned gen;
+	bool prepared;
+	bool busy;
+	param_t params[MAX_PARAMS];
+	/* The executed statement's rows, and the current one (-1 before). */
+	PGresult *res;
+	int row;
+	/* col_text() of a number. */
+	char text[32];
+} pg_stmt_t;
+
+struct pg_db {
+	rdb_t base;
+	PGconn *conn;
+	char *target;
+	const char *label;
+	bool read_only;
+	/* A transaction is open (begun and not yet ended by us): never
+	 * reconnect inside one, its statements would run on their own. */
+	bool txn;
+	/* Bumped at every reconnection: prepared statements are gone. */
+	unsigned gen;
+	unsigned next_name;
+	int64_t changes;
+	pg_stmt_t cache[STMT_CACHE];
+};
+
+static pg_db_t *db_of(rdb_t *db)
+{
+	return (pg_db_t *)db;
+}
+
+/* --- Errors --- */
+
+/* Maps a failed result (or a NULL one: the connection) to a code, and
+ * logs what is not a plain outcome. */
+static int map_error(pg_db_t *d, const PGresult *res)
+{
+	const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) :
+	                    NULL;
+	if (PQstatus(d->conn) == CONNECTION_BAD) {
+		zc_error("%s: PostgreSQL unavailable: %s", d->label,
+		         PQerrorMessage(d->conn));
+		return ZC_EUNAVAILABLE;
+	}
+	if (state == NULL) {
+		zc_error("%s: %s", d->label, res ? PQresultErrorMessage(res) :
+		         PQerrorMessage(d->conn));
+		return ZC_ESQL;
+	}
+	if (strcmp(state, "23505") == 0 || strcmp(state, "23503") == 0) {
+		return ZC_EEXISTS; /* unique or foreign-key violation */
+	}
+	if (strcmp(state, "40P01") == 0 || strcmp(state, "40001") == 0 ||
+	    strcmp(state, "55P03") == 0) {
+		return ZC_EBUSY; /* deadlock, serialisation, lock timeout */
+	}
+	if (strncmp(state, "08", 2) == 0 || strcmp(state, "57P01") == 0 ||
+	    strcmp(state, "57P02") == 0 || strcmp(state, "57P03") == 0) {
+		zc_error("%s: PostgreSQL unavailable: %s", d->label,
+		         PQresultErrorMessage(res));
+		return ZC_EUNAVAILABLE;
+	}
+	if (strcmp(state, "53100") == 0) {
+		return -ENOSPC;
+	}
+	if (strcmp(state, "53200") == 0) {
+		return KNOT_ENOMEM;
+	}
+	if (strcmp(state, "25006") == 0) {
+		return -EROFS;
+	}
+	if (strcmp(state, "42501") == 0) {
+		zc_error("%s: %s", d->label, PQresultErrorMessage(res));
+		return -EACCES;
+	}
+	zc_error("%s: %s (SQLSTATE %s)", d->label, PQresultErrorMessage(res),
+	         state);
+	return ZC_ESQL;
+}
+
+/* The outcome of a result that carries no rows to keep; clears it. */
+static int result_code(pg_db_t *d, PGresult *res)
+{
+	ExecStatusType st = PQresultStatus(res);
+	int ret = st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK ? ZC_EOK :
+	          map_error(d, res);
+	PQclear(res);
+	return ret;
+}
+
+/* --- Connections --- */
+
+/* Connects again when the connection broke, outside a transaction (in
+ * one, the transaction is lost: the caller sees ZC_EUNAVAILABLE). */
+static int ensure_connected(pg_db_t *d)
+{
+	if (PQstatus(d->conn) == CONNECTION_OK) {
+		return ZC_EOK;
+	}
+	if (d->txn) {
+		return map_error(d, NULL);
+	}
+	PQreset(d->conn);
+	if (PQstatus(d->conn) != CONNECTION_OK) {
+		return map_error(d, NULL);
+	}
+	d->gen++;
+	return ZC_EOK;
+}
+
+static int pg_exec(rdb_t *db, const char *sql)
+{
+	pg_db_t *d = db_of(db);
+	int ret = ensure_connected(d);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	return result_code(d, PQexec(d->conn, sql));
+}
+
+static void stmt_clear(pg_stmt_t *s)
+{
+	PQclear(s->res);
+	s->res = NULL;
+	s->row = -1;
+}
+
+static void pg_close(rdb_t *db)
+{
+	pg_db_t *d = db_of(db);
+	for (int i = 0; i < STMT_CACHE; i++) {
+		stmt_clear(&d->cache[i]);
+		free(d->cache[i].sql);
+	}
+	PQfinish(d->conn);
+	free(d->target);
+	free(d);
+}
+
+/* Notices (e.g. "there is no transaction in progress") go to the debug
+ * log, not stderr. */
+static void on_notice(void *arg, const char *message)
+{
+	zc_debug("%s: %s", (const char *)arg, message);
+}
+
+static int pg_open(rdb_t **out, const char *target, const rdb_options_t *opts)
+{
+	pg_db_t *d = calloc(1, sizeof(*d));
+	if (d == NULL) {
+		return KNOT_ENOMEM;
+	}
+	d->base.driver = &rdb_pg_driver;
+	d->label = opts->label != NULL ? opts->label : "database";
+	d->read_only = opts->read_only;
+	d->target = strdup(target);
+	d->conn = PQconnectdb(target);
+	if (d->target == NULL || d->conn == NULL) {
+		pg_close(&d->base);
+		return KNOT_ENOMEM;
+	}
+	if (PQstatus(d->conn) != CONNECTION_OK) {
+		zc_error("%s: cannot connect to PostgreSQL: %s", d->label,
+		         PQerrorMessage(d->conn));
+		pg_close(&d->base);
+		return ZC_EUNAVAILABLE;
+	}
+	PQsetNoticeProcessor(d->conn, on_notice, (void *)d->label);
+	/* Acknowledged = committed: never let a session turn this off. */
+	char setup[128];
+	snprintf(setup, sizeof(setup),
+	         "SET synchronous_commit = on; SET lock_timeout = %u;"
+	         " SET client_min_messages = warning",
+	         opts->busy_timeout_ms);
+	int ret = pg_exec(&d->base, setup);
+	if (ret != ZC_EOK) {
+		pg_close(&d->base);
+		return ret;
+	}
+	*out = &d->base;
+	return ZC_EOK;
+}
+
+/* --- Statements --- */
+
+/* SQLite's ?N (or ?) placeholders as $N, outside quotes. Returns the
+ * number of parameters, or -1. */
+static int rewrite_placeholders(const char *in, char **out, uint64_t *used)
+{
+	size_t n = strlen(in);
+	char *o = malloc(2 * n + 1);
+	if (o == NULL) {
+		return -1;
+	}
+	int next = 1, max = 0;
+	char quote = 0;
+	size_t j = 0;
+	for (size_t i = 0; i < n; i++) {
+		char c = in[i];
+		if (quote != 0) {
+			quote = c == quote ? 0 : quote;
+			o[j++] = c;
+			continue;
+		}
+		if (c == '\'' || c == '"') {
+			quote = c;
+			o[j++] = c;
+			continue;
+		}
+		if (c != '?') {
+			o[j++] = c;
+			continue;
+		}
+		int num = 0;
+		while (isdigit((unsigned char)in[i + 1])) {
+			num = num * 10 + (in[++i] - '0');
+		}
+		num = num > 0 ? num : next;
+		next = num + 1;
+		max = num > max ? num : max;
+		*used |= num <= 64 ? UINT64_C(1) << (num - 1) : 0;
+		j += (size_t)sprintf(o + j, "$%d", num);
+	}
+	o[j] = '\0';
+	*out = o;
+	return max <= MAX_PARAMS ? max : -1;
+}
+
+static int pg_prepare(rdb_t *db, const char *sql, bool cached,
+                      rdb_stmt_t **out)
+{
+	pg_db_t *d = db_of(db);
+	pg_stmt_t *free_slot = NULL;
+	for (int i = 0; cached && i < STMT_CACHE; i++) {
+		pg_stmt_t *c = &d->cache[i];
+		if (c->key == sql && !c->busy) {
+			c->busy = true;
+			*out = &c->base;
+			return ZC_EOK;
+		}
+		if (c->key == NULL && free_slot == NULL) {
+			free_slot = c;
+		}
+	}
+	pg_stmt_t *s = cached ? free_slot : NULL;
+	if (s == NULL) {
+		s = calloc(1, sizeof(*s));
+		if (s == NULL) {
+			return KNOT_ENOMEM;
+		}
+	}
+	s->sql = NULL;
+	s->used = 0;
+	int n = rewrite_placeholders(sql, &s->sql, &s->used);
+	if (n < 0) {
+		int ret = s->sql == NULL ? KNOT_ENOMEM : ZC_ESQL;
+		if (ret == ZC_ESQL) {
+			zc_error("%s: statement has over %d parameters: %s",
+			         d->label, MAX_PARAMS, sql);
+		}
+		free(s->sql);
+		s->sql = NULL;
+		if (s != free_slot) {
+			free(s);
+		}
+		return ret;
+	}
+	s->base.driver = &rdb_pg_driver;
+	s->db = d;
+	s->nparams = n;
+	s->key = s == free_slot ? sql : NULL;
+	snprintf(s->name, sizeof(s->name), "zc%u", d->next_name++);
+	s->prepared = false;
+	s->busy = true;
+	s->row = -1;
+	*out = &s->base;
+	return ZC_EOK;
+}
+
+static param_t *param(rdb_stmt_t *st, int i)
+{
+	pg_stmt_t *s = (pg_stmt_t *)st;
+	return i >= 1 && i <= MAX_PARAMS ? &s->params[i - 1] : NULL;
+}
+
+static void pg_bind_int64(rdb_stmt_t *st, int i, int64_t v)
+{
+	param_t *p = param(st, i);
+	if (p != NULL) {
+		p->kind = P_INT;
+		snprintf(p->num, sizeof(p->num), "%" PRId64, v);
+	}
+}
+
+static void pg_bind_blob(rdb_stmt_t *st, int i, const void *v, size_t len)
+{
+	param_t *p = param(st, i);
+	if (p != NULL) {
+		/* An empty blob is an empty bytea, not NULL. */
+		*p = (param_t){ .kind = v ? P_BLOB : P_NULL,
+		                .p = v ? v : NULL, .len = len };
+	}
+}
+
+static void pg_bind_text(rdb_stmt_t *st, int i, const char *v)
+{
+	param_t *p = param(st, i);
+	if (p != NULL) {
+		*p = (param_t){ .kind = v ? P_TEXT : P_NULL, .p = v };
+	}
+}
+
+static void pg_bind_null(rdb_stmt_t *st, int i)
+{
+	param_t *p = param(st, i);
+	if (p != NULL) {
+		p->kind = P_NULL;
+	}
+}
+
+/* The parameters' types, from their bindings. */
+static void param_types(const pg_stmt_t *s, Oid *types)
+{
+	for (int i = 0; i < s->nparams; i++) {
+		param_kind_t k = s->params[i].kind;
+		types[i] = !(s->used & UINT64_C(1) << i) ? OID_INT8 :
+		           k == P_INT ? OID_INT8 : k == P_BLOB ? OID_BYTEA :
+		           k == P_TEXT ? OID_TEXT : 0;
+	}
+}
+
+/* Prepares the statement on the server, with the parameter types of its
+ * first bindings. */
+static int prepare_on_server(pg_stmt_t *s)
+{
+	Oid types[MAX_PARAMS];
+	param_types(s, types);
+	PGresult *res = PQprepare(s->db->conn, s->name, s->sql, s->nparams,
+	                          types);
+	int ret = result_code(s->db, res);
+	if (ret == ZC_EOK) {
+		s->prepared = true;
+		s->gen = s->db->gen;
+	}
+	return ret;
+}
+
+/* Runs the statement and keeps its rows. */
+static int execute(pg_stmt_t *s)
+{
+	pg_db_t *d = s->db;
+	int ret = ensure_connected(d);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	const char *values[MAX_PARAMS];
+	int lengths[MAX_PARAMS], formats[MAX_PARAMS];
+	for (int i = 0; i < s->nparams; i++) {
+		param_t *p = &s->params[i];
+		values[i] = p->kind == P_NULL ? NULL :
+		            p->kind == P_INT ? p->num : p->p;
+		lengths[i] = p->kind == P_BLOB ? (int)p->len : 0;
+		formats[i] = p->kind == P_BLOB;
+		if (p->kind == P_BLOB && p->len == 0) {
+			values[i] = ""; /* non-NULL: an empty value */
+		}
+	}
+	PGresult *res;
+	if (s->key == NULL) {
+		Oid types[MAX_PARAMS];
+		param_types(s, types);
+		res = PQexecParams(d->conn, s->sql, s->nparams, types, values,
+		                   lengths, formats, 1);
+	} else {
+		if (!s->prepared || s->gen != d->gen) {
+			ret = prepare_on_server(s);
+			if (ret != ZC_EOK) {
+				return ret;
+			}
+		}
+		res = PQexecPrepared(d->conn, s->name, s->nparams, values,
+		                     lengths, formats, 1);
+	}
+	ExecStatusType st = PQresultStatus(res);
+	if (st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK) {
+		const char *n = PQcmdTuples(res);
+		d->changes = n[0] ? strtoll(n, NULL, 10) : 0;
+		s->res = res;
+		return ZC_EOK;
+	}
+	ret = map_error(d, res);
+	PQclear(res);
+	return ret;
+}
+
+static int pg_step(rdb_stmt_t *st)
+{
+	pg_stmt_t *s = (pg_stmt_t *)st;
+	if (s->res != NULL && s->row >= PQntuples(s->res)) {
+		stmt_clear(s); /* Stepped past its end: runs again, as SQLite. */
+	}
+	if (s->res == NULL) {
+		int ret = execute(s);
+		if (ret != ZC_EOK) {
+			return ret;
+		}
+	}
+	if (s->row + 1 < PQntuples(s->res)) {
+		s->row++;
+		return RDB_ROW;
+	}
+	/* Past the end (the next step runs it again); columns read nothing. */
+	s->row = PQntuples(s->res);
+	return RDB_DONE;
+}
+
+static bool have_value(const pg_stmt_t *s, int i)
+{
+	return s->res != NULL && s->row >= 0 && s->row < PQntuples(s->res) &&
+	       i >= 0 && i < PQnfields(s->res) &&
+	       !PQgetisnull(s->res, s->row, i);
+}
+
+/* A binary NUMERIC holding an integer (sum() of int8 columns). */
+static int64_t numeric_int64(const uint8_t *v, int len)
+{
+	if (len < 8) {
+		return 0;
+	}
+	int ndigits = (int16_t)(v[0] << 8 | v[1]);
+	int weight = (int16_t)(v[2] << 8 | v[3]);
+	uint16_t sign = (uint16_t)(v[4] << 8 | v[5]);
+	int64_t out = 0;
+	for (int i = 0; i <= weight; i++) {
+		int64_t digit = 0;
+		if (i < ndigits && 8 + 2 * i + 1 < len) {
+			digit = v[8 + 2 * i] << 8 | v[8 + 2 * i + 1];
+		}
+		out = out * 10000 + digit;
+	}
+	return sign == 0x4000 ? -out : out;
+}
+
+static uint64_t be(const uint8_t *v, int len)
+{
+	uint64_t x = 0;
+	for (int i = 0; i < len; i++) {
+		x = x << 8 | v[i];
+	}
+	return x;
+}
+
+static int64_t pg_col_int64(rdb_stmt_t *st, int i)
+{
+	pg_stmt_t *s = (pg_stmt_t *)st;
+	if (!have_value(s, i)) {
+		return 0;
+	}
+	const uint8_t *v = (const uint8_t *)PQgetvalue(s->res, s->row, i);
+	int len = PQgetlength(s->res, s->row, i);
+	switch (PQftype(s->res, i)) {
+	case OID_INT8:
+		return len == 8 ? (int64_t)be(v, 8) : 0;
+	case OID_INT4:
+	case OID_OID:
+		return len == 4 ? (int64_t)(int32_t)be(v, 4) : 0;
+	case OID_INT2:
+		return len == 2 ? (int64_t)(int16_t)be(v, 2) : 0;
+	case OID_BOOL:
+		return len == 1 ? v[0] != 0 : 0;
+	case OID_NUMERIC:
+		return numeric_int64(v, len);
+	case OID_FLOAT8: {
+		uint64_t bits = be(v, 8);
+		double dv;
+		memcpy(&dv, &bits, sizeof(dv));
+		return len == 8 ? (int64_t)dv : 0;
+	}
+	default:
+		return strtoll((const char *)v, NULL, 10);
+	}
+}
+
+static const void *pg_col_blob(rdb_stmt_t *st, int i, size_t *len)
+{
+	pg_stmt_t *s = (pg_stmt_t *)st;
+	if (!have_value(s, i)) {
+		if (len != NULL) {
+			*len = 0;
+		}
+		return NULL;
+	}
+	if (len != NULL) {
+		*len = (size_t)PQgetlength(s->res, s->row, i);
+	}
+	return PQgetvalue(s->res, s->row, i);
+}
+
+static size_t pg_col_bytes(rdb_stmt_t *st, int i)
+{
+	size_t len;
+	pg_col_blob(st, i, &len);
+	return len;
+}
+
+static const char *pg_col_text(rdb_stmt_t *st, int i)
+{
+	pg_stmt_t *s = (pg_stmt_t *)st;
+	if (!have_value(s, i)) {
+		return NULL;
+	}
+	Oid type = PQftype(s->res, i);
+	if (type == OID_TEXT || type == OID_VARCHAR || type == OID_BYTEA) {
+		return PQgetvalue(s->res, s->row, i);
+	}
+	snprintf(s->text, sizeof(s->text), "%" PRId64, pg_col_int64(st, i));
+	return s->text;
+}
+
+static bool pg_col_is_null(rdb_stmt_t *st, int i)
+{
+	return !have_value((pg_stmt_t *)st, i);
+}
+
+static void pg_reset(rdb_stmt_t *st)
+{
+	stmt_clear((pg_stmt_t *)st);
+}
+
+static void pg_done(rdb_stmt_t *st)
+{
+	pg_stmt_t *s = (pg_stmt_t *)st;
+	stmt_clear(s);
+	if (s->key == NULL) {
+		free(s->sql);
+		free(s);
+		return;
+	}
+	memset(s->params, 0, sizeof(s->params));
+	s->busy = false;
+}
+
+static int64_t pg_changes(rdb_t *db)
+{
+	return db_of(db)->changes;
+}
+
+/* The id the last INSERT took from its table's sequence (ids are
+ * identity columns on PostgreSQL). */
+static int64_t pg_last_insert_id(rdb_t *db)
+{
+	pg_db_t *d = db_of(db);
+	PGresult *res = PQexecParams(d->conn, "SELECT lastval()", 0, NULL,
+	                             NULL, NULL, NULL, 0);
+	int64_t id = 0;
+	if (PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1) {
+		id = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
+	}
+	PQclear(res);
+	return id;
+}
+
+/* --- Transactions --- */
+
+static bool pg_in_txn(rdb_t *db)
+{
+	return db_of(db)->txn;
+}
+
+/* Begins a transaction with sql; rolled back if sql fails after BEGIN. */
+static int begin(rdb_t *db, const char *sql)
+{
+	pg_db_t *d = db_of(db);
+	int ret = pg_exec(db, sql);
+	if (ret == ZC_EOK) {
+		d->txn = true;
+	} else if (PQtransactionStatus(d->conn) != PQTRANS_IDLE) {
+		result_code(d, PQexec(d->conn, "ROLLBACK"));
+	}
+	return ret;
+}
+
+/* Ends the transaction with sql (COMMIT or ROLLBACK). */
+static PGresult *end(pg_db_t *d, const char *sql)
+{
+	d->txn = false;
+	return PQexec(d->conn, sql);
+}
+
+static int pg_begin_write(rdb_t *db)
+{
+	/* One writer at a time, as SQLite's BEGIN IMMEDIATE: the key is
+	 * "zc" "wr" in ASCII. */
+	return begin(db, "BEGIN; SELECT pg_advisory_xact_lock(2053206898)");
+}
+
+static int pg_commit(rdb_t *db)
+{
+	pg_db_t *d = db_of(db);
+	PGresult *res = end(d, "COMMIT");
+	/* COMMIT of a failed transaction answers ROLLBACK without error. */
+	if (PQresultStatus(res) == PGRES_COMMAND_OK &&
+	    strcmp(PQcmdStatus(res), "ROLLBACK") == 0) {
+		PQclear(res);
+		zc_error("%s: transaction had failed and was rolled back",
+		         d->label);
+		return ZC_ESQL;
+	}
+	return result_code(d, res);
+}
+
+static void pg_rollback(rdb_t *db)
+{
+	pg_db_t *d = db_of(db);
+	if (d->txn) {
+		PQclear(end(d, "ROLLBACK"));
+	}
+}
+
+static int pg_begin_read(rdb_t *db)
+{
+	return begin(db, "BEGIN ISOLATION LEVEL REPEATABLE READ");
+}
+
+static void pg_end_read(rdb_t *db)
+{
+	pg_db_t *d = db_of(db);
+	if (d->txn) {
+		PQclear(end(d, "COMMIT"));
+	}
+}
+
+static const char *const savepoint_sql[2] = {
+	"SAVEPOINT zc_unit", "SAVEPOINT zc_inner",
+};
+static const char *const release_sql[2] = {
+	"RELEASE zc_unit", "RELEASE zc_inner",
+};
+static const char *const rollback_to_sql[2] = {
+	"ROLLBACK TO zc_unit; RELEASE zc_unit",
+	"ROLLBACK TO zc_inner; RELEASE zc_inner",
+};
+
+static int pg_savepoint(rdb_t *db, rdb_level_t level)
+{
+	return pg_exec(db, savepoint_sql[level]);
+}
+
+static int pg_release(rdb_t *db, rdb_level_t level)
+{
+	return pg_exec(db, release_sql[level]);
+}
+
+static void pg_rollback_to(rdb_t *db, rdb_level_t level)
+{
+	if (pg_in_txn(db)) {
+		pg_exec(db, rollback_to_sql[level]);
+	}
+}
+
+const rdb_driver_t rdb_pg_driver = {
+	.kind = RDB_PG,
+	.open = pg_open,
+	.close = pg_close,
+	.exec = pg_exec,
+	.prepare = pg_prepare,
+	.bind_int64 = pg_bind_int64,
+	.bind_blob = pg_bind_blob,
+	.bind_text = pg_bind_text,
+	.bind_null = pg_bind_null,
+	.step = pg_step,
+	.col_int64 = pg_col_int64,
+	.col_blob = pg_col_blob,
+	.col_bytes = pg_col_bytes,
+	.col_text = pg_col_text,
+	.col_is_null = pg_col_is_null,
+	.reset = pg_reset,
+	.done = pg_done,
+	.changes = pg_changes,
+	.last_insert_id = pg_last_insert_id,
+	.begin_write = pg_begin_write,
+	.commit = pg_commit,
+	.rollback = pg_rollback,
+	.begin_read = pg_begin_read,
+	.end_read = pg_end_read,
+	.in_txn = pg_in_txn,
+	.savepoint = pg_savepoint,
+	.release = pg_release,
+	.rollback_to = pg_rollback_to,
+};

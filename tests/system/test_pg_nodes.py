@@ -1,0 +1,193 @@
+"""Two zonecast serve nodes on one PostgreSQL records store (issue 17,
+docs/postgresql.md "Several nodes"): each has its own data directory and
+edge store, both take API writes and UPDATEs at once, and each builds every
+change, whichever node took it (woken by the store's commit signal). Every
+acknowledged write is served by both nodes, each zone's versions are
+gap-free and in order, and each node's edge store equals a full build of
+the store (`zonecast verify`)."""
+
+import os
+import random
+import shutil
+import subprocess
+import tempfile
+import threading
+import time
+
+import dns.message
+import dns.query
+import dns.rcode
+import dns.update
+import pytest
+
+import servers
+
+DEV_PG = os.path.join(servers.REPO, "dev", "pg")
+ZONES = ["n1.test.", "n2.test.", "n3.test."]
+
+
+@pytest.fixture
+def cluster():
+    if subprocess.run([DEV_PG, "bindir"], capture_output=True).returncode != 0:
+        pytest.skip("PostgreSQL is not installed")
+    pgdir = tempfile.mkdtemp(prefix="zonecast-pgn.", dir="/tmp")
+    subprocess.run([DEV_PG, "start", pgdir], check=True, capture_output=True)
+    try:
+        yield pgdir
+    finally:
+        subprocess.run([DEV_PG, "stop", pgdir], check=False, capture_output=True)
+        shutil.rmtree(pgdir, ignore_errors=True)
+
+
+def psql(host, sql, db):
+    bindir = subprocess.run([DEV_PG, "bindir"], capture_output=True, text=True,
+                            check=True).stdout.strip()
+    return subprocess.run([os.path.join(bindir, "psql"), "-X", "-q", "-A", "-t", "-h", host,
+                           "-U", "zc", "-d", db, "-c", sql],
+                          capture_output=True, text=True, check=True).stdout
+
+
+def node(tmp_path, name, uri):
+    srv = servers.ZonecastServer(str(tmp_path / name), api=True,
+                                 options=["allow-update=127.0.0.1", "records-store=%s" % uri])
+    srv.zones = {}
+    if srv.records_uri:
+        os.unlink(os.path.join(srv.data_dir, "records-store"))
+    srv.port = servers.free_port()
+    srv.api_port = servers.free_port()
+    return srv.serve()
+
+
+def served(port, name, rdtype="TXT"):
+    r = dns.query.udp(dns.message.make_query(name, rdtype), "127.0.0.1", port=port,
+                      timeout=2)
+    return sorted(rr.to_text() for rrset in r.answer for rr in rrset)
+
+
+def test_two_nodes_take_writes_and_serve_all_of_them(cluster, tmp_path):
+    psql(cluster, "CREATE DATABASE nodes", "postgres")
+    uri = "postgresql://zc@/nodes?host=%s" % cluster
+    a = node(tmp_path, "a", uri)
+    zone_file = tmp_path / "z.zone"
+    for z in ZONES:
+        zone_file.write_text("$ORIGIN %s\n$TTL 60\n@ SOA ns hm 1 7200 900 1209600 60\n"
+                             "@ NS ns\nns A 192.0.2.53\n" % z)
+        cp = subprocess.run([servers.zonecast_bin(), "zone", "import", "--data-dir",
+                             a.data_dir, z, str(zone_file)], capture_output=True, text=True)
+        assert cp.returncode == 0, cp.stderr
+    # The second node starts after the zones exist: a fresh edge store is
+    # built from the store.
+    b = node(tmp_path, "b", uri)
+    try:
+        clients = {n: (n, n.client(n.create_token())) for n in (a, b)}
+        zid = {z: clients[a][1].zone_id(z.rstrip(".")) for z in ZONES}
+        acked = []          # (name, text)
+        lag = []
+        errors = []
+        lock = threading.Lock()
+
+        def writer(srv, other, seed, count):
+            rnd = random.Random(seed)
+            api = clients[srv][1]
+            for i in range(count):
+                z = rnd.choice(ZONES)
+                name = "w%d-%d.%s" % (seed, i, z)
+                text = '"%d-%d"' % (seed, i)
+                try:
+                    if rnd.random() < 0.5:
+                        api.ok("POST", "/zones/%s/dns_records?wait=live" % zid[z],
+                               {"type": "TXT", "name": name.rstrip("."),
+                                "content": text.strip('"'), "ttl": 60})
+                    else:
+                        up = dns.update.UpdateMessage(z)
+                        up.add(name, 60, "TXT", text)
+                        r = dns.query.tcp(up, "127.0.0.1", port=srv.port, timeout=10)
+                        assert r.rcode() == dns.rcode.NOERROR, dns.rcode.to_text(r.rcode())
+                    # Acknowledged (the API with ?wait=live, UPDATE always):
+                    # served by the node that took it, at once.
+                    got = served(srv.port, name)
+                    if got != [text]:
+                        time.sleep(1)
+                        raise AssertionError("%s acked by %s not served: %r; 1 s later %r,"
+                                             " other %r" % (name, srv.port, got,
+                                                            served(srv.port, name),
+                                                            served(other.port, name)))
+                    t0 = time.monotonic()
+                    while served(other.port, name) != [text]:
+                        assert time.monotonic() - t0 < 5, "not served by the other node"
+                        time.sleep(0.001)
+                    with lock:
+                        acked.append((name, text))
+                        lag.append(time.monotonic() - t0)
+                except Exception as e:  # noqa: BLE001 - reported below
+                    with lock:
+                        errors.append(repr(e))
+                    return
+
+        threads = [threading.Thread(target=writer, args=(a, b, 1, 40)),
+                   threading.Thread(target=writer, args=(a, b, 2, 40)),
+                   threading.Thread(target=writer, args=(b, a, 3, 40)),
+                   threading.Thread(target=writer, args=(b, a, 4, 40))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert not errors, errors
+        assert len(acked) == 160
+        for name, text in acked:
+            assert served(a.port, name) == [text]
+            assert served(b.port, name) == [text]
+        lag.sort()
+        print("other node serves a write %.1f ms (p50) after it was acknowledged"
+              % (1000 * lag[len(lag) // 2]))
+        # Versions: gap-free and in order, one per write (and the import).
+        for z in ZONES:
+            rows = psql(cluster, "SELECT v.version FROM zone_versions v JOIN zones z ON"
+                        " z.id = v.zone_id WHERE z.name = '%s' ORDER BY v.version" % z,
+                        "nodes").split()
+            versions = [int(v) for v in rows]
+            serial = int(psql(cluster, "SELECT serial FROM zones WHERE name = '%s'" % z,
+                              "nodes"))
+            assert versions == list(range(versions[0], serial + 1)), (z, versions, serial)
+            soa = lambda srv: dns.query.udp(dns.message.make_query(z, "SOA"), "127.0.0.1",
+                                            port=srv.port, timeout=2).answer[0][0].serial
+            assert soa(a) == soa(b) == serial
+    finally:
+        a.stop()
+        b.stop()
+    for srv in (a, b):
+        cp = subprocess.run([servers.zonecast_bin(), "verify", "--data-dir", srv.data_dir],
+                            capture_output=True, text=True)
+        assert "no differences" in cp.stdout, cp.stdout + cp.stderr
+
+
+def test_one_node_publishes_to_the_fleet(cluster, tmp_path):
+    """Nodes sharing a store build their own edge stores: a second node
+    asked to publish to the fleet (--nats) is refused, saying why, and the
+    first keeps publishing."""
+    import fleet
+    psql(cluster, "CREATE DATABASE pub", "postgres")
+    uri = "postgresql://zc@/pub?host=%s" % cluster
+    nats = fleet.NatsServer(str(tmp_path))
+    nats.start()
+    a = b = None
+    try:
+        a = servers.ZonecastServer(str(tmp_path / "a"), api=True,
+                                   options=["records-store=%s" % uri, "nats=%s" % nats.url])
+        a.zones = {}
+        if a.records_uri:
+            os.unlink(os.path.join(a.data_dir, "records-store"))
+        a.port, a.api_port = servers.free_port(), servers.free_port()
+        a.serve()
+        cp = subprocess.run([servers.zonecast_bin(), "serve", "--data-dir", str(tmp_path / "b"),
+                             "--records", uri, "--nats", nats.url, "--no-demo",
+                             "--listen", "127.0.0.1:%d" % servers.free_port(),
+                             "--api-listen", "none"],
+                            capture_output=True, text=True, timeout=60)
+        assert cp.returncode != 0
+        assert "already publishes to the fleet" in cp.stderr, cp.stderr
+        assert a.proc.poll() is None
+    finally:
+        if a is not None:
+            a.stop()
+        nats.stop()
