@@ -267,9 +267,12 @@ static void on_live(builder_waiter_t *w, int result)
 	msg_free(m);
 }
 
-/* Answers once the edge store serves the message's new serial, or (with
- * nothing to serve) once the messages before it on its TCP connection are
- * answered: pipelined UPDATEs are answered in order. */
+/* Answers once the edge store serves the zone version the message was
+ * applied to (its new serial, or, for a NOERROR that changed nothing, the
+ * serial it read: the data it found may be a concurrent write's, not served
+ * yet), or (order_only: an answer that is not an acknowledgement) once the
+ * messages before it on its TCP connection are answered: pipelined UPDATEs
+ * are answered in order. */
 static void await_live(update_msg_t *m, bool order_only)
 {
 	update_service_t *u = m->service;
@@ -303,8 +306,11 @@ static void on_committed(writer_unit_t *unit, int result)
 		        zc_strerror(result));
 	}
 	if (m->service->cfg.follower != NULL) {
-		bool serve = result == ZC_EOK && m->rcode == KNOT_RCODE_NOERROR &&
-		             m->changed;
+		/* Every NOERROR, a change or not, promises what DNS answers:
+		 * an UPDATE that finds its records already there (a retry, a
+		 * duplicate sent at the same moment as the one that added
+		 * them) must not be answered before they are served. */
+		bool serve = result == ZC_EOK && m->rcode == KNOT_RCODE_NOERROR;
 		if (serve || m->tcp) {
 			await_live(m, !serve);
 			return;
