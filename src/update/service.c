@@ -287,6 +287,17 @@ static void await_live(update_msg_t *m, bool order_only)
 	builder_follower_await(u->cfg.follower, w);
 }
 
+update_wait_t update_live_wait(int result, uint8_t rcode, bool tcp)
+{
+	/* A NOERROR that changed nothing found its data already stored,
+	 * maybe by a concurrent write not served yet (a duplicate, a retry
+	 * after a SERVFAIL): it waits for the version it read. */
+	if (result == ZC_EOK && rcode == KNOT_RCODE_NOERROR) {
+		return UPDATE_AWAIT_SERVED;
+	}
+	return tcp ? UPDATE_AWAIT_ORDER : UPDATE_ANSWER_NOW;
+}
+
 static void on_committed(writer_unit_t *unit, int result)
 {
 	update_msg_t *m = (update_msg_t *)unit;
@@ -305,16 +316,10 @@ static void on_committed(writer_unit_t *unit, int result)
 		zc_warn("update %s: SERVFAIL (%s)", m->zone.name,
 		        zc_strerror(result));
 	}
-	if (m->service->cfg.follower != NULL) {
-		/* Every NOERROR, a change or not, promises what DNS answers:
-		 * an UPDATE that finds its records already there (a retry, a
-		 * duplicate sent at the same moment as the one that added
-		 * them) must not be answered before they are served. */
-		bool serve = result == ZC_EOK && m->rcode == KNOT_RCODE_NOERROR;
-		if (serve || m->tcp) {
-			await_live(m, !serve);
-			return;
-		}
+	update_wait_t wait = update_live_wait(result, m->rcode, m->tcp);
+	if (m->service->cfg.follower != NULL && wait != UPDATE_ANSWER_NOW) {
+		await_live(m, wait == UPDATE_AWAIT_ORDER);
+		return;
 	}
 	respond(m);
 	msg_free(m);
