@@ -38,27 +38,39 @@ static size_t put_name(uint8_t *p, const char *text)
 	return name == NULL ? 0 : knot_dname_size(name);
 }
 
-/* An UPDATE of example. adding `owner` 300 TXT "x" (class IN). */
-static size_t make_add(const char *owner, uint8_t *wire)
+/* Appends owner TXT "x" of class rclass and ttl. */
+static size_t put_txt(uint8_t *p, const char *owner, uint16_t rclass,
+                      uint16_t ttl)
+{
+	size_t len = put_name(p, owner);
+	put_u16(p + len, KNOT_RRTYPE_TXT);
+	put_u16(p + len + 2, rclass);
+	put_u16(p + len + 4, 0);
+	put_u16(p + len + 6, ttl);
+	put_u16(p + len + 8, 2);
+	p[len + 10] = 1;
+	p[len + 11] = 'x';
+	return len + 12;
+}
+
+/* An UPDATE of example. adding `owner` 300 TXT "x" (class IN), and with
+ * delete_too deleting it again in the same message (class NONE). */
+static size_t make_add(const char *owner, bool delete_too, uint8_t *wire)
 {
 	memset(wire, 0, 12);
 	put_u16(wire, 4343);
 	wire[2] = KNOT_OPCODE_UPDATE << 3;
 	put_u16(wire + 4, 1);  /* zone */
-	put_u16(wire + 8, 1);  /* update */
+	put_u16(wire + 8, delete_too ? 2 : 1);  /* update */
 	size_t len = 12 + put_name(wire + 12, "example.");
 	put_u16(wire + len, KNOT_RRTYPE_SOA);
 	put_u16(wire + len + 2, KNOT_CLASS_IN);
 	len += 4;
-	len += put_name(wire + len, owner);
-	put_u16(wire + len, KNOT_RRTYPE_TXT);
-	put_u16(wire + len + 2, KNOT_CLASS_IN);
-	put_u16(wire + len + 4, 0);
-	put_u16(wire + len + 6, 300);
-	put_u16(wire + len + 8, 2);
-	wire[len + 10] = 1;
-	wire[len + 11] = 'x';
-	return len + 12;
+	len += put_txt(wire + len, owner, KNOT_CLASS_IN, 300);
+	if (delete_too) {
+		len += put_txt(wire + len, owner, KNOT_CLASS_NONE, 0);
+	}
+	return len;
 }
 
 typedef struct {
@@ -68,11 +80,11 @@ typedef struct {
 
 /* Applies an add of owner as a unit of the open transaction; returns the
  * unit's result, with msg->m holding the outcome. */
-static int apply_add(records_store_t *rs, const records_zone_t *zone,
-                     const char *owner, msg_t *msg)
+static int apply_msg(records_store_t *rs, const records_zone_t *zone,
+                     const char *owner, bool delete_too, msg_t *msg)
 {
 	memset(msg, 0, sizeof(*msg));
-	size_t len = make_add(owner, msg->wire);
+	size_t len = make_add(owner, delete_too, msg->wire);
 	msg->m.pkt = knot_pkt_new(msg->wire, len, NULL);
 	CHECK(msg->m.pkt != NULL);
 	CHECK_EQ(update_parse(msg->m.pkt), KNOT_EOK);
@@ -85,6 +97,12 @@ static int apply_add(records_store_t *rs, const records_zone_t *zone,
 		records_savepoint_rollback(rs);
 	}
 	return ret;
+}
+
+static int apply_add(records_store_t *rs, const records_zone_t *zone,
+                     const char *owner, msg_t *msg)
+{
+	return apply_msg(rs, zone, owner, false, msg);
 }
 
 static void msg_clear(msg_t *msg)
@@ -148,7 +166,19 @@ static void test_duplicates_wait_for_the_first(records_store_t *rs,
 	CHECK_EQ(d.m.zone.serial, s0 + 2);
 	CHECK_EQ(records_write_commit(rs), ZC_EOK);
 
-	/* Built: the serial they waited for is served, and so is the name. */
+	/* Added and deleted again in one message: no change, and the
+	 * version it waits for is the one it read, not the serial its
+	 * rolled-back add had taken (never served: it waited for ever). */
+	msg_t e;
+	CHECK_EQ(records_write_begin(rs), ZC_EOK);
+	CHECK_EQ(apply_msg(rs, zone, "gone.example.", true, &e), ZC_EOK);
+	CHECK(!e.m.changed);
+	CHECK_EQ(e.m.rcode, KNOT_RCODE_NOERROR);
+	CHECK_EQ(e.m.zone.serial, s0 + 2);
+	CHECK_EQ(records_write_commit(rs), ZC_EOK);
+	msg_clear(&e);
+
+	/* Built: the serial they waited for is served. */
 	uint64_t applied = 0;
 	CHECK_EQ(builder_catch_up(rs, es, &applied), ZC_EOK);
 	edge_txn_t txn = { 0 };
