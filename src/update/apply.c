@@ -620,6 +620,9 @@ int update_apply(records_store_t *rs, void *arg)
 	for (uint16_t i = 0; i < sec->count; i++) {
 		deletes |= knot_pkt_rr(sec, i)->rclass != KNOT_CLASS_IN;
 	}
+	/* The zone as read: what a message that changes nothing leaves in
+	 * m->zone (its answer waits until this serial is served). */
+	records_zone_t read = m->zone;
 	ret = deletes ? records_inner_savepoint(rs) : ZC_EOK;
 	for (uint16_t i = 0; i < sec->count && ret == ZC_EOK; i++) {
 		const knot_rrset_t *rr = knot_pkt_rr(sec, i);
@@ -640,6 +643,7 @@ int update_apply(records_store_t *rs, void *arg)
 		/* Everything added was deleted again: no change, no serial. */
 		records_inner_rollback(rs);
 		m->changed = false;
+		m->zone = read; /* Not the serial rolled back. */
 	} else if (ret == ZC_EOK && deletes) {
 		ret = records_inner_release(rs);
 	}

@@ -40,6 +40,21 @@ void update_audit_accepted(const update_msg_t *m);
 void update_audit_refused(const update_msg_t *m, uint8_t rcode,
                           const char *why);
 
+/* What the answer to a message waits for once the committer is done with
+ * it (service.c): nothing, the answers before it on its TCP connection, or
+ * the edge store serving the zone version it was applied to (its new
+ * serial, or the serial it read when it changed nothing). */
+typedef enum {
+	UPDATE_ANSWER_NOW,
+	UPDATE_AWAIT_ORDER,
+	UPDATE_AWAIT_SERVED,
+} update_wait_t;
+
+/* The wait of a message whose unit ended with `result` and `rcode`: every
+ * NOERROR waits until it is served, a change or not (acknowledged =
+ * servable); other answers only keep their TCP connection's order. */
+update_wait_t update_live_wait(int result, uint8_t rcode, bool tcp);
+
 /* Parses an UPDATE message (service.c): rdata as sent, owners lowercased.
  * Returns a libknot code (KNOT_EOK). */
 int update_parse(knot_pkt_t *pkt);

@@ -267,9 +267,12 @@ static void on_live(builder_waiter_t *w, int result)
 	msg_free(m);
 }
 
-/* Answers once the edge store serves the message's new serial, or (with
- * nothing to serve) once the messages before it on its TCP connection are
- * answered: pipelined UPDATEs are answered in order. */
+/* Answers once the edge store serves the zone version the message was
+ * applied to (its new serial, or, for a NOERROR that changed nothing, the
+ * serial it read: the data it found may be a concurrent write's, not served
+ * yet), or (order_only: an answer that is not an acknowledgement) once the
+ * messages before it on its TCP connection are answered: pipelined UPDATEs
+ * are answered in order. */
 static void await_live(update_msg_t *m, bool order_only)
 {
 	update_service_t *u = m->service;
@@ -282,6 +285,17 @@ static void await_live(update_msg_t *m, bool order_only)
 	w->order_only = order_only;
 	w->done = on_live;
 	builder_follower_await(u->cfg.follower, w);
+}
+
+update_wait_t update_live_wait(int result, uint8_t rcode, bool tcp)
+{
+	/* A NOERROR that changed nothing found its data already stored,
+	 * maybe by a concurrent write not served yet (a duplicate, a retry
+	 * after a SERVFAIL): it waits for the version it read. */
+	if (result == ZC_EOK && rcode == KNOT_RCODE_NOERROR) {
+		return UPDATE_AWAIT_SERVED;
+	}
+	return tcp ? UPDATE_AWAIT_ORDER : UPDATE_ANSWER_NOW;
 }
 
 static void on_committed(writer_unit_t *unit, int result)
@@ -302,13 +316,10 @@ static void on_committed(writer_unit_t *unit, int result)
 		zc_warn("update %s: SERVFAIL (%s)", m->zone.name,
 		        zc_strerror(result));
 	}
-	if (m->service->cfg.follower != NULL) {
-		bool serve = result == ZC_EOK && m->rcode == KNOT_RCODE_NOERROR &&
-		             m->changed;
-		if (serve || m->tcp) {
-			await_live(m, !serve);
-			return;
-		}
+	update_wait_t wait = update_live_wait(result, m->rcode, m->tcp);
+	if (m->service->cfg.follower != NULL && wait != UPDATE_ANSWER_NOW) {
+		await_live(m, wait == UPDATE_AWAIT_ORDER);
+		return;
 	}
 	respond(m);
 	msg_free(m);
