@@ -75,7 +75,7 @@ typedef struct {
 	" record_id, at, okey, ttl, rdata"
 
 static const table_t tables[] = {
-	{ "zones", "itbiititiii", 1,
+	{ "zones", "itbiitiiiii", 1,
 	  SEL1(ZONES_COLS, "zones", "id"),
 	  RDB_SQL("INSERT INTO zones(" ZONES_COLS ") VALUES (?1, ?2, ?3, ?4,"
 	          " ?5, ?6, ?7, ?8, ?9, ?10, ?11)"),
