@@ -47,6 +47,8 @@
  *   3  tsig_create.c TSIG keys made     tsig_keys
  *   2  changelog.c   the change log     db
  *   2  counts.c      records per zone   db
+ *   2  migrate.c     a store copied     db
+ *                    into another
  *   2  schema.c      SQLite migrations  db, db_sqlite
  *   2  tokens.c, tsig_keys.c, dnssec_keys.c, secondaries.c            db
  *   1  db.c          the driver: picks one by target, dispatches to it
