@@ -287,3 +287,38 @@ def test_refused_to_the_engine_already_in_use(tmp_path):
         assert dir_listing(srv) == listing
     finally:
         srv.stop()
+
+
+def test_progress_line_on_a_terminal(pg_cluster, tmp_path):
+    """On a terminal the copy draws a progress line on stderr; the summary
+    goes to stdout either way."""
+    import pty
+    srv = start_server(tmp_path)
+    try:
+        assert not srv.stop()
+        uri = database(pg_cluster, "progress")
+        master, slave = pty.openpty()
+        try:
+            cp = subprocess.run([servers.zonecast_bin(), "migrate", "--data-dir", srv.data_dir,
+                                 "--to", uri], stdout=subprocess.PIPE, stderr=slave,
+                                text=True, timeout=120, env=srv.env())
+            os.close(slave)
+            slave = None
+            drawn = b""
+            while True:
+                try:
+                    chunk = os.read(master, 4096)
+                except OSError:
+                    break
+                if not chunk:
+                    break
+                drawn += chunk
+        finally:
+            if slave is not None:
+                os.close(slave)
+            os.close(master)
+        assert cp.returncode == 0, drawn
+        assert b"copying: " in drawn and b" rows" in drawn and b" in " in drawn, drawn
+        assert "total" in cp.stdout and " rows in " in cp.stdout, cp.stdout
+    finally:
+        srv.stop()
