@@ -20,6 +20,7 @@ int cmd_record(int argc, char **argv);
 int cmd_secondaries(int argc, char **argv);
 int cmd_edge(int argc, char **argv);
 int cmd_fleet(int argc, char **argv);
+int cmd_migrate(int argc, char **argv);
 
 /* The command line of a server command (serve, edge): the config file
  * first (-c), then every flag over it: -l (repeatable, replacing the

@@ -23,6 +23,7 @@ static void usage(FILE *out)
 	      "  check-config  check a configuration without starting\n"
 	      "  zone      import, export, list, delete, check, status of zones\n"
 	      "  verify    compare the edge store with the records store\n"
+	      "  migrate   move the records store to PostgreSQL or back to SQLite\n"
 	      "  token     create API tokens\n"
 	      "  tsig      create, list and delete TSIG keys (UPDATE, transfers)\n"
 	      "  secondaries  a zone's own notify targets and allow-transfer\n"
@@ -74,6 +75,9 @@ int main(int argc, char **argv)
 	}
 	if (strcmp(cmd, "verify") == 0) {
 		return cmd_verify(argc - 1, argv + 1);
+	}
+	if (strcmp(cmd, "migrate") == 0) {
+		return cmd_migrate(argc - 1, argv + 1);
 	}
 	if (strcmp(cmd, "status") == 0 || strcmp(cmd, "reload") == 0 ||
 	    strcmp(cmd, "stop") == 0) {

@@ -24,7 +24,7 @@ void cli_progress_begin(cli_progress_t *p, bool enabled, const char *what,
                         uint64_t total)
 {
 	*p = (cli_progress_t){ .on = enabled && cli_progress_tty(), .what = what,
-	                       .total = total, .start = now_s() };
+	                       .unit = "records", .total = total, .start = now_s() };
 	p->last = p->start;
 }
 
@@ -54,8 +54,8 @@ static void draw(cli_progress_t *p, double now, bool final)
 		snprintf(pct, sizeof(pct), " (%.0f%%)", 100.0 * (double)p->count /
 		         (double)p->total);
 	}
-	fprintf(stderr, "\r%s: %s records%s, %s records/s\033[K", p->what,
-	        count, pct, rate);
+	fprintf(stderr, "\r%s: %s %s%s, %s %s/s\033[K", p->what, count,
+	        p->unit, pct, rate, p->unit);
 	if (final) {
 		fprintf(stderr, " in %.1f s\n", elapsed);
 	}
@@ -73,6 +73,11 @@ void cli_progress_set(cli_progress_t *p, uint64_t count)
 		p->last = now;
 		draw(p, now, false);
 	}
+}
+
+double cli_progress_elapsed(const cli_progress_t *p)
+{
+	return now_s() - p->start;
 }
 
 void cli_progress_end(cli_progress_t *p)

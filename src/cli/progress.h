@@ -14,6 +14,7 @@
 typedef struct {
 	bool on;
 	const char *what;    /* "reading", "building", "verifying" */
+	const char *unit;    /* What is counted: "records" (the default). */
 	uint64_t total;      /* Expected count (0: unknown, no percentage). */
 	uint64_t count;
 	double start, last;  /* Monotonic seconds. */
@@ -26,6 +27,9 @@ void cli_progress_begin(cli_progress_t *p, bool enabled, const char *what,
 
 /* Count reached so far (redrawn when due). */
 void cli_progress_set(cli_progress_t *p, uint64_t count);
+
+/* Seconds since cli_progress_begin(). */
+double cli_progress_elapsed(const cli_progress_t *p);
 
 /* Ends the line with the final count and rate. Drawn on a terminal even
  * when the work was too short for a redraw, so an operator always sees

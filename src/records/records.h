@@ -47,6 +47,8 @@
  *   3  tsig_create.c TSIG keys made     tsig_keys
  *   2  changelog.c   the change log     db
  *   2  counts.c      records per zone   db
+ *   2  migrate.c     a store copied     db
+ *                    into another
  *   2  schema.c      SQLite migrations  db, db_sqlite
  *   2  tokens.c, tsig_keys.c, dnssec_keys.c, secondaries.c            db
  *   1  db.c          the driver: picks one by target, dispatches to it
@@ -178,6 +180,41 @@ int records_describe(const char *target, const char **backend, char *where,
 int records_bound_target(const char *dir, char *uri, size_t size);
 
 void records_close(records_store_t *store);
+
+/* --- Moving a store to the other engine (migrate.c, zonecast migrate) --- */
+
+/* The tables copied: zones, records, tokens, tsig_keys, dnssec_keys,
+ * zone_secondaries, counters, zone_versions, changes. */
+#define RECORDS_COPY_TABLES 9
+
+typedef struct {
+	struct {
+		const char *table;   /* Static. */
+		uint64_t rows;
+	} tables[RECORDS_COPY_TABLES];
+	uint64_t rows;           /* All tables. */
+	uint64_t last_seq;       /* The newest change-log sequence copied. */
+	const char *not_empty;   /* ZC_EEXISTS: the target's table with rows. */
+} records_copy_summary_t;
+
+/* The rows records_copy() would copy (for a progress line). */
+int records_copy_count(records_store_t *from, uint64_t *rows);
+
+/*
+ * Copies every table of `from` into `to`, a store of the other engine,
+ * column for column with every id and change-log sequence kept, in one
+ * write transaction on `to` (all or nothing), reading `from` in a write
+ * transaction of its own (no other writer commits meanwhile; nothing is
+ * written there). On PostgreSQL the copied change log becomes one sealed
+ * commit at position max(seq) and the identities and sequences move past
+ * the copied ids (docs/design-postgresql.md §1.3). progress (may be NULL)
+ * gets the rows copied so far. ZC_EEXISTS when `to` is not empty
+ * (sum->not_empty names a table with rows); ZC_EUNAVAILABLE when
+ * PostgreSQL went away; else the store's errors.
+ */
+int records_copy(records_store_t *from, records_store_t *to,
+                 void (*progress)(uint64_t rows, void *ctx), void *ctx,
+                 records_copy_summary_t *sum);
 
 /* Finds a zone by apex. ZC_ENOZONE when absent. */
 int records_zone_find(records_store_t *store, const knot_dname_t *apex,

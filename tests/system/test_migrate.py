@@ -1,0 +1,324 @@
+"""zonecast migrate (docs/postgresql.md, design §1.3): a data directory's
+records store moved SQLite -> PostgreSQL -> SQLite with the server stopped
+in between. After each move the same `zonecast serve` on the same data
+directory (the same edge store) answers as before: every zone exports the
+same, IXFR from a serial served before the move is still incremental (the
+journal moved with its sequences), `zonecast verify` finds no difference,
+a token, a TSIG key and DNSSEC keys made before the move still work, and
+new API writes are served. A move is refused, changing nothing, while a
+serve runs, into a non-empty database, or when PostgreSQL cannot be
+reached."""
+
+import glob
+import os
+import subprocess
+
+import dns.message
+import dns.query
+import dns.rcode
+import dns.update
+import pytest
+
+import servers
+import validators
+from test_transfer import parse_ixfr, rr_list, xfr_messages
+
+DEV_PG = os.path.join(servers.REPO, "dev", "pg")
+
+pytestmark = pytest.mark.skipif(servers.RECORDS_BACKEND == "postgresql",
+                                reason="starts on SQLite and moves the store itself")
+
+ZONES = {
+    "mig.test.": "$ORIGIN mig.test.\n$TTL 300\n@ SOA ns hostmaster 1 7200 900 1209600 300\n"
+                 "@ NS ns\nns A 192.0.2.53\nwww A 192.0.2.1\n@ MX 10 mail\nmail A 192.0.2.25\n"
+                 "txt TXT \"hello\" \"world\"\n*.wild A 192.0.2.9\n",
+    "signed.test.": "$ORIGIN signed.test.\n$TTL 300\n@ SOA ns hostmaster 7 7200 900 1209600 300\n"
+                    "@ NS ns\nns A 192.0.2.53\nwww A 192.0.2.2\n",
+}
+
+
+def psql(host, sql, db="postgres"):
+    bindir = subprocess.run([DEV_PG, "bindir"], capture_output=True, text=True,
+                            check=True).stdout.strip()
+    return subprocess.run([os.path.join(bindir, "psql"), "-X", "-q", "-A", "-t", "-h", host,
+                           "-U", "zc", "-d", db, "-c", sql],
+                          capture_output=True, text=True, check=True).stdout
+
+
+def database(host, name):
+    psql(host, "CREATE DATABASE %s" % name)
+    return "postgresql://zc@/%s?host=%s" % (name, host)
+
+
+def table_count(host, db):
+    return int(psql(host, "SELECT count(*) FROM information_schema.tables"
+                          " WHERE table_schema = 'public'", db).strip())
+
+
+def start_server(tmp_path):
+    tmp_path.mkdir(exist_ok=True)
+    files = {}
+    for zone, text in ZONES.items():
+        path = tmp_path / (zone + "zone")
+        path.write_text(text)
+        files[zone] = str(path)
+    srv = servers.ZonecastServer(str(tmp_path / "srv"), zones=files, api=True)
+    srv.start()
+    return srv
+
+
+def migrate(srv, to, check=True):
+    cp = srv.run_cli("migrate", "--data-dir", srv.data_dir, "--to", to, check=False)
+    if check:
+        assert cp.returncode == 0, cp.stdout + cp.stderr
+    return cp
+
+
+def exports(srv):
+    return {z: srv.run_cli("zone", "export", "--data-dir", srv.data_dir, z).stdout
+            for z in ZONES}
+
+
+def dir_listing(srv):
+    return sorted(os.listdir(srv.data_dir))
+
+
+def serial(srv, zone):
+    r = srv.query(zone, "SOA")
+    return r.answer[0][0].serial
+
+
+def answer(srv, name, rdtype="A"):
+    r = dns.query.udp(dns.message.make_query(name, rdtype), "127.0.0.1", port=srv.port,
+                      timeout=2)
+    return sorted(rd.to_text() for rrset in r.answer for rd in rrset
+                  if rrset.rdtype == dns.rdatatype.from_text(rdtype))
+
+
+def wait_answer(srv, name, want, rdtype="A"):
+    import time
+    deadline = time.monotonic() + 10
+    while answer(srv, name, rdtype) != want:
+        assert time.monotonic() < deadline, "%s %s: %s, want %s" % (
+            name, rdtype, answer(srv, name, rdtype), want)
+        time.sleep(0.05)
+
+
+def tsig_update(srv, key, name, address):
+    u = dns.update.UpdateMessage("mig.test.", keyring=key.key, keyalgorithm=key.key.algorithm)
+    u.add(name, 300, "A", address)
+    r = dns.query.tcp(u, "127.0.0.1", port=srv.port, timeout=5)
+    assert r.rcode() == dns.rcode.NOERROR, dns.rcode.to_text(r.rcode())
+
+
+def assert_ixfr_from(srv, old, key):
+    """IXFR from serial `old` of mig.test. is incremental, up to the current one."""
+    msgs = xfr_messages(srv, "mig.test.", rdtype="IXFR", key=key, serial=old)
+    kind, val = parse_ixfr(rr_list(r for m in msgs for r in m.answer))
+    assert kind == "ixfr", "IXFR from %d answered %s, not incrementally" % (old, kind)
+    assert val[0][0] == old and val[-1][1] == serial(srv, "mig.test.")
+
+
+def assert_validates(srv, anchors, name="www.signed.test."):
+    cp = validators.delv(srv.port, anchors, "signed.test.", name, "A")
+    first = cp.stdout.splitlines()[0] if cp.stdout else ""
+    assert first == "; fully validated", cp.out
+
+
+def assert_served_as_before(srv, before, old_serial, token, key, anchors, step):
+    """The checks after each move, srv serving again."""
+    assert exports(srv) == before, "zone export differs after %s" % step
+    v = srv.verify()
+    assert v.returncode == 0 and "no differences" in v.stdout, v.stdout + v.stderr
+    assert_ixfr_from(srv, old_serial, key)
+    if anchors:
+        assert_validates(srv, anchors)
+    # The token made on the first store authenticates; its writes are served.
+    api = srv.client(token)
+    zid = api.zone_id("mig.test.")
+    api.ok("POST", "/zones/%s/dns_records" % zid,
+           json={"type": "A", "name": "api-%s.mig.test" % step, "content": "192.0.2.77",
+                 "ttl": 300})
+    wait_answer(srv, "api-%s.mig.test." % step, ["192.0.2.77"])
+    # The TSIG key made on the first store signs an UPDATE that is served.
+    tsig_update(srv, key, "upd-%s.mig.test." % step, "192.0.2.88")
+    wait_answer(srv, "upd-%s.mig.test." % step, ["192.0.2.88"])
+    if anchors:
+        assert_validates(srv, anchors)
+    v = srv.verify()
+    assert v.returncode == 0 and "no differences" in v.stdout, v.stdout + v.stderr
+
+
+def test_round_trip_sqlite_postgresql_sqlite(pg_cluster, tmp_path):
+    if not os.access(validators.delv_bin(), os.X_OK):
+        pytest.skip("delv not installed (dev/deps test)")
+    srv = start_server(tmp_path)
+    try:
+        token = srv.create_token()
+        key = srv.tsig_create("mig-key.", "mig.test.")
+        cp = srv.run_cli("dnssec", "enable", "--data-dir", srv.data_dir, "signed.test")
+        ds = validators.parse_ds(cp.stdout)
+        assert ds, cp.stdout
+        anchors = validators.anchors_file(str(tmp_path / "anchors.conf"), ds)
+        wait_answer(srv, "www.signed.test.", ["192.0.2.2"])
+        assert_validates(srv, anchors)
+        # History in the journal: versions by the API and by UPDATE.
+        old_serial = serial(srv, "mig.test.")
+        api = srv.client(token)
+        zid = api.zone_id("mig.test.")
+        api.ok("POST", "/zones/%s/dns_records" % zid,
+               json={"type": "TXT", "name": "note.mig.test", "content": "before the move",
+                     "ttl": 300})
+        tsig_update(srv, key, "dyn.mig.test.", "192.0.2.44")
+        wait_answer(srv, "dyn.mig.test.", ["192.0.2.44"])
+        assert_ixfr_from(srv, old_serial, key)
+        before = exports(srv)
+        assert not srv.stop()
+
+        # SQLite -> PostgreSQL.
+        uri = database(pg_cluster, "round")
+        cp = migrate(srv, uri)
+        assert "zones" in cp.stdout and "total" in cp.stdout, cp.stdout
+        assert "postgresql://zc@/round" in cp.stdout
+        assert not os.path.exists(os.path.join(srv.data_dir, "records.db"))
+        assert len(glob.glob(os.path.join(srv.data_dir, "records.db.migrated-*"))) == 1
+        with open(os.path.join(srv.data_dir, "records-store")) as f:
+            assert f.read().strip() == uri
+        # One commit holds the copied log, at the position of its last event.
+        commits = psql(pg_cluster, "SELECT pos, node FROM log_commits", "round").splitlines()
+        last = psql(pg_cluster, "SELECT max(seq) FROM changes", "round").strip()
+        assert commits == ["%s|zonecast migrate" % last]
+        assert psql(pg_cluster, "SELECT tgenabled FROM pg_trigger WHERE tgname ="
+                                " 'changes_seal'", "round").strip() == "O"
+        srv.restart()
+        assert_served_as_before(srv, before, old_serial, token, key, anchors, "pg")
+        # New writes on PostgreSQL are sealed by the trigger again.
+        assert int(psql(pg_cluster, "SELECT count(*) FROM log_commits", "round")) >= 3
+        old_serial = serial(srv, "mig.test.")
+        api = srv.client(token)
+        api.ok("POST", "/zones/%s/dns_records" % zid,
+               json={"type": "TXT", "name": "note2.mig.test", "content": "on postgresql",
+                     "ttl": 300})
+        wait_answer(srv, "note2.mig.test.", ['"on postgresql"'], "TXT")
+        before = exports(srv)
+        assert not srv.stop()
+
+        # PostgreSQL -> SQLite.
+        cp = migrate(srv, "sqlite")
+        assert "SQLite" in cp.stdout, cp.stdout
+        assert os.path.exists(os.path.join(srv.data_dir, "records.db"))
+        assert not os.path.exists(os.path.join(srv.data_dir, "records-store"))
+        assert len(glob.glob(os.path.join(srv.data_dir, "records-store.migrated-*"))) == 1
+        assert not os.path.exists(os.path.join(srv.data_dir, "migrate.tmp"))
+        srv.restart()
+        assert_served_as_before(srv, before, old_serial, token, key, anchors, "back")
+    finally:
+        srv.stop()
+
+
+def test_refused_while_serve_runs(pg_cluster, tmp_path):
+    srv = start_server(tmp_path)
+    try:
+        uri = database(pg_cluster, "busy")
+        listing = dir_listing(srv)
+        cp = migrate(srv, uri, check=False)
+        assert cp.returncode == 1
+        assert "in use by zonecast serve" in cp.stderr and "stop it first" in cp.stderr, \
+            cp.stderr
+        assert dir_listing(srv) == listing
+        assert table_count(pg_cluster, "busy") == 0
+        assert answer(srv, "www.mig.test.") == ["192.0.2.1"]
+    finally:
+        assert not srv.stop()
+
+
+def test_refused_into_a_database_not_empty(pg_cluster, tmp_path):
+    first = start_server(tmp_path / "a")
+    second = start_server(tmp_path / "b")
+    try:
+        assert not first.stop()
+        assert not second.stop()
+        uri = database(pg_cluster, "taken")
+        migrate(first, uri)
+        zones = psql(pg_cluster, "SELECT id, name, serial FROM zones ORDER BY id", "taken")
+        commits = psql(pg_cluster, "SELECT * FROM log_commits", "taken")
+        listing = dir_listing(second)
+        before = exports(second)
+        cp = migrate(second, uri, check=False)
+        assert cp.returncode == 1
+        assert "is not empty (table zones has rows)" in cp.stderr, cp.stderr
+        assert "nothing was changed" in cp.stderr
+        assert dir_listing(second) == listing
+        assert psql(pg_cluster, "SELECT id, name, serial FROM zones ORDER BY id",
+                    "taken") == zones
+        assert psql(pg_cluster, "SELECT * FROM log_commits", "taken") == commits
+        second.restart()
+        assert exports(second) == before
+        assert second.verify().returncode == 0
+    finally:
+        first.stop()
+        second.stop()
+
+
+def test_refused_when_postgresql_unreachable(tmp_path):
+    srv = start_server(tmp_path)
+    try:
+        assert not srv.stop()
+        listing = dir_listing(srv)
+        cp = migrate(srv, "postgresql://zc@/nowhere?host=%s" % (tmp_path / "no-socket"),
+                     check=False)
+        assert cp.returncode == 1
+        assert "cannot open PostgreSQL" in cp.stderr and "nothing was changed" in cp.stderr, \
+            cp.stderr
+        assert dir_listing(srv) == listing
+        srv.restart()
+        assert answer(srv, "www.mig.test.") == ["192.0.2.1"]
+    finally:
+        srv.stop()
+
+
+def test_refused_to_the_engine_already_in_use(tmp_path):
+    srv = start_server(tmp_path)
+    try:
+        assert not srv.stop()
+        listing = dir_listing(srv)
+        cp = migrate(srv, "sqlite", check=False)
+        assert cp.returncode == 1 and "already keeps its records in SQLite" in cp.stderr
+        assert dir_listing(srv) == listing
+    finally:
+        srv.stop()
+
+
+def test_progress_line_on_a_terminal(pg_cluster, tmp_path):
+    """On a terminal the copy draws a progress line on stderr; the summary
+    goes to stdout either way."""
+    import pty
+    srv = start_server(tmp_path)
+    try:
+        assert not srv.stop()
+        uri = database(pg_cluster, "progress")
+        master, slave = pty.openpty()
+        try:
+            cp = subprocess.run([servers.zonecast_bin(), "migrate", "--data-dir", srv.data_dir,
+                                 "--to", uri], stdout=subprocess.PIPE, stderr=slave,
+                                text=True, timeout=120, env=srv.env())
+            os.close(slave)
+            slave = None
+            drawn = b""
+            while True:
+                try:
+                    chunk = os.read(master, 4096)
+                except OSError:
+                    break
+                if not chunk:
+                    break
+                drawn += chunk
+        finally:
+            if slave is not None:
+                os.close(slave)
+            os.close(master)
+        assert cp.returncode == 0, drawn
+        assert b"copying: " in drawn and b" rows" in drawn and b" in " in drawn, drawn
+        assert "total" in cp.stdout and " rows in " in cp.stdout, cp.stdout
+    finally:
+        srv.stop()
