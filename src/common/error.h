@@ -18,7 +18,7 @@
 
 #define ZC_ERROR_MAP(X) \
 	X(ZC_EINVAL_CONFIG, -2000, "invalid configuration") \
-	X(ZC_ESQL,          -2001, "records store (SQLite) error") \
+	X(ZC_ESQL,          -2001, "records store SQL error") \
 	X(ZC_ELMDB,         -2002, "edge store (LMDB) error") \
 	X(ZC_ENOZONE,       -2003, "no such zone") \
 	X(ZC_EEXISTS,       -2004, "already exists") \
