@@ -179,6 +179,12 @@ def test_one_node_publishes_to_the_fleet(cluster, tmp_path):
             os.unlink(os.path.join(a.data_dir, "records-store"))
         a.port, a.api_port = servers.free_port(), servers.free_port()
         a.serve()
+        # Its stages (the fleet's role first) have started once the
+        # control socket is up.
+        deadline = time.monotonic() + 20
+        while not os.path.exists(os.path.join(a.data_dir, "control.sock")):
+            assert time.monotonic() < deadline, "node a did not start"
+            time.sleep(0.05)
         cp = subprocess.run([servers.zonecast_bin(), "serve", "--data-dir", str(tmp_path / "b"),
                              "--records", uri, "--nats", nats.url, "--no-demo",
                              "--listen", "127.0.0.1:%d" % servers.free_port(),
