@@ -40,7 +40,7 @@ static int insert(rdb_t *db, int64_t id, const char *name,
 	rdb_bind_int64(st, 1, id);
 	rdb_bind_text(st, 2, name);
 	rdb_bind_blob(st, 3, data, len);
-	rdb_bind_int64(st, 4, id * 10);
+	rdb_bind_int64(st, 4, id % 100000 * 10); /* No overflow at INT64_MAX. */
 	ret = rdb_run(st);
 	rdb_done(st);
 	return ret;
