@@ -472,6 +472,7 @@ def test_postgresql_killed_under_concurrent_writes(cluster, tmp_path):
             t.join(timeout=60)
         assert srv.proc.poll() is None
         assert acked_api and acked_upd
+        assert errors, "no write met PostgreSQL down"
         # A write after: the builder follows again.
         api.ok("POST", "/zones/%s/dns_records?wait=live" % zid,
                json={"type": "A", "name": "last.k.test", "content": "192.0.2.9"})
@@ -486,3 +487,77 @@ def test_postgresql_killed_under_concurrent_writes(cluster, tmp_path):
     finally:
         stop.set()
         srv.stop()
+
+
+# ------------------------------------------------------------ nodes, one killed mid-write
+
+def test_three_nodes_one_killed_mid_write(cluster, tmp_path):
+    dbname, uri = database(cluster, "nodes")
+    nodes = [server(tmp_path / n, uri) for n in ("a", "b", "c")]
+    nodes[0].serve()
+    api0 = nodes[0].client()
+    zid = api0.ok("POST", "/zones", json={"name": "n.test"})["result"]["id"]
+    for n in nodes[1:]:
+        n.serve()
+    clients = [n.client() for n in nodes]
+    acked, lock, stop = [], threading.Lock(), threading.Event()
+
+    def writer(k, w):
+        srv, api = nodes[k], clients[k]
+        i = 0
+        while not stop.is_set():
+            name = "n%d-%d-%d.n.test" % (k, w, i)
+            i += 1
+            try:
+                if i % 2:
+                    r = api.call("POST", "/zones/%s/dns_records" % zid,
+                                 json={"type": "A", "name": name, "content": "192.0.2.3"},
+                                 timeout=10)
+                    ok = r.status_code == 200
+                else:
+                    up = dns.update.UpdateMessage("n.test.")
+                    up.add(name + ".", 60, "A", "192.0.2.3")
+                    ok = dns.query.tcp(up, "127.0.0.1", port=srv.port,
+                                       timeout=10).rcode() == dns.rcode.NOERROR
+            except Exception:  # the killed node: no ack
+                ok = False
+                time.sleep(0.05)
+            if ok:
+                with lock:
+                    acked.append(name)
+
+    threads = [threading.Thread(target=writer, args=(k, w)) for k in range(3) for w in range(2)]
+    try:
+        for t in threads:
+            t.start()
+        time.sleep(2)
+        nodes[1].kill9()
+        time.sleep(1.5)
+        nodes[1].restart()
+        time.sleep(1.5)
+        stop.set()
+        for t in threads:
+            t.join(timeout=60)
+        assert len(acked) > 20
+        rows = psql(cluster, "SELECT v.version FROM zone_versions v JOIN zones z ON"
+                    " z.id = v.zone_id WHERE z.name = 'n.test.' ORDER BY v.version",
+                    db=dbname).split()
+        versions = [int(v) for v in rows]
+        serial = int(psql(cluster, "SELECT serial FROM zones WHERE name = 'n.test.'",
+                          db=dbname))
+        assert versions == list(range(versions[0], serial + 1))
+        for srv in nodes:
+            for name in acked:
+                wait_for("%s served by %d" % (name, srv.port),
+                         lambda: answer(srv.port, name + ".") == ["192.0.2.3"], 10)
+            soa = dns.query.udp(dns.message.make_query("n.test.", "SOA"), "127.0.0.1",
+                                port=srv.port, timeout=2).answer[0][0].serial
+            assert soa == serial
+    finally:
+        stop.set()
+        for srv in nodes:
+            if srv.proc is not None:
+                srv.stop()
+    for srv in nodes:
+        v = srv.verify()
+        assert v.returncode == 0 and "no differences" in v.stdout, v.stdout + v.stderr
