@@ -561,3 +561,13 @@ def test_three_nodes_one_killed_mid_write(cluster, tmp_path):
     for srv in nodes:
         v = srv.verify()
         assert v.returncode == 0 and "no differences" in v.stdout, v.stdout + v.stderr
+
+
+def test_password_hidden_when_the_uri_is_too_long(cluster, tmp_path):
+    # A URI longer than the configuration takes is refused without echoing it.
+    uri = "postgresql://zc:%s@/x?host=%s&application_name=%s" % (SECRET, cluster, "a" * 5000)
+    cp = zonecast("serve", "--data-dir", str(tmp_path / "d"), "--records", uri, "--listen",
+                  "127.0.0.1:%d" % servers.free_port(), "--api-listen", "none", check=False)
+    assert cp.returncode != 0
+    assert "records-store" in cp.stderr
+    assert SECRET not in cp.stdout + cp.stderr
