@@ -298,7 +298,9 @@ static int parse_name(const config_key_t *k, config_t *cfg,
 
 static const config_key_t keys[] = {
 	STR("data-dir", false, data_dir, "zonecast-data"),
-	STR("records-store", false, records_store, NULL),
+	/* A URI may hold a password: a refused one is not echoed. */
+	{ .key = "records-store", .secret = true, .parse = parse_str,
+	  .cmp = CMP_STR, FIELD(records_store) },
 	LIST("listen", false, listen, listen_count, "listen addresses",
 	     check_addr),
 	{ .key = "api-listen", .parse = parse_addr_or_none, .cmp = CMP_STR,

@@ -177,6 +177,10 @@ int records_bind(const char *dir, const char *uri);
  * with any password hidden. */
 int records_describe(const char *target, const char **backend, char *where,
                      size_t size);
+
+/* uri as it may be printed (redact.c): a password given as
+ * user:password@ or as ?password=... shows as ***. */
+void records_uri_redact(const char *uri, char *out, size_t size);
 int records_bound_target(const char *dir, char *uri, size_t size);
 
 void records_close(records_store_t *store);

@@ -49,8 +49,10 @@ int records_bound_target(const char *dir, char *uri, size_t size)
 
 int records_bind(const char *dir, const char *uri)
 {
+	char shown[4096];
+	records_uri_redact(uri, shown, sizeof(shown));
 	if (!records_target_is_pg(uri)) {
-		zc_error("records-store: %s is no postgresql:// URI", uri);
+		zc_error("records-store: %s is no postgresql:// URI", shown);
 		return ZC_EINVAL_CONFIG;
 	}
 	char bound[4096], path[4096];
@@ -61,7 +63,7 @@ int records_bind(const char *dir, const char *uri)
 		}
 		zc_error("data directory %s belongs to the records store in"
 		         " %s/" RECORDS_STORE_FILE ", not %s: its edge store"
-		         " holds that store's zones", dir, dir, uri);
+		         " holds that store's zones", dir, dir, shown);
 		return ZC_EINVAL_CONFIG;
 	}
 	if (ret != ZC_EOK || (ret = bound_path(dir, path, sizeof(path))) !=
@@ -73,7 +75,7 @@ int records_bind(const char *dir, const char *uri)
 	if (access(sqlite_path, F_OK) == 0) {
 		zc_error("data directory %s already holds an SQLite records"
 		         " store (records.db): start with an empty data"
-		         " directory for %s", dir, uri);
+		         " directory for %s", dir, shown);
 		return ZC_EINVAL_CONFIG;
 	}
 	/* 0600: the URI may hold a password. Written whole, then renamed. */
@@ -112,16 +114,7 @@ int records_describe(const char *target, const char **backend, char *where,
 		return ZC_EOK;
 	}
 	*backend = "postgresql";
-	const char *u = bound == 1 ? uri : target;
-	/* scheme://user:password@...: the password is not shown. */
-	const char *scheme_end = strstr(u, "://");
-	const char *at = scheme_end ? strchr(scheme_end + 3, '@') : NULL;
-	const char *colon = scheme_end ? strchr(scheme_end + 3, ':') : NULL;
-	if (at != NULL && colon != NULL && colon < at) {
-		snprintf(where, size, "%.*s:***%s", (int)(colon - u), u, at);
-	} else {
-		snprintf(where, size, "%s", u);
-	}
+	records_uri_redact(bound == 1 ? uri : target, where, size);
 	return ZC_EOK;
 }
 
