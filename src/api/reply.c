@@ -76,6 +76,9 @@ static bool storage_error(api_req_t *req, int ret)
 		                "written" },
 		{ ZC_EUNAVAILABLE, 503, "records store (PostgreSQL) unavailable,"
 		  " nothing was written: retry" },
+		{ ZC_EINDOUBT, 503, "records store (PostgreSQL) connection lost"
+		  " at commit: the write may or may not have been made; read"
+		  " before retrying" },
 	};
 	for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++) {
 		if (table[i].code == ret) {

@@ -476,8 +476,19 @@ static int read_and_build(pass_state_t *st, batch_t *b)
 	if (ret != ZC_EOK) {
 		return ret;
 	}
+	/* Another node sharing the store trimmed the log past what this one
+	 * read (it lagged by more than journal-retention): the events are
+	 * gone, so following on would serve a wrong zone. Stall, loudly;
+	 * a restart builds every zone again (builder_edge_prepare()). */
+	uint64_t trimmed = 0;
+	ret = records_trimmed_seq(st->rs, &trimmed);
+	if (ret == ZC_EOK && trimmed > st->read_seq) {
+		ret = ZC_ETRIMMED;
+	}
 	/* No limit here: collect() stops at a version boundary. */
-	ret = records_changes_since(st->rs, st->read_seq, 0, collect, b);
+	if (ret == ZC_EOK) {
+		ret = records_changes_since(st->rs, st->read_seq, 0, collect, b);
+	}
 	st->read_seq = b->last_seq;
 	if (ret == ZC_EOK) {
 		ret = build_touched(st, b->touched, b->count, true);

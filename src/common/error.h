@@ -54,6 +54,11 @@
 	X(ZC_EACCES_NATS,   -2032, "NATS refused the credentials") \
 	X(ZC_EUNAVAILABLE,  -2033, "records store unavailable (PostgreSQL " \
 	  "down or unreachable): try again") \
+	X(ZC_EINDOUBT,      -2034, "records store connection lost at commit: " \
+	  "the write may or may not have been made (check before retrying)") \
+	X(ZC_ETRIMMED,      -2035, "the change log was trimmed past what this " \
+	  "edge store applied (another node trimmed it): restart zonecast " \
+	  "serve to build every zone again") \
 	X(ZC_EREPLGAP,      -2031, "replication stream has a gap (bootstrap " \
 	  "from a snapshot)")
 

@@ -221,6 +221,29 @@ static void on_notice(void *arg, const char *message)
 	zc_debug("%s: %s", (const char *)arg, message);
 }
 
+/*
+ * Connects with the session settings in the connection parameters, so that
+ * PQreset() after a lost connection sets them again: acknowledged =
+ * committed (synchronous_commit on, whatever the server's default), a
+ * bounded wait for locks, warnings only; a 10 s connect timeout and an
+ * application_name (log_commits.node) unless the URI gives its own.
+ */
+static PGconn *connect_with_settings(const char *target,
+                                     const rdb_options_t *opts)
+{
+	char options[160];
+	snprintf(options, sizeof(options), "-c synchronous_commit=on"
+	         " -c lock_timeout=%u -c client_min_messages=warning",
+	         opts->busy_timeout_ms);
+	/* Later entries override earlier ones: the defaults come before
+	 * the URI (expanded from dbname), the settings after it. */
+	const char *const keys[] = { "connect_timeout", "application_name",
+	                             "dbname", "options", NULL };
+	const char *const values[] = { "10", "zonecast", target, options,
+	                               NULL };
+	return PQconnectdbParams(keys, values, 1);
+}
+
 static int pg_open(rdb_t **out, const char *target, const rdb_options_t *opts)
 {
 	pg_db_t *d = calloc(1, sizeof(*d));
@@ -231,7 +254,7 @@ static int pg_open(rdb_t **out, const char *target, const rdb_options_t *opts)
 	d->label = opts->label != NULL ? opts->label : "database";
 	d->read_only = opts->read_only;
 	d->target = strdup(target);
-	d->conn = PQconnectdb(target);
+	d->conn = connect_with_settings(target, opts);
 	if (d->target == NULL || d->conn == NULL) {
 		pg_close(&d->base);
 		return KNOT_ENOMEM;
@@ -243,17 +266,6 @@ static int pg_open(rdb_t **out, const char *target, const rdb_options_t *opts)
 		return ZC_EUNAVAILABLE;
 	}
 	PQsetNoticeProcessor(d->conn, on_notice, (void *)d->label);
-	/* Acknowledged = committed: never let a session turn this off. */
-	char setup[128];
-	snprintf(setup, sizeof(setup),
-	         "SET synchronous_commit = on; SET lock_timeout = %u;"
-	         " SET client_min_messages = warning",
-	         opts->busy_timeout_ms);
-	int ret = pg_exec(&d->base, setup);
-	if (ret != ZC_EOK) {
-		pg_close(&d->base);
-		return ret;
-	}
 	*out = &d->base;
 	return ZC_EOK;
 }
@@ -434,11 +446,12 @@ static int execute(pg_stmt_t *s)
 	int lengths[MAX_PARAMS], formats[MAX_PARAMS];
 	for (int i = 0; i < s->nparams; i++) {
 		param_t *p = &s->params[i];
-		values[i] = p->kind == P_NULL ? NULL :
+		bool unused = !(s->used & UINT64_C(1) << i);
+		values[i] = p->kind == P_NULL || unused ? NULL :
 		            p->kind == P_INT ? p->num : p->p;
 		lengths[i] = p->kind == P_BLOB ? (int)p->len : 0;
-		formats[i] = p->kind == P_BLOB;
-		if (p->kind == P_BLOB && p->len == 0) {
+		formats[i] = p->kind == P_BLOB && !unused;
+		if (p->kind == P_BLOB && p->len == 0 && !unused) {
 			values[i] = ""; /* non-NULL: an empty value */
 		}
 	}
@@ -648,6 +661,12 @@ static bool pg_in_txn(rdb_t *db)
 static int begin(rdb_t *db, const char *sql)
 {
 	pg_db_t *d = db_of(db);
+	if (d->txn) {
+		/* PostgreSQL would only warn, and the inner end would commit
+		 * the outer transaction half-way; SQLite refuses. */
+		zc_error("%s: a transaction is already open", d->label);
+		return ZC_ESQL;
+	}
 	int ret = pg_exec(db, sql);
 	if (ret == ZC_EOK) {
 		d->txn = true;
@@ -675,6 +694,13 @@ static int pg_commit(rdb_t *db)
 {
 	pg_db_t *d = db_of(db);
 	PGresult *res = end(d, "COMMIT");
+	if (PQstatus(d->conn) == CONNECTION_BAD) {
+		/* Sent, and no answer: it may have committed or not. */
+		zc_error("%s: PostgreSQL connection lost at COMMIT: the"
+		         " transaction may or may not have committed", d->label);
+		PQclear(res);
+		return ZC_EINDOUBT;
+	}
 	/* COMMIT of a failed transaction answers ROLLBACK without error. */
 	if (PQresultStatus(res) == PGRES_COMMAND_OK &&
 	    strcmp(PQcmdStatus(res), "ROLLBACK") == 0) {

@@ -91,6 +91,10 @@ int main(void)
 	CHECK_EQ(records_trimmed_seq(rs, &trimmed), ZC_EOK);
 	CHECK(trimmed > 0);
 
+	/* B, had it stayed up, would stall rather than follow a log that no
+	 * longer holds what it missed. */
+	CHECK_EQ(builder_catch_up(rs, b, NULL), ZC_ETRIMMED);
+
 	/* B comes back: the log no longer holds "one" and "two". */
 	CHECK_EQ(builder_edge_prepare(rs, b), ZC_EOK);
 	CHECK_EQ(builder_catch_up(rs, b, NULL), ZC_EOK);

@@ -9,6 +9,7 @@
  * the libpq driver), or a database of its own on $ZC_TEST_PGHOST when
  * ZC_TEST_BACKEND=pg (records_target.h; meson's db@pg).
  */
+#include <string.h>
 #include <libknot/errcode.h>
 
 #include "common/error.h"
@@ -335,6 +336,23 @@ int main(void)
 		return 1;
 	}
 	CHECK(rdb_kind(db) == RDB_SQLITE || rdb_kind(db) == RDB_PG);
+	if (rdb_kind(db) == RDB_PG) {
+		/* The session's settings come with the connection (and so
+		 * with every reconnection): acknowledged = committed. */
+		rdb_stmt_t *st;
+		CHECK_EQ(rdb_prepare(db, RDB_SQL2(NULL, "SELECT current_setting("
+		         "'synchronous_commit'), current_setting("
+		         "'application_name')"), &st), ZC_EOK);
+		CHECK_EQ(rdb_step(st), RDB_ROW);
+		CHECK(strcmp(rdb_col_text(st, 0), "on") == 0);
+		CHECK(strcmp(rdb_col_text(st, 1), "zonecast") == 0);
+		rdb_done(st);
+		/* A transaction inside a transaction is refused. */
+		CHECK_EQ(rdb_begin_read(db), ZC_EOK);
+		CHECK(rdb_begin_read(db) != ZC_EOK);
+		rdb_end_read(db);
+		CHECK(!rdb_in_txn(db));
+	}
 	test_binds_and_columns(db);
 	test_cache(db);
 	test_errors(db);
