@@ -28,6 +28,16 @@ struct records_listen {
 	PGconn *conn;
 };
 
+/* A connection of its own, given up after 5 s when PostgreSQL does not
+ * answer (the caller retries; a stopping server is not held up long). */
+static PGconn *connect_short(const char *uri)
+{
+	const char *const keys[] = { "connect_timeout", "application_name",
+	                             "dbname", NULL };
+	const char *const values[] = { "5", "zonecast", uri, NULL };
+	return PQconnectdbParams(keys, values, 1);
+}
+
 int records_listen_open(const char *target, records_listen_t **out)
 {
 	*out = NULL;
@@ -44,7 +54,7 @@ int records_listen_open(const char *target, records_listen_t **out)
 	if (l == NULL) {
 		return KNOT_ENOMEM;
 	}
-	l->conn = PQconnectdb(pg);
+	l->conn = connect_short(pg);
 	PGresult *res = PQstatus(l->conn) == CONNECTION_OK ?
 	                PQexec(l->conn, "LISTEN zonecast_log") : NULL;
 	bool ok = res != NULL && PQresultStatus(res) == PGRES_COMMAND_OK &&
@@ -103,7 +113,7 @@ int records_role_take(const char *target, int role, records_listen_t **out)
 	if (l == NULL) {
 		return KNOT_ENOMEM;
 	}
-	l->conn = PQconnectdb(pg);
+	l->conn = connect_short(pg);
 	char sql[96];
 	/* Class "zc" "ro" in ASCII, then the role. */
 	snprintf(sql, sizeof(sql), "SELECT pg_try_advisory_lock(2053207663,"

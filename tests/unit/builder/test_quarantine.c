@@ -185,7 +185,8 @@ static void full_build_releases(records_store_t *rs, edge_store_t *es,
 static void store_wide(void)
 {
 	static const int wide[] = { -ENOSPC, -EROFS, -EACCES, -EIO, -ENOMEM,
-	                            ZC_EMAPFULL, ZC_EBUSY, ZC_ESQL, ZC_ELMDB };
+	                            ZC_EMAPFULL, ZC_EBUSY, ZC_ESQL, ZC_ELMDB,
+	                            ZC_EUNAVAILABLE, ZC_EINDOUBT, ZC_ETRIMMED };
 	static const int own[] = { ZC_EFORMAT, ZC_ETOOBIG, ZC_ENAMEKEY,
 	                           ZC_EINJECTED, ZC_EZONEFILE, ZC_ENOSPACE,
 	                           KNOT_ESPACE, KNOT_EMALF, KNOT_EINVAL };
