@@ -139,17 +139,10 @@ int records_changelog_append(records_store_t *store,
 
 int records_last_seq(records_store_t *store, uint64_t *seq)
 {
-	rdb_stmt_t *stmt;
-	int ret = rdb_prepare(store->db, RDB_SQL(
-		"SELECT coalesce(max(seq), 0)"
-		" FROM changes"), &stmt);
-	if (ret != ZC_EOK) {
-		return ret;
-	}
-	int rc = rdb_step(stmt);
-	*seq = (rc == RDB_ROW) ? (uint64_t)rdb_col_int64(stmt, 0) : 0;
-	ret = rdb_status(rc);
-	rdb_done(stmt);
+	int64_t v;
+	int ret = rdb_query_int64(store->db, RDB_SQL(
+		"SELECT coalesce(max(seq), 0) FROM changes"), &v);
+	*seq = (uint64_t)v;
 	return ret;
 }
 
@@ -507,16 +500,9 @@ int records_journal_trim(records_store_t *store, int64_t before_ms,
 
 int records_trimmed_seq(records_store_t *store, uint64_t *seq)
 {
-	rdb_stmt_t *stmt;
-	*seq = 0;
-	int ret = rdb_prepare(store->db, RDB_SQL(
-		"SELECT value FROM counters WHERE name = 'trimmed_seq'"), &stmt);
-	if (ret != ZC_EOK) {
-		return ret;
-	}
-	int rc = rdb_step(stmt);
-	*seq = rc == RDB_ROW ? (uint64_t)rdb_col_int64(stmt, 0) : 0;
-	ret = rdb_status(rc);
-	rdb_done(stmt);
+	int64_t v;
+	int ret = rdb_query_int64(store->db, RDB_SQL(
+		"SELECT value FROM counters WHERE name = 'trimmed_seq'"), &v);
+	*seq = (uint64_t)v;
 	return ret;
 }

@@ -13,7 +13,7 @@
 #include "records/db_driver.h"
 
 /* Is target a PostgreSQL connection URI? */
-static bool is_pg_target(const char *target)
+bool rdb_target_is_pg(const char *target)
 {
 	return strncmp(target, "postgresql://", 13) == 0 ||
 	       strncmp(target, "postgres://", 11) == 0;
@@ -31,7 +31,7 @@ int rdb_open(rdb_t **out, const char *target, const rdb_options_t *opts)
 	if (opts == NULL) {
 		opts = &defaults;
 	}
-	if (is_pg_target(target)) {
+	if (rdb_target_is_pg(target)) {
 #ifdef ZC_HAVE_LIBPQ
 		return rdb_pg_driver.open(out, target, opts);
 #else
@@ -109,6 +109,20 @@ int rdb_run(rdb_stmt_t *st)
 {
 	int rc = st->driver->step(st);
 	return rc < 0 ? rc : ZC_EOK;
+}
+
+int rdb_query_int64(rdb_t *db, const rdb_sql_t *sql, int64_t *value)
+{
+	rdb_stmt_t *st;
+	*value = 0;
+	int ret = rdb_prepare(db, sql, &st);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	int rc = rdb_step(st);
+	*value = rc == RDB_ROW ? rdb_col_int64(st, 0) : 0;
+	rdb_done(st);
+	return rdb_status(rc);
 }
 
 int64_t rdb_col_int64(rdb_stmt_t *st, int i)

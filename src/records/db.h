@@ -138,6 +138,13 @@ static inline int rdb_status(int step_result)
  * read) or a negative code. */
 int rdb_run(rdb_stmt_t *st);
 
+/* Runs a query without parameters for one integer (its first row's first
+ * column; 0 when it gives no row). */
+int rdb_query_int64(rdb_t *db, const rdb_sql_t *sql, int64_t *value);
+
+/* Is target a PostgreSQL connection URI ("postgresql://", "postgres://")? */
+bool rdb_target_is_pg(const char *target);
+
 /* Reads column i (from 0) of the current row. Pointers are borrowed until
  * the next step, reset or done. NULL reads as 0 (int64), a NULL pointer
  * of length 0 (blob) and NULL (text); an empty blob's pointer may be NULL

@@ -28,17 +28,13 @@ struct records_listen {
 	PGconn *conn;
 };
 
-/* A connection of its own, given up after 5 s when PostgreSQL does not
- * answer (the caller retries; a stopping server is not held up long). */
-static PGconn *connect_short(const char *uri)
-{
-	const char *const keys[] = { "connect_timeout", "application_name",
-	                             "dbname", NULL };
-	const char *const values[] = { "5", "zonecast", uri, NULL };
-	return PQconnectdbParams(keys, values, 1);
-}
-
-int records_listen_open(const char *target, records_listen_t **out)
+/*
+ * A connection of its own to target's PostgreSQL store (a URI, or a data
+ * directory bound to one), given up after 5 s when PostgreSQL does not
+ * answer (the callers retry; a stopping server is not held up long).
+ * ZC_EOK with *out NULL: the store is SQLite.
+ */
+static int connect_own(const char *target, records_listen_t **out)
 {
 	*out = NULL;
 	char uri[4096];
@@ -46,7 +42,7 @@ int records_listen_open(const char *target, records_listen_t **out)
 	if (!records_target_is_pg(target)) {
 		int bound = records_bound_target(target, uri, sizeof(uri));
 		if (bound <= 0) {
-			return bound; /* SQLite: no signal (ZC_EOK), or an error. */
+			return bound;
 		}
 		pg = uri;
 	}
@@ -54,7 +50,22 @@ int records_listen_open(const char *target, records_listen_t **out)
 	if (l == NULL) {
 		return KNOT_ENOMEM;
 	}
-	l->conn = connect_short(pg);
+	const char *const keys[] = { "connect_timeout", "application_name",
+	                             "dbname", NULL };
+	const char *const values[] = { "5", "zonecast", pg, NULL };
+	l->conn = PQconnectdbParams(keys, values, 1);
+	*out = l;
+	return ZC_EOK;
+}
+
+int records_listen_open(const char *target, records_listen_t **out)
+{
+	records_listen_t *l;
+	int ret = connect_own(target, &l);
+	if (ret != ZC_EOK || l == NULL) {
+		*out = NULL;
+		return ret; /* SQLite: no signal (ZC_EOK), or an error. */
+	}
 	PGresult *res = PQstatus(l->conn) == CONNECTION_OK ?
 	                PQexec(l->conn, "LISTEN zonecast_log") : NULL;
 	bool ok = res != NULL && PQresultStatus(res) == PGRES_COMMAND_OK &&
@@ -99,28 +110,19 @@ void records_listen_close(records_listen_t *l)
 
 int records_role_take(const char *target, int role, records_listen_t **out)
 {
+	records_listen_t *l;
+	int ret = connect_own(target, &l);
 	*out = NULL;
-	char uri[4096];
-	const char *pg = target;
-	if (!records_target_is_pg(target)) {
-		int bound = records_bound_target(target, uri, sizeof(uri));
-		if (bound <= 0) {
-			return bound; /* SQLite: serve.lock makes one node. */
-		}
-		pg = uri;
+	if (ret != ZC_EOK || l == NULL) {
+		return ret; /* SQLite: serve.lock makes one node. */
 	}
-	records_listen_t *l = calloc(1, sizeof(*l));
-	if (l == NULL) {
-		return KNOT_ENOMEM;
-	}
-	l->conn = connect_short(pg);
 	char sql[96];
 	/* Class "zc" "ro" in ASCII, then the role. */
 	snprintf(sql, sizeof(sql), "SELECT pg_try_advisory_lock(2053207663,"
 	         " %d)", role);
 	PGresult *res = PQstatus(l->conn) == CONNECTION_OK ?
 	                PQexec(l->conn, sql) : NULL;
-	int ret = res == NULL || PQresultStatus(res) != PGRES_TUPLES_OK ?
+	ret = res == NULL || PQresultStatus(res) != PGRES_TUPLES_OK ?
 	          ZC_EUNAVAILABLE :
 	          PQgetvalue(res, 0, 0)[0] == 't' ? ZC_EOK : ZC_EBUSY;
 	PQclear(res);

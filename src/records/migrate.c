@@ -132,26 +132,12 @@ _Static_assert(sizeof(tables) / sizeof(tables[0]) == RECORDS_COPY_TABLES,
                "records.h counts the tables copied");
 
 /* The first value of a one-row query. */
-static int query_int(records_store_t *store, const rdb_sql_t *sql,
-                     int64_t *value)
-{
-	rdb_stmt_t *st;
-	int ret = rdb_prepare(store->db, sql, &st);
-	if (ret != ZC_EOK) {
-		return ret;
-	}
-	int rc = rdb_step(st);
-	*value = rc == RDB_ROW ? rdb_col_int64(st, 0) : 0;
-	rdb_done(st);
-	return rdb_status(rc);
-}
-
 int records_copy_count(records_store_t *from, uint64_t *rows)
 {
 	*rows = 0;
 	for (size_t i = 0; i < RECORDS_COPY_TABLES; i++) {
 		int64_t n;
-		int ret = query_int(from, tables[i].count, &n);
+		int ret = rdb_query_int64(from->db, tables[i].count, &n);
 		if (ret != ZC_EOK) {
 			return ret;
 		}
@@ -166,7 +152,7 @@ static int check_empty(records_store_t *to, const char **full)
 {
 	for (size_t i = 0; i < RECORDS_COPY_TABLES; i++) {
 		int64_t n;
-		int ret = query_int(to, strcmp(tables[i].name, "counters") == 0 ?
+		int ret = rdb_query_int64(to->db, strcmp(tables[i].name, "counters") == 0 ?
 			RDB_SQL("SELECT count(*) FROM counters WHERE value <> 0") :
 			tables[i].count, &n);
 		if (ret != ZC_EOK) {
@@ -178,7 +164,7 @@ static int check_empty(records_store_t *to, const char **full)
 		}
 	}
 	int64_t n;
-	int ret = query_int(to, RDB_SQL2("SELECT 0",
+	int ret = rdb_query_int64(to->db, RDB_SQL2("SELECT 0",
 		"SELECT count(*) FROM log_commits"), &n);
 	if (ret == ZC_EOK && n > 0) {
 		*full = "log_commits";
@@ -305,7 +291,7 @@ static int check_counts(records_store_t *to,
 {
 	for (size_t i = 0; i < RECORDS_COPY_TABLES; i++) {
 		int64_t n;
-		int ret = query_int(to, tables[i].count, &n);
+		int ret = rdb_query_int64(to->db, tables[i].count, &n);
 		if (ret != ZC_EOK) {
 			return ret;
 		}
@@ -346,7 +332,7 @@ static int copy_all(records_store_t *from, records_store_t *to,
 	}
 	int64_t last = 0;
 	if (ret == ZC_EOK) {
-		ret = query_int(to, RDB_SQL("SELECT coalesce(max(seq), 0)"
+		ret = rdb_query_int64(to->db, RDB_SQL("SELECT coalesce(max(seq), 0)"
 		                            " FROM changes"), &last);
 	}
 	sum->last_seq = (uint64_t)last;

@@ -242,38 +242,47 @@ static void sql_okey(sqlite3_context *ctx, int argc, sqlite3_value **argv)
  * load it once. Later versions will add steps with both texts. */
 static int pg_migrate(records_store_t *store)
 {
-	int ret = rdb_begin_write(store->db);
-	rdb_stmt_t *st = NULL;
-	if (ret == ZC_EOK) {
-		ret = rdb_prepare(store->db, RDB_SQL2(NULL,
-			"SELECT to_regclass('schema_version') IS NOT NULL"), &st);
-	}
-	int rc = ret == ZC_EOK ? rdb_step(st) : ret;
-	bool present = rc == RDB_ROW && rdb_col_int64(st, 0) != 0;
-	rdb_done(st);
-	ret = rdb_status(rc);
+	/* Every open of a store that has its schema (each node's pools,
+	 * each status request) reads its version without the writers'
+	 * lock; only an empty database takes it, to load the schema once. */
+	int64_t present = 0, version = 0;
+	int ret = rdb_query_int64(store->db, RDB_SQL2(NULL,
+		"SELECT to_regclass('schema_version') IS NOT NULL"), &present);
 	if (ret == ZC_EOK && !present) {
-		ret = rdb_exec(store->db, RECORDS_SCHEMA_PG_SQL);
+		/* The writers' lock taken before the transaction begins: a
+		 * transaction begun while another loaded the schema would
+		 * keep seeing no schema_version (PostgreSQL reads its
+		 * catalog caches' invalidations at a transaction's start). */
+		ret = rdb_exec(store->db,
+		               "SELECT pg_advisory_lock(2053206898)");
+		if (ret == ZC_EOK) {
+			ret = rdb_begin_write(store->db);
+		}
+		if (ret == ZC_EOK) {
+			ret = rdb_query_int64(store->db, RDB_SQL2(NULL,
+				"SELECT to_regclass('schema_version') IS NOT NULL"),
+				&present);
+		}
+		if (ret == ZC_EOK && !present) {
+			ret = rdb_exec(store->db, RECORDS_SCHEMA_PG_SQL);
+		}
+		if (ret == ZC_EOK) {
+			ret = rdb_commit(store->db);
+		} else {
+			rdb_rollback(store->db);
+		}
+		rdb_exec(store->db, "SELECT pg_advisory_unlock(2053206898)");
 	}
-	int version = 0;
 	if (ret == ZC_EOK) {
-		ret = rdb_prepare(store->db, RDB_SQL2(NULL,
-			"SELECT version FROM schema_version"), &st);
-		rc = ret == ZC_EOK ? rdb_step(st) : ret;
-		version = rc == RDB_ROW ? (int)rdb_col_int64(st, 0) : 0;
-		rdb_done(st);
-		ret = rdb_status(rc);
+		ret = rdb_query_int64(store->db, RDB_SQL2(NULL,
+			"SELECT version FROM schema_version"), &version);
 	}
 	if (ret == ZC_EOK && version != SCHEMA_VERSION) {
 		zc_error("records store has schema %d, this zonecast knows %d",
-		         version, SCHEMA_VERSION);
+		         (int)version, SCHEMA_VERSION);
 		ret = ZC_ESCHEMA;
 	}
-	if (ret != ZC_EOK) {
-		rdb_rollback(store->db);
-		return ret;
-	}
-	return rdb_commit(store->db);
+	return ret;
 }
 #endif
 

@@ -17,8 +17,7 @@
 
 bool records_target_is_pg(const char *target)
 {
-	return strncmp(target, "postgresql://", 13) == 0 ||
-	       strncmp(target, "postgres://", 11) == 0;
+	return rdb_target_is_pg(target);
 }
 
 /* DIR/records-store's path. */

@@ -200,3 +200,23 @@ def test_postgresql_down_then_back(cluster, tmp_path):
         srv.stop()
     cp = zonecast("verify", "--data-dir", srv.data_dir)
     assert "no differences" in cp.stdout
+
+
+def test_first_opens_at_once_load_the_schema_once(cluster, tmp_path):
+    """Several commands opening an empty database at the same moment: one
+    loads the schema, the others wait and find it (a transaction begun
+    before that load would not see the new tables in PostgreSQL's caches)."""
+    for round_ in range(3):
+        uri = database(cluster, "first%d" % round_)
+        d = tmp_path / ("d%d" % round_)
+        d.mkdir()
+        with open(os.open(str(d / "records-store"), os.O_WRONLY | os.O_CREAT, 0o600), "w") as f:
+            f.write(uri + "\n")
+        procs = [subprocess.Popen([servers.zonecast_bin(), "token", "create", "--data-dir",
+                                   str(d)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                  text=True) for _ in range(6)]
+        outs = [p.communicate(timeout=60) for p in procs]
+        for p, (out, err) in zip(procs, outs):
+            assert p.returncode == 0, err
+            assert out.strip().splitlines()[-1].startswith("zc_"), out
+        assert psql(cluster, "SELECT count(*) FROM tokens", "first%d" % round_).strip() == "6"
