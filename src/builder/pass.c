@@ -56,6 +56,9 @@ typedef struct {
 	uint64_t last_seq;       /* The last event taken. */
 	unsigned taken;          /* Events taken. */
 	bool cut;                /* Stopped early: more log to read. */
+	/* The first event is not the one after read_seq: the log may have
+	 * been trimmed past it (read_and_build()); hole_seen once checked. */
+	bool hole, hole_seen;
 	/* The version being read, and the state before its first event (to
 	 * drop a version whose reading has to stop part-way). */
 	int64_t zone_id;
@@ -179,6 +182,10 @@ static int collect(const records_change_t *chg, void *ctx)
 {
 	batch_t *b = ctx;
 	pass_state_t *st = b->st;
+	if (b->taken == 0 && !b->hole_seen && chg->seq > st->read_seq + 1) {
+		b->hole = true;
+		return 1; /* Nothing taken: read_and_build() looks first. */
+	}
 	bool new_version = b->taken == 0 || chg->zone_id != b->zone_id ||
 	                   chg->version != b->version;
 	if (new_version && b->taken >= BATCH_LIMIT) {
@@ -476,18 +483,26 @@ static int read_and_build(pass_state_t *st, batch_t *b)
 	if (ret != ZC_EOK) {
 		return ret;
 	}
-	/* Another node sharing the store trimmed the log past what this one
-	 * read (it lagged by more than journal-retention): the events are
-	 * gone, so following on would serve a wrong zone. Stall, loudly;
-	 * a restart builds every zone again (builder_edge_prepare()). */
-	uint64_t trimmed = 0;
-	ret = records_trimmed_seq(st->rs, &trimmed);
-	if (ret == ZC_EOK && trimmed > st->read_seq) {
-		ret = ZC_ETRIMMED;
-	}
 	/* No limit here: collect() stops at a version boundary. */
-	if (ret == ZC_EOK) {
-		ret = records_changes_since(st->rs, st->read_seq, 0, collect, b);
+	ret = records_changes_since(st->rs, st->read_seq, 0, collect, b);
+	if (ret == ZC_EOK && b->hole) {
+		/* A hole after read_seq: a rolled-back transaction's sequence
+		 * numbers (PostgreSQL), or another node sharing the store
+		 * trimmed the log past what this one read (it lagged by more
+		 * than journal-retention). Then the events are gone and
+		 * following on would serve a wrong zone: stall, loudly; a
+		 * restart builds every zone again (builder_edge_prepare()).
+		 * Checked only at a hole: no query per pass. */
+		uint64_t trimmed = 0;
+		ret = records_trimmed_seq(st->rs, &trimmed);
+		if (ret == ZC_EOK && trimmed > st->read_seq) {
+			ret = ZC_ETRIMMED;
+		}
+		b->hole_seen = true;
+		if (ret == ZC_EOK) {
+			ret = records_changes_since(st->rs, st->read_seq, 0,
+			                            collect, b);
+		}
 	}
 	st->read_seq = b->last_seq;
 	if (ret == ZC_EOK) {
