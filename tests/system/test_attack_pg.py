@@ -19,10 +19,8 @@ Each test skips when PostgreSQL is not installed. One throwaway cluster
 
 import base64
 import os
-import shutil
 import signal
 import subprocess
-import tempfile
 import threading
 import time
 
@@ -33,45 +31,31 @@ import dns.rcode
 import dns.update
 import pytest
 
+import pg
 import servers
 
-DEV_PG = os.path.join(servers.REPO, "dev", "pg")
+DEV_PG = pg.DEV_PG
 SECRET = "Sup3rSecretPw"
 
 
-def pg_bindir():
-    cp = subprocess.run([DEV_PG, "bindir"], capture_output=True, text=True)
-    return cp.stdout.strip() if cp.returncode == 0 else None
+pg_bindir = pg.bindir
 
 
 @pytest.fixture(scope="module")
 def cluster():
-    if pg_bindir() is None:
-        pytest.skip("PostgreSQL is not installed")
     if not os.path.exists(servers.zonecast_bin()):
         pytest.skip("zonecast is not built")
-    pgdir = tempfile.mkdtemp(prefix="zc-apg.", dir="/tmp")
-    subprocess.run([DEV_PG, "start", pgdir], check=True, capture_output=True)
-    try:
+    with pg.own_cluster("zc-apg.") as pgdir:
         yield pgdir
-    finally:
-        subprocess.run([DEV_PG, "stop", pgdir], check=False, capture_output=True)
-        shutil.rmtree(pgdir, ignore_errors=True)
 
 
 _dbs = iter(range(1, 10 ** 6))
-
-
-def psql(host, sql, db="postgres", check=True):
-    return subprocess.run([os.path.join(pg_bindir(), "psql"), "-X", "-q", "-A", "-t",
-                           "-h", host, "-U", "zc", "-d", db, "-c", sql],
-                          capture_output=True, text=True, check=check).stdout
+psql = pg.psql
 
 
 def database(host, prefix="a"):
     name = "%s%d_%d" % (prefix, os.getpid(), next(_dbs))
-    psql(host, "CREATE DATABASE %s" % name)
-    return name, "postgresql://zc@/%s?host=%s" % (name, host)
+    return name, pg.database(host, name)
 
 
 def zonecast(*args, check=True, timeout=120):

@@ -8,9 +8,7 @@ the store (`zonecast verify`)."""
 
 import os
 import random
-import shutil
 import subprocess
-import tempfile
 import threading
 import time
 
@@ -20,31 +18,19 @@ import dns.rcode
 import dns.update
 import pytest
 
+import pg
 import servers
 
-DEV_PG = os.path.join(servers.REPO, "dev", "pg")
 ZONES = ["n1.test.", "n2.test.", "n3.test."]
 
 
 @pytest.fixture
 def cluster():
-    if subprocess.run([DEV_PG, "bindir"], capture_output=True).returncode != 0:
-        pytest.skip("PostgreSQL is not installed")
-    pgdir = tempfile.mkdtemp(prefix="zonecast-pgn.", dir="/tmp")
-    subprocess.run([DEV_PG, "start", pgdir], check=True, capture_output=True)
-    try:
+    with pg.own_cluster("zonecast-pgn.") as pgdir:
         yield pgdir
-    finally:
-        subprocess.run([DEV_PG, "stop", pgdir], check=False, capture_output=True)
-        shutil.rmtree(pgdir, ignore_errors=True)
 
 
-def psql(host, sql, db):
-    bindir = subprocess.run([DEV_PG, "bindir"], capture_output=True, text=True,
-                            check=True).stdout.strip()
-    return subprocess.run([os.path.join(bindir, "psql"), "-X", "-q", "-A", "-t", "-h", host,
-                           "-U", "zc", "-d", db, "-c", sql],
-                          capture_output=True, text=True, check=True).stdout
+psql = pg.psql
 
 
 def node(tmp_path, name, uri):

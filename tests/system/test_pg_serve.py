@@ -7,9 +7,7 @@ test runs its own throwaway cluster (dev/pg), as it stops it."""
 
 import json
 import os
-import shutil
 import subprocess
-import tempfile
 import time
 
 import dns.message
@@ -18,35 +16,20 @@ import dns.rcode
 import dns.update
 import pytest
 
+import pg
 import servers
 
-DEV_PG = os.path.join(servers.REPO, "dev", "pg")
+DEV_PG = pg.DEV_PG
 
 
 @pytest.fixture
 def cluster():
-    if subprocess.run([DEV_PG, "bindir"], capture_output=True).returncode != 0:
-        pytest.skip("PostgreSQL is not installed")
-    pgdir = tempfile.mkdtemp(prefix="zonecast-pgs.", dir="/tmp")
-    subprocess.run([DEV_PG, "start", pgdir], check=True, capture_output=True)
-    try:
+    with pg.own_cluster("zonecast-pgs.") as pgdir:
         yield pgdir
-    finally:
-        subprocess.run([DEV_PG, "stop", pgdir], check=False, capture_output=True)
-        shutil.rmtree(pgdir, ignore_errors=True)
 
 
-def psql(host, sql, db="postgres"):
-    bindir = subprocess.run([DEV_PG, "bindir"], capture_output=True, text=True,
-                            check=True).stdout.strip()
-    return subprocess.run([os.path.join(bindir, "psql"), "-X", "-q", "-A", "-t", "-h", host,
-                           "-U", "zc", "-d", db, "-c", sql],
-                          capture_output=True, text=True, check=True).stdout
-
-
-def database(host, name):
-    psql(host, "CREATE DATABASE %s" % name)
-    return "postgresql://zc@/%s?host=%s" % (name, host)
+psql = pg.psql
+database = pg.database
 
 
 def zonecast(*args, check=True):

@@ -1,0 +1,50 @@
+"""PostgreSQL helpers for the system tests that run their own cluster
+(test_pg_serve.py, test_pg_nodes.py, test_attack_pg.py: they stop and
+start it, or kill its server): a throwaway cluster from dev/pg, psql, and a
+fresh database. conftest.py's `pg_cluster` is the session's shared one."""
+
+import contextlib
+import os
+import shutil
+import subprocess
+import tempfile
+
+import pytest
+
+import servers
+
+DEV_PG = os.path.join(servers.REPO, "dev", "pg")
+
+
+def bindir():
+    """Where PostgreSQL's binaries are, or None when it is not installed."""
+    cp = subprocess.run([DEV_PG, "bindir"], capture_output=True, text=True)
+    return cp.stdout.strip() if cp.returncode == 0 else None
+
+
+@contextlib.contextmanager
+def own_cluster(prefix):
+    """A cluster on a unix socket under /tmp (the path must stay short), for
+    one test or module; skips when PostgreSQL is not installed."""
+    if bindir() is None:
+        pytest.skip("PostgreSQL is not installed")
+    pgdir = tempfile.mkdtemp(prefix=prefix, dir="/tmp")
+    subprocess.run([DEV_PG, "start", pgdir], check=True, capture_output=True)
+    try:
+        yield pgdir
+    finally:
+        subprocess.run([DEV_PG, "stop", pgdir], check=False, capture_output=True)
+        shutil.rmtree(pgdir, ignore_errors=True)
+
+
+def psql(host, sql, db="postgres", check=True):
+    """Runs sql with psql (unaligned, tuples only); its stdout."""
+    return subprocess.run([os.path.join(bindir(), "psql"), "-X", "-q", "-A", "-t",
+                           "-h", host, "-U", "zc", "-d", db, "-c", sql],
+                          capture_output=True, text=True, check=check).stdout
+
+
+def database(host, name):
+    """Creates database name; its URI."""
+    psql(host, "CREATE DATABASE %s" % name)
+    return "postgresql://zc@/%s?host=%s" % (name, host)
