@@ -121,6 +121,9 @@ int serve_parse_args(int argc, char **argv, config_t *cfg, char *err,
 		strcpy(cfg->listen[0], DEFAULT_LISTEN);
 		cfg->listen_count = 1;
 	}
+	if (ret == 0) {
+		config_node_name_default(cfg);
+	}
 	return ret;
 }
 

@@ -3,10 +3,12 @@
  * the keys). */
 #include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/config.h"
 #include "cli/config_keys.h"
@@ -162,4 +164,49 @@ void config_pidfile(const config_t *cfg, char *out, size_t size)
 	} else {
 		snprintf(out, size, "%s/zonecast.pid", cfg->data_dir);
 	}
+}
+
+/* path made absolute (against the working directory) and normalised as
+ * text into out: no ".", no "..", no repeated or trailing slash. */
+static void absolute_path(const char *path, char *out, size_t size)
+{
+	char joined[2 * PATH_MAX];
+	char cwd[PATH_MAX] = "";
+	if (path[0] != '/' && getcwd(cwd, sizeof(cwd)) == NULL) {
+		cwd[0] = '\0'; /* Gone: the path as given, from the root. */
+	}
+	snprintf(joined, sizeof(joined), "%s/%s", cwd, path);
+	size_t len = 0;
+	out[0] = '\0';
+	for (char *save = NULL, *part = strtok_r(joined, "/", &save);
+	     part != NULL; part = strtok_r(NULL, "/", &save)) {
+		if (strcmp(part, ".") == 0) {
+			continue;
+		}
+		if (strcmp(part, "..") == 0) {
+			char *slash = strrchr(out, '/');
+			len = slash != NULL ? (size_t)(slash - out) : 0;
+			out[len] = '\0';
+			continue;
+		}
+		int n = snprintf(out + len, size - len, "/%s", part);
+		len = n > 0 && (size_t)n < size - len ? len + (size_t)n : size - 1;
+	}
+	if (len == 0) {
+		snprintf(out, size, "/");
+	}
+}
+
+void config_node_name_default(config_t *cfg)
+{
+	if (cfg->node_name[0] != '\0') {
+		return;
+	}
+	char host[256], dir[PATH_MAX];
+	if (gethostname(host, sizeof(host)) != 0) {
+		snprintf(host, sizeof(host), "localhost");
+	}
+	host[sizeof(host) - 1] = '\0';
+	absolute_path(cfg->data_dir, dir, sizeof(dir));
+	snprintf(cfg->node_name, sizeof(cfg->node_name), "%s:%s", host, dir);
 }

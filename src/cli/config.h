@@ -33,6 +33,10 @@ typedef struct {
 	/* records-store: "" for the data directory's SQLite records.db, or
 	 * a postgresql:// URI (records_bind(), docs/postgresql.md). */
 	char records_store[CONFIG_STR_MAX];
+	/* node-name: this server among the nodes sharing a records store
+	 * (status, the nodes table); "" until config_node_name_default()
+	 * gives it HOST:DATA_DIR. */
+	char node_name[CONFIG_STR_MAX];
 	char listen[SERVER_MAX_LISTEN][128];
 	size_t listen_count;
 	char api_listen[128];
@@ -126,6 +130,16 @@ void config_log(const config_t *cfg, zc_log_config_t *out);
 /* The control socket's and the pidfile's paths (defaults in data-dir). */
 void config_control_socket(const config_t *cfg, char *out, size_t size);
 void config_pidfile(const config_t *cfg, char *out, size_t size);
+
+/*
+ * Gives node_name its default when the configuration left it empty:
+ * "HOST:DATA_DIR", the host name and the data directory's absolute path,
+ * made from the working directory when relative and normalised as text
+ * (".", ".." and repeated slashes; symlinks are not followed), so it is
+ * the same before the directory exists and after, at every start and
+ * reload with the same configuration. Cut at CONFIG_STR_MAX - 1 bytes.
+ */
+void config_node_name_default(config_t *cfg);
 
 /* The fleet settings as fleet/fleet.h takes them (pointers into cfg). */
 void config_fleet(const config_t *cfg, void *fleet_config);

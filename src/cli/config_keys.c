@@ -196,6 +196,18 @@ static int parse_log_level(const config_key_t *k, config_t *cfg,
 	return 0;
 }
 
+/* Text of one line: no control characters (it is printed by status). */
+static int parse_line(const config_key_t *k, config_t *cfg,
+                      const char *value, char *err, size_t err_size)
+{
+	for (const char *p = value; *p; p++) {
+		if (iscntrl((unsigned char)*p)) {
+			return -1;
+		}
+	}
+	return parse_str(k, cfg, value, err, err_size);
+}
+
 /* One of a few words, stored as its index. */
 static int choose(const config_key_t *k, config_t *cfg, const char *value,
                   const char *const *words, size_t n)
@@ -301,6 +313,9 @@ static const config_key_t keys[] = {
 	/* A URI may hold a password: a refused one is not echoed. */
 	{ .key = "records-store", .secret = true, .parse = parse_str,
 	  .cmp = CMP_STR, FIELD(records_store) },
+	/* Default HOST:DATA_DIR, given by config_node_name_default(). */
+	{ .key = "node-name", .parse = parse_line, .cmp = CMP_STR,
+	  FIELD(node_name) },
 	LIST("listen", false, listen, listen_count, "listen addresses",
 	     check_addr),
 	{ .key = "api-listen", .parse = parse_addr_or_none, .cmp = CMP_STR,

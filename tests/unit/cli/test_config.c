@@ -94,6 +94,9 @@ static const set_case_t set_cases[] = {
 	{ "fleet-prefix", "zc-1", ZC_EINVAL_CONFIG, NULL },
 	{ "fleet-name", "edge-1", ZC_EOK, NULL },
 	{ "fleet-name", "edge.1", ZC_EINVAL_CONFIG, NULL },
+	{ "node-name", "ns1 (rack 4)", ZC_EOK, NULL },
+	{ "node-name", "ns1\tx", ZC_EINVAL_CONFIG, NULL },
+	{ "node-name", "", ZC_EINVAL_CONFIG, NULL },
 	{ "lissen", "1", ZC_EINVAL_CONFIG, "unknown setting 'lissen'" },
 };
 
@@ -190,8 +193,52 @@ static void test_file_replaces_lists(void)
 	unlink(path);
 }
 
+/* node-name's default: HOST:DATA_DIR, the directory absolute and
+ * normalised as text; a name given is kept. */
+static void test_node_name_default(void)
+{
+	static const struct {
+		const char *data_dir, *path; /* path: NULL for cwd + data_dir */
+	} cases[] = {
+		{ "/var/lib/zonecast", "/var/lib/zonecast" },
+		{ "//var/./lib//zonecast/", "/var/lib/zonecast" },
+		{ "/var/lib/../zonecast", "/var/zonecast" },
+		{ "/..", "/" },
+		{ "zonecast-data", NULL },
+	};
+	char host[256], cwd[1024], want[2048];
+	CHECK(gethostname(host, sizeof(host)) == 0);
+	CHECK(getcwd(cwd, sizeof(cwd)) != NULL);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		config_t cfg;
+		config_defaults(&cfg);
+		CHECK_EQ(cfg.node_name[0], '\0');
+		snprintf(cfg.data_dir, sizeof(cfg.data_dir), "%s",
+		         cases[i].data_dir);
+		config_node_name_default(&cfg);
+		if (cases[i].path != NULL) {
+			snprintf(want, sizeof(want), "%s:%s", host, cases[i].path);
+		} else {
+			snprintf(want, sizeof(want), "%s:%s/%s", host,
+			         strcmp(cwd, "/") == 0 ? "" : cwd, cases[i].data_dir);
+		}
+		if (strcmp(cfg.node_name, want) != 0) {
+			fprintf(stderr, "node-name of %s: %s, expected %s\n",
+			        cases[i].data_dir, cfg.node_name, want);
+			CHECK(false);
+		}
+	}
+	config_t cfg;
+	char err[256];
+	config_defaults(&cfg);
+	CHECK_EQ(config_set(&cfg, "node-name", "ns1", err, sizeof(err)), ZC_EOK);
+	config_node_name_default(&cfg);
+	CHECK(strcmp(cfg.node_name, "ns1") == 0);
+}
+
 int main(void)
 {
+	test_node_name_default();
 	test_defaults_parse();
 	test_set_table();
 	test_diff_names_the_key();
