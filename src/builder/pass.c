@@ -43,6 +43,7 @@
 #include <libknot/descriptor.h>
 
 #include "builder/pass.h"
+#include "common/counters.h"
 #include "common/error.h"
 #include "dns/name.h"
 #include "common/log.h"
@@ -479,12 +480,16 @@ void pass_deinit(pass_state_t *st)
 /* Reads the log and builds what it touched, in one records snapshot. */
 static int read_and_build(pass_state_t *st, batch_t *b)
 {
+	uint64_t began = zc_clock_ns(); /* The store's read latency. */
 	int ret = records_read_begin(st->rs);
 	if (ret != ZC_EOK) {
 		return ret;
 	}
 	/* No limit here: collect() stops at a version boundary. */
 	ret = records_changes_since(st->rs, st->read_seq, 0, collect, b);
+	if (ret == ZC_EOK) {
+		zc_observe(ZC_HIST_RECORDS_READ_NS, zc_clock_ns() - began);
+	}
 	if (ret == ZC_EOK && b->hole) {
 		/* A hole after read_seq: a rolled-back transaction's sequence
 		 * numbers (PostgreSQL), or another node sharing the store

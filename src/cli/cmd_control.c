@@ -176,6 +176,50 @@ static void print_uptime(long long s)
 	}
 }
 
+/* A PostgreSQL store's leader and nodes (status.c's add_nodes()). */
+static void print_nodes(const json_t *store)
+{
+	if (json_object_get(store, "error") != NULL) {
+		printf("nodes            cannot be read: %s\n", str(store, "error"));
+		return;
+	}
+	const json_t *leader = json_object_get(store, "leader");
+	if (json_is_object(leader)) {
+		printf("leader           %s (epoch %lld, since %s)\n",
+		       str(leader, "node"), num(leader, "epoch"),
+		       str(leader, "since"));
+	} else {
+		printf("leader           none\n");
+	}
+	const json_t *nodes = json_object_get(store, "nodes");
+	size_t i, up = 0;
+	json_t *n;
+	json_array_foreach(nodes, i, n) {
+		up += json_is_true(json_object_get(n, "up"));
+	}
+	printf("nodes            %zu, %zu up\n", json_array_size(nodes), up);
+	json_array_foreach(nodes, i, n) {
+		printf("  %s%s: %s, %s, pid %lld, zonecast %s, ", str(n, "name"),
+		       json_is_true(json_object_get(n, "self")) ? " (this node)" : "",
+		       json_is_true(json_object_get(n, "up")) ? "up" : "DOWN",
+		       str(n, "role"), num(n, "pid"), str(n, "version"));
+		if (num(n, "seen_ago_ms") >= 0) {
+			printf("seen %.1f s ago", num(n, "seen_ago_ms") / 1000.0);
+		} else {
+			printf("never seen");
+		}
+		printf(", applied seq %lld", num(n, "applied_seq"));
+		if (json_is_integer(json_object_get(n, "lag_events"))) {
+			printf(", lag %lld events / %lld ms", num(n, "lag_events"),
+			       num(n, "lag_ms"));
+		}
+		if (!json_is_null(json_object_get(n, "stalled"))) {
+			printf(", STALLED: %s", str(n, "stalled"));
+		}
+		printf("\n");
+	}
+}
+
 static void print_status(const json_t *r)
 {
 	const json_t *l = json_object_get(r, "listeners");
@@ -190,9 +234,13 @@ static void print_status(const json_t *r)
 	printf(" (since %s)\n", str(r, "started"));
 	printf("data directory   %s\n", str(r, "data_dir"));
 	const json_t *store = json_object_get(r, "records_store");
-	printf("records store    %s, %s\n",
-	       strcmp(str(store, "backend"), "postgresql") == 0 ? "PostgreSQL" :
-	       "SQLite", str(store, "where"));
+	bool pg = strcmp(str(store, "backend"), "postgresql") == 0;
+	printf("records store    %s, %s\n", pg ? "PostgreSQL" : "SQLite",
+	       str(store, "where"));
+	if (pg) {
+		printf("this node        %s\n", str(store, "node"));
+		print_nodes(store);
+	}
 	printf("listening        DNS");
 	size_t i;
 	json_t *a;

@@ -493,6 +493,9 @@ static int serve(serve_ctx_t *ctx, const server_config_t *scfg,
 	metrics_t *metrics = NULL;
 	int ret = start_stages(ctx, scfg, sockets, api_fd);
 	if (ret == ZC_EOK) {
+		ret = serve_heartbeat_start(ctx, &ctx->heartbeat);
+	}
+	if (ret == ZC_EOK) {
 		ret = start_metrics(ctx, metrics_fd, &metrics);
 		metrics_fd = -1;
 	}
@@ -531,6 +534,7 @@ static int serve(serve_ctx_t *ctx, const server_config_t *scfg,
 	if (metrics_fd >= 0) {
 		close(metrics_fd);
 	}
+	serve_heartbeat_stop(ctx->heartbeat); /* It reads the builder. */
 	stop_stages(ctx);
 	if (ctx->pidfile[0] != '\0') {
 		serve_pidfile_remove(ctx->pidfile);

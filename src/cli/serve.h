@@ -54,6 +54,7 @@ typedef struct serve_ctx {
 	/* The publisher's role among nodes sharing a PostgreSQL store. */
 	records_listen_t *fleet_role;
 	struct sigview *view;       /* Signed zones' view for secondaries. */
+	struct serve_heartbeat *heartbeat; /* This node's row in the store. */
 	char control_path[108];     /* "" : no control socket. */
 	int lock_fd;                /* DATA_DIR/serve.lock, held. */
 	char pidfile[CONFIG_STR_MAX]; /* "" : none written. */
@@ -144,6 +145,24 @@ struct json_t *serve_zone_status(serve_ctx_t *ctx, const char *zone,
 
 /* Logs every zone with its stored and served serial (at start). */
 void serve_log_zones(const char *data_dir, edge_store_t *es);
+
+/* --- heartbeat.c: this node among those sharing the records store --- */
+
+typedef struct serve_heartbeat serve_heartbeat_t;
+
+/*
+ * On a PostgreSQL records store, starts the thread that writes this
+ * node's row of `nodes` (node-name, pid, version, ctx->started_ms, the
+ * builder's applied position and stall: ctx->follower, which must outlive
+ * it) at once and every second, and sets the metrics' records-store-up
+ * gauge from each beat. On SQLite, *out is NULL (no thread) and the
+ * gauge says up. KNOT_ENOMEM when the thread cannot start.
+ */
+int serve_heartbeat_start(serve_ctx_t *ctx, serve_heartbeat_t **out);
+
+/* Stops the thread and deletes the node's row (a clean stop) when the
+ * store answered its last beat; NULL is a no-op. */
+void serve_heartbeat_stop(serve_heartbeat_t *hb);
 
 /* --- run_files.c --- */
 

@@ -3,9 +3,11 @@
  * What `zonecast status` and `zonecast zone status` show, as JSON built
  * by the running server (the control socket's thread): the server's
  * version, uptime, listeners and last reload; the builder's lag behind
- * the change log; the writer's queue; cache hit rates; and per zone the
- * stored and served serials, signing, the last change, the build state
- * and what its secondaries did last. Also the zone list logged at start.
+ * the change log; the writer's queue; cache hit rates; on a PostgreSQL
+ * records store, the leader and every node sharing it (their heartbeats,
+ * cli/heartbeat.c); and per zone the stored and served serials, signing,
+ * the last change, the build state and what its secondaries did last.
+ * Also the zone list logged at start.
  *
  * Reads only: a records-store connection of its own per request, and the
  * edge store in one read transaction per zone.
@@ -116,6 +118,67 @@ static json_t *reload_json(serve_ctx_t *ctx)
 	return o;
 }
 
+/* --- The nodes sharing a PostgreSQL store --- */
+
+typedef struct {
+	serve_ctx_t *ctx;
+	records_store_t *rs;
+	json_t *nodes;
+} nodes_walk_t;
+
+static int add_node(const records_node_t *n, void *arg)
+{
+	nodes_walk_t *w = arg;
+	records_backlog_t b = { 0 };
+	bool lag_known = records_backlog(w->rs, n->applied_seq, &b) == ZC_EOK;
+	bool up = n->seen_ago_ms >= 0 && n->seen_ago_ms <= RECORDS_NODE_DOWN_MS;
+	json_t *o = json_pack("{s:s, s:b, s:s, s:i, s:s, s:o, s:o, s:I, s:b, "
+	                      "s:I}",
+	                      "name", n->name,
+	                      "self", strcmp(n->name, w->ctx->boot->node_name) == 0,
+	                      "role", n->role, "pid", n->pid,
+	                      "version", n->version,
+	                      "started", time_json(n->started_ms),
+	                      "last_seen", time_json(n->last_seen_ms),
+	                      "seen_ago_ms", (json_int_t)n->seen_ago_ms,
+	                      "up", up,
+	                      "applied_seq", (json_int_t)n->applied_seq);
+	json_object_set_new(o, "lag_events", lag_known ?
+	                    json_integer((json_int_t)b.events) : json_null());
+	json_object_set_new(o, "lag_ms", !lag_known ? json_null() :
+	                    json_integer(b.events > 0 && b.oldest_ms > 0 ?
+	                                 (json_int_t)(unix_ms() - b.oldest_ms) :
+	                                 0));
+	json_object_set_new(o, "stalled", n->stalled == ZC_EOK ? json_null() :
+	                    json_string(zc_strerror(n->stalled)));
+	json_array_append_new(w->nodes, o);
+	return 0;
+}
+
+/* The leader and every node into the records store's object (PostgreSQL
+ * only), or why they cannot be read. */
+static void add_nodes(serve_ctx_t *ctx, records_store_t *rs, json_t *store)
+{
+	records_leader_t leader;
+	nodes_walk_t w = { .ctx = ctx, .rs = rs, .nodes = json_array() };
+	int ret = rs != NULL ? records_leader_get(rs, &leader) :
+	          ZC_EUNAVAILABLE;
+	if (ret == ZC_EOK) {
+		ret = records_nodes_list(rs, add_node, &w);
+	}
+	if (ret != ZC_EOK) {
+		json_decref(w.nodes);
+		json_object_set_new(store, "error", json_string(zc_strerror(ret)));
+		return;
+	}
+	json_object_set_new(store, "leader", leader.epoch == 0 ||
+	                    leader.node[0] == '\0' ? json_null() :
+	                    json_pack("{s:s, s:I, s:o}", "node", leader.node,
+	                              "epoch", (json_int_t)leader.epoch,
+	                              "since", time_json(leader.since_ms)));
+	json_object_set_new(store, "nodes", w.nodes);
+}
+
 static int count_zone(const records_zone_t *zone, void *arg)
 {
 	(void)zone;
@@ -141,12 +204,18 @@ json_t *serve_status(serve_ctx_t *ctx)
 	const char *backend = "unknown";
 	char where[4200] = "";
 	records_describe(ctx->boot->data_dir, &backend, where, sizeof(where));
+	json_t *store = json_pack("{s:s, s:s, s:s}", "backend", backend,
+	                          "where", where,
+	                          "node", ctx->boot->node_name);
+	if (strcmp(backend, "postgresql") == 0) {
+		add_nodes(ctx, rs, store);
+	}
 	json_t *o = json_pack(
-		"{s:s, s:i, s:s, s:{s:s, s:s}, s:o, s:I, s:o, s:o, s:I, s:o,"
+		"{s:s, s:i, s:s, s:o, s:o, s:I, s:o, s:o, s:I, s:o,"
 		" s:{s:I, s:I, s:I, s:I}, s:{s:o}, s:{s:I, s:I}}",
 		"version", ZONECAST_VERSION, "pid", (int)getpid(),
 		"data_dir", ctx->boot->data_dir,
-		"records_store", "backend", backend, "where", where,
+		"records_store", store,
 		"started", time_json(ctx->started_ms),
 		"uptime_s", (json_int_t)((now - ctx->started_ms) / 1000),
 		"listeners", listeners_json(ctx),

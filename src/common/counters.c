@@ -24,6 +24,14 @@ static const uint64_t pass_bounds[] = {
 	10000000, 25000000, 100000000, 250000000, 1000000000,
 };
 
+/* Records store round trips: microseconds for SQLite in the page cache,
+ * a fraction of a millisecond to PostgreSQL on a local network, more for
+ * a batch of thousands of writes or a store far away. */
+static const uint64_t store_bounds[] = {
+	10000, 25000, 50000, 100000, 250000, 500000, 1000000, 2500000,
+	5000000, 10000000, 25000000, 100000000, 1000000000,
+};
+
 typedef struct {
 	const uint64_t *bounds;
 	unsigned n;
@@ -37,7 +45,11 @@ static histogram_t histograms[ZC_HISTOGRAMS] = {
 	[ZC_HIST_WRITER_BATCH_UNITS] = { BOUNDS(batch_bounds) },
 	[ZC_HIST_WRITER_COMMIT_NS] = { BOUNDS(commit_bounds) },
 	[ZC_HIST_BUILDER_PASS_NS] = { BOUNDS(pass_bounds) },
+	[ZC_HIST_RECORDS_WRITE_NS] = { BOUNDS(store_bounds) },
+	[ZC_HIST_RECORDS_READ_NS] = { BOUNDS(store_bounds) },
 };
+
+static _Atomic int64_t gauges[ZC_GAUGES];
 
 void zc_count_add(zc_counter_t c, uint64_t n)
 {
@@ -67,6 +79,16 @@ void zc_histogram_get(zc_histogram_t h, zc_hist_read_t *out)
 		                                      memory_order_relaxed);
 	}
 	out->sum = atomic_load_explicit(&hist->sum, memory_order_relaxed);
+}
+
+void zc_gauge_set(zc_gauge_t g, int64_t value)
+{
+	atomic_store_explicit(&gauges[g], value, memory_order_relaxed);
+}
+
+int64_t zc_gauge_get(zc_gauge_t g)
+{
+	return atomic_load_explicit(&gauges[g], memory_order_relaxed);
 }
 
 uint64_t zc_clock_ns(void)

@@ -14,6 +14,9 @@
  *   its own block with zc_local_add() (a plain load and store, no locked
  *   instruction) and the metrics thread only reads.
  *
+ * A few gauges (a state only one thread knows, such as whether the records
+ * store answers) are kept here too, one relaxed store each.
+ *
  * Names and help texts for the exposition live in src/metrics; this file
  * only keeps the numbers.
  */
@@ -59,8 +62,23 @@ typedef enum {
 	ZC_HIST_WRITER_BATCH_UNITS,   /* units per group commit */
 	ZC_HIST_WRITER_COMMIT_NS,     /* COMMIT with its fsync */
 	ZC_HIST_BUILDER_PASS_NS,      /* one builder pass that did work */
+	/* The records store's latencies (SQLite or PostgreSQL, whichever the
+	 * process uses): the writer's batch from BEGIN to the COMMIT
+	 * acknowledged, and the builder's read of the change log (the
+	 * snapshot opened and the events since the last pass read, every
+	 * pass). */
+	ZC_HIST_RECORDS_WRITE_NS,
+	ZC_HIST_RECORDS_READ_NS,
 	ZC_HISTOGRAMS
 } zc_histogram_t;
+
+/* Process-wide gauges: set by the one thread that knows the value. */
+typedef enum {
+	/* 1 while the records store answers (the node's heartbeat on
+	 * PostgreSQL, cli/heartbeat.c), 0 while it does not. */
+	ZC_GAUGE_RECORDS_STORE_UP,
+	ZC_GAUGES
+} zc_gauge_t;
 
 /* A histogram as read: per-bucket counts (not cumulative), the last for
  * values above every bound; bounds point to static storage. */
@@ -85,6 +103,9 @@ uint64_t zc_counter_get(zc_counter_t c);
 void zc_observe(zc_histogram_t h, uint64_t value);
 
 void zc_histogram_get(zc_histogram_t h, zc_hist_read_t *out);
+
+void zc_gauge_set(zc_gauge_t g, int64_t value);
+int64_t zc_gauge_get(zc_gauge_t g);
 
 /* Index of the bucket value falls in, among n ascending bounds (n when
  * above them all). */

@@ -201,6 +201,37 @@ static void put_writer(text_t *t)
 	               1e9);
 }
 
+/* The records store's latencies, by backend, and whether it answers. */
+static void put_records_store(metrics_t *m, text_t *t)
+{
+	if (m->backend == NULL) {
+		return;
+	}
+	char labels[32];
+	snprintf(labels, sizeof(labels), "backend=\"%s\"", m->backend);
+	zc_hist_read_t h;
+	text_family(t, "zonecast_records_store_up", "gauge",
+	            "1 while the records store answers this node (on "
+	            "PostgreSQL its heartbeat, every second), 0 while not.");
+	text_sample(t, "zonecast_records_store_up", labels,
+	            zc_gauge_get(ZC_GAUGE_RECORDS_STORE_UP) > 0);
+	text_family(t, "zonecast_records_store_write_duration_seconds",
+	            "histogram", "Time of the writer's group commit in the "
+	            "records store, from BEGIN to the COMMIT acknowledged "
+	            "(every write of the batch included).");
+	zc_histogram_get(ZC_HIST_RECORDS_WRITE_NS, &h);
+	text_histogram(t, "zonecast_records_store_write_duration_seconds",
+	               labels, &h, 1e9);
+	text_family(t, "zonecast_records_store_read_duration_seconds",
+	            "histogram", "Time of the builder's read of the change log "
+	            "at each pass, idle ones included (a snapshot of the "
+	            "records store opened, the events since the last pass "
+	            "read).");
+	zc_histogram_get(ZC_HIST_RECORDS_READ_NS, &h);
+	text_histogram(t, "zonecast_records_store_read_duration_seconds",
+	               labels, &h, 1e9);
+}
+
 /* Opens the records store at the first scrape that needs it. */
 static records_store_t *records(metrics_t *m)
 {
@@ -491,6 +522,7 @@ int metrics_collect(metrics_t *m, char **out, size_t *len)
 	if (m->cfg.follower != NULL) {
 		put_writer(&t);
 		put_builder(m, &t);
+		put_records_store(m, &t);
 		put_transfers(&t);
 	}
 	put_zones(m, &t);

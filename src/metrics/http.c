@@ -121,6 +121,12 @@ int metrics_start(const metrics_config_t *cfg, metrics_t **out)
 	if (cfg->follower != NULL) {
 		m->changes_seq = builder_follower_applied(cfg->follower);
 	}
+	char where[4200];
+	if (cfg->data_dir != NULL &&
+	    records_describe(cfg->data_dir, &m->backend, where,
+	                     sizeof(where)) != ZC_EOK) {
+		m->backend = NULL;
+	}
 	m->daemon = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD |
 	                             MHD_USE_POLL, 0, NULL, NULL, on_request, m,
 	                             MHD_OPTION_LISTEN_SOCKET, cfg->listen_fd,

@@ -21,6 +21,8 @@ struct metrics {
 	metrics_config_t cfg;
 	struct MHD_Daemon *daemon;
 	int64_t started_s;           /* Unix time the endpoint started */
+	const char *backend;         /* The records store's: "sqlite" or
+	                              * "postgresql" (static); NULL: none */
 	/* Only the listener's one thread touches what follows. */
 	records_store_t *rs;         /* Opened at the first scrape */
 	uint64_t changes_seq;        /* Log read up to here for zone changes */

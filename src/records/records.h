@@ -50,7 +50,8 @@
  *   2  migrate.c     a store copied     db
  *                    into another
  *   2  schema.c      SQLite migrations  db, db_sqlite
- *   2  tokens.c, tsig_keys.c, dnssec_keys.c, secondaries.c            db
+ *   2  tokens.c, tsig_keys.c, dnssec_keys.c, secondaries.c,
+ *      nodes.c                                                      db
  *   1  db.c          the driver: picks one by target, dispatches to it
  *   1  db_sqlite.c   the SQLite driver (the only file calling SQLite,
  *                    with schema.c's SQL function)
@@ -184,6 +185,60 @@ void records_uri_redact(const char *uri, char *out, size_t size);
 int records_bound_target(const char *dir, char *uri, size_t size);
 
 void records_close(records_store_t *store);
+
+/* --- Nodes sharing a PostgreSQL store (nodes.c; SQLite: KNOT_ENOTSUP) --- */
+
+/* A node not seen for longer than this is down (status, the heartbeat's
+ * claim on a name: RECORDS_NODE_DOWN_MS after a node stops beating,
+ * another process may take its name). */
+#define RECORDS_NODE_DOWN_MS 5000
+
+/* The longest leader node name kept (records_leader_t). */
+#define RECORDS_NODE_NAME_MAX 1024
+
+/* One row of `nodes`: a `zonecast serve` using the store. */
+typedef struct {
+	const char *name;       /* node-name */
+	const char *role;       /* "serve" */
+	const char *version;    /* zonecast's */
+	int pid;
+	int64_t started_ms;     /* Unix ms the process started. */
+	uint64_t applied_seq;   /* The builder's: builder_follower_applied(). */
+	int stalled;            /* builder_follower_stalled(): 0 or a code. */
+	/* Read by records_nodes_list() only, by the store's clock: */
+	int64_t last_seen_ms;   /* Unix ms of the last heartbeat. */
+	int64_t seen_ago_ms;    /* Its age (-1: never). */
+} records_node_t;
+
+/*
+ * The heartbeat: upserts self's row with last_seen = now(), outside any
+ * transaction (no write lock: it is not a change). ZC_EEXISTS, writing
+ * nothing, when another process (another pid or start time) holds the
+ * name and was seen within RECORDS_NODE_DOWN_MS; ZC_EUNAVAILABLE when
+ * PostgreSQL cannot be reached.
+ */
+int records_node_beat(records_store_t *store, const records_node_t *self);
+
+/* Deletes self's row (a clean stop), unless another process holds the
+ * name now. */
+int records_node_leave(records_store_t *store, const records_node_t *self);
+
+/* Calls cb for each row in name order (pointers valid during the call;
+ * cb returns non-zero to stop). */
+int records_nodes_list(records_store_t *store,
+                       int (*cb)(const records_node_t *node, void *ctx),
+                       void *ctx);
+
+/* The builder's leadership (docs/design-postgresql.md §3), read only:
+ * the leader election writes it. */
+typedef struct {
+	uint64_t epoch;                    /* 0: no node ever led. */
+	char node[RECORDS_NODE_NAME_MAX];  /* "": none. */
+	int64_t since_ms;                  /* Unix ms (0: never). */
+	uint64_t built_pos;
+} records_leader_t;
+
+int records_leader_get(records_store_t *store, records_leader_t *out);
 
 /* --- Moving a store to the other engine (migrate.c, zonecast migrate) --- */
 

@@ -115,6 +115,7 @@ static void run_batch(writer_t *w, writer_unit_t *batch)
 		u->result = ZC_EOK;
 	}
 	int ret = refusal(w);
+	uint64_t begun = zc_clock_ns(); /* The store's write latency. */
 	if (ret == ZC_EOK) {
 		ret = records_write_begin(w->rs);
 	}
@@ -135,7 +136,11 @@ static void run_batch(writer_t *w, writer_unit_t *batch)
 	if (ret == ZC_EOK) {
 		uint64_t start = zc_clock_ns();
 		ret = records_write_commit(w->rs);
-		zc_observe(ZC_HIST_WRITER_COMMIT_NS, zc_clock_ns() - start);
+		uint64_t end = zc_clock_ns();
+		zc_observe(ZC_HIST_WRITER_COMMIT_NS, end - start);
+		if (ret == ZC_EOK) {
+			zc_observe(ZC_HIST_RECORDS_WRITE_NS, end - begun);
+		}
 		if (ret != ZC_EOK && !zc_storage_error(ret)) {
 			zc_error("writer: commit failed: %s", zc_strerror(ret));
 		}
