@@ -493,9 +493,6 @@ static int serve(serve_ctx_t *ctx, const server_config_t *scfg,
 	metrics_t *metrics = NULL;
 	int ret = start_stages(ctx, scfg, sockets, api_fd);
 	if (ret == ZC_EOK) {
-		ret = serve_heartbeat_start(ctx, &ctx->heartbeat);
-	}
-	if (ret == ZC_EOK) {
 		ret = start_metrics(ctx, metrics_fd, &metrics);
 		metrics_fd = -1;
 	}
@@ -518,6 +515,10 @@ static int serve(serve_ctx_t *ctx, const server_config_t *scfg,
 	}
 	if (ret == ZC_EOK) {
 		ret = drop_privileges(ctx->boot, ctx);
+	}
+	if (ret == ZC_EOK) {
+		/* Once everything runs: its connection does not delay them. */
+		ret = serve_heartbeat_start(ctx, &ctx->heartbeat);
 	}
 	if (ret == ZC_EOK) {
 		zc_info("zonecast %s serving %s (pid %d)", ZONECAST_VERSION,

@@ -159,8 +159,6 @@ int serve_heartbeat_start(serve_ctx_t *ctx, serve_heartbeat_t **out)
 	*out = NULL;
 	char uri[4096];
 	const config_t *cfg = ctx->boot;
-	/* Whatever open came before said the store answered. */
-	zc_gauge_set(ZC_GAUGE_RECORDS_STORE_UP, 1);
 	if (records_bound_target(cfg->data_dir, uri, sizeof(uri)) <= 0) {
 		return ZC_EOK; /* SQLite: one node, no nodes table. */
 	}

@@ -155,8 +155,8 @@ typedef struct serve_heartbeat serve_heartbeat_t;
  * node's row of `nodes` (node-name, pid, version, ctx->started_ms, the
  * builder's applied position and stall: ctx->follower, which must outlive
  * it) at once and every second, and sets the metrics' records-store-up
- * gauge from each beat. On SQLite, *out is NULL (no thread) and the
- * gauge says up. KNOT_ENOMEM when the thread cannot start.
+ * gauge from each beat. On SQLite, *out is NULL (no thread; the gauge
+ * stays up). KNOT_ENOMEM when the thread cannot start.
  */
 int serve_heartbeat_start(serve_ctx_t *ctx, serve_heartbeat_t **out);
 

@@ -49,7 +49,11 @@ static histogram_t histograms[ZC_HISTOGRAMS] = {
 	[ZC_HIST_RECORDS_READ_NS] = { BOUNDS(store_bounds) },
 };
 
-static _Atomic int64_t gauges[ZC_GAUGES];
+static _Atomic int64_t gauges[ZC_GAUGES] = {
+	/* Up until a heartbeat fails: a server starts serving only once it
+	 * has read its records store. */
+	[ZC_GAUGE_RECORDS_STORE_UP] = 1,
+};
 
 void zc_count_add(zc_counter_t c, uint64_t n)
 {

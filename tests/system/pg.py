@@ -48,3 +48,20 @@ def database(host, name):
     """Creates database name; its URI."""
     psql(host, "CREATE DATABASE %s" % name)
     return "postgresql://zc@/%s?host=%s" % (name, host)
+
+
+def serve_node(tmp_path, name, uri, options=()):
+    """A zonecast serve named `name` (its data directory tmp_path/name) on
+    the store at uri, with the API on a free port, allow-update from
+    127.0.0.1 and options (config keys as "key=value"); started. A data
+    directory bound to the session's store (ZONECAST_TEST_RECORDS=postgresql)
+    is unbound first: the node's store is uri."""
+    srv = servers.ZonecastServer(str(tmp_path / name), api=True,
+                                 options=["allow-update=127.0.0.1",
+                                          "records-store=%s" % uri] + list(options))
+    srv.zones = {}
+    if srv.records_uri:
+        os.unlink(os.path.join(srv.data_dir, "records-store"))
+    srv.port = servers.free_port()
+    srv.api_port = servers.free_port()
+    return srv.serve()

@@ -261,6 +261,11 @@ def test_no_server(tmp_path):
 
 def test_start_lists_zones(zonecast_factory):
     srv = zonecast_factory()
+    # The list is logged once every stage runs, a moment after DNS answers
+    # (on PostgreSQL the node's heartbeat connects meanwhile).
+    deadline = time.monotonic() + 10
+    while "zone(s)" not in srv.log() and time.monotonic() < deadline:
+        time.sleep(0.05)
     log = srv.log()
     for zone in ("example.com.", "sub.example.com.", "example.net."):
         assert "zone %s: serial " % zone in log

@@ -28,7 +28,7 @@ import dns.tsigkeyring
 import dns.update
 import pytest
 
-from servers import START_TIMEOUT, ZonecastServer, free_port
+from servers import RECORDS_BACKEND, START_TIMEOUT, ZonecastServer, free_port
 
 PROMETHEUS = shutil.which("prometheus") or "/usr/bin/prometheus"
 PROMTOOL = shutil.which("promtool") or "/usr/bin/promtool"
@@ -136,6 +136,12 @@ def test_counts_follow_the_traffic(zonecast_metrics):
     assert delta("zonecast_writer_units_total", result="ok") >= 1
     assert delta("zonecast_writer_batches_total") >= 1
     assert delta("zonecast_writer_commit_duration_seconds_count") >= 1
+    # The records store's latencies, labelled with its backend (the UPDATE's
+    # group commit; the builder's read of the log at each pass).
+    backend = {"backend": RECORDS_BACKEND}
+    assert delta("zonecast_records_store_write_duration_seconds_count", **backend) >= 1
+    assert delta("zonecast_records_store_read_duration_seconds_count", **backend) >= 1
+    assert value(after, "zonecast_records_store_up", **backend) == 1
     assert delta("zonecast_transfers_total", result="axfr") == 1
     assert delta("zonecast_transfers_total", result="notauth") == 1
     assert delta("zonecast_tsig_refusals_total", error="BADKEY") == 1

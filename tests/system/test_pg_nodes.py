@@ -33,15 +33,7 @@ def cluster():
 psql = pg.psql
 
 
-def node(tmp_path, name, uri):
-    srv = servers.ZonecastServer(str(tmp_path / name), api=True,
-                                 options=["allow-update=127.0.0.1", "records-store=%s" % uri])
-    srv.zones = {}
-    if srv.records_uri:
-        os.unlink(os.path.join(srv.data_dir, "records-store"))
-    srv.port = servers.free_port()
-    srv.api_port = servers.free_port()
-    return srv.serve()
+node = pg.serve_node
 
 
 def served(port, name, rdtype="TXT"):
