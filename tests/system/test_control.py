@@ -44,6 +44,17 @@ def cli(srv, *args, check=True):
     return srv.run_cli(*args, "--data-dir", srv.data_dir, check=check)
 
 
+def started(srv, timeout=10):
+    """srv once every stage runs: DNS answers a moment before the control
+    socket and the pidfile are made, and the zone list logged last at start
+    comes after them (a race the tests lost on a loaded machine)."""
+    deadline = time.monotonic() + timeout
+    while "zone(s)" not in srv.log():
+        assert time.monotonic() < deadline, srv.log()
+        time.sleep(0.05)
+    return srv
+
+
 def status_json(srv):
     return json.loads(cli(srv, "status", "--json").stdout)
 
@@ -60,7 +71,7 @@ def as_nobody(argv):
 
 
 def test_status(zonecast_factory):
-    srv = zonecast_factory()
+    srv = started(zonecast_factory())
     st = status_json(srv)
     assert st["pid"] == srv.proc.pid
     assert st["version"] and st["uptime_s"] >= 0 and st["started"].endswith("Z")
@@ -206,7 +217,7 @@ def test_secondaries_notify_and_transfers(zonecast_factory):
 
 
 def test_socket_mode_and_pidfile(zonecast_factory):
-    srv = zonecast_factory()
+    srv = started(zonecast_factory())
     sock = os.path.join(srv.data_dir, "control.sock")
     st = os.stat(sock)
     assert stat.S_ISSOCK(st.st_mode) and stat.S_IMODE(st.st_mode) == 0o600
@@ -260,13 +271,7 @@ def test_no_server(tmp_path):
 
 
 def test_start_lists_zones(zonecast_factory):
-    srv = zonecast_factory()
-    # The list is logged once every stage runs, a moment after DNS answers
-    # (on PostgreSQL the node's heartbeat connects meanwhile).
-    deadline = time.monotonic() + 10
-    while "zone(s)" not in srv.log() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    log = srv.log()
+    log = started(zonecast_factory()).log()
     for zone in ("example.com.", "sub.example.com.", "example.net."):
         assert "zone %s: serial " % zone in log
     assert "zone example.com.: serial 2024010101, serving 2024010101" in log
@@ -277,8 +282,8 @@ def test_socket_taken_does_not_keep_dns_down(zonecast_factory, tmp_path):
     """A control-socket path another server answers on: the second server
     says so and serves DNS without a socket; the first keeps its own."""
     sock = str(tmp_path / "shared.sock")
-    first = zonecast_factory(options=[("control-socket", sock)])
-    second = zonecast_factory(options=[("control-socket", sock)])
+    first = started(zonecast_factory(options=[("control-socket", sock)]))
+    second = started(zonecast_factory(options=[("control-socket", sock)]))
     assert "another server answers there" in second.log()
     assert "serving without a control socket" in second.log()
     assert second.answers_soa("example.com.")
