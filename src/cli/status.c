@@ -204,18 +204,12 @@ json_t *serve_status(serve_ctx_t *ctx)
 	const char *backend = "unknown";
 	char where[4200] = "";
 	records_describe(ctx->boot->data_dir, &backend, where, sizeof(where));
-	json_t *store = json_pack("{s:s, s:s, s:s}", "backend", backend,
-	                          "where", where,
-	                          "node", ctx->boot->node_name);
-	if (strcmp(backend, "postgresql") == 0) {
-		add_nodes(ctx, rs, store);
-	}
 	json_t *o = json_pack(
-		"{s:s, s:i, s:s, s:o, s:o, s:I, s:o, s:o, s:I, s:o,"
+		"{s:s, s:i, s:s, s:{s:s, s:s}, s:o, s:I, s:o, s:o, s:I, s:o,"
 		" s:{s:I, s:I, s:I, s:I}, s:{s:o}, s:{s:I, s:I}}",
 		"version", ZONECAST_VERSION, "pid", (int)getpid(),
 		"data_dir", ctx->boot->data_dir,
-		"records_store", store,
+		"records_store", "backend", backend, "where", where,
 		"started", time_json(ctx->started_ms),
 		"uptime_s", (json_int_t)((now - ctx->started_ms) / 1000),
 		"listeners", listeners_json(ctx),
@@ -229,6 +223,11 @@ json_t *serve_status(serve_ctx_t *ctx)
 		                                  s.signature_misses),
 		"rrl", "dropped", (json_int_t)s.rrl_dropped,
 		"slipped", (json_int_t)s.rrl_slipped);
+	json_t *store = json_object_get(o, "records_store");
+	json_object_set_new(store, "node", json_string(ctx->boot->node_name));
+	if (strcmp(backend, "postgresql") == 0) {
+		add_nodes(ctx, rs, store);
+	}
 	records_close(rs);
 	return o;
 }
