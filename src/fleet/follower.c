@@ -2,7 +2,8 @@
 /*
  * An edge's follower (see fleet.h): bootstraps from the newest snapshot
  * when it has nothing (or a gap, or another epoch), follows the txn stream
- * applying whole commits; its reporter (report.c) tells the bucket.
+ * applying whole commits; its reporter (report.c) tells the bucket. It
+ * drops what a leader older than the newest it saw sends (fencing).
  */
 #include <inttypes.h>
 #include <pthread.h>
@@ -53,6 +54,49 @@ static void abort_open(fleet_edge_t *fe)
 	}
 }
 
+void fleet_edge_fencing(fleet_edge_t *fe, uint64_t *term, uint64_t *fenced)
+{
+	*term = fe->term;
+	*fenced = fe->fenced;
+}
+
+/*
+ * Whether something of this leader term may be taken: false for a term
+ * older than the newest seen (counted and logged); a newer term is
+ * remembered in the store first, so that it holds across a restart.
+ */
+static bool term_ok(fleet_edge_t *fe, uint64_t term, const char *what)
+{
+	if (term < fe->term) {
+		fe->fenced++;
+		if (zc_log_due(&fe->fenced_logged, 10000)) {
+			zc_warn("fleet: %s of leader term %" PRIu64 " dropped: "
+			        "term %" PRIu64 " leads", what, term,
+			        (uint64_t)fe->term);
+		}
+		return false;
+	}
+	if (term > fe->term) {
+		abort_open(fe); /* A commit of an older term ends unfinished. */
+		edge_txn_t txn = { 0 };
+		int ret = edge_txn_begin_write(fe->es, &txn);
+		if (ret == ZC_EOK) {
+			ret = edge_meta_put(&txn, "fleet_term", term);
+			if (ret == ZC_EOK) {
+				ret = edge_txn_commit(&txn);
+			} else {
+				edge_txn_abort(&txn);
+			}
+		}
+		if (ret != ZC_EOK) {
+			zc_warn("fleet: cannot keep leader term %" PRIu64 ": %s",
+			        term, zc_strerror(ret));
+		}
+		fe->term = term;
+	}
+	return true;
+}
+
 /* Loads the newest snapshot (waiting for one to exist). */
 static int bootstrap(fleet_edge_t *fe)
 {
@@ -61,6 +105,9 @@ static int bootstrap(fleet_edge_t *fe)
 	int ret = fleet_manifest_get(fe->js, &fe->names, &m);
 	if (ret != ZC_EOK) {
 		return ret;
+	}
+	if (!term_ok(fe, m.term, "snapshot")) {
+		return ZC_ENOZONE; /* The new leader's comes. */
 	}
 	if (m.epoch == fe->epoch && m.commit <= fe->commit) {
 		/* Older than what is served here: a zone version never goes
@@ -102,7 +149,7 @@ static bool header_u64(natsMsg *msg, const char *key, int base, uint64_t *v)
  */
 static int take(fleet_edge_t *fe, natsMsg *msg)
 {
-	uint64_t epoch, commit, part, flags, seq = 0;
+	uint64_t epoch, commit, part, flags, seq = 0, term = 0;
 	if (!header_u64(msg, "Zc-Epoch", 16, &epoch) ||
 	    !header_u64(msg, "Zc-Commit", 10, &commit) ||
 	    !header_u64(msg, "Zc-Part", 10, &part) ||
@@ -115,6 +162,16 @@ static int take(fleet_edge_t *fe, natsMsg *msg)
 		seq = meta->Sequence.Stream;
 		fe->delivered = seq;
 		jsMsgMetaData_Destroy(meta);
+	}
+	/* Zc-Term is absent from a zonecast's before leadership: term 0. */
+	const char *has_term = NULL;
+	if (natsMsgHeader_Get(msg, "Zc-Term", &has_term) == NATS_OK &&
+	    !header_u64(msg, "Zc-Term", 10, &term)) {
+		zc_warn("fleet: message with a malformed Zc-Term ignored");
+		return ZC_EOK;
+	}
+	if (!term_ok(fe, term, "message")) {
+		return ZC_EOK;
 	}
 	if (epoch != fe->epoch) {
 		fleet_manifest_t m;
@@ -189,7 +246,7 @@ static int idle_check(fleet_edge_t *fe)
 {
 	fleet_manifest_t m;
 	if (fleet_manifest_get(fe->js, &fe->names, &m) == ZC_EOK &&
-	    m.epoch != fe->epoch) {
+	    m.epoch != fe->epoch && m.term >= fe->term) {
 		zc_info("fleet: history %016" PRIx64 " began; loading its "
 		        "snapshot", m.epoch);
 		return ZC_EREPLGAP;
@@ -333,6 +390,19 @@ static void *follower_main(void *arg)
 	return NULL;
 }
 
+static int read_term(fleet_edge_t *fe)
+{
+	edge_txn_t txn = { 0 };
+	uint64_t term = 0;
+	int ret = edge_txn_begin_read(fe->es, &txn);
+	if (ret == ZC_EOK) {
+		ret = edge_meta_get(&txn, "fleet_term", &term); /* 0: none */
+		edge_txn_abort(&txn);
+	}
+	fe->term = term;
+	return ret;
+}
+
 int fleet_edge_start(const fleet_config_t *cfg, edge_store_t *es,
                      fleet_edge_t **out)
 {
@@ -353,6 +423,9 @@ int fleet_edge_start(const fleet_config_t *cfg, edge_store_t *es,
 	int ret = fleet_names(fe->cfg.prefix, &fe->names);
 	if (ret == ZC_EOK) {
 		ret = edge_applied_pos(es, &fe->epoch, &fe->commit, &fe->seq);
+	}
+	if (ret == ZC_EOK) {
+		ret = read_term(fe);
 	}
 	if (ret == ZC_EOK) {
 		fe->started = pthread_create(&fe->thread, NULL, follower_main,

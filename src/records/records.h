@@ -162,14 +162,23 @@ int records_listen_drain(records_listen_t *l);
 void records_listen_close(records_listen_t *l);
 
 /*
- * A role that one node sharing the store may hold at a time (listen.c):
- * ZC_EOK and a held connection in *out (release it with
- * records_listen_close(), or exit), ZC_EBUSY when another node holds it,
- * ZC_EUNAVAILABLE when PostgreSQL cannot be reached. On SQLite *out is
- * NULL and ZC_EOK: serve.lock already makes one node.
+ * The fleet's leadership (leader.c): one node sharing a PostgreSQL store
+ * at a time publishes to the fleet, and each leader has a term (a number
+ * that only grows) that fences older leaders. records_leader_new() gives
+ * NULL with ZC_EOK for an SQLite store (serve.lock makes one node).
+ * records_leader_take() blocks until this node leads (ZC_EOK, *term) or
+ * *stop (ZC_EBUSY); records_leader_held() says whether it still does
+ * (cheap; false once a heartbeat failed or none succeeded lately: stop
+ * acting as leader, then drop); records_leader_drop() gives it up.
  */
-#define RECORDS_ROLE_FLEET_PUBLISHER 1
-int records_role_take(const char *target, int role, records_listen_t **out);
+typedef struct records_leader records_leader_t;
+int records_leader_new(const char *target, const char *node,
+                       records_leader_t **out);
+int records_leader_take(records_leader_t *l, const _Atomic bool *stop,
+                        uint64_t *term);
+bool records_leader_held(records_leader_t *l);
+void records_leader_drop(records_leader_t *l);
+void records_leader_free(records_leader_t *l);
 int records_bind(const char *dir, const char *uri);
 
 /* The store that records_open(target) opens, for status output:
