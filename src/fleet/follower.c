@@ -60,24 +60,30 @@ void fleet_edge_fencing(fleet_edge_t *fe, uint64_t *term, uint64_t *fenced)
 	*fenced = fe->fenced;
 }
 
-/*
- * Whether something of this leader term may be taken: false for a term
- * older than the newest seen (counted and logged); a newer term is
- * remembered in the store first, so that it holds across a restart.
- */
-static bool term_ok(fleet_edge_t *fe, uint64_t term, const char *what)
+/* Whether something of this leader term is older than the newest seen
+ * (then it is dropped, counted and logged). */
+static bool term_old(fleet_edge_t *fe, uint64_t term, const char *what)
 {
-	if (term < fe->term) {
-		fe->fenced++;
-		if (zc_log_due(&fe->fenced_logged, 10000)) {
-			zc_warn("fleet: %s of leader term %" PRIu64 " dropped: "
-			        "term %" PRIu64 " leads", what, term,
-			        (uint64_t)fe->term);
-		}
+	if (term >= fe->term) {
 		return false;
 	}
+	fe->fenced++;
+	if (zc_log_due(&fe->fenced_logged, 10000)) {
+		zc_warn("fleet: %s of leader term %" PRIu64 " dropped: term %"
+		        PRIu64 " leads", what, term, (uint64_t)fe->term);
+	}
+	return true;
+}
+
+/*
+ * A snapshot of a newer term was loaded: its term is the newest seen,
+ * kept in the store so that it holds across a restart. Only a loaded
+ * snapshot raises it (a message or a manifest alone could be forged, and a
+ * forged high term would make the edge drop the real leader's).
+ */
+static void raise_term(fleet_edge_t *fe, uint64_t term)
+{
 	if (term > fe->term) {
-		abort_open(fe); /* A commit of an older term ends unfinished. */
 		edge_txn_t txn = { 0 };
 		int ret = edge_txn_begin_write(fe->es, &txn);
 		if (ret == ZC_EOK) {
@@ -94,7 +100,6 @@ static bool term_ok(fleet_edge_t *fe, uint64_t term, const char *what)
 		}
 		fe->term = term;
 	}
-	return true;
 }
 
 /* Loads the newest snapshot (waiting for one to exist). */
@@ -106,7 +111,7 @@ static int bootstrap(fleet_edge_t *fe)
 	if (ret != ZC_EOK) {
 		return ret;
 	}
-	if (!term_ok(fe, m.term, "snapshot")) {
+	if (term_old(fe, m.term, "snapshot")) {
 		return ZC_ENOZONE; /* The new leader's comes. */
 	}
 	if (m.epoch == fe->epoch && m.commit <= fe->commit) {
@@ -126,6 +131,7 @@ static int bootstrap(fleet_edge_t *fe)
 	if (ret == ZC_EOK) {
 		zc_info("fleet: loaded snapshot %s (%" PRIu32 " parts) in %" PRId64
 		        " ms", m.id, m.parts, fleet_now_ms() - t0);
+		raise_term(fe, m.term);
 		set_position(fe, m.epoch, m.commit,
 		             m.txn_seq > 0 ? m.txn_seq - 1 : 0);
 	}
@@ -170,17 +176,20 @@ static int take(fleet_edge_t *fe, natsMsg *msg)
 		zc_warn("fleet: message with a malformed Zc-Term ignored");
 		return ZC_EOK;
 	}
-	if (!term_ok(fe, term, "message")) {
+	if (term_old(fe, term, "message")) {
 		return ZC_EOK;
 	}
 	if (epoch != fe->epoch) {
 		fleet_manifest_t m;
 		/* Another history: follow it once its snapshot exists. */
 		if (fleet_manifest_get(fe->js, &fe->names, &m) == ZC_EOK &&
-		    m.epoch == epoch) {
+		    m.epoch == epoch && m.term == term) {
 			return ZC_EREPLGAP;
 		}
 		return ZC_EOK; /* An old history's leftovers. */
+	}
+	if (term != fe->term) {
+		return ZC_EOK; /* A history has one term: not from its leader. */
 	}
 	if (commit <= fe->commit || (flags & FLEET_MARKER)) {
 		return ZC_EOK; /* Applied already (a resend), or a marker. */
@@ -365,7 +374,15 @@ static void *follower_main(void *arg)
 				edge_grow(fe->es);
 				continue;
 			}
-			if (ret != ZC_EOK) {
+			if (ret == ZC_EREPLGAP && fe->epoch != 0) {
+				/* The manifest names parts that are not there
+				 * (forged, or purged meanwhile): follow the
+				 * history held here; a real gap comes back here,
+				 * backing off. */
+				zc_warn("fleet: the newest snapshot cannot be "
+				        "loaded (parts missing); following on");
+				need_snapshot = false;
+			} else if (ret != ZC_EOK) {
 				if (ret != ZC_ENOZONE) {
 					zc_warn("fleet: cannot load a snapshot: %s; "
 					        "retrying", zc_strerror(ret));
@@ -374,7 +391,7 @@ static void *follower_main(void *arg)
 				continue;
 			}
 			fe->last_load_ms = fleet_now_ms();
-			fe->loaded_since_gap = true;
+			fe->loaded_since_gap = ret == ZC_EOK;
 			need_snapshot = false;
 		}
 		int ret = follow(fe);

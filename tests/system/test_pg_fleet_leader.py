@@ -210,6 +210,15 @@ def test_paused_leader_is_fenced(world, tmp_path):
     wait_for("edge to drop the old term's message",
              lambda: edge_metric(edge, "zonecast_fleet_fenced_total") > fenced)
     time.sleep(2.5)  # The edge looks at the manifest when idle (2 s).
+    # Forged newer terms (anyone who may publish could send them) do not
+    # capture the edge: a term rises only with a snapshot that loads.
+    fleet.hpub(nats.port, "zonecast.txn",
+               {"Zc-Epoch": history, "Zc-Term": str(2 ** 62), "Zc-Commit": "999999",
+                "Zc-Part": "0", "Zc-Flags": "1"}, b"junk")
+    manifest.update(term=2 ** 62)
+    fleet.hpub(nats.port, "zonecast.snap.head", {}, json.dumps(manifest).encode())
+    time.sleep(2.5)
+    assert edge_metric(edge, "zonecast_fleet_term") == term
     add(b, zid, "last." + ZONE, "four")
     wait_for("edge to serve", lambda: txt(edge.port, "last." + ZONE), timeout=30)
     assert txt(edge.port, "before." + ZONE) == ['"one"']
