@@ -180,6 +180,10 @@ bool records_leader_held(records_leader_t *l);
 void records_leader_drop(records_leader_t *l);
 void records_leader_free(records_leader_t *l);
 int records_bind(const char *dir, const char *uri);
+/* The same for a directory that still holds records.db (zonecast
+ * migrate, which puts it aside next): the binding wins at open, so a
+ * crash in between leaves the directory on the new store. */
+int records_bind_replacing(const char *dir, const char *uri);
 
 /* The store that records_open(target) opens, for status output:
  * *backend "sqlite" or "postgresql", and in where its file or its URI
