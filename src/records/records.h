@@ -408,17 +408,6 @@ int records_record_foreach(records_store_t *store, int64_t zone_id,
                            int (*cb)(const records_record_t *rec, void *ctx),
                            void *ctx);
 
-/*
- * As records_record_foreach(), one page: `limit` records from `offset` on,
- * with *total the number of matching records. Cost: the page plus an index
- * count, not the zone (API listing).
- */
-int records_record_page(records_store_t *store, int64_t zone_id,
-                        const knot_dname_t *owner, uint16_t type,
-                        int64_t offset, int64_t limit, int64_t *total,
-                        int (*cb)(const records_record_t *rec, void *ctx),
-                        void *ctx);
-
 /* The orders of records_record_query(). */
 typedef enum {
 	RECORDS_ORDER_NAME = 0,  /* (okey, type, id): DNSSEC canonical order. */
