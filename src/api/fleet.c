@@ -47,7 +47,12 @@ void api_fleet(api_req_t *req, char **parts, int count)
 	}
 	char e[17];
 	snprintf(e, sizeof(e), "%016" PRIx64, epoch);
-	req->result = json_pack("{s:b, s:s, s:I, s:I, s:b, s:o}", "enabled", true,
+	bool leading;
+	uint64_t term;
+	fleet_leading(fleet, &leading, &term);
+	req->result = json_pack("{s:b, s:b, s:I, s:s, s:I, s:I, s:b, s:o}",
+	                        "enabled", true, "leading", leading,
+	                        "term", (json_int_t)term,
 	                        "history", e, "commit", (json_int_t)committed,
 	                        "published", (json_int_t)published,
 	                        "connected", connected, "edges", edges);

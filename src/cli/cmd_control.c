@@ -185,9 +185,11 @@ static void print_nodes(const json_t *store)
 	}
 	const json_t *leader = json_object_get(store, "leader");
 	if (json_is_object(leader)) {
-		printf("leader           %s (epoch %lld, since %s)\n",
+		printf("leader           %s (epoch %lld, since %s%s)\n",
 		       str(leader, "node"), num(leader, "epoch"),
-		       str(leader, "since"));
+		       str(leader, "since"),
+		       json_is_true(json_object_get(leader, "up")) ? "" :
+		       ", DOWN");
 	} else {
 		printf("leader           none\n");
 	}

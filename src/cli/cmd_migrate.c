@@ -16,14 +16,17 @@
  *   (the builder goes on from the sequence it applied, IXFR from the same
  *   journal). Nothing is changed before it committed.
  * - Then DIR is switched over, the old store kept but out of the way:
- *   - to PostgreSQL: records.db (with any -wal/-shm) is renamed
- *     records.db.migrated-TIME, then DIR/records-store is written
- *     (records_bind()); should that fail, the rename is undone;
+ *   - to PostgreSQL: DIR/records-store is written first
+ *     (records_bind_replacing(); from then on the binding wins over
+ *     records.db), then records.db (with any -wal/-shm) is renamed
+ *     records.db.migrated-TIME; should that fail, the binding is removed;
  *   - to SQLite: the new store is made in DIR/migrate.tmp/records.db,
  *     moved to DIR/records.db once committed and closed, then
  *     records-store is renamed records-store.migrated-TIME (until then the
  *     binding wins, so a crash in between leaves DIR on PostgreSQL).
- *   The PostgreSQL database left behind is not touched.
+ *   The PostgreSQL database left behind is not touched. Each step is made
+ *   durable (the directory fsynced) before the next, so a crash anywhere
+ *   leaves DIR on one whole store, the old or the new.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -36,6 +39,7 @@
 #include "cli/commands.h"
 #include "cli/progress.h"
 #include "common/error.h"
+#include "common/fs.h"
 
 #define WHO "zonecast migrate"
 
@@ -97,7 +101,18 @@ static int put_aside(const migrate_t *m, const char *name, bool required)
 		        strerror(err));
 		return -err;
 	}
-	return ZC_EOK;
+	return zc_fs_sync_dir(m->dir);
+}
+
+/* Undoes records_bind_replacing() (after a failure, best effort). */
+static void unbind(const migrate_t *m)
+{
+	char path[4200];
+	if (path_in(path, sizeof(path), m->dir, RECORDS_STORE_FILE) == ZC_EOK &&
+	    (unlink(path) != 0 || zc_fs_sync_dir(m->dir) != 0)) {
+		fprintf(stderr, WHO ": cannot remove %s: %s\n", path,
+		        strerror(errno));
+	}
 }
 
 /* Undoes put_aside() (after a failure, best effort). */
@@ -194,6 +209,14 @@ static int to_postgresql(migrate_t *m)
 	if (ret != ZC_EOK) {
 		return ret;
 	}
+	ret = records_bind_replacing(m->dir, m->to);
+	if (ret != ZC_EOK) {
+		fprintf(stderr, WHO ": cannot bind %s to %s: %s\n", m->dir,
+		        m->to_where, zc_strerror(ret));
+		fprintf(stderr, WHO ": %s stays on %s (the copy in %s is left "
+		        "as it is)\n", m->dir, m->from_where, m->to_where);
+		return ret;
+	}
 	ret = put_aside(m, "records.db", true);
 	if (ret == ZC_EOK) {
 		ret = put_aside(m, "records.db-wal", false);
@@ -201,11 +224,8 @@ static int to_postgresql(migrate_t *m)
 	if (ret == ZC_EOK) {
 		ret = put_aside(m, "records.db-shm", false);
 	}
-	if (ret == ZC_EOK && (ret = records_bind(m->dir, m->to)) != ZC_EOK) {
-		fprintf(stderr, WHO ": cannot bind %s to %s: %s\n", m->dir,
-		        m->to_where, zc_strerror(ret));
-	}
 	if (ret != ZC_EOK) {
+		unbind(m);
 		take_back(m, "records.db-shm");
 		take_back(m, "records.db-wal");
 		take_back(m, "records.db");
@@ -295,6 +315,9 @@ static int to_sqlite(migrate_t *m)
 	     "records.db-wal", "records.db-shm", NULL }; ret == ZC_EOK && *f;
 	     f++) {
 		ret = move_up(m, tmp, *f);
+	}
+	if (ret == ZC_EOK) {
+		ret = zc_fs_sync_dir(m->dir); /* The store in place, durably. */
 	}
 	remove_tmp(tmp);
 	if (ret != ZC_EOK) {

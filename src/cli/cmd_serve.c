@@ -320,18 +320,47 @@ static int start_api(const config_t *cfg, int api_fd, edge_store_t *es,
 	return api_start(&acfg, api);
 }
 
-/* Publishes the edge store's replication log to NATS when `nats` is set,
- * else turns its recording off (docs/fleet.md). */
-static int start_fleet(const config_t *cfg, edge_store_t *es,
-                       fleet_primary_t **fleet)
+static int lead_take(void *ctx, const _Atomic bool *stop, uint64_t *term)
 {
-	if (cfg->nats[0] != '\0') {
-		fleet_config_t fcfg;
-		config_fleet(cfg, &fcfg);
-		return fleet_primary_start(&fcfg, es, fleet);
+	return records_leader_take(ctx, stop, term);
+}
+
+static bool lead_held(void *ctx)
+{
+	return records_leader_held(ctx);
+}
+
+static void lead_drop(void *ctx)
+{
+	records_leader_drop(ctx);
+}
+
+/* Publishes the edge store's replication log to NATS when `nats` is set,
+ * else turns its recording off (docs/fleet.md). Nodes sharing a
+ * PostgreSQL store each build their own edge store: one of them at a
+ * time, the leader, publishes (docs/postgresql.md "The fleet's leader");
+ * the others wait to take over. */
+static int start_fleet(serve_ctx_t *ctx)
+{
+	const config_t *cfg = ctx->boot;
+	if (cfg->nats[0] == '\0') {
+		edge_repl_pos_t pos;
+		return edge_repl_enable(ctx->es, false, &pos);
 	}
-	edge_repl_pos_t pos;
-	return edge_repl_enable(es, false, &pos);
+	/* The leader row names it as the nodes table does (node-name). */
+	int ret = records_leader_new(cfg->data_dir, cfg->node_name,
+	                             &ctx->leader);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	fleet_leadership_t lead = {
+		.take = lead_take, .held = lead_held, .drop = lead_drop,
+		.ctx = ctx->leader,
+	};
+	fleet_config_t fcfg;
+	config_fleet(cfg, &fcfg);
+	return fleet_primary_start(&fcfg, ctx->leader != NULL ? &lead : NULL,
+	                           ctx->es, &ctx->fleet);
 }
 
 /* Starts every stage into ctx (the NOTIFY sender under ctx->lock's
@@ -340,24 +369,8 @@ static int start_stages(serve_ctx_t *ctx, const server_config_t *scfg,
                         server_sockets_t *sockets, int api_fd)
 {
 	const config_t *cfg = ctx->boot;
-	int ret = ZC_EOK;
-	if (cfg->nats[0] != '\0') {
-		/* One publisher per store: nodes sharing a PostgreSQL store
-		 * each build their own edge store, and two would feed one
-		 * stream with two different histories. */
-		ret = records_role_take(cfg->data_dir,
-		                        RECORDS_ROLE_FLEET_PUBLISHER,
-		                        &ctx->fleet_role);
-		if (ret == ZC_EBUSY) {
-			zc_error("nats: another zonecast sharing this records"
-			         " store already publishes to the fleet; one"
-			         " node may (docs/postgresql.md)");
-		}
-	}
 	/* The fleet first: recording must be on before anything commits. */
-	if (ret == ZC_EOK) {
-		ret = start_fleet(cfg, ctx->es, &ctx->fleet);
-	}
+	int ret = start_fleet(ctx);
 	if (ret == ZC_EOK) {
 		ret = builder_follower_start(cfg->data_dir, ctx->es,
 		                             FOLLOW_POLL_MS, &ctx->follower);
@@ -433,8 +446,8 @@ static void stop_stages(serve_ctx_t *ctx)
 	writer_stop(ctx->writer);
 	builder_follower_stop(ctx->follower); /* No more serve_on_pass. */
 	fleet_primary_stop(ctx->fleet);       /* Nothing commits any more. */
-	records_listen_close(ctx->fleet_role);
-	ctx->fleet_role = NULL;
+	records_leader_free(ctx->leader);
+	ctx->leader = NULL;
 	serve_notify_stop(ctx);  /* The view stops cueing it; it asks the
 	                          * view for serials. */
 	sigview_stop(ctx->view);

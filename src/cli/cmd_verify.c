@@ -2,10 +2,15 @@
 /*
  * zonecast verify [ZONE]: compares the edge store with a full build of the
  * records store and prints every difference; exits 1 if there is any.
+ * With --records, the edge store of any data directory (a fleet edge's)
+ * against that records store, the edge store left as it is.
  */
 #include <getopt.h>
+#include <limits.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <string.h>
+#include <libknot/errcode.h>
 
 #include "builder/builder.h"
 #include "cli/commands.h"
@@ -19,11 +24,16 @@ typedef struct {
 
 static void usage(FILE *out)
 {
-	fputs("Usage: zonecast verify [--data-dir DIR] [--config FILE] [ZONE]\n"
+	fputs("Usage: zonecast verify [--data-dir DIR] [--config FILE]\n"
+	      "                       [--records TARGET] [ZONE]\n"
 	      "\n"
 	      "Compares the edge store (what DNS answers from) with a full build\n"
 	      "of the records store, for ZONE or every zone, and prints each\n"
-	      "difference. Exit status: 0 identical, 1 differences or errors.\n",
+	      "difference. Exit status: 0 identical, 1 differences or errors.\n"
+	      "\n"
+	      "  --records TARGET  the records store to compare with (a data\n"
+	      "                    directory, or postgresql://...): DIR's edge\n"
+	      "                    store may then be any edge's (zonecast edge)\n",
 	      out);
 }
 
@@ -133,21 +143,52 @@ static bool is_known_zone(records_store_t *rs, edge_store_t *es,
 	return ret == ZC_EOK;
 }
 
+/* The records store from target and DIR's edge store, opened as they
+ * are: nothing is built or converted. */
+static int open_apart(const char *target, const char *dir,
+                      records_store_t **rs, edge_store_t **es)
+{
+	char path[PATH_MAX];
+	snprintf(path, sizeof(path), "%s/edge.mdb", dir);
+	if (access(path, F_OK) != 0) {
+		fprintf(stderr, "zonecast verify: no edge store at %s\n", path);
+		return KNOT_ENOENT;
+	}
+	int ret = records_open(rs, target);
+	if (ret != ZC_EOK) {
+		char shown[512];
+		records_uri_redact(target, shown, sizeof(shown));
+		fprintf(stderr, "zonecast verify: cannot open %s: %s\n", shown,
+		        zc_strerror(ret));
+		return ret;
+	}
+	ret = edge_open(es, dir, 0);
+	if (ret != ZC_EOK) {
+		fprintf(stderr, "zonecast verify: cannot open %s/edge.mdb: %s\n",
+		        dir, zc_strerror(ret));
+		records_close(*rs);
+	}
+	return ret;
+}
+
 int cmd_verify(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "data-dir", required_argument, NULL, 'd' },
 		{ "config", required_argument, NULL, 'c' },
+		{ "records", required_argument, NULL, 'r' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	config_t cfg;
 	config_defaults(&cfg);
-	const char *dir = NULL;
+	const char *dir = NULL, *target = NULL;
 	int c;
-	while ((c = getopt_long(argc, argv, "d:c:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "d:c:r:h", opts, NULL)) != -1) {
 		if (c == 'd') {
 			dir = optarg;
+		} else if (c == 'r') {
+			target = optarg;
 		} else if (c == 'c') {
 			if (config_load(&cfg, optarg) != ZC_EOK) {
 				return 1;
@@ -163,7 +204,8 @@ int cmd_verify(int argc, char **argv)
 		return 2;
 	}
 	dir = dir ? dir : cfg.data_dir;
-	if (cli_open_stores(dir, false, &all.rs, &all.es) != ZC_EOK) {
+	if (target != NULL ? open_apart(target, dir, &all.rs, &all.es) :
+	                     cli_open_stores(dir, false, &all.rs, &all.es)) {
 		return 1;
 	}
 	if (optind < argc) {

@@ -52,7 +52,7 @@ typedef struct serve_ctx {
 	api_t *api;
 	fleet_primary_t *fleet;
 	/* The publisher's role among nodes sharing a PostgreSQL store. */
-	records_listen_t *fleet_role;
+	records_leader_t *leader;  /* the fleet's leadership (PostgreSQL) */
 	struct sigview *view;       /* Signed zones' view for secondaries. */
 	struct serve_heartbeat *heartbeat; /* This node's row in the store. */
 	char control_path[108];     /* "" : no control socket. */

@@ -155,13 +155,28 @@ static int add_node(const records_node_t *n, void *arg)
 	return 0;
 }
 
+/* Whether the node named so is listed up (a leader that died stays
+ * named in the leader row until another takes over). */
+static bool is_up(const json_t *nodes, const char *name)
+{
+	size_t i;
+	json_t *n;
+	json_array_foreach(nodes, i, n) {
+		if (strcmp(json_string_value(json_object_get(n, "name")),
+		           name) == 0) {
+			return json_is_true(json_object_get(n, "up"));
+		}
+	}
+	return false;
+}
+
 /* The leader and every node into the records store's object (PostgreSQL
  * only), or why they cannot be read. */
 static void add_nodes(serve_ctx_t *ctx, records_store_t *rs, json_t *store)
 {
-	records_leader_t leader;
+	records_leader_row_t leader;
 	nodes_walk_t w = { .ctx = ctx, .rs = rs, .nodes = json_array() };
-	int ret = rs != NULL ? records_leader_get(rs, &leader) :
+	int ret = rs != NULL ? records_leader_row_get(rs, &leader) :
 	          ZC_EUNAVAILABLE;
 	if (ret == ZC_EOK) {
 		ret = records_nodes_list(rs, add_node, &w);
@@ -173,9 +188,10 @@ static void add_nodes(serve_ctx_t *ctx, records_store_t *rs, json_t *store)
 	}
 	json_object_set_new(store, "leader", leader.epoch == 0 ||
 	                    leader.node[0] == '\0' ? json_null() :
-	                    json_pack("{s:s, s:I, s:o}", "node", leader.node,
+	                    json_pack("{s:s, s:I, s:o, s:b}", "node", leader.node,
 	                              "epoch", (json_int_t)leader.epoch,
-	                              "since", time_json(leader.since_ms)));
+	                              "since", time_json(leader.since_ms),
+	                              "up", is_up(w.nodes, leader.node)));
 	json_object_set_new(store, "nodes", w.nodes);
 }
 

@@ -59,6 +59,8 @@
 	X(ZC_ETRIMMED,      -2035, "the change log was trimmed past what this " \
 	  "edge store applied (another node trimmed it): restart zonecast " \
 	  "serve to build every zone again") \
+	X(ZC_EFENCED,       -2036, "a newer fleet leader took over: this " \
+	  "node no longer publishes") \
 	X(ZC_EREPLGAP,      -2031, "replication stream has a gap (bootstrap " \
 	  "from a snapshot)")
 

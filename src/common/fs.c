@@ -48,3 +48,14 @@ int zc_fs_condition(const char *path)
 	unsigned long long blocks = geteuid() == 0 ? st.f_bfree : st.f_bavail;
 	return blocks * st.f_frsize < NEARLY_FULL ? -ENOSPC : 0;
 }
+
+int zc_fs_sync_dir(const char *dir)
+{
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0) {
+		return -errno;
+	}
+	int ret = fsync(fd) == 0 ? 0 : -errno;
+	close(fd);
+	return ret;
+}

@@ -14,3 +14,7 @@ int zc_fs_condition(const char *path);
  * dir): ext4 turned read-only by an error shows it only to writers, not to
  * statvfs() or access(). 0 or -errno. */
 int zc_fs_probe_write(const char *dir, int dir_len);
+
+/* Makes the directory's entries durable (after a rename or a new file in
+ * it): open and fsync the directory. 0 or -errno. */
+int zc_fs_sync_dir(const char *dir);

@@ -35,6 +35,11 @@ struct fleet_edge {
 	bool loaded_since_gap;   /* a snapshot was loaded after it */
 	unsigned backoff_ms;     /* between snapshot loads in a row */
 	int64_t last_load_ms;
+	/* Fencing (fleet.h): the highest leader term seen (kept in the
+	 * store's meta "fleet_term"), and what older terms sent (dropped). */
+	_Atomic uint64_t term;
+	_Atomic uint64_t fenced;
+	_Atomic int64_t fenced_logged;
 };
 
 /* Reports right after each applied commit and every second (report.c);

@@ -64,11 +64,43 @@ void fleet_config_defaults(fleet_config_t *cfg);
 
 typedef struct fleet_primary fleet_primary_t;
 
-/* Turns recording on in es and starts publishing (connecting in the
- * background: a NATS server that is down is retried for ever). */
-int fleet_primary_start(const fleet_config_t *cfg, edge_store_t *es,
-                        fleet_primary_t **out);
+/*
+ * Leadership, when several primaries could publish to one fleet (nodes
+ * sharing a PostgreSQL records store, records_leader_*): the primary
+ * publishes only while it leads. take() blocks until this process leads
+ * (ZC_EOK and its term: a number that only grows across the fleet) or
+ * *stop; held() says whether it still leads (called often: cheap);
+ * drop() gives leadership up.
+ *
+ * Fencing. Every message and snapshot manifest carries the publisher's
+ * term (header Zc-Term, manifest "term"). Every publish to the txn stream
+ * names the stream sequence it expects last (Nats-Expected-Last-Sequence):
+ * once a new leader has published, an old one's publish is refused by
+ * JetStream itself, and the old leader steps down (ZC_EFENCED). Edges
+ * remember the highest term they saw (in their store) and drop messages
+ * and snapshots of an older one, so an old leader that wakes from a pause
+ * changes no edge, even through a manifest.
+ */
+typedef struct {
+	int (*take)(void *ctx, const _Atomic bool *stop, uint64_t *term);
+	bool (*held)(void *ctx);
+	void (*drop)(void *ctx);
+	void *ctx;
+} fleet_leadership_t;
+
+/* Starts publishing (connecting in the background: a NATS server that is
+ * down is retried for ever). Without leadership (NULL) it turns recording
+ * on in es now and publishes for ever; with it, recording is off until
+ * this process leads, and each term begins a new history (edges load its
+ * snapshot). */
+int fleet_primary_start(const fleet_config_t *cfg,
+                        const fleet_leadership_t *leadership,
+                        edge_store_t *es, fleet_primary_t **out);
 void fleet_primary_stop(fleet_primary_t *fp);
+
+/* Whether this primary publishes now (always, without leadership) and
+ * its term (0 without leadership). */
+void fleet_leading(fleet_primary_t *fp, bool *leading, uint64_t *term);
 
 typedef struct {
 	char name[FLEET_NAME_MAX];
@@ -110,4 +142,8 @@ int fleet_edge_start(const fleet_config_t *cfg, edge_store_t *es,
  * its NATS connection is up (the metrics endpoint's view). */
 void fleet_edge_position(fleet_edge_t *fe, uint64_t *epoch, uint64_t *commit,
                          bool *connected);
+
+/* The highest leader term this edge has seen, and how many messages and
+ * snapshots of older terms it dropped (fenced). */
+void fleet_edge_fencing(fleet_edge_t *fe, uint64_t *term, uint64_t *fenced);
 void fleet_edge_stop(fleet_edge_t *fe);

@@ -2,7 +2,8 @@
 /*
  * An edge's follower (see fleet.h): bootstraps from the newest snapshot
  * when it has nothing (or a gap, or another epoch), follows the txn stream
- * applying whole commits; its reporter (report.c) tells the bucket.
+ * applying whole commits; its reporter (report.c) tells the bucket. It
+ * drops what a leader older than the newest it saw sends (fencing).
  */
 #include <inttypes.h>
 #include <pthread.h>
@@ -53,6 +54,54 @@ static void abort_open(fleet_edge_t *fe)
 	}
 }
 
+void fleet_edge_fencing(fleet_edge_t *fe, uint64_t *term, uint64_t *fenced)
+{
+	*term = fe->term;
+	*fenced = fe->fenced;
+}
+
+/* Whether something of this leader term is older than the newest seen
+ * (then it is dropped, counted and logged). */
+static bool term_old(fleet_edge_t *fe, uint64_t term, const char *what)
+{
+	if (term >= fe->term) {
+		return false;
+	}
+	fe->fenced++;
+	if (zc_log_due(&fe->fenced_logged, 10000)) {
+		zc_warn("fleet: %s of leader term %" PRIu64 " dropped: term %"
+		        PRIu64 " leads", what, term, (uint64_t)fe->term);
+	}
+	return true;
+}
+
+/*
+ * A snapshot of a newer term was loaded: its term is the newest seen,
+ * kept in the store so that it holds across a restart. Only a loaded
+ * snapshot raises it (a message or a manifest alone could be forged, and a
+ * forged high term would make the edge drop the real leader's).
+ */
+static void raise_term(fleet_edge_t *fe, uint64_t term)
+{
+	if (term > fe->term) {
+		edge_txn_t txn = { 0 };
+		int ret = edge_txn_begin_write(fe->es, &txn);
+		if (ret == ZC_EOK) {
+			ret = edge_meta_put(&txn, "fleet_term", term);
+			if (ret == ZC_EOK) {
+				ret = edge_txn_commit(&txn);
+			} else {
+				edge_txn_abort(&txn);
+			}
+		}
+		if (ret != ZC_EOK) {
+			zc_warn("fleet: cannot keep leader term %" PRIu64 ": %s",
+			        term, zc_strerror(ret));
+		}
+		fe->term = term;
+	}
+}
+
 /* Loads the newest snapshot (waiting for one to exist). */
 static int bootstrap(fleet_edge_t *fe)
 {
@@ -61,6 +110,9 @@ static int bootstrap(fleet_edge_t *fe)
 	int ret = fleet_manifest_get(fe->js, &fe->names, &m);
 	if (ret != ZC_EOK) {
 		return ret;
+	}
+	if (term_old(fe, m.term, "snapshot")) {
+		return ZC_ENOZONE; /* The new leader's comes. */
 	}
 	if (m.epoch == fe->epoch && m.commit <= fe->commit) {
 		/* Older than what is served here: a zone version never goes
@@ -79,6 +131,7 @@ static int bootstrap(fleet_edge_t *fe)
 	if (ret == ZC_EOK) {
 		zc_info("fleet: loaded snapshot %s (%" PRIu32 " parts) in %" PRId64
 		        " ms", m.id, m.parts, fleet_now_ms() - t0);
+		raise_term(fe, m.term);
 		set_position(fe, m.epoch, m.commit,
 		             m.txn_seq > 0 ? m.txn_seq - 1 : 0);
 	}
@@ -102,7 +155,7 @@ static bool header_u64(natsMsg *msg, const char *key, int base, uint64_t *v)
  */
 static int take(fleet_edge_t *fe, natsMsg *msg)
 {
-	uint64_t epoch, commit, part, flags, seq = 0;
+	uint64_t epoch, commit, part, flags, seq = 0, term = 0;
 	if (!header_u64(msg, "Zc-Epoch", 16, &epoch) ||
 	    !header_u64(msg, "Zc-Commit", 10, &commit) ||
 	    !header_u64(msg, "Zc-Part", 10, &part) ||
@@ -116,14 +169,27 @@ static int take(fleet_edge_t *fe, natsMsg *msg)
 		fe->delivered = seq;
 		jsMsgMetaData_Destroy(meta);
 	}
+	/* Zc-Term is absent from a zonecast's before leadership: term 0. */
+	const char *has_term = NULL;
+	if (natsMsgHeader_Get(msg, "Zc-Term", &has_term) == NATS_OK &&
+	    !header_u64(msg, "Zc-Term", 10, &term)) {
+		zc_warn("fleet: message with a malformed Zc-Term ignored");
+		return ZC_EOK;
+	}
+	if (term_old(fe, term, "message")) {
+		return ZC_EOK;
+	}
 	if (epoch != fe->epoch) {
 		fleet_manifest_t m;
 		/* Another history: follow it once its snapshot exists. */
 		if (fleet_manifest_get(fe->js, &fe->names, &m) == ZC_EOK &&
-		    m.epoch == epoch) {
+		    m.epoch == epoch && m.term == term) {
 			return ZC_EREPLGAP;
 		}
 		return ZC_EOK; /* An old history's leftovers. */
+	}
+	if (term != fe->term) {
+		return ZC_EOK; /* A history has one term: not from its leader. */
 	}
 	if (commit <= fe->commit || (flags & FLEET_MARKER)) {
 		return ZC_EOK; /* Applied already (a resend), or a marker. */
@@ -189,7 +255,7 @@ static int idle_check(fleet_edge_t *fe)
 {
 	fleet_manifest_t m;
 	if (fleet_manifest_get(fe->js, &fe->names, &m) == ZC_EOK &&
-	    m.epoch != fe->epoch) {
+	    m.epoch != fe->epoch && m.term >= fe->term) {
 		zc_info("fleet: history %016" PRIx64 " began; loading its "
 		        "snapshot", m.epoch);
 		return ZC_EREPLGAP;
@@ -308,7 +374,15 @@ static void *follower_main(void *arg)
 				edge_grow(fe->es);
 				continue;
 			}
-			if (ret != ZC_EOK) {
+			if (ret == ZC_EREPLGAP && fe->epoch != 0) {
+				/* The manifest names parts that are not there
+				 * (forged, or purged meanwhile): follow the
+				 * history held here; a real gap comes back here,
+				 * backing off. */
+				zc_warn("fleet: the newest snapshot cannot be "
+				        "loaded (parts missing); following on");
+				need_snapshot = false;
+			} else if (ret != ZC_EOK) {
 				if (ret != ZC_ENOZONE) {
 					zc_warn("fleet: cannot load a snapshot: %s; "
 					        "retrying", zc_strerror(ret));
@@ -317,7 +391,7 @@ static void *follower_main(void *arg)
 				continue;
 			}
 			fe->last_load_ms = fleet_now_ms();
-			fe->loaded_since_gap = true;
+			fe->loaded_since_gap = ret == ZC_EOK;
 			need_snapshot = false;
 		}
 		int ret = follow(fe);
@@ -331,6 +405,19 @@ static void *follower_main(void *arg)
 		}
 	}
 	return NULL;
+}
+
+static int read_term(fleet_edge_t *fe)
+{
+	edge_txn_t txn = { 0 };
+	uint64_t term = 0;
+	int ret = edge_txn_begin_read(fe->es, &txn);
+	if (ret == ZC_EOK) {
+		ret = edge_meta_get(&txn, "fleet_term", &term); /* 0: none */
+		edge_txn_abort(&txn);
+	}
+	fe->term = term;
+	return ret;
 }
 
 int fleet_edge_start(const fleet_config_t *cfg, edge_store_t *es,
@@ -353,6 +440,9 @@ int fleet_edge_start(const fleet_config_t *cfg, edge_store_t *es,
 	int ret = fleet_names(fe->cfg.prefix, &fe->names);
 	if (ret == ZC_EOK) {
 		ret = edge_applied_pos(es, &fe->epoch, &fe->commit, &fe->seq);
+	}
+	if (ret == ZC_EOK) {
+		ret = read_term(fe);
 	}
 	if (ret == ZC_EOK) {
 		fe->started = pthread_create(&fe->thread, NULL, follower_main,

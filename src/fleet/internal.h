@@ -51,6 +51,7 @@ void fleet_sleep_ms(unsigned ms);
 /* A snapshot's manifest (JSON on the head subject). */
 typedef struct {
 	uint64_t epoch;
+	uint64_t term;     /* the publishing leader's (0: no leadership) */
 	uint64_t commit;
 	uint32_t parts;
 	uint64_t txn_seq;  /* first txn stream sequence to read after it */
@@ -59,7 +60,7 @@ typedef struct {
 
 /* Publishes a snapshot of es and its manifest; *m gets the manifest. */
 int fleet_snapshot_publish(jsCtx *js, const fleet_names_t *n,
-                           edge_store_t *es, uint64_t txn_seq,
+                           edge_store_t *es, uint64_t term, uint64_t txn_seq,
                            fleet_manifest_t *m, uint64_t *bytes);
 
 /* Reads the newest manifest: ZC_EOK, or ZC_ENOZONE when there is none. */

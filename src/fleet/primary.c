@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /*
- * The primary's fleet (see fleet.h): turns recording on, starts the
- * publisher (which connects, then starts the receipts' watcher), and stops
- * them in order.
+ * The primary's fleet (see fleet.h): turns recording on (or, with
+ * leadership, off until the publisher leads), starts the publisher (which
+ * connects, then starts the receipts' watcher), and stops them in order.
  */
 #include <inttypes.h>
 #include <stdlib.h>
@@ -20,8 +20,9 @@ static void on_outbox(void *ctx)
 	pthread_mutex_unlock(&fp->lock);
 }
 
-int fleet_primary_start(const fleet_config_t *cfg, edge_store_t *es,
-                        fleet_primary_t **out)
+int fleet_primary_start(const fleet_config_t *cfg,
+                        const fleet_leadership_t *leadership,
+                        edge_store_t *es, fleet_primary_t **out)
 {
 	fleet_primary_t *fp = calloc(1, sizeof(*fp));
 	if (fp == NULL) {
@@ -31,6 +32,9 @@ int fleet_primary_start(const fleet_config_t *cfg, edge_store_t *es,
 	fp->cfg = *cfg;
 	fleet_config_defaults(&fp->cfg);
 	fp->es = es;
+	if (leadership != NULL) {
+		fp->lead = *leadership;
+	}
 	pthread_mutex_init(&fp->lock, NULL);
 	pthread_cond_init(&fp->wake, NULL);
 	pthread_cond_init(&fp->changed, NULL);
@@ -46,10 +50,13 @@ int fleet_primary_start(const fleet_config_t *cfg, edge_store_t *es,
 	}
 	edge_repl_pos_t pos;
 	if (ret == ZC_EOK) {
-		ret = edge_repl_enable(es, true, &pos);
+		/* A node that does not lead yet records nothing: when it
+		 * leads, its term begins a history of its own. */
+		ret = edge_repl_enable(es, fp->lead.take == NULL, &pos);
 	}
 	if (ret == ZC_EOK) {
 		fp->epoch = pos.epoch;
+		fp->leading = fp->lead.take == NULL;
 		fp->published = 0;
 		edge_repl_on_outbox(es, on_outbox, fp);
 		fp->publisher_started = pthread_create(&fp->publisher, NULL,
@@ -60,10 +67,20 @@ int fleet_primary_start(const fleet_config_t *cfg, edge_store_t *es,
 		fleet_primary_stop(fp);
 		return ret;
 	}
-	zc_info("fleet: publishing to %s (history %016" PRIx64 ", commit %"
-	        PRIu64 ")", fp->cfg.urls, pos.epoch, pos.commit);
+	if (fp->leading) {
+		zc_info("fleet: publishing to %s (history %016" PRIx64 ", commit %"
+		        PRIu64 ")", fp->cfg.urls, pos.epoch, pos.commit);
+	}
 	*out = fp;
 	return ZC_EOK;
+}
+
+void fleet_leading(fleet_primary_t *fp, bool *leading, uint64_t *term)
+{
+	pthread_mutex_lock(&fp->lock);
+	*leading = fp->leading;
+	*term = fp->term;
+	pthread_mutex_unlock(&fp->lock);
 }
 
 void fleet_primary_stop(fleet_primary_t *fp)

@@ -35,11 +35,14 @@ struct fleet_primary {
 	pthread_t publisher, watcher;
 	bool publisher_started, watcher_started;
 	_Atomic bool stop;
+	fleet_leadership_t lead;  /* lead.take NULL: always publishes */
 
 	pthread_mutex_t lock;     /* everything below */
 	pthread_cond_t wake;      /* publisher: the outbox has more */
 	pthread_cond_t changed;   /* receipts: a report or a publish */
 	bool pending;
+	bool leading;             /* publishes now (its term below) */
+	uint64_t term;
 	uint64_t epoch;
 	uint64_t committed;       /* last commit id given out (seen) */
 	uint64_t published;       /* last commit fully sent */

@@ -2,7 +2,11 @@
 /*
  * The primary's publisher (see fleet.h): sends the outbox to the txn
  * stream in commit order, deletes what JetStream acknowledged, publishes
- * snapshots and purges what they make unnecessary.
+ * snapshots and purges what they make unnecessary. With leadership it
+ * first waits to lead, begins a history for its term, and steps down
+ * (recording off, leadership given up, back to waiting) when it no longer
+ * leads or JetStream refuses its publish because a newer leader's came
+ * first (fenced).
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -20,6 +24,7 @@
 
 typedef struct {
 	fleet_primary_t *fp;
+	uint64_t term;       /* the leader's (0: no leadership) */
 	uint64_t epoch;
 	uint64_t commit;     /* last part sent */
 	uint64_t ring_commit; /* the part being sent */
@@ -43,6 +48,41 @@ static void zone_put(const uint8_t *val, size_t len, void *ctx)
 	}
 }
 
+/* The term in the txn stream's last message (0: none, or no term). */
+static uint64_t last_term(fleet_primary_t *fp)
+{
+	natsMsg *msg = NULL;
+	uint64_t term = 0;
+	if (js_GetLastMsg(&msg, fp->js, fp->names.txn_stream,
+	                  fp->names.txn_subject, NULL, NULL) == NATS_OK) {
+		const char *t = NULL;
+		if (natsMsgHeader_Get(msg, "Zc-Term", &t) == NATS_OK && t != NULL) {
+			term = strtoull(t, NULL, 10);
+		}
+		natsMsg_Destroy(msg);
+	}
+	return term;
+}
+
+/*
+ * JetStream refused a publish: the stream's last message is not the one
+ * this publisher sent last. A newer leader's message: fenced. Anything
+ * else (the stream recreated, or an older leader's message that got in
+ * before this one's first): start again from the stream as it is, with a
+ * snapshot.
+ */
+static int refused(pub_t *p)
+{
+	uint64_t term = last_term(p->fp);
+	if (term > p->term) {
+		zc_warn("fleet: a newer leader (term %" PRIu64 ") published; this "
+		        "node (term %" PRIu64 ") steps down", term, p->term);
+		return ZC_EFENCED;
+	}
+	p->stream_reset = true;
+	return ZC_EREPLGAP;
+}
+
 static int send_part(const edge_repl_part_t *part, void *arg)
 {
 	pub_t *p = arg;
@@ -56,6 +96,10 @@ static int send_part(const edge_repl_part_t *part, void *arg)
 	snprintf(num, sizeof(num), "%016" PRIx64, p->epoch);
 	if (s == NATS_OK) {
 		s = natsMsgHeader_Set(msg, "Zc-Epoch", num);
+	}
+	snprintf(num, sizeof(num), "%" PRIu64, p->term);
+	if (s == NATS_OK) {
+		s = natsMsgHeader_Set(msg, "Zc-Term", num);
 	}
 	snprintf(num, sizeof(num), "%" PRIu64, part->commit);
 	if (s == NATS_OK) {
@@ -80,18 +124,27 @@ static int send_part(const edge_repl_part_t *part, void *arg)
 	jsPubOptions_Init(&po);
 	po.MsgId = subject_id;
 	po.MaxWait = 5000;
+	po.ExpectLastSeq = p->last_seq; /* the fence (fleet.h); 0: none */
 	jsPubAck *ack = NULL;
 	jsErrCode jerr = 0;
 	if (s == NATS_OK) {
 		s = js_PublishMsg(&ack, fp->js, msg, &po, &jerr);
 	}
 	natsMsg_Destroy(msg);
+	if (s != NATS_OK && jerr == JSStreamWrongLastSequenceErr) {
+		p->ret = refused(p);
+		return 1;
+	}
 	if (s != NATS_OK) {
 		p->ret = fleet_nats_error(s, jerr, "publish");
 		return 1;
 	}
+	/* A duplicate (a resend after a crash) is an older message: the
+	 * stream's last one is still the last. */
 	bool reset = ack->Sequence <= p->last_seq && !ack->Duplicate;
-	p->last_seq = ack->Sequence;
+	if (!ack->Duplicate) {
+		p->last_seq = ack->Sequence;
+	}
 	jsPubAck_Destroy(ack);
 	if (reset) {
 		/* The stream was recreated under us (NATS lost its storage, or
@@ -195,7 +248,7 @@ static int snapshot(pub_t *p, fleet_manifest_t *prev)
 	fleet_manifest_t m;
 	uint64_t bytes = 0;
 	int64_t t0 = fleet_now_ms();
-	int ret = fleet_snapshot_publish(fp->js, &fp->names, fp->es,
+	int ret = fleet_snapshot_publish(fp->js, &fp->names, fp->es, p->term,
 	                                 p->last_seq + 1, &m, &bytes);
 	if (ret != ZC_EOK) {
 		return ret;
@@ -213,28 +266,43 @@ static int snapshot(pub_t *p, fleet_manifest_t *prev)
 }
 
 /* Tells edges at once that a new history began (they would see it within
- * seconds anyway): a message never applied, of the new history. */
-static void publish_marker(pub_t *p, const fleet_manifest_t *m)
+ * seconds anyway): a message never applied, of the new history. With
+ * leadership it is also the new term's fence: from here on JetStream
+ * refuses an older leader's publish (fleet.h). */
+static int publish_marker(pub_t *p, const fleet_manifest_t *m)
 {
 	natsMsg *msg = NULL;
 	char num[32];
 	if (natsMsg_Create(&msg, p->fp->names.txn_subject, NULL, "", 0) !=
 	    NATS_OK) {
-		return;
+		return ZC_ENOSPACE;
 	}
 	snprintf(num, sizeof(num), "%016" PRIx64, m->epoch);
 	natsMsgHeader_Set(msg, "Zc-Epoch", num);
+	snprintf(num, sizeof(num), "%" PRIu64, p->term);
+	natsMsgHeader_Set(msg, "Zc-Term", num);
 	snprintf(num, sizeof(num), "%" PRIu64, m->commit);
 	natsMsgHeader_Set(msg, "Zc-Commit", num);
 	natsMsgHeader_Set(msg, "Zc-Part", "0");
 	snprintf(num, sizeof(num), "%u", FLEET_MARKER);
 	natsMsgHeader_Set(msg, "Zc-Flags", num);
+	jsPubOptions po;
+	jsPubOptions_Init(&po);
+	po.ExpectLastSeq = p->last_seq;
 	jsPubAck *ack = NULL;
-	if (js_PublishMsg(&ack, p->fp->js, msg, NULL, NULL) == NATS_OK) {
+	jsErrCode jerr = 0;
+	natsStatus s = js_PublishMsg(&ack, p->fp->js, msg, &po, &jerr);
+	natsMsg_Destroy(msg);
+	int ret = ZC_EOK;
+	if (s == NATS_OK) {
 		p->last_seq = ack->Sequence;
+	} else if (jerr == JSStreamWrongLastSequenceErr) {
+		ret = refused(p);
+	} else {
+		ret = fleet_nats_error(s, jerr, "history marker");
 	}
 	jsPubAck_Destroy(ack);
-	natsMsg_Destroy(msg);
+	return ret;
 }
 
 /*
@@ -345,10 +413,58 @@ static int start_epoch(pub_t *p, fleet_manifest_t *prev)
 		ret = snapshot(p, &none);
 	}
 	if (ret == ZC_EOK) {
-		publish_marker(p, &none);
+		ret = publish_marker(p, &none);
 	}
 	*prev = none;
 	return ret;
+}
+
+/*
+ * Leadership: waits until this process leads, then begins a history for
+ * the term (recording on: a new history, whose snapshot start_epoch()
+ * publishes). ZC_EOK when it leads; anything else when stopping.
+ */
+static int lead(pub_t *p)
+{
+	fleet_primary_t *fp = p->fp;
+	uint64_t term = 0;
+	int ret = fp->lead.take(fp->lead.ctx, &fp->stop, &term);
+	edge_repl_pos_t pos;
+	if (ret == ZC_EOK) {
+		ret = edge_repl_enable(fp->es, true, &pos);
+		if (ret != ZC_EOK) {
+			fp->lead.drop(fp->lead.ctx);
+		}
+	}
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	pthread_mutex_lock(&fp->lock);
+	fp->leading = true;
+	fp->term = term;
+	fp->epoch = pos.epoch;
+	fp->committed = fp->published = 0;
+	fp->ring_len = 0;
+	pthread_mutex_unlock(&fp->lock);
+	*p = (pub_t){ .fp = fp, .term = term, .epoch = pos.epoch,
+	              .part = UINT32_MAX };
+	zc_info("fleet: leading (term %" PRIu64 "): publishing history %016"
+	        PRIx64 " to %s", term, pos.epoch, fp->cfg.urls);
+	return ZC_EOK;
+}
+
+/* No longer the leader: records nothing more (what the outbox holds goes:
+ * the next leader's snapshot covers it) and gives leadership up. */
+static void step_down(fleet_primary_t *fp, const char *why)
+{
+	zc_warn("fleet: stepping down as leader: %s", why);
+	edge_repl_pos_t pos;
+	edge_repl_enable(fp->es, false, &pos);
+	pthread_mutex_lock(&fp->lock);
+	fp->leading = false;
+	fp->connected = false;
+	pthread_mutex_unlock(&fp->lock);
+	fp->lead.drop(fp->lead.ctx);
 }
 
 void *fleet_publisher_main(void *arg)
@@ -367,12 +483,32 @@ void *fleet_publisher_main(void *arg)
 	uint64_t trimmed_commit = 0;
 	uint32_t trimmed_part = UINT32_MAX;
 	bool ready = false;
+	bool led = fp->lead.take != NULL;
 	while (!fp->stop) {
+		if (led && !fp->leading) {
+			if (lead(&p) != ZC_EOK) {
+				continue; /* Stopping. */
+			}
+			prev = (fleet_manifest_t){ .id = "" };
+			trimmed_commit = 0;
+			trimmed_part = UINT32_MAX;
+			ready = false;
+		}
+		if (led && !fp->lead.held(fp->lead.ctx)) {
+			step_down(fp, "leadership lost (records store unreachable "
+			          "or this process was paused)");
+			continue;
+		}
 		if (!ready) {
-			ready = start_epoch(&p, &prev) == ZC_EOK;
+			int ret = start_epoch(&p, &prev);
+			ready = ret == ZC_EOK;
 			pthread_mutex_lock(&fp->lock);
 			fp->connected = ready;
 			pthread_mutex_unlock(&fp->lock);
+			if (ret == ZC_EFENCED) {
+				step_down(fp, zc_strerror(ret));
+				continue;
+			}
 			if (!ready) {
 				wait_more(fp, RETRY_MS * 4);
 				continue;
@@ -386,6 +522,10 @@ void *fleet_publisher_main(void *arg)
 		            ZC_EOK) {
 			trimmed_commit = p.commit;
 			trimmed_part = p.part;
+		}
+		if (p.ret == ZC_EFENCED) {
+			step_down(fp, zc_strerror(p.ret));
+			continue;
 		}
 		if (p.ret != ZC_EOK || n < 0) {
 			zc_warn("fleet: publishing paused: %s; retrying",
@@ -405,6 +545,9 @@ void *fleet_publisher_main(void *arg)
 		if (n < BATCH) {
 			wait_more(fp, POLL_MS);
 		}
+	}
+	if (led && fp->leading) {
+		fp->lead.drop(fp->lead.ctx);
 	}
 	return NULL;
 }

@@ -45,7 +45,8 @@ static int publish_manifest(jsCtx *js, const fleet_names_t *n,
 {
 	char epoch[17];
 	snprintf(epoch, sizeof(epoch), "%016" PRIx64, m->epoch);
-	json_t *j = json_pack("{s:s, s:I, s:I, s:I, s:s}", "epoch", epoch,
+	json_t *j = json_pack("{s:s, s:I, s:I, s:I, s:I, s:s}", "epoch", epoch,
+	                      "term", (json_int_t)m->term,
 	                      "commit", (json_int_t)m->commit,
 	                      "parts", (json_int_t)m->parts,
 	                      "txn_seq", (json_int_t)m->txn_seq, "id", m->id);
@@ -62,7 +63,7 @@ static int publish_manifest(jsCtx *js, const fleet_names_t *n,
 }
 
 int fleet_snapshot_publish(jsCtx *js, const fleet_names_t *n,
-                           edge_store_t *es, uint64_t txn_seq,
+                           edge_store_t *es, uint64_t term, uint64_t txn_seq,
                            fleet_manifest_t *m, uint64_t *bytes)
 {
 	edge_repl_pos_t pos;
@@ -84,6 +85,7 @@ int fleet_snapshot_publish(jsCtx *js, const fleet_names_t *n,
 		return ret;
 	}
 	m->epoch = pos.epoch;
+	m->term = term;
 	m->commit = pos.commit;
 	m->parts = p.parts;
 	m->txn_seq = txn_seq;
@@ -109,14 +111,17 @@ int fleet_manifest_get(jsCtx *js, const fleet_names_t *n, fleet_manifest_t *m)
 	                       0, &err);
 	natsMsg_Destroy(msg);
 	const char *epoch = NULL, *id = NULL;
-	json_int_t commit = 0, parts = 0, seq = 0;
+	json_int_t commit = 0, parts = 0, seq = 0, term = 0;
 	int ret = ZC_EFORMAT;
-	if (j != NULL && json_unpack(j, "{s:s, s:I, s:I, s:I, s:s}", "epoch",
-	                             &epoch, "commit", &commit, "parts", &parts,
-	                             "txn_seq", &seq, "id", &id) == 0 &&
-	    strlen(id) < sizeof(m->id) && parts > 0) {
+	/* "term" is optional: manifests of a zonecast before leadership. */
+	if (j != NULL && json_unpack(j, "{s:s, s?I, s:I, s:I, s:I, s:s}",
+	                             "epoch", &epoch, "term", &term, "commit",
+	                             &commit, "parts", &parts, "txn_seq", &seq,
+	                             "id", &id) == 0 &&
+	    strlen(id) < sizeof(m->id) && parts > 0 && term >= 0) {
 		memset(m, 0, sizeof(*m));
 		m->epoch = strtoull(epoch, NULL, 16);
+		m->term = (uint64_t)term;
 		m->commit = (uint64_t)commit;
 		m->parts = (uint32_t)parts;
 		m->txn_seq = (uint64_t)seq;

@@ -471,6 +471,16 @@ static void put_fleet_primary(metrics_t *m, text_t *t)
 	text_family(t, "zonecast_fleet_published_commit", "gauge",
 	            "Newest commit acknowledged by JetStream.");
 	text_sample(t, "zonecast_fleet_published_commit", "", published);
+	bool leading;
+	uint64_t term;
+	fleet_leading(m->cfg.fleet, &leading, &term);
+	text_family(t, "zonecast_fleet_leader", "gauge",
+	            "1 while this node publishes to the fleet (leads it).");
+	text_sample(t, "zonecast_fleet_leader", "", leading);
+	text_family(t, "zonecast_fleet_term", "gauge",
+	            "This node's leader term while it leads (0: no "
+	            "leadership, one node).");
+	text_sample(t, "zonecast_fleet_term", "", term);
 	fleet_edge_status_t edges[64];
 	size_t n = fleet_edges(m->cfg.fleet, 0, 0, edges, 64);
 	char labels[64][2 * FLEET_NAME_MAX + 16];
@@ -509,6 +519,14 @@ static void put_fleet_edge(metrics_t *m, text_t *t)
 	text_family(t, "zonecast_fleet_applied_commit", "gauge",
 	            "Newest commit of the primary's log this edge applied.");
 	text_sample(t, "zonecast_fleet_applied_commit", "", commit);
+	uint64_t term, fenced;
+	fleet_edge_fencing(m->cfg.fleet_edge, &term, &fenced);
+	text_family(t, "zonecast_fleet_term", "gauge",
+	            "Newest leader term this edge has seen.");
+	text_sample(t, "zonecast_fleet_term", "", term);
+	text_family(t, "zonecast_fleet_fenced_total", "counter",
+	            "Messages and snapshots of an older leader term dropped.");
+	text_sample(t, "zonecast_fleet_fenced_total", "", fenced);
 }
 
 int metrics_collect(metrics_t *m, char **out, size_t *len)

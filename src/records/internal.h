@@ -58,3 +58,18 @@ void records_zone_from_stmt(rdb_stmt_t *stmt, records_zone_t *zone);
 
 /* Drops the zone row kept through a write transaction. */
 void records_zrow_forget(records_store_t *store);
+
+/* --- listen.c --- */
+
+#ifdef ZC_HAVE_LIBPQ
+struct pg_conn;
+/*
+ * A connection of its own (PQconnectdbParams: check its status) to
+ * target's PostgreSQL store, a URI or a data directory bound to one, with
+ * extra server options ("-c name=value ...", or NULL), given up after 5 s
+ * when PostgreSQL does not answer. ZC_EOK with *out NULL: the store is
+ * SQLite.
+ */
+int records_own_connect(const char *target, const char *options,
+                        struct pg_conn **out);
+#endif

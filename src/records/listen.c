@@ -8,9 +8,8 @@
  * of at its next poll. SQLite has no such signal (in-process commits wake
  * the builder directly; the CLI's are found by polling): no listener.
  *
- * Also here, as it too is a connection held for the process's life: the
- * role that one node at a time may hold (records_role_take(), a session
- * advisory lock), such as publishing to a fleet.
+ * The connection is made by records_own_connect(), which leader.c uses
+ * too for the fleet's leadership.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,18 +22,15 @@
 #include "common/log.h"
 #include "records/records.h"
 
+#include "records/internal.h"
+
 #ifdef ZC_HAVE_LIBPQ
 struct records_listen {
 	PGconn *conn;
 };
 
-/*
- * A connection of its own to target's PostgreSQL store (a URI, or a data
- * directory bound to one), given up after 5 s when PostgreSQL does not
- * answer (the callers retry; a stopping server is not held up long).
- * ZC_EOK with *out NULL: the store is SQLite.
- */
-static int connect_own(const char *target, records_listen_t **out)
+int records_own_connect(const char *target, const char *options,
+                        PGconn **out)
 {
 	*out = NULL;
 	char uri[4096];
@@ -46,14 +42,28 @@ static int connect_own(const char *target, records_listen_t **out)
 		}
 		pg = uri;
 	}
+	const char *const keys[] = { "connect_timeout", "application_name",
+	                             "options", "dbname", NULL };
+	const char *const values[] = { "5", "zonecast",
+	                               options != NULL ? options : "", pg, NULL };
+	*out = PQconnectdbParams(keys, values, 1);
+	return *out != NULL ? ZC_EOK : KNOT_ENOMEM;
+}
+
+static int connect_own(const char *target, records_listen_t **out)
+{
+	*out = NULL;
+	PGconn *conn;
+	int ret = records_own_connect(target, NULL, &conn);
+	if (ret != ZC_EOK || conn == NULL) {
+		return ret;
+	}
 	records_listen_t *l = calloc(1, sizeof(*l));
 	if (l == NULL) {
+		PQfinish(conn);
 		return KNOT_ENOMEM;
 	}
-	const char *const keys[] = { "connect_timeout", "application_name",
-	                             "dbname", NULL };
-	const char *const values[] = { "5", "zonecast", pg, NULL };
-	l->conn = PQconnectdbParams(keys, values, 1);
+	l->conn = conn;
 	*out = l;
 	return ZC_EOK;
 }
@@ -108,31 +118,6 @@ void records_listen_close(records_listen_t *l)
 	}
 }
 
-int records_role_take(const char *target, int role, records_listen_t **out)
-{
-	records_listen_t *l;
-	int ret = connect_own(target, &l);
-	*out = NULL;
-	if (ret != ZC_EOK || l == NULL) {
-		return ret; /* SQLite: serve.lock makes one node. */
-	}
-	char sql[96];
-	/* Class "zc" "ro" in ASCII, then the role. */
-	snprintf(sql, sizeof(sql), "SELECT pg_try_advisory_lock(2053207663,"
-	         " %d)", role);
-	PGresult *res = PQstatus(l->conn) == CONNECTION_OK ?
-	                PQexec(l->conn, sql) : NULL;
-	ret = res == NULL || PQresultStatus(res) != PGRES_TUPLES_OK ?
-	          ZC_EUNAVAILABLE :
-	          PQgetvalue(res, 0, 0)[0] == 't' ? ZC_EOK : ZC_EBUSY;
-	PQclear(res);
-	if (ret != ZC_EOK) {
-		records_listen_close(l);
-		return ret;
-	}
-	*out = l;
-	return ZC_EOK;
-}
 #else
 int records_listen_open(const char *target, records_listen_t **out)
 {
@@ -158,11 +143,4 @@ void records_listen_close(records_listen_t *l)
 	(void)l;
 }
 
-int records_role_take(const char *target, int role, records_listen_t **out)
-{
-	(void)target;
-	(void)role;
-	*out = NULL;
-	return ZC_EOK;
-}
 #endif

@@ -123,7 +123,7 @@ int records_nodes_list(records_store_t *store,
 	return rdb_status(rc);
 }
 
-int records_leader_get(records_store_t *store, records_leader_t *out)
+int records_leader_row_get(records_store_t *store, records_leader_row_t *out)
 {
 	memset(out, 0, sizeof(*out));
 	if (!is_pg(store)) {

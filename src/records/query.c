@@ -2,7 +2,7 @@
 /*
  * Reading records by id and by filter (owner, type): the lookups of
  * units of work (records_record_foreach(), _find()) and the API's
- * listings (records_record_page(), records_record_query()).
+ * listings (records_record_query()).
  *
  * Listings take an owner and a type filter, three orders, either
  * direction, a page. Each shape of query is its own statement, built once, so that SQLite
@@ -101,65 +101,6 @@ int records_record_foreach(records_store_t *store, int64_t zone_id,
 		return ret;
 	}
 	bind_filter(stmt, zone_id, owner, okey, okey_len, type);
-	ret = records_rows_foreach(stmt, cb, ctx);
-	rdb_done(stmt);
-	return ret;
-}
-
-int records_record_page(records_store_t *store, int64_t zone_id,
-                        const knot_dname_t *owner, uint16_t type,
-                        int64_t offset, int64_t limit, int64_t *total,
-                        int (*cb)(const records_record_t *rec, void *ctx),
-                        void *ctx)
-{
-	/* The same four filter shapes as records_record_foreach(), each
-	 * served by the (zone_id, okey, type) index. */
-	static const char *const count_sql[4] = {
-		"SELECT count(*) FROM records WHERE zone_id = ?1",
-		"SELECT count(*) FROM records WHERE zone_id = ?1 AND type = ?3",
-		"SELECT count(*) FROM records WHERE zone_id = ?1 AND okey = ?2",
-		("SELECT count(*) FROM records WHERE zone_id = ?1 AND okey = ?2"
-		 " AND type = ?3"),
-	};
-	static const char *const page_sql[4] = {
-		"SELECT " RECORDS_RECORD_COLUMNS " FROM records WHERE zone_id = ?1"
-		" ORDER BY okey, type, id LIMIT ?4 OFFSET ?5",
-		"SELECT " RECORDS_RECORD_COLUMNS " FROM records WHERE zone_id = ?1"
-		" AND type = ?3 ORDER BY okey, type, id LIMIT ?4 OFFSET ?5",
-		"SELECT " RECORDS_RECORD_COLUMNS " FROM records WHERE zone_id = ?1"
-		" AND okey = ?2 ORDER BY type, id LIMIT ?4 OFFSET ?5",
-		"SELECT " RECORDS_RECORD_COLUMNS " FROM records WHERE zone_id = ?1"
-		" AND okey = ?2 AND type = ?3 ORDER BY id LIMIT ?4 OFFSET ?5",
-	};
-	uint8_t okey[DNS_LF_MAXLEN];
-	size_t okey_len;
-	*total = 0;
-	int ret = filter_key(store, zone_id, owner, okey, &okey_len);
-	if (ret == KNOT_EOUTOFZONE || ret == ZC_ENAMEKEY) {
-		return ZC_EOK;
-	}
-	int shape = (owner != NULL) * 2 + (type != 0);
-	rdb_stmt_t *stmt;
-	if (ret == ZC_EOK) {
-		ret = rdb_prepare(store->db, RDB_SQL(count_sql[shape]), &stmt);
-	}
-	if (ret != ZC_EOK) {
-		return ret;
-	}
-	bind_filter(stmt, zone_id, owner, okey, okey_len, type);
-	int rc = rdb_step(stmt);
-	*total = (rc == RDB_ROW) ? rdb_col_int64(stmt, 0) : 0;
-	ret = rdb_status(rc);
-	rdb_done(stmt);
-	if (ret == ZC_EOK) {
-		ret = rdb_prepare(store->db, RDB_SQL(page_sql[shape]), &stmt);
-	}
-	if (ret != ZC_EOK) {
-		return ret;
-	}
-	bind_filter(stmt, zone_id, owner, okey, okey_len, type);
-	rdb_bind_int64(stmt, 4, limit);
-	rdb_bind_int64(stmt, 5, offset);
 	ret = records_rows_foreach(stmt, cb, ctx);
 	rdb_done(stmt);
 	return ret;

@@ -163,15 +163,28 @@ int records_listen_drain(records_listen_t *l);
 void records_listen_close(records_listen_t *l);
 
 /*
- * A role that one node sharing the store may hold at a time (listen.c):
- * ZC_EOK and a held connection in *out (release it with
- * records_listen_close(), or exit), ZC_EBUSY when another node holds it,
- * ZC_EUNAVAILABLE when PostgreSQL cannot be reached. On SQLite *out is
- * NULL and ZC_EOK: serve.lock already makes one node.
+ * The fleet's leadership (leader.c): one node sharing a PostgreSQL store
+ * at a time publishes to the fleet, and each leader has a term (a number
+ * that only grows) that fences older leaders. records_leader_new() gives
+ * NULL with ZC_EOK for an SQLite store (serve.lock makes one node).
+ * records_leader_take() blocks until this node leads (ZC_EOK, *term) or
+ * *stop (ZC_EBUSY); records_leader_held() says whether it still does
+ * (cheap; false once a heartbeat failed or none succeeded lately: stop
+ * acting as leader, then drop); records_leader_drop() gives it up.
  */
-#define RECORDS_ROLE_FLEET_PUBLISHER 1
-int records_role_take(const char *target, int role, records_listen_t **out);
+typedef struct records_leader records_leader_t;
+int records_leader_new(const char *target, const char *node,
+                       records_leader_t **out);
+int records_leader_take(records_leader_t *l, const _Atomic bool *stop,
+                        uint64_t *term);
+bool records_leader_held(records_leader_t *l);
+void records_leader_drop(records_leader_t *l);
+void records_leader_free(records_leader_t *l);
 int records_bind(const char *dir, const char *uri);
+/* The same for a directory that still holds records.db (zonecast
+ * migrate, which puts it aside next): the binding wins at open, so a
+ * crash in between leaves the directory on the new store. */
+int records_bind_replacing(const char *dir, const char *uri);
 
 /* The store that records_open(target) opens, for status output:
  * *backend "sqlite" or "postgresql", and in where its file or its URI
@@ -193,7 +206,7 @@ void records_close(records_store_t *store);
  * another process may take its name). */
 #define RECORDS_NODE_DOWN_MS 5000
 
-/* The longest leader node name kept (records_leader_t). */
+/* The longest leader node name kept (records_leader_row_t). */
 #define RECORDS_NODE_NAME_MAX 1024
 
 /* One row of `nodes`: a `zonecast serve` using the store. */
@@ -229,16 +242,16 @@ int records_nodes_list(records_store_t *store,
                        int (*cb)(const records_node_t *node, void *ctx),
                        void *ctx);
 
-/* The builder's leadership (docs/design-postgresql.md §3), read only:
- * the leader election writes it. */
+/* The `leader` row, read for status: records_leader_take() (leader.c)
+ * writes it as each new leader takes its term. */
 typedef struct {
 	uint64_t epoch;                    /* 0: no node ever led. */
 	char node[RECORDS_NODE_NAME_MAX];  /* "": none. */
 	int64_t since_ms;                  /* Unix ms (0: never). */
 	uint64_t built_pos;
-} records_leader_t;
+} records_leader_row_t;
 
-int records_leader_get(records_store_t *store, records_leader_t *out);
+int records_leader_row_get(records_store_t *store, records_leader_row_t *out);
 
 /* --- Moving a store to the other engine (migrate.c, zonecast migrate) --- */
 
@@ -449,17 +462,6 @@ int records_record_foreach(records_store_t *store, int64_t zone_id,
                            const knot_dname_t *owner, uint16_t type,
                            int (*cb)(const records_record_t *rec, void *ctx),
                            void *ctx);
-
-/*
- * As records_record_foreach(), one page: `limit` records from `offset` on,
- * with *total the number of matching records. Cost: the page plus an index
- * count, not the zone (API listing).
- */
-int records_record_page(records_store_t *store, int64_t zone_id,
-                        const knot_dname_t *owner, uint16_t type,
-                        int64_t offset, int64_t limit, int64_t *total,
-                        int (*cb)(const records_record_t *rec, void *ctx),
-                        void *ctx);
 
 /* The orders of records_record_query(). */
 typedef enum {

@@ -12,6 +12,7 @@
 #include <libknot/errcode.h>
 
 #include "common/error.h"
+#include "common/fs.h"
 #include "common/log.h"
 #include "records/internal.h"
 
@@ -46,7 +47,19 @@ int records_bound_target(const char *dir, char *uri, size_t size)
 	return 1;
 }
 
+static int bind_write(const char *dir, const char *uri, bool replacing);
+
 int records_bind(const char *dir, const char *uri)
+{
+	return bind_write(dir, uri, false);
+}
+
+int records_bind_replacing(const char *dir, const char *uri)
+{
+	return bind_write(dir, uri, true);
+}
+
+static int bind_write(const char *dir, const char *uri, bool replacing)
 {
 	char shown[4096];
 	records_uri_redact(uri, shown, sizeof(shown));
@@ -71,7 +84,7 @@ int records_bind(const char *dir, const char *uri)
 	}
 	char sqlite_path[4096];
 	snprintf(sqlite_path, sizeof(sqlite_path), "%s/records.db", dir);
-	if (access(sqlite_path, F_OK) == 0) {
+	if (!replacing && access(sqlite_path, F_OK) == 0) {
 		zc_error("data directory %s already holds an SQLite records"
 		         " store (records.db): start with an empty data"
 		         " directory for %s", dir, shown);
@@ -95,7 +108,7 @@ int records_bind(const char *dir, const char *uri)
 	if (ret != ZC_EOK) {
 		unlink(tmp);
 	}
-	return ret;
+	return ret == ZC_EOK ? zc_fs_sync_dir(dir) : ret;
 }
 
 int records_describe(const char *target, const char **backend, char *where,

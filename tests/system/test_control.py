@@ -282,10 +282,14 @@ def test_socket_taken_does_not_keep_dns_down(zonecast_factory, tmp_path):
     """A control-socket path another server answers on: the second server
     says so and serves DNS without a socket; the first keeps its own."""
     sock = str(tmp_path / "shared.sock")
-    first = started(zonecast_factory(options=[("control-socket", sock)]))
-    second = started(zonecast_factory(options=[("control-socket", sock)]))
+    first = zonecast_factory(options=[("control-socket", sock)])
+    second = zonecast_factory(options=[("control-socket", sock)])
+    # DNS answers before the control socket is tried: wait for its lines.
+    deadline = time.monotonic() + 20
+    while "serving without a control socket" not in second.log():
+        assert time.monotonic() < deadline, second.log()
+        time.sleep(0.05)
     assert "another server answers there" in second.log()
-    assert "serving without a control socket" in second.log()
     assert second.answers_soa("example.com.")
     st = json.loads(first.run_cli("status", "--socket", sock, "--json").stdout)
     assert st["pid"] == first.proc.pid

@@ -23,7 +23,7 @@ import dns.update
 import pytest
 
 import servers
-from fleet import EdgeServer, NatsServer, digest, settle, start_primary
+from fleet import EdgeServer, NatsServer, digest, hpub, settle, start_primary
 
 UPDATE_SOURCE = "127.0.0.2"
 
@@ -545,23 +545,6 @@ def test_fleet_over_tls_with_a_token(tmp_path):
     finally:
         problems = f.stop()
     assert not problems, problems
-
-
-def hpub(port, subject, headers, payload=b""):
-    """Publishes a message with headers through the NATS text protocol."""
-    import json as _json
-    import socket
-    head = b"NATS/1.0\r\n" + b"".join(b"%s: %s\r\n" % (k.encode(), v.encode())
-                                      for k, v in headers.items()) + b"\r\n"
-    with socket.create_connection(("127.0.0.1", port), timeout=3) as s:
-        f = s.makefile("rb")
-        f.readline()
-        s.sendall(b"CONNECT " + _json.dumps({"verbose": True, "headers": True,
-                                             "protocol": 1}).encode() + b"\r\n")
-        assert f.readline().startswith(b"+OK")
-        s.sendall(b"HPUB %s %d %d\r\n%s%s\r\nPING\r\n" % (
-            subject.encode(), len(head), len(head) + len(payload), head, payload))
-        return f.readline().decode().strip()
 
 
 def test_forged_messages_neither_crash_nor_stop_edges(fleet):

@@ -322,3 +322,36 @@ def test_progress_line_on_a_terminal(pg_cluster, tmp_path):
         assert "total" in cp.stdout and " rows in " in cp.stdout, cp.stdout
     finally:
         srv.stop()
+
+
+def test_crash_between_binding_and_putting_aside(pg_cluster, tmp_path):
+    """migrate to PostgreSQL writes the binding before it puts records.db
+    aside: a crash in between leaves both files, and the binding wins, so
+    the directory is on the store the copy went to (the one with every
+    change), never on an empty new SQLite file. Simulated by putting
+    records.db back after a migrate; a write made through PostgreSQL then
+    shows that the server opened PostgreSQL, not the old file."""
+    srv = start_server(tmp_path)
+    assert not srv.stop()
+    uri = database(pg_cluster, "crashwin")
+    before = exports(srv)
+    migrate(srv, uri)
+    aside = [f for f in dir_listing(srv) if f.startswith("records.db.migrated-")]
+    assert len(aside) == 1, dir_listing(srv)
+    os.rename(os.path.join(srv.data_dir, aside[0]), os.path.join(srv.data_dir, "records.db"))
+    assert "records-store" in dir_listing(srv)
+    assert exports(srv) == before
+    srv.restart()
+    try:
+        assert srv.verify().returncode == 0
+        assert answer(srv, "www.mig.test.") == ["192.0.2.1"]
+        api = srv.client()
+        zid = api.zone_id("mig.test")
+        api.ok("POST", "/zones/%s/dns_records?wait=live" % zid,
+               json={"type": "A", "name": "new.mig.test", "content": "192.0.2.99"})
+        assert answer(srv, "new.mig.test.") == ["192.0.2.99"]
+        rows = psql(pg_cluster, "SELECT count(*) FROM records WHERE type = 1 AND "
+                    "rdata = '\\xc0000263'::bytea", "crashwin")
+        assert int(rows) == 1
+    finally:
+        srv.stop()

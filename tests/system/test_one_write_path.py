@@ -282,7 +282,14 @@ def test_the_command_finds_the_control_socket_in_the_lock_file(zonecast_factory,
     take no writes, and nothing is written beside it."""
     sock = str(tmp_path / "ctl.sock")
     srv = zonecast_factory(options=[("control-socket", sock)])
-    lock = open(os.path.join(srv.data_dir, "serve.lock")).read().splitlines()
+    # DNS answers before the control socket is bound and named in the lock
+    # file: wait for that line.
+    deadline = time.monotonic() + 20
+    while True:
+        lock = open(os.path.join(srv.data_dir, "serve.lock")).read().splitlines()
+        if len(lock) > 2 or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
     assert lock[1:] == ["zonecast serve", "control " + sock], lock
     cp = cli("tsig", "create", "--data-dir", srv.data_dir, "k.example.com", "--zone",
              "example.com")

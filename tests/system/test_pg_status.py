@@ -132,7 +132,10 @@ def test_status_lists_the_nodes_and_sees_one_killed(cluster, tmp_path):
                 % node_name(b), "status")
         leader = status(a)["records_store"]["leader"]
         assert leader["node"] == node_name(b) and leader["epoch"] == 1, leader
-        assert "leader           %s (epoch 1, since " % node_name(b) in status_text(a)
+        assert leader["up"] is True
+        text = status_text(a)
+        assert "leader           %s (epoch 1, since " % node_name(b) in text
+        assert "DOWN" not in text
 
         # b is killed: a sees it down within seconds, its row kept.
         b.kill9()
@@ -143,7 +146,12 @@ def test_status_lists_the_nodes_and_sees_one_killed(cluster, tmp_path):
         assert took <= 8
         down = nodes_of(a)[node_name(b)]
         assert down["seen_ago_ms"] > 5000 and down["pid"] == pids[node_name(b)]
-        assert "nodes            2, 1 up\n" in status_text(a)
+        text = status_text(a)
+        assert "nodes            2, 1 up\n" in text
+        # The leader row still names it (until another node takes over).
+        assert status(a)["records_store"]["leader"]["up"] is False
+        assert "leader           %s (epoch 1, since " % node_name(b) in text
+        assert "Z, DOWN)\n" in text, text
         assert "  %s: DOWN, serve, pid %d," % (node_name(b), pids[node_name(b)]) \
             in status_text(a)
         # Writes go on; the dead node's lag grows.

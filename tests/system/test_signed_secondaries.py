@@ -155,13 +155,21 @@ def wait_view(e, timeout=SYNC_WAIT):
 
 
 def sync(e, timeout=SYNC_WAIT):
-    """Every secondary serves the view's serial and exactly its data."""
-    serial = wait_view(e)
-    for s in e.secs:
-        got = s.wait_serial(ZONE, serial, timeout=timeout)
-        assert got == serial, "%s serves %s, the view %s:\n%s" % (
-            s.kind, got, serial, "\n".join(s.log().splitlines()[-20:]))
-    mine, _ = zonecast_axfr(e)
+    """Every secondary serves the view's serial and exactly its data. The
+    view may move on while this looks (a change not built yet when its
+    serial was read): then again, from the newer serial."""
+    deadline = time.monotonic() + timeout
+    while True:
+        serial = wait_view(e)
+        got = [(s, s.wait_serial(ZONE, serial, timeout=timeout)) for s in e.secs]
+        mine, now = zonecast_axfr(e)
+        ahead = [g for _, g in got if g is not None and 0 < (g - serial) % 2**32 < 2**31]
+        if (now != serial or ahead) and time.monotonic() < deadline:
+            continue
+        for s, g in got:
+            assert g == serial == now, "%s serves %s, the view %s (now %s):\n%s" % (
+                s.kind, g, serial, now, "\n".join(s.log().splitlines()[-20:]))
+        break
     for s in e.secs:
         assert_same_rrs(rrs_of_zone(s.axfr(ZONE)), mine, "%s vs zonecast's signed view" % s.kind)
     return serial

@@ -51,12 +51,12 @@ static rows_t list(records_store_t *rs)
 static void test_sqlite_has_none(records_store_t *rs)
 {
 	records_node_t self = { .name = "a", .role = "serve", .version = "x" };
-	records_leader_t leader;
+	records_leader_row_t leader;
 	rows_t r = { 0 };
 	CHECK_EQ(records_node_beat(rs, &self), KNOT_ENOTSUP);
 	CHECK_EQ(records_node_leave(rs, &self), KNOT_ENOTSUP);
 	CHECK_EQ(records_nodes_list(rs, take_row, &r), KNOT_ENOTSUP);
-	CHECK_EQ(records_leader_get(rs, &leader), KNOT_ENOTSUP);
+	CHECK_EQ(records_leader_row_get(rs, &leader), KNOT_ENOTSUP);
 }
 
 static void test_beats(records_store_t *rs, const char *dir)
@@ -130,8 +130,8 @@ static void test_beats(records_store_t *rs, const char *dir)
 
 static void test_leader(records_store_t *rs, const char *dir)
 {
-	records_leader_t leader;
-	CHECK_EQ(records_leader_get(rs, &leader), ZC_EOK);
+	records_leader_row_t leader;
+	CHECK_EQ(records_leader_row_get(rs, &leader), ZC_EOK);
 	CHECK_EQ(leader.epoch, 0);
 	CHECK_EQ(leader.node[0], '\0');
 	CHECK_EQ(leader.since_ms, 0);
@@ -139,7 +139,7 @@ static void test_leader(records_store_t *rs, const char *dir)
 	CHECK_EQ(test_records_exec(dir, "UPDATE leader SET epoch = epoch + 1,"
 	                           " node = 'host:/data/a',"
 	                           " since = to_timestamp(1796000000.5)"), 0);
-	CHECK_EQ(records_leader_get(rs, &leader), ZC_EOK);
+	CHECK_EQ(records_leader_row_get(rs, &leader), ZC_EOK);
 	CHECK_EQ(leader.epoch, 1);
 	CHECK(strcmp(leader.node, "host:/data/a") == 0);
 	CHECK_EQ(leader.since_ms, 1796000000500);

@@ -1,0 +1,228 @@
+"""The fleet's leader among zonecast serve nodes sharing a PostgreSQL
+records store (issue 17, docs/postgresql.md "The fleet's leader"): one node
+at a time publishes to the fleet (NATS JetStream), the others wait and take
+over when it dies or stops answering; each leader's term fences the older
+ones at JetStream and at every edge. Real PostgreSQL, real nats-server,
+real `zonecast edge` processes."""
+
+import json
+import os
+import signal
+import subprocess
+import threading
+import time
+import urllib.request
+
+import dns.message
+import dns.query
+import pytest
+
+import fleet
+import pg
+import servers
+
+ZONE = "lead.test."
+
+
+@pytest.fixture
+def world(tmp_path):
+    with pg.own_cluster("zonecast-pgl.") as pgdir:
+        uri = pg.database(pgdir, "lead")
+        nats = fleet.NatsServer(str(tmp_path))
+        nats.start()
+        try:
+            yield uri, nats
+        finally:
+            nats.stop()
+
+
+def node(tmp_path, name, uri, nats):
+    srv = servers.ZonecastServer(str(tmp_path / name), api=True,
+                                 options=["records-store=%s" % uri, "nats=%s" % nats.url])
+    srv.zones = {}
+    if srv.records_uri:  # The harness's own binding (PostgreSQL mode): ours instead.
+        os.unlink(os.path.join(srv.data_dir, "records-store"))
+    srv.port = servers.free_port()
+    srv.api_port = servers.free_port()
+    srv.serve()
+    srv.client_ = srv.client()
+    return srv
+
+
+def fleet_state(srv):
+    return srv.client_.get("/fleet")
+
+
+def wait_for(what, cond, timeout=20, step=0.02):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = cond()
+        if value:
+            return value
+        time.sleep(step)
+    raise AssertionError("timed out waiting for " + what)
+
+
+def leading(srv):
+    try:
+        state = fleet_state(srv)
+    except Exception:
+        return None  # Not answering yet (starting), or killed.
+    return state["term"] if state["leading"] and state["connected"] else None
+
+
+def txt(port, name):
+    try:
+        r = dns.query.udp(dns.message.make_query(name, "TXT"), "127.0.0.1", port=port,
+                          timeout=1)
+    except Exception:
+        return None
+    return sorted(rr.to_text() for rrset in r.answer for rr in rrset)
+
+
+def edge_metric(edge, name):
+    with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % edge.metrics_port,
+                                timeout=3) as r:
+        for line in r.read().decode().splitlines():
+            if line.startswith(name + " "):
+                return float(line.split()[1])
+    return None
+
+
+def start_edge(tmp_path, nats, name="e1"):
+    e = fleet.EdgeServer(str(tmp_path), name, nats.url)
+    e.metrics_port = servers.free_port()
+    e.options.append("metrics-listen=127.0.0.1:%d" % e.metrics_port)
+    return e.start()
+
+
+def verify_edge(edge, uri):
+    """zonecast verify of an edge's store against the records store."""
+    cp = subprocess.run([servers.zonecast_bin(), "verify", "--data-dir", edge.data_dir,
+                         "--records", uri], capture_output=True, text=True, timeout=120)
+    assert cp.returncode == 0, cp.stdout + cp.stderr
+    assert "no differences" in cp.stdout
+
+
+def add(srv, zid, name, value):
+    srv.client_.ok("POST", "/zones/%s/dns_records" % zid,
+                   json={"type": "TXT", "name": name, "content": value})
+
+
+def test_leader_killed_under_writes_another_takes_over(world, tmp_path):
+    """SIGKILL of the leader while it takes writes: the other node leads
+    within seconds (the measured takeover is printed), the edge follows the
+    new leader's history, and it ends up serving every acknowledged write,
+    to either node, and nothing else (zonecast verify of the edge's store
+    against PostgreSQL)."""
+    uri, nats = world
+    a = node(tmp_path, "a", uri, nats)
+    first_term = wait_for("a to lead", lambda: leading(a))
+    b = node(tmp_path, "b", uri, nats)
+    time.sleep(0.5)
+    assert fleet_state(b)["leading"] is False
+    edge = start_edge(tmp_path, nats)
+    zid = a.client_.ok("POST", "/zones", json={"name": ZONE.rstrip(".")})["result"]["id"]
+    add(a, zid, "first." + ZONE, "one")
+    wait_for("edge to serve the first write", lambda: txt(edge.port, "first." + ZONE))
+
+    acked, stop = [], threading.Event()
+
+    def writer():
+        i = 0
+        while not stop.is_set():
+            name = "w%d.%s" % (i, ZONE)
+            try:
+                add(a, zid, name, "v%d" % i)
+            except Exception:
+                return  # a is gone: whatever it did not answer is not acked.
+            acked.append(name)
+            i += 1
+
+    t = threading.Thread(target=writer)
+    t.start()
+    time.sleep(1.0)
+    a.kill9()
+    killed = time.monotonic()
+    stop.set()
+    t.join(30)
+    term = wait_for("b to lead", lambda: leading(b), timeout=30)
+    took_over = time.monotonic() - killed
+    assert term > first_term
+    add(b, zid, "after." + ZONE, "two")
+    wait_for("edge to serve a write taken by the new leader",
+             lambda: txt(edge.port, "after." + ZONE), timeout=30)
+    served = time.monotonic() - killed
+    print("takeover %.3f s after SIGKILL; the edge served the new leader's write %.3f s "
+          "after it" % (took_over, served))
+    assert took_over < 10  # The target is 2 s: bench/failover measures it.
+    assert len(acked) > 10
+    for name in ["first." + ZONE, "after." + ZONE] + acked:
+        got = wait_for("edge to serve " + name, lambda: txt(edge.port, name), timeout=10)
+        assert len(got) == 1, (name, got)
+    wait_for("edge at term %d" % term,
+             lambda: edge_metric(edge, "zonecast_fleet_term") == term)
+    verify_edge(edge, uri)
+    b.verify()
+    edge.stop()
+    b.stop()
+
+
+def test_paused_leader_is_fenced(world, tmp_path):
+    """A leader paused (SIGSTOP) loses its session and its leadership; the
+    other node takes over with a newer term. When the old one wakes up it
+    steps down and publishes nothing: its writes still reach the edge,
+    through the new leader. A message and a snapshot manifest sent with
+    the old term (as a late leader would) are dropped by the edge."""
+    uri, nats = world
+    a = node(tmp_path, "a", uri, nats)
+    old = wait_for("a to lead", lambda: leading(a))
+    b = node(tmp_path, "b", uri, nats)
+    edge = start_edge(tmp_path, nats)
+    zid = a.client_.ok("POST", "/zones", json={"name": ZONE.rstrip(".")})["result"]["id"]
+    add(a, zid, "before." + ZONE, "one")
+    wait_for("edge to serve", lambda: txt(edge.port, "before." + ZONE))
+    a.proc.send_signal(signal.SIGSTOP)
+    try:
+        term = wait_for("b to lead", lambda: leading(b), timeout=30)
+        assert term > old
+        add(b, zid, "during." + ZONE, "two")
+        wait_for("edge to serve b's write", lambda: txt(edge.port, "during." + ZONE),
+                 timeout=30)
+    finally:
+        a.proc.send_signal(signal.SIGCONT)
+    wait_for("a to step down", lambda: fleet_state(a)["leading"] is False, timeout=10)
+    add(a, zid, "after." + ZONE, "three")  # a still takes writes: b publishes them.
+    wait_for("edge to serve a's write", lambda: txt(edge.port, "after." + ZONE), timeout=30)
+    assert leading(b) == term
+
+    # What a late leader would send: a commit and a manifest of its term.
+    wait_for("edge at the new term",
+             lambda: edge_metric(edge, "zonecast_fleet_term") == term)
+    fenced = edge_metric(edge, "zonecast_fleet_fenced_total")
+    history = fleet_state(b)["history"]
+    fleet.hpub(nats.port, "zonecast.txn",
+               {"Zc-Epoch": history, "Zc-Term": str(old), "Zc-Commit": "999999",
+                "Zc-Part": "0", "Zc-Flags": "1"}, b"junk")
+    manifest = {"epoch": "%016x" % 0xfeed, "term": old, "commit": 1, "parts": 1,
+                "txn_seq": 1, "id": "%016x-1" % 0xfeed}
+    fleet.hpub(nats.port, "zonecast.snap.head", {}, json.dumps(manifest).encode())
+    wait_for("edge to drop the old term's message",
+             lambda: edge_metric(edge, "zonecast_fleet_fenced_total") > fenced)
+    time.sleep(2.5)  # The edge looks at the manifest when idle (2 s).
+    # Forged newer terms (anyone who may publish could send them) do not
+    # capture the edge: a term rises only with a snapshot that loads.
+    fleet.hpub(nats.port, "zonecast.txn",
+               {"Zc-Epoch": history, "Zc-Term": str(2 ** 62), "Zc-Commit": "999999",
+                "Zc-Part": "0", "Zc-Flags": "1"}, b"junk")
+    manifest.update(term=2 ** 62)
+    fleet.hpub(nats.port, "zonecast.snap.head", {}, json.dumps(manifest).encode())
+    time.sleep(2.5)
+    assert edge_metric(edge, "zonecast_fleet_term") == term
+    add(b, zid, "last." + ZONE, "four")
+    wait_for("edge to serve", lambda: txt(edge.port, "last." + ZONE), timeout=30)
+    assert txt(edge.port, "before." + ZONE) == ['"one"']
+    verify_edge(edge, uri)
+    edge.stop()
+    a.stop()
+    b.stop()
