@@ -167,8 +167,10 @@ int records_changelog_committed(records_store_t *store, uint64_t *seq)
 	if (on_pg(store)) {
 		return changelog_pg_committed(store, seq);
 	}
-	/* The writer's own connection, right after its commit: no other
-	 * writer committed since (writers take turns on SQLite). */
+	/* Right after the commit the newest sequence is its last event's:
+	 * a serve's writer is the only one (serve.lock). Another process's
+	 * commit in between would only make it later, which the builder
+	 * reaches after this one. */
 	return records_last_seq(store, seq);
 }
 

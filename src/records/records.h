@@ -35,26 +35,30 @@
  * `dev/module_graph --layers src/records` prints this and fails on a
  * cycle):
  *
- *   5  import.c      bulk import        changelog, rows, rules, zones, db
- *   5  query.c       lookups, listings  rows, zones, db
- *   5  scan.c        snapshot reads     changelog, zones, db
- *   5  txn.c         write txns,        changelog, counts, rows, zones,
+ *   7  import.c      bulk import        changelog, rows, rules, zones, db
+ *   7  query.c       lookups, listings  rows, zones, db
+ *   7  scan.c        snapshot reads     changelog, zones, db
+ *   7  txn.c         write txns,        changelog, counts, rows, zones,
  *                    savepoints         db
- *   4  pool.c        connection pool    store
- *   4  zones.c       zone operations    changelog, rows, db
- *   3  rows.c        record rows, ids   changelog, counts, db
- *   3  store.c       open, close        schema, db
+ *   6  zones.c       zone operations,   changelog, rows, db
+ *                    zone row locks
+ *   5  rows.c        record rows, ids   changelog, counts, db
+ *   4  changelog.c   the change log     changelog_pg, changelog_rows, db
+ *   4  pool.c, listen.c                 store
+ *   3  changelog_pg.c  the log by commit position (PostgreSQL)
+ *                                       changelog_rows, db
+ *   3  store.c       open, close        schema, redact, db
  *   3  tsig_create.c TSIG keys made     tsig_keys
- *   2  changelog.c   the change log     db
+ *   2  changelog_rows.c  what both log readers share                db
  *   2  counts.c      records per zone   db
  *   2  migrate.c     a store copied     db
  *                    into another
- *   2  schema.c      SQLite migrations  db, db_sqlite
+ *   2  schema.c      migrations         db, db_sqlite
  *   2  tokens.c, tsig_keys.c, dnssec_keys.c, secondaries.c            db
  *   1  db.c          the driver: picks one by target, dispatches to it
  *   1  db_sqlite.c   the SQLite driver (the only file calling SQLite,
- *                    with schema.c's SQL function)
- *   1  rules.c       zone-content rules
+ *                    with schema.c's SQL function); db_pg.c, libpq's
+ *   1  redact.c, rules.c                zone-content rules, URIs shown
  *
  * Headers: records.h (this contract) includes changelog.h (the change
  * log's interface, free of SQLite); internal ones are db.h (the

@@ -4,7 +4,10 @@
  * creating and deleting them, their settings, and their versions (the
  * serial moved once per unit of work, by its policy or by an UPDATE's
  * SOA). Each change is logged through the change log (changelog.h) in
- * the caller's transaction.
+ * the caller's transaction. Inside a write transaction on PostgreSQL,
+ * reading a zone locks its row to the commit (records.h, "Concurrency"):
+ * the lock that keeps a zone's versions gap-free and in order across
+ * nodes.
  */
 #include <assert.h>
 #include <stdio.h>
