@@ -64,13 +64,14 @@ static bool is_commit_end(uint64_t seq)
 	return seq == 0 || rank_of(seq) == COMMIT_END;
 }
 
-/* The events of the commits from ?1 on, each with its row number (rn) and
- * its commit's count (n), skipping those of commit ?1 up to rank ?2;
- * ?3 commits, ?4 events at most. */
+/* The events of the commits from ?5 on (the cursor's commit ?1, or the
+ * next when it was read whole), each with its row number (rn) and its
+ * commit's count (n), skipping those of commit ?1 up to rank ?2; ?3
+ * commits, ?4 events at most. */
 #define PAGE_SQL \
 	"SELECT c.pos, e.rn, e.n, e.zone_id, e.apex, e.version, e.kind," \
 	" e.okey, e.type" \
-	" FROM (SELECT pos, xid FROM log_commits WHERE pos >= ?1" \
+	" FROM (SELECT pos, xid FROM log_commits WHERE pos >= ?5" \
 	"  ORDER BY pos LIMIT ?3) c" \
 	" CROSS JOIN LATERAL (SELECT row_number() OVER (ORDER BY seq) AS rn," \
 	"  count(*) OVER () AS n, zone_id, apex, version, kind, okey, type" \
@@ -101,6 +102,8 @@ static int read_page(records_store_t *store, unsigned max, page_t *p,
 	rdb_bind_int64(stmt, 2, rank_of(p->cursor));
 	rdb_bind_int64(stmt, 3, PAGE_COMMITS);
 	rdb_bind_int64(stmt, 4, max);
+	rdb_bind_int64(stmt, 5, commit_of(p->cursor) +
+	               (is_commit_end(p->cursor) ? 1 : 0));
 	p->events = p->commits = 0;
 	int64_t last_commit = -1;
 	int rc;
