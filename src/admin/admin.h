@@ -13,7 +13,8 @@
  *
  * Each operation runs one writer unit and waits for it (writer_run()):
  * when it returns ZC_EOK the change is durably committed, with its zone's
- * new version and its change-log sequence in the caller's struct. Whatever
+ * new version and the change-log position of its commit (writer_run_seq(),
+ * comparable with the builder's applied position) in the caller's struct. Whatever
  * an operation decides (a DNSSEC step's wait, whether a disable is at its
  * first or second step) it decides inside the unit, on the writer's
  * connection, so the decision and the change see the same data. Making
@@ -33,7 +34,8 @@
 
 /*
  * Deletes *zone (its id is read; the rest is refreshed from the store
- * inside the unit). *seq gets the deletion's change-log sequence.
+ * inside the unit). *seq gets the change-log position of the deletion's
+ * commit.
  * ZC_ENOZONE when it is gone already.
  */
 int admin_zone_delete(writer_t *w, records_zone_t *zone, uint64_t *seq);
@@ -42,7 +44,8 @@ int admin_zone_delete(writer_t *w, records_zone_t *zone, uint64_t *seq);
  * Commits a zone import collected in imp (records_import_begin() and its
  * adds), alone between two batches of the writer (writer_run_alone()).
  * Takes ownership of imp: it is committed or freed. *seq and *zone get
- * the import's change-log sequence and the zone as it left it.
+ * the change-log position of the import's commit and the zone as it left
+ * it.
  */
 int admin_zone_import_commit(writer_t *w, records_import_t *imp,
                              uint64_t *seq, records_zone_t *zone);
@@ -87,7 +90,7 @@ typedef struct {
 	bool force;                  /* Run a step before its time. */
 	/* Out. */
 	admin_dnssec_done_t done;
-	uint64_t seq;                /* The change's change-log sequence. */
+	uint64_t seq;                /* Its commit's change-log position. */
 	/* early: the step's time (time) had not come; it was refused
 	 * (-EAGAIN) or, forced, run before it. */
 	bool early;

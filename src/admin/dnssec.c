@@ -54,11 +54,13 @@ static bool may_run(admin_dnssec_t *d)
 	return !d->early || d->force;
 }
 
-/* The change's sequence, once it is written. */
+/* What the unit did (the change's position comes after its commit:
+ * writer_run_seq()). */
 static int done(records_store_t *rs, admin_dnssec_t *d, admin_dnssec_done_t what)
 {
+	(void)rs;
 	d->done = what;
-	return records_last_seq(rs, &d->seq);
+	return ZC_EOK;
 }
 
 static int enable_unit(records_store_t *rs, void *ctx)
@@ -79,7 +81,8 @@ static int enable_unit(records_store_t *rs, void *ctx)
 
 int admin_dnssec_enable(writer_t *w, admin_dnssec_t *d)
 {
-	return w != NULL && d != NULL ? writer_run(w, enable_unit, d) : KNOT_EINVAL;
+	return w != NULL && d != NULL ? writer_run_seq(w, enable_unit, d, &d->seq) :
+	       KNOT_EINVAL;
 }
 
 static int count_keys(const signer_key_info_t *info, void *ctx)
@@ -123,7 +126,8 @@ static int disable_unit(records_store_t *rs, void *ctx)
 
 int admin_dnssec_disable(writer_t *w, admin_dnssec_t *d)
 {
-	return w != NULL && d != NULL ? writer_run(w, disable_unit, d) : KNOT_EINVAL;
+	return w != NULL && d != NULL ? writer_run_seq(w, disable_unit, d, &d->seq) :
+	       KNOT_EINVAL;
 }
 
 static int rollover_unit(records_store_t *rs, void *ctx)
@@ -147,6 +151,6 @@ static int rollover_unit(records_store_t *rs, void *ctx)
 
 int admin_dnssec_rollover(writer_t *w, admin_dnssec_t *d)
 {
-	return w != NULL && d != NULL ? writer_run(w, rollover_unit, d) :
-	       KNOT_EINVAL;
+	return w != NULL && d != NULL ?
+	       writer_run_seq(w, rollover_unit, d, &d->seq) : KNOT_EINVAL;
 }

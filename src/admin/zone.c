@@ -15,16 +15,11 @@
 #include "admin/admin.h"
 #include "common/error.h"
 
-typedef struct {
-	records_zone_t *zone;
-	uint64_t *seq;
-} delete_t;
-
 static int delete_unit(records_store_t *rs, void *ctx)
 {
-	const delete_t *d = ctx;
-	int ret = records_zone_get(rs, d->zone->id, d->zone);
-	return ret == ZC_EOK ? records_zone_remove(rs, d->zone, d->seq) : ret;
+	records_zone_t *zone = ctx;
+	int ret = records_zone_get(rs, zone->id, zone);
+	return ret == ZC_EOK ? records_zone_remove(rs, zone) : ret;
 }
 
 int admin_zone_delete(writer_t *w, records_zone_t *zone, uint64_t *seq)
@@ -32,8 +27,7 @@ int admin_zone_delete(writer_t *w, records_zone_t *zone, uint64_t *seq)
 	if (w == NULL || zone == NULL || seq == NULL) {
 		return KNOT_EINVAL;
 	}
-	delete_t d = { .zone = zone, .seq = seq };
-	return writer_run(w, delete_unit, &d);
+	return writer_run_seq(w, delete_unit, zone, seq);
 }
 
 typedef struct {

@@ -576,6 +576,9 @@ static int run_op(records_store_t *rs, unit_t *u, const op_t *op)
 static int write_unit(records_store_t *rs, void *ctx)
 {
 	unit_t *u = ctx;
+	/* Afresh: the writer runs a unit again after a zone lock it could
+	 * not take (writer.h), its first run rolled back. */
+	u->skipped = 0;
 	int ret = records_zone_get(rs, u->zone.id, &u->zone);
 	if (ret == ZC_EOK) {
 		ret = records_zone_bump(rs, &u->zone);

@@ -138,8 +138,13 @@ static int check_keys(records_store_t *rs, const list_t *l, int64_t key_zone,
 static int set_unit(records_store_t *rs, void *ctx)
 {
 	set_t *s = ctx;
-	int ret = check_keys(rs, &s->notify, s->key_zone, "notify", s->err,
-	                     sizeof(s->err));
+	/* The zone's row first (records_secondaries_set()). */
+	records_zone_t zone;
+	int ret = records_zone_get(rs, s->zone_id, &zone);
+	if (ret == ZC_EOK) {
+		ret = check_keys(rs, &s->notify, s->key_zone, "notify", s->err,
+		                 sizeof(s->err));
+	}
 	if (ret == ZC_EOK) {
 		ret = check_keys(rs, &s->transfer, s->key_zone, "allow_transfer",
 		                 s->err, sizeof(s->err));

@@ -23,6 +23,13 @@
  * replays from a point where the edge was complete; every build is
  * idempotent.
  *
+ * Positions. The pass follows the change log by position (changelog.h,
+ * "Positions"): the order of commits, which on PostgreSQL is not the order
+ * of the events' sequences, so no event that commits late is skipped.
+ * read_seq, applied_seq and the fences of full and per-record builds
+ * (records_last_seq() in the build's snapshot) are all positions; a pass
+ * may stop inside a commit and the next resumes there.
+ *
  * Versions stay whole: a pass reads the log and the records it builds
  * from in one snapshot of the records store, and it stops reading only
  * between two versions (a version: the events of one zone with one
@@ -57,8 +64,8 @@ typedef struct {
 	uint64_t last_seq;       /* The last event taken. */
 	unsigned taken;          /* Events taken. */
 	bool cut;                /* Stopped early: more log to read. */
-	/* The first event is not the one after read_seq: the log may have
-	 * been trimmed past it (read_and_build()); hole_seen once checked. */
+	/* The first event does not follow read_seq: the log may have been
+	 * trimmed past it (read_and_build()); hole_seen once checked. */
 	bool hole, hole_seen;
 	/* The version being read, and the state before its first event (to
 	 * drop a version whose reading has to stop part-way). */
@@ -183,7 +190,8 @@ static int collect(const records_change_t *chg, void *ctx)
 {
 	batch_t *b = ctx;
 	pass_state_t *st = b->st;
-	if (b->taken == 0 && !b->hole_seen && chg->seq > st->read_seq + 1) {
+	if (b->taken == 0 && !b->hole_seen &&
+	    !records_changelog_follows(st->rs, st->read_seq, chg->seq)) {
 		b->hole = true;
 		return 1; /* Nothing taken: read_and_build() looks first. */
 	}
@@ -491,13 +499,14 @@ static int read_and_build(pass_state_t *st, batch_t *b)
 		zc_observe(ZC_HIST_RECORDS_READ_NS, zc_clock_ns() - began);
 	}
 	if (ret == ZC_EOK && b->hole) {
-		/* A hole after read_seq: a rolled-back transaction's sequence
-		 * numbers (PostgreSQL), or another node sharing the store
-		 * trimmed the log past what this one read (it lagged by more
-		 * than journal-retention). Then the events are gone and
-		 * following on would serve a wrong zone: stall, loudly; a
-		 * restart builds every zone again (builder_edge_prepare()).
-		 * Checked only at a hole: no query per pass. */
+		/* A hole after read_seq: a position drawn by a transaction
+		 * that then failed to commit (PostgreSQL), or another node
+		 * sharing the store trimmed the log past what this one read
+		 * (it lagged by more than journal-retention). Then the events
+		 * are gone and following on would serve a wrong zone: stall,
+		 * loudly; a restart builds every zone again
+		 * (builder_edge_prepare()). Checked only at a hole: no query
+		 * per pass. */
 		uint64_t trimmed = 0;
 		ret = records_trimmed_seq(st->rs, &trimmed);
 		if (ret == ZC_EOK && trimmed > st->read_seq) {

@@ -4,9 +4,15 @@
  * edge/edge.h) before anything reads or builds it: an edge written in an
  * older format, or one that lost its file while the records store holds
  * zones, is emptied and every zone is fully built again. So is one that
- * applied less of the change log than was trimmed since (another node
- * sharing a PostgreSQL store trimmed it while this one was away). The
- * edge store is derived data, so this is always safe.
+ * applied the change log by another numbering of positions than the
+ * records store's (changelog.h, "Positions": sequences on SQLite, commit
+ * positions on PostgreSQL; meta log_numbering, absent in edges written
+ * before there were two: sequences), such as a data directory moved to
+ * the other engine (zonecast migrate) or an edge built from PostgreSQL's
+ * sequences before it followed commits. And so is one that applied less
+ * of the change log than was trimmed since (another node sharing a
+ * PostgreSQL store trimmed it while this one was away). The edge store is
+ * derived data, so this is always safe.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -44,35 +50,56 @@ static int collect_apex(const records_zone_t *zone, void *ctx)
 	return 0;
 }
 
-static int read_format(edge_store_t *es, uint64_t *format)
+/* The edge's key format and the numbering of the positions it applied
+ * (1, sequences, when absent). */
+typedef struct {
+	uint64_t keys, numbering;
+} format_t;
+
+static int format_get(edge_txn_t *txn, format_t *f)
+{
+	int ret = edge_meta_get(txn, "key_format", &f->keys);
+	if (ret == ZC_EOK) {
+		ret = edge_meta_get(txn, "log_numbering", &f->numbering);
+	}
+	f->numbering = f->numbering != 0 ? f->numbering : RECORDS_LOG_SEQUENCES;
+	return ret;
+}
+
+static int read_format(edge_store_t *es, format_t *f)
 {
 	edge_txn_t txn = { 0 };
 	int ret = edge_txn_begin_read(es, &txn);
 	if (ret != ZC_EOK) {
 		return ret;
 	}
-	ret = edge_meta_get(&txn, "key_format", format);
+	ret = format_get(&txn, f);
 	edge_txn_abort(&txn);
 	return ret;
 }
 
-/* Empties the edge and stamps the format, unless another process did it
- * first (then *done is set). */
-static int reset(edge_store_t *es, bool force, bool *done)
+/* Empties the edge and stamps the formats wanted, unless another process
+ * did it first (then *done is set). */
+static int reset(edge_store_t *es, const format_t *want, bool force,
+                 bool *done)
 {
 	edge_txn_t txn = { 0 };
 	int ret = edge_txn_begin_write(es, &txn);
 	if (ret != ZC_EOK) {
 		return ret;
 	}
-	uint64_t format = 0;
-	ret = edge_meta_get(&txn, "key_format", &format);
-	*done = !force && ret == ZC_EOK && format == EDGE_KEY_FORMAT;
+	format_t f = { 0 };
+	ret = format_get(&txn, &f);
+	*done = !force && ret == ZC_EOK && f.keys == want->keys &&
+	        f.numbering == want->numbering;
 	if (ret == ZC_EOK && !*done) {
 		ret = edge_txn_clear(&txn);
 	}
 	if (ret == ZC_EOK && !*done) {
-		ret = edge_meta_put(&txn, "key_format", EDGE_KEY_FORMAT);
+		ret = edge_meta_put(&txn, "key_format", want->keys);
+	}
+	if (ret == ZC_EOK && !*done) {
+		ret = edge_meta_put(&txn, "log_numbering", want->numbering);
 	}
 	if (ret != ZC_EOK || *done) {
 		edge_txn_abort(&txn);
@@ -100,8 +127,8 @@ static int save_applied(edge_store_t *es, uint64_t seq)
 }
 
 /* Full builds of every zone; the log is applied from `seq` on. */
-static int rebuild(records_store_t *rs, edge_store_t *es, uint64_t format,
-                   bool force)
+static int rebuild(records_store_t *rs, edge_store_t *es, const format_t *had,
+                   const format_t *want, bool force)
 {
 	uint64_t seq = 0;
 	apexes_t a = { 0 };
@@ -111,12 +138,22 @@ static int rebuild(records_store_t *rs, edge_store_t *es, uint64_t format,
 	}
 	bool done = false;
 	if (ret == ZC_EOK) {
-		ret = reset(es, force, &done);
+		ret = reset(es, want, force, &done);
 	}
-	if (ret == ZC_EOK && !done && a.count > 0 && !force) {
-		zc_info("edge store: key format %llu, this zonecast writes %u: "
+	if (ret == ZC_EOK && !done && a.count > 0 && had->keys != want->keys) {
+		zc_info("edge store: key format %llu, this zonecast writes %llu: "
 		        "building its %zu zones again from the records store",
-		        (unsigned long long)format, EDGE_KEY_FORMAT, a.count);
+		        (unsigned long long)had->keys,
+		        (unsigned long long)want->keys, a.count);
+	} else if (ret == ZC_EOK && !done && a.count > 0 &&
+	           had->numbering != want->numbering) {
+		zc_info("edge store: it applied the change log by %s, this"
+		        " records store numbers it by %s: building its %zu zones"
+		        " again from the records store",
+		        had->numbering == RECORDS_LOG_COMMITS ? "commit" :
+		        "sequence",
+		        want->numbering == RECORDS_LOG_COMMITS ? "commit" :
+		        "sequence", a.count);
 	}
 	for (size_t i = 0; ret == ZC_EOK && !done && i < a.count; i++) {
 		ret = builder_full_build(rs, es, a.apex[i], NULL, NULL, NULL);
@@ -171,24 +208,27 @@ static int trimmed_past(records_store_t *rs, edge_store_t *es, bool *past)
 
 int builder_edge_prepare(records_store_t *rs, edge_store_t *es)
 {
-	uint64_t format = 0;
-	int ret = read_format(es, &format);
-	if (ret == ZC_EOK && format == EDGE_KEY_FORMAT) {
+	const format_t want = { EDGE_KEY_FORMAT,
+	                        records_changelog_numbering(rs) };
+	format_t had = { 0 };
+	int ret = read_format(es, &had);
+	if (ret == ZC_EOK && had.keys == want.keys &&
+	    had.numbering == want.numbering) {
 		bool past = false;
 		ret = trimmed_past(rs, es, &past);
 		if (ret != ZC_EOK || !past) {
 			return ret;
 		}
-		return rebuild(rs, es, format, true);
+		return rebuild(rs, es, &had, &want, true);
 	}
 	if (ret != ZC_EOK) {
 		return ret;
 	}
-	if (format > EDGE_KEY_FORMAT) {
+	if (had.keys > EDGE_KEY_FORMAT) {
 		zc_error("edge store: key format %llu is newer than this "
-		         "zonecast's (%u)", (unsigned long long)format,
+		         "zonecast's (%u)", (unsigned long long)had.keys,
 		         EDGE_KEY_FORMAT);
 		return ZC_ESCHEMA;
 	}
-	return rebuild(rs, es, format, false);
+	return rebuild(rs, es, &had, &want, false);
 }

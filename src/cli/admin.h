@@ -75,7 +75,7 @@ typedef struct {
 	const knot_dname_t *apex;
 	uint64_t zone_id;
 	uint32_t version;        /* The zone's serial after the change. */
-	uint64_t seq;            /* The change's (last) change-log sequence. */
+	uint64_t seq;            /* Its commit's change-log position. */
 	bool deleted;            /* The zone was deleted. */
 } admin_change_t;
 

@@ -88,7 +88,12 @@ static int apply(records_store_t *rs, const records_zone_t *zone,
 			return ZC_EUSAGE;
 		}
 	}
+	records_zone_t locked;
 	int ret = records_write_begin(rs);
+	if (ret == ZC_EOK) {
+		/* The zone's row first (records_secondaries_set()). */
+		ret = records_zone_get(rs, zone->id, &locked);
+	}
 	if (ret == ZC_EOK && notify->set) {
 		ret = records_secondaries_set(rs, zone->id,
 		                              RECORDS_SECONDARY_NOTIFY,

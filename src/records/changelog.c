@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /*
- * The change log on SQLite (changelog.h has the design): appending
- * events with their kind's rules, the builder's and IXFR's reads, the
- * figures of status and metrics, and trimming. The only file that
- * touches the tables `changes` and `zone_versions` and the column
- * zones.ixfr_from.
+ * The change log (changelog.h has the design): appending events with
+ * their kind's rules on both engines, IXFR's reads (by sequence, on both),
+ * and on SQLite the builder's reads, the figures of status and metrics,
+ * and trimming, by sequence; on PostgreSQL those go by commit position
+ * (changelog_pg.c). With changelog_pg.c the only file that touches the
+ * tables `changes` and `zone_versions` and the column zones.ixfr_from.
  */
 #include <assert.h>
 #include <string.h>
@@ -13,7 +14,12 @@
 #include "common/error.h"
 #include "dns/name.h"
 #include "records/changelog.h"
-#include "records/store.h"
+#include "records/internal.h"
+
+static bool on_pg(const records_store_t *store)
+{
+	return rdb_kind(store->db) == RDB_PG;
+}
 
 /* --- Appending --- */
 
@@ -34,6 +40,11 @@ static const rule_t rules[] = {
 	[RECORDS_CHANGE_ZONE_IMPORTED] = { false, false, true },
 	[RECORDS_CHANGE_ZONE_DELETED] = { false, false, false },
 };
+
+void records_changelog_begin(records_store_t *store)
+{
+	store->log_xid = 0;
+}
 
 void records_changelog_rollback(records_store_t *store)
 {
@@ -98,11 +109,19 @@ int records_changelog_append(records_store_t *store,
 	       e->kind <= RECORDS_CHANGE_ZONE_TOUCHED);
 	const rule_t *rule = &rules[e->kind];
 	rdb_stmt_t *stmt;
-	int ret = rdb_prepare(store->db, RDB_SQL(
+	/* PostgreSQL returns the sequence and the (top-level) transaction
+	 * id: no lastval() round trip, and the commit's position can be
+	 * looked up once it committed. */
+	int ret = rdb_prepare(store->db, RDB_SQL2(
 		"INSERT INTO changes(zone_id, apex,"
 		" version, kind, okey, type, record_id, at,"
 		" ttl, rdata)"
-		" VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"), &stmt);
+		" VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+		"INSERT INTO changes(zone_id, apex,"
+		" version, kind, okey, type, record_id, at,"
+		" ttl, rdata)"
+		" VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"
+		" RETURNING seq, xid::text::bigint"), &stmt);
 	if (ret != ZC_EOK) {
 		return ret;
 	}
@@ -120,9 +139,17 @@ int records_changelog_append(records_store_t *store,
 			      (const uint8_t *)"", e->rdata_len);
 	}
 	rdb_bind_int64(stmt, 8, records_now_ms());
-	ret = rdb_run(stmt);
+	int rc = rdb_step(stmt);
+	int64_t appended = 0;
+	if (rc == RDB_ROW) {
+		appended = rdb_col_int64(stmt, 0);
+		store->log_xid = rdb_col_int64(stmt, 1);
+	}
+	ret = rdb_status(rc);
 	rdb_done(stmt);
-	int64_t appended = rdb_last_insert_id(store->db);
+	if (ret == ZC_EOK && rc == RDB_DONE) {
+		appended = rdb_last_insert_id(store->db); /* SQLite */
+	}
 	if (ret == ZC_EOK && seq != NULL) {
 		*seq = (uint64_t)appended;
 	}
@@ -135,10 +162,37 @@ int records_changelog_append(records_store_t *store,
 	return ret;
 }
 
+int records_changelog_committed(records_store_t *store, uint64_t *seq)
+{
+	if (on_pg(store)) {
+		return changelog_pg_committed(store, seq);
+	}
+	/* Right after the commit the newest sequence is its last event's:
+	 * a serve's writer is the only one (serve.lock). Another process's
+	 * commit in between would only make it later, which the builder
+	 * reaches after this one. */
+	return records_last_seq(store, seq);
+}
+
 /* --- Reading: the builder --- */
+
+bool records_changelog_follows(records_store_t *store, uint64_t after,
+                               uint64_t seq)
+{
+	return on_pg(store) ? changelog_pg_follows(after, seq) :
+	       seq == after + 1;
+}
+
+unsigned records_changelog_numbering(records_store_t *store)
+{
+	return on_pg(store) ? RECORDS_LOG_COMMITS : RECORDS_LOG_SEQUENCES;
+}
 
 int records_last_seq(records_store_t *store, uint64_t *seq)
 {
+	if (on_pg(store)) {
+		return changelog_pg_last(store, seq);
+	}
 	int64_t v;
 	int ret = rdb_query_int64(store->db, RDB_SQL(
 		"SELECT coalesce(max(seq), 0) FROM changes"), &v);
@@ -151,8 +205,11 @@ int records_changes_since(records_store_t *store, uint64_t after,
                           int (*cb)(const records_change_t *chg, void *ctx),
                           void *ctx)
 {
+	if (on_pg(store)) {
+		return changelog_pg_since(store, after, limit, cb, ctx);
+	}
 	rdb_stmt_t *stmt;
-	int ret = rdb_prepare(store->db, RDB_SQL(
+	int ret = rdb_prepare(store->db, RDB_SQLITE_ONLY(
 		"SELECT seq, zone_id, apex,"
 		" version, kind, okey, type FROM changes"
 		" WHERE seq > ?1 ORDER BY seq LIMIT ?2"), &stmt);
@@ -164,23 +221,11 @@ int records_changes_since(records_store_t *store, uint64_t after,
 	rdb_bind_int64(stmt, 2, limit == 0 ? INT64_MAX : (int64_t)limit);
 	int rc;
 	while ((rc = rdb_step(stmt)) == RDB_ROW) {
-		records_change_t chg = {
-			.seq = (uint64_t)rdb_col_int64(stmt, 0),
-			.zone_id = rdb_col_int64(stmt, 1),
-			.version = (uint32_t)rdb_col_int64(stmt, 3),
-			.kind = (int)rdb_col_int64(stmt, 4),
-		};
-		int len = (int)rdb_col_bytes(stmt, 2);
-		if (len <= 0 || len > KNOT_DNAME_MAXLEN) {
+		records_change_t chg;
+		if (!records_change_from_stmt(stmt, 1, &chg)) {
 			continue;
 		}
-		memcpy(chg.apex, rdb_col_blob(stmt, 2, NULL), len);
-		int klen = (int)rdb_col_bytes(stmt, 5);
-		if (klen > 0 && klen <= (int)sizeof(chg.okey)) {
-			memcpy(chg.okey, rdb_col_blob(stmt, 5, NULL), klen);
-			chg.okey_len = (size_t)klen;
-		}
-		chg.type = (uint16_t)rdb_col_int64(stmt, 6);
+		chg.seq = (uint64_t)rdb_col_int64(stmt, 0);
 		if (cb(&chg, ctx) != 0) {
 			rc = RDB_DONE;
 			break;
@@ -342,8 +387,11 @@ int records_backlog(records_store_t *store, uint64_t after,
                     records_backlog_t *out)
 {
 	*out = (records_backlog_t){ 0 };
+	if (on_pg(store)) {
+		return changelog_pg_backlog(store, after, out);
+	}
 	rdb_stmt_t *stmt;
-	int ret = rdb_prepare(store->db, RDB_SQL(
+	int ret = rdb_prepare(store->db, RDB_SQLITE_ONLY(
 		"SELECT coalesce(max(seq), 0),"
 		" (SELECT at FROM changes WHERE seq > ?1"
 		"  ORDER BY seq LIMIT 1) FROM changes"), &stmt);
@@ -369,6 +417,9 @@ int records_zone_activity(records_store_t *store, uint64_t after,
                                     void *ctx),
                           void *ctx, uint64_t *last_seq)
 {
+	if (on_pg(store)) {
+		return changelog_pg_activity(store, after, cb, ctx, last_seq);
+	}
 	rdb_stmt_t *stmt;
 	int ret = rdb_begin_read(store->db);
 	if (ret != ZC_EOK) {
@@ -377,7 +428,7 @@ int records_zone_activity(records_store_t *store, uint64_t after,
 	/* The last sequence and the counts from one snapshot. */
 	ret = records_last_seq(store, last_seq);
 	if (ret == ZC_EOK) {
-		ret = rdb_prepare(store->db, RDB_SQL(
+		ret = rdb_prepare(store->db, RDB_SQLITE_ONLY(
 			"SELECT zone_id, count(*) FROM"
 			" changes WHERE seq > ?1 AND seq <= ?2"
 			" GROUP BY zone_id"), &stmt);
@@ -404,38 +455,13 @@ int records_zone_activity(records_store_t *store, uint64_t after,
 
 /* --- Trimming --- */
 
-/* Runs one statement binding ?1 = x. */
-static int exec_seq(records_store_t *store, const rdb_sql_t *sql, int64_t x)
-{
-	rdb_stmt_t *stmt;
-	int ret = rdb_prepare(store->db, sql, &stmt);
-	if (ret != ZC_EOK) {
-		return ret;
-	}
-	rdb_bind_int64(stmt, 1, x);
-	ret = rdb_run(stmt);
-	rdb_done(stmt);
-	return ret;
-}
-
-/* Ends the trim's transaction: commits, or rolls back after a failure
- * (of the trim or of the commit). */
-static int end_trim(records_store_t *store, int ret)
-{
-	if (ret == ZC_EOK) {
-		ret = rdb_commit(store->db);
-	}
-	if (ret != ZC_EOK) {
-		rdb_rollback(store->db);
-		records_changelog_rollback(store);
-	}
-	return ret;
-}
-
 int records_journal_trim(records_store_t *store, int64_t before_ms,
                          uint64_t max_seq, uint64_t *removed)
 {
 	*removed = 0;
+	if (on_pg(store)) {
+		return changelog_pg_trim(store, before_ms, max_seq, removed);
+	}
 	/* A transaction of its own, not a unit's (txn.c): between two
 	 * units' transactions nothing of theirs is pending. */
 	int ret = rdb_begin_write(store->db);
@@ -445,11 +471,8 @@ int records_journal_trim(records_store_t *store, int64_t before_ms,
 	rdb_stmt_t *stmt;
 	/* Never the newest event: sequences are max(seq) + 1 (no
 	 * AUTOINCREMENT), so the newest row keeps them from going back. */
-	ret = rdb_prepare(store->db, RDB_SQL2(
+	ret = rdb_prepare(store->db, RDB_SQLITE_ONLY(
 		"SELECT max(seq), count(*) FROM changes WHERE seq <= min(?1,"
-		" (SELECT min(seq) FROM changes) + 100000,"
-		" (SELECT max(seq) FROM changes) - 1) AND at < ?2",
-		"SELECT max(seq), count(*) FROM changes WHERE seq <= least(?1,"
 		" (SELECT min(seq) FROM changes) + 100000,"
 		" (SELECT max(seq) FROM changes) - 1) AND at < ?2"), &stmt);
 	int64_t last = 0;
@@ -466,7 +489,7 @@ int records_journal_trim(records_store_t *store, int64_t before_ms,
 		rdb_done(stmt);
 	}
 	if (ret == ZC_EOK && last > 0) {
-		ret = exec_seq(store, RDB_SQL(
+		ret = records_exec_int64(store, RDB_SQL(
 			"UPDATE zones SET ixfr_from = t.v FROM"
 			" (SELECT zone_id, max(version) AS v FROM changes"
 			" WHERE seq <= ?1 GROUP BY zone_id) AS t"
@@ -474,28 +497,20 @@ int records_journal_trim(records_store_t *store, int64_t before_ms,
 			" IS NULL OR t.v > zones.ixfr_from)"), last);
 	}
 	if (ret == ZC_EOK && last > 0) {
-		ret = exec_seq(store, RDB_SQL("DELETE FROM zone_versions"
+		ret = records_exec_int64(store, RDB_SQL("DELETE FROM zone_versions"
 		                              " WHERE seq <= ?1"), last);
 	}
 	if (ret == ZC_EOK && last > 0) {
-		ret = exec_seq(store, RDB_SQL("DELETE FROM changes"
+		ret = records_exec_int64(store, RDB_SQL("DELETE FROM changes"
 		                              " WHERE seq <= ?1"), last);
 	}
 	if (ret == ZC_EOK && last > 0) {
-		/* Where the log now starts, for builders of other nodes that
-		 * have not read that far (records_trimmed_seq()). */
-		ret = exec_seq(store, RDB_SQL2(
-			"INSERT INTO counters(name, value) VALUES"
-			" ('trimmed_seq', ?1) ON CONFLICT(name) DO UPDATE SET"
-			" value = max(value, excluded.value)",
-			"INSERT INTO counters(name, value) VALUES"
-			" ('trimmed_seq', ?1) ON CONFLICT(name) DO UPDATE SET"
-			" value = greatest(counters.value, excluded.value)"), last);
+		ret = records_trimmed_mark(store, (uint64_t)last);
 	}
 	if (ret != ZC_EOK) {
 		*removed = 0;
 	}
-	return end_trim(store, ret);
+	return records_trim_end(store, ret);
 }
 
 int records_trimmed_seq(records_store_t *store, uint64_t *seq)

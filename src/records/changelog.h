@@ -40,23 +40,65 @@
  * cannot be expressed as record differences, so the oldest version IXFR
  * can start from (the journal start) moves to its version.
  *
- * Reading. The builder reads everything past a sequence
+ * Positions. Readers get every event with its position in the log,
+ * whose order is the order in which the transactions committed: a
+ * reader that follows positions (everything past the last it read)
+ * never skips an event that commits late, because a commit not yet
+ * visible always gets a larger position than every visible one. A
+ * position is a uint64_t; 0 is "before the first event".
+ *
+ *   SQLite: the event's sequence (changes.seq). Writers take turns
+ *   (BEGIN IMMEDIATE), so sequence order is commit order.
+ *
+ *   PostgreSQL: writers of several nodes commit at once, and a
+ *   transaction that drew smaller sequences may commit after one that
+ *   drew larger ones: sequences are not commit order, and a reader of
+ *   `seq > last` would skip the late commit's events for good. Every
+ *   transaction that wrote events is sealed at COMMIT with a commit
+ *   position in commit order (log_commits.pos, schema_pg.sql and
+ *   docs/design-postgresql.md §2.2-2.3: every snapshot sees all the
+ *   committed positions up to the largest it sees). An event's position
+ *   is (commit position << 24) | rank, its rank being its place among its
+ *   commit's events in sequence order (1, 2, ...), except that the last
+ *   event of every commit has rank 0xFFFFFF. So (p << 24) | 0xFFFFFF
+ *   means "commit p read whole", however it was reached: the builder
+ *   after its last event, records_last_seq(), records_trimmed_seq(),
+ *   records_changelog_committed(). A reader may stop inside a commit
+ *   (the builder stops between two versions) and resume from there.
+ *   Positions have no gaps within a commit; between commits a gap is a
+ *   trimmed commit, or a position drawn by a transaction that then
+ *   failed to commit (records_changelog_follows() tells the builder
+ *   which events are next). A commit can be read event by event up to
+ *   0xFFFFFE events; only a migrated journal is larger, and no builder
+ *   reads inside it (an edge store that applied the other numbering is
+ *   built again from the records: records_changelog_numbering(),
+ *   builder_edge_prepare()).
+ *
+ * Sequences still name events inside the store. A zone's events are
+ * written only while its row is locked (records.h, "Concurrency"), so
+ * for one zone sequence order is version order on both engines, and the
+ * IXFR journal (zone_versions, records_changelog_journal()) keeps them.
+ *
+ * Reading. The builder reads everything past a position
  * (records_changes_since()) and fences full builds with the newest one
  * (records_last_seq()); IXFR reads one zone's record events between two
  * versions (records_changelog_journal()); `zonecast status` and the
- * metrics count events past a sequence (records_backlog(),
+ * metrics count events past a position (records_backlog(),
  * records_zone_activity()). Inside records_read_begin()/end() each reads
  * that snapshot of the store.
  *
  * Trimming. records_journal_trim() deletes events older than the
- * retention that the builder has applied, never the newest event (new
- * sequences follow it), and moves each zone's journal start past what
- * went, so an IXFR from a trimmed version is refused (the secondary
- * takes an AXFR) rather than answered wrong.
+ * retention that the builder has applied, never the newest event (SQLite:
+ * new sequences follow it; PostgreSQL: whole commits, never the newest),
+ * and moves each zone's journal start past what went, so an IXFR from a
+ * trimmed version is refused (the secondary takes an AXFR) rather than
+ * answered wrong.
  *
  * On SQLite: the tables `changes` (the events, seq its rowid) and
  * `zone_versions` (the index), and the column zones.ixfr_from (the
- * journal start); schema.c creates them, no other file touches them.
+ * journal start); schema.c creates them, no other file touches them. On
+ * PostgreSQL also log_commits (the seal trigger writes it); the reads and
+ * the trim by positions are changelog_pg.c's.
  *
  * The store handle is the transaction the events belong to; calls run on
  * the caller's thread and connection (one per thread, records.h).
@@ -105,9 +147,15 @@ typedef struct {
 	uint16_t rdata_len;
 } records_change_entry_t;
 
+/* Tells the change log that the caller begins a write transaction: what
+ * records_changelog_committed() reports starts afresh. */
+void records_changelog_begin(records_store_t *store);
+
 /*
  * Appends one event and applies its kind's rules (see the table above);
- * *seq (unless NULL) receives its sequence. Fails only as the store does
+ * *seq (unless NULL) receives its sequence, which names the event in the
+ * store but is no position on PostgreSQL (the commit's position is drawn
+ * at COMMIT: records_changelog_committed()). Fails only as the store does
  * (ZC_EBUSY, ZC_ESQL, storage errors); the caller rolls back.
  */
 int records_changelog_append(records_store_t *store,
@@ -120,12 +168,22 @@ int records_changelog_append(records_store_t *store,
  * which version it indexed last, so that it indexes it again). */
 void records_changelog_rollback(records_store_t *store);
 
+/*
+ * Right after the caller's write transaction committed (before the
+ * connection's next one): *seq receives the position of its last event,
+ * for waiting until the builder applied it (builder_follower_applied()
+ * >= *seq); 0 when it appended nothing that committed. SQLite: the
+ * newest sequence. PostgreSQL: (its commit position << 24) | 0xFFFFFF,
+ * one query.
+ */
+int records_changelog_committed(records_store_t *store, uint64_t *seq);
+
 /* --- Reading: the builder --- */
 
 /* One change-log event. Record events name the node they touch (okey,
  * the owner's LF relative to the apex) and the record's type. */
 typedef struct {
-	uint64_t seq;
+	uint64_t seq;            /* Its position (see "Positions"). */
 	int64_t zone_id;
 	uint8_t apex[KNOT_DNAME_MAXLEN];
 	uint32_t version;
@@ -135,24 +193,45 @@ typedef struct {
 	uint16_t type;
 } records_change_t;
 
-/* The newest change-log sequence (0 for an empty log). */
+/* The newest position (the end of the newest commit; 0 for an empty
+ * log): in a snapshot, everything it sees is at or before it. */
 int records_last_seq(records_store_t *store, uint64_t *seq);
 
-/* The last sequence records_journal_trim() removed (0: none): an edge
+/* The last position records_journal_trim() removed (0: none): an edge
  * store that applied less than that cannot follow the log any more and
  * is built again from the records (another node sharing a PostgreSQL
  * store trimmed while it was away: builder_edge_prepare()). */
 int records_trimmed_seq(records_store_t *store, uint64_t *seq);
 
 /*
- * Reads up to `limit` change events (0: no limit) with seq > after, in
- * order, calling cb for each (cb returns non-zero to stop). Inside
- * records_read_begin()/end() it reads that snapshot.
+ * Reads up to `limit` change events (0: no limit) past position `after`,
+ * in the log's order, calling cb for each (cb returns non-zero to stop);
+ * chg->seq is the event's position. `after` may lie inside a commit.
+ * Inside records_read_begin()/end() it reads that snapshot. (PostgreSQL
+ * reads in pages of commits, so a pass over a long backlog holds one
+ * page in memory, not the backlog.)
  */
 int records_changes_since(records_store_t *store, uint64_t after,
                           unsigned limit,
                           int (*cb)(const records_change_t *chg, void *ctx),
                           void *ctx);
+
+/*
+ * Whether `seq`, the first event read past `after`, is the event right
+ * after it: when it is not, events may be missing in between (a trimmed
+ * log), which the builder checks (records_trimmed_seq()). SQLite: seq is
+ * after + 1. PostgreSQL: the rest of after's commit, or, after a whole
+ * commit, the first event of the next position.
+ */
+bool records_changelog_follows(records_store_t *store, uint64_t after,
+                               uint64_t seq);
+
+/* How positions are numbered, for an edge store that must follow one
+ * numbering: RECORDS_LOG_SEQUENCES (SQLite) or RECORDS_LOG_COMMITS
+ * (PostgreSQL), see "Positions". */
+#define RECORDS_LOG_SEQUENCES 1
+#define RECORDS_LOG_COMMITS 2
+unsigned records_changelog_numbering(records_store_t *store);
 
 /* --- Reading: IXFR --- */
 
@@ -187,19 +266,21 @@ int records_changelog_journal(records_store_t *store, int64_t zone_id,
 
 /* The change log past a position. */
 typedef struct {
-	uint64_t last_seq;   /* The newest sequence. */
-	uint64_t events;     /* Sequences past `after` (last_seq - after). */
-	int64_t oldest_ms;   /* Unix ms of the first of them (0: none). */
+	uint64_t last_seq;   /* The newest position. */
+	uint64_t events;     /* Events past `after` (SQLite: last_seq -
+	                      * after; PostgreSQL: counted). */
+	int64_t oldest_ms;   /* Unix ms of the first of them (PostgreSQL:
+	                      * of its commit; 0: none). */
 } records_backlog_t;
 
 int records_backlog(records_store_t *store, uint64_t after,
                     records_backlog_t *out);
 
 /*
- * Events per zone with after < seq <= *last_seq, *last_seq being set to
- * the newest sequence first (one snapshot): cb(zone_id, events, ctx) for
- * each zone that has some (cb returns non-zero to stop). Must not run
- * inside a transaction (it takes its own snapshot).
+ * Events per zone with positions after < p <= *last_seq, *last_seq being
+ * set to the newest position first (one snapshot): cb(zone_id, events,
+ * ctx) for each zone that has some (cb returns non-zero to stop). Must
+ * not run inside a transaction (it takes its own snapshot).
  */
 int records_zone_activity(records_store_t *store, uint64_t after,
                           int (*cb)(int64_t zone_id, uint64_t events,
@@ -210,10 +291,12 @@ int records_zone_activity(records_store_t *store, uint64_t after,
 
 /*
  * Deletes change-log events older than before_ms (Unix milliseconds) and
- * not past max_seq (what the builder has applied), never the newest, in
- * its own write transaction (none may be open), at most 100,000 a call;
- * moves each zone's journal start past what went. *removed receives the
- * number of events deleted.
+ * not past position max_seq (what the builder has applied), never the
+ * newest, in its own write transaction (none may be open), about 100,000
+ * a call (PostgreSQL: whole commits, at least one); moves each zone's
+ * journal start past what went. *removed receives the number of events
+ * deleted. On PostgreSQL one node trims at a time (another's trim running
+ * makes this one remove nothing).
  */
 int records_journal_trim(records_store_t *store, int64_t before_ms,
                          uint64_t max_seq, uint64_t *removed);

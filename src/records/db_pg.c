@@ -12,9 +12,12 @@
  *   to the server). Integers and text go in text form, blobs in binary.
  * - Results come back in binary and whole: a step executes the statement
  *   and keeps its rows, so statements may nest as they do on SQLite.
- * - Write transactions take one advisory transaction lock
- *   (RDB_PG_WRITE_LOCK) first: writers take turns as BEGIN IMMEDIATE
- *   makes them on SQLite, whichever process or node they run in.
+ * - A write transaction is a plain BEGIN (READ COMMITTED): writers of
+ *   every process and node run at once. What must take turns locks what
+ *   it changes: a unit locks its zone's row before it reads the serial
+ *   (records_zone_get(), zones.c), so writers to one zone serialise on
+ *   that zone only (docs/design-postgresql.md §4.3); the change log's
+ *   commit order is the seal trigger's (schema_pg.sql).
  * - A connection lost (PostgreSQL restarted, network) is
  *   ZC_EUNAVAILABLE; the next use outside a transaction reconnects and
  *   prepares the statements again.
@@ -685,9 +688,8 @@ static PGresult *end(pg_db_t *d, const char *sql)
 
 static int pg_begin_write(rdb_t *db)
 {
-	/* One writer at a time, as SQLite's BEGIN IMMEDIATE: the key is
-	 * "zc" "wr" in ASCII. */
-	return begin(db, "BEGIN; SELECT pg_advisory_xact_lock(2053206898)");
+	/* No lock here: writers lock the rows they change (the zone's). */
+	return begin(db, "BEGIN");
 }
 
 static int pg_commit(rdb_t *db)

@@ -249,7 +249,9 @@ static int exec_bound(records_store_t *store, const rdb_sql_t *sql, int64_t a)
 static int prepare_zone(records_import_t *imp, int64_t now,
                         records_zone_t *zone, bool *is_new)
 {
-	int ret = records_zone_find(imp->store, imp->apex, zone);
+	/* The zone's row locked to the commit (PostgreSQL): other writers
+	 * of the zone wait for the import, writers of other zones do not. */
+	int ret = records_zone_find_locked(imp->store, imp->apex, zone);
 	*is_new = (ret == ZC_ENOZONE);
 	if (ret == ZC_EOK) {
 		return exec_bound(imp->store, RDB_SQL("DELETE FROM records"
@@ -386,6 +388,7 @@ int records_import_commit(records_import_t *imp, uint64_t *seq,
 	uint64_t local_seq;
 	sort_entries(imp);
 	records_ids_forget(imp->store);
+	records_changelog_begin(imp->store);
 	int ret = rdb_begin_write(imp->store->db);
 	if (ret == ZC_EOK) {
 		ret = write_zone(imp, seq ? seq : &local_seq,
@@ -394,7 +397,12 @@ int records_import_commit(records_import_t *imp, uint64_t *seq,
 		ret = (ret == ZC_EOK) ? rdb_commit(imp->store->db) : ret;
 		if (ret != ZC_EOK) {
 			rdb_rollback(imp->store->db);
+			records_changelog_rollback(imp->store);
 		}
+	}
+	if (ret == ZC_EOK && seq != NULL &&
+	    records_changelog_committed(imp->store, seq) != ZC_EOK) {
+		*seq = 0; /* Committed all the same; not to be waited for. */
 	}
 	records_ids_forget(imp->store);
 	records_import_abort(imp);

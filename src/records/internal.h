@@ -14,6 +14,46 @@
 /* Applies pending schema migrations. */
 int records_schema_migrate(records_store_t *store);
 
+/* --- changelog_rows.c: shared by the change log's two readers --- */
+
+/* Fills chg (all but seq) from the statement's columns col.. col + 5:
+ * zone_id, apex, version, kind, okey, type. false: a row to skip (no
+ * apex). */
+bool records_change_from_stmt(rdb_stmt_t *stmt, int col,
+                              records_change_t *chg);
+
+/* Runs one statement binding ?1 = x. */
+int records_exec_int64(records_store_t *store, const rdb_sql_t *sql,
+                       int64_t x);
+
+/* Records that the log was trimmed up to position seq
+ * (records_trimmed_seq()), inside the trim's transaction. */
+int records_trimmed_mark(records_store_t *store, uint64_t seq);
+
+/* Ends a trim's write transaction: commits when ret is ZC_EOK, else (or
+ * when the commit fails) rolls back; returns the outcome. */
+int records_trim_end(records_store_t *store, int ret);
+
+/* --- changelog_pg.c: the change log by commit position (PostgreSQL;
+ * changelog.h, "Positions"), behind changelog.c's functions of the same
+ * purpose --- */
+
+int changelog_pg_since(records_store_t *store, uint64_t after,
+                       unsigned limit,
+                       int (*cb)(const records_change_t *chg, void *ctx),
+                       void *ctx);
+int changelog_pg_last(records_store_t *store, uint64_t *seq);
+bool changelog_pg_follows(uint64_t after, uint64_t seq);
+int changelog_pg_committed(records_store_t *store, uint64_t *seq);
+int changelog_pg_backlog(records_store_t *store, uint64_t after,
+                         records_backlog_t *out);
+int changelog_pg_activity(records_store_t *store, uint64_t after,
+                          int (*cb)(int64_t zone_id, uint64_t events,
+                                    void *ctx),
+                          void *ctx, uint64_t *last_seq);
+int changelog_pg_trim(records_store_t *store, int64_t before_ms,
+                      uint64_t max_seq, uint64_t *removed);
+
 /* --- counts.c: records per zone, kept through a write transaction --- */
 
 /* level: 0 the unit's savepoint, 1 the inner one. */
@@ -58,6 +98,13 @@ void records_zone_from_stmt(rdb_stmt_t *stmt, records_zone_t *zone);
 
 /* Drops the zone row kept through a write transaction. */
 void records_zrow_forget(records_store_t *store);
+
+/* records_zone_find() that also locks the zone's row to the end of the
+ * write transaction on PostgreSQL, waiting for it: for the transactions
+ * that write one zone by themselves (an import, records_zone_delete()),
+ * which hold nothing else. */
+int records_zone_find_locked(records_store_t *store, const knot_dname_t *apex,
+                             records_zone_t *zone);
 
 /* --- listen.c --- */
 

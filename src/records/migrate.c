@@ -16,10 +16,12 @@
  *   with the same columns. An empty blob (the apex's okey) stays an empty
  *   blob, not NULL.
  * - Ids are kept: zones, records, tokens, TSIG and DNSSEC keys keep theirs,
- *   and the change log its sequences and zone_versions, so the data
- *   directory's edge store (which applied the log up to a sequence, and
- *   whose entries carry the sequences that wrote them) stays valid, and
- *   IXFR from the journal goes on from the same serials.
+ *   and the change log its sequences and zone_versions, so IXFR from the
+ *   journal goes on from the same serials. The data directory's edge store
+ *   is built again at the next start: it applied the log by sequences
+ *   (SQLite) or by commit positions (PostgreSQL), and the other engine
+ *   numbers it the other way (changelog.h, "Positions";
+ *   builder_edge_prepare()).
  * - On PostgreSQL the copy of `changes` runs with the seal trigger
  *   disabled (inside the transaction: ALTER TABLE is transactional) and
  *   writes the one log_commits row itself: the copied log is one commit at
@@ -106,8 +108,14 @@ static const table_t tables[] = {
 	  RDB_SQL("INSERT INTO zone_secondaries(" SECONDARIES_COLS ")"
 	          " VALUES (?1, ?2, ?3, ?4)"),
 	  RDB_SQL("SELECT count(*) FROM zone_secondaries") },
+	/* PostgreSQL draws record ids from record_ids, not counters: its
+	 * record_id is the sequence's mark, so SQLite never hands out an id
+	 * that was drawn there (even one unused). */
 	{ "counters", "ti", 0,
-	  RDB_SQL("SELECT " COUNTERS_COLS " FROM counters ORDER BY name"),
+	  RDB_SQL2("SELECT " COUNTERS_COLS " FROM counters ORDER BY name",
+	           "SELECT name, CASE WHEN name = 'record_id' THEN"
+	           " greatest(value, (SELECT last_value FROM record_ids))"
+	           " ELSE value END FROM counters ORDER BY name"),
 	  RDB_SQL("INSERT INTO counters(" COUNTERS_COLS ") VALUES (?1, ?2)"),
 	  RDB_SQL("SELECT count(*) FROM counters") },
 	{ "zone_versions", "iii", 2,

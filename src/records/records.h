@@ -35,27 +35,31 @@
  * `dev/module_graph --layers src/records` prints this and fails on a
  * cycle):
  *
- *   5  import.c      bulk import        changelog, rows, rules, zones, db
- *   5  query.c       lookups, listings  rows, zones, db
- *   5  scan.c        snapshot reads     changelog, zones, db
- *   5  txn.c         write txns,        changelog, counts, rows, zones,
+ *   7  import.c      bulk import        changelog, rows, rules, zones, db
+ *   7  query.c       lookups, listings  rows, zones, db
+ *   7  scan.c        snapshot reads     changelog, zones, db
+ *   7  txn.c         write txns,        changelog, counts, rows, zones,
  *                    savepoints         db
- *   4  pool.c        connection pool    store
- *   4  zones.c       zone operations    changelog, rows, db
- *   3  rows.c        record rows, ids   changelog, counts, db
- *   3  store.c       open, close        schema, db
+ *   6  zones.c       zone operations,   changelog, rows, db
+ *                    zone row locks
+ *   5  rows.c        record rows, ids   changelog, counts, db
+ *   4  changelog.c   the change log     changelog_pg, changelog_rows, db
+ *   4  pool.c, listen.c                 store
+ *   3  changelog_pg.c  the log by commit position (PostgreSQL)
+ *                                       changelog_rows, db
+ *   3  store.c       open, close        schema, redact, db
  *   3  tsig_create.c TSIG keys made     tsig_keys
- *   2  changelog.c   the change log     db
+ *   2  changelog_rows.c  what both log readers share                db
  *   2  counts.c      records per zone   db
  *   2  migrate.c     a store copied     db
  *                    into another
- *   2  schema.c      SQLite migrations  db, db_sqlite
+ *   2  schema.c      migrations         db, db_sqlite
  *   2  tokens.c, tsig_keys.c, dnssec_keys.c, secondaries.c,
  *      nodes.c                                                      db
  *   1  db.c          the driver: picks one by target, dispatches to it
  *   1  db_sqlite.c   the SQLite driver (the only file calling SQLite,
- *                    with schema.c's SQL function)
- *   1  rules.c       zone-content rules
+ *                    with schema.c's SQL function); db_pg.c, libpq's
+ *   1  redact.c, rules.c                zone-content rules, URIs shown
  *
  * Headers: records.h (this contract) includes changelog.h (the change
  * log's interface, free of SQLite); internal ones are db.h (the
@@ -307,15 +311,15 @@ int records_zone_list(records_store_t *store, bool with_counts,
 
 /* Deletes a zone and its records inside the caller's write transaction;
  * logs zone_deleted. */
-int records_zone_remove(records_store_t *store, records_zone_t *zone,
-                        uint64_t *seq);
+int records_zone_remove(records_store_t *store, records_zone_t *zone);
 
 /* Sets a zone's default TTL (for records created without one). */
 int records_zone_set_default_ttl(records_store_t *store,
                                  records_zone_t *zone, uint32_t ttl);
 
 /* Deletes a zone and its records in its own transaction; logs
- * zone_deleted. */
+ * zone_deleted. *seq (unless NULL) receives the commit's change-log
+ * position (records_changelog_committed()). */
 int records_zone_delete(records_store_t *store, const knot_dname_t *apex,
                         uint64_t *seq);
 
@@ -370,8 +374,10 @@ int records_import_check(records_import_t *imp, records_problem_cb problem,
  * Writes the zone in one transaction: creates the zone or replaces its
  * records, sets its serial (the file's SOA serial when it is newer in
  * RFC 1982 terms or the zone is new, else the old serial plus one), logs
- * zone_imported, commits, and frees imp. *seq receives the change's
- * sequence and *zone the zone row (either may be NULL).
+ * zone_imported, commits, and frees imp. *seq receives the commit's
+ * change-log position (records_changelog_committed()) and *zone the zone
+ * row (either may be NULL). On PostgreSQL the zone's row is locked from
+ * the first write to the commit: writers of other zones go on meanwhile.
  */
 int records_import_commit(records_import_t *imp, uint64_t *seq,
                           records_zone_t *zone);
@@ -392,11 +398,27 @@ void records_set_max_records(records_store_t *store, uint64_t max);
 /* --- Write transactions (records/txn.c; zones.c and rows.c write) --- */
 
 /*
- * A write transaction is the store's SQLite transaction: begin, any number
- * of the calls below, commit. Each caller's unit of work (one API request,
+ * A write transaction is the store's transaction: begin, any number of
+ * the calls below, commit. Each caller's unit of work (one API request,
  * one UPDATE message) bumps the zone's version once with
  * records_zone_bump(); group commit wraps several units in savepoints of
  * one transaction so one fsync acknowledges them all.
+ *
+ * Concurrency. On SQLite a write transaction holds the database's write
+ * lock (BEGIN IMMEDIATE): writers take turns. On PostgreSQL writers of
+ * every node run at once and serialise per zone: records_zone_get()
+ * inside a write transaction locks the zone's row until the transaction
+ * ends (a unit reads its zone first, before its serial), so a zone's
+ * versions stay gap-free and in order, and writers to other zones never
+ * wait. A unit that finds its zone locked by another transaction while
+ * this one keeps earlier units (records_write_holds_units()) does not
+ * wait: it fails with ZC_EBUSY at once (waiting could close a cycle
+ * with another node's batch, which PostgreSQL would break only after
+ * deadlock_timeout). The caller rolls that unit back, commits the units
+ * before it, and runs it again first in a transaction of its own, where
+ * it waits (writer/writer.c). A lock that is still not free after the
+ * connection's lock timeout (10 s) gives ZC_EBUSY too, as does a
+ * deadlock PostgreSQL breaks.
  */
 int records_write_begin(records_store_t *store);
 int records_write_commit(records_store_t *store);
@@ -404,6 +426,9 @@ void records_write_rollback(records_store_t *store);
 int records_savepoint(records_store_t *store);
 int records_savepoint_release(records_store_t *store);
 void records_savepoint_rollback(records_store_t *store);
+/* Whether a unit of the open write transaction was released (kept): its
+ * locks are held to the end of the transaction (see "Concurrency"). */
+bool records_write_holds_units(records_store_t *store);
 /* Whether the write transaction is still open: SQLite rolls a whole
  * transaction back by itself after some errors (disk full, I/O), and then
  * every unit run in it so far is lost with it. */
@@ -414,7 +439,10 @@ int records_inner_savepoint(records_store_t *store);
 int records_inner_release(records_store_t *store);
 void records_inner_rollback(records_store_t *store);
 
-/* Finds a zone by its row id. ZC_ENOZONE when absent. */
+/* Finds a zone by its row id. ZC_ENOZONE when absent. Inside a write
+ * transaction on PostgreSQL it locks the zone's row to the end of the
+ * transaction (see "Concurrency" above: ZC_EBUSY when it is locked by
+ * another and this transaction holds earlier units). */
 int records_zone_get(records_store_t *store, int64_t id,
                      records_zone_t *zone);
 
@@ -654,7 +682,10 @@ typedef enum {
 } records_secondary_kind_t;
 
 /* Replaces the zone's entries of one kind (in the caller's write
- * transaction); specs are stored as given, in order. */
+ * transaction); specs are stored as given, in order. The caller reads the
+ * zone first with records_zone_get(), which locks its row on PostgreSQL:
+ * two replacements of one zone's list take turns (each deletes what the
+ * other would insert). */
 int records_secondaries_set(records_store_t *store, int64_t zone_id,
                             records_secondary_kind_t kind,
                             const char *const *specs, size_t count);

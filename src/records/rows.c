@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /*
- * Record rows: ids that are never handed out twice, inserts and deletes
- * (each logged in the change log in the same transaction and counted per
- * zone), and reading a row into a records_record_t.
+ * Record rows: ids that are never handed out twice (SQLite: a
+ * high-water mark in counters; PostgreSQL: the sequence record_ids),
+ * inserts and deletes (each logged in the change log in the same
+ * transaction and counted per zone), and reading a row into a
+ * records_record_t.
  */
 #include <string.h>
 #include <libknot/descriptor.h>
@@ -17,18 +19,63 @@ void records_ids_forget(records_store_t *store)
 {
 	store->ids_loaded = false;
 	store->ids_dirty = false;
+	/* PostgreSQL: the ids drawn stay ours; the next transaction starts
+	 * with small blocks again. */
+	store->ids_block = 0;
+}
+
+/*
+ * PostgreSQL: the next id from the block drawn from the sequence
+ * record_ids, drawing another block when it is used up. Writers of every
+ * node run at once, so no high-water mark read at the start of a
+ * transaction would do (two would hand out the same id); a sequence value
+ * is never drawn twice, even when the transaction that drew it rolls back
+ * (that id is merely skipped). A block doubles within a transaction, so a
+ * unit of one record draws 16 and an import of a million a few hundred
+ * blocks of RECORDS_ID_BLOCK_MAX.
+ */
+static int next_pg_id(records_store_t *store, int64_t *id)
+{
+	if (store->ids_at == store->ids_n) {
+		size_t n = store->ids_block == 0 ? RECORDS_ID_BLOCK_MIN :
+		           store->ids_block * 2;
+		n = n > RECORDS_ID_BLOCK_MAX ? RECORDS_ID_BLOCK_MAX : n;
+		rdb_stmt_t *stmt;
+		int ret = rdb_prepare(store->db, RDB_SQL(
+			"SELECT nextval('record_ids')"
+			" FROM generate_series(1, ?1)"), &stmt);
+		if (ret != ZC_EOK) {
+			return ret;
+		}
+		rdb_bind_int64(stmt, 1, (int64_t)n);
+		size_t got = 0;
+		int rc = RDB_DONE;
+		while (got < n && (rc = rdb_step(stmt)) == RDB_ROW) {
+			store->ids[got++] = rdb_col_int64(stmt, 0);
+		}
+		ret = got == n ? ZC_EOK : rc < 0 ? rc : ZC_ESQL;
+		rdb_done(stmt);
+		if (ret != ZC_EOK) {
+			return ret;
+		}
+		store->ids_at = 0;
+		store->ids_n = n;
+		store->ids_block = n;
+	}
+	*id = store->ids[store->ids_at++];
+	return ZC_EOK;
 }
 
 int records_alloc_id(records_store_t *store, int64_t *id)
 {
+	if (rdb_kind(store->db) == RDB_PG) {
+		return next_pg_id(store, id);
+	}
 	if (!store->ids_loaded) {
 		rdb_stmt_t *stmt;
-		int ret = rdb_prepare(store->db, RDB_SQL2(
+		int ret = rdb_prepare(store->db, RDB_SQLITE_ONLY(
 			"SELECT max(coalesce((SELECT max(id) FROM records), 0),"
 			" coalesce((SELECT value FROM counters"
-			" WHERE name = 'record_id'), 0))",
-			"SELECT greatest(coalesce((SELECT max(id) FROM records),"
-			" 0), coalesce((SELECT value FROM counters"
 			" WHERE name = 'record_id'), 0))"), &stmt);
 		if (ret != ZC_EOK) {
 			return ret;
@@ -50,7 +97,8 @@ int records_alloc_id(records_store_t *store, int64_t *id)
 
 int records_ids_flush(records_store_t *store)
 {
-	if (!store->ids_dirty) {
+	/* PostgreSQL: nothing to write, the sequence keeps the mark. */
+	if (!store->ids_dirty || rdb_kind(store->db) == RDB_PG) {
 		return ZC_EOK;
 	}
 	rdb_stmt_t *stmt;

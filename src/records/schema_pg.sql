@@ -41,10 +41,11 @@ CREATE TABLE zones (
   record_count bigint NOT NULL DEFAULT 0);
 
 -- Record ids are never handed out twice. SQLite keeps a high-water mark in
--- counters.record_id (rows.c), which this baseline keeps too, so the same
--- SQL runs on both; the libpq driver is meant to take ids from record_ids
--- instead (several nodes write at once; a sequence never goes back, and an
--- id drawn by a rolled-back transaction is merely skipped).
+-- counters.record_id (rows.c); on PostgreSQL several nodes write at once,
+-- so ids come from record_ids, in blocks (rows.c): a sequence never goes
+-- back, and an id drawn by a rolled-back transaction is merely skipped.
+-- counters.record_id is SQLite's only (a copy back to SQLite gives it the
+-- sequence's mark, migrate.c).
 CREATE SEQUENCE record_ids;
 
 CREATE TABLE records (

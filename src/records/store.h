@@ -16,6 +16,9 @@
 #include "records/records.h"
 
 #define RECORDS_COUNT_ZONES 8
+/* Record ids drawn from PostgreSQL's sequence at once (rows.c). */
+#define RECORDS_ID_BLOCK_MIN 16
+#define RECORDS_ID_BLOCK_MAX 1024
 
 struct records_store {
 	/* store.c: the connection (its statements are the driver's). */
@@ -25,19 +28,34 @@ struct records_store {
 	 * out again). */
 	int64_t version_zone;
 	uint32_t version_logged;
+	/* changelog.c, PostgreSQL: the top-level transaction id of the
+	 * events appended since records_changelog_begin() (0: none), which
+	 * records_changelog_committed() looks up once it committed. */
+	int64_t log_xid;
 	/* query.c: zone id -> apex of the last zone looked up by id (ids
 	 * are never reused and apexes never change, so this never goes
 	 * stale). */
 	int64_t apex_zone;
 	uint8_t apex[KNOT_DNAME_MAXLEN];
-	/* rows.c: record ids, the next one to hand out, read at the first
-	 * insert of a write transaction and written back to counters at its
-	 * commit. */
+	/* rows.c: record ids, the next one to hand out. SQLite: read at
+	 * the first insert of a write transaction and written back to
+	 * counters at its commit. PostgreSQL: drawn from the sequence
+	 * record_ids in blocks (ids[ids_at..ids_n) not handed out yet,
+	 * kept across transactions: a drawn value is never drawn again),
+	 * the block doubling from RECORDS_ID_BLOCK_MIN within a
+	 * transaction (ids_block). */
 	bool ids_loaded;
 	bool ids_dirty;
 	int64_t next_id;
-	/* txn.c: inside a write transaction (records_write_begin()). */
+	int64_t ids[RECORDS_ID_BLOCK_MAX];
+	size_t ids_at, ids_n, ids_block;
+	/* txn.c: inside a write transaction (records_write_begin()), and
+	 * the units released in it so far: on PostgreSQL the transaction
+	 * holds their row locks (zones) until it ends, so a later unit must
+	 * not wait for a lock (zones.c: NOWAIT), which could close a cycle
+	 * with another node's batch. */
 	bool in_write;
+	unsigned units_kept;
 	/* zones.c: inside a write transaction, the zone row last read or
 	 * written, kept as this connection changed it (records_zone_get()
 	 * is the first read of every unit; the committer runs many per

@@ -4,8 +4,9 @@
  * (records.h, "Write transactions"). The SQL is the driver's (db.h);
  * what this file adds is keeping each file's per-connection state in
  * step with the transaction: record ids and counts written at commit,
- * and everything a rollback undoes forgotten with it (the zone row, the
- * change log's indexed version, the counts since the savepoint).
+ * everything a rollback undoes forgotten with it (the zone row, the
+ * change log's indexed version, the counts since the savepoint), and
+ * how many units the transaction keeps (their locks, on PostgreSQL).
  */
 #include "common/error.h"
 #include "records/changelog.h"
@@ -16,8 +17,10 @@ int records_write_begin(records_store_t *store)
 	records_ids_forget(store);
 	records_zrow_forget(store);
 	records_counts_forget(store);
+	records_changelog_begin(store);
 	int ret = rdb_begin_write(store->db);
 	store->in_write = ret == ZC_EOK;
+	store->units_kept = 0;
 	return ret;
 }
 
@@ -37,6 +40,7 @@ int records_write_commit(records_store_t *store)
 	records_ids_forget(store);
 	records_zrow_forget(store);
 	store->in_write = false;
+	store->units_kept = 0;
 	return ret;
 }
 
@@ -48,6 +52,7 @@ void records_write_rollback(records_store_t *store)
 	records_zrow_forget(store);
 	records_counts_forget(store);
 	store->in_write = false;
+	store->units_kept = 0;
 }
 
 int records_savepoint(records_store_t *store)
@@ -58,7 +63,14 @@ int records_savepoint(records_store_t *store)
 
 int records_savepoint_release(records_store_t *store)
 {
-	return rdb_release(store->db, RDB_SP_UNIT);
+	int ret = rdb_release(store->db, RDB_SP_UNIT);
+	store->units_kept += ret == ZC_EOK;
+	return ret;
+}
+
+bool records_write_holds_units(records_store_t *store)
+{
+	return store->units_kept > 0;
 }
 
 /* Undoes a savepoint (level 0: the unit's, 1: the inner one) and what

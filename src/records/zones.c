@@ -4,7 +4,10 @@
  * creating and deleting them, their settings, and their versions (the
  * serial moved once per unit of work, by its policy or by an UPDATE's
  * SOA). Each change is logged through the change log (changelog.h) in
- * the caller's transaction.
+ * the caller's transaction. Inside a write transaction on PostgreSQL,
+ * reading a zone locks its row to the commit (records.h, "Concurrency"):
+ * the lock that keeps a zone's versions gap-free and in order across
+ * nodes.
  */
 #include <assert.h>
 #include <stdio.h>
@@ -52,13 +55,12 @@ void records_zone_from_stmt(rdb_stmt_t *stmt, records_zone_t *zone)
 	zone->serial_policy = (records_serial_policy_t)rdb_col_int64(stmt, 7);
 }
 
-int records_zone_find(records_store_t *store, const knot_dname_t *apex,
-                      records_zone_t *zone)
+/* A zone row by apex with sql (locking it or not). */
+static int find_zone(records_store_t *store, const rdb_sql_t *sql,
+                     const knot_dname_t *apex, records_zone_t *zone)
 {
 	rdb_stmt_t *stmt;
-	int ret = rdb_prepare(store->db, RDB_SQL(
-		"SELECT " RECORDS_ZONE_COLUMNS
-		" FROM zones WHERE apex = ?1"), &stmt);
+	int ret = rdb_prepare(store->db, sql, &stmt);
 	if (ret != ZC_EOK) {
 		return ret;
 	}
@@ -75,16 +77,58 @@ int records_zone_find(records_store_t *store, const knot_dname_t *apex,
 	return ret;
 }
 
+int records_zone_find(records_store_t *store, const knot_dname_t *apex,
+                      records_zone_t *zone)
+{
+	return find_zone(store, RDB_SQL("SELECT " RECORDS_ZONE_COLUMNS
+	                                " FROM zones WHERE apex = ?1"),
+	                 apex, zone);
+}
+
+int records_zone_find_locked(records_store_t *store, const knot_dname_t *apex,
+                             records_zone_t *zone)
+{
+	return find_zone(store, RDB_SQL2("SELECT " RECORDS_ZONE_COLUMNS
+	                                 " FROM zones WHERE apex = ?1",
+	                                 "SELECT " RECORDS_ZONE_COLUMNS
+	                                 " FROM zones WHERE apex = ?1"
+	                                 " FOR NO KEY UPDATE"),
+	                 apex, zone);
+}
+
+/*
+ * The statement reading a zone row by id: inside a write transaction on
+ * PostgreSQL it locks the row to the transaction's end (records.h,
+ * "Concurrency"). FOR NO KEY UPDATE is the lock the serial's UPDATE takes
+ * anyway: it excludes other writers of the zone and its deletion, not the
+ * foreign-key checks of rows that merely name the zone (a token, a TSIG
+ * key). NOWAIT once the transaction keeps earlier units.
+ */
+#define ZONE_BY_ID "SELECT " RECORDS_ZONE_COLUMNS " FROM zones WHERE id = ?1"
+static const rdb_sql_t zone_by_id = { ZONE_BY_ID, ZONE_BY_ID };
+static const rdb_sql_t zone_by_id_locked = {
+	ZONE_BY_ID, ZONE_BY_ID " FOR NO KEY UPDATE" };
+static const rdb_sql_t zone_by_id_nowait = {
+	ZONE_BY_ID, ZONE_BY_ID " FOR NO KEY UPDATE NOWAIT" };
+
+static const rdb_sql_t *zone_get_sql(const records_store_t *store)
+{
+	if (!store->in_write) {
+		return &zone_by_id;
+	}
+	return store->units_kept == 0 ? &zone_by_id_locked : &zone_by_id_nowait;
+}
+
 int records_zone_get(records_store_t *store, int64_t id, records_zone_t *zone)
 {
+	/* Kept only from a read of this transaction, which locked the row
+	 * (forgotten at every rollback, which releases the lock). */
 	if (store->in_write && store->zrow_valid && store->zrow.id == id) {
 		*zone = store->zrow;
 		return ZC_EOK;
 	}
 	rdb_stmt_t *stmt;
-	int ret = rdb_prepare(store->db, RDB_SQL(
-		"SELECT " RECORDS_ZONE_COLUMNS
-		" FROM zones WHERE id = ?1"), &stmt);
+	int ret = rdb_prepare(store->db, zone_get_sql(store), &stmt);
 	if (ret != ZC_EOK) {
 		return ret;
 	}
@@ -190,8 +234,7 @@ int records_zone_create(records_store_t *store, const knot_dname_t *apex,
 	return ret;
 }
 
-int records_zone_remove(records_store_t *store, records_zone_t *zone,
-                        uint64_t *seq)
+int records_zone_remove(records_store_t *store, records_zone_t *zone)
 {
 	rdb_stmt_t *stmt;
 	records_zrow_forget(store);
@@ -205,7 +248,7 @@ int records_zone_remove(records_store_t *store, records_zone_t *zone,
 	ret = rdb_run(stmt);
 	rdb_done(stmt);
 	if (ret == ZC_EOK) {
-		ret = log_zone(store, zone, RECORDS_CHANGE_ZONE_DELETED, seq);
+		ret = log_zone(store, zone, RECORDS_CHANGE_ZONE_DELETED, NULL);
 	}
 	return ret;
 }
@@ -213,20 +256,25 @@ int records_zone_remove(records_store_t *store, records_zone_t *zone,
 int records_zone_delete(records_store_t *store, const knot_dname_t *apex,
                         uint64_t *seq)
 {
+	records_changelog_begin(store);
 	int ret = rdb_begin_write(store->db);
 	if (ret != ZC_EOK) {
 		return ret;
 	}
 	records_zone_t zone;
-	ret = records_zone_find(store, apex, &zone);
+	ret = records_zone_find_locked(store, apex, &zone);
 	if (ret == ZC_EOK) {
-		ret = records_zone_remove(store, &zone, seq);
+		ret = records_zone_remove(store, &zone);
 	}
 	if (ret == ZC_EOK) {
 		ret = rdb_commit(store->db);
 	}
 	if (ret != ZC_EOK) {
 		rdb_rollback(store->db);
+		records_changelog_rollback(store);
+	} else if (seq != NULL && records_changelog_committed(store, seq) !=
+	           ZC_EOK) {
+		*seq = 0; /* Committed all the same; not to be waited for. */
 	}
 	return ret;
 }

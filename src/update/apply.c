@@ -598,6 +598,11 @@ static int delete_rr(records_store_t *rs, update_msg_t *m, node_t *n,
 int update_apply(records_store_t *rs, void *arg)
 {
 	update_msg_t *m = arg;
+	/* Afresh: the writer runs a unit again after a zone lock it could
+	 * not take (writer.h), its first run rolled back. */
+	m->changed = false;
+	m->added_count = 0;
+	m->removed = 0;
 	int ret = records_zone_get(rs, m->zone.id, &m->zone);
 	if (ret == ZC_ENOZONE) {
 		m->rcode = KNOT_RCODE_NOTAUTH; /* Deleted meanwhile. */

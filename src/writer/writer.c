@@ -33,7 +33,7 @@ struct writer {
 	/* writer_stats(): waiting under lock, the rest written by the writer
 	 * thread only. */
 	size_t waiting;
-	_Atomic uint64_t batches, units, last_batch;
+	_Atomic uint64_t batches, units, last_batch, splits;
 };
 
 /* Runs one unit in a savepoint of the open transaction. */
@@ -104,12 +104,35 @@ static void run_alone(writer_t *w, writer_unit_t *u)
 	count_batch(u);
 }
 
-/* Runs one batch in one transaction. */
-static void run_batch(writer_t *w, writer_unit_t *batch)
+/* Gives the units that succeeded the position of their commit, when one
+ * of them wants it. */
+static void give_seq(writer_t *w, writer_unit_t *batch)
+{
+	bool wanted = false;
+	for (writer_unit_t *u = batch; u != NULL; u = u->next) {
+		u->seq = 0;
+		wanted |= u->want_seq && u->result == ZC_EOK;
+	}
+	uint64_t seq = 0;
+	if (wanted && records_changelog_committed(w->rs, &seq) != ZC_EOK) {
+		seq = 0; /* Committed all the same; not to be waited for. */
+	}
+	for (writer_unit_t *u = batch; u != NULL; u = u->next) {
+		u->seq = u->result == ZC_EOK ? seq : 0;
+	}
+}
+
+/*
+ * Runs one batch in one transaction. Returns the units it did not run
+ * (NULL: none), cut off the batch at a unit that could not take a lock
+ * without waiting while the transaction held earlier units' (writer.h):
+ * they run first in the next batch.
+ */
+static writer_unit_t *run_batch(writer_t *w, writer_unit_t *batch)
 {
 	if (batch->alone) {
 		run_alone(w, batch);
-		return;
+		return NULL;
 	}
 	for (writer_unit_t *u = batch; u != NULL; u = u->next) {
 		u->result = ZC_EOK;
@@ -119,12 +142,21 @@ static void run_batch(writer_t *w, writer_unit_t *batch)
 	if (ret == ZC_EOK) {
 		ret = records_write_begin(w->rs);
 	}
-	for (writer_unit_t *u = batch; u != NULL; u = u->next) {
+	writer_unit_t *rest = NULL;
+	for (writer_unit_t *u = batch, *prev = NULL; u != NULL;
+	     prev = u, u = u->next) {
 		if (ret != ZC_EOK) {
 			u->result = ret;
 			continue;
 		}
+		bool held = records_write_holds_units(w->rs);
 		u->result = run_unit(w->rs, u);
+		if (u->result == ZC_EBUSY && held && records_write_open(w->rs)) {
+			/* Rolled back to its savepoint: the next batch. */
+			rest = u;
+			prev->next = NULL;
+			break;
+		}
 		if (u->result != ZC_EOK && !records_write_open(w->rs)) {
 			/* SQLite rolled the whole transaction back (disk full,
 			 * I/O error): the units before this one are undone. */
@@ -148,7 +180,32 @@ static void run_batch(writer_t *w, writer_unit_t *batch)
 			fail_done(batch, ret); /* The records store logged why. */
 		}
 	}
+	if (ret == ZC_EOK) {
+		give_seq(w, batch);
+	}
 	count_batch(batch);
+	return rest;
+}
+
+/* Puts units a batch did not run back at the head of the queue, in their
+ * order; returns how many. */
+static size_t requeue(writer_t *w, writer_unit_t *rest)
+{
+	size_t n = 1;
+	writer_unit_t *last = rest;
+	while (last->next != NULL) {
+		last = last->next;
+		n++;
+	}
+	pthread_mutex_lock(&w->lock);
+	last->next = w->head;
+	w->head = rest;
+	if (w->tail == NULL) {
+		w->tail = last;
+	}
+	w->waiting += n;
+	pthread_mutex_unlock(&w->lock);
+	return n;
 }
 
 /* Trims the journal now and then: events older than the retention that
@@ -229,7 +286,13 @@ static void *writer_main(void *arg)
 			records_set_max_records(w->rs, max);
 			w->applied_max_records = max;
 		}
-		run_batch(w, batch);
+		writer_unit_t *rest = run_batch(w, batch);
+		if (rest != NULL) {
+			units -= requeue(w, rest);
+			atomic_fetch_add(&w->splits, 1);
+			zc_debug("writer: batch cut after %zu units: a zone was"
+			         " locked by another writer", units);
+		}
 		atomic_fetch_add(&w->batches, 1);
 		atomic_fetch_add(&w->units, units);
 		atomic_store(&w->last_batch, units);
@@ -322,8 +385,8 @@ static bool enqueue(writer_t *w, writer_unit_t *u)
 	return true;
 }
 
-/* Queues a unit and waits for its outcome. */
-static int run_and_wait(writer_t *w, writer_unit_t u)
+/* Queues a unit and waits for its outcome (and its seq, unless NULL). */
+static int run_and_wait(writer_t *w, writer_unit_t u, uint64_t *seq)
 {
 	pthread_mutex_lock(&w->lock);
 	if (!enqueue(w, &u)) {
@@ -334,18 +397,27 @@ static int run_and_wait(writer_t *w, writer_unit_t u)
 		pthread_cond_wait(&w->settled, &w->lock);
 	}
 	pthread_mutex_unlock(&w->lock);
+	if (seq != NULL) {
+		*seq = u.seq;
+	}
 	return u.result;
 }
 
 int writer_run(writer_t *w, writer_fn fn, void *ctx)
 {
-	return run_and_wait(w, (writer_unit_t){ .fn = fn, .ctx = ctx });
+	return run_and_wait(w, (writer_unit_t){ .fn = fn, .ctx = ctx }, NULL);
+}
+
+int writer_run_seq(writer_t *w, writer_fn fn, void *ctx, uint64_t *seq)
+{
+	return run_and_wait(w, (writer_unit_t){ .fn = fn, .ctx = ctx,
+	                                        .want_seq = true }, seq);
 }
 
 int writer_run_alone(writer_t *w, writer_fn fn, void *ctx)
 {
 	return run_and_wait(w, (writer_unit_t){ .fn = fn, .ctx = ctx,
-	                                        .alone = true });
+	                                        .alone = true }, NULL);
 }
 
 uint64_t writer_max_records(writer_t *w)
@@ -382,4 +454,5 @@ void writer_stats(writer_t *w, writer_stats_t *out)
 	out->batches = atomic_load(&w->batches);
 	out->units = atomic_load(&w->units);
 	out->last_batch = atomic_load(&w->last_batch);
+	out->splits = atomic_load(&w->splits);
 }

@@ -15,6 +15,18 @@
  * runs alone, between two batches (writer_run_alone()), so it is ordered
  * with every other write all the same.
  *
+ * Several writers at once (PostgreSQL: one per node, each its own
+ * connection) serialise per zone: a unit locks its zone's row
+ * (records.h, "Concurrency"). A unit whose zone another transaction
+ * holds, after units of this batch were kept, does not wait (which could
+ * close a cycle with another node's batch holding the other zone): it
+ * fails with ZC_EBUSY at once, and the writer rolls it back, commits the
+ * units before it, and runs it and the units after it first, as the next
+ * batch, where it waits holding nothing. The order of units is kept, and
+ * no two writers ever wait for each other in a cycle through zone locks
+ * (docs/design-postgresql.md §4.3). So a unit may run twice: its first
+ * run rolled back, fn must start afresh from ctx.
+ *
  * Between batches the thread also trims the change log (the IXFR journal)
  * to its retention, never past what the builder has applied.
  *
@@ -46,6 +58,11 @@ typedef struct writer_unit {
 	void *ctx;
 	void (*done)(struct writer_unit *unit, int result);
 	bool alone;     /* Runs outside any transaction (writer_run_alone). */
+	bool want_seq;  /* Fill seq (one query per batch on PostgreSQL). */
+	/* Out, with want_seq, once done: the change-log position of the end
+	 * of the commit that carried the unit (records_changelog_committed()),
+	 * for waiting until the builder applied it; 0 on failure. */
+	uint64_t seq;
 	/* Internal. */
 	int result;
 	bool settled;
@@ -65,6 +82,10 @@ void writer_stop(writer_t *w);
 /* Runs fn(ctx) in the next group commit and waits for the outcome: the
  * unit's own error, or the commit's. ZC_EOK means durably committed. */
 int writer_run(writer_t *w, writer_fn fn, void *ctx);
+
+/* writer_run() that also gives the change-log position of the commit's
+ * end (writer_unit_t.seq) in *seq. */
+int writer_run_seq(writer_t *w, writer_fn fn, void *ctx, uint64_t *seq);
 
 /*
  * As writer_run() for a unit that opens and commits its own transaction
@@ -89,6 +110,7 @@ typedef struct {
 	uint64_t batches;     /* Transactions committed (or failed). */
 	uint64_t units;       /* Units run in them. */
 	uint64_t last_batch;  /* Units in the last one. */
+	uint64_t splits;      /* Batches cut at a zone another writer held. */
 } writer_stats_t;
 
 void writer_stats(writer_t *w, writer_stats_t *out);

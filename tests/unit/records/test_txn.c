@@ -203,8 +203,14 @@ static void test_isolation(records_store_t *rs, const char *dir)
 	CHECK_EQ(fx_run_unit(rs, fx_add_unit, &unit), ZC_EOK);
 	CHECK_EQ(fx_last_seq(other), before);
 	CHECK_EQ(fx_count(other, z.id, "a.iso.test.", 0), 0);
+	fx_events_t e;
+	CHECK_EQ(fx_events(other, before, &e), ZC_EOK);
+	CHECK_EQ(e.count, 0);
 	CHECK_EQ(records_write_commit(rs), ZC_EOK);
-	CHECK_EQ(fx_last_seq(other), before + 1);
+	CHECK_EQ(fx_events(other, before, &e), ZC_EOK);
+	CHECK_EQ(e.count, 1);
+	CHECK(fx_last_seq(other) > before);
+	CHECK_EQ(e.last, fx_last_seq(other));
 	CHECK_EQ(fx_count(other, z.id, "a.iso.test.", 0), 1);
 	records_close(other);
 }
