@@ -7,7 +7,6 @@ gap-free and in order, and each node's edge store equals a full build of
 the store (`zonecast verify`)."""
 
 import json
-import os
 import random
 import subprocess
 import threading
