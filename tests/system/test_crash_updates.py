@@ -91,7 +91,14 @@ def test_sigkill_during_updates_loses_nothing_acknowledged(zonecast_api_factory)
         senders = [Sender(srv.port, "r%dt%d" % (round_, t)) for t in range(2)]
         for s in senders:
             s.start()
-        time.sleep(rng.uniform(0.05, 0.25))
+        # Killed mid-stream, once it is flowing: a server slow to take
+        # its first UPDATE after a restart (sanitizers, a loaded machine,
+        # PostgreSQL's first statements) would otherwise be killed before
+        # any, and the round would test nothing.
+        deadline = time.monotonic() + 10
+        while not any(s.acked for s in senders) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        time.sleep(rng.uniform(0.0, 0.2))
         srv.kill9()
         for s in senders:
             s.join(10)
