@@ -1,0 +1,381 @@
+"""An outside tester's attacks on the fleet's leader and its fencing
+(docs/postgresql.md "The fleet's leader", docs/fleet.md "Several
+primaries"): several `zonecast serve --nats` nodes on one PostgreSQL
+records store, one leading at a time, edges following whichever leads.
+Real PostgreSQL, real nats-server, real `zonecast edge` processes; every
+acknowledged write must end up served by every edge and nothing else
+(`zonecast verify --records` of each edge's store)."""
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import threading
+import time
+
+import dns.message
+import dns.query
+import pytest
+
+import fleet
+import pg
+import servers
+
+pytestmark = pytest.mark.skipif(not os.path.exists(fleet.NATS),
+                                reason="nats-server is not installed")
+
+ZONE = "atk.test."
+
+
+# -- the world: PostgreSQL, NATS, nodes, edges ------------------------------
+
+class World:
+    def __init__(self, tmp_path, pgdir, uri, nats):
+        self.tmp = tmp_path
+        self.pgdir = pgdir
+        self.uri = uri
+        self.nats = nats
+        self.nodes = []
+        self.edges = []
+        self.proxies = []
+
+    def node(self, name, zone_file=None, nats_url=None):
+        """A `zonecast serve --nats` node on the shared store, API up."""
+        srv = servers.ZonecastServer(str(self.tmp / name), api=True,
+                                     options=["records-store=%s" % self.uri,
+                                              "nats=%s" % (nats_url or self.nats.url)])
+        srv.zones = {}
+        bound = os.path.join(srv.data_dir, "records-store")
+        if srv.records_uri:  # The harness's own binding: ours instead.
+            os.unlink(bound)
+        if zone_file:
+            with open(bound, "w") as f:
+                f.write(self.uri + "\n")
+            srv.import_zone(ZONE.rstrip("."), zone_file)
+        srv.port = servers.free_port()
+        srv.api_port = servers.free_port()
+        srv.name = name
+        srv.serve()
+        srv.client_ = srv.client()
+        self.nodes.append(srv)
+        return srv
+
+    def edge(self, name):
+        e = fleet.EdgeServer(str(self.tmp), name, self.nats.url)
+        e.metrics_port = servers.free_port()
+        e.options.append("metrics-listen=127.0.0.1:%d" % e.metrics_port)
+        e.start()
+        self.edges.append(e)
+        return e
+
+    def up(self):
+        return [n for n in self.nodes if n.proc is not None]
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    with pg.own_cluster("zonecast-atl.") as pgdir:
+        yield pgdir
+
+
+_databases = iter(range(1, 1000))
+
+
+@pytest.fixture
+def world(cluster, tmp_path):
+    pgdir = cluster
+    if subprocess.run([pg.DEV_PG, "status", pgdir], capture_output=True).returncode != 0:
+        subprocess.run([pg.DEV_PG, "start", pgdir], check=True, capture_output=True)
+    uri = pg.database(pgdir, "atk%d" % next(_databases))
+    nats = fleet.NatsServer(str(tmp_path))
+    nats.start()
+    w = World(tmp_path, pgdir, uri, nats)
+    try:
+        yield w
+    finally:
+        problems = []
+        for proxy in w.proxies:
+            proxy.close()
+        for s in w.edges + w.nodes:
+            if s.proc is not None:
+                os.kill(s.proc.pid, signal.SIGCONT)
+                problems += ["%s: %s" % (s.workdir, p) for p in s.stop()]
+        nats.stop()
+        assert not problems, problems
+
+
+def wait_for(what, cond, timeout=20, step=0.02):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = cond()
+        if value:
+            return value
+        time.sleep(step)
+    raise AssertionError("timed out waiting for " + what)
+
+
+def state(srv, timeout=2):
+    try:
+        return srv.client_.get("/fleet", timeout=timeout)
+    except Exception:
+        return None  # Killed, paused, or starting.
+
+
+def leading(srv):
+    s = state(srv)
+    return s["term"] if s and s["leading"] and s["connected"] else None
+
+
+def leader(w, timeout=20):
+    """The node leading (and connected), once exactly one is; (node, term)."""
+    def one():
+        found = [(n, leading(n)) for n in w.up()]
+        found = [(n, t) for n, t in found if t]
+        return found[0] if len(found) == 1 else None
+    return wait_for("one node to lead", one, timeout=timeout)
+
+
+def txt(port, name):
+    try:
+        r = dns.query.udp(dns.message.make_query(name, "TXT"), "127.0.0.1", port=port,
+                          timeout=1)
+    except Exception:
+        return None
+    return sorted(rr.to_text() for rrset in r.answer for rr in rrset)
+
+
+def soa_serial(port, zone=ZONE):
+    try:
+        r = dns.query.udp(dns.message.make_query(zone, "SOA"), "127.0.0.1", port=port,
+                          timeout=0.5)
+    except Exception:
+        return None
+    for rrset in r.answer:
+        for rr in rrset:
+            return rr.serial
+    return None
+
+
+def metric(edge, name):
+    import urllib.request
+    with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % edge.metrics_port,
+                                timeout=3) as r:
+        for line in r.read().decode().splitlines():
+            if line.startswith(name + " "):
+                return float(line.split()[1])
+    return None
+
+
+def verify_edge(edge, uri):
+    cp = subprocess.run([servers.zonecast_bin(), "verify", "--data-dir", edge.data_dir,
+                         "--records", uri], capture_output=True, text=True, timeout=120)
+    assert cp.returncode == 0 and "no differences" in cp.stdout, cp.stdout + cp.stderr
+
+
+def add(srv, zid, name, value):
+    srv.client_.ok("POST", "/zones/%s/dns_records" % zid,
+                   json={"type": "TXT", "name": name, "content": value})
+
+
+def zone_file(tmp_path, count):
+    """A zone of count TXT records (a snapshot of some size)."""
+    path = tmp_path / "atk.zone"
+    lines = ["$ORIGIN %s" % ZONE, "$TTL 300",
+             "@ SOA ns1 hostmaster 1 7200 3600 1209600 300", "@ NS ns1", "ns1 A 192.0.2.1"]
+    lines += ['r%d TXT "%s"' % (i, "x" * 100) for i in range(count)]
+    path.write_text("\n".join(lines) + "\n")
+    return str(path)
+
+
+def js_api(port, subject, request):
+    """One JetStream API request over the NATS text protocol; the reply."""
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+        f = s.makefile("rb")
+        f.readline()
+        s.sendall(b'CONNECT {"verbose":false,"headers":true,"protocol":1}\r\n'
+                  b"SUB _INBOX.atk 1\r\n")
+        body = json.dumps(request).encode()
+        s.sendall(b"PUB %s _INBOX.atk %d\r\n%s\r\n" % (subject.encode(), len(body), body))
+        while True:
+            line = f.readline()
+            if line.startswith(b"PING"):
+                s.sendall(b"PONG\r\n")
+            elif line.startswith(b"MSG "):
+                size = int(line.split()[-1])
+                data = f.read(size + 2)[:size]
+                return json.loads(data)
+            elif not line:
+                raise AssertionError("NATS closed the connection")
+
+
+def head_manifest(nats):
+    """The newest snapshot manifest in the snapshot stream (or None)."""
+    import base64
+    r = js_api(nats.port, "$JS.API.STREAM.MSG.GET.zonecast-snap",
+               {"last_by_subj": "zonecast.snap.head"})
+    if "message" not in r:
+        return None
+    return json.loads(base64.b64decode(r["message"]["data"]))
+
+
+def snapshot_parts(nats, snap_id):
+    """How many parts of snapshot snap_id the snapshot stream holds."""
+    r = js_api(nats.port, "$JS.API.STREAM.INFO.zonecast-snap",
+               {"subjects_filter": "zonecast.snap.data.%s.>" % snap_id})
+    return len(r.get("state", {}).get("subjects") or {})
+
+
+
+
+class FreezingProxy:
+    """A TCP proxy in front of nats-server for one node: once armed with a
+    subject, it holds everything the node sends from the first protocol
+    line naming that subject on (the node is stuck right before that
+    request, as if paused there) until thaw()."""
+
+    def __init__(self, target_port):
+        self.target = target_port
+        self.lsock = socket.socket()
+        self.lsock.bind(("127.0.0.1", 0))
+        self.lsock.listen(16)
+        self.port = self.lsock.getsockname()[1]
+        self.lock = threading.Lock()
+        self.trigger = None
+        self.frozen = threading.Event()
+        self.thawed = threading.Event()
+        self.closed = False
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    @property
+    def url(self):
+        return "nats://127.0.0.1:%d" % self.port
+
+    def arm(self, subject):
+        with self.lock:
+            self.trigger = subject.encode()
+            self.frozen.clear()
+            self.thawed.clear()
+
+    def thaw(self):
+        with self.lock:
+            self.trigger = None
+        self.thawed.set()
+
+    def close(self):
+        self.closed = True
+        self.thaw()
+        self.lsock.close()
+
+    def _accept(self):
+        while not self.closed:
+            try:
+                client, _ = self.lsock.accept()
+            except OSError:
+                return
+            server = socket.create_connection(("127.0.0.1", self.target))
+            threading.Thread(target=self._pump, args=(client, server, True),
+                             daemon=True).start()
+            threading.Thread(target=self._pump, args=(server, client, False),
+                             daemon=True).start()
+
+    def _pump(self, src, dst, upstream):
+        pending = b""
+        try:
+            while True:
+                data = src.recv(65536)
+                if not data:
+                    break
+                if not upstream:
+                    dst.sendall(data)
+                    continue
+                pending += data
+                with self.lock:
+                    trigger = self.trigger
+                at = pending.find(trigger) if trigger else -1
+                if at >= 0:
+                    start = pending.rfind(b"\n", 0, at) + 1
+                    dst.sendall(pending[:start])
+                    pending = pending[start:]
+                    self.frozen.set()
+                    self.thawed.wait()
+                keep = 0
+                if trigger and at < 0:  # Holds back what may begin it.
+                    keep = next((k for k in range(min(len(trigger), len(pending)), 0, -1)
+                                 if trigger.startswith(pending[-k:])), 0)
+                dst.sendall(pending[:len(pending) - keep])
+                pending = pending[len(pending) - keep:]
+        except OSError:
+            pass
+        finally:
+            for s in (src, dst):
+                try:
+                    s.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
+
+def lock_session_pid(w):
+    """The backend holding the fleet's advisory lock (docs/postgresql.md)."""
+    out = pg.psql(w.pgdir, "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND "
+                           "classid = 2053207663 AND objid = 1 AND granted",
+                  db=w.uri.split("/")[3].split("?")[0]).strip()
+    return int(out) if out else None
+
+
+def cut_lock_session(w):
+    pid = lock_session_pid(w)
+    assert pid, "nobody holds the fleet's lock"
+    pg.psql(w.pgdir, "SELECT pg_terminate_backend(%d)" % pid)
+
+
+# -- the attacks --------------------------------------------------------------
+
+@pytest.mark.parametrize("stuck_at", ["zonecast.snap.head",
+                                      "$JS.API.STREAM.INFO.zonecast-snap"],
+                         ids=["before-manifest", "before-purge"])
+def test_stale_leader_cannot_undo_a_newer_ones_snapshot(world, stuck_at):
+    """A node takes over and is stuck (its NATS traffic held) right before
+    it publishes its snapshot's manifest, or right before it purges the
+    other snapshots, meanwhile it loses its PostgreSQL session, and another
+    node leads, publishes its snapshot and takes writes. Then the stuck node
+    goes on. Whatever it sends late must not undo the newer leader's
+    history: the newest manifest stays the newer term's, with all its
+    parts, and a fresh edge (and the running one) serve what the newer
+    leader publishes."""
+    w = world
+    a = w.node("a")
+    _, t0 = leader(w)
+    proxy = FreezingProxy(w.nats.port)
+    w.proxies.append(proxy)
+    b = w.node("b", nats_url=proxy.url)
+    e1 = w.edge("e1")
+    zid = a.client_.ok("POST", "/zones", json={"name": ZONE.rstrip(".")})["result"]["id"]
+    add(a, zid, "first." + ZONE, "one")
+    wait_for("e1 to serve the first write", lambda: txt(e1.port, "first." + ZONE), 30)
+
+    proxy.arm(stuck_at)
+    a.kill9()
+    assert proxy.frozen.wait(20), "b did not take over"
+    stale_term = state(b)["term"]
+    assert state(b)["leading"]
+    c = w.node("c")
+    cut_lock_session(w)  # b is cut off from PostgreSQL too: c takes over.
+    newer = wait_for("c to lead", lambda: leading(c), timeout=30)
+    assert newer > stale_term
+    add(c, zid, "during." + ZONE, "two")
+    wait_for("e1 to serve c's write", lambda: txt(e1.port, "during." + ZONE), timeout=30)
+    proxy.thaw()
+    wait_for("b to step down", lambda: (state(b) or {}).get("leading") is False, timeout=15)
+    time.sleep(1)
+    m = head_manifest(w.nats)
+    assert m["term"] == newer, (m, newer)
+    assert snapshot_parts(w.nats, m["id"]) == m["parts"], m
+    add(c, zid, "after." + ZONE, "three")
+    e2 = w.edge("e2")
+    for e in (e1, e2):
+        wait_for("%s to serve the write after" % e.name,
+                 lambda: txt(e.port, "after." + ZONE), timeout=30)
+    assert leading(c) == newer
+    for e in (e1, e2):
+        verify_edge(e, w.uri)
