@@ -8,6 +8,7 @@ acknowledged write must end up served by every edge and nothing else
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -379,3 +380,150 @@ def test_stale_leader_cannot_undo_a_newer_ones_snapshot(world, stuck_at):
     assert leading(c) == newer
     for e in (e1, e2):
         verify_edge(e, w.uri)
+
+
+ODD_TERMS = ['"7"', '-1', '18446744073709551616', 'null', '1.5', '"x"']
+
+
+def test_odd_terms_in_forged_manifests_and_messages(world):
+    """Anyone who may publish to the fleet's subjects sends manifests and
+    messages whose term is odd (a string, negative, past 64 bits, null, a
+    fraction; empty, non-numeric). Edges neither crash nor stop following,
+    and a node taking over after such a manifest still publishes: each
+    takeover's write is served."""
+    w = world
+    nodes = [w.node("a"), w.node("b")]
+    srv, term = leader(w)
+    e1 = w.edge("e1")
+    zid = srv.client_.ok("POST", "/zones", json={"name": ZONE.rstrip(".")})["result"]["id"]
+    add(srv, zid, "first." + ZONE, "one")
+    wait_for("e1 to serve", lambda: txt(e1.port, "first." + ZONE), 30)
+    for i, odd in enumerate(ODD_TERMS):
+        history = state(srv)["history"]
+        for t in ["", "-1", "abc", "99999999999999999999999", "1e3", " %d" % term, odd]:
+            fleet.hpub(w.nats.port, "zonecast.txn",
+                       {"Zc-Epoch": history, "Zc-Term": t, "Zc-Commit": "999999",
+                        "Zc-Part": "0", "Zc-Flags": "1"}, b"junk")
+        manifest = ('{"epoch": "%016x", "term": %s, "commit": 1, "parts": 1, '
+                    '"txn_seq": 1, "id": "%016x-1"}' % (0xfeed + i, odd, 0xfeed + i))
+        fleet.hpub(w.nats.port, "zonecast.snap.head", {}, manifest.encode())
+        srv.kill9()
+        srv, newer = leader(w, timeout=30)
+        assert newer > term
+        term = newer
+        add(srv, zid, "n%d.%s" % (i, ZONE), "v%d" % i)
+        wait_for("e1 to serve the write after manifest term %s" % odd,
+                 lambda: txt(e1.port, "n%d.%s" % (i, ZONE)), timeout=30)
+        dead = [n for n in nodes if n.proc is None][0]
+        dead.restart()
+        dead.client_ = dead.client()
+    e2 = w.edge("e2")
+    wait_for("e2 to serve the last write",
+             lambda: txt(e2.port, "n%d.%s" % (len(ODD_TERMS) - 1, ZONE)), timeout=30)
+    for e in (e1, e2):
+        verify_edge(e, w.uri)
+
+
+class SerialWatch:
+    """Queries an edge's SOA serial for the zone all the time, from a
+    thread; what it saw, in order."""
+
+    def __init__(self, edge, zone=ZONE):
+        self.edge, self.zone = edge, zone
+        self.seen = []
+        self.stop_ = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self):
+        while not self.stop_.is_set():
+            s = soa_serial(self.edge.port, self.zone)
+            if s is not None and (not self.seen or self.seen[-1] != s):
+                self.seen.append(s)
+            time.sleep(0.003)
+
+    def stop(self):
+        self.stop_.set()
+        self.thread.join()
+        return self.seen
+
+
+def backwards(serials):
+    """The steps where a serial went back (RFC 1982 order)."""
+    return [(a, b) for a, b in zip(serials, serials[1:]) if 0 < (a - b) % 2 ** 32 < 2 ** 31]
+
+
+def test_new_leader_behind_the_old_one_sends_no_edge_back(world):
+    """The waiting node is paused while the leader takes a burst of writes
+    (every one served by the edge); then the leader is killed and the
+    waiting node resumes: it leads at once, while its own build of those
+    writes may still be running. The edge loads the new leader's snapshot,
+    but a zone version it served never goes back (SOA serial watched all
+    along), and every write stays served."""
+    w = world
+    a = w.node("a")
+    leader(w)
+    b = w.node("b")
+    e1 = w.edge("e1")
+    zid = a.client_.ok("POST", "/zones", json={"name": ZONE.rstrip(".")})["result"]["id"]
+    add(a, zid, "first." + ZONE, "one")
+    wait_for("e1 to serve", lambda: txt(e1.port, "first." + ZONE), 30)
+    b.proc.send_signal(signal.SIGSTOP)
+    names = []
+    for i in range(300):
+        names.append("b%d.%s" % (i, ZONE))
+        add(a, zid, names[-1], "x" * 200)
+    wait_for("e1 to serve the burst", lambda: txt(e1.port, names[-1]), 60)
+    watch = SerialWatch(e1)
+    time.sleep(0.2)
+    a.kill9()
+    b.proc.send_signal(signal.SIGCONT)
+    term = wait_for("b to lead", lambda: leading(b), timeout=30)
+    add(b, zid, "after." + ZONE, "two")
+    wait_for("e1 to serve b's write", lambda: txt(e1.port, "after." + ZONE), 30)
+    wait_for("e1 at b's term", lambda: metric(e1, "zonecast_fleet_term") == term)
+    time.sleep(0.5)
+    seen = watch.stop()
+    assert seen and not backwards(seen), seen
+    verify_edge(e1, w.uri)
+
+
+def test_edge_killed_right_after_loading_a_new_terms_snapshot(world):
+    """An edge dies (SIGKILL, here from gdb at the very point) just after it
+    loaded the new leader's snapshot, before anything else. Restarted, it
+    follows the new leader: the term it keeps goes with the history it
+    holds."""
+    gdb = shutil.which("gdb")
+    if gdb is None:
+        pytest.skip("gdb is not installed")
+    w = world
+    a = w.node("a")
+    leader(w)
+    b = w.node("b")
+    e1 = w.edge("e1")
+    zid = a.client_.ok("POST", "/zones", json={"name": ZONE.rstrip(".")})["result"]["id"]
+    add(a, zid, "first." + ZONE, "one")
+    wait_for("e1 to serve", lambda: txt(e1.port, "first." + ZONE), 30)
+    g = subprocess.Popen([gdb, "-nx", "-batch", "-p", str(e1.proc.pid),
+                          "-ex", "break raise_term", "-ex", "continue", "-ex", "kill"],
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+    def traced_and_running():
+        with open("/proc/%d/status" % e1.proc.pid) as f:
+            st = dict(line.split(":", 1) for line in f if ":" in line)
+        return st["TracerPid"].strip() != "0" and st["State"].split()[0] in "RSD"
+    wait_for("gdb to attach and let e1 go on", traced_and_running, timeout=60, step=0.1)
+    out = []
+    a.kill9()
+    term = wait_for("b to lead", lambda: leading(b), timeout=30)
+    out.append(g.communicate(timeout=60)[0])
+    assert e1.proc.wait(10) == -signal.SIGKILL, "".join(out)
+    e1.proc = None
+    e1._logf.close()
+    e1._checked = len(e1.log())
+    e1.start()
+    add(b, zid, "after." + ZONE, "two")
+    wait_for("the restarted e1 to serve b's write",
+             lambda: txt(e1.port, "after." + ZONE), timeout=30)
+    assert metric(e1, "zonecast_fleet_term") == term
+    verify_edge(e1, w.uri)
