@@ -76,28 +76,15 @@ static bool term_old(fleet_edge_t *fe, uint64_t term, const char *what)
 }
 
 /*
- * A snapshot of a newer term was loaded: its term is the newest seen,
- * kept in the store so that it holds across a restart. Only a loaded
- * snapshot raises it (a message or a manifest alone could be forged, and a
- * forged high term would make the edge drop the real leader's).
+ * A snapshot of a newer term was loaded: its term is the newest seen (the
+ * load kept it in the store, in its transaction, so that it holds across
+ * a restart). Only a loaded snapshot raises it (a message or a manifest
+ * alone could be forged, and a forged high term would make the edge drop
+ * the real leader's).
  */
 static void raise_term(fleet_edge_t *fe, uint64_t term)
 {
 	if (term > fe->term) {
-		edge_txn_t txn = { 0 };
-		int ret = edge_txn_begin_write(fe->es, &txn);
-		if (ret == ZC_EOK) {
-			ret = edge_meta_put(&txn, "fleet_term", term);
-			if (ret == ZC_EOK) {
-				ret = edge_txn_commit(&txn);
-			} else {
-				edge_txn_abort(&txn);
-			}
-		}
-		if (ret != ZC_EOK) {
-			zc_warn("fleet: cannot keep leader term %" PRIu64 ": %s",
-			        term, zc_strerror(ret));
-		}
 		fe->term = term;
 	}
 }
