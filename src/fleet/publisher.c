@@ -5,8 +5,8 @@
  * snapshots and purges what they make unnecessary. With leadership it
  * first waits to lead, begins a history for its term, and steps down
  * (recording off, leadership given up, back to waiting) when it no longer
- * leads or JetStream refuses its publish because a newer leader's came
- * first (fenced). Every publish that a newer leader's would conflict with
+ * leads, when JetStream refuses its publish because a newer leader's came
+ * first (fenced), or when it could publish nothing for GIVE_UP_MS. Every publish that a newer leader's would conflict with
  * (txn messages, manifests) names what it expects last in its stream, as
  * read before PostgreSQL confirmed this leader's term (fleet.h).
  */
@@ -23,6 +23,11 @@
 #define BATCH 256
 #define POLL_MS 100      /* also sends what other processes committed */
 #define RETRY_MS 250
+/* A leader that could not publish this long (NATS out of its reach, not
+ * necessarily of the other nodes') steps down, and tries to lead again
+ * only after HOLD_OFF_MS, so that a node that can publish takes over. */
+#define GIVE_UP_MS 3000
+#define HOLD_OFF_MS 1000
 
 typedef struct {
 	fleet_primary_t *fp;
@@ -496,6 +501,20 @@ static void step_down(fleet_primary_t *fp, const char *why)
 	fp->lead.drop(fp->lead.ctx);
 }
 
+/* With leadership: steps down when nothing could be published since ok_ms
+ * for GIVE_UP_MS (then *hold_until says when to try to lead again). */
+static bool give_up(fleet_primary_t *fp, int64_t ok_ms, int64_t *hold_until)
+{
+	int64_t now = fleet_now_ms();
+	if (fp->lead.take == NULL || now - ok_ms < GIVE_UP_MS) {
+		return false;
+	}
+	step_down(fp, "nothing could be published to NATS for 3 s: another "
+	          "node may lead");
+	*hold_until = now + HOLD_OFF_MS;
+	return true;
+}
+
 void *fleet_publisher_main(void *arg)
 {
 	fleet_primary_t *fp = arg;
@@ -513,11 +532,16 @@ void *fleet_publisher_main(void *arg)
 	uint32_t trimmed_part = UINT32_MAX;
 	bool ready = false;
 	bool led = fp->lead.take != NULL;
+	int64_t ok_ms = 0, hold_until = 0; /* publishing worked; give_up() */
 	while (!fp->stop) {
 		if (led && !fp->leading) {
+			while (!fp->stop && fleet_now_ms() < hold_until) {
+				fleet_sleep_ms(50);
+			}
 			if (lead(&p) != ZC_EOK) {
 				continue; /* Stopping. */
 			}
+			ok_ms = fleet_now_ms();
 			prev = (fleet_manifest_t){ .id = "" };
 			trimmed_commit = 0;
 			trimmed_part = UINT32_MAX;
@@ -538,8 +562,10 @@ void *fleet_publisher_main(void *arg)
 				step_down(fp, zc_strerror(ret));
 				continue;
 			}
-			if (!ready) {
+			if (!ready && !give_up(fp, ok_ms, &hold_until)) {
 				wait_more(fp, RETRY_MS * 4);
+			}
+			if (!ready) {
 				continue;
 			}
 		}
@@ -563,9 +589,12 @@ void *fleet_publisher_main(void *arg)
 			fp->connected = false;
 			pthread_mutex_unlock(&fp->lock);
 			ready = false;
-			wait_more(fp, RETRY_MS);
+			if (!give_up(fp, ok_ms, &hold_until)) {
+				wait_more(fp, RETRY_MS);
+			}
 			continue;
 		}
+		ok_ms = fleet_now_ms();
 		int snap = p.bytes >= fp->cfg.snapshot_bytes ?
 		           snapshot(&p, &prev) : ZC_EOK;
 		if (snap == ZC_EFENCED) {
