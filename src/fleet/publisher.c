@@ -25,7 +25,8 @@
 #define RETRY_MS 250
 /* A leader that could not publish this long (NATS out of its reach, not
  * necessarily of the other nodes') steps down, and tries to lead again
- * only after HOLD_OFF_MS, so that a node that can publish takes over. */
+ * only after HOLD_OFF_MS, so that a node that can publish takes over; so
+ * does a node that took a term but could not begin its history. */
 #define GIVE_UP_MS 3000
 #define HOLD_OFF_MS 1000
 
@@ -456,7 +457,8 @@ static int start_epoch(pub_t *p, fleet_manifest_t *prev)
 /*
  * Leadership: waits until this process leads, then begins a history for
  * the term (recording on: a new history, whose snapshot start_epoch()
- * publishes). ZC_EOK when it leads; anything else when stopping.
+ * publishes). ZC_EOK when it leads; anything else when stopping, or when
+ * it took a term but its history cannot begin (the lead given back).
  */
 static int lead(pub_t *p)
 {
@@ -467,6 +469,9 @@ static int lead(pub_t *p)
 	if (ret == ZC_EOK) {
 		ret = edge_repl_enable(fp->es, true, &pos);
 		if (ret != ZC_EOK) {
+			zc_warn("fleet: term %" PRIu64 " taken, but its history "
+			        "cannot begin in the edge store: %s; giving the lead "
+			        "back", term, zc_strerror(ret));
 			fp->lead.drop(fp->lead.ctx);
 		}
 	}
@@ -539,7 +544,9 @@ void *fleet_publisher_main(void *arg)
 				fleet_sleep_ms(50);
 			}
 			if (lead(&p) != ZC_EOK) {
-				continue; /* Stopping. */
+				/* Stopping, or this node cannot lead now: others may. */
+				hold_until = fleet_now_ms() + HOLD_OFF_MS;
+				continue;
 			}
 			ok_ms = fleet_now_ms();
 			prev = (fleet_manifest_t){ .id = "" };

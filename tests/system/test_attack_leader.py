@@ -862,3 +862,30 @@ def test_leader_cut_off_from_postgresql_silently(world):
     wait_for("e1 to serve a's write", lambda: txt(e1.port, "after." + ZONE), 30)
     assert leading(b) == newer and not state(a)["leading"]
     verify_edge(e1, w.uri)
+
+
+
+def test_node_that_cannot_record_does_not_churn_terms(world):
+    """A node whose edge store refuses writes (made immutable) can take the
+    lock but cannot begin its history: it gives the lead back, says why,
+    and waits before trying again, instead of taking term after term (each
+    one a PostgreSQL update, a log line, and the lock kept from healthy
+    nodes). Once its store takes writes again it leads."""
+    if shutil.which("chattr") is None or os.geteuid() != 0:
+        pytest.skip("needs chattr and root")
+    w = world
+    a, b = w.node("a"), w.node("b")
+    srv, term = leader(w)
+    assert srv is a
+    mdb = os.path.join(b.data_dir, "edge.mdb")
+    subprocess.run(["chattr", "+i", mdb], check=True)
+    try:
+        a.kill9()
+        time.sleep(3)
+        db = w.uri.split("/")[3].split("?")[0]
+        epoch = int(pg.psql(w.pgdir, "SELECT epoch FROM leader", db=db))
+    finally:
+        subprocess.run(["chattr", "-i", mdb], check=True)
+    assert epoch - term <= 5, "%d terms taken in 3 s" % (epoch - term)
+    assert "cannot begin" in b.log()
+    wait_for("b to lead", lambda: leading(b), timeout=30)
