@@ -889,3 +889,31 @@ def test_node_that_cannot_record_does_not_churn_terms(world):
     assert epoch - term <= 5, "%d terms taken in 3 s" % (epoch - term)
     assert "cannot begin" in b.log()
     wait_for("b to lead", lambda: leading(b), timeout=30)
+
+
+def test_many_handovers_under_writes_edges_keep_following(world):
+    """The lock session ended again and again (pg_terminate_backend) under
+    writes: a new term and a new history every few hundred milliseconds,
+    each making every edge leave its subscription and load a snapshot. The
+    edges keep following (nats.c 3.4 could be left using a subscription
+    freed under it, its read loop hung: no reply ever again) and serve
+    every acknowledged write."""
+    w = world
+    w.node("a")
+    w.node("b")
+    srv, term = leader(w)
+    edges = [w.edge("e1"), w.edge("e2")]
+    zid = srv.client_.ok("POST", "/zones", json={"name": ZONE.rstrip(".")})["result"]["id"]
+    add(srv, zid, "first." + ZONE, "one")
+    for e in edges:
+        wait_for("%s to serve" % e.name, lambda: txt(e.port, "first." + ZONE), 30)
+    writers = Writers(w, zid)
+    for _ in range(20):
+        time.sleep(0.3)
+        if lock_session_pid(w):
+            cut_lock_session(w)
+        _, term = wait_for("a newer leader", lambda: next(
+            ((n, t) for n, t in ((n, leading(n, 0.3)) for n in w.up()) if t and t > term),
+            None), timeout=30)
+    acked = writers.stop()
+    settle_edges(w, zid, acked, edges)
