@@ -330,6 +330,11 @@ static bool lead_held(void *ctx)
 	return records_leader_held(ctx);
 }
 
+static int lead_confirm(void *ctx)
+{
+	return records_leader_confirm(ctx);
+}
+
 static void lead_drop(void *ctx)
 {
 	records_leader_drop(ctx);
@@ -354,7 +359,8 @@ static int start_fleet(serve_ctx_t *ctx)
 		return ret;
 	}
 	fleet_leadership_t lead = {
-		.take = lead_take, .held = lead_held, .drop = lead_drop,
+		.take = lead_take, .held = lead_held, .confirm = lead_confirm,
+		.drop = lead_drop,
 		.ctx = ctx->leader,
 	};
 	fleet_config_t fcfg;

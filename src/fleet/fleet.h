@@ -70,20 +70,28 @@ typedef struct fleet_primary fleet_primary_t;
  * publishes only while it leads. take() blocks until this process leads
  * (ZC_EOK and its term: a number that only grows across the fleet) or
  * *stop; held() says whether it still leads (called often: cheap);
- * drop() gives leadership up.
+ * confirm() asks the source of truth whether it leads with the newest
+ * term at this moment (ZC_EOK; anything else: it does not, or cannot
+ * tell); drop() gives leadership up.
  *
  * Fencing. Every message and snapshot manifest carries the publisher's
  * term (header Zc-Term, manifest "term"). Every publish to the txn stream
- * names the stream sequence it expects last (Nats-Expected-Last-Sequence):
- * once a new leader has published, an old one's publish is refused by
- * JetStream itself, and the old leader steps down (ZC_EFENCED). Edges
- * remember the highest term they saw (in their store) and drop messages
- * and snapshots of an older one, so an old leader that wakes from a pause
+ * names the stream sequence it expects last (Nats-Expected-Last-Sequence)
+ * and every manifest the sequence of the manifest it replaces
+ * (Nats-Expected-Last-Subject-Sequence), as read before confirm() said
+ * this process leads: once a newer leader has published, an older one's
+ * publish is refused by JetStream itself, and the older one steps down
+ * (ZC_EFENCED) when confirm() says so (a term read from NATS could be
+ * forged). A leader never purges the snapshot of a newer term (the id
+ * names its term). Edges remember the highest term they saw (in their
+ * store, with the snapshot that raised it) and drop messages and
+ * snapshots of an older one, so an old leader that wakes from a pause
  * changes no edge, even through a manifest.
  */
 typedef struct {
 	int (*take)(void *ctx, const _Atomic bool *stop, uint64_t *term);
 	bool (*held)(void *ctx);
+	int (*confirm)(void *ctx);
 	void (*drop)(void *ctx);
 	void *ctx;
 } fleet_leadership_t;

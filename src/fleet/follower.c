@@ -76,28 +76,15 @@ static bool term_old(fleet_edge_t *fe, uint64_t term, const char *what)
 }
 
 /*
- * A snapshot of a newer term was loaded: its term is the newest seen,
- * kept in the store so that it holds across a restart. Only a loaded
- * snapshot raises it (a message or a manifest alone could be forged, and a
- * forged high term would make the edge drop the real leader's).
+ * A snapshot of a newer term was loaded: its term is the newest seen (the
+ * load kept it in the store, in its transaction, so that it holds across
+ * a restart). Only a loaded snapshot raises it (a message or a manifest
+ * alone could be forged, and a forged high term would make the edge drop
+ * the real leader's).
  */
 static void raise_term(fleet_edge_t *fe, uint64_t term)
 {
 	if (term > fe->term) {
-		edge_txn_t txn = { 0 };
-		int ret = edge_txn_begin_write(fe->es, &txn);
-		if (ret == ZC_EOK) {
-			ret = edge_meta_put(&txn, "fleet_term", term);
-			if (ret == ZC_EOK) {
-				ret = edge_txn_commit(&txn);
-			} else {
-				edge_txn_abort(&txn);
-			}
-		}
-		if (ret != ZC_EOK) {
-			zc_warn("fleet: cannot keep leader term %" PRIu64 ": %s",
-			        term, zc_strerror(ret));
-		}
 		fe->term = term;
 	}
 }
@@ -280,6 +267,31 @@ static int idle_check(fleet_edge_t *fe)
 	return last > fe->delivered ? ZC_EBUSY : ZC_EOK;
 }
 
+/*
+ * Ends a subscription without racing nats.c 3.4's read loop, which looks a
+ * subscription up and then uses it unlocked: destroyed meanwhile by this
+ * thread, it is used freed (nats.c issue 637, fixed in 3.5), and the read
+ * loop hangs on its mutex, no reply ever arriving again: the edge stops
+ * following (test_attack_leader.py caught it after a run of handovers,
+ * each of which ends a subscription). So the server first stops sending to
+ * it (its consumer deleted), a round trip makes sure the read loop handled
+ * whatever came before, and then it goes.
+ */
+static void end_subscription(fleet_edge_t *fe, natsSubscription *sub)
+{
+	jsConsumerInfo *ci = NULL;
+	if (!fe->stop &&
+	    natsSubscription_GetConsumerInfo(&ci, sub, NULL, NULL) == NATS_OK) {
+		js_DeleteConsumer(fe->js, ci->Stream, ci->Name, NULL, NULL);
+		jsConsumerInfo_Destroy(ci);
+		natsConnection_FlushTimeout(fe->nc, 2000);
+	}
+	/* No Unsubscribe: nats.c 3.4 reads a freed consumer name there when
+	 * the ordered consumer was reset meanwhile (ASan); Destroy() sends
+	 * the UNSUB without deleting the consumer. */
+	natsSubscription_Destroy(sub);
+}
+
 /* Follows the stream from the applied position until a gap or stop. */
 static int follow(fleet_edge_t *fe)
 {
@@ -289,7 +301,7 @@ static int follow(fleet_edge_t *fe)
 	so.Ordered = true;
 	so.Config.DeliverPolicy = js_DeliverByStartSequence;
 	so.Config.OptStartSeq = fe->seq + 1;
-	/* Consumers of gone subscriptions go soon (no Unsubscribe below). */
+	/* Consumers of gone subscriptions go soon (if not deleted). */
 	so.Config.InactiveThreshold = (int64_t)10 * 1000 * 1000 * 1000;
 	natsSubscription *sub = NULL;
 	jsErrCode jerr = 0;
@@ -339,10 +351,7 @@ static int follow(fleet_edge_t *fe)
 		}
 	}
 	abort_open(fe);
-	/* No Unsubscribe: nats.c 3.4 reads a freed consumer name there when
-	 * the ordered consumer was reset meanwhile (ASan). The server drops
-	 * the ephemeral consumer once it is inactive. */
-	natsSubscription_Destroy(sub);
+	end_subscription(fe, sub);
 	return ret;
 }
 

@@ -45,6 +45,11 @@ int fleet_ensure_streams(const fleet_config_t *cfg, const fleet_names_t *n,
 /* nats.c's status as a zonecast code, logged once with what failed. */
 int fleet_nats_error(natsStatus s, jsErrCode jerr, const char *what);
 
+/* Sets header (Nats-Expected-Last-Sequence or -Subject-Sequence) to seq,
+ * 0 included: JetStream stores msg only if the stream (or its subject)
+ * ends at seq, 0 meaning empty (nats.c's options leave 0 out). */
+natsStatus fleet_expect_last(natsMsg *msg, const char *header, uint64_t seq);
+
 int64_t fleet_now_ms(void);
 void fleet_sleep_ms(unsigned ms);
 
@@ -55,19 +60,30 @@ typedef struct {
 	uint64_t commit;
 	uint32_t parts;
 	uint64_t txn_seq;  /* first txn stream sequence to read after it */
-	char id[64];
+	char id[64];       /* epoch-commit-term */
+	uint64_t head_seq; /* its snapshot stream sequence (not in the JSON) */
 } fleet_manifest_t;
 
-/* Publishes a snapshot of es and its manifest; *m gets the manifest. */
+/* Publishes a snapshot of es and its manifest, the manifest only if the
+ * newest one is still the one at stream sequence head_seq (0: none):
+ * ZC_ESTALE when another was published meanwhile. *m gets the manifest. */
 int fleet_snapshot_publish(jsCtx *js, const fleet_names_t *n,
                            edge_store_t *es, uint64_t term, uint64_t txn_seq,
-                           fleet_manifest_t *m, uint64_t *bytes);
+                           uint64_t head_seq, fleet_manifest_t *m,
+                           uint64_t *bytes);
 
-/* Reads the newest manifest: ZC_EOK, or ZC_ENOZONE when there is none. */
+/* Reads the newest manifest: ZC_EOK, ZC_ENOZONE when there is none, or
+ * ZC_EFORMAT when it cannot be read (forged); then m->head_seq alone is
+ * set (a leader replaces it). */
 int fleet_manifest_get(jsCtx *js, const fleet_names_t *n,
                        fleet_manifest_t *m);
 
-/* Loads the snapshot of manifest m into es in one transaction. */
+/* The leader term a snapshot id names (0: an id from before terms). */
+uint64_t fleet_snapshot_id_term(const char *id);
+
+/* Loads the snapshot of manifest m into es in one transaction, with its
+ * term (meta "fleet_term": the caller loads none older than the term kept
+ * there). */
 int fleet_snapshot_load(jsCtx *js, const fleet_names_t *n, edge_store_t *es,
                         const fleet_manifest_t *m);
 

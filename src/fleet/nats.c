@@ -3,6 +3,7 @@
  * The NATS side shared by the primary and the edges: names, connecting
  * (authentication, TLS, reconnecting for ever), the streams and bucket.
  */
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,6 +53,13 @@ int fleet_names(const char *prefix, fleet_names_t *n)
 	snprintf(n->snap_data, sizeof(n->snap_data), "%s.snap.data", prefix);
 	snprintf(n->bucket, sizeof(n->bucket), "%s-edges", prefix);
 	return ZC_EOK;
+}
+
+natsStatus fleet_expect_last(natsMsg *msg, const char *header, uint64_t seq)
+{
+	char num[32];
+	snprintf(num, sizeof(num), "%" PRIu64, seq);
+	return natsMsgHeader_Set(msg, header, num);
 }
 
 int64_t fleet_now_ms(void)

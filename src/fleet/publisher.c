@@ -5,8 +5,10 @@
  * snapshots and purges what they make unnecessary. With leadership it
  * first waits to lead, begins a history for its term, and steps down
  * (recording off, leadership given up, back to waiting) when it no longer
- * leads or JetStream refuses its publish because a newer leader's came
- * first (fenced).
+ * leads, when JetStream refuses its publish because a newer leader's came
+ * first (fenced), or when it could publish nothing for GIVE_UP_MS. Every publish that a newer leader's would conflict with
+ * (txn messages, manifests) names what it expects last in its stream, as
+ * read before PostgreSQL confirmed this leader's term (fleet.h).
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -21,6 +23,12 @@
 #define BATCH 256
 #define POLL_MS 100      /* also sends what other processes committed */
 #define RETRY_MS 250
+/* A leader that could not publish this long (NATS out of its reach, not
+ * necessarily of the other nodes') steps down, and tries to lead again
+ * only after HOLD_OFF_MS, so that a node that can publish takes over; so
+ * does a node that took a term but could not begin its history. */
+#define GIVE_UP_MS 3000
+#define HOLD_OFF_MS 1000
 
 typedef struct {
 	fleet_primary_t *fp;
@@ -30,6 +38,7 @@ typedef struct {
 	uint64_t ring_commit; /* the part being sent */
 	uint32_t part;
 	uint64_t last_seq;   /* stream sequence of the last message sent */
+	uint64_t head_seq;   /* snapshot stream sequence of the newest manifest */
 	uint64_t bytes;      /* sent since the last snapshot */
 	int ret;
 	int64_t now_ms;
@@ -48,36 +57,39 @@ static void zone_put(const uint8_t *val, size_t len, void *ctx)
 	}
 }
 
-/* The term in the txn stream's last message (0: none, or no term). */
-static uint64_t last_term(fleet_primary_t *fp)
+/*
+ * Whether this process still leads, with the newest term: PostgreSQL says
+ * (fleet.h, confirm()), not a term read from NATS (anyone allowed to
+ * publish could forge one and make every leader step down). ZC_EOK;
+ * ZC_EFENCED when a newer leader took over; another error when it cannot
+ * tell (then held() is false: it steps down too).
+ */
+static int still_leading(pub_t *p)
 {
-	natsMsg *msg = NULL;
-	uint64_t term = 0;
-	if (js_GetLastMsg(&msg, fp->js, fp->names.txn_stream,
-	                  fp->names.txn_subject, NULL, NULL) == NATS_OK) {
-		const char *t = NULL;
-		if (natsMsgHeader_Get(msg, "Zc-Term", &t) == NATS_OK && t != NULL) {
-			term = strtoull(t, NULL, 10);
-		}
-		natsMsg_Destroy(msg);
+	fleet_primary_t *fp = p->fp;
+	if (fp->lead.confirm == NULL) {
+		return ZC_EOK;
 	}
-	return term;
+	int ret = fp->lead.confirm(fp->lead.ctx);
+	if (ret != ZC_EOK) {
+		zc_warn("fleet: this node (term %" PRIu64 ") no longer leads: %s",
+		        p->term, zc_strerror(ret));
+	}
+	return ret;
 }
 
 /*
- * JetStream refused a publish: the stream's last message is not the one
- * this publisher sent last. A newer leader's message: fenced. Anything
- * else (the stream recreated, or an older leader's message that got in
- * before this one's first): start again from the stream as it is, with a
- * snapshot.
+ * JetStream refused a publish: the stream (or the snapshot head) is not as
+ * this publisher saw it last. A newer leader's publish: fenced (or it
+ * cannot tell: not leading either). Anything else (the stream recreated,
+ * an older leader's or a forged message that got in first): start again
+ * from the stream as it is, with a snapshot.
  */
 static int refused(pub_t *p)
 {
-	uint64_t term = last_term(p->fp);
-	if (term > p->term) {
-		zc_warn("fleet: a newer leader (term %" PRIu64 ") published; this "
-		        "node (term %" PRIu64 ") steps down", term, p->term);
-		return ZC_EFENCED;
+	int ret = still_leading(p);
+	if (ret != ZC_EOK) {
+		return ret;
 	}
 	p->stream_reset = true;
 	return ZC_EREPLGAP;
@@ -120,11 +132,14 @@ static int send_part(const edge_repl_part_t *part, void *arg)
 	if (!(part->flags & EDGE_REPL_CONT)) {
 		edge_repl_zone_puts(part->data, part->len, zone_put, p);
 	}
+	if (s == NATS_OK) { /* The fence (fleet.h). */
+		s = fleet_expect_last(msg, "Nats-Expected-Last-Sequence",
+		                      p->last_seq);
+	}
 	jsPubOptions po;
 	jsPubOptions_Init(&po);
 	po.MsgId = subject_id;
 	po.MaxWait = 5000;
-	po.ExpectLastSeq = p->last_seq; /* the fence (fleet.h); 0: none */
 	jsPubAck *ack = NULL;
 	jsErrCode jerr = 0;
 	if (s == NATS_OK) {
@@ -194,9 +209,11 @@ static int purge_txn_below(fleet_primary_t *fp, uint64_t seq)
 }
 
 /* Purges every snapshot's parts but those of the ids kept (also what a
- * primary killed while publishing one left behind). */
-static void purge_other_snapshots(fleet_primary_t *fp, const char *keep1,
-                                  const char *keep2)
+ * primary killed while publishing one left behind), and but those of a
+ * newer term than this leader's: a leader that lost its lead while it
+ * snapshotted purges nothing its successor published. */
+static void purge_other_snapshots(fleet_primary_t *fp, uint64_t term,
+                                  const char *keep1, const char *keep2)
 {
 	char filter[FLEET_STR_MAX + 4];
 	snprintf(filter, sizeof(filter), "%s.>", fp->names.snap_data);
@@ -224,7 +241,8 @@ static void purge_other_snapshots(fleet_primary_t *fp, const char *keep1,
 		if (dot != NULL) {
 			*dot = '\0';
 		}
-		bool seen = strcmp(id, keep1) == 0 || strcmp(id, keep2) == 0;
+		bool seen = strcmp(id, keep1) == 0 || strcmp(id, keep2) == 0 ||
+		            fleet_snapshot_id_term(id) > term;
 		for (int j = 0; j < ndone && !seen; j++) {
 			seen = strcmp(done[j], id) == 0;
 		}
@@ -249,14 +267,19 @@ static int snapshot(pub_t *p, fleet_manifest_t *prev)
 	uint64_t bytes = 0;
 	int64_t t0 = fleet_now_ms();
 	int ret = fleet_snapshot_publish(fp->js, &fp->names, fp->es, p->term,
-	                                 p->last_seq + 1, &m, &bytes);
+	                                 p->last_seq + 1, p->head_seq, &m,
+	                                 &bytes);
+	if (ret == ZC_ESTALE) {
+		return refused(p); /* Another manifest came meanwhile. */
+	}
 	if (ret != ZC_EOK) {
 		return ret;
 	}
+	p->head_seq = m.head_seq;
 	zc_info("fleet: snapshot %s published (%" PRIu32 " parts, %" PRIu64
 	        " KiB, %" PRId64 " ms)", m.id, m.parts, bytes >> 10,
 	        fleet_now_ms() - t0);
-	purge_other_snapshots(fp, m.id, prev->id);
+	purge_other_snapshots(fp, p->term, m.id, prev->id);
 	if (prev->id[0] != '\0' && strcmp(prev->id, m.id) != 0) {
 		purge_txn_below(fp, prev->txn_seq);
 	}
@@ -286,12 +309,13 @@ static int publish_marker(pub_t *p, const fleet_manifest_t *m)
 	natsMsgHeader_Set(msg, "Zc-Part", "0");
 	snprintf(num, sizeof(num), "%u", FLEET_MARKER);
 	natsMsgHeader_Set(msg, "Zc-Flags", num);
-	jsPubOptions po;
-	jsPubOptions_Init(&po);
-	po.ExpectLastSeq = p->last_seq;
 	jsPubAck *ack = NULL;
 	jsErrCode jerr = 0;
-	natsStatus s = js_PublishMsg(&ack, p->fp->js, msg, &po, &jerr);
+	natsStatus s = fleet_expect_last(msg, "Nats-Expected-Last-Sequence",
+	                                 p->last_seq);
+	if (s == NATS_OK) {
+		s = js_PublishMsg(&ack, p->fp->js, msg, NULL, &jerr);
+	}
 	natsMsg_Destroy(msg);
 	int ret = ZC_EOK;
 	if (s == NATS_OK) {
@@ -372,10 +396,21 @@ static int start_epoch(pub_t *p, fleet_manifest_t *prev)
 	}
 	fleet_manifest_t head = { .id = "" };
 	ret = fleet_manifest_get(fp->js, &fp->names, &head);
-	if (ret != ZC_EOK && ret != ZC_ENOZONE) {
+	if (ret == ZC_EFORMAT) {
+		zc_warn("fleet: the newest snapshot manifest cannot be read "
+		        "(forged?): a snapshot replaces it");
+	} else if (ret != ZC_EOK && ret != ZC_ENOZONE) {
 		return ret;
 	}
 	bool have = ret == ZC_EOK;
+	p->head_seq = head.head_seq;
+	/* What the publishes below expect was read before PostgreSQL says
+	 * this process leads: a newer leader's publish is either among what
+	 * was read (then it leads no more) or refused (fleet.h). */
+	ret = still_leading(p);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
 	if (store_behind(p, &head, have)) {
 		edge_repl_pos_t pos;
 		ret = edge_repl_enable(fp->es, false, &pos);
@@ -422,7 +457,8 @@ static int start_epoch(pub_t *p, fleet_manifest_t *prev)
 /*
  * Leadership: waits until this process leads, then begins a history for
  * the term (recording on: a new history, whose snapshot start_epoch()
- * publishes). ZC_EOK when it leads; anything else when stopping.
+ * publishes). ZC_EOK when it leads; anything else when stopping, or when
+ * it took a term but its history cannot begin (the lead given back).
  */
 static int lead(pub_t *p)
 {
@@ -433,6 +469,9 @@ static int lead(pub_t *p)
 	if (ret == ZC_EOK) {
 		ret = edge_repl_enable(fp->es, true, &pos);
 		if (ret != ZC_EOK) {
+			zc_warn("fleet: term %" PRIu64 " taken, but its history "
+			        "cannot begin in the edge store: %s; giving the lead "
+			        "back", term, zc_strerror(ret));
 			fp->lead.drop(fp->lead.ctx);
 		}
 	}
@@ -467,6 +506,20 @@ static void step_down(fleet_primary_t *fp, const char *why)
 	fp->lead.drop(fp->lead.ctx);
 }
 
+/* With leadership: steps down when nothing could be published since ok_ms
+ * for GIVE_UP_MS (then *hold_until says when to try to lead again). */
+static bool give_up(fleet_primary_t *fp, int64_t ok_ms, int64_t *hold_until)
+{
+	int64_t now = fleet_now_ms();
+	if (fp->lead.take == NULL || now - ok_ms < GIVE_UP_MS) {
+		return false;
+	}
+	step_down(fp, "nothing could be published to NATS for 3 s: another "
+	          "node may lead");
+	*hold_until = now + HOLD_OFF_MS;
+	return true;
+}
+
 void *fleet_publisher_main(void *arg)
 {
 	fleet_primary_t *fp = arg;
@@ -484,11 +537,18 @@ void *fleet_publisher_main(void *arg)
 	uint32_t trimmed_part = UINT32_MAX;
 	bool ready = false;
 	bool led = fp->lead.take != NULL;
+	int64_t ok_ms = 0, hold_until = 0; /* publishing worked; give_up() */
 	while (!fp->stop) {
 		if (led && !fp->leading) {
-			if (lead(&p) != ZC_EOK) {
-				continue; /* Stopping. */
+			while (!fp->stop && fleet_now_ms() < hold_until) {
+				fleet_sleep_ms(50);
 			}
+			if (lead(&p) != ZC_EOK) {
+				/* Stopping, or this node cannot lead now: others may. */
+				hold_until = fleet_now_ms() + HOLD_OFF_MS;
+				continue;
+			}
+			ok_ms = fleet_now_ms();
 			prev = (fleet_manifest_t){ .id = "" };
 			trimmed_commit = 0;
 			trimmed_part = UINT32_MAX;
@@ -509,8 +569,10 @@ void *fleet_publisher_main(void *arg)
 				step_down(fp, zc_strerror(ret));
 				continue;
 			}
-			if (!ready) {
+			if (!ready && !give_up(fp, ok_ms, &hold_until)) {
 				wait_more(fp, RETRY_MS * 4);
+			}
+			if (!ready) {
 				continue;
 			}
 		}
@@ -534,11 +596,23 @@ void *fleet_publisher_main(void *arg)
 			fp->connected = false;
 			pthread_mutex_unlock(&fp->lock);
 			ready = false;
-			wait_more(fp, RETRY_MS);
+			if (!give_up(fp, ok_ms, &hold_until)) {
+				wait_more(fp, RETRY_MS);
+			}
 			continue;
 		}
-		if (p.bytes >= fp->cfg.snapshot_bytes &&
-		    snapshot(&p, &prev) != ZC_EOK) {
+		ok_ms = fleet_now_ms();
+		int snap = p.bytes >= fp->cfg.snapshot_bytes ?
+		           snapshot(&p, &prev) : ZC_EOK;
+		if (snap == ZC_EFENCED) {
+			step_down(fp, zc_strerror(snap));
+			continue;
+		}
+		if (snap == ZC_EREPLGAP) {
+			ready = false; /* Refused: a snapshot from the stream as is. */
+			continue;
+		}
+		if (snap != ZC_EOK) {
 			zc_warn("fleet: snapshot failed; trying again later");
 			p.bytes = fp->cfg.snapshot_bytes / 2;
 		}

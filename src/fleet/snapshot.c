@@ -6,6 +6,7 @@
  */
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <jansson.h>
 
@@ -40,8 +41,10 @@ static int publish_part(const edge_repl_part_t *part, void *arg)
 	return 0;
 }
 
+/* The manifest, only over the one at stream sequence m->head_seq (then
+ * m->head_seq is the new one's): ZC_ESTALE when another came meanwhile. */
 static int publish_manifest(jsCtx *js, const fleet_names_t *n,
-                            const fleet_manifest_t *m)
+                            fleet_manifest_t *m)
 {
 	char epoch[17];
 	snprintf(epoch, sizeof(epoch), "%016" PRIx64, m->epoch);
@@ -55,27 +58,53 @@ static int publish_manifest(jsCtx *js, const fleet_names_t *n,
 	if (text == NULL) {
 		return ZC_ENOSPACE;
 	}
-	jsErrCode jerr = 0;
-	natsStatus s = js_Publish(NULL, js, n->snap_head, text, (int)strlen(text),
-	                          NULL, &jerr);
+	natsMsg *msg = NULL;
+	natsStatus s = natsMsg_Create(&msg, n->snap_head, NULL, text,
+	                              (int)strlen(text));
 	free(text);
+	if (s == NATS_OK) {
+		s = fleet_expect_last(msg, "Nats-Expected-Last-Subject-Sequence",
+		                      m->head_seq);
+	}
+	jsPubAck *ack = NULL;
+	jsErrCode jerr = 0;
+	if (s == NATS_OK) {
+		s = js_PublishMsg(&ack, js, msg, NULL, &jerr);
+	}
+	natsMsg_Destroy(msg);
+	if (s == NATS_OK) {
+		m->head_seq = ack->Sequence;
+	}
+	jsPubAck_Destroy(ack);
+	if (s != NATS_OK && jerr == JSStreamWrongLastSequenceErr) {
+		return ZC_ESTALE;
+	}
 	return fleet_nats_error(s, jerr, "snapshot manifest");
+}
+
+uint64_t fleet_snapshot_id_term(const char *id)
+{
+	const char *dash = strchr(id, '-');
+	dash = dash != NULL ? strchr(dash + 1, '-') : NULL;
+	return dash != NULL ? strtoull(dash + 1, NULL, 10) : 0;
 }
 
 int fleet_snapshot_publish(jsCtx *js, const fleet_names_t *n,
                            edge_store_t *es, uint64_t term, uint64_t txn_seq,
-                           fleet_manifest_t *m, uint64_t *bytes)
+                           uint64_t head_seq, fleet_manifest_t *m,
+                           uint64_t *bytes)
 {
 	edge_repl_pos_t pos;
 	int ret = edge_repl_pos(es, &pos);
 	if (ret != ZC_EOK) {
 		return ret;
 	}
-	/* The id names the epoch and the commit the snapshot starts at; the
-	 * snapshot itself reads a later commit if one lands meanwhile. */
+	/* The id names the epoch and the commit the snapshot starts at (the
+	 * snapshot itself reads a later commit if one lands meanwhile) and the
+	 * term (no leader purges a newer one's snapshot). */
 	memset(m, 0, sizeof(*m));
-	snprintf(m->id, sizeof(m->id), "%016" PRIx64 "-%" PRIu64, pos.epoch,
-	         pos.commit);
+	snprintf(m->id, sizeof(m->id), "%016" PRIx64 "-%" PRIu64 "-%" PRIu64,
+	         pos.epoch, pos.commit, term);
 	snap_pub_t p = { .js = js, .n = n, .id = m->id };
 	ret = edge_repl_snapshot(es, &pos, publish_part, &p);
 	if (ret == ZC_EOK) {
@@ -89,6 +118,7 @@ int fleet_snapshot_publish(jsCtx *js, const fleet_names_t *n,
 	m->commit = pos.commit;
 	m->parts = p.parts;
 	m->txn_seq = txn_seq;
+	m->head_seq = head_seq;
 	*bytes = p.bytes;
 	return publish_manifest(js, n, m);
 }
@@ -109,7 +139,10 @@ int fleet_manifest_get(jsCtx *js, const fleet_names_t *n, fleet_manifest_t *m)
 	json_error_t err;
 	json_t *j = json_loadb(natsMsg_GetData(msg), (size_t)natsMsg_GetDataLength(msg),
 	                       0, &err);
+	uint64_t head_seq = natsMsg_GetSequence(msg);
 	natsMsg_Destroy(msg);
+	memset(m, 0, sizeof(*m));
+	m->head_seq = head_seq;
 	const char *epoch = NULL, *id = NULL;
 	json_int_t commit = 0, parts = 0, seq = 0, term = 0;
 	int ret = ZC_EFORMAT;
@@ -119,7 +152,6 @@ int fleet_manifest_get(jsCtx *js, const fleet_names_t *n, fleet_manifest_t *m)
 	                             &commit, "parts", &parts, "txn_seq", &seq,
 	                             "id", &id) == 0 &&
 	    strlen(id) < sizeof(m->id) && parts > 0 && term >= 0) {
-		memset(m, 0, sizeof(*m));
 		m->epoch = strtoull(epoch, NULL, 16);
 		m->term = (uint64_t)term;
 		m->commit = (uint64_t)commit;
@@ -153,6 +185,11 @@ int fleet_snapshot_load(jsCtx *js, const fleet_names_t *n, edge_store_t *es,
 		ret = edge_apply_feed(&ap, (const uint8_t *)natsMsg_GetData(msg),
 		                      (size_t)natsMsg_GetDataLength(msg));
 		natsMsg_Destroy(msg);
+	}
+	if (ret == ZC_EOK) {
+		/* The snapshot's term goes with it, in its transaction: an
+		 * edge stopped right after holds the term of its history. */
+		ret = edge_meta_put(&ap.txn, "fleet_term", m->term);
 	}
 	if (ret != ZC_EOK) {
 		edge_apply_abort(&ap);

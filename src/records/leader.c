@@ -11,15 +11,23 @@
  * query every HEARTBEAT_MS, so a running leader is never idle that long.
  * The leader also demotes itself: records_leader_held() is false once no
  * heartbeat succeeded within HELD_MS, which is shorter than the server's
- * timeout, so a leader cut off stops before another can take over.
+ * timeout, so a leader cut off stops before another can take over. No
+ * query on that connection waits longer than HELD_MS for its answer (a
+ * server cut off silently never answers), so nothing that gives
+ * leadership up hangs.
  *
  * Fencing: each new leader adds one to leader.epoch in the same session
  * and gets the result, its term. Terms only grow, whichever node wins,
  * so whatever a leader publishes carries its term and whoever receives it
  * (the fleet's stream and its edges, fleet.h) can refuse a term older
  * than one already seen: a paused old leader that wakes up can act only
- * until it is refused, never against a newer one's history.
+ * until it is refused, never against a newer one's history. Whether a
+ * newer leader exists is PostgreSQL's to say (records_leader_confirm()),
+ * never a term read from NATS, which anyone allowed to publish could
+ * forge.
  */
+#include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,6 +68,8 @@ static void sleep_ms(unsigned ms)
 struct records_leader {
 	char *target;
 	char *node;
+	uint64_t term;       /* this leader's (once taken) */
+	pthread_mutex_t conn_lock; /* one query at a time on conn */
 	PGconn *conn;
 	pthread_t beat;
 	bool beating;
@@ -80,7 +90,11 @@ int records_leader_new(const char *target, const char *node,
 		}
 	}
 	records_leader_t *l = calloc(1, sizeof(*l));
-	if (l == NULL || (l->target = strdup(target)) == NULL ||
+	if (l == NULL) {
+		return KNOT_ENOMEM;
+	}
+	pthread_mutex_init(&l->conn_lock, NULL);
+	if ((l->target = strdup(target)) == NULL ||
 	    (l->node = strdup(node)) == NULL) {
 		records_leader_free(l);
 		return KNOT_ENOMEM;
@@ -96,14 +110,52 @@ static bool ok(PGresult *res, ExecStatusType want)
 	return good;
 }
 
+/* Runs sql (with its text parameters) on conn, waiting at most HELD_MS
+ * for the answer: its last result, or NULL (failed, or no answer in time:
+ * the connection is spent then, a query still in flight on it). */
+static PGresult *query_within(PGconn *conn, const char *sql, int nparams,
+                              const char *const *params)
+{
+	if (PQsendQueryParams(conn, sql, nparams, NULL, params, NULL, NULL,
+	                      0) == 0) {
+		return NULL;
+	}
+	int64_t deadline = mono_ms() + HELD_MS;
+	PGresult *last = NULL;
+	for (;;) {
+		while (PQisBusy(conn)) {
+			int64_t left = deadline - mono_ms();
+			struct pollfd pfd = { .fd = PQsocket(conn), .events = POLLIN };
+			if (left <= 0 || (poll(&pfd, 1, (int)left) < 0 &&
+			                  errno != EINTR) ||
+			    PQconsumeInput(conn) == 0) {
+				PQclear(last);
+				return NULL;
+			}
+		}
+		PGresult *res = PQgetResult(conn);
+		if (res == NULL) {
+			return last;
+		}
+		PQclear(last);
+		last = res;
+	}
+}
+
 static void *heartbeat_main(void *arg)
 {
 	records_leader_t *l = arg;
 	while (!l->stop_beat && !l->lost) {
 		int64_t sent = mono_ms();
-		if (!ok(PQexec(l->conn, "SELECT 1"), PGRES_TUPLES_OK)) {
+		pthread_mutex_lock(&l->conn_lock);
+		bool answered = ok(query_within(l->conn, "SELECT 1", 0, NULL),
+		                   PGRES_TUPLES_OK);
+		pthread_mutex_unlock(&l->conn_lock);
+		if (!answered) {
 			zc_warn("fleet leadership lost: %s",
-			        PQerrorMessage(l->conn));
+			        PQerrorMessage(l->conn)[0] != '\0' ?
+			        PQerrorMessage(l->conn) :
+			        "no answer from the records store");
 			l->lost = true;
 			break;
 		}
@@ -135,9 +187,11 @@ static int try_take(records_leader_t *l, uint64_t *term)
 	char sql[96];
 	snprintf(sql, sizeof(sql), "SELECT pg_try_advisory_lock(%d, %d)",
 	         LOCK_CLASS, LOCK_FLEET);
-	PGresult *res = PQexec(l->conn, sql);
+	PGresult *res = query_within(l->conn, sql, 0, NULL);
 	if (res == NULL || PQresultStatus(res) != PGRES_TUPLES_OK) {
 		PQclear(res);
+		PQfinish(l->conn); /* Spent, or broken: the next try connects. */
+		l->conn = NULL;
 		return ZC_EUNAVAILABLE;
 	}
 	bool got = PQgetvalue(res, 0, 0)[0] == 't';
@@ -146,9 +200,8 @@ static int try_take(records_leader_t *l, uint64_t *term)
 		return ZC_EBUSY;
 	}
 	const char *params[1] = { l->node };
-	res = PQexecParams(l->conn, "UPDATE leader SET epoch = epoch + 1, "
-	                   "node = $1, since = now() RETURNING epoch", 1, NULL,
-	                   params, NULL, NULL, 0);
+	res = query_within(l->conn, "UPDATE leader SET epoch = epoch + 1, "
+	                   "node = $1, since = now() RETURNING epoch", 1, params);
 	if (res == NULL || PQresultStatus(res) != PGRES_TUPLES_OK ||
 	    PQntuples(res) != 1) {
 		zc_warn("fleet leadership: cannot take a term: %s",
@@ -171,6 +224,7 @@ int records_leader_take(records_leader_t *l, const _Atomic bool *stop,
 	while (!*stop) {
 		int ret = try_take(l, term);
 		if (ret == ZC_EOK) {
+			l->term = *term;
 			l->lost = false;
 			l->stop_beat = false;
 			l->last_ok_ms = mono_ms();
@@ -206,6 +260,28 @@ bool records_leader_held(records_leader_t *l)
 	return l->beating && !l->lost && mono_ms() - l->last_ok_ms < HELD_MS;
 }
 
+int records_leader_confirm(records_leader_t *l)
+{
+	if (!records_leader_held(l)) {
+		return ZC_EUNAVAILABLE;
+	}
+	pthread_mutex_lock(&l->conn_lock);
+	PGresult *res = query_within(l->conn, "SELECT epoch FROM leader", 0,
+	                              NULL);
+	pthread_mutex_unlock(&l->conn_lock);
+	int ret = ZC_EUNAVAILABLE;
+	if (res != NULL && PQresultStatus(res) == PGRES_TUPLES_OK &&
+	    PQntuples(res) == 1) {
+		uint64_t newest = strtoull(PQgetvalue(res, 0, 0), NULL, 10);
+		ret = newest == l->term ? ZC_EOK : ZC_EFENCED;
+	}
+	PQclear(res);
+	if (ret != ZC_EOK) {
+		l->lost = true; /* Not the leader, or cannot tell: held() no more. */
+	}
+	return ret;
+}
+
 void records_leader_drop(records_leader_t *l)
 {
 	if (l->beating) {
@@ -222,6 +298,7 @@ void records_leader_free(records_leader_t *l)
 {
 	if (l != NULL) {
 		records_leader_drop(l);
+		pthread_mutex_destroy(&l->conn_lock);
 		free(l->target);
 		free(l->node);
 		free(l);
@@ -250,6 +327,12 @@ bool records_leader_held(records_leader_t *l)
 {
 	(void)l;
 	return true;
+}
+
+int records_leader_confirm(records_leader_t *l)
+{
+	(void)l;
+	return ZC_EOK;
 }
 
 void records_leader_drop(records_leader_t *l)

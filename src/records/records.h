@@ -174,7 +174,11 @@ void records_listen_close(records_listen_t *l);
  * records_leader_take() blocks until this node leads (ZC_EOK, *term) or
  * *stop (ZC_EBUSY); records_leader_held() says whether it still does
  * (cheap; false once a heartbeat failed or none succeeded lately: stop
- * acting as leader, then drop); records_leader_drop() gives it up.
+ * acting as leader, then drop); records_leader_confirm() asks PostgreSQL,
+ * on the session holding the lock, whether this node still leads with the
+ * newest term now (ZC_EOK; ZC_EFENCED when a newer term exists,
+ * ZC_EUNAVAILABLE when it cannot tell: either way no longer held());
+ * records_leader_drop() gives it up.
  */
 typedef struct records_leader records_leader_t;
 int records_leader_new(const char *target, const char *node,
@@ -182,6 +186,7 @@ int records_leader_new(const char *target, const char *node,
 int records_leader_take(records_leader_t *l, const _Atomic bool *stop,
                         uint64_t *term);
 bool records_leader_held(records_leader_t *l);
+int records_leader_confirm(records_leader_t *l);
 void records_leader_drop(records_leader_t *l);
 void records_leader_free(records_leader_t *l);
 int records_bind(const char *dir, const char *uri);
