@@ -6,9 +6,10 @@
  * first waits to lead, begins a history for its term, and steps down
  * (recording off, leadership given up, back to waiting) when it no longer
  * leads, when JetStream refuses its publish because a newer leader's came
- * first (fenced), or when it could publish nothing for GIVE_UP_MS. Every publish that a newer leader's would conflict with
- * (txn messages, manifests) names what it expects last in its stream, as
- * read before PostgreSQL confirmed this leader's term (fleet.h).
+ * first (fenced), or when it could publish nothing for GIVE_UP_MS. Every
+ * publish that a newer leader's would conflict with (txn messages,
+ * manifests) names what it expects last in its stream, as read before
+ * PostgreSQL confirmed this leader's term (fleet.h).
  */
 #include <inttypes.h>
 #include <stdio.h>
