@@ -61,6 +61,13 @@ struct rdb_driver {
 	int (*savepoint)(rdb_t *db, rdb_level_t level);
 	int (*release)(rdb_t *db, rdb_level_t level);
 	void (*rollback_to)(rdb_t *db, rdb_level_t level);
+	/* Queues a statement (NULL: the driver runs it at once). */
+	int (*defer)(rdb_stmt_t *st);
+	/* Array parameters (NULL: the engine has none; db.h). */
+	void (*bind_int64_array)(rdb_stmt_t *st, int i, const int64_t *v,
+	                         size_t n);
+	void (*bind_blob_array)(rdb_stmt_t *st, int i, const void *const *v,
+	                        const size_t *lens, size_t n);
 };
 
 /* The drivers (db.c picks one by target). db_pg.c, the libpq driver,

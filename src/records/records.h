@@ -535,6 +535,13 @@ int records_record_find(records_store_t *store, int64_t zone_id, int64_t id,
                         int (*cb)(const records_record_t *rec, void *ctx),
                         void *ctx);
 
+/* The records of a zone with these ids (callback form, in no particular
+ * order; ids not found are left out): one statement on PostgreSQL. */
+int records_record_find_many(records_store_t *store, int64_t zone_id,
+                             const int64_t *ids, size_t count,
+                             int (*cb)(const records_record_t *rec, void *ctx),
+                             void *ctx);
+
 /* --- Ordered reads for builds and exports. --- */
 
 /* Begins and ends a read snapshot (a SQLite read transaction) spanning
@@ -551,6 +558,26 @@ int records_node_foreach(records_store_t *store, int64_t zone_id,
                          const uint8_t *okey, size_t okey_len,
                          int (*cb)(const records_row_t *row, void *ctx),
                          void *ctx);
+
+/*
+ * Several nodes of one zone at once: okeys[k] (lens[k] bytes) must be
+ * distinct and in records_okey_cmp() order; cb gets each row with the
+ * index k of its node, nodes in that order, a node's rows in type order
+ * (a node without rows gets no call). One statement on PostgreSQL
+ * (okey = ANY), one indexed lookup per node on SQLite. A non-zero return
+ * from cb stops the reading.
+ */
+int records_nodes_foreach(records_store_t *store, int64_t zone_id,
+                          const uint8_t *const *okeys, const size_t *lens,
+                          size_t count,
+                          int (*cb)(size_t node, const records_row_t *row,
+                                    void *ctx),
+                          void *ctx);
+
+/* The order of nodes (their keys' bytes, then their lengths: a key
+ * before its extensions), as both engines sort the okey column. */
+int records_okey_cmp(const uint8_t *a, size_t a_len, const uint8_t *b,
+                     size_t b_len);
 
 typedef struct records_scan records_scan_t;
 

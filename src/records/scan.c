@@ -5,6 +5,7 @@
  * per-record build, and its change-log range for IXFR.
  */
 #include <stdlib.h>
+#include <string.h>
 #include <libknot/dname.h>
 #include <libknot/errcode.h>
 
@@ -119,6 +120,74 @@ int records_node_foreach(records_store_t *store, int64_t zone_id,
 	records_row_t row;
 	while ((ret = records_scan_next(&scan, &row)) == 1) {
 		if (cb(&row, ctx) != 0) {
+			break;
+		}
+	}
+	rdb_done(scan.stmt);
+	return ret < 0 ? ret : ZC_EOK;
+}
+
+int records_okey_cmp(const uint8_t *a, size_t a_len, const uint8_t *b,
+                     size_t b_len)
+{
+	size_t n = a_len < b_len ? a_len : b_len;
+	int c = n > 0 ? memcmp(a, b, n) : 0;
+	return c != 0 ? c : (a_len > b_len) - (a_len < b_len);
+}
+
+typedef struct {
+	int (*cb)(size_t node, const records_row_t *row, void *ctx);
+	void *ctx;
+	size_t node;
+} one_node_t;
+
+static int row_of_node(const records_row_t *row, void *ctx)
+{
+	one_node_t *o = ctx;
+	return o->cb(o->node, row, o->ctx);
+}
+
+int records_nodes_foreach(records_store_t *store, int64_t zone_id,
+                          const uint8_t *const *okeys, const size_t *lens,
+                          size_t count,
+                          int (*cb)(size_t node, const records_row_t *row,
+                                    void *ctx),
+                          void *ctx)
+{
+	if (!rdb_has_arrays(store->db) || count == 1) {
+		one_node_t o = { .cb = cb, .ctx = ctx };
+		int ret = ZC_EOK;
+		for (; o.node < count && ret == ZC_EOK; o.node++) {
+			ret = records_node_foreach(store, zone_id, okeys[o.node],
+			                           lens[o.node], row_of_node, &o);
+		}
+		return ret;
+	}
+	records_scan_t scan = { .store = store };
+	int ret = rdb_prepare(store->db, RDB_SQL2(NULL,
+		"SELECT id, okey, owner, type, ttl,"
+		" rdata FROM records WHERE zone_id = ?1"
+		" AND okey = ANY(?2) ORDER BY okey, type"), &scan.stmt);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	rdb_bind_int64(scan.stmt, 1, zone_id);
+	rdb_bind_blob_array(scan.stmt, 2, (const void *const *)okeys, lens,
+	                    count);
+	records_row_t row;
+	size_t k = 0;
+	while ((ret = records_scan_next(&scan, &row)) == 1) {
+		/* Rows come in the keys' order: the node is at or after k. */
+		while (k < count && records_okey_cmp(okeys[k], lens[k], row.okey,
+		                                     (size_t)row.okey_len) < 0) {
+			k++;
+		}
+		if (k == count || records_okey_cmp(okeys[k], lens[k], row.okey,
+		                                   (size_t)row.okey_len) != 0) {
+			ret = ZC_EFORMAT; /* Not a key asked for, or out of order. */
+			break;
+		}
+		if (cb(k, &row, ctx) != 0) {
 			break;
 		}
 	}
