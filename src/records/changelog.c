@@ -81,7 +81,7 @@ static int index_version(records_store_t *store, int64_t zone_id,
 	rdb_bind_int64(stmt, 1, zone_id);
 	rdb_bind_int64(stmt, 2, version);
 	rdb_bind_int64(stmt, 3, seq);
-	ret = rdb_run(stmt);
+	ret = rdb_defer(stmt);
 	rdb_done(stmt);
 	if (ret == ZC_EOK) {
 		store->version_zone = zone_id;
@@ -104,7 +104,7 @@ static int restart_journal(records_store_t *store, int64_t zone_id,
 	}
 	rdb_bind_int64(stmt, 1, version);
 	rdb_bind_int64(stmt, 2, zone_id);
-	ret = rdb_run(stmt);
+	ret = rdb_defer(stmt);
 	rdb_done(stmt);
 	return ret;
 }
