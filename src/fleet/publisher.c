@@ -9,7 +9,9 @@
  * first (fenced), or when it could publish nothing for GIVE_UP_MS. Every
  * publish that a newer leader's would conflict with (txn messages,
  * manifests) names what it expects last in its stream, as read before
- * PostgreSQL confirmed this leader's term (fleet.h).
+ * PostgreSQL confirmed this leader's term (fleet.h). A leader publishes
+ * only once its own build caught up with the records store, and steps
+ * down when its build stops while the store moves on (catchup.c).
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -456,17 +458,26 @@ static int start_epoch(pub_t *p, fleet_manifest_t *prev)
 }
 
 /*
- * Leadership: waits until this process leads, then begins a history for
- * the term (recording on: a new history, whose snapshot start_epoch()
+ * Leadership: waits until this process leads and its own build has caught
+ * up with the records store (catchup.c), then begins a history for the
+ * term (recording on: a new history, whose snapshot start_epoch()
  * publishes). ZC_EOK when it leads; anything else when stopping, or when
- * it took a term but its history cannot begin (the lead given back).
+ * it took a term but its build is behind (*behind: what it must reach
+ * before it tries again) or its history cannot begin (the lead given
+ * back).
  */
-static int lead(pub_t *p)
+static int lead(pub_t *p, uint64_t *behind)
 {
 	fleet_primary_t *fp = p->fp;
 	uint64_t term = 0;
 	int ret = fp->lead.take(fp->lead.ctx, &fp->stop, &term);
 	edge_repl_pos_t pos;
+	if (ret == ZC_EOK) {
+		ret = fleet_catch_up(fp, term, behind);
+		if (ret != ZC_EOK) {
+			fp->lead.drop(fp->lead.ctx);
+		}
+	}
 	if (ret == ZC_EOK) {
 		ret = edge_repl_enable(fp->es, true, &pos);
 		if (ret != ZC_EOK) {
@@ -539,17 +550,22 @@ void *fleet_publisher_main(void *arg)
 	bool ready = false;
 	bool led = fp->lead.take != NULL;
 	int64_t ok_ms = 0, hold_until = 0; /* publishing worked; give_up() */
+	uint64_t behind = 0; /* the build must reach this before leading */
+	fleet_build_watch_t build = { 0 };
 	while (!fp->stop) {
 		if (led && !fp->leading) {
 			while (!fp->stop && fleet_now_ms() < hold_until) {
 				fleet_sleep_ms(50);
 			}
-			if (lead(&p) != ZC_EOK) {
+			fleet_wait_built(fp, behind);
+			behind = 0;
+			if (lead(&p, &behind) != ZC_EOK) {
 				/* Stopping, or this node cannot lead now: others may. */
 				hold_until = fleet_now_ms() + HOLD_OFF_MS;
 				continue;
 			}
 			ok_ms = fleet_now_ms();
+			fleet_build_watch_start(fp, &build);
 			prev = (fleet_manifest_t){ .id = "" };
 			trimmed_commit = 0;
 			trimmed_part = UINT32_MAX;
@@ -558,6 +574,15 @@ void *fleet_publisher_main(void *arg)
 		if (led && !fp->lead.held(fp->lead.ctx)) {
 			step_down(fp, "leadership lost (records store unreachable "
 			          "or this process was paused)");
+			continue;
+		}
+		uint64_t head = 0;
+		if (led && fleet_build_stalled(fp, &build, &head)) {
+			/* It would publish nothing new: a node whose build goes
+			 * on leads, this one once its build is back. */
+			step_down(fp, "this node's build is stuck behind the records "
+			          "store");
+			behind = head;
 			continue;
 		}
 		if (!ready) {
