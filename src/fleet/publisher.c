@@ -11,7 +11,9 @@
  * manifests) names what it expects last in its stream, as read before
  * PostgreSQL confirmed this leader's term (fleet.h). A leader publishes
  * only once its own build caught up with the records store, and steps
- * down when its build stops while the store moves on (catchup.c).
+ * down when its build stops while the store moves on (catchup.c). It keeps
+ * its own manifest at the head of the snapshot stream (a forged one there
+ * is replaced: keep_head()).
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -32,6 +34,8 @@
  * does a node that took a term but could not begin its history. */
 #define GIVE_UP_MS 3000
 #define HOLD_OFF_MS 1000
+/* How often a leader looks at the snapshot manifest at the head. */
+#define HEAD_CHECK_MS 2000
 
 typedef struct {
 	fleet_primary_t *fp;
@@ -288,6 +292,38 @@ static int snapshot(pub_t *p, fleet_manifest_t *prev)
 	}
 	*prev = m;
 	p->bytes = 0;
+	return ZC_EOK;
+}
+
+/*
+ * A manifest that is not this leader's at the head of the snapshot stream
+ * (a forged one: an older leader's late one is refused, and a newer
+ * leader's means this one no longer leads) would keep new edges from
+ * loading anything until the next snapshot: the leader publishes its own
+ * manifest again, over it (its parts and the txn messages after it are
+ * still kept). ZC_EFENCED when a newer leader leads; ZC_EOK otherwise (a
+ * failure is tried again at the next look).
+ */
+static int keep_head(pub_t *p, fleet_manifest_t *prev)
+{
+	fleet_primary_t *fp = p->fp;
+	fleet_manifest_t head;
+	int ret = fleet_manifest_get(fp->js, &fp->names, &head);
+	if (prev->id[0] == '\0' || (ret != ZC_EOK && ret != ZC_EFORMAT) ||
+	    head.head_seq == p->head_seq) {
+		return ZC_EOK;
+	}
+	ret = still_leading(p);
+	if (ret != ZC_EOK) {
+		return ret == ZC_EFENCED ? ret : ZC_EOK; /* held() says. */
+	}
+	fleet_manifest_t m = *prev;
+	m.head_seq = head.head_seq;
+	if (fleet_manifest_publish(fp->js, &fp->names, &m) == ZC_EOK) {
+		zc_warn("fleet: the newest snapshot manifest was not this "
+		        "leader's (forged?): published snapshot %s's again", m.id);
+		p->head_seq = prev->head_seq = m.head_seq;
+	}
 	return ZC_EOK;
 }
 
@@ -550,6 +586,7 @@ void *fleet_publisher_main(void *arg)
 	bool ready = false;
 	bool led = fp->lead.take != NULL;
 	int64_t ok_ms = 0, hold_until = 0; /* publishing worked; give_up() */
+	int64_t head_checked = 0; /* keep_head() */
 	uint64_t behind = 0; /* the build must reach this before leading */
 	fleet_build_watch_t build = { 0 };
 	while (!fp->stop) {
@@ -641,6 +678,13 @@ void *fleet_publisher_main(void *arg)
 		if (snap != ZC_EOK) {
 			zc_warn("fleet: snapshot failed; trying again later");
 			p.bytes = fp->cfg.snapshot_bytes / 2;
+		}
+		if (ok_ms - head_checked >= HEAD_CHECK_MS) {
+			head_checked = ok_ms;
+			if (keep_head(&p, &prev) == ZC_EFENCED) {
+				step_down(fp, zc_strerror(ZC_EFENCED));
+				continue;
+			}
 		}
 		if (n < BATCH) {
 			wait_more(fp, POLL_MS);
