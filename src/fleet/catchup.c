@@ -20,6 +20,13 @@
 #define CHECK_MS 500     /* a leader looks at its build this often */
 #define NAP_MS 20
 
+/* Whether the leadership can tell the records store's head and this
+ * node's build (fleet.h: head and built, both or neither). */
+static bool watching(const fleet_primary_t *fp)
+{
+	return fp->lead.head != NULL && fp->lead.built != NULL;
+}
+
 /* Where this node's build is; false when the edge store cannot say. */
 static bool build_pos(fleet_primary_t *fp, uint64_t *built, uint64_t *commit)
 {
@@ -35,7 +42,7 @@ static bool build_pos(fleet_primary_t *fp, uint64_t *built, uint64_t *commit)
 int fleet_catch_up(fleet_primary_t *fp, uint64_t term, uint64_t *behind)
 {
 	*behind = 0;
-	if (fp->lead.head == NULL) {
+	if (!watching(fp)) {
 		return ZC_EOK;
 	}
 	uint64_t head = 0, built = 0, commit = 0;
@@ -72,7 +79,7 @@ void fleet_build_watch_start(fleet_primary_t *fp, fleet_build_watch_t *w)
 {
 	*w = (fleet_build_watch_t){ .moved_ms = fleet_now_ms() };
 	w->checked_ms = w->moved_ms;
-	if (fp->lead.head != NULL) {
+	if (watching(fp)) {
 		build_pos(fp, &w->built, &w->commit);
 	}
 }
@@ -81,7 +88,7 @@ bool fleet_build_stalled(fleet_primary_t *fp, fleet_build_watch_t *w,
                          uint64_t *head)
 {
 	int64_t now = fleet_now_ms();
-	if (fp->lead.head == NULL || now - w->checked_ms < CHECK_MS) {
+	if (!watching(fp) || now - w->checked_ms < CHECK_MS) {
 		return false;
 	}
 	w->checked_ms = now;
@@ -114,7 +121,7 @@ bool fleet_build_stalled(fleet_primary_t *fp, fleet_build_watch_t *w,
 
 void fleet_wait_built(fleet_primary_t *fp, uint64_t pos)
 {
-	if (pos == 0 || fp->lead.built == NULL) {
+	if (pos == 0 || !watching(fp)) {
 		return;
 	}
 	uint64_t built = 0;

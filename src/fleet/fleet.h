@@ -99,7 +99,7 @@ typedef struct fleet_primary fleet_primary_t;
  * steps down. Either way it tries to lead again only once built() reached
  * the head it saw. So no leader's snapshot is older than what the leader
  * before it published, and a node whose build is stuck leaves the lead to
- * one whose build goes on. head NULL: no such checks.
+ * one whose build goes on. head and built NULL: no such checks.
  */
 typedef struct {
 	int (*take)(void *ctx, const _Atomic bool *stop, uint64_t *term);
