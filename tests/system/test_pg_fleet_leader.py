@@ -25,16 +25,28 @@ from test_attack_leader import SerialWatch, backwards, head_manifest
 ZONE = "lead.test."
 
 
+# Every node and edge started here (node(), start_edge()): the world
+# fixture stops those still running, even when a test fails half-way.
+_started = []
+
+
 @pytest.fixture
 def world(tmp_path):
     with pg.own_cluster("zonecast-pgl.") as pgdir:
         uri = pg.database(pgdir, "lead")
         nats = fleet.NatsServer(str(tmp_path))
         nats.start()
+        problems = []
         try:
             yield uri, nats
         finally:
+            for s in _started:
+                if s.proc is not None:
+                    os.kill(s.proc.pid, signal.SIGCONT)
+                    problems += ["%s: %s" % (s.workdir, p) for p in s.stop()]
+            _started.clear()
             nats.stop()
+        assert not problems, problems
 
 
 def node(tmp_path, name, uri, nats, env=None):
@@ -46,6 +58,7 @@ def node(tmp_path, name, uri, nats, env=None):
     srv.port = servers.free_port()
     srv.api_port = servers.free_port()
     srv.serve()
+    _started.append(srv)
     srv.client_ = srv.client()
     return srv
 
@@ -94,7 +107,9 @@ def start_edge(tmp_path, nats, name="e1"):
     e = fleet.EdgeServer(str(tmp_path), name, nats.url)
     e.metrics_port = servers.free_port()
     e.options.append("metrics-listen=127.0.0.1:%d" % e.metrics_port)
-    return e.start()
+    e.start()
+    _started.append(e)
+    return e
 
 
 def verify_edge(edge, uri):
