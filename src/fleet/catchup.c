@@ -18,7 +18,8 @@
 #define CATCH_UP_MS 3000 /* the longest a new leader waits for its build */
 #define STALL_MS 3000    /* a leader's build stuck this long: steps down */
 #define CHECK_MS 500     /* a leader looks at its build this often */
-#define NAP_MS 20
+#define NAP_MS 5         /* a new leader looks at its build this often */
+#define WAIT_NAP_MS 100  /* a node waiting to lead again, this often */
 
 /* Whether the leadership can tell the records store's head and this
  * node's build (fleet.h: head and built, both or neither). */
@@ -51,7 +52,7 @@ int fleet_catch_up(fleet_primary_t *fp, uint64_t term, uint64_t *behind)
 		return ret;
 	}
 	int64_t start = fleet_now_ms();
-	bool known = false;
+	bool known = false, waited = false;
 	while (!fp->stop && fp->lead.held(fp->lead.ctx) &&
 	       !((known = build_pos(fp, &built, &commit)) && built >= head)) {
 		if (fleet_now_ms() - start >= CATCH_UP_MS) {
@@ -63,14 +64,15 @@ int fleet_catch_up(fleet_primary_t *fp, uint64_t term, uint64_t *behind)
 			return ZC_EBUSY;
 		}
 		fleet_sleep_ms(NAP_MS);
+		waited = true;
 	}
 	if (!known || built < head) {
 		return fp->stop ? ZC_EBUSY : ZC_EUNAVAILABLE; /* lead lost */
 	}
-	int64_t waited = fleet_now_ms() - start;
-	if (waited >= NAP_MS) {
+	if (waited) {
 		zc_info("fleet: term %" PRIu64 ": this node's build reached the "
-		        "records store's head after %" PRId64 " ms", term, waited);
+		        "records store's head after %" PRId64 " ms", term,
+		        fleet_now_ms() - start);
 	}
 	return ZC_EOK;
 }
@@ -134,7 +136,7 @@ void fleet_wait_built(fleet_primary_t *fp, uint64_t pos)
 			        "reaches %" PRIu64 " (at %" PRIu64 ")", pos, built);
 			said = true;
 		}
-		fleet_sleep_ms(NAP_MS * 5);
+		fleet_sleep_ms(WAIT_NAP_MS);
 	}
 	if (said && !fp->stop) {
 		zc_info("fleet: this node's build caught up after %" PRId64
