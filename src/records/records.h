@@ -178,6 +178,10 @@ void records_listen_close(records_listen_t *l);
  * on the session holding the lock, whether this node still leads with the
  * newest term now (ZC_EOK; ZC_EFENCED when a newer term exists,
  * ZC_EUNAVAILABLE when it cannot tell: either way no longer held());
+ * records_leader_head() reads, on that session, the change log's newest
+ * position now (records_last_seq(): everything committed before the call
+ * is at or before it), so a new leader knows what its build must reach
+ * before it publishes (ZC_EUNAVAILABLE when not held or unanswered);
  * records_leader_drop() gives it up.
  */
 typedef struct records_leader records_leader_t;
@@ -187,6 +191,7 @@ int records_leader_take(records_leader_t *l, const _Atomic bool *stop,
                         uint64_t *term);
 bool records_leader_held(records_leader_t *l);
 int records_leader_confirm(records_leader_t *l);
+int records_leader_head(records_leader_t *l, uint64_t *pos);
 void records_leader_drop(records_leader_t *l);
 void records_leader_free(records_leader_t *l);
 int records_bind(const char *dir, const char *uri);
