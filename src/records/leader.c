@@ -287,11 +287,6 @@ int records_leader_confirm(records_leader_t *l)
 	return ret;
 }
 
-/* A commit position read whole, as changelog.h "Positions" numbers it:
- * (p << 24) | 0xFFFFFF, what records_last_seq() returns. */
-#define COMMIT_SHIFT 24
-#define COMMIT_END UINT64_C(0xFFFFFF)
-
 int records_leader_head(records_leader_t *l, uint64_t *pos)
 {
 	*pos = 0;
@@ -305,8 +300,10 @@ int records_leader_head(records_leader_t *l, uint64_t *pos)
 	int ret = ZC_EUNAVAILABLE;
 	if (res != NULL && PQresultStatus(res) == PGRES_TUPLES_OK &&
 	    PQntuples(res) == 1) {
-		uint64_t commit = strtoull(PQgetvalue(res, 0, 0), NULL, 10);
-		*pos = commit > 0 ? commit << COMMIT_SHIFT | COMMIT_END : 0;
+		/* What records_last_seq() would say (changelog.h
+		 * "Positions"). */
+		*pos = changelog_pg_commit_end(strtoll(PQgetvalue(res, 0, 0),
+		                                       NULL, 10));
 		ret = ZC_EOK;
 	}
 	PQclear(res);
