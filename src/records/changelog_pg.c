@@ -270,18 +270,7 @@ int changelog_pg_activity(records_store_t *store, uint64_t after,
 	rdb_bind_int64(stmt, 1, commit_of(after));
 	rdb_bind_int64(stmt, 2, rank_of(after));
 	rdb_bind_int64(stmt, 3, commit_of(*last_seq));
-	int rc;
-	while ((rc = rdb_step(stmt)) == RDB_ROW) {
-		if (cb(rdb_col_int64(stmt, 0),
-		       (uint64_t)rdb_col_int64(stmt, 1), ctx) != 0) {
-			rc = RDB_DONE;
-			break;
-		}
-	}
-	ret = rdb_status(rc);
-	rdb_done(stmt);
-	rdb_end_read(store->db);
-	return ret;
+	return records_activity_rows(store, stmt, cb, ctx);
 }
 
 /* --- Trimming --- */

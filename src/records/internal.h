@@ -22,6 +22,14 @@ int records_schema_migrate(records_store_t *store);
 bool records_change_from_stmt(rdb_stmt_t *stmt, int col,
                               records_change_t *chg);
 
+/* The tail of records_zone_activity() on both engines: steps stmt, bound
+ * and selecting (zone_id, events), into cb until it returns non-zero,
+ * releases stmt and ends the read snapshot the caller began. */
+int records_activity_rows(records_store_t *store, rdb_stmt_t *stmt,
+                          int (*cb)(int64_t zone_id, uint64_t events,
+                                    void *ctx),
+                          void *ctx);
+
 /* Runs one statement binding ?1 = x. */
 int records_exec_int64(records_store_t *store, const rdb_sql_t *sql,
                        int64_t x);
