@@ -22,6 +22,34 @@ static bool is_pg(const records_store_t *store)
 	return rdb_kind(store->db) == RDB_PG;
 }
 
+/*
+ * Runs sql on this node's row with the node's fields bound, in this order:
+ * ?1 name, ?2 pid, ?3 start (ms) (what names one run of a node), ?4 role,
+ * ?5 version, ?6 applied position, ?7 stalled, ?8 RECORDS_NODE_DOWN_MS. A
+ * statement uses the first of them it needs (a binding past its last
+ * parameter is not sent).
+ */
+static int run_on_row(records_store_t *store, const rdb_sql_t *sql,
+                      const records_node_t *self)
+{
+	rdb_stmt_t *stmt;
+	int ret = rdb_prepare(store->db, sql, &stmt);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	rdb_bind_text(stmt, 1, self->name);
+	rdb_bind_int64(stmt, 2, self->pid);
+	rdb_bind_int64(stmt, 3, self->started_ms);
+	rdb_bind_text(stmt, 4, self->role);
+	rdb_bind_text(stmt, 5, self->version);
+	rdb_bind_int64(stmt, 6, (int64_t)self->applied_seq);
+	rdb_bind_int64(stmt, 7, self->stalled);
+	rdb_bind_int64(stmt, 8, RECORDS_NODE_DOWN_MS);
+	ret = rdb_run(stmt);
+	rdb_done(stmt);
+	return ret;
+}
+
 int records_node_beat(records_store_t *store, const records_node_t *self)
 {
 	if (!is_pg(store)) {
@@ -29,11 +57,10 @@ int records_node_beat(records_store_t *store, const records_node_t *self)
 	}
 	/* A row another live node beats (another pid or start time, seen
 	 * within RECORDS_NODE_DOWN_MS) is left alone: 0 rows. */
-	rdb_stmt_t *stmt;
-	int ret = rdb_prepare(store->db, RDB_SQL2(NULL,
+	int ret = run_on_row(store, RDB_SQL2(NULL,
 		"INSERT INTO nodes AS n (name, role, pid, version, started,"
 		"  last_seen, applied_pos, stalled)"
-		" VALUES (?1, ?2, ?3, ?4, to_timestamp(?5::float8 / 1000), now(),"
+		" VALUES (?1, ?4, ?2, ?5, to_timestamp(?3::float8 / 1000), now(),"
 		"  ?6, ?7)"
 		" ON CONFLICT (name) DO UPDATE SET role = excluded.role,"
 		"  pid = excluded.pid, version = excluded.version,"
@@ -42,20 +69,7 @@ int records_node_beat(records_store_t *store, const records_node_t *self)
 		" WHERE (n.pid = excluded.pid AND n.started = excluded.started)"
 		"  OR n.last_seen IS NULL"
 		"  OR n.last_seen < now() - make_interval(secs => ?8::float8 / 1000)"),
-		&stmt);
-	if (ret != ZC_EOK) {
-		return ret;
-	}
-	rdb_bind_text(stmt, 1, self->name);
-	rdb_bind_text(stmt, 2, self->role);
-	rdb_bind_int64(stmt, 3, self->pid);
-	rdb_bind_text(stmt, 4, self->version);
-	rdb_bind_int64(stmt, 5, self->started_ms);
-	rdb_bind_int64(stmt, 6, (int64_t)self->applied_seq);
-	rdb_bind_int64(stmt, 7, self->stalled);
-	rdb_bind_int64(stmt, 8, RECORDS_NODE_DOWN_MS);
-	ret = rdb_run(stmt);
-	rdb_done(stmt);
+		self);
 	if (ret == ZC_EOK && rdb_changes(store->db) == 0) {
 		return ZC_EEXISTS;
 	}
@@ -67,19 +81,9 @@ int records_node_leave(records_store_t *store, const records_node_t *self)
 	if (!is_pg(store)) {
 		return KNOT_ENOTSUP;
 	}
-	rdb_stmt_t *stmt;
-	int ret = rdb_prepare(store->db, RDB_SQL2(NULL,
+	return run_on_row(store, RDB_SQL2(NULL,
 		"DELETE FROM nodes WHERE name = ?1 AND pid = ?2"
-		" AND started = to_timestamp(?3::float8 / 1000)"), &stmt);
-	if (ret != ZC_EOK) {
-		return ret;
-	}
-	rdb_bind_text(stmt, 1, self->name);
-	rdb_bind_int64(stmt, 2, self->pid);
-	rdb_bind_int64(stmt, 3, self->started_ms);
-	ret = rdb_run(stmt);
-	rdb_done(stmt);
-	return ret;
+		" AND started = to_timestamp(?3::float8 / 1000)"), self);
 }
 
 int records_nodes_list(records_store_t *store,
