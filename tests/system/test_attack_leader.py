@@ -24,6 +24,7 @@ import pytest
 import fleet
 import pg
 import servers
+from servers import wait_for
 
 pytestmark = pytest.mark.skipif(not os.path.exists(fleet.NATS),
                                 reason="nats-server is not installed")
@@ -108,16 +109,6 @@ def world(cluster, tmp_path):
                 problems += ["%s: %s" % (s.workdir, p) for p in s.stop()]
         nats.stop()
         assert not problems, problems
-
-
-def wait_for(what, cond, timeout=20, step=0.02):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = cond()
-        if value:
-            return value
-        time.sleep(step)
-    raise AssertionError("timed out waiting for " + what)
 
 
 def state(srv, timeout=2):

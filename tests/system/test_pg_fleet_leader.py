@@ -20,6 +20,7 @@ import pytest
 import fleet
 import pg
 import servers
+from servers import wait_for
 
 ZONE = "lead.test."
 
@@ -51,16 +52,6 @@ def node(tmp_path, name, uri, nats):
 
 def fleet_state(srv):
     return srv.client_.get("/fleet")
-
-
-def wait_for(what, cond, timeout=20, step=0.02):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = cond()
-        if value:
-            return value
-        time.sleep(step)
-    raise AssertionError("timed out waiting for " + what)
 
 
 def leading(srv):
