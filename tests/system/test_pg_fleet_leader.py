@@ -6,20 +6,16 @@ ones at JetStream and at every edge. Real PostgreSQL, real nats-server,
 real `zonecast edge` processes."""
 
 import json
-import os
 import signal
-import subprocess
 import threading
 import time
-import urllib.request
 
-import dns.message
-import dns.query
 import pytest
 
 import fleet
 import pg
-import servers
+from fleet import (add_txt, edge_metric, leading, start_edge, start_pg_primary, txt,
+                   verify_edge)
 from servers import wait_for
 
 ZONE = "lead.test."
@@ -37,69 +33,6 @@ def world(tmp_path):
             nats.stop()
 
 
-def node(tmp_path, name, uri, nats):
-    srv = servers.ZonecastServer(str(tmp_path / name), api=True,
-                                 options=["records-store=%s" % uri, "nats=%s" % nats.url])
-    srv.zones = {}
-    if srv.records_uri:  # The harness's own binding (PostgreSQL mode): ours instead.
-        os.unlink(os.path.join(srv.data_dir, "records-store"))
-    srv.port = servers.free_port()
-    srv.api_port = servers.free_port()
-    srv.serve()
-    srv.client_ = srv.client()
-    return srv
-
-
-def fleet_state(srv):
-    return srv.client_.get("/fleet")
-
-
-def leading(srv):
-    try:
-        state = fleet_state(srv)
-    except Exception:
-        return None  # Not answering yet (starting), or killed.
-    return state["term"] if state["leading"] and state["connected"] else None
-
-
-def txt(port, name):
-    try:
-        r = dns.query.udp(dns.message.make_query(name, "TXT"), "127.0.0.1", port=port,
-                          timeout=1)
-    except Exception:
-        return None
-    return sorted(rr.to_text() for rrset in r.answer for rr in rrset)
-
-
-def edge_metric(edge, name):
-    with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % edge.metrics_port,
-                                timeout=3) as r:
-        for line in r.read().decode().splitlines():
-            if line.startswith(name + " "):
-                return float(line.split()[1])
-    return None
-
-
-def start_edge(tmp_path, nats, name="e1"):
-    e = fleet.EdgeServer(str(tmp_path), name, nats.url)
-    e.metrics_port = servers.free_port()
-    e.options.append("metrics-listen=127.0.0.1:%d" % e.metrics_port)
-    return e.start()
-
-
-def verify_edge(edge, uri):
-    """zonecast verify of an edge's store against the records store."""
-    cp = subprocess.run([servers.zonecast_bin(), "verify", "--data-dir", edge.data_dir,
-                         "--records", uri], capture_output=True, text=True, timeout=120)
-    assert cp.returncode == 0, cp.stdout + cp.stderr
-    assert "no differences" in cp.stdout
-
-
-def add(srv, zid, name, value):
-    srv.client_.ok("POST", "/zones/%s/dns_records" % zid,
-                   json={"type": "TXT", "name": name, "content": value})
-
-
 def test_leader_killed_under_writes_another_takes_over(world, tmp_path):
     """SIGKILL of the leader while it takes writes: the other node leads
     within seconds (the measured takeover is printed), the edge follows the
@@ -107,14 +40,14 @@ def test_leader_killed_under_writes_another_takes_over(world, tmp_path):
     to either node, and nothing else (zonecast verify of the edge's store
     against PostgreSQL)."""
     uri, nats = world
-    a = node(tmp_path, "a", uri, nats)
+    a = start_pg_primary(tmp_path, "a", uri, nats.url)
     first_term = wait_for("a to lead", lambda: leading(a))
-    b = node(tmp_path, "b", uri, nats)
+    b = start_pg_primary(tmp_path, "b", uri, nats.url)
     time.sleep(0.5)
-    assert fleet_state(b)["leading"] is False
-    edge = start_edge(tmp_path, nats)
+    assert fleet.fleet_status(b)["leading"] is False
+    edge = start_edge(str(tmp_path), "e1", nats.url)
     zid = a.client_.ok("POST", "/zones", json={"name": ZONE.rstrip(".")})["result"]["id"]
-    add(a, zid, "first." + ZONE, "one")
+    add_txt(a, zid, "first." + ZONE, "one")
     wait_for("edge to serve the first write", lambda: txt(edge.port, "first." + ZONE))
 
     acked, stop = [], threading.Event()
@@ -124,7 +57,7 @@ def test_leader_killed_under_writes_another_takes_over(world, tmp_path):
         while not stop.is_set():
             name = "w%d.%s" % (i, ZONE)
             try:
-                add(a, zid, name, "v%d" % i)
+                add_txt(a, zid, name, "v%d" % i)
             except Exception:
                 return  # a is gone: whatever it did not answer is not acked.
             acked.append(name)
@@ -140,7 +73,7 @@ def test_leader_killed_under_writes_another_takes_over(world, tmp_path):
     term = wait_for("b to lead", lambda: leading(b), timeout=30)
     took_over = time.monotonic() - killed
     assert term > first_term
-    add(b, zid, "after." + ZONE, "two")
+    add_txt(b, zid, "after." + ZONE, "two")
     wait_for("edge to serve a write taken by the new leader",
              lambda: txt(edge.port, "after." + ZONE), timeout=30)
     served = time.monotonic() - killed
@@ -166,24 +99,24 @@ def test_paused_leader_is_fenced(world, tmp_path):
     through the new leader. A message and a snapshot manifest sent with
     the old term (as a late leader would) are dropped by the edge."""
     uri, nats = world
-    a = node(tmp_path, "a", uri, nats)
+    a = start_pg_primary(tmp_path, "a", uri, nats.url)
     old = wait_for("a to lead", lambda: leading(a))
-    b = node(tmp_path, "b", uri, nats)
-    edge = start_edge(tmp_path, nats)
+    b = start_pg_primary(tmp_path, "b", uri, nats.url)
+    edge = start_edge(str(tmp_path), "e1", nats.url)
     zid = a.client_.ok("POST", "/zones", json={"name": ZONE.rstrip(".")})["result"]["id"]
-    add(a, zid, "before." + ZONE, "one")
+    add_txt(a, zid, "before." + ZONE, "one")
     wait_for("edge to serve", lambda: txt(edge.port, "before." + ZONE))
     a.proc.send_signal(signal.SIGSTOP)
     try:
         term = wait_for("b to lead", lambda: leading(b), timeout=30)
         assert term > old
-        add(b, zid, "during." + ZONE, "two")
+        add_txt(b, zid, "during." + ZONE, "two")
         wait_for("edge to serve b's write", lambda: txt(edge.port, "during." + ZONE),
                  timeout=30)
     finally:
         a.proc.send_signal(signal.SIGCONT)
-    wait_for("a to step down", lambda: fleet_state(a)["leading"] is False, timeout=10)
-    add(a, zid, "after." + ZONE, "three")  # a still takes writes: b publishes them.
+    wait_for("a to step down", lambda: fleet.fleet_status(a)["leading"] is False, timeout=10)
+    add_txt(a, zid, "after." + ZONE, "three")  # a still takes writes: b publishes them.
     wait_for("edge to serve a's write", lambda: txt(edge.port, "after." + ZONE), timeout=30)
     assert leading(b) == term
 
@@ -191,7 +124,7 @@ def test_paused_leader_is_fenced(world, tmp_path):
     wait_for("edge at the new term",
              lambda: edge_metric(edge, "zonecast_fleet_term") == term)
     fenced = edge_metric(edge, "zonecast_fleet_fenced_total")
-    history = fleet_state(b)["history"]
+    history = fleet.fleet_status(b)["history"]
     fleet.hpub(nats.port, "zonecast.txn",
                {"Zc-Epoch": history, "Zc-Term": str(old), "Zc-Commit": "999999",
                 "Zc-Part": "0", "Zc-Flags": "1"}, b"junk")
@@ -210,7 +143,7 @@ def test_paused_leader_is_fenced(world, tmp_path):
     fleet.hpub(nats.port, "zonecast.snap.head", {}, json.dumps(manifest).encode())
     time.sleep(2.5)
     assert edge_metric(edge, "zonecast_fleet_term") == term
-    add(b, zid, "last." + ZONE, "four")
+    add_txt(b, zid, "last." + ZONE, "four")
     wait_for("edge to serve", lambda: txt(edge.port, "last." + ZONE), timeout=30)
     assert txt(edge.port, "before." + ZONE) == ['"one"']
     verify_edge(edge, uri)
