@@ -62,6 +62,14 @@ int changelog_pg_activity(records_store_t *store, uint64_t after,
 int changelog_pg_trim(records_store_t *store, int64_t before_ms,
                       uint64_t max_seq, uint64_t *removed);
 
+/* --- nodes.c --- */
+
+/* The lowest applied position (records_node_t.applied_seq) of the nodes
+ * that are live, their heartbeat no older than RECORDS_NODE_DOWN_MS (as
+ * zonecast status judges up); UINT64_MAX when none is. PostgreSQL only
+ * (KNOT_ENOTSUP on SQLite, with UINT64_MAX). */
+int records_nodes_live_applied(records_store_t *store, uint64_t *applied);
+
 /* --- counts.c: records per zone, kept through a write transaction --- */
 
 /* level: 0 the unit's savepoint, 1 the inner one. */

@@ -6,7 +6,9 @@
  * is stalled) and deletes it when it stops cleanly; `zonecast status`
  * lists the rows and reads the `leader` row (which the leader election
  * writes, never this file). Times are the store's clock (now()), so the
- * age of a heartbeat does not depend on the nodes' clocks agreeing.
+ * age of a heartbeat does not depend on the nodes' clocks agreeing. The
+ * change log's trim reads the live nodes' applied positions here
+ * (records_nodes_live_applied()): it keeps what one of them lacks.
  *
  * SQLite has no such tables (one serve per data directory: serve.lock):
  * every call gives KNOT_ENOTSUP there.
@@ -15,7 +17,7 @@
 #include <libknot/errcode.h>
 
 #include "common/error.h"
-#include "records/store.h"
+#include "records/internal.h"
 
 static bool is_pg(const records_store_t *store)
 {
@@ -122,6 +124,32 @@ int records_nodes_list(records_store_t *store,
 			rc = RDB_DONE;
 			break;
 		}
+	}
+	rdb_done(stmt);
+	return rdb_status(rc);
+}
+
+int records_nodes_live_applied(records_store_t *store, uint64_t *applied)
+{
+	*applied = UINT64_MAX;
+	if (!is_pg(store)) {
+		return KNOT_ENOTSUP;
+	}
+	/* Live as zonecast status says up: seen within RECORDS_NODE_DOWN_MS
+	 * (a beat newer than this statement's now() counts too). A row
+	 * without a position holds everything. */
+	rdb_stmt_t *stmt;
+	int ret = rdb_prepare(store->db, RDB_SQL2(NULL,
+		"SELECT min(coalesce(applied_pos, 0)) FROM nodes WHERE"
+		" last_seen >= now() - make_interval(secs => ?1::float8 / 1000)"),
+		&stmt);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	rdb_bind_int64(stmt, 1, RECORDS_NODE_DOWN_MS);
+	int rc = rdb_step(stmt);
+	if (rc == RDB_ROW && !rdb_col_is_null(stmt, 0)) {
+		*applied = (uint64_t)rdb_col_int64(stmt, 0);
 	}
 	rdb_done(stmt);
 	return rdb_status(rc);
