@@ -46,7 +46,7 @@
  *   4  changelog.c   the change log     changelog_pg, changelog_rows, db
  *   4  pool.c, listen.c                 store
  *   3  changelog_pg.c  the log by commit position (PostgreSQL)
- *                                       changelog_rows, db
+ *                                       changelog_rows, nodes, db
  *   3  store.c       open, close        schema, redact, db
  *   3  tsig_create.c TSIG keys made     tsig_keys
  *   2  changelog_rows.c  what both log readers share                db
