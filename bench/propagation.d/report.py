@@ -109,8 +109,9 @@ def main():
     vers = ["%s (commit %s, binary sha256 %s)" % (meta.get("zonecast_version", "zonecast ?"),
                                                  meta.get("zonecast_commit", "?"), meta.get("zonecast_sha", "?"))]
     if "pdns_version" in meta:
-        vers.append(meta["pdns_version"] + " (%s backend, default caches)"
-                    % PDNS_BACKEND.get(meta.get("pdns_backend", "lmdb"), "?"))
+        vers.append(meta["pdns_version"] + " (%s backend, default caches%s)"
+                    % (PDNS_BACKEND.get(meta.get("pdns_backend", "lmdb"), "?"),
+                       ", default-api-rectify=no" if meta.get("pdns_api_rectify") == "no" else ""))
     if "bind_version" in meta:
         vers.append(meta["bind_version"].split("(")[0].strip())
     w("; ".join(vers))
