@@ -437,3 +437,55 @@ def test_postgresql_restarted_while_batches_queue(node, mode):
     assert any(st != 200 for late, st, _ in statuses if not late), "no write met the restart"
     check_after(node, zid, zone, acked, statuses)
     assert node.proc.poll() is None
+
+
+# ------------------------------------------------------------ zones past a scan page
+
+def test_zone_past_several_scan_pages_exported_and_rebuilt_whole(node):
+    """Paged scans (scan.c: keyset by (okey, type, id), 8,192 rows a page):
+    one RRset of 9,000 records (a page boundary inside one (okey, type)),
+    and 12,000 records at other names, several types each. The CLI and
+    API exports, and a full build after the edge store is removed, hold
+    each record once."""
+    api = node.client()
+    zone = "huge.test"
+    zid = new_zone(api, zone)
+    path = "/zones/%s/dns_records/batch" % zid
+    big = [{"type": "TXT", "name": "big." + zone, "content": '"r%d"' % i} for i in range(9000)]
+    for k in range(0, 9000, 4500):
+        api.ok("POST", path, json={"posts": big[k:k + 4500]}, timeout=300)
+    others = []
+    for i in range(4000):
+        others += [{"type": "A", "name": "h%d.%s" % (i, zone), "content": "192.0.2.%d" % (i % 250 + 1)},
+                   {"type": "AAAA", "name": "h%d.%s" % (i, zone), "content": "2001:db8::%x" % (i + 1)},
+                   {"type": "TXT", "name": "H%d.%s" % (i, zone), "content": '"t%d"' % i}]
+    for k in range(0, len(others), 6000):
+        api.ok("POST", path, json={"posts": others[k:k + 6000]}, timeout=300)
+    expected = 9000 + 12000
+
+    def count_export(text):
+        lines = [ln for ln in text.splitlines() if ln and not ln.startswith((";", "$"))]
+        data = [ln for ln in lines if " SOA " not in ln and "\tSOA\t" not in ln
+                and " NS " not in ln and "\tNS\t" not in ln]
+        return data
+
+    cli = node.run_cli("zone", "export", "--data-dir", node.data_dir, zone, timeout=300)
+    rows = count_export(cli.stdout)
+    assert len(rows) == expected, len(rows)
+    assert len(set(rows)) == expected
+    r = api.call("GET", "/zones/%s/dns_records/export" % zid, timeout=300)
+    assert r.status_code == 200
+    assert sorted(count_export(r.text)) == sorted(rows)
+    # a full build from the records store
+    node.stop()
+    os.unlink(os.path.join(node.data_dir, "edge.mdb"))
+    node.serve()
+    wait_for("rebuilt", lambda: node.answers_soa(zone), 120)
+    verify_clean(node)
+    for i in (0, 1, 2047, 3999):
+        assert answer(node.port, "h%d.%s." % (i, zone), "AAAA")[1] == ["2001:db8::%x" % (i + 1)]
+        assert answer(node.port, "h%d.%s." % (i, zone), "TXT")[1] == ['"t%d"' % i]
+    r = dns.query.tcp(dns.message.make_query("big." + zone, "TXT"), "127.0.0.1",
+                      port=node.port, timeout=10)
+    got = {rr.to_text() for rrset in r.answer for rr in rrset}
+    assert len(got) == 9000 or r.flags & dns.flags.TC or r.rcode() != 0, len(got)
