@@ -489,3 +489,63 @@ def test_zone_past_several_scan_pages_exported_and_rebuilt_whole(node):
                       port=node.port, timeout=10)
     got = {rr.to_text() for rrset in r.answer for rr in rrset}
     assert len(got) == 9000 or r.flags & dns.flags.TC or r.rcode() != 0, len(got)
+
+
+# ------------------------------------------------------------ a quota reached mid-message
+
+def test_updates_and_batches_that_pass_zone_max_records_late(cluster, tmp_path):
+    """zone-max-records makes the last add of a message fail after the
+    earlier adds were queued: such a message changes nothing (SERVFAIL /
+    400), the others are whole, the count never passes the limit."""
+    name = "q%d_%d" % (os.getpid(), next(_dbs))
+    uri = pg.database(cluster, name)
+    srv = pg.serve_node(tmp_path, "q", uri, options=["zone-max-records=120"])
+    try:
+        api = srv.client()
+        zone = "quota.test"
+        zid = new_zone(api, zone)
+        base = len(api.records(zid))
+        outcomes, lock = [], threading.Lock()
+
+        def upd(k):
+            for i in range(8):
+                up = dns.update.UpdateMessage(zone + ".")
+                for j in range(7):
+                    up.add("u%d-%d-%d.%s." % (k, i, j, zone), 60, "A", "192.0.2.%d" % (j + 1))
+                r = dns.query.tcp(up, "127.0.0.1", port=srv.port, timeout=30)
+                with lock:
+                    outcomes.append(("u%d-%d-" % (k, i), 7, r.rcode()))
+
+        def batch(k):
+            for i in range(5):
+                r = api.call("POST", "/zones/%s/dns_records/batch" % zid,
+                             json={"posts": a_posts("b%d-%d-" % (k, i), zone, 9)}, timeout=60)
+                with lock:
+                    outcomes.append(("b%d-%d-" % (k, i), 9, r.status_code))
+
+        threads = [threading.Thread(target=upd, args=(k,)) for k in range(3)]
+        threads += [threading.Thread(target=batch, args=(k,)) for k in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=300)
+        recs = api.records(zid)
+        assert len(recs) <= 120
+        names = [r["name"] for r in recs]
+        kept = 0
+        for prefix, n, code in outcomes:
+            mine = [x for x in names if x.startswith(prefix)]
+            if code in (dns.rcode.NOERROR, 200):
+                assert len(mine) == n, (prefix, code, mine)
+                kept += n
+            else:
+                assert code in (dns.rcode.SERVFAIL, 400), (prefix, code)
+                assert mine == [], (prefix, code, mine)
+        assert kept == len(recs) - base
+        assert any(c in (dns.rcode.SERVFAIL, 400) for _, _, c in outcomes)
+        counted = pg.psql(cluster, "SELECT record_count FROM zones WHERE name = '%s.'" % zone,
+                          db=name).strip()
+        assert int(counted) == len(recs)
+        verify_clean(srv)
+    finally:
+        srv.stop()
