@@ -93,6 +93,23 @@ def store_rows(cluster, srv, zone, sql_where="TRUE"):
                             % (zone, sql_where), db=srv.dbname).split()
 
 
+def version_index_problems(cluster, dbname, zone):
+    """The IXFR index (zone_versions) against the change log: every
+    version with events indexed at its first event, and the versions a
+    gap-free run."""
+    sql = ("WITH z AS (SELECT id FROM zones WHERE name = '%s.'),"
+           " firsts AS (SELECT version, min(seq) AS seq FROM changes WHERE"
+           " zone_id = (SELECT id FROM z) GROUP BY version)"
+           " SELECT 'unindexed ' || f.version || ' ' || f.seq || ' ' || coalesce(zv.seq::text, '-')"
+           " FROM firsts f LEFT JOIN zone_versions zv ON zv.zone_id = (SELECT id FROM z)"
+           " AND zv.version = f.version WHERE zv.seq IS DISTINCT FROM f.seq"
+           " UNION ALL SELECT 'gap ' || v FROM generate_series((SELECT min(version) FROM"
+           " firsts), (SELECT max(version) FROM firsts)) v WHERE v NOT IN"
+           " (SELECT version FROM firsts)"
+           " UNION ALL SELECT 'no events' WHERE NOT EXISTS (SELECT 1 FROM firsts)" % zone)
+    return pg.psql(cluster, sql, db=dbname).split("\n")[:-1]
+
+
 def a_posts(prefix, zone, n, start=0):
     return [{"type": "A", "name": "%s%d.%s" % (prefix, i, zone),
              "content": "192.0.2.%d" % (i % 250 + 1)} for i in range(start, start + n)]
@@ -171,6 +188,7 @@ def test_late_failing_batches_among_concurrent_single_writes(node):
     assert len(names & {"s0-%d.%s" % (i, zone) for i in range(40)}) == 40
     assert len(api.records(oid)) >= 40
     wait_for("serial served", lambda: node.answers_soa(zone))
+    assert version_index_problems(node.cluster_host, node.dbname, zone) == []
     verify_clean(node)
 
 
@@ -312,6 +330,7 @@ def test_concurrent_updates_half_refused_by_prerequisites(node):
         name = "m%d-%d-5.%s." % (k, i, zone)
         got = answer(node.port, name)
         assert (got[1] == []) == refused, (name, got)
+    assert version_index_problems(node.cluster_host, node.dbname, zone) == []
     verify_clean(node)
 
 
@@ -546,6 +565,7 @@ def test_updates_and_batches_that_pass_zone_max_records_late(cluster, tmp_path):
         counted = pg.psql(cluster, "SELECT record_count FROM zones WHERE name = '%s.'" % zone,
                           db=name).strip()
         assert int(counted) == len(recs)
+        assert version_index_problems(cluster, name, zone) == []
         verify_clean(srv)
     finally:
         srv.stop()
