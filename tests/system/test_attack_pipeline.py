@@ -596,3 +596,113 @@ def test_updates_and_batches_that_pass_zone_max_records_late(cluster, tmp_path):
         verify_clean(srv)
     finally:
         srv.stop()
+
+
+# ------------------------------------------------------------ where the failure surfaces
+
+def test_a_duplicate_answers_the_same_wherever_the_queue_is_synced(node):
+    """A duplicate's unique violation surfaces at whatever statement syncs
+    the queue next: a read, the release, or the sync forced by a full
+    queue (PIPE_MAX). The answer must not depend on which."""
+    api = node.client()
+    zone = "where.test"
+    zid = new_zone(api, zone)
+    path = "/zones/%s/dns_records/batch" % zid
+    answers = {}
+    for n in list(range(0, 8)) + list(range(60, 140, 3)) + [255, 256, 257, 511, 512]:
+        posts = a_posts("w%d-" % n, zone, n)
+        body = {"posts": posts + [{"type": "A", "name": "dup." + zone, "content": "192.0.2.7"}] * 2
+                + a_posts("z%d-" % n, zone, 3)}
+        r = api.call("POST", path, json=body, timeout=120)
+        answers[n] = (r.status_code, r.json()["errors"][0]["message"] if r.status_code != 200 else "")
+    assert len(set(answers.values())) == 1, answers
+    assert list(answers.values())[0][0] in (400, 409), answers
+    assert [x for x in api.records(zid) if x["type"] == "A"] == []
+    verify_clean(node)
+
+
+# ------------------------------------------------------------ a queued statement that fails
+
+@pytest.mark.parametrize("sqlstate", ["23505", "P0001", "55P03", "40P01"])
+def test_queued_insert_failing_in_the_server_fails_its_unit_alone(node, sqlstate):
+    """A trigger makes the server refuse one queued INSERT (records with
+    TTL 4242) with a chosen SQLSTATE: the failure surfaces at a later
+    statement, maybe while other units share the transaction. Only that
+    unit fails, with an error of its own; the others are committed whole
+    and acknowledged; nothing of the failed one is kept."""
+    api = node.client()
+    zone = "trig.test"
+    zid = new_zone(api, zone)
+    cp = subprocess.run([os.path.join(pg.bindir(), "psql"), "-X", "-q", "-h", node.cluster_host,
+                         "-U", "zc", "-d", node.dbname, "-v", "ON_ERROR_STOP=1", "-c", """
+        CREATE FUNCTION zc_refuse() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+          IF NEW.ttl = 4242 THEN
+            RAISE EXCEPTION 'refused by the test' USING ERRCODE = '%s';
+          END IF;
+          RETURN NEW;
+        END $$;
+        CREATE TRIGGER zc_refuse BEFORE INSERT ON records
+          FOR EACH ROW EXECUTE FUNCTION zc_refuse();""" % sqlstate],
+                        capture_output=True, text=True)
+    assert cp.returncode == 0, cp.stderr
+    v0 = api.get("/zones/%s" % zid)["serial"]
+    results, lock = [], threading.Lock()
+
+    def client(k):
+        for i in range(12):
+            bad = (i + k) % 3 == 0
+            posts = a_posts("t%d-%d-" % (k, i), zone, 20)
+            if bad:
+                posts[-3]["ttl"] = 4242
+            r = api.call("POST", "/zones/%s/dns_records/batch" % zid, json={"posts": posts},
+                         timeout=60)
+            with lock:
+                results.append((k, i, bad, r.status_code, r.json().get("zone_version"),
+                                r.text[:200]))
+
+    def updater():
+        for i in range(12):
+            up = dns.update.UpdateMessage(zone + ".")
+            bad = i % 3 == 1
+            for j in range(4):
+                up.add("up%d-%d.%s." % (i, j, zone), 4242 if bad and j == 2 else 60, "A",
+                       "192.0.2.%d" % (j + 1))
+            r = dns.query.tcp(up, "127.0.0.1", port=node.port, timeout=30)
+            with lock:
+                results.append(("u", i, bad, "dns:%s" % r.rcode(), None, ""))
+
+    threads = [threading.Thread(target=client, args=(k,)) for k in range(3)]
+    threads.append(threading.Thread(target=updater))
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=300)
+    names = {x["name"] for x in api.records(zid)}
+    versions = []
+    for k, i, bad, st, v, text in results:
+        if k == "u":
+            mine = {"up%d-%d.%s" % (i, j, zone) for j in range(4)}
+            if bad:
+                assert st == "dns:%d" % dns.rcode.SERVFAIL, (k, i, st)
+                assert not mine & names
+            else:
+                assert st == "dns:%d" % dns.rcode.NOERROR, (k, i, st)
+                assert mine <= names
+            continue
+        mine = {"t%d-%d-%d.%s" % (k, i, j, zone) for j in range(20)}
+        if bad:
+            assert st in (400, 409, 500, 503), (k, i, st, text)
+            assert not mine & names, (k, i)
+        else:
+            assert st == 200, (k, i, st, text)
+            assert mine <= names
+            versions.append(v)
+    assert len(versions) == len(set(versions))
+    serial = api.get("/zones/%s" % zid)["serial"]
+    # one version per kept unit (API and UPDATE), no gap
+    kept_updates = sum(1 for r in results if r[0] == "u" and not r[2])
+    assert serial == v0 + len(versions) + kept_updates
+    assert version_index_problems(node.cluster_host, node.dbname, zone) == []
+    wait_for("served", lambda: answer(node.port, "t0-1-0.%s." % zone)[1] != [])
+    verify_clean(node)
