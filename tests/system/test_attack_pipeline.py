@@ -623,10 +623,12 @@ def test_a_duplicate_answers_the_same_wherever_the_queue_is_synced(node):
 
 # ------------------------------------------------------------ a queued statement that fails
 
-@pytest.mark.parametrize("sqlstate", ["23505", "P0001", "55P03", "40P01"])
-def test_queued_insert_failing_in_the_server_fails_its_unit_alone(node, sqlstate):
-    """A trigger makes the server refuse one queued INSERT (records with
-    TTL 4242) with a chosen SQLSTATE: the failure surfaces at a later
+@pytest.mark.parametrize("table,sqlstate", [("records", "23505"), ("records", "P0001"),
+                                           ("records", "55P03"), ("records", "40P01"),
+                                           ("changes", "P0001"), ("changes", "55P03")])
+def test_queued_insert_failing_in_the_server_fails_its_unit_alone(node, table, sqlstate):
+    """A trigger makes the server refuse one queued INSERT (a record, or
+    its change-log event, with TTL 4242) with a chosen SQLSTATE: the failure surfaces at a later
     statement, maybe while other units share the transaction. Only that
     unit fails, with an error of its own; the others are committed whole
     and acknowledged; nothing of the failed one is kept."""
@@ -642,8 +644,8 @@ def test_queued_insert_failing_in_the_server_fails_its_unit_alone(node, sqlstate
           END IF;
           RETURN NEW;
         END $$;
-        CREATE TRIGGER zc_refuse BEFORE INSERT ON records
-          FOR EACH ROW EXECUTE FUNCTION zc_refuse();""" % sqlstate],
+        CREATE TRIGGER zc_refuse BEFORE INSERT ON %s
+          FOR EACH ROW EXECUTE FUNCTION zc_refuse();""" % (sqlstate, table)],
                         capture_output=True, text=True)
     assert cp.returncode == 0, cp.stderr
     v0 = api.get("/zones/%s" % zid)["serial"]
