@@ -23,6 +23,14 @@ int pg_map_error(pg_db_t *d, const PGresult *res)
 {
 	const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) :
 	                    NULL;
+	/* libpq's own failure (no SQLSTATE), the connection still marked
+	 * good: a send to a server that went away fails ("server closed the
+	 * connection unexpectedly") before anything read its end; reading
+	 * now finds it, so that this is unavailability (503, a retry), not
+	 * an SQL error (500). */
+	if (state == NULL && PQstatus(d->conn) == CONNECTION_OK) {
+		(void)PQconsumeInput(d->conn);
+	}
 	if (PQstatus(d->conn) == CONNECTION_BAD) {
 		zc_error("%s: PostgreSQL unavailable: %s", d->label,
 		         PQerrorMessage(d->conn));
