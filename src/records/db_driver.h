@@ -19,6 +19,7 @@
 #include "records/db.h"
 
 typedef struct rdb_driver rdb_driver_t;
+typedef struct rdb_copy_ops rdb_copy_ops_t;
 
 struct rdb {
 	const rdb_driver_t *driver;
@@ -26,6 +27,32 @@ struct rdb {
 
 struct rdb_stmt {
 	const rdb_driver_t *driver;
+};
+
+/* A bulk load (db.h, rdb_copy_*()). db_copy.c keeps what every engine
+ * shares (the sticky error, counting a row's values) in this head; the
+ * rest of a load is its driver's. */
+struct rdb_copy {
+	const rdb_copy_ops_t *ops;
+	int error;
+	/* Values per row, and the current row's so far. */
+	int columns;
+	int given;
+};
+
+/* A driver's bulk load. begin() gets the number of columns counted in
+ * the list. A value's or a row's failure sets the load's sticky error
+ * (db_copy.c); end() and abort() free the load. */
+struct rdb_copy_ops {
+	int (*begin)(rdb_t *db, const char *table, const char *columns,
+	             int ncolumns, rdb_copy_t **out);
+	int (*put_int64)(rdb_copy_t *c, int64_t v);
+	int (*put_blob)(rdb_copy_t *c, const void *p, size_t len);
+	int (*put_text)(rdb_copy_t *c, const char *s);
+	int (*put_null)(rdb_copy_t *c);
+	int (*row)(rdb_copy_t *c);
+	int (*end)(rdb_copy_t *c);
+	void (*abort)(rdb_copy_t *c);
 };
 
 struct rdb_driver {
@@ -61,6 +88,9 @@ struct rdb_driver {
 	int (*savepoint)(rdb_t *db, rdb_level_t level);
 	int (*release)(rdb_t *db, rdb_level_t level);
 	void (*rollback_to)(rdb_t *db, rdb_level_t level);
+	/* Bulk loads of the engine's own; NULL: a prepared INSERT per row
+	 * (db_copy.c). */
+	const rdb_copy_ops_t *copy;
 };
 
 /* The drivers (db.c picks one by target). db_pg.c, the libpq driver,
@@ -69,4 +99,15 @@ struct rdb_driver {
 extern const rdb_driver_t rdb_sqlite_driver;
 #ifdef ZC_HAVE_LIBPQ
 extern const rdb_driver_t rdb_pg_driver;
+
+/* PostgreSQL's COPY (db_pg_copy.c), and what it takes of db_pg.c: the
+ * connection, once it is usable for a statement (connected; nothing of
+ * the driver's own still in flight on it), and the driver's one mapping of
+ * a failed result to a zonecast code (it clears the result; a result
+ * that succeeded gives ZC_EOK). */
+struct pg_conn;
+struct pg_result;
+extern const rdb_copy_ops_t rdb_pg_copy_ops;
+int rdb_pg_conn(rdb_t *db, struct pg_conn **conn);
+int rdb_pg_result_code(rdb_t *db, struct pg_result *res);
 #endif

@@ -792,4 +792,19 @@ const rdb_driver_t rdb_pg_driver = {
 	.savepoint = pg_savepoint,
 	.release = pg_release,
 	.rollback_to = pg_rollback_to,
+	.copy = &rdb_pg_copy_ops,
 };
+
+/* --- What COPY takes of the driver (db_driver.h; db_pg_copy.c) --- */
+
+int rdb_pg_conn(rdb_t *db, PGconn **conn)
+{
+	pg_db_t *d = db_of(db);
+	*conn = d->conn;
+	return ensure_connected(d);
+}
+
+int rdb_pg_result_code(rdb_t *db, PGresult *res)
+{
+	return result_code(db_of(db), res);
+}
