@@ -21,9 +21,13 @@ now()  { date +%s.%N; }
 # elapsed START [END] -> seconds with 2 decimals
 elapsed() { awk -v a="$1" -v b="${2:-$(now)}" 'BEGIN { printf "%.2f", b - a }'; }
 
-bench_init() {               # bench_init NAME: work dir, run dir, traps
+bench_work_dir() {           # bench/.work made, git-ignored
     mkdir -p "$BENCH_WORK"
     [[ -f $BENCH_WORK/.gitignore ]] || printf '*\n' > "$BENCH_WORK/.gitignore"
+}
+
+bench_init() {               # bench_init NAME: work dir, run dir, traps
+    bench_work_dir
     BENCH_RUN=$(mktemp -d "$BENCH_WORK/run-$1.XXXXXX")
     trap bench_cleanup EXIT
     trap 'log "interrupted"; exit 130' INT TERM
@@ -47,6 +51,20 @@ bench_cleanup() {
         fi
     fi
     exit "$rc"
+}
+
+# bench_client NAME [LIBS...]: the load generator bench/NAME.c compiled with
+# cc -O2 (LIBS last on the command line) into $BENCH_WORK/NAME, again whenever
+# the source is newer; prints the binary's path. Fails when cc does.
+# (Also run by the Python benches: bash -c '. bench/lib.sh && bench_client X'.)
+bench_client() {
+    local name=$1 bin=$BENCH_WORK/$1; shift
+    bench_work_dir
+    if [[ ! -x $bin || $BENCH_DIR/$name.c -nt $bin ]]; then
+        cc -O2 -Wall -pthread -o "$bin.tmp.$$" "$BENCH_DIR/$name.c" "$@" >&2 || { rm -f "$bin.tmp.$$"; return 1; }
+        mv "$bin.tmp.$$" "$bin"
+    fi
+    echo "$bin"
 }
 
 # need CMD... : true when every command exists

@@ -215,6 +215,14 @@ int builder_follower_stalled(builder_follower_t *f);
 uint64_t builder_follower_applied(builder_follower_t *f);
 
 /*
+ * The same, read from the edge store itself (its applied_seq, what the
+ * follower persists after each pass that left nothing pending): for a
+ * caller that has the store but not the follower (the fleet's leadership,
+ * which starts before it).
+ */
+int builder_edge_applied(edge_store_t *es, uint64_t *applied);
+
+/*
  * Whether the zone is quarantined (what the writers check before they
  * accept a write: a lock-free load while no zone is). f NULL: false.
  */

@@ -397,6 +397,18 @@ uint64_t builder_follower_applied(builder_follower_t *f)
 	return atomic_load(&f->applied);
 }
 
+int builder_edge_applied(edge_store_t *es, uint64_t *applied)
+{
+	*applied = 0;
+	edge_txn_t txn = { 0 };
+	int ret = edge_txn_begin_read(es, &txn);
+	if (ret == ZC_EOK) {
+		ret = edge_meta_get(&txn, "applied_seq", applied);
+		edge_txn_abort(&txn);
+	}
+	return ret;
+}
+
 bool builder_follower_quarantined(builder_follower_t *f, uint64_t zone_id)
 {
 	if (f == NULL || atomic_load(&f->quarantined_any) == 0) {

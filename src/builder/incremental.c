@@ -2,8 +2,9 @@
 /*
  * Per-record builds: for each node (zone, owner) touched by a batch of
  * record events, read just that node from the records store (an indexed
- * lookup) and write it, with the zone's new serial, into the edge store in
- * one LMDB transaction. The cost depends on the number of nodes touched,
+ * lookup; on PostgreSQL a zone's touched nodes in one statement) and write
+ * it, with the zone's new serial, into the edge store in one LMDB
+ * transaction. The cost depends on the number of nodes touched,
  * never on the size of the zone. When a build covers several zones, each
  * goes in a nested transaction, so one zone's failure is rolled back
  * alone (builder.h).
@@ -26,21 +27,8 @@ typedef struct {
 	int error;
 } read_t;
 
-static int add_row(const records_row_t *row, void *ctx)
-{
-	read_t *r = ctx;
-	if (row->okey_len == 0 && row->type == KNOT_RRTYPE_SOA) {
-		return 0; /* The SOA lives in the zone metadata. */
-	}
-	r->error = builder_node_add(&r->node, row->type, row->ttl, row->rdata,
-	                            row->rdata_len);
-	return r->error != ZC_EOK;
-}
-
-/* Rebuilds one node at seq: write it, or delete it when it has no data. */
-static int build_node(records_store_t *rs, edge_txn_t *txn, read_t *r,
-                      const builder_touch_t *t, uint64_t seq,
-                      builder_stats_t *stats)
+/* Starts node t: its owner from the zone's apex and the node's key. */
+static int node_start(read_t *r, const builder_touch_t *t)
 {
 	uint8_t lf[DNS_LF_MAXLEN];
 	uint8_t owner[KNOT_DNAME_MAXLEN];
@@ -53,15 +41,24 @@ static int build_node(records_store_t *rs, edge_txn_t *txn, read_t *r,
 		return ZC_EFORMAT;
 	}
 	builder_node_start(&r->node, t->okey, t->okey_len, owner);
-	r->error = ZC_EOK;
-	int ret = records_node_foreach(rs, t->zone_id, t->okey, t->okey_len,
-	                               add_row, r);
-	if (ret == ZC_EOK) {
-		ret = r->error;
+	return ZC_EOK;
+}
+
+static int node_add(read_t *r, const records_row_t *row)
+{
+	if (row->okey_len == 0 && row->type == KNOT_RRTYPE_SOA) {
+		return ZC_EOK; /* The SOA lives in the zone metadata. */
 	}
-	if (ret != ZC_EOK) {
-		return ret;
-	}
+	return builder_node_add(&r->node, row->type, row->ttl, row->rdata,
+	                        row->rdata_len);
+}
+
+/* Writes the node read into r at seq, or deletes it when it has no
+ * data. */
+static int node_finish(edge_txn_t *txn, read_t *r, const builder_touch_t *t,
+                       uint64_t seq, builder_stats_t *stats)
+{
+	int ret;
 	if (r->node.count == 0) {
 		stats->nodes_deleted++;
 		ret = edge_txn_del_node(txn, (uint64_t)t->zone_id, t->okey,
@@ -77,6 +74,130 @@ static int build_node(records_store_t *rs, edge_txn_t *txn, read_t *r,
 		                        t->okey_len, buf, len);
 	}
 	return ret == ZC_ESTALE ? ZC_EOK : ret;
+}
+
+/*
+ * The nodes of one zone's touches, read together (records_nodes_foreach:
+ * one statement on PostgreSQL) and written as their rows arrive, each
+ * distinct node once, in key order: `node` holds the distinct touches
+ * sorted by key; `done` nodes are written; `open` says node `done` is
+ * started and has rows.
+ */
+typedef struct {
+	edge_txn_t *txn;
+	read_t *r;
+	const builder_touch_t **node;
+	size_t done;
+	bool open;
+	uint64_t seq;
+	builder_stats_t *stats;
+	int error;
+} nodes_t;
+
+/* Writes the nodes before `upto`: the open one with its rows, the others
+ * as empty (deleted). */
+static int nodes_finish(nodes_t *n, size_t upto)
+{
+	while (n->done < upto) {
+		const builder_touch_t *t = n->node[n->done];
+		int ret = n->open ? ZC_EOK : node_start(n->r, t);
+		if (ret == ZC_EOK) {
+			ret = node_finish(n->txn, n->r, t, n->seq, n->stats);
+		}
+		if (ret != ZC_EOK) {
+			return ret;
+		}
+		n->open = false;
+		n->done++;
+	}
+	return ZC_EOK;
+}
+
+static int node_row(size_t k, const records_row_t *row, void *ctx)
+{
+	nodes_t *n = ctx;
+	if (k != n->done || !n->open) {
+		n->error = nodes_finish(n, k);
+		if (n->error == ZC_EOK) {
+			n->error = node_start(n->r, n->node[k]);
+		}
+		if (n->error != ZC_EOK) {
+			return 1;
+		}
+		n->open = true;
+	}
+	n->error = node_add(n->r, row);
+	return n->error != ZC_EOK;
+}
+
+static int by_key(const void *a, const void *b)
+{
+	const builder_touch_t *x = *(const builder_touch_t *const *)a;
+	const builder_touch_t *y = *(const builder_touch_t *const *)b;
+	return records_okey_cmp(x->okey, x->okey_len, y->okey, y->okey_len);
+}
+
+/* Nodes read per statement at most: a huge change is read in slices. */
+#define NODES_PER_READ 4096
+
+/* Reads and writes the nodes n->node[from, to). */
+static int build_slice(records_store_t *rs, nodes_t *n, size_t from,
+                       size_t to, const uint8_t **keys, size_t *lens)
+{
+	for (size_t k = from; k < to; k++) {
+		keys[k - from] = n->node[k]->okey;
+		lens[k - from] = n->node[k]->okey_len;
+	}
+	nodes_t slice = *n;
+	slice.node = n->node + from;
+	slice.done = 0;
+	slice.open = false;
+	int ret = records_nodes_foreach(rs, n->node[from]->zone_id, keys, lens,
+	                                to - from, node_row, &slice);
+	if (ret == ZC_EOK) {
+		ret = slice.error;
+	}
+	if (ret == ZC_EOK) {
+		ret = nodes_finish(&slice, to - from);
+	}
+	n->done = from + slice.done;
+	return ret;
+}
+
+/* Rebuilds the distinct nodes among the n touches t at seq; on failure
+ * *at is the index in t of the touch it failed at. */
+static int build_nodes(records_store_t *rs, edge_txn_t *txn, read_t *r,
+                       const builder_touch_t *t, size_t count, uint64_t seq,
+                       builder_stats_t *stats, size_t *at)
+{
+	const builder_touch_t **node = malloc(count * sizeof(*node));
+	const uint8_t **keys = malloc(NODES_PER_READ * sizeof(*keys));
+	size_t *lens = malloc(NODES_PER_READ * sizeof(*lens));
+	int ret = node && keys && lens ? ZC_EOK : KNOT_ENOMEM;
+	size_t m = 0;
+	for (size_t i = 0; i < count && ret == ZC_EOK; i++) {
+		node[i] = &t[i];
+	}
+	if (ret == ZC_EOK) {
+		qsort(node, count, sizeof(*node), by_key);
+		for (size_t i = 0; i < count; i++) {
+			if (m == 0 || by_key(&node[m - 1], &node[i]) != 0) {
+				node[m++] = node[i];
+			}
+		}
+	}
+	nodes_t n = { .txn = txn, .r = r, .node = node, .seq = seq,
+	              .stats = stats };
+	for (size_t from = 0; from < m && ret == ZC_EOK;
+	     from += NODES_PER_READ) {
+		size_t to = m - from > NODES_PER_READ ? from + NODES_PER_READ : m;
+		ret = build_slice(rs, &n, from, to, keys, lens);
+	}
+	*at = ret != ZC_EOK && n.done < m ? (size_t)(node[n.done] - t) : 0;
+	free(node);
+	free(keys);
+	free(lens);
+	return ret;
 }
 
 /* RFC 1982: is a newer than b? */
@@ -131,16 +252,13 @@ static int write_zone(records_store_t *rs, edge_txn_t *txn, read_t *r,
                       const builder_touch_t *t, size_t n, uint64_t seq,
                       builder_stats_t *stats, size_t *at)
 {
-	int ret = ZC_EOK;
 	uint32_t version = t[0].version;
-	*at = 0;
-	for (size_t i = 0; i < n && ret == ZC_EOK; i++) {
-		*at = i;
-		ret = build_node(rs, txn, r, &t[i], seq, stats);
+	for (size_t i = 1; i < n; i++) {
 		if (serial_newer(t[i].version, version)) {
 			version = t[i].version;
 		}
 	}
+	int ret = build_nodes(rs, txn, r, t, n, seq, stats, at);
 	if (ret == ZC_EOK) {
 		*at = n - 1;
 		ret = builder_fault_check(t[0].apex);

@@ -189,12 +189,7 @@ static int trimmed_past(records_store_t *rs, edge_store_t *es, bool *past)
 	if (ret != ZC_EOK || trimmed == 0) {
 		return ret;
 	}
-	edge_txn_t txn = { 0 };
-	ret = edge_txn_begin_read(es, &txn);
-	if (ret == ZC_EOK) {
-		ret = edge_meta_get(&txn, "applied_seq", &applied);
-		edge_txn_abort(&txn);
-	}
+	ret = builder_edge_applied(es, &applied);
 	if (ret == ZC_EOK && applied < trimmed) {
 		zc_warn("edge store: applied the change log up to seq %llu, but"
 		        " it now starts after seq %llu (trimmed while this node"

@@ -320,24 +320,37 @@ static int start_api(const config_t *cfg, int api_fd, edge_store_t *es,
 	return api_start(&acfg, api);
 }
 
+/* The fleet's leadership (fleet.h): this node's records_leader_t, and
+ * its builder's progress read from its edge store (the builder starts
+ * after the fleet). ctx is the serve_ctx_t. */
 static int lead_take(void *ctx, const _Atomic bool *stop, uint64_t *term)
 {
-	return records_leader_take(ctx, stop, term);
+	return records_leader_take(((serve_ctx_t *)ctx)->leader, stop, term);
 }
 
 static bool lead_held(void *ctx)
 {
-	return records_leader_held(ctx);
+	return records_leader_held(((serve_ctx_t *)ctx)->leader);
 }
 
 static int lead_confirm(void *ctx)
 {
-	return records_leader_confirm(ctx);
+	return records_leader_confirm(((serve_ctx_t *)ctx)->leader);
 }
 
 static void lead_drop(void *ctx)
 {
-	records_leader_drop(ctx);
+	records_leader_drop(((serve_ctx_t *)ctx)->leader);
+}
+
+static int lead_head(void *ctx, uint64_t *pos)
+{
+	return records_leader_head(((serve_ctx_t *)ctx)->leader, pos);
+}
+
+static int lead_built(void *ctx, uint64_t *pos)
+{
+	return builder_edge_applied(((serve_ctx_t *)ctx)->es, pos);
 }
 
 /* Publishes the edge store's replication log to NATS when `nats` is set,
@@ -360,8 +373,8 @@ static int start_fleet(serve_ctx_t *ctx)
 	}
 	fleet_leadership_t lead = {
 		.take = lead_take, .held = lead_held, .confirm = lead_confirm,
-		.drop = lead_drop,
-		.ctx = ctx->leader,
+		.drop = lead_drop, .head = lead_head, .built = lead_built,
+		.ctx = ctx,
 	};
 	fleet_config_t fcfg;
 	config_fleet(cfg, &fcfg);

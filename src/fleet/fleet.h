@@ -87,12 +87,27 @@ typedef struct fleet_primary fleet_primary_t;
  * store, with the snapshot that raised it) and drop messages and
  * snapshots of an older one, so an old leader that wakes from a pause
  * changes no edge, even through a manifest.
+ *
+ * Catching up (catchup.c). A leader publishes its own edge store, which
+ * its own builder makes from the records store and which may lag behind
+ * the store (a backlog, a long full build, a stalled build). So, with
+ * head() (the records store's newest change-log position now, read while
+ * leading) and built() (the position this node's build has applied): a
+ * new leader begins its history only once built() reached the head() read
+ * right after take(), waiting at most 3 s, else it gives the lead back;
+ * a leader whose build has not moved for 3 s while head() is ahead of it
+ * steps down. Either way it tries to lead again only once built() reached
+ * the head it saw. So no leader's snapshot is older than what the leader
+ * before it published, and a node whose build is stuck leaves the lead to
+ * one whose build goes on. head and built NULL: no such checks.
  */
 typedef struct {
 	int (*take)(void *ctx, const _Atomic bool *stop, uint64_t *term);
 	bool (*held)(void *ctx);
 	int (*confirm)(void *ctx);
 	void (*drop)(void *ctx);
+	int (*head)(void *ctx, uint64_t *pos);
+	int (*built)(void *ctx, uint64_t *pos);
 	void *ctx;
 } fleet_leadership_t;
 

@@ -72,6 +72,12 @@ int fleet_snapshot_publish(jsCtx *js, const fleet_names_t *n,
                            uint64_t head_seq, fleet_manifest_t *m,
                            uint64_t *bytes);
 
+/* Publishes manifest m, only over the one at stream sequence m->head_seq
+ * (then m->head_seq is the new one's): ZC_ESTALE when another came
+ * meanwhile. */
+int fleet_manifest_publish(jsCtx *js, const fleet_names_t *n,
+                           fleet_manifest_t *m);
+
 /* Reads the newest manifest: ZC_EOK, ZC_ENOZONE when there is none, or
  * ZC_EFORMAT when it cannot be read (forged); then m->head_seq alone is
  * set (a leader replaces it). */

@@ -57,6 +57,32 @@ struct fleet_primary {
 void *fleet_publisher_main(void *arg);
 void *fleet_watcher_main(void *arg);
 
+/* --- catchup.c: the leader's own build against the records store --- */
+
+/* After take(): waits (at most 3 s) until this node's build reached the
+ * records store's head. ZC_EOK; ZC_EBUSY when it did not in time (then
+ * *behind is that head: lead again once built, fleet_wait_built()) or
+ * when stopping; another error when the lead was lost meanwhile. */
+int fleet_catch_up(fleet_primary_t *fp, uint64_t term, uint64_t *behind);
+
+/* What a leader knows of its build's progress. */
+typedef struct {
+	uint64_t built, commit;  /* applied position, edge store commit */
+	int64_t moved_ms;        /* when either last moved (or was caught up) */
+	int64_t checked_ms;
+} fleet_build_watch_t;
+
+void fleet_build_watch_start(fleet_primary_t *fp, fleet_build_watch_t *w);
+
+/* Whether the build has not moved for 3 s while the records store's head
+ * is ahead of it (then *head is that head; logged). Cheap between its
+ * looks (every 500 ms, a query on the lock session each). */
+bool fleet_build_stalled(fleet_primary_t *fp, fleet_build_watch_t *w,
+                         uint64_t *head);
+
+/* Waits until this node's build reached pos (0: at once) or stopping. */
+void fleet_wait_built(fleet_primary_t *fp, uint64_t pos);
+
 /* Records a sent commit's zone versions (lock held). */
 void fleet_ring_add(fleet_primary_t *fp, uint64_t commit, uint64_t zone_id,
                     uint32_t serial, int64_t sent_ms);

@@ -9,7 +9,11 @@
  * first (fenced), or when it could publish nothing for GIVE_UP_MS. Every
  * publish that a newer leader's would conflict with (txn messages,
  * manifests) names what it expects last in its stream, as read before
- * PostgreSQL confirmed this leader's term (fleet.h).
+ * PostgreSQL confirmed this leader's term (fleet.h). A leader publishes
+ * only once its own build caught up with the records store, and steps
+ * down when its build stops while the store moves on (catchup.c). It keeps
+ * its own manifest at the head of the snapshot stream (a forged one there
+ * is replaced: keep_head()).
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -30,6 +34,8 @@
  * does a node that took a term but could not begin its history. */
 #define GIVE_UP_MS 3000
 #define HOLD_OFF_MS 1000
+/* How often a leader looks at the snapshot manifest at the head. */
+#define HEAD_CHECK_MS 2000
 
 typedef struct {
 	fleet_primary_t *fp;
@@ -289,6 +295,38 @@ static int snapshot(pub_t *p, fleet_manifest_t *prev)
 	return ZC_EOK;
 }
 
+/*
+ * A manifest that is not this leader's at the head of the snapshot stream
+ * (a forged one: an older leader's late one is refused, and a newer
+ * leader's means this one no longer leads) would keep new edges from
+ * loading anything until the next snapshot: the leader publishes its own
+ * manifest again, over it (its parts and the txn messages after it are
+ * still kept). ZC_EFENCED when a newer leader leads; ZC_EOK otherwise (a
+ * failure is tried again at the next look).
+ */
+static int keep_head(pub_t *p, fleet_manifest_t *prev)
+{
+	fleet_primary_t *fp = p->fp;
+	fleet_manifest_t head;
+	int ret = fleet_manifest_get(fp->js, &fp->names, &head);
+	if (prev->id[0] == '\0' || (ret != ZC_EOK && ret != ZC_EFORMAT) ||
+	    head.head_seq == p->head_seq) {
+		return ZC_EOK;
+	}
+	ret = still_leading(p);
+	if (ret != ZC_EOK) {
+		return ret == ZC_EFENCED ? ret : ZC_EOK; /* held() says. */
+	}
+	fleet_manifest_t m = *prev;
+	m.head_seq = head.head_seq;
+	if (fleet_manifest_publish(fp->js, &fp->names, &m) == ZC_EOK) {
+		zc_warn("fleet: the newest snapshot manifest was not this "
+		        "leader's (forged?): published snapshot %s's again", m.id);
+		p->head_seq = prev->head_seq = m.head_seq;
+	}
+	return ZC_EOK;
+}
+
 /* Tells edges at once that a new history began (they would see it within
  * seconds anyway): a message never applied, of the new history. With
  * leadership it is also the new term's fence: from here on JetStream
@@ -456,17 +494,26 @@ static int start_epoch(pub_t *p, fleet_manifest_t *prev)
 }
 
 /*
- * Leadership: waits until this process leads, then begins a history for
- * the term (recording on: a new history, whose snapshot start_epoch()
+ * Leadership: waits until this process leads and its own build has caught
+ * up with the records store (catchup.c), then begins a history for the
+ * term (recording on: a new history, whose snapshot start_epoch()
  * publishes). ZC_EOK when it leads; anything else when stopping, or when
- * it took a term but its history cannot begin (the lead given back).
+ * it took a term but its build is behind (*behind: what it must reach
+ * before it tries again) or its history cannot begin (the lead given
+ * back).
  */
-static int lead(pub_t *p)
+static int lead(pub_t *p, uint64_t *behind)
 {
 	fleet_primary_t *fp = p->fp;
 	uint64_t term = 0;
 	int ret = fp->lead.take(fp->lead.ctx, &fp->stop, &term);
 	edge_repl_pos_t pos;
+	if (ret == ZC_EOK) {
+		ret = fleet_catch_up(fp, term, behind);
+		if (ret != ZC_EOK) {
+			fp->lead.drop(fp->lead.ctx);
+		}
+	}
 	if (ret == ZC_EOK) {
 		ret = edge_repl_enable(fp->es, true, &pos);
 		if (ret != ZC_EOK) {
@@ -539,17 +586,23 @@ void *fleet_publisher_main(void *arg)
 	bool ready = false;
 	bool led = fp->lead.take != NULL;
 	int64_t ok_ms = 0, hold_until = 0; /* publishing worked; give_up() */
+	int64_t head_checked = 0; /* keep_head() */
+	uint64_t behind = 0; /* the build must reach this before leading */
+	fleet_build_watch_t build = { 0 };
 	while (!fp->stop) {
 		if (led && !fp->leading) {
 			while (!fp->stop && fleet_now_ms() < hold_until) {
 				fleet_sleep_ms(50);
 			}
-			if (lead(&p) != ZC_EOK) {
+			fleet_wait_built(fp, behind);
+			behind = 0;
+			if (lead(&p, &behind) != ZC_EOK) {
 				/* Stopping, or this node cannot lead now: others may. */
 				hold_until = fleet_now_ms() + HOLD_OFF_MS;
 				continue;
 			}
 			ok_ms = fleet_now_ms();
+			fleet_build_watch_start(fp, &build);
 			prev = (fleet_manifest_t){ .id = "" };
 			trimmed_commit = 0;
 			trimmed_part = UINT32_MAX;
@@ -558,6 +611,15 @@ void *fleet_publisher_main(void *arg)
 		if (led && !fp->lead.held(fp->lead.ctx)) {
 			step_down(fp, "leadership lost (records store unreachable "
 			          "or this process was paused)");
+			continue;
+		}
+		uint64_t head = 0;
+		if (led && fleet_build_stalled(fp, &build, &head)) {
+			/* It would publish nothing new: a node whose build goes
+			 * on leads, this one once its build is back. */
+			step_down(fp, "this node's build is stuck behind the records "
+			          "store");
+			behind = head;
 			continue;
 		}
 		if (!ready) {
@@ -616,6 +678,13 @@ void *fleet_publisher_main(void *arg)
 		if (snap != ZC_EOK) {
 			zc_warn("fleet: snapshot failed; trying again later");
 			p.bytes = fp->cfg.snapshot_bytes / 2;
+		}
+		if (ok_ms - head_checked >= HEAD_CHECK_MS) {
+			head_checked = ok_ms;
+			if (keep_head(&p, &prev) == ZC_EFENCED) {
+				step_down(fp, zc_strerror(ZC_EFENCED));
+				continue;
+			}
 		}
 		if (n < BATCH) {
 			wait_more(fp, POLL_MS);

@@ -41,10 +41,8 @@ static int publish_part(const edge_repl_part_t *part, void *arg)
 	return 0;
 }
 
-/* The manifest, only over the one at stream sequence m->head_seq (then
- * m->head_seq is the new one's): ZC_ESTALE when another came meanwhile. */
-static int publish_manifest(jsCtx *js, const fleet_names_t *n,
-                            fleet_manifest_t *m)
+int fleet_manifest_publish(jsCtx *js, const fleet_names_t *n,
+                           fleet_manifest_t *m)
 {
 	char epoch[17];
 	snprintf(epoch, sizeof(epoch), "%016" PRIx64, m->epoch);
@@ -120,7 +118,7 @@ int fleet_snapshot_publish(jsCtx *js, const fleet_names_t *n,
 	m->txn_seq = txn_seq;
 	m->head_seq = head_seq;
 	*bytes = p.bytes;
-	return publish_manifest(js, n, m);
+	return fleet_manifest_publish(js, n, m);
 }
 
 int fleet_manifest_get(jsCtx *js, const fleet_names_t *n, fleet_manifest_t *m)

@@ -52,13 +52,20 @@ void records_changelog_rollback(records_store_t *store)
 	store->version_zone = 0;
 }
 
+/* Was the zone version's first event indexed by this connection? */
+static bool version_indexed(const records_store_t *store, int64_t zone_id,
+                            uint32_t version)
+{
+	return store->version_zone == zone_id &&
+	       store->version_logged == version;
+}
+
 /* Indexes the first event of a zone version (IXFR starts there); once
  * per version and connection. */
 static int index_version(records_store_t *store, int64_t zone_id,
                          uint32_t version, int64_t seq)
 {
-	if (store->version_zone == zone_id &&
-	    store->version_logged == version) {
+	if (version_indexed(store, zone_id, version)) {
 		return ZC_EOK;
 	}
 	rdb_stmt_t *stmt;
@@ -74,7 +81,7 @@ static int index_version(records_store_t *store, int64_t zone_id,
 	rdb_bind_int64(stmt, 1, zone_id);
 	rdb_bind_int64(stmt, 2, version);
 	rdb_bind_int64(stmt, 3, seq);
-	ret = rdb_run(stmt);
+	ret = rdb_defer(stmt);
 	rdb_done(stmt);
 	if (ret == ZC_EOK) {
 		store->version_zone = zone_id;
@@ -97,34 +104,21 @@ static int restart_journal(records_store_t *store, int64_t zone_id,
 	}
 	rdb_bind_int64(stmt, 1, version);
 	rdb_bind_int64(stmt, 2, zone_id);
-	ret = rdb_run(stmt);
+	ret = rdb_defer(stmt);
 	rdb_done(stmt);
 	return ret;
 }
 
-int records_changelog_append(records_store_t *store,
-                             const records_change_entry_t *e, uint64_t *seq)
+/* An event's columns: ?1 zone, ?2 apex, ?3 version, ?4 kind, ?5 node,
+ * ?6 type, ?7 record id, ?8 time, ?9 TTL, ?10 rdata. */
+#define EVENT_INSERT \
+	"INSERT INTO changes(zone_id, apex, version, kind, okey, type," \
+	" record_id, at, ttl, rdata)" \
+	" VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"
+
+static void bind_event(rdb_stmt_t *stmt, const records_change_entry_t *e,
+                       const rule_t *rule)
 {
-	assert(e->kind >= RECORDS_CHANGE_ZONE_CREATED &&
-	       e->kind <= RECORDS_CHANGE_ZONE_TOUCHED);
-	const rule_t *rule = &rules[e->kind];
-	rdb_stmt_t *stmt;
-	/* PostgreSQL returns the sequence and the (top-level) transaction
-	 * id: no lastval() round trip, and the commit's position can be
-	 * looked up once it committed. */
-	int ret = rdb_prepare(store->db, RDB_SQL2(
-		"INSERT INTO changes(zone_id, apex,"
-		" version, kind, okey, type, record_id, at,"
-		" ttl, rdata)"
-		" VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
-		"INSERT INTO changes(zone_id, apex,"
-		" version, kind, okey, type, record_id, at,"
-		" ttl, rdata)"
-		" VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"
-		" RETURNING seq, xid::text::bigint"), &stmt);
-	if (ret != ZC_EOK) {
-		return ret;
-	}
 	rdb_bind_int64(stmt, 1, e->zone_id);
 	rdb_bind_blob(stmt, 2, e->apex, knot_dname_size(e->apex));
 	rdb_bind_int64(stmt, 3, e->version);
@@ -139,6 +133,61 @@ int records_changelog_append(records_store_t *store,
 			      (const uint8_t *)"", e->rdata_len);
 	}
 	rdb_bind_int64(stmt, 8, records_now_ms());
+}
+
+/*
+ * PostgreSQL, once the transaction's id is known and nobody asks for the
+ * sequence: the event, and the index of its version's first event, as one
+ * statement queued in the pipeline (rdb_defer()): no round trip of its
+ * own.
+ */
+static int append_queued(records_store_t *store,
+                         const records_change_entry_t *e, const rule_t *rule)
+{
+	bool index = rule->indexes &&
+	             !version_indexed(store, e->zone_id, e->version);
+	rdb_stmt_t *stmt;
+	int ret = index ?
+		rdb_prepare(store->db, RDB_SQL2(NULL,
+			"WITH e AS (" EVENT_INSERT " RETURNING seq)"
+			" INSERT INTO zone_versions(zone_id, version, seq)"
+			" SELECT ?1, ?3, seq FROM e"
+			" ON CONFLICT (zone_id, version)"
+			" DO UPDATE SET seq = excluded.seq"), &stmt) :
+		rdb_prepare(store->db, RDB_SQL2(NULL, EVENT_INSERT), &stmt);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	bind_event(stmt, e, rule);
+	ret = rdb_defer(stmt);
+	rdb_done(stmt);
+	if (ret == ZC_EOK && index) {
+		store->version_zone = e->zone_id;
+		store->version_logged = e->version;
+	}
+	return ret;
+}
+
+int records_changelog_append(records_store_t *store,
+                             const records_change_entry_t *e, uint64_t *seq)
+{
+	assert(e->kind >= RECORDS_CHANGE_ZONE_CREATED &&
+	       e->kind <= RECORDS_CHANGE_ZONE_TOUCHED);
+	const rule_t *rule = &rules[e->kind];
+	if (on_pg(store) && store->log_xid != 0 && seq == NULL &&
+	    !rule->restarts) {
+		return append_queued(store, e, rule);
+	}
+	rdb_stmt_t *stmt;
+	/* PostgreSQL returns the sequence and the (top-level) transaction
+	 * id: no lastval() round trip, and the commit's position can be
+	 * looked up once it committed. */
+	int ret = rdb_prepare(store->db, RDB_SQL2(EVENT_INSERT,
+		EVENT_INSERT " RETURNING seq, xid::text::bigint"), &stmt);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	bind_event(stmt, e, rule);
 	int rc = rdb_step(stmt);
 	int64_t appended = 0;
 	if (rc == RDB_ROW) {

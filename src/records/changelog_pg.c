@@ -48,6 +48,11 @@ static uint64_t position(int64_t commit, int64_t rank)
 	return (uint64_t)commit << RANK_BITS | (uint64_t)rank;
 }
 
+uint64_t changelog_pg_commit_end(int64_t commit)
+{
+	return commit > 0 ? position(commit, COMMIT_END) : 0;
+}
+
 static int64_t commit_of(uint64_t seq)
 {
 	return (int64_t)(seq >> RANK_BITS);

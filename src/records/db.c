@@ -100,6 +100,22 @@ void rdb_bind_null(rdb_stmt_t *st, int i)
 	st->driver->bind_null(st, i);
 }
 
+bool rdb_has_arrays(const rdb_t *db)
+{
+	return db->driver->bind_int64_array != NULL;
+}
+
+void rdb_bind_int64_array(rdb_stmt_t *st, int i, const int64_t *v, size_t n)
+{
+	st->driver->bind_int64_array(st, i, v, n);
+}
+
+void rdb_bind_blob_array(rdb_stmt_t *st, int i, const void *const *v,
+                         const size_t *lens, size_t n)
+{
+	st->driver->bind_blob_array(st, i, v, lens, n);
+}
+
 int rdb_step(rdb_stmt_t *st)
 {
 	return st->driver->step(st);
@@ -109,6 +125,11 @@ int rdb_run(rdb_stmt_t *st)
 {
 	int rc = st->driver->step(st);
 	return rc < 0 ? rc : ZC_EOK;
+}
+
+int rdb_defer(rdb_stmt_t *st)
+{
+	return st->driver->defer != NULL ? st->driver->defer(st) : rdb_run(st);
 }
 
 int rdb_query_int64(rdb_t *db, const rdb_sql_t *sql, int64_t *value)

@@ -26,14 +26,12 @@
  *
  * Threads: a connection and its statements belong to one thread at a time.
  *
+ * Pipelined writes (rdb_defer()) and array parameters on PostgreSQL.
+ *
  * Bulk loads. rdb_copy_begin() ... rdb_copy_end() stream rows into one
  * table: PostgreSQL's COPY FROM STDIN in binary (db_pg_copy.c), or, on an
  * engine without one (SQLite), the prepared INSERT of the same columns run
  * per row (db_copy.c), so that callers have one code path.
- *
- * Still to come with the libpq driver (docs/design-postgresql.md §5.1):
- * rdb_defer()/rdb_sync() (pipelined writes whose errors surface at the
- * sync; SQLite steps at once) and array binds.
  */
 #pragma once
 
@@ -129,6 +127,18 @@ void rdb_bind_blob(rdb_stmt_t *st, int i, const void *p, size_t len);
 void rdb_bind_text(rdb_stmt_t *st, int i, const char *s);
 void rdb_bind_null(rdb_stmt_t *st, int i);
 
+/*
+ * Array parameters, where the engine has them (rdb_has_arrays():
+ * PostgreSQL, as int8[] and bytea[], e.g. "id = ANY(?2)"): one statement
+ * for many keys instead of one round trip each. The values are copied.
+ * SQLite has none: callers loop over a one-key statement there, which
+ * costs nothing in-process.
+ */
+bool rdb_has_arrays(const rdb_t *db);
+void rdb_bind_int64_array(rdb_stmt_t *st, int i, const int64_t *v, size_t n);
+void rdb_bind_blob_array(rdb_stmt_t *st, int i, const void *const *v,
+                         const size_t *lens, size_t n);
+
 /* Steps: RDB_ROW with a row to read, RDB_DONE at the end, or a negative
  * code (the statement is then only good for rdb_reset() or rdb_done()). */
 int rdb_step(rdb_stmt_t *st);
@@ -142,6 +152,18 @@ static inline int rdb_status(int step_result)
 /* Steps a statement once for its effect: ZC_EOK (a row, if any, is not
  * read) or a negative code. */
 int rdb_run(rdb_stmt_t *st);
+
+/*
+ * Runs a statement for its effect, perhaps later. On PostgreSQL inside a
+ * write transaction the statement is queued (libpq's pipeline mode) and
+ * sent with the next one that waits for an answer; its outcome surfaces
+ * at the connection's next synchronous call (a step, a release, the
+ * commit), which then fails with its code. Elsewhere it runs at once, as
+ * rdb_run(). Only for statements whose rows and row count nobody reads;
+ * its bindings are copied when it is queued (rdb_done() may follow at
+ * once). Returns ZC_EOK or an error known already.
+ */
+int rdb_defer(rdb_stmt_t *st);
 
 /* Runs a query without parameters for one integer (its first row's first
  * column; 0 when it gives no row). */

@@ -88,6 +88,13 @@ struct rdb_driver {
 	int (*savepoint)(rdb_t *db, rdb_level_t level);
 	int (*release)(rdb_t *db, rdb_level_t level);
 	void (*rollback_to)(rdb_t *db, rdb_level_t level);
+	/* Queues a statement (NULL: the driver runs it at once). */
+	int (*defer)(rdb_stmt_t *st);
+	/* Array parameters (NULL: the engine has none; db.h). */
+	void (*bind_int64_array)(rdb_stmt_t *st, int i, const int64_t *v,
+	                         size_t n);
+	void (*bind_blob_array)(rdb_stmt_t *st, int i, const void *const *v,
+	                        const size_t *lens, size_t n);
 	/* Bulk loads of the engine's own; NULL: a prepared INSERT per row
 	 * (db_copy.c). */
 	const rdb_copy_ops_t *copy;
@@ -99,15 +106,4 @@ struct rdb_driver {
 extern const rdb_driver_t rdb_sqlite_driver;
 #ifdef ZC_HAVE_LIBPQ
 extern const rdb_driver_t rdb_pg_driver;
-
-/* PostgreSQL's COPY (db_pg_copy.c), and what it takes of db_pg.c: the
- * connection, once it is usable for a statement (connected; nothing of
- * the driver's own still in flight on it), and the driver's one mapping of
- * a failed result to a zonecast code (it clears the result; a result
- * that succeeded gives ZC_EOK). */
-struct pg_conn;
-struct pg_result;
-extern const rdb_copy_ops_t rdb_pg_copy_ops;
-int rdb_pg_conn(rdb_t *db, struct pg_conn **conn);
-int rdb_pg_result_code(rdb_t *db, struct pg_result *res);
 #endif

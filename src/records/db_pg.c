@@ -2,14 +2,16 @@
 /*
  * The PostgreSQL driver (db.h, db_driver.h) over libpq: one connection,
  * its statement cache (server-side prepared statements named zc<N>),
- * transactions, savepoints and read snapshots, and the one function that
- * turns SQLSTATEs into zonecast codes (docs/design-postgresql.md §5.1).
+ * transactions, savepoints and read snapshots (docs/design-postgresql.md
+ * §5.1). SQLSTATEs become zonecast codes in db_pg_wire.c; statements
+ * queued without waiting (rdb_defer()) go through db_pg_pipe.c.
  *
  * - Shared SQL's ?N placeholders become $N when a statement is prepared
  *   (a bare ? takes the next number); quoted text is left alone.
  * - A statement is prepared at its first step, with each parameter's
- *   type taken from its first binding (int8, bytea; text and NULL left
- *   to the server). Integers and text go in text form, blobs in binary.
+ *   type taken from its first binding (int8, bytea, int8[], bytea[];
+ *   text and NULL left to the server). Integers and text go in text
+ *   form, blobs and arrays in binary.
  * - Results come back in binary and whole: a step executes the statement
  *   and keeps its rows, so statements may nest as they do on SQLite.
  * - A write transaction is a plain BEGIN (READ COMMITTED): writers of
@@ -24,7 +26,6 @@
  */
 #include <arpa/inet.h>
 #include <ctype.h>
-#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,128 +35,11 @@
 
 #include "common/error.h"
 #include "common/log.h"
-#include "records/db_driver.h"
-
-#define STMT_CACHE 64
-#define MAX_PARAMS 32
-
-/* Type OIDs (catalog/pg_type.dat): stable across versions. */
-enum {
-	OID_BOOL = 16,
-	OID_BYTEA = 17,
-	OID_INT8 = 20,
-	OID_INT2 = 21,
-	OID_INT4 = 23,
-	OID_TEXT = 25,
-	OID_OID = 26,
-	OID_FLOAT8 = 701,
-	OID_VARCHAR = 1043,
-	OID_NUMERIC = 1700,
-};
-
-typedef struct pg_db pg_db_t;
-
-typedef enum { P_NULL, P_INT, P_BLOB, P_TEXT } param_kind_t;
-
-typedef struct {
-	param_kind_t kind;
-	const void *p;
-	size_t len;
-	char num[24];
-} param_t;
-
-typedef struct {
-	rdb_stmt_t base;
-	pg_db_t *db;
-	/* The cache's key (the text's address); NULL when not cached. */
-	const char *key;
-	/* The text with $N placeholders, and how many there are. */
-	char *sql;
-	int nparams;
-	/* Which of them the text names (bit i-1 for $i): one it skips gets
-	 * a type all the same, which PostgreSQL needs. */
-	uint64_t used;
-	/* The server-side name; prepared in connection generation gen. */
-	char name[16];
-	unsigned gen;
-	bool prepared;
-	bool busy;
-	param_t params[MAX_PARAMS];
-	/* The executed statement's rows, and the current one (-1 before). */
-	PGresult *res;
-	int row;
-	/* col_text() of a number. */
-	char text[32];
-} pg_stmt_t;
-
-struct pg_db {
-	rdb_t base;
-	PGconn *conn;
-	char *target;
-	const char *label;
-	bool read_only;
-	/* A transaction is open (begun and not yet ended by us): never
-	 * reconnect inside one, its statements would run on their own. */
-	bool txn;
-	/* Bumped at every reconnection: prepared statements are gone. */
-	unsigned gen;
-	unsigned next_name;
-	int64_t changes;
-	pg_stmt_t cache[STMT_CACHE];
-};
+#include "records/db_pg_internal.h"
 
 static pg_db_t *db_of(rdb_t *db)
 {
 	return (pg_db_t *)db;
-}
-
-/* --- Errors --- */
-
-/* Maps a failed result (or a NULL one: the connection) to a code, and
- * logs what is not a plain outcome. */
-static int map_error(pg_db_t *d, const PGresult *res)
-{
-	const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) :
-	                    NULL;
-	if (PQstatus(d->conn) == CONNECTION_BAD) {
-		zc_error("%s: PostgreSQL unavailable: %s", d->label,
-		         PQerrorMessage(d->conn));
-		return ZC_EUNAVAILABLE;
-	}
-	if (state == NULL) {
-		zc_error("%s: %s", d->label, res ? PQresultErrorMessage(res) :
-		         PQerrorMessage(d->conn));
-		return ZC_ESQL;
-	}
-	if (strcmp(state, "23505") == 0 || strcmp(state, "23503") == 0) {
-		return ZC_EEXISTS; /* unique or foreign-key violation */
-	}
-	if (strcmp(state, "40P01") == 0 || strcmp(state, "40001") == 0 ||
-	    strcmp(state, "55P03") == 0) {
-		return ZC_EBUSY; /* deadlock, serialisation, lock timeout */
-	}
-	if (strncmp(state, "08", 2) == 0 || strcmp(state, "57P01") == 0 ||
-	    strcmp(state, "57P02") == 0 || strcmp(state, "57P03") == 0) {
-		zc_error("%s: PostgreSQL unavailable: %s", d->label,
-		         PQresultErrorMessage(res));
-		return ZC_EUNAVAILABLE;
-	}
-	if (strcmp(state, "53100") == 0) {
-		return -ENOSPC;
-	}
-	if (strcmp(state, "53200") == 0) {
-		return KNOT_ENOMEM;
-	}
-	if (strcmp(state, "25006") == 0) {
-		return -EROFS;
-	}
-	if (strcmp(state, "42501") == 0) {
-		zc_error("%s: %s", d->label, PQresultErrorMessage(res));
-		return -EACCES;
-	}
-	zc_error("%s: %s (SQLSTATE %s)", d->label, PQresultErrorMessage(res),
-	         state);
-	return ZC_ESQL;
 }
 
 /* The outcome of a result that carries no rows to keep; clears it. */
@@ -163,7 +47,7 @@ static int result_code(pg_db_t *d, PGresult *res)
 {
 	ExecStatusType st = PQresultStatus(res);
 	int ret = st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK ? ZC_EOK :
-	          map_error(d, res);
+	          pg_map_error(d, res);
 	PQclear(res);
 	return ret;
 }
@@ -174,24 +58,40 @@ static int result_code(pg_db_t *d, PGresult *res)
  * one, the transaction is lost: the caller sees ZC_EUNAVAILABLE). */
 static int ensure_connected(pg_db_t *d)
 {
+	if (d->txn && d->severed) {
+		return ZC_EUNAVAILABLE;
+	}
 	if (PQstatus(d->conn) == CONNECTION_OK) {
 		return ZC_EOK;
 	}
 	if (d->txn) {
-		return map_error(d, NULL);
+		return pg_map_error(d, NULL);
 	}
+	/* The reset leaves pipeline mode; what was queued is lost. */
+	d->piped = false;
+	d->queued = 0;
 	PQreset(d->conn);
 	if (PQstatus(d->conn) != CONNECTION_OK) {
-		return map_error(d, NULL);
+		return pg_map_error(d, NULL);
 	}
 	d->gen++;
 	return ZC_EOK;
+}
+
+/* Reads what the pipeline holds and leaves it: before any call of
+ * libpq's synchronous kind. */
+static int unpipe(pg_db_t *d)
+{
+	return d->piped ? pg_pipe_sync(d, NULL) : ZC_EOK;
 }
 
 static int pg_exec(rdb_t *db, const char *sql)
 {
 	pg_db_t *d = db_of(db);
 	int ret = ensure_connected(d);
+	if (ret == ZC_EOK) {
+		ret = unpipe(d);
+	}
 	if (ret != ZC_EOK) {
 		return ret;
 	}
@@ -205,11 +105,21 @@ static void stmt_clear(pg_stmt_t *s)
 	s->row = -1;
 }
 
+/* Forgets every binding. */
+static void params_clear(pg_stmt_t *s)
+{
+	for (int i = 0; i < MAX_PARAMS; i++) {
+		free(s->params[i].owned);
+	}
+	memset(s->params, 0, sizeof(s->params));
+}
+
 static void pg_close(rdb_t *db)
 {
 	pg_db_t *d = db_of(db);
 	for (int i = 0; i < STMT_CACHE; i++) {
 		stmt_clear(&d->cache[i]);
+		params_clear(&d->cache[i]);
 		free(d->cache[i].sql);
 	}
 	PQfinish(d->conn);
@@ -369,17 +279,94 @@ static int pg_prepare(rdb_t *db, const char *sql, bool cached,
 	return ZC_EOK;
 }
 
+/* Parameter i, its array buffer (if any) freed: it is being bound anew. */
 static param_t *param(rdb_stmt_t *st, int i)
 {
 	pg_stmt_t *s = (pg_stmt_t *)st;
-	return i >= 1 && i <= MAX_PARAMS ? &s->params[i - 1] : NULL;
+	if (i < 1 || i > MAX_PARAMS) {
+		return NULL;
+	}
+	param_t *p = &s->params[i - 1];
+	free(p->owned);
+	p->owned = NULL;
+	return p;
+}
+
+static uint8_t *put_be32(uint8_t *w, uint32_t v)
+{
+	w[0] = (uint8_t)(v >> 24);
+	w[1] = (uint8_t)(v >> 16);
+	w[2] = (uint8_t)(v >> 8);
+	w[3] = (uint8_t)v;
+	return w + 4;
+}
+
+/*
+ * Binds a one-dimensional array in PostgreSQL's binary array form: the
+ * number of dimensions, a has-NULLs flag, the element type, the length
+ * and lower bound (1), then each element as its length and bytes. An
+ * element is items[k] of lens[k] bytes, or (items NULL) the int64 ints[k]
+ * in network order.
+ */
+static void bind_array(rdb_stmt_t *st, int i, Oid array_oid, Oid elem_oid,
+                       const void *const *items, const size_t *lens,
+                       const int64_t *ints, size_t n)
+{
+	param_t *p = param(st, i);
+	if (p == NULL) {
+		return;
+	}
+	size_t size = 20;
+	for (size_t k = 0; k < n; k++) {
+		size += 4 + (items != NULL ? lens[k] : 8);
+	}
+	uint8_t *buf = malloc(size);
+	if (buf == NULL) {
+		/* Binds NULL: the statement then matches nothing, or fails. */
+		*p = (param_t){ .kind = P_NULL };
+		return;
+	}
+	uint8_t *w = put_be32(buf, n > 0);
+	w = put_be32(w, 0);
+	w = put_be32(w, elem_oid);
+	if (n > 0) {
+		w = put_be32(w, (uint32_t)n);
+		w = put_be32(w, 1);
+	}
+	for (size_t k = 0; k < n; k++) {
+		if (items != NULL) {
+			w = put_be32(w, (uint32_t)lens[k]);
+			if (lens[k] > 0) {
+				memcpy(w, items[k], lens[k]);
+			}
+			w += lens[k];
+		} else {
+			w = put_be32(w, 8);
+			w = put_be32(w, (uint32_t)((uint64_t)ints[k] >> 32));
+			w = put_be32(w, (uint32_t)ints[k]);
+		}
+	}
+	*p = (param_t){ .kind = P_ARRAY, .p = buf, .len = (size_t)(w - buf),
+	                .oid = array_oid, .owned = buf };
+}
+
+static void pg_bind_int64_array(rdb_stmt_t *st, int i, const int64_t *v,
+                                size_t n)
+{
+	bind_array(st, i, OID_INT8_ARRAY, OID_INT8, NULL, NULL, v, n);
+}
+
+static void pg_bind_blob_array(rdb_stmt_t *st, int i, const void *const *v,
+                               const size_t *lens, size_t n)
+{
+	bind_array(st, i, OID_BYTEA_ARRAY, OID_BYTEA, v, lens, NULL, n);
 }
 
 static void pg_bind_int64(rdb_stmt_t *st, int i, int64_t v)
 {
 	param_t *p = param(st, i);
 	if (p != NULL) {
-		p->kind = P_INT;
+		*p = (param_t){ .kind = P_INT };
 		snprintf(p->num, sizeof(p->num), "%" PRId64, v);
 	}
 }
@@ -406,18 +393,7 @@ static void pg_bind_null(rdb_stmt_t *st, int i)
 {
 	param_t *p = param(st, i);
 	if (p != NULL) {
-		p->kind = P_NULL;
-	}
-}
-
-/* The parameters' types, from their bindings. */
-static void param_types(const pg_stmt_t *s, Oid *types)
-{
-	for (int i = 0; i < s->nparams; i++) {
-		param_kind_t k = s->params[i].kind;
-		types[i] = !(s->used & UINT64_C(1) << i) ? OID_INT8 :
-		           k == P_INT ? OID_INT8 : k == P_BLOB ? OID_BYTEA :
-		           k == P_TEXT ? OID_TEXT : 0;
+		*p = (param_t){ .kind = P_NULL };
 	}
 }
 
@@ -426,7 +402,7 @@ static void param_types(const pg_stmt_t *s, Oid *types)
 static int prepare_on_server(pg_stmt_t *s)
 {
 	Oid types[MAX_PARAMS];
-	param_types(s, types);
+	pg_param_types(s, types);
 	PGresult *res = PQprepare(s->db->conn, s->name, s->sql, s->nparams,
 	                          types);
 	int ret = result_code(s->db, res);
@@ -437,7 +413,8 @@ static int prepare_on_server(pg_stmt_t *s)
 	return ret;
 }
 
-/* Runs the statement and keeps its rows. */
+/* Runs the statement and keeps its rows. In pipeline mode it joins the
+ * statements queued before it, and the sync reports theirs first. */
 static int execute(pg_stmt_t *s)
 {
 	pg_db_t *d = s->db;
@@ -445,23 +422,17 @@ static int execute(pg_stmt_t *s)
 	if (ret != ZC_EOK) {
 		return ret;
 	}
+	if (d->piped) {
+		ret = pg_pipe_send(s);
+		return ret == ZC_EOK ? pg_pipe_sync(d, s) : ret;
+	}
 	const char *values[MAX_PARAMS];
 	int lengths[MAX_PARAMS], formats[MAX_PARAMS];
-	for (int i = 0; i < s->nparams; i++) {
-		param_t *p = &s->params[i];
-		bool unused = !(s->used & UINT64_C(1) << i);
-		values[i] = p->kind == P_NULL || unused ? NULL :
-		            p->kind == P_INT ? p->num : p->p;
-		lengths[i] = p->kind == P_BLOB ? (int)p->len : 0;
-		formats[i] = p->kind == P_BLOB && !unused;
-		if (p->kind == P_BLOB && p->len == 0 && !unused) {
-			values[i] = ""; /* non-NULL: an empty value */
-		}
-	}
+	pg_param_arrays(s, values, lengths, formats);
 	PGresult *res;
 	if (s->key == NULL) {
 		Oid types[MAX_PARAMS];
-		param_types(s, types);
+		pg_param_types(s, types);
 		res = PQexecParams(d->conn, s->sql, s->nparams, types, values,
 		                   lengths, formats, 1);
 	} else {
@@ -474,16 +445,7 @@ static int execute(pg_stmt_t *s)
 		res = PQexecPrepared(d->conn, s->name, s->nparams, values,
 		                     lengths, formats, 1);
 	}
-	ExecStatusType st = PQresultStatus(res);
-	if (st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK) {
-		const char *n = PQcmdTuples(res);
-		d->changes = n[0] ? strtoll(n, NULL, 10) : 0;
-		s->res = res;
-		return ZC_EOK;
-	}
-	ret = map_error(d, res);
-	PQclear(res);
-	return ret;
+	return pg_keep_result(s, res);
 }
 
 static int pg_step(rdb_stmt_t *st)
@@ -624,12 +586,12 @@ static void pg_done(rdb_stmt_t *st)
 {
 	pg_stmt_t *s = (pg_stmt_t *)st;
 	stmt_clear(s);
+	params_clear(s);
 	if (s->key == NULL) {
 		free(s->sql);
 		free(s);
 		return;
 	}
-	memset(s->params, 0, sizeof(s->params));
 	s->busy = false;
 }
 
@@ -643,6 +605,9 @@ static int64_t pg_changes(rdb_t *db)
 static int64_t pg_last_insert_id(rdb_t *db)
 {
 	pg_db_t *d = db_of(db);
+	if (unpipe(d) != ZC_EOK) {
+		return 0;
+	}
 	PGresult *res = PQexecParams(d->conn, "SELECT lastval()", 0, NULL,
 	                             NULL, NULL, NULL, 0);
 	int64_t id = 0;
@@ -683,7 +648,15 @@ static int begin(rdb_t *db, const char *sql)
 static PGresult *end(pg_db_t *d, const char *sql)
 {
 	d->txn = false;
+	d->severed = false;
 	return PQexec(d->conn, sql);
+}
+
+/* Leaves pipeline mode when its outcome no longer matters (the
+ * transaction or savepoint is being undone). */
+static void unpipe_quietly(pg_db_t *d)
+{
+	(void)unpipe(d);
 }
 
 static int pg_begin_write(rdb_t *db)
@@ -695,6 +668,15 @@ static int pg_begin_write(rdb_t *db)
 static int pg_commit(rdb_t *db)
 {
 	pg_db_t *d = db_of(db);
+	int ret = unpipe(d);
+	if (ret == ZC_EOK && d->severed) {
+		ret = ZC_EUNAVAILABLE; /* Its session is gone: nothing kept. */
+	}
+	if (ret != ZC_EOK) {
+		/* A queued statement failed: the transaction cannot commit. */
+		PQclear(end(d, "ROLLBACK"));
+		return ret;
+	}
 	PGresult *res = end(d, "COMMIT");
 	if (PQstatus(d->conn) == CONNECTION_BAD) {
 		/* Sent, and no answer: it may have committed or not. */
@@ -718,6 +700,7 @@ static void pg_rollback(rdb_t *db)
 {
 	pg_db_t *d = db_of(db);
 	if (d->txn) {
+		unpipe_quietly(d);
 		PQclear(end(d, "ROLLBACK"));
 	}
 }
@@ -731,6 +714,7 @@ static void pg_end_read(rdb_t *db)
 {
 	pg_db_t *d = db_of(db);
 	if (d->txn) {
+		unpipe_quietly(d);
 		PQclear(end(d, "COMMIT"));
 	}
 }
@@ -746,21 +730,59 @@ static const char *const rollback_to_sql[2] = {
 	"ROLLBACK TO zc_inner; RELEASE zc_inner",
 };
 
+/* A savepoint is queued in the pipeline (its failure surfaces with the
+ * unit's next read); its release syncs, so that a unit's queued
+ * statements are answered before the unit is counted as kept. */
 static int pg_savepoint(rdb_t *db, rdb_level_t level)
 {
-	return pg_exec(db, savepoint_sql[level]);
+	pg_db_t *d = db_of(db);
+	int ret = ensure_connected(d);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	return d->txn ? pg_pipe_send_text(d, savepoint_sql[level]) :
+	       pg_exec(db, savepoint_sql[level]);
 }
 
 static int pg_release(rdb_t *db, rdb_level_t level)
 {
-	return pg_exec(db, release_sql[level]);
+	pg_db_t *d = db_of(db);
+	if (!d->piped) {
+		return pg_exec(db, release_sql[level]);
+	}
+	int ret = pg_pipe_send_text(d, release_sql[level]);
+	return ret == ZC_EOK ? pg_pipe_sync(d, NULL) : ret;
 }
 
 static void pg_rollback_to(rdb_t *db, rdb_level_t level)
 {
-	if (pg_in_txn(db)) {
+	pg_db_t *d = db_of(db);
+	if (d->txn) {
+		unpipe_quietly(d);
 		pg_exec(db, rollback_to_sql[level]);
 	}
+}
+
+/* Queues the statement inside a write transaction (db.h, rdb_defer());
+ * runs it at once outside one. */
+static int pg_defer(rdb_stmt_t *st)
+{
+	pg_stmt_t *s = (pg_stmt_t *)st;
+	pg_db_t *d = s->db;
+	if (!d->txn) {
+		int rc = pg_step(st);
+		return rc < 0 ? rc : ZC_EOK;
+	}
+	int ret = ensure_connected(d);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	stmt_clear(s);
+	ret = pg_pipe_send(s);
+	if (ret == ZC_EOK && d->queued + 2 > PIPE_MAX) {
+		ret = pg_pipe_sync(d, NULL);
+	}
+	return ret;
 }
 
 const rdb_driver_t rdb_pg_driver = {
@@ -792,19 +814,19 @@ const rdb_driver_t rdb_pg_driver = {
 	.savepoint = pg_savepoint,
 	.release = pg_release,
 	.rollback_to = pg_rollback_to,
+	.defer = pg_defer,
+	.bind_int64_array = pg_bind_int64_array,
+	.bind_blob_array = pg_bind_blob_array,
 	.copy = &rdb_pg_copy_ops,
 };
 
-/* --- What COPY takes of the driver (db_driver.h; db_pg_copy.c) --- */
+/* --- For COPY (db_pg_copy.c) --- */
 
-int rdb_pg_conn(rdb_t *db, PGconn **conn)
+int pg_conn_ready(pg_db_t *d)
 {
-	pg_db_t *d = db_of(db);
-	*conn = d->conn;
-	return ensure_connected(d);
-}
-
-int rdb_pg_result_code(rdb_t *db, PGresult *res)
-{
-	return result_code(db_of(db), res);
+	int ret = ensure_connected(d);
+	if (ret == ZC_EOK && d->piped) {
+		ret = pg_pipe_sync(d, NULL);
+	}
+	return ret;
 }

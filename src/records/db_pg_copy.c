@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /*
  * PostgreSQL's bulk load (db.h, rdb_copy_*()): COPY table (columns) FROM
- * STDIN (FORMAT binary) on the driver's connection (db_pg.c lends it,
- * db_driver.h), rows encoded as they come and sent in chunks of
+ * STDIN (FORMAT binary) on the driver's connection (pg_conn_ready(),
+ * db_pg_internal.h), rows encoded as they come and sent in chunks of
  * FLUSH_BYTES. docs/design-postgresql.md §6 (M7) and Appendix A.8 give
  * the reasons: one row per round trip was the import's whole cost.
  *
@@ -23,8 +23,11 @@
  * - The server checks rows as they arrive but reports a failure (a
  *   duplicate key, a value a column refuses) only at the end: libpq keeps
  *   accepting data until PQputCopyEnd(). end() then returns the mapped
- *   code (db_pg.c's mapping: a unique violation is ZC_EEXISTS) and the
- *   transaction is failed; the caller rolls it back.
+ *   code (the driver's mapping, pg_map_error(): a unique violation is
+ *   ZC_EEXISTS) and the transaction is failed; the caller rolls it back.
+ * - The pipeline (db_pg_pipe.c) is synced before the COPY starts:
+ *   statements queued before it are answered first, and a failure among
+ *   them fails the load's start.
  * - abort() ends the COPY with an error message of ours, which makes the
  *   server discard every row and fail the transaction.
  */
@@ -37,26 +40,14 @@
 
 #include "common/error.h"
 #include "common/log.h"
-#include "records/db_driver.h"
+#include "records/db_pg_internal.h"
 
 /* Encoded rows are sent once this many octets are waiting. */
 #define FLUSH_BYTES (256 * 1024)
 
-/* Type OIDs (catalog/pg_type.dat): stable across versions. */
-enum {
-	OID_BOOL = 16,
-	OID_BYTEA = 17,
-	OID_INT8 = 20,
-	OID_INT2 = 21,
-	OID_INT4 = 23,
-	OID_TEXT = 25,
-	OID_OID = 26,
-	OID_VARCHAR = 1043,
-};
-
 typedef struct {
 	rdb_copy_t base;
-	rdb_t *db;
+	pg_db_t *db;
 	PGconn *conn;
 	const char *table;
 	/* Each column's type, in the list's order. */
@@ -130,6 +121,14 @@ static int start_value(pg_copy_t *p)
 	return ret;
 }
 
+/* A statement's failed result as a code; clears it. */
+static int failed(pg_copy_t *p, PGresult *res)
+{
+	int ret = pg_map_error(p->db, res);
+	PQclear(res);
+	return ret;
+}
+
 /* Sends what is encoded. */
 static int flush(pg_copy_t *p)
 {
@@ -137,7 +136,7 @@ static int flush(pg_copy_t *p)
 		return ZC_EOK;
 	}
 	if (PQputCopyData(p->conn, (const char *)p->buf, (int)p->len) != 1) {
-		return rdb_pg_result_code(p->db, NULL);
+		return pg_map_error(p->db, NULL);
 	}
 	p->len = 0;
 	return ZC_EOK;
@@ -154,7 +153,7 @@ static int read_types(pg_copy_t *p, const char *columns, int n)
 	PGresult *res = PQexecParams(p->conn, sql, 0, NULL, NULL, NULL, NULL,
 	                             1);
 	if (PQresultStatus(res) != PGRES_TUPLES_OK) {
-		return rdb_pg_result_code(p->db, res);
+		return failed(p, res);
 	}
 	int ret = PQnfields(res) == n ? ZC_EOK : KNOT_EINVAL;
 	for (int i = 0; ret == ZC_EOK && i < n; i++) {
@@ -184,7 +183,7 @@ static int start_copy(pg_copy_t *p, const char *columns)
 	put_be(p, 0, 4); /* header extension length */
 	PGresult *res = PQexec(p->conn, sql);
 	if (PQresultStatus(res) != PGRES_COPY_IN) {
-		return rdb_pg_result_code(p->db, res);
+		return failed(p, res);
 	}
 	PQclear(res);
 	return ZC_EOK;
@@ -203,7 +202,9 @@ static int finish(pg_copy_t *p)
 	int ret = ZC_EOK;
 	PGresult *res;
 	while ((res = PQgetResult(p->conn)) != NULL) {
-		int code = rdb_pg_result_code(p->db, res);
+		int code = PQresultStatus(res) == PGRES_COMMAND_OK ? ZC_EOK :
+		           pg_map_error(p->db, res);
+		PQclear(res);
 		ret = ret != ZC_EOK ? ret : code;
 	}
 	return ret;
@@ -218,9 +219,10 @@ static int pg_copy_begin(rdb_t *db, const char *table, const char *columns,
 		free(p);
 		return KNOT_ENOMEM;
 	}
-	p->db = db;
+	p->db = (pg_db_t *)db;
 	p->table = table;
-	int ret = rdb_pg_conn(db, &p->conn);
+	int ret = pg_conn_ready(p->db);
+	p->conn = p->db->conn;
 	if (ret == ZC_EOK) {
 		ret = read_types(p, columns, ncolumns);
 	}
@@ -323,7 +325,7 @@ static int pg_copy_end(rdb_copy_t *c)
 		return ret;
 	}
 	if (PQputCopyEnd(p->conn, NULL) != 1) {
-		ret = rdb_pg_result_code(p->db, NULL);
+		ret = pg_map_error(p->db, NULL);
 	}
 	int outcome = finish(p);
 	free_copy(p);

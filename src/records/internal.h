@@ -43,6 +43,9 @@ int changelog_pg_since(records_store_t *store, uint64_t after,
                        int (*cb)(const records_change_t *chg, void *ctx),
                        void *ctx);
 int changelog_pg_last(records_store_t *store, uint64_t *seq);
+/* The position of commit p read whole (0 for p 0): what a reader that
+ * applied that commit holds (leader.c compares builds with it). */
+uint64_t changelog_pg_commit_end(int64_t commit);
 bool changelog_pg_follows(uint64_t after, uint64_t seq);
 int changelog_pg_committed(records_store_t *store, uint64_t *seq);
 int changelog_pg_backlog(records_store_t *store, uint64_t after,

@@ -25,6 +25,11 @@
  * newer leader exists is PostgreSQL's to say (records_leader_confirm()),
  * never a term read from NATS, which anyone allowed to publish could
  * forge.
+ *
+ * The log's head: records_leader_head() reads the newest commit position
+ * on the same session (bounded like every query here), so that a leader
+ * compares what its own build applied with what the store holds without
+ * a query that could hang.
  */
 #include <errno.h>
 #include <poll.h>
@@ -282,6 +287,32 @@ int records_leader_confirm(records_leader_t *l)
 	return ret;
 }
 
+int records_leader_head(records_leader_t *l, uint64_t *pos)
+{
+	*pos = 0;
+	if (!records_leader_held(l)) {
+		return ZC_EUNAVAILABLE;
+	}
+	pthread_mutex_lock(&l->conn_lock);
+	PGresult *res = query_within(l->conn, "SELECT coalesce(max(pos), 0) "
+	                             "FROM log_commits", 0, NULL);
+	pthread_mutex_unlock(&l->conn_lock);
+	int ret = ZC_EUNAVAILABLE;
+	if (res != NULL && PQresultStatus(res) == PGRES_TUPLES_OK &&
+	    PQntuples(res) == 1) {
+		/* What records_last_seq() would say (changelog.h
+		 * "Positions"). */
+		*pos = changelog_pg_commit_end(strtoll(PQgetvalue(res, 0, 0),
+		                                       NULL, 10));
+		ret = ZC_EOK;
+	}
+	PQclear(res);
+	if (ret != ZC_EOK) {
+		l->lost = true; /* The session is spent, or gone. */
+	}
+	return ret;
+}
+
 void records_leader_drop(records_leader_t *l)
 {
 	if (l->beating) {
@@ -332,6 +363,13 @@ bool records_leader_held(records_leader_t *l)
 int records_leader_confirm(records_leader_t *l)
 {
 	(void)l;
+	return ZC_EOK;
+}
+
+int records_leader_head(records_leader_t *l, uint64_t *pos)
+{
+	(void)l;
+	*pos = 0;
 	return ZC_EOK;
 }
 

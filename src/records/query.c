@@ -106,6 +106,19 @@ int records_record_foreach(records_store_t *store, int64_t zone_id,
 	return ret;
 }
 
+typedef struct {
+	int (*cb)(const records_record_t *rec, void *ctx);
+	void *ctx;
+	bool found;
+} find_t;
+
+static int found(const records_record_t *rec, void *ctx)
+{
+	find_t *f = ctx;
+	f->found = true;
+	return f->cb(rec, f->ctx);
+}
+
 int records_record_find(records_store_t *store, int64_t zone_id, int64_t id,
                         int (*cb)(const records_record_t *rec, void *ctx),
                         void *ctx)
@@ -120,14 +133,39 @@ int records_record_find(records_store_t *store, int64_t zone_id, int64_t id,
 	}
 	rdb_bind_int64(stmt, 1, id);
 	rdb_bind_int64(stmt, 2, zone_id);
-	int rc = rdb_step(stmt);
-	if (rc == RDB_ROW) {
-		rdb_reset(stmt);
-		ret = records_rows_foreach(stmt, cb, ctx);
-	} else {
-		ret = rc == RDB_DONE ? KNOT_ENOENT :
-		      rdb_status(rc);
+	/* One step: on PostgreSQL a step after a reset asks again. */
+	find_t f = { .cb = cb, .ctx = ctx };
+	ret = records_rows_foreach(stmt, found, &f);
+	rdb_done(stmt);
+	return ret == ZC_EOK && !f.found ? KNOT_ENOENT : ret;
+}
+
+int records_record_find_many(records_store_t *store, int64_t zone_id,
+                             const int64_t *ids, size_t count,
+                             int (*cb)(const records_record_t *rec, void *ctx),
+                             void *ctx)
+{
+	if (!rdb_has_arrays(store->db)) {
+		for (size_t i = 0; i < count; i++) {
+			int ret = records_record_find(store, zone_id, ids[i], cb,
+			                              ctx);
+			if (ret != ZC_EOK && ret != KNOT_ENOENT) {
+				return ret;
+			}
+		}
+		return ZC_EOK;
 	}
+	rdb_stmt_t *stmt;
+	int ret = rdb_prepare(store->db, RDB_SQL2(NULL,
+		"SELECT " RECORDS_RECORD_COLUMNS
+		" FROM records"
+		" WHERE zone_id = ?1 AND id = ANY(?2)"), &stmt);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	rdb_bind_int64(stmt, 1, zone_id);
+	rdb_bind_int64_array(stmt, 2, ids, count);
+	ret = records_rows_foreach(stmt, cb, ctx);
 	rdb_done(stmt);
 	return ret;
 }

@@ -46,6 +46,7 @@
  *   5  rows.c        record rows, ids   changelog, counts, db
  *   4  changelog.c   the change log     changelog_pg, changelog_rows, db
  *   4  pool.c, listen.c                 store
+ *   4  db_pg_copy.c  PostgreSQL's COPY  db_pg, db_pg_wire
  *   3  changelog_pg.c  the log by commit position (PostgreSQL)
  *                                       changelog_rows, db
  *   3  store.c       open, close        schema, redact, db
@@ -56,7 +57,6 @@
  *   2  counts.c      records per zone   db
  *   2  db_copy.c     bulk loads (COPY,  db
  *                    else INSERTs)
- *   2  db_pg_copy.c  PostgreSQL's COPY  db_pg
  *   2  schema.c      migrations         db, db_sqlite
  *   2  tokens.c, tsig_keys.c, dnssec_keys.c, secondaries.c,
  *      nodes.c                                                      db
@@ -182,6 +182,10 @@ void records_listen_close(records_listen_t *l);
  * on the session holding the lock, whether this node still leads with the
  * newest term now (ZC_EOK; ZC_EFENCED when a newer term exists,
  * ZC_EUNAVAILABLE when it cannot tell: either way no longer held());
+ * records_leader_head() reads, on that session, the change log's newest
+ * position now (records_last_seq(): everything committed before the call
+ * is at or before it), so a new leader knows what its build must reach
+ * before it publishes (ZC_EUNAVAILABLE when not held or unanswered);
  * records_leader_drop() gives it up.
  */
 typedef struct records_leader records_leader_t;
@@ -191,6 +195,7 @@ int records_leader_take(records_leader_t *l, const _Atomic bool *stop,
                         uint64_t *term);
 bool records_leader_held(records_leader_t *l);
 int records_leader_confirm(records_leader_t *l);
+int records_leader_head(records_leader_t *l, uint64_t *pos);
 void records_leader_drop(records_leader_t *l);
 void records_leader_free(records_leader_t *l);
 int records_bind(const char *dir, const char *uri);
@@ -539,6 +544,13 @@ int records_record_find(records_store_t *store, int64_t zone_id, int64_t id,
                         int (*cb)(const records_record_t *rec, void *ctx),
                         void *ctx);
 
+/* The records of a zone with these ids (callback form, in no particular
+ * order; ids not found are left out): one statement on PostgreSQL. */
+int records_record_find_many(records_store_t *store, int64_t zone_id,
+                             const int64_t *ids, size_t count,
+                             int (*cb)(const records_record_t *rec, void *ctx),
+                             void *ctx);
+
 /* --- Ordered reads for builds and exports. --- */
 
 /* Begins and ends a read snapshot (a SQLite read transaction) spanning
@@ -555,6 +567,26 @@ int records_node_foreach(records_store_t *store, int64_t zone_id,
                          const uint8_t *okey, size_t okey_len,
                          int (*cb)(const records_row_t *row, void *ctx),
                          void *ctx);
+
+/*
+ * Several nodes of one zone at once: okeys[k] (lens[k] bytes) must be
+ * distinct and in records_okey_cmp() order; cb gets each row with the
+ * index k of its node, nodes in that order, a node's rows in type order
+ * (a node without rows gets no call). One statement on PostgreSQL
+ * (okey = ANY), one indexed lookup per node on SQLite. A non-zero return
+ * from cb stops the reading.
+ */
+int records_nodes_foreach(records_store_t *store, int64_t zone_id,
+                          const uint8_t *const *okeys, const size_t *lens,
+                          size_t count,
+                          int (*cb)(size_t node, const records_row_t *row,
+                                    void *ctx),
+                          void *ctx);
+
+/* The order of nodes (their keys' bytes, then their lengths: a key
+ * before its extensions), as both engines sort the okey column. */
+int records_okey_cmp(const uint8_t *a, size_t a_len, const uint8_t *b,
+                     size_t b_len);
 
 typedef struct records_scan records_scan_t;
 

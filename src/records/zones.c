@@ -348,7 +348,7 @@ int records_zone_set_serial(records_store_t *store, records_zone_t *zone,
 	rdb_bind_int64(stmt, 1, serial);
 	rdb_bind_int64(stmt, 2, now);
 	rdb_bind_int64(stmt, 3, zone->id);
-	ret = rdb_run(stmt);
+	ret = rdb_defer(stmt); /* The unit holds the row: it cannot miss. */
 	rdb_done(stmt);
 	if (ret == ZC_EOK) {
 		zone->serial = serial;

@@ -20,8 +20,14 @@ import pytest
 import fleet
 import pg
 import servers
+from test_attack_leader import SerialWatch, backwards, head_manifest
 
 ZONE = "lead.test."
+
+
+# Every node and edge started here (node(), start_edge()): the world
+# fixture stops those still running, even when a test fails half-way.
+_started = []
 
 
 @pytest.fixture
@@ -30,14 +36,21 @@ def world(tmp_path):
         uri = pg.database(pgdir, "lead")
         nats = fleet.NatsServer(str(tmp_path))
         nats.start()
+        problems = []
         try:
             yield uri, nats
         finally:
+            for s in _started:
+                if s.proc is not None:
+                    os.kill(s.proc.pid, signal.SIGCONT)
+                    problems += ["%s: %s" % (s.workdir, p) for p in s.stop()]
+            _started.clear()
             nats.stop()
+        assert not problems, problems
 
 
-def node(tmp_path, name, uri, nats):
-    srv = servers.ZonecastServer(str(tmp_path / name), api=True,
+def node(tmp_path, name, uri, nats, env=None):
+    srv = servers.ZonecastServer(str(tmp_path / name), api=True, env=env,
                                  options=["records-store=%s" % uri, "nats=%s" % nats.url])
     srv.zones = {}
     if srv.records_uri:  # The harness's own binding (PostgreSQL mode): ours instead.
@@ -45,6 +58,7 @@ def node(tmp_path, name, uri, nats):
     srv.port = servers.free_port()
     srv.api_port = servers.free_port()
     srv.serve()
+    _started.append(srv)
     srv.client_ = srv.client()
     return srv
 
@@ -93,7 +107,9 @@ def start_edge(tmp_path, nats, name="e1"):
     e = fleet.EdgeServer(str(tmp_path), name, nats.url)
     e.metrics_port = servers.free_port()
     e.options.append("metrics-listen=127.0.0.1:%d" % e.metrics_port)
-    return e.start()
+    e.start()
+    _started.append(e)
+    return e
 
 
 def verify_edge(edge, uri):
@@ -226,3 +242,204 @@ def test_paused_leader_is_fenced(world, tmp_path):
     edge.stop()
     a.stop()
     b.stop()
+
+
+# -- a leader's own build against the records store (fleet.h "Catching up") --
+
+BIG = 2500  # nodes: a full build of the zone runs in two steps (2,000 each)
+
+
+def manifest_id(nats):
+    """The id of the newest snapshot manifest (None: none, or unreadable)."""
+    try:
+        return (head_manifest(nats) or {}).get("id")
+    except ValueError:
+        return None
+
+
+def epoch(uri):
+    """leader.epoch: the last term taken by any node."""
+    host = uri.split("host=")[1]
+    return int(pg.psql(host, "SELECT epoch FROM leader", db=uri.split("/")[3].split("?")[0]))
+
+
+def big_zone(srv, edge, others=()):
+    """A zone of BIG nodes, served by the edge and by the nodes in others;
+    its id."""
+    zid = srv.client_.ok("POST", "/zones", json={"name": ZONE.rstrip(".")})["result"]["id"]
+    posts = [{"type": "TXT", "name": "n%d.%s" % (i, ZONE), "content": "v"}
+             for i in range(BIG)]
+    srv.client_.ok("POST", "/zones/%s/dns_records/batch" % zid, json={"posts": posts})
+    last = "n%d.%s" % (BIG - 1, ZONE)
+    for s in (edge,) + tuple(others):
+        wait_for("%s to serve the zone" % s.port, lambda: txt(s.port, last), timeout=60)
+    return zid
+
+
+def hold_full_build(pause, srv, zid, held):
+    """A settings change (a full build, in steps) through srv, held half-way
+    on the node `held`, whose ZONECAST_FAULT_PAUSE file is pause."""
+    pause.write_text(ZONE + "\n")
+    srv.client_.ok("PATCH", "/zones/%s" % zid, json={"default_ttl": 600})
+    wait_for("the full build to be held on the lagging node",
+             lambda: "full build held between two steps" in held.log(), timeout=30)
+
+
+def test_new_leader_waits_for_its_own_build(world, tmp_path):
+    """The waiting node's build lags (a full build of the zone held half-way,
+    ZONECAST_FAULT_PAUSE) while the leader builds and publishes newer
+    versions; the leader is killed. The waiting node takes the lock but
+    begins its history only once its own build has applied everything the
+    records store held when it took over: the edge never loads a snapshot
+    older than what it served (SOA serial watched all along)."""
+    uri, nats = world
+    pause = tmp_path / "pause"
+    pause.write_text("")
+    a = node(tmp_path, "a", uri, nats)
+    wait_for("a to lead", lambda: leading(a))
+    b = node(tmp_path, "b", uri, nats, env={"ZONECAST_FAULT_PAUSE": str(pause)})
+    edge = start_edge(tmp_path, nats)
+    zid = big_zone(a, edge, (b,))
+    hold_full_build(pause, a, zid, b)
+    for i in range(3):
+        add(a, zid, "late%d.%s" % (i, ZONE), "x")
+    wait_for("edge to serve the late writes", lambda: txt(edge.port, "late2." + ZONE))
+    watch = SerialWatch(edge, ZONE)
+    time.sleep(0.2)
+    a.kill9()
+    killed = time.monotonic()
+    wait_for("b to take the lock", lambda: "fleet leadership taken by" in b.log(), timeout=30)
+    time.sleep(1.0)
+    seen = list(watch.seen)
+    assert not backwards(seen), "the edge went back: %s" % seen
+    assert not leading(b), "b leads while its build is held"
+    pause.write_text("")
+    term = wait_for("b to lead", lambda: leading(b), timeout=30)
+    print("b led %.3f s after the kill (its build held for about 1 s of it)"
+          % (time.monotonic() - killed))
+    assert "build reached the records store's head" in b.log()
+    add(b, zid, "after." + ZONE, "two")
+    wait_for("edge to serve b's write", lambda: txt(edge.port, "after." + ZONE), timeout=30)
+    wait_for("edge at b's term", lambda: edge_metric(edge, "zonecast_fleet_term") == term)
+    seen = watch.stop()
+    assert seen and not backwards(seen), seen
+    assert txt(edge.port, "late2." + ZONE) == ['"x"']
+    verify_edge(edge, uri)
+    b.verify()
+
+
+def test_new_leader_that_cannot_catch_up_gives_the_lead_back(world, tmp_path):
+    """As above, but the lagging node's build stays held past the 3 s it
+    may wait: it gives the lead back, says why, and takes no other term
+    while its build is behind; a node whose build is current leads. Once
+    its build goes on the lagging node may lead again, and does when the
+    other dies. The edge never goes back."""
+    uri, nats = world
+    pause = tmp_path / "pause"
+    pause.write_text("")
+    a = node(tmp_path, "a", uri, nats)
+    wait_for("a to lead", lambda: leading(a))
+    b = node(tmp_path, "b", uri, nats, env={"ZONECAST_FAULT_PAUSE": str(pause)})
+    edge = start_edge(tmp_path, nats)
+    zid = big_zone(a, edge, (b,))
+    hold_full_build(pause, a, zid, b)
+    add(a, zid, "late." + ZONE, "x")
+    wait_for("edge to serve the late write", lambda: txt(edge.port, "late." + ZONE))
+    watch = SerialWatch(edge, ZONE)
+    a.kill9()
+    wait_for("b to give the lead back", lambda: "giving the lead back" in b.log(),
+             timeout=30)
+    taken = epoch(uri)
+    time.sleep(2.5)
+    assert epoch(uri) == taken, "b took terms while its build was behind"
+    assert not leading(b)
+    c = node(tmp_path, "c", uri, nats)
+    term = wait_for("c to lead", lambda: leading(c), timeout=30)
+    add(c, zid, "c." + ZONE, "c")
+    wait_for("edge to serve c's write", lambda: txt(edge.port, "c." + ZONE), timeout=30)
+    pause.write_text("")
+    wait_for("b's build to catch up", lambda: "it may lead again" in b.log(), timeout=30)
+    assert leading(c) == term
+    c.kill9()
+    newer = wait_for("b to lead", lambda: leading(b), timeout=30)
+    assert newer > term
+    add(b, zid, "b." + ZONE, "b")
+    wait_for("edge to serve b's write", lambda: txt(edge.port, "b." + ZONE), timeout=30)
+    seen = watch.stop()
+    assert seen and not backwards(seen), seen
+    verify_edge(edge, uri)
+
+
+def test_leader_whose_build_stalls_steps_down(world, tmp_path):
+    """The leader's own build stops (a full build held half-way) while the
+    records store moves on: it publishes nothing new, so after 3 s it steps
+    down and the other node, whose build is current, leads and publishes
+    the writes taken meanwhile. The stalled node does not take the lead
+    back while its build is behind; once it has caught up it leads again
+    when the other dies."""
+    uri, nats = world
+    pause = tmp_path / "pause"
+    pause.write_text("")
+    a = node(tmp_path, "a", uri, nats, env={"ZONECAST_FAULT_PAUSE": str(pause)})
+    first = wait_for("a to lead", lambda: leading(a))
+    b = node(tmp_path, "b", uri, nats)
+    edge = start_edge(tmp_path, nats)
+    zid = big_zone(b, edge, (a, b))
+    watch = SerialWatch(edge, ZONE)
+    hold_full_build(pause, b, zid, a)
+    held = time.monotonic()
+    add(b, zid, "during." + ZONE, "x")
+    term = wait_for("b to lead", lambda: leading(b), timeout=30)
+    took = time.monotonic() - held
+    print("b led %.3f s after a's build stopped" % took)
+    assert term > first
+    assert "build has not moved" in a.log()
+    wait_for("edge to serve the write taken meanwhile",
+             lambda: txt(edge.port, "during." + ZONE), timeout=30)
+    time.sleep(2)
+    assert leading(b) == term and epoch(uri) == term, "a took the lead back"
+    pause.write_text("")
+    wait_for("a's build to catch up", lambda: "it may lead again" in a.log(), timeout=30)
+    b.kill9()
+    newer = wait_for("a to lead", lambda: leading(a), timeout=30)
+    assert newer > term
+    add(a, zid, "after." + ZONE, "y")
+    wait_for("edge to serve a's write", lambda: txt(edge.port, "after." + ZONE), timeout=30)
+    seen = watch.stop()
+    assert seen and not backwards(seen), seen
+    verify_edge(edge, uri)
+
+
+def test_forged_manifest_is_replaced_by_the_leader(world, tmp_path):
+    """Someone allowed to publish puts a manifest of their own at the head
+    of the snapshot stream (readable, naming parts that do not exist; then
+    one that cannot be read), and no takeover follows. The leader sees a
+    manifest that is not its own at the head and publishes its own again,
+    so a fresh edge bootstraps within seconds, not at the next snapshot
+    (fleet-snapshot-mib of changes later)."""
+    uri, nats = world
+    a = node(tmp_path, "a", uri, nats)
+    term = wait_for("a to lead", lambda: leading(a))
+    e1 = start_edge(tmp_path, nats)
+    zid = a.client_.ok("POST", "/zones", json={"name": ZONE.rstrip(".")})["result"]["id"]
+    add(a, zid, "first." + ZONE, "one")
+    wait_for("e1 to serve", lambda: txt(e1.port, "first." + ZONE))
+    own = head_manifest(nats)
+    assert own["term"] == term
+    forged = {"epoch": "%016x" % 0xfeed, "term": term + 5, "commit": 1, "parts": 3,
+              "txn_seq": 1, "id": "%016x-1-%d" % (0xfeed, term + 5)}
+    edges = [e1]
+    for i, body in enumerate((json.dumps(forged).encode(), b"{not json")):
+        fleet.hpub(nats.port, "zonecast.snap.head", {}, body)
+        edges.append(start_edge(tmp_path, nats, name="fresh%d" % i))
+        wait_for("a fresh edge to serve, after a forged manifest",
+                 lambda: txt(edges[-1].port, "first." + ZONE), timeout=15)
+        assert manifest_id(nats) == own["id"]
+    assert "not this leader's" in a.log()
+    add(a, zid, "second." + ZONE, "two")
+    for e in edges:
+        wait_for("%s to serve the write" % e.name, lambda: txt(e.port, "second." + ZONE),
+                 timeout=10)
+    assert leading(a) == term
+    for e in edges:
+        verify_edge(e, uri)

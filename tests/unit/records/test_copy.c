@@ -8,7 +8,9 @@
  * empty); loads larger than one chunk of the stream; and a load that fails
  * half-way (a duplicate key, a row a CHECK refuses, a row of the wrong
  * width, a load cancelled) leaves nothing once its transaction is rolled
- * back, on a connection that stays usable.
+ * back, on a connection that stays usable; and statements queued in
+ * PostgreSQL's pipeline (rdb_defer()) before a load are answered before it
+ * starts.
  */
 #include <stdint.h>
 #include <string.h>
@@ -261,6 +263,48 @@ static void test_failures(rdb_t *db)
 	CHECK_EQ(count_rows(db), 15);
 }
 
+/* Queues one row by rdb_defer() (PostgreSQL's pipeline, inside a write
+ * transaction; elsewhere it runs at once). */
+static int defer_row(rdb_t *db, int64_t id)
+{
+	rdb_stmt_t *st;
+	int ret = rdb_prepare(db, RDB_SQL("INSERT INTO rdb_copy(id, name)"
+	                                  " VALUES (?1, 'deferred')"), &st);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	rdb_bind_int64(st, 1, id);
+	ret = rdb_defer(st);
+	rdb_done(st);
+	return ret;
+}
+
+/* Statements queued before a load are answered before it starts: their
+ * rows are there, in order, and a failure among them fails the load's
+ * start (not some later call). */
+static void test_after_deferred(rdb_t *db)
+{
+	CHECK_EQ(create_table(db), ZC_EOK);
+	CHECK_EQ(rdb_begin_write(db), ZC_EOK);
+	CHECK_EQ(defer_row(db, 1), ZC_EOK);
+	CHECK_EQ(defer_row(db, 2), ZC_EOK);
+	CHECK_EQ(load_many(db, 3, 100, -1, 0, 0), ZC_EOK);
+	CHECK_EQ(rdb_commit(db), ZC_EOK);
+	CHECK_EQ(count_rows(db), 102);
+
+	/* A duplicate queued: known at once on SQLite, at the load's start
+	 * on PostgreSQL. */
+	CHECK_EQ(rdb_begin_write(db), ZC_EOK);
+	int ret = defer_row(db, 1);
+	rdb_copy_t *c = NULL;
+	if (ret == ZC_EOK) {
+		ret = rdb_copy_begin(db, "rdb_copy", COLUMNS, &c);
+	}
+	CHECK_EQ(ret, ZC_EEXISTS);
+	rdb_rollback(db);
+	CHECK_EQ(count_rows(db), 102);
+}
+
 int main(void)
 {
 	const char *target = getenv("ZC_TEST_RDB_TARGET");
@@ -283,6 +327,7 @@ int main(void)
 	test_octets(db);
 	test_large(db);
 	test_failures(db);
+	test_after_deferred(db);
 	rdb_close(db);
 	if (dir != NULL) {
 		test_rmdir(dir);

@@ -315,6 +315,162 @@ static void test_savepoints(rdb_t *db)
 	CHECK_EQ(count_rows(db), 3);
 }
 
+/* Inserts a row with rdb_defer() (queued on PostgreSQL in a write
+ * transaction). */
+static int insert_deferred(rdb_t *db, int64_t id, const char *name)
+{
+	rdb_stmt_t *st;
+	int ret = rdb_prepare(db, RDB_SQL("INSERT INTO rdb_test(id, name, data,"
+	                                  " n) VALUES (?1, ?2, ?3, ?4)"), &st);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	char copy[32];
+	snprintf(copy, sizeof(copy), "%s", name);
+	rdb_bind_int64(st, 1, id);
+	rdb_bind_text(st, 2, copy);
+	rdb_bind_blob(st, 3, "a\0b", 3);
+	rdb_bind_int64(st, 4, id);
+	ret = rdb_defer(st);
+	/* The bindings were copied: the caller's buffer may change. */
+	memset(copy, 'x', sizeof(copy) - 1);
+	rdb_done(st);
+	return ret;
+}
+
+/* rdb_defer(): queued writes keep their order, read their own effect at
+ * the next read, and a queued failure surfaces at the unit's next
+ * synchronous call, fails that unit only, and leaves the transaction good
+ * after the unit's rollback. */
+static void test_deferred(rdb_t *db)
+{
+	CHECK_EQ(create_table(db), ZC_EOK);
+	/* Outside a transaction it runs at once. */
+	CHECK_EQ(insert_deferred(db, 1, "outside"), ZC_EOK);
+	CHECK(has_row(db, 1));
+	CHECK_EQ(insert_deferred(db, 2, "outside"), ZC_EEXISTS);
+
+	CHECK_EQ(rdb_begin_write(db), ZC_EOK);
+	/* Unit 1: many queued rows (past the pipeline's own sync), then a
+	 * read that sees them all. */
+	CHECK_EQ(rdb_savepoint(db, RDB_SP_UNIT), ZC_EOK);
+	int ok = 0;
+	for (int i = 0; i < 700; i++) {
+		char name[32];
+		snprintf(name, sizeof(name), "u1-%d", i);
+		ok += insert_deferred(db, 100 + i, name) == ZC_EOK;
+	}
+	CHECK_EQ(ok, 700);
+	CHECK_EQ(count_rows(db), 701);
+	CHECK_EQ(rdb_release(db, RDB_SP_UNIT), ZC_EOK);
+
+	/* Unit 2: a queued clash; the release reports it. */
+	CHECK_EQ(rdb_savepoint(db, RDB_SP_UNIT), ZC_EOK);
+	CHECK_EQ(insert_deferred(db, 2000, "u2"), ZC_EOK);
+	int ret = insert_deferred(db, 2001, "u1-5");
+	if (ret == ZC_EOK) {
+		CHECK_EQ(insert_deferred(db, 2002, "u2b"), ZC_EOK);
+		ret = rdb_release(db, RDB_SP_UNIT);
+	}
+	CHECK_EQ(ret, ZC_EEXISTS);
+	rdb_rollback_to(db, RDB_SP_UNIT);
+
+	/* Unit 3: a queued clash surfaces at the next read instead. */
+	CHECK_EQ(rdb_savepoint(db, RDB_SP_UNIT), ZC_EOK);
+	ret = insert_deferred(db, 3000, "u1-6");
+	if (ret == ZC_EOK) {
+		rdb_stmt_t *st;
+		CHECK_EQ(rdb_prepare(db, RDB_SQL("SELECT count(*) FROM rdb_test"),
+		                     &st), ZC_EOK);
+		ret = rdb_step(st);
+		rdb_done(st);
+	}
+	CHECK_EQ(ret, ZC_EEXISTS);
+	rdb_rollback_to(db, RDB_SP_UNIT);
+
+	/* Unit 4: fine again; a queued row that nothing reads commits. */
+	CHECK_EQ(rdb_savepoint(db, RDB_SP_UNIT), ZC_EOK);
+	CHECK_EQ(insert_deferred(db, 4000, "u4"), ZC_EOK);
+	CHECK_EQ(rdb_release(db, RDB_SP_UNIT), ZC_EOK);
+	CHECK_EQ(insert_deferred(db, 4001, "last"), ZC_EOK);
+	CHECK_EQ(rdb_commit(db), ZC_EOK);
+	CHECK(has_row(db, 4000));
+	CHECK(has_row(db, 4001));
+	CHECK(!has_row(db, 2000));
+	CHECK(!has_row(db, 3000));
+	CHECK_EQ(count_rows(db), 703);
+
+	/* The bindings were taken when queued. */
+	rdb_stmt_t *st;
+	CHECK_EQ(rdb_prepare(db, RDB_SQL("SELECT name, data FROM rdb_test"
+	                                 " WHERE id = 4000"), &st), ZC_EOK);
+	CHECK_EQ(rdb_step(st), RDB_ROW);
+	CHECK(strcmp(rdb_col_text(st, 0), "u4") == 0);
+	CHECK_EQ(rdb_col_bytes(st, 1), 3);
+	CHECK(memcmp(rdb_col_blob(st, 1, NULL), "a\0b", 3) == 0);
+	rdb_done(st);
+
+	/* A queued failure at the commit: nothing of the transaction
+	 * stays. */
+	CHECK_EQ(rdb_begin_write(db), ZC_EOK);
+	CHECK_EQ(insert_deferred(db, 5000, "five"), ZC_EOK);
+	ret = insert_deferred(db, 5001, "u4");
+	if (ret == ZC_EOK) {
+		ret = rdb_commit(db);
+	} else {
+		rdb_rollback(db);
+	}
+	CHECK_EQ(ret, ZC_EEXISTS);
+	CHECK(!rdb_in_txn(db));
+	CHECK(!has_row(db, 5000));
+	CHECK_EQ(count_rows(db), 703);
+}
+
+/* Array parameters (PostgreSQL): "= ANY(?)" over int8[] and bytea[],
+ * empty arrays, and odd octets in the elements. */
+static void test_arrays(rdb_t *db)
+{
+	if (!rdb_has_arrays(db)) {
+		CHECK(rdb_kind(db) == RDB_SQLITE);
+		return;
+	}
+	CHECK_EQ(create_table(db), ZC_EOK);
+	static const uint8_t odd[][4] = { { 0, 0, 0, 0 }, { '\\', '\t', '\n', 0xff },
+	                                  { 0xc3, 0x28, 0, 1 } };
+	for (int i = 0; i < 3; i++) {
+		char name[8];
+		snprintf(name, sizeof(name), "n%d", i);
+		CHECK_EQ(insert(db, i + 1, name, odd[i], 4), ZC_EOK);
+	}
+	CHECK_EQ(insert(db, 4, "short", odd[0], 2), ZC_EOK);
+	rdb_stmt_t *st;
+	CHECK_EQ(rdb_prepare(db, RDB_SQL2(NULL, "SELECT id FROM rdb_test"
+	                     " WHERE id = ANY(?1) ORDER BY id"), &st), ZC_EOK);
+	const int64_t ids[] = { 3, -1, 1, INT64_MAX };
+	rdb_bind_int64_array(st, 1, ids, 4);
+	CHECK_EQ(rdb_step(st), RDB_ROW);
+	CHECK_EQ(rdb_col_int64(st, 0), 1);
+	CHECK_EQ(rdb_step(st), RDB_ROW);
+	CHECK_EQ(rdb_col_int64(st, 0), 3);
+	CHECK_EQ(rdb_step(st), RDB_DONE);
+	rdb_bind_int64_array(st, 1, ids, 0);
+	CHECK_EQ(rdb_step(st), RDB_DONE);
+	rdb_done(st);
+
+	CHECK_EQ(rdb_prepare(db, RDB_SQL2(NULL, "SELECT id FROM rdb_test"
+	                     " WHERE data = ANY(?1) ORDER BY id"), &st), ZC_EOK);
+	const void *keys[] = { odd[1], odd[0], odd[2], "" };
+	const size_t lens[] = { 4, 2, 3, 0 };
+	rdb_bind_blob_array(st, 1, keys, lens, 4);
+	/* odd[1] whole, odd[0]'s first two octets (row 4, not row 1). */
+	CHECK_EQ(rdb_step(st), RDB_ROW);
+	CHECK_EQ(rdb_col_int64(st, 0), 2);
+	CHECK_EQ(rdb_step(st), RDB_ROW);
+	CHECK_EQ(rdb_col_int64(st, 0), 4);
+	CHECK_EQ(rdb_step(st), RDB_DONE);
+	rdb_done(st);
+}
+
 int main(void)
 {
 	const char *target = getenv("ZC_TEST_RDB_TARGET");
@@ -358,6 +514,8 @@ int main(void)
 	test_errors(db);
 	test_transactions(db, other);
 	test_savepoints(db);
+	test_deferred(db);
+	test_arrays(db);
 	rdb_close(other);
 	rdb_close(db);
 	rdb_close(NULL);

@@ -1,0 +1,132 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * Internal to the PostgreSQL driver (db_pg.c, db_pg_pipe.c and
+ * db_pg_copy.c): its connection and statement structs, and what the
+ * files share. db_pg.c is the driver; db_pg_pipe.c queues statements in
+ * libpq's pipeline mode (rdb_defer()) and reads their outcomes at the
+ * next synchronous call; db_pg_copy.c is its bulk load (COPY).
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <libpq-fe.h>
+
+#include "records/db_driver.h"
+
+#define STMT_CACHE 64
+#define MAX_PARAMS 32
+/* Queued statements at most before the pipeline is synced on its own:
+ * the server's answers to them must fit the socket's buffers while the
+ * driver is still sending (libpq blocks on a full buffer, and so would
+ * the server). */
+#define PIPE_MAX 256
+
+/* Type OIDs (catalog/pg_type.dat): stable across versions. */
+enum {
+	OID_BOOL = 16,
+	OID_BYTEA = 17,
+	OID_INT8 = 20,
+	OID_BYTEA_ARRAY = 1001,
+	OID_INT8_ARRAY = 1016,
+	OID_INT2 = 21,
+	OID_INT4 = 23,
+	OID_TEXT = 25,
+	OID_OID = 26,
+	OID_FLOAT8 = 701,
+	OID_VARCHAR = 1043,
+	OID_NUMERIC = 1700,
+};
+
+typedef struct pg_db pg_db_t;
+typedef struct pg_stmt pg_stmt_t;
+
+/* P_ARRAY: a one-dimensional array in binary form, of type oid. */
+typedef enum { P_NULL, P_INT, P_BLOB, P_TEXT, P_ARRAY } param_kind_t;
+
+typedef struct {
+	param_kind_t kind;
+	const void *p;
+	size_t len;
+	char num[24];
+	/* P_ARRAY: its type, and the buffer that holds it (ours). */
+	Oid oid;
+	void *owned;
+} param_t;
+
+struct pg_stmt {
+	rdb_stmt_t base;
+	pg_db_t *db;
+	/* The cache's key (the text's address); NULL when not cached. */
+	const char *key;
+	/* The text with $N placeholders, and how many there are. */
+	char *sql;
+	int nparams;
+	/* Which of them the text names (bit i-1 for $i): one it skips gets
+	 * a type all the same, which PostgreSQL needs. */
+	uint64_t used;
+	/* The server-side name; prepared in connection generation gen. */
+	char name[16];
+	unsigned gen;
+	bool prepared;
+	bool busy;
+	param_t params[MAX_PARAMS];
+	/* The executed statement's rows, and the current one (-1 before). */
+	PGresult *res;
+	int row;
+	/* col_text() of a number. */
+	char text[32];
+};
+
+struct pg_db {
+	rdb_t base;
+	PGconn *conn;
+	char *target;
+	const char *label;
+	bool read_only;
+	/* A transaction is open (begun and not yet ended by us): never
+	 * reconnect inside one, its statements would run on their own. */
+	bool txn;
+	/* Bumped at every reconnection: prepared statements are gone. */
+	unsigned gen;
+	unsigned next_name;
+	int64_t changes;
+	pg_stmt_t cache[STMT_CACHE];
+	/* Pipeline mode (db_pg_pipe.c): on, and the statements sent and not
+	 * yet answered; for each, the statement it prepares (NULL: not a
+	 * PREPARE), which is unprepared again if the PREPARE failed. */
+	bool piped;
+	int queued;
+	/* The session was reset inside the open transaction: the
+	 * transaction is gone, and its next statements must fail. */
+	bool severed;
+	pg_stmt_t *queue[PIPE_MAX];
+};
+
+/* db_pg.c: a failed result (NULL: the connection's) as a zonecast code. */
+int pg_map_error(pg_db_t *d, const PGresult *res);
+/* db_pg.c: keeps a statement's rows in s->res, or maps its error. */
+int pg_keep_result(pg_stmt_t *s, PGresult *res);
+/* db_pg.c: the statement's parameters as libpq takes them, and their
+ * types. */
+void pg_param_arrays(const pg_stmt_t *s, const char **values, int *lengths,
+                     int *formats);
+void pg_param_types(const pg_stmt_t *s, Oid *types);
+
+/* db_pg_pipe.c: queues the statement's execution (and its PREPARE when
+ * the server does not have it yet), entering pipeline mode. */
+int pg_pipe_send(pg_stmt_t *s);
+/* Queues SQL text without parameters (one statement). */
+int pg_pipe_send_text(pg_db_t *d, const char *sql);
+/* Syncs: reads every queued statement's outcome and leaves pipeline mode.
+ * The last one's rows go to keep (when not NULL). Returns the first error
+ * among them, or ZC_EOK. */
+int pg_pipe_sync(pg_db_t *d, pg_stmt_t *keep);
+
+/* db_pg_copy.c: the bulk load (db.h, rdb_copy_*()), the driver's copy. */
+extern const rdb_copy_ops_t rdb_pg_copy_ops;
+/* db_pg.c: the connection ready for a statement of COPY's own: connected
+ * (never again inside a transaction), and the pipeline synced and left
+ * (its first failure returned). */
+int pg_conn_ready(pg_db_t *d);

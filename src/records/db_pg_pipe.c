@@ -1,0 +1,179 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * The PostgreSQL driver's pipeline (rdb_defer(), db.h): statements whose
+ * rows nobody reads are sent without waiting for their answers, in
+ * libpq's pipeline mode, and answered together with the next statement
+ * that must wait (a read, a savepoint's release, the commit). A unit of
+ * one record then costs the round trips of its reads, not one per
+ * statement (docs/design-postgresql.md §4.2).
+ *
+ * - Order is kept: the server runs the queue as it was sent.
+ * - Errors: a statement that fails makes the server skip the rest of the
+ *   queue up to the sync (PGRES_PIPELINE_ABORTED); the sync returns the
+ *   first failure's code, and the transaction is then in error until the
+ *   unit's savepoint is rolled back, as with a failed statement run
+ *   alone. The caller of the synchronous call gets that code: it belongs
+ *   to the same unit, since a unit's release syncs.
+ * - A statement the server has not prepared yet is prepared in the queue
+ *   (a PREPARE ahead of its execution); a failed PREPARE is forgotten.
+ */
+#include <string.h>
+
+#include "common/error.h"
+#include "common/log.h"
+#include "records/db_pg_internal.h"
+
+static int enter(pg_db_t *d)
+{
+	if (d->piped) {
+		return ZC_EOK;
+	}
+	if (!PQenterPipelineMode(d->conn)) {
+		return pg_map_error(d, NULL);
+	}
+	d->piped = true;
+	d->queued = 0;
+	return ZC_EOK;
+}
+
+/* Counts a sent query (prepares: the statement it prepares). */
+static int queued(pg_db_t *d, int sent, pg_stmt_t *prepares)
+{
+	if (!sent) {
+		return pg_map_error(d, NULL);
+	}
+	d->queue[d->queued++] = prepares;
+	return ZC_EOK;
+}
+
+int pg_pipe_send_text(pg_db_t *d, const char *sql)
+{
+	int ret = enter(d);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	if (d->queued + 1 > PIPE_MAX && (ret = pg_pipe_sync(d, NULL)) != ZC_EOK) {
+		return ret;
+	}
+	if ((ret = enter(d)) != ZC_EOK) {
+		return ret;
+	}
+	return queued(d, PQsendQueryParams(d->conn, sql, 0, NULL, NULL, NULL,
+	                                   NULL, 1), NULL);
+}
+
+int pg_pipe_send(pg_stmt_t *s)
+{
+	pg_db_t *d = s->db;
+	int ret = enter(d);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	/* Room for a PREPARE, the execution and one more (a release). */
+	if (d->queued + 3 > PIPE_MAX && (ret = pg_pipe_sync(d, NULL)) != ZC_EOK) {
+		return ret;
+	}
+	if ((ret = enter(d)) != ZC_EOK) {
+		return ret;
+	}
+	const char *values[MAX_PARAMS];
+	int lengths[MAX_PARAMS], formats[MAX_PARAMS];
+	Oid types[MAX_PARAMS];
+	pg_param_arrays(s, values, lengths, formats);
+	pg_param_types(s, types);
+	if (s->key == NULL) {
+		return queued(d, PQsendQueryParams(d->conn, s->sql, s->nparams,
+		                                   types, values, lengths,
+		                                   formats, 1), NULL);
+	}
+	if (!s->prepared || s->gen != d->gen) {
+		ret = queued(d, PQsendPrepare(d->conn, s->name, s->sql,
+		                              s->nparams, types), s);
+		if (ret != ZC_EOK) {
+			return ret;
+		}
+		s->prepared = true;
+		s->gen = d->gen;
+	}
+	return queued(d, PQsendQueryPrepared(d->conn, s->name, s->nparams,
+	                                     values, lengths, formats, 1),
+	              NULL);
+}
+
+/*
+ * The connection broke in the middle, or libpq's pipeline is not where
+ * the queue says: the session is reset (libpq's reset leaves pipeline
+ * mode; the statements prepared are gone with the session), and a
+ * transaction open on it is lost: its next statements fail, none runs on
+ * its own (severed, until the transaction ends).
+ */
+static int lost(pg_db_t *d)
+{
+	d->piped = false;
+	d->queued = 0;
+	d->severed = d->txn;
+	if (PQstatus(d->conn) == CONNECTION_OK) {
+		zc_error("%s: PostgreSQL pipeline out of step; reconnecting",
+		         d->label);
+		PQreset(d->conn);
+		d->gen++;
+	}
+	return ZC_EUNAVAILABLE;
+}
+
+int pg_pipe_sync(pg_db_t *d, pg_stmt_t *keep)
+{
+	if (!d->piped) {
+		return ZC_EOK;
+	}
+	if (!PQpipelineSync(d->conn)) {
+		return lost(d);
+	}
+	int first = ZC_EOK;
+	/* Each query's results end with a NULL; the sync's result has none. */
+	for (int i = 0; i < d->queued; i++) {
+		bool last = i == d->queued - 1;
+		PGresult *res;
+		while ((res = PQgetResult(d->conn)) != NULL) {
+			ExecStatusType st = PQresultStatus(res);
+			if (st == PGRES_PIPELINE_ABORTED) {
+				/* Skipped: a PREPARE among them did not happen. */
+				if (d->queue[i] != NULL) {
+					d->queue[i]->prepared = false;
+				}
+				PQclear(res);
+				continue;
+			}
+			if (st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK) {
+				if (last && keep != NULL && first == ZC_EOK) {
+					pg_keep_result(keep, res);
+				} else {
+					PQclear(res);
+				}
+				continue;
+			}
+			int ret = pg_map_error(d, res);
+			PQclear(res);
+			if (d->queue[i] != NULL) {
+				d->queue[i]->prepared = false;
+			}
+			first = first != ZC_EOK ? first : ret;
+			if (PQstatus(d->conn) == CONNECTION_BAD) {
+				return lost(d);
+			}
+		}
+	}
+	PGresult *res = PQgetResult(d->conn);
+	bool synced = res != NULL && PQresultStatus(res) == PGRES_PIPELINE_SYNC;
+	PQclear(res);
+	d->queued = 0;
+	if (!synced || !PQexitPipelineMode(d->conn)) {
+		return lost(d);
+	}
+	d->piped = false;
+	if (first != ZC_EOK && keep != NULL) {
+		PQclear(keep->res);
+		keep->res = NULL;
+	}
+	return first;
+}

@@ -1,0 +1,110 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * The PostgreSQL driver's dealings with libpq results and parameters,
+ * shared by db_pg.c (statements run one at a time) and db_pg_pipe.c
+ * (statements queued): SQLSTATEs as zonecast codes (the one place that
+ * maps them), a statement's rows kept, and its bindings as libpq takes
+ * them.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <libknot/errcode.h>
+
+#include "common/error.h"
+#include "common/log.h"
+#include "records/db_pg_internal.h"
+
+/* --- Errors --- */
+
+/* Maps a failed result (or a NULL one: the connection) to a code, and
+ * logs what is not a plain outcome. */
+int pg_map_error(pg_db_t *d, const PGresult *res)
+{
+	const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) :
+	                    NULL;
+	if (PQstatus(d->conn) == CONNECTION_BAD) {
+		zc_error("%s: PostgreSQL unavailable: %s", d->label,
+		         PQerrorMessage(d->conn));
+		return ZC_EUNAVAILABLE;
+	}
+	if (state == NULL) {
+		zc_error("%s: %s", d->label, res ? PQresultErrorMessage(res) :
+		         PQerrorMessage(d->conn));
+		return ZC_ESQL;
+	}
+	if (strcmp(state, "23505") == 0 || strcmp(state, "23503") == 0) {
+		return ZC_EEXISTS; /* unique or foreign-key violation */
+	}
+	if (strcmp(state, "40P01") == 0 || strcmp(state, "40001") == 0 ||
+	    strcmp(state, "55P03") == 0) {
+		return ZC_EBUSY; /* deadlock, serialisation, lock timeout */
+	}
+	if (strncmp(state, "08", 2) == 0 || strcmp(state, "57P01") == 0 ||
+	    strcmp(state, "57P02") == 0 || strcmp(state, "57P03") == 0) {
+		zc_error("%s: PostgreSQL unavailable: %s", d->label,
+		         PQresultErrorMessage(res));
+		return ZC_EUNAVAILABLE;
+	}
+	if (strcmp(state, "53100") == 0) {
+		return -ENOSPC;
+	}
+	if (strcmp(state, "53200") == 0) {
+		return KNOT_ENOMEM;
+	}
+	if (strcmp(state, "25006") == 0) {
+		return -EROFS;
+	}
+	if (strcmp(state, "42501") == 0) {
+		zc_error("%s: %s", d->label, PQresultErrorMessage(res));
+		return -EACCES;
+	}
+	zc_error("%s: %s (SQLSTATE %s)", d->label, PQresultErrorMessage(res),
+	         state);
+	return ZC_ESQL;
+}
+
+/* The parameters' types, from their bindings. */
+void pg_param_types(const pg_stmt_t *s, Oid *types)
+{
+	for (int i = 0; i < s->nparams; i++) {
+		param_kind_t k = s->params[i].kind;
+		types[i] = !(s->used & UINT64_C(1) << i) ? OID_INT8 :
+		           k == P_ARRAY ? s->params[i].oid :
+		           k == P_INT ? OID_INT8 : k == P_BLOB ? OID_BYTEA :
+		           k == P_TEXT ? OID_TEXT : 0;
+	}
+}
+
+void pg_param_arrays(const pg_stmt_t *s, const char **values, int *lengths,
+                     int *formats)
+{
+	for (int i = 0; i < s->nparams; i++) {
+		const param_t *p = &s->params[i];
+		bool unused = !(s->used & UINT64_C(1) << i);
+		values[i] = p->kind == P_NULL || unused ? NULL :
+		            p->kind == P_INT ? p->num : p->p;
+		bool binary = p->kind == P_BLOB || p->kind == P_ARRAY;
+		lengths[i] = binary ? (int)p->len : 0;
+		formats[i] = binary && !unused;
+		if (p->kind == P_BLOB && p->len == 0 && !unused) {
+			values[i] = ""; /* non-NULL: an empty value */
+		}
+	}
+}
+
+/* Keeps a statement's rows (or maps its error). */
+int pg_keep_result(pg_stmt_t *s, PGresult *res)
+{
+	ExecStatusType st = PQresultStatus(res);
+	if (st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK) {
+		const char *n = PQcmdTuples(res);
+		s->db->changes = n[0] ? strtoll(n, NULL, 10) : 0;
+		s->res = res;
+		return ZC_EOK;
+	}
+	int ret = pg_map_error(s->db, res);
+	PQclear(res);
+	return ret;
+}
+
