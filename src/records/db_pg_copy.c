@@ -31,7 +31,6 @@
  * - abort() ends the COPY with an error message of ours, which makes the
  *   server discard every row and fail the transaction.
  */
-#include <arpa/inet.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
