@@ -60,9 +60,10 @@ int builder_full_build(records_store_t *rs, edge_store_t *es,
 
 /*
  * Brings the edge store to this program's key format (edge.h): when it was
- * written in another one, or lost while the records store holds zones, it
- * is emptied and every zone fully built again. Call after opening both
- * stores, before serving or building. ZC_ESCHEMA for a newer format.
+ * written in another one, or lost while the records store holds zones, or
+ * it applied less of the change log than was trimmed since, it is emptied
+ * and every zone fully built again. Call after opening both stores, before
+ * serving or building. ZC_ESCHEMA for a newer format.
  */
 int builder_edge_prepare(records_store_t *rs, edge_store_t *es);
 

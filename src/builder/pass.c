@@ -43,7 +43,10 @@
  * back alone (builder_record_build()) and quarantined (quarantine.c): its
  * record events are skipped from then on and its full build, when it
  * succeeds, releases it. A store-wide error fails the pass, which the
- * follower retries from the same place.
+ * follower retries from the same place. A log trimmed past read_seq (by
+ * another node sharing a PostgreSQL store, while this one was not live)
+ * cannot be followed: every zone is built again in place and the pass
+ * starts over from there (rebuild_trimmed()).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -502,14 +505,20 @@ static int read_and_build(pass_state_t *st, batch_t *b)
 		/* A hole after read_seq: a position drawn by a transaction
 		 * that then failed to commit (PostgreSQL), or another node
 		 * sharing the store trimmed the log past what this one read
-		 * (it lagged by more than journal-retention). Then the events
-		 * are gone and following on would serve a wrong zone: stall,
-		 * loudly; a restart builds every zone again
-		 * (builder_edge_prepare()). Checked only at a hole: no query
-		 * per pass. */
+		 * (this node was paused or cut off longer than the liveness
+		 * window, so the trim did not wait for it). Then the events
+		 * are gone and following on would serve a wrong zone:
+		 * ZC_ETRIMMED, and pass_run() builds every zone again.
+		 * Checked only at a hole: no query per pass. */
 		uint64_t trimmed = 0;
 		ret = records_trimmed_seq(st->rs, &trimmed);
 		if (ret == ZC_EOK && trimmed > st->read_seq) {
+			zc_warn("builder: the change log now starts after seq"
+			        " %llu, past seq %llu read here (another node"
+			        " trimmed it while this one was not live):"
+			        " building every zone again from the records"
+			        " store", (unsigned long long)trimmed,
+			        (unsigned long long)st->read_seq);
 			ret = ZC_ETRIMMED;
 		}
 		b->hole_seen = true;
@@ -526,6 +535,22 @@ static int read_and_build(pass_state_t *st, batch_t *b)
 	return ret;
 }
 
+/* The log was trimmed past read_seq: what went is gone, so every zone is
+ * built again in place (builder_edge_rebuild()) and the pass starts over
+ * from where those builds began, quarantined zones tried again at once.
+ * 1 (run again) or an error (the next pass finds the hole again). */
+static int rebuild_trimmed(pass_state_t *st)
+{
+	records_store_t *rs = st->rs, *full_rs = st->full_rs;
+	edge_store_t *es = st->es;
+	size_t budget = st->budget;
+	pass_deinit(st);
+	int ret = builder_edge_rebuild(rs, es);
+	int init = pass_init(st, rs, full_rs, es, budget, true);
+	st->quarantine_changed = true;
+	return ret != ZC_EOK ? ret : init != ZC_EOK ? init : 1;
+}
+
 int pass_run(pass_state_t *st)
 {
 	batch_t b = { .st = st, .last_seq = st->read_seq };
@@ -538,6 +563,9 @@ int pass_run(pass_state_t *st)
 		st->read_seq = before;
 	}
 	free(b.touched);
+	if (ret == ZC_ETRIMMED) {
+		return rebuild_trimmed(st);
+	}
 	if (ret == ZC_EOK) {
 		ret = quarantine_schedule(st);
 	}

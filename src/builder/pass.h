@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /*
- * Internal to builder/: one pass over the change log (see pass.c) and the
- * quarantine of zones whose builds fail (quarantine.c).
+ * Internal to builder/: one pass over the change log (see pass.c), the
+ * quarantine of zones whose builds fail (quarantine.c), and the rebuild
+ * of every zone when the log was trimmed past the pass (prepare.c).
  */
 #pragma once
 
@@ -112,3 +113,16 @@ int quarantine_schedule(pass_state_t *st);
 int quarantine_store(edge_store_t *es, uint64_t zone_id, const uint8_t *apex,
                      int code, const char *stage, const uint8_t *owner,
                      uint64_t seq, edge_quarantine_t *out);
+
+/* --- prepare.c --- */
+
+/*
+ * Builds every zone of the records store again into es, in place (each
+ * zone's build replaces what es serves of it in one transaction), drops
+ * the zones es serves that the records store no longer holds, and sets
+ * applied_seq to the newest position read before the builds: for a pass
+ * whose position the change log was trimmed past (ZC_ETRIMMED). A zone
+ * failing with an error of its own is quarantined; a store-wide error is
+ * returned.
+ */
+int builder_edge_rebuild(records_store_t *rs, edge_store_t *es);

@@ -13,6 +13,12 @@
  * of the change log than was trimmed since (another node sharing a
  * PostgreSQL store trimmed it while this one was away). The edge store is
  * derived data, so this is always safe.
+ *
+ * A builder that finds the log trimmed past its position while it runs
+ * (its node was paused longer than the liveness window, and the others
+ * trimmed without it: records_journal_trim()) builds every zone again in
+ * place instead (builder_edge_rebuild()): the edge store keeps answering
+ * from what it holds while each zone's build replaces it.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -28,9 +34,8 @@ typedef struct {
 	size_t count, cap;
 } apexes_t;
 
-static int collect_apex(const records_zone_t *zone, void *ctx)
+static int push_apex(apexes_t *a, const uint8_t *apex, int64_t id)
 {
-	apexes_t *a = ctx;
 	if (a->count == a->cap) {
 		size_t cap = a->cap ? a->cap * 2 : 64;
 		void *grown = realloc(a->apex, cap * sizeof(*a->apex));
@@ -45,9 +50,14 @@ static int collect_apex(const records_zone_t *zone, void *ctx)
 		a->id = grown;
 		a->cap = cap;
 	}
-	a->id[a->count] = zone->id;
-	memcpy(a->apex[a->count++], zone->apex, knot_dname_size(zone->apex));
+	a->id[a->count] = id;
+	memcpy(a->apex[a->count++], apex, knot_dname_size(apex));
 	return 0;
+}
+
+static int collect_apex(const records_zone_t *zone, void *ctx)
+{
+	return push_apex(ctx, zone->apex, zone->id);
 }
 
 /* The edge's key format and the numbering of the positions it applied
@@ -126,7 +136,33 @@ static int save_applied(edge_store_t *es, uint64_t seq)
 	return edge_txn_commit(&txn);
 }
 
-/* Full builds of every zone; the log is applied from `seq` on. */
+/* Full builds of the zones listed, then applied_seq = seq: every build
+ * read a snapshot at least as new as seq, and what came later is replayed
+ * (builds are idempotent). A zone whose build fails with an error of its
+ * own is quarantined: it must not keep the others from being served, and
+ * the follower tries it again. */
+static int build_all(records_store_t *rs, edge_store_t *es,
+                     const apexes_t *a, uint64_t seq)
+{
+	int ret = ZC_EOK;
+	for (size_t i = 0; ret == ZC_EOK && i < a->count; i++) {
+		ret = builder_full_build(rs, es, a->apex[i], NULL, NULL, NULL);
+		if (ret != ZC_EOK && !builder_error_is_store_wide(ret)) {
+			edge_quarantine_t q;
+			ret = quarantine_store(es, (uint64_t)a->id[i], a->apex[i],
+			                       ret, "full build", NULL, seq, &q);
+			char name[KNOT_DNAME_TXT_MAXLEN + 1];
+			knot_dname_to_str(name, a->apex[i], sizeof(name));
+			if (ret == ZC_EOK) {
+				zc_error("zone %s: quarantined: %s", name, q.reason);
+			}
+		}
+	}
+	return ret == ZC_EOK ? save_applied(es, seq) : ret;
+}
+
+/* Full builds of every zone, the edge store emptied first; the log is
+ * applied from `seq` on. */
 static int rebuild(records_store_t *rs, edge_store_t *es, const format_t *had,
                    const format_t *want, bool force)
 {
@@ -155,25 +191,71 @@ static int rebuild(records_store_t *rs, edge_store_t *es, const format_t *had,
 		        want->numbering == RECORDS_LOG_COMMITS ? "commit" :
 		        "sequence", a.count);
 	}
-	for (size_t i = 0; ret == ZC_EOK && !done && i < a.count; i++) {
-		ret = builder_full_build(rs, es, a.apex[i], NULL, NULL, NULL);
-		if (ret != ZC_EOK && !builder_error_is_store_wide(ret)) {
-			/* One zone must not keep the others from being served:
-			 * it is quarantined, and the follower tries it again. */
-			edge_quarantine_t q;
-			ret = quarantine_store(es, (uint64_t)a.id[i], a.apex[i], ret,
-			                       "full build", NULL, seq, &q);
-			char name[KNOT_DNAME_TXT_MAXLEN + 1];
-			knot_dname_to_str(name, a.apex[i], sizeof(name));
-			if (ret == ZC_EOK) {
-				zc_error("zone %s: quarantined: %s", name, q.reason);
-			}
-		}
-	}
 	if (ret == ZC_EOK && !done) {
-		/* Every build read a snapshot at least as new as seq; what
-		 * came later is replayed (builds are idempotent). */
-		ret = save_applied(es, seq);
+		ret = build_all(rs, es, &a, seq);
+	}
+	free(a.apex);
+	free(a.id);
+	return ret;
+}
+
+/* What collect_gone() adds to: the zones at the edge that the records
+ * store no longer holds. */
+typedef struct {
+	records_store_t *rs;
+	apexes_t *a;
+	int ret;
+} gone_t;
+
+static int collect_gone(const edge_zone_t *zone, void *ctx)
+{
+	gone_t *g = ctx;
+	records_zone_t found;
+	g->ret = records_zone_find(g->rs, zone->apex, &found);
+	if (g->ret == ZC_ENOZONE) {
+		g->ret = push_apex(g->a, zone->apex, (int64_t)zone->zone_id) == 0 ?
+		         ZC_EOK : KNOT_ENOMEM;
+	}
+	return g->ret != ZC_EOK;
+}
+
+/* Adds to a the zones served from es that the records store no longer
+ * holds (deleted while the log that said so was trimmed): their full
+ * builds drop them. */
+static int collect_gone_zones(records_store_t *rs, edge_store_t *es,
+                              apexes_t *a)
+{
+	edge_txn_t txn = { 0 };
+	int ret = edge_txn_begin_read(es, &txn);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	gone_t g = { .rs = rs, .a = a, .ret = ZC_EOK };
+	ret = edge_zone_foreach(&txn, collect_gone, &g);
+	edge_txn_abort(&txn);
+	return ret != ZC_EOK ? ret : g.ret;
+}
+
+int builder_edge_rebuild(records_store_t *rs, edge_store_t *es)
+{
+	uint64_t seq = 0;
+	apexes_t a = { 0 };
+	int ret = records_last_seq(rs, &seq);
+	if (ret == ZC_EOK) {
+		ret = records_zone_list(rs, false, collect_apex, &a);
+	}
+	size_t held = a.count;
+	if (ret == ZC_EOK) {
+		ret = collect_gone_zones(rs, es, &a);
+	}
+	if (ret == ZC_EOK) {
+		ret = build_all(rs, es, &a, seq);
+	}
+	if (ret == ZC_EOK) {
+		zc_info("edge store: every zone built again from the records"
+		        " store at seq %llu (%zu built, %zu deleted meanwhile"
+		        " dropped)", (unsigned long long)seq, held,
+		        a.count - held);
 	}
 	free(a.apex);
 	free(a.id);

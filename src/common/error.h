@@ -57,8 +57,8 @@
 	X(ZC_EINDOUBT,      -2034, "records store connection lost at commit: " \
 	  "the write may or may not have been made (check before retrying)") \
 	X(ZC_ETRIMMED,      -2035, "the change log was trimmed past what this " \
-	  "edge store applied (another node trimmed it): restart zonecast " \
-	  "serve to build every zone again") \
+	  "edge store applied (another node trimmed it): every zone is " \
+	  "built again") \
 	X(ZC_EFENCED,       -2036, "a newer fleet leader took over: this " \
 	  "node no longer publishes") \
 	X(ZC_EREPLGAP,      -2031, "replication stream has a gap (bootstrap " \

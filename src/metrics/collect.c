@@ -456,31 +456,43 @@ static void put_edge_store(metrics_t *m, text_t *t)
 	text_sample(t, "zonecast_lmdb_map_used_bytes", "", used);
 }
 
+/* A family of one sample without labels. */
+typedef struct {
+	const char *name, *type, *help;
+	uint64_t value;
+} single_t;
+
+static void put_singles(text_t *t, const single_t *singles, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		text_family(t, singles[i].name, singles[i].type, singles[i].help);
+		text_sample(t, singles[i].name, "", singles[i].value);
+	}
+}
+
+#define PUT_SINGLES(t, singles) \
+	put_singles((t), (singles), sizeof(singles) / sizeof((singles)[0]))
+
+#define CONNECTED_HELP "1 while the NATS connection is up."
+
 static void put_fleet_primary(metrics_t *m, text_t *t)
 {
-	uint64_t epoch, committed, published;
-	bool connected;
+	uint64_t epoch, committed, published, term;
+	bool connected, leading;
 	fleet_position(m->cfg.fleet, &epoch, &committed, &published, &connected);
-	text_family(t, "zonecast_fleet_connected", "gauge",
-	            "1 while the NATS connection is up.");
-	text_sample(t, "zonecast_fleet_connected", "", connected);
-	text_family(t, "zonecast_fleet_commit", "gauge",
-	            "Newest commit of the replication log (the primary's "
-	            "position).");
-	text_sample(t, "zonecast_fleet_commit", "", committed);
-	text_family(t, "zonecast_fleet_published_commit", "gauge",
-	            "Newest commit acknowledged by JetStream.");
-	text_sample(t, "zonecast_fleet_published_commit", "", published);
-	bool leading;
-	uint64_t term;
 	fleet_leading(m->cfg.fleet, &leading, &term);
-	text_family(t, "zonecast_fleet_leader", "gauge",
-	            "1 while this node publishes to the fleet (leads it).");
-	text_sample(t, "zonecast_fleet_leader", "", leading);
-	text_family(t, "zonecast_fleet_term", "gauge",
-	            "This node's leader term while it leads (0: no "
-	            "leadership, one node).");
-	text_sample(t, "zonecast_fleet_term", "", term);
+	const single_t singles[] = {
+		{ "zonecast_fleet_connected", "gauge", CONNECTED_HELP, connected },
+		{ "zonecast_fleet_commit", "gauge", "Newest commit of the "
+		  "replication log (the primary's position).", committed },
+		{ "zonecast_fleet_published_commit", "gauge", "Newest commit "
+		  "acknowledged by JetStream.", published },
+		{ "zonecast_fleet_leader", "gauge", "1 while this node publishes "
+		  "to the fleet (leads it).", leading },
+		{ "zonecast_fleet_term", "gauge", "This node's leader term while "
+		  "it leads (0: no leadership, one node).", term },
+	};
+	PUT_SINGLES(t, singles);
 	fleet_edge_status_t edges[64];
 	size_t n = fleet_edges(m->cfg.fleet, 0, 0, edges, 64);
 	char labels[64][2 * FLEET_NAME_MAX + 16];
@@ -510,23 +522,20 @@ static void put_fleet_primary(metrics_t *m, text_t *t)
 
 static void put_fleet_edge(metrics_t *m, text_t *t)
 {
-	uint64_t epoch, commit;
+	uint64_t epoch, commit, term, fenced;
 	bool connected;
 	fleet_edge_position(m->cfg.fleet_edge, &epoch, &commit, &connected);
-	text_family(t, "zonecast_fleet_connected", "gauge",
-	            "1 while the NATS connection is up.");
-	text_sample(t, "zonecast_fleet_connected", "", connected);
-	text_family(t, "zonecast_fleet_applied_commit", "gauge",
-	            "Newest commit of the primary's log this edge applied.");
-	text_sample(t, "zonecast_fleet_applied_commit", "", commit);
-	uint64_t term, fenced;
 	fleet_edge_fencing(m->cfg.fleet_edge, &term, &fenced);
-	text_family(t, "zonecast_fleet_term", "gauge",
-	            "Newest leader term this edge has seen.");
-	text_sample(t, "zonecast_fleet_term", "", term);
-	text_family(t, "zonecast_fleet_fenced_total", "counter",
-	            "Messages and snapshots of an older leader term dropped.");
-	text_sample(t, "zonecast_fleet_fenced_total", "", fenced);
+	const single_t singles[] = {
+		{ "zonecast_fleet_connected", "gauge", CONNECTED_HELP, connected },
+		{ "zonecast_fleet_applied_commit", "gauge", "Newest commit of the "
+		  "primary's log this edge applied.", commit },
+		{ "zonecast_fleet_term", "gauge", "Newest leader term this edge "
+		  "has seen.", term },
+		{ "zonecast_fleet_fenced_total", "counter", "Messages and "
+		  "snapshots of an older leader term dropped.", fenced },
+	};
+	PUT_SINGLES(t, singles);
 }
 
 int metrics_collect(metrics_t *m, char **out, size_t *len)

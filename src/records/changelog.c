@@ -488,18 +488,7 @@ int records_zone_activity(records_store_t *store, uint64_t after,
 	}
 	rdb_bind_int64(stmt, 1, (int64_t)after);
 	rdb_bind_int64(stmt, 2, (int64_t)*last_seq);
-	int rc;
-	while ((rc = rdb_step(stmt)) == RDB_ROW) {
-		if (cb(rdb_col_int64(stmt, 0),
-		       (uint64_t)rdb_col_int64(stmt, 1), ctx) != 0) {
-			rc = RDB_DONE;
-			break;
-		}
-	}
-	ret = rdb_status(rc);
-	rdb_done(stmt);
-	rdb_end_read(store->db);
-	return ret;
+	return records_activity_rows(store, stmt, cb, ctx);
 }
 
 /* --- Trimming --- */

@@ -89,8 +89,9 @@
  *
  * Trimming. records_journal_trim() deletes events older than the
  * retention that the builder has applied, never the newest event (SQLite:
- * new sequences follow it; PostgreSQL: whole commits, never the newest),
- * and moves each zone's journal start past what went, so an IXFR from a
+ * new sequences follow it; PostgreSQL: whole commits, never the newest,
+ * and nothing that a live node sharing the store has not applied), and
+ * moves each zone's journal start past what went, so an IXFR from a
  * trimmed version is refused (the secondary takes an AXFR) rather than
  * answered wrong.
  *
@@ -200,7 +201,8 @@ int records_last_seq(records_store_t *store, uint64_t *seq);
 /* The last position records_journal_trim() removed (0: none): an edge
  * store that applied less than that cannot follow the log any more and
  * is built again from the records (another node sharing a PostgreSQL
- * store trimmed while it was away: builder_edge_prepare()). */
+ * store trimmed while it was down: builder_edge_prepare() at start, the
+ * builder's pass when it was paused). */
 int records_trimmed_seq(records_store_t *store, uint64_t *seq);
 
 /*
@@ -296,7 +298,10 @@ int records_zone_activity(records_store_t *store, uint64_t after,
  * a call (PostgreSQL: whole commits, at least one); moves each zone's
  * journal start past what went. *removed receives the number of events
  * deleted. On PostgreSQL one node trims at a time (another's trim running
- * makes this one remove nothing).
+ * makes this one remove nothing), and nothing goes past the lowest
+ * applied position of the live nodes (records_node_beat(): a heartbeat
+ * within RECORDS_NODE_DOWN_MS, as zonecast status says up); a node down
+ * longer holds nothing back.
  */
 int records_journal_trim(records_store_t *store, int64_t before_ms,
                          uint64_t max_seq, uint64_t *removed);

@@ -3,8 +3,8 @@
  * The change log on PostgreSQL, by commit position (changelog.h,
  * "Positions"; docs/design-postgresql.md §2): the builder's reads, the
  * figures of status and metrics, the position of a commit just made, and
- * trimming by whole commits. Appending and IXFR's reads are changelog.c's,
- * shared with SQLite.
+ * trimming by whole commits, none that a live node has not applied.
+ * Appending and IXFR's reads are changelog.c's, shared with SQLite.
  *
  * Design
  *
@@ -275,25 +275,14 @@ int changelog_pg_activity(records_store_t *store, uint64_t after,
 	rdb_bind_int64(stmt, 1, commit_of(after));
 	rdb_bind_int64(stmt, 2, rank_of(after));
 	rdb_bind_int64(stmt, 3, commit_of(*last_seq));
-	int rc;
-	while ((rc = rdb_step(stmt)) == RDB_ROW) {
-		if (cb(rdb_col_int64(stmt, 0),
-		       (uint64_t)rdb_col_int64(stmt, 1), ctx) != 0) {
-			rc = RDB_DONE;
-			break;
-		}
-	}
-	ret = rdb_status(rc);
-	rdb_done(stmt);
-	rdb_end_read(store->db);
-	return ret;
+	return records_activity_rows(store, stmt, cb, ctx);
 }
 
 /* --- Trimming --- */
 
 /*
  * The newest commit a trim may remove: commits in position order up to
- * the last one the builder read whole (max_commit), never the newest
+ * the last one every builder read whole (max_commit), never the newest
  * (records_last_seq() reads it), while they are older than before_ms,
  * until about TRIM_EVENTS events (at least one commit). 0: none.
  */
@@ -359,14 +348,17 @@ static int trim_commits(records_store_t *store, int64_t last,
 	return ret;
 }
 
+/* The last commit whose every event is at or before position seq (the
+ * commit before seq's when seq stops inside it). */
+static int64_t last_whole_commit(uint64_t seq)
+{
+	return commit_of(seq) - (is_commit_end(seq) ? 0 : 1);
+}
+
 int changelog_pg_trim(records_store_t *store, int64_t before_ms,
                       uint64_t max_seq, uint64_t *removed)
 {
 	*removed = 0;
-	/* Only commits read whole: the builder may have stopped inside
-	 * the one it reads. */
-	int64_t max_commit = commit_of(max_seq) -
-	                     (is_commit_end(max_seq) ? 0 : 1);
 	int ret = rdb_begin_write(store->db);
 	if (ret != ZC_EOK) {
 		return ret;
@@ -376,8 +368,18 @@ int changelog_pg_trim(records_store_t *store, int64_t before_ms,
 	int64_t mine = 0, last = 0;
 	ret = rdb_query_int64(store->db, RDB_SQL2(NULL,
 		"SELECT pg_try_advisory_xact_lock(" TRIM_LOCK ")::int"), &mine);
+	/* Nothing a live node has not applied goes, this node's builder
+	 * (max_seq) included; a node down longer than the liveness window
+	 * holds nothing back and builds every zone again when it returns
+	 * (builder/pass.c, builder/prepare.c). Only commits read whole: a
+	 * builder may have stopped inside the one it reads. */
+	uint64_t live = UINT64_MAX;
 	if (ret == ZC_EOK && mine) {
-		ret = trim_bound(store, max_commit, before_ms, &last);
+		ret = records_nodes_live_applied(store, &live);
+	}
+	if (ret == ZC_EOK && mine) {
+		ret = trim_bound(store, last_whole_commit(live < max_seq ? live :
+		                 max_seq), before_ms, &last);
 	}
 	if (ret == ZC_EOK && last > 0) {
 		ret = trim_commits(store, last, removed);

@@ -2,9 +2,9 @@
 /*
  * What the change log's two readers share (changelog.c on SQLite,
  * changelog_pg.c on PostgreSQL, changelog.h has the design): an event's
- * row read into a records_change_t, one-integer statements, and the end
- * of a trim with the mark it leaves for other nodes' builders
- * (records_trimmed_seq()).
+ * row read into a records_change_t, the zone-activity rows of
+ * records_zone_activity(), one-integer statements, and the end of a trim
+ * with the mark it leaves for other nodes' builders (records_trimmed_seq()).
  */
 #include <stddef.h>
 #include <string.h>
@@ -32,6 +32,24 @@ bool records_change_from_stmt(rdb_stmt_t *stmt, int col,
 	}
 	chg->type = (uint16_t)rdb_col_int64(stmt, col + 5);
 	return true;
+}
+
+int records_activity_rows(records_store_t *store, rdb_stmt_t *stmt,
+                          int (*cb)(int64_t zone_id, uint64_t events,
+                                    void *ctx),
+                          void *ctx)
+{
+	int rc;
+	while ((rc = rdb_step(stmt)) == RDB_ROW) {
+		if (cb(rdb_col_int64(stmt, 0),
+		       (uint64_t)rdb_col_int64(stmt, 1), ctx) != 0) {
+			rc = RDB_DONE;
+			break;
+		}
+	}
+	rdb_done(stmt);
+	rdb_end_read(store->db);
+	return rdb_status(rc);
 }
 
 int records_exec_int64(records_store_t *store, const rdb_sql_t *sql,

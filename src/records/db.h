@@ -121,7 +121,8 @@ int rdb_prepare_once(rdb_t *db, const rdb_sql_t *sql, rdb_stmt_t **st);
 
 /* Binds parameter i (from 1). Borrowed pointers must stay valid until the
  * statement's last rdb_step() before rdb_reset() or rdb_done(). A NULL
- * blob or text binds NULL; an unbound parameter is NULL. */
+ * blob or text binds NULL; an unbound parameter is NULL; binding a number
+ * past the statement's last parameter does nothing. */
 void rdb_bind_int64(rdb_stmt_t *st, int i, int64_t v);
 void rdb_bind_blob(rdb_stmt_t *st, int i, const void *p, size_t len);
 void rdb_bind_text(rdb_stmt_t *st, int i, const char *s);

@@ -22,6 +22,14 @@ int records_schema_migrate(records_store_t *store);
 bool records_change_from_stmt(rdb_stmt_t *stmt, int col,
                               records_change_t *chg);
 
+/* The tail of records_zone_activity() on both engines: steps stmt, bound
+ * and selecting (zone_id, events), into cb until it returns non-zero,
+ * releases stmt and ends the read snapshot the caller began. */
+int records_activity_rows(records_store_t *store, rdb_stmt_t *stmt,
+                          int (*cb)(int64_t zone_id, uint64_t events,
+                                    void *ctx),
+                          void *ctx);
+
 /* Runs one statement binding ?1 = x. */
 int records_exec_int64(records_store_t *store, const rdb_sql_t *sql,
                        int64_t x);
@@ -56,6 +64,14 @@ int changelog_pg_activity(records_store_t *store, uint64_t after,
                           void *ctx, uint64_t *last_seq);
 int changelog_pg_trim(records_store_t *store, int64_t before_ms,
                       uint64_t max_seq, uint64_t *removed);
+
+/* --- nodes.c --- */
+
+/* The lowest applied position (records_node_t.applied_seq) of the nodes
+ * that are live, their heartbeat no older than RECORDS_NODE_DOWN_MS (as
+ * zonecast status judges up); UINT64_MAX when none is. PostgreSQL only
+ * (KNOT_ENOTSUP on SQLite, with UINT64_MAX). */
+int records_nodes_live_applied(records_store_t *store, uint64_t *applied);
 
 /* --- counts.c: records per zone, kept through a write transaction --- */
 

@@ -6,7 +6,9 @@
  * is stalled) and deletes it when it stops cleanly; `zonecast status`
  * lists the rows and reads the `leader` row (which the leader election
  * writes, never this file). Times are the store's clock (now()), so the
- * age of a heartbeat does not depend on the nodes' clocks agreeing.
+ * age of a heartbeat does not depend on the nodes' clocks agreeing. The
+ * change log's trim reads the live nodes' applied positions here
+ * (records_nodes_live_applied()): it keeps what one of them lacks.
  *
  * SQLite has no such tables (one serve per data directory: serve.lock):
  * every call gives KNOT_ENOTSUP there.
@@ -15,11 +17,39 @@
 #include <libknot/errcode.h>
 
 #include "common/error.h"
-#include "records/store.h"
+#include "records/internal.h"
 
 static bool is_pg(const records_store_t *store)
 {
 	return rdb_kind(store->db) == RDB_PG;
+}
+
+/*
+ * Runs sql on this node's row with the node's fields bound, in this order:
+ * ?1 name, ?2 pid, ?3 start (ms) (what names one run of a node), ?4 role,
+ * ?5 version, ?6 applied position, ?7 stalled, ?8 RECORDS_NODE_DOWN_MS. A
+ * statement uses the first of them it needs (a binding past its last
+ * parameter is not sent).
+ */
+static int run_on_row(records_store_t *store, const rdb_sql_t *sql,
+                      const records_node_t *self)
+{
+	rdb_stmt_t *stmt;
+	int ret = rdb_prepare(store->db, sql, &stmt);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	rdb_bind_text(stmt, 1, self->name);
+	rdb_bind_int64(stmt, 2, self->pid);
+	rdb_bind_int64(stmt, 3, self->started_ms);
+	rdb_bind_text(stmt, 4, self->role);
+	rdb_bind_text(stmt, 5, self->version);
+	rdb_bind_int64(stmt, 6, (int64_t)self->applied_seq);
+	rdb_bind_int64(stmt, 7, self->stalled);
+	rdb_bind_int64(stmt, 8, RECORDS_NODE_DOWN_MS);
+	ret = rdb_run(stmt);
+	rdb_done(stmt);
+	return ret;
 }
 
 int records_node_beat(records_store_t *store, const records_node_t *self)
@@ -29,11 +59,10 @@ int records_node_beat(records_store_t *store, const records_node_t *self)
 	}
 	/* A row another live node beats (another pid or start time, seen
 	 * within RECORDS_NODE_DOWN_MS) is left alone: 0 rows. */
-	rdb_stmt_t *stmt;
-	int ret = rdb_prepare(store->db, RDB_SQL2(NULL,
+	int ret = run_on_row(store, RDB_SQL2(NULL,
 		"INSERT INTO nodes AS n (name, role, pid, version, started,"
 		"  last_seen, applied_pos, stalled)"
-		" VALUES (?1, ?2, ?3, ?4, to_timestamp(?5::float8 / 1000), now(),"
+		" VALUES (?1, ?4, ?2, ?5, to_timestamp(?3::float8 / 1000), now(),"
 		"  ?6, ?7)"
 		" ON CONFLICT (name) DO UPDATE SET role = excluded.role,"
 		"  pid = excluded.pid, version = excluded.version,"
@@ -42,20 +71,7 @@ int records_node_beat(records_store_t *store, const records_node_t *self)
 		" WHERE (n.pid = excluded.pid AND n.started = excluded.started)"
 		"  OR n.last_seen IS NULL"
 		"  OR n.last_seen < now() - make_interval(secs => ?8::float8 / 1000)"),
-		&stmt);
-	if (ret != ZC_EOK) {
-		return ret;
-	}
-	rdb_bind_text(stmt, 1, self->name);
-	rdb_bind_text(stmt, 2, self->role);
-	rdb_bind_int64(stmt, 3, self->pid);
-	rdb_bind_text(stmt, 4, self->version);
-	rdb_bind_int64(stmt, 5, self->started_ms);
-	rdb_bind_int64(stmt, 6, (int64_t)self->applied_seq);
-	rdb_bind_int64(stmt, 7, self->stalled);
-	rdb_bind_int64(stmt, 8, RECORDS_NODE_DOWN_MS);
-	ret = rdb_run(stmt);
-	rdb_done(stmt);
+		self);
 	if (ret == ZC_EOK && rdb_changes(store->db) == 0) {
 		return ZC_EEXISTS;
 	}
@@ -67,19 +83,9 @@ int records_node_leave(records_store_t *store, const records_node_t *self)
 	if (!is_pg(store)) {
 		return KNOT_ENOTSUP;
 	}
-	rdb_stmt_t *stmt;
-	int ret = rdb_prepare(store->db, RDB_SQL2(NULL,
+	return run_on_row(store, RDB_SQL2(NULL,
 		"DELETE FROM nodes WHERE name = ?1 AND pid = ?2"
-		" AND started = to_timestamp(?3::float8 / 1000)"), &stmt);
-	if (ret != ZC_EOK) {
-		return ret;
-	}
-	rdb_bind_text(stmt, 1, self->name);
-	rdb_bind_int64(stmt, 2, self->pid);
-	rdb_bind_int64(stmt, 3, self->started_ms);
-	ret = rdb_run(stmt);
-	rdb_done(stmt);
-	return ret;
+		" AND started = to_timestamp(?3::float8 / 1000)"), self);
 }
 
 int records_nodes_list(records_store_t *store,
@@ -118,6 +124,32 @@ int records_nodes_list(records_store_t *store,
 			rc = RDB_DONE;
 			break;
 		}
+	}
+	rdb_done(stmt);
+	return rdb_status(rc);
+}
+
+int records_nodes_live_applied(records_store_t *store, uint64_t *applied)
+{
+	*applied = UINT64_MAX;
+	if (!is_pg(store)) {
+		return KNOT_ENOTSUP;
+	}
+	/* Live as zonecast status says up: seen within RECORDS_NODE_DOWN_MS
+	 * (a beat newer than this statement's now() counts too). A row
+	 * without a position holds everything. */
+	rdb_stmt_t *stmt;
+	int ret = rdb_prepare(store->db, RDB_SQL2(NULL,
+		"SELECT min(coalesce(applied_pos, 0)) FROM nodes WHERE"
+		" last_seen >= now() - make_interval(secs => ?1::float8 / 1000)"),
+		&stmt);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	rdb_bind_int64(stmt, 1, RECORDS_NODE_DOWN_MS);
+	int rc = rdb_step(stmt);
+	if (rc == RDB_ROW && !rdb_col_is_null(stmt, 0)) {
+		*applied = (uint64_t)rdb_col_int64(stmt, 0);
 	}
 	rdb_done(stmt);
 	return rdb_status(rc);

@@ -48,7 +48,7 @@
  *   4  pool.c, listen.c                 store
  *   4  db_pg_copy.c  PostgreSQL's COPY  db_pg, db_pg_wire
  *   3  changelog_pg.c  the log by commit position (PostgreSQL)
- *                                       changelog_rows, db
+ *                                       changelog_rows, nodes, db
  *   3  store.c       open, close        schema, redact, db
  *   3  tsig_create.c TSIG keys made     tsig_keys
  *   3  migrate.c     a store copied     db, db_copy

@@ -13,7 +13,8 @@
 #include "common/log.h"
 #include "writer/writer.h"
 
-/* How often the journal is trimmed, at most. */
+/* How often the journal is trimmed, at most (more often when
+ * journal-retention is shorter: trim_interval_s()). */
 #define TRIM_INTERVAL_S 60
 
 struct writer {
@@ -208,13 +209,21 @@ static size_t requeue(writer_t *w, writer_unit_t *rest)
 	return n;
 }
 
+/* Seconds between two trims: TRIM_INTERVAL_S, or the retention when it
+ * is shorter (what it keeps is due for trimming that soon). */
+static unsigned trim_interval_s(unsigned retention)
+{
+	return retention != 0 && retention < TRIM_INTERVAL_S ? retention :
+	       TRIM_INTERVAL_S;
+}
+
 /* Trims the journal now and then: events older than the retention that
  * the builder has applied. */
 static void maybe_trim(writer_t *w)
 {
 	time_t now = time(NULL);
 	unsigned retention = atomic_load(&w->retention_s);
-	if (retention == 0 || now - w->last_trim < TRIM_INTERVAL_S) {
+	if (retention == 0 || now - w->last_trim < trim_interval_s(retention)) {
 		return;
 	}
 	w->last_trim = now;
@@ -268,7 +277,8 @@ static void *writer_main(void *arg)
 		while (w->head == NULL && !w->stop) {
 			struct timespec until;
 			clock_gettime(CLOCK_REALTIME, &until);
-			until.tv_sec += TRIM_INTERVAL_S;
+			until.tv_sec += trim_interval_s(
+				atomic_load(&w->retention_s));
 			if (pthread_cond_timedwait(&w->queued, &w->lock, &until) != 0) {
 				pthread_mutex_unlock(&w->lock);
 				maybe_trim(w);

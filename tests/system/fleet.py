@@ -1,7 +1,9 @@
 """A real NATS JetStream fleet for the tests: nats-server processes (alone
 or as a three-node cluster), a primary (`zonecast serve --nats`) and edges
 (`zonecast edge`), plus helpers that wait for the fleet to settle and
-compare every edge store with the primary's (`zonecast fleet digest`)."""
+compare every edge store with the primary's (`zonecast fleet digest`), and
+for several primaries on one PostgreSQL store, one leading at a time
+(test_pg_fleet_leader.py, test_attack_leader.py)."""
 
 import json
 import os
@@ -11,6 +13,10 @@ import subprocess
 import time
 import urllib.request
 
+import dns.message
+import dns.query
+
+import pg
 from servers import (DnsServer, ZonecastServer, START_TIMEOUT, free_port, wrapped,
                      zonecast_bin)
 
@@ -175,6 +181,72 @@ def start_primary(workdir, nats_urls, zones=None, options=()):
     p.start()
     p.client_ = p.client()
     return p
+
+
+def start_pg_primary(tmp_path, name, uri, nats_url, env=None):
+    """A `zonecast serve --nats` node named name on the PostgreSQL store at
+    uri (pg.serve_node; env: extra environment), which may lead the fleet;
+    its ApiClient is .client_."""
+    srv = pg.serve_node(tmp_path, name, uri, ["nats=%s" % nats_url], env=env)
+    srv.name = name
+    srv.client_ = srv.client()
+    return srv
+
+
+def start_edge(workdir, name, nats_url):
+    """A `zonecast edge` with its metrics on a free port (.metrics_port)."""
+    e = EdgeServer(workdir, name, nats_url)
+    e.metrics_port = free_port()
+    e.options.append("metrics-listen=127.0.0.1:%d" % e.metrics_port)
+    return e.start()
+
+
+def fleet_state(srv, timeout=2):
+    """A node's GET /fleet, or None while it does not answer (killed,
+    paused, starting)."""
+    try:
+        return srv.client_.get("/fleet", timeout=timeout)
+    except Exception:
+        return None
+
+
+def leading(srv, timeout=2):
+    """The node's term while it leads the fleet and reaches NATS, else None."""
+    s = fleet_state(srv, timeout)
+    return s["term"] if s and s["leading"] and s["connected"] else None
+
+
+def edge_metric(edge, name):
+    """The value of an edge's metric without labels (None when absent)."""
+    with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % edge.metrics_port,
+                                timeout=3) as r:
+        for line in r.read().decode().splitlines():
+            if line.startswith(name + " "):
+                return float(line.split()[1])
+    return None
+
+
+def verify_edge(edge, uri):
+    """`zonecast verify` of an edge's store against the records store at uri."""
+    cp = subprocess.run([zonecast_bin(), "verify", "--data-dir", edge.data_dir,
+                         "--records", uri], capture_output=True, text=True, timeout=120)
+    assert cp.returncode == 0 and "no differences" in cp.stdout, cp.stdout + cp.stderr
+
+
+def txt(port, name):
+    """The TXT strings served for name, sorted, or None without an answer."""
+    try:
+        r = dns.query.udp(dns.message.make_query(name, "TXT"), "127.0.0.1", port=port,
+                          timeout=1)
+    except Exception:
+        return None
+    return sorted(rr.to_text() for rrset in r.answer for rr in rrset)
+
+
+def add_txt(srv, zid, name, value):
+    """Adds a TXT record through a node's API."""
+    srv.client_.ok("POST", "/zones/%s/dns_records" % zid,
+                   json={"type": "TXT", "name": name, "content": value})
 
 
 def hpub(port, subject, headers, payload=b""):

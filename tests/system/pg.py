@@ -50,13 +50,14 @@ def database(host, name):
     return "postgresql://zc@/%s?host=%s" % (name, host)
 
 
-def serve_node(tmp_path, name, uri, options=()):
+def serve_node(tmp_path, name, uri, options=(), env=None):
     """A zonecast serve named `name` (its data directory tmp_path/name) on
     the store at uri, with the API on a free port, allow-update from
-    127.0.0.1 and options (config keys as "key=value"); started. A data
-    directory bound to the session's store (ZONECAST_TEST_RECORDS=postgresql)
-    is unbound first: the node's store is uri."""
-    srv = servers.ZonecastServer(str(tmp_path / name), api=True,
+    127.0.0.1, options (config keys as "key=value") and env (extra
+    environment, such as a test hook); started. A data directory bound to
+    the session's store (ZONECAST_TEST_RECORDS=postgresql) is unbound first:
+    the node's store is uri."""
+    srv = servers.ZonecastServer(str(tmp_path / name), api=True, env=env,
                                  options=["allow-update=127.0.0.1",
                                           "records-store=%s" % uri] + list(options))
     srv.zones = {}

@@ -118,6 +118,20 @@ def free_port():
     raise RuntimeError("no free UDP+TCP port found")
 
 
+def wait_for(what, cond, timeout=20, step=0.02):
+    """Calls cond every step seconds until it returns something true, and
+    returns that; fails the test, naming what it waited for, after
+    timeout seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = cond()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError("timed out after %gs waiting for %s" % (timeout, what))
+        time.sleep(step)
+
+
 def make_query(name, rdtype="A", rdclass="IN", edns=0, payload=1232, do=False,
                rd=False, options=None, id=None):
     """Build a query; edns=None means no OPT record (plain RFC 1035)."""

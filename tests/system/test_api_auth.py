@@ -84,6 +84,16 @@ def soa_serial(srv, zone):
     return m.answer[0][0].serial
 
 
+def settled(srv, api, zid, zone, timeout=20):
+    """Waits until DNS serves the zone's serial as the API has it: a write
+    is acknowledged before its build is served, and a serial served later
+    would look like a change made by a refused write."""
+    deadline = time.monotonic() + timeout
+    while soa_serial(srv, zone) != api.get("/zones/%s" % zid)["serial"]:
+        assert time.monotonic() < deadline, "DNS never served the API's serial"
+        time.sleep(0.02)
+
+
 def state(srv, api, path, zone):
     """What a refused write must leave alone: the record (content, ETag) and
     the zone's serial as DNS serves it."""
@@ -237,6 +247,7 @@ def test_if_match_without_a_strong_match_is_412(srv, api, method):
     body = {"PATCH": {"content": "192.0.2.9"},
             "PUT": {"name": name, "type": "A", "content": "192.0.2.9", "ttl": 300},
             "DELETE": None}[method]
+    settled(srv, api, zid, zone)
     before = state(srv, api, path, zone)
     for value in failing_lists(etag):
         r = api.call(method, path, json=body, headers={"If-Match": value})
@@ -249,6 +260,7 @@ def test_if_match_without_a_strong_match_is_412(srv, api, method):
 def test_malformed_if_match_is_400(srv, api, method):
     zid, zone = new_zone(api)
     path, etag = new_record(api, zid, zone)
+    settled(srv, api, zid, zone)
     before = state(srv, api, path, zone)
     for value in MALFORMED + [etag + ' junk', 'W/ ' + etag, etag + ', *']:
         r = api.call(method, path, json={"content": "192.0.2.9"} if method == "PATCH" else None,
@@ -265,6 +277,7 @@ def test_if_match_over_several_fields(srv, api):
     zid, zone = new_zone(api)
     path, etag = new_record(api, zid, zone)
     auth = ("Authorization", "Bearer " + api.token)
+    settled(srv, api, zid, zone)
     before = state(srv, api, path, zone)
     status, body = raw_request(srv, "PATCH", path,
                                [auth, ("If-Match", '"x"'), ("If-Match", '"y", W/' + etag)],

@@ -15,7 +15,6 @@ import socket
 import subprocess
 import threading
 import time
-import urllib.request
 
 import dns.message
 import dns.query
@@ -23,7 +22,8 @@ import pytest
 
 import fleet
 import pg
-import servers
+from fleet import add_txt, edge_metric, fleet_state, leading, txt, verify_edge
+from servers import wait_for
 
 pytestmark = pytest.mark.skipif(not os.path.exists(fleet.NATS),
                                 reason="nats-server is not installed")
@@ -48,25 +48,13 @@ class World:
     def node(self, name, nats_url=None, records_uri=None):
         """A `zonecast serve --nats` node on the shared store, API up (NATS
         and PostgreSQL may be reached through a FreezingProxy)."""
-        srv = servers.ZonecastServer(str(self.tmp / name), api=True,
-                                     options=["records-store=%s" % (records_uri or self.uri),
-                                              "nats=%s" % (nats_url or self.nats.url)])
-        srv.zones = {}
-        if srv.records_uri:  # The harness's own binding: ours instead.
-            os.unlink(os.path.join(srv.data_dir, "records-store"))
-        srv.port = servers.free_port()
-        srv.api_port = servers.free_port()
-        srv.name = name
-        srv.serve()
-        srv.client_ = srv.client()
+        srv = fleet.start_pg_primary(self.tmp, name, records_uri or self.uri,
+                                     nats_url or self.nats.url)
         self.nodes.append(srv)
         return srv
 
     def edge(self, name):
-        e = fleet.EdgeServer(str(self.tmp), name, self.nats.url)
-        e.metrics_port = servers.free_port()
-        e.options.append("metrics-listen=127.0.0.1:%d" % e.metrics_port)
-        e.start()
+        e = fleet.start_edge(str(self.tmp), name, self.nats.url)
         self.edges.append(e)
         return e
 
@@ -110,28 +98,6 @@ def world(cluster, tmp_path):
         assert not problems, problems
 
 
-def wait_for(what, cond, timeout=20, step=0.02):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = cond()
-        if value:
-            return value
-        time.sleep(step)
-    raise AssertionError("timed out waiting for " + what)
-
-
-def state(srv, timeout=2):
-    try:
-        return srv.client_.get("/fleet", timeout=timeout)
-    except Exception:
-        return None  # Killed, paused, or starting.
-
-
-def leading(srv, timeout=2):
-    s = state(srv, timeout)
-    return s["term"] if s and s["leading"] and s["connected"] else None
-
-
 def leader(w, timeout=20):
     """The node leading (and connected), once exactly one is; (node, term)."""
     def one():
@@ -139,15 +105,6 @@ def leader(w, timeout=20):
         found = [(n, t) for n, t in found if t]
         return found[0] if len(found) == 1 else None
     return wait_for("one node to lead", one, timeout=timeout)
-
-
-def txt(port, name):
-    try:
-        r = dns.query.udp(dns.message.make_query(name, "TXT"), "127.0.0.1", port=port,
-                          timeout=1)
-    except Exception:
-        return None
-    return sorted(rr.to_text() for rrset in r.answer for rr in rrset)
 
 
 def soa_serial(port, zone=ZONE):
@@ -160,26 +117,6 @@ def soa_serial(port, zone=ZONE):
         for rr in rrset:
             return rr.serial
     return None
-
-
-def metric(edge, name):
-    with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % edge.metrics_port,
-                                timeout=3) as r:
-        for line in r.read().decode().splitlines():
-            if line.startswith(name + " "):
-                return float(line.split()[1])
-    return None
-
-
-def verify_edge(edge, uri):
-    cp = subprocess.run([servers.zonecast_bin(), "verify", "--data-dir", edge.data_dir,
-                         "--records", uri], capture_output=True, text=True, timeout=120)
-    assert cp.returncode == 0 and "no differences" in cp.stdout, cp.stdout + cp.stderr
-
-
-def add(srv, zid, name, value):
-    srv.client_.ok("POST", "/zones/%s/dns_records" % zid,
-                   json={"type": "TXT", "name": name, "content": value})
 
 
 def js_api(port, subject, request):
@@ -353,27 +290,27 @@ def test_stale_leader_cannot_undo_a_newer_ones_snapshot(world, stuck_at):
     b = w.node("b", nats_url=proxy.url)
     e1 = w.edge("e1")
     zid = a.client_.ok("POST", "/zones", json={"name": ZONE.rstrip(".")})["result"]["id"]
-    add(a, zid, "first." + ZONE, "one")
+    add_txt(a, zid, "first." + ZONE, "one")
     wait_for("e1 to serve the first write", lambda: txt(e1.port, "first." + ZONE), 30)
 
     proxy.arm(stuck_at)
     a.kill9()
     assert proxy.frozen.wait(20), "b did not take over"
-    stale_term = state(b)["term"]
-    assert state(b)["leading"]
+    stale_term = fleet_state(b)["term"]
+    assert fleet_state(b)["leading"]
     c = w.node("c")
     cut_lock_session(w)  # b is cut off from PostgreSQL too: c takes over.
     newer = wait_for("c to lead", lambda: leading(c), timeout=30)
     assert newer > stale_term
-    add(c, zid, "during." + ZONE, "two")
+    add_txt(c, zid, "during." + ZONE, "two")
     wait_for("e1 to serve c's write", lambda: txt(e1.port, "during." + ZONE), timeout=30)
     proxy.thaw()
-    wait_for("b to step down", lambda: (state(b) or {}).get("leading") is False, timeout=15)
+    wait_for("b to step down", lambda: (fleet_state(b) or {}).get("leading") is False, timeout=15)
     time.sleep(1)
     m = head_manifest(w.nats)
     assert m["term"] == newer, (m, newer)
     assert snapshot_parts(w.nats, m["id"]) == m["parts"], m
-    add(c, zid, "after." + ZONE, "three")
+    add_txt(c, zid, "after." + ZONE, "three")
     e2 = w.edge("e2")
     for e in (e1, e2):
         wait_for("%s to serve the write after" % e.name,
@@ -397,10 +334,10 @@ def test_odd_terms_in_forged_manifests_and_messages(world):
     srv, term = leader(w)
     e1 = w.edge("e1")
     zid = srv.client_.ok("POST", "/zones", json={"name": ZONE.rstrip(".")})["result"]["id"]
-    add(srv, zid, "first." + ZONE, "one")
+    add_txt(srv, zid, "first." + ZONE, "one")
     wait_for("e1 to serve", lambda: txt(e1.port, "first." + ZONE), 30)
     for i, odd in enumerate(ODD_TERMS):
-        history = state(srv)["history"]
+        history = fleet_state(srv)["history"]
         for t in ["", "-1", "abc", "99999999999999999999999", "1e3", " %d" % term, odd]:
             fleet.hpub(w.nats.port, "zonecast.txn",
                        {"Zc-Epoch": history, "Zc-Term": t, "Zc-Commit": "999999",
@@ -412,7 +349,7 @@ def test_odd_terms_in_forged_manifests_and_messages(world):
         srv, newer = leader(w, timeout=30)
         assert newer > term
         term = newer
-        add(srv, zid, "n%d.%s" % (i, ZONE), "v%d" % i)
+        add_txt(srv, zid, "n%d.%s" % (i, ZONE), "v%d" % i)
         wait_for("e1 to serve the write after manifest term %s" % odd,
                  lambda: txt(e1.port, "n%d.%s" % (i, ZONE)), timeout=30)
         dead = [n for n in nodes if n.proc is None][0]
@@ -467,22 +404,22 @@ def test_new_leader_behind_the_old_one_sends_no_edge_back(world):
     b = w.node("b")
     e1 = w.edge("e1")
     zid = a.client_.ok("POST", "/zones", json={"name": ZONE.rstrip(".")})["result"]["id"]
-    add(a, zid, "first." + ZONE, "one")
+    add_txt(a, zid, "first." + ZONE, "one")
     wait_for("e1 to serve", lambda: txt(e1.port, "first." + ZONE), 30)
     b.proc.send_signal(signal.SIGSTOP)
     names = []
     for i in range(300):
         names.append("b%d.%s" % (i, ZONE))
-        add(a, zid, names[-1], "x" * 200)
+        add_txt(a, zid, names[-1], "x" * 200)
     wait_for("e1 to serve the burst", lambda: txt(e1.port, names[-1]), 60)
     watch = SerialWatch(e1)
     time.sleep(0.2)
     a.kill9()
     b.proc.send_signal(signal.SIGCONT)
     term = wait_for("b to lead", lambda: leading(b), timeout=30)
-    add(b, zid, "after." + ZONE, "two")
+    add_txt(b, zid, "after." + ZONE, "two")
     wait_for("e1 to serve b's write", lambda: txt(e1.port, "after." + ZONE), 30)
-    wait_for("e1 at b's term", lambda: metric(e1, "zonecast_fleet_term") == term)
+    wait_for("e1 at b's term", lambda: edge_metric(e1, "zonecast_fleet_term") == term)
     time.sleep(0.5)
     seen = watch.stop()
     assert seen and not backwards(seen), seen
@@ -503,7 +440,7 @@ def test_edge_killed_right_after_loading_a_new_terms_snapshot(world):
     b = w.node("b")
     e1 = w.edge("e1")
     zid = a.client_.ok("POST", "/zones", json={"name": ZONE.rstrip(".")})["result"]["id"]
-    add(a, zid, "first." + ZONE, "one")
+    add_txt(a, zid, "first." + ZONE, "one")
     wait_for("e1 to serve", lambda: txt(e1.port, "first." + ZONE), 30)
     g = subprocess.Popen([gdb, "-nx", "-batch", "-p", str(e1.proc.pid),
                           "-ex", "break fleet_snapshot_load", "-ex", "continue",
@@ -524,10 +461,10 @@ def test_edge_killed_right_after_loading_a_new_terms_snapshot(world):
     e1._logf.close()
     e1._checked = len(e1.log())
     e1.start()
-    add(b, zid, "after." + ZONE, "two")
+    add_txt(b, zid, "after." + ZONE, "two")
     wait_for("the restarted e1 to serve b's write",
              lambda: txt(e1.port, "after." + ZONE), timeout=30)
-    assert metric(e1, "zonecast_fleet_term") == term
+    assert edge_metric(e1, "zonecast_fleet_term") == term
     verify_edge(e1, w.uri)
 
 
@@ -590,7 +527,7 @@ class FleetWatch:
             for n in list(self.w.nodes):
                 if n.proc is None:
                     continue
-                s = state(n, timeout=0.3)
+                s = fleet_state(n, timeout=0.3)
                 if s is not None:
                     self.samples.append((n.name, s["leading"], s["term"]))
             time.sleep(0.02)
@@ -609,14 +546,14 @@ def settle_edges(w, zid, acked, edges, timeout=60):
     """A last write through the leader; every edge serves it and every
     acknowledged write, at the leader's term; zonecast verify per edge."""
     srv, term = leader(w, timeout=30)
-    add(srv, zid, "last." + ZONE, "end")
+    add_txt(srv, zid, "last." + ZONE, "end")
     for e in edges:
         wait_for("%s to serve the last write" % e.name,
                  lambda: txt(e.port, "last." + ZONE), timeout=timeout)
         missing = [n for n in acked if not txt(e.port, n)]
         assert not missing, (e.name, missing[:10], len(missing))
         wait_for("%s at term %d" % (e.name, term),
-                 lambda: metric(e, "zonecast_fleet_term") == term)
+                 lambda: edge_metric(e, "zonecast_fleet_term") == term)
         verify_edge(e, w.uri)
     return srv, term
 
@@ -637,7 +574,7 @@ def test_three_nodes_kills_pauses_cuts_and_a_clean_stop_under_writes(world):
     srv, term = leader(w)
     e1, e2 = w.edge("e1"), w.edge("e2")
     zid = srv.client_.ok("POST", "/zones", json={"name": ZONE.rstrip(".")})["result"]["id"]
-    add(srv, zid, "first." + ZONE, "one")
+    add_txt(srv, zid, "first." + ZONE, "one")
     for e in (e1, e2):
         wait_for("%s to serve" % e.name, lambda: txt(e.port, "first." + ZONE), 30)
     watch = FleetWatch(w)
@@ -658,7 +595,7 @@ def test_three_nodes_kills_pauses_cuts_and_a_clean_stop_under_writes(world):
     srv.kill9()
     t0 = time.monotonic()
     nxt = wait_for("a node to take over", lambda: [
-        n for n in w.up() if (state(n, timeout=0.3) or {}).get("leading")], timeout=30)[0]
+        n for n in w.up() if (fleet_state(n, timeout=0.3) or {}).get("leading")], timeout=30)[0]
     nxt.kill9()
     srv.restart()
     srv.client_ = srv.client()
@@ -678,7 +615,7 @@ def test_three_nodes_kills_pauses_cuts_and_a_clean_stop_under_writes(world):
         paused.proc.send_signal(signal.SIGCONT)
         writers.paused.clear()
     wait_for("the woken node to step down",
-             lambda: (state(paused) or {}).get("leading") is False, timeout=15)
+             lambda: (fleet_state(paused) or {}).get("leading") is False, timeout=15)
 
     # The lock session ended by PostgreSQL, NATS still up.
     time.sleep(0.5)
@@ -714,7 +651,7 @@ def test_three_nodes_kills_pauses_cuts_and_a_clean_stop_under_writes(world):
     stopped.serve()
     stopped.client_ = stopped.client()
     settle_edges(w, zid, acked, (e1, e2))
-    leaders = [n.name for n in w.up() if (state(n) or {}).get("leading")]
+    leaders = [n.name for n in w.up() if (fleet_state(n) or {}).get("leading")]
     assert len(leaders) == 1, leaders
 
 
@@ -739,7 +676,7 @@ def test_postgresql_restarted_under_writes(world):
     srv, term = leader(w)
     e1 = w.edge("e1")
     zid = srv.client_.ok("POST", "/zones", json={"name": ZONE.rstrip(".")})["result"]["id"]
-    add(srv, zid, "first." + ZONE, "one")
+    add_txt(srv, zid, "first." + ZONE, "one")
     wait_for("e1 to serve", lambda: txt(e1.port, "first." + ZONE), 30)
     watch = FleetWatch(w)
     writers = Writers(w, zid)
@@ -767,7 +704,7 @@ def test_nats_restarted_during_a_takeover(world):
     srv, term = leader(w)
     e1 = w.edge("e1")
     zid = srv.client_.ok("POST", "/zones", json={"name": ZONE.rstrip(".")})["result"]["id"]
-    add(srv, zid, "first." + ZONE, "one")
+    add_txt(srv, zid, "first." + ZONE, "one")
     wait_for("e1 to serve", lambda: txt(e1.port, "first." + ZONE), 30)
     writers = Writers(w, zid)
     time.sleep(1)
@@ -799,20 +736,20 @@ def test_leader_cut_off_from_nats_lets_another_lead(world):
     b = w.node("b")
     e1 = w.edge("e1")
     zid = a.client_.ok("POST", "/zones", json={"name": ZONE.rstrip(".")})["result"]["id"]
-    add(a, zid, "first." + ZONE, "one")
+    add_txt(a, zid, "first." + ZONE, "one")
     wait_for("e1 to serve", lambda: txt(e1.port, "first." + ZONE), 30)
     proxy.arm("")  # From now on a's NATS traffic is held.
     t0 = time.monotonic()
-    add(a, zid, "cut." + ZONE, "two")
+    add_txt(a, zid, "cut." + ZONE, "two")
     newer = wait_for("b to lead", lambda: leading(b), timeout=30)
     took = time.monotonic() - t0
     print("b led %.3f s after a was cut off from NATS" % took)
     assert newer > term
     assert took < 12  # A publish waits 5 s for NATS, then 3 s without one: a gives up.
     wait_for("e1 to serve the write a took", lambda: txt(e1.port, "cut." + ZONE), 30)
-    assert state(a)["leading"] is False
+    assert fleet_state(a)["leading"] is False
     proxy.thaw()
-    add(a, zid, "back." + ZONE, "three")
+    add_txt(a, zid, "back." + ZONE, "three")
     wait_for("e1 to serve", lambda: txt(e1.port, "back." + ZONE), 30)
     assert leading(b) == newer
     verify_edge(e1, w.uri)
@@ -833,7 +770,7 @@ def test_leader_cut_off_from_postgresql_silently(world):
     b = w.node("b")
     e1 = w.edge("e1")
     zid = a.client_.ok("POST", "/zones", json={"name": ZONE.rstrip(".")})["result"]["id"]
-    add(a, zid, "first." + ZONE, "one")
+    add_txt(a, zid, "first." + ZONE, "one")
     wait_for("e1 to serve", lambda: txt(e1.port, "first." + ZONE), 30)
     proxy.arm("", both=True)
     t0 = time.monotonic()
@@ -843,12 +780,12 @@ def test_leader_cut_off_from_postgresql_silently(world):
     assert newer > term and took < 3
     # a's API is stuck too (tokens are in the records store): its log says.
     wait_for("a to step down", lambda: "stepping down" in a.log(), timeout=5)
-    add(b, zid, "during." + ZONE, "two")
+    add_txt(b, zid, "during." + ZONE, "two")
     wait_for("e1 to serve b's write", lambda: txt(e1.port, "during." + ZONE), 30)
     proxy.thaw()
-    add(a, zid, "after." + ZONE, "three")
+    add_txt(a, zid, "after." + ZONE, "three")
     wait_for("e1 to serve a's write", lambda: txt(e1.port, "after." + ZONE), 30)
-    assert leading(b) == newer and not state(a)["leading"]
+    assert leading(b) == newer and not fleet_state(a)["leading"]
     verify_edge(e1, w.uri)
 
 
@@ -891,7 +828,7 @@ def test_many_handovers_under_writes_edges_keep_following(world):
     srv, term = leader(w)
     edges = [w.edge("e1"), w.edge("e2")]
     zid = srv.client_.ok("POST", "/zones", json={"name": ZONE.rstrip(".")})["result"]["id"]
-    add(srv, zid, "first." + ZONE, "one")
+    add_txt(srv, zid, "first." + ZONE, "one")
     for e in edges:
         wait_for("%s to serve" % e.name, lambda: txt(e.port, "first." + ZONE), 30)
     writers = Writers(w, zid)

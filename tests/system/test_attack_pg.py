@@ -33,6 +33,7 @@ import pytest
 
 import pg
 import servers
+from servers import wait_for
 
 DEV_PG = pg.DEV_PG
 SECRET = "Sup3rSecretPw"
@@ -79,17 +80,6 @@ def server(path, uri=None):
     if uri is not None:
         srv.options.append("records-store=%s" % uri)
     return srv
-
-
-def wait_for(what, fn, timeout=15):
-    deadline = time.monotonic() + timeout
-    while True:
-        v = fn()
-        if v:
-            return v
-        if time.monotonic() > deadline:
-            pytest.fail("timed out waiting for %s" % what)
-        time.sleep(0.05)
 
 
 def answer(port, name, rdtype="A"):

@@ -8,18 +8,15 @@ real `zonecast edge` processes."""
 import json
 import os
 import signal
-import subprocess
 import threading
 import time
-import urllib.request
 
-import dns.message
-import dns.query
 import pytest
 
 import fleet
 import pg
-import servers
+from fleet import add_txt, edge_metric, leading, start_pg_primary, txt, verify_edge
+from servers import wait_for
 from test_attack_leader import SerialWatch, backwards, head_manifest
 
 ZONE = "lead.test."
@@ -50,79 +47,18 @@ def world(tmp_path):
 
 
 def node(tmp_path, name, uri, nats, env=None):
-    srv = servers.ZonecastServer(str(tmp_path / name), api=True, env=env,
-                                 options=["records-store=%s" % uri, "nats=%s" % nats.url])
-    srv.zones = {}
-    if srv.records_uri:  # The harness's own binding (PostgreSQL mode): ours instead.
-        os.unlink(os.path.join(srv.data_dir, "records-store"))
-    srv.port = servers.free_port()
-    srv.api_port = servers.free_port()
-    srv.serve()
+    """A serve node that may lead (fleet.start_pg_primary), stopped by the
+    world fixture."""
+    srv = start_pg_primary(tmp_path, name, uri, nats.url, env=env)
     _started.append(srv)
-    srv.client_ = srv.client()
     return srv
 
 
-def fleet_state(srv):
-    return srv.client_.get("/fleet")
-
-
-def wait_for(what, cond, timeout=20, step=0.02):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = cond()
-        if value:
-            return value
-        time.sleep(step)
-    raise AssertionError("timed out waiting for " + what)
-
-
-def leading(srv):
-    try:
-        state = fleet_state(srv)
-    except Exception:
-        return None  # Not answering yet (starting), or killed.
-    return state["term"] if state["leading"] and state["connected"] else None
-
-
-def txt(port, name):
-    try:
-        r = dns.query.udp(dns.message.make_query(name, "TXT"), "127.0.0.1", port=port,
-                          timeout=1)
-    except Exception:
-        return None
-    return sorted(rr.to_text() for rrset in r.answer for rr in rrset)
-
-
-def edge_metric(edge, name):
-    with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % edge.metrics_port,
-                                timeout=3) as r:
-        for line in r.read().decode().splitlines():
-            if line.startswith(name + " "):
-                return float(line.split()[1])
-    return None
-
-
 def start_edge(tmp_path, nats, name="e1"):
-    e = fleet.EdgeServer(str(tmp_path), name, nats.url)
-    e.metrics_port = servers.free_port()
-    e.options.append("metrics-listen=127.0.0.1:%d" % e.metrics_port)
-    e.start()
+    """An edge (fleet.start_edge), stopped by the world fixture."""
+    e = fleet.start_edge(str(tmp_path), name, nats.url)
     _started.append(e)
     return e
-
-
-def verify_edge(edge, uri):
-    """zonecast verify of an edge's store against the records store."""
-    cp = subprocess.run([servers.zonecast_bin(), "verify", "--data-dir", edge.data_dir,
-                         "--records", uri], capture_output=True, text=True, timeout=120)
-    assert cp.returncode == 0, cp.stdout + cp.stderr
-    assert "no differences" in cp.stdout
-
-
-def add(srv, zid, name, value):
-    srv.client_.ok("POST", "/zones/%s/dns_records" % zid,
-                   json={"type": "TXT", "name": name, "content": value})
 
 
 def test_leader_killed_under_writes_another_takes_over(world, tmp_path):
@@ -136,10 +72,10 @@ def test_leader_killed_under_writes_another_takes_over(world, tmp_path):
     first_term = wait_for("a to lead", lambda: leading(a))
     b = node(tmp_path, "b", uri, nats)
     time.sleep(0.5)
-    assert fleet_state(b)["leading"] is False
+    assert fleet.fleet_status(b)["leading"] is False
     edge = start_edge(tmp_path, nats)
     zid = a.client_.ok("POST", "/zones", json={"name": ZONE.rstrip(".")})["result"]["id"]
-    add(a, zid, "first." + ZONE, "one")
+    add_txt(a, zid, "first." + ZONE, "one")
     wait_for("edge to serve the first write", lambda: txt(edge.port, "first." + ZONE))
 
     acked, stop = [], threading.Event()
@@ -149,7 +85,7 @@ def test_leader_killed_under_writes_another_takes_over(world, tmp_path):
         while not stop.is_set():
             name = "w%d.%s" % (i, ZONE)
             try:
-                add(a, zid, name, "v%d" % i)
+                add_txt(a, zid, name, "v%d" % i)
             except Exception:
                 return  # a is gone: whatever it did not answer is not acked.
             acked.append(name)
@@ -165,7 +101,7 @@ def test_leader_killed_under_writes_another_takes_over(world, tmp_path):
     term = wait_for("b to lead", lambda: leading(b), timeout=30)
     took_over = time.monotonic() - killed
     assert term > first_term
-    add(b, zid, "after." + ZONE, "two")
+    add_txt(b, zid, "after." + ZONE, "two")
     wait_for("edge to serve a write taken by the new leader",
              lambda: txt(edge.port, "after." + ZONE), timeout=30)
     served = time.monotonic() - killed
@@ -196,19 +132,19 @@ def test_paused_leader_is_fenced(world, tmp_path):
     b = node(tmp_path, "b", uri, nats)
     edge = start_edge(tmp_path, nats)
     zid = a.client_.ok("POST", "/zones", json={"name": ZONE.rstrip(".")})["result"]["id"]
-    add(a, zid, "before." + ZONE, "one")
+    add_txt(a, zid, "before." + ZONE, "one")
     wait_for("edge to serve", lambda: txt(edge.port, "before." + ZONE))
     a.proc.send_signal(signal.SIGSTOP)
     try:
         term = wait_for("b to lead", lambda: leading(b), timeout=30)
         assert term > old
-        add(b, zid, "during." + ZONE, "two")
+        add_txt(b, zid, "during." + ZONE, "two")
         wait_for("edge to serve b's write", lambda: txt(edge.port, "during." + ZONE),
                  timeout=30)
     finally:
         a.proc.send_signal(signal.SIGCONT)
-    wait_for("a to step down", lambda: fleet_state(a)["leading"] is False, timeout=10)
-    add(a, zid, "after." + ZONE, "three")  # a still takes writes: b publishes them.
+    wait_for("a to step down", lambda: fleet.fleet_status(a)["leading"] is False, timeout=10)
+    add_txt(a, zid, "after." + ZONE, "three")  # a still takes writes: b publishes them.
     wait_for("edge to serve a's write", lambda: txt(edge.port, "after." + ZONE), timeout=30)
     assert leading(b) == term
 
@@ -216,7 +152,7 @@ def test_paused_leader_is_fenced(world, tmp_path):
     wait_for("edge at the new term",
              lambda: edge_metric(edge, "zonecast_fleet_term") == term)
     fenced = edge_metric(edge, "zonecast_fleet_fenced_total")
-    history = fleet_state(b)["history"]
+    history = fleet.fleet_status(b)["history"]
     fleet.hpub(nats.port, "zonecast.txn",
                {"Zc-Epoch": history, "Zc-Term": str(old), "Zc-Commit": "999999",
                 "Zc-Part": "0", "Zc-Flags": "1"}, b"junk")
@@ -235,7 +171,7 @@ def test_paused_leader_is_fenced(world, tmp_path):
     fleet.hpub(nats.port, "zonecast.snap.head", {}, json.dumps(manifest).encode())
     time.sleep(2.5)
     assert edge_metric(edge, "zonecast_fleet_term") == term
-    add(b, zid, "last." + ZONE, "four")
+    add_txt(b, zid, "last." + ZONE, "four")
     wait_for("edge to serve", lambda: txt(edge.port, "last." + ZONE), timeout=30)
     assert txt(edge.port, "before." + ZONE) == ['"one"']
     verify_edge(edge, uri)
@@ -302,7 +238,7 @@ def test_new_leader_waits_for_its_own_build(world, tmp_path):
     zid = big_zone(a, edge, (b,))
     hold_full_build(pause, a, zid, b)
     for i in range(3):
-        add(a, zid, "late%d.%s" % (i, ZONE), "x")
+        add_txt(a, zid, "late%d.%s" % (i, ZONE), "x")
     wait_for("edge to serve the late writes", lambda: txt(edge.port, "late2." + ZONE))
     watch = SerialWatch(edge, ZONE)
     time.sleep(0.2)
@@ -318,7 +254,7 @@ def test_new_leader_waits_for_its_own_build(world, tmp_path):
     print("b led %.3f s after the kill (its build held for about 1 s of it)"
           % (time.monotonic() - killed))
     assert "build reached the records store's head" in b.log()
-    add(b, zid, "after." + ZONE, "two")
+    add_txt(b, zid, "after." + ZONE, "two")
     wait_for("edge to serve b's write", lambda: txt(edge.port, "after." + ZONE), timeout=30)
     wait_for("edge at b's term", lambda: edge_metric(edge, "zonecast_fleet_term") == term)
     seen = watch.stop()
@@ -343,7 +279,7 @@ def test_new_leader_that_cannot_catch_up_gives_the_lead_back(world, tmp_path):
     edge = start_edge(tmp_path, nats)
     zid = big_zone(a, edge, (b,))
     hold_full_build(pause, a, zid, b)
-    add(a, zid, "late." + ZONE, "x")
+    add_txt(a, zid, "late." + ZONE, "x")
     wait_for("edge to serve the late write", lambda: txt(edge.port, "late." + ZONE))
     watch = SerialWatch(edge, ZONE)
     a.kill9()
@@ -355,7 +291,7 @@ def test_new_leader_that_cannot_catch_up_gives_the_lead_back(world, tmp_path):
     assert not leading(b)
     c = node(tmp_path, "c", uri, nats)
     term = wait_for("c to lead", lambda: leading(c), timeout=30)
-    add(c, zid, "c." + ZONE, "c")
+    add_txt(c, zid, "c." + ZONE, "c")
     wait_for("edge to serve c's write", lambda: txt(edge.port, "c." + ZONE), timeout=30)
     pause.write_text("")
     wait_for("b's build to catch up", lambda: "it may lead again" in b.log(), timeout=30)
@@ -363,7 +299,7 @@ def test_new_leader_that_cannot_catch_up_gives_the_lead_back(world, tmp_path):
     c.kill9()
     newer = wait_for("b to lead", lambda: leading(b), timeout=30)
     assert newer > term
-    add(b, zid, "b." + ZONE, "b")
+    add_txt(b, zid, "b." + ZONE, "b")
     wait_for("edge to serve b's write", lambda: txt(edge.port, "b." + ZONE), timeout=30)
     seen = watch.stop()
     assert seen and not backwards(seen), seen
@@ -388,7 +324,7 @@ def test_leader_whose_build_stalls_steps_down(world, tmp_path):
     watch = SerialWatch(edge, ZONE)
     hold_full_build(pause, b, zid, a)
     held = time.monotonic()
-    add(b, zid, "during." + ZONE, "x")
+    add_txt(b, zid, "during." + ZONE, "x")
     term = wait_for("b to lead", lambda: leading(b), timeout=30)
     took = time.monotonic() - held
     print("b led %.3f s after a's build stopped" % took)
@@ -403,7 +339,7 @@ def test_leader_whose_build_stalls_steps_down(world, tmp_path):
     b.kill9()
     newer = wait_for("a to lead", lambda: leading(a), timeout=30)
     assert newer > term
-    add(a, zid, "after." + ZONE, "y")
+    add_txt(a, zid, "after." + ZONE, "y")
     wait_for("edge to serve a's write", lambda: txt(edge.port, "after." + ZONE), timeout=30)
     seen = watch.stop()
     assert seen and not backwards(seen), seen
@@ -422,7 +358,7 @@ def test_forged_manifest_is_replaced_by_the_leader(world, tmp_path):
     term = wait_for("a to lead", lambda: leading(a))
     e1 = start_edge(tmp_path, nats)
     zid = a.client_.ok("POST", "/zones", json={"name": ZONE.rstrip(".")})["result"]["id"]
-    add(a, zid, "first." + ZONE, "one")
+    add_txt(a, zid, "first." + ZONE, "one")
     wait_for("e1 to serve", lambda: txt(e1.port, "first." + ZONE))
     own = head_manifest(nats)
     assert own["term"] == term
@@ -436,7 +372,7 @@ def test_forged_manifest_is_replaced_by_the_leader(world, tmp_path):
                  lambda: txt(edges[-1].port, "first." + ZONE), timeout=15)
         assert manifest_id(nats) == own["id"]
     assert "not this leader's" in a.log()
-    add(a, zid, "second." + ZONE, "two")
+    add_txt(a, zid, "second." + ZONE, "two")
     for e in edges:
         wait_for("%s to serve the write" % e.name, lambda: txt(e.port, "second." + ZONE),
                  timeout=10)

@@ -8,7 +8,6 @@ test runs its own throwaway cluster (dev/pg), as it stops it."""
 import json
 import os
 import subprocess
-import time
 
 import dns.message
 import dns.query
@@ -18,6 +17,7 @@ import pytest
 
 import pg
 import servers
+from servers import wait_for
 
 DEV_PG = pg.DEV_PG
 
@@ -64,17 +64,6 @@ def answer(port, name, rdtype="A"):
     r = dns.query.udp(dns.message.make_query(name, rdtype), "127.0.0.1", port=port,
                       timeout=2)
     return sorted(rr.to_text() for rrset in r.answer for rr in rrset)
-
-
-def wait_for(what, fn, timeout=10):
-    deadline = time.monotonic() + timeout
-    while True:
-        v = fn()
-        if v:
-            return v
-        if time.monotonic() > deadline:
-            pytest.fail("timed out waiting for %s" % what)
-        time.sleep(0.05)
 
 
 def test_api_and_update_served_from_postgresql(cluster, tmp_path):

@@ -20,6 +20,7 @@ import pytest
 
 import pg
 import servers
+from servers import wait_for
 from test_metrics import PROMETHEUS, PROMTOOL, Prometheus, http_get, scrape, value
 
 
@@ -48,17 +49,6 @@ def status(srv):
 
 def status_text(srv):
     return zonecast("status", "--data-dir", srv.data_dir).stdout
-
-
-def wait_for(what, fn, timeout=15):
-    deadline = time.monotonic() + timeout
-    while True:
-        v = fn()
-        if v:
-            return v
-        if time.monotonic() > deadline:
-            pytest.fail("timed out waiting for %s" % what)
-        time.sleep(0.1)
 
 
 def node_name(srv):
