@@ -26,8 +26,12 @@
  *
  * Threads: a connection and its statements belong to one thread at a time.
  *
- * Pipelined writes (rdb_defer()) and array parameters on PostgreSQL;
- * still to come (design §5.1): COPY for imports.
+ * Pipelined writes (rdb_defer()) and array parameters on PostgreSQL.
+ *
+ * Bulk loads. rdb_copy_begin() ... rdb_copy_end() stream rows into one
+ * table: PostgreSQL's COPY FROM STDIN in binary (db_pg_copy.c), or, on an
+ * engine without one (SQLite), the prepared INSERT of the same columns run
+ * per row (db_copy.c), so that callers have one code path.
  */
 #pragma once
 
@@ -215,3 +219,52 @@ bool rdb_in_txn(rdb_t *db);
 int rdb_savepoint(rdb_t *db, rdb_level_t level);
 int rdb_release(rdb_t *db, rdb_level_t level);
 void rdb_rollback_to(rdb_t *db, rdb_level_t level);
+
+/* --- Bulk loads --- */
+
+typedef struct rdb_copy rdb_copy_t;
+
+/*
+ * Starts loading rows into `columns` of `table` (a list of plain column
+ * names, "id, zone_id, okey"; both texts must stay valid until
+ * rdb_copy_end() or rdb_copy_abort()), inside the open write transaction.
+ * PostgreSQL: COPY table (columns) FROM STDIN (FORMAT binary), streamed;
+ * each value is sent in its column's binary form (int8, int4, int2, bool,
+ * bytea, text), looked up at the start. SQLite: INSERT INTO table
+ * (columns) VALUES (...), prepared once and run per row.
+ *
+ * Until the load ends the connection does nothing else: no statement may
+ * run on it (PostgreSQL's COPY holds the connection).
+ *
+ * Errors: ZC_EOK, or the driver's codes (ZC_EUNAVAILABLE, ZC_ESQL, ...).
+ */
+int rdb_copy_begin(rdb_t *db, const char *table, const char *columns,
+                   rdb_copy_t **out);
+
+/* The next value of the current row, in the columns' order. A NULL blob
+ * or text is NULL; an empty blob is an empty value, not NULL. Values are
+ * copied (or used) before the call returns. The load carries a sticky
+ * error: after a failure these do nothing, and rdb_copy_row() and
+ * rdb_copy_end() return the first failure. */
+void rdb_copy_int64(rdb_copy_t *c, int64_t v);
+void rdb_copy_blob(rdb_copy_t *c, const void *p, size_t len);
+void rdb_copy_text(rdb_copy_t *c, const char *s);
+void rdb_copy_null(rdb_copy_t *c);
+
+/* Ends the current row: KNOT_EINVAL when it has not one value per
+ * column. A failure of the row itself (a duplicate key, a value the
+ * column refuses) may surface here (SQLite) or only at rdb_copy_end()
+ * (PostgreSQL checks rows as they arrive, and reports at the end). */
+int rdb_copy_row(rdb_copy_t *c);
+
+/*
+ * Ends the load and frees it: ZC_EOK when every row was stored, else the
+ * first failure (a duplicate key: ZC_EEXISTS). After a failure the
+ * caller rolls the transaction back, which takes every row of the load
+ * with it (on PostgreSQL nothing else would run in it any more).
+ */
+int rdb_copy_end(rdb_copy_t *c);
+
+/* Cancels the load (a failure of the caller's own) and frees it; the
+ * caller rolls the transaction back. NULL is a no-op. */
+void rdb_copy_abort(rdb_copy_t *c);

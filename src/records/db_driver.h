@@ -19,6 +19,7 @@
 #include "records/db.h"
 
 typedef struct rdb_driver rdb_driver_t;
+typedef struct rdb_copy_ops rdb_copy_ops_t;
 
 struct rdb {
 	const rdb_driver_t *driver;
@@ -26,6 +27,32 @@ struct rdb {
 
 struct rdb_stmt {
 	const rdb_driver_t *driver;
+};
+
+/* A bulk load (db.h, rdb_copy_*()). db_copy.c keeps what every engine
+ * shares (the sticky error, counting a row's values) in this head; the
+ * rest of a load is its driver's. */
+struct rdb_copy {
+	const rdb_copy_ops_t *ops;
+	int error;
+	/* Values per row, and the current row's so far. */
+	int columns;
+	int given;
+};
+
+/* A driver's bulk load. begin() gets the number of columns counted in
+ * the list. A value's or a row's failure sets the load's sticky error
+ * (db_copy.c); end() and abort() free the load. */
+struct rdb_copy_ops {
+	int (*begin)(rdb_t *db, const char *table, const char *columns,
+	             int ncolumns, rdb_copy_t **out);
+	int (*put_int64)(rdb_copy_t *c, int64_t v);
+	int (*put_blob)(rdb_copy_t *c, const void *p, size_t len);
+	int (*put_text)(rdb_copy_t *c, const char *s);
+	int (*put_null)(rdb_copy_t *c);
+	int (*row)(rdb_copy_t *c);
+	int (*end)(rdb_copy_t *c);
+	void (*abort)(rdb_copy_t *c);
 };
 
 struct rdb_driver {
@@ -68,6 +95,9 @@ struct rdb_driver {
 	                         size_t n);
 	void (*bind_blob_array)(rdb_stmt_t *st, int i, const void *const *v,
 	                        const size_t *lens, size_t n);
+	/* Bulk loads of the engine's own; NULL: a prepared INSERT per row
+	 * (db_copy.c). */
+	const rdb_copy_ops_t *copy;
 };
 
 /* The drivers (db.c picks one by target). db_pg.c, the libpq driver,

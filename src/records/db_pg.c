@@ -817,4 +817,16 @@ const rdb_driver_t rdb_pg_driver = {
 	.defer = pg_defer,
 	.bind_int64_array = pg_bind_int64_array,
 	.bind_blob_array = pg_bind_blob_array,
+	.copy = &rdb_pg_copy_ops,
 };
+
+/* --- For COPY (db_pg_copy.c) --- */
+
+int pg_conn_ready(pg_db_t *d)
+{
+	int ret = ensure_connected(d);
+	if (ret == ZC_EOK && d->piped) {
+		ret = pg_pipe_sync(d, NULL);
+	}
+	return ret;
+}

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /*
- * Internal to the PostgreSQL driver (db_pg.c and db_pg_pipe.c): its
- * connection and statement structs, and what the two files share.
- * db_pg.c is the driver; db_pg_pipe.c queues statements in libpq's
- * pipeline mode (rdb_defer()) and reads their outcomes at the next
- * synchronous call.
+ * Internal to the PostgreSQL driver (db_pg.c, db_pg_pipe.c and
+ * db_pg_copy.c): its connection and statement structs, and what the
+ * files share. db_pg.c is the driver; db_pg_pipe.c queues statements in
+ * libpq's pipeline mode (rdb_defer()) and reads their outcomes at the
+ * next synchronous call; db_pg_copy.c is its bulk load (COPY).
  */
 #pragma once
 
@@ -124,3 +124,9 @@ int pg_pipe_send_text(pg_db_t *d, const char *sql);
  * among them, or ZC_EOK. */
 int pg_pipe_sync(pg_db_t *d, pg_stmt_t *keep);
 
+/* db_pg_copy.c: the bulk load (db.h, rdb_copy_*()), the driver's copy. */
+extern const rdb_copy_ops_t rdb_pg_copy_ops;
+/* db_pg.c: the connection ready for a statement of COPY's own: connected
+ * (never again inside a transaction), and the pipeline synced and left
+ * (its first failure returned). */
+int pg_conn_ready(pg_db_t *d);

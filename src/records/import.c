@@ -3,6 +3,14 @@
  * Bulk import (see records.h): collect in memory, sort into (okey, type,
  * canonical rdata) order, check each node against the zone-content rules
  * (records/rules.h), write sorted in one transaction.
+ *
+ * The write: the zone's row found and locked (records_zone_find_locked())
+ * or created, its old records deleted, every record id drawn at once
+ * (records_alloc_ids()), the records streamed in key order through one
+ * bulk load (db.h, rdb_copy_*(): COPY on PostgreSQL, an INSERT per row on
+ * SQLite), then the zone's serial and record count and one zone-wide
+ * change-log event (RECORDS_CHANGE_ZONE_IMPORTED). Any failure rolls the
+ * whole transaction back: nothing of the import stays.
  */
 #include <alloca.h>
 #include <stdlib.h>
@@ -279,57 +287,78 @@ static int prepare_zone(records_import_t *imp, int64_t now,
 	return ret == ZC_EOK ? records_zone_find(imp->store, imp->apex, zone) : ret;
 }
 
+/* The zone file's serial, from the apex SOA's rdata (RFC 1035 §3.3.13). */
+static void note_serial(const entry_t *e, uint32_t *file_serial,
+                        bool *has_serial)
+{
+	if (e->type == KNOT_RRTYPE_SOA && e->okey_len == 0 &&
+	    e->rdata_len >= 22) {
+		knot_rdata_t *rd = alloca(knot_rdata_size(e->rdata_len));
+		knot_rdata_init(rd, e->rdata_len, e->data + e->okey_len);
+		*file_serial = knot_soa_serial(rd);
+		*has_serial = true;
+	}
+}
+
+/* The columns copy_entry() gives, in its order. */
+#define IMPORT_COLUMNS "id, zone_id, okey, owner, type, ttl, rdata," \
+	" created_on, modified_on"
+
+/* One record as a row of the load. lf holds the apex's LF, owner room
+ * for the owner. */
+static int copy_entry(records_import_t *imp, rdb_copy_t *copy,
+                      const entry_t *e, int64_t id, int64_t zone_id,
+                      int64_t now, uint8_t *lf, uint8_t *owner)
+{
+	memcpy(lf + imp->apex_lf_len, e->data, e->okey_len);
+	int olen = dns_name_from_lf(lf, imp->apex_lf_len + e->okey_len, owner);
+	if (olen < 0) {
+		return olen;
+	}
+	rdb_copy_int64(copy, id);
+	rdb_copy_int64(copy, zone_id);
+	/* The apex's okey and an empty rdata are empty values, not NULL. */
+	rdb_copy_blob(copy, e->okey_len ? e->data : (const uint8_t *)"",
+	              e->okey_len);
+	rdb_copy_blob(copy, owner, (size_t)olen);
+	rdb_copy_int64(copy, e->type);
+	rdb_copy_int64(copy, e->ttl);
+	rdb_copy_blob(copy, e->rdata_len ? e->data + e->okey_len :
+	              (const uint8_t *)"", e->rdata_len);
+	rdb_copy_int64(copy, now);
+	rdb_copy_int64(copy, now);
+	return rdb_copy_row(copy);
+}
+
+/* Writes every record, in key order, with ids drawn at once beforehand
+ * (nothing else may run on the connection during the load). */
 static int insert_all(records_import_t *imp, int64_t zone_id, int64_t now,
                       uint32_t *file_serial, bool *has_serial)
 {
-	rdb_stmt_t *st;
-	int ret = rdb_prepare(imp->store->db, RDB_SQL(
-		"INSERT INTO records(zone_id,"
-		" okey, owner, type, ttl, rdata,"
-		" created_on, modified_on, id)"
-		" VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"), &st);
-	if (ret != ZC_EOK) {
-		return ret;
+	int64_t *ids = malloc((imp->count + 1) * sizeof(*ids));
+	if (ids == NULL) {
+		return KNOT_ENOMEM;
+	}
+	rdb_copy_t *copy = NULL;
+	int ret = records_alloc_ids(imp->store, imp->count, ids);
+	if (ret == ZC_EOK) {
+		ret = rdb_copy_begin(imp->store->db, "records", IMPORT_COLUMNS,
+		                     &copy);
 	}
 	uint8_t lf[DNS_LF_MAXLEN];
 	uint8_t owner[KNOT_DNAME_MAXLEN];
 	memcpy(lf, imp->apex_lf, imp->apex_lf_len);
 	for (size_t i = 0; i < imp->count && ret == ZC_EOK; i++) {
 		const entry_t *e = imp->entries[i];
-		const uint8_t *rdata = e->data + e->okey_len;
-		memcpy(lf + imp->apex_lf_len, e->data, e->okey_len);
-		int olen = dns_name_from_lf(lf, imp->apex_lf_len + e->okey_len,
-		                            owner);
-		if (olen < 0) {
-			ret = olen;
-			break;
-		}
-		if (e->type == KNOT_RRTYPE_SOA && e->okey_len == 0 &&
-		    e->rdata_len >= 22) {
-			knot_rdata_t *rd = alloca(knot_rdata_size(e->rdata_len));
-			knot_rdata_init(rd, e->rdata_len, rdata);
-			*file_serial = knot_soa_serial(rd);
-			*has_serial = true;
-		}
-		rdb_bind_int64(st, 1, zone_id);
-		rdb_bind_blob(st, 2, e->data, e->okey_len);
-		rdb_bind_blob(st, 3, owner, olen);
-		rdb_bind_int64(st, 4, e->type);
-		rdb_bind_int64(st, 5, e->ttl);
-		rdb_bind_blob(st, 6, e->rdata_len ? rdata : (const uint8_t *)"",
-			      e->rdata_len);
-		rdb_bind_int64(st, 7, now);
-		rdb_bind_int64(st, 8, now);
-		int64_t id;
-		ret = records_alloc_id(imp->store, &id);
-		if (ret != ZC_EOK) {
-			break;
-		}
-		rdb_bind_int64(st, 9, id);
-		ret = rdb_run(st);
-		rdb_reset(st);
+		note_serial(e, file_serial, has_serial);
+		ret = copy_entry(imp, copy, e, ids[i], zone_id, now, lf, owner);
 	}
-	rdb_done(st);
+	if (ret == ZC_EOK) {
+		ret = rdb_copy_end(copy);
+	} else {
+		rdb_copy_abort(copy);
+	}
+	free(ids);
 	return ret;
 }
 

@@ -88,6 +88,9 @@ void records_counts_restore(records_store_t *store, int level);
  * every transaction start (another process may have written); flush
  * before its commit. */
 int records_alloc_id(records_store_t *store, int64_t *id);
+/* n new record ids at once, in ascending order, for a bulk write (an
+ * import): on PostgreSQL drawn in one statement, not block by block. */
+int records_alloc_ids(records_store_t *store, size_t n, int64_t *ids);
 void records_ids_forget(records_store_t *store);
 int records_ids_flush(records_store_t *store);
 

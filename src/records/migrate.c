@@ -12,9 +12,10 @@
  *   half-way through the copy, and every page reads one state.
  * - Tables go in foreign-key order, read in pages of PAGE_ROWS rows by
  *   their key (PostgreSQL's driver keeps a statement's rows whole: a page
- *   bounds the memory), each row bound column by column into an INSERT
- *   with the same columns. An empty blob (the apex's okey) stays an empty
- *   blob, not NULL.
+ *   bounds the memory), each table written by one bulk load of the same
+ *   columns (db.h, rdb_copy_*()): COPY FROM STDIN in binary into
+ *   PostgreSQL, the prepared INSERT per row into SQLite. An empty blob
+ *   (the apex's okey) stays an empty blob, not NULL.
  * - Ids are kept: zones, records, tokens, TSIG and DNSSEC keys keep theirs,
  *   and the change log its sequences and zone_versions, so IXFR from the
  *   journal goes on from the same serials. The data directory's edge store
@@ -47,13 +48,14 @@
 
 /* One table to copy. cols: a letter per column, 'i' integer, 'b' blob,
  * 't' text. keys: how many leading columns page the table (0: read whole,
- * for the small ones). select takes the last page's keys as ?1 (and ?2). */
+ * for the small ones). select takes the last page's keys as ?1 (and ?2)
+ * and reads `columns`, which the load writes. */
 typedef struct {
 	const char *name;
 	const char *cols;
 	int keys;
 	const rdb_sql_t *select;
-	const rdb_sql_t *insert;
+	const char *columns;
 	const rdb_sql_t *count;
 } table_t;
 
@@ -78,35 +80,23 @@ typedef struct {
 
 static const table_t tables[] = {
 	{ "zones", "itbiitiiiii", 1,
-	  SEL1(ZONES_COLS, "zones", "id"),
-	  RDB_SQL("INSERT INTO zones(" ZONES_COLS ") VALUES (?1, ?2, ?3, ?4,"
-	          " ?5, ?6, ?7, ?8, ?9, ?10, ?11)"),
+	  SEL1(ZONES_COLS, "zones", "id"), ZONES_COLS,
 	  RDB_SQL("SELECT count(*) FROM zones") },
 	{ "records", "iibbiibtiiit", 1,
-	  SEL1(RECORDS_COLS, "records", "id"),
-	  RDB_SQL("INSERT INTO records(" RECORDS_COLS ") VALUES (?1, ?2, ?3,"
-	          " ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)"),
+	  SEL1(RECORDS_COLS, "records", "id"), RECORDS_COLS,
 	  RDB_SQL("SELECT count(*) FROM records") },
 	{ "tokens", "ibiiitiii", 1,
-	  SEL1(TOKENS_COLS, "tokens", "id"),
-	  RDB_SQL("INSERT INTO tokens(" TOKENS_COLS ") VALUES (?1, ?2, ?3,"
-	          " ?4, ?5, ?6, ?7, ?8, ?9)"),
+	  SEL1(TOKENS_COLS, "tokens", "id"), TOKENS_COLS,
 	  RDB_SQL("SELECT count(*) FROM tokens") },
 	{ "tsig_keys", "ibtbitii", 1,
-	  SEL1(TSIG_COLS, "tsig_keys", "id"),
-	  RDB_SQL("INSERT INTO tsig_keys(" TSIG_COLS ") VALUES (?1, ?2, ?3,"
-	          " ?4, ?5, ?6, ?7, ?8)"),
+	  SEL1(TSIG_COLS, "tsig_keys", "id"), TSIG_COLS,
 	  RDB_SQL("SELECT count(*) FROM tsig_keys") },
 	{ "dnssec_keys", "iiiibiiii", 1,
-	  SEL1(DNSSEC_COLS, "dnssec_keys", "id"),
-	  RDB_SQL("INSERT INTO dnssec_keys(" DNSSEC_COLS ") VALUES (?1, ?2,"
-	          " ?3, ?4, ?5, ?6, ?7, ?8, ?9)"),
+	  SEL1(DNSSEC_COLS, "dnssec_keys", "id"), DNSSEC_COLS,
 	  RDB_SQL("SELECT count(*) FROM dnssec_keys") },
 	{ "zone_secondaries", "iiit", 0,
 	  RDB_SQL("SELECT " SECONDARIES_COLS " FROM zone_secondaries"
-	          " ORDER BY zone_id, kind, position"),
-	  RDB_SQL("INSERT INTO zone_secondaries(" SECONDARIES_COLS ")"
-	          " VALUES (?1, ?2, ?3, ?4)"),
+	          " ORDER BY zone_id, kind, position"), SECONDARIES_COLS,
 	  RDB_SQL("SELECT count(*) FROM zone_secondaries") },
 	/* PostgreSQL draws record ids from record_ids, not counters: its
 	 * record_id is the sequence's mark, so SQLite never hands out an id
@@ -116,23 +106,17 @@ static const table_t tables[] = {
 	           "SELECT name, CASE WHEN name = 'record_id' THEN"
 	           " greatest(value, (SELECT last_value FROM record_ids))"
 	           " ELSE value END FROM counters ORDER BY name"),
-	  RDB_SQL("INSERT INTO counters(" COUNTERS_COLS ") VALUES (?1, ?2)"),
+	  COUNTERS_COLS,
 	  RDB_SQL("SELECT count(*) FROM counters") },
 	{ "zone_versions", "iii", 2,
 	  RDB_SQL("SELECT " VERSIONS_COLS " FROM zone_versions"
 	          " WHERE (zone_id, version) > (?1, ?2)"
-	          " ORDER BY zone_id, version LIMIT 4096"),
-	  RDB_SQL("INSERT INTO zone_versions(" VERSIONS_COLS ")"
-	          " VALUES (?1, ?2, ?3)"),
+	          " ORDER BY zone_id, version LIMIT 4096"), VERSIONS_COLS,
 	  RDB_SQL("SELECT count(*) FROM zone_versions") },
-	/* seq is GENERATED ALWAYS on PostgreSQL: given all the same. */
+	/* seq is GENERATED ALWAYS on PostgreSQL: COPY writes the values it
+	 * is given all the same (as INSERT's OVERRIDING SYSTEM VALUE). */
 	{ "changes", "iibiibiiibib", 1,
-	  SEL1(CHANGES_COLS, "changes", "seq"),
-	  RDB_SQL2("INSERT INTO changes(" CHANGES_COLS ") VALUES (?1, ?2,"
-	           " ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
-	           "INSERT INTO changes(" CHANGES_COLS ") OVERRIDING SYSTEM"
-	           " VALUE VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10,"
-	           " ?11, ?12)"),
+	  SEL1(CHANGES_COLS, "changes", "seq"), CHANGES_COLS,
 	  RDB_SQL("SELECT count(*) FROM changes") },
 };
 
@@ -181,22 +165,22 @@ static int check_empty(records_store_t *to, const char **full)
 	return ret;
 }
 
-/* Binds column c of the source row to parameter c + 1 of the insert. */
-static void bind_column(rdb_stmt_t *from, rdb_stmt_t *to, int c, char kind)
+/* Gives column c of the source row to the load. */
+static void copy_column(rdb_stmt_t *from, rdb_copy_t *to, int c, char kind)
 {
 	if (rdb_col_is_null(from, c)) {
-		rdb_bind_null(to, c + 1);
+		rdb_copy_null(to);
 		return;
 	}
 	if (kind == 'i') {
-		rdb_bind_int64(to, c + 1, rdb_col_int64(from, c));
+		rdb_copy_int64(to, rdb_col_int64(from, c));
 	} else if (kind == 't') {
-		rdb_bind_text(to, c + 1, rdb_col_text(from, c));
+		rdb_copy_text(to, rdb_col_text(from, c));
 	} else {
 		size_t len;
 		const void *p = rdb_col_blob(from, c, &len);
 		/* An empty blob, not NULL (the apex's okey). */
-		rdb_bind_blob(to, c + 1, p != NULL ? p : "", len);
+		rdb_copy_blob(to, p != NULL ? p : "", len);
 	}
 }
 
@@ -207,17 +191,14 @@ typedef struct {
 } copy_t;
 
 /* Copies one page of rows past keys[] (all of them for an unpaged
- * table); *got receives how many. */
-static int copy_page(records_store_t *from, records_store_t *to,
+ * table) into the load; *got receives how many. */
+static int copy_page(records_store_t *from, rdb_copy_t *load,
                      const table_t *t, int64_t keys[2], uint64_t *got,
                      copy_t *c)
 {
-	rdb_stmt_t *sel = NULL, *ins = NULL;
+	rdb_stmt_t *sel = NULL;
 	int ncols = (int)strlen(t->cols);
 	int ret = rdb_prepare(from->db, t->select, &sel);
-	if (ret == ZC_EOK) {
-		ret = rdb_prepare(to->db, t->insert, &ins);
-	}
 	for (int k = 0; ret == ZC_EOK && k < t->keys; k++) {
 		rdb_bind_int64(sel, k + 1, keys[k]);
 	}
@@ -225,10 +206,9 @@ static int copy_page(records_store_t *from, records_store_t *to,
 	int rc = ret;
 	while (ret == ZC_EOK && (rc = rdb_step(sel)) == RDB_ROW) {
 		for (int col = 0; col < ncols; col++) {
-			bind_column(sel, ins, col, t->cols[col]);
+			copy_column(sel, load, col, t->cols[col]);
 		}
-		ret = rdb_run(ins);
-		rdb_reset(ins);
+		ret = rdb_copy_row(load);
 		for (int k = 0; k < t->keys; k++) {
 			keys[k] = rdb_col_int64(sel, k);
 		}
@@ -241,23 +221,20 @@ static int copy_page(records_store_t *from, records_store_t *to,
 	if (ret == ZC_EOK) {
 		ret = rdb_status(rc);
 	}
-	rdb_done(ins);
 	rdb_done(sel);
 	return ret;
 }
 
-/* Copies a table; *rows receives its row count. */
-static int copy_table(records_store_t *from, records_store_t *to,
+/* Copies a table's pages into one load; *rows receives its row count. */
+static int copy_pages(records_store_t *from, rdb_copy_t *load,
                       const table_t *t, uint64_t *rows, copy_t *c)
 {
 	int64_t keys[2] = { INT64_MIN, INT64_MIN };
 	*rows = 0;
 	for (;;) {
 		uint64_t got;
-		int ret = copy_page(from, to, t, keys, &got, c);
+		int ret = copy_page(from, load, t, keys, &got, c);
 		if (ret != ZC_EOK) {
-			zc_error("migrate: copying table %s: %s", t->name,
-			         zc_strerror(ret));
 			return ret;
 		}
 		*rows += got;
@@ -265,6 +242,27 @@ static int copy_table(records_store_t *from, records_store_t *to,
 			return ZC_EOK;
 		}
 	}
+}
+
+/* Copies a table; *rows receives its row count. */
+static int copy_table(records_store_t *from, records_store_t *to,
+                      const table_t *t, uint64_t *rows, copy_t *c)
+{
+	rdb_copy_t *load;
+	int ret = rdb_copy_begin(to->db, t->name, t->columns, &load);
+	if (ret == ZC_EOK) {
+		ret = copy_pages(from, load, t, rows, c);
+		if (ret == ZC_EOK) {
+			ret = rdb_copy_end(load);
+		} else {
+			rdb_copy_abort(load);
+		}
+	}
+	if (ret != ZC_EOK) {
+		zc_error("migrate: copying table %s: %s", t->name,
+		         zc_strerror(ret));
+	}
+	return ret;
 }
 
 /* PostgreSQL after the copy: identities and sequences past the copied

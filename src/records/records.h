@@ -35,7 +35,8 @@
  * `dev/module_graph --layers src/records` prints this and fails on a
  * cycle):
  *
- *   7  import.c      bulk import        changelog, rows, rules, zones, db
+ *   7  import.c      bulk import        changelog, rows, rules, zones,
+ *                                       db, db_copy
  *   7  query.c       lookups, listings  rows, zones, db
  *   7  scan.c        snapshot reads     changelog, zones, db
  *   7  txn.c         write txns,        changelog, counts, rows, zones,
@@ -45,14 +46,17 @@
  *   5  rows.c        record rows, ids   changelog, counts, db
  *   4  changelog.c   the change log     changelog_pg, changelog_rows, db
  *   4  pool.c, listen.c                 store
+ *   4  db_pg_copy.c  PostgreSQL's COPY  db_pg, db_pg_wire
  *   3  changelog_pg.c  the log by commit position (PostgreSQL)
  *                                       changelog_rows, nodes, db
  *   3  store.c       open, close        schema, redact, db
  *   3  tsig_create.c TSIG keys made     tsig_keys
+ *   3  migrate.c     a store copied     db, db_copy
+ *                    into another
  *   2  changelog_rows.c  what both log readers share                db
  *   2  counts.c      records per zone   db
- *   2  migrate.c     a store copied     db
- *                    into another
+ *   2  db_copy.c     bulk loads (COPY,  db
+ *                    else INSERTs)
  *   2  schema.c      migrations         db, db_sqlite
  *   2  tokens.c, tsig_keys.c, dnssec_keys.c, secondaries.c,
  *      nodes.c                                                      db

@@ -95,6 +95,59 @@ int records_alloc_id(records_store_t *store, int64_t *id)
 	return ZC_EOK;
 }
 
+/*
+ * PostgreSQL: n ids drawn from record_ids in one statement. They come
+ * back as runs of consecutive ids (first, last, count), so that a million
+ * ids cost one round trip and a few rows: one run, unless other writers
+ * drew ids meanwhile. A run groups the ids by id - g, g being the draw's
+ * row number; PostgreSQL evaluates nextval() in the series' order, and a
+ * run whose ids would not be consecutive all the same is refused.
+ */
+static int draw_pg_ids(records_store_t *store, size_t n, int64_t *ids)
+{
+	rdb_stmt_t *stmt;
+	int ret = rdb_prepare(store->db, RDB_SQL2(NULL,
+		"SELECT min(id), max(id), count(*) FROM"
+		" (SELECT g, nextval('record_ids') AS id"
+		"  FROM generate_series(1, ?1) g) d"
+		" GROUP BY id - g ORDER BY 1"), &stmt);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	rdb_bind_int64(stmt, 1, (int64_t)n);
+	size_t got = 0;
+	int rc = RDB_DONE;
+	while (ret == ZC_EOK && (rc = rdb_step(stmt)) == RDB_ROW) {
+		int64_t first = rdb_col_int64(stmt, 0);
+		int64_t last = rdb_col_int64(stmt, 1);
+		int64_t count = rdb_col_int64(stmt, 2);
+		if (last - first + 1 != count || count > (int64_t)(n - got)) {
+			ret = ZC_ESQL;
+			break;
+		}
+		for (int64_t id = first; id <= last; id++) {
+			ids[got++] = id;
+		}
+	}
+	rdb_done(stmt);
+	if (ret == ZC_EOK && (rc < 0 || got != n)) {
+		ret = rc < 0 ? rc : ZC_ESQL;
+	}
+	return ret;
+}
+
+int records_alloc_ids(records_store_t *store, size_t n, int64_t *ids)
+{
+	if (n > 0 && rdb_kind(store->db) == RDB_PG) {
+		return draw_pg_ids(store, n, ids);
+	}
+	int ret = ZC_EOK;
+	for (size_t i = 0; i < n && ret == ZC_EOK; i++) {
+		ret = records_alloc_id(store, &ids[i]);
+	}
+	return ret;
+}
+
 int records_ids_flush(records_store_t *store)
 {
 	/* PostgreSQL: nothing to write, the sequence keeps the mark. */

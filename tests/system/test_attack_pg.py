@@ -340,26 +340,26 @@ def test_migrate_to_unreachable_or_wrong_password(cluster, tmp_path):
 
 def test_migrate_killed_mid_copy_leaves_source_and_empty_target(cluster, tmp_path):
     d, export = sqlite_dir_with_data(tmp_path)
-    # A zone big enough that the copy takes a while.
+    # A zone big enough that the copy takes a while (records go by one
+    # COPY: 200,000 of them take seconds).
     zf = tmp_path / "big.zone"
     with open(zf, "w") as f:
         f.write("$ORIGIN big.test.\n$TTL 300\n@ SOA ns hm 1 7200 900 1209600 300\n@ NS ns\n"
                 "ns A 192.0.2.53\n")
-        for i in range(30000):
+        for i in range(200000):
             f.write("h%d A 10.%d.%d.%d\n" % (i, i >> 16, (i >> 8) & 255, i & 255))
     zonecast("zone", "import", "--data-dir", d, "big.test.", str(zf))
     before = dir_state(d)
     name, uri = database(cluster, "mkill")
     p = subprocess.Popen([servers.zonecast_bin(), "migrate", "--data-dir", d, "--to", uri,
                           "--quiet"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    # Kill it once rows are arriving (the copy is one transaction: count
-    # what the server has seen through pg_stat).
+    # Kill it in the middle of the records' COPY (the copy is one
+    # transaction: pg_stat_activity shows the statement running).
     def copying():
         return psql(cluster, "SELECT count(*) FROM pg_stat_activity WHERE datname = '%s'"
-                    " AND state = 'idle in transaction' OR (datname = '%s' AND"
-                    " query LIKE 'INSERT INTO records%%')" % (name, name)).strip() != "0"
-    wait_for("the copy to start", copying, timeout=30)
-    time.sleep(0.5)
+                    " AND query LIKE 'COPY records%%'" % name).strip() != "0"
+    wait_for("the records' COPY to start", copying, timeout=60)
+    time.sleep(0.2)
     assert p.poll() is None, "migrate ended before it could be killed"
     p.send_signal(signal.SIGKILL)
     p.wait()
