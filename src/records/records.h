@@ -44,6 +44,7 @@
  *   6  zones.c       zone operations,   changelog, rows, db
  *                    zone row locks
  *   5  rows.c        record rows, ids   changelog, counts, db
+ *   5  leader.c      the fleet's leader changelog_pg, listen, store
  *   4  changelog.c   the change log     changelog_pg, changelog_rows, db
  *   4  pool.c, listen.c                 store
  *   4  db_pg_copy.c  PostgreSQL's COPY  db_pg, db_pg_wire
@@ -51,18 +52,22 @@
  *                                       changelog_rows, nodes, db
  *   3  store.c       open, close        schema, redact, db
  *   3  tsig_create.c TSIG keys made     tsig_keys
+ *   3  db_pg.c       libpq's driver     db_pg_pipe, db_pg_wire
  *   3  migrate.c     a store copied     db, db_copy
  *                    into another
  *   2  changelog_rows.c  what both log readers share                db
  *   2  counts.c      records per zone   db
  *   2  db_copy.c     bulk loads (COPY,  db
  *                    else INSERTs)
+ *   2  db_pg_pipe.c  statements queued  db_pg_wire
+ *                    (pipeline mode)
  *   2  schema.c      migrations         db, db_sqlite
  *   2  tokens.c, tsig_keys.c, dnssec_keys.c, secondaries.c,
  *      nodes.c                                                      db
  *   1  db.c          the driver: picks one by target, dispatches to it
+ *   1  db_pg_wire.c  libpq results, SQLSTATEs, parameters
  *   1  db_sqlite.c   the SQLite driver (the only file calling SQLite,
- *                    with schema.c's SQL function); db_pg.c, libpq's
+ *                    with schema.c's SQL function)
  *   1  redact.c, rules.c                zone-content rules, URIs shown
  *
  * Headers: records.h (this contract) includes changelog.h (the change
