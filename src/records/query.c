@@ -109,7 +109,7 @@ int records_record_foreach(records_store_t *store, int64_t zone_id,
 typedef struct {
 	int (*cb)(const records_record_t *rec, void *ctx);
 	void *ctx;
-	bool found;
+	bool found, stopped;
 } find_t;
 
 static int found(const records_record_t *rec, void *ctx)
@@ -117,6 +117,14 @@ static int found(const records_record_t *rec, void *ctx)
 	find_t *f = ctx;
 	f->found = true;
 	return f->cb(rec, f->ctx);
+}
+
+/* found(), remembering that cb asked to stop. */
+static int found_stop(const records_record_t *rec, void *ctx)
+{
+	find_t *f = ctx;
+	f->stopped = f->cb(rec, f->ctx) != 0;
+	return f->stopped;
 }
 
 int records_record_find(records_store_t *store, int64_t zone_id, int64_t id,
@@ -146,11 +154,15 @@ int records_record_find_many(records_store_t *store, int64_t zone_id,
                              void *ctx)
 {
 	if (!rdb_has_arrays(store->db)) {
+		find_t f = { .cb = cb, .ctx = ctx };
 		for (size_t i = 0; i < count; i++) {
-			int ret = records_record_find(store, zone_id, ids[i], cb,
-			                              ctx);
+			int ret = records_record_find(store, zone_id, ids[i],
+			                              found_stop, &f);
 			if (ret != ZC_EOK && ret != KNOT_ENOENT) {
 				return ret;
+			}
+			if (f.stopped) {
+				break; /* cb asked to stop. */
 			}
 		}
 		return ZC_EOK;

@@ -181,12 +181,14 @@ typedef struct {
 	int (*cb)(size_t node, const records_row_t *row, void *ctx);
 	void *ctx;
 	size_t node;
+	bool stopped;
 } one_node_t;
 
 static int row_of_node(const records_row_t *row, void *ctx)
 {
 	one_node_t *o = ctx;
-	return o->cb(o->node, row, o->ctx);
+	o->stopped = o->cb(o->node, row, o->ctx) != 0;
+	return o->stopped;
 }
 
 int records_nodes_foreach(records_store_t *store, int64_t zone_id,
@@ -199,7 +201,8 @@ int records_nodes_foreach(records_store_t *store, int64_t zone_id,
 	if (!rdb_has_arrays(store->db) || count == 1) {
 		one_node_t o = { .cb = cb, .ctx = ctx };
 		int ret = ZC_EOK;
-		for (; o.node < count && ret == ZC_EOK; o.node++) {
+		/* A stop from cb ends the reading, not just its node. */
+		for (; o.node < count && ret == ZC_EOK && !o.stopped; o.node++) {
 			ret = records_node_foreach(store, zone_id, okeys[o.node],
 			                           lens[o.node], row_of_node, &o);
 		}

@@ -219,6 +219,42 @@ static int make_big_zone(records_store_t *rs, const uint8_t *apex,
 	return ret;
 }
 
+typedef struct {
+	int calls, stop_at;
+	size_t nodes[8];
+} node_rows_t;
+
+static int node_row(size_t node, const records_row_t *row, void *ctx)
+{
+	(void)row;
+	node_rows_t *n = ctx;
+	n->nodes[n->calls < 8 ? n->calls : 7] = node;
+	return ++n->calls == n->stop_at;
+}
+
+/* records_nodes_foreach over three nodes of the big zone (keys taken from
+ * its scan): every row with its node's index, and a stop from the
+ * callback ends the whole reading, on both engines. */
+static void test_nodes_foreach(records_store_t *rs, int64_t zone_id,
+                               uint8_t keys[3][DNS_LF_KEY_MAXLEN],
+                               const size_t *lens)
+{
+	const uint8_t *k[3] = { keys[0], keys[1], keys[2] };
+	node_rows_t n = { .stop_at = -1 };
+	CHECK_EQ(records_nodes_foreach(rs, zone_id, k, lens, 3, node_row, &n),
+	         ZC_EOK);
+	/* n00000 has an A and two TXTs; n00001 and n00002 an A each. */
+	CHECK_EQ(n.calls, 5);
+	CHECK_EQ(n.nodes[0], 0);
+	CHECK_EQ(n.nodes[2], 0);
+	CHECK_EQ(n.nodes[3], 1);
+	CHECK_EQ(n.nodes[4], 2);
+	n = (node_rows_t){ .stop_at = 1 };
+	CHECK_EQ(records_nodes_foreach(rs, zone_id, k, lens, 3, node_row, &n),
+	         ZC_EOK);
+	CHECK_EQ(n.calls, 1);
+}
+
 /* A zone's scan gives every row once, in (node, type) order, across the
  * pages PostgreSQL reads it in. */
 static void test_scan_pages(records_store_t *rs)
@@ -236,7 +272,17 @@ static void test_scan_pages(records_store_t *rs)
 	size_t last_len = 0;
 	int last_type = -1;
 	int64_t last_id = -1;
+	uint8_t keys[3][DNS_LF_KEY_MAXLEN];
+	size_t lens[3];
+	int nodes = 0;
 	while ((ret = records_scan_next(scan, &row)) == 1) {
+		if (row.okey_len > 0 && nodes < 3 &&
+		    (nodes == 0 || records_okey_cmp(row.okey, (size_t)row.okey_len,
+		                                    keys[nodes - 1],
+		                                    lens[nodes - 1]) != 0)) {
+			memcpy(keys[nodes], row.okey, (size_t)row.okey_len);
+			lens[nodes++] = (size_t)row.okey_len;
+		}
 		int c = rows == 0 ? 1 : records_okey_cmp(row.okey,
 		                                         (size_t)row.okey_len,
 		                                         last, last_len);
@@ -254,6 +300,8 @@ static void test_scan_pages(records_store_t *rs)
 	records_scan_end(scan);
 	CHECK_EQ(rows, expected);
 	CHECK_EQ(out_of_order, 0);
+	CHECK_EQ(nodes, 3);
+	test_nodes_foreach(rs, zone.id, keys, lens);
 }
 
 int main(void)
