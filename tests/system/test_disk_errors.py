@@ -460,7 +460,7 @@ def test_edge_map_full_grows_under_queries(mounts):
             r = acked.post(size=1500, batch=25)
             assert 200 <= r.status_code < 300, r.text
             if i % 10 == 0:
-                assert acked.update(size=1500) == dns.rcode.NOERROR
+                assert acked.update(size=1500) == dns.rcode.NOERROR, srv.log()[-3000:]
             assert srv.proc.poll() is None, srv.log()[-3000:]
     finally:
         stop.set()
