@@ -648,6 +648,7 @@ static int begin(rdb_t *db, const char *sql)
 static PGresult *end(pg_db_t *d, const char *sql)
 {
 	d->txn = false;
+	d->writing = false;
 	d->severed = false;
 	return PQexec(d->conn, sql);
 }
@@ -662,7 +663,9 @@ static void unpipe_quietly(pg_db_t *d)
 static int pg_begin_write(rdb_t *db)
 {
 	/* No lock here: writers lock the rows they change (the zone's). */
-	return begin(db, "BEGIN");
+	int ret = begin(db, "BEGIN");
+	db_of(db)->writing = ret == ZC_EOK;
+	return ret;
 }
 
 static int pg_commit(rdb_t *db)
@@ -740,7 +743,7 @@ static int pg_savepoint(rdb_t *db, rdb_level_t level)
 	if (ret != ZC_EOK) {
 		return ret;
 	}
-	return d->txn ? pg_pipe_send_text(d, savepoint_sql[level]) :
+	return d->writing ? pg_pipe_send_text(d, savepoint_sql[level]) :
 	       pg_exec(db, savepoint_sql[level]);
 }
 
@@ -769,7 +772,7 @@ static int pg_defer(rdb_stmt_t *st)
 {
 	pg_stmt_t *s = (pg_stmt_t *)st;
 	pg_db_t *d = s->db;
-	if (!d->txn) {
+	if (!d->writing) {
 		int rc = pg_step(st);
 		return rc < 0 ? rc : ZC_EOK;
 	}

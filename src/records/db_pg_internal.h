@@ -98,6 +98,9 @@ struct pg_db {
 	 * PREPARE), which is unprepared again if the PREPARE failed. */
 	bool piped;
 	int queued;
+	/* The open transaction is a write one: only there are statements
+	 * queued (a read snapshot's end would drop their failures). */
+	bool writing;
 	/* The session was reset inside the open transaction: the
 	 * transaction is gone, and its next statements must fail. */
 	bool severed;
