@@ -17,7 +17,8 @@
  * the txn stream is purged up to the previous snapshot's position, so its
  * size stays bounded.
  *
- * An edge (zonecast edge) follows the txn stream with an ordered consumer,
+ * An edge (zonecast edge) follows the txn stream with an ephemeral
+ * consumer whose sequence it checks (a skip: it subscribes again),
  * applies the parts of each commit in one LMDB transaction (whole commits,
  * so whole zone versions), skips what it applied and bootstraps again on a
  * gap or a new epoch. It reports its position (epoch, commit) to the

@@ -140,21 +140,15 @@ static bool header_u64(natsMsg *msg, const char *key, int base, uint64_t *v)
  * Applies one message. ZC_EOK, or ZC_EREPLGAP when the edge must load a
  * snapshot (a gap, another epoch), or another error (retry).
  */
-static int take(fleet_edge_t *fe, natsMsg *msg)
+static int take(fleet_edge_t *fe, natsMsg *msg, uint64_t seq)
 {
-	uint64_t epoch, commit, part, flags, seq = 0, term = 0;
+	uint64_t epoch, commit, part, flags, term = 0;
 	if (!header_u64(msg, "Zc-Epoch", 16, &epoch) ||
 	    !header_u64(msg, "Zc-Commit", 10, &commit) ||
 	    !header_u64(msg, "Zc-Part", 10, &part) ||
 	    !header_u64(msg, "Zc-Flags", 10, &flags)) {
 		zc_warn("fleet: message without zonecast headers ignored");
 		return ZC_EOK;
-	}
-	jsMsgMetaData *meta = NULL;
-	if (natsMsg_GetMetaData(&meta, msg) == NATS_OK) {
-		seq = meta->Sequence.Stream;
-		fe->delivered = seq;
-		jsMsgMetaData_Destroy(meta);
 	}
 	/* Zc-Term is absent from a zonecast's before leadership: term 0. */
 	const char *has_term = NULL;
@@ -286,10 +280,40 @@ static void end_subscription(fleet_edge_t *fe, natsSubscription *sub)
 		jsConsumerInfo_Destroy(ci);
 		natsConnection_FlushTimeout(fe->nc, 2000);
 	}
-	/* No Unsubscribe: nats.c 3.4 reads a freed consumer name there when
-	 * the ordered consumer was reset meanwhile (ASan); Destroy() sends
-	 * the UNSUB without deleting the consumer. */
+	/* Destroy() sends the UNSUB without deleting the consumer (done
+	 * above). */
 	natsSubscription_Destroy(sub);
+}
+
+/*
+ * The stream and consumer positions of a delivered message: ZC_EOK, or
+ * ZC_EBUSY when the consumer skipped one (its sequence is not the next:
+ * the server lost or reset it) and the edge must subscribe again from
+ * what it applied. This is the ordered consumer's check, done here: nats.c
+ * 3.4 resets an ordered consumer by swapping its subscription under the
+ * thread that delivers to it, which used a freed subscription after NATS
+ * came back (ASan, test_fleet's NATS outage).
+ */
+static int position(fleet_edge_t *fe, natsMsg *msg, uint64_t *consumed,
+                    uint64_t *seq)
+{
+	jsMsgMetaData *meta = NULL;
+	if (natsMsg_GetMetaData(&meta, msg) != NATS_OK) {
+		zc_warn("fleet: message without JetStream metadata; subscribing "
+		        "again");
+		return ZC_EBUSY;
+	}
+	uint64_t cseq = meta->Sequence.Consumer;
+	*seq = meta->Sequence.Stream;
+	jsMsgMetaData_Destroy(meta);
+	if (cseq != *consumed + 1) {
+		zc_info("fleet: consumer message %" PRIu64 " after %" PRIu64
+		        "; subscribing again", cseq, *consumed);
+		return ZC_EBUSY;
+	}
+	*consumed = cseq;
+	fe->delivered = *seq;
+	return ZC_EOK;
 }
 
 /* Follows the stream from the applied position until a gap or stop. */
@@ -298,7 +322,11 @@ static int follow(fleet_edge_t *fe)
 	jsSubOptions so;
 	jsSubOptions_Init(&so);
 	so.Stream = fe->names.txn_stream;
-	so.Ordered = true;
+	/* A plain ephemeral consumer, in memory, that wants no acks: the
+	 * follower checks its sequence itself (position()). */
+	so.Config.AckPolicy = js_AckNone;
+	so.Config.MemoryStorage = true;
+	so.Config.Replicas = 1;
 	so.Config.DeliverPolicy = js_DeliverByStartSequence;
 	so.Config.OptStartSeq = fe->seq + 1;
 	/* Consumers of gone subscriptions go soon (if not deleted). */
@@ -314,6 +342,7 @@ static int follow(fleet_edge_t *fe)
 	natsSubscription_SetPendingLimits(sub, -1, -1);
 	int ret = ZC_EOK;
 	int idle_ms = 0;
+	uint64_t consumed = 0;
 	while (!fe->stop && ret == ZC_EOK) {
 		natsMsg *msg = NULL;
 		s = natsSubscription_NextMsg(&msg, sub, 500);
@@ -334,7 +363,11 @@ static int follow(fleet_edge_t *fe)
 			ret = fleet_nats_error(s, 0, "next message");
 			break;
 		}
-		ret = take(fe, msg);
+		uint64_t seq = 0;
+		ret = position(fe, msg, &consumed, &seq);
+		if (ret == ZC_EOK) {
+			ret = take(fe, msg, seq);
+		}
 		natsMsg_Destroy(msg);
 		if (ret == ZC_EREPLGAP && fe->delivered == fe->gap_seq &&
 		    fe->loaded_since_gap) {
