@@ -128,12 +128,17 @@ int records_count_add(records_store_t *store, int64_t zone_id, int delta)
 int records_counts_flush(records_store_t *store)
 {
 	int ret = ZC_EOK;
+	int64_t added = 0;
 	for (size_t i = 0; i < store->count_n && ret == ZC_EOK; i++) {
 		int64_t count;
 		if (store->counts[i].delta != 0) {
 			ret = update_row(store, store->counts[i].zone_id,
 			                 store->counts[i].delta, &count);
 		}
+		added += store->counts[i].delta > 0 ? store->counts[i].delta : 0;
+	}
+	if (ret == ZC_EOK) {
+		records_stats_grew(store, added);
 	}
 	records_counts_forget(store);
 	return ret;

@@ -433,6 +433,11 @@ int records_import_commit(records_import_t *imp, uint64_t *seq,
 	    records_changelog_committed(imp->store, seq) != ZC_EOK) {
 		*seq = 0; /* Committed all the same; not to be waited for. */
 	}
+	if (ret == ZC_EOK) {
+		/* The zone's build reads it next: with the planner told. */
+		records_stats_grew(imp->store, (int64_t)imp->count);
+		records_keep_stats(imp->store);
+	}
 	records_ids_forget(imp->store);
 	records_import_abort(imp);
 	return ret;

@@ -78,6 +78,8 @@ int records_nodes_live_applied(records_store_t *store, uint64_t *applied);
 /* level: 0 the unit's savepoint, 1 the inner one. */
 int records_count_add(records_store_t *store, int64_t zone_id, int delta);
 int records_counts_flush(records_store_t *store);
+/* planner_stats.c: records added, for records_keep_stats(). */
+void records_stats_grew(records_store_t *store, int64_t added);
 void records_counts_forget(records_store_t *store);
 void records_counts_mark(records_store_t *store, int level);
 void records_counts_restore(records_store_t *store, int level);
@@ -120,6 +122,12 @@ void records_zone_from_stmt(rdb_stmt_t *stmt, records_zone_t *zone);
 
 /* Drops the zone row kept through a write transaction. */
 void records_zrow_forget(records_store_t *store);
+/* Writes the kept row's pending serial (zones.c; store.h). */
+int records_zrow_flush(records_store_t *store);
+/* Saves (at a savepoint, level as rdb_level_t) and puts back (at its
+ * rollback) the kept row. */
+void records_zrow_mark(records_store_t *store, int level);
+void records_zrow_restore(records_store_t *store, int level);
 
 /* records_zone_find() that also locks the zone's row to the end of the
  * write transaction on PostgreSQL, waiting for it: for the transactions

@@ -56,13 +56,24 @@ struct records_store {
 	 * with another node's batch. */
 	bool in_write;
 	unsigned units_kept;
-	/* zones.c: inside a write transaction, the zone row last read or
-	 * written, kept as this connection changed it (records_zone_get()
-	 * is the first read of every unit; the committer runs many per
-	 * batch). Dropped at every transaction boundary, every rollback and
-	 * every zones write other than the serial's. */
+	/* zones.c: inside a write transaction, the zone row last read
+	 * (locked) or written, kept as this connection changed it
+	 * (records_zone_get() is the first read of every unit; the committer
+	 * runs many per batch). Its serial and modified_on are written to
+	 * the row only when the transaction commits or another zone's row
+	 * takes its place (zrow_dirty): one UPDATE of the row per batch, not
+	 * one per unit, each of which left a version of the row that every
+	 * later read and foreign-key check of the batch walked on
+	 * PostgreSQL. Saved at the unit's and the inner savepoint and put
+	 * back by their rollback; dropped at every transaction boundary and
+	 * every other zones write (which first writes what is pending). */
 	bool zrow_valid;
+	bool zrow_dirty;
 	records_zone_t zrow;
+	struct {
+		bool valid, dirty;
+		records_zone_t row;
+	} zrow_saved[2];
 	/* counts.c: records_set_max_records(), 0 for no bound; records per
 	 * zone changed in this write transaction, written at its commit;
 	 * deltas saved at the unit's and the inner savepoint. */

@@ -26,7 +26,10 @@ int records_write_begin(records_store_t *store)
 
 int records_write_commit(records_store_t *store)
 {
-	int ret = records_ids_flush(store);
+	int ret = records_zrow_flush(store);
+	if (ret == ZC_EOK) {
+		ret = records_ids_flush(store);
+	}
 	if (ret == ZC_EOK) {
 		ret = records_counts_flush(store);
 	}
@@ -58,6 +61,7 @@ void records_write_rollback(records_store_t *store)
 int records_savepoint(records_store_t *store)
 {
 	records_counts_mark(store, RDB_SP_UNIT);
+	records_zrow_mark(store, RDB_SP_UNIT);
 	return rdb_savepoint(store->db, RDB_SP_UNIT);
 }
 
@@ -80,7 +84,7 @@ static void rollback_to(records_store_t *store, rdb_level_t level)
 	rdb_rollback_to(store->db, level);
 	records_counts_restore(store, level);
 	records_changelog_rollback(store);
-	records_zrow_forget(store);
+	records_zrow_restore(store, level);
 }
 
 void records_savepoint_rollback(records_store_t *store)
@@ -91,6 +95,7 @@ void records_savepoint_rollback(records_store_t *store)
 int records_inner_savepoint(records_store_t *store)
 {
 	records_counts_mark(store, RDB_SP_INNER);
+	records_zrow_mark(store, RDB_SP_INNER);
 	return rdb_savepoint(store->db, RDB_SP_INNER);
 }
 

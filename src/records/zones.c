@@ -22,6 +22,65 @@
 void records_zrow_forget(records_store_t *store)
 {
 	store->zrow_valid = false;
+	store->zrow_dirty = false;
+}
+
+int records_zrow_flush(records_store_t *store)
+{
+	if (!store->zrow_valid || !store->zrow_dirty) {
+		return ZC_EOK;
+	}
+	rdb_stmt_t *stmt;
+	int ret = rdb_prepare(store->db, RDB_SQL(
+		"UPDATE zones SET serial = ?1,"
+		" modified_on = ?2 WHERE id = ?3"), &stmt);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	rdb_bind_int64(stmt, 1, store->zrow.serial);
+	rdb_bind_int64(stmt, 2, store->zrow.modified_on);
+	rdb_bind_int64(stmt, 3, store->zrow.id);
+	ret = rdb_defer(stmt); /* The unit holds the row: it cannot miss. */
+	rdb_done(stmt);
+	store->zrow_dirty = ret != ZC_EOK;
+	return ret;
+}
+
+/* Writes what is pending of the kept row, then drops it (before another
+ * write of the zones table). */
+static int zrow_drop(records_store_t *store)
+{
+	int ret = records_zrow_flush(store);
+	records_zrow_forget(store);
+	return ret;
+}
+
+void records_zrow_mark(records_store_t *store, int level)
+{
+	store->zrow_saved[level].valid = store->zrow_valid;
+	store->zrow_saved[level].dirty = store->zrow_dirty;
+	store->zrow_saved[level].row = store->zrow;
+}
+
+void records_zrow_restore(records_store_t *store, int level)
+{
+	/* The row as this transaction had it at the savepoint, which still
+	 * holds its lock (taken before the savepoint, or the mark was of no
+	 * row). */
+	store->zrow_valid = store->zrow_saved[level].valid;
+	store->zrow_dirty = store->zrow_saved[level].dirty;
+	store->zrow = store->zrow_saved[level].row;
+}
+
+/* A zone row read from the table inside a write transaction, with the
+ * serial this transaction gave it and has not written yet. */
+static void zrow_overlay(const records_store_t *store, records_zone_t *zone)
+{
+	if (store->in_write && store->zrow_valid && store->zrow_dirty &&
+	    store->zrow.id == zone->id) {
+		zone->serial = store->zrow.serial;
+		zone->modified_on = store->zrow.modified_on;
+	}
 }
 
 /* Logs a zone event at the zone's version; *seq (unless NULL) receives
@@ -68,6 +127,7 @@ static int find_zone(records_store_t *store, const rdb_sql_t *sql,
 	int rc = rdb_step(stmt);
 	if (rc == RDB_ROW) {
 		records_zone_from_stmt(stmt, zone);
+		zrow_overlay(store, zone);
 		ret = ZC_EOK;
 	} else {
 		ret = (rc == RDB_DONE) ? ZC_ENOZONE :
@@ -128,7 +188,11 @@ int records_zone_get(records_store_t *store, int64_t id, records_zone_t *zone)
 		return ZC_EOK;
 	}
 	rdb_stmt_t *stmt;
-	int ret = rdb_prepare(store->db, zone_get_sql(store), &stmt);
+	/* Another zone's row takes the place: the kept one's serial first. */
+	int ret = store->in_write ? zrow_drop(store) : ZC_EOK;
+	if (ret == ZC_EOK) {
+		ret = rdb_prepare(store->db, zone_get_sql(store), &stmt);
+	}
 	if (ret != ZC_EOK) {
 		return ret;
 	}
@@ -167,6 +231,7 @@ int records_zone_list(records_store_t *store, bool with_counts,
 	while ((rc = rdb_step(stmt)) == RDB_ROW) {
 		records_zone_t zone;
 		records_zone_from_stmt(stmt, &zone);
+		zrow_overlay(store, &zone);
 		zone.record_count = rdb_col_int64(stmt, 8);
 		if (cb(&zone, ctx) != 0) {
 			rc = RDB_DONE;
@@ -191,11 +256,13 @@ int records_zone_create(records_store_t *store, const knot_dname_t *apex,
 		return ZC_EEXISTS;
 	}
 	rdb_stmt_t *stmt;
-	records_zrow_forget(store);
-	int ret = rdb_prepare(store->db, RDB_SQL(
-		"INSERT INTO zones(name, apex,"
-		" serial, default_ttl, created_on,"
-		" modified_on) VALUES (?1, ?2, ?3, ?4, ?5, ?6)"), &stmt);
+	int ret = zrow_drop(store);
+	if (ret == ZC_EOK) {
+		ret = rdb_prepare(store->db, RDB_SQL(
+			"INSERT INTO zones(name, apex,"
+			" serial, default_ttl, created_on,"
+			" modified_on) VALUES (?1, ?2, ?3, ?4, ?5, ?6)"), &stmt);
+	}
 	if (ret != ZC_EOK) {
 		return ret;
 	}
@@ -237,9 +304,11 @@ int records_zone_create(records_store_t *store, const knot_dname_t *apex,
 int records_zone_remove(records_store_t *store, records_zone_t *zone)
 {
 	rdb_stmt_t *stmt;
-	records_zrow_forget(store);
-	int ret = rdb_prepare(store->db, RDB_SQL("DELETE FROM zones"
-	                                         " WHERE id = ?1"), &stmt);
+	int ret = zrow_drop(store);
+	if (ret == ZC_EOK) {
+		ret = rdb_prepare(store->db, RDB_SQL("DELETE FROM zones"
+		                                     " WHERE id = ?1"), &stmt);
+	}
 	if (ret != ZC_EOK) {
 		return ret;
 	}
@@ -285,10 +354,12 @@ int records_zone_set_default_ttl(records_store_t *store,
                                  records_zone_t *zone, uint32_t ttl)
 {
 	rdb_stmt_t *stmt;
-	records_zrow_forget(store);
-	int ret = rdb_prepare(store->db, RDB_SQL(
-		"UPDATE zones SET default_ttl = ?1"
-		" WHERE id = ?2"), &stmt);
+	int ret = zrow_drop(store);
+	if (ret == ZC_EOK) {
+		ret = rdb_prepare(store->db, RDB_SQL(
+			"UPDATE zones SET default_ttl = ?1"
+			" WHERE id = ?2"), &stmt);
+	}
 	if (ret != ZC_EOK) {
 		return ret;
 	}
@@ -307,10 +378,12 @@ int records_zone_set_serial_policy(records_store_t *store,
                                    records_serial_policy_t policy)
 {
 	rdb_stmt_t *stmt;
-	records_zrow_forget(store);
-	int ret = rdb_prepare(store->db, RDB_SQL(
-		"UPDATE zones SET serial_policy = ?1"
-		" WHERE id = ?2"), &stmt);
+	int ret = zrow_drop(store);
+	if (ret == ZC_EOK) {
+		ret = rdb_prepare(store->db, RDB_SQL(
+			"UPDATE zones SET serial_policy = ?1"
+			" WHERE id = ?2"), &stmt);
+	}
 	if (ret != ZC_EOK) {
 		return ret;
 	}
@@ -337,6 +410,18 @@ int records_log_zone_event(records_store_t *store, const records_zone_t *zone,
 int records_zone_set_serial(records_store_t *store, records_zone_t *zone,
                             uint32_t serial)
 {
+	int64_t now = records_now_ms();
+	if (store->in_write && store->zrow_valid &&
+	    store->zrow.id == zone->id) {
+		/* Written at the commit, or when another zone's row comes
+		 * (records_zrow_flush()); this transaction holds the row. */
+		store->zrow.serial = serial;
+		store->zrow.modified_on = now;
+		store->zrow_dirty = true;
+		zone->serial = serial;
+		zone->modified_on = now;
+		return ZC_EOK;
+	}
 	rdb_stmt_t *stmt;
 	int ret = rdb_prepare(store->db, RDB_SQL(
 		"UPDATE zones SET serial = ?1,"
@@ -344,7 +429,6 @@ int records_zone_set_serial(records_store_t *store, records_zone_t *zone,
 	if (ret != ZC_EOK) {
 		return ret;
 	}
-	int64_t now = records_now_ms();
 	rdb_bind_int64(stmt, 1, serial);
 	rdb_bind_int64(stmt, 2, now);
 	rdb_bind_int64(stmt, 3, zone->id);
@@ -353,12 +437,6 @@ int records_zone_set_serial(records_store_t *store, records_zone_t *zone,
 	if (ret == ZC_EOK) {
 		zone->serial = serial;
 		zone->modified_on = now;
-		if (store->zrow_valid && store->zrow.id == zone->id) {
-			store->zrow.serial = serial;
-			store->zrow.modified_on = now;
-		} else {
-			records_zrow_forget(store);
-		}
 	}
 	return ret;
 }

@@ -320,12 +320,16 @@ static void *writer_main(void *arg)
 				sync = u;
 			}
 		}
-		maybe_trim(w);
 		pthread_mutex_lock(&w->lock);
 		for (writer_unit_t *u = sync; u != NULL; u = u->next) {
 			u->settled = true;
 		}
 		pthread_cond_broadcast(&w->settled);
+		/* Upkeep after the answers: none waits for it. */
+		pthread_mutex_unlock(&w->lock);
+		maybe_trim(w);
+		records_keep_stats(w->rs);
+		pthread_mutex_lock(&w->lock);
 	}
 	pthread_mutex_unlock(&w->lock);
 	return NULL;

@@ -190,6 +190,76 @@ static void test_rollback(records_store_t *rs)
 	CHECK_STR(j.text, "+here.rb.test.@6");
 }
 
+/* The zone's serial is written once per transaction, not per unit
+ * (records/store.h, zrow): units of one zone, a failed unit between
+ * them, another zone's unit in between (the row read again must hold
+ * what was pending), a lookup by apex inside the transaction, and a
+ * failed last unit; the table holds the last kept version after the
+ * commit, each unit's events carry its own. */
+typedef struct {
+	int64_t zone_id;
+	const uint8_t *apex;
+	uint32_t found;         /* Out: the serial a lookup by apex gave. */
+} lookup_t;
+
+static int lookup_unit(records_store_t *rs, void *ctx)
+{
+	lookup_t *l = ctx;
+	records_zone_t zone, found;
+	int ret = fx_unit_start(rs, l->zone_id, &zone);
+	if (ret == ZC_EOK) {
+		ret = records_zone_find(rs, l->apex, &found);
+	}
+	l->found = ret == ZC_EOK ? found.serial : 0;
+	return ret == ZC_EOK ? fx_insert_a(rs, &zone, "look.once.test.", 9,
+	                                   NULL) : ret;
+}
+
+static void test_serial_once(records_store_t *rs)
+{
+	records_zone_t a, b;
+	uint8_t apex[KNOT_DNAME_MAXLEN];
+	CHECK_EQ(fx_zone_create(rs, "once.test.", 20, &a), ZC_EOK);
+	CHECK_EQ(fx_zone_create(rs, "other-once.test.", 40, &b), ZC_EOK);
+	uint64_t before = fx_last_seq(rs);
+	fx_add_t units[6] = {
+		{ .zone_id = a.id, .names = { "a1.once.test." } },
+		{ .zone_id = a.id, .names = { "no.once.test." }, .fail = ZC_EUSAGE },
+		{ .zone_id = a.id, .names = { "a2.once.test." } },
+		{ .zone_id = b.id, .names = { "b1.other-once.test." } },
+		{ .zone_id = a.id, .names = { "a3.once.test." } },
+		{ .zone_id = a.id, .names = { "no2.once.test." }, .fail = ZC_EUSAGE },
+	};
+	CHECK_EQ(records_write_begin(rs), ZC_EOK);
+	for (size_t i = 0; i < 5; i++) {
+		int ret = fx_run_unit(rs, fx_add_unit, &units[i]);
+		CHECK_EQ(ret, units[i].fail);
+	}
+	lookup_t l = { .zone_id = a.id, .apex = fx_name(apex, "once.test.") };
+	CHECK_EQ(fx_run_unit(rs, lookup_unit, &l), ZC_EOK);
+	CHECK_EQ(l.found, 24);
+	CHECK_EQ(fx_run_unit(rs, fx_add_unit, &units[5]), ZC_EUSAGE);
+	CHECK_EQ(records_write_commit(rs), ZC_EOK);
+	CHECK_EQ(units[0].version, 21);
+	CHECK_EQ(units[2].version, 22);
+	CHECK_EQ(units[3].version, 41);
+	CHECK_EQ(units[4].version, 23);
+	CHECK_EQ(fx_serial(rs, a.id), 24);
+	CHECK_EQ(fx_serial(rs, b.id), 41);
+	records_zone_t read;
+	CHECK_EQ(records_zone_find(rs, apex, &read), ZC_EOK);
+	CHECK_EQ(read.serial, 24);
+	fx_events_t e;
+	CHECK_EQ(fx_events(rs, before, &e), ZC_EOK);
+	CHECK_STR(e.text, "rc:a1.once.test.@21 rc:a2.once.test.@22 "
+	          "rc:b1.other-once.test.@41 rc:a3.once.test.@23 "
+	          "rc:look.once.test.@24");
+	/* The next transaction goes on from there. */
+	fx_add_t next = { .zone_id = a.id, .names = { "a4.once.test." } };
+	CHECK_EQ(fx_single(rs, &next), ZC_EOK);
+	CHECK_EQ(next.version, 25);
+}
+
 /* Another connection sees nothing of a batch before its commit. */
 static void test_isolation(records_store_t *rs, const char *dir)
 {
@@ -228,6 +298,7 @@ int main(void)
 	test_bound(rs);
 	test_inner(rs);
 	test_rollback(rs);
+	test_serial_once(rs);
 	test_isolation(rs, dir);
 	records_close(rs);
 	test_rmdir(dir);
