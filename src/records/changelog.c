@@ -159,7 +159,9 @@ static int append_queued(records_store_t *store,
 		return ret;
 	}
 	bind_event(stmt, e, rule);
-	ret = rdb_defer(stmt);
+	/* The events after a version's first go with one another as one
+	 * statement (db.h, rdb_defer_row()). */
+	ret = index ? rdb_defer(stmt) : rdb_defer_row(stmt, "ibiibiiiib");
 	rdb_done(stmt);
 	if (ret == ZC_EOK && index) {
 		store->version_zone = e->zone_id;

@@ -166,6 +166,19 @@ int rdb_run(rdb_stmt_t *st);
  */
 int rdb_defer(rdb_stmt_t *st);
 
+/*
+ * rdb_defer() of a single-row INSERT ("INSERT INTO t(c1, ..., cn) VALUES
+ * (?1, ..., ?n)", every parameter once, in order). On PostgreSQL inside a
+ * write transaction, rows of one such statement deferred one after
+ * another are sent as one statement inserting them all from arrays,
+ * before any other statement (db_pg_gather.c). types gives each column's
+ * element type, one letter per parameter: 'i' int8 (bound with
+ * rdb_bind_int64()), 'b' bytea (rdb_bind_blob()), 't' text
+ * (rdb_bind_text()); NULLs anywhere. A row of another form, or a value
+ * of another type, is deferred as rdb_defer() does.
+ */
+int rdb_defer_row(rdb_stmt_t *st, const char *types);
+
 /* Runs a query without parameters for one integer (its first row's first
  * column; 0 when it gives no row). */
 int rdb_query_int64(rdb_t *db, const rdb_sql_t *sql, int64_t *value);

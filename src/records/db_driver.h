@@ -90,6 +90,8 @@ struct rdb_driver {
 	void (*rollback_to)(rdb_t *db, rdb_level_t level);
 	/* Queues a statement (NULL: the driver runs it at once). */
 	int (*defer)(rdb_stmt_t *st);
+	/* Queues a single-row INSERT, maybe with others (NULL: defer). */
+	int (*defer_row)(rdb_stmt_t *st, const char *types);
 	/* Array parameters (NULL: the engine has none; db.h). */
 	void (*bind_int64_array)(rdb_stmt_t *st, int i, const int64_t *v,
 	                         size_t n);

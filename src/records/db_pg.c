@@ -82,6 +82,11 @@ static int ensure_connected(pg_db_t *d)
  * libpq's synchronous kind. */
 static int unpipe(pg_db_t *d)
 {
+	int ret = pg_gather_flush(d); /* Rows gathered go first. */
+	if (ret != ZC_EOK) {
+		pg_pipe_sync(d, NULL);
+		return ret;
+	}
 	return d->piped ? pg_pipe_sync(d, NULL) : ZC_EOK;
 }
 
@@ -122,6 +127,7 @@ static void pg_close(rdb_t *db)
 		params_clear(&d->cache[i]);
 		free(d->cache[i].sql);
 	}
+	pg_gather_free(d);
 	PQfinish(d->conn);
 	free(d->target);
 	free(d);
@@ -422,8 +428,9 @@ static int execute(pg_stmt_t *s)
 	if (ret != ZC_EOK) {
 		return ret;
 	}
-	if (d->piped) {
-		ret = pg_pipe_send(s);
+	if (d->piped || pg_gathering(d)) {
+		ret = pg_gather_flush(d);
+		ret = ret == ZC_EOK ? pg_pipe_send(s) : ret;
 		return ret == ZC_EOK ? pg_pipe_sync(d, s) : ret;
 	}
 	const char *values[MAX_PARAMS];
@@ -647,6 +654,7 @@ static int begin(rdb_t *db, const char *sql)
 /* Ends the transaction with sql (COMMIT or ROLLBACK). */
 static PGresult *end(pg_db_t *d, const char *sql)
 {
+	pg_gather_drop(d); /* Sent before a COMMIT; undone by a ROLLBACK. */
 	d->txn = false;
 	d->writing = false;
 	d->severed = false;
@@ -703,6 +711,7 @@ static void pg_rollback(rdb_t *db)
 {
 	pg_db_t *d = db_of(db);
 	if (d->txn) {
+		pg_gather_drop(d);
 		unpipe_quietly(d);
 		PQclear(end(d, "ROLLBACK"));
 	}
@@ -743,24 +752,32 @@ static int pg_savepoint(rdb_t *db, rdb_level_t level)
 	if (ret != ZC_EOK) {
 		return ret;
 	}
-	return d->writing ? pg_pipe_send_text(d, savepoint_sql[level]) :
-	       pg_exec(db, savepoint_sql[level]);
+	if (!d->writing) {
+		return pg_exec(db, savepoint_sql[level]);
+	}
+	ret = pg_gather_flush(d); /* The rows before it are not its. */
+	return ret == ZC_EOK ? pg_pipe_send_text(d, savepoint_sql[level]) : ret;
 }
 
 static int pg_release(rdb_t *db, rdb_level_t level)
 {
 	pg_db_t *d = db_of(db);
-	if (!d->piped) {
+	if (!d->piped && !pg_gathering(d)) {
 		return pg_exec(db, release_sql[level]);
 	}
-	int ret = pg_pipe_send_text(d, release_sql[level]);
-	return ret == ZC_EOK ? pg_pipe_sync(d, NULL) : ret;
+	int ret = pg_gather_flush(d);
+	ret = ret == ZC_EOK ? pg_pipe_send_text(d, release_sql[level]) : ret;
+	int synced = pg_pipe_sync(d, NULL);
+	return ret != ZC_EOK ? ret : synced;
 }
 
 static void pg_rollback_to(rdb_t *db, rdb_level_t level)
 {
 	pg_db_t *d = db_of(db);
 	if (d->txn) {
+		/* Rows held came after the innermost savepoint (a savepoint
+		 * sends them): undone unsent. */
+		pg_gather_drop(d);
 		unpipe_quietly(d);
 		pg_exec(db, rollback_to_sql[level]);
 	}
@@ -781,11 +798,33 @@ static int pg_defer(rdb_stmt_t *st)
 		return ret;
 	}
 	stmt_clear(s);
-	ret = pg_pipe_send(s);
+	ret = pg_gather_flush(d);
+	ret = ret == ZC_EOK ? pg_pipe_send(s) : ret;
 	if (ret == ZC_EOK && d->queued + 2 > PIPE_MAX) {
 		ret = pg_pipe_sync(d, NULL);
 	}
 	return ret;
+}
+
+/* A row of a single-row INSERT, gathered with the rows of the same
+ * statement before it (db_pg_gather.c) inside a write transaction. */
+static int pg_defer_row(rdb_stmt_t *st, const char *types)
+{
+	pg_stmt_t *s = (pg_stmt_t *)st;
+	pg_db_t *d = s->db;
+	if (!d->writing) {
+		return pg_defer(st);
+	}
+	int ret = ensure_connected(d);
+	bool gathered = false;
+	if (ret == ZC_EOK) {
+		stmt_clear(s);
+		ret = pg_gather_row(s, types, &gathered);
+	}
+	if (ret != ZC_EOK || gathered) {
+		return ret;
+	}
+	return pg_defer(st);
 }
 
 const rdb_driver_t rdb_pg_driver = {
@@ -818,6 +857,7 @@ const rdb_driver_t rdb_pg_driver = {
 	.release = pg_release,
 	.rollback_to = pg_rollback_to,
 	.defer = pg_defer,
+	.defer_row = pg_defer_row,
 	.bind_int64_array = pg_bind_int64_array,
 	.bind_blob_array = pg_bind_blob_array,
 	.copy = &rdb_pg_copy_ops,
@@ -828,8 +868,8 @@ const rdb_driver_t rdb_pg_driver = {
 int pg_conn_ready(pg_db_t *d)
 {
 	int ret = ensure_connected(d);
-	if (ret == ZC_EOK && d->piped) {
-		ret = pg_pipe_sync(d, NULL);
+	if (ret == ZC_EOK) {
+		ret = unpipe(d);
 	}
 	return ret;
 }

@@ -30,6 +30,7 @@ enum {
 	OID_INT8 = 20,
 	OID_BYTEA_ARRAY = 1001,
 	OID_INT8_ARRAY = 1016,
+	OID_TEXT_ARRAY = 1009,
 	OID_INT2 = 21,
 	OID_INT4 = 23,
 	OID_TEXT = 25,
@@ -41,6 +42,7 @@ enum {
 
 typedef struct pg_db pg_db_t;
 typedef struct pg_stmt pg_stmt_t;
+
 
 /* P_ARRAY: a one-dimensional array in binary form, of type oid. */
 typedef enum { P_NULL, P_INT, P_BLOB, P_TEXT, P_ARRAY } param_kind_t;
@@ -79,6 +81,26 @@ struct pg_stmt {
 	char text[32];
 };
 
+/* db_pg_gather.c: one column of gathered rows, as the elements of a
+ * binary array (its 20-byte header is written at the send). */
+typedef struct {
+	uint8_t *buf;
+	size_t len, cap;
+	bool has_null;
+} pg_column_t;
+
+/* The rows of one single-row INSERT held for one statement of arrays,
+ * stmt (its array form, prepared on the server as any statement). */
+typedef struct {
+	const char *key;        /* The INSERT's cache key; NULL: free. */
+	pg_stmt_t stmt;
+	char types[MAX_PARAMS]; /* i int8, b bytea, t text (rdb_defer_row()) */
+	pg_column_t cols[MAX_PARAMS];
+	size_t rows;
+} pg_gather_t;
+
+#define PG_GATHERS 2
+
 struct pg_db {
 	rdb_t base;
 	PGconn *conn;
@@ -105,6 +127,8 @@ struct pg_db {
 	 * transaction is gone, and its next statements must fail. */
 	bool severed;
 	pg_stmt_t *queue[PIPE_MAX];
+	/* Rows gathered and not sent yet (db_pg_gather.c). */
+	pg_gather_t gather[PG_GATHERS];
 };
 
 /* db_pg.c: a failed result (NULL: the connection's) as a zonecast code. */
@@ -122,10 +146,29 @@ void pg_param_types(const pg_stmt_t *s, Oid *types);
 int pg_pipe_send(pg_stmt_t *s);
 /* Queues SQL text without parameters (one statement). */
 int pg_pipe_send_text(pg_db_t *d, const char *sql);
+/* Queues SQL text with parameters, unprepared, sending nothing gathered
+ * first (db_pg_gather.c's send). */
+int pg_pipe_params(pg_db_t *d, const char *sql, int n, const Oid *types,
+                   const char *const *values, const int *lengths,
+                   const int *formats);
 /* Syncs: reads every queued statement's outcome and leaves pipeline mode.
  * The last one's rows go to keep (when not NULL). Returns the first error
  * among them, or ZC_EOK. */
 int pg_pipe_sync(pg_db_t *d, pg_stmt_t *keep);
+
+/* db_pg_gather.c: holds the statement's bound row for a statement of
+ * arrays (*gathered), or leaves it to be queued as it is (*gathered
+ * false: not of the single-row INSERT form, or a value not of its
+ * column's type). */
+int pg_gather_row(pg_stmt_t *s, const char *types, bool *gathered);
+/* Sends what is gathered into the pipeline (every queued statement, sync
+ * and COPY does first). */
+int pg_gather_flush(pg_db_t *d);
+/* Whether rows are held. */
+bool pg_gathering(const pg_db_t *d);
+/* Drops the rows held (a rollback, a lost session), and frees all. */
+void pg_gather_drop(pg_db_t *d);
+void pg_gather_free(pg_db_t *d);
 
 /* db_pg_copy.c: the bulk load (db.h, rdb_copy_*()), the driver's copy. */
 extern const rdb_copy_ops_t rdb_pg_copy_ops;

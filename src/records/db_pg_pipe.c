@@ -46,7 +46,9 @@ static int queued(pg_db_t *d, int sent, pg_stmt_t *prepares)
 	return ZC_EOK;
 }
 
-int pg_pipe_send_text(pg_db_t *d, const char *sql)
+int pg_pipe_params(pg_db_t *d, const char *sql, int n, const Oid *types,
+                   const char *const *values, const int *lengths,
+                   const int *formats)
 {
 	int ret = enter(d);
 	if (ret != ZC_EOK) {
@@ -58,8 +60,13 @@ int pg_pipe_send_text(pg_db_t *d, const char *sql)
 	if ((ret = enter(d)) != ZC_EOK) {
 		return ret;
 	}
-	return queued(d, PQsendQueryParams(d->conn, sql, 0, NULL, NULL, NULL,
-	                                   NULL, 1), NULL);
+	return queued(d, PQsendQueryParams(d->conn, sql, n, types, values,
+	                                   lengths, formats, 1), NULL);
+}
+
+int pg_pipe_send_text(pg_db_t *d, const char *sql)
+{
+	return pg_pipe_params(d, sql, 0, NULL, NULL, NULL, NULL);
 }
 
 int pg_pipe_send(pg_stmt_t *s)

@@ -249,9 +249,10 @@ int records_record_insert(records_store_t *store, const records_zone_t *zone,
 	if (rec->tags != NULL) {
 		rdb_bind_text(stmt, 12, rec->tags);
 	}
-	/* Queued on PostgreSQL: a clash surfaces at the unit's next read
-	 * or its release, and fails the unit all the same. */
-	ret = rdb_defer(stmt);
+	/* Queued on PostgreSQL, with the unit's other records as one
+	 * statement: a clash surfaces at the unit's next read or its
+	 * release, and fails the unit all the same. */
+	ret = rdb_defer_row(stmt, "ibbiibtiiiit");
 	rdb_done(stmt);
 	if (ret != ZC_EOK) {
 		return ret;

@@ -426,6 +426,195 @@ static void test_deferred(rdb_t *db)
 	CHECK_EQ(count_rows(db), 703);
 }
 
+/* --- rdb_defer_row(): rows of one INSERT gathered into one statement --- */
+
+static int create_gather_tables(rdb_t *db)
+{
+	rdb_exec(db, "DROP TABLE IF EXISTS rdb_gather");
+	rdb_exec(db, "DROP TABLE IF EXISTS rdb_other");
+	int ret = rdb_exec(db, rdb_kind(db) == RDB_PG ?
+		"CREATE TABLE rdb_gather (seq BIGINT GENERATED ALWAYS AS IDENTITY,"
+		" id BIGINT PRIMARY KEY, name TEXT, data BYTEA, n BIGINT)" :
+		"CREATE TABLE rdb_gather (seq INTEGER PRIMARY KEY AUTOINCREMENT,"
+		" id INTEGER NOT NULL UNIQUE, name TEXT, data BLOB, n INTEGER)");
+	return ret == ZC_EOK ? rdb_exec(db, "CREATE TABLE rdb_other (id BIGINT"
+	                                " PRIMARY KEY, note TEXT)") : ret;
+}
+
+/* Row i's values: NULL names and data now and then, an empty blob apart
+ * from NULL, octets 0 and 0xff, the integers' extremes. */
+static void gather_values(int64_t i, char *name, size_t size,
+                          const char **name_p, const void **data, size_t *len,
+                          int64_t *n)
+{
+	snprintf(name, size, "n\\%lld'\"", (long long)i);
+	*name_p = i % 3 == 0 ? NULL : name;
+	*data = i % 5 == 0 ? "" : i % 7 == 0 ? NULL : "\0x\xff";
+	*len = i % 5 == 0 ? 0 : 3;
+	*n = i % 2 ? INT64_MIN + i : INT64_MAX - i;
+}
+
+static int insert_row(rdb_t *db, int64_t id)
+{
+	rdb_stmt_t *st;
+	int ret = rdb_prepare(db, RDB_SQL("INSERT INTO rdb_gather(id, name,"
+	                                  " data, n) VALUES (?1, ?2, ?3, ?4)"),
+	                      &st);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	char name[48];
+	const char *name_p;
+	const void *data;
+	size_t len;
+	int64_t n;
+	gather_values(id, name, sizeof(name), &name_p, &data, &len, &n);
+	rdb_bind_int64(st, 1, id);
+	rdb_bind_text(st, 2, name_p);
+	rdb_bind_blob(st, 3, data, len);
+	rdb_bind_int64(st, 4, n);
+	ret = rdb_defer_row(st, "itbi");
+	memset(name, 'x', sizeof(name) - 1); /* Taken when deferred. */
+	rdb_done(st);
+	return ret;
+}
+
+static int insert_other(rdb_t *db, int64_t id, bool constant)
+{
+	rdb_stmt_t *st;
+	/* A constant in VALUES: not the single-row form; deferred as is. */
+	int ret = rdb_prepare(db, constant ?
+		RDB_SQL("INSERT INTO rdb_other(id, note) VALUES (?1, 'c')") :
+		RDB_SQL("INSERT INTO rdb_other(id, note) VALUES (?1, ?2)"), &st);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	rdb_bind_int64(st, 1, id);
+	rdb_bind_text(st, 2, "o");
+	ret = rdb_defer_row(st, constant ? "i" : "it");
+	rdb_done(st);
+	return ret;
+}
+
+static int64_t count_of(rdb_t *db, const char *table)
+{
+	char sql[64];
+	snprintf(sql, sizeof(sql), "SELECT count(*) FROM %s", table);
+	rdb_stmt_t *st;
+	if (rdb_prepare_once(db, RDB_SQL(sql), &st) != ZC_EOK) {
+		return -1;
+	}
+	int64_t n = rdb_step(st) == RDB_ROW ? rdb_col_int64(st, 0) : -1;
+	rdb_done(st);
+	return n;
+}
+
+/* Every row as inserted, in insertion order (seq): ids from..to-1. */
+static void check_rows(rdb_t *db, int64_t from, int64_t to)
+{
+	rdb_stmt_t *st;
+	CHECK_EQ(rdb_prepare(db, RDB_SQL("SELECT id, name, data, n FROM"
+	                                 " rdb_gather ORDER BY seq"), &st),
+	         ZC_EOK);
+	int64_t want = from, bad = 0;
+	while (rdb_step(st) == RDB_ROW) {
+		char name[48];
+		const char *name_p;
+		const void *data;
+		size_t len;
+		int64_t n;
+		gather_values(want, name, sizeof(name), &name_p, &data, &len, &n);
+		bad += rdb_col_int64(st, 0) != want;
+		bad += name_p == NULL ? !rdb_col_is_null(st, 1) :
+		       rdb_col_is_null(st, 1) || strcmp(rdb_col_text(st, 1), name_p);
+		bad += data == NULL ? !rdb_col_is_null(st, 2) :
+		       rdb_col_is_null(st, 2) || rdb_col_bytes(st, 2) != len ||
+		       (len > 0 && memcmp(rdb_col_blob(st, 2, NULL), data, len));
+		bad += rdb_col_int64(st, 3) != n;
+		if (bad != 0) {
+			fprintf(stderr, "row %lld differs\n", (long long)want);
+			break;
+		}
+		want++;
+	}
+	rdb_done(st);
+	CHECK_EQ(bad, 0);
+	CHECK_EQ(want, to);
+}
+
+static void test_gathered(rdb_t *db)
+{
+	CHECK_EQ(create_gather_tables(db), ZC_EOK);
+	/* Outside a transaction: at once. */
+	CHECK_EQ(insert_row(db, 0), ZC_EOK);
+	CHECK_EQ(count_of(db, "rdb_gather"), 1);
+	CHECK_EQ(insert_row(db, 0), ZC_EEXISTS);
+
+	CHECK_EQ(rdb_begin_write(db), ZC_EOK);
+	/* Unit 1: past one statement's rows, two statements interleaved,
+	 * and a row of another form among them; a read sees them all, in
+	 * order, byte for byte. */
+	CHECK_EQ(rdb_savepoint(db, RDB_SP_UNIT), ZC_EOK);
+	int ok = 0;
+	for (int64_t i = 1; i < 5000; i++) {
+		ok += insert_row(db, i) == ZC_EOK;
+		if (i % 2 == 0) {
+			ok += insert_other(db, i, i % 10 == 0) == ZC_EOK;
+		}
+	}
+	CHECK_EQ(ok, 4999 + 2499);
+	CHECK_EQ(count_of(db, "rdb_other"), 2499);
+	check_rows(db, 0, 5000);
+	CHECK_EQ(rdb_release(db, RDB_SP_UNIT), ZC_EOK);
+
+	/* Unit 2: a clash among gathered rows fails at the release; the
+	 * unit's rollback takes its rows, not unit 1's. */
+	CHECK_EQ(rdb_savepoint(db, RDB_SP_UNIT), ZC_EOK);
+	int ret = ZC_EOK;
+	for (int64_t i = 5000; i < 5010 && ret == ZC_EOK; i++) {
+		ret = insert_row(db, i == 5005 ? 17 : i);
+	}
+	if (ret == ZC_EOK) {
+		ret = rdb_release(db, RDB_SP_UNIT);
+	}
+	CHECK_EQ(ret, ZC_EEXISTS);
+	rdb_rollback_to(db, RDB_SP_UNIT);
+
+	/* Unit 3: rows before an inner savepoint stay, rows after it go
+	 * with its rollback (held, never sent). */
+	CHECK_EQ(rdb_savepoint(db, RDB_SP_UNIT), ZC_EOK);
+	for (int64_t i = 5000; i < 5003; i++) {
+		CHECK_EQ(insert_row(db, i), ZC_EOK);
+	}
+	CHECK_EQ(rdb_savepoint(db, RDB_SP_INNER), ZC_EOK);
+	CHECK_EQ(insert_row(db, 9000), ZC_EOK);
+	CHECK_EQ(insert_row(db, 9001), ZC_EOK);
+	rdb_rollback_to(db, RDB_SP_INNER);
+	CHECK_EQ(rdb_release(db, RDB_SP_UNIT), ZC_EOK);
+	/* After the last release: held until the commit sends them. */
+	CHECK_EQ(insert_row(db, 5003), ZC_EOK);
+	CHECK_EQ(rdb_commit(db), ZC_EOK);
+	check_rows(db, 0, 5004);
+
+	/* A transaction rolled back: its held rows never arrive. */
+	CHECK_EQ(rdb_begin_write(db), ZC_EOK);
+	CHECK_EQ(insert_row(db, 6000), ZC_EOK);
+	CHECK_EQ(insert_other(db, 6000, false), ZC_EOK);
+	rdb_rollback(db);
+	CHECK_EQ(count_of(db, "rdb_gather"), 5004);
+	CHECK_EQ(count_of(db, "rdb_other"), 2499);
+
+	/* A clash found only at the commit: nothing of it stays. */
+	CHECK_EQ(rdb_begin_write(db), ZC_EOK);
+	CHECK_EQ(insert_row(db, 7000), ZC_EOK);
+	ret = insert_row(db, 3);
+	CHECK_EQ(ret == ZC_EOK ? rdb_commit(db) : ret, ZC_EEXISTS);
+	if (rdb_in_txn(db)) {
+		rdb_rollback(db);
+	}
+	CHECK_EQ(count_of(db, "rdb_gather"), 5004);
+}
+
 /* Array parameters (PostgreSQL): "= ANY(?)" over int8[] and bytea[],
  * empty arrays, and odd octets in the elements. */
 static void test_arrays(rdb_t *db)
@@ -515,6 +704,7 @@ int main(void)
 	test_transactions(db, other);
 	test_savepoints(db);
 	test_deferred(db);
+	test_gathered(db);
 	test_arrays(db);
 	rdb_close(other);
 	rdb_close(db);
