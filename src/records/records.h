@@ -458,12 +458,14 @@ int records_inner_savepoint(records_store_t *store);
 int records_inner_release(records_store_t *store);
 void records_inner_rollback(records_store_t *store);
 
-/* PostgreSQL: analyzes the tables that grow with the records once this
- * process added half as many records as the last ANALYZE saw, so
- * that no connection keeps a plan made for nearly empty tables
- * (planner_stats.c). Call it outside a transaction, after answering;
- * cheap when nothing is due. SQLite: nothing. */
+/* PostgreSQL: analyzes the tables that grow with the records, on a
+ * thread and connection of its own, once this process added as many
+ * records as the last ANALYZE saw (at least 10,000), so that no
+ * connection keeps a plan made for nearly empty tables (planner_stats.c).
+ * Cheap when nothing is due; call it after answering. SQLite: nothing.
+ * records_stats_running(): whether such an ANALYZE runs (tests). */
 int records_keep_stats(records_store_t *store);
+bool records_stats_running(void);
 
 /* Finds a zone by its row id. ZC_ENOZONE when absent. Inside a write
  * transaction on PostgreSQL it locks the zone's row to the end of the

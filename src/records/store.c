@@ -153,7 +153,10 @@ int records_open(records_store_t **out, const char *target)
 	if (s == NULL) {
 		return KNOT_ENOMEM;
 	}
-	int ret = rdb_open(&s->db, path, NULL);
+	int ret = (s->target = strdup(path)) != NULL ? ZC_EOK : KNOT_ENOMEM;
+	if (ret == ZC_EOK) {
+		ret = rdb_open(&s->db, path, NULL);
+	}
 	if (ret == ZC_EOK) {
 		ret = records_schema_migrate(s);
 	}
@@ -171,6 +174,7 @@ void records_close(records_store_t *store)
 		return;
 	}
 	rdb_close(store->db);
+	free(store->target);
 	free(store);
 }
 

@@ -21,8 +21,10 @@
 #define RECORDS_ID_BLOCK_MAX 1024
 
 struct records_store {
-	/* store.c: the connection (its statements are the driver's). */
+	/* store.c: the connection (its statements are the driver's), and
+	 * what it connects to (planner_stats.c opens another). */
 	rdb_t *db;
+	char *target;
 	/* changelog.c: the zone_versions row of the unit in progress is
 	 * written (dropped at every rollback: the version may be handed
 	 * out again). */

@@ -4,8 +4,9 @@
  * (records/planner_stats.c). A connection that planned the builder's node
  * read while the tables were empty keeps a generic plan that walks the
  * whole zone by records_type; once the store grew, records_keep_stats()
- * analyzes the tables, and the same prepared statement is planned again
- * as a lookup by records_node. PostgreSQL only (exit 77 elsewhere).
+ * analyzes the tables (on a connection of its own), and the same
+ * prepared statement is planned again as a lookup by records_node.
+ * PostgreSQL only (exit 77 elsewhere).
  */
 #include "records/internal.h"
 #include "tests/unit/records/records_fixture.h"
@@ -81,6 +82,11 @@ int main(void)
 	fprintf(stderr, "before:\n%s", plan);
 
 	CHECK_EQ(records_keep_stats(rs), ZC_EOK);
+	/* It runs on a thread and connection of its own. */
+	for (int i = 0; i < 600 && records_stats_running(); i++) {
+		usleep(50 * 1000);
+	}
+	CHECK(!records_stats_running());
 	int64_t tuples = 0;
 	CHECK_EQ(rdb_query_int64(rs->db, RDB_SQL2(NULL,
 		"SELECT reltuples::bigint FROM pg_class"
