@@ -218,6 +218,83 @@ static bool append(pg_gather_t *g, const pg_stmt_t *s)
 	return true;
 }
 
+static uint32_t get_be32(const uint8_t *r)
+{
+	return (uint32_t)r[0] << 24 | (uint32_t)r[1] << 16 |
+	       (uint32_t)r[2] << 8 | r[3];
+}
+
+/* Whether a lone row can go as its own INSERT (the cache entry still
+ * that statement); it is prepared in the queue if the session lacks it. */
+static bool single_ready(const pg_db_t *d, const pg_gather_t *g)
+{
+	(void)d;
+	const pg_stmt_t *s = g->single;
+	return g->rows == 1 && s != NULL && s->key == g->key &&
+	       s->nparams == g->stmt.nparams;
+}
+
+/*
+ * A lone row sent as the INSERT it came as: an array statement of one
+ * row cost postgres more than the plain one (its function scan), and an
+ * UPDATE unit has one record. Integers go as text (the INSERT was
+ * prepared with int8 or with the column's own type), text as text,
+ * bytea in binary, as the driver sends them (db_pg_wire.c).
+ */
+static int send_single(pg_db_t *d, pg_gather_t *g)
+{
+	const char *values[MAX_PARAMS];
+	int lengths[MAX_PARAMS], formats[MAX_PARAMS];
+	char nums[MAX_PARAMS][24];
+	char *texts[MAX_PARAMS] = { NULL };
+	int ret = ZC_EOK;
+	for (int k = 0; k < g->stmt.nparams; k++) {
+		const uint8_t *e = g->cols[k].buf + 20;
+		uint32_t len = get_be32(e);
+		values[k] = NULL;
+		lengths[k] = 0;
+		formats[k] = 0;
+		if (len == UINT32_MAX) {
+			continue; /* NULL */
+		}
+		if (g->types[k] == 'i') {
+			uint64_t v = (uint64_t)get_be32(e + 4) << 32 | get_be32(e + 8);
+			snprintf(nums[k], sizeof(nums[k]), "%lld", (long long)v);
+			values[k] = nums[k];
+		} else if (g->types[k] == 't') {
+			texts[k] = malloc(len + 1);
+			if (texts[k] == NULL) {
+				ret = KNOT_ENOMEM;
+				break;
+			}
+			memcpy(texts[k], e + 4, len);
+			texts[k][len] = '\0';
+			values[k] = texts[k];
+		} else {
+			values[k] = len > 0 ? (const char *)e + 4 : "";
+			lengths[k] = (int)len;
+			formats[k] = 1;
+		}
+	}
+	pg_stmt_t *single = g->single;
+	if (ret == ZC_EOK && (!single->prepared || single->gen != d->gen)) {
+		Oid types[MAX_PARAMS];
+		for (int k = 0; k < g->stmt.nparams; k++) {
+			types[k] = g->types[k] == 'i' ? OID_INT8 :
+			           g->types[k] == 't' ? OID_TEXT : OID_BYTEA;
+		}
+		ret = pg_pipe_prepare(single, types);
+	}
+	if (ret == ZC_EOK) {
+		ret = pg_pipe_prepared(d, single->name, g->stmt.nparams, values,
+		                       lengths, formats);
+	}
+	for (int k = 0; k < g->stmt.nparams; k++) {
+		free(texts[k]);
+	}
+	return ret;
+}
+
 int pg_gather_flush(pg_db_t *d)
 {
 	if (d->severed && pg_gathering(d)) {
@@ -230,6 +307,13 @@ int pg_gather_flush(pg_db_t *d)
 	for (int i = 0; i < PG_GATHERS; i++) {
 		pg_gather_t *g = &d->gather[i];
 		if (g->rows == 0) {
+			continue;
+		}
+		if (single_ready(d, g)) {
+			g->rows = 0;
+			int ret = send_single(d, g);
+			clear(g);
+			first = first != ZC_EOK ? first : ret;
 			continue;
 		}
 		uint32_t rows = (uint32_t)g->rows;
@@ -298,6 +382,9 @@ int pg_gather_row(pg_stmt_t *s, const char *types, bool *gathered)
 		snprintf(g->stmt.name, sizeof(g->stmt.name), "zc%u",
 		         d->next_name++);
 		memcpy(g->types, types, (size_t)s->nparams);
+	}
+	if (g->rows == 0) {
+		g->single = s; /* The entry the lone row would go as. */
 	}
 	if (!append(g, s)) {
 		/* A row in part: nothing gathered can be trusted, and the

@@ -93,6 +93,9 @@ typedef struct {
  * stmt (its array form, prepared on the server as any statement). */
 typedef struct {
 	const char *key;        /* The INSERT's cache key; NULL: free. */
+	/* The INSERT itself (its cache entry when the first row came): a
+	 * single row goes as it, if the server still has it prepared. */
+	pg_stmt_t *single;
 	pg_stmt_t stmt;
 	char types[MAX_PARAMS]; /* i int8, b bytea, t text (rdb_defer_row()) */
 	pg_column_t cols[MAX_PARAMS];
@@ -146,8 +149,14 @@ void pg_param_types(const pg_stmt_t *s, Oid *types);
 int pg_pipe_send(pg_stmt_t *s);
 /* Queues SQL text without parameters (one statement). */
 int pg_pipe_send_text(pg_db_t *d, const char *sql);
-/* Queues SQL text with parameters, unprepared, sending nothing gathered
- * first (db_pg_gather.c's send). */
+/* Queues the PREPARE of s with these parameter types (it counts as
+ * prepared; a failure unprepares it at the sync). */
+int pg_pipe_prepare(pg_stmt_t *s, const Oid *types);
+/* Queues a statement prepared on the server, by name. */
+int pg_pipe_prepared(pg_db_t *d, const char *name, int n,
+                     const char *const *values, const int *lengths,
+                     const int *formats);
+/* Queues SQL text with parameters, unprepared. */
 int pg_pipe_params(pg_db_t *d, const char *sql, int n, const Oid *types,
                    const char *const *values, const int *lengths,
                    const int *formats);

@@ -64,6 +64,46 @@ int pg_pipe_params(pg_db_t *d, const char *sql, int n, const Oid *types,
 	                                   lengths, formats, 1), NULL);
 }
 
+int pg_pipe_prepare(pg_stmt_t *s, const Oid *types)
+{
+	pg_db_t *d = s->db;
+	int ret = enter(d);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	if (d->queued + 2 > PIPE_MAX && (ret = pg_pipe_sync(d, NULL)) != ZC_EOK) {
+		return ret;
+	}
+	if ((ret = enter(d)) != ZC_EOK) {
+		return ret;
+	}
+	ret = queued(d, PQsendPrepare(d->conn, s->name, s->sql, s->nparams,
+	                              types), s);
+	if (ret == ZC_EOK) {
+		s->prepared = true;
+		s->gen = d->gen;
+	}
+	return ret;
+}
+
+int pg_pipe_prepared(pg_db_t *d, const char *name, int n,
+                     const char *const *values, const int *lengths,
+                     const int *formats)
+{
+	int ret = enter(d);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	if (d->queued + 1 > PIPE_MAX && (ret = pg_pipe_sync(d, NULL)) != ZC_EOK) {
+		return ret;
+	}
+	if ((ret = enter(d)) != ZC_EOK) {
+		return ret;
+	}
+	return queued(d, PQsendQueryPrepared(d->conn, name, n, values, lengths,
+	                                     formats, 1), NULL);
+}
+
 int pg_pipe_send_text(pg_db_t *d, const char *sql)
 {
 	return pg_pipe_params(d, sql, 0, NULL, NULL, NULL, NULL);

@@ -591,17 +591,23 @@ static void test_gathered(rdb_t *db)
 	CHECK_EQ(insert_row(db, 9001), ZC_EOK);
 	rdb_rollback_to(db, RDB_SP_INNER);
 	CHECK_EQ(rdb_release(db, RDB_SP_UNIT), ZC_EOK);
-	/* After the last release: held until the commit sends them. */
-	CHECK_EQ(insert_row(db, 5003), ZC_EOK);
+	/* Lone rows, each sent by the read after it as the plain INSERT:
+	 * a NULL name, an empty blob, NULL data, both integer extremes. */
+	for (int64_t i = 5003; i < 5010; i++) {
+		CHECK_EQ(insert_row(db, i), ZC_EOK);
+		CHECK_EQ(count_of(db, "rdb_gather"), i + 1);
+	}
+	/* After the last release: held until the commit sends it. */
+	CHECK_EQ(insert_row(db, 5010), ZC_EOK);
 	CHECK_EQ(rdb_commit(db), ZC_EOK);
-	check_rows(db, 0, 5004);
+	check_rows(db, 0, 5011);
 
 	/* A transaction rolled back: its held rows never arrive. */
 	CHECK_EQ(rdb_begin_write(db), ZC_EOK);
 	CHECK_EQ(insert_row(db, 6000), ZC_EOK);
 	CHECK_EQ(insert_other(db, 6000, false), ZC_EOK);
 	rdb_rollback(db);
-	CHECK_EQ(count_of(db, "rdb_gather"), 5004);
+	CHECK_EQ(count_of(db, "rdb_gather"), 5011);
 	CHECK_EQ(count_of(db, "rdb_other"), 2499);
 
 	/* A clash found only at the commit: nothing of it stays. */
@@ -612,7 +618,7 @@ static void test_gathered(rdb_t *db)
 	if (rdb_in_txn(db)) {
 		rdb_rollback(db);
 	}
-	CHECK_EQ(count_of(db, "rdb_gather"), 5004);
+	CHECK_EQ(count_of(db, "rdb_gather"), 5011);
 }
 
 /* Array parameters (PostgreSQL): "= ANY(?)" over int8[] and bytea[],
