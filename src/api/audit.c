@@ -110,7 +110,7 @@ void api_audit(const api_req_t *req, const char *url)
 		         ",+%u more", ids.count - IDS_MAX);
 	}
 	zc_audit_str(&a, "ids", ids.count ? ids.text : "-");
-	if (req->version != 0) {
+	if (req->versioned) {
 		zc_audit_num(&a, "version", req->version);
 	}
 	zc_audit_end(&a);

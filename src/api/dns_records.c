@@ -638,6 +638,7 @@ static int run_unit(api_req_t *req, const records_zone_t *zone, op_t *ops,
 		api_error_code(req, ret, "dns_records");
 	} else {
 		req->version = u->zone.serial;
+		req->versioned = true;
 	}
 	if (last_id != NULL) {
 		*last_id = u->last_id;

@@ -153,6 +153,7 @@ static void change(api_req_t *req, const records_zone_t *zone, json_t *body)
 		api_error_code(req, ret, "dnssec");
 	} else {
 		req->version = d.zone.serial;
+		req->versioned = true;
 		req->result = state_json(req->rs, &d.zone);
 	}
 }

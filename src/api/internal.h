@@ -60,7 +60,8 @@ typedef struct {
 	json_t *result;         /* Owned; NULL: null. */
 	json_t *result_info;    /* Owned; optional. */
 	json_t *errors;         /* Owned array. */
-	int64_t version;        /* Zone version produced (0: none). */
+	int64_t version;        /* Zone version produced, when versioned */
+	bool versioned;         /* (a serial may be 0: RFC 1982 wraps). */
 	bool wait_live;         /* ?wait=live: answer once it is served. */
 	int live;               /* With wait_live: 1 served, 0 not (yet). */
 	int64_t live_zone_id;   /* The zone the version belongs to. */

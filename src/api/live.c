@@ -125,7 +125,7 @@ bool api_wait_arg(api_req_t *req)
 void api_wait_live(api_req_t *req)
 {
 	builder_follower_t *f = req->api->cfg.follower;
-	if (!req->wait_live || req->version == 0 || req->errors != NULL ||
+	if (!req->wait_live || !req->versioned || req->errors != NULL ||
 	    req->live_zone_id == 0 || f == NULL) {
 		return;
 	}

@@ -170,11 +170,11 @@ char *api_response(api_req_t *req, size_t *len, bool *json)
 	if (ok && req->result_info != NULL) {
 		json_object_set(env, "result_info", req->result_info);
 	}
-	if (ok && req->version != 0) {
+	if (ok && req->versioned) {
 		json_object_set_new(env, "zone_version",
 		                    json_integer(req->version));
 	}
-	if (ok && req->version != 0 && req->wait_live) {
+	if (ok && req->versioned && req->wait_live) {
 		json_object_set_new(env, "zone_live", json_boolean(req->live));
 	}
 	char *text = json_dumps(env, JSON_COMPACT);

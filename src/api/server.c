@@ -41,7 +41,7 @@ static enum MHD_Result respond(struct MHD_Connection *conn, api_req_t *req)
 	if (req->etag[0] != '\0' && req->status < 400) {
 		MHD_add_response_header(resp, "ETag", req->etag);
 	}
-	if (req->version != 0 && req->status < 400) {
+	if (req->versioned && req->status < 400) {
 		char v[24];
 		snprintf(v, sizeof(v), "%lld", (long long)req->version);
 		MHD_add_response_header(resp, "X-Zone-Version", v);

@@ -205,6 +205,7 @@ static void create_zone(api_req_t *req)
 	}
 	req->status = 200;
 	req->version = c.zone.serial;
+	req->versioned = true;
 	req->live_zone_id = c.zone.id;
 	memcpy(req->live_apex, c.zone.apex, knot_dname_size(c.zone.apex));
 	req->result = zone_json(req, &c.zone);
@@ -349,6 +350,7 @@ static void patch_zone(api_req_t *req, records_zone_t *zone)
 			api_error_code(req, ret, "zone");
 		} else {
 			req->version = p->zone.serial;
+			req->versioned = true;
 			req->result = zone_json(req, &p->zone);
 		}
 	}

@@ -321,10 +321,15 @@ static int first_seq(records_store_t *store, int64_t zone_id, uint32_t from,
                      uint32_t to, int64_t *seq)
 {
 	rdb_stmt_t *stmt;
-	int ret = rdb_prepare(store->db, RDB_SQL(
+	/* Versions are serials (RFC 1982): a range across 2^32 is the
+	 * versions above from and those up to to, each an index range. */
+	int ret = rdb_prepare(store->db, from < to ? RDB_SQL(
 		"SELECT min(seq) FROM zone_versions"
 		" WHERE zone_id = ?1 AND version > ?2"
-		" AND version <= ?3"), &stmt);
+		" AND version <= ?3") : RDB_SQL(
+		"SELECT min(seq) FROM zone_versions"
+		" WHERE zone_id = ?1 AND (version > ?2"
+		" OR version <= ?3)"), &stmt);
 	if (ret != ZC_EOK) {
 		return ret;
 	}
@@ -339,15 +344,19 @@ static int first_seq(records_store_t *store, int64_t zone_id, uint32_t from,
 }
 
 static int read_events(records_store_t *store, int64_t zone_id,
-                       const knot_dname_t *apex, int64_t seq, uint32_t to,
+                       const knot_dname_t *apex, int64_t seq, uint32_t from,
+                       uint32_t to,
                        int (*cb)(const records_journal_rr_t *rr, void *ctx),
                        void *ctx)
 {
 	rdb_stmt_t *stmt;
+	/* The events from the range's first on whose versions are serials
+	 * after from and not after to (RFC 1982: across 2^32 too). */
 	int ret = rdb_prepare(store->db, RDB_SQL(
 		"SELECT version, kind, okey, type,"
 		" ttl, rdata FROM changes WHERE seq >= ?1"
-		" AND zone_id = ?2 AND version <= ?3"
+		" AND zone_id = ?2 AND ((version - ?4) & 4294967295)"
+		" BETWEEN 1 AND ((?3 - ?4) & 4294967295)"
 		" ORDER BY seq"), &stmt);
 	if (ret != ZC_EOK) {
 		return ret;
@@ -355,6 +364,7 @@ static int read_events(records_store_t *store, int64_t zone_id,
 	rdb_bind_int64(stmt, 1, seq);
 	rdb_bind_int64(stmt, 2, zone_id);
 	rdb_bind_int64(stmt, 3, to);
+	rdb_bind_int64(stmt, 4, from);
 	uint8_t lf[DNS_LF_MAXLEN];
 	size_t apex_len = dns_name_to_lf(apex, lf);
 	int rc;
@@ -427,7 +437,7 @@ int records_changelog_journal(records_store_t *store, int64_t zone_id,
 		ret = first_seq(store, zone_id, from, to, &seq);
 	}
 	if (ret == ZC_EOK && seq > 0) {
-		ret = read_events(store, zone_id, apex, seq, to, cb, ctx);
+		ret = read_events(store, zone_id, apex, seq, from, to, cb, ctx);
 	}
 	return ret;
 }
