@@ -469,7 +469,9 @@ int api_node_cache_foreach(api_node_cache_t *c, const knot_dname_t *owner,
 			                    .entry = n->live[i] };
 		}
 	}
-	qsort(o, m, sizeof(*o), by_type_id);
+	if (m > 1) {
+		qsort(o, m, sizeof(*o), by_type_id);
+	}
 	for (size_t i = 0; i < m; i++) {
 		if (cb(&c->entry[o[i].entry].rec, ctx) != 0) {
 			break;
