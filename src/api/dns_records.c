@@ -559,7 +559,7 @@ static int run_op(records_store_t *rs, unit_t *u, const op_t *op)
 }
 
 /* Reads what the unit's ops are going to read, in a few statements
- * (one or two a kind on PostgreSQL) instead of one or more per op: the
+ * (on PostgreSQL: one or two a kind) instead of one or more per op: the
  * records they address by id, then the nodes they check, at the old
  * records' owners and at the names in the bodies. Whatever this misses
  * (a PATCH's name made from a record an earlier op rewrote, a name that
@@ -618,7 +618,9 @@ static int write_unit(records_store_t *rs, void *ctx)
 	if (ret == ZC_EOK) {
 		ret = records_zone_bump(rs, &u->zone);
 	}
-	if (ret == ZC_EOK) {
+	/* On SQLite each op reads what it needs when it first needs it: the
+	 * same lookups, in-process, without parsing the names twice. */
+	if (ret == ZC_EOK && records_reads_at_once(rs)) {
 		ret = prefetch(u);
 	}
 	for (size_t i = 0; i < u->count && ret == ZC_EOK; i++) {

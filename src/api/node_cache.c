@@ -23,6 +23,7 @@ struct api_node_entry {
 
 struct api_node {
 	const uint8_t *owner;      /* Lowercase, in the arena. */
+	size_t owner_len;
 	uint32_t *live;            /* Entries of its records, any order. */
 	size_t count, cap;
 	bool complete;             /* Read from the store in this run. */
@@ -73,10 +74,21 @@ static uint64_t id_hash(const api_node_cache_t *c, int64_t id)
 	return zc_hash_finish((uint64_t)id ^ c->seed);
 }
 
-static uint64_t owner_hash(const api_node_cache_t *c, const uint8_t *owner)
+/* Eight octets a step: names are hashed a few times per op. */
+static uint64_t owner_hash(const api_node_cache_t *c, const uint8_t *owner,
+                           size_t len)
 {
-	return zc_hash_finish(zc_hash_bytes(c->seed, owner,
-	                                    knot_dname_size(owner)));
+	uint64_t h = c->seed ^ len;
+	size_t i = 0;
+	for (; i + 8 <= len; i += 8) {
+		uint64_t w;
+		memcpy(&w, owner + i, 8);
+		h = (h ^ w) * UINT64_C(0x9e3779b97f4a7c15);
+		h ^= h >> 32;
+	}
+	uint64_t w = 0;
+	memcpy(&w, owner + i, len - i);
+	return zc_hash_finish((h ^ w) * UINT64_C(0x9e3779b97f4a7c15));
 }
 
 /* The slot of id in by_id: its entry's, or the free one it would take. */
@@ -91,13 +103,17 @@ static uint32_t *id_slot(const api_node_cache_t *c, int64_t id)
 	}
 }
 
-static uint32_t *owner_slot(const api_node_cache_t *c, const uint8_t *owner)
+static uint32_t *owner_slot(const api_node_cache_t *c, const uint8_t *owner,
+                            size_t len)
 {
 	size_t mask = c->owner_cap - 1;
-	for (size_t i = owner_hash(c, owner) & mask;; i = (i + 1) & mask) {
+	for (size_t i = owner_hash(c, owner, len) & mask;; i = (i + 1) & mask) {
 		uint32_t *slot = &c->by_owner[i];
-		if (*slot == 0 || knot_dname_is_equal(c->node[*slot - 1].owner,
-		                                      owner)) {
+		if (*slot == 0) {
+			return slot;
+		}
+		const api_node_t *n = &c->node[*slot - 1];
+		if (n->owner_len == len && memcmp(n->owner, owner, len) == 0) {
 			return slot;
 		}
 	}
@@ -132,9 +148,19 @@ static int table_room(uint32_t **table, size_t *cap, size_t used)
 	return 1; /* Emptied: the caller fills it again. */
 }
 
-/* A new entry (dead, no record yet) for id, which has none. */
-static int entry_put(api_node_cache_t *c, int64_t id, size_t *out)
+/* The entry of id, made (dead, no record yet) if new: *made says so. */
+static int entry_put(api_node_cache_t *c, int64_t id, size_t *out, bool *made)
 {
+	uint32_t *slot = NULL;
+	if (c->id_cap > 0) {
+		slot = id_slot(c, id);
+		if (*slot != 0) {
+			*out = *slot - 1;
+			*made = false;
+			return ZC_EOK;
+		}
+	}
+	*made = true;
 	if (c->entries == c->entry_cap) {
 		size_t cap = c->entry_cap ? 2 * c->entry_cap : 256;
 		api_node_entry_t *e = realloc(c->entry, cap * sizeof(*e));
@@ -152,28 +178,26 @@ static int entry_put(api_node_cache_t *c, int64_t id, size_t *out)
 		for (size_t i = 0; i < c->entries; i++) {
 			*id_slot(c, c->entry[i].rec.id) = (uint32_t)i + 1;
 		}
+		slot = id_slot(c, id);
 	}
 	size_t i = c->entries++;
 	c->entry[i] = (api_node_entry_t){ .rec = { .id = id } };
-	*id_slot(c, id) = (uint32_t)i + 1;
+	*slot = (uint32_t)i + 1;
 	*out = i;
 	return ZC_EOK;
-}
-
-static size_t node_get(const api_node_cache_t *c, const uint8_t *lower)
-{
-	if (c->owner_cap == 0) {
-		return NONE;
-	}
-	uint32_t slot = *owner_slot(c, lower);
-	return slot == 0 ? NONE : slot - 1;
 }
 
 /* The node of a lowercase owner, made (not complete) if new. */
 static int node_put(api_node_cache_t *c, const uint8_t *lower, size_t *out)
 {
-	if ((*out = node_get(c, lower)) != NONE) {
-		return ZC_EOK;
+	size_t size = knot_dname_size(lower);
+	uint32_t *slot = NULL;
+	if (c->owner_cap > 0) {
+		slot = owner_slot(c, lower, size);
+		if (*slot != 0) {
+			*out = *slot - 1;
+			return ZC_EOK;
+		}
 	}
 	if (c->nodes == c->node_cap) {
 		size_t cap = c->node_cap ? 2 * c->node_cap : 256;
@@ -190,18 +214,19 @@ static int node_put(api_node_cache_t *c, const uint8_t *lower, size_t *out)
 	}
 	if (ret == 1) {
 		for (size_t i = 0; i < c->nodes; i++) {
-			*owner_slot(c, c->node[i].owner) = (uint32_t)i + 1;
+			*owner_slot(c, c->node[i].owner,
+			            c->node[i].owner_len) = (uint32_t)i + 1;
 		}
+		slot = owner_slot(c, lower, size);
 	}
-	size_t size = knot_dname_size(lower);
 	uint8_t *owner = zc_arena_alloc(&c->arena, size);
 	if (owner == NULL) {
 		return KNOT_ENOMEM;
 	}
 	memcpy(owner, lower, size);
 	size_t i = c->nodes++;
-	c->node[i] = (api_node_t){ .owner = owner };
-	*owner_slot(c, owner) = (uint32_t)i + 1;
+	c->node[i] = (api_node_t){ .owner = owner, .owner_len = size };
+	*slot = (uint32_t)i + 1;
 	*out = i;
 	return ZC_EOK;
 }
@@ -254,11 +279,11 @@ static void *copy_bytes(api_node_cache_t *c, const void *src, size_t len,
 	return dst;
 }
 
-/* Makes rec (copied, its owner as given) the live record of entry e. */
-static int entry_set(api_node_cache_t *c, size_t e, const records_record_t *rec)
+/* Makes rec (copied, its owner as given) the live record of entry e;
+ * lower is its owner in lowercase. */
+static int entry_set(api_node_cache_t *c, size_t e, const records_record_t *rec,
+                     const uint8_t *lower)
 {
-	uint8_t lower[KNOT_DNAME_MAXLEN];
-	knot_dname_copy_lower(lower, rec->owner);
 	size_t node;
 	int ret = node_put(c, lower, &node);
 	if (ret != ZC_EOK) {
@@ -267,8 +292,13 @@ static int entry_set(api_node_cache_t *c, size_t e, const records_record_t *rec)
 	bool failed = false;
 	records_record_t copy = *rec;
 	copy.zone_id = c->zone_id;
-	copy.owner = copy_bytes(c, rec->owner, knot_dname_size(rec->owner),
-	                        &failed);
+	/* The node's bytes when they are the owner's (they are, but for an
+	 * owner stored in another case). */
+	const api_node_t *n = &c->node[node];
+	size_t size = knot_dname_size(rec->owner);
+	copy.owner = size == n->owner_len &&
+	             memcmp(rec->owner, n->owner, size) == 0 ? n->owner :
+	             copy_bytes(c, rec->owner, size, &failed);
 	copy.rdata = copy_bytes(c, rec->rdata, rec->rdata_len, &failed);
 	copy.comment = rec->comment == NULL ? NULL :
 	               copy_bytes(c, rec->comment, strlen(rec->comment), &failed);
@@ -292,13 +322,13 @@ static int entry_set(api_node_cache_t *c, size_t e, const records_record_t *rec)
 static int on_read(const records_record_t *rec, void *ctx)
 {
 	api_node_cache_t *c = ctx;
-	if (entry_get(c, rec->id) != NONE) {
-		return 0;
-	}
 	size_t e;
-	c->error = entry_put(c, rec->id, &e);
-	if (c->error == ZC_EOK) {
-		c->error = entry_set(c, e, rec);
+	bool made;
+	c->error = entry_put(c, rec->id, &e, &made);
+	if (c->error == ZC_EOK && made) {
+		uint8_t lower[KNOT_DNAME_MAXLEN];
+		knot_dname_copy_lower(lower, rec->owner);
+		c->error = entry_set(c, e, rec, lower);
 	}
 	return c->error != ZC_EOK;
 }
@@ -332,9 +362,8 @@ int api_node_cache_load_ids(api_node_cache_t *c, const int64_t *ids,
 	/* Ids the zone does not have: known as absent. */
 	for (size_t i = 0; i < n && ret == ZC_EOK; i++) {
 		size_t e;
-		if (entry_get(c, ask[i]) == NONE) {
-			ret = entry_put(c, ask[i], &e);
-		}
+		bool made;
+		ret = entry_put(c, ask[i], &e, &made);
 	}
 	free(ask);
 	return ret;
@@ -442,14 +471,16 @@ int api_node_cache_foreach(api_node_cache_t *c, const knot_dname_t *owner,
 {
 	uint8_t lower[KNOT_DNAME_MAXLEN];
 	knot_dname_copy_lower(lower, owner);
-	size_t k = node_get(c, lower);
-	if (k == NONE || !c->node[k].complete) {
-		const knot_dname_t *one = lower;
-		int ret = load_lower(c, &one, 1);
-		if (ret != ZC_EOK) {
-			return ret;
-		}
-		k = node_get(c, lower);
+	size_t k;
+	int ret = node_put(c, lower, &k);
+	if (ret == ZC_EOK && !c->node[k].complete) {
+		/* Not read ahead: read now, as the unit would without a cache. */
+		ret = read_done(c, records_record_foreach(c->rs, c->zone_id, lower,
+		                                          0, on_read, c));
+		c->node[k].complete = ret == ZC_EOK;
+	}
+	if (ret != ZC_EOK) {
+		return ret;
 	}
 	const api_node_t *n = &c->node[k];
 	if (n->count > c->scratch_cap) {
@@ -482,29 +513,27 @@ int api_node_cache_foreach(api_node_cache_t *c, const knot_dname_t *owner,
 
 int api_node_cache_inserted(api_node_cache_t *c, const records_record_t *rec)
 {
-	size_t e = entry_get(c, rec->id);
-	int ret = e == NONE ? entry_put(c, rec->id, &e) : ZC_EOK;
+	size_t e;
+	bool made;
+	int ret = entry_put(c, rec->id, &e, &made);
 	if (ret == ZC_EOK) {
 		/* As stored: the owner in lowercase (records_record_insert()). */
 		uint8_t lower[KNOT_DNAME_MAXLEN];
 		knot_dname_copy_lower(lower, rec->owner);
 		records_record_t copy = *rec;
 		copy.owner = lower;
-		ret = entry_set(c, e, &copy);
+		ret = entry_set(c, e, &copy, lower);
 	}
 	return ret;
 }
 
 void api_node_cache_deleted(api_node_cache_t *c, int64_t id)
 {
-	size_t e = entry_get(c, id);
-	if (e == NONE) {
-		/* Known as absent from now on; nothing to do if that fails:
-		 * the id is then read from the store, which has it no more. */
-		entry_put(c, id, &e);
-		return;
-	}
-	if (c->entry[e].alive) {
+	/* Known as absent from now on; nothing to do if that fails: the id
+	 * is then read from the store, which has it no more. */
+	size_t e;
+	bool made;
+	if (entry_put(c, id, &e, &made) == ZC_EOK && c->entry[e].alive) {
 		node_detach(c, e);
 		c->entry[e].alive = false;
 	}

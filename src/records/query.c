@@ -224,6 +224,11 @@ static int owners_slice(records_store_t *store, int64_t zone_id,
 	return ret;
 }
 
+bool records_reads_at_once(const records_store_t *store)
+{
+	return rdb_has_arrays(store->db);
+}
+
 int records_record_foreach_owners(records_store_t *store, int64_t zone_id,
                                   const knot_dname_t *const *owners,
                                   size_t count,

@@ -565,6 +565,11 @@ int records_record_find_many(records_store_t *store, int64_t zone_id,
                              int (*cb)(const records_record_t *rec, void *ctx),
                              void *ctx);
 
+/* Whether records_record_find_many() and records_record_foreach_owners()
+ * read many keys in one statement (PostgreSQL), not one lookup per key
+ * (SQLite, in-process): reading ahead of need pays only then. */
+bool records_reads_at_once(const records_store_t *store);
+
 /*
  * The records of a zone at these owners (wire, any case), as
  * records_record_foreach() gives each owner's with type 0, in no
