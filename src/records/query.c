@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /*
  * Reading records by id and by filter (owner, type): the lookups of
- * units of work (records_record_foreach(), _find()) and the API's
- * listings (records_record_query()).
+ * units of work (records_record_foreach(), _find(), and their forms for
+ * many ids or owners at once, _find_many() and _foreach_owners(), one
+ * statement on PostgreSQL) and the API's listings
+ * (records_record_query()).
  *
  * Listings take an owner and a type filter, three orders, either
  * direction, a page. Each shape of query is its own statement, built once, so that SQLite
@@ -15,6 +17,7 @@
  */
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <libknot/errcode.h>
 
@@ -179,6 +182,84 @@ int records_record_find_many(records_store_t *store, int64_t zone_id,
 	rdb_bind_int64_array(stmt, 2, ids, count);
 	ret = records_rows_foreach(stmt, cb, ctx);
 	rdb_done(stmt);
+	return ret;
+}
+
+/* Owners per statement of records_record_foreach_owners() at most. */
+#define OWNERS_PER_READ 4096
+
+/* The records at owners[0, count) with okey = ANY: one statement. */
+static int owners_slice(records_store_t *store, int64_t zone_id,
+                        const knot_dname_t *const *owners, size_t count,
+                        uint8_t *buf, const uint8_t **keys, size_t *lens,
+                        find_t *f)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < count; i++) {
+		uint8_t *okey = buf + n * DNS_LF_MAXLEN;
+		int ret = filter_key(store, zone_id, owners[i], okey, &lens[n]);
+		if (ret == KNOT_EOUTOFZONE || ret == ZC_ENAMEKEY) {
+			continue; /* No record has that owner. */
+		}
+		if (ret != ZC_EOK) {
+			return ret;
+		}
+		keys[n++] = okey;
+	}
+	if (n == 0) {
+		return ZC_EOK;
+	}
+	rdb_stmt_t *stmt;
+	int ret = rdb_prepare(store->db, RDB_SQL2(NULL,
+		"SELECT " RECORDS_RECORD_COLUMNS
+		" FROM records"
+		" WHERE zone_id = ?1 AND okey = ANY(?2)"), &stmt);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	rdb_bind_int64(stmt, 1, zone_id);
+	rdb_bind_blob_array(stmt, 2, (const void *const *)keys, lens, n);
+	ret = records_rows_foreach(stmt, found_stop, f);
+	rdb_done(stmt);
+	return ret;
+}
+
+bool records_reads_at_once(const records_store_t *store)
+{
+	return rdb_has_arrays(store->db);
+}
+
+int records_record_foreach_owners(records_store_t *store, int64_t zone_id,
+                                  const knot_dname_t *const *owners,
+                                  size_t count,
+                                  int (*cb)(const records_record_t *rec,
+                                            void *ctx),
+                                  void *ctx)
+{
+	find_t f = { .cb = cb, .ctx = ctx };
+	if (!rdb_has_arrays(store->db)) {
+		int ret = ZC_EOK;
+		/* A stop from cb ends the reading, not just its owner. */
+		for (size_t i = 0; i < count && ret == ZC_EOK && !f.stopped; i++) {
+			ret = records_record_foreach(store, zone_id, owners[i], 0,
+			                             found_stop, &f);
+		}
+		return ret;
+	}
+	size_t slice = count < OWNERS_PER_READ ? count : OWNERS_PER_READ;
+	uint8_t *buf = malloc((slice ? slice : 1) * DNS_LF_MAXLEN);
+	const uint8_t **keys = malloc((slice ? slice : 1) * sizeof(*keys));
+	size_t *lens = malloc((slice ? slice : 1) * sizeof(*lens));
+	int ret = buf && keys && lens ? ZC_EOK : KNOT_ENOMEM;
+	for (size_t from = 0; from < count && ret == ZC_EOK && !f.stopped;
+	     from += slice) {
+		size_t n = count - from < slice ? count - from : slice;
+		ret = owners_slice(store, zone_id, owners + from, n, buf, keys,
+		                   lens, &f);
+	}
+	free(lens);
+	free(keys);
+	free(buf);
 	return ret;
 }
 

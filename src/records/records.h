@@ -565,6 +565,27 @@ int records_record_find_many(records_store_t *store, int64_t zone_id,
                              int (*cb)(const records_record_t *rec, void *ctx),
                              void *ctx);
 
+/* Whether records_record_find_many() and records_record_foreach_owners()
+ * read many keys in one statement (PostgreSQL), not one lookup per key
+ * (SQLite, in-process): reading ahead of need pays only then. */
+bool records_reads_at_once(const records_store_t *store);
+
+/*
+ * The records of a zone at these owners (wire, any case), as
+ * records_record_foreach() gives each owner's with type 0, in no
+ * particular order; an owner outside the zone matches nothing. The
+ * owners should be distinct (ignoring case), or their records come once
+ * per time they are named on SQLite. One statement per 4,096 owners on
+ * PostgreSQL (okey = ANY), one indexed lookup per owner on SQLite. A
+ * non-zero return from cb stops the reading.
+ */
+int records_record_foreach_owners(records_store_t *store, int64_t zone_id,
+                                  const knot_dname_t *const *owners,
+                                  size_t count,
+                                  int (*cb)(const records_record_t *rec,
+                                            void *ctx),
+                                  void *ctx);
+
 /* --- Ordered reads for builds and exports. --- */
 
 /* Begins and ends a read snapshot (a SQLite read transaction) spanning

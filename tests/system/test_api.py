@@ -827,6 +827,130 @@ def test_batch_is_all_or_nothing_and_one_version(srv, api):
     expect_answer(srv, "new." + zone, "A", rdatas("A", "192.0.2.4"), ttl=77)
 
 
+def refused_batches(api, srv, zid, zone, batches):
+    """Each batch is refused with a 4xx and changes nothing."""
+    before = snapshot(api, srv, zid, zone)
+    path = "/zones/%s/dns_records/batch" % zid
+    for ops, status in batches:
+        r = api.call("POST", path, json=ops)
+        assert r.status_code == status, (ops, r.status_code, r.text)
+        assert_error(r, status, None)
+        assert snapshot(api, srv, zid, zone) == before, ops
+
+
+def test_batch_ops_see_the_earlier_ops_of_their_batch(srv, api):
+    """Every op of a batch is checked against the zone as the ops before it
+    left it: refusals that only earlier ops of the same batch cause, and
+    changes that only they allow (names in any case)."""
+    zid, zone = new_zone(api, "bseq")
+    path = "/zones/%s/dns_records/batch" % zid
+    x, _ = post_record(api, zid, name="x." + zone, type="A", content="192.0.2.1", ttl=300)
+    m, _ = post_record(api, zid, name="mv." + zone, type="A", content="192.0.2.2")
+    cname = {"type": "CNAME", "content": "x." + zone}
+    refused_batches(api, srv, zid, zone, [
+        # a CNAME, then other data at its name
+        ({"posts": [dict(cname, name="c." + zone),
+                    {"name": "C." + zone.upper(), "type": "A", "content": "192.0.2.9"}]}, 400),
+        # the same record twice, its name in another case
+        ({"posts": [{"name": "d." + zone, "type": "A", "content": "192.0.2.3"},
+                    {"name": "D." + zone.upper(), "type": "A", "content": "192.0.2.3"}]}, 400),
+        # a record moved by PUT, or by PATCH, to a name where a later post adds a CNAME
+        ({"puts": [{"id": m["id"], "name": "to." + zone, "type": "A", "content": "192.0.2.2"}],
+          "posts": [dict(cname, name="to." + zone)]}, 400),
+        ({"patches": [{"id": m["id"], "name": "TO." + zone}],
+          "posts": [dict(cname, name="to." + zone)]}, 400),
+        # a CNAME posted where a record stays after a PUT that leaves it in place
+        ({"puts": [{"id": m["id"], "name": "mv." + zone, "type": "A", "content": "192.0.2.7"}],
+          "posts": [dict(cname, name="MV." + zone)]}, 400),
+        # two patches of one record: the second starts where the first left
+        # it, and makes it a duplicate there
+        ({"patches": [{"id": m["id"], "name": "x." + zone},
+                      {"id": m["id"], "content": "192.0.2.1"}]}, 400),
+        # a record deleted, then patched, or deleted again: it is gone
+        ({"deletes": [{"id": x["id"]}], "patches": [{"id": x["id"], "content": "192.0.2.5"}]},
+         404),
+        ({"deletes": [{"id": x["id"]}, {"id": x["id"]}]}, 404),
+    ])
+    # deleted, then posted again with the same data at the same name: a new record
+    body = api.ok("POST", path, json={
+        "deletes": [{"id": x["id"]}],
+        "posts": [{"name": "X." + zone.upper(), "type": "A", "content": "192.0.2.1", "ttl": 300}]})
+    (new_x,) = body["result"]["posts"]
+    assert new_x["id"] != x["id"] and new_x["name"] == "x." + zone
+    assert [r["id"] for r in api.records(zid, name="x." + zone)] == [new_x["id"]]
+    # moved away by PUT, then a CNAME at the name it left
+    api.ok("POST", path, json={
+        "puts": [{"id": m["id"], "name": "to." + zone, "type": "A", "content": "192.0.2.2"}],
+        "posts": [{"name": "mv." + zone, "type": "CNAME", "content": "to." + zone}]})
+    expect_answer(srv, "mv." + zone, "CNAME", rdatas("CNAME", "to.%s." % zone))
+    expect_answer(srv, "to." + zone, "A", rdatas("A", "192.0.2.2"))
+    # two patches of one record: the second starts from the first's result
+    body = api.ok("POST", path, json={"patches": [{"id": m["id"], "name": "p2." + zone},
+                                                  {"id": m["id"], "content": "192.0.2.22"}]})
+    assert [(r["id"], r["name"], r["content"]) for r in body["result"]["patches"]] == [
+        (m["id"], "p2." + zone, "192.0.2.22")] * 2
+    expect_answer(srv, "p2." + zone, "A", rdatas("A", "192.0.2.22"))
+    expect_nxdomain(srv, "to." + zone)
+    # one TTL per RRset: each write gives its TTL to the records written
+    # before it in the batch; the result shows the records as stored after it
+    body = api.ok("POST", path, json={
+        "puts": [{"id": m["id"], "name": "p2." + zone, "type": "A", "content": "192.0.2.23",
+                  "ttl": 120}],
+        "posts": [{"name": "p2." + zone, "type": "A", "content": "192.0.2.24", "ttl": 60},
+                  {"name": "P2." + zone, "type": "A", "content": "192.0.2.25", "ttl": 600}]})
+    res = body["result"]
+    assert [(r["content"], r["ttl"]) for r in res["puts"] + res["posts"]] == [
+        ("192.0.2.23", 600), ("192.0.2.24", 600), ("192.0.2.25", 600)]
+    assert sorted((r["content"], r["ttl"]) for r in api.records(zid, name="p2." + zone)) == [
+        ("192.0.2.23", 600), ("192.0.2.24", 600), ("192.0.2.25", 600)]
+    expect_answer(srv, "p2." + zone, "A", rdatas("A", "192.0.2.23", "192.0.2.24", "192.0.2.25"),
+                  ttl=600)
+
+
+def test_batch_names_with_any_octet(srv, api):
+    """Names of a batch that hold escaped octets (NUL, a dot inside a label,
+    octets above ASCII, which have no case) are one node exactly when they
+    are one name: the rules see them so within one batch."""
+    zid, zone = new_zone(api, "boct")
+    path = "/zones/%s/dns_records/batch" % zid
+    target = {"type": "CNAME", "content": "t." + zone}
+
+    def a(name, content="192.0.2.1"):
+        return {"name": name + "." + zone, "type": "A", "content": content}
+
+    refused_batches(api, srv, zid, zone, [
+        ({"posts": [dict(target, name="n\\000." + zone), a("n\\000")]}, 400),
+        ({"posts": [dict(target, name="a\\065." + zone), a("aa")]}, 400),
+        ({"posts": [a("d\\.o"), a("D\\.O")]}, 400),
+        ({"posts": [a("\\000\\196"), a("\\000\\196")]}, 400),
+    ])
+    body = api.ok("POST", path, json={"posts": [
+        dict(target, name="n\\000." + zone), a("n"), a("n\\000\\000"),
+        dict(target, name="d\\.o." + zone), a("d.o"),
+        dict(target, name="\\196." + zone), a("\\228"),
+        a("\\000\\196"), a("\\000\\196", "192.0.2.2")]})
+    assert len(body["result"]["posts"]) == 9
+    expect_answer(srv, "n\\000." + zone, "CNAME", rdatas("CNAME", "t.%s." % zone))
+    expect_answer(srv, "n." + zone, "A", rdatas("A", "192.0.2.1"))
+    expect_answer(srv, "n\\000\\000." + zone, "A", rdatas("A", "192.0.2.1"))
+    expect_answer(srv, "d\\.o." + zone, "CNAME", rdatas("CNAME", "t.%s." % zone))
+    expect_answer(srv, "d.o." + zone, "A", rdatas("A", "192.0.2.1"))
+    expect_answer(srv, "\\196." + zone, "CNAME", rdatas("CNAME", "t.%s." % zone))
+    expect_answer(srv, "\\228." + zone, "A", rdatas("A", "192.0.2.1"))
+    expect_answer(srv, "\\000\\196." + zone, "A", rdatas("A", "192.0.2.1", "192.0.2.2"))
+    # the same names, each op seeing the last: move the A away from n, a
+    # CNAME in its place; the NUL name's CNAME deleted, an A posted there
+    recs = {(r["name"], r["type"]): r for r in api.records(zid)}
+    n_a = recs[("n." + zone, "A")]
+    n0 = recs[("n\\000." + zone, "CNAME")]
+    api.ok("POST", path, json={
+        "deletes": [{"id": n0["id"]}],
+        "patches": [{"id": n_a["id"], "name": "n\\000." + zone}],
+        "posts": [dict(target, name="N." + zone), a("n\\000", "192.0.2.3")]})
+    expect_answer(srv, "n." + zone, "CNAME", rdatas("CNAME", "t.%s." % zone))
+    expect_answer(srv, "n\\000." + zone, "A", rdatas("A", "192.0.2.1", "192.0.2.3"))
+
+
 IMPORT_TEXT = """\
 $ORIGIN {zone}.
 $TTL 300

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /*
  * Listing queries (records_record_query()): the rows, their order in each
- * direction, pages and totals; and SQLite's plan of every shape, which
+ * direction, pages and totals; the records of many owners at once
+ * (records_record_foreach_owners()); and SQLite's plan of every shape, which
  * must use an index for an owner or a type filter (no walk of the zone)
  * and sort only for the TTL order. The plans are those of a store without
  * ANALYZE statistics, as zonecast runs.
@@ -129,6 +130,69 @@ static void test_rows(records_store_t *rs, int64_t zone_id)
 	CHECK_EQ(records_record_query(rs, zone_id, &q, &total, collect, &r), ZC_EOK);
 	CHECK_EQ(total, 0);
 	CHECK_EQ(r.count, 0);
+}
+
+typedef struct {
+	int rows, stop_at;
+	int a, txt;
+	bool other_owner;
+} owner_rows_t;
+
+static int owner_row(const records_record_t *rec, void *ctx)
+{
+	owner_rows_t *o = ctx;
+	o->a += rec->type == KNOT_RRTYPE_A;
+	o->txt += rec->type == KNOT_RRTYPE_TXT;
+	char name[64];
+	knot_dname_to_str(name, rec->owner, sizeof(name));
+	o->other_owner |= strncmp(name, "n", 1) != 0;
+	return ++o->rows == o->stop_at;
+}
+
+/* records_record_foreach_owners: the records of every owner named (any
+ * case), none of a name outside the zone or without records; more owners
+ * than one statement takes on PostgreSQL; a stop ends the whole reading. */
+static void test_foreach_owners(records_store_t *rs, int64_t zone_id)
+{
+	enum { OWNERS = 4100 };
+	static uint8_t names[OWNERS][KNOT_DNAME_MAXLEN];
+	static const knot_dname_t *owners[OWNERS];
+	/* Past 4,096: the zone's names come last, upper case, and between
+	 * them names that hold nothing and one outside the zone. */
+	for (int i = 0; i < OWNERS; i++) {
+		char text[64];
+		int n = i - (OWNERS - NAMES);
+		if (n >= 0) {
+			snprintf(text, sizeof(text), "N%03d.Q.TEST.", n);
+		} else if (i == 7) {
+			snprintf(text, sizeof(text), "n001.other.");
+		} else {
+			snprintf(text, sizeof(text), "none%d.q.test.", i);
+		}
+		CHECK(knot_dname_from_str(names[i], text, KNOT_DNAME_MAXLEN) != NULL);
+		owners[i] = names[i];
+	}
+	owner_rows_t o = { .stop_at = -1 };
+	CHECK_EQ(records_record_foreach_owners(rs, zone_id, owners, OWNERS,
+	                                       owner_row, &o), ZC_EOK);
+	CHECK_EQ(o.a, NAMES);
+	CHECK_EQ(o.txt, NAMES / 3);
+	CHECK(!o.other_owner);
+	/* Two owners: n003 has an A and a TXT, n004 an A. */
+	o = (owner_rows_t){ .stop_at = -1 };
+	const knot_dname_t *two[2] = { owners[OWNERS - NAMES + 3],
+	                               owners[OWNERS - NAMES + 4] };
+	CHECK_EQ(records_record_foreach_owners(rs, zone_id, two, 2, owner_row,
+	                                       &o), ZC_EOK);
+	CHECK_EQ(o.rows, 3);
+	o = (owner_rows_t){ .stop_at = 1 };
+	CHECK_EQ(records_record_foreach_owners(rs, zone_id, owners, OWNERS,
+	                                       owner_row, &o), ZC_EOK);
+	CHECK_EQ(o.rows, 1);
+	o = (owner_rows_t){ .stop_at = -1 };
+	CHECK_EQ(records_record_foreach_owners(rs, zone_id, owners, 0, owner_row,
+	                                       &o), ZC_EOK);
+	CHECK_EQ(o.rows, 0);
 }
 
 /* Every shape's plan: an index for each filter, a sort only by TTL. */
@@ -314,6 +378,7 @@ int main(void)
 	records_zone_t zone;
 	CHECK_EQ(records_zone_find(rs, apex, &zone), ZC_EOK);
 	test_rows(rs, zone.id);
+	test_foreach_owners(rs, zone.id);
 	test_plans(rs);
 	test_scan_pages(rs);
 	records_close(rs);
