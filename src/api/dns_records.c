@@ -600,6 +600,16 @@ static int prefetch(unit_t *u)
 	if (ret == ZC_EOK) {
 		ret = api_node_cache_load_owners(&u->cache, owners, n_owners);
 	}
+	size_t posts = 0;
+	for (size_t i = 0; i < u->count; i++) {
+		posts += u->ops[i].op == OP_POST;
+	}
+	if (ret == ZC_EOK && posts > 0) {
+		/* The new records' ids in one draw: each draw is a read, which
+		 * would send the records gathered so far in a statement of
+		 * their own. */
+		ret = records_ids_reserve(u->cache.rs, posts);
+	}
 	free(names);
 	free(owners);
 	free(ids);

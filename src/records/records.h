@@ -570,6 +570,13 @@ int records_record_find_many(records_store_t *store, int64_t zone_id,
  * (SQLite, in-process): reading ahead of need pays only then. */
 bool records_reads_at_once(const records_store_t *store);
 
+/* Inside a write transaction, before a unit inserts n new records: their
+ * ids drawn at once (PostgreSQL: one draw of up to 1,024 from record_ids,
+ * not blocks doubling from 16, each draw a read that sends the rows
+ * gathered so far, db_pg_gather.c). SQLite: nothing (ids are counted in
+ * memory). */
+int records_ids_reserve(records_store_t *store, size_t n);
+
 /*
  * The records of a zone at these owners (wire, any case), as
  * records_record_foreach() gives each owner's with type 0, in no

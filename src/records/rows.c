@@ -34,36 +34,58 @@ void records_ids_forget(records_store_t *store)
  * unit of one record draws 16 and an import of a million a few hundred
  * blocks of RECORDS_ID_BLOCK_MAX.
  */
+/* Draws the next block, of at least `least` ids (up to the most a block
+ * holds); what the last block had left is skipped. */
+static int draw_block(records_store_t *store, size_t least)
+{
+	size_t n = store->ids_block == 0 ? RECORDS_ID_BLOCK_MIN :
+	           store->ids_block * 2;
+	n = n < least ? least : n;
+	n = n > RECORDS_ID_BLOCK_MAX ? RECORDS_ID_BLOCK_MAX : n;
+	rdb_stmt_t *stmt;
+	int ret = rdb_prepare(store->db, RDB_SQL(
+		"SELECT nextval('record_ids')"
+		" FROM generate_series(1, ?1)"), &stmt);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	rdb_bind_int64(stmt, 1, (int64_t)n);
+	size_t got = 0;
+	int rc = RDB_DONE;
+	while (got < n && (rc = rdb_step(stmt)) == RDB_ROW) {
+		store->ids[got++] = rdb_col_int64(stmt, 0);
+	}
+	ret = got == n ? ZC_EOK : rc < 0 ? rc : ZC_ESQL;
+	rdb_done(stmt);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	store->ids_at = 0;
+	store->ids_n = n;
+	store->ids_block = n;
+	return ZC_EOK;
+}
+
 static int next_pg_id(records_store_t *store, int64_t *id)
 {
 	if (store->ids_at == store->ids_n) {
-		size_t n = store->ids_block == 0 ? RECORDS_ID_BLOCK_MIN :
-		           store->ids_block * 2;
-		n = n > RECORDS_ID_BLOCK_MAX ? RECORDS_ID_BLOCK_MAX : n;
-		rdb_stmt_t *stmt;
-		int ret = rdb_prepare(store->db, RDB_SQL(
-			"SELECT nextval('record_ids')"
-			" FROM generate_series(1, ?1)"), &stmt);
+		int ret = draw_block(store, 0);
 		if (ret != ZC_EOK) {
 			return ret;
 		}
-		rdb_bind_int64(stmt, 1, (int64_t)n);
-		size_t got = 0;
-		int rc = RDB_DONE;
-		while (got < n && (rc = rdb_step(stmt)) == RDB_ROW) {
-			store->ids[got++] = rdb_col_int64(stmt, 0);
-		}
-		ret = got == n ? ZC_EOK : rc < 0 ? rc : ZC_ESQL;
-		rdb_done(stmt);
-		if (ret != ZC_EOK) {
-			return ret;
-		}
-		store->ids_at = 0;
-		store->ids_n = n;
-		store->ids_block = n;
 	}
 	*id = store->ids[store->ids_at++];
 	return ZC_EOK;
+}
+
+int records_ids_reserve(records_store_t *store, size_t n)
+{
+	if (rdb_kind(store->db) != RDB_PG) {
+		return ZC_EOK; /* SQLite counts in memory. */
+	}
+	n = n > RECORDS_ID_BLOCK_MAX ? RECORDS_ID_BLOCK_MAX : n;
+	return store->ids_n - store->ids_at >= n ? ZC_EOK :
+	       draw_block(store, n);
 }
 
 int records_alloc_id(records_store_t *store, int64_t *id)
