@@ -55,6 +55,7 @@ typedef struct {
 	int64_t last_id;         /* The record a single-record write touched. */
 	bool import;             /* Identical records are skipped, not errors. */
 	bool keep_deleted;       /* A batch: deletes render what they delete. */
+	bool keep_written;       /* A single write: renders what it wrote. */
 	char *tags;              /* The op's tags, JSON text (arena); NULL. */
 	json_t *deleted;         /* What the op's delete rendered (owned). */
 	int skipped;
@@ -100,6 +101,29 @@ static void get_record(api_req_t *req, const records_zone_t *zone,
 	}
 	req->result = o.record;
 	snprintf(req->etag, sizeof(req->etag), "%s", o.etag);
+}
+
+/* A committed single write's answer: the record read back (as the store
+ * has it now), or, when that read fails (the connection lost, the zone
+ * deleted right after), the record as the unit wrote it: the write is
+ * committed, and an error would tell the client that nothing was. */
+static void answer_written(api_req_t *req, const records_zone_t *zone,
+                           int64_t id, const op_t *op)
+{
+	one_t o = { .zone = zone };
+	int ret = records_record_find(req->rs, zone->id, id, one_record, &o);
+	if (ret == ZC_EOK && o.record != NULL) {
+		req->result = o.record;
+		snprintf(req->etag, sizeof(req->etag), "%s", o.etag);
+		return;
+	}
+	json_decref(o.record);
+	if (op->written != NULL) {
+		req->result = json_incref(op->written);
+		snprintf(req->etag, sizeof(req->etag), "%s", op->etag);
+		return;
+	}
+	api_error_code(req, ret == ZC_EOK ? KNOT_ENOENT : ret, "dns_record_id");
 }
 
 /* --- Writing --- */
@@ -641,6 +665,15 @@ static int write_unit(records_store_t *rs, void *ctx)
 		op->result_id = u->last_id;
 		json_decref(op->deleted);
 		op->deleted = u->deleted;
+		records_record_t rec;
+		if (ret == ZC_EOK && u->keep_written && op->op != OP_DELETE &&
+		    op->result_id > 0 &&
+		    api_node_cache_known(&u->cache, op->result_id, &rec)) {
+			json_decref(op->written);
+			op->written = api_record_json(&u->zone, &rec);
+			etag_of(rec.id, rec.modified_on, op->etag,
+			        sizeof(op->etag));
+		}
 	}
 	return ret;
 }
@@ -676,6 +709,7 @@ static int run_unit(api_req_t *req, const records_zone_t *zone, op_t *ops,
 	u->if_match = if_match;
 	u->import = (skipped != NULL);
 	u->keep_deleted = last_id == NULL && skipped == NULL;
+	u->keep_written = last_id != NULL && skipped == NULL;
 	zc_arena_init(&u->arena, 64 * 1024);
 	api_node_cache_init(&u->cache);
 	int ret = writer_run(req->api->writer, write_unit, u);
@@ -719,9 +753,10 @@ static void single(api_req_t *req, const records_zone_t *zone, int kind,
 			api_id_format(id, rid);
 			req->result = json_pack("{s:s}", "id", rid);
 		} else {
-			get_record(req, zone, last);
+			answer_written(req, zone, last, &op);
 		}
 	}
+	json_decref(op.written);
 	json_decref(body);
 }
 

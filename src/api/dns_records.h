@@ -14,6 +14,11 @@ typedef struct {
 	json_t *fields;          /* Borrowed from the request body. */
 	int64_t result_id;       /* The record written (0: none, skipped). */
 	json_t *deleted;         /* A batch's deleted record, as it was. */
+	/* A single write's record as the unit wrote it, and its ETag: the
+	 * answer when reading it back after the commit fails (the write is
+	 * committed all the same). */
+	json_t *written;
+	char etag[64];
 } op_t;
 
 /* parts[] are the URL's path segments after dns_records. */
