@@ -61,7 +61,10 @@ typedef struct {
 	int skipped;
 	unsigned status;         /* HTTP status of a failure. */
 	char err[512];
-	api_node_cache_t cache;  /* What the unit's run read and wrote. */
+	/* What the unit's run read and wrote: its own, or the caller's (a
+	 * batch answers from it what its read-back misses). */
+	api_node_cache_t *cache;
+	api_node_cache_t own;
 } unit_t;
 
 static void etag_of(int64_t id, int64_t modified, char *out, size_t size)
@@ -154,7 +157,7 @@ typedef struct {
 static int load_record(unit_t *u, int64_t id, copy_t *c)
 {
 	c->found = false;
-	int ret = api_node_cache_find(&u->cache, id, &c->rec);
+	int ret = api_node_cache_find(u->cache, id, &c->rec);
 	if (ret == KNOT_ENOENT) {
 		char idtxt[33];
 		api_id_format(id, idtxt);
@@ -212,7 +215,7 @@ static int load_node(unit_t *u, const uint8_t *owner, uint16_t type,
                      int64_t exclude, node_t *n)
 {
 	*n = (node_t){ .u = u, .exclude = exclude };
-	int ret = api_node_cache_foreach(&u->cache, owner, type, collect, n);
+	int ret = api_node_cache_foreach(u->cache, owner, type, collect, n);
 	return ret == ZC_EOK && n->failed ? KNOT_ENOMEM : ret;
 }
 
@@ -286,12 +289,12 @@ static int retime(records_store_t *rs, unit_t *u, const node_t *n,
 			ret = records_record_delete(rs, &u->zone, old.rec.id);
 		}
 		if (ret == ZC_EOK) {
-			api_node_cache_deleted(&u->cache, old.rec.id);
+			api_node_cache_deleted(u->cache, old.rec.id);
 			old.rec.ttl = added->ttl;
 			ret = records_record_insert(rs, &u->zone, &old.rec);
 		}
 		if (ret == ZC_EOK) {
-			ret = api_node_cache_inserted(&u->cache, &old.rec);
+			ret = api_node_cache_inserted(u->cache, &old.rec);
 		}
 		if (ret != ZC_EOK) {
 			return ret;
@@ -470,7 +473,7 @@ static int write_record(records_store_t *rs, unit_t *u, json_t *f,
 	if (old != NULL) {
 		ret = records_record_delete(rs, &u->zone, old->rec.id);
 		if (ret == ZC_EOK) {
-			api_node_cache_deleted(&u->cache, old->rec.id);
+			api_node_cache_deleted(u->cache, old->rec.id);
 		}
 	}
 	const char *comment = json_string_value(json_object_get(f, "comment"));
@@ -488,7 +491,7 @@ static int write_record(records_store_t *rs, unit_t *u, json_t *f,
 		ret = records_record_insert(rs, &u->zone, &rec);
 	}
 	if (ret == ZC_EOK) {
-		ret = api_node_cache_inserted(&u->cache, &rec);
+		ret = api_node_cache_inserted(u->cache, &rec);
 	}
 	if (ret == ZC_EOK) {
 		ret = retime(rs, u, &n, &added);
@@ -533,7 +536,7 @@ static int delete_record(records_store_t *rs, unit_t *u, const copy_t *old)
 	}
 	ret = records_record_delete(rs, &u->zone, old->rec.id);
 	if (ret == ZC_EOK) {
-		api_node_cache_deleted(&u->cache, old->rec.id);
+		api_node_cache_deleted(u->cache, old->rec.id);
 	}
 	return ret;
 }
@@ -602,13 +605,13 @@ static int prefetch(unit_t *u)
 		}
 	}
 	if (ret == ZC_EOK) {
-		ret = api_node_cache_load_ids(&u->cache, ids, n_ids);
+		ret = api_node_cache_load_ids(u->cache, ids, n_ids);
 	}
 	for (size_t i = 0; i < u->count && ret == ZC_EOK; i++) {
 		const op_t *op = &u->ops[i];
 		records_record_t old;
 		if (op->op != OP_POST &&
-		    api_node_cache_known(&u->cache, op->id, &old)) {
+		    api_node_cache_known(u->cache, op->id, &old)) {
 			owners[n_owners++] = old.owner;
 		}
 		const char *name = op->op == OP_DELETE ? NULL :
@@ -622,7 +625,7 @@ static int prefetch(unit_t *u)
 		}
 	}
 	if (ret == ZC_EOK) {
-		ret = api_node_cache_load_owners(&u->cache, owners, n_owners);
+		ret = api_node_cache_load_owners(u->cache, owners, n_owners);
 	}
 	size_t posts = 0;
 	for (size_t i = 0; i < u->count; i++) {
@@ -632,7 +635,7 @@ static int prefetch(unit_t *u)
 		/* The new records' ids in one draw: each draw is a read, which
 		 * would send the records gathered so far in a statement of
 		 * their own. */
-		ret = records_ids_reserve(u->cache.rs, posts);
+		ret = records_ids_reserve(u->cache->rs, posts);
 	}
 	free(names);
 	free(owners);
@@ -647,7 +650,7 @@ static int write_unit(records_store_t *rs, void *ctx)
 	 * not take (writer.h), its first run rolled back; nothing read or
 	 * written in that run is kept. */
 	u->skipped = 0;
-	api_node_cache_reset(&u->cache, rs, u->zone.id);
+	api_node_cache_reset(u->cache, rs, u->zone.id);
 	int ret = records_zone_get(rs, u->zone.id, &u->zone);
 	if (ret == ZC_EOK) {
 		ret = records_zone_bump(rs, &u->zone);
@@ -668,7 +671,7 @@ static int write_unit(records_store_t *rs, void *ctx)
 		records_record_t rec;
 		if (ret == ZC_EOK && u->keep_written && op->op != OP_DELETE &&
 		    op->result_id > 0 &&
-		    api_node_cache_known(&u->cache, op->result_id, &rec)) {
+		    api_node_cache_known(u->cache, op->result_id, &rec)) {
 			json_decref(op->written);
 			op->written = api_record_json(&u->zone, &rec);
 			etag_of(rec.id, rec.modified_on, op->etag,
@@ -679,9 +682,12 @@ static int write_unit(records_store_t *rs, void *ctx)
 }
 
 /* Runs ops in one unit; fills errors or the version into the response.
- * *last_id receives the record a single-record write touched. */
+ * *last_id receives the record a single-record write touched. cache (set
+ * up and torn down by the caller; NULL: the unit's own) is left holding
+ * what the unit's committed run read and wrote. */
 static int run_unit(api_req_t *req, const records_zone_t *zone, op_t *ops,
-                    size_t count, int64_t *last_id, int *skipped)
+                    size_t count, int64_t *last_id, int *skipped,
+                    api_node_cache_t *cache)
 {
 	unit_t *u = calloc(1, sizeof(*u));
 	api_wire_t *wire = malloc(sizeof(*wire));
@@ -711,7 +717,10 @@ static int run_unit(api_req_t *req, const records_zone_t *zone, op_t *ops,
 	u->keep_deleted = last_id == NULL && skipped == NULL;
 	u->keep_written = last_id != NULL && skipped == NULL;
 	zc_arena_init(&u->arena, 64 * 1024);
-	api_node_cache_init(&u->cache);
+	u->cache = cache != NULL ? cache : &u->own; /* Set up by its owner. */
+	if (cache == NULL) {
+		api_node_cache_init(u->cache);
+	}
 	int ret = writer_run(req->api->writer, write_unit, u);
 	if (skipped != NULL) {
 		*skipped = u->skipped;
@@ -729,7 +738,9 @@ static int run_unit(api_req_t *req, const records_zone_t *zone, op_t *ops,
 		*last_id = u->last_id;
 	}
 	zc_arena_deinit(&u->arena);
-	api_node_cache_deinit(&u->cache);
+	if (cache == NULL) {
+		api_node_cache_deinit(u->cache);
+	}
 	free(if_match);
 	free(wire);
 	free(u);
@@ -747,7 +758,7 @@ static void single(api_req_t *req, const records_zone_t *zone, int kind,
 	}
 	op_t op = { .op = kind, .id = id, .fields = body };
 	int64_t last = 0;
-	if (run_unit(req, zone, &op, 1, &last, NULL) == ZC_EOK) {
+	if (run_unit(req, zone, &op, 1, &last, NULL, NULL) == ZC_EOK) {
 		if (kind == OP_DELETE) {
 			char rid[33];
 			api_id_format(id, rid);
@@ -867,9 +878,12 @@ static void read_written(api_req_t *req, const records_zone_t *zone,
 
 /* The result of a batch in Cloudflare's shape: per list, the records as
  * they were deleted and as they were written (read back in one snapshot
- * after the commit). */
+ * after the commit; a record the read-back misses, its connection lost
+ * or its zone deleted right after, as the unit wrote it, from its
+ * cache: the batch is committed all the same). */
 static json_t *batch_result(api_req_t *req, const records_zone_t *zone,
-                            op_t *ops, size_t count)
+                            op_t *ops, size_t count,
+                            const api_node_cache_t *cache)
 {
 	static const char *const keys[] = { [OP_DELETE] = "deletes",
 	                                    [OP_PATCH] = "patches",
@@ -889,10 +903,14 @@ static json_t *batch_result(api_req_t *req, const records_zone_t *zone,
 		json_t *list = json_object_get(result, keys[ops[i].op]);
 		written_t *w = ops[i].op == OP_DELETE ? NULL :
 		               written(&f, ops[i].result_id);
+		records_record_t rec;
 		if (ops[i].op == OP_DELETE && ops[i].deleted != NULL) {
 			json_array_append(list, ops[i].deleted);
 		} else if (w != NULL && w->json != NULL) {
 			json_array_append(list, w->json);
+		} else if (ops[i].op != OP_DELETE && ops[i].result_id > 0 &&
+		           api_node_cache_known(cache, ops[i].result_id, &rec)) {
+			json_array_append_new(list, api_record_json(zone, &rec));
 		}
 	}
 	for (size_t i = 0; i < f.n; i++) {
@@ -917,8 +935,19 @@ static void batch(api_req_t *req, const records_zone_t *zone)
 	          batch_ops(req, body, "patches", OP_PATCH, ops, &count) &&
 	          batch_ops(req, body, "puts", OP_PUT, ops, &count) &&
 	          batch_ops(req, body, "posts", OP_POST, ops, &count);
-	if (ok && run_unit(req, zone, ops, count, NULL, NULL) == ZC_EOK) {
-		req->result = batch_result(req, zone, ops, count);
+	api_node_cache_t *cache = ok ? malloc(sizeof(*cache)) : NULL;
+	if (cache != NULL) {
+		api_node_cache_init(cache);
+	}
+	if (ok && cache == NULL) {
+		api_error(req, 500, 1500, "server: out of memory");
+	} else if (ok && run_unit(req, zone, ops, count, NULL, NULL,
+	                          cache) == ZC_EOK) {
+		req->result = batch_result(req, zone, ops, count, cache);
+	}
+	if (cache != NULL) {
+		api_node_cache_deinit(cache);
+		free(cache);
 	}
 	for (size_t i = 0; i < count; i++) {
 		json_decref(ops[i].deleted);
@@ -932,7 +961,7 @@ int api_dns_records_run(api_req_t *req, const records_zone_t *zone,
                         op_t *ops, size_t count, int64_t *last_id,
                         int *skipped)
 {
-	return run_unit(req, zone, ops, count, last_id, skipped);
+	return run_unit(req, zone, ops, count, last_id, skipped, NULL);
 }
 
 void api_dns_records(api_req_t *req, int64_t zone_id, char **parts,

@@ -995,7 +995,6 @@ def test_zone_deleted_and_made_again_under_writers(start_node):
 
 
 
-@pytest.mark.xfail(reason="defect (before this session): a batch committed just before its zone was deleted (or whose read-back connection broke) answers 200 with its written records missing; the batch answer should fall back to what the unit wrote, as a single write now does", strict=False)
 def test_write_committed_before_its_zone_was_deleted_is_not_answered_404(start_node):
     """Clients POST records (single and batches) into a zone that is
     deleted under them. A POST whose unit committed before the deletion
