@@ -403,14 +403,16 @@ uint8_t update_prereq_check(records_store_t *rs, const records_zone_t *zone,
 
 /* --- The update section (§3.4.2) --- */
 
-/* The zone's serial moves once, before the message's first write. */
+/* The zone's serial moves once, before the message's first write: to
+ * the serial of the newest SOA the message adds, else by one. */
 static int new_version(records_store_t *rs, update_msg_t *m)
 {
 	if (m->changed) {
 		return ZC_EOK;
 	}
 	m->changed = true;
-	return records_zone_bump(rs, &m->zone);
+	return m->soa_new ? records_zone_set_serial(rs, &m->zone, m->soa_serial) :
+	       records_zone_bump(rs, &m->zone);
 }
 
 /* Net effect bookkeeping: a record added and deleted by the same message
@@ -487,17 +489,19 @@ static int add_soa(records_store_t *rs, update_msg_t *m, node_t *n,
 		return ZC_EOK;
 	}
 	uint32_t serial = soa_serial(rd->data, rd->len);
-	if ((int32_t)(serial - m->zone.serial) <= 0) {
+	if ((int32_t)(serial - m->soa_taken) <= 0) {
 		return ZC_EOK; /* §3.4.2.2: not newer, ignored. */
 	}
-	int ret = node_load(rs, &m->zone, m->zone.apex, KNOT_RRTYPE_SOA, n);
+	m->soa_taken = serial;
+	/* The message's version is its newest SOA's serial (soa_plan()),
+	 * whether its other changes came before this SOA or after. */
+	int ret = new_version(rs, m);
+	if (ret == ZC_EOK) {
+		ret = node_load(rs, &m->zone, m->zone.apex, KNOT_RRTYPE_SOA, n);
+	}
 	for (size_t i = 0; i < n->count && ret == ZC_EOK; i++) {
 		ret = records_record_delete(rs, &m->zone, n->rec[i].id);
 		m->removed++;
-	}
-	m->changed = true;
-	if (ret == ZC_EOK) {
-		ret = records_zone_set_serial(rs, &m->zone, serial);
 	}
 	records_record_t rec = { .owner = m->zone.apex, .type = KNOT_RRTYPE_SOA,
 	                         .ttl = rr->ttl, .rdata = rd->data,
@@ -508,6 +512,31 @@ static int add_soa(records_store_t *rs, update_msg_t *m, node_t *n,
 	/* SOA fields live in the zone's settings: a full build. */
 	return ret == ZC_EOK ? records_log_zone_event(rs, &m->zone,
 	                       RECORDS_CHANGE_ZONE_SETTINGS) : ret;
+}
+
+/* Reads ahead the apex SOAs the message adds, as add_soa() takes them
+ * in turn: the serial of the last one newer than the one before. */
+static void soa_plan(update_msg_t *m, const knot_pktsection_t *sec)
+{
+	m->soa_taken = m->zone.serial;
+	uint32_t cur = m->zone.serial;
+	for (uint16_t i = 0; i < sec->count; i++) {
+		const knot_rrset_t *rr = knot_pkt_rr(sec, i);
+		if (rr->rclass != KNOT_CLASS_IN || rr->type != KNOT_RRTYPE_SOA ||
+		    !knot_dname_is_equal(rr->owner, m->zone.apex)) {
+			continue;
+		}
+		knot_rdata_t *rd = rr->rrs.rdata;
+		for (uint16_t k = 0; k < rr->rrs.count; k++) {
+			if (rd->len >= 22 &&
+			    (int32_t)(soa_serial(rd->data, rd->len) - cur) > 0) {
+				cur = soa_serial(rd->data, rd->len);
+			}
+			rd = knot_rdataset_next(rd);
+		}
+	}
+	m->soa_new = cur != m->zone.serial;
+	m->soa_serial = cur;
 }
 
 static int add_rr(records_store_t *rs, update_msg_t *m, node_t *n,
@@ -628,6 +657,7 @@ int update_apply(records_store_t *rs, void *arg)
 	/* The zone as read: what a message that changes nothing leaves in
 	 * m->zone (its answer waits until this serial is served). */
 	records_zone_t read = m->zone;
+	soa_plan(m, sec);
 	ret = deletes ? records_inner_savepoint(rs) : ZC_EOK;
 	for (uint16_t i = 0; i < sec->count && ret == ZC_EOK; i++) {
 		const knot_rrset_t *rr = knot_pkt_rr(sec, i);

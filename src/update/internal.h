@@ -26,6 +26,12 @@ typedef struct {
 	records_zone_t zone;         /* From the zone section. */
 	uint8_t rcode;               /* Outcome (RFC 2136 §2.2). */
 	bool changed;                /* The zone's serial moved. */
+	/* The message's SOA (RFC 2136 §3.4.2.2): the newest serial of the
+	 * apex SOAs it adds (0 when none is newer than the zone's), which is
+	 * then the message's one version, and the serial of the last SOA
+	 * it took so far. */
+	bool soa_new;
+	uint32_t soa_serial, soa_taken;
 	/* Net effect, to tell a message whose changes cancel out (RFC 2136
 	 * §3.6: then the serial does not move). */
 	int64_t *added;              /* Ids of records this message added. */
