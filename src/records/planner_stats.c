@@ -86,7 +86,7 @@ int records_keep_stats(records_store_t *store)
 {
 	int64_t added = atomic_load(&grown);
 	if (rdb_kind(store->db) != RDB_PG || added < MIN_GROWTH ||
-	    atomic_load(&running)) {
+	    store->target == NULL || atomic_load(&running)) {
 		return ZC_EOK;
 	}
 	int64_t size = atomic_load(&analyzed_size);
