@@ -298,15 +298,6 @@ static param_t *param(rdb_stmt_t *st, int i)
 	return p;
 }
 
-static uint8_t *put_be32(uint8_t *w, uint32_t v)
-{
-	w[0] = (uint8_t)(v >> 24);
-	w[1] = (uint8_t)(v >> 16);
-	w[2] = (uint8_t)(v >> 8);
-	w[3] = (uint8_t)v;
-	return w + 4;
-}
-
 /*
  * Binds a one-dimensional array in PostgreSQL's binary array form: the
  * number of dimensions, a has-NULLs flag, the element type, the length
@@ -332,24 +323,24 @@ static void bind_array(rdb_stmt_t *st, int i, Oid array_oid, Oid elem_oid,
 		*p = (param_t){ .kind = P_NULL };
 		return;
 	}
-	uint8_t *w = put_be32(buf, n > 0);
-	w = put_be32(w, 0);
-	w = put_be32(w, elem_oid);
+	uint8_t *w = pg_put_be32(buf, n > 0);
+	w = pg_put_be32(w, 0);
+	w = pg_put_be32(w, elem_oid);
 	if (n > 0) {
-		w = put_be32(w, (uint32_t)n);
-		w = put_be32(w, 1);
+		w = pg_put_be32(w, (uint32_t)n);
+		w = pg_put_be32(w, 1);
 	}
 	for (size_t k = 0; k < n; k++) {
 		if (items != NULL) {
-			w = put_be32(w, (uint32_t)lens[k]);
+			w = pg_put_be32(w, (uint32_t)lens[k]);
 			if (lens[k] > 0) {
 				memcpy(w, items[k], lens[k]);
 			}
 			w += lens[k];
 		} else {
-			w = put_be32(w, 8);
-			w = put_be32(w, (uint32_t)((uint64_t)ints[k] >> 32));
-			w = put_be32(w, (uint32_t)ints[k]);
+			w = pg_put_be32(w, 8);
+			w = pg_put_be32(w, (uint32_t)((uint64_t)ints[k] >> 32));
+			w = pg_put_be32(w, (uint32_t)ints[k]);
 		}
 	}
 	*p = (param_t){ .kind = P_ARRAY, .p = buf, .len = (size_t)(w - buf),

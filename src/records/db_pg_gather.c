@@ -32,15 +32,6 @@
 /* Rows in one gathered statement at most. */
 #define GATHER_ROWS 2048
 
-static uint8_t *put_be32(uint8_t *w, uint32_t v)
-{
-	w[0] = (uint8_t)(v >> 24);
-	w[1] = (uint8_t)(v >> 16);
-	w[2] = (uint8_t)(v >> 8);
-	w[3] = (uint8_t)v;
-	return w + 4;
-}
-
 static bool grow(pg_column_t *c, size_t more)
 {
 	if (c->len + more <= c->cap) {
@@ -198,15 +189,15 @@ static bool append(pg_gather_t *g, const pg_stmt_t *s)
 		}
 		uint8_t *w = c->buf + c->len;
 		if (p->kind == P_NULL) {
-			w = put_be32(w, UINT32_MAX); /* Length -1: NULL. */
+			w = pg_put_be32(w, UINT32_MAX); /* Length -1: NULL. */
 			c->has_null = true;
 		} else if (p->kind == P_INT) {
 			uint64_t v = (uint64_t)strtoll(p->num, NULL, 10);
-			w = put_be32(w, 8);
-			w = put_be32(w, (uint32_t)(v >> 32));
-			w = put_be32(w, (uint32_t)v);
+			w = pg_put_be32(w, 8);
+			w = pg_put_be32(w, (uint32_t)(v >> 32));
+			w = pg_put_be32(w, (uint32_t)v);
 		} else {
-			w = put_be32(w, (uint32_t)size);
+			w = pg_put_be32(w, (uint32_t)size);
 			if (size > 0) {
 				memcpy(w, p->p, size);
 			}
@@ -322,11 +313,11 @@ int pg_gather_flush(pg_db_t *d)
 			Oid elem = 0, array = 0;
 			const char *name;
 			column_type(g->types[k], &elem, &array, &name);
-			uint8_t *w = put_be32(c->buf, 1);
-			w = put_be32(w, c->has_null);
-			w = put_be32(w, elem);
-			w = put_be32(w, rows);
-			put_be32(w, 1);
+			uint8_t *w = pg_put_be32(c->buf, 1);
+			w = pg_put_be32(w, c->has_null);
+			w = pg_put_be32(w, elem);
+			w = pg_put_be32(w, rows);
+			pg_put_be32(w, 1);
 			g->stmt.params[k] = (param_t){ .kind = P_ARRAY, .p = c->buf,
 			                               .len = c->len, .oid = array };
 		}

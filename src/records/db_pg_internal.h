@@ -134,6 +134,16 @@ struct pg_db {
 	pg_gather_t gather[PG_GATHERS];
 };
 
+/* Writes v in network order at w; returns w + 4 (binary arrays). */
+static inline uint8_t *pg_put_be32(uint8_t *w, uint32_t v)
+{
+	w[0] = (uint8_t)(v >> 24);
+	w[1] = (uint8_t)(v >> 16);
+	w[2] = (uint8_t)(v >> 8);
+	w[3] = (uint8_t)v;
+	return w + 4;
+}
+
 /* db_pg.c: a failed result (NULL: the connection's) as a zonecast code. */
 int pg_map_error(pg_db_t *d, const PGresult *res);
 /* db_pg.c: keeps a statement's rows in s->res, or maps its error. */

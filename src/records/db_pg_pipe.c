@@ -46,39 +46,24 @@ static int queued(pg_db_t *d, int sent, pg_stmt_t *prepares)
 	return ZC_EOK;
 }
 
-int pg_pipe_params(pg_db_t *d, const char *sql, int n, const Oid *types,
-                   const char *const *values, const int *lengths,
-                   const int *formats)
+/* In pipeline mode with room for n more queries: the queue synced first
+ * when it is that full. */
+static int room(pg_db_t *d, int n)
 {
 	int ret = enter(d);
-	if (ret != ZC_EOK) {
-		return ret;
+	if (ret == ZC_EOK && d->queued + n > PIPE_MAX) {
+		ret = pg_pipe_sync(d, NULL);
+		ret = ret == ZC_EOK ? enter(d) : ret;
 	}
-	if (d->queued + 1 > PIPE_MAX && (ret = pg_pipe_sync(d, NULL)) != ZC_EOK) {
-		return ret;
-	}
-	if ((ret = enter(d)) != ZC_EOK) {
-		return ret;
-	}
-	return queued(d, PQsendQueryParams(d->conn, sql, n, types, values,
-	                                   lengths, formats, 1), NULL);
+	return ret;
 }
 
-int pg_pipe_prepare(pg_stmt_t *s, const Oid *types)
+/* Queues s's PREPARE; it counts as prepared (a failure unprepares it at
+ * the sync). */
+static int send_prepare(pg_db_t *d, pg_stmt_t *s, const Oid *types)
 {
-	pg_db_t *d = s->db;
-	int ret = enter(d);
-	if (ret != ZC_EOK) {
-		return ret;
-	}
-	if (d->queued + 2 > PIPE_MAX && (ret = pg_pipe_sync(d, NULL)) != ZC_EOK) {
-		return ret;
-	}
-	if ((ret = enter(d)) != ZC_EOK) {
-		return ret;
-	}
-	ret = queued(d, PQsendPrepare(d->conn, s->name, s->sql, s->nparams,
-	                              types), s);
+	int ret = queued(d, PQsendPrepare(d->conn, s->name, s->sql, s->nparams,
+	                                  types), s);
 	if (ret == ZC_EOK) {
 		s->prepared = true;
 		s->gen = d->gen;
@@ -86,21 +71,29 @@ int pg_pipe_prepare(pg_stmt_t *s, const Oid *types)
 	return ret;
 }
 
+int pg_pipe_params(pg_db_t *d, const char *sql, int n, const Oid *types,
+                   const char *const *values, const int *lengths,
+                   const int *formats)
+{
+	int ret = room(d, 1);
+	return ret != ZC_EOK ? ret :
+	       queued(d, PQsendQueryParams(d->conn, sql, n, types, values,
+	                                   lengths, formats, 1), NULL);
+}
+
+int pg_pipe_prepare(pg_stmt_t *s, const Oid *types)
+{
+	int ret = room(s->db, 2);
+	return ret != ZC_EOK ? ret : send_prepare(s->db, s, types);
+}
+
 int pg_pipe_prepared(pg_db_t *d, const char *name, int n,
                      const char *const *values, const int *lengths,
                      const int *formats)
 {
-	int ret = enter(d);
-	if (ret != ZC_EOK) {
-		return ret;
-	}
-	if (d->queued + 1 > PIPE_MAX && (ret = pg_pipe_sync(d, NULL)) != ZC_EOK) {
-		return ret;
-	}
-	if ((ret = enter(d)) != ZC_EOK) {
-		return ret;
-	}
-	return queued(d, PQsendQueryPrepared(d->conn, name, n, values, lengths,
+	int ret = room(d, 1);
+	return ret != ZC_EOK ? ret :
+	       queued(d, PQsendQueryPrepared(d->conn, name, n, values, lengths,
 	                                     formats, 1), NULL);
 }
 
@@ -112,15 +105,9 @@ int pg_pipe_send_text(pg_db_t *d, const char *sql)
 int pg_pipe_send(pg_stmt_t *s)
 {
 	pg_db_t *d = s->db;
-	int ret = enter(d);
-	if (ret != ZC_EOK) {
-		return ret;
-	}
 	/* Room for a PREPARE, the execution and one more (a release). */
-	if (d->queued + 3 > PIPE_MAX && (ret = pg_pipe_sync(d, NULL)) != ZC_EOK) {
-		return ret;
-	}
-	if ((ret = enter(d)) != ZC_EOK) {
+	int ret = room(d, 3);
+	if (ret != ZC_EOK) {
 		return ret;
 	}
 	const char *values[MAX_PARAMS];
@@ -133,14 +120,9 @@ int pg_pipe_send(pg_stmt_t *s)
 		                                   types, values, lengths,
 		                                   formats, 1), NULL);
 	}
-	if (!s->prepared || s->gen != d->gen) {
-		ret = queued(d, PQsendPrepare(d->conn, s->name, s->sql,
-		                              s->nparams, types), s);
-		if (ret != ZC_EOK) {
-			return ret;
-		}
-		s->prepared = true;
-		s->gen = d->gen;
+	if ((!s->prepared || s->gen != d->gen) &&
+	    (ret = send_prepare(d, s, types)) != ZC_EOK) {
+		return ret;
 	}
 	return queued(d, PQsendQueryPrepared(d->conn, s->name, s->nparams,
 	                                     values, lengths, formats, 1),

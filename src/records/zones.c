@@ -25,11 +25,11 @@ void records_zrow_forget(records_store_t *store)
 	store->zrow_dirty = false;
 }
 
-int records_zrow_flush(records_store_t *store)
+/* Writes a zone row's serial (queued: the unit holds the row, it cannot
+ * miss). */
+static int write_serial(records_store_t *store, int64_t id, uint32_t serial,
+                        int64_t modified_on)
 {
-	if (!store->zrow_valid || !store->zrow_dirty) {
-		return ZC_EOK;
-	}
 	rdb_stmt_t *stmt;
 	int ret = rdb_prepare(store->db, RDB_SQL(
 		"UPDATE zones SET serial = ?1,"
@@ -37,11 +37,21 @@ int records_zrow_flush(records_store_t *store)
 	if (ret != ZC_EOK) {
 		return ret;
 	}
-	rdb_bind_int64(stmt, 1, store->zrow.serial);
-	rdb_bind_int64(stmt, 2, store->zrow.modified_on);
-	rdb_bind_int64(stmt, 3, store->zrow.id);
-	ret = rdb_defer(stmt); /* The unit holds the row: it cannot miss. */
+	rdb_bind_int64(stmt, 1, serial);
+	rdb_bind_int64(stmt, 2, modified_on);
+	rdb_bind_int64(stmt, 3, id);
+	ret = rdb_defer(stmt);
 	rdb_done(stmt);
+	return ret;
+}
+
+int records_zrow_flush(records_store_t *store)
+{
+	if (!store->zrow_valid || !store->zrow_dirty) {
+		return ZC_EOK;
+	}
+	int ret = write_serial(store, store->zrow.id, store->zrow.serial,
+	                       store->zrow.modified_on);
 	store->zrow_dirty = ret != ZC_EOK;
 	return ret;
 }
@@ -422,18 +432,7 @@ int records_zone_set_serial(records_store_t *store, records_zone_t *zone,
 		zone->modified_on = now;
 		return ZC_EOK;
 	}
-	rdb_stmt_t *stmt;
-	int ret = rdb_prepare(store->db, RDB_SQL(
-		"UPDATE zones SET serial = ?1,"
-		" modified_on = ?2 WHERE id = ?3"), &stmt);
-	if (ret != ZC_EOK) {
-		return ret;
-	}
-	rdb_bind_int64(stmt, 1, serial);
-	rdb_bind_int64(stmt, 2, now);
-	rdb_bind_int64(stmt, 3, zone->id);
-	ret = rdb_defer(stmt); /* The unit holds the row: it cannot miss. */
-	rdb_done(stmt);
+	int ret = write_serial(store, zone->id, serial, now);
 	if (ret == ZC_EOK) {
 		zone->serial = serial;
 		zone->modified_on = now;
