@@ -385,6 +385,13 @@ static int write_zone(records_import_t *imp, uint64_t *seq,
 	if (has_serial && (is_new || serial_newer(file_serial, zone->serial))) {
 		serial = file_serial;
 	}
+	if (is_new) {
+		/* Never behind a zone deleted under the name. */
+		ret = records_zone_first_serial(imp->store, imp->apex, &serial);
+		if (ret != ZC_EOK) {
+			return ret;
+		}
+	}
 	rdb_stmt_t *stmt;
 	ret = rdb_prepare(imp->store->db, RDB_SQL(
 		"UPDATE zones SET serial = ?1,"

@@ -75,6 +75,7 @@ typedef struct {
 #define SECONDARIES_COLS "zone_id, kind, position, spec"
 #define COUNTERS_COLS "name, value"
 #define VERSIONS_COLS "zone_id, version, seq"
+#define TOMBSTONES_COLS "apex, serial, deleted_on"
 #define CHANGES_COLS "seq, zone_id, apex, version, kind, owner, type," \
 	" record_id, at, okey, ttl, rdata"
 
@@ -113,6 +114,10 @@ static const table_t tables[] = {
 	          " WHERE (zone_id, version) > (?1, ?2)"
 	          " ORDER BY zone_id, version LIMIT 4096"), VERSIONS_COLS,
 	  RDB_SQL("SELECT count(*) FROM zone_versions") },
+	{ "zone_tombstones", "bii", 0,
+	  RDB_SQL("SELECT " TOMBSTONES_COLS " FROM zone_tombstones"
+	          " ORDER BY apex"), TOMBSTONES_COLS,
+	  RDB_SQL("SELECT count(*) FROM zone_tombstones") },
 	/* seq is GENERATED ALWAYS on PostgreSQL: COPY writes the values it
 	 * is given all the same (as INSERT's OVERRIDING SYSTEM VALUE). */
 	{ "changes", "iibiibiiibib", 1,

@@ -280,7 +280,7 @@ int records_leader_row_get(records_store_t *store, records_leader_row_t *out);
 
 /* The tables copied: zones, records, tokens, tsig_keys, dnssec_keys,
  * zone_secondaries, counters, zone_versions, changes. */
-#define RECORDS_COPY_TABLES 9
+#define RECORDS_COPY_TABLES 10
 
 typedef struct {
 	struct {
@@ -329,8 +329,16 @@ int records_zone_list(records_store_t *store, bool with_counts,
                       void *ctx);
 
 /* Deletes a zone and its records inside the caller's write transaction;
- * logs zone_deleted. */
+ * logs zone_deleted and keeps the zone's serial under its apex (a
+ * tombstone) for records_zone_first_serial(). */
 int records_zone_remove(records_store_t *store, records_zone_t *zone);
+
+/* A new zone's first serial: *serial, unless a zone deleted under the
+ * apex (lowercase) had a serial as new or newer (RFC 1982); then that
+ * serial plus one, so that secondaries holding the old zone take the new
+ * one. records_zone_create() and imports of a new zone apply it. */
+int records_zone_first_serial(records_store_t *store,
+                              const knot_dname_t *apex, uint32_t *serial);
 
 /* Sets a zone's default TTL (for records created without one). */
 int records_zone_set_default_ttl(records_store_t *store,

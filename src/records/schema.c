@@ -1,13 +1,19 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /*
- * Schema migrations of the records store on SQLite. SQLite by nature
- * (its DDL, PRAGMA user_version, an SQL function of migration 8 through
- * db_sqlite.h): the one file of records/ besides db_sqlite.c that names
- * SQLite. PostgreSQL starts at a baseline equal to version 11 with a
- * runner of its own (docs/design-postgresql.md §1.2).
+ * Schema migrations of the records store, on both engines.
  *
- * PRAGMA user_version holds the applied version. The migrations run in
- * one transaction; a database newer than this program is refused.
+ * SQLite runs steps 1 to the last, each its own text, and keeps the
+ * applied version in PRAGMA user_version; all pending steps run in one
+ * transaction. PostgreSQL starts at a baseline equal to version 11
+ * (schema_pg.sql) and runs the steps after it, from 12 on, each of which
+ * gives a text for each engine (docs/design-postgresql.md §1.2): also in
+ * one transaction (DDL is transactional there), under an advisory lock so
+ * that nodes starting together migrate once, with the version in
+ * schema_version. A database newer than this program is refused
+ * (ZC_ESCHEMA) on both.
+ *
+ * This is the one file of records/ besides db_sqlite.c that names SQLite
+ * (the SQL function of migration 8 through db_sqlite.h).
  */
 #include <stdio.h>
 #include <string.h>
@@ -23,7 +29,7 @@
 #include "records/schema_pg_sql.h"
 #endif
 
-static const char *const migrations[] = {
+static const char *const sqlite_steps[] = {
 	/* 1: zones, records, change log. */
 	"CREATE TABLE zones ("
 	"  id INTEGER PRIMARY KEY AUTOINCREMENT,"
@@ -191,7 +197,60 @@ static const char *const migrations[] = {
 	"UPDATE dnssec_keys SET active_on = created_on WHERE active = 1;",
 };
 
-#define SCHEMA_VERSION (int)(sizeof(migrations) / sizeof(migrations[0]))
+/* The PostgreSQL baseline (schema_pg.sql) equals this version. */
+#define PG_BASELINE 11
+
+/* The steps after the baseline, a text for each engine; step
+ * PG_BASELINE + 1 + i is later[i]. */
+typedef struct {
+	const char *sqlite;
+	const char *pg;
+} step_t;
+
+static const step_t later[] = {
+	/* 12: the last serial of each deleted zone, by apex, so that a zone
+	 * made again under the name never goes back to a serial its
+	 * secondaries hold (records_zone_create(), import.c); filled from
+	 * the change log's ZONE_DELETED events (kind 2), the last per apex.
+	 * PostgreSQL drops the records' foreign key to zones: its check
+	 * cost a lookup of the zone row per record written, and every writer
+	 * of a zone's records holds that row's lock already, which a zone's
+	 * delete takes too; records_zone_remove() deletes the records
+	 * itself (SQLite's cascade then finds none). */
+	{
+		"CREATE TABLE zone_tombstones ("
+		"  apex BLOB PRIMARY KEY,"
+		"  serial INTEGER NOT NULL,"
+		"  deleted_on INTEGER NOT NULL) WITHOUT ROWID;"
+		"INSERT INTO zone_tombstones SELECT apex, version, at FROM"
+		"  (SELECT apex, version, at, max(seq) FROM changes"
+		"   WHERE kind = 2 GROUP BY apex);",
+		"CREATE TABLE zone_tombstones ("
+		"  apex bytea PRIMARY KEY,"
+		"  serial bigint NOT NULL,"
+		"  deleted_on bigint NOT NULL);"
+		"INSERT INTO zone_tombstones SELECT DISTINCT ON (apex)"
+		"  apex, version, at FROM changes WHERE kind = 2"
+		"  ORDER BY apex, seq DESC;"
+		"ALTER TABLE records DROP CONSTRAINT records_zone_id_fkey;",
+	},
+};
+
+#define SQLITE_STEPS (int)(sizeof(sqlite_steps) / sizeof(sqlite_steps[0]))
+#define LATER_STEPS (int)(sizeof(later) / sizeof(later[0]))
+#define SCHEMA_VERSION (PG_BASELINE + LATER_STEPS)
+_Static_assert(SQLITE_STEPS == PG_BASELINE,
+               "SQLite's own steps end at the PostgreSQL baseline");
+
+/* Step version's text for an engine (version from 1). */
+static const char *step_text(int version, bool pg)
+{
+	if (version <= PG_BASELINE) {
+		return pg ? NULL : sqlite_steps[version - 1];
+	}
+	const step_t *s = &later[version - PG_BASELINE - 1];
+	return pg ? s->pg : s->sqlite;
+}
 
 static int user_version(records_store_t *store, int *version)
 {
@@ -237,45 +296,74 @@ static void sql_okey(sqlite3_context *ctx, int argc, sqlite3_value **argv)
 }
 
 #ifdef ZC_HAVE_LIBPQ
-/* PostgreSQL: the baseline (schema_pg.sql) into an empty database, in one
- * transaction under the writers' lock, so that two nodes starting at once
- * load it once. Later versions will add steps with both texts. */
-static int pg_migrate(records_store_t *store)
+/* The lock under which a PostgreSQL store's schema is loaded or moved on
+ * (a session lock: taken before the transaction begins, because a
+ * transaction begun while another changed the schema would keep seeing
+ * the old catalog; PostgreSQL reads its catalog caches' invalidations at
+ * a transaction's start). */
+#define PG_SCHEMA_LOCK "2053206898"
+
+/* The baseline into an empty database and the steps after it, in one
+ * transaction under the schema lock; *version receives the version
+ * found. */
+static int pg_upgrade(records_store_t *store, int64_t *version)
 {
-	/* Every open of a store that has its schema (each node's pools,
-	 * each status request) reads its version without the writers'
-	 * lock; only an empty database takes it, to load the schema once. */
-	int64_t present = 0, version = 0;
-	int ret = rdb_query_int64(store->db, RDB_SQL2(NULL,
-		"SELECT to_regclass('schema_version') IS NOT NULL"), &present);
+	int ret = rdb_exec(store->db,
+	                   "SELECT pg_advisory_lock(" PG_SCHEMA_LOCK ")");
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	int64_t present = 0;
+	ret = rdb_begin_write(store->db);
+	if (ret == ZC_EOK) {
+		ret = rdb_query_int64(store->db, RDB_SQL2(NULL,
+			"SELECT to_regclass('schema_version') IS NOT NULL"),
+			&present);
+	}
 	if (ret == ZC_EOK && !present) {
-		/* The writers' lock taken before the transaction begins: a
-		 * transaction begun while another loaded the schema would
-		 * keep seeing no schema_version (PostgreSQL reads its
-		 * catalog caches' invalidations at a transaction's start). */
-		ret = rdb_exec(store->db,
-		               "SELECT pg_advisory_lock(2053206898)");
-		if (ret == ZC_EOK) {
-			ret = rdb_begin_write(store->db);
-		}
-		if (ret == ZC_EOK) {
-			ret = rdb_query_int64(store->db, RDB_SQL2(NULL,
-				"SELECT to_regclass('schema_version') IS NOT NULL"),
-				&present);
-		}
-		if (ret == ZC_EOK && !present) {
-			ret = rdb_exec(store->db, RECORDS_SCHEMA_PG_SQL);
-		}
-		if (ret == ZC_EOK) {
-			ret = rdb_commit(store->db);
-		} else {
-			rdb_rollback(store->db);
-		}
-		rdb_exec(store->db, "SELECT pg_advisory_unlock(2053206898)");
+		ret = rdb_exec(store->db, RECORDS_SCHEMA_PG_SQL);
 	}
 	if (ret == ZC_EOK) {
 		ret = rdb_query_int64(store->db, RDB_SQL2(NULL,
+			"SELECT version FROM schema_version"), version);
+	}
+	int64_t v = *version;
+	for (; ret == ZC_EOK && v >= PG_BASELINE && v < SCHEMA_VERSION; v++) {
+		zc_info("records store: schema %d to %d", (int)v, (int)v + 1);
+		ret = rdb_exec(store->db, step_text((int)v + 1, true));
+	}
+	if (ret == ZC_EOK && v != *version) {
+		char sql[64];
+		snprintf(sql, sizeof(sql),
+		         "UPDATE schema_version SET version = %d", (int)v);
+		ret = rdb_exec(store->db, sql);
+	}
+	if (ret == ZC_EOK) {
+		ret = rdb_commit(store->db);
+	} else {
+		rdb_rollback(store->db);
+	}
+	if (ret == ZC_EOK) {
+		*version = v;
+	}
+	rdb_exec(store->db, "SELECT pg_advisory_unlock(" PG_SCHEMA_LOCK ")");
+	return ret;
+}
+
+/* PostgreSQL: every open of a store (each node's pools, each status
+ * request) reads the version without the lock; only a store that is
+ * empty or older than this program takes it. */
+static int pg_migrate(records_store_t *store)
+{
+	int64_t present = 0, version = 0;
+	int ret = rdb_query_int64(store->db, RDB_SQL2(NULL,
+		"SELECT to_regclass('schema_version') IS NOT NULL"), &present);
+	if (ret == ZC_EOK && present) {
+		ret = rdb_query_int64(store->db, RDB_SQL2(NULL,
 			"SELECT version FROM schema_version"), &version);
+	}
+	if (ret == ZC_EOK && (!present || version < SCHEMA_VERSION)) {
+		ret = pg_upgrade(store, &version);
 	}
 	if (ret == ZC_EOK && version != SCHEMA_VERSION) {
 		zc_error("records store has schema %d, this zonecast knows %d",
@@ -314,7 +402,7 @@ int records_schema_migrate(records_store_t *store)
 		ret = ZC_ESCHEMA;
 	}
 	for (; ret == ZC_EOK && version < SCHEMA_VERSION; version++) {
-		ret = rdb_exec(store->db, migrations[version]);
+		ret = rdb_exec(store->db, step_text(version + 1, false));
 		if (ret == ZC_EOK) {
 			char sql[64];
 			snprintf(sql, sizeof(sql), "PRAGMA user_version = %d",

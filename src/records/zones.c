@@ -265,8 +265,25 @@ int records_zone_create(records_store_t *store, const knot_dname_t *apex,
 	if (records_zone_find(store, lower, zone) == ZC_EOK) {
 		return ZC_EEXISTS;
 	}
+	if (soa_len < 20 || soa_len > 2 * KNOT_DNAME_MAXLEN + 20) {
+		return KNOT_EINVAL;
+	}
+	uint32_t serial = (uint32_t)soa[soa_len - 20] << 24 |
+	                  (uint32_t)soa[soa_len - 19] << 16 |
+	                  (uint32_t)soa[soa_len - 18] << 8 | soa[soa_len - 17];
+	int ret = records_zone_first_serial(store, lower, &serial);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	/* The SOA record with the serial the zone starts at. */
+	uint8_t soa_own[2 * KNOT_DNAME_MAXLEN + 20];
+	memcpy(soa_own, soa, soa_len);
+	for (int i = 0; i < 4; i++) {
+		soa_own[soa_len - 20 + i] = (uint8_t)(serial >> (24 - 8 * i));
+	}
+	soa = soa_own;
 	rdb_stmt_t *stmt;
-	int ret = zrow_drop(store);
+	ret = zrow_drop(store);
 	if (ret == ZC_EOK) {
 		ret = rdb_prepare(store->db, RDB_SQL(
 			"INSERT INTO zones(name, apex,"
@@ -279,9 +296,6 @@ int records_zone_create(records_store_t *store, const knot_dname_t *apex,
 	char name[KNOT_DNAME_TXT_MAXLEN + 1];
 	knot_dname_to_str(name, lower, sizeof(name));
 	int64_t now = records_now_ms();
-	uint32_t serial = (uint32_t)soa[soa_len - 20] << 24 |
-	                  (uint32_t)soa[soa_len - 19] << 16 |
-	                  (uint32_t)soa[soa_len - 18] << 8 | soa[soa_len - 17];
 	rdb_bind_text(stmt, 1, name);
 	rdb_bind_blob(stmt, 2, lower, knot_dname_size(lower));
 	rdb_bind_int64(stmt, 3, serial);
@@ -311,25 +325,84 @@ int records_zone_create(records_store_t *store, const knot_dname_t *apex,
 	return ret;
 }
 
-int records_zone_remove(records_store_t *store, records_zone_t *zone)
+/* Runs a statement whose one parameter is the zone's id. */
+static int run_by_id(records_store_t *store, const rdb_sql_t *sql, int64_t id)
 {
 	rdb_stmt_t *stmt;
-	int ret = zrow_drop(store);
-	if (ret == ZC_EOK) {
-		ret = rdb_prepare(store->db, RDB_SQL("DELETE FROM zones"
-		                                     " WHERE id = ?1"), &stmt);
-	}
+	int ret = rdb_prepare(store->db, sql, &stmt);
 	if (ret != ZC_EOK) {
 		return ret;
 	}
-	/* Records and tokens go by ON DELETE CASCADE. */
-	rdb_bind_int64(stmt, 1, zone->id);
+	rdb_bind_int64(stmt, 1, id);
 	ret = rdb_run(stmt);
 	rdb_done(stmt);
+	return ret;
+}
+
+/* Keeps the last serial of a zone being deleted under its apex. */
+static int write_tombstone(records_store_t *store, const records_zone_t *zone)
+{
+	rdb_stmt_t *stmt;
+	int ret = rdb_prepare(store->db, RDB_SQL(
+		"INSERT INTO zone_tombstones(apex, serial, deleted_on)"
+		" VALUES (?1, ?2, ?3) ON CONFLICT (apex) DO UPDATE"
+		" SET serial = excluded.serial,"
+		" deleted_on = excluded.deleted_on"), &stmt);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	rdb_bind_blob(stmt, 1, zone->apex, knot_dname_size(zone->apex));
+	rdb_bind_int64(stmt, 2, zone->serial);
+	rdb_bind_int64(stmt, 3, records_now_ms());
+	ret = rdb_run(stmt);
+	rdb_done(stmt);
+	return ret;
+}
+
+int records_zone_remove(records_store_t *store, records_zone_t *zone)
+{
+	int ret = zrow_drop(store);
+	/* The records by hand: PostgreSQL has no foreign key from them to
+	 * the zone (schema step 12); this transaction holds the zone's row,
+	 * so no writer adds one meanwhile. Tokens, keys and secondaries go
+	 * by ON DELETE CASCADE. */
+	if (ret == ZC_EOK) {
+		ret = run_by_id(store, RDB_SQL("DELETE FROM records"
+		                               " WHERE zone_id = ?1"), zone->id);
+	}
+	if (ret == ZC_EOK) {
+		ret = run_by_id(store, RDB_SQL("DELETE FROM zones"
+		                               " WHERE id = ?1"), zone->id);
+	}
+	if (ret == ZC_EOK) {
+		ret = write_tombstone(store, zone);
+	}
 	if (ret == ZC_EOK) {
 		ret = log_zone(store, zone, RECORDS_CHANGE_ZONE_DELETED, NULL);
 	}
 	return ret;
+}
+
+int records_zone_first_serial(records_store_t *store,
+                              const knot_dname_t *apex, uint32_t *serial)
+{
+	rdb_stmt_t *stmt;
+	int ret = rdb_prepare(store->db, RDB_SQL("SELECT serial FROM"
+	                      " zone_tombstones WHERE apex = ?1"), &stmt);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	rdb_bind_blob(stmt, 1, apex, knot_dname_size(apex));
+	int rc = rdb_step(stmt);
+	if (rc == RDB_ROW) {
+		uint32_t last = (uint32_t)rdb_col_int64(stmt, 0);
+		/* RFC 1982: unless *serial is newer than the last one. */
+		if (*serial == last || (int32_t)(*serial - last) < 0) {
+			*serial = last + 1;
+		}
+	}
+	rdb_done(stmt);
+	return rdb_status(rc);
 }
 
 int records_zone_delete(records_store_t *store, const knot_dname_t *apex,

@@ -11,6 +11,7 @@ reached."""
 
 import glob
 import os
+import sqlite3
 import subprocess
 
 import dns.message
@@ -81,6 +82,16 @@ def exports(srv):
 
 def dir_listing(srv):
     return sorted(os.listdir(srv.data_dir))
+
+
+def sqlite_tombstones(srv):
+    """The records store's zone_tombstones rows, (apex in hex, serial) as text."""
+    conn = sqlite3.connect(os.path.join(srv.data_dir, "records.db"))
+    try:
+        return [(apex.hex(), str(serial)) for apex, serial in
+                conn.execute("SELECT apex, serial FROM zone_tombstones ORDER BY apex")]
+    finally:
+        conn.close()
 
 
 def serial(srv, zone):
@@ -172,8 +183,13 @@ def test_round_trip_sqlite_postgresql_sqlite(pg_cluster, tmp_path):
         tsig_update(srv, key, "dyn.mig.test.", "192.0.2.44")
         wait_answer(srv, "dyn.mig.test.", ["192.0.2.44"])
         assert_ixfr_from(srv, old_serial, key)
+        # A deleted zone's last serial (its tombstone) moves too.
+        gone = api.ok("POST", "/zones", json={"name": "gone.test"})["result"]["id"]
+        api.ok("DELETE", "/zones/%s" % gone)
         before = exports(srv)
         assert not srv.stop()
+        tombstones = sqlite_tombstones(srv)
+        assert [apex for apex, _ in tombstones] == ["04676f6e65047465737400"], tombstones
 
         # SQLite -> PostgreSQL.
         uri = database(pg_cluster, "round")
@@ -190,6 +206,9 @@ def test_round_trip_sqlite_postgresql_sqlite(pg_cluster, tmp_path):
         assert commits == ["%s|zonecast migrate" % last]
         assert psql(pg_cluster, "SELECT tgenabled FROM pg_trigger WHERE tgname ="
                                 " 'changes_seal'", "round").strip() == "O"
+        assert [tuple(row.split("|")) for row in psql(
+            pg_cluster, "SELECT encode(apex, 'hex'), serial FROM zone_tombstones",
+            "round").splitlines()] == tombstones
         srv.restart()
         assert_served_as_before(srv, before, old_serial, token, key, anchors, "pg")
         # New writes on PostgreSQL are sealed by the trigger again.
@@ -210,6 +229,7 @@ def test_round_trip_sqlite_postgresql_sqlite(pg_cluster, tmp_path):
         assert not os.path.exists(os.path.join(srv.data_dir, "records-store"))
         assert len(glob.glob(os.path.join(srv.data_dir, "records-store.migrated-*"))) == 1
         assert not os.path.exists(os.path.join(srv.data_dir, "migrate.tmp"))
+        assert sqlite_tombstones(srv) == tombstones
         srv.restart()
         assert_served_as_before(srv, before, old_serial, token, key, anchors, "back")
     finally:
@@ -355,3 +375,39 @@ def test_crash_between_binding_and_putting_aside(pg_cluster, tmp_path):
         assert int(rows) == 1
     finally:
         srv.stop()
+
+
+def test_an_older_sqlite_store_moves_on(tmp_path):
+    """A SQLite store at version 11 (without zone_tombstones) opened by
+    zonecast moves to the current schema in place: the tombstones come from
+    the change log's last ZONE_DELETED event per apex, and a zone made again
+    under a deleted name starts after its last serial."""
+    data = tmp_path / "data"
+    zone_file = tmp_path / "gone.zone"
+    zone_file.write_text("$ORIGIN gone.test.\n@ 300 SOA ns hostmaster 1 7200 900 1209600 300\n"
+                         "@ 300 NS ns\nns 300 A 192.0.2.53\n")
+    run = lambda *args: subprocess.run([servers.zonecast_bin()] + list(args), capture_output=True,
+                                       text=True, timeout=120)
+    cp = run("zone", "import", "--data-dir", str(data), "gone.test", str(zone_file))
+    assert cp.returncode == 0, cp.stderr
+    conn = sqlite3.connect(str(data / "records.db"))
+    conn.executescript(
+        "DELETE FROM records; DELETE FROM zones; DROP TABLE zone_tombstones;"
+        "INSERT INTO changes(zone_id, apex, version, kind, at) VALUES"
+        " (9, x'04676f6e65047465737400', 7, 2, 0),"
+        " (9, x'04676f6e65047465737400', 2000000000, 2, 0),"
+        " (8, x'0161047465737400', 9, 2, 0);"
+        "PRAGMA user_version = 11;")
+    conn.close()
+    cp = run("zone", "import", "--data-dir", str(data), "gone.test", str(zone_file))
+    assert cp.returncode == 0, cp.stderr
+    conn = sqlite3.connect(str(data / "records.db"))
+    try:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == 12
+        assert [(a.hex(), s) for a, s in conn.execute(
+            "SELECT apex, serial FROM zone_tombstones ORDER BY apex")] == [
+            ("0161047465737400", 9), ("04676f6e65047465737400", 2000000000)]
+        assert conn.execute("SELECT serial FROM zones WHERE name = 'gone.test.'").fetchone() == (
+            2000000001,)
+    finally:
+        conn.close()

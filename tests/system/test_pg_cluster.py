@@ -205,3 +205,64 @@ def test_seal_waits_for_the_previous_commit(store):
     finally:
         holder.close()
         waiter.close()
+
+
+GONE = "'\\x04676f6e650474657374'"  # gone.test. in wire form, without the root label
+GONE_APEX = GONE[:-1] + "00'"
+
+
+def test_an_older_store_moves_on_to_this_schema(store, tmp_path):
+    """A store at the baseline (version 11, loaded by psql with rows in
+    it) opened by zonecast moves to the current schema in place (schema.c):
+    the tombstones come from the change log's last ZONE_DELETED event per
+    apex, the records lose their foreign key to zones (a zone's delete
+    removes them itself), and a zone made again under a deleted name
+    starts after the deleted zone's serial."""
+    host, db = store
+    # The fixture gave the zones their ids: new ones come after them.
+    query(host, db, "SELECT setval(pg_get_serial_sequence('zones', 'id'), 2)")
+    query(host, db, "INSERT INTO records(id, zone_id, okey, owner, type, ttl, rdata,"
+                    " created_on, modified_on) VALUES"
+                    " (900000, 1, '\\x', '\\x01610474657374', 1, 300, '\\xc0000201', 0, 0)")
+    # Two deletions of gone.test., the later one (larger seq) at a larger
+    # serial; and a deletion of another name.
+    for version, apex in ((7, GONE_APEX), (2000000000, GONE_APEX),
+                          (9, "'\\x0161047465737400'")):
+        query(host, db, "INSERT INTO changes(zone_id, apex, version, kind, at)"
+                        " VALUES (9, %s, %d, 2, 0)" % (apex, version))
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "records-store").write_text("postgresql://zc@/%s?host=%s\n" % (db, host))
+    run = lambda *args: subprocess.run([servers.zonecast_bin()] + list(args), capture_output=True,
+                                       text=True, timeout=120)
+    listed = run("zone", "list", "--data-dir", str(data))
+    assert listed.returncode == 0, listed.stderr
+    assert "a.test" in listed.stdout and "b.test" in listed.stdout
+    assert query(host, db, "SELECT version FROM schema_version") == [["12"]]
+    assert query(host, db, "SELECT encode(apex, 'hex'), serial FROM zone_tombstones"
+                           " ORDER BY apex") == [["0161047465737400", "9"],
+                                                 ["04676f6e65047465737400", "2000000000"]]
+    assert query(host, db, "SELECT count(*) FROM pg_constraint"
+                           " WHERE conrelid = 'records'::regclass AND contype = 'f'") == [["0"]]
+    # Opened again: nothing more to do.
+    assert run("zone", "list", "--data-dir", str(data)).returncode == 0
+    assert query(host, db, "SELECT version FROM schema_version") == [["12"]]
+
+    # gone.test. imported with serial 1 starts after the deleted zone's.
+    zone_file = tmp_path / "gone.zone"
+    zone_file.write_text("$ORIGIN gone.test.\n@ 300 SOA ns hostmaster 1 7200 900 1209600 300\n"
+                         "@ 300 NS ns\nns 300 A 192.0.2.53\n")
+    imported = run("zone", "import", "--data-dir", str(data), "gone.test", str(zone_file))
+    assert imported.returncode == 0, imported.stderr
+    assert query(host, db, "SELECT serial FROM zones WHERE name = 'gone.test.'") == [
+        ["2000000001"]]
+
+    # A delete removes the zone's records itself and keeps its serial.
+    zone_id = query(host, db, "SELECT id FROM zones WHERE name = 'gone.test.'")[0][0]
+    assert query(host, db, "SELECT count(*) FROM records WHERE zone_id = %s" % zone_id) == [["3"]]
+    query(host, db, "UPDATE zones SET serial = 2000000077 WHERE id = %s" % zone_id)
+    deleted = run("zone", "delete", "--force", "--data-dir", str(data), "gone.test")
+    assert deleted.returncode == 0, deleted.stderr
+    assert query(host, db, "SELECT count(*) FROM records WHERE zone_id = %s" % zone_id) == [["0"]]
+    assert query(host, db, "SELECT serial FROM zone_tombstones WHERE apex = %s" % GONE_APEX) == [
+        ["2000000077"]]
