@@ -634,6 +634,19 @@ int update_apply(records_store_t *rs, void *arg)
 	m->removed = 0;
 	int ret = records_zone_get(rs, m->zone.id, &m->zone);
 	if (ret == ZC_ENOZONE) {
+		/* Deleted since the lookup (service.c keeps zones a while),
+		 * perhaps made again under the name with a new id: the zone
+		 * section names the zone, not the id. A signed message's
+		 * key went with the deleted zone (NOTAUTH). */
+		update_zone_forget(m->service, m->zone.apex);
+		records_zone_t again;
+		ret = m->tsig.present ? ZC_ENOZONE :
+		      records_zone_find(rs, m->zone.apex, &again);
+		if (ret == ZC_EOK) {
+			ret = records_zone_get(rs, again.id, &m->zone);
+		}
+	}
+	if (ret == ZC_ENOZONE) {
 		m->rcode = KNOT_RCODE_NOTAUTH; /* Deleted meanwhile. */
 		return ZC_EUSAGE;
 	}

@@ -40,6 +40,10 @@ typedef struct {
 	struct sockaddr_storage from; /* The client (audit lines). */
 } update_msg_t;
 
+/* Drops a zone from the service's lookups (service.c), when the writer
+ * found it deleted. */
+void update_zone_forget(update_service_t *u, const knot_dname_t *apex);
+
 /* Audit lines (audit.c, common/audit.h): an UPDATE answered NOERROR, and
  * one refused (why says what refused it). */
 void update_audit_accepted(const update_msg_t *m);

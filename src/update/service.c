@@ -29,10 +29,10 @@
 #define RESPONSE_MAX (KNOT_WIRE_HEADER_SIZE + KNOT_DNAME_MAXLEN + 4 + \
                       DNS_TSIG_ROOM)
 
-/* Zones looked up for UPDATEs are kept this long: a zone deleted and
- * created again (a new id) is seen at most this late (a deleted one is
- * caught by the committer unit). A SQLite read per message costs more
- * than the rest of its checks. */
+/* Zones looked up for UPDATEs are kept this long. A zone deleted
+ * meanwhile is caught by the committer unit, which looks the name up
+ * again (made again under it: a new id) and drops it here. A SQLite read
+ * per message costs more than the rest of its checks. */
 #define CACHE_MS 1000
 #define CACHE_SLOTS 256
 
@@ -97,6 +97,16 @@ static int zone_lookup(update_service_t *u, records_store_t **rs,
 		pthread_mutex_unlock(&u->cache_lock);
 	}
 	return ret;
+}
+
+void update_zone_forget(update_service_t *u, const knot_dname_t *apex)
+{
+	pthread_mutex_lock(&u->cache_lock);
+	zone_slot_t *z = &u->zones[slot_of(apex)];
+	if (knot_dname_is_case_equal(z->zone.apex, apex)) {
+		z->at = 0;
+	}
+	pthread_mutex_unlock(&u->cache_lock);
 }
 
 /* Keys are not cached: a deleted key must stop working at once. */
@@ -426,6 +436,15 @@ static uint8_t authorize(update_service_t *u, update_msg_t *m,
 		return KNOT_RCODE_SERVFAIL;
 	}
 	if (m->tsig.present && key->zone_id != m->zone.id) {
+		/* Perhaps a zone kept from before it was deleted and made
+		 * again (a new id), and the key is the new zone's. */
+		update_zone_forget(u, knot_pkt_qname(q));
+		ret = zone_lookup(u, rs, knot_pkt_qname(q), &m->zone);
+		if (ret != ZC_EOK && ret != ZC_ENOZONE) {
+			return KNOT_RCODE_SERVFAIL;
+		}
+	}
+	if (m->tsig.present && (ret != ZC_EOK || key->zone_id != m->zone.id)) {
 		*why = "the key belongs to another zone";
 		return KNOT_RCODE_REFUSED;
 	}

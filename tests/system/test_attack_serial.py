@@ -1080,6 +1080,28 @@ def test_zone_made_again_never_goes_back_to_an_older_serial(start_node):
         % (again.created, last))
 
 
+def test_update_right_after_the_zone_was_made_again(start_node):
+    """The UPDATE service keeps the zones it looked up for a second
+    (update/service.c). A zone deleted and made again under its name has a
+    new id: UPDATEs right after, unsigned (allow-update) or signed with a
+    key of the new zone, go to the new zone, not NOTAUTH or REFUSED."""
+    srv = start_node()
+    for life in range(4):
+        z = Zone(srv, "remade.test", api_only=True)
+        z.key = srv.tsig_create("k%d-remade.test" % life, "remade.test")
+        signed = update_msg(z)
+        signed.add("s%d.remade.test." % life, 300, "TXT", "signed %d" % life)
+        unsigned = dns.update.UpdateMessage(z.origin)
+        unsigned.add("u%d.remade.test." % life, 300, "TXT", "unsigned %d" % life)
+        # Either kind first, while the service still keeps the last life.
+        for kind, u in ([("signed", signed), ("unsigned", unsigned)] if life % 2 else
+                        [("unsigned", unsigned), ("signed", signed)]):
+            assert rcode_text(send_update(srv, u)) == "NOERROR", "life %d, %s" % (life, kind)
+        names = {r["name"] for r in srv.api_client.records(z.id, type="TXT")}
+        assert names == {"u%d.remade.test" % life, "s%d.remade.test" % life}, (life, names)
+        srv.api_client.ok("DELETE", "/zones/%s" % z.id)
+
+
 def disrupted_rounds(srv, zones, ledger, disrupt, rounds, seed, clients=8, tools=True,
                      settle=1.0):
     """Clients write the zones (through srv, or alternately through each
