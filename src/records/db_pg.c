@@ -22,11 +22,15 @@
  *   commit order is the seal trigger's (schema_pg.sql).
  * - A connection lost (PostgreSQL restarted, network) is
  *   ZC_EUNAVAILABLE; the next use outside a transaction reconnects and
- *   prepares the statements again.
+ *   prepares the statements again. An idle connection the server closed
+ *   is found before a statement outside a transaction is sent (its socket
+ *   has the server's goodbye to read), so the first request after a
+ *   restart reconnects instead of failing.
  */
 #include <arpa/inet.h>
 #include <ctype.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,6 +58,25 @@ static int result_code(pg_db_t *d, PGresult *res)
 
 /* --- Connections --- */
 
+/* Whether the server closed an idle connection (a restart, an
+ * administrator's pg_terminate_backend()): libpq notices only at its next
+ * read, and that read would be the caller's statement, which fails. A
+ * socket with something to read while nothing was asked is the server's
+ * goodbye (its FATAL message, then EOF) or a notice; reading it tells. */
+static bool hung_up(pg_db_t *d)
+{
+	struct pollfd p = { .fd = PQsocket(d->conn), .events = POLLIN };
+	/* A read takes what is there, the EOF after it shows at the next:
+	 * a few rounds, while the socket stays readable. */
+	for (int i = 0; i < 4 && p.fd >= 0 && poll(&p, 1, 0) > 0; i++) {
+		if (PQconsumeInput(d->conn) == 0 ||
+		    PQstatus(d->conn) != CONNECTION_OK) {
+			return true;
+		}
+	}
+	return false;
+}
+
 /* Connects again when the connection broke, outside a transaction (in
  * one, the transaction is lost: the caller sees ZC_EUNAVAILABLE). */
 static int ensure_connected(pg_db_t *d)
@@ -61,7 +84,8 @@ static int ensure_connected(pg_db_t *d)
 	if (d->txn && d->severed) {
 		return ZC_EUNAVAILABLE;
 	}
-	if (PQstatus(d->conn) == CONNECTION_OK) {
+	if (PQstatus(d->conn) == CONNECTION_OK &&
+	    (d->txn || d->piped || !hung_up(d))) {
 		return ZC_EOK;
 	}
 	if (d->txn) {

@@ -463,6 +463,46 @@ def test_postgresql_killed_under_concurrent_writes(cluster, tmp_path):
         srv.stop()
 
 
+def test_first_requests_after_a_postgresql_restart_are_answered(cluster, tmp_path):
+    """PostgreSQL restarted while the node is idle (fast and immediate
+    stops): its pooled connections are dead, and the first API read, API
+    write and UPDATE after the restart reconnect and succeed instead of
+    failing with 503 / SERVFAIL (db_pg.c hung_up())."""
+    _, uri = database(cluster, "idle")
+    srv = server(tmp_path, uri)
+    srv.serve()
+    try:
+        api = srv.client()
+        zid = api.ok("POST", "/zones", json={"name": "idle.test"})["result"]["id"]
+        for rnd, mode in enumerate(("fast", "immediate", "fast")):
+            # Every kind of connection in use before the restart.
+            api.ok("GET", "/zones/%s/dns_records" % zid)
+            up = dns.update.UpdateMessage("idle.test.")
+            up.add("before-%d.idle.test." % rnd, 60, "A", "192.0.2.1")
+            assert dns.query.tcp(up, "127.0.0.1", port=srv.port, timeout=10).rcode() == \
+                dns.rcode.NOERROR
+            pgctl = [os.path.join(pg_bindir(), "pg_ctl"), "-D", os.path.join(cluster, "data"),
+                     "stop", "-m", mode, "-w"]
+            if os.geteuid() == 0:
+                pgctl = ["runuser", "-u", "postgres", "--"] + pgctl
+            subprocess.run(pgctl, check=True, capture_output=True)
+            subprocess.run([DEV_PG, "start", cluster], check=True, capture_output=True)
+            # The first of each, once PostgreSQL is back.
+            r = api.call("GET", "/zones/%s/dns_records" % zid, timeout=20)
+            assert r.status_code == 200, (mode, "read", r.status_code, r.text)
+            r = api.call("POST", "/zones/%s/dns_records" % zid, timeout=20,
+                         json={"type": "A", "name": "after-%d.idle.test" % rnd,
+                               "content": "192.0.2.2"})
+            assert r.status_code == 200, (mode, "write", r.status_code, r.text)
+            up = dns.update.UpdateMessage("idle.test.")
+            up.add("upd-%d.idle.test." % rnd, 60, "A", "192.0.2.3")
+            rcode = dns.query.tcp(up, "127.0.0.1", port=srv.port, timeout=20).rcode()
+            assert rcode == dns.rcode.NOERROR, (mode, "update", dns.rcode.to_text(rcode))
+        assert srv.proc.poll() is None
+    finally:
+        srv.stop()
+
+
 # ------------------------------------------------------------ nodes, one killed mid-write
 
 def test_three_nodes_one_killed_mid_write(cluster, tmp_path):
