@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #ifdef ZC_HAVE_LIBPQ
 #include <libpq-fe.h>
@@ -41,9 +42,22 @@ static inline const char *test_records_target(const char *dir)
 		snprintf(conninfo, sizeof(conninfo),
 		         "host=%s user=zc dbname=postgres", host);
 		PGconn *c = PQconnectdb(conninfo);
-		snprintf(sql, sizeof(sql), "CREATE DATABASE t_%ld_%ld",
-		         (long)getpid(), (long)random() % 1000000);
-		PGresult *r = PQstatus(c) == CONNECTION_OK ? PQexec(c, sql) : NULL;
+		/* A name of this process and moment: a cluster kept across
+		 * runs holds the databases of earlier processes, whose pids
+		 * come round again. */
+		PGresult *r = NULL;
+		for (int i = 0; i < 5 && PQstatus(c) == CONNECTION_OK; i++) {
+			struct timespec ts;
+			clock_gettime(CLOCK_REALTIME, &ts);
+			snprintf(sql, sizeof(sql), "CREATE DATABASE t_%ld_%ld%09ld",
+			         (long)getpid(), (long)ts.tv_sec % 100000,
+			         (long)ts.tv_nsec);
+			PQclear(r);
+			r = PQexec(c, sql);
+			if (PQresultStatus(r) == PGRES_COMMAND_OK) {
+				break;
+			}
+		}
 		if (r == NULL || PQresultStatus(r) != PGRES_COMMAND_OK) {
 			fprintf(stderr, "cannot make a test database: %s\n",
 			        PQerrorMessage(c));
