@@ -17,6 +17,19 @@
 
 /* --- Errors --- */
 
+/* Says that PostgreSQL is unavailable: at most every 10 s per process at
+ * error level (while it is down every request, the builder's retries and
+ * the heartbeat meet it), the rest at debug level. */
+static void log_unavailable(const pg_db_t *d, const char *why)
+{
+	static _Atomic int64_t logged;
+	if (zc_log_due(&logged, 10000)) {
+		zc_error("%s: PostgreSQL unavailable: %s", d->label, why);
+	} else {
+		zc_debug("%s: PostgreSQL unavailable: %s", d->label, why);
+	}
+}
+
 /* Maps a failed result (or a NULL one: the connection) to a code, and
  * logs what is not a plain outcome. */
 int pg_map_error(pg_db_t *d, const PGresult *res)
@@ -32,8 +45,7 @@ int pg_map_error(pg_db_t *d, const PGresult *res)
 		(void)PQconsumeInput(d->conn);
 	}
 	if (PQstatus(d->conn) == CONNECTION_BAD) {
-		zc_error("%s: PostgreSQL unavailable: %s", d->label,
-		         PQerrorMessage(d->conn));
+		log_unavailable(d, PQerrorMessage(d->conn));
 		return ZC_EUNAVAILABLE;
 	}
 	if (state == NULL) {
@@ -50,8 +62,7 @@ int pg_map_error(pg_db_t *d, const PGresult *res)
 	}
 	if (strncmp(state, "08", 2) == 0 || strcmp(state, "57P01") == 0 ||
 	    strcmp(state, "57P02") == 0 || strcmp(state, "57P03") == 0) {
-		zc_error("%s: PostgreSQL unavailable: %s", d->label,
-		         PQresultErrorMessage(res));
+		log_unavailable(d, PQresultErrorMessage(res));
 		return ZC_EUNAVAILABLE;
 	}
 	if (strcmp(state, "53100") == 0) {

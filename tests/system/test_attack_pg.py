@@ -499,6 +499,9 @@ def test_first_requests_after_a_postgresql_restart_are_answered(cluster, tmp_pat
             rcode = dns.query.tcp(up, "127.0.0.1", port=srv.port, timeout=20).rcode()
             assert rcode == dns.rcode.NOERROR, (mode, "update", dns.rcode.to_text(rcode))
         assert srv.proc.poll() is None
+        # Said at most every 10 s, not by each statement that met it.
+        said = srv.log().count("PostgreSQL unavailable")
+        assert 1 <= said <= 2, srv.log()[-4000:]
     finally:
         srv.stop()
 
