@@ -18,10 +18,11 @@
  * 1,000,000 records. (The floor was 10,000: two nodes taking 6,000
  * UPDATEs each into a new store never reached it, and the builder's node
  * read walked the zone all along, 138 µs of postgres' time per UPDATE
- * against 8 once analyzed at 1,000; bench/pg_nodes --pg-statements.) It runs on a connection and a thread of its own
- * (one at a time in the process), so that no writer waits for it, and
- * skips a table another ANALYZE or VACUUM holds (SKIP_LOCKED). SQLite
- * plans each statement once, from its indexes alone: nothing to do.
+ * against 8 once analyzed at 1,000; bench/pg_nodes --pg-statements.)
+ * It runs on a connection and a thread of its own (one at a time in the
+ * process), so that no writer waits for it, and skips a table another
+ * ANALYZE or VACUUM holds (SKIP_LOCKED). SQLite plans each statement
+ * once, from its indexes alone: nothing to do.
  */
 #include <pthread.h>
 #include <stdatomic.h>

@@ -279,7 +279,7 @@ int records_leader_row_get(records_store_t *store, records_leader_row_t *out);
 /* --- Moving a store to the other engine (migrate.c, zonecast migrate) --- */
 
 /* The tables copied: zones, records, tokens, tsig_keys, dnssec_keys,
- * zone_secondaries, counters, zone_versions, changes. */
+ * zone_secondaries, counters, zone_versions, zone_tombstones, changes. */
 #define RECORDS_COPY_TABLES 10
 
 typedef struct {
