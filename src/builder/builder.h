@@ -259,6 +259,11 @@ typedef struct builder_waiter {
 	uint64_t zone_id;
 	uint8_t apex[KNOT_DNAME_MAXLEN];
 	uint32_t version;
+	/* The change-log position of the commit that made version
+	 * (writer_unit_t.seq; 0: unknown). Once the follower applied it, a
+	 * zone gone from the edge store, or there under another id, was
+	 * deleted after the commit: the waiter settles with ZC_ENOZONE. */
+	uint64_t seq;
 	int64_t deadline_ms;      /* CLOCK_MONOTONIC milliseconds. */
 	const void *order;        /* NULL: no order to keep. */
 	bool order_only;          /* Nothing to wait for but the order. */

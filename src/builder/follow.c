@@ -182,9 +182,16 @@ static int waiter_state(builder_follower_t *f, edge_txn_t *txn,
 	if (builder_follower_quarantined(f, w->zone_id)) {
 		return ZC_EQUARANTINED;
 	}
-	if (edge_zone_get(txn, w->apex, &zone) == ZC_EOK &&
-	    zone.zone_id == w->zone_id && serial_reached(zone.serial, w->version)) {
+	bool here = edge_zone_get(txn, w->apex, &zone) == ZC_EOK &&
+	            zone.zone_id == w->zone_id;
+	if (here && serial_reached(zone.serial, w->version)) {
 		return ZC_EOK;
+	}
+	if (!here && w->seq != 0 && atomic_load(&f->applied) >= w->seq) {
+		/* Applied past the commit, and the zone is not there: it was
+		 * deleted since (perhaps made again under a new id). Its
+		 * version will never be served; waiting changes nothing. */
+		return ZC_ENOZONE;
 	}
 	if (now >= w->deadline_ms) {
 		return -ETIMEDOUT;

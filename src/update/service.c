@@ -263,7 +263,15 @@ static void on_live(builder_waiter_t *w, int result)
 {
 	update_msg_t *m = (update_msg_t *)((uint8_t *)w -
 	                                   offsetof(update_msg_t, waiter));
-	if (result != ZC_EOK && !w->order_only) {
+	if (result == ZC_ENOZONE) {
+		/* Applied, then the zone was deleted (before the builder
+		 * served the version): NOERROR, as the write happened; a
+		 * SERVFAIL would have the client send it again, into
+		 * whatever zone is made under the name next. */
+		zc_debug("update %s: serial %u committed, and the zone was "
+		         "deleted before it was served", m->zone.name,
+		         m->zone.serial);
+	} else if (result != ZC_EOK && !w->order_only) {
 		m->rcode = KNOT_RCODE_SERVFAIL;
 		if (zc_log_due(&live_logged, 10000)) {
 			zc_warn("update %s: serial %u committed but not served "
@@ -290,6 +298,7 @@ static void await_live(update_msg_t *m, bool order_only)
 	w->zone_id = (uint64_t)m->zone.id;
 	memcpy(w->apex, m->zone.apex, knot_dname_size(m->zone.apex));
 	w->version = m->zone.serial;
+	w->seq = m->unit.seq;
 	w->deadline_ms = mono_ms() + live_get(u).live_wait_ms;
 	w->order = server_reply_stream(m->reply);
 	w->order_only = order_only;
@@ -571,6 +580,7 @@ void update_handle(void *ctx, const uint8_t *msg, size_t len,
 	m->unit.fn = update_apply;
 	m->unit.ctx = m;
 	m->unit.done = on_committed;
+	m->unit.want_seq = u->cfg.follower != NULL; /* For await_live(). */
 	if (writer_submit(u->cfg.writer, &m->unit) != ZC_EOK) {
 		finish(m, KNOT_RCODE_SERVFAIL);
 	}
