@@ -29,6 +29,7 @@
 #include "api/content.h"
 #include "api/dns_records.h"
 #include "api/format.h"
+#include "api/live.h"
 #include "api/match.h"
 #include "api/node_cache.h"
 #include "api/record_json.h"
@@ -721,7 +722,7 @@ static int run_unit(api_req_t *req, const records_zone_t *zone, op_t *ops,
 	if (cache == NULL) {
 		api_node_cache_init(u->cache);
 	}
-	int ret = writer_run(req->api->writer, write_unit, u);
+	int ret = api_write(req, write_unit, u);
 	if (skipped != NULL) {
 		*skipped = u->skipped;
 	}

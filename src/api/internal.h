@@ -66,6 +66,8 @@ typedef struct {
 	int live;               /* With wait_live: 1 served, 0 not (yet). */
 	int64_t live_zone_id;   /* The zone the version belongs to. */
 	uint8_t live_apex[KNOT_DNAME_MAXLEN];
+	uint64_t live_seq;      /* The write's commit position (api_write();
+	                           0: unknown). */
 	char note[512];         /* A message for the envelope ("": none). */
 	int note_code;          /* Its code (0: 1202). */
 	char etag[64];

@@ -122,6 +122,14 @@ bool api_wait_arg(api_req_t *req)
 	return true;
 }
 
+int api_write(api_req_t *req, writer_fn fn, void *ctx)
+{
+	req->live_seq = 0;
+	return req->wait_live ? writer_run_seq(req->api->writer, fn, ctx,
+	                                       &req->live_seq) :
+	       writer_run(req->api->writer, fn, ctx);
+}
+
 void api_wait_live(api_req_t *req)
 {
 	builder_follower_t *f = req->api->cfg.follower;
@@ -142,9 +150,17 @@ void api_wait_live(api_req_t *req)
 			      "why); it is served once a build of it succeeds";
 			break;
 		}
-		if (edge_serial(req, req->live_zone_id, req->live_apex,
-		                &serial) == ZC_EOK &&
-		    serial_reached(serial, (uint32_t)req->version)) {
+		int ret = edge_serial(req, req->live_zone_id, req->live_apex,
+		                      &serial);
+		if (ret == ZC_EOK && serial_reached(serial,
+		                                    (uint32_t)req->version)) {
+			break;
+		}
+		if (ret == ZC_ENOZONE && req->live_seq != 0 &&
+		    builder_follower_applied(f) >= req->live_seq) {
+			/* Applied past the write, and the zone is not there:
+			 * deleted since (perhaps made again, another id). */
+			why = "the zone was deleted after this write";
 			break;
 		}
 		int64_t left = deadline - mono_ms();

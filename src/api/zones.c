@@ -198,7 +198,7 @@ static void create_zone(api_req_t *req)
 	}
 	json_decref(body);
 	knot_dname_to_lower(c.apex);
-	int ret = writer_run(req->api->writer, create_unit, &c);
+	int ret = api_write(req, create_unit, &c);
 	if (ret != ZC_EOK) {
 		api_error_code(req, ret, "name");
 		return;
@@ -345,7 +345,7 @@ static void patch_zone(api_req_t *req, records_zone_t *zone)
 	}
 	json_decref(body);
 	if (ok) {
-		int ret = writer_run(req->api->writer, patch_unit, p);
+		int ret = api_write(req, patch_unit, p);
 		if (ret != ZC_EOK) {
 			api_error_code(req, ret, "zone");
 		} else {

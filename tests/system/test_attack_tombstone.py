@@ -932,6 +932,60 @@ def test_update_committed_then_zone_deleted_is_answered_at_once(start_node, back
     assert not late, late[:5]
 
 
+def test_api_write_waiting_live_then_zone_deleted_is_answered_at_once(start_node, backend):
+    """The API's ?wait=live twin of the test above: a write committed to
+    a life of the zone deleted before its version was served is answered
+    (202, "deleted after this write") once the builder applied past it,
+    not after live-wait (2 s here)."""
+    if backend == "postgresql":
+        a, b = start_node("a"), start_node("b", options=["live-wait=2000"])
+    else:
+        a = b = start_node(options=["live-wait=2000"])
+    name = "lwapi.test"
+    a.api_client.ok("POST", "/zones", json={"name": name})
+    stop = threading.Event()
+    late, counts, deleted_notes = [], {}, []
+    lock = threading.Lock()
+
+    def client(k):
+        api = b.client()
+        i = 0
+        while not stop.is_set():
+            i += 1
+            zid = api_zone_id(b, name)
+            if not zid:
+                continue
+            t0 = time.monotonic()
+            r = api.call("POST", "/zones/%s/dns_records?wait=live" % zid, timeout=10,
+                         json={"type": "TXT", "name": "c%d-%d.%s" % (k, i, name),
+                               "content": "x"})
+            took = time.monotonic() - t0
+            with lock:
+                counts[r.status_code] = counts.get(r.status_code, 0) + 1
+                if r.status_code == 202 and "deleted after this write" in r.text:
+                    deleted_notes.append(r.text)
+                if r.status_code not in (200, 202, 404, 409) or took > 1.5:
+                    late.append("%d after %.1f s: %s" % (r.status_code, took, r.text[:300]))
+
+    threads = [threading.Thread(target=client, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    try:
+        deadline = time.monotonic() + 8
+        while time.monotonic() < deadline and not late:
+            time.sleep(0.15)
+            zid = api_zone_id(a, name)
+            if zid:
+                a.api_client.call("DELETE", "/zones/%s" % zid)
+            a.api_client.call("POST", "/zones", json={"name": name})
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(timeout=60)
+    print("answers", counts, "deleted after the write:", len(deleted_notes))
+    assert not late, late[:5]
+
+
 # ------------------------------------------------------------------ migrate
 
 def test_migrate_round_trip_keeps_every_tombstone(cluster, tmp_path):
