@@ -154,6 +154,7 @@ static void change(api_req_t *req, const records_zone_t *zone, json_t *body)
 	} else {
 		req->version = d.zone.serial;
 		req->versioned = true;
+		req->live_seq = d.seq; /* For ?wait=live (api_wait_live()). */
 		req->result = state_json(req->rs, &d.zone);
 	}
 }

@@ -145,6 +145,10 @@ void api_wait_live(api_req_t *req)
 	const char *why = NULL;
 	for (;;) {
 		uint32_t serial;
+		/* The position first: the follower publishes the quarantine
+		 * before it (builder/follow.c), so a zone whose build failed
+		 * up to it is seen quarantined below, not taken for gone. */
+		uint64_t applied = builder_follower_applied(f);
 		if (builder_follower_quarantined(f, (uint64_t)req->live_zone_id)) {
 			why = "the zone was quarantined meanwhile (GET the zone for "
 			      "why); it is served once a build of it succeeds";
@@ -157,7 +161,7 @@ void api_wait_live(api_req_t *req)
 			break;
 		}
 		if (ret == ZC_ENOZONE && req->live_seq != 0 &&
-		    builder_follower_applied(f) >= req->live_seq) {
+		    applied >= req->live_seq) {
 			/* Applied past the write, and the zone is not there:
 			 * deleted since (perhaps made again, another id). */
 			why = "the zone was deleted after this write";

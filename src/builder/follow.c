@@ -182,12 +182,13 @@ static int waiter_state(builder_follower_t *f, edge_txn_t *txn,
 	if (builder_follower_quarantined(f, w->zone_id)) {
 		return ZC_EQUARANTINED;
 	}
-	bool here = edge_zone_get(txn, w->apex, &zone) == ZC_EOK &&
-	            zone.zone_id == w->zone_id;
+	int got = edge_zone_get(txn, w->apex, &zone);
+	bool here = got == ZC_EOK && zone.zone_id == w->zone_id;
 	if (here && serial_reached(zone.serial, w->version)) {
 		return ZC_EOK;
 	}
-	if (!here && w->seq != 0 && atomic_load(&f->applied) >= w->seq) {
+	bool gone = got == ZC_ENOZONE || (got == ZC_EOK && !here);
+	if (gone && w->seq != 0 && atomic_load(&f->applied) >= w->seq) {
 		/* Applied past the commit, and the zone is not there: it was
 		 * deleted since (perhaps made again under a new id). Its
 		 * version will never be served; waiting changes nothing. */
@@ -284,6 +285,7 @@ static void finish(builder_follower_t *f, pass_state_t *st)
 		do {
 			ret = pass_run(st);
 			publish_quarantine(f, st);
+			atomic_store(&f->applied, st->applied);
 		} while (ret == 1 && st->job == NULL && st->full_count == 0);
 	}
 	pthread_mutex_lock(&f->lock);
@@ -325,8 +327,11 @@ static void *follow(void *arg)
 		uint64_t start = zc_clock_ns();
 		ret = after_pass(f, &st, pass_run(&st));
 		count_pass(start, ret, st.read_seq != before);
-		atomic_store(&f->applied, st.applied);
+		/* The quarantine before the position: a reader that sees the
+		 * position (api/live.c) sees the zones quarantined up to it,
+		 * and does not take a zone whose build failed for gone. */
 		publish_quarantine(f, &st);
+		atomic_store(&f->applied, st.applied);
 		settle_waiters(f, false);
 		if (f->on_pass != NULL && (st.read_seq != before || ret > 0)) {
 			f->on_pass(f->on_pass_ctx);

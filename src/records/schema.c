@@ -324,8 +324,11 @@ static int pg_upgrade(records_store_t *store, int64_t *version)
 		ret = rdb_exec(store->db, RECORDS_SCHEMA_PG_SQL);
 	}
 	if (ret == ZC_EOK) {
+		/* The row locked too: migrators stay in turn even if the
+		 * session lock went with a connection made again. */
 		ret = rdb_query_int64(store->db, RDB_SQL2(NULL,
-			"SELECT version FROM schema_version"), version);
+			"SELECT version FROM schema_version FOR UPDATE"),
+			version);
 	}
 	int64_t v = *version;
 	for (; ret == ZC_EOK && v >= PG_BASELINE && v < SCHEMA_VERSION; v++) {

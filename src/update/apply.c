@@ -645,6 +645,14 @@ int update_apply(records_store_t *rs, void *arg)
 		if (ret == ZC_EOK) {
 			ret = records_zone_get(rs, again.id, &m->zone);
 		}
+		if (ret == ZC_EOK &&
+		    update_zone_quarantined(m->service, m->zone.id)) {
+			/* The precheck saw the deleted zone's state. */
+			m->rcode = KNOT_RCODE_SERVFAIL;
+			update_audit_refused(m, m->rcode,
+			                     "the zone is quarantined");
+			return ZC_EUSAGE;
+		}
 	}
 	if (ret == ZC_ENOZONE) {
 		m->rcode = KNOT_RCODE_NOTAUTH; /* Deleted meanwhile. */

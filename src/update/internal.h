@@ -44,6 +44,9 @@ typedef struct {
  * found it deleted. */
 void update_zone_forget(update_service_t *u, const knot_dname_t *apex);
 
+/* Whether a zone takes no writes: it is quarantined (its builds fail). */
+bool update_zone_quarantined(update_service_t *u, int64_t zone_id);
+
 /* Audit lines (audit.c, common/audit.h): an UPDATE answered NOERROR, and
  * one refused (why says what refused it). */
 void update_audit_accepted(const update_msg_t *m);

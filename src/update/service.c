@@ -449,7 +449,11 @@ static uint8_t authorize(update_service_t *u, update_msg_t *m,
 		 * again (a new id), and the key is the new zone's. */
 		update_zone_forget(u, knot_pkt_qname(q));
 		ret = zone_lookup(u, rs, knot_pkt_qname(q), &m->zone);
-		if (ret != ZC_EOK && ret != ZC_ENOZONE) {
+		if (ret == ZC_ENOZONE) {
+			*why = "not a zone served here";
+			return KNOT_RCODE_NOTAUTH; /* Deleted meanwhile. */
+		}
+		if (ret != ZC_EOK) {
 			return KNOT_RCODE_SERVFAIL;
 		}
 	}
@@ -468,6 +472,11 @@ static uint8_t authorize(update_service_t *u, update_msg_t *m,
 }
 
 static _Atomic int64_t quarantine_logged;
+
+bool update_zone_quarantined(update_service_t *u, int64_t zone_id)
+{
+	return builder_follower_quarantined(u->cfg.follower, (uint64_t)zone_id);
+}
 
 /* A quarantined zone takes no writes: they would be acknowledged and not
  * served. SERVFAIL (the server's state, not the client's fault; REFUSED

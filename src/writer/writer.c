@@ -117,6 +117,11 @@ static void give_seq(writer_t *w, writer_unit_t *batch)
 	uint64_t seq = 0;
 	if (wanted && records_changelog_committed(w->rs, &seq) != ZC_EOK) {
 		seq = 0; /* Committed all the same; not to be waited for. */
+	} else if (wanted && seq == 0 &&
+	           records_last_seq(w->rs, &seq) != ZC_EOK) {
+		/* No event in this commit (PostgreSQL names none then): the
+		 * newest position, at or past every commit its units read. */
+		seq = 0;
 	}
 	for (writer_unit_t *u = batch; u != NULL; u = u->next) {
 		u->seq = u->result == ZC_EOK ? seq : 0;
