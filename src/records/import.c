@@ -240,19 +240,6 @@ int records_import_check(records_import_t *imp, records_problem_cb problem,
 
 /* --- Writing --- */
 
-static int exec_bound(records_store_t *store, const rdb_sql_t *sql, int64_t a)
-{
-	rdb_stmt_t *stmt;
-	int ret = rdb_prepare(store->db, sql, &stmt);
-	if (ret != ZC_EOK) {
-		return ret;
-	}
-	rdb_bind_int64(stmt, 1, a);
-	ret = rdb_run(stmt);
-	rdb_done(stmt);
-	return ret;
-}
-
 /* Finds or creates the zone row; empties an existing zone. */
 static int prepare_zone(records_import_t *imp, int64_t now,
                         records_zone_t *zone, bool *is_new)
@@ -262,8 +249,9 @@ static int prepare_zone(records_import_t *imp, int64_t now,
 	int ret = records_zone_find_locked(imp->store, imp->apex, zone);
 	*is_new = (ret == ZC_ENOZONE);
 	if (ret == ZC_EOK) {
-		return exec_bound(imp->store, RDB_SQL("DELETE FROM records"
-		                  " WHERE zone_id = ?1"), zone->id);
+		return records_exec_int64(imp->store, RDB_SQL("DELETE FROM"
+		                          " records WHERE zone_id = ?1"),
+		                          zone->id);
 	}
 	if (ret != ZC_ENOZONE) {
 		return ret;

@@ -325,20 +325,6 @@ int records_zone_create(records_store_t *store, const knot_dname_t *apex,
 	return ret;
 }
 
-/* Runs a statement whose one parameter is the zone's id. */
-static int run_by_id(records_store_t *store, const rdb_sql_t *sql, int64_t id)
-{
-	rdb_stmt_t *stmt;
-	int ret = rdb_prepare(store->db, sql, &stmt);
-	if (ret != ZC_EOK) {
-		return ret;
-	}
-	rdb_bind_int64(stmt, 1, id);
-	ret = rdb_run(stmt);
-	rdb_done(stmt);
-	return ret;
-}
-
 /* Keeps the last serial of a zone being deleted under its apex. */
 static int write_tombstone(records_store_t *store, const records_zone_t *zone)
 {
@@ -367,12 +353,12 @@ int records_zone_remove(records_store_t *store, records_zone_t *zone)
 	 * so no writer adds one meanwhile. Tokens, keys and secondaries go
 	 * by ON DELETE CASCADE. */
 	if (ret == ZC_EOK) {
-		ret = run_by_id(store, RDB_SQL("DELETE FROM records"
-		                               " WHERE zone_id = ?1"), zone->id);
+		ret = records_exec_int64(store, RDB_SQL("DELETE FROM records"
+		                         " WHERE zone_id = ?1"), zone->id);
 	}
 	if (ret == ZC_EOK) {
-		ret = run_by_id(store, RDB_SQL("DELETE FROM zones"
-		                               " WHERE id = ?1"), zone->id);
+		ret = records_exec_int64(store, RDB_SQL("DELETE FROM zones"
+		                         " WHERE id = ?1"), zone->id);
 	}
 	if (ret == ZC_EOK) {
 		ret = write_tombstone(store, zone);
