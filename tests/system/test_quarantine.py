@@ -393,3 +393,39 @@ def test_fleet_edges_follow_the_good_zones_and_keep_the_bad_one(tmp_path, fault)
         problems = (edge.stop() if edge else []) + primary.stop()
         nats.stop()
     assert not problems, problems
+
+
+def test_update_to_a_zone_made_again_and_quarantined_writes_nothing(srv, fault):
+    """The UPDATE service keeps the zones it looked up for a second
+    (update/service.c): an UPDATE in that second to a zone deleted and
+    made again goes to the new zone (update/apply.c looks the name up
+    again). When the new zone is quarantined, the precheck saw only the
+    deleted zone's state: the committer must answer SERVFAIL and write
+    nothing, as for any quarantined zone."""
+    api = srv.client()
+    zone = "remade.q.test"
+    tried = 0
+    for attempt in range(5):
+        zid = create_zone(api, srv, zone)
+        t0 = time.monotonic()
+        # looked up now: kept for a second
+        assert update(srv, zone, ("first%d.%s" % (attempt, zone), "192.0.2.1")) == \
+            dns.rcode.NOERROR
+        fault.write_text(zone + ".\n")
+        api.ok("DELETE", "/zones/%s" % zid)
+        r = api.call("POST", "/zones", json={"name": zone})
+        assert r.status_code == 200, r.text
+        again = r.json()["result"]["id"]
+        assert again != zid
+        wait_for(lambda: api.get("/zones/%s" % again)["quarantine"] is not None,
+                 "the re-made zone quarantined")
+        rcode = update(srv, zone, ("late%d.%s" % (attempt, zone), "192.0.2.2"))
+        in_time = time.monotonic() - t0 < 0.9
+        assert rcode == dns.rcode.SERVFAIL, (attempt, dns.rcode.to_text(rcode))
+        assert [r for r in api.records(again) if r["name"].startswith("late")] == []
+        tried += in_time
+        fault.write_text("")
+        api.ok("DELETE", "/zones/%s" % again)
+        if tried:
+            break
+    assert tried, "no attempt reached the re-made zone within the kept second"

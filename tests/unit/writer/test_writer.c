@@ -5,14 +5,19 @@
  * together in one transaction, in order; a unit that runs alone
  * (writer_run_alone(), an import's commit) runs between two batches,
  * outside any transaction, after the units queued before it and before
- * those queued after it.
+ * those queued after it. A unit that asks gets its commit's change-log
+ * position; one that wrote nothing gets the newest position (on
+ * PostgreSQL its commit names none: writer.c give_seq()). As writer@pg on
+ * PostgreSQL (records_target.h).
  */
 #include <stdatomic.h>
 #include <unistd.h>
 
 #include "common/error.h"
+#include "records/changelog.h"
 #include "records/records.h"
-#include "tests/unit/test.h"
+#include "tests/unit/records/records_fixture.h"
+#include "tests/unit/records_target.h"
 #include "writer/writer.h"
 
 #define UNITS 6
@@ -49,13 +54,47 @@ static int refused(records_store_t *rs, void *ctx)
 	return ZC_EEXISTS;
 }
 
+/* Adds one A record to the zone whose id is *ctx. */
+static int add_one(records_store_t *rs, void *ctx)
+{
+	records_zone_t zone;
+	int ret = fx_unit_start(rs, *(int64_t *)ctx, &zone);
+	return ret == ZC_EOK ? fx_insert_a(rs, &zone, "seq.w.test.", 9, NULL) : ret;
+}
+
+static int nothing(records_store_t *rs, void *ctx)
+{
+	(void)rs, (void)ctx;
+	return ZC_EOK;
+}
+
+/* Positions: a write gets its commit's end, the newest; a unit that
+ * wrote nothing gets the newest too, never 0 (0 is "not to be waited
+ * for": a waiter would sit out its whole live-wait). */
+static void positions(writer_t *w, const char *target)
+{
+	records_store_t *rs;
+	CHECK_EQ(records_open(&rs, target), ZC_EOK);
+	records_zone_t z;
+	CHECK_EQ(fx_zone_create(rs, "w.test.", 1, &z), ZC_EOK);
+	uint64_t wrote = 0, none = 0, last = 0;
+	CHECK_EQ(writer_run_seq(w, add_one, &z.id, &wrote), ZC_EOK);
+	CHECK_EQ(records_last_seq(rs, &last), ZC_EOK);
+	CHECK(wrote != 0);
+	CHECK_EQ(wrote, last);
+	CHECK_EQ(writer_run_seq(w, nothing, NULL, &none), ZC_EOK);
+	CHECK_EQ(none, last);
+	records_close(rs);
+}
+
 int main(void)
 {
 	const char *dir = test_tmpdir();
+	const char *target = test_records_target(dir);
 	records_store_t *rs;
-	CHECK_EQ(records_open(&rs, dir), ZC_EOK); /* Makes the schema. */
+	CHECK_EQ(records_open(&rs, target), ZC_EOK); /* Makes the schema. */
 	records_close(rs);
-	writer_config_t cfg = { .data_dir = dir, .max_records = 7 };
+	writer_config_t cfg = { .data_dir = target, .max_records = 7 };
 	writer_t *w;
 	CHECK_EQ(writer_start(&cfg, &w), ZC_EOK);
 	CHECK_EQ(writer_max_records(w), 7);
@@ -88,6 +127,8 @@ int main(void)
 	/* Synchronous: the unit's own outcome comes back. */
 	CHECK_EQ(writer_run_alone(w, refused, NULL), ZC_EEXISTS);
 	CHECK_EQ(writer_run(w, refused, NULL), ZC_EEXISTS);
+
+	positions(w, target);
 
 	writer_stop(w);
 	test_rmdir(dir);
