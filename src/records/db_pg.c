@@ -170,6 +170,14 @@ static void on_notice(void *arg, const char *message)
  * committed (synchronous_commit on, whatever the server's default), a
  * bounded wait for locks, warnings only; a 10 s connect timeout and an
  * application_name (log_commits.node) unless the URI gives its own.
+ * Over TCP, unless the URI says otherwise: keepalive probes after 10 s of
+ * silence, every 5 s, 3 unanswered end the connection, and data the
+ * server has not acknowledged for 30 s ends it too (tcp_user_timeout).
+ * Without them a server that vanished without a reset (power lost, a
+ * partition) left a connection waiting for its answer for as long as the
+ * system's defaults (keepalives after 2 hours): a writer, and every API
+ * write and UPDATE behind it, stuck instead of failing with 503 and
+ * reconnecting. A unix socket ignores them.
  */
 static PGconn *connect_with_settings(const char *target,
                                      const rdb_options_t *opts)
@@ -181,9 +189,10 @@ static PGconn *connect_with_settings(const char *target,
 	/* Later entries override earlier ones: the defaults come before
 	 * the URI (expanded from dbname), the settings after it. */
 	const char *const keys[] = { "connect_timeout", "application_name",
-	                             "dbname", "options", NULL };
-	const char *const values[] = { "10", "zonecast", target, options,
-	                               NULL };
+	                             PG_KEEPALIVE_KEYS, "dbname", "options",
+	                             NULL };
+	const char *const values[] = { "10", "zonecast", PG_KEEPALIVE_VALUES,
+	                               target, options, NULL };
 	return PQconnectdbParams(keys, values, 1);
 }
 

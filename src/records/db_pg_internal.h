@@ -15,6 +15,14 @@
 
 #include "records/db_driver.h"
 
+/* libpq's TCP settings of every connection zonecast makes (db_pg.c's
+ * connect_with_settings() says why; records/listen.c's own connections
+ * too), as keyword and value lists to splice into PQconnectdbParams()'s
+ * arrays ahead of dbname, so that a URI's own settings win. */
+#define PG_KEEPALIVE_KEYS "keepalives", "keepalives_idle", \
+	"keepalives_interval", "keepalives_count", "tcp_user_timeout"
+#define PG_KEEPALIVE_VALUES "1", "10", "5", "3", "30000"
+
 #define STMT_CACHE 64
 #define MAX_PARAMS 32
 /* Queued statements at most before the pipeline is synced on its own:

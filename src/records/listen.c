@@ -16,6 +16,8 @@
 #include <libknot/errcode.h>
 #ifdef ZC_HAVE_LIBPQ
 #include <libpq-fe.h>
+
+#include "records/db_pg_internal.h"
 #endif
 
 #include "common/error.h"
@@ -43,9 +45,11 @@ int records_own_connect(const char *target, const char *options,
 		pg = uri;
 	}
 	const char *const keys[] = { "connect_timeout", "application_name",
-	                             "options", "dbname", NULL };
-	const char *const values[] = { "5", "zonecast",
-	                               options != NULL ? options : "", pg, NULL };
+	                             PG_KEEPALIVE_KEYS, "options", "dbname",
+	                             NULL };
+	const char *const values[] = { "5", "zonecast", PG_KEEPALIVE_VALUES,
+	                               options != NULL ? options : "", pg,
+	                               NULL };
 	*out = PQconnectdbParams(keys, values, 1);
 	return *out != NULL ? ZC_EOK : KNOT_ENOMEM;
 }

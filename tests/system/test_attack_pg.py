@@ -588,3 +588,109 @@ def test_password_hidden_when_the_uri_is_too_long(cluster, tmp_path):
     assert cp.returncode != 0
     assert "records-store" in cp.stderr
     assert SECRET not in cp.stdout + cp.stderr
+
+
+# ------------------------------------------------------------ PostgreSQL over TCP
+
+class Forwarder:
+    """127.0.0.1:port -> the cluster's unix socket, a thread per direction:
+    PostgreSQL over TCP without reconfiguring the cluster."""
+
+    def __init__(self, socket_path):
+        import socket
+        self.path = socket_path
+        self.lsock = socket.socket()
+        self.lsock.bind(("127.0.0.1", 0))
+        self.lsock.listen(64)
+        self.port = self.lsock.getsockname()[1]
+        self.stop = threading.Event()
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        import socket
+        while not self.stop.is_set():
+            try:
+                c, _ = self.lsock.accept()
+            except OSError:
+                return
+            u = socket.socket(socket.AF_UNIX)
+            u.connect(self.path)
+            for a, b in ((c, u), (u, c)):
+                threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _pump(a, b):
+        try:
+            while True:
+                data = a.recv(65536)
+                if not data:
+                    break
+                b.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for s in (a, b):
+                try:
+                    s.shutdown(2)
+                except OSError:
+                    pass
+
+    def close(self):
+        self.stop.set()
+        self.lsock.close()
+
+
+def tcp_timers(pid, port):
+    """(timer kind, ticks until it fires) of pid's TCP sockets connected to
+    127.0.0.1:port, from /proc/net/tcp (kind 2: the keepalive timer; ticks
+    in USER_HZ, 100 a second)."""
+    inodes = set()
+    fd_dir = "/proc/%d/fd" % pid
+    for fd in os.listdir(fd_dir):
+        try:
+            target = os.readlink(os.path.join(fd_dir, fd))
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            inodes.add(target[8:-1])
+    timers = []
+    with open("/proc/net/tcp") as f:
+        next(f)
+        for line in f:
+            cols = line.split()
+            rem_port = int(cols[2].split(":")[1], 16)
+            kind, when = cols[5].split(":")
+            if rem_port == port and cols[9] in inodes and cols[3] == "01":
+                timers.append((int(kind, 16), int(when, 16)))
+    return timers
+
+
+@pytest.mark.parametrize("idle", [None, 60])
+def test_connections_over_tcp_probe_a_silent_server(cluster, tmp_path, idle):
+    """Over TCP every connection of a node (pool, writer, builder, LISTEN)
+    sends keepalive probes after 10 s of silence (db_pg.c
+    connect_with_settings()), not after the system's 2 hours: a server
+    that vanished without a reset ends the connection in about 25 s
+    instead of leaving writes stuck. The URI's own keepalives_idle wins."""
+    name, _ = database(cluster, "ka")
+    fwd = Forwarder(os.path.join(cluster, ".s.PGSQL.5432"))
+    uri = "postgresql://zc@127.0.0.1:%d/%s" % (fwd.port, name)
+    if idle is not None:
+        uri += "?keepalives_idle=%d" % idle
+    srv = server(tmp_path, uri)
+    srv.serve()
+    try:
+        api = srv.client()
+        zid = api.ok("POST", "/zones", json={"name": "ka.test"})["result"]["id"]
+        api.ok("POST", "/zones/%s/dns_records" % zid,
+               json={"type": "A", "name": "a.ka.test", "content": "192.0.2.1"})
+        time.sleep(1.5)  # every connection idle a while
+        timers = tcp_timers(srv.proc.pid, fwd.port)
+        assert len(timers) >= 3, timers
+        limit = (idle or 10) * 100 + 50
+        assert all(kind == 2 and when <= limit for kind, when in timers), (limit, timers)
+        if idle is not None:
+            assert any(when > 1100 for _, when in timers), timers
+    finally:
+        srv.stop()
+        fwd.close()
