@@ -134,9 +134,14 @@ struct pg_db {
 	/* The open transaction is a write one: only there are statements
 	 * queued (a read snapshot's end would drop their failures). */
 	bool writing;
-	/* The session was reset inside the open transaction: the
-	 * transaction is gone, and its next statements must fail. */
+	/* The session was reset inside the open transaction, or its
+	 * queued BEGIN failed: the transaction is gone, and its next
+	 * statements must fail (none may run on its own). */
 	bool severed;
+	/* The queued BEGIN's place in the queue plus one (0: none queued):
+	 * a transaction's BEGIN goes with its first statement that waits
+	 * (db_pg.c begin()), and its failure severs the transaction. */
+	int begin_slot;
 	pg_stmt_t *queue[PIPE_MAX];
 	/* Rows gathered and not sent yet (db_pg_gather.c). */
 	pg_gather_t gather[PG_GATHERS];

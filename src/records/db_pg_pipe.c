@@ -16,6 +16,9 @@
  *   to the same unit, since a unit's release syncs.
  * - A statement the server has not prepared yet is prepared in the queue
  *   (a PREPARE ahead of its execution); a failed PREPARE is forgotten.
+ * - A transaction's BEGIN is queued too (db_pg.c begin()): it costs no
+ *   round trip of its own. Should it fail, the transaction is severed:
+ *   its later statements fail instead of running on their own.
  */
 #include <string.h>
 
@@ -140,6 +143,7 @@ static int lost(pg_db_t *d)
 {
 	d->piped = false;
 	d->queued = 0;
+	d->begin_slot = 0;
 	d->severed = d->txn;
 	if (PQstatus(d->conn) == CONNECTION_OK) {
 		zc_error("%s: PostgreSQL pipeline out of step; reconnecting",
@@ -186,6 +190,11 @@ int pg_pipe_sync(pg_db_t *d, pg_stmt_t *keep)
 			if (d->queue[i] != NULL) {
 				d->queue[i]->prepared = false;
 			}
+			if (i + 1 == d->begin_slot) {
+				/* No transaction: what follows must not run
+				 * on its own. */
+				d->severed = d->txn;
+			}
 			first = first != ZC_EOK ? first : ret;
 			if (PQstatus(d->conn) == CONNECTION_BAD) {
 				return lost(d);
@@ -196,6 +205,7 @@ int pg_pipe_sync(pg_db_t *d, pg_stmt_t *keep)
 	bool synced = res != NULL && PQresultStatus(res) == PGRES_PIPELINE_SYNC;
 	PQclear(res);
 	d->queued = 0;
+	d->begin_slot = 0;
 	if (!synced || !PQexitPipelineMode(d->conn)) {
 		return lost(d);
 	}
