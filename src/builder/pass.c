@@ -381,6 +381,13 @@ static int start_job(pass_state_t *st)
 		}
 		int ret = builder_full_begin(st->full_rs, st->es, apex, &st->job);
 		if (ret != ZC_EOK) {
+			/* Queued again, as a failed build is (full_failed()):
+			 * the pass fails and the next one starts it afresh.
+			 * Dropped here, the pass went on past the zone's
+			 * event, and an acknowledged zone create or import
+			 * was never served (PostgreSQL's session lost at the
+			 * build's first read). */
+			pass_queue_full(st, apex, UINT64_MAX);
 			return ret;
 		}
 		st->job_again = false;
