@@ -11,28 +11,28 @@
  * as the zone grows. ANALYZE gives the planner the real sizes and makes
  * every session plan again.
  *
- * So each process counts the records it added (records_counts_flush(),
- * an import) and, once they reach what the last ANALYZE saw (at least
- * 1,000: a doubling), analyzes the two tables that grow with the
- * records, records and changes: seven times while a store grows to
- * 100,000 records, and not after the last ANALYZE saw that many
- * (STATS_CAP): by then every plan is an index lookup, which more rows
- * do not change, and autovacuum analyzes each 10% of growth anyway.
- * Each of those cost about 150 ms of postgres' time (a 30,000-row
- * sample of each table), 3 µs per record of a 10 s batch run. (The floor was 10,000: two nodes taking 6,000
- * UPDATEs each into a new store never reached it, and the builder's node
- * read walked the zone all along, 138 µs of postgres' time per UPDATE
- * against 8 once analyzed at 1,000; bench/pg_nodes --pg-statements.)
- * It runs on a connection and a thread of its own (one at a time in the
- * process), so that no writer waits for it, and skips a table another
- * ANALYZE or VACUUM holds (SKIP_LOCKED). Every node of a store counts
- * its own records, so before it analyzes, a process asks PostgreSQL how
- * much the records table changed since its last ANALYZE by anyone
+ * So each process counts the records it added (records_counts_flush(), an
+ * import) and, once they reach what the last ANALYZE saw (at least 1,000:
+ * a doubling), analyzes the two tables that grow with the records, records
+ * and changes: seven times while a store grows to 100,000 records, and not
+ * after the last ANALYZE saw that many (STATS_CAP): by then every plan is
+ * an index lookup, which more rows do not change, and autovacuum analyzes
+ * each 10% of growth anyway. Each of those cost about 150 ms of postgres'
+ * time (a 30,000-row sample of each table), 3 µs per record of a 10 s
+ * batch run. (The floor was 10,000: two nodes taking 6,000 UPDATEs each
+ * into a new store never reached it, and the builder's node read walked
+ * the zone all along, 138 µs of postgres' time per UPDATE against 8 once
+ * analyzed at 1,000; bench/pg_nodes --pg-statements.) It runs on a
+ * connection and a thread of its own (one at a time in the process), so
+ * that no writer waits for it, and skips a table another ANALYZE or VACUUM
+ * holds (SKIP_LOCKED). Every node of a store counts its own records, so
+ * before it analyzes, a process asks PostgreSQL how much the records table
+ * changed since its last ANALYZE by anyone
  * (pg_stat_user_tables.n_mod_since_analyze, all nodes' writes, up to a
- * second late): when the table's size moved since this process last
- * read it and the changes are still short of a doubling, another node
- * has just analyzed, and this one skips (two nodes analyzed each table twice
- * as often as needed: 7 ANALYZEs in a 5 s batch run, 10.5 µs of postgres'
+ * second late): when the table's size moved since this process last read
+ * it and the changes are still short of a doubling, another node has just
+ * analyzed, and this one skips (two nodes analyzed each table twice as
+ * often as needed: 7 ANALYZEs in a 5 s batch run, 10.5 µs of postgres'
  * time per record written; bench/pg_nodes --pg-statements) and counts on
  * from the changes it was told of. SQLite plans each statement once, from
  * its indexes alone: nothing to do.
