@@ -56,6 +56,7 @@ import pytest
 
 import pg
 import servers
+import shim
 from servers import wait_for
 
 NOTHING = "nothing was written"
@@ -454,137 +455,6 @@ def test_two_nodes_one_nodes_backends_terminated(cluster, tmp_path):
 
 # ------------------------------------------------------ lost between begin() and its first answer
 
-SHIM = r"""
-#define _GNU_SOURCE
-#include <dlfcn.h>
-#include <fcntl.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <unistd.h>
-#include <libpq-fe.h>
-
-/* $ZC_ATK_PAUSE.1 and .2 (looked at in that order) are trigger files
- * holding "KIND MS ACTION": KIND W, a write transaction's plain BEGIN, or
- * R, a read one's BEGIN ISOLATION LEVEL ...; ACTION P, the BEGIN goes as
- * it is, or F, a statement that fails goes in its place. The first such
- * BEGIN after a trigger appears claims it (renamed to .hit), sleeps MS,
- * leaves .done, and goes on. */
-static const char *maybe_pause(const char *sql)
-{
-	const char *base = getenv("ZC_ATK_PAUSE");
-	if (base == NULL || sql == NULL || strncmp(sql, "BEGIN", 5) != 0) {
-		return sql;
-	}
-	int is_read = strstr(sql, "ISOLATION") != NULL;
-	for (int slot = 1; slot <= 2; slot++) {
-		char trig[600], hit[610], done[610];
-		snprintf(trig, sizeof(trig), "%s.%d", base, slot);
-		FILE *f = fopen(trig, "r");
-		if (f == NULL) {
-			continue;
-		}
-		char kind = 0, action = 0;
-		int ms = 0;
-		int n = fscanf(f, " %c %d %c", &kind, &ms, &action);
-		fclose(f);
-		if (n != 3 || (kind == 'R') != is_read) {
-			continue;
-		}
-		snprintf(hit, sizeof(hit), "%s.hit", trig);
-		snprintf(done, sizeof(done), "%s.done", trig);
-		if (rename(trig, hit) != 0) {
-			continue;
-		}
-		usleep((useconds_t)ms * 1000);
-		close(open(done, O_CREAT | O_WRONLY, 0644));
-		return action == 'F' ? "SELECT 1/0" : sql;
-	}
-	return sql;
-}
-
-PGresult *PQexec(PGconn *conn, const char *query)
-{
-	static PGresult *(*real)(PGconn *, const char *);
-	if (real == NULL) {
-		real = (PGresult *(*)(PGconn *, const char *))dlsym(RTLD_NEXT, "PQexec");
-	}
-	return real(conn, maybe_pause(query));
-}
-
-int PQsendQueryParams(PGconn *conn, const char *command, int nParams,
-                      const Oid *paramTypes, const char *const *paramValues,
-                      const int *paramLengths, const int *paramFormats,
-                      int resultFormat)
-{
-	static int (*real)(PGconn *, const char *, int, const Oid *,
-	                   const char *const *, const int *, const int *, int);
-	if (real == NULL) {
-		real = (int (*)(PGconn *, const char *, int, const Oid *,
-		                const char *const *, const int *, const int *,
-		                int))dlsym(RTLD_NEXT, "PQsendQueryParams");
-	}
-	return real(conn, maybe_pause(command), nParams, paramTypes, paramValues,
-	            paramLengths, paramFormats, resultFormat);
-}
-"""
-
-
-def preload(shim):
-    """LD_PRELOAD for zonecast with the shim: an ASan build needs its
-    runtime first in the list (it refuses to start otherwise)."""
-    ldd = subprocess.run(["ldd", servers.zonecast_bin()], capture_output=True, text=True)
-    m = re.search(r"(\S*libasan\.so\S*) => (\S+)", ldd.stdout)
-    return "%s:%s" % (m.group(2), shim) if m else shim
-
-
-def build_shim(tmp_path):
-    src = tmp_path / "shim.c"
-    src.write_text(SHIM)
-    out = str(tmp_path / "shim.so")
-    inc = subprocess.run(["pg_config", "--includedir"], capture_output=True, text=True)
-    incdir = inc.stdout.strip() if inc.returncode == 0 else "/usr/include/postgresql"
-    try:
-        cp = subprocess.run(["cc", "-shared", "-fPIC", "-O1", "-o", out, str(src),
-                             "-I", incdir, "-ldl"], capture_output=True, text=True)
-    except OSError:
-        pytest.skip("no C compiler for the LD_PRELOAD shim")
-    if cp.returncode != 0:
-        pytest.skip("the LD_PRELOAD shim does not build: " + cp.stderr[-500:])
-    return out
-
-
-class Pause:
-    """Arms the shim (trigger slot 1 or 2) for one BEGIN of kind "W" or
-    "R", held ms, then sent as it is (action "P") or replaced by a
-    statement that fails ("F")."""
-
-    def __init__(self, base, slot=1):
-        self.path = "%s.%d" % (base, slot)
-
-    def arm(self, kind, ms, action="P"):
-        for suffix in ("", ".hit", ".done"):
-            if os.path.exists(self.path + suffix):
-                os.unlink(self.path + suffix)
-        with open(self.path + ".tmp", "w") as f:
-            f.write("%s %d %s\n" % (kind, ms, action))
-        os.rename(self.path + ".tmp", self.path)
-
-    def claimed(self):
-        return os.path.exists(self.path + ".hit")
-
-    def hit(self, timeout=15):
-        wait_for("a held BEGIN", self.claimed, timeout)
-
-    def done(self, timeout=30):
-        wait_for("the held BEGIN to go on", lambda: os.path.exists(self.path + ".done"),
-                 timeout)
-
-    def disarm(self):
-        if os.path.exists(self.path):
-            os.unlink(self.path)
-
-
 def restart_pg(cluster, mode="fast"):
     pgctl = [os.path.join(pg.bindir(), "pg_ctl"), "-D", os.path.join(cluster, "data"),
              "stop", "-m", mode, "-w"]
@@ -595,11 +465,10 @@ def restart_pg(cluster, mode="fast"):
 
 
 def test_session_lost_between_begin_and_its_first_statement(cluster, tmp_path):
-    shim = build_shim(tmp_path)
+    env, base = shim.env(tmp_path)
     dbname, uri = database(cluster, "held")
-    base = str(tmp_path / "trigger")
-    pause = Pause(base)
-    srv = server(tmp_path / "node", uri, env={"LD_PRELOAD": preload(shim), "ZC_ATK_PAUSE": base})
+    pause = shim.Pause(base)
+    srv = server(tmp_path / "node", uri, env=env)
     srv.serve()
     zfile = tmp_path / "held-imp.zone"
     zfile.write_text("$ORIGIN held-imp.test.\n$TTL 300\n@ SOA ns hm 1 7200 900 1209600 300\n"
@@ -723,11 +592,10 @@ def test_a_failing_begin_fails_its_whole_batch(cluster, tmp_path):
     be written (no unit's statements run on their own), each is answered
     with an error, and the next write succeeds. The same for a zone
     import (COPY), a zone create, and a builder read whose BEGIN fails."""
-    shim = build_shim(tmp_path)
+    env, base = shim.env(tmp_path)
     dbname, uri = database(cluster, "fail")
-    base = str(tmp_path / "trigger")
-    hold, fail = Pause(base, 1), Pause(base, 2)
-    srv = server(tmp_path / "node", uri, env={"LD_PRELOAD": preload(shim), "ZC_ATK_PAUSE": base})
+    hold, fail = shim.Pause(base, 1), shim.Pause(base, 2)
+    srv = server(tmp_path / "node", uri, env=env)
     srv.serve()
     zfile = tmp_path / "fail-imp.zone"
     zfile.write_text("$ORIGIN fail-imp.test.\n$TTL 300\n@ SOA ns hm 1 7200 900 1209600 300\n"
@@ -865,11 +733,10 @@ def test_full_build_whose_start_fails_is_not_lost(cluster, tmp_path):
     CLI saw succeed. The imported records must be served, and verify
     clean. Failed before the fix: the old records stayed served (see
     DEFECT above)."""
-    shim = build_shim(tmp_path)
+    env, base = shim.env(tmp_path)
     dbname, uri = database(cluster, "fullb")
-    base = str(tmp_path / "trigger")
-    first, second = Pause(base, 1), Pause(base, 2)
-    srv = server(tmp_path / "node", uri, env={"LD_PRELOAD": preload(shim), "ZC_ATK_PAUSE": base})
+    first, second = shim.Pause(base, 1), shim.Pause(base, 2)
+    srv = server(tmp_path / "node", uri, env=env)
     srv.serve()
 
     def zone_file(v):
