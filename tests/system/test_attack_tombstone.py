@@ -947,7 +947,7 @@ def test_api_write_waiting_live_then_zone_deleted_is_answered_at_once(start_node
     (202, "deleted after this write") once the builder applied past it,
     not after live-wait (2 s here). A race: it may not meet the case at
     all (on PostgreSQL it often does not);
-    test_write_whose_zone_is_deleted_before_the_builder_reads_it makes it.
+    test_write_whose_zone_is_deleted_before_the_builder_reads_it makes it."""
     if backend == "postgresql":
         a, b = start_node("a"), start_node("b", options=["live-wait=2000"])
     else:
