@@ -4,7 +4,10 @@
  * records from and to a BIND master file, as Cloudflare's endpoints take
  * and give them. An import is one unit of the group committer (one zone
  * version), its records written as a batch's posts are (dns_records.c);
- * records already present are skipped, the zone keeps its own SOA.
+ * records already present are skipped, the zone keeps its own SOA. A
+ * file whose RRset has two TTLs is refused, as `zonecast zone import`
+ * refuses it (records/rules.h): taking it would let the file's order
+ * pick the TTL.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +22,7 @@
 #include "api/request.h"
 #include "api/txt.h"
 #include "common/error.h"
+#include "records/rules.h"
 #include "zonefile/zonefile.h"
 
 /* dns_records.c's write path, under the name the code below was written
@@ -29,23 +33,120 @@ static int run_unit(api_req_t *req, const records_zone_t *zone, op_t *ops,
 	return api_dns_records_run(req, zone, ops, count, last_id, skipped);
 }
 
+/* One record of the file, for the check of its RRset's TTL. */
+typedef struct {
+	knot_dname_t *owner;   /* Lowercased. */
+	uint16_t type;
+	uint32_t ttl;
+	uint64_t line;
+} seen_t;
+
 typedef struct {
 	api_req_t *req;
 	json_t *posts;
 	int skipped;
+	seen_t *seen;
+	size_t seen_count, seen_size;
+	bool no_memory;
 } import_t;
+
+static void note_seen(import_t *imp, const knot_dname_t *owner,
+                      uint16_t type, uint32_t ttl, uint64_t line)
+{
+	if (imp->seen_count == imp->seen_size) {
+		size_t size = imp->seen_size ? 2 * imp->seen_size : 64;
+		seen_t *grown = realloc(imp->seen, size * sizeof(*grown));
+		if (grown == NULL) {
+			imp->no_memory = true;
+			return;
+		}
+		imp->seen = grown;
+		imp->seen_size = size;
+	}
+	knot_dname_t *copy = knot_dname_copy(owner, NULL);
+	if (copy == NULL) {
+		imp->no_memory = true;
+		return;
+	}
+	knot_dname_to_lower(copy);
+	imp->seen[imp->seen_count++] = (seen_t){ .owner = copy, .type = type,
+	                                         .ttl = ttl, .line = line };
+}
+
+/* By RRset, then by line. */
+static int seen_cmp(const void *a, const void *b)
+{
+	const seen_t *x = a, *y = b;
+	int c = knot_dname_cmp(x->owner, y->owner);
+	if (c != 0) {
+		return c;
+	}
+	if (x->type != y->type) {
+		return x->type < y->type ? -1 : 1;
+	}
+	return x->line < y->line ? -1 : x->line > y->line;
+}
+
+/* Refuses the file (a 400 naming the line) when an RRset of it has two
+ * TTLs: the earliest line that disagrees with its RRset's first one. */
+static void check_ttls(import_t *imp)
+{
+	qsort(imp->seen, imp->seen_count, sizeof(*imp->seen), seen_cmp);
+	const seen_t *bad = NULL, *first = NULL;
+	for (size_t i = 0; i < imp->seen_count; i++) {
+		const seen_t *e = &imp->seen[i];
+		if (first == NULL || e->type != first->type ||
+		    knot_dname_cmp(e->owner, first->owner) != 0) {
+			first = e;
+		} else if (e->ttl != first->ttl &&
+		           (bad == NULL || e->line < bad->line)) {
+			bad = e;
+			while (i + 1 < imp->seen_count &&
+			       imp->seen[i + 1].type == first->type &&
+			       knot_dname_cmp(imp->seen[i + 1].owner,
+			                      first->owner) == 0) {
+				i++; /* One report per RRset. */
+			}
+		}
+	}
+	if (bad == NULL) {
+		return;
+	}
+	/* The RRset's first record, for the message. */
+	const seen_t *head = bad;
+	while (head > imp->seen && (head - 1)->type == bad->type &&
+	       knot_dname_cmp((head - 1)->owner, bad->owner) == 0) {
+		head--;
+	}
+	char name[KNOT_DNAME_TXT_MAXLEN + 1], tname[32];
+	knot_dname_to_str(name, bad->owner, sizeof(name));
+	knot_rrtype_to_string(bad->type, tname, sizeof(tname));
+	api_error(imp->req, 400, 1036, "file: line %llu: %s: %s %s has TTL "
+	          "%u here and %u at line %llu", (unsigned long long)bad->line,
+	          records_rules_reason(RECORDS_RULE_TTL_DIFFERS), name, tname,
+	          bad->ttl, head->ttl, (unsigned long long)head->line);
+}
+
+static void free_seen(import_t *imp)
+{
+	for (size_t i = 0; i < imp->seen_count; i++) {
+		free(imp->seen[i].owner);
+	}
+	free(imp->seen);
+}
 
 static int import_record(const knot_dname_t *owner, uint16_t type,
                          uint32_t ttl, const uint8_t *rdata,
                          uint16_t rdata_len, const char *file, uint64_t line,
                          void *ctx)
 {
-	(void)file, (void)line;
+	(void)file;
 	import_t *imp = ctx;
 	if (type == KNOT_RRTYPE_SOA) {
 		imp->skipped++; /* The zone keeps its own SOA. */
 		return 0;
 	}
+	note_seen(imp, owner, type, ttl, line);
 	char name[KNOT_DNAME_TXT_MAXLEN + 1], tname[32];
 	static __thread char content[70000];
 	int priority;
@@ -139,8 +240,14 @@ void api_dns_records_import(api_req_t *req, const records_zone_t *zone)
 	int ret = zonefile_parse_text(copy, len, zone->apex, zone->default_ttl, &h);
 	free(copy);
 	size_t n = json_array_size(imp.posts);
+	if (ret == ZC_EOK && req->errors == NULL && imp.no_memory) {
+		api_error(req, 500, 1500, "server: out of memory");
+	}
 	if (ret == ZC_EOK && req->errors == NULL && n > MAX_BATCH) {
 		api_error(req, 413, 1413, "file: more than %d records", MAX_BATCH);
+	}
+	if (ret == ZC_EOK && req->errors == NULL) {
+		check_ttls(&imp);
 	}
 	if (ret == ZC_EOK && req->errors == NULL) {
 		op_t *ops = calloc(n ? n : 1, sizeof(*ops));
@@ -158,6 +265,7 @@ void api_dns_records_import(api_req_t *req, const records_zone_t *zone)
 	} else if (req->errors == NULL) {
 		api_error(req, 400, 1036, "file: not a valid master file");
 	}
+	free_seen(&imp);
 	json_decref(imp.posts);
 }
 

@@ -212,20 +212,26 @@ def test_an_exported_signed_zone_imports_back(srv, api, tmp_path):
 
 # ----------------------------------------------- one TTL per RRset, imports
 
-@pytest.mark.xfail(strict=True, reason=(
-    "the API's import endpoint writes each record as a POST does, so a "
-    "master file with two TTLs in one RRset is taken (the later TTL retimes "
-    "the RRset) where `zonecast zone import` refuses the same file "
-    "(records/rules.h: 'an import with two TTLs is refused'); which verdict "
-    "is right is the lead's call (docs/api.md documents neither)"))
 def test_two_ttls_in_one_rrset_get_one_verdict_from_both_imports(srv, api, tmp_path):
+    """A master file whose RRset has two TTLs is refused by both imports
+    (RFC 2181 section 5.2; records/rules.h): the API's names the line, and
+    writes nothing of the file."""
     z = Zone(srv, api)
     text = zone_text(z.origin, "t 300 A 192.0.2.1", "t 600 A 192.0.2.2")
     cp = cli_import(srv, z.name, text, tmp_path)
     assert cp.returncode != 0
-    r = z.api_import("t.%s 300 IN A 192.0.2.1\nt.%s 600 IN A 192.0.2.2\n"
-                     % (z.origin, z.origin))
+    before = z.records("A")
+    r = z.api_import("u.%s 60 IN TXT x\nt.%s 300 IN A 192.0.2.1\n"
+                     "T.%s 600 IN A 192.0.2.2\nt.%s 900 IN A 192.0.2.3\n"
+                     % (z.origin, z.origin, z.origin.upper(), z.origin))
     assert r.status_code == 400, r.text
+    msg = r.json()["errors"][0]["message"]
+    assert msg.startswith("file: line 3: ") and "TTL 600 here and 300 at line 2" in msg, msg
+    assert z.records("A") == before and z.records("TXT") == []
+    # One TTL per RRset in the file: taken, and other RRsets' TTLs differ freely.
+    r = z.api_import("t.%s 300 IN A 192.0.2.1\nT.%s 300 IN A 192.0.2.2\n"
+                     "t.%s 600 IN TXT x\n" % (z.origin, z.origin.upper(), z.origin))
+    assert r.status_code == 200, r.text
 
 
 # ------------------------- names in rdata: which types compare ignoring case
