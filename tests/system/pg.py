@@ -50,19 +50,36 @@ def database(host, name):
     return "postgresql://zc@/%s?host=%s" % (name, host)
 
 
-def serve_node(tmp_path, name, uri, options=(), env=None):
-    """A zonecast serve named `name` (its data directory tmp_path/name) on
-    the store at uri, with the API on a free port, allow-update from
-    127.0.0.1, options (config keys as "key=value") and env (extra
-    environment, such as a test hook); started. A data directory bound to
-    the session's store (ZONECAST_TEST_RECORDS=postgresql) is unbound first:
-    the node's store is uri."""
-    srv = servers.ZonecastServer(str(tmp_path / name), api=True, env=env,
-                                 options=["allow-update=127.0.0.1",
-                                          "records-store=%s" % uri] + list(options))
+_serial = iter(range(1, 10 ** 6))
+
+
+def fresh_database(host, prefix):
+    """Creates a database named prefix + a number no other test of this
+    process took; (its name, its URI)."""
+    name = "%s%d_%d" % (prefix, os.getpid(), next(_serial))
+    return name, database(host, name)
+
+
+def node(path, uri=None, options=(), env=None):
+    """A zonecast serve at path (its data directory path/data) with the
+    API and allow-update from 127.0.0.1 on free ports, on the PostgreSQL
+    store uri (None: on SQLite), with options (config keys as
+    "key=value") and env (extra environment, such as a test hook); not
+    started. A data directory bound to the session's store
+    (ZONECAST_TEST_RECORDS=postgresql) is unbound first: the node's store
+    is uri, or its own SQLite file."""
+    store = ["records-store=%s" % uri] if uri is not None else []
+    srv = servers.ZonecastServer(str(path), api=True, env=env,
+                                 options=["allow-update=127.0.0.1"] + store + list(options))
     srv.zones = {}
-    if srv.records_uri:
-        os.unlink(os.path.join(srv.data_dir, "records-store"))
+    bound = os.path.join(srv.data_dir, "records-store")
+    if os.path.exists(bound):
+        os.unlink(bound)
     srv.port = servers.free_port()
     srv.api_port = servers.free_port()
-    return srv.serve()
+    return srv
+
+
+def serve_node(tmp_path, name, uri, options=(), env=None):
+    """node() at tmp_path/name, started."""
+    return node(tmp_path / name, uri, options, env).serve()

@@ -71,28 +71,6 @@ def cluster():
         yield pgdir
 
 
-_dbs = iter(range(1, 10 ** 6))
-
-
-def database(host, prefix):
-    name = "%s%d_%d" % (prefix, os.getpid(), next(_dbs))
-    return name, pg.database(host, name)
-
-
-def server(path, uri, env=None):
-    """A zonecast serve (API, allow-update from 127.0.0.1) on the PostgreSQL
-    store uri, not started."""
-    srv = servers.ZonecastServer(str(path), api=True, env=env,
-                                 options=["allow-update=127.0.0.1", "records-store=%s" % uri])
-    srv.zones = {}
-    srv.port = servers.free_port()
-    srv.api_port = servers.free_port()
-    bound = os.path.join(srv.data_dir, "records-store")
-    if os.path.exists(bound):
-        os.unlink(bound)
-    return srv
-
-
 def backends(host, dbname, app=None):
     where = "datname = '%s' AND pid <> pg_backend_pid()" % dbname
     if app is not None:
@@ -161,8 +139,8 @@ def test_first_writes_after_idle_backends_are_terminated(cluster, tmp_path):
     write of each kind: begin() checks the connection (ensure_connected()
     and hung_up()) before it queues the BEGIN, so each reconnects and
     succeeds, COPY included (zone import through the control socket)."""
-    dbname, uri = database(cluster, "idle")
-    srv = server(tmp_path, uri)
+    dbname, uri = pg.fresh_database(cluster, "idle")
+    srv = pg.node(tmp_path, uri)
     srv.serve()
     try:
         api = srv.client()
@@ -252,8 +230,8 @@ def test_writes_racing_the_termination_of_idle_backends(cluster, tmp_path):
     503 "nothing was written" (SERVFAIL for an UPDATE) and absent (or 503
     in doubt, should the kill meet its COMMIT); once the backends are gone
     the next write succeeds."""
-    dbname, uri = database(cluster, "race")
-    srv = server(tmp_path, uri)
+    dbname, uri = pg.fresh_database(cluster, "race")
+    srv = pg.node(tmp_path, uri)
     srv.serve()
     try:
         api = srv.client()
@@ -404,8 +382,8 @@ def test_backends_terminated_under_concurrent_writes(cluster, tmp_path):
     pool, LISTEN session) five times while API writes, batches and UPDATEs
     run: the writer's transaction loses its session with its BEGIN queued,
     answered, or in the middle."""
-    dbname, uri = database(cluster, "conc")
-    srv = server(tmp_path, uri)
+    dbname, uri = pg.fresh_database(cluster, "conc")
+    srv = pg.node(tmp_path, uri)
     srv.serve()
     try:
         api = srv.client()
@@ -428,9 +406,9 @@ def test_two_nodes_one_nodes_backends_terminated(cluster, tmp_path):
     backends terminated again and again (its application_name tells them
     apart). Node b is unaffected; every acknowledged write of either is
     present and served by both."""
-    dbname, uri = database(cluster, "two")
-    a = server(tmp_path / "a", uri + "&application_name=nodea")
-    b = server(tmp_path / "b", uri + "&application_name=nodeb")
+    dbname, uri = pg.fresh_database(cluster, "two")
+    a = pg.node(tmp_path / "a", uri + "&application_name=nodea")
+    b = pg.node(tmp_path / "b", uri + "&application_name=nodeb")
     a.serve()
     try:
         api_a = a.client()
@@ -466,9 +444,9 @@ def restart_pg(cluster, mode="fast"):
 
 def test_session_lost_between_begin_and_its_first_statement(cluster, tmp_path):
     env, base = shim.env(tmp_path)
-    dbname, uri = database(cluster, "held")
+    dbname, uri = pg.fresh_database(cluster, "held")
     pause = shim.Pause(base)
-    srv = server(tmp_path / "node", uri, env=env)
+    srv = pg.node(tmp_path / "node", uri, env=env)
     srv.serve()
     zfile = tmp_path / "held-imp.zone"
     zfile.write_text("$ORIGIN held-imp.test.\n$TTL 300\n@ SOA ns hm 1 7200 900 1209600 300\n"
@@ -593,9 +571,9 @@ def test_a_failing_begin_fails_its_whole_batch(cluster, tmp_path):
     with an error, and the next write succeeds. The same for a zone
     import (COPY), a zone create, and a builder read whose BEGIN fails."""
     env, base = shim.env(tmp_path)
-    dbname, uri = database(cluster, "fail")
+    dbname, uri = pg.fresh_database(cluster, "fail")
     hold, fail = shim.Pause(base, 1), shim.Pause(base, 2)
-    srv = server(tmp_path / "node", uri, env=env)
+    srv = pg.node(tmp_path / "node", uri, env=env)
     srv.serve()
     zfile = tmp_path / "fail-imp.zone"
     zfile.write_text("$ORIGIN fail-imp.test.\n$TTL 300\n@ SOA ns hm 1 7200 900 1209600 300\n"
@@ -734,9 +712,9 @@ def test_full_build_whose_start_fails_is_not_lost(cluster, tmp_path):
     clean. Failed before the fix: the old records stayed served (see
     DEFECT above)."""
     env, base = shim.env(tmp_path)
-    dbname, uri = database(cluster, "fullb")
+    dbname, uri = pg.fresh_database(cluster, "fullb")
     first, second = shim.Pause(base, 1), shim.Pause(base, 2)
-    srv = server(tmp_path / "node", uri, env=env)
+    srv = pg.node(tmp_path / "node", uri, env=env)
     srv.serve()
 
     def zone_file(v):
@@ -774,8 +752,8 @@ def test_zones_created_while_backends_are_terminated_are_served(cluster, tmp_pat
     up, and verify clean. Failed before the fix in most runs (a few of
     some 500 zones): a kill that met the start of a new zone's full build
     lost it (see DEFECT above)."""
-    dbname, uri = database(cluster, "zkill")
-    srv = server(tmp_path, uri)
+    dbname, uri = pg.fresh_database(cluster, "zkill")
+    srv = pg.node(tmp_path, uri)
     srv.serve()
     stop = threading.Event()
     acked, bad = [], []

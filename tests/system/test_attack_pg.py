@@ -17,7 +17,6 @@ with cases the other PostgreSQL tests do not cover:
 Each test skips when PostgreSQL is not installed. One throwaway cluster
 (dev/pg) per module; a test that stops it starts it again."""
 
-import base64
 import os
 import signal
 import subprocess
@@ -50,13 +49,7 @@ def cluster():
         yield pgdir
 
 
-_dbs = iter(range(1, 10 ** 6))
 psql = pg.psql
-
-
-def database(host, prefix="a"):
-    name = "%s%d_%d" % (prefix, os.getpid(), next(_dbs))
-    return name, pg.database(host, name)
 
 
 def zonecast(*args, check=True, timeout=120):
@@ -65,21 +58,6 @@ def zonecast(*args, check=True, timeout=120):
     if check:
         assert cp.returncode == 0, cp.stdout + cp.stderr
     return cp
-
-
-def server(path, uri=None):
-    """A zonecast serve (API, allow-update from 127.0.0.1) on SQLite, or on
-    the PostgreSQL store uri."""
-    srv = servers.ZonecastServer(str(path), api=True, options=["allow-update=127.0.0.1"])
-    srv.zones = {}
-    srv.port = servers.free_port()
-    srv.api_port = servers.free_port()
-    bound = os.path.join(srv.data_dir, "records-store")
-    if os.path.exists(bound):
-        os.unlink(bound)
-    if uri is not None:
-        srv.options.append("records-store=%s" % uri)
-    return srv
 
 
 def answer(port, name, rdtype="A"):
@@ -166,9 +144,9 @@ def odd_writes(srv, scoped_name):
 
 def test_odd_data_exports_the_same_on_sqlite_and_postgresql(cluster, tmp_path):
     results = []
-    _, uri = database(cluster, "odd")
+    _, uri = pg.fresh_database(cluster, "odd")
     for path, u in ((tmp_path / "sqlite", None), (tmp_path / "pg", uri)):
-        srv = server(path, u)
+        srv = pg.node(path, u)
         srv.serve()
         try:
             results.append(odd_writes(srv, "tökén ✓ 名"))
@@ -196,7 +174,7 @@ def bound_dir(tmp_path, content, mode=0o600):
 
 
 def test_binding_file_with_crlf_is_read(cluster, tmp_path):
-    _, uri = database(cluster, "crlf")
+    _, uri = pg.fresh_database(cluster, "crlf")
     d = bound_dir(tmp_path, (uri + "\r\n").encode())
     cp = zonecast("zone", "list", "--data-dir", d)
     assert not os.path.exists(os.path.join(d, "records.db"))
@@ -215,7 +193,7 @@ def test_binding_file_with_garbage_is_refused(cluster, tmp_path, content):
 
 
 def test_binding_file_symlink_is_followed(cluster, tmp_path):
-    _, uri = database(cluster, "link")
+    _, uri = pg.fresh_database(cluster, "link")
     target = tmp_path / "elsewhere"
     target.write_text(uri + "\n")
     d = tmp_path / "data"
@@ -237,9 +215,9 @@ def test_binding_file_unreadable_is_refused(cluster, tmp_path):
 # ------------------------------------------------------------ passwords never shown
 
 def test_password_in_query_string_hidden_by_status(cluster, tmp_path):
-    name, uri = database(cluster, "pwq")
+    name, uri = pg.fresh_database(cluster, "pwq")
     uri += "&password=" + SECRET
-    srv = server(tmp_path, uri)
+    srv = pg.node(tmp_path, uri)
     srv.serve()
     try:
         wait_for("the control socket",
@@ -255,10 +233,10 @@ def test_password_in_query_string_hidden_by_status(cluster, tmp_path):
 
 
 def test_password_hidden_when_another_store_is_refused(cluster, tmp_path):
-    _, first = database(cluster, "pwa")
-    _, second = database(cluster, "pwb")
+    _, first = pg.fresh_database(cluster, "pwa")
+    _, second = pg.fresh_database(cluster, "pwb")
     second = second.replace("zc@", "zc:%s@" % SECRET)
-    srv = server(tmp_path, first)
+    srv = pg.node(tmp_path, first)
     srv.serve()
     srv.stop()
     cp = zonecast("serve", "--data-dir", srv.data_dir, "--records", second, "--listen",
@@ -282,7 +260,7 @@ def test_password_hidden_for_a_uri_that_is_not_postgresql(cluster, tmp_path):
 def sqlite_dir_with_data(tmp_path):
     """A stopped SQLite data directory with a zone, a token with an expiry
     and a TSIG key; returns (dir, sha of records.db)."""
-    srv = server(tmp_path / "src")
+    srv = pg.node(tmp_path / "src")
     srv.serve()
     try:
         api = srv.client()
@@ -311,7 +289,7 @@ def test_migrate_to_unreachable_or_wrong_password(cluster, tmp_path):
     before = dir_state(d)
     # Password authentication for a role of its own.
     psql(cluster, "CREATE ROLE mig LOGIN PASSWORD 'right'")
-    name, _ = database(cluster, "mpw")
+    name, _ = pg.fresh_database(cluster, "mpw")
     psql(cluster, "ALTER DATABASE %s OWNER TO mig" % name)
     hba = psql(cluster, "SHOW hba_file").strip()
     with open(hba) as f:
@@ -350,7 +328,7 @@ def test_migrate_killed_mid_copy_leaves_source_and_empty_target(cluster, tmp_pat
             f.write("h%d A 10.%d.%d.%d\n" % (i, i >> 16, (i >> 8) & 255, i & 255))
     zonecast("zone", "import", "--data-dir", d, "big.test.", str(zf))
     before = dir_state(d)
-    name, uri = database(cluster, "mkill")
+    name, uri = pg.fresh_database(cluster, "mkill")
     p = subprocess.Popen([servers.zonecast_bin(), "migrate", "--data-dir", d, "--to", uri,
                           "--quiet"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     # Kill it in the middle of the records' COPY (the copy is one
@@ -371,7 +349,7 @@ def test_migrate_killed_mid_copy_leaves_source_and_empty_target(cluster, tmp_pat
         cluster, "SELECT count(*) FROM pg_stat_activity WHERE datname = '%s'" % name
     ).strip() == "0")
     assert psql(cluster, "SELECT count(*) FROM zones", db=name, check=False).strip() in ("", "0")
-    cp = zonecast("migrate", "--data-dir", d, "--to", uri, "--quiet", timeout=300)
+    zonecast("migrate", "--data-dir", d, "--to", uri, "--quiet", timeout=300)
     assert os.path.exists(os.path.join(d, "records-store"))
     assert zonecast("zone", "export", "--data-dir", d, "mig.test").stdout == export
 
@@ -379,8 +357,8 @@ def test_migrate_killed_mid_copy_leaves_source_and_empty_target(cluster, tmp_pat
 # ------------------------------------------------------------ PostgreSQL killed under writes
 
 def test_postgresql_killed_under_concurrent_writes(cluster, tmp_path):
-    _, uri = database(cluster, "kill")
-    srv = server(tmp_path, uri)
+    _, uri = pg.fresh_database(cluster, "kill")
+    srv = pg.node(tmp_path, uri)
     srv.serve()
     acked_api, acked_upd, errors = [], [], []
     stop = threading.Event()
@@ -468,8 +446,8 @@ def test_first_requests_after_a_postgresql_restart_are_answered(cluster, tmp_pat
     stops): its pooled connections are dead, and the first API read, API
     write and UPDATE after the restart reconnect and succeed instead of
     failing with 503 / SERVFAIL (db_pg.c hung_up())."""
-    _, uri = database(cluster, "idle")
-    srv = server(tmp_path, uri)
+    _, uri = pg.fresh_database(cluster, "idle")
+    srv = pg.node(tmp_path, uri)
     srv.serve()
     try:
         api = srv.client()
@@ -509,8 +487,8 @@ def test_first_requests_after_a_postgresql_restart_are_answered(cluster, tmp_pat
 # ------------------------------------------------------------ nodes, one killed mid-write
 
 def test_three_nodes_one_killed_mid_write(cluster, tmp_path):
-    dbname, uri = database(cluster, "nodes")
-    nodes = [server(tmp_path / n, uri) for n in ("a", "b", "c")]
+    dbname, uri = pg.fresh_database(cluster, "nodes")
+    nodes = [pg.node(tmp_path / n, uri) for n in ("a", "b", "c")]
     nodes[0].serve()
     api0 = nodes[0].client()
     zid = api0.ok("POST", "/zones", json={"name": "n.test"})["result"]["id"]
@@ -672,12 +650,12 @@ def test_connections_over_tcp_probe_a_silent_server(cluster, tmp_path, idle):
     connect_with_settings()), not after the system's 2 hours: a server
     that vanished without a reset ends the connection in about 25 s
     instead of leaving writes stuck. The URI's own keepalives_idle wins."""
-    name, _ = database(cluster, "ka")
+    name, _ = pg.fresh_database(cluster, "ka")
     fwd = Forwarder(os.path.join(cluster, ".s.PGSQL.5432"))
     uri = "postgresql://zc@127.0.0.1:%d/%s" % (fwd.port, name)
     if idle is not None:
         uri += "?keepalives_idle=%d" % idle
-    srv = server(tmp_path, uri)
+    srv = pg.node(tmp_path, uri)
     srv.serve()
     try:
         api = srv.client()
