@@ -105,7 +105,8 @@ def test_status_lists_the_nodes_and_sees_one_killed(cluster, tmp_path):
             assert n["pid"] == pids[name]
             assert n["role"] == "serve" and n["version"] == st["version"]
             assert n["self"] == (name == node_name(a))
-            assert 0 <= n["seen_ago_ms"] <= 2500, n
+            # Beats every second; under a loaded machine one may come late.
+            assert 0 <= n["seen_ago_ms"] < 5000, n
             assert n["stalled"] is None
         assert st["builder"]["last_seq"] >= 6  # The import and 5 writes.
         text = status_text(a)
