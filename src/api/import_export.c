@@ -43,6 +43,7 @@ typedef struct {
 
 typedef struct {
 	api_req_t *req;
+	const knot_dname_t *apex;
 	json_t *posts;
 	int skipped;
 	seen_t *seen;
@@ -91,6 +92,9 @@ static int seen_cmp(const void *a, const void *b)
  * TTLs: the earliest line that disagrees with its RRset's first one. */
 static void check_ttls(import_t *imp)
 {
+	if (imp->seen_count < 2) {
+		return;
+	}
 	qsort(imp->seen, imp->seen_count, sizeof(*imp->seen), seen_cmp);
 	const seen_t *bad = NULL, *first = NULL;
 	for (size_t i = 0; i < imp->seen_count; i++) {
@@ -146,7 +150,13 @@ static int import_record(const knot_dname_t *owner, uint16_t type,
 		imp->skipped++; /* The zone keeps its own SOA. */
 		return 0;
 	}
-	note_seen(imp, owner, type, ttl, line);
+	/* Records the write refuses for their own reason (a DNSSEC type,
+	 * whose RRSIGs differ in TTL by type covered; a name outside the
+	 * zone) are left to that refusal. */
+	if (!records_rules_is_signer_type(type) &&
+	    records_rules_in_zone(imp->apex, owner)) {
+		note_seen(imp, owner, type, ttl, line);
+	}
 	char name[KNOT_DNAME_TXT_MAXLEN + 1], tname[32];
 	static __thread char content[70000];
 	int priority;
@@ -234,7 +244,7 @@ void api_dns_records_import(api_req_t *req, const records_zone_t *zone)
 	}
 	memcpy(copy, text, len);
 	copy[len] = '\0';
-	import_t imp = { .req = req, .posts = json_array() };
+	import_t imp = { .req = req, .apex = zone->apex, .posts = json_array() };
 	zonefile_handler_t h = { .record = import_record, .error = import_error,
 	                         .ctx = &imp };
 	int ret = zonefile_parse_text(copy, len, zone->apex, zone->default_ttl, &h);

@@ -35,7 +35,7 @@ static size_t utf8_char(const unsigned char *s)
 
 void api_error(api_req_t *req, unsigned status, int code, const char *fmt, ...)
 {
-	char msg[512];
+	char msg[2048]; /* A name quoted with escapes is up to 1,004 characters. */
 	va_list ap;
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);

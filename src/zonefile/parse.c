@@ -56,20 +56,74 @@ static void on_record(zs_scanner_t *s)
 	}
 }
 
-static int run(zs_scanner_t *s, parse_t *p)
+/* Where an $INCLUDE may open files: the operator's own files (a
+ * zonecast command's, read by libzscanner itself), or nowhere (text from
+ * the API: a file of the server is not the caller's to read). */
+typedef enum { INCLUDES_OPENED, INCLUDES_REFUSED } includes_t;
+
+static int run(zs_scanner_t *s, parse_t *p, includes_t includes)
 {
 	int ret = ZC_EOK;
-	if (zs_set_processing(s, on_record, on_error, p) != 0 ||
-	    zs_parse_all(s) != 0) {
-		if (p->errors == 0) {
-			on_error(s); /* E.g. the file cannot be opened. */
+	if (includes == INCLUDES_OPENED) {
+		if (zs_set_processing(s, on_record, on_error, p) != 0 ||
+		    zs_parse_all(s) != 0) {
+			if (p->errors == 0) {
+				on_error(s); /* E.g. the file cannot be opened. */
+			}
+			ret = ZC_EZONEFILE;
 		}
-		ret = ZC_EZONEFILE;
+		return p->errors > 0 ? ZC_EZONEFILE : ret;
 	}
-	if (p->errors > 0) {
-		ret = ZC_EZONEFILE;
+	/* Record by record: libzscanner hands an $INCLUDE to the caller
+	 * instead of opening its file. */
+	s->process.automatic = false;
+	s->process.record = NULL;
+	s->process.error = NULL;
+	s->process.data = p;
+	for (;;) {
+		if (zs_parse_record(s) != 0) {
+			on_error(s); /* A fatal error. */
+			ret = ZC_EZONEFILE;
+			break;
+		}
+		if (s->state == ZS_STATE_DATA) {
+			on_record(s);
+		} else if (s->state == ZS_STATE_ERROR) {
+			on_error(s);
+			if (s->error.fatal) {
+				break;
+			}
+		} else if (s->state == ZS_STATE_INCLUDE) {
+			p->handler->error(file_name(s), s->line_counter,
+			                  "$INCLUDE is not accepted here (it would "
+			                  "read a file of the server)",
+			                  p->handler->ctx);
+			if (++p->errors >= MAX_ERRORS) {
+				break;
+			}
+		} else {
+			break; /* The end, or stopped by a callback. */
+		}
 	}
-	return ret;
+	return p->errors > 0 ? ZC_EZONEFILE : ret;
+}
+
+/* libzscanner drops the last line of an input ending in a CR without
+ * its error about CRs (it reports every other CR): reported here. */
+static int check_last_cr(const char *text, size_t len, const char *name,
+                         const zonefile_handler_t *handler)
+{
+	if (len == 0 || text[len - 1] != '\r') {
+		return ZC_EOK;
+	}
+	uint64_t line = 1;
+	for (const char *c = text; (c = memchr(c, '\n', text + len - c)) != NULL;
+	     c++) {
+		line++;
+	}
+	handler->error(name, line, "unsupported CRLF newline, remove CR bytes",
+	               handler->ctx);
+	return ZC_EZONEFILE;
 }
 
 /* A scanner is 200 KiB: allocating one per parse (an mmap, page faults
@@ -138,29 +192,6 @@ static int init(zs_scanner_t *s, const knot_dname_t *origin, uint32_t ttl)
 		return KNOT_EINVAL;
 	}
 	return zs_init(s, name, KNOT_CLASS_IN, ttl) == 0 ? ZC_EOK : KNOT_ENOMEM;
-}
-
-int zonefile_parse(const char *path, const knot_dname_t *origin,
-                   uint32_t default_ttl, const zonefile_handler_t *handler)
-{
-	zs_scanner_t *s = get_scanner();
-	if (s == NULL) {
-		return KNOT_ENOMEM;
-	}
-	parse_t p = { .handler = handler };
-	int ret = init(s, origin, default_ttl);
-	if (ret == ZC_EOK) {
-		if (zs_set_input_file(s, path) != 0) {
-			handler->error(path, 0, zs_strerror(s->error.code),
-			               handler->ctx);
-			ret = ZC_EZONEFILE;
-		} else {
-			ret = run(s, &p);
-		}
-		zs_deinit(s);
-	}
-	put_scanner(s);
-	return ret;
 }
 
 /* The whole content of fd: mapped when it is a regular file, else read
@@ -248,6 +279,10 @@ int zonefile_parse_fd(int fd, const char *name, const char *include_dir,
 		handler->error(name, 0, strerror(errno), handler->ctx);
 		return ZC_EZONEFILE;
 	}
+	if (check_last_cr(text, len, name, handler) != ZC_EOK) {
+		unmap_fd(text, len, mapped);
+		return ZC_EZONEFILE;
+	}
 	zs_scanner_t *s = get_scanner();
 	if (s == NULL) {
 		unmap_fd(text, len, mapped);
@@ -260,7 +295,7 @@ int zonefile_parse_fd(int fd, const char *name, const char *include_dir,
 			ret = ZC_EZONEFILE;
 		} else {
 			ret = name_input(s, name, include_dir);
-			ret = ret == ZC_EOK ? run(s, &p) : ret;
+			ret = ret == ZC_EOK ? run(s, &p, INCLUDES_OPENED) : ret;
 		}
 		zs_deinit(s); /* Frees the names, not the input. */
 	}
@@ -273,6 +308,9 @@ int zonefile_parse_text(const char *text, size_t len,
                         const knot_dname_t *origin, uint32_t default_ttl,
                         const zonefile_handler_t *handler)
 {
+	if (check_last_cr(text, len, "-", handler) != ZC_EOK) {
+		return ZC_EZONEFILE;
+	}
 	zs_scanner_t *s = get_scanner();
 	if (s == NULL) {
 		return KNOT_ENOMEM;
@@ -283,7 +321,7 @@ int zonefile_parse_text(const char *text, size_t len,
 		if (zs_set_input_string(s, text, len) != 0) {
 			ret = ZC_EZONEFILE;
 		} else {
-			ret = run(s, &p);
+			ret = run(s, &p, INCLUDES_REFUSED);
 		}
 		zs_deinit(s);
 	}
@@ -316,8 +354,11 @@ int zonefile_parse_record(const char *text, size_t len,
 	}
 	c->busy = true;
 	parse_t p = { .handler = handler };
-	int ret = zs_set_input_string(s, text, len) == 0 ? run(s, &p) :
-	          ZC_EZONEFILE;
+	int ret = check_last_cr(text, len, "-", handler);
+	if (ret == ZC_EOK) {
+		ret = zs_set_input_string(s, text, len) == 0 ?
+		      run(s, &p, INCLUDES_REFUSED) : ZC_EZONEFILE;
+	}
 	c->busy = false;
 	if (ret != ZC_EOK) {
 		/* Start clean after an error: a fresh scanner next time. */

@@ -2,8 +2,10 @@
 /*
  * RFC 1035 master files: reading with libzscanner, writing with libknot.
  *
- * Reading understands $ORIGIN, $TTL, $INCLUDE and every type libknot knows
- * (unknown types in RFC 3597 form). Records reach the caller one at a time,
+ * Reading understands $ORIGIN, $TTL, $INCLUDE (in the operator's files
+ * only, not in text from the API) and every type libknot knows (unknown
+ * types in RFC 3597 form). An input whose last line ends in a CR is
+ * refused, as libzscanner refuses every other CR (it dropped that line). Records reach the caller one at a time,
  * so a file of any size is read in constant memory.
  */
 #pragma once
@@ -27,17 +29,12 @@ typedef struct {
 } zonefile_handler_t;
 
 /*
- * Parses the master file at path with the given origin and default TTL.
+ * Parses the master file open at fd (by a zonecast command, passed to the
+ * server over its control socket) with the given origin and default TTL.
  * Returns ZC_EOK, or ZC_EZONEFILE after reporting errors through the
- * handler (parsing goes on after errors, up to 100 of them).
- */
-int zonefile_parse(const char *path, const knot_dname_t *origin,
-                   uint32_t default_ttl, const zonefile_handler_t *handler);
-
-/*
- * As zonefile_parse(), on a file already opened (by a zonecast command,
- * passed to the server over its control socket): fd is read (mapped) as
- * it is, with the rights of whoever opened it, and never closed here.
+ * handler (parsing goes on after errors, up to 100 of them). fd is read
+ * (mapped) as it is, with the rights of whoever opened it, and never
+ * closed here.
  * `name` names it in messages (the path the operator typed); relative
  * $INCLUDE paths are taken from include_dir (the file's directory, an
  * absolute path; NULL: the working directory), and the files they name
@@ -47,7 +44,8 @@ int zonefile_parse_fd(int fd, const char *name, const char *include_dir,
                       const knot_dname_t *origin, uint32_t default_ttl,
                       const zonefile_handler_t *handler);
 
-/* As zonefile_parse(), on text in memory ("-" named as the file). */
+/* As zonefile_parse_fd(), on text in memory ("-" named as the file), from
+ * a client: an $INCLUDE is refused (an error at its line), never opened. */
 int zonefile_parse_text(const char *text, size_t len,
                         const knot_dname_t *origin, uint32_t default_ttl,
                         const zonefile_handler_t *handler);

@@ -234,6 +234,79 @@ def test_two_ttls_in_one_rrset_get_one_verdict_from_both_imports(srv, api, tmp_p
     assert r.status_code == 200, r.text
 
 
+def test_api_import_reads_no_file_of_the_server(srv, api, tmp_path):
+    """$INCLUDE in an API import (or in a record's content) is refused, its
+    file never read: a file of the server is not the caller's (found by an
+    outside tester: an import took a TXT record from a server file, and
+    told, line by line, whether /etc/shadow exists). `zonecast zone
+    import`, run by the operator on the operator's files, still reads
+    them."""
+    z = Zone(srv, api)
+    secret = tmp_path / "server-side.zone"
+    secret.write_text("leak 300 TXT \"from the server\"\n")
+    before = z.records("TXT")
+    for directive in ("$INCLUDE", "$include"):
+        r = z.api_import("$ORIGIN %s\nok 300 TXT x\n%s %s\n" % (z.origin, directive, secret))
+        assert r.status_code == 400, r.text
+        msgs = [e["message"] for e in r.json()["errors"]]
+        assert msgs == ["file: line 3: $INCLUDE is not accepted here (it would read a file"
+                        " of the server)"], msgs
+    r = z.api_import("$INCLUDE /nonexistent/x\n")
+    assert r.status_code == 400 and "file open error" not in r.text, r.text
+    r = api.call("POST", "/zones/%s/dns_records" % z.id,
+                 json={"type": "TXT", "name": "c." + z.origin.rstrip("."),
+                       "content": "x\n$INCLUDE %s" % secret})
+    assert r.status_code == 400, r.text
+    assert z.records("TXT") == before
+    # The operator's own import still takes the include.
+    text = zone_text(z.origin, "$INCLUDE %s" % secret)
+    cp = cli_import(srv, z.name, text, tmp_path)
+    assert cp.returncode == 0, cp.stderr
+    assert z.records("TXT") == ['"from the server"']
+
+
+@pytest.mark.parametrize("how", ["api", "cli"])
+def test_a_last_line_ending_in_cr_is_refused_not_dropped(srv, api, tmp_path, how):
+    """libzscanner refuses every CR but one ending the input, whose line it
+    dropped in silence: such a file is refused as a CRLF file is, naming
+    its last line (found by an outside tester)."""
+    z = Zone(srv, api)
+    before = z.records("A")
+    if how == "api":
+        for body, line in (("t.%s 300 A 192.0.2.1\nu.%s 300 A 192.0.2.3\r", 2),
+                           ("t.%s 300 A 192.0.2.1\ru.%s 300 A 192.0.2.3\r", 1)):
+            r = z.api_import(body % (z.origin, z.origin))
+            assert r.status_code == 400, r.text
+            msg = r.json()["errors"][0]["message"]
+            assert msg == "file: line %d: unsupported CRLF newline, remove CR bytes" % line, msg
+    else:
+        path = tmp_path / "cr.zone"
+        path.write_bytes((zone_text(z.origin, "u 300 A 192.0.2.3").rstrip("\n") + "\r").encode())
+        cp = srv.run_cli("zone", "import", "--data-dir", srv.data_dir, z.name, str(path),
+                         check=False)
+        assert cp.returncode != 0 and "unsupported CRLF newline" in cp.stderr, cp.stderr
+    assert z.records("A") == before
+
+
+def test_two_ttls_message_whole_and_other_refusals_first(srv, api):
+    """The TTL message is whole for the longest escaped names, and records
+    refused for their own reason (RRSIGs, which differ in TTL by type
+    covered, RFC 4034 section 3; names outside the zone) get that reason,
+    not the TTL's (found by an outside tester)."""
+    z = Zone(srv, api)
+    owner = ".".join(["\\000" * 63] * 3) + "." + z.origin
+    r = z.api_import("%s 300 TXT a\n%s 600 TXT b\n" % (owner, owner))
+    assert r.status_code == 400, r.text
+    msg = r.json()["errors"][0]["message"]
+    assert msg.endswith("TXT has TTL 600 here and 300 at line 1"), msg
+    sig = "A 13 2 300 20300101000000 20200101000000 1 %s AAAA" % z.origin
+    r = z.api_import("t.%s 300 RRSIG %s\nt.%s 600 RRSIG %s\n"
+                     % (z.origin, sig, z.origin, sig.replace("A 13", "TXT 13")))
+    assert r.status_code == 400 and "TTL" not in r.text and "signer" in r.text, r.text
+    r = z.api_import("other.example. 300 A 192.0.2.1\nother.example. 600 A 192.0.2.2\n")
+    assert r.status_code == 400 and "TTL" not in r.text, r.text
+
+
 # ------------------------- names in rdata: which types compare ignoring case
 
 # (type, stored, added, duplicate?): RFC 4034 section 6.2 lowercases the
