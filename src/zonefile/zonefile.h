@@ -5,8 +5,9 @@
  * Reading understands $ORIGIN, $TTL, $INCLUDE (in the operator's files
  * only, not in text from the API) and every type libknot knows (unknown
  * types in RFC 3597 form). An input whose last line ends in a CR is
- * refused, as libzscanner refuses every other CR (it dropped that line). Records reach the caller one at a time,
- * so a file of any size is read in constant memory.
+ * refused, as libzscanner refuses every other CR (it dropped that line).
+ * Records reach the caller one at a time, so a file of any size is read
+ * in constant memory.
  */
 #pragma once
 
@@ -45,7 +46,8 @@ int zonefile_parse_fd(int fd, const char *name, const char *include_dir,
                       const zonefile_handler_t *handler);
 
 /* As zonefile_parse_fd(), on text in memory ("-" named as the file), from
- * a client: an $INCLUDE is refused (an error at its line), never opened. */
+ * a client: an $INCLUDE is never opened; it ends the parse with an error
+ * at its line. */
 int zonefile_parse_text(const char *text, size_t len,
                         const knot_dname_t *origin, uint32_t default_ttl,
                         const zonefile_handler_t *handler);
