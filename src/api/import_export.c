@@ -146,6 +146,11 @@ static int import_record(const knot_dname_t *owner, uint16_t type,
 {
 	(void)file;
 	import_t *imp = ctx;
+	if (ttl > INT32_MAX) {
+		api_error(imp->req, 400, 1036, "file: line %llu: a TTL over "
+		          "2^31-1 (RFC 2181 section 8)", (unsigned long long)line);
+		return 0; /* Parsing goes on: every error is listed. */
+	}
 	if (type == KNOT_RRTYPE_SOA) {
 		imp->skipped++; /* The zone keeps its own SOA. */
 		return 0;
@@ -197,11 +202,17 @@ static const char *import_text(api_req_t *req, size_t *len)
 	if (b == NULL || req->body == NULL) {
 		return NULL;
 	}
+	/* boundary=VALUE or boundary="VALUE" (RFC 2046 section 5.1.1; .NET
+	 * quotes it), up to the next parameter. */
 	char boundary[256];
-	snprintf(boundary, sizeof(boundary), "--%s", b + 9);
-	char *q = strchr(boundary, ';');
+	b += 9;
+	bool quoted = *b == '"';
+	snprintf(boundary, sizeof(boundary), "--%s", b + quoted);
+	char *q = strchr(boundary, quoted ? '"' : ';');
 	if (q != NULL) {
 		*q = '\0';
+	} else if (quoted) {
+		return NULL;
 	}
 	for (char *part = strstr(req->body, boundary); part != NULL;
 	     part = strstr(part + 1, boundary)) {

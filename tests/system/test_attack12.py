@@ -307,6 +307,41 @@ def test_two_ttls_message_whole_and_other_refusals_first(srv, api):
     assert r.status_code == 400 and "TTL" not in r.text, r.text
 
 
+def test_import_multipart_with_a_quoted_boundary(srv, api):
+    """RFC 2046 section 5.1.1 lets the boundary be quoted, as .NET's
+    MultipartFormDataContent sends it (found by an outside tester: "a
+    master file is required")."""
+    z = Zone(srv, api)
+    body = ("--Xy=Zb\r\nContent-Disposition: form-data; name=\"file\"; filename=\"z.txt\"\r\n"
+            "Content-Type: text/plain\r\n\r\nq.%s 300 IN A 192.0.2.7\n\r\n--Xy=Zb--\r\n"
+            % z.origin)
+    for ctype in ('multipart/form-data; boundary="Xy=Zb"',
+                  'multipart/form-data; boundary="Xy=Zb"; charset=utf-8',
+                  "multipart/form-data; boundary=Xy=Zb"):
+        r = api.call("POST", "/zones/%s/dns_records/import" % z.id, data=body.encode(),
+                     headers={"Content-Type": ctype})
+        assert r.status_code == 200, (ctype, r.text)
+    assert z.records("A") == ["192.0.2.7"]
+    r = api.call("POST", "/zones/%s/dns_records/import" % z.id, data=body.encode(),
+                 headers={"Content-Type": 'multipart/form-data; boundary="Xy=Zb'})
+    assert r.status_code == 400, r.text
+
+
+def test_import_ttl_over_2_31_names_its_line(srv, api):
+    """A TTL over 2^31-1 (RFC 2181 section 8) in an imported file is an
+    error of the file, at its line (was the API field's "ttl: 1
+    (automatic) or ...", which does not apply to a file)."""
+    z = Zone(srv, api)
+    r = z.api_import("t.%s 300 A 192.0.2.1\nu.%s 2147483648 A 192.0.2.2\n"
+                     "v.%s 4294967295 A 192.0.2.3\n" % (z.origin, z.origin, z.origin))
+    assert r.status_code == 400, r.text
+    assert [e["message"] for e in r.json()["errors"]] == [
+        "file: line %d: a TTL over 2^31-1 (RFC 2181 section 8)" % n for n in (2, 3)], r.text
+    assert z.records("A") == []
+    r = z.api_import("t.%s 2147483647 A 192.0.2.1\n" % z.origin)
+    assert r.status_code == 200, r.text
+
+
 # ------------------------- names in rdata: which types compare ignoring case
 
 # (type, stored, added, duplicate?): RFC 4034 section 6.2 lowercases the
