@@ -46,6 +46,7 @@ typedef struct {
 	const knot_dname_t *apex;
 	json_t *posts;
 	int skipped;
+	int ttl_errors;         /* TTLs over 2^31-1 reported. */
 	seen_t *seen;
 	size_t seen_count, seen_size;
 	bool no_memory;
@@ -146,14 +147,15 @@ static int import_record(const knot_dname_t *owner, uint16_t type,
 {
 	(void)file;
 	import_t *imp = ctx;
-	if (ttl > INT32_MAX) {
-		api_error(imp->req, 400, 1036, "file: line %llu: a TTL over "
-		          "2^31-1 (RFC 2181 section 8)", (unsigned long long)line);
-		return 0; /* Parsing goes on: every error is listed. */
-	}
 	if (type == KNOT_RRTYPE_SOA) {
 		imp->skipped++; /* The zone keeps its own SOA. */
 		return 0;
+	}
+	if (ttl > INT32_MAX) {
+		api_error(imp->req, 400, 1036, "file: line %llu: a TTL over "
+		          "2^31-1 (RFC 2181 section 8)", (unsigned long long)line);
+		/* Parsing goes on, as after a syntax error, up to 100. */
+		return ++imp->ttl_errors >= 100;
 	}
 	/* Records the write refuses for their own reason (a DNSSEC type,
 	 * whose RRSIGs differ in TTL by type covered; a name outside the
@@ -213,6 +215,9 @@ static const char *import_text(api_req_t *req, size_t *len)
 		*q = '\0';
 	} else if (quoted) {
 		return NULL;
+	}
+	if (boundary[2] == '\0') {
+		return NULL; /* 1 to 70 characters (RFC 2046 section 5.1.1). */
 	}
 	for (char *part = strstr(req->body, boundary); part != NULL;
 	     part = strstr(part + 1, boundary)) {

@@ -322,9 +322,12 @@ def test_import_multipart_with_a_quoted_boundary(srv, api):
                      headers={"Content-Type": ctype})
         assert r.status_code == 200, (ctype, r.text)
     assert z.records("A") == ["192.0.2.7"]
-    r = api.call("POST", "/zones/%s/dns_records/import" % z.id, data=body.encode(),
-                 headers={"Content-Type": 'multipart/form-data; boundary="Xy=Zb'})
-    assert r.status_code == 400, r.text
+    for ctype in ('multipart/form-data; boundary="Xy=Zb', 'multipart/form-data; boundary=""',
+                  "multipart/form-data; boundary="):
+        # An empty boundary would cut the file at its first "--".
+        r = api.call("POST", "/zones/%s/dns_records/import" % z.id,
+                     data=body.replace("Xy=Zb", "").encode(), headers={"Content-Type": ctype})
+        assert r.status_code == 400, (ctype, r.text)
 
 
 def test_import_ttl_over_2_31_names_its_line(srv, api):
@@ -338,6 +341,11 @@ def test_import_ttl_over_2_31_names_its_line(srv, api):
     assert [e["message"] for e in r.json()["errors"]] == [
         "file: line %d: a TTL over 2^31-1 (RFC 2181 section 8)" % n for n in (2, 3)], r.text
     assert z.records("A") == []
+    # At most 100 reported, as syntax errors are; an SOA's TTL does not count.
+    r = z.api_import("@ 2147483648 SOA ns1 h 1 2 3 4 5\n$TTL 2147483648\n"
+                     + "a A 192.0.2.1\n" * 150)
+    assert r.status_code == 400 and len(r.json()["errors"]) == 100, r.text
+    assert r.json()["errors"][0]["message"].startswith("file: line 3: "), r.text
     r = z.api_import("t.%s 2147483647 A 192.0.2.1\n" % z.origin)
     assert r.status_code == 200, r.text
 
