@@ -97,31 +97,20 @@ static void check_ttls(import_t *imp)
 		return;
 	}
 	qsort(imp->seen, imp->seen_count, sizeof(*imp->seen), seen_cmp);
-	const seen_t *bad = NULL, *first = NULL;
-	for (size_t i = 0; i < imp->seen_count; i++) {
+	const seen_t *bad = NULL, *bad_head = NULL, *head = imp->seen;
+	for (size_t i = 1; i < imp->seen_count; i++) {
 		const seen_t *e = &imp->seen[i];
-		if (first == NULL || e->type != first->type ||
-		    knot_dname_cmp(e->owner, first->owner) != 0) {
-			first = e;
-		} else if (e->ttl != first->ttl &&
+		if (e->type != head->type ||
+		    knot_dname_cmp(e->owner, head->owner) != 0) {
+			head = e; /* The next RRset, its first line first. */
+		} else if (e->ttl != head->ttl &&
 		           (bad == NULL || e->line < bad->line)) {
 			bad = e;
-			while (i + 1 < imp->seen_count &&
-			       imp->seen[i + 1].type == first->type &&
-			       knot_dname_cmp(imp->seen[i + 1].owner,
-			                      first->owner) == 0) {
-				i++; /* One report per RRset. */
-			}
+			bad_head = head;
 		}
 	}
 	if (bad == NULL) {
 		return;
-	}
-	/* The RRset's first record, for the message. */
-	const seen_t *head = bad;
-	while (head > imp->seen && (head - 1)->type == bad->type &&
-	       knot_dname_cmp((head - 1)->owner, bad->owner) == 0) {
-		head--;
 	}
 	char name[KNOT_DNAME_TXT_MAXLEN + 1], tname[32];
 	knot_dname_to_str(name, bad->owner, sizeof(name));
@@ -129,7 +118,7 @@ static void check_ttls(import_t *imp)
 	api_error(imp->req, 400, 1036, "file: line %llu: %s: %s %s has TTL "
 	          "%u here and %u at line %llu", (unsigned long long)bad->line,
 	          records_rules_reason(RECORDS_RULE_TTL_DIFFERS), name, tname,
-	          bad->ttl, head->ttl, (unsigned long long)head->line);
+	          bad->ttl, bad_head->ttl, (unsigned long long)bad_head->line);
 }
 
 static void free_seen(import_t *imp)

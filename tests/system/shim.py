@@ -177,9 +177,11 @@ class Pause:
     def hit(self, timeout=15):
         wait_for("a held BEGIN", self.claimed, timeout)
 
+    def ended(self):
+        return os.path.exists(self.path + ".done")
+
     def done(self, timeout=30):
-        wait_for("the held BEGIN to go on", lambda: os.path.exists(self.path + ".done"),
-                 timeout)
+        wait_for("the held BEGIN to go on", self.ended, timeout)
 
     def disarm(self):
         if os.path.exists(self.path):

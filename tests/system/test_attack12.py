@@ -280,10 +280,8 @@ def test_a_last_line_ending_in_cr_is_refused_not_dropped(srv, api, tmp_path, how
             msg = r.json()["errors"][0]["message"]
             assert msg == "file: line %d: unsupported CRLF newline, remove CR bytes" % line, msg
     else:
-        path = tmp_path / "cr.zone"
-        path.write_bytes((zone_text(z.origin, "u 300 A 192.0.2.3").rstrip("\n") + "\r").encode())
-        cp = srv.run_cli("zone", "import", "--data-dir", srv.data_dir, z.name, str(path),
-                         check=False)
+        text = zone_text(z.origin, "u 300 A 192.0.2.3").rstrip("\n") + "\r"
+        cp = cli_import(srv, z.name, text, tmp_path)
         assert cp.returncode != 0 and "unsupported CRLF newline" in cp.stderr, cp.stderr
     assert z.records("A") == before
 

@@ -139,6 +139,11 @@ def soa_serial(srv, origin):
     return r.answer[0][0].serial
 
 
+def soa_rcode(srv, origin):
+    r = dns.query.tcp(dns.message.make_query(origin, "SOA"), HOST, port=srv.port, timeout=5)
+    return dns.rcode.to_text(r.rcode())
+
+
 def wait_soa(srv, origin, serial, timeout=20):
     deadline = time.monotonic() + timeout
     while True:
@@ -1043,7 +1048,7 @@ def test_write_whose_zone_is_deleted_before_the_builder_reads_it(start_node, bac
         # The write committed (the store has it), then the zone's delete.
         servers.wait_for("the write committed",
                          lambda: a.api_client.records(zid, name=owner) != [])
-        assert not os.path.exists(hold.path + ".done"), "the hold ended before the delete"
+        assert not hold.ended(), "the hold ended before the delete"
         a.api_client.ok("DELETE", "/zones/%s" % zid)
         hold.done()
     finally:
@@ -1058,10 +1063,6 @@ def test_write_whose_zone_is_deleted_before_the_builder_reads_it(start_node, bac
     assert answer["took"] < held_ms / 1000 + 5, answer
     assert soa_rcode(b, name) != "NOERROR"
 
-
-def soa_rcode(srv, origin):
-    r = dns.query.tcp(dns.message.make_query(origin, "SOA"), HOST, port=srv.port, timeout=5)
-    return dns.rcode.to_text(r.rcode())
 
 
 # ------------------------------------------------------------------ migrate
