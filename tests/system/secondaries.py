@@ -92,14 +92,23 @@ class Secondary(DnsServer):
                                    % (self.kind, self.proc.returncode, self.log()))
             try:
                 self.query(self.zones[0], "SOA", timeout=0.2)
-                return
             except Exception:
                 pass
+            else:
+                break
             if time.monotonic() > deadline:
                 self.stop()
                 raise RuntimeError("%s does not answer on port %d:\n%s"
                                    % (self.kind, self.port, self.log()))
             time.sleep(0.05)
+        # and on TCP: BIND keeps running with UDP alone when its TCP port is
+        # another listener's, and a transfer from it then times out later
+        try:
+            self.query(self.zones[0], "SOA", tcp=True, timeout=5.0)
+        except Exception as e:
+            self.stop()
+            raise RuntimeError("%s answers UDP but not TCP on port %d (%r):\n%s"
+                               % (self.kind, self.port, e, self.log()))
 
     def restart(self):
         """Start again on the same port and directory, keeping the zones

@@ -100,15 +100,29 @@ def knotd_bin():
     return os.environ.get("KNOTD_BIN", shutil.which("knotd") or "/usr/sbin/knotd")
 
 
+# every port free_port() handed out in this process: a port is chosen
+# before its server binds it (often after other servers were started), so
+# without this two servers of one test could be given the same port. BIND
+# then serves UDP and leaves TCP to whichever listener had it first (a CI
+# failure: an AXFR from the secondary went to zonecast's HTTP port and timed
+# out)
+_given = set()
+
+
 def free_port():
-    """A port that is free on 127.0.0.1 for both UDP and TCP (racy by nature)."""
-    for _ in range(100):
+    """A port that is free on 127.0.0.1 for both UDP and TCP, and that no
+    earlier call of this process returned (still racy against other
+    processes)."""
+    for _ in range(1000):
         u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         u.bind(("127.0.0.1", 0))
         port = u.getsockname()[1]
         t = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         try:
+            if port in _given:
+                continue
             t.bind(("127.0.0.1", port))
+            _given.add(port)
             return port
         except OSError:
             continue
