@@ -133,12 +133,25 @@ static int check_request(const knot_pkt_t *q, bool key_found,
 	}
 }
 
+int dns_tsig_verify(const knot_pkt_t *q, bool key_found,
+                    const char *algorithm, const uint8_t *secret,
+                    size_t secret_len, const dns_tsig_policy_t *policy,
+                    dns_tsig_t *t)
+{
+	return check_request(q, key_found, algorithm, secret, secret_len,
+	                     policy, t);
+}
+
 int dns_tsig_check(const knot_pkt_t *q, bool key_found, const char *algorithm,
                    const uint8_t *secret, size_t secret_len,
                    const dns_tsig_policy_t *policy, dns_tsig_t *t)
 {
-	int ret = check_request(q, key_found, algorithm, secret, secret_len,
-	                        policy, t);
+	return dns_tsig_count(check_request(q, key_found, algorithm, secret,
+	                                    secret_len, policy, t), t);
+}
+
+int dns_tsig_count(int ret, const dns_tsig_t *t)
+{
 	if (ret == ZC_EOK) {
 		return ret;
 	}

@@ -93,6 +93,16 @@ int dns_tsig_check(const knot_pkt_t *q, bool key_found, const char *algorithm,
                    const uint8_t *secret, size_t secret_len,
                    const dns_tsig_policy_t *policy, dns_tsig_t *t);
 
+/* dns_tsig_check() without counting a refusal in the metrics, for a
+ * caller that may check again with a fresher key (update/service.c keeps
+ * keys a while); it then passes the last outcome to dns_tsig_count(),
+ * which returns it. */
+int dns_tsig_verify(const knot_pkt_t *q, bool key_found,
+                    const char *algorithm, const uint8_t *secret,
+                    size_t secret_len, const dns_tsig_policy_t *policy,
+                    dns_tsig_t *t);
+int dns_tsig_count(int ret, const dns_tsig_t *t);
+
 /*
  * The replay cache (tsig_replay.c): at most `capacity` requests
  * remembered, in memory; thread-safe. NULL when out of memory or capacity

@@ -111,6 +111,12 @@ int records_rows_foreach(rdb_stmt_t *stmt,
                          int (*cb)(const records_record_t *rec, void *ctx),
                          void *ctx);
 
+/* --- tsig_keys.c --- */
+
+/* The key of that id was read alive in this write transaction (zones.c
+ * reads it with the zone's row): records_tsig_alive() remembers it. */
+void records_tsig_alive_seen(records_store_t *store, int64_t id);
+
 /* --- zones.c --- */
 
 #define RECORDS_ZONE_COLUMNS \

@@ -482,6 +482,12 @@ bool records_stats_running(void);
 int records_zone_get(records_store_t *store, int64_t id,
                      records_zone_t *zone);
 
+/* records_zone_get(), and in the same statement whether the TSIG key of
+ * key_id (0: none) exists: when it does, records_tsig_alive() then says so
+ * without a read of its own for the rest of the write transaction. */
+int records_zone_get_keyed(records_store_t *store, int64_t id,
+                           int64_t key_id, records_zone_t *zone);
+
 /*
  * Creates a zone with the given SOA rdata and NS targets at its apex; logs
  * zone_created. Fills *zone. ZC_EEXISTS when it exists.
@@ -711,6 +717,16 @@ int records_tsig_create(records_store_t *store, int64_t zone_id,
 /* Finds a key by name (wire, any case). ZC_ENOKEY when absent. */
 int records_tsig_find(records_store_t *store, const knot_dname_t *name,
                       records_tsig_key_t *key);
+
+/*
+ * Whether the key of that id still exists (keys are never changed, only
+ * added and deleted, and ids are never reused: alive means as it was
+ * read). In a write transaction, an id found alive is remembered until the
+ * transaction ends, and not read again: the committer's units all arrived
+ * before its transaction began, so a delete acknowledged before any of
+ * them arrived committed before the first read (update/apply.c).
+ */
+int records_tsig_alive(records_store_t *store, int64_t id, bool *alive);
 
 /* Calls cb for each key (of one zone, or all with zone_id 0), by name. */
 int records_tsig_list(records_store_t *store, int64_t zone_id,

@@ -16,6 +16,8 @@
 #include "records/records.h"
 
 #define RECORDS_COUNT_ZONES 8
+/* TSIG key ids remembered as alive per write transaction (tsig_keys.c). */
+#define RECORDS_TSIG_ALIVE_MAX 16
 /* Record ids drawn from PostgreSQL's sequence at once (rows.c). */
 #define RECORDS_ID_BLOCK_MIN 16
 #define RECORDS_ID_BLOCK_MAX 1024
@@ -58,6 +60,11 @@ struct records_store {
 	 * with another node's batch. */
 	bool in_write;
 	unsigned units_kept;
+	/* tsig_keys.c: ids of TSIG keys records_tsig_alive() found in this
+	 * write transaction (a fact about a moment after its batch was
+	 * formed: it holds for every unit of the batch). */
+	int64_t tsig_alive[RECORDS_TSIG_ALIVE_MAX];
+	size_t tsig_alive_n;
 	/* zones.c: inside a write transaction, the zone row last read
 	 * (locked) or written, kept as this connection changed it
 	 * (records_zone_get() is the first read of every unit; the committer

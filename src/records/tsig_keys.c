@@ -11,6 +11,7 @@
 #include <libknot/errcode.h>
 
 #include "common/error.h"
+#include "records/internal.h"
 #include "records/store.h"
 
 #define KEY_COLUMNS "id, name, algorithm, secret, zone_id, grants, transfer," \
@@ -93,6 +94,38 @@ int records_tsig_find(records_store_t *store, const knot_dname_t *name,
 	      rdb_status(rc);
 	rdb_done(stmt);
 	return ret;
+}
+
+int records_tsig_alive(records_store_t *store, int64_t id, bool *alive)
+{
+	for (size_t i = 0; store->in_write && i < store->tsig_alive_n; i++) {
+		if (store->tsig_alive[i] == id) {
+			*alive = true;
+			return ZC_EOK;
+		}
+	}
+	rdb_stmt_t *stmt;
+	int ret = rdb_prepare(store->db, RDB_SQL(
+		"SELECT 1 FROM tsig_keys WHERE id = ?1"), &stmt);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	rdb_bind_int64(stmt, 1, id);
+	int rc = rdb_step(stmt);
+	*alive = rc == RDB_ROW;
+	ret = rc == RDB_ROW || rc == RDB_DONE ? ZC_EOK : rdb_status(rc);
+	rdb_done(stmt);
+	if (*alive) {
+		records_tsig_alive_seen(store, id);
+	}
+	return ret;
+}
+
+void records_tsig_alive_seen(records_store_t *store, int64_t id)
+{
+	if (store->in_write && store->tsig_alive_n < RECORDS_TSIG_ALIVE_MAX) {
+		store->tsig_alive[store->tsig_alive_n++] = id;
+	}
 }
 
 int records_tsig_list(records_store_t *store, int64_t zone_id,

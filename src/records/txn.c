@@ -21,6 +21,7 @@ int records_write_begin(records_store_t *store)
 	int ret = rdb_begin_write(store->db);
 	store->in_write = ret == ZC_EOK;
 	store->units_kept = 0;
+	store->tsig_alive_n = 0;
 	return ret;
 }
 

@@ -181,15 +181,36 @@ static const rdb_sql_t zone_by_id_locked = {
 static const rdb_sql_t zone_by_id_nowait = {
 	ZONE_BY_ID, ZONE_BY_ID " FOR NO KEY UPDATE NOWAIT" };
 
-static const rdb_sql_t *zone_get_sql(const records_store_t *store)
+/* The same, and whether the TSIG key ?2 exists (records_tsig_alive()),
+ * in the statement's snapshot: taken after the committer's batch was
+ * formed, whatever lock wait follows (tsig_keys.c). */
+#define ZONE_KEYED "SELECT " RECORDS_ZONE_COLUMNS ", EXISTS(SELECT 1 FROM" \
+	" tsig_keys WHERE id = ?2) FROM zones WHERE id = ?1"
+static const rdb_sql_t zone_keyed = { ZONE_KEYED, ZONE_KEYED };
+static const rdb_sql_t zone_keyed_locked = {
+	ZONE_KEYED, ZONE_KEYED " FOR NO KEY UPDATE" };
+static const rdb_sql_t zone_keyed_nowait = {
+	ZONE_KEYED, ZONE_KEYED " FOR NO KEY UPDATE NOWAIT" };
+
+static const rdb_sql_t *zone_get_sql(const records_store_t *store,
+                                     bool keyed)
 {
 	if (!store->in_write) {
-		return &zone_by_id;
+		return keyed ? &zone_keyed : &zone_by_id;
 	}
-	return store->units_kept == 0 ? &zone_by_id_locked : &zone_by_id_nowait;
+	if (store->units_kept == 0) {
+		return keyed ? &zone_keyed_locked : &zone_by_id_locked;
+	}
+	return keyed ? &zone_keyed_nowait : &zone_by_id_nowait;
 }
 
 int records_zone_get(records_store_t *store, int64_t id, records_zone_t *zone)
+{
+	return records_zone_get_keyed(store, id, 0, zone);
+}
+
+int records_zone_get_keyed(records_store_t *store, int64_t id,
+                           int64_t key_id, records_zone_t *zone)
 {
 	/* Kept only from a read of this transaction, which locked the row
 	 * (forgotten at every rollback, which releases the lock). */
@@ -201,18 +222,25 @@ int records_zone_get(records_store_t *store, int64_t id, records_zone_t *zone)
 	/* Another zone's row takes the place: the kept one's serial first. */
 	int ret = store->in_write ? zrow_drop(store) : ZC_EOK;
 	if (ret == ZC_EOK) {
-		ret = rdb_prepare(store->db, zone_get_sql(store), &stmt);
+		ret = rdb_prepare(store->db, zone_get_sql(store, key_id != 0),
+		                  &stmt);
 	}
 	if (ret != ZC_EOK) {
 		return ret;
 	}
 	rdb_bind_int64(stmt, 1, id);
+	if (key_id != 0) {
+		rdb_bind_int64(stmt, 2, key_id);
+	}
 	int rc = rdb_step(stmt);
 	if (rc == RDB_ROW) {
 		records_zone_from_stmt(stmt, zone);
 		if (store->in_write) {
 			store->zrow = *zone;
 			store->zrow_valid = true;
+		}
+		if (key_id != 0 && rdb_col_int64(stmt, 8) != 0) {
+			records_tsig_alive_seen(store, key_id);
 		}
 	}
 	ret = rc == RDB_ROW ? ZC_EOK : rc == RDB_DONE ? ZC_ENOZONE :

@@ -632,7 +632,11 @@ int update_apply(records_store_t *rs, void *arg)
 	m->changed = false;
 	m->added_count = 0;
 	m->removed = 0;
-	int ret = records_zone_get(rs, m->zone.id, &m->zone);
+	/* With the zone's row, whether its TSIG key still exists
+	 * (update_key_check()). */
+	int ret = records_zone_get_keyed(rs, m->zone.id,
+	                                 m->tsig.present ? m->key_id : 0,
+	                                 &m->zone);
 	if (ret == ZC_ENOZONE) {
 		/* Deleted since the lookup (service.c keeps zones a while),
 		 * perhaps made again under the name with a new id: the zone
@@ -661,6 +665,9 @@ int update_apply(records_store_t *rs, void *arg)
 	if (ret != ZC_EOK) {
 		m->rcode = KNOT_RCODE_SERVFAIL;
 		return ret;
+	}
+	if (m->tsig.present && (ret = update_key_check(rs, m)) != ZC_EOK) {
+		return ret; /* Deleted since the precheck read it. */
 	}
 	m->rcode = update_prereq_check(rs, &m->zone,
 	                               knot_pkt_section(m->pkt, KNOT_ANSWER),

@@ -23,6 +23,10 @@ typedef struct {
 	size_t wire_len;
 	knot_pkt_t *pkt;             /* Parsed over wire. */
 	dns_tsig_t tsig;
+	int64_t key_id;              /* The TSIG key's (kept by service.c:
+	                                apply.c checks it still exists). */
+	bool grants_refused;         /* Outside the grants of the key as
+	                                kept (REFUSED if it still exists). */
 	records_zone_t zone;         /* From the zone section. */
 	uint8_t rcode;               /* Outcome (RFC 2136 §2.2). */
 	bool changed;                /* The zone's serial moved. */
@@ -43,6 +47,10 @@ typedef struct {
 /* Drops a zone from the service's lookups (service.c), when the writer
  * found it deleted. */
 void update_zone_forget(update_service_t *u, const knot_dname_t *apex);
+
+/* Drops a TSIG key from the service's lookups (service.c), when the
+ * writer found it deleted. */
+void update_key_forget(update_service_t *u, const knot_dname_t *name);
 
 /* Whether a zone takes no writes: it is quarantined (its builds fail). */
 bool update_zone_quarantined(update_service_t *u, int64_t zone_id);
@@ -108,4 +116,11 @@ uint8_t update_prereq_check(records_store_t *rs, const records_zone_t *zone,
  * zone). */
 bool update_policy_allows(const char *grants, const knot_dname_t *key_name,
                           const update_msg_t *msg);
+
+/* In the committer's transaction (apply.c): the message's TSIG key
+ * (m->key_id) still exists, or was made again under its name with the
+ * same algorithm and secret for this zone (its grants are then judged
+ * again). Else sets m->rcode (NOTAUTH with TSIG error BADKEY, REFUSED,
+ * SERVFAIL) and returns non-zero. */
+int update_key_check(records_store_t *rs, update_msg_t *m);
 

@@ -41,6 +41,21 @@ typedef struct {
 	records_zone_t zone;
 } zone_slot_t;
 
+/* TSIG keys looked up for UPDATEs are kept this long, so that a signed
+ * message costs no read of the store of its own. Keys are never changed,
+ * only deleted (and perhaps made again under the name): the committer
+ * unit checks in its transaction that the key's id still exists
+ * (update/apply.c), and a message that fails its check with a kept key is
+ * checked again with the store's (a key made again with a new secret or
+ * algorithm, or for another zone). */
+#define KEY_CACHE_MS 60000
+#define KEY_CACHE_SLOTS 64
+
+typedef struct {
+	int64_t at;                  /* Monotonic ms; 0: empty. */
+	records_tsig_key_t key;
+} key_slot_t;
+
 struct update_service {
 	update_config_t cfg;         /* live_lock guards max_size,
 	                                live_wait_ms (update_reconfigure). */
@@ -50,8 +65,9 @@ struct update_service {
 	pthread_mutex_t live_lock;   /* Taken alone, briefly. */
 	records_pool_t *pool;
 	atomic_bool stopping;
-	pthread_mutex_t cache_lock;  /* Guards zones[]. */
+	pthread_mutex_t cache_lock;  /* Guards zones[] and keys[]. */
 	zone_slot_t zones[CACHE_SLOTS];
+	key_slot_t keys[KEY_CACHE_SLOTS];
 };
 
 static int64_t mono_ms(void)
@@ -109,12 +125,46 @@ void update_zone_forget(update_service_t *u, const knot_dname_t *apex)
 	pthread_mutex_unlock(&u->cache_lock);
 }
 
-/* Keys are not cached: a deleted key must stop working at once. */
+/* The key named so: a kept one when *cached may be set (and then is),
+ * else read from the store and kept. */
 static int key_lookup(update_service_t *u, records_store_t **rs,
-                      const knot_dname_t *name, records_tsig_key_t *key)
+                      const knot_dname_t *name, records_tsig_key_t *key,
+                      bool *cached)
 {
+	key_slot_t *k = &u->keys[slot_of(name) % KEY_CACHE_SLOTS];
+	int64_t now = mono_ms();
+	if (*cached) {
+		pthread_mutex_lock(&u->cache_lock);
+		*cached = k->at != 0 && now - k->at < KEY_CACHE_MS &&
+		          knot_dname_is_case_equal(k->key.name, name);
+		if (*cached) {
+			*key = k->key;
+		}
+		pthread_mutex_unlock(&u->cache_lock);
+		if (*cached) {
+			return ZC_EOK;
+		}
+	}
 	int ret = *rs != NULL ? ZC_EOK : records_pool_get(u->pool, rs);
-	return ret == ZC_EOK ? records_tsig_find(*rs, name, key) : ret;
+	if (ret == ZC_EOK) {
+		ret = records_tsig_find(*rs, name, key);
+	}
+	if (ret == ZC_EOK) {
+		pthread_mutex_lock(&u->cache_lock);
+		*k = (key_slot_t){ .at = now, .key = *key };
+		pthread_mutex_unlock(&u->cache_lock);
+	}
+	return ret;
+}
+
+void update_key_forget(update_service_t *u, const knot_dname_t *name)
+{
+	pthread_mutex_lock(&u->cache_lock);
+	key_slot_t *k = &u->keys[slot_of(name) % KEY_CACHE_SLOTS];
+	if (knot_dname_is_case_equal(k->key.name, name)) {
+		k->at = 0;
+	}
+	pthread_mutex_unlock(&u->cache_lock);
 }
 
 int update_start(const update_config_t *cfg, update_service_t **out)
@@ -405,7 +455,8 @@ static void log_replay_cache_full(const update_service_t *u)
 static uint8_t authorize(update_service_t *u, update_msg_t *m,
                          records_store_t **rs,
                          const struct sockaddr_storage *from,
-                         records_tsig_key_t *key, const char **why)
+                         records_tsig_key_t *key, bool *key_cached,
+                         const char **why)
 {
 	knot_pkt_t *q = m->pkt;
 	if (knot_wire_get_qdcount(q->wire) != 1 ||
@@ -415,10 +466,31 @@ static uint8_t authorize(update_service_t *u, update_msg_t *m,
 	}
 	int ret = zone_lookup(u, rs, knot_pkt_qname(q), &m->zone);
 	if (q->tsig_rr != NULL) {
-		bool found = key_lookup(u, rs, q->tsig_rr->owner, key) == ZC_EOK;
+		const knot_dname_t *name = q->tsig_rr->owner;
+		bool cached = true;
+		bool found = key_lookup(u, rs, name, key, &cached) == ZC_EOK;
+		if (cached && ret == ZC_EOK && key->zone_id != m->zone.id) {
+			/* Kept from before the zone was made again? */
+			cached = false;
+			found = key_lookup(u, rs, name, key, &cached) == ZC_EOK;
+		}
 		live_t l = live_get(u);
-		int tret = dns_tsig_check(q, found, key->algorithm, key->secret,
-		                          key->secret_len, &l.tsig, &m->tsig);
+		int tret = dns_tsig_verify(q, found, key->algorithm, key->secret,
+		                           key->secret_len, &l.tsig, &m->tsig);
+		if (cached && tret != ZC_EOK) {
+			/* Deleted or made again since it was kept (a new
+			 * secret or algorithm)? The answer is the store's.
+			 * (A refused message is not in the replay cache: it
+			 * may be checked again.) */
+			cached = false;
+			found = key_lookup(u, rs, name, key, &cached) == ZC_EOK;
+			tret = dns_tsig_verify(q, found, key->algorithm,
+			                       key->secret, key->secret_len,
+			                       &l.tsig, &m->tsig);
+		}
+		tret = dns_tsig_count(tret, &m->tsig);
+		m->key_id = found ? key->id : 0;
+		*key_cached = cached;
 		if (tret != ZC_EOK) {
 			/* The audit line of the refusal (BADTIME also gets
 			 * log_badtime()'s warning with the details). */
@@ -501,8 +573,9 @@ static uint8_t precheck(update_service_t *u, update_msg_t *m,
 {
 	records_store_t *rs = NULL; /* Borrowed on a cache miss only. */
 	records_tsig_key_t key;
+	bool key_cached = false;
 	const char *why = NULL;
-	uint8_t rcode = authorize(u, m, &rs, from, &key, &why);
+	uint8_t rcode = authorize(u, m, &rs, from, &key, &key_cached, &why);
 	if (rs != NULL) {
 		records_pool_put(u->pool, rs);
 	}
@@ -530,8 +603,14 @@ static uint8_t precheck(update_service_t *u, update_msg_t *m,
 	if (rcode == KNOT_RCODE_NOERROR) {
 		rcode = update_prescan(m);
 	}
-	if (rcode == KNOT_RCODE_NOERROR && m->tsig.present &&
+	if (rcode == KNOT_RCODE_NOERROR && m->tsig.present && key_cached &&
 	    !update_policy_allows(key.grants, key.name, m)) {
+		/* Perhaps the key was deleted since it was kept (then the
+		 * answer is BADKEY): the committer decides, in its
+		 * transaction (update_key_check()). */
+		m->grants_refused = true;
+	} else if (rcode == KNOT_RCODE_NOERROR && m->tsig.present &&
+	           !update_policy_allows(key.grants, key.name, m)) {
 		zc_info("update %s: refused by the policy of key %s",
 		        m->zone.name, key.grants);
 		rcode = KNOT_RCODE_REFUSED;

@@ -225,3 +225,76 @@ def test_two_nodes_write_two_zones_in_opposite_orders(cluster, tmp_path):
         cp = subprocess.run([servers.zonecast_bin(), "verify", "--data-dir", srv.data_dir],
                             capture_output=True, text=True)
         assert "no differences" in cp.stdout, cp.stdout + cp.stderr
+
+
+def _signed(zone, key, name, text):
+    u = dns.update.UpdateMessage(zone, keyring=key.keyring, keyalgorithm=key.algorithm + ".")
+    u.add(name, 60, "TXT", text)
+    return u
+
+
+def _send(srv, u):
+    """(rcode, TSIG error or None) of an UPDATE over TCP, read raw: dnspython
+    raises on a BADKEY answer, which is unsigned."""
+    wire = servers.exchange_from("127.0.0.1", srv.port, u.to_wire(), tcp=True, timeout=10)
+    assert wire is not None, "no answer"
+    r, _owner, rd, _ = servers.split_tsig(wire)
+    return r.rcode(), (rd.error if rd is not None else None)
+
+
+def test_a_key_deleted_through_one_node_is_refused_by_the_other_at_once(cluster, tmp_path):
+    """Each node keeps the TSIG keys it read a while (update/service.c), and
+    the committer checks in its transaction that the key still exists
+    (update/policy.c update_key_check()). Node B has the key kept; node A
+    deletes it: once A acknowledged the delete, B answers a signed UPDATE
+    NOTAUTH with BADKEY and writes nothing. A key made again under the name
+    (a new secret) works at once through B; one made again with the same
+    secret and narrower grants (a new id: simulated in SQL) is judged by its
+    own grants."""
+    uri = pg.database(cluster, "keys")
+    a = node(tmp_path, "a", uri)
+    zone = "k.test."
+    zone_file = tmp_path / "z.zone"
+    zone_file.write_text("$ORIGIN %s\n$TTL 60\n@ SOA ns hm 1 7200 900 1209600 60\n"
+                         "@ NS ns\nns A 192.0.2.53\n" % zone)
+    cp = subprocess.run([servers.zonecast_bin(), "zone", "import", "--data-dir",
+                         a.data_dir, zone, str(zone_file)], capture_output=True, text=True)
+    assert cp.returncode == 0, cp.stderr
+    b = node(tmp_path, "b", uri)
+    try:
+        api = a.client()
+        zid = api.zone_id(zone.rstrip("."))
+        base = "/zones/%s/tsig_keys" % zid
+
+        def make_key():
+            res = api.ok("POST", base, {"name": "k1"})["result"]
+            return res["id"], servers.TsigKey(res["name"], res["algorithm"], res["secret"])
+
+        kid, key = make_key()
+        for i in range(3):   # B reads the key, then keeps it
+            assert _send(b, _signed(zone, key, "before%d.k.test." % i, "x")) == (0, 0)
+        api.ok("DELETE", "%s/%s" % (base, kid))
+        rcode, err = _send(b, _signed(zone, key, "after.k.test.", "x"))
+        assert (rcode, err) == (dns.rcode.NOTAUTH, dns.rcode.BADKEY), (rcode, err)
+        assert served(b.port, "after.k.test.") == []
+        def stored(label):
+            return psql(cluster, "SELECT count(*) FROM records WHERE position('\\x%02x%s'"
+                        "::bytea in owner) > 0" % (len(label), label.encode().hex()),
+                        "keys").strip()
+        assert stored("before0") == "1" and stored("after") == "0"
+        # made again: a new secret, through B at once; the old one is refused
+        kid, key2 = make_key()
+        assert _send(b, _signed(zone, key2, "again.k.test.", "x")) == (0, 0)
+        rcode, err = _send(b, _signed(zone, key, "old.k.test.", "x"))
+        assert (rcode, err) == (dns.rcode.NOTAUTH, dns.rcode.BADSIG), (rcode, err)
+        # the same secret under a new id, granted TXT below dyn. only
+        psql(cluster, "UPDATE tsig_keys SET id = id + 1000, grants = 'subdomain:dyn.k.test.:TXT'"
+             " WHERE id = %s" % kid, "keys")
+        rcode, err = _send(b, _signed(zone, key2, "outside.k.test.", "x"))
+        assert (rcode, err) == (dns.rcode.REFUSED, 0), (rcode, err)
+        assert _send(b, _signed(zone, key2, "x.dyn.k.test.", "x")) == (0, 0)
+        assert served(b.port, "x.dyn.k.test.") == ['"x"']
+        assert served(a.port, "again.k.test.") == ['"x"']
+    finally:
+        for srv in (a, b):
+            srv.stop()
