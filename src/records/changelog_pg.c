@@ -186,24 +186,31 @@ bool changelog_pg_follows(uint64_t after, uint64_t seq)
 	       (rank_of(seq) == 1 || rank_of(seq) == COMMIT_END);
 }
 
-int changelog_pg_committed(records_store_t *store, uint64_t *seq)
+int changelog_pg_position_stmt(records_store_t *store, rdb_stmt_t **stmt)
 {
-	*seq = 0;
+	*stmt = NULL;
 	if (store->log_xid == 0) {
 		return ZC_EOK; /* No event appended. */
 	}
-	rdb_stmt_t *stmt;
 	int ret = rdb_prepare(store->db, RDB_SQL2(NULL,
 		"SELECT pos FROM log_commits WHERE xid = ?1::text::xid8"),
-		&stmt);
-	if (ret != ZC_EOK) {
-		return ret;
+		stmt);
+	if (ret == ZC_EOK) {
+		rdb_bind_int64(*stmt, 1, store->log_xid);
 	}
-	rdb_bind_int64(stmt, 1, store->log_xid);
+	return ret;
+}
+
+int changelog_pg_position_read(records_store_t *store, rdb_stmt_t *stmt,
+                               uint64_t *seq)
+{
+	*seq = 0;
+	if (stmt == NULL) {
+		return ZC_EOK;
+	}
 	int rc = rdb_step(stmt);
 	int64_t pos = rc == RDB_ROW ? rdb_col_int64(stmt, 0) : 0;
-	ret = rdb_status(rc);
-	rdb_done(stmt);
+	int ret = rdb_status(rc);
 	if (ret == ZC_EOK && pos > 0) {
 		*seq = position(pos, COMMIT_END);
 	} else if (ret == ZC_EOK) {
@@ -211,6 +218,19 @@ int changelog_pg_committed(records_store_t *store, uint64_t *seq)
 		 * node trimmed the commit already: the newest position is at
 		 * or past it. */
 		ret = changelog_pg_last(store, seq);
+	}
+	return ret;
+}
+
+int changelog_pg_committed(records_store_t *store, uint64_t *seq)
+{
+	rdb_stmt_t *stmt;
+	int ret = changelog_pg_position_stmt(store, &stmt);
+	if (ret == ZC_EOK) {
+		ret = changelog_pg_position_read(store, stmt, seq);
+	}
+	if (stmt != NULL) {
+		rdb_done(stmt);
 	}
 	return ret;
 }

@@ -209,6 +209,12 @@ int rdb_commit(rdb_t *db)
 	return db->driver->commit(db);
 }
 
+int rdb_commit_then(rdb_t *db, rdb_stmt_t *after)
+{
+	return db->driver->commit_then != NULL ?
+	       db->driver->commit_then(db, after) : db->driver->commit(db);
+}
+
 void rdb_rollback(rdb_t *db)
 {
 	db->driver->rollback(db);

@@ -216,6 +216,12 @@ int64_t rdb_last_insert_id(rdb_t *db);
 /* A write transaction (SQLite: BEGIN IMMEDIATE, the write lock at once). */
 int rdb_begin_write(rdb_t *db);
 int rdb_commit(rdb_t *db);
+/* Commits, and runs the read `after` (prepared and bound) right behind
+ * the COMMIT where the engine can, in the same round trip (PostgreSQL's
+ * pipeline); its rows are then stepped as usual (where it did not run,
+ * or its answer was lost, stepping runs it). The outcome is the
+ * commit's: `after` failing does not undo it. */
+int rdb_commit_then(rdb_t *db, rdb_stmt_t *after);
 /* Rolls back the open transaction; nothing when none is open (SQLite
  * rolls a transaction back itself after a disk-full or I/O error). */
 void rdb_rollback(rdb_t *db);

@@ -81,6 +81,9 @@ struct rdb_driver {
 
 	int (*begin_write)(rdb_t *db);
 	int (*commit)(rdb_t *db);
+	/* Commits and runs `after` in the same round trip (NULL: commit,
+	 * and the caller runs `after` when it steps it). */
+	int (*commit_then)(rdb_t *db, rdb_stmt_t *after);
 	void (*rollback)(rdb_t *db);
 	int (*begin_read)(rdb_t *db);
 	void (*end_read)(rdb_t *db);

@@ -696,14 +696,15 @@ static int begin(rdb_t *db, const char *sql)
 	return ZC_EOK;
 }
 
-/* Ends the transaction with sql (COMMIT or ROLLBACK). */
+/* Ends the transaction with sql (COMMIT or ROLLBACK; NULL: it ended
+ * already, on the server or with the session). */
 static PGresult *end(pg_db_t *d, const char *sql)
 {
 	pg_gather_drop(d); /* Sent before a COMMIT; undone by a ROLLBACK. */
 	d->txn = false;
 	d->writing = false;
 	d->severed = false;
-	return PQexec(d->conn, sql);
+	return sql != NULL ? PQexec(d->conn, sql) : NULL;
 }
 
 /* Leaves pipeline mode when its outcome no longer matters (the
@@ -721,35 +722,57 @@ static int pg_begin_write(rdb_t *db)
 	return ret;
 }
 
-static int pg_commit(rdb_t *db)
+/*
+ * COMMIT goes in the pipeline behind the statements queued, and `after`
+ * behind it: one round trip for the three (before, the queue was synced,
+ * then COMMIT sent alone, then the commit's position read). A statement
+ * of the queue that fails makes the server skip COMMIT: the transaction
+ * is then rolled back and the failure returned, as before.
+ */
+static int pg_commit_then(rdb_t *db, rdb_stmt_t *st)
 {
 	pg_db_t *d = db_of(db);
-	int ret = unpipe(d);
-	if (ret == ZC_EOK && d->severed) {
-		ret = ZC_EUNAVAILABLE; /* Its session is gone: nothing kept. */
+	pg_stmt_t *after = (pg_stmt_t *)st;
+	if (after != NULL) {
+		stmt_clear(after);
 	}
-	if (ret != ZC_EOK) {
-		/* A queued statement failed: the transaction cannot commit. */
-		PQclear(end(d, "ROLLBACK"));
-		return ret;
+	int ret = d->severed ? ZC_EUNAVAILABLE : pg_gather_flush(d);
+	if (ret == ZC_EOK) {
+		ret = pg_pipe_commit(d, after);
+	} else {
+		d->commit_state = PG_COMMIT_NONE;
+		unpipe_quietly(d);
 	}
-	PGresult *res = end(d, "COMMIT");
-	if (PQstatus(d->conn) == CONNECTION_BAD) {
+	switch (d->commit_state) {
+	case PG_COMMIT_DONE:
+		end(d, NULL);
+		return ZC_EOK; /* after's failure is its own. */
+	case PG_COMMIT_SENT:
 		/* Sent, and no answer: it may have committed or not. */
+		end(d, NULL);
 		zc_error("%s: PostgreSQL connection lost at COMMIT: the"
 		         " transaction may or may not have committed", d->label);
-		PQclear(res);
 		return ZC_EINDOUBT;
-	}
-	/* COMMIT of a failed transaction answers ROLLBACK without error. */
-	if (PQresultStatus(res) == PGRES_COMMAND_OK &&
-	    strcmp(PQcmdStatus(res), "ROLLBACK") == 0) {
-		PQclear(res);
+	case PG_COMMIT_ROLLBACK:
+		end(d, NULL);
 		zc_error("%s: transaction had failed and was rolled back",
 		         d->label);
 		return ZC_ESQL;
+	default:
+		break;
 	}
-	return result_code(d, res);
+	/* Not committed: a queued statement failed (COMMIT was skipped),
+	 * the COMMIT itself failed (its deferred checks), or the session is
+	 * gone. */
+	bool open = PQstatus(d->conn) == CONNECTION_OK &&
+	            PQtransactionStatus(d->conn) != PQTRANS_IDLE;
+	PQclear(end(d, open ? "ROLLBACK" : NULL));
+	return ret != ZC_EOK ? ret : ZC_ESQL;
+}
+
+static int pg_commit(rdb_t *db)
+{
+	return pg_commit_then(db, NULL);
 }
 
 static void pg_rollback(rdb_t *db)
@@ -894,6 +917,7 @@ const rdb_driver_t rdb_pg_driver = {
 	.last_insert_id = pg_last_insert_id,
 	.begin_write = pg_begin_write,
 	.commit = pg_commit,
+	.commit_then = pg_commit_then,
 	.rollback = pg_rollback,
 	.begin_read = pg_begin_read,
 	.end_read = pg_end_read,

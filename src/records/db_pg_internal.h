@@ -142,6 +142,17 @@ struct pg_db {
 	 * a transaction's BEGIN goes with its first statement that waits
 	 * (db_pg.c begin()), and its failure severs the transaction. */
 	int begin_slot;
+	/* A queued COMMIT's place plus one (0: none), and what became of
+	 * it (db_pg_pipe.c pg_pipe_commit()). */
+	int commit_slot;
+	enum {
+		PG_COMMIT_NONE,     /* Not sent. */
+		PG_COMMIT_SENT,     /* Sent, no answer: in doubt. */
+		PG_COMMIT_DONE,     /* Committed. */
+		PG_COMMIT_ROLLBACK, /* Answered ROLLBACK: the transaction had
+		                       failed. */
+		PG_COMMIT_FAILED,   /* Failed, or skipped after a failure. */
+	} commit_state;
 	pg_stmt_t *queue[PIPE_MAX];
 	/* Rows gathered and not sent yet (db_pg_gather.c). */
 	pg_gather_t gather[PG_GATHERS];
@@ -172,6 +183,10 @@ void pg_param_types(const pg_stmt_t *s, Oid *types);
 int pg_pipe_send(pg_stmt_t *s);
 /* Queues SQL text without parameters (one statement). */
 int pg_pipe_send_text(pg_db_t *d, const char *sql);
+/* Queues COMMIT, then after's execution (NULL: none), and syncs: after's
+ * rows are kept in after->res. d->commit_state says how the commit
+ * ended; the return value is the sync's (its first failure). */
+int pg_pipe_commit(pg_db_t *d, pg_stmt_t *after);
 /* Queues the PREPARE of s with these parameter types (it counts as
  * prepared; a failure unprepares it at the sync). */
 int pg_pipe_prepare(pg_stmt_t *s, const Oid *types);

@@ -144,6 +144,7 @@ static int lost(pg_db_t *d)
 	d->piped = false;
 	d->queued = 0;
 	d->begin_slot = 0;
+	d->commit_slot = 0; /* A COMMIT sent and unanswered stays SENT. */
 	d->severed = d->txn;
 	if (PQstatus(d->conn) == CONNECTION_OK) {
 		zc_error("%s: PostgreSQL pipeline out of step; reconnecting",
@@ -169,6 +170,13 @@ int pg_pipe_sync(pg_db_t *d, pg_stmt_t *keep)
 		PGresult *res;
 		while ((res = PQgetResult(d->conn)) != NULL) {
 			ExecStatusType st = PQresultStatus(res);
+			if (i + 1 == d->commit_slot) {
+				d->commit_state =
+					st != PGRES_COMMAND_OK ?
+					PG_COMMIT_FAILED :
+					strcmp(PQcmdStatus(res), "ROLLBACK") == 0 ?
+					PG_COMMIT_ROLLBACK : PG_COMMIT_DONE;
+			}
 			if (st == PGRES_PIPELINE_ABORTED) {
 				/* Skipped: a PREPARE among them did not happen. */
 				if (d->queue[i] != NULL) {
@@ -206,6 +214,7 @@ int pg_pipe_sync(pg_db_t *d, pg_stmt_t *keep)
 	PQclear(res);
 	d->queued = 0;
 	d->begin_slot = 0;
+	d->commit_slot = 0;
 	if (!synced || !PQexitPipelineMode(d->conn)) {
 		return lost(d);
 	}
@@ -215,4 +224,23 @@ int pg_pipe_sync(pg_db_t *d, pg_stmt_t *keep)
 		keep->res = NULL;
 	}
 	return first;
+}
+
+int pg_pipe_commit(pg_db_t *d, pg_stmt_t *after)
+{
+	d->commit_state = PG_COMMIT_NONE;
+	/* Room for COMMIT and after's PREPARE and execution: no sync
+	 * between them. */
+	int ret = room(d, 4);
+	if (ret == ZC_EOK) {
+		ret = pg_pipe_send_text(d, "COMMIT");
+	}
+	if (ret != ZC_EOK) {
+		return ret; /* Not sent: the session's end rolls it back. */
+	}
+	d->commit_slot = d->queued;
+	d->commit_state = PG_COMMIT_SENT;
+	/* Should after not be queued, the caller runs it when it steps. */
+	bool sent = after != NULL && pg_pipe_send(after) == ZC_EOK;
+	return pg_pipe_sync(d, sent ? after : NULL);
 }

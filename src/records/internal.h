@@ -56,6 +56,13 @@ int changelog_pg_last(records_store_t *store, uint64_t *seq);
 uint64_t changelog_pg_commit_end(int64_t commit);
 bool changelog_pg_follows(uint64_t after, uint64_t seq);
 int changelog_pg_committed(records_store_t *store, uint64_t *seq);
+/* changelog_pg_committed() in two steps: the read of the commit's
+ * position prepared before the COMMIT (NULL when nothing was appended),
+ * so that it can go in the COMMIT's round trip (txn.c); its answer after
+ * (stepping it runs it if it did not run). */
+int changelog_pg_position_stmt(records_store_t *store, rdb_stmt_t **stmt);
+int changelog_pg_position_read(records_store_t *store, rdb_stmt_t *stmt,
+                               uint64_t *seq);
 int changelog_pg_backlog(records_store_t *store, uint64_t after,
                          records_backlog_t *out);
 int changelog_pg_activity(records_store_t *store, uint64_t after,

@@ -449,6 +449,10 @@ void records_set_max_records(records_store_t *store, uint64_t max);
  */
 int records_write_begin(records_store_t *store);
 int records_write_commit(records_store_t *store);
+/* records_write_commit(), then *seq as records_changelog_committed()
+ * gives it (0 when it could not be read: committed all the same). On
+ * PostgreSQL the position is read in the COMMIT's round trip. */
+int records_write_commit_seq(records_store_t *store, uint64_t *seq);
 void records_write_rollback(records_store_t *store);
 int records_savepoint(records_store_t *store);
 int records_savepoint_release(records_store_t *store);

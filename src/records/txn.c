@@ -25,7 +25,8 @@ int records_write_begin(records_store_t *store)
 	return ret;
 }
 
-int records_write_commit(records_store_t *store)
+/* Commits, with `after` (NULL: none) run in the COMMIT's round trip. */
+static int commit(records_store_t *store, rdb_stmt_t *after)
 {
 	int ret = records_zrow_flush(store);
 	if (ret == ZC_EOK) {
@@ -35,7 +36,7 @@ int records_write_commit(records_store_t *store)
 		ret = records_counts_flush(store);
 	}
 	if (ret == ZC_EOK) {
-		ret = rdb_commit(store->db);
+		ret = rdb_commit_then(store->db, after);
 	}
 	if (ret != ZC_EOK) {
 		rdb_rollback(store->db);
@@ -45,6 +46,40 @@ int records_write_commit(records_store_t *store)
 	records_zrow_forget(store);
 	store->in_write = false;
 	store->units_kept = 0;
+	return ret;
+}
+
+int records_write_commit(records_store_t *store)
+{
+	return commit(store, NULL);
+}
+
+int records_write_commit_seq(records_store_t *store, uint64_t *seq)
+{
+	*seq = 0;
+	if (rdb_kind(store->db) != RDB_PG) {
+		int ret = commit(store, NULL);
+		if (ret == ZC_EOK && records_changelog_committed(store, seq) !=
+		    ZC_EOK) {
+			*seq = 0;
+		}
+		return ret;
+	}
+	rdb_stmt_t *pos = NULL;
+	if (changelog_pg_position_stmt(store, &pos) != ZC_EOK) {
+		pos = NULL; /* Read after the commit, then. */
+	}
+	int ret = commit(store, pos);
+	if (ret == ZC_EOK && pos != NULL &&
+	    changelog_pg_position_read(store, pos, seq) != ZC_EOK) {
+		*seq = 0;
+	} else if (ret == ZC_EOK && pos == NULL &&
+	           records_changelog_committed(store, seq) != ZC_EOK) {
+		*seq = 0;
+	}
+	if (pos != NULL) {
+		rdb_done(pos);
+	}
 	return ret;
 }
 

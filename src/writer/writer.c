@@ -105,20 +105,24 @@ static void run_alone(writer_t *w, writer_unit_t *u)
 	count_batch(u);
 }
 
-/* Gives the units that succeeded the position of their commit, when one
- * of them wants it. */
-static void give_seq(writer_t *w, writer_unit_t *batch)
+/* Whether a unit that succeeded wants the position of its commit. */
+static bool seq_wanted(const writer_unit_t *batch)
 {
-	bool wanted = false;
-	for (writer_unit_t *u = batch; u != NULL; u = u->next) {
-		u->seq = 0;
-		wanted |= u->want_seq && u->result == ZC_EOK;
+	for (const writer_unit_t *u = batch; u != NULL; u = u->next) {
+		if (u->want_seq && u->result == ZC_EOK) {
+			return true;
+		}
 	}
-	uint64_t seq = 0;
-	if (wanted && records_changelog_committed(w->rs, &seq) != ZC_EOK) {
-		seq = 0; /* Committed all the same; not to be waited for. */
-	} else if (wanted && seq == 0 &&
-	           records_last_seq(w->rs, &seq) != ZC_EOK) {
+	return false;
+}
+
+/* Gives the units that succeeded the position of their commit (seq, as
+ * records_write_commit_seq() read it; 0: not read or none), when one of
+ * them wants it. */
+static void give_seq(writer_t *w, writer_unit_t *batch, bool wanted,
+                     uint64_t seq)
+{
+	if (wanted && seq == 0 && records_last_seq(w->rs, &seq) != ZC_EOK) {
 		/* No event in this commit (PostgreSQL names none then): the
 		 * newest position, at or past every commit its units read. */
 		seq = 0;
@@ -171,9 +175,12 @@ static writer_unit_t *run_batch(writer_t *w, writer_unit_t *batch)
 			records_write_rollback(w->rs);
 		}
 	}
+	bool wanted = seq_wanted(batch);
+	uint64_t seq = 0;
 	if (ret == ZC_EOK) {
 		uint64_t start = zc_clock_ns();
-		ret = records_write_commit(w->rs);
+		ret = wanted ? records_write_commit_seq(w->rs, &seq) :
+		      records_write_commit(w->rs);
 		uint64_t end = zc_clock_ns();
 		zc_observe(ZC_HIST_WRITER_COMMIT_NS, end - start);
 		if (ret == ZC_EOK) {
@@ -187,7 +194,7 @@ static writer_unit_t *run_batch(writer_t *w, writer_unit_t *batch)
 		}
 	}
 	if (ret == ZC_EOK) {
-		give_seq(w, batch);
+		give_seq(w, batch, wanted, seq);
 	}
 	count_batch(batch);
 	return rest;
