@@ -426,6 +426,53 @@ static void test_deferred(rdb_t *db)
 	CHECK_EQ(count_rows(db), 703);
 }
 
+/* rdb_commit_then(): the read behind the COMMIT sees what it committed;
+ * a queued failure keeps the commit from happening and the read from
+ * running with it; the read failing does not undo the commit. */
+static void test_commit_then(rdb_t *db)
+{
+	rdb_stmt_t *after;
+	CHECK_EQ(rdb_begin_write(db), ZC_EOK);
+	CHECK_EQ(insert_deferred(db, 6000, "six"), ZC_EOK);
+	CHECK_EQ(rdb_prepare(db, RDB_SQL("SELECT count(*) FROM rdb_test"
+	                                 " WHERE id >= 6000"), &after), ZC_EOK);
+	CHECK_EQ(rdb_commit_then(db, after), ZC_EOK);
+	CHECK(!rdb_in_txn(db));
+	CHECK_EQ(rdb_step(after), RDB_ROW);
+	CHECK_EQ(rdb_col_int64(after, 0), 1);
+	CHECK_EQ(rdb_step(after), RDB_DONE);
+	rdb_done(after);
+
+	CHECK_EQ(rdb_begin_write(db), ZC_EOK);
+	CHECK_EQ(insert_deferred(db, 6001, "six-one"), ZC_EOK);
+	int ret = insert_deferred(db, 6002, "six"); /* name is UNIQUE */
+	CHECK_EQ(rdb_prepare(db, RDB_SQL("SELECT count(*) FROM rdb_test"
+	                                 " WHERE id >= 6000"), &after), ZC_EOK);
+	if (ret == ZC_EOK) {
+		ret = rdb_commit_then(db, after);
+	} else {
+		rdb_rollback(db);
+	}
+	CHECK_EQ(ret, ZC_EEXISTS);
+	CHECK(!rdb_in_txn(db));
+	/* It did not run with the failed commit: stepping runs it now. */
+	CHECK_EQ(rdb_step(after), RDB_ROW);
+	CHECK_EQ(rdb_col_int64(after, 0), 1);
+	rdb_done(after);
+
+	if (rdb_kind(db) == RDB_PG) {
+		CHECK_EQ(rdb_begin_write(db), ZC_EOK);
+		CHECK_EQ(insert_deferred(db, 6003, "six-three"), ZC_EOK);
+		CHECK_EQ(rdb_prepare(db, RDB_SQL("SELECT 1 / (id - id) FROM"
+		                                 " rdb_test WHERE id = 6003"),
+		                     &after), ZC_EOK);
+		CHECK_EQ(rdb_commit_then(db, after), ZC_EOK);
+		CHECK(rdb_step(after) < 0);
+		rdb_done(after);
+		CHECK(has_row(db, 6003));
+	}
+}
+
 /* --- rdb_defer_row(): rows of one INSERT gathered into one statement --- */
 
 static int create_gather_tables(rdb_t *db)
@@ -710,6 +757,7 @@ int main(void)
 	test_transactions(db, other);
 	test_savepoints(db);
 	test_deferred(db);
+	test_commit_then(db);
 	test_gathered(db);
 	test_arrays(db);
 	rdb_close(other);
