@@ -44,6 +44,14 @@ static const rule_t rules[] = {
 void records_changelog_begin(records_store_t *store)
 {
 	store->log_xid = 0;
+	store->log_appended = false;
+}
+
+void records_changelog_xid(records_store_t *store, int64_t xid)
+{
+	if (xid != 0) {
+		store->log_xid = xid;
+	}
 }
 
 void records_changelog_rollback(records_store_t *store)
@@ -178,7 +186,9 @@ int records_changelog_append(records_store_t *store,
 	const rule_t *rule = &rules[e->kind];
 	if (on_pg(store) && store->log_xid != 0 && seq == NULL &&
 	    !rule->restarts) {
-		return append_queued(store, e, rule);
+		int ret = append_queued(store, e, rule);
+		store->log_appended |= ret == ZC_EOK;
+		return ret;
 	}
 	rdb_stmt_t *stmt;
 	/* PostgreSQL returns the sequence and the (top-level) transaction
@@ -195,6 +205,7 @@ int records_changelog_append(records_store_t *store,
 	if (rc == RDB_ROW) {
 		appended = rdb_col_int64(stmt, 0);
 		store->log_xid = rdb_col_int64(stmt, 1);
+		store->log_appended = true;
 	}
 	ret = rdb_status(rc);
 	rdb_done(stmt);

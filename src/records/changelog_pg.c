@@ -189,7 +189,7 @@ bool changelog_pg_follows(uint64_t after, uint64_t seq)
 int changelog_pg_position_stmt(records_store_t *store, rdb_stmt_t **stmt)
 {
 	*stmt = NULL;
-	if (store->log_xid == 0) {
+	if (!store->log_appended || store->log_xid == 0) {
 		return ZC_EOK; /* No event appended. */
 	}
 	int ret = rdb_prepare(store->db, RDB_SQL2(NULL,

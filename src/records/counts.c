@@ -102,6 +102,22 @@ static int entry(records_store_t *store, int64_t zone_id, size_t *out)
 	return ZC_EOK;
 }
 
+void records_counts_seed(records_store_t *store, int64_t zone_id,
+                         int64_t count)
+{
+	for (size_t i = 0; i < store->count_n; i++) {
+		if (store->counts[i].zone_id == zone_id) {
+			return;
+		}
+	}
+	if (store->count_n < RECORDS_COUNT_ZONES) {
+		size_t i = store->count_n++;
+		store->counts[i].zone_id = zone_id;
+		store->counts[i].base = count;
+		store->counts[i].delta = 0;
+	}
+}
+
 int records_count_add(records_store_t *store, int64_t zone_id, int delta)
 {
 	int64_t count;

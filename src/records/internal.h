@@ -90,6 +90,14 @@ void records_stats_grew(records_store_t *store, int64_t added);
 void records_counts_forget(records_store_t *store);
 void records_counts_mark(records_store_t *store, int level);
 void records_counts_restore(records_store_t *store, int level);
+/* The zone's record count as its row says, read with the row's lock in
+ * the write transaction (zones.c): kept as the base of its changes,
+ * unless the zone has an entry already (or the table is full). */
+void records_counts_seed(records_store_t *store, int64_t zone_id,
+                         int64_t count);
+/* changelog.c: the write transaction's id, read with a zone row's lock
+ * (0: not known): the first event appended then goes in the pipeline. */
+void records_changelog_xid(records_store_t *store, int64_t xid);
 
 /* --- rows.c: record rows --- */
 

@@ -32,10 +32,13 @@ struct records_store {
 	 * out again). */
 	int64_t version_zone;
 	uint32_t version_logged;
-	/* changelog.c, PostgreSQL: the top-level transaction id of the
-	 * events appended since records_changelog_begin() (0: none), which
-	 * records_changelog_committed() looks up once it committed. */
+	/* changelog.c, PostgreSQL: the write transaction's top-level id
+	 * (0: not known yet; read with the first event appended, or with a
+	 * zone's row locked: records_changelog_xid()), and whether events
+	 * were appended since records_changelog_begin(): then
+	 * records_changelog_committed() looks the commit up by that id. */
 	int64_t log_xid;
+	bool log_appended;
 	/* query.c: zone id -> apex of the last zone looked up by id (ids
 	 * are never reused and apexes never change, so this never goes
 	 * stale). */

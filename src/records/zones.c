@@ -174,23 +174,37 @@ int records_zone_find_locked(records_store_t *store, const knot_dname_t *apex,
  * foreign-key checks of rows that merely name the zone (a token, a TSIG
  * key). NOWAIT once the transaction keeps earlier units.
  */
-#define ZONE_BY_ID "SELECT " RECORDS_ZONE_COLUMNS " FROM zones WHERE id = ?1"
-static const rdb_sql_t zone_by_id = { ZONE_BY_ID, ZONE_BY_ID };
+#define ZONE_SELECT(xid) "SELECT " RECORDS_ZONE_COLUMNS ", record_count, " xid
+#define ZONE_XID "pg_current_xact_id()::text::bigint"
+#define ZONE_FROM " FROM zones WHERE id = ?1"
+#define ZONE_KEY ", EXISTS(SELECT 1 FROM tsig_keys WHERE id = ?2)"
+/* Columns after RECORDS_ZONE_COLUMNS: the row's record count, the
+ * transaction's id (PostgreSQL, in a write transaction: locking the row
+ * assigns it anyway; else 0) and, keyed, whether TSIG key ?2 exists. */
+#define COL_COUNT 8
+#define COL_XID 9
+#define COL_KEY 10
+static const rdb_sql_t zone_by_id = {
+	ZONE_SELECT("0") ZONE_FROM, ZONE_SELECT("0") ZONE_FROM };
 static const rdb_sql_t zone_by_id_locked = {
-	ZONE_BY_ID, ZONE_BY_ID " FOR NO KEY UPDATE" };
+	ZONE_SELECT("0") ZONE_FROM,
+	ZONE_SELECT(ZONE_XID) ZONE_FROM " FOR NO KEY UPDATE" };
 static const rdb_sql_t zone_by_id_nowait = {
-	ZONE_BY_ID, ZONE_BY_ID " FOR NO KEY UPDATE NOWAIT" };
+	ZONE_SELECT("0") ZONE_FROM,
+	ZONE_SELECT(ZONE_XID) ZONE_FROM " FOR NO KEY UPDATE NOWAIT" };
 
 /* The same, and whether the TSIG key ?2 exists (records_tsig_alive()),
  * in the statement's snapshot: taken after the committer's batch was
  * formed, whatever lock wait follows (tsig_keys.c). */
-#define ZONE_KEYED "SELECT " RECORDS_ZONE_COLUMNS ", EXISTS(SELECT 1 FROM" \
-	" tsig_keys WHERE id = ?2) FROM zones WHERE id = ?1"
-static const rdb_sql_t zone_keyed = { ZONE_KEYED, ZONE_KEYED };
+static const rdb_sql_t zone_keyed = {
+	ZONE_SELECT("0") ZONE_KEY ZONE_FROM,
+	ZONE_SELECT("0") ZONE_KEY ZONE_FROM };
 static const rdb_sql_t zone_keyed_locked = {
-	ZONE_KEYED, ZONE_KEYED " FOR NO KEY UPDATE" };
+	ZONE_SELECT("0") ZONE_KEY ZONE_FROM,
+	ZONE_SELECT(ZONE_XID) ZONE_KEY ZONE_FROM " FOR NO KEY UPDATE" };
 static const rdb_sql_t zone_keyed_nowait = {
-	ZONE_KEYED, ZONE_KEYED " FOR NO KEY UPDATE NOWAIT" };
+	ZONE_SELECT("0") ZONE_KEY ZONE_FROM,
+	ZONE_SELECT(ZONE_XID) ZONE_KEY ZONE_FROM " FOR NO KEY UPDATE NOWAIT" };
 
 static const rdb_sql_t *zone_get_sql(const records_store_t *store,
                                      bool keyed)
@@ -238,8 +252,14 @@ int records_zone_get_keyed(records_store_t *store, int64_t id,
 		if (store->in_write) {
 			store->zrow = *zone;
 			store->zrow_valid = true;
+			/* Locked: what counts.c and changelog.c would read
+			 * later, each with a round trip of its own. */
+			records_counts_seed(store, id,
+			                    rdb_col_int64(stmt, COL_COUNT));
+			records_changelog_xid(store,
+			                      rdb_col_int64(stmt, COL_XID));
 		}
-		if (key_id != 0 && rdb_col_int64(stmt, 8) != 0) {
+		if (key_id != 0 && rdb_col_int64(stmt, COL_KEY) != 0) {
 			records_tsig_alive_seen(store, key_id);
 		}
 	}
