@@ -40,14 +40,19 @@ static int check_time(const dns_tsig_policy_t *policy, dns_tsig_t *t)
 		t->error = KNOT_RCODE_BADTIME;
 		return KNOT_TSIG_EBADTIME;
 	}
-	if (policy != NULL && policy->replay != NULL) {
-		t->replay = dns_tsig_replay_check(policy->replay, t, t->window,
-		                                  now);
-		if (t->replay == DNS_TSIG_REPLAYED ||
-		    t->replay == DNS_TSIG_UNPROVEN) {
-			t->error = KNOT_RCODE_BADTIME;
-			return KNOT_TSIG_EBADTIME;
-		}
+	return dns_tsig_replay(policy, t);
+}
+
+int dns_tsig_replay(const dns_tsig_policy_t *policy, dns_tsig_t *t)
+{
+	if (policy == NULL || policy->replay == NULL) {
+		return ZC_EOK;
+	}
+	t->replay = dns_tsig_replay_check(policy->replay, t, t->window,
+	                                  (uint64_t)time(NULL));
+	if (t->replay == DNS_TSIG_REPLAYED || t->replay == DNS_TSIG_UNPROVEN) {
+		t->error = KNOT_RCODE_BADTIME;
+		return KNOT_TSIG_EBADTIME;
 	}
 	return ZC_EOK;
 }

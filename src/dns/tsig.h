@@ -103,6 +103,12 @@ int dns_tsig_verify(const knot_pkt_t *q, bool key_found,
                     dns_tsig_t *t);
 int dns_tsig_count(int ret, const dns_tsig_t *t);
 
+/* The replay check alone (policy->replay; nothing without one), for a
+ * request verified with a policy that had none: KNOT_TSIG_EBADTIME when
+ * refused (t->error, t->replay), else ZC_EOK and the request is
+ * remembered. dns_tsig_check() does it after verifying. */
+int dns_tsig_replay(const dns_tsig_policy_t *policy, dns_tsig_t *t);
+
 /*
  * The replay cache (tsig_replay.c): at most `capacity` requests
  * remembered, in memory; thread-safe. NULL when out of memory or capacity

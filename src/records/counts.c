@@ -21,6 +21,7 @@ void records_set_max_records(records_store_t *store, uint64_t max)
 void records_counts_forget(records_store_t *store)
 {
 	store->count_n = 0;
+	store->counts_taken = 0;
 	store->count_saved_n[0] = store->count_saved_n[1] = 0;
 }
 
@@ -141,15 +142,44 @@ int records_count_add(records_store_t *store, int64_t zone_id, int delta)
 	return ZC_EOK;
 }
 
+int64_t records_counts_take(records_store_t *store, int64_t zone_id)
+{
+	for (size_t i = 0; i < store->count_n; i++) {
+		if (store->counts[i].zone_id == zone_id) {
+			int64_t delta = store->counts[i].delta;
+			store->counts[i].delta = 0;
+			store->counts_taken += delta > 0 ? delta : 0;
+			return delta;
+		}
+	}
+	return 0;
+}
+
+/* Adds delta to the zone's row at the commit: queued, nothing read. */
+static int queue_add(records_store_t *store, int64_t zone_id, int64_t delta)
+{
+	rdb_stmt_t *stmt;
+	int ret = rdb_prepare(store->db, RDB_SQL(
+		"UPDATE zones SET record_count ="
+		" record_count + ?1 WHERE id = ?2"), &stmt);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	rdb_bind_int64(stmt, 1, delta);
+	rdb_bind_int64(stmt, 2, zone_id);
+	ret = rdb_defer(stmt);
+	rdb_done(stmt);
+	return ret;
+}
+
 int records_counts_flush(records_store_t *store)
 {
 	int ret = ZC_EOK;
-	int64_t added = 0;
+	int64_t added = store->counts_taken;
 	for (size_t i = 0; i < store->count_n && ret == ZC_EOK; i++) {
-		int64_t count;
 		if (store->counts[i].delta != 0) {
-			ret = update_row(store, store->counts[i].zone_id,
-			                 store->counts[i].delta, &count);
+			ret = queue_add(store, store->counts[i].zone_id,
+			                store->counts[i].delta);
 		}
 		added += store->counts[i].delta > 0 ? store->counts[i].delta : 0;
 	}

@@ -95,6 +95,9 @@ void records_counts_restore(records_store_t *store, int level);
  * unless the zone has an entry already (or the table is full). */
 void records_counts_seed(records_store_t *store, int64_t zone_id,
                          int64_t count);
+/* At the commit: the zone's pending change of its count, taken away from
+ * records_counts_flush() (the caller writes it). */
+int64_t records_counts_take(records_store_t *store, int64_t zone_id);
 /* changelog.c: the write transaction's id, read with a zone row's lock
  * (0: not known): the first event appended then goes in the pipeline. */
 void records_changelog_xid(records_store_t *store, int64_t xid);
@@ -143,8 +146,9 @@ void records_zone_from_stmt(rdb_stmt_t *stmt, records_zone_t *zone);
 
 /* Drops the zone row kept through a write transaction. */
 void records_zrow_forget(records_store_t *store);
-/* Writes the kept row's pending serial (zones.c; store.h). */
-int records_zrow_flush(records_store_t *store);
+/* Writes the kept row's pending serial (zones.c; store.h); last: at the
+ * commit, with the zone's record count changes (records_counts_take()). */
+int records_zrow_flush(records_store_t *store, bool last);
 /* Saves (at a savepoint, level as rdb_level_t) and puts back (at its
  * rollback) the kept row. */
 void records_zrow_mark(records_store_t *store, int level);

@@ -94,6 +94,7 @@ struct records_store {
 		int64_t zone_id, base, delta;
 	} counts[RECORDS_COUNT_ZONES];
 	size_t count_n;
+	int64_t counts_taken; /* Added, written with a serial at commit. */
 	int64_t count_saved[2][RECORDS_COUNT_ZONES];
 	size_t count_saved_n[2];
 };

@@ -28,7 +28,7 @@ int records_write_begin(records_store_t *store)
 /* Commits, with `after` (NULL: none) run in the COMMIT's round trip. */
 static int commit(records_store_t *store, rdb_stmt_t *after)
 {
-	int ret = records_zrow_flush(store);
+	int ret = records_zrow_flush(store, true);
 	if (ret == ZC_EOK) {
 		ret = records_ids_flush(store);
 	}

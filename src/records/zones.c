@@ -25,33 +25,38 @@ void records_zrow_forget(records_store_t *store)
 	store->zrow_dirty = false;
 }
 
-/* Writes a zone row's serial (queued: the unit holds the row, it cannot
- * miss). */
+/* Writes a zone row's serial, and adds count to its record count
+ * (queued: the unit holds the row, it cannot miss). */
 static int write_serial(records_store_t *store, int64_t id, uint32_t serial,
-                        int64_t modified_on)
+                        int64_t modified_on, int64_t count)
 {
 	rdb_stmt_t *stmt;
 	int ret = rdb_prepare(store->db, RDB_SQL(
-		"UPDATE zones SET serial = ?1,"
-		" modified_on = ?2 WHERE id = ?3"), &stmt);
+		"UPDATE zones SET serial = ?1, modified_on = ?2,"
+		" record_count = record_count + ?4 WHERE id = ?3"), &stmt);
 	if (ret != ZC_EOK) {
 		return ret;
 	}
 	rdb_bind_int64(stmt, 1, serial);
 	rdb_bind_int64(stmt, 2, modified_on);
 	rdb_bind_int64(stmt, 3, id);
+	rdb_bind_int64(stmt, 4, count);
 	ret = rdb_defer(stmt);
 	rdb_done(stmt);
 	return ret;
 }
 
-int records_zrow_flush(records_store_t *store)
+int records_zrow_flush(records_store_t *store, bool last)
 {
 	if (!store->zrow_valid || !store->zrow_dirty) {
 		return ZC_EOK;
 	}
+	/* At the commit, the zone's count changes go with its serial: one
+	 * version of the row less. (Not before: a savepoint's rollback
+	 * puts the counts back as they were.) */
+	int64_t count = last ? records_counts_take(store, store->zrow.id) : 0;
 	int ret = write_serial(store, store->zrow.id, store->zrow.serial,
-	                       store->zrow.modified_on);
+	                       store->zrow.modified_on, count);
 	store->zrow_dirty = ret != ZC_EOK;
 	return ret;
 }
@@ -60,7 +65,7 @@ int records_zrow_flush(records_store_t *store)
  * write of the zones table). */
 static int zrow_drop(records_store_t *store)
 {
-	int ret = records_zrow_flush(store);
+	int ret = records_zrow_flush(store, false);
 	records_zrow_forget(store);
 	return ret;
 }
@@ -539,7 +544,7 @@ int records_zone_set_serial(records_store_t *store, records_zone_t *zone,
 		zone->modified_on = now;
 		return ZC_EOK;
 	}
-	int ret = write_serial(store, zone->id, serial, now);
+	int ret = write_serial(store, zone->id, serial, now, 0);
 	if (ret == ZC_EOK) {
 		zone->serial = serial;
 		zone->modified_on = now;

@@ -643,6 +643,12 @@ int update_apply(records_store_t *rs, void *arg)
 		 * section names the zone, not the id. A signed message's
 		 * key went with the deleted zone (NOTAUTH). */
 		update_zone_forget(m->service, m->zone.apex);
+		if (m->key_kept && (ret = update_key_check(rs, m)) != ZC_EOK) {
+			/* Its key went with it: as the precheck would
+			 * answer now (BADKEY; BADSIG for a key made again
+			 * under the name). */
+			return ret;
+		}
 		records_zone_t again;
 		ret = m->tsig.present ? ZC_ENOZONE :
 		      records_zone_find(rs, m->zone.apex, &again);

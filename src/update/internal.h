@@ -23,10 +23,12 @@ typedef struct {
 	size_t wire_len;
 	knot_pkt_t *pkt;             /* Parsed over wire. */
 	dns_tsig_t tsig;
-	int64_t key_id;              /* The TSIG key's (kept by service.c:
-	                                apply.c checks it still exists). */
-	bool grants_refused;         /* Outside the grants of the key as
-	                                kept (REFUSED if it still exists). */
+	int64_t key_id;              /* The TSIG key's, whose existence the
+	                                committer checks (update_key_check). */
+	bool key_kept;               /* Verified with a key kept by the
+	                                service, not read from the store. */
+	bool replay_pending;         /* Its replay check is the committer's
+	                                (a kept key: service.c). */
 	records_zone_t zone;         /* From the zone section. */
 	uint8_t rcode;               /* Outcome (RFC 2136 §2.2). */
 	bool changed;                /* The zone's serial moved. */
@@ -51,6 +53,14 @@ void update_zone_forget(update_service_t *u, const knot_dname_t *apex);
 /* Drops a TSIG key from the service's lookups (service.c), when the
  * writer found it deleted. */
 void update_key_forget(update_service_t *u, const knot_dname_t *name);
+
+/* The replay check of a message verified with a kept key (service.c),
+ * counted and logged as dns_tsig_check()'s: ZC_EOK, or KNOT_TSIG_EBADTIME
+ * with m->tsig.error set. */
+int update_tsig_replay(update_service_t *u, update_msg_t *m);
+
+/* The service's TSIG policy as now (time window, replay cache). */
+dns_tsig_policy_t update_tsig_policy(update_service_t *u);
 
 /* Whether a zone takes no writes: it is quarantined (its builds fail). */
 bool update_zone_quarantined(update_service_t *u, int64_t zone_id);
@@ -118,9 +128,10 @@ bool update_policy_allows(const char *grants, const knot_dname_t *key_name,
                           const update_msg_t *msg);
 
 /* In the committer's transaction (apply.c): the message's TSIG key
- * (m->key_id) still exists, or was made again under its name with the
- * same algorithm and secret for this zone (its grants are then judged
- * again). Else sets m->rcode (NOTAUTH with TSIG error BADKEY, REFUSED,
- * SERVFAIL) and returns non-zero. */
+ * (m->key_id) still exists, and then a kept key's replay check; or it was
+ * deleted, and the message is judged again with the key now under its
+ * name, as the precheck would have judged it (BADKEY when none, BADSIG,
+ * REFUSED for another zone's key or outside its grants). Else sets
+ * m->rcode (and m->tsig.error) and returns non-zero. */
 int update_key_check(records_store_t *rs, update_msg_t *m);
 

@@ -13,6 +13,7 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "dns/tsig_grants.h"
+#include "dns/tsig_log.h"
 #include "update/internal.h"
 
 bool update_policy_allows(const char *grants, const knot_dname_t *key_name,
@@ -33,49 +34,41 @@ bool update_policy_allows(const char *grants, const knot_dname_t *key_name,
 	return true;
 }
 
-/* Whether key is the one m was verified with: same zone, algorithm and
- * secret (a key made again under its name). */
-static bool same_key(const records_tsig_key_t *key, const update_msg_t *m)
+/* The message's key was deleted: judged again with the key under its
+ * name now (none: BADKEY), as the precheck judges it; counted and logged
+ * as its refusals are. */
+static int key_again(records_store_t *rs, update_msg_t *m)
 {
-	return key->zone_id == m->zone.id &&
-	       dnssec_tsig_algorithm_from_name(key->algorithm) ==
-	       m->tsig.key.algorithm &&
-	       key->secret_len == m->tsig.key.secret.size &&
-	       memcmp(key->secret, m->tsig.key.secret.data,
-	              key->secret_len) == 0;
-}
-
-int update_key_check(records_store_t *rs, update_msg_t *m)
-{
-	bool alive = false;
-	int ret = records_tsig_alive(rs, m->key_id, &alive);
-	if (ret == ZC_EOK && alive && m->grants_refused) {
-		zc_info("update %s: refused by the policy of its key",
-		        m->zone.name);
-		m->rcode = KNOT_RCODE_REFUSED;
-		update_audit_refused(m, m->rcode, "outside the key's grants");
-		return ZC_EUSAGE;
-	}
-	if (ret == ZC_EOK && alive) {
-		return ZC_EOK;
-	}
-	if (ret != ZC_EOK) {
-		m->rcode = KNOT_RCODE_SERVFAIL;
-		return ret;
-	}
-	update_key_forget(m->service, m->tsig.name);
 	records_tsig_key_t key;
-	ret = records_tsig_find(rs, m->tsig.name, &key);
-	if (ret == ZC_ENOKEY || (ret == ZC_EOK && !same_key(&key, m))) {
-		/* As when the precheck finds no key: unsigned BADKEY. */
-		m->rcode = KNOT_RCODE_NOTAUTH;
-		m->tsig.error = KNOT_RCODE_BADKEY;
-		update_audit_refused(m, m->rcode, "the key was deleted");
-		return ZC_EUSAGE;
-	}
-	if (ret != ZC_EOK) {
+	memset(&key, 0, sizeof(key));
+	int ret = records_tsig_find(rs, m->tsig.name, &key);
+	if (ret != ZC_EOK && ret != ZC_ENOKEY) {
 		m->rcode = KNOT_RCODE_SERVFAIL;
 		return ret;
+	}
+	bool found = ret == ZC_EOK;
+	/* The replay check with it, unless done already (a key read from
+	 * the store: the message is in the replay cache). */
+	dns_tsig_policy_t policy = update_tsig_policy(m->service);
+	if (!m->replay_pending) {
+		policy.replay = NULL;
+	}
+	m->replay_pending = false;
+	int tret = dns_tsig_count(dns_tsig_verify(m->pkt, found, key.algorithm,
+	                                          key.secret, key.secret_len,
+	                                          &policy, &m->tsig), &m->tsig);
+	if (tret != ZC_EOK) {
+		dns_tsig_log_refusal("update", m->pkt, &m->tsig, tret, found,
+		                     key.algorithm, &m->from);
+		m->rcode = tret == KNOT_EMALF ? KNOT_RCODE_FORMERR :
+		           KNOT_RCODE_NOTAUTH;
+		return ZC_EUSAGE;
+	}
+	if (key.zone_id != m->zone.id) {
+		m->rcode = KNOT_RCODE_REFUSED;
+		update_audit_refused(m, m->rcode,
+		                     "the key belongs to another zone");
+		return ZC_EUSAGE;
 	}
 	m->key_id = key.id;
 	if (!update_policy_allows(key.grants, key.name, m)) {
@@ -84,6 +77,29 @@ int update_key_check(records_store_t *rs, update_msg_t *m)
 		m->rcode = KNOT_RCODE_REFUSED;
 		update_audit_refused(m, m->rcode, "outside the key's grants");
 		return ZC_EUSAGE;
+	}
+	return ZC_EOK;
+}
+
+int update_key_check(records_store_t *rs, update_msg_t *m)
+{
+	bool alive = false;
+	int ret = records_tsig_alive(rs, m->key_id, &alive);
+	if (ret != ZC_EOK) {
+		m->rcode = KNOT_RCODE_SERVFAIL;
+		return ret;
+	}
+	if (!alive) {
+		update_key_forget(m->service, m->tsig.name);
+		return key_again(rs, m);
+	}
+	if (m->replay_pending) {
+		/* Once: the unit may run again (writer.h). */
+		m->replay_pending = false;
+		if (update_tsig_replay(m->service, m) != ZC_EOK) {
+			m->rcode = KNOT_RCODE_NOTAUTH; /* BADTIME */
+			return ZC_EUSAGE;
+		}
 	}
 	return ZC_EOK;
 }

@@ -41,13 +41,13 @@ typedef struct {
 	records_zone_t zone;
 } zone_slot_t;
 
-/* TSIG keys looked up for UPDATEs are kept this long, so that a signed
- * message costs no read of the store of its own. Keys are never changed,
- * only deleted (and perhaps made again under the name): the committer
- * unit checks in its transaction that the key's id still exists
- * (update/apply.c), and a message that fails its check with a kept key is
- * checked again with the store's (a key made again with a new secret or
- * algorithm, or for another zone). */
+/* TSIG keys read for UPDATEs are kept this long, so that a signed
+ * message costs no read of the store of its own (precheck_kept()). Keys
+ * are never changed, only deleted (and perhaps made again under the
+ * name): a kept key only ever lets a message through to the committer,
+ * whose unit checks in its transaction that the key's id still exists
+ * (update_key_check(), policy.c); every other answer is the store's key's
+ * (precheck()). */
 #define KEY_CACHE_MS 60000
 #define KEY_CACHE_SLOTS 64
 
@@ -125,36 +125,40 @@ void update_zone_forget(update_service_t *u, const knot_dname_t *apex)
 	pthread_mutex_unlock(&u->cache_lock);
 }
 
-/* The key named so: a kept one when *cached may be set (and then is),
- * else read from the store and kept. */
+/* The key named so, read from the store (and kept for precheck_kept());
+ * a name without a key is forgotten. */
 static int key_lookup(update_service_t *u, records_store_t **rs,
-                      const knot_dname_t *name, records_tsig_key_t *key,
-                      bool *cached)
+                      const knot_dname_t *name, records_tsig_key_t *key)
 {
-	key_slot_t *k = &u->keys[slot_of(name) % KEY_CACHE_SLOTS];
-	int64_t now = mono_ms();
-	if (*cached) {
-		pthread_mutex_lock(&u->cache_lock);
-		*cached = k->at != 0 && now - k->at < KEY_CACHE_MS &&
-		          knot_dname_is_case_equal(k->key.name, name);
-		if (*cached) {
-			*key = k->key;
-		}
-		pthread_mutex_unlock(&u->cache_lock);
-		if (*cached) {
-			return ZC_EOK;
-		}
-	}
 	int ret = *rs != NULL ? ZC_EOK : records_pool_get(u->pool, rs);
 	if (ret == ZC_EOK) {
 		ret = records_tsig_find(*rs, name, key);
 	}
+	key_slot_t *k = &u->keys[slot_of(name) % KEY_CACHE_SLOTS];
+	pthread_mutex_lock(&u->cache_lock);
 	if (ret == ZC_EOK) {
-		pthread_mutex_lock(&u->cache_lock);
-		*k = (key_slot_t){ .at = now, .key = *key };
-		pthread_mutex_unlock(&u->cache_lock);
+		*k = (key_slot_t){ .at = mono_ms(), .key = *key };
+	} else if (ret == ZC_ENOKEY &&
+	           knot_dname_is_case_equal(k->key.name, name)) {
+		k->at = 0;
 	}
+	pthread_mutex_unlock(&u->cache_lock);
 	return ret;
+}
+
+/* The key named so as kept (no read of the store); false when none is. */
+static bool key_kept(update_service_t *u, const knot_dname_t *name,
+                     records_tsig_key_t *key)
+{
+	key_slot_t *k = &u->keys[slot_of(name) % KEY_CACHE_SLOTS];
+	pthread_mutex_lock(&u->cache_lock);
+	bool kept = k->at != 0 && mono_ms() - k->at < KEY_CACHE_MS &&
+	            knot_dname_is_case_equal(k->key.name, name);
+	if (kept) {
+		*key = k->key;
+	}
+	pthread_mutex_unlock(&u->cache_lock);
+	return kept;
 }
 
 void update_key_forget(update_service_t *u, const knot_dname_t *name)
@@ -455,8 +459,7 @@ static void log_replay_cache_full(const update_service_t *u)
 static uint8_t authorize(update_service_t *u, update_msg_t *m,
                          records_store_t **rs,
                          const struct sockaddr_storage *from,
-                         records_tsig_key_t *key, bool *key_cached,
-                         const char **why)
+                         records_tsig_key_t *key, const char **why)
 {
 	knot_pkt_t *q = m->pkt;
 	if (knot_wire_get_qdcount(q->wire) != 1 ||
@@ -466,31 +469,11 @@ static uint8_t authorize(update_service_t *u, update_msg_t *m,
 	}
 	int ret = zone_lookup(u, rs, knot_pkt_qname(q), &m->zone);
 	if (q->tsig_rr != NULL) {
-		const knot_dname_t *name = q->tsig_rr->owner;
-		bool cached = true;
-		bool found = key_lookup(u, rs, name, key, &cached) == ZC_EOK;
-		if (cached && ret == ZC_EOK && key->zone_id != m->zone.id) {
-			/* Kept from before the zone was made again? */
-			cached = false;
-			found = key_lookup(u, rs, name, key, &cached) == ZC_EOK;
-		}
+		bool found = key_lookup(u, rs, q->tsig_rr->owner, key) == ZC_EOK;
 		live_t l = live_get(u);
-		int tret = dns_tsig_verify(q, found, key->algorithm, key->secret,
-		                           key->secret_len, &l.tsig, &m->tsig);
-		if (cached && tret != ZC_EOK) {
-			/* Deleted or made again since it was kept (a new
-			 * secret or algorithm)? The answer is the store's.
-			 * (A refused message is not in the replay cache: it
-			 * may be checked again.) */
-			cached = false;
-			found = key_lookup(u, rs, name, key, &cached) == ZC_EOK;
-			tret = dns_tsig_verify(q, found, key->algorithm,
-			                       key->secret, key->secret_len,
-			                       &l.tsig, &m->tsig);
-		}
-		tret = dns_tsig_count(tret, &m->tsig);
+		int tret = dns_tsig_check(q, found, key->algorithm, key->secret,
+		                          key->secret_len, &l.tsig, &m->tsig);
 		m->key_id = found ? key->id : 0;
-		*key_cached = cached;
 		if (tret != ZC_EOK) {
 			/* The audit line of the refusal (BADTIME also gets
 			 * log_badtime()'s warning with the details). */
@@ -567,15 +550,86 @@ static uint8_t check_quarantine(update_service_t *u, const update_msg_t *m)
 	return KNOT_RCODE_SERVFAIL;
 }
 
+/*
+ * The fast path of a signed message: verified with a kept key (no read of
+ * the store), and every other check passed. Anything else returns false
+ * with nothing logged or counted, and precheck() judges the message again
+ * with the store's key, as if no key were kept: an answer other than
+ * "passed" is never given on a kept key's word (it may have been deleted,
+ * or made again). The replay check waits for the committer, once the key
+ * is known to exist (update_key_check()): a deleted key's messages must
+ * not fill the replay cache that every key shares.
+ */
+static bool precheck_kept(update_service_t *u, update_msg_t *m)
+{
+	knot_pkt_t *q = m->pkt;
+	records_tsig_key_t key;
+	if (q->tsig_rr == NULL || knot_wire_get_qdcount(q->wire) != 1 ||
+	    knot_pkt_qtype(q) != KNOT_RRTYPE_SOA ||
+	    knot_pkt_qclass(q) != KNOT_CLASS_IN ||
+	    !key_kept(u, q->tsig_rr->owner, &key)) {
+		return false;
+	}
+	live_t l = live_get(u);
+	dns_tsig_policy_t window = l.tsig;
+	window.replay = NULL;
+	if (dns_tsig_verify(q, true, key.algorithm, key.secret, key.secret_len,
+	                    &window, &m->tsig) != ZC_EOK) {
+		return false;
+	}
+	records_store_t *rs = NULL; /* Borrowed on a cache miss only. */
+	int ret = zone_lookup(u, &rs, knot_pkt_qname(q), &m->zone);
+	if (rs != NULL) {
+		records_pool_put(u->pool, rs);
+	}
+	bool final;
+	if (ret != ZC_EOK || key.zone_id != m->zone.id ||
+	    update_zone_quarantined(u, m->zone.id) ||
+	    update_prereq_prescan(knot_pkt_section(q, KNOT_ANSWER),
+	                          m->zone.apex, &final) != KNOT_RCODE_NOERROR ||
+	    update_prescan(m) != KNOT_RCODE_NOERROR ||
+	    !update_policy_allows(key.grants, key.name, m)) {
+		return false;
+	}
+	m->key_id = key.id;
+	m->key_kept = true;
+	m->replay_pending = l.tsig.replay != NULL;
+	return true;
+}
+
+int update_tsig_replay(update_service_t *u, update_msg_t *m)
+{
+	live_t l = live_get(u);
+	int tret = dns_tsig_count(dns_tsig_replay(&l.tsig, &m->tsig), &m->tsig);
+	if (tret != ZC_EOK) {
+		dns_tsig_log_refusal("update", m->pkt, &m->tsig, tret, true,
+		                     dnssec_tsig_algorithm_to_name(
+		                             m->tsig.key.algorithm), &m->from);
+		log_badtime(m, &m->from);
+	} else if (m->tsig.replay == DNS_TSIG_FRESH_FULL) {
+		log_replay_cache_full(u);
+	}
+	return tret;
+}
+
+dns_tsig_policy_t update_tsig_policy(update_service_t *u)
+{
+	return live_get(u).tsig;
+}
+
 /* Everything that can be decided before the committer. */
 static uint8_t precheck(update_service_t *u, update_msg_t *m,
                         const struct sockaddr_storage *from)
 {
+	if (precheck_kept(u, m)) {
+		return KNOT_RCODE_NOERROR;
+	}
+	m->key_kept = false;
+	m->replay_pending = false;
 	records_store_t *rs = NULL; /* Borrowed on a cache miss only. */
 	records_tsig_key_t key;
-	bool key_cached = false;
 	const char *why = NULL;
-	uint8_t rcode = authorize(u, m, &rs, from, &key, &key_cached, &why);
+	uint8_t rcode = authorize(u, m, &rs, from, &key, &why);
 	if (rs != NULL) {
 		records_pool_put(u->pool, rs);
 	}
@@ -603,14 +657,8 @@ static uint8_t precheck(update_service_t *u, update_msg_t *m,
 	if (rcode == KNOT_RCODE_NOERROR) {
 		rcode = update_prescan(m);
 	}
-	if (rcode == KNOT_RCODE_NOERROR && m->tsig.present && key_cached &&
+	if (rcode == KNOT_RCODE_NOERROR && m->tsig.present &&
 	    !update_policy_allows(key.grants, key.name, m)) {
-		/* Perhaps the key was deleted since it was kept (then the
-		 * answer is BADKEY): the committer decides, in its
-		 * transaction (update_key_check()). */
-		m->grants_refused = true;
-	} else if (rcode == KNOT_RCODE_NOERROR && m->tsig.present &&
-	           !update_policy_allows(key.grants, key.name, m)) {
 		zc_info("update %s: refused by the policy of key %s",
 		        m->zone.name, key.grants);
 		rcode = KNOT_RCODE_REFUSED;

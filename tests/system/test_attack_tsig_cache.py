@@ -18,7 +18,8 @@ ZONECAST_TEST_RECORDS=postgresql the module's server runs on PostgreSQL;
 the two-node tests at the end run their own cluster (skipped without
 PostgreSQL).
 
-Tests marked xfail(strict=True) document a defect found against b32ca29.
+Tests preceded by a "Found against b32ca29" comment failed on that commit's
+first cache (each defect fixed since).
 """
 
 import re
@@ -148,7 +149,7 @@ def signed(zone, key, label, text="x", msg_id=None, rtype="TXT", owner=None):
     u = dns.update.UpdateMessage(zone.origin, keyring=key.key, keyalgorithm=key.key.algorithm)
     if msg_id is not None:
         u.id = msg_id
-    u.add(owner or zone.n(label), 300, rtype, text if rtype == "TXT" else text)
+    u.add(owner or zone.n(label), 300, rtype, text)
     wire = u.to_wire()
     return wire, u.mac
 
@@ -281,11 +282,11 @@ def test_deleted_key_burst_udp(srv, api):
     assert not any(n.startswith("u") for n in z.stored() if n != z.name)
 
 
-def test_deleted_key_burst_counted_once_each(srv, api):
-    """GET /metrics counts each refused message once, whatever refused it
-    (the precheck or the committer)."""
+def test_unknown_key_refusal_counted_once(srv, api):
+    """A BADKEY decided by the precheck (a key the store never had) is
+    counted once in GET /metrics."""
     z = Zone(srv, api)
-    kid, key = z.key("cnt-ok." + z.name)
+    _kid, key = z.key("cnt-ok." + z.name)
     warm(srv, z, key)
     # a refusal decided by the precheck: a key the store never had
     before = metrics(srv)
@@ -294,9 +295,9 @@ def test_deleted_key_burst_counted_once_each(srv, api):
     assert refusals_since(srv, before) == {"BADKEY": 1}
 
 
-@pytest.mark.xfail(strict=True, reason="UPDATEs refused BADKEY by the committer "
-                   "(update_key_check(): a kept key since deleted) are not counted in "
-                   "zonecast_tsig_refusals_total; without the cache each one is")
+# Found against b32ca29 (fixed since): UPDATEs refused BADKEY by the committer
+# (update_key_check(): a kept key since deleted) are not counted in
+# zonecast_tsig_refusals_total; without the cache each one is
 @pytest.mark.parametrize("mode", ["one", "pipelined"])
 def test_deleted_kept_key_refusals_counted(srv, api, mode):
     z = Zone(srv, api)
@@ -540,10 +541,10 @@ def test_remade_key_new_secret_works_at_once(srv, api):
     assert z.n("old").rstrip(".") not in z.stored()
 
 
-@pytest.mark.xfail(strict=True, reason="the old secret's UPDATE, judged by the kept key, "
-                   "is refused by the committer with BADKEY (key id gone, the name's key "
-                   "has another secret); without the cache the store's key gives BADSIG; "
-                   "and that refusal is not counted in the metrics")
+# Found against b32ca29 (fixed since): the old secret's UPDATE, judged by the kept key, is
+# refused by the committer with BADKEY (key id gone, the name's key has another secret);
+# without the cache the store's key gives BADSIG; and that refusal is not counted in the
+# metrics
 @pytest.mark.parametrize("tcp", [True, False], ids=["tcp", "udp"])
 def test_remade_key_old_secret_first_badsig(srv, api, tcp):
     """Kept key deleted and made again (new secret); the first message is
@@ -614,11 +615,11 @@ def _refused_by_precheck(z, key, kind, i):
     return u.to_wire(), u.mac
 
 
-@pytest.mark.xfail(strict=True, reason="a kept key since deleted, and a message the precheck "
-                   "refuses after the TSIG check (DNSSEC type: REFUSED; name outside the zone: "
-                   "NOTZONE): answered REFUSED/NOTZONE signed with the deleted key, for as long "
-                   "as it is kept (the committer, which forgets it, is never reached); without "
-                   "the cache: NOTAUTH BADKEY, unsigned, counted")
+# Found against b32ca29 (fixed since): a kept key since deleted, and a message the precheck
+# refuses after the TSIG check (DNSSEC type: REFUSED; name outside the zone: NOTZONE):
+# answered REFUSED/NOTZONE signed with the deleted key, for as long as it is kept (the
+# committer, which forgets it, is never reached); without the cache: NOTAUTH BADKEY, unsigned,
+# counted
 @pytest.mark.parametrize("kind", ["dnssec", "notzone"])
 def test_deleted_kept_key_precheck_refusal_badkey(srv, api, kind):
     z = Zone(srv, api)
@@ -637,10 +638,10 @@ def test_deleted_kept_key_precheck_refusal_badkey(srv, api, kind):
 
 # ------------------------------------------------------------------ zones deleted and made again
 
-@pytest.mark.xfail(strict=True, reason="a kept key whose zone was deleted (the key went with "
-                   "it, ON DELETE CASCADE) still verifies the message: the answer is NOTAUTH "
-                   "with no TSIG error, signed with the deleted key; without the cache the key "
-                   "is not found: NOTAUTH BADKEY, unsigned (and counted as BADKEY)")
+# Found against b32ca29 (fixed since): a kept key whose zone was deleted (the key went with
+# it, ON DELETE CASCADE) still verifies the message: the answer is NOTAUTH with no TSIG error,
+# signed with the deleted key; without the cache the key is not found: NOTAUTH BADKEY,
+# unsigned (and counted as BADKEY)
 @pytest.mark.parametrize("tcp", [True, False], ids=["tcp", "udp"])
 def test_zone_deleted_kept_key_badkey(srv, api, tcp):
     z = Zone(srv, api)
@@ -675,10 +676,10 @@ def test_zone_remade_with_key_of_same_name(srv, api):
     assert z.n("old1").rstrip(".") not in z.stored()
 
 
-@pytest.mark.xfail(strict=True, reason="zone deleted and made again with a key of the same "
-                   "name: the first message signed with the old (kept) key, within the zone "
-                   "cache's second, gets NOTAUTH with no TSIG error, signed with the deleted "
-                   "key; without the cache: the store's key (new secret) gives BADSIG")
+# Found against b32ca29 (fixed since): zone deleted and made again with a key of the same
+# name: the first message signed with the old (kept) key, within the zone cache's second, gets
+# NOTAUTH with no TSIG error, signed with the deleted key; without the cache: the store's key
+# (new secret) gives BADSIG
 def test_zone_remade_old_key_first(srv, api):
     z = Zone(srv, api)
     _kid, old = z.key("zk1." + z.name)
@@ -734,10 +735,9 @@ def test_key_of_zone_a_made_again_for_zone_b(srv, api):
     assert a_zone.n("na").rstrip(".") not in a_zone.stored()
 
 
-@pytest.mark.xfail(strict=True, reason="K of zone A kept, deleted, made again for zone B (new "
-                   "secret): an UPDATE of A signed with the old K gets BADKEY from the "
-                   "committer; without the cache the store's K (zone B, new secret) gives "
-                   "BADSIG")
+# Found against b32ca29 (fixed since): K of zone A kept, deleted, made again for zone B (new
+# secret): an UPDATE of A signed with the old K gets BADKEY from the committer; without the
+# cache the store's K (zone B, new secret) gives BADSIG
 def test_key_of_zone_a_made_again_for_zone_b_old_secret_first(srv, api):
     a_zone, b_zone = Zone(srv, api, "a"), Zone(srv, api, "b")
     name = "moved1.%s" % a_zone.name
@@ -904,10 +904,10 @@ def test_grants_wider_and_narrower_on_remake(srv, api):
     assert z.n("narrow-outside").rstrip(".") not in names
 
 
-@pytest.mark.xfail(strict=True, reason="narrow key kept, made again wider with a new secret: "
-                   "a message signed with the OLD secret outside the old grants is deferred to "
-                   "the committer (grants_refused) and gets BADKEY; without the cache the "
-                   "store's key (new secret) gives BADSIG")
+# Found against b32ca29 (fixed since): narrow key kept, made again wider with a new secret: a
+# message signed with the OLD secret outside the old grants is deferred to the committer
+# (grants_refused) and gets BADKEY; without the cache the store's key (new secret) gives
+# BADSIG
 def test_grants_old_secret_after_remake(srv, api):
     z = Zone(srv, api)
     kid, narrow = z.key("g2." + z.name, grants=["subdomain:dyn.%s:TXT" % z.name])
@@ -1013,12 +1013,12 @@ def small_replay(tmp_path_factory):
     run.stop_all()
 
 
-@pytest.mark.xfail(strict=True, reason="a kept key that no longer exists still verifies "
-                   "messages the precheck refuses (its zone deleted: NOTAUTH; a name outside "
-                   "the zone: NOTZONE) for up to 60 s, and every verified message enters the "
-                   "shared replay cache: the deleted key's holder fills it with messages signed "
-                   "near the window's end, raising its floor, and every other key's UPDATE gets "
-                   "BADTIME; without the cache those messages are BADKEY and never enter it")
+# Found against b32ca29 (fixed since): a kept key that no longer exists still verifies
+# messages the precheck refuses (its zone deleted: NOTAUTH; a name outside the zone: NOTZONE)
+# for up to 60 s, and every verified message enters the shared replay cache: the deleted key's
+# holder fills it with messages signed near the window's end, raising its floor, and every
+# other key's UPDATE gets BADTIME; without the cache those messages are BADKEY and never enter
+# it
 @pytest.mark.parametrize("how", ["zone-deleted", "key-deleted"])
 def test_deleted_key_cannot_fill_the_replay_cache(small_replay, how):
     srv = small_replay
@@ -1095,10 +1095,10 @@ def test_same_secret_new_id_narrower_grants(srv, api):
     assert z.n("x.dyn").rstrip(".") in names and z.n("outside").rstrip(".") not in names
 
 
-@pytest.mark.xfail(strict=True, reason="(reachable only by changing the store behind the API) "
-                   "kept key K of zone A; in the store K, same secret, gets a new id and zone B: "
-                   "an UPDATE of A signed with K gets NOTAUTH BADKEY from the committer; "
-                   "without the cache: REFUSED, signed (the key of another zone)")
+# Found against b32ca29 (fixed since): (reachable only by changing the store behind the API)
+# kept key K of zone A; in the store K, same secret, gets a new id and zone B: an UPDATE of A
+# signed with K gets NOTAUTH BADKEY from the committer; without the cache: REFUSED, signed
+# (the key of another zone)
 def test_same_secret_new_id_other_zone(srv, api):
     a_zone, b_zone = Zone(srv, api, "a"), Zone(srv, api, "b")
     kid, key = a_zone.key("sqz." + a_zone.name)
@@ -1204,9 +1204,9 @@ def test_pg_delete_during_stream_on_b(cluster, tmp_path):
         _stop(a, b)
 
 
-@pytest.mark.xfail(strict=True, reason="PostgreSQL, two nodes: B keeps a key whose zone A "
-                   "deletes: B answers its UPDATEs NOTAUTH with no TSIG error, signed with the "
-                   "deleted key; without the cache: NOTAUTH BADKEY, unsigned")
+# Found against b32ca29 (fixed since): PostgreSQL, two nodes: B keeps a key whose zone A
+# deletes: B answers its UPDATEs NOTAUTH with no TSIG error, signed with the deleted key;
+# without the cache: NOTAUTH BADKEY, unsigned
 def test_pg_zone_deleted_through_a(cluster, tmp_path):
     a, b = _two_nodes(cluster, tmp_path, "zdel")
     try:
@@ -1223,9 +1223,9 @@ def test_pg_zone_deleted_through_a(cluster, tmp_path):
         _stop(a, b)
 
 
-@pytest.mark.xfail(strict=True, reason="PostgreSQL, two nodes: B keeps K; A deletes K and "
-                   "makes it again (new secret); B answers the old secret's UPDATE BADKEY "
-                   "(committer) where without the cache it is BADSIG")
+# Found against b32ca29 (fixed since): PostgreSQL, two nodes: B keeps K; A deletes K and makes
+# it again (new secret); B answers the old secret's UPDATE BADKEY (committer) where without
+# the cache it is BADSIG
 def test_pg_remade_through_a_old_secret_on_b(cluster, tmp_path):
     a, b = _two_nodes(cluster, tmp_path, "remade")
     try:
