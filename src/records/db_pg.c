@@ -763,7 +763,11 @@ static int pg_commit_then(rdb_t *db, rdb_stmt_t *st)
 	}
 	/* Not committed: a queued statement failed (COMMIT was skipped),
 	 * the COMMIT itself failed (its deferred checks), or the session is
-	 * gone. */
+	 * gone. Out of pipeline mode first (a send that failed left the
+	 * queue there). */
+	if (d->piped) {
+		unpipe_quietly(d);
+	}
 	bool open = PQstatus(d->conn) == CONNECTION_OK &&
 	            PQtransactionStatus(d->conn) != PQTRANS_IDLE;
 	PQclear(end(d, open ? "ROLLBACK" : NULL));

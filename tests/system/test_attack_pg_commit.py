@@ -1264,3 +1264,86 @@ def test_zone_deleted_and_made_again_while_live_writes_queue(cluster, tmp_path):
     finally:
         problems = stop_clean(srv)
     assert not problems, problems
+
+
+# ------------------------------------------------------------ prompt, and served when answered
+
+def test_live_writes_and_updates_answer_promptly_and_are_served_on_two_nodes(cluster, tmp_path):
+    """Healthy store, two nodes: ?wait=live API writes, batches and UPDATEs
+    (some changing nothing) on three zones from both nodes at once. Each is
+    answered within 2 s, and a query sent to the same node right after
+    the answer sees the write (an early answer would miss it; a wrong
+    commit position would show as a 5 s live-wait)."""
+    db, uri = pg.fresh_database(cluster, "live")
+    a = start_node(tmp_path, "a", uri)
+    b = None
+    try:
+        token = a.create_token()
+        api = servers.ApiClient(a.api_url, token)
+        zones, v0 = setup_zones(api, ["p1.test", "p2.test", "p3.test"])
+        b = start_node(tmp_path, "b", uri)
+        problems, lock = [], threading.Lock()
+        acked = []
+
+        def worker(srv, k):
+            rnd = random.Random(k)
+            c = servers.ApiClient(srv.api_url, token)
+            for i in range(40):
+                z = rnd.choice(sorted(zones))
+                name = "k%d-%d.%s" % (k, i, z)
+                kind = rnd.choice(["api", "batch", "update", "noop"])
+                t0 = time.monotonic()
+                if kind == "api":
+                    r = c.call("POST", "/zones/%s/dns_records?wait=live" % zones[z], timeout=30,
+                               json={"type": "A", "name": name, "content": "192.0.2.%d" % k})
+                    ok = r.status_code == 200 and r.json().get("zone_live") is True
+                    want = [name]
+                elif kind == "batch":
+                    want = ["%d.%s" % (j, name) for j in range(5)]
+                    r = c.call("POST", "/zones/%s/dns_records/batch?wait=live" % zones[z],
+                               timeout=30, json={"posts": [
+                                   {"type": "A", "name": n, "content": "192.0.2.%d" % k}
+                                   for n in want]})
+                    ok = r.status_code == 200 and r.json().get("zone_live") is True
+                else:
+                    up = dns.update.UpdateMessage(z + ".")
+                    if kind == "noop":
+                        up.delete("nothing-here." + z + ".", "A")
+                        want = []
+                    else:
+                        up.add(name + ".", 60, "A", "192.0.2.%d" % k)
+                        want = [name]
+                    r = dns.query.tcp(up, "127.0.0.1", port=srv.port, timeout=30)
+                    ok = r.rcode() == NOERROR
+                took = time.monotonic() - t0
+                seen = [answer(srv.port, n + ".")[1] for n in want]
+                with lock:
+                    if not ok or took > 2.0:
+                        problems.append((srv.port, kind, name, ok, round(took, 2),
+                                         getattr(r, "text", "")[:200]))
+                    for n, got in zip(want, seen):
+                        if got != ["192.0.2.%d" % k]:
+                            problems.append(("answered before served", srv.port, kind, n, got))
+                    if ok:
+                        acked.extend(want)
+
+        threads = [threading.Thread(target=worker, args=(srv, k), daemon=True)
+                   for k, srv in enumerate([a, a, b, b], start=1)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=120)
+        assert not problems, problems[:10]
+        for z in zones:
+            assert version_index_problems(cluster, db, z) == []
+            serial = db_serial_of(cluster, db, z)
+            for srv in (a, b):
+                wait_for("serial served", lambda: soa_serial(srv.port, z) == serial)
+        for n in acked[::9]:
+            for srv in (a, b):
+                assert answer(srv.port, n + ".")[1], (srv.port, n)
+        for srv in (a, b):
+            verify_clean(srv)
+    finally:
+        problems2 = stop_clean(a, b)
+    assert not problems2, problems2
