@@ -155,6 +155,23 @@ static int lost(pg_db_t *d)
 	return ZC_EUNAVAILABLE;
 }
 
+/* What COMMIT's result says of the commit. An error that comes with the
+ * connection's end is libpq's, not the server's: the server may have
+ * committed and lost the answer (a crash, a stop -m immediate after the
+ * WAL flush), so the commit stays in doubt. */
+static int commit_outcome(pg_db_t *d, PGresult *res, ExecStatusType st)
+{
+	if (st == PGRES_COMMAND_OK) {
+		return strcmp(PQcmdStatus(res), "ROLLBACK") == 0 ?
+		       PG_COMMIT_ROLLBACK : PG_COMMIT_DONE;
+	}
+	if (st != PGRES_PIPELINE_ABORTED &&
+	    PQstatus(d->conn) == CONNECTION_BAD) {
+		return PG_COMMIT_SENT;
+	}
+	return PG_COMMIT_FAILED; /* Skipped, or refused by the server. */
+}
+
 int pg_pipe_sync(pg_db_t *d, pg_stmt_t *keep)
 {
 	if (!d->piped) {
@@ -171,11 +188,7 @@ int pg_pipe_sync(pg_db_t *d, pg_stmt_t *keep)
 		while ((res = PQgetResult(d->conn)) != NULL) {
 			ExecStatusType st = PQresultStatus(res);
 			if (i + 1 == d->commit_slot) {
-				d->commit_state =
-					st != PGRES_COMMAND_OK ?
-					PG_COMMIT_FAILED :
-					strcmp(PQcmdStatus(res), "ROLLBACK") == 0 ?
-					PG_COMMIT_ROLLBACK : PG_COMMIT_DONE;
+				d->commit_state = commit_outcome(d, res, st);
 			}
 			if (st == PGRES_PIPELINE_ABORTED) {
 				/* Skipped: a PREPARE among them did not happen. */

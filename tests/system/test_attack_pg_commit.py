@@ -16,9 +16,11 @@ real count (`zonecast verify`); zone-max-records is exact.
 - writer backends terminated in a loop (pg_terminate_backend) and
   PostgreSQL stopped -m immediate and started again, under API writes,
   batches and UPDATEs on several zones;
-- the COMMIT's answer lost after the server committed it, the COMMIT lost
-  before the server got it, and the commit's position read failing (an
-  LD_PRELOAD shim on the writer thread's libpq calls, compiled here);
+- the COMMIT's answer lost after the server committed it (after the
+  queued statements' answers, or with them), the COMMIT lost before the
+  server got it, the position read's answer lost after the COMMIT's, the
+  position read failing, COMMIT answered ROLLBACK (an LD_PRELOAD shim on
+  the writer thread's libpq calls, compiled here);
 - a statement queued at commit (the zone row's UPDATE) failing, and the
   COMMIT itself failing in a deferred trigger: the whole batch is undone
   and every unit of it told so;
@@ -351,22 +353,19 @@ def run_writers(targets, seconds, disrupt=None, period=0.15, rounds=None):
 
 # ------------------------------------------------------------ backends killed, PostgreSQL restarted
 
-def writers_on(srv, token, zones, tag, live_zone=None):
+def writers_on(srv, token, zones, tag, out, live_zone=None):
     """A writer of each kind on each zone: API singles (?wait=live on
     live_zone), API batches, UPDATEs."""
     targets = []
     for k, (z, zid) in enumerate(sorted(zones.items())):
         live = z == live_zone
         targets.append(lambda stop, z=z, zid=zid, k=k, live=live: api_single_writer(
-            srv, token, zid, z, "%ss%d" % (tag, k), OUT[0], stop, live=live))
+            srv, token, zid, z, "%ss%d" % (tag, k), out, stop, live=live))
         targets.append(lambda stop, z=z, zid=zid, k=k: api_batch_writer(
-            srv, token, zid, z, "%sb%d" % (tag, k), OUT[0], stop))
+            srv, token, zid, z, "%sb%d" % (tag, k), out, stop))
         targets.append(lambda stop, z=z, k=k: update_writer(srv, z, "%su%d" % (tag, k),
-                                                            OUT[0], stop))
+                                                            out, stop))
     return targets
-
-
-OUT = [None]
 
 
 def setup_zones(api, names):
@@ -406,7 +405,7 @@ def test_writer_backends_terminated_in_a_loop(cluster, tmp_path):
         token = srv.create_token()
         api = servers.ApiClient(srv.api_url, token)
         zones, v0 = setup_zones(api, ["k1.test", "k2.test"])
-        OUT[0] = out = Outcomes()
+        out = Outcomes()
         rnd = random.Random(7)
         killed = []
 
@@ -417,7 +416,7 @@ def test_writer_backends_terminated_in_a_loop(cluster, tmp_path):
                 terminate(cluster, pick)
                 killed.extend(pick)
 
-        run_writers(writers_on(srv, token, zones, "t", live_zone="k1.test"), 10, disrupt,
+        run_writers(writers_on(srv, token, zones, "t", out, live_zone="k1.test"), 10, disrupt,
                     period=0.12)
         summary(out)
         assert killed
@@ -436,14 +435,14 @@ def test_postgresql_stopped_immediate_and_started_under_writes(cluster, tmp_path
         token = srv.create_token()
         api = servers.ApiClient(srv.api_url, token)
         zones, v0 = setup_zones(api, ["r1.test", "r2.test"])
-        OUT[0] = out = Outcomes()
+        out = Outcomes()
         rounds = []
 
         def disrupt():
             restart_pg(cluster, "immediate", down=0.5)
             rounds.append(1)
 
-        run_writers(writers_on(srv, token, zones, "r", live_zone="r2.test"), 0, disrupt,
+        run_writers(writers_on(srv, token, zones, "r", out, live_zone="r2.test"), 0, disrupt,
                     period=1.2, rounds=3)
         summary(out)
         assert len(rounds) == 3
@@ -469,10 +468,15 @@ def test_postgresql_stopped_immediate_and_started_under_writes(cluster, tmp_path
 #     and then the end of the connection (recv() cut at COMMIT's
 #     CommandComplete): a connection lost after the commit, before its
 #     answer;
+#  Z: the same, no answer at all reaching zonecast;
+#  C: the COMMIT's answer comes, the connection ends before the position
+#     read's;
 #  B: the connection is lost before the pipeline holding COMMIT is sent:
 #     nothing of it reaches the server;
 #  P: the read of the commit's position behind COMMIT fails in the server
-#     (its PREPARE is sent as pos/0: it fails when run, on this session).
+#     (its PREPARE is sent as pos/0: it fails when run, on this session);
+#  R: COMMIT is answered ROLLBACK (sent as ROLLBACK: the answer a failed
+#     transaction's COMMIT gets).
 SHIM_SOURCE = r"""
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -545,6 +549,7 @@ static int cut_fd = -1;           /* A: the connection being cut */
 static unsigned char acc[1 << 20];
 static size_t acc_len, acc_off, deliver_len;
 static int cutting;               /* 1: reading up to COMMIT; 2: delivering */
+static char cut_mode;             /* A, C or Z: where the answers end */
 
 int PQsendQueryParams(PGconn *conn, const char *command, int nParams,
                       const Oid *paramTypes, const char *const *paramValues,
@@ -560,6 +565,11 @@ int PQsendQueryParams(PGconn *conn, const char *command, int nParams,
 	}
 	if (command != NULL && strcmp(command, "COMMIT") == 0 && on_writer()) {
 		armed = claim();
+		if (armed == 'R') {
+			armed = 0;
+			done();
+			command = "ROLLBACK"; /* answered as a failed transaction's COMMIT */
+		}
 	}
 	return real(conn, command, nParams, paramTypes, paramValues,
 	            paramLengths, paramFormats, resultFormat);
@@ -574,7 +584,8 @@ PGresult *PQexec(PGconn *conn, const char *query)
 	}
 	if (query != NULL && strcmp(query, "COMMIT") == 0 && on_writer()) {
 		char mode = claim();
-		if (mode == 'A') {
+		if (mode == 'A' || mode == 'C' || mode == 'Z') {
+			cut_mode = mode;
 			cut_fd = PQsocket(conn);
 			cutting = 1;
 			acc_len = acc_off = deliver_len = 0;
@@ -616,7 +627,8 @@ int PQpipelineSync(PGconn *conn)
 		armed = 0;
 		sever(PQsocket(conn));
 		done();
-	} else if (armed == 'A') {
+	} else if (armed == 'A' || armed == 'C' || armed == 'Z') {
+		cut_mode = armed;
 		armed = 0;
 		cut_fd = PQsocket(conn);
 		cutting = 1;
@@ -676,7 +688,12 @@ ssize_t recv(int fd, void *buf, size_t len, int flags)
 			poll(&p, 1, 100);
 		}
 		if (at >= 0) {
-			deliver_len = (size_t)at; /* COMMIT's answer never comes */
+			/* A: COMMIT's answer never comes; C: it comes, what
+			 * follows (the position read's) does not; Z: none. */
+			uint32_t len = (uint32_t)acc[at + 1] << 24 | (uint32_t)acc[at + 2] << 16 |
+			               (uint32_t)acc[at + 3] << 8 | acc[at + 4];
+			deliver_len = cut_mode == 'Z' ? 0 : cut_mode == 'C' ?
+			              (size_t)at + 1 + len : (size_t)at;
 			sever(fd);
 			done();
 		} else {
@@ -767,31 +784,43 @@ def update_a(srv, zone, name, timeout=30):
 
 
 def stored(srv, zone, name):
-    return int(sql(srv.cluster, srv.db, "SELECT count(*) FROM records r JOIN zones z ON"
-                                        " z.id = r.zone_id WHERE z.name = '%s.' AND r.type = 1"
-                                        " AND r.okey IS NOT NULL AND r.id IN (SELECT record_id"
-                                        " FROM changes WHERE kind = 1)" % zone)) if name is None \
-        else sum(1 for x in srv.api_client.records(srv.api_client.zone_id(zone))
-                 if x["name"] == name)
+    """How many records named name the zone holds (the API's listing)."""
+    return sum(1 for x in srv.api_client.records(srv.api_client.zone_id(zone))
+               if x["name"] == name)
 
 
 def db_serial(srv, zone):
     return int(sql(srv.cluster, srv.db, "SELECT serial FROM zones WHERE name = '%s.'" % zone))
 
 
+# Found against b5495bd (fixed since): pg_pipe_sync() took the error libpq
+# makes for a lost connection, in the COMMIT's place, for the COMMIT's
+# failure, and the API answered 503 "nothing was written: retry" for a
+# committed write (99668e3 answered "may or may not").
 @pytest.mark.parametrize("via", ["api", "update"])
 def test_commit_answer_lost_after_the_server_committed(shim_node, via):
     """Mode A: the server commits; the connection ends before the COMMIT's
-    answer reaches zonecast. The write is committed, so it must be served
-    and counted as a version, and the client must not be told that
-    nothing was written (the API's 503 says "may or may not" for this:
-    ZC_EINDOUBT)."""
+    answer reaches zonecast, after the answers of the statements queued
+    before it. The write is committed, so it must be served and counted
+    as a version, and the client must not be told that nothing was
+    written (the API's 503 says "may or may not" for this: ZC_EINDOUBT)."""
+    committed_answer_lost(shim_node, via, "A")
+
+
+@pytest.mark.parametrize("via", ["api", "update"])
+def test_every_answer_lost_after_the_server_committed(shim_node, via):
+    """Mode Z: as A, but no answer of the pipeline reaches zonecast (the
+    first queued statement's answer is the one missing)."""
+    committed_answer_lost(shim_node, via, "Z")
+
+
+def committed_answer_lost(shim_node, via, mode):
     srv, api = shim_node, shim_node.api_client
     zone = "lost.test"
     zid = new_zone(api, zone)
     assert post_a(api, zid, "before." + zone)[0].status_code == 200
     v0 = db_serial(srv, zone)
-    srv.trigger.arm("A")
+    srv.trigger.arm(mode)
     if via == "api":
         r, took = post_a(api, zid, "x." + zone)
         told = (r.status_code, r.text[:300])
@@ -799,15 +828,9 @@ def test_commit_answer_lost_after_the_server_committed(shim_node, via):
         rc, took = update_a(srv, zone, "x." + zone)
         told = dns.rcode.to_text(rc)
     assert srv.trigger.acted(), "the shim did not cut the COMMIT's answer"
-    # committed: stored, one version
+    # committed: stored, one version, served
     assert stored(srv, zone, "x." + zone) == 1, told
     assert db_serial(srv, zone) == v0 + 1
-    # and not reported as "nothing was written: retry"
-    if via == "api":
-        assert told[0] == 503 and INDOUBT_TEXT in told[1], told
-        assert "connection lost at COMMIT" in srv.log()
-    else:
-        assert told == "SERVFAIL", told
     wait_for("x served", lambda: answer(srv.port, "x.%s." % zone)[1] == ["192.0.2.%d" % (
         77 if via == "api" else 78)])
     # the node goes on: the next write is the next version, at once
@@ -816,6 +839,13 @@ def test_commit_answer_lost_after_the_server_committed(shim_node, via):
     assert db_serial(srv, zone) == v0 + 2
     assert version_index_problems(srv.cluster, srv.db, zone) == []
     verify_clean(srv)
+    # and the client was not told "nothing was written: retry" (a retry,
+    # as told, would get 400 "an identical record already exists")
+    if via == "api":
+        assert told[0] == 503 and INDOUBT_TEXT in told[1], told
+        assert "connection lost at COMMIT" in srv.log()
+    else:
+        assert told == "SERVFAIL", told
 
 
 @pytest.mark.parametrize("via", ["api", "update"])
@@ -849,12 +879,69 @@ def test_connection_lost_before_the_commit_is_sent(shim_node, via):
     verify_clean(srv)
 
 
+@pytest.mark.parametrize("via", ["api", "update"])
+def test_position_answer_lost_after_the_commit_answer(shim_node, via):
+    """Mode C: the COMMIT's answer arrives, the connection ends before the
+    position read's: acknowledged at once (the position read again on a
+    new session), served, the next write the next version."""
+    srv, api = shim_node, shim_node.api_client
+    zone = "posl.test"
+    zid = new_zone(api, zone)
+    assert post_a(api, zid, "first." + zone)[0].status_code == 200
+    v0 = db_serial(srv, zone)
+    srv.trigger.arm("C")
+    if via == "api":
+        r, took = post_a(api, zid, "x." + zone)
+        assert r.status_code == 200 and r.json().get("zone_live") is True, r.text[:300]
+    else:
+        rc, took = update_a(srv, zone, "x." + zone)
+        assert rc == NOERROR, dns.rcode.to_text(rc)
+    assert srv.trigger.acted()
+    assert took < 2, took
+    assert answer(srv.port, "x.%s." % zone)[1] == ["192.0.2.%d" % (77 if via == "api" else 78)]
+    assert db_serial(srv, zone) == v0 + 1
+    r2, took2 = post_a(api, zid, "after." + zone)
+    assert r2.status_code == 200 and took2 < 2, (r2.status_code, took2)
+    assert db_serial(srv, zone) == v0 + 2
+    assert version_index_problems(srv.cluster, srv.db, zone) == []
+    verify_clean(srv)
+
+
+@pytest.mark.parametrize("via", ["api", "update"])
+def test_commit_answered_rollback(shim_node, via):
+    """Mode R: the COMMIT's answer says ROLLBACK. Not written, not told
+    success; the next write takes the next version."""
+    srv, api = shim_node, shim_node.api_client
+    zone = "rb.test"
+    zid = new_zone(api, zone)
+    assert post_a(api, zid, "first." + zone)[0].status_code == 200
+    v0 = db_serial(srv, zone)
+    srv.trigger.arm("R")
+    if via == "api":
+        r, took = post_a(api, zid, "x." + zone)
+        told = (r.status_code, r.text[:300])
+        assert r.status_code >= 500 and INDOUBT_TEXT not in r.text, told
+    else:
+        rc, took = update_a(srv, zone, "x." + zone)
+        told = dns.rcode.to_text(rc)
+        assert told == "SERVFAIL", told
+    assert srv.trigger.acted()
+    assert stored(srv, zone, "x." + zone) == 0, told
+    assert db_serial(srv, zone) == v0
+    assert "rolled back" in srv.log()
+    r2, took2 = post_a(api, zid, "after." + zone)
+    assert r2.status_code == 200 and took2 < 2, (r2.status_code, took2)
+    assert db_serial(srv, zone) == v0 + 1
+    assert answer(srv.port, "after.%s." % zone)[1] == ["192.0.2.77"]
+    assert version_index_problems(srv.cluster, srv.db, zone) == []
+    verify_clean(srv)
+
+
 def test_position_read_failing_behind_commit(shim_node):
     """Mode P: the read of the commit's position queued behind COMMIT fails
     in the server (and keeps failing on that session). The commit stands:
-    200, served at once (?wait=live and UPDATE answer promptly), and a
-    ?wait=live write whose zone is deleted right after is answered as soon
-    as the builder passes it, not at the end of live-wait."""
+    200, served at once (?wait=live and UPDATE answer promptly, the
+    position taken from the newest commit instead)."""
     srv, api = shim_node, shim_node.api_client
     zone = "pos.test"
     zid = new_zone(api, zone)
@@ -942,8 +1029,8 @@ def test_statement_failing_at_commit_undoes_the_whole_batch(cluster, tmp_path, w
         api = servers.ApiClient(srv.api_url, token)
         zones, v0 = setup_zones(api, ["f1.test", "f2.test"])
         sql(cluster, db, REFUSE_ZONE_SQL if where == "zone_row" else REFUSE_COMMIT_SQL)
-        OUT[0] = out = Outcomes()
-        targets = writers_on(srv, token, zones, "f", live_zone="f2.test")
+        out = Outcomes()
+        targets = writers_on(srv, token, zones, "f", out, live_zone="f2.test")
         flips = []
         if where == "commit":
             targets.append(lambda stop: poison_writer(srv, token, zones["f1.test"], "f1.test",
