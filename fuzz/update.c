@@ -68,7 +68,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		                                    m.zone.apex, &final);
 		/* As update_handle(): a prescan's rcode is the answer only
 		 * when final; else the committer decides. */
-		if (signed_ok && ((pre == 0 && update_prescan(&m) == 0) ||
+		if (signed_ok && ((pre == 0 && update_prescan(&m, true) == 0) ||
 		                  (pre != 0 && !final))) {
 			update_policy_allows("zone subdomain:a.example.:A "
 			                     "name:b.example. self:TXT",

@@ -124,6 +124,11 @@ dns_tsig_replay_result_t dns_tsig_replay_check(dns_tsig_replay_t *c,
                                                const dns_tsig_t *t,
                                                uint16_t window, uint64_t now);
 
+/* Whether dns_tsig_replay_check() would refuse the request (REPLAYED or
+ * UNPROVEN), without remembering it. */
+bool dns_tsig_replay_known(dns_tsig_replay_t *c, const dns_tsig_t *t,
+                           uint64_t now);
+
 /* Signs a response of len bytes in msg (max: buffer size); nothing
  * happens for an unsigned request. The first call signs with the
  * request MAC, later ones (transfers) with the previous response's. */

@@ -153,6 +153,20 @@ static bool is_seen(const dns_tsig_replay_t *c, uint32_t slot,
 	return false;
 }
 
+bool dns_tsig_replay_known(dns_tsig_replay_t *c, const dns_tsig_t *t,
+                           uint64_t now)
+{
+	size_t mac_len = t->digest_len < DNS_TSIG_REPLAY_MAC ? t->digest_len :
+	                 DNS_TSIG_REPLAY_MAC;
+	uint64_t key_hash = key_hash_of(c, t->name);
+	size_t b = bucket_of(c, key_hash, t->digest, mac_len);
+	pthread_mutex_lock(&c->lock);
+	bool known = is_seen(c, c->buckets[b], key_hash, t->digest, mac_len,
+	                     now) || t->time_signed <= c->floor;
+	pthread_mutex_unlock(&c->lock);
+	return known;
+}
+
 dns_tsig_replay_result_t dns_tsig_replay_check(dns_tsig_replay_t *c,
                                                const dns_tsig_t *t,
                                                uint16_t window, uint64_t now)

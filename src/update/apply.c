@@ -97,7 +97,8 @@ uint8_t update_prereq_prescan(const knot_pktsection_t *sec,
  * what zonecast does not store (a meta-type, a TTL over 2^31-1, rdata
  * without a master-file form that reads back the same). Logged, as the
  * response carries no reason. */
-static uint8_t check_added(const update_msg_t *m, const knot_rrset_t *rr)
+static uint8_t check_added(const update_msg_t *m, const knot_rrset_t *rr,
+                           bool log)
 {
 	knot_rdata_t *rd = rr->rrs.rdata;
 	for (uint16_t i = 0; i < rr->rrs.count; i++) {
@@ -105,7 +106,7 @@ static uint8_t check_added(const update_msg_t *m, const knot_rrset_t *rr)
 		int ret = zonefile_record_check(rr->owner, rr->type, rr->ttl,
 		                                rd->data,
 		                                rd->len, &why);
-		if (ret != ZC_EOK) {
+		if (ret != ZC_EOK && log) {
 			char owner[KNOT_DNAME_TXT_MAXLEN + 1], type[32];
 			knot_dname_to_str(owner, rr->owner, sizeof(owner));
 			knot_rrtype_to_string(rr->type, type, sizeof(type));
@@ -124,7 +125,7 @@ static uint8_t check_added(const update_msg_t *m, const knot_rrset_t *rr)
 	return KNOT_RCODE_NOERROR;
 }
 
-uint8_t update_prescan(const update_msg_t *m)
+uint8_t update_prescan(const update_msg_t *m, bool log)
 {
 	const knot_pktsection_t *sec = knot_pkt_section(m->pkt, KNOT_AUTHORITY);
 	uint8_t refusal = KNOT_RCODE_NOERROR;
@@ -141,7 +142,7 @@ uint8_t update_prescan(const update_msg_t *m)
 			}
 			rcode = records_rules_is_signer_type(rr->type) ?
 			        KNOT_RCODE_NOERROR :
-			        check_added(m, rr);
+			        check_added(m, rr, log);
 			if (rcode == KNOT_RCODE_FORMERR) {
 				return rcode;
 			}
@@ -643,15 +644,20 @@ int update_apply(records_store_t *rs, void *arg)
 		 * section names the zone, not the id. A signed message's
 		 * key went with the deleted zone (NOTAUTH). */
 		update_zone_forget(m->service, m->zone.apex);
-		if (m->key_kept && (ret = update_key_check(rs, m)) != ZC_EOK) {
+		records_zone_t again;
+		if (m->key_kept) {
 			/* Its key went with it: as the precheck would
 			 * answer now (BADKEY; BADSIG for a key made again
-			 * under the name). */
-			return ret;
+			 * under the name; a zone made again with a key of
+			 * the name takes the message). */
+			ret = update_key_judge_again(rs, m, &again);
+			if (ret != ZC_EOK) {
+				return ret;
+			}
+		} else {
+			ret = m->tsig.present ? ZC_ENOZONE :
+			      records_zone_find(rs, m->zone.apex, &again);
 		}
-		records_zone_t again;
-		ret = m->tsig.present ? ZC_ENOZONE :
-		      records_zone_find(rs, m->zone.apex, &again);
 		if (ret == ZC_EOK) {
 			ret = records_zone_get(rs, again.id, &m->zone);
 		}

@@ -95,8 +95,9 @@ int update_parse(knot_pkt_t *pkt);
 int update_apply(records_store_t *rs, void *msg);
 
 /* Prescan of the update section (apply.c): RFC 2136 §3.4.1, and the
- * types zonecast refuses. Returns an rcode (0: fine). */
-uint8_t update_prescan(const update_msg_t *msg);
+ * types zonecast refuses. Returns an rcode (0: fine). log: say why a
+ * record is refused (not for a look that precheck() then repeats). */
+uint8_t update_prescan(const update_msg_t *msg, bool log);
 
 /*
  * Prerequisite section format checks (apply.c), RFC 2136 §3.2, made on the
@@ -134,4 +135,11 @@ bool update_policy_allows(const char *grants, const knot_dname_t *key_name,
  * REFUSED for another zone's key or outside its grants). Else sets
  * m->rcode (and m->tsig.error) and returns non-zero. */
 int update_key_check(records_store_t *rs, update_msg_t *m);
+
+/* The zone of a message verified with a kept key was deleted since the
+ * precheck: the message is judged as precheck() would judge it now, the
+ * zone and the key looked up by their names (a zone made again under the
+ * name, with a key of the name for it: *zone is that zone). */
+int update_key_judge_again(records_store_t *rs, update_msg_t *m,
+                           records_zone_t *zone);
 

@@ -37,7 +37,8 @@ bool update_policy_allows(const char *grants, const knot_dname_t *key_name,
 /* The message's key was deleted: judged again with the key under its
  * name now (none: BADKEY), as the precheck judges it; counted and logged
  * as its refusals are. */
-static int key_again(records_store_t *rs, update_msg_t *m)
+static int key_again(records_store_t *rs, update_msg_t *m,
+                     const records_zone_t *zone)
 {
 	records_tsig_key_t key;
 	memset(&key, 0, sizeof(key));
@@ -64,7 +65,12 @@ static int key_again(records_store_t *rs, update_msg_t *m)
 		           KNOT_RCODE_NOTAUTH;
 		return ZC_EUSAGE;
 	}
-	if (key.zone_id != m->zone.id) {
+	if (zone == NULL) {
+		m->rcode = KNOT_RCODE_NOTAUTH;
+		update_audit_refused(m, m->rcode, "not a zone served here");
+		return ZC_EUSAGE;
+	}
+	if (key.zone_id != zone->id) {
 		m->rcode = KNOT_RCODE_REFUSED;
 		update_audit_refused(m, m->rcode,
 		                     "the key belongs to another zone");
@@ -91,7 +97,7 @@ int update_key_check(records_store_t *rs, update_msg_t *m)
 	}
 	if (!alive) {
 		update_key_forget(m->service, m->tsig.name);
-		return key_again(rs, m);
+		return key_again(rs, m, &m->zone);
 	}
 	if (m->replay_pending) {
 		/* Once: the unit may run again (writer.h). */
@@ -102,4 +108,16 @@ int update_key_check(records_store_t *rs, update_msg_t *m)
 		}
 	}
 	return ZC_EOK;
+}
+
+int update_key_judge_again(records_store_t *rs, update_msg_t *m,
+                           records_zone_t *zone)
+{
+	update_key_forget(m->service, m->tsig.name);
+	int ret = records_zone_find(rs, m->zone.apex, zone);
+	if (ret != ZC_EOK && ret != ZC_ENOZONE) {
+		m->rcode = KNOT_RCODE_SERVFAIL;
+		return ret;
+	}
+	return key_again(rs, m, ret == ZC_EOK ? zone : NULL);
 }

@@ -374,6 +374,15 @@ update_wait_t update_live_wait(int result, uint8_t rcode, bool tcp)
 static void on_committed(writer_unit_t *unit, int result)
 {
 	update_msg_t *m = (update_msg_t *)unit;
+	if (m->replay_pending) {
+		/* A kept key's message whose unit failed before its key
+		 * check (the store busy or down): remembered all the same,
+		 * as a message checked with the store's key is at once, so
+		 * that the same bytes sent again are a replay. */
+		m->replay_pending = false;
+		dns_tsig_policy_t policy = update_tsig_policy(m->service);
+		(void)dns_tsig_replay(&policy, &m->tsig);
+	}
 	if (result != ZC_EOK && m->rcode == KNOT_RCODE_NOERROR) {
 		m->rcode = KNOT_RCODE_SERVFAIL; /* The commit itself failed. */
 	}
@@ -574,7 +583,11 @@ static bool precheck_kept(update_service_t *u, update_msg_t *m)
 	dns_tsig_policy_t window = l.tsig;
 	window.replay = NULL;
 	if (dns_tsig_verify(q, true, key.algorithm, key.secret, key.secret_len,
-	                    &window, &m->tsig) != ZC_EOK) {
+	                    &window, &m->tsig) != ZC_EOK ||
+	    (l.tsig.replay != NULL &&
+	     dns_tsig_replay_known(l.tsig.replay, &m->tsig,
+	                           (uint64_t)time(NULL)))) {
+		/* A replay is refused at once, not queued for the writer. */
 		return false;
 	}
 	records_store_t *rs = NULL; /* Borrowed on a cache miss only. */
@@ -587,7 +600,7 @@ static bool precheck_kept(update_service_t *u, update_msg_t *m)
 	    update_zone_quarantined(u, m->zone.id) ||
 	    update_prereq_prescan(knot_pkt_section(q, KNOT_ANSWER),
 	                          m->zone.apex, &final) != KNOT_RCODE_NOERROR ||
-	    update_prescan(m) != KNOT_RCODE_NOERROR ||
+	    update_prescan(m, false) != KNOT_RCODE_NOERROR ||
 	    !update_policy_allows(key.grants, key.name, m)) {
 		return false;
 	}
@@ -655,7 +668,7 @@ static uint8_t precheck(update_service_t *u, update_msg_t *m,
 		}
 	}
 	if (rcode == KNOT_RCODE_NOERROR) {
-		rcode = update_prescan(m);
+		rcode = update_prescan(m, true);
 	}
 	if (rcode == KNOT_RCODE_NOERROR && m->tsig.present &&
 	    !update_policy_allows(key.grants, key.name, m)) {
