@@ -40,7 +40,8 @@ import pytest
 import conftest
 import pg
 import servers
-from servers import exchange_from, split_tsig, tsig_mac_valid, tsig_sign
+from servers import tsig_sign
+from tsig_clients import Answer, Zone, send
 
 BADSIG, BADKEY, BADTIME = 16, 17, 18
 NOERROR, NOTAUTH, REFUSED = dns.rcode.NOERROR, dns.rcode.NOTAUTH, dns.rcode.REFUSED
@@ -69,78 +70,13 @@ def api(srv):
 
 
 def wait_until(cond, what, timeout=WAIT):
-    deadline = time.monotonic() + timeout
-    while True:
-        v = cond()
-        if v:
-            return v
-        if time.monotonic() > deadline:
-            pytest.fail("timed out after %.1fs waiting for %s" % (timeout, what))
-        time.sleep(0.01)
+    return servers.wait_for(what, cond, timeout=timeout, step=0.01)
 
 
-class Zone:
-    def __init__(self, srv, api, prefix="z"):
-        self.srv, self.api = srv, api
-        self.name = "%s%d.tc.test" % (prefix, next(_seq))
-        self.origin = self.name + "."
-        self.create()
+def zone_of(srv, api, prefix="z", nodes=None):
+    """A zone of its own, PREFIXn.tc.test (tsig_clients.Zone)."""
+    return Zone(srv, api, "%s%d.tc.test" % (prefix, next(_seq)), nodes=nodes)
 
-    def create(self):
-        self.id = self.api.ok("POST", "/zones", json={"name": self.name})["result"]["id"]
-        wait_until(lambda: self.soa_rcode() == NOERROR, "%s served" % self.name)
-
-    def delete(self):
-        self.api.ok("DELETE", "/zones/%s" % self.id)
-
-    def soa_rcode(self):
-        try:
-            return self.srv.query(self.origin, "SOA", timeout=0.5).rcode()
-        except Exception:   # noqa: BLE001 - not served yet
-            return None
-
-    def n(self, label):
-        return "%s.%s" % (label, self.origin)
-
-    def stored(self):
-        """Owner names (no final dot) the store has, read through the API."""
-        return {r["name"] for r in self.api.records(self.id)}
-
-    def key(self, name, algorithm=None, grants=None):
-        """A key of this zone made through the API: (id, TsigKey)."""
-        body = {"name": name}
-        if algorithm:
-            body["algorithm"] = algorithm
-        if grants is not None:
-            body["grants"] = grants
-        res = self.api.ok("POST", "/zones/%s/tsig_keys" % self.id, json=body)["result"]
-        return res["id"], servers.TsigKey(res["name"], res["algorithm"], res["secret"])
-
-    def delete_key(self, kid):
-        self.api.ok("DELETE", "/zones/%s/tsig_keys/%s" % (self.id, kid))
-
-
-class Answer:
-    def __init__(self, wire, request_mac=None):
-        self.wire = wire
-        msg, owner, rd, _ = split_tsig(wire)
-        self.id = msg.id
-        self.rcode = msg.rcode()
-        self.owner = owner
-        self.error = rd.error if rd is not None else None
-        self.mac = rd.mac if rd is not None else None
-        self.request_mac = request_mac
-
-    @property
-    def outcome(self):
-        return (dns.rcode.to_text(self.rcode), self.error)
-
-    def signed_by(self, key):
-        return tsig_mac_valid(self.wire, key.key, self.request_mac)
-
-    def __repr__(self):
-        return "Answer(%s, tsig_error=%s, mac=%s)" % (dns.rcode.to_text(self.rcode), self.error,
-                                                      "yes" if self.mac else "no")
 
 
 def signed(zone, key, label, text="x", msg_id=None, rtype="TXT", owner=None):
@@ -153,12 +89,6 @@ def signed(zone, key, label, text="x", msg_id=None, rtype="TXT", owner=None):
     wire = u.to_wire()
     return wire, u.mac
 
-
-def send(srv, wire_mac, tcp=True):
-    wire, mac = wire_mac
-    r = exchange_from("127.0.0.1", srv.port, wire, tcp=tcp, timeout=WAIT)
-    assert r is not None, "no answer (tcp=%s)" % tcp
-    return Answer(r, mac)
 
 
 def pipelined(srv, wires):
@@ -239,7 +169,7 @@ def test_deleted_key_refused_badkey_at_once(srv, api, how, tcp):
     """A kept key deleted (API or `zonecast tsig delete`): the next UPDATE
     signed with it gets NOTAUTH BADKEY, unsigned, and writes nothing; a
     further one as well."""
-    z = Zone(srv, api)
+    z = zone_of(srv, api)
     kid, key = z.key("del-%s.%s" % (how, z.name))
     warm(srv, z, key)
     if how == "api":
@@ -258,7 +188,7 @@ def test_deleted_key_burst_pipelined_tcp(srv, api):
     first one's commit): every one NOTAUTH BADKEY, nothing written. (Not
     in order: a message refused before it reaches the store is answered at
     once, docs/dynamic-updates.md; answers are matched by id.)"""
-    z = Zone(srv, api)
+    z = zone_of(srv, api)
     kid, key = z.key("burst." + z.name)
     warm(srv, z, key)
     z.delete_key(kid)
@@ -271,7 +201,7 @@ def test_deleted_key_burst_pipelined_tcp(srv, api):
 
 
 def test_deleted_key_burst_udp(srv, api):
-    z = Zone(srv, api)
+    z = zone_of(srv, api)
     kid, key = z.key("uburst." + z.name)
     warm(srv, z, key)
     z.delete_key(kid)
@@ -285,7 +215,7 @@ def test_deleted_key_burst_udp(srv, api):
 def test_unknown_key_refusal_counted_once(srv, api):
     """A BADKEY decided by the precheck (a key the store never had) is
     counted once in GET /metrics."""
-    z = Zone(srv, api)
+    z = zone_of(srv, api)
     _kid, key = z.key("cnt-ok." + z.name)
     warm(srv, z, key)
     # a refusal decided by the precheck: a key the store never had
@@ -300,7 +230,7 @@ def test_unknown_key_refusal_counted_once(srv, api):
 # zonecast_tsig_refusals_total; without the cache each one is
 @pytest.mark.parametrize("mode", ["one", "pipelined"])
 def test_deleted_kept_key_refusals_counted(srv, api, mode):
-    z = Zone(srv, api)
+    z = zone_of(srv, api)
     kid, key = z.key("cnt-%s.%s" % (mode, z.name))
     warm(srv, z, key)
     z.delete_key(kid)
@@ -318,7 +248,7 @@ def test_deleted_kept_key_refusals_counted(srv, api, mode):
 def test_tools_after_delete(srv, api):
     """nsupdate -k and knsupdate -y succeed with a kept key, fail once it is
     deleted, write nothing."""
-    z = Zone(srv, api)
+    z = zone_of(srv, api)
     kid, key = z.key("tools." + z.name)
     key = servers.TsigKey(key.name, key.algorithm, key.secret, workdir=srv.workdir)
 
@@ -437,7 +367,7 @@ def _stream_during_delete(srv, z, key, kid, mode):
 def test_delete_during_a_stream(srv, api, mode):
     """Nothing sent after the delete's acknowledgement gets NOERROR; before
     it, NOERROR or BADKEY; every NOERROR is stored, nothing else is."""
-    z = Zone(srv, api)
+    z = zone_of(srv, api)
     kid, key = z.key("stream-%s.%s" % (mode, z.name))
     results, t_ack = _stream_during_delete(srv, z, key, kid, mode)
     stored = z.stored()
@@ -460,7 +390,7 @@ def test_churn_keys_under_load(srv, api):
     sent after that version's delete was acknowledged is accepted or
     answered with that version's signature; every NOERROR is stored,
     nothing else is; answers are NOERROR, BADKEY or BADSIG only."""
-    z = Zone(srv, api)
+    z = zone_of(srv, api)
     names = ["churn%d.%s" % (i, z.name) for i in range(4)]
     lock = threading.Lock()
     versions = {n: [] for n in names}      # name -> [[kid, key, t_deleted or None]]
@@ -526,7 +456,7 @@ def test_churn_keys_under_load(srv, api):
 def test_remade_key_new_secret_works_at_once(srv, api):
     """Kept key deleted and made again under the name (a new secret): the
     new one works at once, over TCP and UDP."""
-    z = Zone(srv, api)
+    z = zone_of(srv, api)
     kid, old = z.key("again." + z.name)
     warm(srv, z, old)
     z.delete_key(kid)
@@ -550,7 +480,7 @@ def test_remade_key_old_secret_first_badsig(srv, api, tcp):
     """Kept key deleted and made again (new secret); the first message is
     signed with the OLD secret. Without the cache: the store's key (new
     secret) does not verify it: NOTAUTH BADSIG, counted once as BADSIG."""
-    z = Zone(srv, api)
+    z = zone_of(srv, api)
     kid, old = z.key("again." + z.name)
     warm(srv, z, old)
     z.delete_key(kid)
@@ -567,7 +497,7 @@ def test_remade_key_other_algorithm(srv, api, algorithm):
     """Made again with another algorithm: the old key's messages get BADKEY
     (unsigned; as without the cache: the name's key has another
     algorithm), the new key works at once."""
-    z = Zone(srv, api)
+    z = zone_of(srv, api)
     kid, old = z.key("alg." + z.name)
     warm(srv, z, old)
     z.delete_key(kid)
@@ -586,7 +516,7 @@ def test_remade_key_other_algorithm(srv, api, algorithm):
 def test_remade_key_new_first_then_old_algorithm_back(srv, api):
     """sha256 -> sha512 -> sha256 again, each kept in turn: each current key
     works at once, each former one is refused."""
-    z = Zone(srv, api)
+    z = zone_of(srv, api)
     kid, k1 = z.key("flip." + z.name)
     warm(srv, z, k1)
     z.delete_key(kid)
@@ -622,7 +552,7 @@ def _refused_by_precheck(z, key, kind, i):
 # counted
 @pytest.mark.parametrize("kind", ["dnssec", "notzone"])
 def test_deleted_kept_key_precheck_refusal_badkey(srv, api, kind):
-    z = Zone(srv, api)
+    z = zone_of(srv, api)
     kid, key = z.key("pre-%s.%s" % (kind, z.name))
     warm(srv, z, key)
     z.delete_key(kid)
@@ -644,7 +574,7 @@ def test_deleted_kept_key_precheck_refusal_badkey(srv, api, kind):
 # unsigned (and counted as BADKEY)
 @pytest.mark.parametrize("tcp", [True, False], ids=["tcp", "udp"])
 def test_zone_deleted_kept_key_badkey(srv, api, tcp):
-    z = Zone(srv, api)
+    z = zone_of(srv, api)
     _kid, key = z.key("zdel." + z.name)
     warm(srv, z, key)
     z.delete()
@@ -662,7 +592,7 @@ def test_zone_remade_with_key_of_same_name(srv, api):
     """Zone deleted, made again (new id) with a key of the same name (new
     secret): the new key works at once; the old one is refused and never
     answered NOERROR; nothing written by it."""
-    z = Zone(srv, api)
+    z = zone_of(srv, api)
     _kid, old = z.key("zk." + z.name)
     warm(srv, z, old)
     z.delete()
@@ -681,7 +611,7 @@ def test_zone_remade_with_key_of_same_name(srv, api):
 # NOTAUTH with no TSIG error, signed with the deleted key; without the cache: the store's key
 # (new secret) gives BADSIG
 def test_zone_remade_old_key_first(srv, api):
-    z = Zone(srv, api)
+    z = zone_of(srv, api)
     _kid, old = z.key("zk1." + z.name)
     t0 = time.monotonic()   # before the update service reads the zone (its 1 s cache)
     warm(srv, z, old)
@@ -700,7 +630,7 @@ def test_zone_remade_without_key(srv, api):
     """Zone deleted and made again, no key: the old kept key is unknown
     (BADKEY) once the zone's new id is seen (after the 1 s zone cache:
     waited for as a condition of the answers, not a sleep)."""
-    z = Zone(srv, api)
+    z = zone_of(srv, api)
     _kid, old = z.key("zn." + z.name)
     warm(srv, z, old)
     z.delete()
@@ -719,7 +649,7 @@ def test_zone_remade_without_key(srv, api):
 def test_key_of_zone_a_made_again_for_zone_b(srv, api):
     """Key K of zone A kept; deleted; K made again for zone B: K(new) works
     for B, is REFUSED (signed) for A; K(old) refused for B."""
-    a_zone, b_zone = Zone(srv, api, "a"), Zone(srv, api, "b")
+    a_zone, b_zone = zone_of(srv, api, "a"), zone_of(srv, api, "b")
     name = "moved.%s" % a_zone.name
     kid, old = a_zone.key(name)
     warm(srv, a_zone, old)
@@ -739,7 +669,7 @@ def test_key_of_zone_a_made_again_for_zone_b(srv, api):
 # secret): an UPDATE of A signed with the old K gets BADKEY from the committer; without the
 # cache the store's K (zone B, new secret) gives BADSIG
 def test_key_of_zone_a_made_again_for_zone_b_old_secret_first(srv, api):
-    a_zone, b_zone = Zone(srv, api, "a"), Zone(srv, api, "b")
+    a_zone, b_zone = zone_of(srv, api, "a"), zone_of(srv, api, "b")
     name = "moved1.%s" % a_zone.name
     kid, old = a_zone.key(name)
     warm(srv, a_zone, old)
@@ -758,7 +688,7 @@ def test_key_name_case(srv, api, warm_case, send_case):
     """The key's name in the TSIG RR in any case: kept under one case,
     deleted, refused under another; made again, works at once in any
     case."""
-    z = Zone(srv, api)
+    z = zone_of(srv, api)
     kid, key = z.key("CaSe-Key." + z.name)
     cases = {"upper": str.upper, "lower": str.lower,
              "mixed": lambda s: "".join(c.upper() if i % 2 else c.lower()
@@ -788,7 +718,7 @@ def test_many_keys_some_deleted_pipelined(srv, api):
     TCP connection (group-commit batches of more than 16 distinct keys):
     the deleted keys' get BADKEY, the others NOERROR, exactly those
     stored. Then again from 80 connections at once."""
-    z = Zone(srv, api)
+    z = zone_of(srv, api)
     keys = [z.key("m%02d.%s" % (i, z.name)) for i in range(80)]
     answers = pipelined(srv, [signed(z, k, "w%02d" % i, msg_id=i)
                               for i, (_kid, k) in enumerate(keys)])
@@ -832,7 +762,7 @@ def test_many_keys_deleted_mid_batch(srv, api):
     """20 kept keys; a pipelined burst of 3 messages per key (60, several
     per batch, more than 16 keys per batch) after all of them are deleted
     but one: only that one's are accepted."""
-    z = Zone(srv, api)
+    z = zone_of(srv, api)
     keys = [z.key("d%02d.%s" % (i, z.name)) for i in range(20)]
     pipelined(srv, [signed(z, k, "w%02d" % i, msg_id=i) for i, (_kid, k) in enumerate(keys)])
     for i in range(1, 20):
@@ -855,7 +785,7 @@ def test_many_keys_deleted_mid_batch(srv, api):
 def test_grants_refused_with_kept_key_alive(srv, api):
     """A kept, living key's grants refuse the message: REFUSED, signed,
     nothing written, no TSIG refusal counted."""
-    z = Zone(srv, api)
+    z = zone_of(srv, api)
     _kid, key = z.key("narrow." + z.name, grants=["subdomain:dyn.%s:TXT" % z.name])
     a = send(srv, signed(z, key, "x.dyn"))
     assert a.outcome == ("NOERROR", 0), a
@@ -872,7 +802,7 @@ def test_grants_refused_with_kept_key_alive(srv, api):
 def test_grants_refused_with_kept_key_deleted(srv, api):
     """Outside the kept key's grants, the key since deleted: BADKEY (the
     precheck defers to the committer), unsigned."""
-    z = Zone(srv, api)
+    z = zone_of(srv, api)
     kid, key = z.key("narrow2." + z.name, grants=["subdomain:dyn.%s:TXT" % z.name])
     assert send(srv, signed(z, key, "x.dyn")).outcome == ("NOERROR", 0)
     z.delete_key(kid)
@@ -886,7 +816,7 @@ def test_grants_wider_and_narrower_on_remake(srv, api):
     """Narrow key kept, made again wider: the new one may write outside the
     old grants at once. Wide key kept, made again narrower: the new one is
     REFUSED outside its grants at once."""
-    z = Zone(srv, api)
+    z = zone_of(srv, api)
     kid, narrow = z.key("g1." + z.name, grants=["subdomain:dyn.%s:TXT" % z.name])
     assert send(srv, signed(z, narrow, "x.dyn")).outcome == ("NOERROR", 0)
     z.delete_key(kid)
@@ -909,7 +839,7 @@ def test_grants_wider_and_narrower_on_remake(srv, api):
 # (grants_refused) and gets BADKEY; without the cache the store's key (new secret) gives
 # BADSIG
 def test_grants_old_secret_after_remake(srv, api):
-    z = Zone(srv, api)
+    z = zone_of(srv, api)
     kid, narrow = z.key("g2." + z.name, grants=["subdomain:dyn.%s:TXT" % z.name])
     assert send(srv, signed(z, narrow, "x.dyn")).outcome == ("NOERROR", 0)
     z.delete_key(kid)
@@ -933,7 +863,7 @@ def test_badtime_with_kept_key(srv, api, skew):
     """Out of the time window with a living kept key: BADTIME, signed with
     the key, counted once; with the kept key since deleted: BADKEY (as
     without the cache), counted once."""
-    z = Zone(srv, api)
+    z = zone_of(srv, api)
     kid, key = z.key("time." + z.name)
     warm(srv, z, key)
     before = metrics(srv)
@@ -951,7 +881,7 @@ def test_badtime_with_kept_key(srv, api, skew):
 def test_replay_with_kept_key(srv, api):
     """A message accepted, then sent again (same MAC): BADTIME, signed,
     counted once; the key deleted, sent again: BADKEY, counted once."""
-    z = Zone(srv, api)
+    z = zone_of(srv, api)
     kid, key = z.key("replay." + z.name)
     wm = _raw_signed(z, key, "r1")
     a = send(srv, wm)
@@ -972,7 +902,7 @@ def test_replay_with_kept_key(srv, api):
 def test_replay_of_refused_message_after_remake(srv, api):
     """A message signed with a kept key since deleted is refused; the same
     bytes sent again are refused again (never NOERROR)."""
-    z = Zone(srv, api)
+    z = zone_of(srv, api)
     kid, key = z.key("replay2." + z.name)
     warm(srv, z, key)
     z.delete_key(kid)
@@ -989,7 +919,7 @@ def test_replay_of_refused_message_after_remake(srv, api):
 def test_wrong_secret_with_kept_key_counted_once(srv, api):
     """BADSIG with the key kept: the kept key fails, the store's key is read
     and fails too: one answer BADSIG, one count."""
-    z = Zone(srv, api)
+    z = zone_of(srv, api)
     _kid, key = z.key("ws." + z.name)
     warm(srv, z, key)
     wrong = key.with_secret("d3Jvbmcgc2VjcmV0IHdyb25nIHNlY3JldCB3cm9uZw==")
@@ -1023,7 +953,7 @@ def small_replay(tmp_path_factory):
 def test_deleted_key_cannot_fill_the_replay_cache(small_replay, how):
     srv = small_replay
     api = srv.client()
-    gone, other = Zone(srv, api, "gone"), Zone(srv, api, "other")
+    gone, other = zone_of(srv, api, "gone"), zone_of(srv, api, "other")
     kid, old = gone.key("fill." + gone.name)
     _kid, good = other.key("good." + other.name)
     warm(srv, gone, old, n=1)
@@ -1080,7 +1010,7 @@ def store_write(srv, sql):
 def test_same_secret_new_id_narrower_grants(srv, api):
     """Kept key K (whole zone); in the store K gets a new id and grants
     narrowed to dyn. TXT: outside them REFUSED (signed), inside NOERROR."""
-    z = Zone(srv, api)
+    z = zone_of(srv, api)
     kid, key = z.key("sq." + z.name)
     warm(srv, z, key)
     store_write(srv, "UPDATE tsig_keys SET id = id + 100000, grants = 'subdomain:dyn.%s:TXT'"
@@ -1100,7 +1030,7 @@ def test_same_secret_new_id_narrower_grants(srv, api):
 # signed with K gets NOTAUTH BADKEY from the committer; without the cache: REFUSED, signed
 # (the key of another zone)
 def test_same_secret_new_id_other_zone(srv, api):
-    a_zone, b_zone = Zone(srv, api, "a"), Zone(srv, api, "b")
+    a_zone, b_zone = zone_of(srv, api, "a"), zone_of(srv, api, "b")
     kid, key = a_zone.key("sqz." + a_zone.name)
     warm(srv, a_zone, key)
     store_write(srv, "UPDATE tsig_keys SET id = id + 100000, zone_id = %d WHERE id = %d"
@@ -1127,24 +1057,6 @@ def _two_nodes(cluster, tmp_path, dbname):
     return a, b
 
 
-class NodeZone(Zone):
-    """A zone made through node `maker`'s API, served by `nodes`."""
-
-    def __init__(self, maker, nodes, api):
-        self.nodes = nodes
-        super().__init__(maker, api, "pgz")
-
-    def create(self):
-        self.id = self.api.ok("POST", "/zones", json={"name": self.name})["result"]["id"]
-        for n in self.nodes:
-            wait_until(lambda: self._rcode(n) == NOERROR, "%s served" % self.name)
-
-    def _rcode(self, n):
-        try:
-            return n.query(self.origin, "SOA", timeout=0.5).rcode()
-        except Exception:   # noqa: BLE001 - not served yet
-            return None
-
 
 def _stop(*nodes):
     problems = []
@@ -1161,7 +1073,7 @@ def test_pg_delete_through_a_burst_on_b(cluster, tmp_path):
     a, b = _two_nodes(cluster, tmp_path, "burst")
     try:
         api = a.client()
-        z = NodeZone(a, (a, b), api)
+        z = zone_of(a, api, "pgz", nodes=(a, b))
         kid, key = z.key("pk." + z.name)
         warm(b, z, key)
         z.delete_key(kid)
@@ -1191,7 +1103,7 @@ def test_pg_delete_during_stream_on_b(cluster, tmp_path):
     a, b = _two_nodes(cluster, tmp_path, "stream")
     try:
         api = a.client()
-        z = NodeZone(a, (a, b), api)
+        z = zone_of(a, api, "pgz", nodes=(a, b))
         kid, key = z.key("ps." + z.name)
         results, t_ack = _stream_during_delete(b, z, key, kid, "pipe")
         stored = z.stored()
@@ -1211,11 +1123,11 @@ def test_pg_zone_deleted_through_a(cluster, tmp_path):
     a, b = _two_nodes(cluster, tmp_path, "zdel")
     try:
         api = a.client()
-        z = NodeZone(a, (a, b), api)
+        z = zone_of(a, api, "pgz", nodes=(a, b))
         _kid, key = z.key("pz." + z.name)
         warm(b, z, key)
         z.delete()
-        wait_until(lambda: z._rcode(b) not in (NOERROR, None), "zone gone from B")
+        wait_until(lambda: z.soa_rcode(b) not in (NOERROR, None), "zone gone from B")
         ans = send(b, signed(z, key, "gone"))
         assert not ans.signed_by(key), "B signed its answer with a deleted key: %r" % ans
         assert_unsigned_badkey(ans)
@@ -1230,7 +1142,7 @@ def test_pg_remade_through_a_old_secret_on_b(cluster, tmp_path):
     a, b = _two_nodes(cluster, tmp_path, "remade")
     try:
         api = a.client()
-        z = NodeZone(a, (a, b), api)
+        z = zone_of(a, api, "pgz", nodes=(a, b))
         kid, old = z.key("pr." + z.name)
         warm(b, z, old)
         z.delete_key(kid)

@@ -47,7 +47,8 @@ import pytest
 import conftest
 import pg
 import servers
-from servers import exchange_from, split_tsig, tsig_mac_valid, tsig_sign
+from servers import exchange_from, tsig_sign
+from tsig_clients import Answer, Zone, send
 
 BADSIG, BADKEY, BADTIME = 16, 17, 18
 NOERROR, NOTAUTH, REFUSED = dns.rcode.NOERROR, dns.rcode.NOTAUTH, dns.rcode.REFUSED
@@ -86,89 +87,17 @@ def api(srv):
 
 
 def wait_until(cond, what, timeout=WAIT):
-    deadline = time.monotonic() + timeout
-    while True:
-        v = cond()
-        if v:
-            return v
-        if time.monotonic() > deadline:
-            pytest.fail("timed out after %.1fs waiting for %s" % (timeout, what))
-        time.sleep(0.01)
+    return servers.wait_for(what, cond, timeout=timeout, step=0.01)
 
 
 def on_pg(srv):
     return os.path.exists(os.path.join(srv.data_dir, "records-store"))
 
 
-class Zone:
-    def __init__(self, srv, api, prefix="y", name=None):
-        self.srv, self.api = srv, api
-        self.name = name or "%s%d.tc2.test" % (prefix, next(_seq))
-        self.origin = self.name + "."
-        self.create()
+def zone_of(srv, api, prefix="y", nodes=None):
+    """A zone of its own, PREFIXn.tc2.test (tsig_clients.Zone)."""
+    return Zone(srv, api, "%s%d.tc2.test" % (prefix, next(_seq)), nodes=nodes)
 
-    def create(self):
-        self.id = self.api.ok("POST", "/zones", json={"name": self.name})["result"]["id"]
-        wait_until(lambda: self.soa_rcode() == NOERROR, "%s served" % self.name)
-
-    def delete(self):
-        self.api.ok("DELETE", "/zones/%s" % self.id)
-
-    def soa_rcode(self):
-        try:
-            return self.srv.query(self.origin, "SOA", timeout=0.5).rcode()
-        except Exception:   # noqa: BLE001 - not served yet
-            return None
-
-    def soa_serial(self):
-        m = self.srv.query(self.origin, "SOA", tcp=True, timeout=2.0)
-        return m.answer[0][0].serial
-
-    def n(self, label):
-        return "%s.%s" % (label, self.origin)
-
-    def stored(self):
-        """Owner names (no final dot) the store has, read through the API."""
-        return {r["name"] for r in self.api.records(self.id)}
-
-    def records(self):
-        return self.api.records(self.id)
-
-    def key(self, name, algorithm=None, grants=None):
-        body = {"name": name}
-        if algorithm:
-            body["algorithm"] = algorithm
-        if grants is not None:
-            body["grants"] = grants
-        res = self.api.ok("POST", "/zones/%s/tsig_keys" % self.id, json=body)["result"]
-        return res["id"], servers.TsigKey(res["name"], res["algorithm"], res["secret"])
-
-    def delete_key(self, kid):
-        self.api.ok("DELETE", "/zones/%s/tsig_keys/%s" % (self.id, kid))
-
-
-class Answer:
-    def __init__(self, wire, request_mac=None):
-        self.wire = wire
-        msg, owner, rd, _ = split_tsig(wire)
-        self.msg = msg
-        self.id = msg.id
-        self.rcode = msg.rcode()
-        self.owner = owner
-        self.error = rd.error if rd is not None else None
-        self.mac = rd.mac if rd is not None else None
-        self.request_mac = request_mac
-
-    @property
-    def outcome(self):
-        return (dns.rcode.to_text(self.rcode), self.error)
-
-    def signed_by(self, key):
-        return tsig_mac_valid(self.wire, key.key, self.request_mac)
-
-    def __repr__(self):
-        return "Answer(%s, tsig_error=%s, mac=%s)" % (dns.rcode.to_text(self.rcode), self.error,
-                                                      "yes" if self.mac else "no")
 
 
 def upd(zone, key, label=None, text="x", msg_id=None, rtype="TXT", owner=None, prereq=None,
@@ -187,12 +116,6 @@ def upd(zone, key, label=None, text="x", msg_id=None, rtype="TXT", owner=None, p
         k = dns.tsig.Key(keyname, key.secret, key.dns_algorithm)
     return tsig_sign(u.to_wire(), k, time_signed=time_signed, fudge=fudge)
 
-
-def send(srv, wire_mac, tcp=True):
-    wire, mac = wire_mac
-    r = exchange_from("127.0.0.1", srv.port, wire, tcp=tcp, timeout=WAIT)
-    assert r is not None, "no answer (tcp=%s)" % tcp
-    return Answer(r, mac)
 
 
 def pipelined(srv, wires):
@@ -295,7 +218,7 @@ def test_kept_key_refused_rdata_logged_once(srv, api, kind):
     (rdata malformed for its type: FORMERR; a TTL over 2^31-1: REFUSED):
     the answer is signed, nothing written, and the "not added" line is
     logged once, as without the cache."""
-    z = Zone(srv, api)
+    z = zone_of(srv, api)
     _kid, key = z.key("log-%s.%s" % (kind, z.name))
     warm(srv, z, key)
     label = "bad%d" % next(_seq)
@@ -367,7 +290,7 @@ def test_resend_after_servfail_of_store(srv, api):
     lock is free: without the cache it entered the replay cache in the
     precheck, so the copy is a replay: NOTAUTH BADTIME, signed, counted
     once, nothing written."""
-    z = Zone(srv, api)
+    z = zone_of(srv, api)
     _kid, key = z.key("sf." + z.name)
     warm(srv, z, key)
     m = upd(z, key, "sf")
@@ -399,7 +322,7 @@ def test_replay_answered_while_the_store_is_busy(srv, api):
     store's write lock, the same message is sent again (a replay, by
     anyone who saw it): without the cache the precheck refuses it at once
     (NOTAUTH BADTIME, signed) without waiting for the store."""
-    z = Zone(srv, api)
+    z = zone_of(srv, api)
     _kid, key = z.key("busy." + z.name)
     warm(srv, z, key)
     m = upd(z, key, "busy")
@@ -429,7 +352,7 @@ def test_replays_do_not_reach_the_writer(srv, api):
     every copy NOTAUTH BADTIME, signed, counted; without the cache none of
     them reaches the writer (zonecast_writer_units_total does not move: a
     replay costs no write transaction, no zone row lock)."""
-    z = Zone(srv, api)
+    z = zone_of(srv, api)
     _kid, key = z.key("flood." + z.name)
     warm(srv, z, key)
     m = upd(z, key, "flood")
@@ -458,7 +381,7 @@ class StalledWriter:
 
     def __init__(self, srv, api):
         self.srv = srv
-        self.zone = Zone(srv, api, "stall")
+        self.zone = zone_of(srv, api, "stall")
         _kid, self.key = self.zone.key("stall." + self.zone.name)
         warm(srv, self.zone, self.key, n=1)
         self.lock = WriteLock(srv, int(self.zone.id, 16))
@@ -489,7 +412,7 @@ def test_many_keys_one_batch_some_deleted(srv, api):
     two batches (more than 16 keys in a transaction): every deleted key's
     message NOTAUTH BADKEY unsigned, counted once each; every other NOERROR
     signed; the store has exactly those."""
-    zones = [Zone(srv, api, "mk") for _ in range(3)]
+    zones = [zone_of(srv, api, "mk") for _ in range(3)]
     keys = []
     for i in range(70):
         z = zones[i % 3]
@@ -563,7 +486,7 @@ def test_slot_function_matches_server(srv, api):
     with the store's key alone (seen through the "not added" line, logged
     once on that path; the kept path logs it twice, see
     test_kept_key_refused_rdata_logged_once)."""
-    z = Zone(srv, api)
+    z = zone_of(srv, api)
     _kid, key = z.key("slot." + z.name)
     other = colliding_key(z, key)
     warm(srv, z, key, n=1)
@@ -587,7 +510,7 @@ def test_replay_across_paths(srv, api, first, tcp):
     yet), or the other way round (first=kept; a colliding key's message in
     between evicts the kept key): the second copy NOTAUTH BADTIME, signed,
     counted once."""
-    z = Zone(srv, api)
+    z = zone_of(srv, api)
     _kid, key = z.key("rp-%s.%s" % (first, z.name))
     other = colliding_key(z, key)
     if first == "kept":
@@ -612,7 +535,7 @@ def test_copies_alternating_paths_one_accepted(srv, api, stalled):
     committer while the store path's are done at once): exactly one copy
     NOERROR, every other NOTAUTH BADTIME signed; the colliding key's
     messages all NOERROR."""
-    z = Zone(srv, api)
+    z = zone_of(srv, api)
     _kid, key = z.key("alt." + z.name)
     other = colliding_key(z, key)
     warm(srv, z, key, n=1)
@@ -645,7 +568,7 @@ def test_key_name_case(srv, api):
     in canonical form): accepted with the kept key; the same message with
     the name in lower case (same MAC) is a replay: BADTIME; the key
     deleted: the upper-case name's messages BADKEY, unsigned."""
-    z = Zone(srv, api)
+    z = zone_of(srv, api)
     kid, key = z.key("CaseKey." + z.name)
     assert key.name == ("casekey." + z.name)
     warm(srv, z, key)
@@ -670,7 +593,7 @@ def test_zone_name_case(srv, api):
     """The zone section names the zone in upper case: accepted with the
     kept key, stored under the zone; the key deleted: BADKEY, unsigned,
     counted; nothing written."""
-    z = Zone(srv, api)
+    z = zone_of(srv, api)
     kid, key = z.key("zc." + z.name)
     warm(srv, z, key)
     up = z.origin.upper()
@@ -701,7 +624,7 @@ def test_committer_refusal_audit_line(srv, api, case):
     replay): exactly one audit line, the one the precheck writes without
     the cache (zone as the message names it, key, NOTAUTH, the TSIG error
     and its reason); counted once."""
-    z = Zone(srv, api)
+    z = zone_of(srv, api)
     kid, key = z.key("au-%s.%s" % (case, z.name))
     warm(srv, z, key)
     m = upd(z, key, "au")
@@ -770,7 +693,7 @@ def test_prereq_and_empty_live_kept_key(srv, api, kind):
     """Kept live key: the prerequisite's outcome, signed; nothing written
     when it fails; the same message again: NOTAUTH BADTIME (it entered the
     replay cache whatever its outcome), signed, counted once."""
-    z = Zone(srv, api)
+    z = zone_of(srv, api)
     _kid, key = z.key("pq-%s.%s" % (kind, z.name))
     warm(srv, z, key)
     assert send(srv, upd(z, key, "there", text="here")).outcome == OK
@@ -792,7 +715,7 @@ def test_prereq_and_empty_deleted_kept_key(srv, api, kind, how):
     prerequisites would say, NOTAUTH BADKEY, unsigned, counted once per
     message, nothing written; the copies again: BADKEY again (they never
     entered the replay cache)."""
-    z = Zone(srv, api)
+    z = zone_of(srv, api)
     kid, key = z.key("pd-%s.%s" % (kind, z.name))
     warm(srv, z, key)
     assert send(srv, upd(z, key, "there", text="here")).outcome == OK
@@ -818,7 +741,7 @@ def test_malformed_prereq_after_existence_check_deleted_kept_key(srv, api):
     """A prerequisite the committer must judge (an existence check before a
     malformed one) with a kept key since deleted: BADKEY, unsigned; with a
     live key: the existence check's NXDOMAIN, signed."""
-    z = Zone(srv, api)
+    z = zone_of(srv, api)
     kid, key = z.key("pm." + z.name)
     warm(srv, z, key)
     pre = [servers.rr_wire(z.n("nowhere"), "ANY", "ANY", 0),
@@ -861,7 +784,7 @@ def test_quarantined_zone_kept_keys(qsrv):
     secret's message): BADSIG."""
     srv = qsrv
     api = srv.client()
-    z = Zone(srv, api, "q")
+    z = zone_of(srv, api, "q")
     _kid, live = z.key("live." + z.name)
     dkid, dead = z.key("dead." + z.name)
     rkid, remade = z.key("remade." + z.name)
@@ -915,24 +838,6 @@ def _stop(*nodes):
     assert not problems, problems
 
 
-class PgZone(Zone):
-    """A zone made through one node's API, served by `nodes`."""
-
-    def __init__(self, maker, nodes, api, prefix="pz"):
-        self.nodes = nodes
-        super().__init__(maker, api, prefix)
-
-    def create(self):
-        self.id = self.api.ok("POST", "/zones", json={"name": self.name})["result"]["id"]
-        for n in self.nodes:
-            wait_until(lambda: self._rcode(n) == NOERROR, "%s served" % self.name)
-
-    def _rcode(self, n):
-        try:
-            return n.query(self.origin, "SOA", timeout=0.5).rcode()
-        except Exception:   # noqa: BLE001 - not served yet
-            return None
-
 
 def test_pg_unit_run_again_after_lock_conflict(cluster, tmp_path):
     """PostgreSQL: a batch whose second unit finds its zone's row locked by
@@ -948,7 +853,7 @@ def test_pg_unit_run_again_after_lock_conflict(cluster, tmp_path):
     node = pg.serve_node(tmp_path, "a", uri)
     try:
         api = node.client()
-        y, x, z = (PgZone(node, (node,), api, p) for p in ("py", "px", "pz"))
+        y, x, z = (zone_of(node, api, p, nodes=(node,)) for p in ("py", "px", "pz"))
         keys = {}
         for zone in (y, x, z):
             keys[zone.name] = zone.key("k." + zone.name)[1]
@@ -1024,8 +929,8 @@ def test_pg_two_nodes_copies_under_lock_conflicts(cluster, tmp_path):
     b = pg.serve_node(tmp_path, "b", uri)
     try:
         api = a.client()
-        z = PgZone(a, (a, b), api, "cz")
-        x = PgZone(a, (a, b), api, "cx")
+        z = zone_of(a, api, "cz", nodes=(a, b))
+        x = zone_of(a, api, "cx", nodes=(a, b))
         _k, ka = z.key("a." + z.name)
         _k, kb = z.key("b." + z.name)
         _k, kx = x.key("x." + x.name)
@@ -1092,7 +997,7 @@ def test_replays_do_not_queue_while_the_store_is_busy(srv, api):
     once (all 300 answered NOTAUTH BADTIME within 3 s) and nothing waits in
     the writer's queue (on PostgreSQL, where `zonecast status` answers
     while a zone row is locked: writer.queued is 0)."""
-    z = Zone(srv, api)
+    z = zone_of(srv, api)
     _kid, key = z.key("queue." + z.name)
     warm(srv, z, key)
     m = upd(z, key, "queue")
@@ -1132,7 +1037,7 @@ def test_badtime_window_kept_key_gone(srv, api, how, skew):
     secret), a message signed out of the time window: what the store's key
     says (BADKEY unsigned; BADSIG unsigned for the remade key, whose MAC
     check comes first), counted once; over UDP and TCP."""
-    z = Zone(srv, api)
+    z = zone_of(srv, api)
     kid, key = z.key("bt." + z.name)
     warm(srv, z, key)
     if how == "key-deleted":
@@ -1202,8 +1107,8 @@ def test_zone_deleted_key_put_back_within_zone_cache(srv, api, where):
     K's zone, looks Z up again: same-name-zone: NOERROR into the new zone
     (signed); other-zone: Z is not served, NOTAUTH (signed, no TSIG
     error)."""
-    z = Zone(srv, api)
-    w = Zone(srv, api) if where == "other-zone" else None
+    z = zone_of(srv, api)
+    w = zone_of(srv, api) if where == "other-zone" else None
     _kid, key = z.key("pb-%s.%s" % (where, z.name))
     t0 = time.monotonic()   # before the update service reads the zone
     warm(srv, z, key, n=1)
@@ -1236,7 +1141,7 @@ def test_stress_copies_deletes_and_remakes(srv, api):
     acknowledged; answers are NOERROR (signed), NOTAUTH BADTIME (signed),
     NOTAUTH BADKEY / BADSIG (unsigned) or, for the deleted zone, NOTAUTH;
     every accepted message is stored; no sanitizer report (teardown)."""
-    zones = [Zone(srv, api, "st") for _ in range(3)]
+    zones = [zone_of(srv, api, "st") for _ in range(3)]
     lock = threading.Lock()
     current = {}   # zone index -> [kid, key, t_deleted]
     for i, z in enumerate(zones):
