@@ -57,25 +57,19 @@ int records_write_commit(records_store_t *store)
 int records_write_commit_seq(records_store_t *store, uint64_t *seq)
 {
 	*seq = 0;
-	if (rdb_kind(store->db) != RDB_PG) {
-		int ret = commit(store, NULL);
-		if (ret == ZC_EOK && records_changelog_committed(store, seq) !=
-		    ZC_EOK) {
-			*seq = 0;
-		}
-		return ret;
-	}
+	/* PostgreSQL: the position read goes behind the COMMIT. NULL (no
+	 * event, SQLite, or not prepared): read after the commit. */
 	rdb_stmt_t *pos = NULL;
-	if (changelog_pg_position_stmt(store, &pos) != ZC_EOK) {
-		pos = NULL; /* Read after the commit, then. */
+	if (rdb_kind(store->db) != RDB_PG ||
+	    changelog_pg_position_stmt(store, &pos) != ZC_EOK) {
+		pos = NULL;
 	}
 	int ret = commit(store, pos);
-	if (ret == ZC_EOK && pos != NULL &&
-	    changelog_pg_position_read(store, pos, seq) != ZC_EOK) {
-		*seq = 0;
-	} else if (ret == ZC_EOK && pos == NULL &&
-	           records_changelog_committed(store, seq) != ZC_EOK) {
-		*seq = 0;
+	int read = ret != ZC_EOK ? ZC_EOK : pos != NULL ?
+	           changelog_pg_position_read(store, pos, seq) :
+	           records_changelog_committed(store, seq);
+	if (read != ZC_EOK) {
+		*seq = 0; /* Committed all the same. */
 	}
 	if (pos != NULL) {
 		rdb_done(pos);
