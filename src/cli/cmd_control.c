@@ -266,9 +266,10 @@ static void print_status(const json_t *r)
 	       "" : ", STALLED: ", json_is_null(json_object_get(b, "stalled")) ?
 	       "" : str(b, "stalled"));
 	printf("writer           %lld queued, %lld batches of %lld writes "
-	       "(last %lld), %lld cut at a zone another node held\n",
-	       num(w, "queued"), num(w, "batches"), num(w, "units"),
-	       num(w, "last_batch"), num(w, "cut_batches"));
+	       "(last %lld), %lld cut at a zone another node held, %lld run "
+	       "again\n", num(w, "queued"), num(w, "batches"),
+	       num(w, "units"), num(w, "last_batch"), num(w, "cut_batches"),
+	       num(w, "replayed_batches"));
 	const json_t *rate = json_object_get(sig, "hit_rate");
 	if (json_is_number(rate)) {
 		printf("signature cache  %.1f%% hits (%lld hits, %lld misses)\n",

@@ -222,7 +222,7 @@ json_t *serve_status(serve_ctx_t *ctx)
 	records_describe(ctx->boot->data_dir, &backend, where, sizeof(where));
 	json_t *o = json_pack(
 		"{s:s, s:i, s:s, s:{s:s, s:s}, s:o, s:I, s:o, s:o, s:I, s:o,"
-		" s:{s:I, s:I, s:I, s:I, s:I}, s:{s:o}, s:{s:I, s:I}}",
+		" s:{s:I, s:I, s:I, s:I, s:I, s:I}, s:{s:o}, s:{s:I, s:I}}",
 		"version", ZONECAST_VERSION, "pid", (int)getpid(),
 		"data_dir", ctx->boot->data_dir,
 		"records_store", "backend", backend, "where", where,
@@ -236,6 +236,7 @@ json_t *serve_status(serve_ctx_t *ctx)
 		"batches", (json_int_t)w.batches, "units", (json_int_t)w.units,
 		"last_batch", (json_int_t)w.last_batch,
 		"cut_batches", (json_int_t)w.splits,
+		"replayed_batches", (json_int_t)w.replays,
 		"caches", "signatures", rate_json(s.signature_hits,
 		                                  s.signature_misses),
 		"rrl", "dropped", (json_int_t)s.rrl_dropped,

@@ -61,6 +61,8 @@
 	  "built again") \
 	X(ZC_EFENCED,       -2036, "a newer fleet leader took over: this " \
 	  "node no longer publishes") \
+	X(ZC_EREPLAY,       -2037, "a statement of a unit released without " \
+	  "waiting failed: the batch must run again, unit by unit") \
 	X(ZC_EREPLGAP,      -2031, "replication stream has a gap (bootstrap " \
 	  "from a snapshot)")
 

@@ -245,6 +245,18 @@ int rdb_release(rdb_t *db, rdb_level_t level)
 	return db->driver->release(db, level);
 }
 
+int rdb_release_later(rdb_t *db, rdb_level_t level)
+{
+	return db->driver->release_later != NULL ?
+	       db->driver->release_later(db, level) :
+	       db->driver->release(db, level);
+}
+
+bool rdb_txn_replay(rdb_t *db)
+{
+	return db->driver->txn_replay != NULL && db->driver->txn_replay(db);
+}
+
 void rdb_rollback_to(rdb_t *db, rdb_level_t level)
 {
 	db->driver->rollback_to(db, level);

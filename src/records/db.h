@@ -239,6 +239,20 @@ int rdb_savepoint(rdb_t *db, rdb_level_t level);
 int rdb_release(rdb_t *db, rdb_level_t level);
 void rdb_rollback_to(rdb_t *db, rdb_level_t level);
 
+/*
+ * rdb_release() without waiting for the answers to the statements the
+ * savepoint queued (rdb_defer()): on PostgreSQL inside a write
+ * transaction the RELEASE is queued with them and answered with the
+ * connection's next synchronous call, so a unit of writes costs no round
+ * trip of its own. Should one of them fail then, that call returns
+ * ZC_EREPLAY, whatever it was, and rdb_txn_replay() says so until the
+ * transaction ends: it can only be rolled back, and the caller runs its
+ * units again, each released with rdb_release() (the failure then
+ * belongs to its own unit). Elsewhere the same as rdb_release().
+ */
+int rdb_release_later(rdb_t *db, rdb_level_t level);
+bool rdb_txn_replay(rdb_t *db);
+
 /* --- Bulk loads --- */
 
 typedef struct rdb_copy rdb_copy_t;

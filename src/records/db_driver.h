@@ -90,6 +90,10 @@ struct rdb_driver {
 	bool (*in_txn)(rdb_t *db);
 	int (*savepoint)(rdb_t *db, rdb_level_t level);
 	int (*release)(rdb_t *db, rdb_level_t level);
+	/* Releases without waiting (NULL: release), and whether a statement
+	 * released so failed since (db.h, rdb_release_later()). */
+	int (*release_later)(rdb_t *db, rdb_level_t level);
+	bool (*txn_replay)(rdb_t *db);
 	void (*rollback_to)(rdb_t *db, rdb_level_t level);
 	/* Queues a statement (NULL: the driver runs it at once). */
 	int (*defer)(rdb_stmt_t *st);

@@ -692,6 +692,7 @@ static int begin(rdb_t *db, const char *sql)
 	}
 	d->begin_slot = d->queued;
 	d->severed = false;
+	d->replay = false;
 	d->txn = true;
 	return ZC_EOK;
 }
@@ -704,6 +705,7 @@ static PGresult *end(pg_db_t *d, const char *sql)
 	d->txn = false;
 	d->writing = false;
 	d->severed = false;
+	d->replay = false;
 	return sql != NULL ? PQexec(d->conn, sql) : NULL;
 }
 
@@ -736,7 +738,8 @@ static int pg_commit_then(rdb_t *db, rdb_stmt_t *st)
 	if (after != NULL) {
 		stmt_clear(after);
 	}
-	int ret = d->severed ? ZC_EUNAVAILABLE : pg_gather_flush(d);
+	int ret = d->severed ? ZC_EUNAVAILABLE : d->replay ? ZC_EREPLAY :
+	          pg_gather_flush(d);
 	if (ret == ZC_EOK) {
 		ret = pg_pipe_commit(d, after);
 	} else {
@@ -843,6 +846,32 @@ static int pg_release(rdb_t *db, rdb_level_t level)
 	return ret != ZC_EOK ? ret : synced;
 }
 
+/* The unit's RELEASE queued behind its statements, no sync: they are
+ * answered with the next unit's first read, or with the commit (db.h,
+ * rdb_release_later(); db_pg_pipe.c tells an earlier unit's failure from
+ * the current one's by released_slot). */
+static int pg_release_later(rdb_t *db, rdb_level_t level)
+{
+	pg_db_t *d = db_of(db);
+	if (!d->writing || level != RDB_SP_UNIT || d->severed) {
+		return pg_release(db, level);
+	}
+	if (d->replay) {
+		return ZC_EREPLAY;
+	}
+	int ret = pg_gather_flush(d);
+	ret = ret == ZC_EOK ? pg_pipe_send_text(d, release_sql[level]) : ret;
+	if (ret == ZC_EOK) {
+		d->released_slot = d->queued;
+	}
+	return d->replay ? ZC_EREPLAY : ret;
+}
+
+static bool pg_txn_replay(rdb_t *db)
+{
+	return db_of(db)->replay;
+}
+
 static void pg_rollback_to(rdb_t *db, rdb_level_t level)
 {
 	pg_db_t *d = db_of(db);
@@ -928,6 +957,8 @@ const rdb_driver_t rdb_pg_driver = {
 	.in_txn = pg_in_txn,
 	.savepoint = pg_savepoint,
 	.release = pg_release,
+	.release_later = pg_release_later,
+	.txn_replay = pg_txn_replay,
 	.rollback_to = pg_rollback_to,
 	.defer = pg_defer,
 	.defer_row = pg_defer_row,

@@ -153,6 +153,12 @@ struct pg_db {
 		                       failed. */
 		PG_COMMIT_FAILED,   /* Failed, or skipped after a failure. */
 	} commit_state;
+	/* The place plus one of the last RELEASE queued without waiting
+	 * (rdb_release_later(); 0: none in the queue): a failure at or
+	 * before it is an earlier unit's, and the transaction wants its
+	 * units run again (replay, until it ends). */
+	int released_slot;
+	bool replay;
 	pg_stmt_t *queue[PIPE_MAX];
 	/* Rows gathered and not sent yet (db_pg_gather.c). */
 	pg_gather_t gather[PG_GATHERS];

@@ -13,7 +13,11 @@
  *   first failure's code, and the transaction is then in error until the
  *   unit's savepoint is rolled back, as with a failed statement run
  *   alone. The caller of the synchronous call gets that code: it belongs
- *   to the same unit, since a unit's release syncs.
+ *   to the same unit when the unit's release synced. A unit released
+ *   without waiting (rdb_release_later()) leaves its statements in the
+ *   queue: one of them failing at a later unit's sync, or at the commit,
+ *   gives ZC_EREPLAY instead (released_slot tells whose it was), and the
+ *   writer runs the batch again with releases that sync.
  * - A statement the server has not prepared yet is prepared in the queue
  *   (a PREPARE ahead of its execution); a failed PREPARE is forgotten.
  * - A transaction's BEGIN is queued too (db_pg.c begin()): it costs no
@@ -145,6 +149,7 @@ static int lost(pg_db_t *d)
 	d->queued = 0;
 	d->begin_slot = 0;
 	d->commit_slot = 0; /* A COMMIT sent and unanswered stays SENT. */
+	d->released_slot = 0;
 	d->severed = d->txn;
 	if (PQstatus(d->conn) == CONNECTION_OK) {
 		zc_error("%s: PostgreSQL pipeline out of step; reconnecting",
@@ -170,6 +175,20 @@ static int commit_outcome(pg_db_t *d, PGresult *res, ExecStatusType st)
 		return PG_COMMIT_SENT;
 	}
 	return PG_COMMIT_FAILED; /* Skipped, or refused by the server. */
+}
+
+/* A statement of a unit released already (rdb_release_later()) failed
+ * with ret: the transaction wants its units run again. */
+static int replay(pg_db_t *d, int ret)
+{
+	static _Atomic int64_t logged;
+	if (zc_log_due(&logged, 1000)) {
+		zc_info("%s: a write of a unit released without waiting failed"
+		        " (%s): its batch runs again, unit by unit", d->label,
+		        zc_strerror(ret));
+	}
+	d->replay = true;
+	return ZC_EREPLAY;
 }
 
 int pg_pipe_sync(pg_db_t *d, pg_stmt_t *keep)
@@ -208,6 +227,10 @@ int pg_pipe_sync(pg_db_t *d, pg_stmt_t *keep)
 			}
 			int ret = pg_map_error(d, res);
 			PQclear(res);
+			if (i + 1 <= d->released_slot &&
+			    PQstatus(d->conn) != CONNECTION_BAD) {
+				ret = replay(d, ret);
+			}
 			if (d->queue[i] != NULL) {
 				d->queue[i]->prepared = false;
 			}
@@ -228,6 +251,7 @@ int pg_pipe_sync(pg_db_t *d, pg_stmt_t *keep)
 	d->queued = 0;
 	d->begin_slot = 0;
 	d->commit_slot = 0;
+	d->released_slot = 0;
 	if (!synced || !PQexitPipelineMode(d->conn)) {
 		return lost(d);
 	}

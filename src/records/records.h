@@ -457,6 +457,14 @@ void records_write_rollback(records_store_t *store);
 int records_savepoint(records_store_t *store);
 int records_savepoint_release(records_store_t *store);
 void records_savepoint_rollback(records_store_t *store);
+/* records_savepoint_release() that does not wait for the unit's writes
+ * to be answered (PostgreSQL: they go with the next unit's first read or
+ * with the commit; db.h, rdb_release_later()). Should one of them fail
+ * later, the transaction wants its units run again:
+ * records_write_replay() says so until it is rolled back, and the calls
+ * meanwhile fail (ZC_EREPLAY). SQLite: records_savepoint_release(). */
+int records_savepoint_release_later(records_store_t *store);
+bool records_write_replay(records_store_t *store);
 /* Whether a unit of the open write transaction was released (kept): its
  * locks are held to the end of the transaction (see "Concurrency"). */
 bool records_write_holds_units(records_store_t *store);

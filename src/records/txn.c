@@ -102,6 +102,18 @@ int records_savepoint_release(records_store_t *store)
 	return ret;
 }
 
+int records_savepoint_release_later(records_store_t *store)
+{
+	int ret = rdb_release_later(store->db, RDB_SP_UNIT);
+	store->units_kept += ret == ZC_EOK;
+	return ret;
+}
+
+bool records_write_replay(records_store_t *store)
+{
+	return rdb_txn_replay(store->db);
+}
+
 bool records_write_holds_units(records_store_t *store)
 {
 	return store->units_kept > 0;

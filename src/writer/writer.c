@@ -34,11 +34,20 @@ struct writer {
 	/* writer_stats(): waiting under lock, the rest written by the writer
 	 * thread only. */
 	size_t waiting;
-	_Atomic uint64_t batches, units, last_batch, splits;
+	_Atomic uint64_t batches, units, last_batch, splits, replays;
+	/* Batches still to run with releases that wait, after a replay
+	 * (writer thread only). */
+	unsigned safe_batches;
 };
 
-/* Runs one unit in a savepoint of the open transaction. */
-static int run_unit(records_store_t *rs, writer_unit_t *u)
+/* After a batch had to run again, this many run with every unit's
+ * release waiting for its answers: a write the server keeps refusing
+ * costs one replay, not one per batch. */
+#define SAFE_BATCHES 8
+
+/* Runs one unit in a savepoint of the open transaction, released
+ * without waiting for its writes' answers when `later`. */
+static int run_unit(records_store_t *rs, writer_unit_t *u, bool later)
 {
 	int ret = records_savepoint(rs);
 	if (ret != ZC_EOK) {
@@ -46,7 +55,8 @@ static int run_unit(records_store_t *rs, writer_unit_t *u)
 	}
 	ret = u->fn(rs, u->ctx);
 	if (ret == ZC_EOK) {
-		ret = records_savepoint_release(rs);
+		ret = later ? records_savepoint_release_later(rs) :
+		      records_savepoint_release(rs);
 	}
 	if (ret != ZC_EOK) {
 		records_savepoint_rollback(rs);
@@ -133,17 +143,16 @@ static void give_seq(writer_t *w, writer_unit_t *batch, bool wanted,
 }
 
 /*
- * Runs one batch in one transaction. Returns the units it did not run
- * (NULL: none), cut off the batch at a unit that could not take a lock
- * without waiting while the transaction held earlier units' (writer.h):
- * they run first in the next batch.
+ * Runs the batch's units in one transaction and commits it; `later`:
+ * units released without waiting (records_savepoint_release_later()).
+ * ZC_EREPLAY: a unit's write failed after its release, and the
+ * transaction was rolled back; the units' results mean nothing then.
+ * Otherwise each unit's result is set. *rest and *cut: as run_batch()
+ * returns them, and the unit before the cut.
  */
-static writer_unit_t *run_batch(writer_t *w, writer_unit_t *batch)
+static int attempt(writer_t *w, writer_unit_t *batch, bool later,
+                   writer_unit_t **rest, writer_unit_t **cut)
 {
-	if (batch->alone) {
-		run_alone(w, batch);
-		return NULL;
-	}
 	for (writer_unit_t *u = batch; u != NULL; u = u->next) {
 		u->result = ZC_EOK;
 	}
@@ -152,7 +161,6 @@ static writer_unit_t *run_batch(writer_t *w, writer_unit_t *batch)
 	if (ret == ZC_EOK) {
 		ret = records_write_begin(w->rs);
 	}
-	writer_unit_t *rest = NULL;
 	for (writer_unit_t *u = batch, *prev = NULL; u != NULL;
 	     prev = u, u = u->next) {
 		if (ret != ZC_EOK) {
@@ -160,10 +168,15 @@ static writer_unit_t *run_batch(writer_t *w, writer_unit_t *batch)
 			continue;
 		}
 		bool held = records_write_holds_units(w->rs);
-		u->result = run_unit(w->rs, u);
+		u->result = run_unit(w->rs, u, later);
+		if (later && records_write_replay(w->rs)) {
+			records_write_rollback(w->rs);
+			return ZC_EREPLAY;
+		}
 		if (u->result == ZC_EBUSY && held && records_write_open(w->rs)) {
 			/* Rolled back to its savepoint: the next batch. */
-			rest = u;
+			*rest = u;
+			*cut = prev;
 			prev->next = NULL;
 			break;
 		}
@@ -186,6 +199,9 @@ static writer_unit_t *run_batch(writer_t *w, writer_unit_t *batch)
 		if (ret == ZC_EOK) {
 			zc_observe(ZC_HIST_RECORDS_WRITE_NS, end - begun);
 		}
+		if (ret == ZC_EREPLAY && later) {
+			return ret; /* Rolled back. */
+		}
 		if (ret != ZC_EOK && !zc_storage_error(ret)) {
 			zc_error("writer: commit failed: %s", zc_strerror(ret));
 		}
@@ -195,6 +211,41 @@ static writer_unit_t *run_batch(writer_t *w, writer_unit_t *batch)
 	}
 	if (ret == ZC_EOK) {
 		give_seq(w, batch, wanted, seq);
+	}
+	return ZC_EOK;
+}
+
+/*
+ * Runs one batch in one transaction. Returns the units it did not run
+ * (NULL: none), cut off the batch at a unit that could not take a lock
+ * without waiting while the transaction held earlier units' (writer.h):
+ * they run first in the next batch.
+ *
+ * Units are released without waiting for their writes' answers (on
+ * PostgreSQL a unit of writes then costs the round trip of its reads
+ * only). Should one of those writes fail later, the batch runs again
+ * from its start with releases that wait, so that each unit gets its
+ * own outcome, and so do the next SAFE_BATCHES batches.
+ */
+static writer_unit_t *run_batch(writer_t *w, writer_unit_t *batch)
+{
+	if (batch->alone) {
+		run_alone(w, batch);
+		return NULL;
+	}
+	bool later = w->safe_batches == 0;
+	if (!later) {
+		w->safe_batches--;
+	}
+	writer_unit_t *rest = NULL, *cut = NULL;
+	while (attempt(w, batch, later, &rest, &cut) == ZC_EREPLAY) {
+		if (rest != NULL) {
+			cut->next = rest; /* The same units, the same order. */
+			rest = NULL;
+		}
+		atomic_fetch_add(&w->replays, 1);
+		w->safe_batches = SAFE_BATCHES;
+		later = false;
 	}
 	count_batch(batch);
 	return rest;
@@ -481,4 +532,5 @@ void writer_stats(writer_t *w, writer_stats_t *out)
 	out->units = atomic_load(&w->units);
 	out->last_batch = atomic_load(&w->last_batch);
 	out->splits = atomic_load(&w->splits);
+	out->replays = atomic_load(&w->replays);
 }

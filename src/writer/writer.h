@@ -111,6 +111,8 @@ typedef struct {
 	uint64_t units;       /* Units run in them. */
 	uint64_t last_batch;  /* Units in the last one. */
 	uint64_t splits;      /* Batches cut at a zone another writer held. */
+	uint64_t replays;     /* Batches run again: a unit's write failed
+	                         after its release (writer.c run_batch()). */
 } writer_stats_t;
 
 void writer_stats(writer_t *w, writer_stats_t *out);

@@ -17,6 +17,7 @@ LMDB map) and fails a test on any error valgrind reports (see `valgrind_report`)
 
 import glob
 import itertools
+import json
 import os
 import re
 import shlex
@@ -601,6 +602,10 @@ class ZonecastServer(DnsServer):
         """`zonecast verify`; returns the CompletedProcess (not checked)."""
         return self.run_cli("verify", "--data-dir", self.data_dir, *([zone] if zone else []),
                             check=False)
+
+    def status(self):
+        """`zonecast status --json` of the running server, parsed."""
+        return json.loads(self.run_cli("status", "--json", "--data-dir", self.data_dir).stdout)
 
     def kill9(self):
         """SIGKILL the server (a crash); the data directory stays as it was."""

@@ -706,5 +706,8 @@ def test_queued_insert_failing_in_the_server_fails_its_unit_alone(node, table, s
     kept_updates = sum(1 for r in results if r[0] == "u" and not r[2])
     assert serial == v0 + len(versions) + kept_updates
     assert version_index_problems(node.cluster_host, node.dbname, zone) == []
+    # Units are released without waiting for their writes' answers: each
+    # refused write surfaced after its release, and its batch ran again.
+    assert node.status()["writer"]["replayed_batches"] >= 1
     wait_for("served", lambda: answer(node.port, "t0-1-0.%s." % zone)[1] != [])
     verify_clean(node)

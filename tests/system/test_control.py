@@ -83,7 +83,7 @@ def test_status(zonecast_factory):
     assert b["applied_seq"] == b["last_seq"] and b["lag_events"] == 0 and b["lag_ms"] == 0
     assert b["stalled"] is None and b["quarantined_zones"] == 0
     assert set(st["writer"]) == {"queued", "batches", "units", "last_batch",
-                                 "cut_batches"}
+                                 "cut_batches", "replayed_batches"}
     assert set(st["caches"]["signatures"]) == {"hits", "misses", "hit_rate"}
     assert set(st["rrl"]) == {"dropped", "slipped"}
     assert st["reload"] == {"count": 0, "last": None}
