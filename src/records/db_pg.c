@@ -819,7 +819,8 @@ static const char *const rollback_to_sql[2] = {
 
 /* A savepoint is queued in the pipeline (its failure surfaces with the
  * unit's next read); its release syncs, so that a unit's queued
- * statements are answered before the unit is counted as kept. */
+ * statements are answered before the unit is counted as kept, unless it
+ * is released later (pg_release_later()). */
 static int pg_savepoint(rdb_t *db, rdb_level_t level)
 {
 	pg_db_t *d = db_of(db);

@@ -24,8 +24,11 @@
  * units before it, and runs it and the units after it first, as the next
  * batch, where it waits holding nothing. The order of units is kept, and
  * no two writers ever wait for each other in a cycle through zone locks
- * (docs/design-postgresql.md §4.3). So a unit may run twice: its first
- * run rolled back, fn must start afresh from ctx.
+ * (docs/design-postgresql.md §4.3). A unit's writes are not waited for
+ * at its release (PostgreSQL: they are answered with the next unit's
+ * first read, or the commit); should one fail then, the whole batch runs
+ * again, unit by unit (writer.c run_batch()). So a unit may run twice:
+ * its first run rolled back, fn must start afresh from ctx.
  *
  * Between batches the thread also trims the change log (the IXFR journal)
  * to its retention, never past what the builder has applied.
