@@ -25,7 +25,8 @@ struct api {
 	api_config_t cfg;
 	struct MHD_Daemon *daemon;
 	writer_t *writer;
-	pthread_mutex_t pool_lock;               /* Guards pool and pool_used. */
+	pthread_mutex_t pool_lock;               /* Guards pool_used. */
+	pthread_cond_t pool_free;                /* Signals a slot freed. */
 	records_store_t *pool[API_POOL_SIZE];    /* Read connections. */
 	bool pool_used[API_POOL_SIZE];
 };

@@ -7,9 +7,11 @@
  * The libmicrohttpd callbacks (server.c) and the api_request fuzz target
  * both call api_dispatch().
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <libknot/errcode.h>
 
 #include "api/audit.h"
@@ -26,33 +28,61 @@
 #define PREFIX "/client/v4/"
 #define MAX_PARTS 8
 
-/* A free read connection of the pool (opened at its first use) and its
- * slot, or NULL when every one is taken. */
-static records_store_t *pool_get(api_t *api, int *slot)
-{
-	pthread_mutex_lock(&api->pool_lock);
-	for (int i = 0; i < API_POOL_SIZE; i++) {
-		if (!api->pool_used[i]) {
-			api->pool_used[i] = true;
-			if (api->pool[i] == NULL &&
-			    records_open(&api->pool[i], api->cfg.data_dir) != ZC_EOK) {
-				api->pool_used[i] = false;
-				break;
-			}
-			*slot = i;
-			pthread_mutex_unlock(&api->pool_lock);
-			return api->pool[i];
-		}
-	}
-	pthread_mutex_unlock(&api->pool_lock);
-	return NULL;
-}
+/* How long a request waits for a connection of the pool when every one
+ * is in use (each is held for its request's length, a write's wait for
+ * the writer included), before it is answered 503. */
+#define POOL_WAIT_S 10
 
 static void pool_put(api_t *api, int slot)
 {
 	pthread_mutex_lock(&api->pool_lock);
 	api->pool_used[slot] = false;
+	pthread_cond_signal(&api->pool_free);
 	pthread_mutex_unlock(&api->pool_lock);
+}
+
+/* Takes a free connection of the pool, waiting up to POOL_WAIT_S for
+ * one, and opens it at its first use (outside the lock: a PostgreSQL
+ * connection takes round trips). ZC_EOK, or records_open()'s error, or
+ * ZC_EBUSY with *full set: none came free in time. */
+static int pool_get(api_t *api, int *slot, records_store_t **out,
+                    bool *full)
+{
+	*full = false;
+	struct timespec until;
+	clock_gettime(CLOCK_MONOTONIC, &until);
+	until.tv_sec += POOL_WAIT_S;
+	pthread_mutex_lock(&api->pool_lock);
+	int i;
+	for (;;) {
+		for (i = 0; i < API_POOL_SIZE && api->pool_used[i]; i++) {
+		}
+		if (i < API_POOL_SIZE) {
+			break;
+		}
+		if (pthread_cond_timedwait(&api->pool_free, &api->pool_lock,
+		                           &until) == ETIMEDOUT) {
+			pthread_mutex_unlock(&api->pool_lock);
+			*full = true;
+			return ZC_EBUSY;
+		}
+	}
+	api->pool_used[i] = true;
+	pthread_mutex_unlock(&api->pool_lock);
+	/* The slot is this request's alone now. */
+	int ret = ZC_EOK;
+	if (api->pool[i] == NULL) {
+		records_store_t *rs = NULL;
+		ret = records_open(&rs, api->cfg.data_dir);
+		api->pool[i] = ret == ZC_EOK ? rs : NULL;
+	}
+	if (ret != ZC_EOK) {
+		pool_put(api, i);
+		return ret;
+	}
+	*slot = i;
+	*out = api->pool[i];
+	return ZC_EOK;
 }
 
 /* Splits the path after the prefix into segments (modifies path). */
@@ -106,9 +136,17 @@ void api_dispatch(api_req_t *req, const char *url)
 		return;
 	}
 	int slot = -1;
-	req->rs = pool_get(req->api, &slot);
-	if (req->rs == NULL) {
-		api_error(req, 503, 1503, "server: no database connection free");
+	bool full;
+	int ret = pool_get(req->api, &slot, &req->rs, &full);
+	if (full) {
+		api_error(req, 503, 1503, "server: busy, all %d records store "
+		          "connections stayed in use for %d s; nothing was "
+		          "written: retry", API_POOL_SIZE, POOL_WAIT_S);
+		return;
+	}
+	if (ret != ZC_EOK) {
+		api_error(req, 503, 1503, "records store: %s; nothing was "
+		          "written: retry", zc_strerror(ret));
 		return;
 	}
 	bool get = strcmp(req->method, "GET") == 0;
@@ -135,6 +173,11 @@ int api_new(const api_config_t *cfg, api_t **out)
 	}
 	api->cfg = *cfg;
 	pthread_mutex_init(&api->pool_lock, NULL);
+	pthread_condattr_t attr;
+	pthread_condattr_init(&attr);
+	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+	pthread_cond_init(&api->pool_free, &attr);
+	pthread_condattr_destroy(&attr);
 	api->writer = cfg->writer;
 	*out = api;
 	return ZC_EOK;
@@ -148,6 +191,7 @@ void api_free(api_t *api)
 	for (int i = 0; i < API_POOL_SIZE; i++) {
 		records_close(api->pool[i]);
 	}
+	pthread_cond_destroy(&api->pool_free);
 	pthread_mutex_destroy(&api->pool_lock);
 	free(api);
 }

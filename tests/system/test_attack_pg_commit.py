@@ -1059,8 +1059,8 @@ def test_statement_failing_at_commit_undoes_the_whole_batch(cluster, tmp_path, w
 # ------------------------------------------------------------ zone-max-records, two nodes
 
 TOO_MANY = "zone-max-records"
-# The API's 16 store connections all taken (api/router.c): not written.
-POOL_FULL = "no database connection free"
+# The API's 16 store connections all taken for 10 s (api/router.c): not written.
+POOL_FULL = "records store connections stayed in use"
 
 
 def fill_singles(srv, token, zid, zone, tag, out, stop, refusals=3):

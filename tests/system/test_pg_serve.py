@@ -192,3 +192,47 @@ def test_first_opens_at_once_load_the_schema_once(cluster, tmp_path):
             assert p.returncode == 0, err
             assert out.strip().splitlines()[-1].startswith("zc_"), out
         assert psql(cluster, "SELECT count(*) FROM tokens", "first%d" % round_).strip() == "6"
+
+
+def test_more_api_writes_at_once_than_store_connections(cluster, tmp_path):
+    """Each API request holds one of the API's 16 records store
+    connections for its length, a write's wait for the writer included.
+    With every insert slowed by a trigger, 30 writes at once outnumber
+    them: the requests that find none free wait for one (up to 10 s)
+    instead of being answered 503 at once, and every write is made."""
+    import threading
+    uri = database(cluster, "pool")
+    srv = serve(tmp_path, uri)
+    srv.serve()
+    try:
+        zonecast("zone", "import", "--data-dir", srv.data_dir, "pg.test.", zone_file(tmp_path))
+        psql(cluster, """
+            CREATE FUNCTION zc_slow() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN
+              IF NEW.ttl = 777 THEN PERFORM pg_sleep(0.05); END IF;
+              RETURN NEW;
+            END $$;
+            CREATE TRIGGER zc_slow BEFORE INSERT ON records
+              FOR EACH ROW EXECUTE FUNCTION zc_slow();""", "pool")
+        token = srv.create_token()
+        zid = srv.client(token).zone_id("pg.test")
+        answers = []
+
+        def write(k):
+            api = servers.ApiClient(srv.api_url, token)
+            r = api.call("POST", "/zones/%s/dns_records" % zid, timeout=60,
+                         json={"type": "A", "name": "w%d.pg.test" % k,
+                               "content": "192.0.2.9", "ttl": 777})
+            answers.append((k, r.status_code, r.text[:200]))
+
+        threads = [threading.Thread(target=write, args=(k,)) for k in range(30)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=120)
+        assert sorted(a[1] for a in answers) == [200] * 30, answers
+        names = {x["name"] for x in srv.client(token).records(zid)}
+        assert {"w%d.pg.test" % k for k in range(30)} <= names
+        assert "no differences" in zonecast("verify", "--data-dir", srv.data_dir).stdout
+    finally:
+        srv.stop()
