@@ -628,8 +628,12 @@ static int delete_rr(records_store_t *rs, update_msg_t *m, node_t *n,
 int update_apply(records_store_t *rs, void *arg)
 {
 	update_msg_t *m = arg;
+	if (m->refused) {
+		return ZC_EUSAGE; /* In a run before this one: m->rcode. */
+	}
 	/* Afresh: the writer runs a unit again after a zone lock it could
-	 * not take (writer.h), its first run rolled back. */
+	 * not take, or its whole batch (writer.h), its first run rolled
+	 * back. */
 	m->changed = false;
 	m->added_count = 0;
 	m->removed = 0;
@@ -667,6 +671,7 @@ int update_apply(records_store_t *rs, void *arg)
 			m->rcode = KNOT_RCODE_SERVFAIL;
 			update_audit_refused(m, m->rcode,
 			                     "the zone is quarantined");
+			m->refused = true;
 			return ZC_EUSAGE;
 		}
 	}

@@ -31,6 +31,11 @@ typedef struct {
 	                                (a kept key: service.c). */
 	records_zone_t zone;         /* From the zone section. */
 	uint8_t rcode;               /* Outcome (RFC 2136 §2.2). */
+	/* Refused by the committer with a verdict that was logged, audited,
+	 * counted or put in the replay cache: should the writer run the
+	 * unit again (writer.h), it answers the same, deciding nothing
+	 * twice (update_apply()). */
+	bool refused;
 	bool changed;                /* The zone's serial moved. */
 	/* The message's SOA (RFC 2136 §3.4.2.2): the newest serial of the
 	 * apex SOAs it adds (0 when none is newer than the zone's), which is

@@ -37,6 +37,14 @@ bool update_policy_allows(const char *grants, const knot_dname_t *key_name,
 /* The message's key was deleted: judged again with the key under its
  * name now (none: BADKEY), as the precheck judges it; counted and logged
  * as its refusals are. */
+/* A refusal the committer decided, with what came with it (log, audit
+ * line, count, replay cache): final for the message. */
+static int refuse(update_msg_t *m)
+{
+	m->refused = true;
+	return ZC_EUSAGE;
+}
+
 static int key_again(records_store_t *rs, update_msg_t *m,
                      const records_zone_t *zone)
 {
@@ -63,18 +71,18 @@ static int key_again(records_store_t *rs, update_msg_t *m,
 		                     key.algorithm, &m->from);
 		m->rcode = tret == KNOT_EMALF ? KNOT_RCODE_FORMERR :
 		           KNOT_RCODE_NOTAUTH;
-		return ZC_EUSAGE;
+		return refuse(m);
 	}
 	if (zone == NULL) {
 		m->rcode = KNOT_RCODE_NOTAUTH;
 		update_audit_refused(m, m->rcode, "not a zone served here");
-		return ZC_EUSAGE;
+		return refuse(m);
 	}
 	if (key.zone_id != zone->id) {
 		m->rcode = KNOT_RCODE_REFUSED;
 		update_audit_refused(m, m->rcode,
 		                     "the key belongs to another zone");
-		return ZC_EUSAGE;
+		return refuse(m);
 	}
 	m->key_id = key.id;
 	if (!update_policy_allows(key.grants, key.name, m)) {
@@ -82,7 +90,7 @@ static int key_again(records_store_t *rs, update_msg_t *m,
 		        m->zone.name, key.grants);
 		m->rcode = KNOT_RCODE_REFUSED;
 		update_audit_refused(m, m->rcode, "outside the key's grants");
-		return ZC_EUSAGE;
+		return refuse(m);
 	}
 	return ZC_EOK;
 }
@@ -104,7 +112,7 @@ int update_key_check(records_store_t *rs, update_msg_t *m)
 		m->replay_pending = false;
 		if (update_tsig_replay(m->service, m) != ZC_EOK) {
 			m->rcode = KNOT_RCODE_NOTAUTH; /* BADTIME */
-			return ZC_EUSAGE;
+			return refuse(m);
 		}
 	}
 	return ZC_EOK;

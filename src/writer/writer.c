@@ -195,12 +195,12 @@ static int attempt(writer_t *w, writer_unit_t *batch, bool later,
 		ret = wanted ? records_write_commit_seq(w->rs, &seq) :
 		      records_write_commit(w->rs);
 		uint64_t end = zc_clock_ns();
+		if (ret == ZC_EREPLAY && later) {
+			return ret; /* Rolled back: no commit to count. */
+		}
 		zc_observe(ZC_HIST_WRITER_COMMIT_NS, end - start);
 		if (ret == ZC_EOK) {
 			zc_observe(ZC_HIST_RECORDS_WRITE_NS, end - begun);
-		}
-		if (ret == ZC_EREPLAY && later) {
-			return ret; /* Rolled back. */
 		}
 		if (ret != ZC_EOK && !zc_storage_error(ret)) {
 			zc_error("writer: commit failed: %s", zc_strerror(ret));
