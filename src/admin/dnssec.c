@@ -63,9 +63,21 @@ static int done(records_store_t *rs, admin_dnssec_t *d, admin_dnssec_done_t what
 	return ZC_EOK;
 }
 
-static int enable_unit(records_store_t *rs, void *ctx)
+/* The outputs of a run, cleared: the writer may run a unit twice, its
+ * first run rolled back (writer.h). */
+static admin_dnssec_t *afresh(void *ctx)
 {
 	admin_dnssec_t *d = ctx;
+	d->done = ADMIN_DNSSEC_ENABLED;
+	d->early = false;
+	d->unbegun = false;
+	d->second_step_ms = 0;
+	return d;
+}
+
+static int enable_unit(records_store_t *rs, void *ctx)
+{
+	admin_dnssec_t *d = afresh(ctx);
 	int ret = records_zone_get(rs, d->zone.id, &d->zone);
 	if (ret != ZC_EOK) {
 		return ret;
@@ -94,7 +106,7 @@ static int count_keys(const signer_key_info_t *info, void *ctx)
 
 static int disable_unit(records_store_t *rs, void *ctx)
 {
-	admin_dnssec_t *d = ctx;
+	admin_dnssec_t *d = afresh(ctx);
 	int keys = 0;
 	int ret = records_zone_get(rs, d->zone.id, &d->zone);
 	if (ret == ZC_EOK) {
@@ -132,7 +144,7 @@ int admin_dnssec_disable(writer_t *w, admin_dnssec_t *d)
 
 static int rollover_unit(records_store_t *rs, void *ctx)
 {
-	admin_dnssec_t *d = ctx;
+	admin_dnssec_t *d = afresh(ctx);
 	int ret = records_zone_get(rs, d->zone.id, &d->zone);
 	if (ret == ZC_EOK) {
 		ret = signer_step_time(rs, &d->zone, d->roll_flags, d->roll_step,

@@ -22,6 +22,7 @@ typedef struct {
 static int create_unit(records_store_t *rs, void *ctx)
 {
 	const create_t *c = ctx;
+	c->err[0] = '\0'; /* Afresh: the writer may run it twice. */
 	return records_tsig_create(rs, c->zone_id, c->name, c->algorithm,
 	                           c->grants, c->transfer, c->key, c->err,
 	                           c->err_size);

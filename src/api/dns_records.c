@@ -648,9 +648,11 @@ static int write_unit(records_store_t *rs, void *ctx)
 {
 	unit_t *u = ctx;
 	/* Afresh: the writer runs a unit again after a zone lock it could
-	 * not take (writer.h), its first run rolled back; nothing read or
-	 * written in that run is kept. */
+	 * not take, or its whole batch (writer.h), its first run rolled
+	 * back; nothing read, written or answered in that run is kept. */
 	u->skipped = 0;
+	u->err[0] = '\0';
+	u->status = 0;
 	api_node_cache_reset(u->cache, rs, u->zone.id);
 	int ret = records_zone_get(rs, u->zone.id, &u->zone);
 	if (ret == ZC_EOK) {

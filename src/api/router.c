@@ -54,18 +54,23 @@ static int pool_get(api_t *api, int *slot, records_store_t **out,
 	until.tv_sec += POOL_WAIT_S;
 	pthread_mutex_lock(&api->pool_lock);
 	int i;
+	bool timed_out = false;
 	for (;;) {
 		for (i = 0; i < API_POOL_SIZE && api->pool_used[i]; i++) {
 		}
 		if (i < API_POOL_SIZE) {
 			break;
 		}
-		if (pthread_cond_timedwait(&api->pool_free, &api->pool_lock,
-		                           &until) == ETIMEDOUT) {
+		if (timed_out) {
 			pthread_mutex_unlock(&api->pool_lock);
 			*full = true;
 			return ZC_EBUSY;
 		}
+		/* Timed out, the slots get one more look (one freed at
+		 * the deadline) before the 503. */
+		timed_out = pthread_cond_timedwait(&api->pool_free,
+		                                   &api->pool_lock,
+		                                   &until) == ETIMEDOUT;
 	}
 	api->pool_used[i] = true;
 	pthread_mutex_unlock(&api->pool_lock);

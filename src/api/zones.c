@@ -243,6 +243,7 @@ static int copy_soa(const records_record_t *rec, void *ctx)
  * build of the zone. */
 static int rewrite_soa(records_store_t *rs, patch_t *p)
 {
+	p->soa_id = 0; /* Afresh: the unit may run twice (writer.h). */
 	int ret = records_record_foreach(rs, p->zone.id, p->zone.apex,
 	                                 KNOT_RRTYPE_SOA, copy_soa, p);
 	if (ret != ZC_EOK || p->soa_id == 0) {

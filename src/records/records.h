@@ -461,8 +461,10 @@ void records_savepoint_rollback(records_store_t *store);
  * to be answered (PostgreSQL: they go with the next unit's first read or
  * with the commit; db.h, rdb_release_later()). Should one of them fail
  * later, the transaction wants its units run again:
- * records_write_replay() says so until it is rolled back, and the calls
- * meanwhile fail (ZC_EREPLAY). SQLite: records_savepoint_release(). */
+ * records_write_replay() says so until it is rolled back; meanwhile the
+ * sync that met the failure, later releases and the commit fail
+ * (ZC_EREPLAY), other calls with their own errors.
+ * SQLite: records_savepoint_release(). */
 int records_savepoint_release_later(records_store_t *store);
 bool records_write_replay(records_store_t *store);
 /* Whether a unit of the open write transaction was released (kept): its
