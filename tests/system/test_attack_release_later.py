@@ -1235,3 +1235,116 @@ def test_sqlite_store_has_no_replays(tmp_path):
         verify_clean(srv)
     finally:
         srv.stop()
+
+
+# ------------------------------------------------------------ the API: the error of the run that counted
+
+def _api_in_order(api, calls):
+    """Sends the API calls [(method, path, json)] in that order, each on
+    its own thread, 0.2 s apart (so that their units queue in that order);
+    returns the threads and {index: response}."""
+    out, threads = {}, []
+
+    def run(i, method, path, body):
+        out[i] = api.call(method, path, json=body, timeout=40)
+
+    for i, (method, path, body) in enumerate(calls):
+        t = threading.Thread(target=run, args=(i, method, path, body))
+        t.start()
+        threads.append(t)
+        time.sleep(0.2)
+    return threads, out
+
+
+
+CNAME_BESIDE = "name: a CNAME cannot share its name with other records (RFC 1034 section 3.6.2)"
+
+
+def test_api_batch_in_a_replayed_batch_answers_the_error_of_the_run_that_counted(node):
+    """An API batch request (unit B) whose first op fails in the batch's
+    first run and passes in the run that counts, and whose second op fails
+    then: its answer is the second op's error (400, a CNAME beside other
+    data), not the first run's (404, no such record). FAILED against
+    8a1b924 (fixed by 6b7a3c6: write_unit() clears u->err and u->status at
+    the start of each run; fail() keeps the first message of a run, and
+    kept the first run's).
+
+    The batch, after the blocker: A, an API POST of a record (kept); B, the
+    API batch {"patches": [the id A's record gets in the second run],
+    "posts": [a CNAME at the name of an A record]}; C, an UPDATE refused by
+    the trigger (TTL 4242), answered with the COMMIT: the batch runs again.
+    The state B meets cannot differ between the runs through a refused unit
+    before it (that unit's failure reaches B's first read, before any op of
+    B decides anything: B returns ZC_EREPLAY, no error recorded); what
+    differs is the ids: A's record gets another id in the second run (the
+    first run's are never handed out again). That id is known ahead: a
+    first round of the same shape measures how far past the id of a POST
+    made just before the batch A's record lands."""
+    api = node.client()
+    zone, blk = "rerun.test", "blk.test"
+    zid = new_zone(api, zone)
+    new_zone(api, blk)
+    install_triggers(node, records_state="P0001", sleep=1.5)
+    recs = "/zones/%s/dns_records" % zid
+
+    def post_a(name, content="192.0.2.1"):
+        r = api.ok("POST", recs, json={"type": "A", "name": name, "content": content})
+        return int(r["result"]["id"], 16)
+
+    taken = post_a("taken." + zone, "192.0.2.10")
+
+    def round_(tag, patch_id):
+        """Blocker; then A, B, C in one batch. Returns (A, B, C's rcode,
+        the writer's counters before and after)."""
+        w0 = writer(node)
+        body = {"patches": [{"id": "%032x" % patch_id, "content": "192.0.2.99"}],
+                "posts": [{"type": "CNAME", "name": "taken." + zone,
+                           "content": "target.example"}]}
+        bad = upd(zone, "bad-%s.%s" % (tag, zone), ttl=REFUSE_TTL)
+        with Blocker(node.port, blk, "b-%s.%s" % (tag, blk)):
+            threads, out = _api_in_order(api, [
+                ("POST", recs, {"type": "A", "name": "a-%s.%s" % (tag, zone),
+                                "content": "192.0.2.1"}),
+                ("POST", recs + "/batch", body)])
+            got = pipeline(node.port, [bad])
+            for t in threads:
+                t.join(40)
+        return out[0], out[1], got[bad.id].rcode(), w0, writer(node)
+
+    def one_batch_run_again(w0, w1):
+        # the blocker's batch and ours, ours of 3 units (A, B, C), run again once
+        assert (w1["batches"] - w0["batches"], w1["last_batch"],
+                w1["replayed_batches"] - w0["replayed_batches"]) == (2, 3, 1), (w0, w1)
+
+    # First round: B patches a record that exists in both runs (control:
+    # the same answer either way), and A's id is measured.
+    p0 = post_a("p0." + zone)
+    a, b, rc, w0, w1 = round_("cal", taken)
+    assert a.status_code == 200, a.text
+    assert rc == SERVFAIL
+    one_batch_run_again(w0, w1)
+    assert b.status_code == 400, b.text
+    assert b.json()["errors"][0]["message"] == CNAME_BESIDE, b.text
+    delta = int(a.json()["result"]["id"], 16) - p0
+    # Past the batches that run in safe mode after a replay (writer.c
+    # SAFE_BATCHES, 8): releases without waiting again.
+    for i in range(9):
+        post_a("burn%d.%s" % (i, zone))
+    v0 = serial(api, zid)
+    p1 = post_a("p1." + zone)
+    want = p1 + delta
+    # Second round: B patches the id A's record gets in the second run. In
+    # the first run no record has it: op 1 fails, 404; in the second op 1
+    # passes and op 2 fails, 400.
+    a, b, rc, w0, w1 = round_("real", want)
+    assert a.status_code == 200, a.text
+    assert rc == SERVFAIL
+    one_batch_run_again(w0, w1)
+    assert int(a.json()["result"]["id"], 16) == want, (a.text, want, delta)
+    assert (b.status_code, b.json()["errors"][0]["message"]) == (400, CNAME_BESIDE), b.text
+    # B left nothing: A's record as A wrote it, no CNAME; one version (A's)
+    back = api.get("%s/%032x" % (recs, want))
+    assert (back["name"], back["content"]) == ("a-real." + zone, "192.0.2.1")
+    assert [r["type"] for r in api.records(zid) if r["name"] == "taken." + zone] == ["A"]
+    assert serial(api, zid) == v0 + 2      # p1 and A
+    verify_clean(node)
