@@ -34,9 +34,6 @@ bool update_policy_allows(const char *grants, const knot_dname_t *key_name,
 	return true;
 }
 
-/* The message's key was deleted: judged again with the key under its
- * name now (none: BADKEY), as the precheck judges it; counted and logged
- * as its refusals are. */
 /* A refusal the committer decided, with what came with it (log, audit
  * line, count, replay cache): final for the message. */
 static int refuse(update_msg_t *m)
@@ -45,6 +42,9 @@ static int refuse(update_msg_t *m)
 	return ZC_EUSAGE;
 }
 
+/* The message's key was deleted: judged again with the key under its
+ * name now (none: BADKEY), as the precheck judges it; counted and logged
+ * as its refusals are. */
 static int key_again(records_store_t *rs, update_msg_t *m,
                      const records_zone_t *zone)
 {
