@@ -19,6 +19,7 @@ import glob
 import itertools
 import json
 import os
+import random
 import re
 import shlex
 import shutil
@@ -110,16 +111,39 @@ def knotd_bin():
 _given = set()
 
 
+def _server_ports():
+    """The ports servers are given: outside the kernel's ephemeral range
+    (ip_local_port_range), from which every outgoing connection takes its
+    local port. A server port from that range can be taken meanwhile by a
+    client socket of anything on the machine (a kept-alive HTTP session, a
+    transfer), and a server restarted on it then fails to bind (a CI
+    failure: knotd restarted by test_transfer.py, "cannot bind address
+    ... TCP (address already in use)")."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            low, high = (int(x) for x in f.read().split())
+    except (OSError, ValueError):
+        return None
+    if low - 10000 >= 4096:
+        return range(10000, low)
+    if 65535 - high >= 4096:
+        return range(high + 1, 65536)
+    return None
+
+
+_ports = _server_ports()
+
+
 def free_port():
-    """A port that is free on 127.0.0.1 for both UDP and TCP, and that no
-    earlier call of this process returned (still racy against other
-    processes)."""
+    """A port that is free on 127.0.0.1 for both UDP and TCP, outside the
+    ephemeral range (_server_ports()), and that no earlier call of this
+    process returned (still racy against other processes)."""
     for _ in range(1000):
         u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        u.bind(("127.0.0.1", 0))
-        port = u.getsockname()[1]
         t = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         try:
+            u.bind(("127.0.0.1", random.choice(_ports) if _ports else 0))
+            port = u.getsockname()[1]
             if port in _given:
                 continue
             t.bind(("127.0.0.1", port))
