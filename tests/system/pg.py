@@ -83,3 +83,22 @@ def node(path, uri=None, options=(), env=None):
 def serve_node(tmp_path, name, uri, options=(), env=None):
     """node() at tmp_path/name, started."""
     return node(tmp_path / name, uri, options, env).serve()
+
+
+def version_index_problems(host, dbname, zone, events_required=False):
+    """The IXFR index (zone_versions) of zone against its change log: every
+    version with events indexed at its first event, and the versions a
+    gap-free run; with events_required, a zone without events is one too.
+    The problems found, as lines ([]: none)."""
+    sql = ("WITH z AS (SELECT id FROM zones WHERE name = '%s.'),"
+           " firsts AS (SELECT version, min(seq) AS seq FROM changes WHERE"
+           " zone_id = (SELECT id FROM z) GROUP BY version)"
+           " SELECT 'unindexed ' || f.version || ' ' || f.seq || ' ' || coalesce(zv.seq::text, '-')"
+           " FROM firsts f LEFT JOIN zone_versions zv ON zv.zone_id = (SELECT id FROM z)"
+           " AND zv.version = f.version WHERE zv.seq IS DISTINCT FROM f.seq"
+           " UNION ALL SELECT 'gap ' || v FROM generate_series((SELECT min(version) FROM"
+           " firsts), (SELECT max(version) FROM firsts)) v WHERE v NOT IN"
+           " (SELECT version FROM firsts)" % zone)
+    if events_required:
+        sql += " UNION ALL SELECT 'no events' WHERE NOT EXISTS (SELECT 1 FROM firsts)"
+    return [x for x in psql(host, sql, db=dbname).split("\n") if x]

@@ -157,6 +157,12 @@ def free_port():
     raise RuntimeError("no free UDP+TCP port found")
 
 
+def verify_clean(srv):
+    """`zonecast verify` of srv finds the edge store equal to a full build."""
+    v = srv.verify()
+    assert v.returncode == 0 and "no differences" in v.stdout, v.stdout + v.stderr
+
+
 def wait_for(what, cond, timeout=20, step=0.02):
     """Calls cond every step seconds until it returns something true, and
     returns that; fails the test, naming what it waited for, after

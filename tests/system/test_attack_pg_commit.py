@@ -49,6 +49,7 @@ import pytest
 
 import pg
 import servers
+from servers import verify_clean
 
 NOERROR, SERVFAIL = dns.rcode.NOERROR, dns.rcode.SERVFAIL
 INDOUBT_TEXT = "may or may not"
@@ -120,11 +121,6 @@ def wait_for(what, fn, timeout=20):
         time.sleep(0.05)
 
 
-def verify_clean(srv):
-    v = srv.verify()
-    assert v.returncode == 0 and "no differences" in v.stdout, v.stdout + v.stderr
-
-
 def new_zone(api, name):
     return api.ok("POST", "/zones", json={"name": name})["result"]["id"]
 
@@ -143,21 +139,6 @@ def counts(cluster, db, zone):
 
 def store_names(api, zid):
     return [r["name"] for r in api.records(zid)]
-
-
-def version_index_problems(cluster, dbname, zone):
-    """Every version with events indexed at its first event, the versions a
-    gap-free run (test_attack_pipeline.py's check)."""
-    q = ("WITH z AS (SELECT id FROM zones WHERE name = '%s.'),"
-         " firsts AS (SELECT version, min(seq) AS seq FROM changes WHERE"
-         " zone_id = (SELECT id FROM z) GROUP BY version)"
-         " SELECT 'unindexed ' || f.version || ' ' || f.seq || ' ' || coalesce(zv.seq::text, '-')"
-         " FROM firsts f LEFT JOIN zone_versions zv ON zv.zone_id = (SELECT id FROM z)"
-         " AND zv.version = f.version WHERE zv.seq IS DISTINCT FROM f.seq"
-         " UNION ALL SELECT 'gap ' || v FROM generate_series((SELECT min(version) FROM"
-         " firsts), (SELECT max(version) FROM firsts)) v WHERE v NOT IN"
-         " (SELECT version FROM firsts)" % zone)
-    return sql(cluster, dbname, q).split("\n")[:-1]
 
 
 def zonecast_backends(cluster, db, writing_only=False):
@@ -236,7 +217,7 @@ def check_units(cluster, db, api, zones, out, v0, lenient_503=False):
         serial = int(sql(cluster, db, "SELECT serial FROM zones WHERE name = '%s.'" % z))
         if serial != v0[z] + kept[z]:
             problems.append(("serial", z, serial, v0[z], kept[z]))
-        gaps = version_index_problems(cluster, db, z)
+        gaps = pg.version_index_problems(cluster, db, z)
         if gaps:
             problems.append(("versions", z, gaps[:5]))
         kc, real = counts(cluster, db, z)
@@ -837,7 +818,7 @@ def committed_answer_lost(shim_node, via, mode):
     r2, took2 = post_a(api, zid, "after." + zone)
     assert r2.status_code == 200 and took2 < 2, (r2.status_code, took2)
     assert db_serial(srv, zone) == v0 + 2
-    assert version_index_problems(srv.cluster, srv.db, zone) == []
+    assert pg.version_index_problems(srv.cluster, srv.db, zone) == []
     verify_clean(srv)
     # and the client was not told "nothing was written: retry" (a retry,
     # as told, would get 400 "an identical record already exists")
@@ -875,7 +856,7 @@ def test_connection_lost_before_the_commit_is_sent(shim_node, via):
     assert r2.status_code == 200 and took2 < 2, (r2.status_code, took2)
     assert db_serial(srv, zone) == v0 + 1
     assert answer(srv.port, "after.%s." % zone)[1] == ["192.0.2.77"]
-    assert version_index_problems(srv.cluster, srv.db, zone) == []
+    assert pg.version_index_problems(srv.cluster, srv.db, zone) == []
     verify_clean(srv)
 
 
@@ -903,7 +884,7 @@ def test_position_answer_lost_after_the_commit_answer(shim_node, via):
     r2, took2 = post_a(api, zid, "after." + zone)
     assert r2.status_code == 200 and took2 < 2, (r2.status_code, took2)
     assert db_serial(srv, zone) == v0 + 2
-    assert version_index_problems(srv.cluster, srv.db, zone) == []
+    assert pg.version_index_problems(srv.cluster, srv.db, zone) == []
     verify_clean(srv)
 
 
@@ -933,7 +914,7 @@ def test_commit_answered_rollback(shim_node, via):
     assert r2.status_code == 200 and took2 < 2, (r2.status_code, took2)
     assert db_serial(srv, zone) == v0 + 1
     assert answer(srv.port, "after.%s." % zone)[1] == ["192.0.2.77"]
-    assert version_index_problems(srv.cluster, srv.db, zone) == []
+    assert pg.version_index_problems(srv.cluster, srv.db, zone) == []
     verify_clean(srv)
 
 
@@ -964,7 +945,7 @@ def test_position_read_failing_behind_commit(shim_node):
     for i in range(10):
         assert answer(srv.port, "y%d.%s." % (i, zone))[1] == ["192.0.2.77"]
         assert answer(srv.port, "u%d.%s." % (i, zone))[1] == ["192.0.2.78"]
-    assert version_index_problems(srv.cluster, srv.db, zone) == []
+    assert pg.version_index_problems(srv.cluster, srv.db, zone) == []
     verify_clean(srv)
 
 
@@ -1345,7 +1326,7 @@ def test_zone_deleted_and_made_again_while_live_writes_queue(cluster, tmp_path):
         # a 200 to a ?wait=live write says it was served
         assert all(a[6] is True for a in answers if a[0] == "api" and a[3] == 200)
         wait_for("last zone served", lambda: srv.answers_soa(zone))
-        assert version_index_problems(cluster, db, zone) == []
+        assert pg.version_index_problems(cluster, db, zone) == []
         assert int(sql(cluster, db, "SELECT count(*) FROM zones")) == 1
         verify_clean(srv)
     finally:
@@ -1422,7 +1403,7 @@ def test_live_writes_and_updates_answer_promptly_and_are_served_on_two_nodes(clu
             t.join(timeout=120)
         assert not problems, problems[:10]
         for z in zones:
-            assert version_index_problems(cluster, db, z) == []
+            assert pg.version_index_problems(cluster, db, z) == []
             serial = db_serial_of(cluster, db, z)
             for srv in (a, b):
                 wait_for("serial served", lambda: soa_serial(srv.port, z) == serial)

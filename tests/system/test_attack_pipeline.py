@@ -37,6 +37,7 @@ import pytest
 
 import pg
 import servers
+from servers import verify_clean
 
 
 @pytest.fixture(scope="module")
@@ -78,11 +79,6 @@ def wait_for(what, fn, timeout=20):
         time.sleep(0.05)
 
 
-def verify_clean(srv):
-    v = srv.verify()
-    assert v.returncode == 0 and "no differences" in v.stdout, v.stdout + v.stderr
-
-
 def new_zone(api, name):
     return api.ok("POST", "/zones", json={"name": name})["result"]["id"]
 
@@ -91,23 +87,6 @@ def store_rows(cluster, srv, zone, sql_where="TRUE"):
     return pg.psql(cluster, "SELECT r.id, r.type FROM records r JOIN zones z ON"
                             " z.id = r.zone_id WHERE z.name = '%s.' AND %s"
                             % (zone, sql_where), db=srv.dbname).split()
-
-
-def version_index_problems(cluster, dbname, zone):
-    """The IXFR index (zone_versions) against the change log: every
-    version with events indexed at its first event, and the versions a
-    gap-free run."""
-    sql = ("WITH z AS (SELECT id FROM zones WHERE name = '%s.'),"
-           " firsts AS (SELECT version, min(seq) AS seq FROM changes WHERE"
-           " zone_id = (SELECT id FROM z) GROUP BY version)"
-           " SELECT 'unindexed ' || f.version || ' ' || f.seq || ' ' || coalesce(zv.seq::text, '-')"
-           " FROM firsts f LEFT JOIN zone_versions zv ON zv.zone_id = (SELECT id FROM z)"
-           " AND zv.version = f.version WHERE zv.seq IS DISTINCT FROM f.seq"
-           " UNION ALL SELECT 'gap ' || v FROM generate_series((SELECT min(version) FROM"
-           " firsts), (SELECT max(version) FROM firsts)) v WHERE v NOT IN"
-           " (SELECT version FROM firsts)"
-           " UNION ALL SELECT 'no events' WHERE NOT EXISTS (SELECT 1 FROM firsts)" % zone)
-    return pg.psql(cluster, sql, db=dbname).split("\n")[:-1]
 
 
 def a_posts(prefix, zone, n, start=0):
@@ -188,7 +167,7 @@ def test_late_failing_batches_among_concurrent_single_writes(node):
     assert len(names & {"s0-%d.%s" % (i, zone) for i in range(40)}) == 40
     assert len(api.records(oid)) >= 40
     wait_for("serial served", lambda: node.answers_soa(zone))
-    assert version_index_problems(node.cluster_host, node.dbname, zone) == []
+    assert pg.version_index_problems(node.cluster_host, node.dbname, zone, events_required=True) == []
     verify_clean(node)
 
 
@@ -330,7 +309,7 @@ def test_concurrent_updates_half_refused_by_prerequisites(node):
         name = "m%d-%d-5.%s." % (k, i, zone)
         got = answer(node.port, name)
         assert (got[1] == []) == refused, (name, got)
-    assert version_index_problems(node.cluster_host, node.dbname, zone) == []
+    assert pg.version_index_problems(node.cluster_host, node.dbname, zone, events_required=True) == []
     verify_clean(node)
 
 
@@ -592,7 +571,7 @@ def test_updates_and_batches_that_pass_zone_max_records_late(cluster, tmp_path):
         counted = pg.psql(cluster, "SELECT record_count FROM zones WHERE name = '%s.'" % zone,
                           db=name).strip()
         assert int(counted) == len(recs)
-        assert version_index_problems(cluster, name, zone) == []
+        assert pg.version_index_problems(cluster, name, zone, events_required=True) == []
         verify_clean(srv)
     finally:
         srv.stop()
@@ -705,7 +684,7 @@ def test_queued_insert_failing_in_the_server_fails_its_unit_alone(node, table, s
     # one version per kept unit (API and UPDATE), no gap
     kept_updates = sum(1 for r in results if r[0] == "u" and not r[2])
     assert serial == v0 + len(versions) + kept_updates
-    assert version_index_problems(node.cluster_host, node.dbname, zone) == []
+    assert pg.version_index_problems(node.cluster_host, node.dbname, zone, events_required=True) == []
     # Units are released without waiting for their writes' answers: each
     # refused write surfaced after its release, and its batch ran again.
     assert node.status()["writer"]["replayed_batches"] >= 1

@@ -61,6 +61,7 @@ import pytest
 
 import pg
 import servers
+from servers import verify_clean
 
 NOERROR, SERVFAIL, NOTAUTH = dns.rcode.NOERROR, dns.rcode.SERVFAIL, dns.rcode.NOTAUTH
 REFUSE_TTL = 4242   # refused by the test trigger (records or changes)
@@ -190,16 +191,6 @@ def upd(zone, name, ttl=60, addr="192.0.2.1", key=None, rdtype="A"):
     return m
 
 
-def _recv_exact(s, n):
-    buf = b""
-    while len(buf) < n:
-        chunk = s.recv(n - len(buf))
-        if not chunk:
-            raise ConnectionError("closed after %d of %d bytes" % (len(buf), n))
-        buf += chunk
-    return buf
-
-
 sent_wires = {}   # id -> the exact bytes pipeline() sent
 
 
@@ -224,8 +215,8 @@ def pipeline(port, msgs, timeout=40):
         s.sendall(b"".join(struct.pack("!H", len(w)) + w for w in wires))
         out = {}
         for _ in msgs:
-            n = struct.unpack("!H", _recv_exact(s, 2))[0]
-            wire = _recv_exact(s, n)
+            n = struct.unpack("!H", servers.recv_exact(s, 2))[0]
+            wire = servers.recv_exact(s, n)
             mid = struct.unpack("!H", wire[:2])[0]
             q = by_id[mid]
             if q.had_tsig:
@@ -271,26 +262,6 @@ def batch_after_blocker(srv, blk_zone, msgs, blk_name=None):
 
 def writer(srv):
     return srv.status()["writer"]
-
-
-def verify_clean(srv):
-    v = srv.verify()
-    assert v.returncode == 0 and "no differences" in v.stdout, v.stdout + v.stderr
-
-
-def version_index_problems(srv, zone):
-    """The IXFR index (zone_versions) against the change log: every version
-    with events indexed at its first event, the versions a gap-free run."""
-    q = ("WITH z AS (SELECT id FROM zones WHERE name = '%s.'),"
-         " firsts AS (SELECT version, min(seq) AS seq FROM changes WHERE"
-         " zone_id = (SELECT id FROM z) GROUP BY version)"
-         " SELECT 'unindexed ' || f.version || ' ' || f.seq || ' ' || coalesce(zv.seq::text, '-')"
-         " FROM firsts f LEFT JOIN zone_versions zv ON zv.zone_id = (SELECT id FROM z)"
-         " AND zv.version = f.version WHERE zv.seq IS DISTINCT FROM f.seq"
-         " UNION ALL SELECT 'gap ' || v FROM generate_series((SELECT min(version) FROM"
-         " firsts), (SELECT max(version) FROM firsts)) v WHERE v NOT IN"
-         " (SELECT version FROM firsts)" % zone)
-    return [x for x in sql(srv, q).split("\n") if x]
 
 
 def changes_versions(srv, zone, since):
@@ -349,7 +320,7 @@ def test_failure_of_the_last_unit_surfaces_at_commit(node, table, state):
     check_outcomes(api, zid, zone, v0, expect, got, names)
     assert writer(node)["replayed_batches"] == r0 + 1
     assert changes_versions(node, zone, v0) == list(range(v0 + 1, v0 + 5))
-    assert version_index_problems(node, zone) == []
+    assert pg.version_index_problems(node.cluster_host, node.dbname, zone) == []
     for i in range(4):
         assert answer_a(node.port, "g%d.%s" % (i, zone))[1] == ["192.0.2.1"]
     verify_clean(node)
@@ -382,7 +353,7 @@ def test_failure_of_an_earlier_unit_surfaces_at_the_next_units_read(node, table,
     w1 = writer(node)
     assert w1["replayed_batches"] == w0["replayed_batches"] + 1
     assert changes_versions(node, zone, v0) == list(range(v0 + 1, v0 + 6))
-    assert version_index_problems(node, zone) == []
+    assert pg.version_index_problems(node.cluster_host, node.dbname, zone) == []
     verify_clean(node)
 
 
@@ -407,7 +378,7 @@ def test_zone_versions_insert_failing_once_is_run_again_and_kept(node):
     check_outcomes(api, zid, zone, v0, {m.id: NOERROR for m in msgs}, got, names)
     assert int(sql(node, "SELECT last_value FROM zc_zv_shots")) >= 2
     assert writer(node)["replayed_batches"] == r0 + 1
-    assert version_index_problems(node, zone) == []
+    assert pg.version_index_problems(node.cluster_host, node.dbname, zone) == []
     assert changes_versions(node, zone, v0) == list(range(v0 + 1, v0 + 6))
     verify_clean(node)
 
@@ -438,7 +409,7 @@ def test_pipeline_filled_by_empty_units_after_a_failed_write(node):
     names.update({m.id: None for m in empties})
     check_outcomes(api, zid, zone, v0, expect, got, names)
     assert writer(node)["replayed_batches"] == r0 + 1
-    assert version_index_problems(node, zone) == []
+    assert pg.version_index_problems(node.cluster_host, node.dbname, zone) == []
     verify_clean(node)
 
 
@@ -506,7 +477,7 @@ def test_failing_every_time_gives_answers_and_does_not_loop(node):
     assert serial(api, zid) == v0 + kept
     replays = writer(node)["replayed_batches"] - r0
     assert 1 <= replays <= bad_units, replays
-    assert version_index_problems(node, zone) == []
+    assert pg.version_index_problems(node.cluster_host, node.dbname, zone) == []
     verify_clean(node)
 
 
@@ -563,8 +534,8 @@ def pipeline_raw(port, wire):
     s = socket.create_connection(("127.0.0.1", port), timeout=10)
     try:
         s.sendall(struct.pack("!H", len(wire)) + wire)
-        n = struct.unpack("!H", _recv_exact(s, 2))[0]
-        return _recv_exact(s, n)
+        n = struct.unpack("!H", servers.recv_exact(s, 2))[0]
+        return servers.recv_exact(s, n)
     finally:
         s.close()
 
@@ -631,8 +602,8 @@ def raw_pipeline(port, wires, timeout=40):
         s.sendall(b"".join(struct.pack("!H", len(w)) + w for w in wires))
         out = []
         for _ in wires:
-            n = struct.unpack("!H", _recv_exact(s, 2))[0]
-            out.append(_recv_exact(s, n))
+            n = struct.unpack("!H", servers.recv_exact(s, 2))[0]
+            out.append(servers.recv_exact(s, n))
         return out
     finally:
         s.close()
@@ -838,7 +809,7 @@ def test_cut_at_a_zone_another_node_holds_after_a_replay(cluster, db, tmp_path):
         assert wa1["replayed_batches"] == wa0["replayed_batches"] + 1
         assert wa1["cut_batches"] >= wa0["cut_batches"] + 1
         for z in (x, y):
-            assert version_index_problems(a, z) == []
+            assert pg.version_index_problems(a.cluster_host, a.dbname, z) == []
         verify_clean(a)
         verify_clean(b)
     finally:
@@ -889,7 +860,7 @@ def test_two_nodes_opposite_zone_order_with_failures(cluster, db, tmp_path):
             kept[z] += not bad
         assert serial(api, xid) == vx + kept[x] and serial(api, yid) == vy + kept[y]
         for z in (x, y):
-            assert version_index_problems(a, z) == []
+            assert pg.version_index_problems(a.cluster_host, a.dbname, z) == []
         verify_clean(a)
         verify_clean(b)
     finally:
@@ -951,8 +922,8 @@ def test_writer_backend_terminated_around_a_replay(node, when):
         kt.start()
         got = {}
         for _ in msgs:
-            n = struct.unpack("!H", _recv_exact(s, 2))[0]
-            w = _recv_exact(s, n)
+            n = struct.unpack("!H", servers.recv_exact(s, 2))[0]
+            w = servers.recv_exact(s, n)
             r = dns.message.from_wire(w)
             got[r.id] = r.rcode()
         s.close()
@@ -969,7 +940,7 @@ def test_writer_backend_terminated_around_a_replay(node, when):
     after = upd(zone, "after." + zone)
     assert dns.query.tcp(after, "127.0.0.1", port=node.port, timeout=20).rcode() == NOERROR
     assert serial(api, zid) == v0 + kept + 1
-    assert version_index_problems(node, zone) == []
+    assert pg.version_index_problems(node.cluster_host, node.dbname, zone) == []
     verify_clean(node)
 
 
@@ -999,8 +970,8 @@ def test_postgres_stopped_while_a_released_write_runs(node, cluster):
         try:
             got = {}
             for _ in msgs:
-                n = struct.unpack("!H", _recv_exact(s, 2))[0]
-                w = _recv_exact(s, n)
+                n = struct.unpack("!H", servers.recv_exact(s, 2))[0]
+                w = servers.recv_exact(s, n)
                 got[struct.unpack("!H", w[:2])[0]] = w[3] & 0xF
             s.close()
         finally:
@@ -1018,7 +989,7 @@ def test_postgres_stopped_while_a_released_write_runs(node, cluster):
     assert not names & {"g1." + zone, "sl." + zone, "bad." + zone, "g2." + zone}, names
     assert "after." + zone in names
     assert serial(api, zid) == v0 + 1
-    assert version_index_problems(node, zone) == []
+    assert pg.version_index_problems(node.cluster_host, node.dbname, zone) == []
     verify_clean(node)
 
 
@@ -1064,7 +1035,7 @@ def test_sigkill_of_the_node_during_the_safe_run(cluster, db, tmp_path):
         after = upd(zone, "after." + zone)
         assert dns.query.tcp(after, "127.0.0.1", port=srv.port, timeout=20).rcode() == NOERROR
         assert serial(api, zid) == v0 + 1
-        assert version_index_problems(srv, zone) == []
+        assert pg.version_index_problems(srv.cluster_host, srv.dbname, zone) == []
         verify_clean(srv)
     finally:
         if srv.proc is not None:
