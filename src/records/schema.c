@@ -24,6 +24,7 @@
 #include "common/log.h"
 #include "dns/name.h"
 #include "records/db_sqlite.h"
+#include "records/schema_pg_seal.h"
 #include "records/internal.h"
 #ifdef ZC_HAVE_LIBPQ
 #include "records/schema_pg_sql.h"
@@ -233,6 +234,12 @@ static const step_t later[] = {
 		"  apex, version, at FROM changes WHERE kind = 2"
 		"  ORDER BY apex, seq DESC;"
 		"ALTER TABLE records DROP CONSTRAINT records_zone_id_fkey;",
+	},
+	/* 13: PostgreSQL's changes_seal queued once per transaction, not
+	 * once per event (schema_pg_seal.h). Nothing on SQLite. */
+	{
+		"",
+		RECORDS_PG_SEAL_ONCE_SQL,
 	},
 };
 

@@ -146,6 +146,9 @@ END $$;
 -- vanish with it: a transaction whose units all rolled back takes no
 -- position. A bulk copy of the journal (zonecast migrate) disables it and
 -- writes its one log_commits row itself.
+--
+-- Schema step 13 (schema_pg_seal.h, after this baseline) makes it queued for
+-- the transaction's first event only.
 CREATE CONSTRAINT TRIGGER changes_seal AFTER INSERT ON changes
   DEFERRABLE INITIALLY DEFERRED
   FOR EACH ROW EXECUTE FUNCTION zc_seal();

@@ -41,6 +41,9 @@ import dns.rdatatype
 HERE = os.path.dirname(os.path.abspath(__file__))
 ZONES_DIR = os.path.join(HERE, "zones")
 REPO = os.path.dirname(os.path.dirname(HERE))
+# The records store's schema version (src/records/schema.c SCHEMA_VERSION):
+# what a store opened by this zonecast is moved on to.
+RECORDS_SCHEMA_VERSION = 13
 
 # zone name -> file, the default set every server in the suite loads.
 DEFAULT_ZONES = {

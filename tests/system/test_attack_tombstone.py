@@ -647,7 +647,8 @@ def test_two_nodes_open_an_older_store_at_once(start_node, backend, cluster):
     for t in threads:
         t.join(timeout=120)
     assert not errors, errors
-    assert pg.psql(cluster, "SELECT version FROM schema_version", dbname).strip() == "12"
+    assert pg.psql(cluster, "SELECT version FROM schema_version", dbname).strip() == \
+        str(servers.RECORDS_SCHEMA_VERSION)
     assert pg.psql(cluster, "SELECT count(*) FROM pg_constraint WHERE conrelid ="
                             " 'records'::regclass AND contype = 'f'", dbname).strip() == "0"
     assert tombstones(a) == {wire("old.test"): last}

@@ -238,7 +238,8 @@ def test_an_older_store_moves_on_to_this_schema(store, tmp_path):
     listed = run("zone", "list", "--data-dir", str(data))
     assert listed.returncode == 0, listed.stderr
     assert "a.test" in listed.stdout and "b.test" in listed.stdout
-    assert query(host, db, "SELECT version FROM schema_version") == [["12"]]
+    assert query(host, db, "SELECT version FROM schema_version") == [
+        [str(servers.RECORDS_SCHEMA_VERSION)]]
     assert query(host, db, "SELECT encode(apex, 'hex'), serial FROM zone_tombstones"
                            " ORDER BY apex") == [["0161047465737400", "9"],
                                                  ["04676f6e65047465737400", "2000000000"]]
@@ -246,7 +247,8 @@ def test_an_older_store_moves_on_to_this_schema(store, tmp_path):
                            " WHERE conrelid = 'records'::regclass AND contype = 'f'") == [["0"]]
     # Opened again: nothing more to do.
     assert run("zone", "list", "--data-dir", str(data)).returncode == 0
-    assert query(host, db, "SELECT version FROM schema_version") == [["12"]]
+    assert query(host, db, "SELECT version FROM schema_version") == [
+        [str(servers.RECORDS_SCHEMA_VERSION)]]
 
     # gone.test. imported with serial 1 starts after the deleted zone's.
     zone_file = tmp_path / "gone.zone"
@@ -266,3 +268,39 @@ def test_an_older_store_moves_on_to_this_schema(store, tmp_path):
     assert query(host, db, "SELECT count(*) FROM records WHERE zone_id = %s" % zone_id) == [["0"]]
     assert query(host, db, "SELECT serial FROM zone_tombstones WHERE apex = %s" % GONE_APEX) == [
         ["2000000077"]]
+
+
+def test_the_seal_is_queued_once_per_transaction(store, tmp_path):
+    """Schema step 13 (src/records/schema_pg_seal.h): changes_seal is
+    queued for a transaction's first event only, so COMMIT runs zc_seal()
+    once, not once per event; an event whose savepoint rolled back takes
+    its mark with it, and the next event queues the seal again."""
+    host, db = store
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "records-store").write_text("postgresql://zc@/%s?host=%s\n" % (db, host))
+    listed = subprocess.run([servers.zonecast_bin(), "zone", "list", "--data-dir", str(data)],
+                            capture_output=True, text=True, timeout=120)
+    assert listed.returncode == 0, listed.stderr
+    assert query(host, db, "SELECT tgqual IS NOT NULL, tgdeferrable, tginitdeferred"
+                           " FROM pg_trigger WHERE tgname = 'changes_seal'") == [
+        ["t", "t", "t"]]
+    s = Session(host, db, "sealer")
+    try:
+        s.run("SET track_functions = 'pl';")
+        for sql in ("BEGIN;", EVENT % (1, 1), EVENT % (1, 1), EVENT % (2, 1), "COMMIT;",
+                    # the first event's savepoint rolls back: the second queues the seal
+                    "BEGIN;", "SAVEPOINT u;", EVENT % (1, 2), "ROLLBACK TO u;", "RELEASE u;",
+                    "SAVEPOINT u;", EVENT % (2, 2), "RELEASE u;", "COMMIT;",
+                    # everything rolls back: no position
+                    "BEGIN;", "SAVEPOINT u;", EVENT % (1, 3), "ROLLBACK TO u;", "COMMIT;",
+                    "SELECT pg_stat_force_next_flush();"):
+            s.run(sql)
+        calls = s.run("SELECT calls FROM pg_stat_user_functions WHERE funcname = 'zc_seal';")
+    finally:
+        s.close()
+    assert calls == ["2"], calls
+    assert query(host, db, "SELECT count(*) FROM log_commits") == [["2"]]
+    # Every committed event has its transaction's position.
+    assert query(host, db, "SELECT count(*), count(l.pos) FROM changes c"
+                           " LEFT JOIN log_commits l ON l.xid = c.xid") == [["4", "4"]]

@@ -39,6 +39,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "records/schema_pg_seal.h"
 #include "records/schema_pg_sql.h"
 #include "tests/unit/test.h"
 
@@ -640,7 +641,9 @@ int main(void)
 	printf("seed %u (ZC_TEST_SEED repeats it)\n", seed);
 
 	/* A database of our own, with the baseline schema as the driver
-	 * will load it. */
+	 * will load it, and step 13's seal (queued once per transaction,
+	 * records/schema_pg_seal.h): the rolled-back units below prove that
+	 * a marker rolled back with its savepoint queues the seal again. */
 	char admin_info[512], db[64], sql[128];
 	snprintf(admin_info, sizeof(admin_info), "host=%s user=zc"
 	         " dbname=postgres", host);
@@ -653,6 +656,7 @@ int main(void)
 	PGconn *reader = connect_to(conninfo);
 	exec_script(reader, RECORDS_SCHEMA_PG_SQL, "load schema_pg.sql");
 	CHECK_EQ(scalar(reader, "SELECT version FROM schema_version"), 11);
+	exec_script(reader, RECORDS_PG_SEAL_ONCE_SQL, "schema step 13");
 	exec_script(reader, stall_sql, "create the stall trigger");
 	for (int z = 1; z <= ZONES; z++) {
 		snprintf(sql, sizeof(sql), "INSERT INTO zones(id, name, apex,"
