@@ -470,6 +470,13 @@ bool records_write_replay(records_store_t *store);
 /* Whether a unit of the open write transaction was released (kept): its
  * locks are held to the end of the transaction (see "Concurrency"). */
 bool records_write_holds_units(records_store_t *store);
+/* How many units one write transaction should hold at most; 0: no
+ * bound (SQLite). PostgreSQL keeps the ids of a session's subtransactions
+ * that wrote in a cache of 64 (PGPROC_MAX_CACHED_SUBXIDS); past it, every
+ * other session's snapshot has to look them up in pg_subtrans for as long
+ * as the transaction runs. A unit writes in its savepoint and, for an
+ * UPDATE that deletes, in an inner one: 32 units fill the cache at most. */
+size_t records_write_units_max(const records_store_t *store);
 /* Whether the write transaction is still open: SQLite rolls a whole
  * transaction back by itself after some errors (disk full, I/O), and then
  * every unit run in it so far is lost with it. */

@@ -151,6 +151,11 @@ void records_inner_rollback(records_store_t *store)
 	rollback_to(store, RDB_SP_INNER);
 }
 
+size_t records_write_units_max(const records_store_t *store)
+{
+	return rdb_kind(store->db) == RDB_PG ? 32 : 0;
+}
+
 bool records_write_open(records_store_t *store)
 {
 	return rdb_in_txn(store->db);

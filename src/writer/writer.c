@@ -31,6 +31,7 @@ struct writer {
 	_Atomic unsigned retention_s;
 	_Atomic uint64_t max_records;
 	uint64_t applied_max_records;    /* Writer thread only. */
+	size_t units_max;       /* A batch's units at most; 0: no bound. */
 	/* writer_stats(): waiting under lock, the rest written by the writer
 	 * thread only. */
 	size_t waiting;
@@ -307,15 +308,17 @@ static void maybe_trim(writer_t *w)
 
 /*
  * Takes the next batch off the queue (under lock): every unit queued up
- * to the first that runs alone, or that one by itself when it is first.
- * *units gets the count.
+ * to the first that runs alone, or that one by itself when it is first,
+ * and no more than the records store's transactions should hold
+ * (records_write_units_max()). *units gets the count.
  */
 static writer_unit_t *take_batch(writer_t *w, size_t *units)
 {
 	writer_unit_t *batch = w->head, *last = batch;
 	size_t n = 1;
 	if (!batch->alone) {
-		while (last->next != NULL && !last->next->alone) {
+		while (last->next != NULL && !last->next->alone &&
+		       (w->units_max == 0 || n < w->units_max)) {
 			last = last->next;
 			n++;
 		}
@@ -410,6 +413,7 @@ int writer_start(const writer_config_t *cfg, writer_t **out)
 		return ret;
 	}
 	w->cfg = *cfg;
+	w->units_max = records_write_units_max(w->rs);
 	records_set_max_records(w->rs, cfg->max_records);
 	atomic_init(&w->retention_s, cfg->journal_retention_s);
 	atomic_init(&w->max_records, cfg->max_records);

@@ -87,6 +87,52 @@ static void positions(writer_t *w, const char *target)
 	records_close(rs);
 }
 
+#define MANY 100
+
+static atomic_bool many_release;
+
+/* The first of the many waits for many_release. */
+static int many_unit(records_store_t *rs, void *ctx)
+{
+	(void)rs;
+	while (ctx == NULL && !atomic_load(&many_release)) {
+		usleep(1000);
+	}
+	return ZC_EOK;
+}
+
+/* Units queued behind a running one make batches of no more than the
+ * store's bound each (records_write_units_max(): PostgreSQL's subtransaction
+ * cache), in order; on SQLite one batch. */
+static void bounded_batches(writer_t *w, const char *target)
+{
+	static writer_unit_t units[MANY + 1];
+	writer_stats_t before;
+	writer_stats(w, &before);
+	atomic_store(&settled, 0);
+	for (int i = 0; i <= MANY; i++) {
+		units[i] = (writer_unit_t){ .fn = many_unit,
+		                            .ctx = (void *)(intptr_t)i,
+		                            .done = done };
+		CHECK_EQ(writer_submit(w, &units[i]), ZC_EOK);
+		writer_stats_t st = { .queued = 1 };
+		while (i == 0 && st.queued > 0) { /* Until the first is taken. */
+			usleep(1000);
+			writer_stats(w, &st);
+		}
+	}
+	atomic_store(&many_release, true);
+	while (atomic_load(&settled) < MANY + 1) {
+		usleep(1000);
+	}
+	writer_stats_t after;
+	writer_stats(w, &after);
+	CHECK_EQ(after.units - before.units, MANY + 1);
+	/* The first alone, then the MANY: 32 + 32 + 32 + 4, or all at once. */
+	CHECK_EQ(after.batches - before.batches,
+	         records_target_is_pg(target) ? 5 : 2);
+}
+
 int main(void)
 {
 	const char *dir = test_tmpdir();
@@ -129,6 +175,7 @@ int main(void)
 	CHECK_EQ(writer_run(w, refused, NULL), ZC_EEXISTS);
 
 	positions(w, target);
+	bounded_batches(w, target);
 
 	writer_stop(w);
 	test_rmdir(dir);
