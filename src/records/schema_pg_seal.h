@@ -17,8 +17,13 @@
  * the transaction ends). A mark set inside a savepoint that rolls back is
  * rolled back with it, as the queued trigger is, so the next event queues
  * it again: a transaction that commits events always has its one queued
- * seal. The mark holds the transaction's id rather than a flag, so that a
- * session-level value cannot turn sealing off. The expression is written
+ * seal. The mark holds the transaction's id rather than a flag, so that
+ * neither a value left by an earlier transaction nor one set for the
+ * session passes for this transaction's mark, unless it is set to this
+ * transaction's own id on purpose (as zc_seal()'s own guard could be
+ * fooled since the baseline): only a session that writes SQL by hand can
+ * do that, and such a session can disable the trigger as well. The
+ * expression is written
  * out, not a function: a PL/pgSQL call per event cost about 5 us, more
  * than the trigger calls it saves; CASE keeps the test before the mark.
  * zc_seal() keeps its own guard.
