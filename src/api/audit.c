@@ -15,11 +15,18 @@
 
 #define IDS_MAX 20
 
-typedef struct {
-	char text[400];
-	size_t len;
-	unsigned count;
-} ids_t;
+typedef __typeof__(((api_req_t *)0)->audit_ids) ids_t;
+
+static void add_id_text(ids_t *ids, const char *one)
+{
+	if (ids->count++ < IDS_MAX) {
+		int n = snprintf(ids->text + ids->len, sizeof(ids->text) - ids->len,
+		                 "%s%s", ids->len ? "," : "", one);
+		if (n > 0 && (size_t)n < sizeof(ids->text) - ids->len) {
+			ids->len += (size_t)n;
+		}
+	}
+}
 
 static void add_id(ids_t *ids, const json_t *id)
 {
@@ -32,13 +39,17 @@ static void add_id(ids_t *ids, const json_t *id)
 	} else {
 		return;
 	}
-	if (ids->count++ < IDS_MAX) {
-		int n = snprintf(ids->text + ids->len, sizeof(ids->text) - ids->len,
-		                 "%s%s", ids->len ? "," : "", one);
-		if (n > 0 && (size_t)n < sizeof(ids->text) - ids->len) {
-			ids->len += (size_t)n;
-		}
+	add_id_text(ids, one);
+}
+
+void api_audit_id(api_req_t *req, const char *id)
+{
+	if (id == NULL) {
+		return;
 	}
+	char one[48];
+	snprintf(one, sizeof(one), "%s", id);
+	add_id_text(&req->audit_ids, one);
 }
 
 /* The ids a write's result names: its own "id", or those of a batch's
@@ -103,7 +114,7 @@ void api_audit(const api_req_t *req, const char *url)
 		zc_audit_end(&a);
 		return;
 	}
-	ids_t ids = { .len = 0 };
+	ids_t ids = req->audit_ids;
 	collect_ids(req->result, &ids);
 	if (ids.count > IDS_MAX) {
 		snprintf(ids.text + ids.len, sizeof(ids.text) - ids.len,

@@ -27,14 +27,19 @@ int64_t api_id_parse(const char *text)
 	return (*end == '\0' && v <= INT64_MAX) ? (int64_t)v : 0;
 }
 
-json_t *api_time(int64_t ms)
+void api_time_text(int64_t ms, char buf[API_TIME_LEN])
 {
-	char buf[40];
 	time_t sec = (time_t)(ms / 1000);
 	struct tm tm;
 	gmtime_r(&sec, &tm);
-	size_t n = strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%S", &tm);
-	snprintf(buf + n, sizeof(buf) - n, ".%03dZ", (int)(ms % 1000));
+	size_t n = strftime(buf, API_TIME_LEN, "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(buf + n, API_TIME_LEN - n, ".%03dZ", (int)(ms % 1000));
+}
+
+json_t *api_time(int64_t ms)
+{
+	char buf[API_TIME_LEN];
+	api_time_text(ms, buf);
 	return json_string(buf);
 }
 

@@ -10,5 +10,8 @@
 void api_id_format(int64_t id, char out[33]);
 int64_t api_id_parse(const char *text);
 
-/* ISO 8601 time from Unix milliseconds. */
+/* ISO 8601 time from Unix milliseconds ("2026-12-06T08:15:39.123Z"), as
+ * a JSON string or as text. */
 json_t *api_time(int64_t ms);
+#define API_TIME_LEN 40
+void api_time_text(int64_t ms, char buf[API_TIME_LEN]);

@@ -59,6 +59,15 @@ typedef struct {
 	/* The response being built. */
 	unsigned status;
 	json_t *result;         /* Owned; NULL: null. */
+	char *result_text;      /* Owned: the result written as JSON text */
+	size_t result_text_len; /* (json_text.h), used instead of result. */
+	/* The record ids a result written as text names, for the audit line
+	 * (api_audit_id(); audit.c reads those of a jansson result itself). */
+	struct {
+		char text[400];
+		size_t len;
+		unsigned count;
+	} audit_ids;
 	json_t *result_info;    /* Owned; optional. */
 	json_t *errors;         /* Owned array. */
 	int64_t version;        /* Zone version produced, when versioned */

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* A record as the API shows it (Cloudflare's shape), for the record
- * endpoints (dns_records.c) and the listing (record_list.c). */
+ * endpoints (dns_records.c) and the listing (record_list.c): as a jansson
+ * object, or written as text into an answer (json_text.h). */
 #include <string.h>
 #include <libknot/descriptor.h>
 
@@ -20,18 +21,24 @@ static json_t *tags_json(const char *text)
 	return tags;
 }
 
-json_t *api_record_json(const records_zone_t *zone,
-                        const records_record_t *rec)
-{
+/* The record's fields as the API writes them. */
+typedef struct {
 	char id[33], zid[33], name[KNOT_DNAME_TXT_MAXLEN + 1], zname[256];
 	char type[32];
+	char *content;  /* A per-thread buffer. */
+	int priority;   /* -1: none. */
+	char created[API_TIME_LEN], modified[API_TIME_LEN];
+} fields_t;
+
+static void fields(const records_zone_t *zone, const records_record_t *rec,
+                   fields_t *f)
+{
 	static __thread char content[70000];
-	int priority;
-	api_id_format(rec->id, id);
-	api_id_format(zone->id, zid);
-	api_name_format(rec->owner, name, sizeof(name));
-	api_name_format(zone->apex, zname, sizeof(zname));
-	knot_rrtype_to_string(rec->type, type, sizeof(type));
+	api_id_format(rec->id, f->id);
+	api_id_format(zone->id, f->zid);
+	api_name_format(rec->owner, f->name, sizeof(f->name));
+	api_name_format(zone->apex, f->zname, sizeof(f->zname));
+	knot_rrtype_to_string(rec->type, f->type, sizeof(f->type));
 	uint8_t soa[2 * KNOT_DNAME_MAXLEN + 20];
 	const uint8_t *rdata = rec->rdata;
 	if (rec->type == KNOT_RRTYPE_SOA && rec->rdata_len >= 22 &&
@@ -43,23 +50,86 @@ json_t *api_record_json(const records_zone_t *zone,
 		p[2] = zone->serial >> 8, p[3] = zone->serial;
 		rdata = soa;
 	}
+	f->content = content;
 	if (api_content_format(rec->owner, rec->type, rdata, rec->rdata_len,
 	                       rec->api_form, content, sizeof(content),
-	                       &priority) != ZC_EOK) {
+	                       &f->priority) != ZC_EOK) {
 		content[0] = '\0';
 	}
+	api_time_text(rec->created_on, f->created);
+	api_time_text(rec->modified_on, f->modified);
+}
+
+json_t *api_record_json(const records_zone_t *zone,
+                        const records_record_t *rec)
+{
+	fields_t f;
+	fields(zone, rec, &f);
 	json_t *j = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:I, s:b, s:b,"
-	                      " s:o, s:o, s:o, s:o, s:{}}",
-	                      "id", id, "zone_id", zid, "zone_name", zname,
-	                      "name", name, "type", type, "content", content,
+	                      " s:o, s:o, s:s, s:s, s:{}}",
+	                      "id", f.id, "zone_id", f.zid, "zone_name", f.zname,
+	                      "name", f.name, "type", f.type, "content", f.content,
 	                      "ttl", (json_int_t)rec->ttl, "proxied", 0,
 	                      "proxiable", 0,
 	                      "comment", rec->comment ? json_string(rec->comment) :
 	                      json_null(), "tags", tags_json(rec->tags),
-	                      "created_on", api_time(rec->created_on),
-	                      "modified_on", api_time(rec->modified_on), "meta");
-	if (priority >= 0) {
-		json_object_set_new(j, "priority", json_integer(priority));
+	                      "created_on", f.created,
+	                      "modified_on", f.modified, "meta");
+	if (j != NULL && f.priority >= 0) {
+		json_object_set_new(j, "priority", json_integer(f.priority));
 	}
 	return j;
+}
+
+/* Appends "key": (its comma before, unless first). */
+static void key(json_text_t *t, const char *k, bool first)
+{
+	if (!first) {
+		json_text_lit(t, ",");
+	}
+	json_text_str(t, k);
+	json_text_lit(t, ":");
+}
+
+void api_record_json_text(json_text_t *t, const records_zone_t *zone,
+                          const records_record_t *rec)
+{
+	fields_t f;
+	fields(zone, rec, &f);
+	static const char *const names[] = { "id", "zone_id", "zone_name",
+	                                     "name", "type", "content" };
+	const char *values[] = { f.id, f.zid, f.zname, f.name, f.type,
+	                         f.content };
+	json_text_lit(t, "{");
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		key(t, names[i], i == 0);
+		json_text_str(t, values[i]);
+	}
+	key(t, "ttl", false);
+	json_text_int(t, (int64_t)rec->ttl);
+	json_text_lit(t, ",\"proxied\":false,\"proxiable\":false");
+	key(t, "comment", false);
+	if (rec->comment != NULL) {
+		json_text_str(t, rec->comment);
+	} else {
+		json_text_lit(t, "null");
+	}
+	key(t, "tags", false);
+	if (rec->tags != NULL) {
+		json_t *tags = tags_json(rec->tags);
+		json_text_value(t, tags);
+		json_decref(tags);
+	} else {
+		json_text_lit(t, "[]");
+	}
+	key(t, "created_on", false);
+	json_text_str(t, f.created);
+	key(t, "modified_on", false);
+	json_text_str(t, f.modified);
+	json_text_lit(t, ",\"meta\":{}");
+	if (f.priority >= 0) {
+		key(t, "priority", false);
+		json_text_int(t, f.priority);
+	}
+	json_text_lit(t, "}");
 }

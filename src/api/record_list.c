@@ -29,6 +29,7 @@
 #include <libknot/errcode.h>
 
 #include "api/content.h"
+#include "api/json_text.h"
 #include "api/match.h"
 #include "api/record_json.h"
 #include "api/record_list.h"
@@ -410,7 +411,8 @@ static bool record_matches(const filter_t *f, const records_record_t *rec)
 
 typedef struct {
 	const filter_t *f;
-	json_t *list;
+	json_text_t page;       /* The page's records, written as text. */
+	long count;             /* Records in it. */
 	int64_t skip, take, total;
 	/* order=content: the matches, sorted afterwards. */
 	bool collect;
@@ -451,6 +453,17 @@ static bool keep_sorted(list_t *l, const records_record_t *rec)
 	return s->content != NULL;
 }
 
+/* Appends rec to the page (json_text.h: a page of thousands of records
+ * is answered without a jansson object per record). */
+static void add_to_page(list_t *l, const records_record_t *rec)
+{
+	if (l->count > 0) {
+		json_text_lit(&l->page, ",");
+	}
+	api_record_json_text(&l->page, l->f->zone, rec);
+	l->count++;
+}
+
 static int list_record(const records_record_t *rec, void *ctx)
 {
 	list_t *l = ctx;
@@ -462,7 +475,7 @@ static int list_record(const records_record_t *rec, void *ctx)
 		return l->failed ? 1 : 0;
 	}
 	if (l->total >= l->skip && l->total < l->skip + l->take) {
-		json_array_append_new(l->list, api_record_json(l->f->zone, rec));
+		add_to_page(l, rec);
 	}
 	l->total++;
 	return 0;
@@ -480,8 +493,7 @@ static int compare_content(const void *a, const void *b, void *desc)
 
 static int add_found(const records_record_t *rec, void *ctx)
 {
-	list_t *l = ctx;
-	json_array_append_new(l->list, api_record_json(l->f->zone, rec));
+	add_to_page(ctx, rec);
 	return 1;
 }
 
@@ -519,7 +531,7 @@ void api_record_list(api_req_t *req, const records_zone_t *zone)
 	if (!read_filter(req, zone, &f) || !api_paging(req, &page, &per_page)) {
 		return;
 	}
-	list_t l = { .f = &f, .list = json_array(),
+	list_t l = { .f = &f,
 	             .skip = (int64_t)(page - 1) * per_page, .take = per_page,
 	             .collect = f.order != NULL && strcmp(f.order, "content") == 0 };
 	records_query_t q = {
@@ -558,6 +570,6 @@ void api_record_list(api_req_t *req, const records_zone_t *zone)
 		free(l.sorted[i].content);
 	}
 	free(l.sorted);
-	api_list_result(req, ret, l.list, page, per_page, (long)l.total,
-	                "dns_records");
+	api_list_result_text(req, ret, &l.page, l.count, page, per_page,
+	                     (long)l.total, "dns_records");
 }

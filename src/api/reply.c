@@ -10,28 +10,10 @@
 #include <string.h>
 #include <libknot/errcode.h>
 
+#include "api/json_text.h"
 #include "api/reply.h"
 #include "common/error.h"
 #include "common/log.h"
-
-/* Length of the valid UTF-8 sequence (RFC 3629) at s, or 0. */
-static size_t utf8_char(const unsigned char *s)
-{
-	size_t n = s[0] < 0x80 ? 1 : s[0] >= 0xc2 && s[0] <= 0xdf ? 2 :
-	           s[0] >= 0xe0 && s[0] <= 0xef ? 3 :
-	           s[0] >= 0xf0 && s[0] <= 0xf4 ? 4 : 0;
-	for (size_t i = 1; i < n; i++) {
-		if ((s[i] & 0xc0) != 0x80) {
-			return 0;
-		}
-	}
-	/* Overlong forms, surrogates, past U+10FFFF. */
-	if ((s[0] == 0xe0 && s[1] < 0xa0) || (s[0] == 0xed && s[1] > 0x9f) ||
-	    (s[0] == 0xf0 && s[1] < 0x90) || (s[0] == 0xf4 && s[1] > 0x8f)) {
-		return 0;
-	}
-	return n;
-}
 
 void api_error(api_req_t *req, unsigned status, int code, const char *fmt, ...)
 {
@@ -44,7 +26,7 @@ void api_error(api_req_t *req, unsigned status, int code, const char *fmt, ...)
 	 * may split a character: JSON strings must be UTF-8, or jansson
 	 * drops the message. */
 	for (size_t i = 0, n; msg[i] != '\0'; i += n) {
-		n = utf8_char((const unsigned char *)msg + i);
+		n = json_text_utf8_len((const unsigned char *)msg + i);
 		if (n == 0) {
 			msg[i] = '?';
 			n = 1;
@@ -124,6 +106,17 @@ void api_error_code(api_req_t *req, int ret, const char *what)
 	api_error(req, 500, 1500, "%s: internal error", what);
 }
 
+/* Cloudflare's result_info of a page of count results. */
+static void list_info(api_req_t *req, long count, long page, long per_page,
+                      long total)
+{
+	req->result_info = json_pack("{s:i, s:i, s:i, s:i, s:i}", "page",
+	                             (int)page, "per_page", (int)per_page,
+	                             "count", (int)count, "total_count",
+	                             (int)total, "total_pages",
+	                             (int)((total + per_page - 1) / per_page));
+}
+
 void api_list_result(api_req_t *req, int ret, json_t *list, long page,
                      long per_page, long total, const char *what)
 {
@@ -132,13 +125,70 @@ void api_list_result(api_req_t *req, int ret, json_t *list, long page,
 		api_error_code(req, ret, what);
 		return;
 	}
-	long count = (long)json_array_size(list);
-	req->result_info = json_pack("{s:i, s:i, s:i, s:i, s:i}", "page",
-	                             (int)page, "per_page", (int)per_page,
-	                             "count", (int)count, "total_count",
-	                             (int)total, "total_pages",
-	                             (int)((total + per_page - 1) / per_page));
+	list_info(req, (long)json_array_size(list), page, per_page, total);
 	req->result = list;
+}
+
+void api_list_result_text(api_req_t *req, int ret, json_text_t *items,
+                          long count, long page, long per_page, long total,
+                          const char *what)
+{
+	json_text_t list = { 0 };
+	if (ret == ZC_EOK) {
+		size_t len;
+		char *text = json_text_take(items, &len);
+		json_text_lit(&list, "[");
+		json_text_raw(&list, text != NULL ? text : "", len);
+		json_text_lit(&list, "]");
+		free(text);
+		ret = text != NULL ? ZC_EOK : KNOT_ENOMEM;
+	}
+	json_text_free(items);
+	if (ret == ZC_EOK) {
+		req->result_text = json_text_take(&list, &req->result_text_len);
+		ret = req->result_text != NULL ? ZC_EOK : KNOT_ENOMEM;
+	}
+	json_text_free(&list);
+	if (ret != ZC_EOK) {
+		api_error_code(req, ret, what);
+		return;
+	}
+	list_info(req, count, page, per_page, total);
+}
+
+/* The envelope of a successful answer whose result was written as text
+ * (req->result_text), in the order and form the jansson envelope below
+ * has: success, errors, messages, result, result_info, zone_version,
+ * zone_live. Takes messages. */
+static char *envelope_text(api_req_t *req, json_t *messages, size_t *len,
+                           bool *json)
+{
+	json_text_t t = { 0 };
+	json_text_lit(&t, "{\"success\":true,\"errors\":[],\"messages\":");
+	json_text_value(&t, messages);
+	json_decref(messages);
+	json_text_lit(&t, ",\"result\":");
+	json_text_raw(&t, req->result_text, req->result_text_len);
+	free(req->result_text);
+	req->result_text = NULL;
+	if (req->result_info != NULL) {
+		json_text_lit(&t, ",\"result_info\":");
+		json_text_value(&t, req->result_info);
+	}
+	if (req->versioned) {
+		json_text_lit(&t, ",\"zone_version\":");
+		json_text_int(&t, req->version);
+	}
+	if (req->versioned && req->wait_live) {
+		if (req->live) {
+			json_text_lit(&t, ",\"zone_live\":true");
+		} else {
+			json_text_lit(&t, ",\"zone_live\":false");
+		}
+	}
+	json_text_lit(&t, "}");
+	*json = true;
+	return json_text_take(&t, len);
 }
 
 char *api_response(api_req_t *req, size_t *len, bool *json)
@@ -156,6 +206,9 @@ char *api_response(api_req_t *req, size_t *len, bool *json)
 		json_array_append_new(messages, json_pack("{s:i, s:s}", "code",
 		                      req->note_code ? req->note_code : 1202,
 		                      "message", req->note));
+	}
+	if (ok && req->result_text != NULL) {
+		return envelope_text(req, messages, len, json);
 	}
 	json_t *env = json_pack("{s:b, s:o, s:o, s:o}", "success", ok,
 	                        "errors", ok ? json_array() : req->errors,

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "api/internal.h"
+#include "api/json_text.h"
 
 /* Records an error (HTTP status, Cloudflare-style code, message). */
 void api_error(api_req_t *req, unsigned status, int code, const char *fmt, ...)
@@ -16,6 +17,12 @@ void api_error_code(api_req_t *req, int ret, const char *what);
  * the error for ret. */
 void api_list_result(api_req_t *req, int ret, json_t *list, long page,
                      long per_page, long total, const char *what);
+
+/* The same with the page's results written as text, items (taken: its
+ * text, count results separated by commas) put in brackets. */
+void api_list_result_text(api_req_t *req, int ret, json_text_t *items,
+                          long count, long page, long per_page, long total,
+                          const char *what);
 
 /* The response body: the export's text (*json false) or the JSON
  * envelope; the caller frees it. NULL when out of memory. */

@@ -189,6 +189,7 @@ void api_req_clear(api_req_t *req)
 	json_decref(req->errors);
 	free(req->body);
 	free(req->raw);
+	free(req->result_text);
 	req->result = req->result_info = req->errors = NULL;
-	req->body = req->raw = NULL;
+	req->body = req->raw = req->result_text = NULL;
 }
