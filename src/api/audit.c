@@ -17,14 +17,19 @@
 
 typedef __typeof__(((api_req_t *)0)->audit_ids) ids_t;
 
+/* Room kept at the end of the text for ",+N more". */
+#define MORE_ROOM 24
+
 static void add_id_text(ids_t *ids, const char *one)
 {
-	if (ids->count++ < IDS_MAX) {
-		int n = snprintf(ids->text + ids->len, sizeof(ids->text) - ids->len,
-		                 "%s%s", ids->len ? "," : "", one);
-		if (n > 0 && (size_t)n < sizeof(ids->text) - ids->len) {
-			ids->len += (size_t)n;
-		}
+	ids->count++;
+	size_t n = strlen(one) + (ids->len ? 1 : 0);
+	if (ids->shown < IDS_MAX &&
+	    ids->len + n + MORE_ROOM < sizeof(ids->text)) {
+		snprintf(ids->text + ids->len, sizeof(ids->text) - ids->len,
+		         "%s%s", ids->len ? "," : "", one);
+		ids->len += n;
+		ids->shown++;
 	}
 }
 
@@ -116,9 +121,9 @@ void api_audit(const api_req_t *req, const char *url)
 	}
 	ids_t ids = req->audit_ids;
 	collect_ids(req->result, &ids);
-	if (ids.count > IDS_MAX) {
+	if (ids.count > ids.shown) {
 		snprintf(ids.text + ids.len, sizeof(ids.text) - ids.len,
-		         ",+%u more", ids.count - IDS_MAX);
+		         "%s+%u more", ids.len ? "," : "", ids.count - ids.shown);
 	}
 	zc_audit_str(&a, "ids", ids.count ? ids.text : "-");
 	if (req->versioned) {

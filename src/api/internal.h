@@ -64,9 +64,9 @@ typedef struct {
 	/* The record ids a result written as text names, for the audit line
 	 * (api_audit_id(); audit.c reads those of a jansson result itself). */
 	struct {
-		char text[400];
+		char text[720];     /* 20 ids of 32 characters and "+N more" */
 		size_t len;
-		unsigned count;
+		unsigned count, shown;
 	} audit_ids;
 	json_t *result_info;    /* Owned; optional. */
 	json_t *errors;         /* Owned array. */

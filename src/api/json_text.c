@@ -67,6 +67,44 @@ size_t json_text_utf8_len(const unsigned char *s)
 	return n;
 }
 
+/* U+0080..U+00FF (byte b read as Latin-1) in UTF-8, in buf[2]. */
+static const char *latin1(unsigned char b, char *buf)
+{
+	buf[0] = (char)(0xc0 | (b >> 6));
+	buf[1] = (char)(0x80 | (b & 0x3f));
+	return buf;
+}
+
+char *json_text_utf8_valid(const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t n, bad = 0;
+	for (; *p != '\0'; p += n) {
+		if ((n = json_text_utf8_len(p)) == 0) {
+			bad++;
+			n = 1;
+		}
+	}
+	if (bad == 0) {
+		return NULL;
+	}
+	char *out = malloc(strlen(s) + bad + 1), *o = out;
+	for (p = (const unsigned char *)s; out != NULL && *p != '\0'; p += n) {
+		if ((n = json_text_utf8_len(p)) == 0) {
+			latin1(*p, o);
+			o += 2;
+			n = 1;
+		} else {
+			memcpy(o, p, n);
+			o += n;
+		}
+	}
+	if (out != NULL) {
+		*o = '\0';
+	}
+	return out;
+}
+
 void json_text_str(json_text_t *t, const char *s)
 {
 	const unsigned char *p = (const unsigned char *)s;
@@ -84,6 +122,12 @@ void json_text_str(json_text_t *t, const char *s)
 			break;
 		}
 		char esc[8];
+		if (*p >= 0x80) {
+			/* Not UTF-8: the byte read as Latin-1. */
+			json_text_raw(t, latin1(*p, esc), 2);
+			p++;
+			continue;
+		}
 		switch (*p) {
 		case '"': memcpy(esc, "\\\"", 3); break;
 		case '\\': memcpy(esc, "\\\\", 3); break;

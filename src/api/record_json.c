@@ -2,6 +2,7 @@
 /* A record as the API shows it (Cloudflare's shape), for the record
  * endpoints (dns_records.c) and the listing (record_list.c): as a jansson
  * object, or written as text into an answer (json_text.h). */
+#include <stdlib.h>
 #include <string.h>
 #include <libknot/descriptor.h>
 
@@ -60,18 +61,31 @@ static void fields(const records_zone_t *zone, const records_record_t *rec,
 	api_time_text(rec->modified_on, f->modified);
 }
 
+/* A JSON string of s, read as json_text_str() writes it: a byte that is
+ * not UTF-8 as Latin-1, where json_string() would refuse the string and
+ * the record would go missing from every answer. */
+static json_t *string_of(const char *s)
+{
+	char *valid = json_text_utf8_valid(s);
+	json_t *j = json_string(valid != NULL ? valid : s);
+	free(valid);
+	return j;
+}
+
 json_t *api_record_json(const records_zone_t *zone,
                         const records_record_t *rec)
 {
 	fields_t f;
 	fields(zone, rec, &f);
-	json_t *j = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:I, s:b, s:b,"
+	json_t *j = json_pack("{s:s, s:s, s:o, s:o, s:s, s:o, s:I, s:b, s:b,"
 	                      " s:o, s:o, s:s, s:s, s:{}}",
-	                      "id", f.id, "zone_id", f.zid, "zone_name", f.zname,
-	                      "name", f.name, "type", f.type, "content", f.content,
+	                      "id", f.id, "zone_id", f.zid,
+	                      "zone_name", string_of(f.zname),
+	                      "name", string_of(f.name), "type", f.type,
+	                      "content", string_of(f.content),
 	                      "ttl", (json_int_t)rec->ttl, "proxied", 0,
 	                      "proxiable", 0,
-	                      "comment", rec->comment ? json_string(rec->comment) :
+	                      "comment", rec->comment ? string_of(rec->comment) :
 	                      json_null(), "tags", tags_json(rec->tags),
 	                      "created_on", f.created,
 	                      "modified_on", f.modified, "meta");

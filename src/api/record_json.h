@@ -12,8 +12,8 @@
 json_t *api_record_json(const records_zone_t *zone,
                         const records_record_t *rec);
 /* The same record written as text, byte for byte what
- * json_dumps(api_record_json(zone, rec), JSON_COMPACT) gives (a comment
- * that is not valid UTF-8, which jansson refuses, is written with \u00XX
- * escapes). */
+ * json_dumps(api_record_json(zone, rec), JSON_COMPACT) gives. Both read a
+ * byte that is not part of valid UTF-8 (in text a store written behind
+ * zonecast's back holds) as Latin-1. */
 void api_record_json_text(json_text_t *t, const records_zone_t *zone,
                           const records_record_t *rec);

@@ -74,19 +74,20 @@ static void test_strings(void)
 	same_string("\"quoted\" \\ back/slash \x01\x1f\x7f caf\xc3\xa9 \xf0\x9f\x98\x80");
 }
 
-/* Invalid UTF-8: each bad byte as \u00XX, the rest as it is; the text
+/* Invalid UTF-8: each bad byte read as Latin-1, the rest as it is; the
+ * same as jansson's dump of json_text_utf8_valid()'s string, and it
  * parses as JSON. */
 static void test_invalid_utf8(void)
 {
 	static const struct {
 		const char *in, *out;
 	} cases[] = {
-		{ "a\xff" "b", "\"a\\u00FFb\"" },
-		{ "\xc3", "\"\\u00C3\"" },                   /* cut short */
-		{ "\xc0\xaf", "\"\\u00C0\\u00AF\"" },        /* overlong */
-		{ "\xed\xa0\x80", "\"\\u00ED\\u00A0\\u0080\"" }, /* surrogate */
-		{ "\xf4\x90\x80\x80x", "\"\\u00F4\\u0090\\u0080\\u0080x\"" },
-		{ "caf\xc3\xa9\xe9", "\"caf\xc3\xa9\\u00E9\"" },
+		{ "a\xff" "b", "\"a\xc3\xbf" "b\"" },
+		{ "\xc3", "\"\xc3\x83\"" },                       /* cut short */
+		{ "\xc0\xaf", "\"\xc3\x80\xc2\xaf\"" },           /* overlong */
+		{ "\xed\xa0\x80", "\"\xc3\xad\xc2\xa0\xc2\x80\"" }, /* surrogate */
+		{ "\xf4\x90\x80\x80x", "\"\xc3\xb4\xc2\x90\xc2\x80\xc2\x80x\"" },
+		{ "caf\xc3\xa9\xe9\n", "\"caf\xc3\xa9\xc3\xa9\\n\"" },
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		CHECK(json_string(cases[i].in) == NULL); /* jansson refuses. */
@@ -95,11 +96,21 @@ static void test_invalid_utf8(void)
 		size_t len;
 		char *got = json_text_take(&t, &len);
 		CHECK(got != NULL && strcmp(got, cases[i].out) == 0);
+		char *valid = json_text_utf8_valid(cases[i].in);
+		CHECK(valid != NULL);
+		json_t *j = json_string(valid);
+		char *dumped = json_dumps(j, JSON_COMPACT | JSON_ENCODE_ANY);
+		CHECK(dumped != NULL && got != NULL && strcmp(dumped, got) == 0);
 		json_t *back = json_loads(got, JSON_DECODE_ANY, NULL);
-		CHECK(json_is_string(back));
+		CHECK(json_is_string(back) &&
+		      strcmp(json_string_value(back), valid) == 0);
 		json_decref(back);
+		json_decref(j);
+		free(dumped);
+		free(valid);
 		free(got);
 	}
+	CHECK(json_text_utf8_valid("caf\xc3\xa9") == NULL); /* Valid already. */
 }
 
 typedef struct {
@@ -135,6 +146,9 @@ static const rec_case_t recs[] = {
 	{ "*.example.com.", KNOT_RRTYPE_AAAA,
 	  RD("\x20\x01\x0d\xb8\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x01"),
 	  NULL, "[\"\\u0000nul\"]", 0, 7, 8, 1 },
+	/* Text a store written behind zonecast's back may hold. */
+	{ "bad.example.com.", KNOT_RRTYPE_A, RD("\xc0\x00\x02\x02"),
+	  "a\xff" "b\xc0\xaf\xed\xa0\x80", NULL, 0, 9, 10, 5 },
 };
 
 static void test_records(void)
