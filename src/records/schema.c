@@ -24,8 +24,8 @@
 #include "common/log.h"
 #include "dns/name.h"
 #include "records/db_sqlite.h"
-#include "records/schema_pg_seal.h"
 #include "records/internal.h"
+#include "records/schema_pg_seal.h"
 #ifdef ZC_HAVE_LIBPQ
 #include "records/schema_pg_sql.h"
 #endif

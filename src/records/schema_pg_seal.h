@@ -22,11 +22,11 @@
  * session passes for this transaction's mark, unless it is set to this
  * transaction's own id on purpose (as zc_seal()'s own guard could be
  * fooled since the baseline): only a session that writes SQL by hand can
- * do that, and such a session can disable the trigger as well. The
- * expression is written
- * out, not a function: a PL/pgSQL call per event cost about 5 us, more
- * than the trigger calls it saves; CASE keeps the test before the mark.
- * zc_seal() keeps its own guard.
+ * do that, and such a session can disable the trigger as well.
+ *
+ * The expression is written out, not a function: a PL/pgSQL call per
+ * event cost about 5 us, more than the trigger calls it saves. CASE keeps
+ * the test before the mark. zc_seal() keeps its own guard.
  */
 #pragma once
 
