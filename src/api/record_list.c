@@ -411,7 +411,7 @@ static bool record_matches(const filter_t *f, const records_record_t *rec)
 
 typedef struct {
 	const filter_t *f;
-	json_text_t page;       /* The page's records, written as text. */
+	json_text_t page;       /* "[" and the page's records, as text. */
 	long count;             /* Records in it. */
 	int64_t skip, take, total;
 	/* order=content: the matches, sorted afterwards. */
@@ -534,6 +534,7 @@ void api_record_list(api_req_t *req, const records_zone_t *zone)
 	list_t l = { .f = &f,
 	             .skip = (int64_t)(page - 1) * per_page, .take = per_page,
 	             .collect = f.order != NULL && strcmp(f.order, "content") == 0 };
+	json_text_lit(&l.page, "[");
 	records_query_t q = {
 		.owner = f.store_owner ? f.owner : NULL,
 		.type = f.store_type ? f.type : 0,

@@ -133,22 +133,12 @@ void api_list_result_text(api_req_t *req, int ret, json_text_t *items,
                           long count, long page, long per_page, long total,
                           const char *what)
 {
-	json_text_t list = { 0 };
 	if (ret == ZC_EOK) {
-		size_t len;
-		char *text = json_text_take(items, &len);
-		json_text_lit(&list, "[");
-		json_text_raw(&list, text != NULL ? text : "", len);
-		json_text_lit(&list, "]");
-		free(text);
-		ret = text != NULL ? ZC_EOK : KNOT_ENOMEM;
-	}
-	json_text_free(items);
-	if (ret == ZC_EOK) {
-		req->result_text = json_text_take(&list, &req->result_text_len);
+		json_text_lit(items, "]");
+		req->result_text = json_text_take(items, &req->result_text_len);
 		ret = req->result_text != NULL ? ZC_EOK : KNOT_ENOMEM;
 	}
-	json_text_free(&list);
+	json_text_free(items);
 	if (ret != ZC_EOK) {
 		api_error_code(req, ret, what);
 		return;

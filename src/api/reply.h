@@ -18,8 +18,8 @@ void api_error_code(api_req_t *req, int ret, const char *what);
 void api_list_result(api_req_t *req, int ret, json_t *list, long page,
                      long per_page, long total, const char *what);
 
-/* The same with the page's results written as text, items (taken: its
- * text, count results separated by commas) put in brackets. */
+/* The same with the page's results written as text: items (taken) holds
+ * "[" and count results separated by commas; the "]" is added here. */
 void api_list_result_text(api_req_t *req, int ret, json_text_t *items,
                           long count, long page, long per_page, long total,
                           const char *what);

@@ -35,6 +35,7 @@ import time
 import pytest
 
 import servers
+from test_audit import fields as audit_fields  # a text audit line's key=value pairs
 
 OLD_BIN = os.environ.get("ZONECAST_OLD_BIN")
 RECORD_KEYS = ["id", "zone_id", "zone_name", "name", "type", "content", "ttl", "proxied",
@@ -206,18 +207,6 @@ def audit_batch_ids(srv, zid, count_before):
     while len(lines()) <= count_before and time.monotonic() < deadline:
         time.sleep(0.05)
     return [audit_fields(l).get("ids") for l in lines()[count_before:]]
-
-
-def audit_fields(line):
-    """key=value pairs of a text audit line (values may be quoted), as
-    test_audit.py reads them."""
-    out = {}
-    for m in re.finditer(r'(\w+)=("(?:[^"\\]|\\.)*"|\S+)', line):
-        v = m.group(2)
-        if v.startswith('"'):
-            v = re.sub(r'\\(.)', r'\1', v[1:-1])
-        out[m.group(1)] = v
-    return out
 
 
 def documented_audit(ids):

@@ -35,6 +35,7 @@ import pytest
 
 import pg
 import servers
+from test_attack_pg import zonecast
 from test_pg_cluster import SCHEMA, Session, psql, query
 
 EVENT = ("INSERT INTO changes(zone_id, apex, version, kind, okey, type, at)"
@@ -50,14 +51,6 @@ _serial = iter(range(1, 10 ** 6))
 def err(sql):
     """sql, which fails, for a Session (psql stops at other errors)."""
     return "\\set ON_ERROR_STOP 0\n%s\n\\set ON_ERROR_STOP 1" % sql
-
-
-def zonecast(*args, check=True, timeout=120):
-    cp = subprocess.run([servers.zonecast_bin()] + list(args), capture_output=True,
-                        text=True, timeout=timeout)
-    if check:
-        assert cp.returncode == 0, cp.stdout + cp.stderr
-    return cp
 
 
 def bind_dir(path, host, db):
@@ -112,6 +105,18 @@ def trigger_state(host, db):
 def run_script(s, statements):
     for sql in statements:
         s.run(sql)
+
+
+def seal_calls(host, db, name, statements):
+    """Runs statements in a new session counting PL/pgSQL calls; the
+    calls of zc_seal() they made, as psql prints them."""
+    s = Session(host, db, name)
+    try:
+        s.run("SET track_functions = 'pl';")
+        run_script(s, statements + ["SELECT pg_stat_force_next_flush();"])
+        return s.run("SELECT calls FROM pg_stat_user_functions WHERE funcname = 'zc_seal';")
+    finally:
+        s.close()
 
 
 # ---------------------------------------------------------------- SQL level
@@ -227,18 +232,12 @@ def test_the_seal_runs_once_for_many_events(current):
     calls zc_seal() once at COMMIT: the WHEN queues one seal, not one per
     event; one with a rolled-back first unit calls it once too."""
     host, db = current
-    s = Session(host, db, "counter")
-    try:
-        s.run("SET track_functions = 'pl';")
-        run_script(s, ["BEGIN;"] + [EVENT % 1] * 100 + [
-            "INSERT INTO changes(zone_id, apex, version, kind, okey, type, at)"
-            " SELECT 1, '\\x00', 2, 5, int8send(g), 1, 0 FROM generate_series(1, 200) g;",
-            "COMMIT;",
-            "BEGIN;", "SAVEPOINT u;", EVENT % 3, "ROLLBACK TO u;", EVENT % 4, EVENT % 4,
-            "COMMIT;", "SELECT pg_stat_force_next_flush();"])
-        calls = s.run("SELECT calls FROM pg_stat_user_functions WHERE funcname = 'zc_seal';")
-    finally:
-        s.close()
+    calls = seal_calls(host, db, "counter", ["BEGIN;"] + [EVENT % 1] * 100 + [
+        "INSERT INTO changes(zone_id, apex, version, kind, okey, type, at)"
+        " SELECT 1, '\\x00', 2, 5, int8send(g), 1, 0 FROM generate_series(1, 200) g;",
+        "COMMIT;",
+        "BEGIN;", "SAVEPOINT u;", EVENT % 3, "ROLLBACK TO u;", EVENT % 4, EVENT % 4,
+        "COMMIT;"])
     assert calls == ["2"], calls
     assert seal_problems(host, db) == []
     assert query(host, db, "SELECT count(*) FROM log_commits") == [["2"]]
@@ -354,14 +353,8 @@ def test_a_store_at_schema_11_moves_to_13_and_a_second_open_is_a_no_op(pg_cluste
     # No helper function of the first version of the change left behind.
     assert query(host, db, "SELECT count(*) FROM pg_proc WHERE proname LIKE 'zc_seal%'") == [
         ["1"]]
-    s = Session(host, db, "after")
-    try:
-        s.run("SET track_functions = 'pl';")
-        run_script(s, ["BEGIN;", EVENT % 2, EVENT % 2, EVENT % 2, "COMMIT;",
-                       "SELECT pg_stat_force_next_flush();"])
-        calls = s.run("SELECT calls FROM pg_stat_user_functions WHERE funcname = 'zc_seal';")
-    finally:
-        s.close()
+    calls = seal_calls(host, db, "after", ["BEGIN;", EVENT % 2, EVENT % 2, EVENT % 2,
+                                           "COMMIT;"])
     assert calls == ["1"], calls
     assert seal_problems(host, db) == []
     assert query(host, db, "SELECT count(*) FROM log_commits") == [["2"]]
