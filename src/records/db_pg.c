@@ -396,8 +396,8 @@ static void pg_bind_int64(rdb_stmt_t *st, int i, int64_t v)
 {
 	param_t *p = param(st, i);
 	if (p != NULL) {
-		*p = (param_t){ .kind = P_INT };
-		snprintf(p->num, sizeof(p->num), "%" PRId64, v);
+		*p = (param_t){ .kind = P_INT, .i64 = v };
+		pg_int64_text(p->num, v);
 	}
 }
 

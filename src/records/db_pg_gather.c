@@ -192,7 +192,7 @@ static bool append(pg_gather_t *g, const pg_stmt_t *s)
 			w = pg_put_be32(w, UINT32_MAX); /* Length -1: NULL. */
 			c->has_null = true;
 		} else if (p->kind == P_INT) {
-			uint64_t v = (uint64_t)strtoll(p->num, NULL, 10);
+			uint64_t v = (uint64_t)p->i64;
 			w = pg_put_be32(w, 8);
 			w = pg_put_be32(w, (uint32_t)(v >> 32));
 			w = pg_put_be32(w, (uint32_t)v);
@@ -250,7 +250,7 @@ static int send_single(pg_db_t *d, pg_gather_t *g)
 		}
 		if (g->types[k] == 'i') {
 			uint64_t v = (uint64_t)get_be32(e + 4) << 32 | get_be32(e + 8);
-			snprintf(nums[k], sizeof(nums[k]), "%lld", (long long)v);
+			pg_int64_text(nums[k], (int64_t)v);
 			values[k] = nums[k];
 		} else if (g->types[k] == 't') {
 			texts[k] = malloc(len + 1);

@@ -59,6 +59,8 @@ typedef struct {
 	param_kind_t kind;
 	const void *p;
 	size_t len;
+	/* P_INT: the value, and its decimal text (libpq sends it as text). */
+	int64_t i64;
 	char num[24];
 	/* P_ARRAY: its type, and the buffer that holds it (ours). */
 	Oid oid;
@@ -172,6 +174,27 @@ static inline uint8_t *pg_put_be32(uint8_t *w, uint32_t v)
 	w[2] = (uint8_t)(v >> 8);
 	w[3] = (uint8_t)v;
 	return w + 4;
+}
+
+/* Writes v in decimal and a NUL at out (21 octets at most: "-" and 19
+ * digits), without printf's format parsing: a batch binds several
+ * integers per row. */
+static inline void pg_int64_text(char *out, int64_t v)
+{
+	char tmp[20];
+	uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+	size_t n = 0;
+	do {
+		tmp[n++] = (char)('0' + u % 10);
+		u /= 10;
+	} while (u != 0);
+	if (v < 0) {
+		*out++ = '-';
+	}
+	while (n > 0) {
+		*out++ = tmp[--n];
+	}
+	*out = '\0';
 }
 
 /* db_pg.c: a failed result (NULL: the connection's) as a zonecast code. */

@@ -138,9 +138,14 @@ static void test_binds_and_columns(rdb_t *db)
 	CHECK_EQ(rdb_col_int64(st, 0), 0);
 	rdb_done(st);
 
-	/* A large value survives the round trip. */
-	CHECK_EQ(insert(db, INT64_MAX, "max", NULL, 0), ZC_EOK);
-	CHECK(has_row(db, INT64_MAX));
+	/* Large and negative values survive the round trip (PostgreSQL
+	 * takes integers as the decimal text pg_int64_text() writes). */
+	const int64_t extremes[] = { INT64_MAX, INT64_MIN, -1, -10, 0,
+	                             INT64_MIN + 1, 1000000000000 };
+	for (size_t i = 0; i < sizeof(extremes) / sizeof(extremes[0]); i++) {
+		CHECK_EQ(insert(db, extremes[i], NULL, NULL, 0), ZC_EOK);
+		CHECK(has_row(db, extremes[i]));
+	}
 	/* rdb_status: a step's result as a code. */
 	CHECK_EQ(rdb_status(RDB_ROW), ZC_EOK);
 	CHECK_EQ(rdb_status(RDB_DONE), ZC_EOK);
