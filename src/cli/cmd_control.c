@@ -210,7 +210,7 @@ static void print_nodes(const json_t *store)
 		} else {
 			printf("never seen");
 		}
-		printf(", applied seq %lld", num(n, "applied_seq"));
+		printf(", applied position %s", str(n, "applied_position"));
 		if (json_is_integer(json_object_get(n, "lag_events"))) {
 			printf(", lag %lld events / %lld ms", num(n, "lag_events"),
 			       num(n, "lag_ms"));
@@ -259,9 +259,16 @@ static void print_status(const json_t *r)
 	}
 	printf("zones            %lld (%lld quarantined)\n", num(r, "zones"),
 	       num(b, "quarantined_zones"));
-	printf("builder          applied seq %lld of %lld, lag %lld events / "
-	       "%lld ms, %lld passes%s%s\n", num(b, "applied_seq"),
-	       num(b, "last_seq"), num(b, "lag_events"), num(b, "lag_ms"),
+	if (json_is_string(json_object_get(b, "applied_position"))) {
+		printf("builder          applied position %s of %s",
+		       str(b, "applied_position"), str(b, "last_position"));
+	} else {
+		printf("builder          applied seq %lld of %lld",
+		       num(b, "applied_seq"), num(b, "last_seq"));
+	}
+	printf(", lag %lld events / "
+	       "%lld ms, %lld passes%s%s\n",
+	       num(b, "lag_events"), num(b, "lag_ms"),
 	       num(b, "passes"), json_is_null(json_object_get(b, "stalled")) ?
 	       "" : ", STALLED: ", json_is_null(json_object_get(b, "stalled")) ?
 	       "" : str(b, "stalled"));

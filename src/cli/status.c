@@ -81,6 +81,16 @@ static int count_quarantined(const edge_quarantine_t *q, void *ctx)
 	return 0;
 }
 
+/* A position as records_position_text() writes it, under key: PostgreSQL
+ * only, where the _seq fields are packed numbers (commit << 24 | rank). */
+static void set_position(json_t *o, const char *key, records_store_t *rs,
+                         uint64_t seq)
+{
+	char text[48];
+	records_position_text(rs, seq, text, sizeof(text));
+	json_object_set_new(o, key, json_string(text));
+}
+
 static json_t *builder_json(serve_ctx_t *ctx, records_store_t *rs)
 {
 	uint64_t applied = builder_follower_applied(ctx->follower);
@@ -97,6 +107,12 @@ static json_t *builder_json(serve_ctx_t *ctx, records_store_t *rs)
 	                      "quarantined_zones", quarantined);
 	json_object_set_new(o, "last_seq", ret == ZC_EOK ?
 	                    json_integer((json_int_t)b.last_seq) : json_null());
+	if (rs != NULL && records_changelog_numbering(rs) == RECORDS_LOG_COMMITS) {
+		set_position(o, "applied_position", rs, applied);
+		if (ret == ZC_EOK) {
+			set_position(o, "last_position", rs, b.last_seq);
+		}
+	}
 	json_object_set_new(o, "lag_ms", json_integer(b.oldest_ms > 0 ?
 	                    (json_int_t)(unix_ms() - b.oldest_ms) : 0));
 	json_object_set_new(o, "stalled", stalled == ZC_EOK ? json_null() :
@@ -143,6 +159,7 @@ static int add_node(const records_node_t *n, void *arg)
 	                      "seen_ago_ms", (json_int_t)n->seen_ago_ms,
 	                      "up", up,
 	                      "applied_seq", (json_int_t)n->applied_seq);
+	set_position(o, "applied_position", w->rs, n->applied_seq);
 	json_object_set_new(o, "lag_events", lag_known ?
 	                    json_integer((json_int_t)b.events) : json_null());
 	json_object_set_new(o, "lag_ms", !lag_known ? json_null() :

@@ -8,6 +8,8 @@
  * tables `changes` and `zone_versions` and the column zones.ixfr_from.
  */
 #include <assert.h>
+#include <inttypes.h>
+#include <stdio.h>
 #include <string.h>
 #include <libknot/errcode.h>
 
@@ -248,6 +250,16 @@ bool records_changelog_follows(records_store_t *store, uint64_t after,
 unsigned records_changelog_numbering(records_store_t *store)
 {
 	return on_pg(store) ? RECORDS_LOG_COMMITS : RECORDS_LOG_SEQUENCES;
+}
+
+void records_position_text(records_store_t *store, uint64_t seq, char *out,
+                           size_t size)
+{
+	if (on_pg(store)) {
+		changelog_pg_position_text(seq, out, size);
+	} else {
+		snprintf(out, size, "%" PRIu64, seq);
+	}
 }
 
 int records_last_seq(records_store_t *store, uint64_t *seq)

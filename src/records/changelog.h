@@ -235,6 +235,13 @@ bool records_changelog_follows(records_store_t *store, uint64_t after,
 #define RECORDS_LOG_COMMITS 2
 unsigned records_changelog_numbering(records_store_t *store);
 
+/* A position as an operator reads it (zonecast status): on SQLite the
+ * sequence; on PostgreSQL the commit position, "C" for commit C read
+ * whole and "C.R" for its first R events (the 64-bit form packs rank R
+ * into the low 24 bits, a number nobody can read). */
+void records_position_text(records_store_t *store, uint64_t seq, char *out,
+                           size_t size);
+
 /* --- Reading: IXFR --- */
 
 /* One record event of the journal; pointers valid during the callback. */

@@ -29,6 +29,7 @@
  * builder's REPEATABLE READ snapshot every page reads that snapshot.
  */
 #include <inttypes.h>
+#include <stdio.h>
 
 #include "common/error.h"
 #include "common/log.h"
@@ -67,6 +68,16 @@ static int64_t rank_of(uint64_t seq)
 static bool is_commit_end(uint64_t seq)
 {
 	return seq == 0 || rank_of(seq) == COMMIT_END;
+}
+
+void changelog_pg_position_text(uint64_t seq, char *out, size_t size)
+{
+	if (is_commit_end(seq)) {
+		snprintf(out, size, "%lld", (long long)commit_of(seq));
+	} else {
+		snprintf(out, size, "%lld.%lld", (long long)commit_of(seq),
+		         (long long)rank_of(seq));
+	}
 }
 
 /* The events of the commits from ?5 on (the cursor's commit ?1, or the

@@ -54,6 +54,8 @@ int changelog_pg_last(records_store_t *store, uint64_t *seq);
 /* The position of commit p read whole (0 for p 0): what a reader that
  * applied that commit holds (leader.c compares builds with it). */
 uint64_t changelog_pg_commit_end(int64_t commit);
+/* "C" for commit C read whole (or 0), "C.R" inside it. */
+void changelog_pg_position_text(uint64_t seq, char *out, size_t size);
 bool changelog_pg_follows(uint64_t after, uint64_t seq);
 int changelog_pg_committed(records_store_t *store, uint64_t *seq);
 /* changelog_pg_committed() in two steps: the read of the commit's

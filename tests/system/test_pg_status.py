@@ -108,7 +108,7 @@ def test_status_lists_the_nodes_and_sees_one_killed(cluster, tmp_path):
             # Beats every second; under a loaded machine one may come late.
             assert 0 <= n["seen_ago_ms"] < 5000, n
             assert n["stalled"] is None
-        assert st["builder"]["last_seq"] >= 6  # The import and 5 writes.
+        assert st["builder"]["last_seq"] >> 24 >= 6  # The import and 5 writes.
         text = status_text(a)
         assert "this node        %s\n" % node_name(a) in text, text
         assert "leader           none\n" in text
@@ -116,7 +116,17 @@ def test_status_lists_the_nodes_and_sees_one_killed(cluster, tmp_path):
         assert "  %s (this node): up, serve, pid %d," % (node_name(a), pids[node_name(a)]) \
             in text, text
         assert "  %s: up, serve, pid %d," % (node_name(b), pids[node_name(b)]) in text
-        assert "applied seq %d, lag 0 events" % st["builder"]["last_seq"] in text
+        # Positions as an operator reads them: commit positions, not the
+        # packed (commit << 24 | rank) numbers of the _seq fields.
+        last = st["builder"]["last_seq"]
+        commit = str(last >> 24)
+        assert last & 0xFFFFFF == 0xFFFFFF, last  # A commit read whole.
+        assert st["builder"]["last_position"] == commit, st["builder"]
+        assert st["builder"]["applied_position"] == commit, st["builder"]
+        assert all(n["applied_position"] == commit for n in store["nodes"]), store
+        assert "applied position %s, lag 0 events" % commit in text, text
+        assert "builder          applied position %s of %s, lag 0 events" \
+            % (commit, commit) in text, text
 
         # The leader row, as the leader election writes it, read back.
         pg.psql(cluster, "UPDATE leader SET epoch = epoch + 1, node = '%s', since = now()"
