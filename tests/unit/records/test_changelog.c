@@ -316,6 +316,24 @@ static void test_figures(records_store_t *rs)
 	         ZC_EOK);
 	CHECK_EQ(records_backlog(rs, one.last, &b), ZC_EOK);
 	CHECK_EQ(b.events, 3);
+	/* The same positions as zonecast status writes them: on PostgreSQL
+	 * the commit position, with the rank inside a commit. */
+	char text[48], want[48];
+	bool commits = records_changelog_numbering(rs) == RECORDS_LOG_COMMITS;
+	records_position_text(rs, one.last, text, sizeof(text));
+	if (commits) {
+		snprintf(want, sizeof(want), "%llu.1",
+		         (unsigned long long)(one.last >> 24));
+	} else {
+		snprintf(want, sizeof(want), "%llu", (unsigned long long)one.last);
+	}
+	CHECK(strcmp(text, want) == 0);
+	records_position_text(rs, b.last_seq, text, sizeof(text));
+	snprintf(want, sizeof(want), "%llu", (unsigned long long)(commits ?
+	         b.last_seq >> 24 : b.last_seq));
+	CHECK(strcmp(text, want) == 0);
+	records_position_text(rs, 0, text, sizeof(text));
+	CHECK(strcmp(text, "0") == 0);
 	activity_t a = { .zone_id = z.id };
 	uint64_t last = 0;
 	CHECK_EQ(records_zone_activity(rs, before, activity_cb, &a, &last),
