@@ -952,7 +952,7 @@ void api_dns_records(api_req_t *req, int64_t zone_id, char **parts,
 		} else if (strcmp(m, "DELETE") == 0) {
 			single(req, &zone, OP_DELETE, id);
 		} else {
-			api_error(req, 405, 1000, "method: not allowed here");
+			api_method_not_allowed(req);
 		}
 	} else {
 		api_error(req, 404, 7003, "url: no such resource");

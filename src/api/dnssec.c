@@ -167,7 +167,7 @@ void api_dnssec(api_req_t *req, const records_zone_t *zone)
 		return;
 	}
 	if (strcmp(m, "PATCH") != 0) {
-		api_error(req, 405, 1000, "method: not allowed here");
+		api_method_not_allowed(req);
 		return;
 	}
 	json_t *body = api_body_json(req);

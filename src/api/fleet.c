@@ -14,9 +14,13 @@
 void api_fleet(api_req_t *req, char **parts, int count)
 {
 	(void)parts;
-	if (count != 1 || strcmp(req->method, "GET") != 0) {
-		api_error(req, count != 1 ? 404 : 405, 7003,
-		          "url: only GET /fleet");
+	/* router.c's table lets only GET /fleet through. */
+	if (count != 1) {
+		api_error(req, 404, 7003, "url: no such resource");
+		return;
+	}
+	if (strcmp(req->method, "GET") != 0) {
+		api_method_not_allowed(req);
 		return;
 	}
 	if (req->token_zone != 0) {

@@ -43,6 +43,9 @@ typedef struct {
 	api_lookup_fn lookup;   /* libmicrohttpd's connection values. */
 	void *lookup_ctx;
 	const char *method;
+	const char *allow;      /* The methods the URL path takes, as an
+	                           Allow field (router.c's table; NULL: no
+	                           such path). */
 	char *body;
 	size_t body_len;
 	bool too_big;

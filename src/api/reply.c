@@ -42,6 +42,15 @@ void api_error(api_req_t *req, unsigned status, int code, const char *fmt, ...)
 	}
 }
 
+/* One answer for every method a path does not take, wherever it is
+ * found (router.c's table or a handler), so the status, the code and the
+ * Allow field (req->allow, set when the path matched) always agree. */
+void api_method_not_allowed(api_req_t *req)
+{
+	api_error(req, 405, 1000, "method: not allowed here; this path takes "
+	          "%s", req->allow != NULL ? req->allow : "no method");
+}
+
 /* The data directory cannot take writes: the condition is the server's,
  * not the request's, so the message names it rather than a field. */
 static bool storage_error(api_req_t *req, int ret)

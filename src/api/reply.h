@@ -10,6 +10,11 @@
 void api_error(api_req_t *req, unsigned status, int code, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 
+/* 405 for a method the URL path does not take: the envelope's error
+ * (code 1000) and, from req->allow, the Allow field server.c sends
+ * (RFC 9110 section 15.5.6). */
+void api_method_not_allowed(api_req_t *req);
+
 /* Maps a zonecast code to an HTTP status and message (one table). */
 void api_error_code(api_req_t *req, int ret, const char *what);
 

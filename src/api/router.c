@@ -113,24 +113,102 @@ static const struct {
 	{ "fleet", api_fleet },   /* fleet.c */
 };
 
-static void route(api_req_t *req, const char *url)
+/* Every path of the API and the methods it takes, as its Allow field: the
+ * one list a 405 is answered from, before any lookup, so a method a path
+ * does not take gets 405 (not the 404 of a handler matching method and
+ * path together) whatever its ids. "*" stands for one segment (an id);
+ * the first path that matches counts, so names come before "*". HEAD is
+ * listed wherever GET is (api_dispatch() answers it as the GET). */
+static const struct {
+	const char *path;
+	const char *allow;
+} paths[] = {
+	{ "zones", "GET, HEAD, POST" },
+	{ "zones/*", "GET, HEAD, PATCH, DELETE" },
+	{ "zones/*/dns_records", "GET, HEAD, POST" },
+	{ "zones/*/dns_records/batch", "POST" },
+	{ "zones/*/dns_records/import", "POST" },
+	{ "zones/*/dns_records/export", "GET, HEAD" },
+	{ "zones/*/dns_records/*", "GET, HEAD, PUT, PATCH, DELETE" },
+	{ "zones/*/dnssec", "GET, HEAD, PATCH" },
+	{ "zones/*/secondaries", "GET, HEAD, PUT, PATCH" },
+	{ "zones/*/tsig_keys", "GET, HEAD, POST" },
+	{ "zones/*/tsig_keys/*", "DELETE" },
+	{ "zones/*/propagation", "GET, HEAD" },
+	{ "zones/*/retry", "POST" },
+	{ "user/tokens", "GET, HEAD, POST" },
+	{ "user/tokens/verify", "GET, HEAD" },
+	{ "user/tokens/permission_groups", "GET, HEAD" },
+	{ "user/tokens/*", "GET, HEAD, DELETE" },
+	{ "fleet", "GET, HEAD" },
+};
+
+/* Whether the n segments have the shape of pattern: its segments parted
+ * by '/', each the same or "*", which takes any. */
+static bool path_matches(const char *pattern, char **parts, int n)
 {
-	if (strncmp(url, PREFIX, strlen(PREFIX)) != 0) {
-		api_error(req, 404, 7003, "url: no route for %s", url);
-		return;
+	int i = 0;
+	for (const char *p = pattern; *p != '\0'; i++) {
+		size_t len = strcspn(p, "/");
+		if (i == n || (strncmp(p, "*", len) != 0 &&
+		               (strlen(parts[i]) != len ||
+		                strncmp(p, parts[i], len) != 0))) {
+			return false;
+		}
+		p += len + (p[len] == '/');
 	}
-	char path[1024];
-	snprintf(path, sizeof(path), "%s", url + strlen(PREFIX));
-	char *parts[MAX_PARTS];
-	int n = split(path, parts);
-	for (size_t i = 0; n >= 1 && i < sizeof(routes) / sizeof(routes[0]);
+	return i == n;
+}
+
+/* Whether method is one of allow's comma-separated methods. */
+static bool method_listed(const char *allow, const char *method)
+{
+	size_t len = strlen(method);
+	for (const char *p = allow; *p != '\0'; p += strspn(p, ", ")) {
+		size_t n = strcspn(p, ",");
+		if (n == len && strncmp(p, method, len) == 0) {
+			return true;
+		}
+		p += n;
+	}
+	return false;
+}
+
+/* Splits the URL path into parts and finds it in the table: false, with
+ * 404 or 405 answered, when no handler takes the request. */
+static bool match(api_req_t *req, const char *url, char *path, size_t size,
+                  char **parts, int *n)
+{
+	*n = 0;
+	if (strncmp(url, PREFIX, strlen(PREFIX)) == 0) {
+		snprintf(path, size, "%s", url + strlen(PREFIX));
+		*n = split(path, parts);
+	}
+	for (size_t i = 0; *n > 0 && i < sizeof(paths) / sizeof(paths[0]);
 	     i++) {
+		if (path_matches(paths[i].path, parts, *n)) {
+			req->allow = paths[i].allow;
+			if (!method_listed(req->allow, req->method)) {
+				api_method_not_allowed(req);
+				return false;
+			}
+			return true;
+		}
+	}
+	api_error(req, 404, 7003, "url: no route for %s", url);
+	return false;
+}
+
+/* Hands a request match() let through to its handler. */
+static void route(api_req_t *req, char **parts, int n)
+{
+	for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++) {
 		if (strcmp(parts[0], routes[i].segment) == 0) {
 			routes[i].handler(req, parts, n);
 			return;
 		}
 	}
-	api_error(req, 404, 7003, "url: no route for %s", url);
+	api_error(req, 404, 7003, "url: no route for %s", parts[0]);
 }
 
 void api_dispatch(api_req_t *req, const char *url)
@@ -163,9 +241,16 @@ void api_dispatch(api_req_t *req, const char *url)
 		req->method = "GET";
 	}
 	bool get = strcmp(req->method, "GET") == 0;
-	if (api_authenticate(req) == ZC_EOK && api_wait_arg(req) &&
+	/* The path and its method before the query: a request no handler
+	 * takes gets its 404 or 405 whatever its arguments. */
+	char path[1024];
+	char *parts[MAX_PARTS];
+	int n;
+	if (api_authenticate(req) == ZC_EOK &&
+	    match(req, url, path, sizeof(path), parts, &n) &&
+	    api_method_permitted(req) && api_wait_arg(req) &&
 	    (get || api_args_only(req, NULL))) {
-		route(req, url);
+		route(req, parts, n);
 		/* A GET whose handler takes no arguments: any given is one
 		 * zonecast does not implement (a GET has changed nothing). */
 		if (get && !req->args_checked && req->errors == NULL) {

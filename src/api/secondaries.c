@@ -213,6 +213,6 @@ void api_secondaries(api_req_t *req, const records_zone_t *zone)
 	} else if (strcmp(m, "PUT") == 0 || strcmp(m, "PATCH") == 0) {
 		set_secondaries(req, zone, strcmp(m, "PUT") == 0);
 	} else {
-		api_error(req, 405, 1000, "method: not allowed here");
+		api_method_not_allowed(req);
 	}
 }

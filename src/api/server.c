@@ -50,6 +50,11 @@ static enum MHD_Result respond(struct MHD_Connection *conn, api_req_t *req)
 			                        req->live ? "true" : "false");
 		}
 	}
+	/* A 405 names the methods the path does take (RFC 9110 section
+	 * 15.5.6). */
+	if (req->status == 405 && req->allow != NULL) {
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, req->allow);
+	}
 	if (req->close) {
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION,
 		                        "close");

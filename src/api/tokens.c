@@ -336,7 +336,7 @@ void api_user(api_req_t *req, char **parts, int count)
 	bool verifying = count == 3 && strcmp(parts[2], "verify") == 0;
 	bool groups = count == 3 && strcmp(parts[2], "permission_groups") == 0;
 	if ((verifying || groups) && !get) {
-		api_error(req, 405, 1000, "method: not allowed here");
+		api_method_not_allowed(req);
 		return;
 	}
 	if (verifying || groups) {
@@ -358,6 +358,6 @@ void api_user(api_req_t *req, char **parts, int count)
 	} else if (count == 3 && strcmp(m, "DELETE") == 0) {
 		revoke_token(req, id);
 	} else {
-		api_error(req, 405, 1000, "method: not allowed here");
+		api_method_not_allowed(req);
 	}
 }

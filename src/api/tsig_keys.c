@@ -153,7 +153,7 @@ void api_tsig_keys(api_req_t *req, const records_zone_t *zone, char **parts,
 			req->result = json_pack("{s:s}", "id", parts[0]);
 		}
 	} else if (count <= 1) {
-		api_error(req, 405, 1000, "method: not allowed here");
+		api_method_not_allowed(req);
 	} else {
 		api_error(req, 404, 7003, "url: no such resource");
 	}

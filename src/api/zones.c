@@ -379,7 +379,7 @@ void api_zones(api_req_t *req, char **parts, int count)
 		} else if (strcmp(m, "POST") == 0) {
 			create_zone(req);
 		} else {
-			api_error(req, 405, 1000, "method: not allowed here");
+			api_method_not_allowed(req);
 		}
 		return;
 	}
@@ -453,6 +453,6 @@ void api_zones(api_req_t *req, char **parts, int count)
 			req->result = json_pack("{s:s}", "id", zid);
 		}
 	} else {
-		api_error(req, 405, 1000, "method: not allowed here");
+		api_method_not_allowed(req);
 	}
 }
