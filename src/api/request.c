@@ -166,10 +166,15 @@ int api_req_body(api_req_t *req, const char *data, size_t size)
 	size_t max = api_max_body(req->api);
 	if (req->too_big || req->body_len + size > max) {
 		/* A body without Content-Length: read on to answer 413,
-		 * but a client that sends twice the limit is cut off. */
+		 * but a client that sends twice the limit is cut off. Counted
+		 * in all octets received, kept and discarded: a piece that
+		 * crosses the limit is discarded whole, and counting only the
+		 * discarded cut off a single chunk of 1.5 times the limit
+		 * with no answer at all. */
 		req->discarded += size;
 		req->too_big = true;
-		return req->discarded > max ? ZC_ETOOBIG : ZC_EOK;
+		return req->body_len + req->discarded > 2 * max ? ZC_ETOOBIG :
+		       ZC_EOK;
 	}
 	char *grown = realloc(req->body, req->body_len + size + 1);
 	if (grown == NULL) {
