@@ -58,7 +58,8 @@ typedef struct {
 	int64_t token_zone;     /* 0: every zone. */
 	int64_t token_id;       /* 0: no valid token (audit lines). */
 	char client[64];        /* "ADDR#PORT" ("": unknown). */
-	records_store_t *rs;    /* Pooled read connection. */
+	records_store_t *rs;    /* Pooled read connection (NULL once */
+	int pool_slot;          /* given back: api_store_release()). */
 	/* The response being built. */
 	unsigned status;
 	json_t *result;         /* Owned; NULL: null. */

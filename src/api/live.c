@@ -17,6 +17,7 @@
 #include "api/live.h"
 #include "api/reply.h"
 #include "api/request.h"
+#include "api/router.h"
 #include "common/error.h"
 
 /* Longest ?wait=S of a propagation receipt. */
@@ -232,6 +233,10 @@ void api_propagation(api_req_t *req, const records_zone_t *zone)
 		api_error(req, 400, 1004, "wait: 0 to %d seconds", MAX_WAIT_S);
 		return;
 	}
+	/* What follows reads the edge store and the fleet, never the
+	 * records store: its connection goes back before the wait (16 long
+	 * polls held all 16 and stopped every other request). */
+	api_store_release(req);
 	builder_follower_t *f = req->api->cfg.follower;
 	fleet_primary_t *fleet = req->api->cfg.fleet;
 	int64_t deadline = mono_ms() + (int64_t)(wait * 1000);

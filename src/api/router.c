@@ -211,6 +211,14 @@ static void route(api_req_t *req, char **parts, int n)
 	api_error(req, 404, 7003, "url: no route for %s", parts[0]);
 }
 
+void api_store_release(api_req_t *req)
+{
+	if (req->rs != NULL) {
+		pool_put(req->api, req->pool_slot);
+		req->rs = NULL;
+	}
+}
+
 void api_dispatch(api_req_t *req, const char *url)
 {
 	if (req->too_big) {
@@ -232,6 +240,7 @@ void api_dispatch(api_req_t *req, const char *url)
 		          "written: retry", zc_strerror(ret));
 		return;
 	}
+	req->pool_slot = slot;
 	/* A HEAD is answered as the GET of its URL (RFC 9110 section
 	 * 9.3.2), libmicrohttpd leaving the body out and keeping its
 	 * Content-Length: the handlers see GET, so a HEAD reaches GET's
@@ -258,7 +267,7 @@ void api_dispatch(api_req_t *req, const char *url)
 		}
 	}
 	req->method = method;
-	pool_put(req->api, slot);
+	api_store_release(req);
 	/* After the connection went back: waiting holds none. */
 	api_wait_live(req);
 	api_audit(req, url);

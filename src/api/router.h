@@ -14,3 +14,10 @@ void api_free(api_t *api);
  * authentication, routing on the (unescaped) URL path and the handler,
  * which fill in the response part of req. */
 void api_dispatch(api_req_t *req, const char *url);
+
+/* Gives the request's records store connection back to the pool before
+ * its handler waits on something else (a propagation receipt's wait):
+ * a wait must not hold one of the pool's connections, or a few long
+ * polls stop every other request. req->rs is NULL afterwards; nothing
+ * may be open on it (no transaction). */
+void api_store_release(api_req_t *req);

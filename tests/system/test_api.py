@@ -1116,6 +1116,39 @@ def test_propagation_receipt_with_wait(srv, api):
         assert r.status_code == 400, (bad, r.text)
 
 
+def test_long_polls_hold_no_records_store_connection(srv, api):
+    """More propagation long polls than the API's 16 records store
+    connections: the waits hold none, so every other request (reads and
+    writes) is answered at once meanwhile, not after the waits or with 503."""
+    import threading
+    from servers import ApiClient
+    zid, zone = new_zone(api, "polls")
+    _, v = post_record(api, zid, name="p." + zone, type="A", content="192.0.2.1")
+    results = []
+
+    def poll():
+        c = ApiClient(api.base_url, api.token)
+        r = c.call("GET", "/zones/%s/propagation" % zid,
+                   params={"version": v + 1000, "wait": 4})
+        results.append((r.status_code, r.json()["result"]["live"]))
+
+    threads = [threading.Thread(target=poll) for _ in range(24)]
+    t0 = time.monotonic()
+    for t in threads:
+        t.start()
+    time.sleep(0.5)
+    assert all(t.is_alive() for t in threads)  # All still waiting.
+    t1 = time.monotonic()
+    api.get("/zones")
+    post_record(api, zid, name="q." + zone, type="A", content="192.0.2.2")
+    took = time.monotonic() - t1
+    for t in threads:
+        t.join(30)
+    assert took < 2, took  # Was 10 s and 503 for the write.
+    assert len(results) == 24 and set(results) == {(200, False)}, results
+    assert time.monotonic() - t0 >= 4
+
+
 def zoneversion(m):
     """The ZONEVERSION option (RFC 9660) of a response: (label count, type, serial) or None."""
     for o in m.options:
