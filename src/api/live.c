@@ -308,6 +308,12 @@ void api_zone_retry(api_req_t *req, const records_zone_t *zone,
 		api_error_code(req, ret, "zone");
 		return;
 	}
+	/* The zone as the answer shows it, read before the wait, which
+	 * reads the edge store only and so holds no records store
+	 * connection (a quarantined zone takes no writes meanwhile); its
+	 * quarantine is read again after. */
+	json_t *answer = zone_json(req, zone);
+	api_store_release(req);
 	builder_follower_t *f = req->api->cfg.follower;
 	if (f != NULL) {
 		builder_follower_wake(f);
@@ -325,6 +331,7 @@ void api_zone_retry(api_req_t *req, const records_zone_t *zone,
 		builder_follower_wait_pass(f, &seen, (unsigned)left);
 	}
 	if (ret == ZC_EOK && q.attempts != attempts) {
+		json_decref(answer);
 		refuse(req, zone, "the retry failed again");
 		return;
 	}
@@ -333,7 +340,9 @@ void api_zone_retry(api_req_t *req, const records_zone_t *zone,
 		snprintf(req->note, sizeof(req->note), "the retry has not "
 		         "finished yet; GET the zone for its outcome");
 	}
-	records_zone_t now;
-	req->result = zone_json(req, records_zone_get(req->rs, zone->id, &now)
-	                        == ZC_EOK ? &now : zone);
+	json_t *quarantine = api_quarantine_json(req, zone->id);
+	json_object_set_new(answer, "status", json_string(
+	                    json_is_null(quarantine) ? "active" : "quarantined"));
+	json_object_set_new(answer, "quarantine", quarantine);
+	req->result = answer;
 }

@@ -274,6 +274,9 @@ def test_api_retry_and_restart_release(srv, fault):
     fault.write_text("")
     r = api.call("POST", "/zones/%s/retry" % bad)
     assert r.status_code == 200 and r.json()["result"]["quarantine"] is None, r.text
+    # The zone as GET shows it (read before the wait, its quarantine after).
+    assert r.json()["result"] == api.get("/zones/%s" % bad), r.text
+    assert r.json()["result"]["status"] == "active"
     assert answer(srv, "x.%s." % BAD) == (dns.rcode.NOERROR, {"192.0.2.5"})
 
     # quarantined again, then a restart with the cause fixed releases it
