@@ -219,7 +219,8 @@ void api_store_release(api_req_t *req)
 	}
 }
 
-void api_dispatch(api_req_t *req, const char *url)
+/* api_dispatch() but its audit line. */
+static void dispatch(api_req_t *req, const char *url)
 {
 	if (req->too_big) {
 		api_error(req, 413, 1413, "body: larger than the limit of %zu "
@@ -270,6 +271,14 @@ void api_dispatch(api_req_t *req, const char *url)
 	api_store_release(req);
 	/* After the connection went back: waiting holds none. */
 	api_wait_live(req);
+}
+
+void api_dispatch(api_req_t *req, const char *url)
+{
+	dispatch(req, url);
+	/* Every answer, the early ones too (413, 503 for a busy or
+	 * unreachable records store): a write answered with an error is
+	 * audited as refused (docs/operations.md, "Audit lines"). */
 	api_audit(req, url);
 }
 

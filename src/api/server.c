@@ -15,6 +15,7 @@
 #include <libknot/errcode.h>
 #include <microhttpd.h>
 
+#include "api/audit.h"
 #include "api/reply.h"
 #include "api/request.h"
 #include "api/router.h"
@@ -204,12 +205,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
 			/* Answered before the body; the connection closes. */
 			req->close = true;
 			api_error(req, 400, 1004, "%s", framing);
+			api_audit(req, url);
 			return respond(conn, req);
 		}
 		if (announced_too_big(req)) {
 			req->too_big = true;
 			api_error(req, 413, 1413, "body: larger than the limit of "
 			          "%zu bytes (api-max-body)", api_max_body(api));
+			api_audit(req, url);
 			return respond(conn, req);
 		}
 		return MHD_YES;

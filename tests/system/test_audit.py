@@ -11,7 +11,6 @@ ZONECAST_*), read here from real sockets the test binds.
 """
 
 import json
-import os
 import re
 import socket
 import time
@@ -156,6 +155,32 @@ def test_api_writes_and_refusals(srv):
     # reads are not audited
     api.get("/zones/%s/dns_records" % zid)
     assert not [l for l in srv.log().splitlines() if "audit: api" in l and "GET" in l]
+
+
+def test_writes_refused_before_their_handler_are_audited(zonecast_api_factory):
+    """A write answered with an error is audited as refused, also when it is
+    answered before any handler: a Content-Length over api-max-body (413
+    before the body), a chunked body over it (413 at its end), ambiguous
+    framing (400). They were answered and not audited."""
+    from test_api_head import exchange, request
+    s = zonecast_api_factory(options=[("api-max-body", "1024")])
+    token = s.create_token()
+    big = request("POST", "/zones", token=token, body=b" " * 5000)
+    chunked = request("POST", "/user/tokens", token=token,
+                      headers=["Transfer-Encoding: chunked"]) \
+        + b"5dc\r\n" + b" " * 1500 + b"\r\n0\r\n\r\n"
+    framing = request("PATCH", "/zones/1", token=token,
+                      headers=["Content-Length: 2", "Transfer-Encoding: chunked"]) \
+        + b"0\r\n\r\n"
+    for raw, status, op in ((big, 413, "POST /client/v4/zones"),
+                            (chunked, 413, "POST /client/v4/user/tokens"),
+                            (framing, 400, "PATCH /client/v4/zones/1")):
+        answer = exchange(s, raw)
+        assert answer.startswith(b"HTTP/1.1 %d " % status), answer[:200]
+        line = wait_for(lambda: [l for l in audit_lines(s.log(), "api", "refused")
+                                 if fields(l).get("operation") == op], op)[-1]
+        f = fields(line)
+        assert f["status"] == str(status) and f["reason"], f
 
 
 def test_transfer_refused(srv):
