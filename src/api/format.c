@@ -19,10 +19,15 @@ void api_id_format(int64_t id, char out[33])
 
 int64_t api_id_parse(const char *text)
 {
-	char *end;
-	if (text == NULL || strlen(text) == 0 || strlen(text) > 32) {
+	/* Hex digits only: strtoull() alone also took a sign (negated
+	 * modulo 2^64), "0x" and leading blanks, so one id had many names
+	 * (audit lines carried the alias). */
+	size_t len = text != NULL ? strlen(text) : 0;
+	if (len == 0 || len > 32 || strspn(text, "0123456789abcdefABCDEF") !=
+	    len) {
 		return 0;
 	}
+	char *end;
 	unsigned long long v = strtoull(text, &end, 16);
 	return (*end == '\0' && v <= INT64_MAX) ? (int64_t)v : 0;
 }

@@ -9,6 +9,7 @@
 
 #include <jansson.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -29,6 +30,7 @@ struct api {
 	pthread_cond_t pool_free;                /* Signals a slot freed. */
 	records_store_t *pool[API_POOL_SIZE];    /* Read connections. */
 	bool pool_used[API_POOL_SIZE];
+	_Atomic bool stopping;                   /* api_stop() began: waits end. */
 };
 
 /* Looks up a query argument (header false) or a header of the request,

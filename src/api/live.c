@@ -26,6 +26,23 @@
 #define RETRY_WAIT_MS 10000
 #define CODE_QUARANTINED 7009
 
+/* A wait sleeps at most this long at a time, then looks whether the API
+ * stops: a SIGTERM does not wait out long polls (up to 60 s each). */
+#define STOP_CHECK_MS 100
+
+/* Whether a wait must end now: its deadline passed (left <= 0) or the
+ * API stops. */
+static bool wait_over(api_req_t *req, int64_t left)
+{
+	return left <= 0 || atomic_load(&req->api->stopping);
+}
+
+/* One sleep of a wait with left ms to go. */
+static unsigned nap(int64_t left)
+{
+	return left < STOP_CHECK_MS ? (unsigned)left : STOP_CHECK_MS;
+}
+
 static int64_t mono_ms(void)
 {
 	struct timespec ts;
@@ -169,12 +186,13 @@ void api_wait_live(api_req_t *req)
 			break;
 		}
 		int64_t left = deadline - mono_ms();
-		if (left <= 0) {
-			why = "not served within live-wait; it is served once the "
-			      "builder applies it";
+		if (wait_over(req, left)) {
+			why = left <= 0 ? "not served within live-wait; it is served "
+			      "once the builder applies it" : "the server is "
+			      "stopping; it is served once the builder applies it";
 			break;
 		}
-		builder_follower_wait_pass(f, &seen, (unsigned)left);
+		builder_follower_wait_pass(f, &seen, nap(left));
 	}
 	req->live = why == NULL ? 1 : 0;
 	if (why != NULL) {
@@ -260,13 +278,13 @@ void api_propagation(api_req_t *req, const records_zone_t *zone)
 			break;
 		}
 		int64_t left = deadline - mono_ms();
-		if (left <= 0) {
+		if (wait_over(req, left)) {
 			break;
 		}
 		if (!here) {
-			builder_follower_wait_pass(f, &seen, (unsigned)left);
+			builder_follower_wait_pass(f, &seen, nap(left));
 		} else {
-			fleet_wait(fleet, (unsigned)left + 1);
+			fleet_wait(fleet, nap(left) + 1);
 		}
 	}
 	if (fleet != NULL && edges == NULL) {
@@ -324,11 +342,11 @@ void api_zone_retry(api_req_t *req, const records_zone_t *zone,
 	for (;;) {
 		ret = builder_quarantine_get(es, (uint64_t)zone->id, &q);
 		int64_t left = deadline - mono_ms();
-		if (ret != ZC_EOK || q.attempts != attempts || left <= 0 ||
-		    f == NULL) {
+		if (ret != ZC_EOK || q.attempts != attempts ||
+		    wait_over(req, left) || f == NULL) {
 			break;
 		}
-		builder_follower_wait_pass(f, &seen, (unsigned)left);
+		builder_follower_wait_pass(f, &seen, nap(left));
 	}
 	if (ret == ZC_EOK && q.attempts != attempts) {
 		json_decref(answer);

@@ -90,13 +90,18 @@ static int pool_get(api_t *api, int *slot, records_store_t **out,
 	return ZC_EOK;
 }
 
-/* Splits the path after the prefix into segments (modifies path). */
+/* Splits the path after the prefix into segments (modifies path); more
+ * than MAX_PARTS gives MAX_PARTS + 1, which no path of the table has
+ * (the rest was dropped, and a longer path taken for a shorter one). */
 static int split(char *path, char **parts)
 {
 	int n = 0;
 	char *save = NULL;
-	for (char *p = strtok_r(path, "/", &save); p != NULL && n < MAX_PARTS;
+	for (char *p = strtok_r(path, "/", &save); p != NULL;
 	     p = strtok_r(NULL, "/", &save)) {
+		if (n == MAX_PARTS) {
+			return MAX_PARTS + 1;
+		}
 		parts[n++] = p;
 	}
 	return n;
@@ -175,16 +180,26 @@ static bool method_listed(const char *allow, const char *method)
 }
 
 /* Splits the URL path into parts and finds it in the table: false, with
- * 404 or 405 answered, when no handler takes the request. */
+ * 404, 405 or 414 answered, when no handler takes the request. */
 static bool match(api_req_t *req, const char *url, char *path, size_t size,
                   char **parts, int *n)
 {
 	*n = 0;
 	if (strncmp(url, PREFIX, strlen(PREFIX)) == 0) {
-		snprintf(path, size, "%s", url + strlen(PREFIX));
+		/* Whole or not at all: cut at size, a path of a record with
+		 * many '/' after the zone's id was the zone's. */
+		const char *rest = url + strlen(PREFIX);
+		size_t len = strlen(rest);
+		if (len >= size) {
+			api_error(req, 414, 1004, "url: a path longer than %zu "
+			          "octets", size - 1);
+			return false;
+		}
+		memcpy(path, rest, len + 1);
 		*n = split(path, parts);
 	}
-	for (size_t i = 0; *n > 0 && i < sizeof(paths) / sizeof(paths[0]);
+	for (size_t i = 0; *n > 0 && *n <= MAX_PARTS &&
+	     i < sizeof(paths) / sizeof(paths[0]);
 	     i++) {
 		if (path_matches(paths[i].path, parts, *n)) {
 			req->allow = paths[i].allow;

@@ -177,6 +177,45 @@ static void client_address(struct MHD_Connection *conn, char *out,
 	zc_addr_text(&ss, out, size);
 }
 
+/* Set by unescape() when a URL or an argument holds %00, read and reset
+ * by the request's first on_request() call (and reset by on_completed()):
+ * with a thread per connection, libmicrohttpd parses a request's line
+ * and arguments in the thread that then calls on_request() for it. */
+static _Thread_local bool url_nul;
+
+static int hex_value(char c)
+{
+	return c >= '0' && c <= '9' ? c - '0' :
+	       c >= 'a' && c <= 'f' ? c - 'a' + 10 :
+	       c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+/* libmicrohttpd's own unescaping ("%HH" decoded, anything else kept) but
+ * for "%00": a decoded NUL ended the path and argument strings early, so
+ * that DELETE /zones/Z%00/dns_records/R deleted zone Z. It stays "%00"
+ * and marks the request, which is refused (400). */
+static size_t unescape(void *cls, struct MHD_Connection *conn, char *s)
+{
+	(void)cls, (void)conn;
+	char *w = s;
+	const char *r = s;
+	while (*r != '\0') {
+		int hi = r[0] == '%' ? hex_value(r[1]) : -1;
+		int lo = hi >= 0 ? hex_value(r[2]) : -1;
+		if (lo < 0) {
+			*w++ = *r++;
+		} else if (hi == 0 && lo == 0) {
+			url_nul = true;
+			*w++ = *r++;
+		} else {
+			*w++ = (char)(hi << 4 | lo);
+			r += 3;
+		}
+	}
+	*w = '\0';
+	return (size_t)(w - s);
+}
+
 /* libmicrohttpd's request callback: first with the headers only (a
  * request announcing a body over the limit is answered 413 there), then
  * with each piece of the body, then once with none (the request is
@@ -200,6 +239,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
 		req->method = method;
 		client_address(conn, req->client, sizeof(req->client));
 		*con_cls = req;
+		if (url_nul) {
+			url_nul = false;
+			req->close = true;
+			api_error(req, 400, 1004, "url: a NUL octet (%%00) in the "
+			          "path or an argument");
+			api_audit(req, url);
+			return respond(conn, req);
+		}
 		const char *framing = ambiguous_framing(req);
 		if (framing != NULL) {
 			/* Answered before the body; the connection closes. */
@@ -236,6 +283,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn,
                          void **con_cls, enum MHD_RequestTerminationCode code)
 {
 	(void)cls, (void)conn, (void)code;
+	url_nul = false;
 	api_req_t *req = *con_cls;
 	if (req == NULL) {
 		return;
@@ -285,7 +333,8 @@ int api_start(const api_config_t *cfg, api_t **out)
 	                               api, MHD_OPTION_CONNECTION_TIMEOUT,
 	                               timeout, MHD_OPTION_CONNECTION_LIMIT,
 	                               clients, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
-	                               per_ip, MHD_OPTION_END);
+	                               per_ip, MHD_OPTION_UNESCAPE_CALLBACK,
+	                               unescape, NULL, MHD_OPTION_END);
 	if (api->daemon == NULL) {
 		zc_error("api: cannot listen on %s", cfg->listen);
 		api_free(api);
@@ -301,6 +350,9 @@ void api_stop(api_t *api)
 	if (api == NULL) {
 		return;
 	}
+	/* Long polls and other waits end within STOP_CHECK_MS (live.c):
+	 * libmicrohttpd's stop waits for every connection's thread. */
+	atomic_store(&api->stopping, true);
 	MHD_stop_daemon(api->daemon);
 	api_free(api);
 }
