@@ -66,8 +66,16 @@ bool dns_tsig_grants_parse(const char *text, dns_tsig_grants_t *out,
                            char *err, size_t err_size)
 {
 	char buf[GRANTS_TEXT_MAX];
-	snprintf(buf, sizeof(buf), "%s", text);
 	out->count = 0;
+	/* Whole or refused: a grant cut short may allow more (types cut
+	 * off leave a name that takes every type), and a stored text can
+	 * come from outside zonecast's checks. */
+	if (strlen(text) >= sizeof(buf)) {
+		snprintf(err, err_size, "grants: longer than %zu characters",
+		         sizeof(buf) - 1);
+		return false;
+	}
+	memcpy(buf, text, strlen(text) + 1);
 	char *save = NULL;
 	for (char *g = strtok_r(buf, " \t;", &save); g != NULL;
 	     g = strtok_r(NULL, " \t;", &save)) {

@@ -88,6 +88,16 @@ static void grants_refused(void)
 	char err[200] = "";
 	CHECK(!dns_tsig_grants_parse(many, &g, err, sizeof(err)));
 	CHECK(strstr(err, "more than 32 grants") != NULL);
+	/* A text past 1023 characters is refused whole, never read cut
+	 * short: here the cut would leave "name:a.test" (every type). */
+	char longer[1100];
+	memset(longer, ' ', sizeof(longer));
+	memcpy(longer + 1012, "name:a.test:TXT", 16); /* 1027 characters */
+	CHECK(!dns_tsig_grants_parse(longer, &g, err, sizeof(err)));
+	CHECK(strstr(err, "longer than 1023") != NULL);
+	memcpy(longer + 990, "name:a.test:TXT", 16); /* 1005 characters */
+	CHECK(dns_tsig_grants_parse(longer, &g, err, sizeof(err)));
+	CHECK_EQ(g.count, 1);
 }
 
 static void secrets(void)
