@@ -103,8 +103,14 @@ void api_audit(const api_req_t *req, const char *url)
 	}
 	zc_audit_t a;
 	zc_audit_begin(&a, "api", refused ? "refused" : "accepted");
-	char op[300];
-	snprintf(op, sizeof(op), "%s %s", req->method, url);
+	/* A line must never name a shorter path than the one served (a
+	 * record's DELETE read as its zone's): a longer one is cut where it
+	 * says so (the line's fields share ZC_AUDIT_VALUES_MAX octets). */
+	char op[512];
+	int n = snprintf(op, sizeof(op), "%s %s", req->method, url);
+	if (n >= (int)sizeof(op)) {
+		memcpy(op + sizeof(op) - 12, "...(longer)", 12);
+	}
 	zc_audit_str(&a, "operation", op);
 	zc_audit_num(&a, "token", req->token_id);
 	zc_audit_str(&a, "client", req->client[0] ? req->client : "-");

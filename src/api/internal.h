@@ -31,6 +31,7 @@ struct api {
 	records_store_t *pool[API_POOL_SIZE];    /* Read connections. */
 	bool pool_used[API_POOL_SIZE];
 	_Atomic bool stopping;                   /* api_stop() began: waits end. */
+	_Atomic int in_flight;                   /* Requests not yet completed. */
 };
 
 /* Looks up a query argument (header false) or a header of the request,

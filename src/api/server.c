@@ -12,6 +12,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <libknot/errcode.h>
 #include <microhttpd.h>
 
@@ -177,6 +178,9 @@ static void client_address(struct MHD_Connection *conn, char *out,
 	zc_addr_text(&ss, out, size);
 }
 
+/* How long api_stop() waits for the requests in flight to be answered. */
+#define DRAIN_MS 3000
+
 /* Set by unescape() when a URL or an argument holds %00, read and reset
  * by the request's first on_request() call (and reset by on_completed()):
  * with a thread per connection, libmicrohttpd parses a request's line
@@ -188,6 +192,37 @@ static int hex_value(char c)
 	return c >= '0' && c <= '9' ? c - '0' :
 	       c >= 'a' && c <= 'f' ? c - 'a' + 10 :
 	       c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+/* Where the request line's URI ended as a C string (its first NUL), set
+ * by uri_seen() before libmicrohttpd touches it, checked and reset by the
+ * request's first on_request() call: NULL when not seen. */
+static _Thread_local const char *uri_end;
+
+/* libmicrohttpd's URI log callback, called with the request line's URI
+ * as it came, before it is split at '?' or unescaped: the URI ends at the
+ * NUL libmicrohttpd wrote over the space before the HTTP version, just
+ * before the version string (libmicrohttpd 0.9.75, connection.c
+ * parse_initial_message_line()). A raw NUL octet in it ends it sooner
+ * as a C string, and libmicrohttpd serves the shorter path: DELETE
+ * /zones/Z<NUL>/dns_records/R deleted zone Z. */
+static void *uri_seen(void *cls, const char *uri, struct MHD_Connection *conn)
+{
+	(void)cls, (void)conn;
+	uri_end = uri != NULL ? uri + strlen(uri) : NULL;
+	return NULL;
+}
+
+/* Whether the URI on_request() gets is the whole of the request line's:
+ * its first NUL is the one just before the version. Without a version (or
+ * a URI log call) there is nothing to compare: libmicrohttpd refuses such
+ * requests itself. */
+static bool uri_whole(const char *version)
+{
+	const char *end = uri_end;
+	uri_end = NULL;
+	return end == NULL || version == NULL || version[0] == '\0' ||
+	       end + 1 == version;
 }
 
 /* libmicrohttpd's own unescaping ("%HH" decoded, anything else kept) but
@@ -225,7 +260,6 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
                                   const char *version, const char *data,
                                   size_t *data_size, void **con_cls)
 {
-	(void)version;
 	api_t *api = cls;
 	api_req_t *req = *con_cls;
 	if (req == NULL) {
@@ -234,15 +268,16 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
 			return MHD_NO;
 		}
 		req->api = api;
+		atomic_fetch_add(&api->in_flight, 1);
 		req->lookup = mhd_lookup;
 		req->lookup_ctx = conn;
 		req->method = method;
 		client_address(conn, req->client, sizeof(req->client));
 		*con_cls = req;
-		if (url_nul) {
+		if (!uri_whole(version) || url_nul) {
 			url_nul = false;
 			req->close = true;
-			api_error(req, 400, 1004, "url: a NUL octet (%%00) in the "
+			api_error(req, 400, 1004, "url: a NUL octet (raw or %%00) in the "
 			          "path or an argument");
 			api_audit(req, url);
 			return respond(conn, req);
@@ -284,10 +319,12 @@ static void on_completed(void *cls, struct MHD_Connection *conn,
 {
 	(void)cls, (void)conn, (void)code;
 	url_nul = false;
+	uri_end = NULL;
 	api_req_t *req = *con_cls;
 	if (req == NULL) {
 		return;
 	}
+	atomic_fetch_sub(&req->api->in_flight, 1);
 	api_req_clear(req);
 	free(req);
 	*con_cls = NULL;
@@ -334,7 +371,9 @@ int api_start(const api_config_t *cfg, api_t **out)
 	                               timeout, MHD_OPTION_CONNECTION_LIMIT,
 	                               clients, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
 	                               per_ip, MHD_OPTION_UNESCAPE_CALLBACK,
-	                               unescape, NULL, MHD_OPTION_END);
+	                               unescape, NULL,
+	                               MHD_OPTION_URI_LOG_CALLBACK, uri_seen,
+	                               NULL, MHD_OPTION_END);
 	if (api->daemon == NULL) {
 		zc_error("api: cannot listen on %s", cfg->listen);
 		api_free(api);
@@ -350,9 +389,19 @@ void api_stop(api_t *api)
 	if (api == NULL) {
 		return;
 	}
-	/* Long polls and other waits end within STOP_CHECK_MS (live.c):
-	 * libmicrohttpd's stop waits for every connection's thread. */
+	/* Long polls and other waits end within STOP_CHECK_MS (live.c),
+	 * and the requests in flight are answered (a write with ?wait=live
+	 * its 202) before libmicrohttpd's stop, which shuts every
+	 * connection's socket down before it joins their threads: their
+	 * clients saw a reset, and a committed write might be sent again.
+	 * At most DRAIN_MS: a client slow to send its body is not waited
+	 * for longer. */
 	atomic_store(&api->stopping, true);
+	for (int waited = 0; atomic_load(&api->in_flight) > 0 &&
+	     waited < DRAIN_MS; waited += 10) {
+		struct timespec ten_ms = { .tv_nsec = 10 * 1000 * 1000 };
+		nanosleep(&ten_ms, NULL);
+	}
 	MHD_stop_daemon(api->daemon);
 	api_free(api);
 }
