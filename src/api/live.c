@@ -15,9 +15,9 @@
 
 #include "api/format.h"
 #include "api/live.h"
+#include "api/pool.h"
 #include "api/reply.h"
 #include "api/request.h"
-#include "api/router.h"
 #include "common/error.h"
 
 /* Longest ?wait=S of a propagation receipt. */

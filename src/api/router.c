@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /*
  * The request path without the HTTP server: the API object (its
- * configuration and the pool of read connections), and the dispatch of a
- * complete request: the body limit, authentication, the route table on
- * the URL path and the handler, the ?wait=live wait and the audit line.
+ * configuration and its pool of read connections, pool.c), and the
+ * dispatch of a complete request: the body limit, authentication, the
+ * path table (404, 405, 414) and the handler, the ?wait=live wait and the
+ * audit line.
  * The libmicrohttpd callbacks (server.c) and the api_request fuzz target
  * both call api_dispatch().
  */
@@ -18,6 +19,7 @@
 #include "api/auth.h"
 #include "api/fleet.h"
 #include "api/live.h"
+#include "api/pool.h"
 #include "api/reply.h"
 #include "api/request.h"
 #include "api/router.h"
@@ -27,68 +29,6 @@
 
 #define PREFIX "/client/v4/"
 #define MAX_PARTS 8
-
-/* How long a request waits for a connection of the pool when every one
- * is in use (each is held for its request's length, a write's wait for
- * the writer included), before it is answered 503. */
-#define POOL_WAIT_S 10
-
-static void pool_put(api_t *api, int slot)
-{
-	pthread_mutex_lock(&api->pool_lock);
-	api->pool_used[slot] = false;
-	pthread_cond_signal(&api->pool_free);
-	pthread_mutex_unlock(&api->pool_lock);
-}
-
-/* Takes a free connection of the pool, waiting up to POOL_WAIT_S for
- * one, and opens it at its first use (outside the lock: a PostgreSQL
- * connection takes round trips). ZC_EOK, or records_open()'s error, or
- * ZC_EBUSY with *full set: none came free in time. */
-static int pool_get(api_t *api, int *slot, records_store_t **out,
-                    bool *full)
-{
-	*full = false;
-	struct timespec until;
-	clock_gettime(CLOCK_MONOTONIC, &until);
-	until.tv_sec += POOL_WAIT_S;
-	pthread_mutex_lock(&api->pool_lock);
-	int i;
-	bool timed_out = false;
-	for (;;) {
-		for (i = 0; i < API_POOL_SIZE && api->pool_used[i]; i++) {
-		}
-		if (i < API_POOL_SIZE) {
-			break;
-		}
-		if (timed_out) {
-			pthread_mutex_unlock(&api->pool_lock);
-			*full = true;
-			return ZC_EBUSY;
-		}
-		/* Timed out, the slots get one more look (one freed at
-		 * the deadline) before the 503. */
-		timed_out = pthread_cond_timedwait(&api->pool_free,
-		                                   &api->pool_lock,
-		                                   &until) == ETIMEDOUT;
-	}
-	api->pool_used[i] = true;
-	pthread_mutex_unlock(&api->pool_lock);
-	/* The slot is this request's alone now. */
-	int ret = ZC_EOK;
-	if (api->pool[i] == NULL) {
-		records_store_t *rs = NULL;
-		ret = records_open(&rs, api->cfg.data_dir);
-		api->pool[i] = ret == ZC_EOK ? rs : NULL;
-	}
-	if (ret != ZC_EOK) {
-		pool_put(api, i);
-		return ret;
-	}
-	*slot = i;
-	*out = api->pool[i];
-	return ZC_EOK;
-}
 
 /* Splits the path after the prefix into segments (modifies path); more
  * than MAX_PARTS gives MAX_PARTS + 1, which no path of the table has
@@ -226,14 +166,6 @@ static void route(api_req_t *req, char **parts, int n)
 	api_error(req, 404, 7003, "url: no route for %s", parts[0]);
 }
 
-void api_store_release(api_req_t *req)
-{
-	if (req->rs != NULL) {
-		pool_put(req->api, req->pool_slot);
-		req->rs = NULL;
-	}
-}
-
 /* api_dispatch() but its audit line. */
 static void dispatch(api_req_t *req, const char *url)
 {
@@ -244,11 +176,11 @@ static void dispatch(api_req_t *req, const char *url)
 	}
 	int slot = -1;
 	bool full;
-	int ret = pool_get(req->api, &slot, &req->rs, &full);
+	int ret = api_pool_get(req->api, &slot, &req->rs, &full);
 	if (full) {
 		api_error(req, 503, 1503, "server: busy, all %d records store "
 		          "connections stayed in use for %d s; nothing was "
-		          "written: retry", API_POOL_SIZE, POOL_WAIT_S);
+		          "written: retry", API_POOL_SIZE, API_POOL_WAIT_S);
 		return;
 	}
 	if (ret != ZC_EOK) {

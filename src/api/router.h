@@ -15,9 +15,3 @@ void api_free(api_t *api);
  * which fill in the response part of req. */
 void api_dispatch(api_req_t *req, const char *url);
 
-/* Gives the request's records store connection back to the pool before
- * its handler waits on something else (a propagation receipt's wait):
- * a wait must not hold one of the pool's connections, or a few long
- * polls stop every other request. req->rs is NULL afterwards; nothing
- * may be open on it (no transaction). */
-void api_store_release(api_req_t *req);

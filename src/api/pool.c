@@ -1,0 +1,72 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * The API's records store connections (pool.h): API_POOL_SIZE, opened at
+ * their first use, each held by one request at a time.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <time.h>
+
+#include "api/pool.h"
+#include "common/error.h"
+
+void api_pool_put(api_t *api, int slot)
+{
+	pthread_mutex_lock(&api->pool_lock);
+	api->pool_used[slot] = false;
+	pthread_cond_signal(&api->pool_free);
+	pthread_mutex_unlock(&api->pool_lock);
+}
+
+int api_pool_get(api_t *api, int *slot, records_store_t **out,
+                 bool *full)
+{
+	*full = false;
+	struct timespec until;
+	clock_gettime(CLOCK_MONOTONIC, &until);
+	until.tv_sec += API_POOL_WAIT_S;
+	pthread_mutex_lock(&api->pool_lock);
+	int i;
+	bool timed_out = false;
+	for (;;) {
+		for (i = 0; i < API_POOL_SIZE && api->pool_used[i]; i++) {
+		}
+		if (i < API_POOL_SIZE) {
+			break;
+		}
+		if (timed_out) {
+			pthread_mutex_unlock(&api->pool_lock);
+			*full = true;
+			return ZC_EBUSY;
+		}
+		/* Timed out, the slots get one more look (one freed at
+		 * the deadline) before the 503. */
+		timed_out = pthread_cond_timedwait(&api->pool_free,
+		                                   &api->pool_lock,
+		                                   &until) == ETIMEDOUT;
+	}
+	api->pool_used[i] = true;
+	pthread_mutex_unlock(&api->pool_lock);
+	/* The slot is this request's alone now. */
+	int ret = ZC_EOK;
+	if (api->pool[i] == NULL) {
+		records_store_t *rs = NULL;
+		ret = records_open(&rs, api->cfg.data_dir);
+		api->pool[i] = ret == ZC_EOK ? rs : NULL;
+	}
+	if (ret != ZC_EOK) {
+		api_pool_put(api, i);
+		return ret;
+	}
+	*slot = i;
+	*out = api->pool[i];
+	return ZC_EOK;
+}
+
+void api_store_release(api_req_t *req)
+{
+	if (req->rs != NULL) {
+		api_pool_put(req->api, req->pool_slot);
+		req->rs = NULL;
+	}
+}

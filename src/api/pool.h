@@ -1,0 +1,24 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* Internal to api/: the records store connection pool (pool.c). */
+#pragma once
+
+#include "api/internal.h"
+
+/* How long a request waits for a connection of the pool when every one
+ * is in use (each is held for its request's length, a write's wait for
+ * the writer included), before it is answered 503. */
+#define API_POOL_WAIT_S 10
+
+/* Takes a free connection, waiting up to API_POOL_WAIT_S for one, and
+ * opens it at its first use (outside the lock: a PostgreSQL connection
+ * takes round trips). ZC_EOK, or records_open()'s error, or ZC_EBUSY with
+ * *full set: none came free in time. */
+int api_pool_get(api_t *api, int *slot, records_store_t **out, bool *full);
+void api_pool_put(api_t *api, int slot);
+
+/* Gives the request's connection back to the pool before its handler
+ * waits on something else (a propagation receipt's wait, a retry's): a
+ * wait must not hold one of the pool's connections, or a few long polls
+ * stop every other request. req->rs is NULL afterwards; nothing may be
+ * open on it (no transaction). api_dispatch() calls it at the end. */
+void api_store_release(api_req_t *req);
