@@ -277,8 +277,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
 		if (!uri_whole(version) || url_nul) {
 			url_nul = false;
 			req->close = true;
-			api_error(req, 400, 1004, "url: a NUL octet (raw or %%00) in the "
-			          "path or an argument");
+			api_error(req, 400, 1004, "url: a NUL octet (raw or "
+			          "%%00) in the path or an argument");
 			api_audit(req, url);
 			return respond(conn, req);
 		}
