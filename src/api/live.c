@@ -328,8 +328,7 @@ void api_zone_retry(api_req_t *req, const records_zone_t *zone,
 	}
 	/* The zone as the answer shows it, read before the wait, which
 	 * reads the edge store only and so holds no records store
-	 * connection (a quarantined zone takes no writes meanwhile); its
-	 * quarantine is read again after. */
+	 * connection; read again after it when a connection comes. */
 	json_t *answer = zone_json(req, zone);
 	api_store_release(req);
 	builder_follower_t *f = req->api->cfg.follower;
@@ -357,6 +356,17 @@ void api_zone_retry(api_req_t *req, const records_zone_t *zone,
 	if (ret == ZC_EOK) {
 		snprintf(req->note, sizeof(req->note), "the retry has not "
 		         "finished yet; GET the zone for its outcome");
+	}
+	/* A zone released takes writes again, and a quarantined one can be
+	 * deleted: the zone as it is now, with a connection for this read
+	 * alone (api_dispatch() gives it back); the one read before the
+	 * wait when none comes or the zone is gone. */
+	records_zone_t now;
+	bool full;
+	if (api_pool_get(req->api, &req->pool_slot, &req->rs, &full) ==
+	    ZC_EOK && records_zone_get(req->rs, zone->id, &now) == ZC_EOK) {
+		json_decref(answer);
+		answer = zone_json(req, &now);
 	}
 	json_t *quarantine = api_quarantine_json(req, zone->id);
 	json_object_set_new(answer, "status", json_string(
