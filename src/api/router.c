@@ -8,7 +8,6 @@
  * The libmicrohttpd callbacks (server.c) and the api_request fuzz target
  * both call api_dispatch().
  */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -16,9 +16,14 @@ import json
 
 import pytest
 
+import test_api_head as head_tests
 from test_api_head import MISSING_ZONE, one, same_as_get
 
 _seq = itertools.count(1)
+
+# test_api_head.py's fixtures: this module's server and its client.
+srv = head_tests.srv
+api = head_tests.api
 
 # Every method tried on every path: HTTP's, WebDAV-free, and one no server
 # knows.
@@ -46,16 +51,6 @@ ROUTES = (
     ("/user/tokens/{tid}", {"GET", "HEAD", "DELETE"}),
     ("/fleet", {"GET", "HEAD"}),
 )
-
-
-@pytest.fixture(scope="module")
-def srv(zonecast_api):
-    return zonecast_api
-
-
-@pytest.fixture(scope="module")
-def api(srv):
-    return srv.client()
 
 
 @pytest.fixture(scope="module")

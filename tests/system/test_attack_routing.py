@@ -9,27 +9,20 @@ import re
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-import pytest
-
 import pg
 import test_quarantine as quarantine
 from servers import ApiClient, wait_for
 from test_api import new_zone, post_record
+import test_api_head as head_tests
 from test_api_head import MISSING_ZONE, exchange, one, request
 from test_api_methods import ROUTES, allow_of
 from test_audit import audit_lines, fields
 from test_pg_status import status as node_status, status_text
 from test_reload import sighup_and_wait, write_config
 
-
-@pytest.fixture(scope="module")
-def srv(zonecast_api):
-    return zonecast_api
-
-
-@pytest.fixture(scope="module")
-def api(srv):
-    return srv.client()
+# test_api_head.py's fixtures: this module's server and its client.
+srv = head_tests.srv
+api = head_tests.api
 
 
 def in_threads(*calls):
