@@ -121,6 +121,30 @@ int records_ids_flush(records_store_t *store);
 int records_owner_key(const knot_dname_t *apex, const knot_dname_t *owner,
                       uint8_t *okey, size_t *okey_len);
 
+/* prefetch.c: nodes read ahead for a write transaction's units (see
+ * there). _hint() notes an owner's key (PostgreSQL, in a write
+ * transaction); _zone() reads the zone's noted nodes, right after this
+ * transaction locked its row; _prefetched() serves records_record_foreach()
+ * of one node, filtered by type (0: all), and returns false when it
+ * cannot (then nothing was called); _forget_node() and _forget_zone()
+ * drop what this transaction writes; _reset() at every transaction
+ * boundary; _mark() at a savepoint (level 0: the unit's, 1: the inner one)
+ * and _restore() at its rollback. */
+void records_prefetch_hint(records_store_t *store, int64_t zone_id,
+                           const uint8_t *okey, size_t len);
+int records_prefetch_zone(records_store_t *store, int64_t zone_id);
+bool records_prefetched(records_store_t *store, int64_t zone_id,
+                        const uint8_t *okey, size_t len, uint16_t type,
+                        int (*cb)(const records_record_t *rec, void *ctx),
+                        void *ctx);
+void records_prefetch_forget_node(records_store_t *store, int64_t zone_id,
+                                  const uint8_t *okey, size_t len);
+void records_prefetch_forget_zone(records_store_t *store, int64_t zone_id);
+void records_prefetch_reset(records_store_t *store);
+void records_prefetch_mark(records_store_t *store, int level);
+void records_prefetch_restore(records_store_t *store, int level);
+void records_prefetch_free(records_store_t *store);
+
 /* The columns records_rows_foreach() reads, in its order. */
 #define RECORDS_RECORD_COLUMNS "id, zone_id, owner, type, ttl, rdata," \
 	" comment, created_on, modified_on, api_form, tags"

@@ -95,6 +95,10 @@ int records_record_foreach(records_store_t *store, int64_t zone_id,
 	if (ret == KNOT_EOUTOFZONE || ret == ZC_ENAMEKEY) {
 		return ZC_EOK; /* Nothing matches. */
 	}
+	if (ret == ZC_EOK && owner != NULL &&
+	    records_prefetched(store, zone_id, okey, okey_len, type, cb, ctx)) {
+		return ZC_EOK; /* Read ahead with its batch's others. */
+	}
 	rdb_stmt_t *stmt;
 	if (ret == ZC_EOK) {
 		const char *text = sql[(owner != NULL) * 2 + (type != 0)];
@@ -107,6 +111,18 @@ int records_record_foreach(records_store_t *store, int64_t zone_id,
 	ret = records_rows_foreach(stmt, cb, ctx);
 	rdb_done(stmt);
 	return ret;
+}
+
+void records_hint_node(records_store_t *store, int64_t zone_id,
+                       const knot_dname_t *apex, const knot_dname_t *owner)
+{
+	uint8_t lower[KNOT_DNAME_MAXLEN];
+	uint8_t okey[DNS_LF_MAXLEN];
+	size_t okey_len;
+	knot_dname_copy_lower(lower, owner);
+	if (records_owner_key(apex, lower, okey, &okey_len) == ZC_EOK) {
+		records_prefetch_hint(store, zone_id, okey, okey_len);
+	}
 }
 
 typedef struct {

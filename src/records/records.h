@@ -554,6 +554,18 @@ int records_record_foreach(records_store_t *store, int64_t zone_id,
                            int (*cb)(const records_record_t *rec, void *ctx),
                            void *ctx);
 
+/*
+ * Names a node a unit of the write transaction just begun will read with
+ * records_record_foreach() (owner in the zone whose id and apex are given;
+ * any case). On PostgreSQL the named nodes of a zone are read in one
+ * statement when the transaction locks the zone's row, and the units'
+ * reads of them cost no round trip (prefetch.c); elsewhere, or outside a
+ * write transaction, nothing happens. Only a hint: a node not named is
+ * read as before.
+ */
+void records_hint_node(records_store_t *store, int64_t zone_id,
+                       const knot_dname_t *apex, const knot_dname_t *owner);
+
 /* The orders of records_record_query(). */
 typedef enum {
 	RECORDS_ORDER_NAME = 0,  /* (okey, type, id): DNSSEC canonical order. */

@@ -276,6 +276,7 @@ int records_record_insert(records_store_t *store, const records_zone_t *zone,
 	 * release, and fails the unit all the same. */
 	ret = rdb_defer_row(stmt, "ibbiibtiiiit");
 	rdb_done(stmt);
+	records_prefetch_forget_node(store, zone->id, okey, okey_len);
 	if (ret != ZC_EOK) {
 		return ret;
 	}
@@ -331,6 +332,7 @@ int records_record_delete(records_store_t *store, const records_zone_t *zone,
 	}
 	rdb_step(stmt); /* Completes the statement. */
 	rdb_done(stmt);
+	records_prefetch_forget_node(store, zone->id, okey, okey_len);
 	ret = records_count_add(store, zone->id, -1);
 	if (ret != ZC_EOK) {
 		return ret;

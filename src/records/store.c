@@ -174,6 +174,7 @@ void records_close(records_store_t *store)
 		return;
 	}
 	rdb_close(store->db);
+	records_prefetch_free(store);
 	free(store->target);
 	free(store);
 }

@@ -97,6 +97,10 @@ struct records_store {
 	int64_t counts_taken; /* Added, written with a serial at commit. */
 	int64_t count_saved[2][RECORDS_COUNT_ZONES];
 	size_t count_saved_n[2];
+	/* prefetch.c: the owners a write transaction's units named before
+	 * they ran, and the records at them, read once their zone's row was
+	 * locked (NULL until first used). */
+	struct records_prefetch *prefetch;
 };
 
 /* Current time in Unix milliseconds. */

@@ -18,6 +18,7 @@ int records_write_begin(records_store_t *store)
 	records_zrow_forget(store);
 	records_counts_forget(store);
 	records_changelog_begin(store);
+	records_prefetch_reset(store);
 	int ret = rdb_begin_write(store->db);
 	store->in_write = ret == ZC_EOK;
 	store->units_kept = 0;
@@ -44,6 +45,7 @@ static int commit(records_store_t *store, rdb_stmt_t *after)
 	}
 	records_ids_forget(store);
 	records_zrow_forget(store);
+	records_prefetch_reset(store);
 	store->in_write = false;
 	store->units_kept = 0;
 	return ret;
@@ -84,6 +86,7 @@ void records_write_rollback(records_store_t *store)
 	records_ids_forget(store);
 	records_zrow_forget(store);
 	records_counts_forget(store);
+	records_prefetch_reset(store);
 	store->in_write = false;
 	store->units_kept = 0;
 }
@@ -92,6 +95,7 @@ int records_savepoint(records_store_t *store)
 {
 	records_counts_mark(store, RDB_SP_UNIT);
 	records_zrow_mark(store, RDB_SP_UNIT);
+	records_prefetch_mark(store, RDB_SP_UNIT);
 	return rdb_savepoint(store->db, RDB_SP_UNIT);
 }
 
@@ -127,6 +131,7 @@ static void rollback_to(records_store_t *store, rdb_level_t level)
 	records_counts_restore(store, level);
 	records_changelog_rollback(store);
 	records_zrow_restore(store, level);
+	records_prefetch_restore(store, level);
 }
 
 void records_savepoint_rollback(records_store_t *store)
@@ -138,6 +143,7 @@ int records_inner_savepoint(records_store_t *store)
 {
 	records_counts_mark(store, RDB_SP_INNER);
 	records_zrow_mark(store, RDB_SP_INNER);
+	records_prefetch_mark(store, RDB_SP_INNER);
 	return rdb_savepoint(store->db, RDB_SP_INNER);
 }
 

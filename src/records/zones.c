@@ -271,6 +271,10 @@ int records_zone_get_keyed(records_store_t *store, int64_t id,
 	ret = rc == RDB_ROW ? ZC_EOK : rc == RDB_DONE ? ZC_ENOZONE :
 	      rdb_status(rc);
 	rdb_done(stmt);
+	if (ret == ZC_EOK && store->in_write) {
+		/* Locked now: the nodes its units named (prefetch.c). */
+		ret = records_prefetch_zone(store, id);
+	}
 	return ret;
 }
 
@@ -400,6 +404,7 @@ static int write_tombstone(records_store_t *store, const records_zone_t *zone)
 
 int records_zone_remove(records_store_t *store, records_zone_t *zone)
 {
+	records_prefetch_forget_zone(store, zone->id);
 	int ret = zrow_drop(store);
 	/* The records by hand: PostgreSQL has no foreign key from them to
 	 * the zone (schema step 12); this transaction holds the zone's row,

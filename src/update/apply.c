@@ -625,6 +625,23 @@ static int delete_rr(records_store_t *rs, update_msg_t *m, node_t *n,
 	return ret;
 }
 
+void update_hint(records_store_t *rs, void *arg)
+{
+	const update_msg_t *m = arg;
+	if (m->refused) {
+		return;
+	}
+	static const knot_section_t sections[] = { KNOT_ANSWER, KNOT_AUTHORITY };
+	for (size_t s = 0; s < sizeof(sections) / sizeof(sections[0]); s++) {
+		const knot_pktsection_t *sec = knot_pkt_section(m->pkt,
+		                                                sections[s]);
+		for (uint16_t i = 0; i < sec->count; i++) {
+			records_hint_node(rs, m->zone.id, m->zone.apex,
+			                  knot_pkt_rr(sec, i)->owner);
+		}
+	}
+}
+
 int update_apply(records_store_t *rs, void *arg)
 {
 	update_msg_t *m = arg;

@@ -98,6 +98,9 @@ int update_parse(knot_pkt_t *pkt);
 /* The committer unit (apply.c): prerequisites, then the update. Sets
  * msg->rcode; returns ZC_EOK only when everything was applied. */
 int update_apply(records_store_t *rs, void *msg);
+/* The writer's hint for update_apply() (writer.h): names the owners of
+ * the prerequisite and update sections, whose nodes it reads. */
+void update_hint(records_store_t *rs, void *msg);
 
 /* Prescan of the update section (apply.c): RFC 2136 §3.4.1, and the
  * types zonecast refuses. Returns an rcode (0: fine). log: say why a

@@ -727,6 +727,7 @@ void update_handle(void *ctx, const uint8_t *msg, size_t len,
 		return;
 	}
 	m->unit.fn = update_apply;
+	m->unit.hint = update_hint;
 	m->unit.ctx = m;
 	m->unit.done = on_committed;
 	m->unit.want_seq = u->cfg.follower != NULL; /* For await_live(). */

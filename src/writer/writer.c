@@ -162,6 +162,11 @@ static int attempt(writer_t *w, writer_unit_t *batch, bool later,
 	if (ret == ZC_EOK) {
 		ret = records_write_begin(w->rs);
 	}
+	for (writer_unit_t *u = batch; u != NULL && ret == ZC_EOK; u = u->next) {
+		if (u->hint != NULL) {
+			u->hint(w->rs, u->ctx); /* Read ahead (prefetch.c). */
+		}
+	}
 	for (writer_unit_t *u = batch, *prev = NULL; u != NULL;
 	     prev = u, u = u->next) {
 		if (ret != ZC_EOK) {

@@ -60,6 +60,10 @@ typedef struct writer_unit {
 	writer_fn fn;
 	void *ctx;
 	void (*done)(struct writer_unit *unit, int result);
+	/* Optional: called with ctx once the unit's transaction began, for
+	 * every unit of the batch before the first runs, to name what fn
+	 * will read (records_hint_node()). It must not write, nor fail. */
+	void (*hint)(records_store_t *rs, void *ctx);
 	bool alone;     /* Runs outside any transaction (writer_run_alone). */
 	bool want_seq;  /* Fill seq (one query per batch on PostgreSQL). */
 	/* Out, with want_seq, once done: the change-log position of the end
