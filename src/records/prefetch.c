@@ -54,7 +54,7 @@ typedef struct {
 } row_t;
 
 typedef struct {
-	const hint_t *key;
+	size_t hint;  /* Its key: hints[hint] (an index: hints may grow). */
 	bool valid;
 	size_t first, count;  /* rows[first, first + count), by (type, id). */
 } node_t;
@@ -147,9 +147,9 @@ static node_t *find_node(struct records_prefetch *pf, const uint8_t *okey,
                          size_t len)
 {
 	for (size_t i = 0; i < pf->node_n; i++) {
-		node_t *n = &pf->nodes[i];
-		if (n->key->len == len && memcmp(n->key->okey, okey, len) == 0) {
-			return n;
+		const hint_t *key = &pf->hints[pf->nodes[i].hint];
+		if (key->len == len && memcmp(key->okey, okey, len) == 0) {
+			return &pf->nodes[i];
 		}
 	}
 	return NULL;
@@ -166,7 +166,7 @@ static size_t make_nodes(struct records_prefetch *pf, int64_t zone_id,
 		if (h->zone_id != zone_id || find_node(pf, h->okey, h->len)) {
 			continue;
 		}
-		pf->nodes[pf->node_n++] = (node_t){ .key = h, .valid = true };
+		pf->nodes[pf->node_n++] = (node_t){ .hint = i, .valid = true };
 		keys[n] = h->len ? h->okey : (const uint8_t *)"";
 		lens[n++] = h->len;
 	}
@@ -243,8 +243,9 @@ static int read_nodes(struct records_prefetch *pf, rdb_stmt_t *stmt)
 	while ((rc = rdb_step(stmt)) == RDB_ROW) {
 		size_t len = rdb_col_bytes(stmt, 11);
 		const uint8_t *okey = rdb_col_blob(stmt, 11, NULL);
-		if (node == NULL || node->key->len != len ||
-		    (len > 0 && memcmp(node->key->okey, okey, len) != 0)) {
+		const hint_t *key = node ? &pf->hints[node->hint] : NULL;
+		if (key == NULL || key->len != len ||
+		    (len > 0 && memcmp(key->okey, okey, len) != 0)) {
 			node = find_node(pf, okey ? okey : (const uint8_t *)"", len);
 			if (node == NULL || node->count > 0) {
 				return ZC_EFORMAT; /* Not asked for, or not in order. */
