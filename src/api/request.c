@@ -122,9 +122,13 @@ json_t *api_body_json(api_req_t *req)
 	return j;
 }
 
-/* A decimal integer in [min, max], all of text. */
+/* A decimal integer in [min, max], all of text, digits only (strtol
+ * alone also takes leading blanks and a sign: " 5", "+5"). */
 static bool parse_long(const char *text, long min, long max, long *out)
 {
+	if (*text < '0' || *text > '9') {
+		return false;
+	}
 	char *end;
 	errno = 0;
 	long v = strtol(text, &end, 10);

@@ -428,6 +428,12 @@ def test_record_create_list_filters_paging_get(srv, api):
     b = api.ok("GET", "/zones/%s/dns_records" % zid, params={"page": page + 5, "per_page": 2})
     assert b["result"] == []
     assert_error(api.call("GET", "/zones/%s/dns_records" % zid, params={"per_page": 0}), 400, None)
+    # Digits only: a sign or a blank is refused, as in ids.
+    for bad in ("+5", " 5", "-1", "5 ", "0x5", ""):
+        assert_error(api.call("GET", "/zones/%s/dns_records" % zid, params={"per_page": bad}),
+                     400, None)
+        assert_error(api.call("GET", "/zones/%s/dns_records" % zid, params={"page": bad}),
+                     400, None)
     # get by id, with an ETag
     for m in made:
         r = api.call("GET", "/zones/%s/dns_records/%s" % (zid, m["id"]))
