@@ -147,14 +147,18 @@ static void bind_event(rdb_stmt_t *stmt, const records_change_entry_t *e,
 
 /*
  * PostgreSQL, once the transaction's id is known and nobody asks for the
- * sequence: the event, and the index of its version's first event, as one
- * statement queued in the pipeline (rdb_defer()): no round trip of its
- * own.
+ * sequence: the event, queued in the pipeline (rdb_defer()): no round
+ * trip of its own. With late savepoints (store->lazy_units) it is a row
+ * gathered with the events around it, the batch's units' together (db.h,
+ * rdb_defer_row()), and the versions are indexed at the commit
+ * (records_changelog_index_versions()); otherwise a version's first event
+ * goes with its index, as one statement, so that a failure of the index
+ * is its unit's alone.
  */
 static int append_queued(records_store_t *store,
                          const records_change_entry_t *e, const rule_t *rule)
 {
-	bool index = rule->indexes &&
+	bool index = !store->lazy_units && rule->indexes &&
 	             !version_indexed(store, e->zone_id, e->version);
 	rdb_stmt_t *stmt;
 	int ret = index ?
@@ -169,14 +173,46 @@ static int append_queued(records_store_t *store,
 		return ret;
 	}
 	bind_event(stmt, e, rule);
-	/* The events after a version's first go with one another as one
-	 * statement (db.h, rdb_defer_row()). */
 	ret = index ? rdb_defer(stmt) : rdb_defer_row(stmt, "ibiibiiiib");
 	rdb_done(stmt);
 	if (ret == ZC_EOK && index) {
 		store->version_zone = e->zone_id;
 		store->version_logged = e->version;
 	}
+	return ret;
+}
+
+int records_changelog_index_versions(records_store_t *store)
+{
+	if (!on_pg(store) || !store->lazy_units || !store->log_appended) {
+		return ZC_EOK;
+	}
+	/* Each version's first event of the kinds that index (rules[]),
+	 * among this transaction's: what index_version() wrote per version
+	 * (a version's events are all one unit's, so its first in this
+	 * transaction is its first), the events of rolled-back units gone
+	 * with them. */
+	int64_t kinds[sizeof(rules) / sizeof(rules[0])];
+	size_t n = 0;
+	for (size_t k = 0; k < sizeof(rules) / sizeof(rules[0]); k++) {
+		if (rules[k].indexes) {
+			kinds[n++] = (int64_t)k;
+		}
+	}
+	rdb_stmt_t *stmt;
+	int ret = rdb_prepare(store->db, RDB_SQL2(NULL,
+		"INSERT INTO zone_versions(zone_id, version, seq)"
+		" SELECT zone_id, version, min(seq) FROM changes"
+		" WHERE xid = pg_current_xact_id() AND kind = ANY(?1)"
+		" GROUP BY zone_id, version"
+		" ON CONFLICT (zone_id, version)"
+		" DO UPDATE SET seq = excluded.seq"), &stmt);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	rdb_bind_int64_array(stmt, 1, kinds, n);
+	ret = rdb_defer(stmt);
+	rdb_done(stmt);
 	return ret;
 }
 
@@ -217,7 +253,10 @@ int records_changelog_append(records_store_t *store,
 	if (ret == ZC_EOK && seq != NULL) {
 		*seq = (uint64_t)appended;
 	}
-	if (ret == ZC_EOK && rule->indexes) {
+	if (ret == ZC_EOK && rule->indexes &&
+	    !(on_pg(store) && store->lazy_units)) {
+		/* Late savepoints on PostgreSQL: at the commit, for the whole
+		 * transaction. */
 		ret = index_version(store, e->zone_id, e->version, appended);
 	}
 	if (ret == ZC_EOK && rule->restarts) {

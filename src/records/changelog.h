@@ -163,6 +163,13 @@ int records_changelog_append(records_store_t *store,
                              const records_change_entry_t *entry,
                              uint64_t *seq);
 
+/* PostgreSQL, last before the commit of a write transaction whose units
+ * took late savepoints and appended (records_write_commit()): indexes the
+ * first event of each of its versions (IXFR starts there), one statement
+ * for the transaction, queued. Otherwise each version was indexed at its
+ * first event; nothing here. */
+int records_changelog_index_versions(records_store_t *store);
+
 /* Tells the change log that the caller's write transaction, or a
  * savepoint in it, was rolled back: what was appended there is gone, and
  * its versions may be handed out again (SQLite: the connection forgets

@@ -252,6 +252,13 @@ int rdb_release_later(rdb_t *db, rdb_level_t level)
 	       db->driver->release(db, level);
 }
 
+int rdb_savepoint_later(rdb_t *db, rdb_level_t level)
+{
+	return db->driver->savepoint_later != NULL ?
+	       db->driver->savepoint_later(db, level) :
+	       db->driver->savepoint(db, level);
+}
+
 bool rdb_txn_replay(rdb_t *db)
 {
 	return db->driver->txn_replay != NULL && db->driver->txn_replay(db);

@@ -253,6 +253,19 @@ void rdb_rollback_to(rdb_t *db, rdb_level_t level);
 int rdb_release_later(rdb_t *db, rdb_level_t level);
 bool rdb_txn_replay(rdb_t *db);
 
+/*
+ * rdb_savepoint() of a unit that rdb_release_later() will release: on
+ * PostgreSQL inside a write transaction its SAVEPOINT is sent only with
+ * the unit's first statement that is not a gathered row (rdb_defer_row()),
+ * and the rows of the units released before it go ahead of it. A unit
+ * whose statements are all gathered rows sends nothing of its own: its
+ * release sends nothing, its rollback drops its rows unsent, and its rows
+ * go with the other units' as one statement (db_pg_gather.c). A failure
+ * of such rows is a released unit's: ZC_EREPLAY, as for
+ * rdb_release_later(). Elsewhere the same as rdb_savepoint().
+ */
+int rdb_savepoint_later(rdb_t *db, rdb_level_t level);
+
 /* --- Bulk loads --- */
 
 typedef struct rdb_copy rdb_copy_t;

@@ -93,6 +93,9 @@ struct rdb_driver {
 	/* Releases without waiting (NULL: release), and whether a statement
 	 * released so failed since (db.h, rdb_release_later()). */
 	int (*release_later)(rdb_t *db, rdb_level_t level);
+	/* A savepoint sent with its unit's first statement that is not a
+	 * gathered row (NULL: savepoint; db.h, rdb_savepoint_later()). */
+	int (*savepoint_later)(rdb_t *db, rdb_level_t level);
 	bool (*txn_replay)(rdb_t *db);
 	void (*rollback_to)(rdb_t *db, rdb_level_t level);
 	/* Queues a statement (NULL: the driver runs it at once). */

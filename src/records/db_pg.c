@@ -452,8 +452,8 @@ static int execute(pg_stmt_t *s)
 	if (ret != ZC_EOK) {
 		return ret;
 	}
-	if (d->piped || pg_gathering(d)) {
-		ret = pg_gather_flush(d);
+	if (d->piped || pg_gathering(d) || d->unit_pending) {
+		ret = pg_gather_flush(d); /* A pending SAVEPOINT first. */
 		ret = ret == ZC_EOK ? pg_pipe_send(s) : ret;
 		return ret == ZC_EOK ? pg_pipe_sync(d, s) : ret;
 	}
@@ -693,6 +693,8 @@ static int begin(rdb_t *db, const char *sql)
 	d->begin_slot = d->queued;
 	d->severed = false;
 	d->replay = false;
+	d->unit_pending = false;
+	d->lazy_txn = false;
 	d->txn = true;
 	return ZC_EOK;
 }
@@ -740,6 +742,12 @@ static int pg_commit_then(rdb_t *db, rdb_stmt_t *st)
 	}
 	int ret = d->severed ? ZC_EUNAVAILABLE : d->replay ? ZC_EREPLAY :
 	          pg_gather_flush(d);
+	if (ret == ZC_EOK && d->lazy_txn) {
+		/* Late savepoints: the statements before COMMIT finish the
+		 * released units' work; should one fail, they run again one by
+		 * one, each with its own. */
+		d->released_slot = d->queued;
+	}
 	if (ret == ZC_EOK) {
 		ret = pg_pipe_commit(d, after);
 	} else {
@@ -854,6 +862,13 @@ static int pg_release(rdb_t *db, rdb_level_t level)
 static int pg_release_later(rdb_t *db, rdb_level_t level)
 {
 	pg_db_t *d = db_of(db);
+	if (level == RDB_SP_UNIT && d->unit_pending) {
+		/* Never sent: the unit's rows stay held, now a released
+		 * unit's (pg_gather_materialize(), pg_gather_flush()). */
+		d->unit_pending = false;
+		d->released_rows = pg_gathering(d);
+		return d->replay ? ZC_EREPLAY : ZC_EOK;
+	}
 	if (!d->writing || level != RDB_SP_UNIT || d->severed) {
 		return pg_release(db, level);
 	}
@@ -873,9 +888,28 @@ static bool pg_txn_replay(rdb_t *db)
 	return db_of(db)->replay;
 }
 
+/* A unit savepoint sent with the unit's first statement that is not a
+ * gathered row (db.h, rdb_savepoint_later()); in a write transaction
+ * that may replay only. */
+static int pg_savepoint_later(rdb_t *db, rdb_level_t level)
+{
+	pg_db_t *d = db_of(db);
+	if (!d->writing || level != RDB_SP_UNIT || d->severed || d->replay ||
+	    d->unit_pending) {
+		return pg_savepoint(db, level);
+	}
+	pg_gather_mark(d);
+	d->lazy_txn = true;
+	return ZC_EOK;
+}
+
 static void pg_rollback_to(rdb_t *db, rdb_level_t level)
 {
 	pg_db_t *d = db_of(db);
+	if (level == RDB_SP_UNIT && d->unit_pending) {
+		pg_gather_unmark(d); /* Never sent: its rows go unsent. */
+		return;
+	}
 	if (d->txn) {
 		/* Rows held came after the innermost savepoint (a savepoint
 		 * sends them): undone unsent. */
@@ -959,6 +993,7 @@ const rdb_driver_t rdb_pg_driver = {
 	.savepoint = pg_savepoint,
 	.release = pg_release,
 	.release_later = pg_release_later,
+	.savepoint_later = pg_savepoint_later,
 	.txn_replay = pg_txn_replay,
 	.rollback_to = pg_rollback_to,
 	.defer = pg_defer,

@@ -80,6 +80,8 @@ void pg_gather_drop(pg_db_t *d)
 	for (int i = 0; i < PG_GATHERS; i++) {
 		clear(&d->gather[i]);
 	}
+	d->unit_pending = false;
+	d->released_rows = false;
 }
 
 bool pg_gathering(const pg_db_t *d)
@@ -215,14 +217,13 @@ static uint32_t get_be32(const uint8_t *r)
 	       (uint32_t)r[2] << 8 | r[3];
 }
 
-/* Whether a lone row can go as its own INSERT (the cache entry still
+/* Whether the first row can go as its own INSERT (the cache entry still
  * that statement); it is prepared in the queue if the session lacks it. */
 static bool single_ready(const pg_db_t *d, const pg_gather_t *g)
 {
 	(void)d;
 	const pg_stmt_t *s = g->single;
-	return g->rows == 1 && s != NULL && s->key == g->key &&
-	       s->nparams == g->stmt.nparams;
+	return s != NULL && s->key == g->key && s->nparams == g->stmt.nparams;
 }
 
 /*
@@ -286,28 +287,18 @@ static int send_single(pg_db_t *d, pg_gather_t *g)
 	return ret;
 }
 
-int pg_gather_flush(pg_db_t *d)
+/*
+ * Sends the first `rows` rows of g (lens: each column's length up to
+ * their end) as one statement, or as the single INSERT they came as, and
+ * keeps the rest, moved to the front.
+ */
+static int send_rows(pg_db_t *d, pg_gather_t *g, size_t rows,
+                     const size_t *lens)
 {
-	if (d->severed && pg_gathering(d)) {
-		/* The session was reset: the rows' transaction is gone, and
-		 * they must not run on their own. */
-		pg_gather_drop(d);
-		return ZC_EUNAVAILABLE;
-	}
-	int first = ZC_EOK;
-	for (int i = 0; i < PG_GATHERS; i++) {
-		pg_gather_t *g = &d->gather[i];
-		if (g->rows == 0) {
-			continue;
-		}
-		if (single_ready(d, g)) {
-			g->rows = 0;
-			int ret = send_single(d, g);
-			clear(g);
-			first = first != ZC_EOK ? first : ret;
-			continue;
-		}
-		uint32_t rows = (uint32_t)g->rows;
+	int ret;
+	if (rows == 1 && single_ready(d, g)) {
+		ret = send_single(d, g);
+	} else {
 		for (int k = 0; k < g->stmt.nparams; k++) {
 			pg_column_t *c = &g->cols[k];
 			Oid elem = 0, array = 0;
@@ -316,19 +307,116 @@ int pg_gather_flush(pg_db_t *d)
 			uint8_t *w = pg_put_be32(c->buf, 1);
 			w = pg_put_be32(w, c->has_null);
 			w = pg_put_be32(w, elem);
-			w = pg_put_be32(w, rows);
+			w = pg_put_be32(w, (uint32_t)rows);
 			pg_put_be32(w, 1);
 			g->stmt.params[k] = (param_t){ .kind = P_ARRAY, .p = c->buf,
-			                               .len = c->len, .oid = array };
+			                               .len = lens[k], .oid = array };
+		}
+		/* libpq copies the parameters as it queues them. */
+		ret = pg_pipe_send(&g->stmt);
+	}
+	if (rows >= g->rows) {
+		clear(g);
+		return ret;
+	}
+	for (int k = 0; k < g->stmt.nparams; k++) {
+		pg_column_t *c = &g->cols[k];
+		size_t rest = c->len - lens[k];
+		memmove(c->buf + 20, c->buf + lens[k], rest);
+		c->len = 20 + rest;
+	}
+	g->rows -= rows;
+	return ret;
+}
+
+int pg_gather_flush(pg_db_t *d)
+{
+	if (d->severed && pg_gathering(d)) {
+		/* The session was reset: the rows' transaction is gone, and
+		 * they must not run on their own. */
+		pg_gather_drop(d);
+		return ZC_EUNAVAILABLE;
+	}
+	int first = pg_gather_materialize(d);
+	bool released = d->released_rows;
+	d->released_rows = false;
+	for (int i = 0; i < PG_GATHERS; i++) {
+		pg_gather_t *g = &d->gather[i];
+		if (g->rows == 0) {
+			continue;
+		}
+		size_t lens[MAX_PARAMS];
+		for (int k = 0; k < g->stmt.nparams; k++) {
+			lens[k] = g->cols[k].len;
 		}
 		/* Held no more, whatever the send gives (a failed send fails
-		 * the transaction). Marked sent first: the send may sync. */
-		g->rows = 0;
-		int ret = pg_pipe_send(&g->stmt);
-		clear(g);
+		 * the transaction). */
+		int ret = send_rows(d, g, g->rows, lens);
 		first = first != ZC_EOK ? first : ret;
 	}
+	if (released && first == ZC_EOK) {
+		d->released_slot = d->queued; /* Theirs, as at a RELEASE. */
+	}
 	return first;
+}
+
+void pg_gather_mark(pg_db_t *d)
+{
+	for (int i = 0; i < PG_GATHERS; i++) {
+		pg_gather_t *g = &d->gather[i];
+		g->mark_rows = g->rows;
+		for (int k = 0; k < MAX_PARAMS; k++) {
+			g->mark_len[k] = g->cols[k].len;
+			g->mark_null[k] = g->cols[k].has_null;
+		}
+	}
+	d->unit_pending = true;
+}
+
+void pg_gather_unmark(pg_db_t *d)
+{
+	if (!d->unit_pending) {
+		return;
+	}
+	d->unit_pending = false;
+	for (int i = 0; i < PG_GATHERS; i++) {
+		pg_gather_t *g = &d->gather[i];
+		if (g->mark_rows == 0) {
+			clear(g);
+			continue;
+		}
+		g->rows = g->mark_rows;
+		for (int k = 0; k < g->stmt.nparams; k++) {
+			g->cols[k].len = g->mark_len[k];
+			g->cols[k].has_null = g->mark_null[k];
+		}
+	}
+}
+
+int pg_gather_materialize(pg_db_t *d)
+{
+	if (!d->unit_pending) {
+		return ZC_EOK;
+	}
+	d->unit_pending = false;
+	d->released_rows = false; /* All before the mark: sent here. */
+	int first = ZC_EOK;
+	bool sent = false;
+	for (int i = 0; i < PG_GATHERS; i++) {
+		pg_gather_t *g = &d->gather[i];
+		if (g->mark_rows == 0 || g->rows == 0) {
+			continue;
+		}
+		int ret = send_rows(d, g, g->mark_rows, g->mark_len);
+		first = first != ZC_EOK ? first : ret;
+		sent = true;
+	}
+	if (sent && first == ZC_EOK) {
+		/* Released units' rows: a failure among them is theirs. */
+		d->released_slot = d->queued;
+	}
+	return first != ZC_EOK ? first :
+	       pg_pipe_send_text(d, "SAVEPOINT zc_unit");
 }
 
 int pg_gather_row(pg_stmt_t *s, const char *types, bool *gathered)
@@ -375,7 +463,7 @@ int pg_gather_row(pg_stmt_t *s, const char *types, bool *gathered)
 		memcpy(g->types, types, (size_t)s->nparams);
 	}
 	if (g->rows == 0) {
-		g->single = s; /* The entry the lone row would go as. */
+		g->single = s; /* The entry the first row would go as. */
 	}
 	if (!append(g, s)) {
 		/* A row in part: nothing gathered can be trusted, and the

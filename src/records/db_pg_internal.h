@@ -110,6 +110,11 @@ typedef struct {
 	char types[MAX_PARAMS]; /* i int8, b bytea, t text (rdb_defer_row()) */
 	pg_column_t cols[MAX_PARAMS];
 	size_t rows;
+	/* At the pending unit savepoint (pg_gather_mark()): the rows and
+	 * each column's length then, the rows of units released before. */
+	size_t mark_rows;
+	size_t mark_len[MAX_PARAMS];
+	bool mark_null[MAX_PARAMS];
 } pg_gather_t;
 
 #define PG_GATHERS 2
@@ -161,6 +166,17 @@ struct pg_db {
 	 * units run again (replay, until it ends). */
 	int released_slot;
 	bool replay;
+	/* The open unit's SAVEPOINT is not sent yet (rdb_savepoint_later()):
+	 * every row gathered since its mark is the unit's; the rows before
+	 * it are units' released already. */
+	bool unit_pending;
+	/* Rows held (before the pending unit's mark, if any) are units'
+	 * released already: once sent, a failure among them is theirs. */
+	bool released_rows;
+	/* A unit of this transaction took a late savepoint: what the commit
+	 * queues before COMMIT (the versions' index, the zone's serial) is
+	 * released units' work, its failure a replay. */
+	bool lazy_txn;
 	pg_stmt_t *queue[PIPE_MAX];
 	/* Rows gathered and not sent yet (db_pg_gather.c). */
 	pg_gather_t gather[PG_GATHERS];
@@ -242,6 +258,16 @@ int pg_gather_row(pg_stmt_t *s, const char *types, bool *gathered);
 int pg_gather_flush(pg_db_t *d);
 /* Whether rows are held. */
 bool pg_gathering(const pg_db_t *d);
+/* The pending unit savepoint (rdb_savepoint_later()): _mark() notes
+ * where its rows begin and makes it pending; _unmark() drops its rows
+ * (its rollback, nothing sent); _materialize() sends, when one is
+ * pending, the rows before the mark (released units', so a failure among
+ * them is theirs: ZC_EREPLAY), then its SAVEPOINT, and leaves the unit's
+ * own rows held. pg_gather_flush() and every statement that is not a
+ * gathered row materialize first. */
+void pg_gather_mark(pg_db_t *d);
+void pg_gather_unmark(pg_db_t *d);
+int pg_gather_materialize(pg_db_t *d);
 /* Drops the rows held (a rollback, a lost session), and frees all. */
 void pg_gather_drop(pg_db_t *d);
 void pg_gather_free(pg_db_t *d);

@@ -466,6 +466,12 @@ void records_savepoint_rollback(records_store_t *store);
  * (ZC_EREPLAY), other calls with their own errors.
  * SQLite: records_savepoint_release(). */
 int records_savepoint_release_later(records_store_t *store);
+/* records_savepoint() of a unit that records_savepoint_release_later()
+ * will release: PostgreSQL sends its SAVEPOINT only with its first
+ * statement that is not a row it writes, so a unit that only writes rows
+ * sends nothing of its own, and its rows go with its batch's others
+ * (db.h, rdb_savepoint_later()). SQLite: records_savepoint(). */
+int records_savepoint_later(records_store_t *store);
 bool records_write_replay(records_store_t *store);
 /* Whether a unit of the open write transaction was released (kept): its
  * locks are held to the end of the transaction (see "Concurrency"). */

@@ -63,6 +63,12 @@ struct records_store {
 	 * with another node's batch. */
 	bool in_write;
 	unsigned units_kept;
+	/* Units of this transaction took late savepoints
+	 * (records_savepoint_later()): on PostgreSQL their events are rows
+	 * gathered across units, and the versions are indexed at the commit
+	 * (changelog.c); otherwise (SQLite, or a batch run again unit by
+	 * unit) each version at its first event. */
+	bool lazy_units;
 	/* tsig_keys.c: ids of TSIG keys records_tsig_alive() found in this
 	 * write transaction (a fact about a moment after its batch was
 	 * formed: it holds for every unit of the batch). */

@@ -22,6 +22,7 @@ int records_write_begin(records_store_t *store)
 	int ret = rdb_begin_write(store->db);
 	store->in_write = ret == ZC_EOK;
 	store->units_kept = 0;
+	store->lazy_units = false;
 	store->tsig_alive_n = 0;
 	return ret;
 }
@@ -29,7 +30,10 @@ int records_write_begin(records_store_t *store)
 /* Commits, with `after` (NULL: none) run in the COMMIT's round trip. */
 static int commit(records_store_t *store, rdb_stmt_t *after)
 {
-	int ret = records_zrow_flush(store, true);
+	int ret = records_changelog_index_versions(store);
+	if (ret == ZC_EOK) {
+		ret = records_zrow_flush(store, true);
+	}
 	if (ret == ZC_EOK) {
 		ret = records_ids_flush(store);
 	}
@@ -97,6 +101,15 @@ int records_savepoint(records_store_t *store)
 	records_zrow_mark(store, RDB_SP_UNIT);
 	records_prefetch_mark(store, RDB_SP_UNIT);
 	return rdb_savepoint(store->db, RDB_SP_UNIT);
+}
+
+int records_savepoint_later(records_store_t *store)
+{
+	records_counts_mark(store, RDB_SP_UNIT);
+	records_zrow_mark(store, RDB_SP_UNIT);
+	records_prefetch_mark(store, RDB_SP_UNIT);
+	store->lazy_units = true;
+	return rdb_savepoint_later(store->db, RDB_SP_UNIT);
 }
 
 int records_savepoint_release(records_store_t *store)

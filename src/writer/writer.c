@@ -46,11 +46,12 @@ struct writer {
  * costs one replay, not one per batch. */
 #define SAFE_BATCHES 8
 
-/* Runs one unit in a savepoint of the open transaction, released
- * without waiting for its writes' answers when `later`. */
+/* Runs one unit in a savepoint of the open transaction; when `later`,
+ * a savepoint sent only with the unit's first statement that is not a
+ * row it writes, released without waiting for its writes' answers. */
 static int run_unit(records_store_t *rs, writer_unit_t *u, bool later)
 {
-	int ret = records_savepoint(rs);
+	int ret = later ? records_savepoint_later(rs) : records_savepoint(rs);
 	if (ret != ZC_EOK) {
 		return ret;
 	}

@@ -190,6 +190,130 @@ static void test_rollback(records_store_t *rs)
 	CHECK_STR(j.text, "+here.rb.test.@6");
 }
 
+/* A unit as the writer runs one in a batch (writer.c run_unit(), later):
+ * its savepoint sent with its first statement that is not a row it
+ * writes (records_savepoint_later()), released without waiting. */
+static int lazy_unit(records_store_t *rs,
+                     int (*fn)(records_store_t *rs, void *ctx), void *ctx)
+{
+	int ret = records_savepoint_later(rs);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	ret = fn(rs, ctx);
+	if (ret == ZC_EOK) {
+		ret = records_savepoint_release_later(rs);
+	}
+	if (ret != ZC_EOK) {
+		records_savepoint_rollback(rs);
+	}
+	return ret;
+}
+
+/* A unit that writes d, then reads (its savepoint is sent then, after
+ * the rows of the units released before it): it sees c, an earlier
+ * unit's row still held, and its own d; then it fails. */
+static int write_read_fail(records_store_t *rs, void *ctx)
+{
+	int64_t zone_id = *(int64_t *)ctx;
+	records_zone_t zone;
+	int ret = fx_unit_start(rs, zone_id, &zone);
+	if (ret == ZC_EOK) {
+		ret = fx_insert_a(rs, &zone, "d.lazy.test.", 4, NULL);
+	}
+	if (ret == ZC_EOK && (fx_count(rs, zone_id, "c.lazy.test.", 0) != 1 ||
+	                      fx_count(rs, zone_id, "d.lazy.test.", 0) != 1)) {
+		ret = ZC_ESQL;
+	}
+	return ret == ZC_EOK ? NOT_ACCEPTED : ret;
+}
+
+/* A unit that inserts a record under the id of record *ctx: refused by
+ * the server only when its row is sent. */
+typedef struct {
+	int64_t zone_id, id;
+} clash_t;
+
+static int clash_unit(records_store_t *rs, void *ctx)
+{
+	clash_t *c = ctx;
+	records_zone_t zone;
+	uint8_t name[KNOT_DNAME_MAXLEN];
+	const uint8_t addr[4] = { 192, 0, 2, 99 };
+	int ret = fx_unit_start(rs, c->zone_id, &zone);
+	records_record_t rec = { .id = c->id, .type = KNOT_RRTYPE_A, .ttl = 300,
+	                         .owner = fx_name(name, "clash.lazy.test."),
+	                         .rdata = addr, .rdata_len = 4 };
+	return ret == ZC_EOK ? records_record_insert(rs, &zone, &rec) : ret;
+}
+
+/* Units whose savepoints are sent late (PostgreSQL: a unit of rows only
+ * sends nothing of its own; the rows of a batch go together): a unit
+ * failing after its writes loses them alone, a unit that reads sees the
+ * rows held before it, each version is indexed at its first event as
+ * eager units index it, and a row the server refuses among released
+ * units' makes the batch run again (ZC_EREPLAY), committing nothing. */
+static void test_lazy_units(records_store_t *rs, bool pg)
+{
+	records_zone_t z;
+	CHECK_EQ(fx_zone_create(rs, "lazy.test.", 10, &z), ZC_EOK);
+	uint64_t before = fx_last_seq(rs);
+	fx_add_t units[4] = {
+		{ .zone_id = z.id, .names = { "a.lazy.test.", "a2.lazy.test." } },
+		{ .zone_id = z.id, .names = { "b.lazy.test." },
+		  .fail = NOT_ACCEPTED },
+		{ .zone_id = z.id, .names = { "c.lazy.test." } },
+		{ .zone_id = z.id, .names = { "e.lazy.test." } },
+	};
+	CHECK_EQ(records_write_begin(rs), ZC_EOK);
+	CHECK_EQ(lazy_unit(rs, fx_add_unit, &units[0]), ZC_EOK);
+	CHECK_EQ(lazy_unit(rs, fx_add_unit, &units[1]), NOT_ACCEPTED);
+	CHECK_EQ(lazy_unit(rs, fx_add_unit, &units[2]), ZC_EOK);
+	CHECK_EQ(lazy_unit(rs, write_read_fail, &z.id), NOT_ACCEPTED);
+	CHECK_EQ(lazy_unit(rs, fx_add_unit, &units[3]), ZC_EOK);
+	CHECK(!records_write_replay(rs));
+	CHECK_EQ(records_write_commit(rs), ZC_EOK);
+	CHECK_EQ(units[0].version, 11);
+	CHECK_EQ(units[2].version, 12);
+	CHECK_EQ(units[3].version, 13);
+	CHECK_EQ(fx_serial(rs, z.id), 13);
+	CHECK_EQ(fx_count(rs, z.id, "b.lazy.test.", 0), 0);
+	CHECK_EQ(fx_count(rs, z.id, "d.lazy.test.", 0), 0);
+	CHECK_EQ(fx_kept(rs, z.id), 6); /* SOA, NS, a, a2, c, e */
+	fx_events_t e;
+	CHECK_EQ(fx_events(rs, before, &e), ZC_EOK);
+	CHECK_STR(e.text, "rc:a.lazy.test.@11 rc:a2.lazy.test.@11"
+	                  " rc:c.lazy.test.@12 rc:e.lazy.test.@13");
+	fx_journal_t j;
+	CHECK_EQ(fx_journal(rs, "lazy.test.", 10, 13, &j), ZC_EOK);
+	CHECK_STR(j.text, "+a.lazy.test.@11 +a2.lazy.test.@11"
+	                  " +c.lazy.test.@12 +e.lazy.test.@13");
+	CHECK_EQ(fx_journal(rs, "lazy.test.", 11, 13, &j), ZC_EOK);
+	CHECK_STR(j.text, "+c.lazy.test.@12 +e.lazy.test.@13");
+	CHECK_EQ(fx_journal(rs, "lazy.test.", 12, 13, &j), ZC_EOK);
+	CHECK_STR(j.text, "+e.lazy.test.@13");
+
+	/* A clash the server finds when the released rows are sent. */
+	clash_t clash = { .zone_id = z.id, .id = fx_id(rs, z.id, "c.lazy.test.") };
+	fx_add_t after = { .zone_id = z.id, .names = { "f.lazy.test." } };
+	fx_add_t first = { .zone_id = z.id, .names = { "g.lazy.test." } };
+	CHECK_EQ(records_write_begin(rs), ZC_EOK);
+	CHECK_EQ(lazy_unit(rs, fx_add_unit, &first), ZC_EOK);
+	int ret = lazy_unit(rs, clash_unit, &clash);
+	if (pg) {
+		CHECK_EQ(ret, ZC_EOK); /* Held: not sent yet. */
+		CHECK_EQ(lazy_unit(rs, fx_add_unit, &after), ZC_EOK);
+		CHECK_EQ(records_write_commit(rs), ZC_EREPLAY);
+	} else {
+		CHECK(ret != ZC_EOK); /* SQLite refuses it at once. */
+		CHECK_EQ(lazy_unit(rs, fx_add_unit, &after), ZC_EOK);
+		records_write_rollback(rs);
+	}
+	CHECK_EQ(fx_count(rs, z.id, "f.lazy.test.", 0), 0);
+	CHECK_EQ(fx_count(rs, z.id, "g.lazy.test.", 0), 0);
+	CHECK_EQ(fx_serial(rs, z.id), 13);
+}
+
 /* The zone's serial is written once per transaction, not per unit
  * (records/store.h, zrow): units of one zone, a failed unit between
  * them, another zone's unit in between (the row read again must hold
@@ -300,6 +424,7 @@ int main(void)
 	test_rollback(rs);
 	test_serial_once(rs);
 	test_isolation(rs, dir);
+	test_lazy_units(rs, test_backend_is_pg());
 	records_close(rs);
 	test_rmdir(dir);
 	return test_done();
