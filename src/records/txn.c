@@ -95,19 +95,24 @@ void records_write_rollback(records_store_t *store)
 	store->units_kept = 0;
 }
 
+/* What this connection keeps of a savepoint about to be taken, so that
+ * its rollback (rollback_to()) puts it back. */
+static void mark(records_store_t *store, rdb_level_t level)
+{
+	records_counts_mark(store, level);
+	records_zrow_mark(store, level);
+	records_prefetch_mark(store, level);
+}
+
 int records_savepoint(records_store_t *store)
 {
-	records_counts_mark(store, RDB_SP_UNIT);
-	records_zrow_mark(store, RDB_SP_UNIT);
-	records_prefetch_mark(store, RDB_SP_UNIT);
+	mark(store, RDB_SP_UNIT);
 	return rdb_savepoint(store->db, RDB_SP_UNIT);
 }
 
 int records_savepoint_later(records_store_t *store)
 {
-	records_counts_mark(store, RDB_SP_UNIT);
-	records_zrow_mark(store, RDB_SP_UNIT);
-	records_prefetch_mark(store, RDB_SP_UNIT);
+	mark(store, RDB_SP_UNIT);
 	store->lazy_units = true;
 	return rdb_savepoint_later(store->db, RDB_SP_UNIT);
 }
@@ -154,9 +159,7 @@ void records_savepoint_rollback(records_store_t *store)
 
 int records_inner_savepoint(records_store_t *store)
 {
-	records_counts_mark(store, RDB_SP_INNER);
-	records_zrow_mark(store, RDB_SP_INNER);
-	records_prefetch_mark(store, RDB_SP_INNER);
+	mark(store, RDB_SP_INNER);
 	return rdb_savepoint(store->db, RDB_SP_INNER);
 }
 

@@ -88,22 +88,32 @@ static inline int fx_unit_start(records_store_t *rs, int64_t zone_id,
 }
 
 /* One unit in a savepoint of the open transaction, as writer.c runs
- * it: released when fn succeeds, rolled back when it fails. */
-static inline int fx_run_unit(records_store_t *rs,
-                       int (*fn)(records_store_t *rs, void *ctx), void *ctx)
+ * it: released when fn succeeds, rolled back when it fails; `later`: as
+ * in a batch of the writer's normal mode (run_unit(), later), its
+ * savepoint taken late and its release not waited for. */
+static inline int fx_run_unit_as(records_store_t *rs, bool later,
+                          int (*fn)(records_store_t *rs, void *ctx),
+                          void *ctx)
 {
-	int ret = records_savepoint(rs);
+	int ret = later ? records_savepoint_later(rs) : records_savepoint(rs);
 	if (ret != ZC_EOK) {
 		return ret;
 	}
 	ret = fn(rs, ctx);
 	if (ret == ZC_EOK) {
-		ret = records_savepoint_release(rs);
+		ret = later ? records_savepoint_release_later(rs) :
+		      records_savepoint_release(rs);
 	}
 	if (ret != ZC_EOK) {
 		records_savepoint_rollback(rs);
 	}
 	return ret;
+}
+
+static inline int fx_run_unit(records_store_t *rs,
+                       int (*fn)(records_store_t *rs, void *ctx), void *ctx)
+{
+	return fx_run_unit_as(rs, false, fn, ctx);
 }
 
 /* The unit of the tests: adds A records (names[i], address i + 1) to

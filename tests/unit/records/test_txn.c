@@ -190,24 +190,11 @@ static void test_rollback(records_store_t *rs)
 	CHECK_STR(j.text, "+here.rb.test.@6");
 }
 
-/* A unit as the writer runs one in a batch (writer.c run_unit(), later):
- * its savepoint sent with its first statement that is not a row it
- * writes (records_savepoint_later()), released without waiting. */
+/* A unit as the writer runs one in a batch (records_fixture.h). */
 static int lazy_unit(records_store_t *rs,
                      int (*fn)(records_store_t *rs, void *ctx), void *ctx)
 {
-	int ret = records_savepoint_later(rs);
-	if (ret != ZC_EOK) {
-		return ret;
-	}
-	ret = fn(rs, ctx);
-	if (ret == ZC_EOK) {
-		ret = records_savepoint_release_later(rs);
-	}
-	if (ret != ZC_EOK) {
-		records_savepoint_rollback(rs);
-	}
-	return ret;
+	return fx_run_unit_as(rs, true, fn, ctx);
 }
 
 /* A unit that writes d, then reads (its savepoint is sent then, after
