@@ -84,8 +84,8 @@ void api_reconfigure(api_t *api, size_t max_body, unsigned live_wait_ms);
 int api_token_create(const char *data_dir, records_token_t *tok, char *out,
                      size_t out_size);
 
-/* Ids as the API writes them (32 hex digits) and reads them back (0:
- * not an id). */
+/* Ids as the API writes them (32 lower-case hex digits) and reads them
+ * back, in that form only (0: not an id). */
 void api_id_text(int64_t id, char out[33]);
 int64_t api_id_value(const char *text);
 

@@ -19,12 +19,13 @@ void api_id_format(int64_t id, char out[33])
 
 int64_t api_id_parse(const char *text)
 {
-	/* Hex digits only: strtoull() alone also took a sign (negated
-	 * modulo 2^64), "0x" and leading blanks, so one id had many names
-	 * (audit lines carried the alias). */
+	/* Only the form api_id_format() writes: 32 lower-case hex digits.
+	 * strtoull() alone also took a sign (negated modulo 2^64), "0x" and
+	 * leading blanks, and a shorter or upper-case text named the same
+	 * id too, so one id had many names (audit lines carried the alias,
+	 * and a client comparing ids saw two objects). */
 	size_t len = text != NULL ? strlen(text) : 0;
-	if (len == 0 || len > 32 || strspn(text, "0123456789abcdefABCDEF") !=
-	    len) {
+	if (len != 32 || strspn(text, "0123456789abcdef") != len) {
 		return 0;
 	}
 	char *end;

@@ -6,7 +6,8 @@
 #include <jansson.h>
 #include <stdint.h>
 
-/* Zone and record ids as 32 hex digits (0: not an id). */
+/* Zone and record ids as 32 lower-case hex digits, read back in that
+ * form only (0: not an id). */
 void api_id_format(int64_t id, char out[33]);
 int64_t api_id_parse(const char *text);
 

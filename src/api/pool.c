@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <time.h>
 
 #include "api/pool.h"
@@ -34,7 +35,9 @@ int api_pool_get(api_t *api, int *slot, records_store_t **out,
 		if (i < API_POOL_SIZE) {
 			break;
 		}
-		if (timed_out) {
+		/* Stopping: the slots in use may stay so until the stop
+		 * (a writer stuck on a lock); api_stop() wakes this. */
+		if (timed_out || atomic_load(&api->stopping)) {
 			pthread_mutex_unlock(&api->pool_lock);
 			*full = true;
 			return ZC_EBUSY;

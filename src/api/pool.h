@@ -12,7 +12,8 @@
 /* Takes a free connection, waiting up to API_POOL_WAIT_S for one, and
  * opens it at its first use (outside the lock: a PostgreSQL connection
  * takes round trips). ZC_EOK, or records_open()'s error, or ZC_EBUSY with
- * *full set: none came free in time. */
+ * *full set: none came free in time, or the API stops (api_stop() wakes
+ * the waits). */
 int api_pool_get(api_t *api, int *slot, records_store_t **out, bool *full);
 void api_pool_put(api_t *api, int slot);
 

@@ -176,6 +176,12 @@ static void dispatch(api_req_t *req, const char *url)
 	int slot = -1;
 	bool full;
 	int ret = api_pool_get(req->api, &slot, &req->rs, &full);
+	if (full && atomic_load(&req->api->stopping)) {
+		api_error(req, 503, 1503, "server: stopping, and all %d records "
+		          "store connections are in use; nothing was written: "
+		          "retry", API_POOL_SIZE);
+		return;
+	}
 	if (full) {
 		api_error(req, 503, 1503, "server: busy, all %d records store "
 		          "connections stayed in use for %d s; nothing was "

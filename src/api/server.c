@@ -397,6 +397,11 @@ void api_stop(api_t *api)
 	 * At most DRAIN_MS: a client slow to send its body is not waited
 	 * for longer. */
 	atomic_store(&api->stopping, true);
+	/* Requests waiting for a records store connection get their 503
+	 * now (api_pool_get()), not at the end of API_POOL_WAIT_S. */
+	pthread_mutex_lock(&api->pool_lock);
+	pthread_cond_broadcast(&api->pool_free);
+	pthread_mutex_unlock(&api->pool_lock);
 	for (int waited = 0; atomic_load(&api->in_flight) > 0 &&
 	     waited < DRAIN_MS; waited += 10) {
 		struct timespec ten_ms = { .tv_nsec = 10 * 1000 * 1000 };

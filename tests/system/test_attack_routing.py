@@ -5,13 +5,17 @@ PostgreSQL (013aa3e). Raw sockets (test_api_head.py) where the bytes matter;
 at most 32 connections at once (api-max-clients-per-ip)."""
 
 import json
+import os
 import re
+import signal
+import sqlite3
+import subprocess
 import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pg
 import test_quarantine as quarantine
-from servers import ApiClient, wait_for
+from servers import REPO, ApiClient, wait_for
 from test_api import new_zone, post_record
 import test_api_head as head_tests
 from test_api_head import MISSING_ZONE, exchange, one, request
@@ -119,11 +123,25 @@ def test_ids_are_hex_digits_only(srv, api):
     """Found by this file: api_id_parse() was strtoull(text, 16), which takes
     a sign, 0x and leading blanks: '+5', '0x5', ' 5' and even
     '-fffffffffffffffb' (negated modulo 2^64) named zone 5."""
-    zid, _, _, _ = zone_with_record(api, "alias")
+    zid, _, rid, _ = zone_with_record(api, "alias")
     n = int(zid, 16)
-    aliases = ("+%x" % n, "0x%x" % n, "%%20%x" % n, "-%x" % (2 ** 64 - n))
-    served = [a for a in aliases if one(srv, "GET", "/zones/" + a, token=api.token)[0] == 200]
+    aliases = ("+%x" % n, "0x%x" % n, "%%20%x" % n, "-%x" % (2 ** 64 - n),
+               # Leading zeros cut or added, and upper case, named it too
+               # (the only name is the 32 lower-case digits the API wrote).
+               "%x" % n, "%031x" % n, "%033x" % n, "%064x" % n, "%032X" % n)
+    assert one(srv, "GET", "/zones/" + zid, token=api.token)[0] == 200
+    served = [a for a in aliases if a != zid and
+              one(srv, "GET", "/zones/" + a, token=api.token)[0] == 200]
     assert served == [], "aliases of zone %s: %s" % (zid, served)
+    r = int(rid, 16)
+    for alias in ("%x" % r, "%031x" % r, "0%032x" % r):
+        status = one(srv, "GET", "/zones/%s/dns_records/%s" % (zid, alias), token=api.token)[0]
+        assert status == 404, (alias, status)
+    # A batch's delete by an alias deletes nothing (400, the whole batch).
+    res = api.call("POST", "/zones/%s/dns_records/batch" % zid,
+                   json={"deletes": [{"id": "%x" % r}]})
+    assert res.status_code in (400, 404), res.text
+    assert one(srv, "GET", "/zones/%s/dns_records/%s" % (zid, rid), token=api.token)[0] == 200
 
 
 def test_narrow_tokens_reach_no_write_and_every_refusal_is_audited(srv, api):
@@ -315,6 +333,81 @@ def test_sigterm_with_long_polls_pending(zonecast_api_factory):
                                 + [stop])[-1]
     assert problems == [], problems
     assert took < 5, "SIGTERM took %.1f s with 4 long polls pending" % took
+
+
+def hold_records_store(srv):
+    """Takes the records store's write lock from outside (SQLite: an
+    exclusive transaction on records.db; PostgreSQL: the zones' rows locked
+    FOR UPDATE), so that the server's writer waits for it: returns the
+    function that gives it back."""
+    if srv.records_uri is None:
+        db = sqlite3.connect(os.path.join(srv.data_dir, "records.db"), isolation_level=None,
+                             check_same_thread=False)
+        db.execute("BEGIN EXCLUSIVE")
+        return lambda: (db.execute("ROLLBACK"), db.close())
+    psql = os.path.join(subprocess.run([os.path.join(REPO, "dev", "pg"), "bindir"],
+                                       capture_output=True, text=True,
+                                       check=True).stdout.strip(), "psql")
+    p = subprocess.Popen([psql, "-X", "-q", "-tA", "-v", "ON_ERROR_STOP=1", srv.records_uri],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    p.stdin.write("BEGIN; SELECT 'held', count(*) FROM (SELECT 1 FROM zones FOR UPDATE) z;\n")
+    p.stdin.flush()
+    assert "held" in p.stdout.readline()
+
+    def give_back():
+        p.stdin.write("ROLLBACK;\n")
+        p.stdin.close()
+        p.wait(10)
+    return give_back
+
+
+def test_sigterm_answers_requests_waiting_for_a_store_connection(zonecast_api_factory):
+    """Carried from an earlier review: a request waiting for one of the
+    API's 16 records store connections waited its full 10 s
+    (API_POOL_WAIT_S) through a stop, and then wrote. With the writer held
+    by a lock from outside, 16 writes hold the 16 connections; two more
+    wait for one; SIGTERM answers those two 503 at once (nothing written),
+    and the 16 are answered as the lock goes."""
+    srv = zonecast_api_factory()
+    api = srv.client()
+    zid = api.ok("POST", "/zones", json={"name": "pool.test"})["result"]["id"]
+
+    def write(tag, delay):
+        return call(srv.api_url, api.token, "POST", "/zones/%s/dns_records" % zid, delay,
+                    json={"type": "A", "name": "%s.pool.test" % tag, "content": "192.0.2.9"},
+                    timeout=60)
+
+    give_back = hold_records_store(srv)
+    stopped = {}
+
+    def stop():
+        time.sleep(2.5)
+        stopped["at"] = time.monotonic()
+        srv.proc.send_signal(signal.SIGTERM)
+        time.sleep(1)  # within the stop's drain (3 s): the 16 are answered
+        give_back()
+        srv.proc.wait(40)
+        return srv.stop()
+    t0 = time.monotonic()
+    *answers, problems = in_threads(*[lambda i=i: write("h%d" % i, 0) for i in range(16)],
+                                    *[lambda i=i: write("w%d" % i, 1.2) for i in range(2)],
+                                    stop)
+    assert problems == [], problems
+    waiters = answers[16:]
+    for a in waiters:
+        assert not isinstance(a, Exception), a
+        status, result, took = a
+        assert status == 503, (status, result)
+        # Answered at the stop, not when a connection came free.
+        assert 1.2 + took - (stopped["at"] - t0) < 1.5, (took, stopped["at"] - t0)
+    holders = [a for a in answers[:16] if not isinstance(a, Exception)]
+    assert len(holders) == 16 and all(a[0] == 200 for a in holders), answers[:16]
+    # What was written is the holders' 200s, and no waiter's record.
+    srv.restart()
+    names = {r["name"] for r in ApiClient(srv.api_url, api.token).ok(
+        "GET", "/zones/%s/dns_records" % zid, params={"per_page": 100})["result"]}
+    assert not any(n.startswith("w") for n in names), names
+    assert {"h%d.pool.test" % i for i in range(16)} <= names, names
 
 
 def position(seq):
