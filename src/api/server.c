@@ -290,6 +290,17 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
 			api_audit(req, url);
 			return respond(conn, req);
 		}
+		if (atomic_load(&api->stopping)) {
+			/* A request begun after the stop began: answered now,
+			 * before its body, so that the drain waits for the
+			 * requests in flight at the stop only (a steady load
+			 * kept it busy for its whole DRAIN_MS). */
+			req->close = true;
+			api_error(req, 503, 1503, "server: stopping; nothing "
+			          "was written: retry");
+			api_audit(req, url);
+			return respond(conn, req);
+		}
 		if (announced_too_big(req)) {
 			req->too_big = true;
 			api_error(req, 413, 1413, "body: larger than the limit of "
