@@ -729,7 +729,7 @@ static int run_unit(api_req_t *req, const records_zone_t *zone, op_t *ops,
 	if (skipped != NULL) {
 		*skipped = u->skipped;
 	}
-	if (ret != ZC_EOK && u->err[0] != '\0') {
+	if (ret != ZC_EOK && u->err[0] != '\0' && !req->write_lost) {
 		api_error(req, u->status, u->status == 412 ? 1412 : 1004, "%s",
 		          u->err);
 	} else if (ret != ZC_EOK) {

@@ -85,6 +85,9 @@ typedef struct {
 	uint8_t live_apex[KNOT_DNAME_MAXLEN];
 	uint64_t live_seq;      /* The write's commit position (api_write();
 	                           0: unknown). */
+	bool write_lost;        /* api_write(): the unit ran, and its transaction
+	                         * was lost after (writer_unit_t.lost): what
+	                         * it concluded (its message) is void. */
 	char note[512];         /* A message for the envelope ("": none). */
 	int note_code;          /* Its code (0: 1202). */
 	char etag[64];

@@ -142,10 +142,11 @@ bool api_wait_arg(api_req_t *req)
 
 int api_write(api_req_t *req, writer_fn fn, void *ctx)
 {
-	req->live_seq = 0;
-	return req->wait_live ? writer_run_seq(req->api->writer, fn, ctx,
-	                                       &req->live_seq) :
-	       writer_run(req->api->writer, fn, ctx);
+	writer_unit_t u = { .fn = fn, .ctx = ctx, .want_seq = req->wait_live };
+	int ret = writer_run_unit(req->api->writer, &u);
+	req->live_seq = u.seq;
+	req->write_lost = u.lost;
+	return ret;
 }
 
 void api_wait_live(api_req_t *req)

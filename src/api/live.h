@@ -13,7 +13,9 @@ bool api_zone_writable(api_req_t *req, const records_zone_t *zone);
 bool api_wait_arg(api_req_t *req);
 /* Runs a write unit; with ?wait=live it also keeps the commit's position
  * in req->live_seq, by which api_wait_live() tells a zone deleted after
- * the write from one not built yet. */
+ * the write from one not built yet. req->write_lost: the unit's own
+ * failure message (if any) must not be answered, the result is the lost
+ * transaction's. */
 int api_write(api_req_t *req, writer_fn fn, void *ctx);
 /* With ?wait=live: waits until the edge store serves req->version of
  * req->live_zone_id (or live-wait passes, or the zone was deleted after

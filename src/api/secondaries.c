@@ -185,8 +185,9 @@ static void set_secondaries(api_req_t *req, const records_zone_t *zone,
 	                     &s->transfer)) {
 		s->notify.present |= replace;
 		s->transfer.present |= replace;
-		int ret = writer_run(req->api->writer, set_unit, s);
-		if (ret == ZC_EUSAGE) {
+		writer_unit_t u = { .fn = set_unit, .ctx = s };
+		int ret = writer_run_unit(req->api->writer, &u);
+		if (ret == ZC_EUSAGE && !u.lost) {
 			api_error(req, 400, 1004, "%s", s->err);
 		} else if (ret != ZC_EOK) {
 			api_error_code(req, ret, "secondaries");

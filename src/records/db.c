@@ -132,6 +132,12 @@ int rdb_defer(rdb_stmt_t *st)
 	return st->driver->defer != NULL ? st->driver->defer(st) : rdb_run(st);
 }
 
+int rdb_defer_released(rdb_stmt_t *st)
+{
+	return st->driver->defer_released != NULL ?
+	       st->driver->defer_released(st) : rdb_defer(st);
+}
+
 int rdb_defer_row(rdb_stmt_t *st, const char *types)
 {
 	return st->driver->defer_row != NULL ? st->driver->defer_row(st, types) :

@@ -179,6 +179,17 @@ int rdb_defer(rdb_stmt_t *st);
  */
 int rdb_defer_row(rdb_stmt_t *st, const char *types);
 
+/*
+ * rdb_defer() of a statement that finishes the work of units released
+ * already (the zone row their versions moved, written when a later unit
+ * reads another zone's). On PostgreSQL, while the current unit's
+ * SAVEPOINT is pending (rdb_savepoint_later()), it goes ahead of that
+ * SAVEPOINT with the released units' rows, and its failure is theirs
+ * (ZC_EREPLAY, as for rdb_release_later()), not the current unit's: a
+ * unit of another zone is not failed by them. Otherwise as rdb_defer().
+ */
+int rdb_defer_released(rdb_stmt_t *st);
+
 /* Runs a query without parameters for one integer (its first row's first
  * column; 0 when it gives no row). */
 int rdb_query_int64(rdb_t *db, const rdb_sql_t *sql, int64_t *value);

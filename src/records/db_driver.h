@@ -102,6 +102,8 @@ struct rdb_driver {
 	int (*defer)(rdb_stmt_t *st);
 	/* Queues a single-row INSERT, maybe with others (NULL: defer). */
 	int (*defer_row)(rdb_stmt_t *st, const char *types);
+	/* Queues a statement of units released already (NULL: defer). */
+	int (*defer_released)(rdb_stmt_t *st);
 	/* Array parameters (NULL: the engine has none; db.h). */
 	void (*bind_int64_array)(rdb_stmt_t *st, int i, const int64_t *v,
 	                         size_t n);

@@ -942,6 +942,33 @@ static int pg_defer(rdb_stmt_t *st)
 	return ret;
 }
 
+/* rdb_defer() of a statement that finishes the work of units released
+ * already (db.h, rdb_defer_released()): with a unit's SAVEPOINT pending,
+ * it goes ahead of it, behind their rows, and a failure of it is theirs
+ * (released_slot: ZC_EREPLAY). */
+static int pg_defer_released(rdb_stmt_t *st)
+{
+	pg_stmt_t *s = (pg_stmt_t *)st;
+	pg_db_t *d = s->db;
+	if (!d->writing || !d->unit_pending || d->severed || d->replay) {
+		return pg_defer(st);
+	}
+	int ret = ensure_connected(d);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	stmt_clear(s);
+	ret = pg_gather_send_released(d);
+	ret = ret == ZC_EOK ? pg_pipe_send(s) : ret;
+	if (ret == ZC_EOK) {
+		d->released_slot = d->queued;
+	}
+	if (ret == ZC_EOK && d->queued + 2 > PIPE_MAX) {
+		ret = pg_pipe_sync(d, NULL);
+	}
+	return ret;
+}
+
 /* A row of a single-row INSERT, gathered with the rows of the same
  * statement before it (db_pg_gather.c) inside a write transaction. */
 static int pg_defer_row(rdb_stmt_t *st, const char *types)
@@ -998,6 +1025,7 @@ const rdb_driver_t rdb_pg_driver = {
 	.rollback_to = pg_rollback_to,
 	.defer = pg_defer,
 	.defer_row = pg_defer_row,
+	.defer_released = pg_defer_released,
 	.bind_int64_array = pg_bind_int64_array,
 	.bind_blob_array = pg_bind_blob_array,
 	.copy = &rdb_pg_copy_ops,

@@ -419,6 +419,21 @@ int pg_gather_materialize(pg_db_t *d)
 	       pg_pipe_send_text(d, "SAVEPOINT zc_unit");
 }
 
+int pg_gather_send_released(pg_db_t *d)
+{
+	int first = ZC_EOK;
+	for (int i = 0; i < PG_GATHERS && d->unit_pending; i++) {
+		pg_gather_t *g = &d->gather[i];
+		if (g->mark_rows == 0 || g->rows == 0) {
+			continue;
+		}
+		int ret = send_rows(d, g, g->mark_rows, g->mark_len);
+		first = first != ZC_EOK ? first : ret;
+		g->mark_rows = 0; /* Its rollback now drops all held. */
+	}
+	return first;
+}
+
 int pg_gather_row(pg_stmt_t *s, const char *types, bool *gathered)
 {
 	pg_db_t *d = s->db;

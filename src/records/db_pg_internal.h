@@ -268,6 +268,10 @@ bool pg_gathering(const pg_db_t *d);
 void pg_gather_mark(pg_db_t *d);
 void pg_gather_unmark(pg_db_t *d);
 int pg_gather_materialize(pg_db_t *d);
+/* With a unit savepoint pending: sends the rows before its mark (released
+ * units') and keeps it pending with no row before its mark, so that what
+ * is queued next goes ahead of its SAVEPOINT too (rdb_defer_released()). */
+int pg_gather_send_released(pg_db_t *d);
 /* Drops the rows held (a rollback, a lost session), and frees all. */
 void pg_gather_drop(pg_db_t *d);
 void pg_gather_free(pg_db_t *d);

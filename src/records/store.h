@@ -88,7 +88,7 @@ struct records_store {
 	bool zrow_valid;
 	bool zrow_dirty;
 	records_zone_t zrow;
-	struct {
+	struct records_zrow_saved {
 		bool valid, dirty;
 		records_zone_t row;
 	} zrow_saved[2];

@@ -119,7 +119,14 @@ int records_savepoint_later(records_store_t *store)
 
 int records_savepoint_release(records_store_t *store)
 {
-	int ret = rdb_release(store->db, RDB_SP_UNIT);
+	/* PostgreSQL: the zone row this unit's version moved is written in
+	 * its own savepoint, so that a failure of it is this unit's, not
+	 * that of the next unit reading another zone (zones.c, zrow_drop()).
+	 * One zone row write per unit: the safe batches after a replay
+	 * only; late units leave it to the commit or the next zone's read. */
+	int ret = rdb_kind(store->db) == RDB_PG ?
+	          records_zrow_flush(store, false) : ZC_EOK;
+	ret = ret != ZC_EOK ? ret : rdb_release(store->db, RDB_SP_UNIT);
 	store->units_kept += ret == ZC_EOK;
 	return ret;
 }

@@ -26,9 +26,10 @@ void records_zrow_forget(records_store_t *store)
 }
 
 /* Writes a zone row's serial, and adds count to its record count
- * (queued: the unit holds the row, it cannot miss). */
+ * (queued: the unit holds the row, it cannot miss); `released`: as the
+ * work of units released already (rdb_defer_released()). */
 static int write_serial(records_store_t *store, int64_t id, uint32_t serial,
-                        int64_t modified_on, int64_t count)
+                        int64_t modified_on, int64_t count, bool released)
 {
 	rdb_stmt_t *stmt;
 	int ret = rdb_prepare(store->db, RDB_SQL(
@@ -41,12 +42,13 @@ static int write_serial(records_store_t *store, int64_t id, uint32_t serial,
 	rdb_bind_int64(stmt, 2, modified_on);
 	rdb_bind_int64(stmt, 3, id);
 	rdb_bind_int64(stmt, 4, count);
-	ret = rdb_defer(stmt);
+	ret = released ? rdb_defer_released(stmt) : rdb_defer(stmt);
 	rdb_done(stmt);
 	return ret;
 }
 
-int records_zrow_flush(records_store_t *store, bool last)
+/* records_zrow_flush(), the row written as released units' work or not. */
+static int zrow_write(records_store_t *store, bool last, bool released)
 {
 	if (!store->zrow_valid || !store->zrow_dirty) {
 		return ZC_EOK;
@@ -56,16 +58,29 @@ int records_zrow_flush(records_store_t *store, bool last)
 	 * puts the counts back as they were.) */
 	int64_t count = last ? records_counts_take(store, store->zrow.id) : 0;
 	int ret = write_serial(store, store->zrow.id, store->zrow.serial,
-	                       store->zrow.modified_on, count);
+	                       store->zrow.modified_on, count, released);
 	store->zrow_dirty = ret != ZC_EOK;
 	return ret;
 }
 
+int records_zrow_flush(records_store_t *store, bool last)
+{
+	return zrow_write(store, last, false);
+}
+
 /* Writes what is pending of the kept row, then drops it (before another
- * write of the zones table). */
+ * write of the zones table). A row the current unit found dirty and left
+ * as it was (its mark) carries only the versions of units before it:
+ * written as their work, so that its failure runs the batch again
+ * instead of failing this unit, of another zone (late savepoints). */
 static int zrow_drop(records_store_t *store)
 {
-	int ret = records_zrow_flush(store, false);
+	const struct records_zrow_saved *m = &store->zrow_saved[RDB_SP_UNIT];
+	bool earlier = store->lazy_units && m->valid && m->dirty &&
+	               m->row.id == store->zrow.id &&
+	               m->row.serial == store->zrow.serial &&
+	               m->row.modified_on == store->zrow.modified_on;
+	int ret = zrow_write(store, false, earlier);
 	records_zrow_forget(store);
 	return ret;
 }
@@ -549,7 +564,7 @@ int records_zone_set_serial(records_store_t *store, records_zone_t *zone,
 		zone->modified_on = now;
 		return ZC_EOK;
 	}
-	int ret = write_serial(store, zone->id, serial, now, 0);
+	int ret = write_serial(store, zone->id, serial, now, 0, false);
 	if (ret == ZC_EOK) {
 		zone->serial = serial;
 		zone->modified_on = now;

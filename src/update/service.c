@@ -386,6 +386,13 @@ static void on_committed(writer_unit_t *unit, int result)
 	if (result != ZC_EOK && m->rcode == KNOT_RCODE_NOERROR) {
 		m->rcode = KNOT_RCODE_SERVFAIL; /* The commit itself failed. */
 	}
+	if (unit->lost && !m->refused) {
+		/* A prerequisite judged (YXDOMAIN, NXRRSET...) against an
+		 * earlier unit's write that was then lost with the
+		 * transaction never held: SERVFAIL, as for the writes. A
+		 * refusal decided before the transaction stands. */
+		m->rcode = KNOT_RCODE_SERVFAIL;
+	}
 	if (result == ZC_EOK && m->rcode == KNOT_RCODE_NOERROR) {
 		update_audit_accepted(m);
 	}

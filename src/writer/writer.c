@@ -66,12 +66,15 @@ static int run_unit(records_store_t *rs, writer_unit_t *u, bool later)
 	return ret;
 }
 
-/* Gives ret to every unit of the batch that had succeeded so far: their
- * transaction is gone. */
+/* Gives ret to every unit of the batch, its own failures included: their
+ * transaction is gone, and with it the state each judged by (a unit that
+ * failed a prerequisite because of an earlier unit's write must not say
+ * so: that write never existed). */
 static void fail_done(writer_unit_t *batch, int ret)
 {
 	for (writer_unit_t *u = batch; u != NULL; u = u->next) {
-		u->result = (u->result == ZC_EOK) ? ret : u->result;
+		u->result = ret;
+		u->lost = true;
 	}
 }
 
@@ -113,6 +116,7 @@ static void count_batch(const writer_unit_t *batch)
 static void run_alone(writer_t *w, writer_unit_t *u)
 {
 	int ret = refusal(w);
+	u->lost = false; /* Its own transaction: its own outcome. */
 	u->result = ret == ZC_EOK ? u->fn(w->rs, u->ctx) : ret;
 	count_batch(u);
 }
@@ -157,6 +161,7 @@ static int attempt(writer_t *w, writer_unit_t *batch, bool later,
 {
 	for (writer_unit_t *u = batch; u != NULL; u = u->next) {
 		u->result = ZC_EOK;
+		u->lost = false;
 	}
 	int ret = refusal(w);
 	uint64_t begun = zc_clock_ns(); /* The store's write latency. */
@@ -472,39 +477,42 @@ static bool enqueue(writer_t *w, writer_unit_t *u)
 	return true;
 }
 
-/* Queues a unit and waits for its outcome (and its seq, unless NULL). */
-static int run_and_wait(writer_t *w, writer_unit_t u, uint64_t *seq)
+int writer_run_unit(writer_t *w, writer_unit_t *u)
 {
+	u->done = NULL;
+	u->seq = 0;
+	u->lost = false;
 	pthread_mutex_lock(&w->lock);
-	if (!enqueue(w, &u)) {
+	if (!enqueue(w, u)) {
 		pthread_mutex_unlock(&w->lock);
+		u->result = ZC_EBUSY;
 		return ZC_EBUSY;
 	}
-	while (!u.settled) {
+	while (!u->settled) {
 		pthread_cond_wait(&w->settled, &w->lock);
 	}
 	pthread_mutex_unlock(&w->lock);
-	if (seq != NULL) {
-		*seq = u.seq;
-	}
-	return u.result;
+	return u->result;
 }
 
 int writer_run(writer_t *w, writer_fn fn, void *ctx)
 {
-	return run_and_wait(w, (writer_unit_t){ .fn = fn, .ctx = ctx }, NULL);
+	writer_unit_t u = { .fn = fn, .ctx = ctx };
+	return writer_run_unit(w, &u);
 }
 
 int writer_run_seq(writer_t *w, writer_fn fn, void *ctx, uint64_t *seq)
 {
-	return run_and_wait(w, (writer_unit_t){ .fn = fn, .ctx = ctx,
-	                                        .want_seq = true }, seq);
+	writer_unit_t u = { .fn = fn, .ctx = ctx, .want_seq = true };
+	int ret = writer_run_unit(w, &u);
+	*seq = u.seq;
+	return ret;
 }
 
 int writer_run_alone(writer_t *w, writer_fn fn, void *ctx)
 {
-	return run_and_wait(w, (writer_unit_t){ .fn = fn, .ctx = ctx,
-	                                        .alone = true }, NULL);
+	writer_unit_t u = { .fn = fn, .ctx = ctx, .alone = true };
+	return writer_run_unit(w, &u);
 }
 
 uint64_t writer_max_records(writer_t *w)

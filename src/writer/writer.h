@@ -70,6 +70,13 @@ typedef struct writer_unit {
 	 * of the commit that carried the unit (records_changelog_committed()),
 	 * for waiting until the builder applied it; 0 on failure. */
 	uint64_t seq;
+	/* Out, once done: the unit ran, and its transaction was then lost
+	 * whole (its commit failed, or SQLite rolled it back): result is that
+	 * failure, and whatever the unit concluded from what it read in the
+	 * transaction is void (earlier units' writes it saw never existed),
+	 * so it must not answer from it (a prerequisite's rcode, a "record
+	 * exists" message). */
+	bool lost;
 	/* Internal. */
 	int result;
 	bool settled;
@@ -93,6 +100,10 @@ int writer_run(writer_t *w, writer_fn fn, void *ctx);
 /* writer_run() that also gives the change-log position of the commit's
  * end (writer_unit_t.seq) in *seq. */
 int writer_run_seq(writer_t *w, writer_fn fn, void *ctx, uint64_t *seq);
+
+/* Runs the unit the caller filled (fn, ctx, want_seq) as writer_run()
+ * does, and leaves its outcome in it (result, seq, lost). */
+int writer_run_unit(writer_t *w, writer_unit_t *unit);
 
 /*
  * As writer_run() for a unit that opens and commits its own transaction

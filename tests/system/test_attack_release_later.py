@@ -1319,3 +1319,126 @@ def test_api_batch_in_a_replayed_batch_answers_the_error_of_the_run_that_counted
     assert [r["type"] for r in api.records(zid) if r["name"] == "taken." + zone] == ["A"]
     assert serial(api, zid) == v0 + 2      # p1 and A
     verify_clean(node)
+
+
+# ------------------------------------- answers from a transaction that was lost
+
+def refuse_zone_row(srv, zone, shot=None):
+    """The zone row's UPDATE (a batch's serial, written at the commit or
+    when a later unit reads another zone's row) refused for `zone`: every
+    time (shot None), or once, at its shot-th UPDATE from now."""
+    sql_script(srv, """
+        CREATE TABLE IF NOT EXISTS zc_ctl (k text PRIMARY KEY, v text);
+        CREATE SEQUENCE IF NOT EXISTS zc_zu_shots;
+        CREATE OR REPLACE FUNCTION zc_zu() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+          IF NEW.id = (SELECT v FROM zc_ctl WHERE k = 'zu_zone')::bigint AND
+             ((SELECT v FROM zc_ctl WHERE k = 'zu_shot') IS NULL OR
+              nextval('zc_zu_shots') = (SELECT v FROM zc_ctl WHERE k = 'zu_shot')::bigint) THEN
+            RAISE EXCEPTION 'zc test refuses the zone row' USING ERRCODE = 'P0001';
+          END IF;
+          RETURN NEW;
+        END $$;
+        DROP TRIGGER IF EXISTS zc_zu ON zones;
+        CREATE TRIGGER zc_zu BEFORE UPDATE ON zones FOR EACH ROW EXECUTE FUNCTION zc_zu();
+    """)
+    at = int(sql(srv, "SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM zc_zu_shots"))
+    ctl(srv, "zu_shot", None if shot is None else at + shot)
+    ctl(srv, "zu_zone", int(sql(srv, "SELECT id FROM zones WHERE name = '%s.'" % zone)))
+
+
+def test_prerequisite_judged_on_a_lost_write_is_not_answered(node):
+    """Found by an outside tester (D1): a batch whose commit fails, in its
+    first run and in the run again unit by unit (the zone row's UPDATE
+    refused every time). U1 adds y; U2 requires y to be absent. U1 is
+    answered SERVFAIL and y was never stored, but U2 was answered YXDOMAIN
+    ("y is in use"): an answer drawn from a write that never existed
+    (writer.c fail_done() rewrote the units that had succeeded only). Now
+    every unit of a lost transaction is told its failure (writer_unit_t
+    .lost): U2 SERVFAIL too. The same for an API write: a POST of a record
+    identical to one an earlier unit of the batch wrote answers the
+    commit's failure, not 400 "an identical record already exists"."""
+    api = node.client()
+    zone, blk = "lost.test", "blk.test"
+    zid = new_zone(api, zone)
+    new_zone(api, blk)
+    install_triggers(node)
+    v0 = serial(api, zid)
+    refuse_zone_row(node, zone)
+    u1 = upd(zone, "y." + zone)
+    u2 = upd(zone, "x." + zone, addr="192.0.2.2")
+    u2.absent("y.%s." % zone)
+    recs = "/zones/%s/dns_records" % zid
+    same = {"type": "A", "name": "api." + zone, "content": "192.0.2.3"}
+    with Blocker(node.port, blk, "b1." + blk):
+        threads, out = _api_in_order(api, [("POST", recs, same), ("POST", recs, same)])
+        got = pipeline(node.port, [u1, u2])
+        for t in threads:
+            t.join(40)
+    ctl(node, "zu_zone", None)
+    rc = (got[u1.id].rcode(), got[u2.id].rcode())
+    assert rc == (SERVFAIL, SERVFAIL), [dns.rcode.to_text(r) for r in rc]
+    # The commit's failure for both (500 for a refusal by the database,
+    # as for any write whose commit it refuses), not the unit's own 400.
+    statuses = [out[i].status_code for i in (0, 1)]
+    assert statuses[0] >= 500 and statuses[1] == statuses[0], [out[i].text for i in (0, 1)]
+    assert out[1].json()["errors"] == out[0].json()["errors"], out[1].text
+    assert names_in(api, zid) == {zone}
+    assert serial(api, zid) == v0
+    # The same batch with the zone row taken: U1 kept, U2's prerequisite
+    # fails on the stored y (YXDOMAIN), the second POST is the duplicate.
+    u1, u2 = upd(zone, "y." + zone), upd(zone, "x." + zone, addr="192.0.2.2")
+    u2.absent("y.%s." % zone)
+    with Blocker(node.port, blk, "b2." + blk):
+        threads, out = _api_in_order(api, [("POST", recs, same), ("POST", recs, same)])
+        got = pipeline(node.port, [u1, u2])
+        for t in threads:
+            t.join(40)
+    assert (got[u1.id].rcode(), got[u2.id].rcode()) == (NOERROR, dns.rcode.YXDOMAIN)
+    assert [out[i].status_code for i in (0, 1)] == [200, 400], [out[i].text for i in (0, 1)]
+    assert names_in(api, zid) == {zone, "y." + zone, "api." + zone}
+    assert serial(api, zid) == v0 + 2
+    verify_clean(node)
+
+
+@pytest.mark.parametrize("units", ["late", "safe"])
+def test_zone_row_write_failing_once_is_not_the_next_zones_unit(node, units):
+    """Found by an outside tester (D2): a batch of U1 (an UPDATE of zone
+    one) and U2 (of zone two). The batch keeps zone one's new serial in
+    memory and writes it when U2 reads zone two's row, inside U2's
+    savepoint: a transient failure of that write (once here) failed U2,
+    another zone's unit with nothing wrong, and kept U1. Now it goes ahead
+    of U2's savepoint as the released units' work, and its failure runs
+    the batch again: both kept. safe: the batch runs in the safe mode
+    after a replay (each unit writes its own zone row): the failure is
+    U1's own, U2 kept."""
+    api = node.client()
+    z1, z2, blk = "row1.test", "row2.test", "blk.test"
+    zid1, zid2 = new_zone(api, z1), new_zone(api, z2)
+    new_zone(api, blk)
+    install_triggers(node, records_state="P0001")
+    v1, v2 = serial(api, zid1), serial(api, zid2)
+    if units == "safe":
+        # A replay first: the next batches run in safe mode.
+        bad = upd(blk, "bad." + blk, ttl=REFUSE_TTL)
+        assert batch_after_blocker(node, blk, [bad, upd(blk, "ok." + blk)])[bad.id].rcode() \
+            == SERVFAIL
+    r0 = writer(node)["replayed_batches"]
+    refuse_zone_row(node, z1, shot=1)
+    u1, u2 = upd(z1, "a." + z1), upd(z2, "b." + z2)
+    got = batch_after_blocker(node, blk, [u1, u2])
+    ctl(node, "zu_zone", None)
+    rc = (got[u1.id].rcode(), got[u2.id].rcode())
+    if units == "late":
+        assert rc == (NOERROR, NOERROR), [dns.rcode.to_text(r) for r in rc]
+        assert writer(node)["replayed_batches"] == r0 + 1
+        assert (serial(api, zid1), serial(api, zid2)) == (v1 + 1, v2 + 1)
+        assert "a." + z1 in names_in(api, zid1)
+    else:
+        assert rc == (SERVFAIL, NOERROR), [dns.rcode.to_text(r) for r in rc]
+        assert (serial(api, zid1), serial(api, zid2)) == (v1, v2 + 1)
+        assert "a." + z1 not in names_in(api, zid1)
+    assert "b." + z2 in names_in(api, zid2)
+    for z in (z1, z2):
+        assert pg.version_index_problems(node.cluster_host, node.dbname, z) == []
+    verify_clean(node)
