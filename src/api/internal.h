@@ -56,6 +56,7 @@ typedef struct {
 	size_t discarded;       /* Body bytes read past the limit. */
 	bool answered;          /* A response is queued. */
 	bool close;             /* The response closes the connection. */
+	bool in_flight;         /* Counted in api_t.in_flight (server.c). */
 	/* Authorisation of the bearer token. */
 	bool read_only;
 	int64_t token_zone;     /* 0: every zone. */

@@ -269,6 +269,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
 		}
 		req->api = api;
 		atomic_fetch_add(&api->in_flight, 1);
+		req->in_flight = true;
 		req->lookup = mhd_lookup;
 		req->lookup_ctx = conn;
 		req->method = method;
@@ -294,7 +295,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
 			/* A request begun after the stop began: answered now,
 			 * before its body, so that the drain waits for the
 			 * requests in flight at the stop only (a steady load
-			 * kept it busy for its whole DRAIN_MS). */
+			 * kept it busy for its whole DRAIN_MS); not counted
+			 * as in flight from here (counted first: the drain
+			 * cannot miss a request begun as it looked). */
+			atomic_fetch_sub(&api->in_flight, 1);
+			req->in_flight = false;
 			req->close = true;
 			api_error(req, 503, 1503, "server: stopping; nothing "
 			          "was written: retry");
@@ -335,7 +340,9 @@ static void on_completed(void *cls, struct MHD_Connection *conn,
 	if (req == NULL) {
 		return;
 	}
-	atomic_fetch_sub(&req->api->in_flight, 1);
+	if (req->in_flight) {
+		atomic_fetch_sub(&req->api->in_flight, 1);
+	}
 	api_req_clear(req);
 	free(req);
 	*con_cls = NULL;
