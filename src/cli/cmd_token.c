@@ -198,16 +198,18 @@ static int list_tokens(records_store_t *rs)
 
 static int revoke_token(records_store_t *rs, const char *which)
 {
+	/* An argument in the id's form (32 lower-case hex digits) is an id,
+	 * whatever the names: a token named with another's id (a name is
+	 * free text, given through the API too) would have been revoked in
+	 * its place, the other left active. */
 	list_t l = { .rs = rs, .name = which };
-	int ret = records_token_list(rs, find_by_name, &l);
-	int64_t id = l.matches == 1 ? l.found : 0;
+	int64_t id = api_id_value(which);
+	int ret = id > 0 ? ZC_EOK : records_token_list(rs, find_by_name, &l);
+	id = id > 0 ? id : l.matches == 1 ? l.found : 0;
 	if (ret == ZC_EOK && l.matches > 1) {
 		fprintf(stderr, "zonecast token: %d tokens are named %s: revoke one "
 		        "by its id (zonecast token list)\n", l.matches, which);
 		return 1;
-	}
-	if (ret == ZC_EOK && id == 0) {
-		id = api_id_value(which);
 	}
 	ret = ret == ZC_EOK && id > 0 ? records_token_revoke(rs, id) :
 	      ret == ZC_EOK ? ZC_ENOKEY : ret;

@@ -519,6 +519,18 @@ def test_revoked_token_stops_at_its_next_request(srv, api):
     assert " revoked " in [l for l in srv.run_cli("token", "list", "--data-dir",
                                                   srv.data_dir).stdout.splitlines()
                            if l.startswith(newest)][0]
+    # Found by an outside tester: a token NAMED with another token's id
+    # (a name is free text, also through the API) was found first by
+    # `token revoke ID`, which revoked it and left the one the operator
+    # meant active. An argument in the id's form is an id.
+    victim = srv.create_token()
+    vid = max(t["id"] for t in api.get("/user/tokens", params={"per_page": 1000}))
+    decoy = api.ok("POST", "/user/tokens", json={"name": vid, "policies": policy()})["result"]
+    cp = srv.run_cli("token", "revoke", "--data-dir", srv.data_dir, vid)
+    assert cp.stdout.strip() == "revoked " + vid, cp.stdout
+    assert_error(token_call(srv, victim), 401, "Authorization")
+    assert token_call(srv, decoy["value"]).status_code == 200
+    assert api.get("/user/tokens/" + decoy["id"])["status"] == "active"
 
 
 def test_expired_token_stops_at_once(srv, api):
