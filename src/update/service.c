@@ -387,9 +387,9 @@ static void on_committed(writer_unit_t *unit, int result)
 		m->rcode = KNOT_RCODE_SERVFAIL; /* The commit itself failed. */
 	}
 	if (unit->lost && !m->refused) {
-		/* A prerequisite judged (YXDOMAIN, NXRRSET...) against an
-		 * earlier unit's write that was then lost with the
-		 * transaction never held: SERVFAIL, as for the writes. A
+		/* Its transaction was lost: a prerequisite's answer
+		 * (YXDOMAIN, NXRRSET...) may rest on an earlier unit's write
+		 * that went with it, so SERVFAIL, as for the writes. A
 		 * refusal decided before the transaction stands. */
 		m->rcode = KNOT_RCODE_SERVFAIL;
 	}
