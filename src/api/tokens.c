@@ -26,7 +26,6 @@
 #include "common/error.h"
 
 #define RESOURCE_ZONE "com.cloudflare.api.account.zone."
-#define MAX_NAME 120
 
 static int64_t now_ms(void)
 {
@@ -257,9 +256,11 @@ static bool read_new_token(api_req_t *req, json_t *body, records_token_t *t)
 		}
 	}
 	const char *name = json_string_value(json_object_get(body, "name"));
-	if (name == NULL || name[0] == '\0' || strlen(name) > MAX_NAME) {
+	if (name == NULL || !records_token_name_valid(name)) {
 		api_error(req, 400, 1004, "name: a string of 1 to %d bytes is "
-		          "required", MAX_NAME);
+		          "required, without control characters, not \"-\" "
+		          "nor 32 lower-case hex digits (an id's form)",
+		          RECORDS_TOKEN_NAME_MAX);
 		return false;
 	}
 	snprintf(t->name, sizeof(t->name), "%s", name);

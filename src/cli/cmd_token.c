@@ -203,9 +203,11 @@ static int revoke_token(records_store_t *rs, const char *which)
 	 * free text, given through the API too) would have been revoked in
 	 * its place, the other left active. */
 	list_t l = { .rs = rs, .name = which };
-	int64_t id = api_id_value(which);
-	int ret = id > 0 ? ZC_EOK : records_token_list(rs, find_by_name, &l);
-	id = id > 0 ? id : l.matches == 1 ? l.found : 0;
+	bool id_form = strlen(which) == 32 &&
+	               strspn(which, "0123456789abcdef") == 32;
+	int ret = id_form ? ZC_EOK : records_token_list(rs, find_by_name, &l);
+	int64_t id = id_form ? api_id_value(which) :
+	             l.matches == 1 ? l.found : 0;
 	if (ret == ZC_EOK && l.matches > 1) {
 		fprintf(stderr, "zonecast token: %d tokens are named %s: revoke one "
 		        "by its id (zonecast token list)\n", l.matches, which);
@@ -255,7 +257,16 @@ int cmd_token(int argc, char **argv)
 			break;
 		case 'r': tok.read_only = true; break;
 		case 'z': zone = optarg; break;
-		case 'n': snprintf(tok.name, sizeof(tok.name), "%s", optarg); break;
+		case 'n':
+			if (!records_token_name_valid(optarg)) {
+				fprintf(stderr, "zonecast token: --name: 1 to %d "
+				        "bytes, without control characters, not "
+				        "\"-\" nor 32 lower-case hex digits (an "
+				        "id's form)\n", RECORDS_TOKEN_NAME_MAX);
+				return 2;
+			}
+			snprintf(tok.name, sizeof(tok.name), "%s", optarg);
+			break;
 		case 'e': expires = optarg; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;

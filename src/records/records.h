@@ -777,9 +777,12 @@ int records_tsig_delete(records_store_t *store, int64_t zone_id, int64_t id);
 
 /* --- API tokens (records/tokens.c) --- */
 
+/* The longest token name, in bytes. */
+#define RECORDS_TOKEN_NAME_MAX 120
+
 typedef struct {
 	int64_t id;
-	char name[128];
+	char name[RECORDS_TOKEN_NAME_MAX + 8];
 	bool read_only;          /* GET requests only. */
 	int64_t zone_id;         /* 0: every zone. */
 	int64_t created_on;      /* Unix milliseconds. */
@@ -793,6 +796,12 @@ typedef enum {
 	RECORDS_TOKEN_EXPIRED,
 	RECORDS_TOKEN_REVOKED,
 } records_token_status_t;
+
+/* Whether text may name a token: 1 to RECORDS_TOKEN_NAME_MAX bytes, no
+ * control character (a line break made `token list` print a row of its
+ * own), and not the 32 lower-case hex digits of an id (`token revoke`
+ * takes those as an id), nor "-" (how `token list` shows no name). */
+bool records_token_name_valid(const char *text);
 
 /* Stores a token by the SHA-256 hash of its secret (tok's name,
  * read_only, zone_id and expires_on; id, created_on and modified_on are

@@ -32,6 +32,21 @@ static void token_from_stmt(rdb_stmt_t *stmt, records_token_t *tok)
 	tok->revoked_on = rdb_col_int64(stmt, 7);
 }
 
+bool records_token_name_valid(const char *text)
+{
+	size_t len = strlen(text);
+	if (len == 0 || len > RECORDS_TOKEN_NAME_MAX || strcmp(text, "-") == 0) {
+		return false;
+	}
+	for (size_t i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)text[i];
+		if (c < 0x20 || c == 0x7f) {
+			return false;
+		}
+	}
+	return len != 32 || strspn(text, "0123456789abcdef") != 32;
+}
+
 int records_token_add(records_store_t *store, const uint8_t hash[32],
                       records_token_t *tok)
 {
