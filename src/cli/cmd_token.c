@@ -199,9 +199,10 @@ static int list_tokens(records_store_t *rs)
 static int revoke_token(records_store_t *rs, const char *which)
 {
 	/* An argument in the id's form (32 lower-case hex digits) is an id,
-	 * whatever the names: a token named with another's id (a name is
-	 * free text, given through the API too) would have been revoked in
-	 * its place, the other left active. */
+	 * whatever the names: a token named with another's id would have
+	 * been revoked in its place, the other left active. No name may take
+	 * that form now (records_token_name_valid()); tokens named before
+	 * may have it. */
 	list_t l = { .rs = rs, .name = which };
 	bool id_form = strlen(which) == 32 &&
 	               strspn(which, "0123456789abcdef") == 32;
