@@ -919,27 +919,39 @@ static void pg_rollback_to(rdb_t *db, rdb_level_t level)
 	}
 }
 
-/* Queues the statement inside a write transaction (db.h, rdb_defer());
- * runs it at once outside one. */
-static int pg_defer(rdb_stmt_t *st)
+/* Queues s in a write transaction: behind what is gathered (all of it,
+ * or with `released` only the released units' rows, a unit's SAVEPOINT
+ * still pending behind it: then s counts as theirs), syncing when the
+ * queue is full. */
+static int queue(pg_stmt_t *s, bool released)
 {
-	pg_stmt_t *s = (pg_stmt_t *)st;
 	pg_db_t *d = s->db;
-	if (!d->writing) {
-		int rc = pg_step(st);
-		return rc < 0 ? rc : ZC_EOK;
-	}
 	int ret = ensure_connected(d);
 	if (ret != ZC_EOK) {
 		return ret;
 	}
 	stmt_clear(s);
-	ret = pg_gather_flush(d);
+	ret = released ? pg_gather_send_released(d) : pg_gather_flush(d);
 	ret = ret == ZC_EOK ? pg_pipe_send(s) : ret;
+	if (ret == ZC_EOK && released) {
+		d->released_slot = d->queued;
+	}
 	if (ret == ZC_EOK && d->queued + 2 > PIPE_MAX) {
 		ret = pg_pipe_sync(d, NULL);
 	}
 	return ret;
+}
+
+/* Queues the statement inside a write transaction (db.h, rdb_defer());
+ * runs it at once outside one. */
+static int pg_defer(rdb_stmt_t *st)
+{
+	pg_stmt_t *s = (pg_stmt_t *)st;
+	if (!s->db->writing) {
+		int rc = pg_step(st);
+		return rc < 0 ? rc : ZC_EOK;
+	}
+	return queue(s, false);
 }
 
 /* rdb_defer() of a statement that finishes the work of units released
@@ -953,20 +965,7 @@ static int pg_defer_released(rdb_stmt_t *st)
 	if (!d->writing || !d->unit_pending || d->severed || d->replay) {
 		return pg_defer(st);
 	}
-	int ret = ensure_connected(d);
-	if (ret != ZC_EOK) {
-		return ret;
-	}
-	stmt_clear(s);
-	ret = pg_gather_send_released(d);
-	ret = ret == ZC_EOK ? pg_pipe_send(s) : ret;
-	if (ret == ZC_EOK) {
-		d->released_slot = d->queued;
-	}
-	if (ret == ZC_EOK && d->queued + 2 > PIPE_MAX) {
-		ret = pg_pipe_sync(d, NULL);
-	}
-	return ret;
+	return queue(s, true);
 }
 
 /* A row of a single-row INSERT, gathered with the rows of the same
