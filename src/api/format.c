@@ -11,6 +11,7 @@
 #include "api/api.h"
 #include "api/format.h"
 #include "common/error.h"
+#include "common/id_text.h"
 
 void api_id_format(int64_t id, char out[33])
 {
@@ -24,8 +25,7 @@ int64_t api_id_parse(const char *text)
 	 * leading blanks, and a shorter or upper-case text named the same
 	 * id too, so one id had many names (audit lines carried the alias,
 	 * and a client comparing ids saw two objects). */
-	size_t len = text != NULL ? strlen(text) : 0;
-	if (len != 32 || strspn(text, "0123456789abcdef") != len) {
+	if (!zc_id_text_form(text)) {
 		return 0;
 	}
 	char *end;

@@ -19,6 +19,7 @@
 #include "api/api.h"
 #include "cli/commands.h"
 #include "common/error.h"
+#include "common/id_text.h"
 #include "common/log.h"
 
 static void usage(FILE *out)
@@ -145,10 +146,11 @@ static void time_text(int64_t ms, char *out, size_t size)
 typedef struct {
 	records_store_t *rs;
 	int64_t now;
-	/* revoke by name: the matches. */
+	/* revoke by name: the matches not revoked yet (found, matches) and
+	 * those revoked already (revoked_id, revoked). */
 	const char *name;
-	int64_t found;
-	int matches;
+	int64_t found, revoked_id;
+	int matches, revoked;
 } list_t;
 
 static int print_token(const records_token_t *tok, void *ctx)
@@ -176,7 +178,13 @@ static int print_token(const records_token_t *tok, void *ctx)
 static int find_by_name(const records_token_t *tok, void *ctx)
 {
 	list_t *l = ctx;
-	if (strcmp(tok->name, l->name) == 0) {
+	if (strcmp(tok->name, l->name) != 0) {
+		return 0;
+	}
+	if (tok->revoked_on != 0) {
+		l->revoked_id = tok->id;
+		l->revoked++;
+	} else {
 		l->found = tok->id;
 		l->matches++;
 	}
@@ -204,15 +212,24 @@ static int revoke_token(records_store_t *rs, const char *which)
 	 * that form now (records_token_name_valid()); tokens named before
 	 * may have it. */
 	list_t l = { .rs = rs, .name = which };
-	bool id_form = strlen(which) == 32 &&
-	               strspn(which, "0123456789abcdef") == 32;
+	bool id_form = zc_id_text_form(which);
 	int ret = id_form ? ZC_EOK : records_token_list(rs, find_by_name, &l);
+	/* By name, the one token of that name not revoked yet: revoked ones
+	 * count only when every token of that name is (revoking again
+	 * changes nothing, as by id). */
 	int64_t id = id_form ? api_id_value(which) :
-	             l.matches == 1 ? l.found : 0;
+	             l.matches == 1 ? l.found :
+	             l.matches == 0 && l.revoked == 1 ? l.revoked_id : 0;
 	if (ret == ZC_EOK && l.matches > 1) {
-		fprintf(stderr, "zonecast token: %d tokens are named %s: revoke one "
-		        "by its id (zonecast token list)\n", l.matches, which);
+		fprintf(stderr, "zonecast token: %d tokens not revoked yet are "
+		        "named %s: revoke one by its id (zonecast token list)\n",
+		        l.matches, which);
 		return 1;
+	}
+	if (ret == ZC_EOK && l.matches == 0 && l.revoked > 1) {
+		printf("the %d tokens named %s are revoked already\n", l.revoked,
+		       which);
+		return 0;
 	}
 	ret = ret == ZC_EOK && id > 0 ? records_token_revoke(rs, id) :
 	      ret == ZC_EOK ? ZC_ENOKEY : ret;

@@ -12,6 +12,7 @@
 #include <libknot/errcode.h>
 
 #include "common/error.h"
+#include "common/id_text.h"
 #include "records/store.h"
 
 #define TOKEN_COLUMNS "id, name, read_only, coalesce(zone_id, 0), created_on," \
@@ -44,7 +45,7 @@ bool records_token_name_valid(const char *text)
 			return false;
 		}
 	}
-	return len != 32 || strspn(text, "0123456789abcdef") != 32;
+	return !zc_id_text_form(text);
 }
 
 int records_token_add(records_store_t *store, const uint8_t hash[32],

@@ -547,6 +547,36 @@ def test_revoked_token_stops_at_its_next_request(srv, api):
     assert_error(token_call(srv, victim), 401, "Authorization")
 
 
+def test_revoke_by_name_passes_over_revoked_namesakes(srv, api):
+    """`token revoke NAME` revokes the one token of that name not revoked
+    yet: a revoked namesake made it refuse ("2 tokens are named x") and
+    leave the live one active. When every namesake is revoked, revoking
+    again changes nothing and says so."""
+    def revoke(which, check=True):
+        return srv.run_cli("token", "revoke", "--data-dir", srv.data_dir, which,
+                           check=check)
+
+    def made(name):
+        return api.ok("POST", "/user/tokens", json={"name": name,
+                                                    "policies": policy()})["result"]
+    old, new = made("twice"), made("twice")
+    api.ok("DELETE", "/user/tokens/" + old["id"])
+    assert revoke("twice").stdout.strip() == "revoked " + new["id"]
+    assert_error(token_call(srv, new["value"]), 401, "Authorization")
+    cp = revoke("twice")            # both revoked: nothing to do
+    assert cp.stdout.strip() == "the 2 tokens named twice are revoked already", cp.stdout
+    a, b = made("pair"), made("pair")
+    cp = revoke("pair", check=False)
+    assert cp.returncode == 1 and "2 tokens not revoked yet" in cp.stderr, cp.stderr
+    for t in (a, b):                # an ambiguous name revokes nothing
+        assert token_call(srv, t["value"]).status_code == 200
+    one = made("once")
+    api.ok("DELETE", "/user/tokens/" + one["id"])
+    assert revoke("once").stdout.strip() == "revoked " + one["id"]   # idempotent, as by id
+    cp = revoke("nobody", check=False)
+    assert cp.returncode == 1 and "no token nobody" in cp.stderr
+
+
 def test_expired_token_stops_at_once(srv, api):
     cp = srv.run_cli("token", "create", "--data-dir", srv.data_dir, "--name", "brief",
                      "--expires", "2s")
