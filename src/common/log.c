@@ -81,13 +81,49 @@ static void put_time(out_t *o)
 	puts_(o, text);
 }
 
+/* The length of the well-formed UTF-8 sequence at p (RFC 3629 §4: no
+ * overlong forms, no surrogates, nothing past U+10FFFF), 0 if none. */
+static size_t utf8_len(const unsigned char *p)
+{
+	unsigned char lo = 0x80, hi = 0xbf;
+	size_t n;
+	if (p[0] < 0x80) {
+		return 1;
+	} else if (p[0] >= 0xc2 && p[0] <= 0xdf) {
+		n = 2;
+	} else if (p[0] >= 0xe0 && p[0] <= 0xef) {
+		n = 3;
+		lo = p[0] == 0xe0 ? 0xa0 : 0x80;
+		hi = p[0] == 0xed ? 0x9f : 0xbf;
+	} else if (p[0] >= 0xf0 && p[0] <= 0xf4) {
+		n = 4;
+		lo = p[0] == 0xf0 ? 0x90 : 0x80;
+		hi = p[0] == 0xf4 ? 0x8f : 0xbf;
+	} else {
+		return 0;
+	}
+	if (p[1] < lo || p[1] > hi) {
+		return 0;
+	}
+	for (size_t i = 2; i < n; i++) {
+		if (p[i] < 0x80 || p[i] > 0xbf) {
+			return 0;
+		}
+	}
+	return n;
+}
+
 /* A JSON string's contents (RFC 8259 §7): quotes, backslashes and
- * control characters escaped; other bytes as they are. */
+ * control characters escaped, UTF-8 as it is. A byte that is not part
+ * of well-formed UTF-8 (a request path's %FF) has no JSON form: it is
+ * written as the text format writes control characters, \xHH (JSON
+ * "\\xHH"), so that the line stays one valid JSON object. */
 static void put_json_string(out_t *o, const char *s)
 {
 	put(o, "\"", 1);
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+	for (const unsigned char *p = (const unsigned char *)s; *p;) {
 		char esc[8];
+		size_t n = utf8_len(p);
 		if (*p == '"' || *p == '\\') {
 			esc[0] = '\\';
 			esc[1] = (char)*p;
@@ -95,9 +131,15 @@ static void put_json_string(out_t *o, const char *s)
 		} else if (*p < 0x20 || *p == 0x7f) {
 			snprintf(esc, sizeof(esc), "\\u%04x", *p);
 			puts_(o, esc);
+		} else if (n == 0) {
+			snprintf(esc, sizeof(esc), "\\\\x%02x", *p);
+			puts_(o, esc);
 		} else {
-			put(o, (const char *)p, 1);
+			put(o, (const char *)p, n);
+			p += n;
+			continue;
 		}
+		p++;
 	}
 	put(o, "\"", 1);
 }

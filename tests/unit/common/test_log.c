@@ -74,6 +74,24 @@ static void test_text_and_json(void)
 	CHECK(strstr(text, "\"message\":\"audit: api refused\",\"audit\":\"api\","
 	                   "\"outcome\":\"refused\",\"status\":401}\n") != NULL);
 	CHECK(strncmp(text, "{\"time\":\"", 9) == 0);
+
+	/* Bytes that are not UTF-8 (a request path's %FF%C3) have no JSON
+	 * form: written as \xHH so that the line stays valid JSON; UTF-8,
+	 * 2 to 4 bytes, as it is. Overlong forms, surrogates and past
+	 * U+10FFFF are not UTF-8. */
+	snprintf(path, sizeof(path), "%s/utf8.log", dir);
+	CHECK_EQ(to_file(path, ZC_LOG_JSON, ZC_LOG_INFO), ZC_EOK);
+	zc_audit_begin(&a, "api", "refused");
+	zc_audit_str(&a, "operation", "POST /zones/x\xff\xc3/r \xc3\xa9 "
+	             "\xe2\x82\xac \xf0\x9f\x98\x80 \xc0\xaf \xed\xa0\x80 "
+	             "\xf4\x90\x80\x80 \xe2\x82");
+	zc_audit_end(&a);
+	text = slurp(path);
+	CHECK(strstr(text, "\"operation\":\"POST /zones/x\\\\xff\\\\xc3/r "
+	                   "\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80 "
+	                   "\\\\xc0\\\\xaf \\\\xed\\\\xa0\\\\x80 "
+	                   "\\\\xf4\\\\x90\\\\x80\\\\x80 "
+	                   "\\\\xe2\\\\x82\"}\n") != NULL);
 }
 
 static void test_reopen_and_refused_target(void)
