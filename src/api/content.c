@@ -62,27 +62,6 @@ static bool is_name_type(uint16_t type)
 	       type == KNOT_RRTYPE_MX;
 }
 
-/* Builds the absolute owner text for a Cloudflare name. */
-static int owner_text(const char *apex_txt, const char *name, char *out,
-                      size_t size)
-{
-	size_t alen = strlen(apex_txt);       /* "example.com." */
-	size_t nlen = strlen(name);
-	int n;
-	if (nlen == 0 || strcmp(name, "@") == 0) {
-		n = snprintf(out, size, "%s", apex_txt);
-	} else if (name[nlen - 1] == '.') {
-		n = snprintf(out, size, "%s", name);
-	} else if ((nlen == alen - 1 && strncasecmp(name, apex_txt, nlen) == 0) ||
-	           (nlen >= alen && name[nlen - alen] == '.' &&
-	            strncasecmp(name + nlen - alen + 1, apex_txt, alen - 1) == 0)) {
-		n = snprintf(out, size, "%s.", name);
-	} else {
-		n = snprintf(out, size, "%s.%s", name, apex_txt);
-	}
-	return (n < 0 || (size_t)n >= size) ? ZC_ENOSPACE : ZC_EOK;
-}
-
 /* Whether the text ends with a '.' that no backslash escapes. */
 static bool ends_with_dot(const char *text, size_t len)
 {
@@ -180,18 +159,52 @@ static int content_text(uint16_t type, const char *content, int priority,
 #define NAME_ERROR "name: not a valid domain name (labels of 1 to 63 " \
 	"octets, 255 in all)"
 
+bool api_fqdn_parse(const char *text, uint8_t out[KNOT_DNAME_MAXLEN])
+{
+	char buf[KNOT_DNAME_TXT_MAXLEN + 2];
+	size_t len = strlen(text);
+	int n = snprintf(buf, sizeof(buf), "%s%s", text,
+	                 ends_with_dot(text, len) ? "" : ".");
+	if (len == 0 || n < 0 || (size_t)n >= sizeof(buf) ||
+	    knot_dname_from_str(out, buf, KNOT_DNAME_MAXLEN) == NULL) {
+		return false;
+	}
+	knot_dname_to_lower(out);
+	return true;
+}
+
 int api_name_parse(const knot_dname_t *apex, const char *name,
                    uint8_t *owner, char *err, size_t err_size)
 {
-	char apex_txt[KNOT_DNAME_TXT_MAXLEN + 1];
-	char text[KNOT_DNAME_TXT_MAXLEN + 2];
-	knot_dname_to_str(apex_txt, apex, sizeof(apex_txt));
-	if (owner_text(apex_txt, name, text, sizeof(text)) != ZC_EOK ||
-	    knot_dname_from_str(owner, text, KNOT_DNAME_MAXLEN) == NULL) {
+	/* Cloudflare's name: "@" or empty for the apex, a name ending in
+	 * an unescaped '.' as it is, a name that read as absolute lies in
+	 * the zone as that (an FQDN without its final dot), any other
+	 * relative to the zone. Decided on the names' wire forms, which
+	 * equal whatever the spelling ("\111dd.test", "ODD.test", "é.test"
+	 * are "odd.test"'s and "\195\169.test"'s): a text comparison with
+	 * the apex's text took such an FQDN for a relative name and stored
+	 * the record under NAME.ZONE.ZONE. */
+	size_t len = strlen(name);
+	if (len == 0 || strcmp(name, "@") == 0) {
+		knot_dname_copy_lower(owner, apex);
+		return ZC_EOK;
+	}
+	bool ok = api_fqdn_parse(name, owner);
+	if (!ends_with_dot(name, len) &&
+	    (!ok || !records_rules_in_zone(apex, owner))) {
+		/* Relative: the name's labels, then the apex's. */
+		char text[KNOT_DNAME_TXT_MAXLEN + 2];
+		char apex_txt[KNOT_DNAME_TXT_MAXLEN + 1];
+		knot_dname_to_str(apex_txt, apex, sizeof(apex_txt));
+		int n = snprintf(text, sizeof(text), "%s.%s", name,
+		                 strcmp(apex_txt, ".") == 0 ? "" : apex_txt);
+		ok = n > 0 && (size_t)n < sizeof(text) &&
+		     api_fqdn_parse(text, owner);
+	}
+	if (!ok) {
 		snprintf(err, err_size, NAME_ERROR);
 		return ZC_EUSAGE;
 	}
-	knot_dname_to_lower(owner);
 	if (!records_rules_in_zone(apex, owner)) {
 		snprintf(err, err_size, "name: outside the zone");
 		return ZC_EUSAGE;
@@ -283,7 +296,13 @@ int api_content_parse(const knot_dname_t *apex, const char *name,
 	strcat(line, "\n");
 	parse_t p = { .out = out, .err = err, .err_size = err_size };
 	zonefile_handler_t h = { .record = on_record, .error = on_error, .ctx = &p };
-	ret = zonefile_parse_record(line, strlen(line), apex, &h);
+	/* Names in content are FQDNs with their final dot or without
+	 * (docs/api.md), in every type: the origin is the root, so that no
+	 * name of a multi-name content (SVCB/HTTPS targets, RP, KX, NAPTR
+	 * replacements) is taken as relative to the zone. The owner is
+	 * absolute already. */
+	static const uint8_t root[1] = { 0 };
+	ret = zonefile_parse_record(line, strlen(line), root, &h);
 	if (ret != ZC_EOK || p.records != 1) {
 		if (err[0] == '\0') {
 			snprintf(err, err_size, "content: not a valid %s record", type);

@@ -34,6 +34,10 @@ int api_content_parse(const knot_dname_t *apex, const char *name,
                       uint32_t ttl, api_wire_t *out, char *err,
                       size_t err_size);
 
+/* Parses an absolute name, with its final dot or without (Cloudflare's
+ * form), into a lower-case wire name; false when it is not a name. */
+bool api_fqdn_parse(const char *text, uint8_t out[KNOT_DNAME_MAXLEN]);
+
 /* Parses a Cloudflare record name (as api_content_parse() does) into a
  * lowercase wire name inside the zone; ZC_EUSAGE with "name: ..." in err. */
 int api_name_parse(const knot_dname_t *apex, const char *name,

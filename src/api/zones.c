@@ -69,19 +69,23 @@ static json_t *zone_json(api_req_t *req, const records_zone_t *zone)
 typedef struct {
 	api_req_t *req;
 	json_t *list;
+	/* ?name=, compared on wire names (any spelling of the zone's
+	 * name, with its final dot or not); filter_ok false: no zone has
+	 * that name, as it is none. */
 	const char *name_filter;
+	uint8_t filter[KNOT_DNAME_MAXLEN];
+	bool filter_ok;
 	long skip, take, total;
 } list_t;
 
 static int list_zone(const records_zone_t *zone, void *ctx)
 {
 	list_t *l = ctx;
-	char name[KNOT_DNAME_TXT_MAXLEN + 1];
-	api_name_format(zone->apex, name, sizeof(name));
 	if (l->req->token_zone != 0 && l->req->token_zone != zone->id) {
 		return 0;
 	}
-	if (l->name_filter != NULL && strcasecmp(l->name_filter, name) != 0) {
+	if (l->name_filter != NULL &&
+	    (!l->filter_ok || !knot_dname_is_equal(l->filter, zone->apex))) {
 		return 0;
 	}
 	if (l->total >= l->skip && l->total < l->skip + l->take) {
@@ -101,6 +105,8 @@ static void list_zones(api_req_t *req)
 	list_t l = { .req = req, .list = json_array(),
 	             .name_filter = api_query_arg(req, "name"),
 	             .skip = (page - 1) * per_page, .take = per_page };
+	l.filter_ok = l.name_filter != NULL &&
+	              api_fqdn_parse(l.name_filter, l.filter);
 	int ret = records_zone_list(req->rs, false, list_zone, &l);
 	api_list_result(req, ret, l.list, page, per_page, l.total, "zones");
 }
@@ -179,6 +185,31 @@ static int create_unit(records_store_t *rs, void *ctx)
 	return ret;
 }
 
+/* A new zone's name, as a record's name is taken (api_content_parse()):
+ * spaces and control characters only as \DDD. A wildcard cannot be a
+ * zone: its apex NS would stand at a wildcard name (RFC 4592 §4.2), which
+ * no record rule lets stand, and its export would not import.
+ * NULL when taken, else why not. */
+static const char *api_zone_name_parse(const char *name,
+                                       uint8_t apex[KNOT_DNAME_MAXLEN])
+{
+	if (name == NULL || name[0] == '\0') {
+		return "a valid domain name is required";
+	}
+	for (const char *c = name; *c != '\0'; c++) {
+		if ((unsigned char)*c <= 0x20 || *c == 0x7f) {
+			return "a space or control character (write it as \\DDD)";
+		}
+	}
+	if (!api_fqdn_parse(name, apex)) {
+		return "a valid domain name is required";
+	}
+	if (knot_dname_is_wildcard(apex)) {
+		return "a wildcard ('*' as the first label) cannot be a zone";
+	}
+	return NULL;
+}
+
 static void create_zone(api_req_t *req)
 {
 	if (!api_allowed(req, 0, true)) {
@@ -190,14 +221,13 @@ static void create_zone(api_req_t *req)
 	}
 	const char *name = json_string_value(json_object_get(body, "name"));
 	create_t c = { .api = req->api };
-	if (name == NULL || name[0] == '\0' ||
-	    knot_dname_from_str(c.apex, name, sizeof(c.apex)) == NULL) {
-		api_error(req, 400, 1097, "name: a valid domain name is required");
+	const char *why = api_zone_name_parse(name, c.apex);
+	if (why != NULL) {
+		api_error(req, 400, 1097, "name: %s", why);
 		json_decref(body);
 		return;
 	}
 	json_decref(body);
-	knot_dname_to_lower(c.apex);
 	int ret = api_write(req, create_unit, &c);
 	if (ret != ZC_EOK) {
 		api_error_code(req, ret, "name");

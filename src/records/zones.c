@@ -334,6 +334,10 @@ int records_zone_create(records_store_t *store, const knot_dname_t *apex,
 {
 	uint8_t lower[KNOT_DNAME_MAXLEN];
 	knot_dname_copy_lower(lower, apex);
+	if (knot_dname_is_wildcard(lower)) {
+		/* Its apex NS would stand at a wildcard (RFC 4592 §4.2). */
+		return ZC_EUSAGE;
+	}
 	if (records_zone_find(store, lower, zone) == ZC_EOK) {
 		return ZC_EEXISTS;
 	}

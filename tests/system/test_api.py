@@ -695,6 +695,83 @@ def test_bad_owner_name_syntax_is_a_name_error(srv, api):
     assert snapshot(api, srv, zid, zone) == before
 
 
+def test_names_are_read_on_their_wire_form(srv, api):
+    """Found by an outside tester: a record's name was tested against the
+    zone by comparing texts, so an FQDN whose zone part was spelled
+    otherwise (an escape, another case, raw UTF-8) was taken as relative
+    and stored, acknowledged, under NAME.ZONE.ZONE; a final escaped dot
+    was taken as absolute; `GET /zones?name=` compared texts too."""
+    zid, zone = new_zone(api, "wire")
+    first, rest = zone.split(".", 1)
+    esc = "\\%03d%s.%s" % (ord(first[0]), first[1:], rest)     # \119ire12.api.test
+    cases = [("q." + zone[:-1] + "\\%03d" % ord(zone[-1]), "q." + zone),
+             (esc, zone),
+             ("Z." + esc.upper(), "z." + zone),
+             ("x\\.", "x\\.." + zone),                         # relative: x\. then the zone
+             ("r." + zone + "\\.", "r." + zone + "\\.." + zone)]
+    for name, stored in cases:
+        rec = api.ok("POST", "/zones/%s/dns_records" % zid,
+                     json={"type": "TXT", "name": name, "content": "x"})["result"]
+        assert rec["name"] == stored, (name, rec["name"])
+        wait_dns(srv, stored + ".", "TXT", lambda m: m.answer, "TXT at " + stored)
+    for spelling in (zone, zone + ".", zone.upper(), esc, esc + "."):
+        assert [z["id"] for z in api.get("/zones", params={"name": spelling})] == [zid], spelling
+    assert api.get("/zones", params={"name": "no..name"}) == []
+    # A zone named in raw UTF-8 takes its records' names in raw UTF-8.
+    uname = "\u00e9%d.api.test" % next(_seq)
+    uz = api.ok("POST", "/zones", json={"name": uname})["result"]
+    stored = uname.encode().decode("latin-1")
+    wire = "".join(c if ord(c) < 128 else "\\%03d" % ord(c) for c in stored)
+    assert uz["name"] == wire
+    rec = api.ok("POST", "/zones/%s/dns_records" % uz["id"],
+                 json={"type": "A", "name": "www." + uname, "content": "192.0.2.1"})["result"]
+    assert rec["name"] == "www." + wire
+    assert [z["id"] for z in api.get("/zones", params={"name": uname})] == [uz["id"]]
+    expect_answer(srv, "www." + wire + ".", "A", rdatas("A", "192.0.2.1"))
+
+
+def test_zone_names_the_record_rules_cannot_hold_are_refused(srv, api):
+    """A wildcard zone would put its apex NS at a wildcard (RFC 4592
+    §4.2; its export did not import), and a zone name takes a space or
+    control character only as \\DDD, as a record name does."""
+    before = {z["id"] for z in api.get("/zones", params={"per_page": 1000})}
+    for bad in ("*.wild%d.api.test" % next(_seq), "*", "sp ace.api.test", "a\nb.api.test",
+                "tab\t.api.test", "del\x7f.api.test"):
+        assert_error(api.call("POST", "/zones", json={"name": bad}), 400, "name")
+    assert {z["id"] for z in api.get("/zones", params={"per_page": 1000})} == before
+    # Not a wildcard: '*' elsewhere, or escaped as \042.
+    for good in ("a.*.w%d.api.test" % next(_seq), "x*.w%d.api.test" % next(_seq)):
+        assert api.ok("POST", "/zones", json={"name": good})["result"]["name"] == good
+
+
+def test_names_in_content_are_fqdns_in_every_type(srv, api):
+    """docs/api.md: names in content are FQDNs without the final dot. Only
+    the types whose content is one name were; the targets of SVCB/HTTPS,
+    RP, KX, AFSDB, NAPTR, RT, MINFO and LP got the zone appended."""
+    zid, zone = new_zone(api, "cnames")
+    cases = {"HTTPS": ("1 svc.example.com alpn=h2", "1 svc.example.com. alpn=h2"),
+             "SVCB": ("1 svc.example.com", "1 svc.example.com."),
+             "RP": ("mbox.example.com txt.example.com", "mbox.example.com. txt.example.com."),
+             "KX": ("1 kx.example.com", "1 kx.example.com."),
+             "AFSDB": ("1 afs.example.com", "1 afs.example.com."),
+             "RT": ("1 rt.example.com", "1 rt.example.com."),
+             "MINFO": ("r.example.com e.example.com", None),   # dnspython has none
+             "NAPTR": ('1 1 "s" "SIP+D2U" "" _sip._udp.example.com',
+                       '1 1 "s" "SIP+D2U" "" _sip._udp.example.com.'),
+             "CNAME": ("cn.example.com", "cn.example.com.")}
+    for rtype, (content, want) in cases.items():
+        name = "%s.%s" % (rtype.lower(), zone)
+        rec = api.ok("POST", "/zones/%s/dns_records" % zid,
+                     json={"type": rtype, "name": name, "content": content})["result"]
+        assert zone not in rec["content"], rec
+        if want is not None:
+            expect_answer(srv, name, rtype, rdatas(rtype, want))
+    # With the final dot, the same.
+    api.ok("POST", "/zones/%s/dns_records" % zid,
+           json={"type": "KX", "name": "kx2." + zone, "content": "1 kx.example.com."})
+    expect_answer(srv, "kx2." + zone, "KX", rdatas("KX", "1 kx.example.com."))
+
+
 def test_soa_and_apex_ns_rules(srv, api):
     zid, zone = new_zone(api, "apex")
     ns = api.records(zid, name=zone, type="NS")
