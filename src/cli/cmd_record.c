@@ -75,16 +75,34 @@ static const char *read_token(const char *dir, char *buf, size_t size)
 	return buf;
 }
 
+/* Writes text %-escaped for a URL query value (RFC 3986 §2.1). */
+static void url_escape(const char *text, char *out, size_t size)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	size_t pos = 0;
+	for (const unsigned char *p = (const unsigned char *)text;
+	     *p != '\0' && pos + 4 < size; p++) {
+		if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+		    (*p >= '0' && *p <= '9') || strchr("-._~", *p) != NULL) {
+			out[pos++] = (char)*p;
+		} else {
+			out[pos++] = '%';
+			out[pos++] = hex[*p >> 4];
+			out[pos++] = hex[*p & 15];
+		}
+	}
+	out[pos] = '\0';
+}
+
 /* Resolves a zone name to its API id. */
 static int zone_id(const opts_t *o, const char *zone, char *id, size_t size)
 {
-	char path[1100];
+	/* The name %-escaped (a zone "a%b" or "a&b" named another zone or
+	 * none); the API matches any spelling, final dot or not. */
+	char path[3 * 1024 + 32], ename[3 * 1024];
 	json_t *resp;
-	snprintf(path, sizeof(path), "/zones?name=%s", zone);
-	size_t n = strlen(path);
-	if (n > 0 && path[n - 1] == '.') {
-		path[n - 1] = '\0';
-	}
+	url_escape(zone, ename, sizeof(ename));
+	snprintf(path, sizeof(path), "/zones?name=%s", ename);
 	int status = cli_api_request(o->api, o->token, "GET", path, NULL, &resp);
 	const char *zid = json_string_value(json_object_get(
 		json_array_get(json_object_get(resp, "result"), 0), "id"));
@@ -165,25 +183,6 @@ static int call(const opts_t *o, const char *method, const char *path,
 }
 
 /* --- Changes by name and type, sent as one batch --- */
-
-/* Writes text %-escaped for a URL query value (RFC 3986 §2.1). */
-static void url_escape(const char *text, char *out, size_t size)
-{
-	static const char hex[] = "0123456789ABCDEF";
-	size_t pos = 0;
-	for (const unsigned char *p = (const unsigned char *)text;
-	     *p != '\0' && pos + 4 < size; p++) {
-		if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
-		    (*p >= '0' && *p <= '9') || strchr("-._~", *p) != NULL) {
-			out[pos++] = (char)*p;
-		} else {
-			out[pos++] = '%';
-			out[pos++] = hex[*p >> 4];
-			out[pos++] = hex[*p & 15];
-		}
-	}
-	out[pos] = '\0';
-}
 
 static bool has_priority(const char *type)
 {

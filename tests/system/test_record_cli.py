@@ -7,6 +7,7 @@ would be)."""
 import json
 import subprocess
 
+import dns.name
 import dns.rcode
 import pytest
 
@@ -152,3 +153,17 @@ def test_batch_is_all_or_nothing(srv, api, tmp_path, text, code, say):
     assert serial(srv, zone) == v0
     expect_nxdomain(srv, "a." + zone)
     expect_answer(srv, "x." + zone, "A", rdatas("A", "192.0.2.9"))
+
+
+def test_zone_named_with_url_characters_is_that_zone(srv, api):
+    """The zone's name went into `GET /zones?name=` as typed: "x%41.z"
+    named "xA.z", so the command wrote into zone xa.z; "&" cut it."""
+    zid, zone = new_zone(api, "cliurl")
+    decoy = api.ok("POST", "/zones", json={"name": "xa." + zone})["result"]
+    for odd in ("x%41." + zone, "p&q." + zone, "r+s." + zone, "t#u." + zone):
+        oz = api.ok("POST", "/zones", json={"name": odd})["result"]
+        assert dns.name.from_text(oz["name"]) == dns.name.from_text(odd)
+        cp = record(srv, api, "add", odd, "www", "A", "192.0.2.7")
+        assert cp.returncode == 0, (odd, cp.stderr)
+        assert [r["name"] for r in api.records(oz["id"], type="A")] == ["www." + oz["name"]]
+    assert api.records(decoy["id"], type="A") == []
