@@ -20,6 +20,7 @@
 #include "cli/api_client.h"
 #include "cli/commands.h"
 #include "common/error.h"
+#include "common/id_text.h"
 
 typedef struct {
 	const char *api;
@@ -578,6 +579,13 @@ static int run(opts_t *o, int argc, char **argv)
 		o->name = argv[2], o->type = argv[3], o->content = argv[4];
 		snprintf(path, sizeof(path), "/zones/%s/dns_records", zid);
 		return call(o, "POST", path, fields(o), true);
+	}
+	if ((strcmp(sub, "edit") == 0 || strcmp(sub, "rm") == 0) && argc == 3 &&
+	    !zc_id_text_form(argv[2])) {
+		/* It goes into the request's path: only an id's form. */
+		fprintf(stderr, "zonecast: %s is not a record id (32 lower-case "
+		        "hex digits, as record list shows)\n", argv[2]);
+		return 2;
 	}
 	if (strcmp(sub, "edit") == 0 && argc == 3) {
 		snprintf(path, sizeof(path), "/zones/%s/dns_records/%s", zid, argv[2]);

@@ -167,3 +167,18 @@ def test_zone_named_with_url_characters_is_that_zone(srv, api):
         assert cp.returncode == 0, (odd, cp.stderr)
         assert [r["name"] for r in api.records(oz["id"], type="A")] == ["www." + oz["name"]]
     assert api.records(decoy["id"], type="A") == []
+
+
+def test_edit_and_rm_take_only_an_id(srv, api):
+    """The id goes into the request's path: "../" or "?" in it reached
+    other resources of the API. Only the id's form is sent."""
+    zid, zone = new_zone(api, "cliid")
+    rec, _ = post_record(api, zid, name="keep." + zone, type="A", content="192.0.2.1")
+    for bad in ("../../zones/" + zid, rec["id"] + "?x=1", rec["id"][1:], "www", ""):
+        for sub in ("edit", "rm"):
+            cp = record(srv, api, sub, zone, bad)
+            assert cp.returncode == 2 and "not a record id" in cp.stderr, (sub, bad, cp.stderr)
+    assert [r["id"] for r in api.records(zid, type="A")] == [rec["id"]]
+    cp = record(srv, api, "rm", zone, rec["id"])
+    assert cp.returncode == 0, cp.stderr
+    assert api.records(zid, type="A") == []
