@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 
 #include "cli/config.h"
 #include "cli/config_keys.h"
@@ -49,73 +50,135 @@ static char *trim(char *s)
 	return s;
 }
 
-/* Drops a trailing comment and surrounding quotes. */
-static char *clean_value(char *v)
+/* The longest line the file may have: a longer one is refused, never cut
+ * (its tail read as a line of its own: a long comment's end became a
+ * setting). */
+#define CONFIG_LINE_MAX 4096
+
+/* The value after "key:": quoted ("...", where '#' is data; only a
+ * comment may follow the closing quote) or not ('#' starts a comment).
+ * NULL with err set when a quote is left open or text follows it. */
+static char *clean_value(char *v, char *err, size_t err_size)
 {
+	v = trim(v);
+	if (v[0] == '"') {
+		char *close = strchr(v + 1, '"');
+		if (close == NULL) {
+			snprintf(err, err_size, "a quote left open");
+			return NULL;
+		}
+		char *rest = trim(close + 1);
+		if (*rest != '\0' && *rest != '#') {
+			snprintf(err, err_size, "text after the closing quote");
+			return NULL;
+		}
+		*close = '\0';
+		return v + 1;
+	}
 	char *hash = strchr(v, '#');
 	if (hash != NULL) {
 		*hash = '\0';
 	}
-	v = trim(v);
-	size_t len = strlen(v);
-	if (len >= 2 && v[0] == '"' && v[len - 1] == '"') {
-		v[len - 1] = '\0';
-		v++;
+	return trim(v);
+}
+
+/* Opens path for reading: a file, not a directory (fopen() takes one,
+ * and reading it fails, which read as an empty file: a reload applied
+ * every default). */
+static FILE *open_config(const char *path, char *errbuf, size_t errbuf_size)
+{
+	FILE *f = fopen(path, "r");
+	struct stat st;
+	if (f != NULL && fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
+		fclose(f);
+		f = NULL;
+		errno = EISDIR;
 	}
-	return v;
+	if (f == NULL) {
+		snprintf(errbuf, errbuf_size, "%s: cannot open: %s", path,
+		         strerror(errno));
+	}
+	return f;
+}
+
+/* One "key: value" line of the server section; err set when refused.
+ * first_line[i]: the line key i was first met on (0: not yet). */
+static void read_setting(config_t *cfg, char *s, unsigned lineno,
+                         unsigned *first_line, bool *in_server, char *err,
+                         size_t err_size)
+{
+	char *colon = strchr(s, ':');
+	if (colon == NULL) {
+		snprintf(err, err_size, "expected 'key: value'");
+		return;
+	}
+	*colon = '\0';
+	char *key = trim(s);
+	char *value = clean_value(colon + 1, err, err_size);
+	if (value == NULL) {
+		return;
+	}
+	if (*value == '\0' && strcmp(key, "server") == 0) {
+		*in_server = true;
+		return;
+	}
+	if (*value == '\0') {
+		snprintf(err, err_size, "unknown section '%s'", key);
+		return;
+	}
+	if (!*in_server) {
+		snprintf(err, err_size, "'%s' outside a 'server:' section", key);
+		return;
+	}
+	int i = config_key_find(key);
+	if (i >= 0 && first_line[i] != 0 && !config_key_repeatable((size_t)i)) {
+		/* The later value won, unsaid: one of the two is a mistake. */
+		snprintf(err, err_size, "'%s' given twice (first on line %u); "
+		         "it takes one value", key, first_line[i]);
+		return;
+	}
+	if (i >= 0 && first_line[i] == 0) {
+		if (config_key_repeatable((size_t)i)) {
+			/* The file's list replaces the defaults. */
+			config_key_clear(cfg, (size_t)i);
+		}
+		first_line[i] = lineno;
+	}
+	config_set(cfg, key, value, err, err_size);
 }
 
 int config_read(config_t *cfg, const char *path, char *errbuf,
                 size_t errbuf_size)
 {
-	FILE *f = fopen(path, "r");
+	FILE *f = open_config(path, errbuf, errbuf_size);
 	if (f == NULL) {
-		snprintf(errbuf, errbuf_size, "%s: cannot open: %s", path,
-		         strerror(errno));
 		return ZC_EINVAL_CONFIG;
 	}
-	/* Repeatable keys met in the file, one flag per key of the table. */
-	bool *seen = calloc(config_key_count(), sizeof(*seen));
-	if (seen == NULL) {
+	unsigned *first_line = calloc(config_key_count(), sizeof(*first_line));
+	if (first_line == NULL) {
 		fclose(f);
 		snprintf(errbuf, errbuf_size, "%s: out of memory", path);
 		return -ENOMEM;
 	}
-	char line[2048];
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t len;
 	unsigned lineno = 0;
 	bool in_server = false;
 	int ret = ZC_EOK;
-	while (fgets(line, sizeof(line), f) != NULL) {
+	while ((len = getline(&line, &cap, f)) >= 0) {
 		lineno++;
-		char *s = trim(line);
-		if (*s == '\0' || *s == '#') {
-			continue;
-		}
-		char *colon = strchr(s, ':');
 		char err[256] = "";
-		if (colon == NULL) {
-			snprintf(err, sizeof(err), "expected 'key: value'");
-		} else {
-			*colon = '\0';
-			char *key = trim(s);
-			char *value = clean_value(colon + 1);
-			if (*value == '\0' && strcmp(key, "server") == 0) {
-				in_server = true;
-				continue;
-			} else if (*value == '\0') {
-				snprintf(err, sizeof(err), "unknown section '%s'", key);
-			} else if (!in_server) {
-				snprintf(err, sizeof(err), "'%s' outside a 'server:' "
-				         "section", key);
-			} else {
-				int i = config_key_find(key);
-				if (i >= 0 && !seen[i] && config_key_repeatable((size_t)i)) {
-					/* The file's list replaces the defaults. */
-					config_key_clear(cfg, (size_t)i);
-					seen[i] = true;
-				}
-				config_set(cfg, key, value, err, sizeof(err));
-			}
+		bool nul = strlen(line) != (size_t)len;
+		char *s = trim(line);
+		if ((size_t)len > CONFIG_LINE_MAX) {
+			snprintf(err, sizeof(err), "a line over %d bytes",
+			         CONFIG_LINE_MAX);
+		} else if (nul) {
+			snprintf(err, sizeof(err), "a NUL byte");
+		} else if (*s != '\0' && *s != '#') {
+			read_setting(cfg, s, lineno, first_line, &in_server, err,
+			             sizeof(err));
 		}
 		if (err[0] != '\0' && ret == ZC_EOK) {
 			/* The first error is reported; the lines after it are
@@ -124,8 +187,14 @@ int config_read(config_t *cfg, const char *path, char *errbuf,
 			ret = ZC_EINVAL_CONFIG;
 		}
 	}
+	if (ferror(f) && ret == ZC_EOK) {
+		snprintf(errbuf, errbuf_size, "%s: cannot read: %s", path,
+		         strerror(errno));
+		ret = ZC_EINVAL_CONFIG;
+	}
+	free(line);
 	fclose(f);
-	free(seen);
+	free(first_line);
 	return ret;
 }
 

@@ -193,6 +193,85 @@ static void test_file_replaces_lists(void)
 	unlink(path);
 }
 
+/* Reads text (len bytes: it may hold NULs) as a config file; the error
+ * text in err, or "" when read. */
+static int read_text(config_t *cfg, const char *text, size_t len, char *err,
+                     size_t err_size)
+{
+	char path[] = "/tmp/zc-config-XXXXXX";
+	int fd = mkstemp(path);
+	CHECK(fd >= 0);
+	CHECK_EQ(write(fd, text, len), (long long)len);
+	close(fd);
+	config_defaults(cfg);
+	err[0] = '\0';
+	int ret = config_read(cfg, path, err, err_size);
+	unlink(path);
+	return ret;
+}
+
+/* Found by an outside tester: a line past the reader's buffer went on as
+ * a line of its own (a long comment's tail "allow-update: 0.0.0.0/0" let
+ * anyone update), a directory read as an empty file, '#' inside quotes
+ * cut the value, a NUL byte ended its line unsaid, and a key given twice
+ * took the later value unsaid. Each is refused with FILE:LINE now. */
+static void test_file_refusals(void)
+{
+	config_t cfg;
+	char err[512], text[6000];
+	/* A comment over the limit, a setting at its tail. */
+	int n = snprintf(text, sizeof(text), "server:\n    # ");
+	memset(text + n, 'x', 4200);
+	n += 4200;
+	n += snprintf(text + n, sizeof(text) - n, "allow-update: 0.0.0.0/0\n");
+	CHECK_EQ(read_text(&cfg, text, (size_t)n, err, sizeof(err)),
+	         ZC_EINVAL_CONFIG);
+	CHECK(strstr(err, ":2: a line over 4096 bytes") != NULL);
+	CHECK_EQ(cfg.allow_update.count, 0);
+	/* A long line under the limit is read whole. */
+	n = snprintf(text, sizeof(text), "server:\n    # ");
+	memset(text + n, 'y', 3000);
+	n += 3000;
+	n += snprintf(text + n, sizeof(text) - n, "\n    rrl-rate: 7\n");
+	CHECK_EQ(read_text(&cfg, text, (size_t)n, err, sizeof(err)), ZC_EOK);
+	CHECK_EQ(cfg.rrl_rate, 7);
+	/* '#' inside quotes is data; after them, a comment. */
+	const char *quoted = "server:\n    nsid: \"ns1 #2\"  # the first\n";
+	CHECK_EQ(read_text(&cfg, quoted, strlen(quoted), err, sizeof(err)),
+	         ZC_EOK);
+	CHECK(strcmp(cfg.nsid, "ns1 #2") == 0);
+	static const struct {
+		const char *text;
+		size_t len;
+		const char *err;
+	} bad[] = {
+		{ "server:\n    nsid: \"ns1\n", 0, ":2: a quote left open" },
+		{ "server:\n    nsid: \"a\" b\n", 0,
+		  ":2: text after the closing quote" },
+		{ "server:\n    nsid: ab\0cd\n", 24, ":2: a NUL byte" },
+		{ "server:\n\0    rrl-rate: 0\n", 25, ":2: a NUL byte" },
+		{ "server:\n    rrl-rate: 5\n    log-level: info\n"
+		  "    rrl-rate: 0\n", 0,
+		  ":4: 'rrl-rate' given twice (first on line 2)" },
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		size_t len = bad[i].len ? bad[i].len : strlen(bad[i].text);
+		CHECK_EQ(read_text(&cfg, bad[i].text, len, err, sizeof(err)),
+		         ZC_EINVAL_CONFIG);
+		if (strstr(err, bad[i].err) == NULL) {
+			fprintf(stderr, "case %zu: %s\n", i, err);
+			CHECK(false);
+		}
+	}
+	/* A directory is not a file. */
+	char dir[] = "/tmp/zc-config-dir-XXXXXX";
+	CHECK(mkdtemp(dir) != NULL);
+	config_defaults(&cfg);
+	CHECK_EQ(config_read(&cfg, dir, err, sizeof(err)), ZC_EINVAL_CONFIG);
+	CHECK(strstr(err, "cannot open: Is a directory") != NULL);
+	rmdir(dir);
+}
+
 /* node-name's default: HOST:DATA_DIR, the directory absolute and
  * normalised as text; a name given is kept. */
 static void test_node_name_default(void)
@@ -244,5 +323,6 @@ int main(void)
 	test_diff_names_the_key();
 	test_lists();
 	test_file_replaces_lists();
+	test_file_refusals();
 	return test_done();
 }
