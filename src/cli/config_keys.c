@@ -136,8 +136,13 @@ static int parse_list(const config_key_t *k, config_t *cfg,
 static int parse_acl(const config_key_t *k, config_t *cfg,
                      const char *value, char *err, size_t err_size)
 {
-	(void)err, (void)err_size;
-	return zc_acl_add(field(k, cfg), value) == ZC_EOK ? 0 : -1;
+	zc_acl_t *acl = field(k, cfg);
+	if (acl->count == ZC_ACL_MAX) {
+		snprintf(err, err_size, "more than %d entries for '%s'",
+		         ZC_ACL_MAX, k->key);
+		return ZC_EINVAL_CONFIG;
+	}
+	return zc_acl_add(acl, value) == ZC_EOK ? 0 : -1;
 }
 
 static int parse_hex16(const config_key_t *k, config_t *cfg,

@@ -263,6 +263,17 @@ static void test_file_refusals(void)
 			CHECK(false);
 		}
 	}
+	/* Past the 64 entries of an address list: the limit, named. */
+	config_defaults(&cfg);
+	for (int i = 0; i < 64; i++) {
+		char v[32];
+		snprintf(v, sizeof(v), "10.0.%d.0/24", i);
+		CHECK_EQ(config_set(&cfg, "allow-update", v, err, sizeof(err)),
+		         ZC_EOK);
+	}
+	CHECK_EQ(config_set(&cfg, "allow-update", "10.1.0.0/24", err,
+	                    sizeof(err)), ZC_EINVAL_CONFIG);
+	CHECK(strcmp(err, "more than 64 entries for 'allow-update'") == 0);
 	/* A directory is not a file. */
 	char dir[] = "/tmp/zc-config-dir-XXXXXX";
 	CHECK(mkdtemp(dir) != NULL);
