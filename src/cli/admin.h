@@ -137,11 +137,12 @@ int admin_run_local(records_store_t *rs, edge_store_t *es, const char *dir,
  * records connection of its own for the reads) and returns the reply for
  * the control socket: {"ok": bool, "code": N, "stdout": "...", "stderr":
  * "...", and "error" when not ok}. stopping is set when the server shuts
- * down: a wait for the builder ends then.
+ * down: a wait for the builder ends then. Writes the audit line, client
+ * naming who asked ("uid=U pid=P").
  */
 json_t *admin_serve(const char *data_dir, edge_store_t *es, writer_t *writer,
                     builder_follower_t *follower, const atomic_bool *stopping,
-                    const json_t *req, int fd);
+                    const char *client, const json_t *req, int fd);
 
 /* Whether the control socket's command is one of the writes above. */
 bool admin_is_write(const char *command);

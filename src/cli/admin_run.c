@@ -13,6 +13,7 @@
 #include <libknot/errcode.h>
 
 #include "cli/admin.h"
+#include "common/audit.h"
 #include "common/error.h"
 #include "common/log.h"
 
@@ -242,7 +243,7 @@ static json_t *text_of(FILE *f, char **buf)
 
 json_t *admin_serve(const char *data_dir, edge_store_t *es, writer_t *writer,
                     builder_follower_t *follower, const atomic_bool *stopping,
-                    const json_t *req, int fd)
+                    const char *client, const json_t *req, int fd)
 {
 	char *out_buf = NULL, *err_buf = NULL;
 	size_t out_len = 0, err_len = 0;
@@ -263,11 +264,22 @@ json_t *admin_serve(const char *data_dir, edge_store_t *es, writer_t *writer,
 		fprintf(err, "zonecast: the server cannot open its records "
 		        "store: %s\n", zc_strerror(ret));
 	}
+	/* One audit line per write, as for the API's and UPDATE's: the
+	 * command's writes through the server were in the log only as an
+	 * info line without the audit field. */
 	const char *command = json_string_value(json_object_get(req, "command"));
 	char what[KNOT_DNAME_TXT_MAXLEN + 32];
 	subject(req, what, sizeof(what));
-	zc_info("control: %s %s: %s", command, what,
-	        ret == ZC_EOK ? "done" : zc_strerror(ret));
+	zc_audit_t audit;
+	zc_audit_begin(&audit, "control", ret == ZC_EOK ? "accepted" :
+	               "refused");
+	zc_audit_str(&audit, "command", command != NULL ? command : "-");
+	zc_audit_str(&audit, "subject", what);
+	zc_audit_str(&audit, "client", client);
+	if (ret != ZC_EOK) {
+		zc_audit_str(&audit, "reason", zc_strerror(ret));
+	}
+	zc_audit_end(&audit);
 	json_t *reply = json_pack("{s:b, s:i}", "ok", ret == ZC_EOK, "code",
 	                          ret);
 	json_object_set_new(reply, "stdout", text_of(out, &out_buf));

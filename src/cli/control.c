@@ -10,8 +10,9 @@
  * {"ok": false, "error": "..."}, and closes. Only the server's own user
  * (or root) may connect: the file's mode says so, and the peer's
  * credentials (SO_PEERCRED) are checked too, in case the socket sits in a
- * directory others can reach. One connection at a time, each with a 5 s
- * timeout for reading and writing: a stuck client holds nothing for long.
+ * directory others can reach. One connection at a time, each with 5 s
+ * to send its request line in all (and 5 s per write of the answer): a
+ * stuck or slow client holds nothing for long.
  *
  * The zonecast command's writes (cli/admin.h: "zone-import",
  * "zone-delete", "tsig-create", "tsig-delete", "dnssec") come the same
@@ -35,6 +36,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli/admin.h"
@@ -63,6 +65,18 @@ struct control {
  * server answers on is not ours to take. */
 static int clear_stale(const char *path)
 {
+	/* Only a socket: connect() to any other file fails as to a stale
+	 * socket (ECONNREFUSED), and a control-socket naming the config
+	 * file removed it. */
+	struct stat st;
+	if (lstat(path, &st) != 0) {
+		return errno == ENOENT ? ZC_EOK : -errno;
+	}
+	if (!S_ISSOCK(st.st_mode)) {
+		zc_error("control socket %s: a file that is not a socket is "
+		         "there; not removed (control-socket)", path);
+		return -EEXIST;
+	}
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
 	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -111,14 +125,18 @@ static int listen_at(const char *path, int *out)
 	return ZC_EOK;
 }
 
-/* Whether the peer is this server's user or root. */
-static bool peer_allowed(int fd)
+/* Whether the peer is this server's user or root; who it is, "uid=U
+ * pid=P", into client (for the audit line). */
+static bool peer_allowed(int fd, char *client, size_t size)
 {
 	struct ucred cred;
 	socklen_t len = sizeof(cred);
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) {
+		snprintf(client, size, "unknown");
 		return false;
 	}
+	snprintf(client, size, "uid=%u pid=%d", (unsigned)cred.uid,
+	         (int)cred.pid);
 	return cred.uid == 0 || cred.uid == geteuid();
 }
 
@@ -144,13 +162,35 @@ static void take_fds(struct msghdr *msg, int *passed)
 	}
 }
 
+/* Milliseconds left until deadline (CLOCK_MONOTONIC), at least 0. */
+static int64_t ms_left(const struct timespec *deadline)
+{
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	int64_t ms = (int64_t)(deadline->tv_sec - now.tv_sec) * 1000 +
+	             (deadline->tv_nsec - now.tv_nsec) / 1000000;
+	return ms > 0 ? ms : 0;
+}
+
 /* Reads one line (the request) and the descriptor sent with it (*passed,
- * -1: none); false on timeout, EOF or overflow. */
+ * -1: none) within IO_TIMEOUT_S in all: a client sending a byte every
+ * few seconds held the socket, one connection at a time, for hours.
+ * False on timeout, EOF or overflow. */
 static bool read_line(int fd, char *buf, size_t size, int *passed)
 {
 	size_t len = 0;
 	*passed = -1;
+	struct timespec deadline;
+	clock_gettime(CLOCK_MONOTONIC, &deadline);
+	deadline.tv_sec += IO_TIMEOUT_S;
 	while (len < size - 1) {
+		int64_t left = ms_left(&deadline);
+		struct timeval tv = { .tv_sec = left / 1000,
+		                      .tv_usec = (left % 1000) * 1000 };
+		if (left == 0 || setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv,
+		                            sizeof(tv)) != 0) {
+			return false;
+		}
 		union {
 			struct cmsghdr hdr;
 			char buf[CMSG_SPACE(4 * sizeof(int))];
@@ -242,6 +282,7 @@ typedef struct {
 	int fd;          /* The client. */
 	int file_fd;     /* The zone file of an import, or -1. */
 	json_t *req;
+	char client[64]; /* Who asked: "uid=U pid=P". */
 } write_t;
 
 static void *write_main(void *arg)
@@ -250,8 +291,8 @@ static void *write_main(void *arg)
 	pthread_setname_np(pthread_self(), "zc-control-wr");
 	serve_ctx_t *ctx = w->c->ctx;
 	send_json(w->fd, admin_serve(ctx->boot->data_dir, ctx->es, ctx->writer,
-	                             ctx->follower, &w->c->stopping, w->req,
-	                             w->file_fd));
+	                             ctx->follower, &w->c->stopping,
+	                             w->client, w->req, w->file_fd));
 	close(w->fd);
 	if (w->file_fd >= 0) {
 		close(w->file_fd);
@@ -268,7 +309,8 @@ static void *write_main(void *arg)
 
 /* Hands the client to a write thread; false (answered) when it cannot
  * take one now. The thread owns fd, file_fd and req once started. */
-static bool start_write(control_t *c, int fd, json_t *req, int file_fd)
+static bool start_write(control_t *c, int fd, json_t *req, int file_fd,
+                        const char *client)
 {
 	write_t *w = malloc(sizeof(*w));
 	pthread_mutex_lock(&c->lock);
@@ -280,6 +322,7 @@ static bool start_write(control_t *c, int fd, json_t *req, int file_fd)
 	bool started = false;
 	if (room) {
 		*w = (write_t){ .c = c, .fd = fd, .file_fd = file_fd, .req = req };
+		snprintf(w->client, sizeof(w->client), "%s", client);
 		pthread_attr_init(&attr);
 		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 		started = pthread_create(&thread, &attr, write_main, w) == 0;
@@ -304,16 +347,17 @@ static bool start_write(control_t *c, int fd, json_t *req, int file_fd)
 static bool serve_client(control_t *c, int fd)
 {
 	struct timeval tv = { .tv_sec = IO_TIMEOUT_S };
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-	char buf[REQUEST_MAX];
-	int file_fd;
-	bool got = read_line(fd, buf, sizeof(buf), &file_fd);
+	char buf[REQUEST_MAX], client[64];
+	int file_fd = -1;
 	json_error_t jerr;
 	json_t *req = NULL;
 	bool stop = false, taken = false;
-	if (!peer_allowed(fd)) {
-		zc_warn("control: refused a client of another user");
+	/* Who asks, before anything they send is read. */
+	bool allowed = peer_allowed(fd, client, sizeof(client));
+	bool got = allowed && read_line(fd, buf, sizeof(buf), &file_fd);
+	if (!allowed) {
+		zc_warn("control: refused a client of another user (%s)", client);
 		send_json(fd, fail("permission denied"));
 	} else if (!got) {
 		send_json(fd, fail("no request line (at most 16384 bytes)"));
@@ -322,7 +366,7 @@ static bool serve_client(control_t *c, int fd)
 		send_json(fd, fail("the request is not JSON"));
 	} else if (admin_is_write(json_string_value(json_object_get(req,
 	                                                         "command")))) {
-		taken = start_write(c, fd, req, file_fd);
+		taken = start_write(c, fd, req, file_fd, client);
 	} else {
 		send_json(fd, run_command(c->ctx, req, &stop));
 	}

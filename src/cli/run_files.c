@@ -3,7 +3,8 @@
  * The pidfile of `zonecast serve` (pidfile, default DATA_DIR/zonecast.pid):
  * the process id and a newline, written whole (a temporary file renamed
  * into place, so a reader never sees half of it) and removed at exit if
- * it still names this process.
+ * it still names this process. A file at that path that is not a pidfile
+ * is left alone.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -11,14 +12,48 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 
 #include "cli/serve.h"
 #include "common/error.h"
 #include "common/log.h"
 
+/* Whether path may be replaced by a pidfile: absent, or a regular file
+ * holding a process id and a newline (a stale pidfile). Anything else
+ * (the config file, a database: a mistyped pidfile key) is not ours to
+ * overwrite, nor to remove at exit. */
+static bool replaceable(const char *path)
+{
+	struct stat st;
+	if (lstat(path, &st) != 0) {
+		return errno == ENOENT;
+	}
+	if (!S_ISREG(st.st_mode) || st.st_size > 24) {
+		return false;
+	}
+	char text[32] = "";
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	ssize_t n = fd >= 0 ? read(fd, text, sizeof(text) - 1) : -1;
+	if (fd >= 0) {
+		close(fd);
+	}
+	if (n < 0) {
+		return false;
+	}
+	text[n] = '\0';
+	size_t digits = strspn(text, "0123456789");
+	return n == 0 || (digits > 0 && (text[digits] == '\0' ||
+	                                 strcmp(text + digits, "\n") == 0));
+}
+
 int serve_pidfile_write(const char *path)
 {
 	char tmp[CONFIG_STR_MAX + 16], text[24];
+	if (!replaceable(path)) {
+		zc_error("pidfile %s: a file that is not a pidfile is there; not "
+		         "replaced (pidfile); serving without one", path);
+		return -EEXIST;
+	}
 	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
 	int n = snprintf(text, sizeof(text), "%d\n", (int)getpid());
 	/* Mode 0600, as every file serve writes (main.c's umask): root and

@@ -294,3 +294,80 @@ def test_socket_taken_does_not_keep_dns_down(zonecast_factory, tmp_path):
     assert second.answers_soa("example.com.")
     st = json.loads(first.run_cli("status", "--socket", sock, "--json").stdout)
     assert st["pid"] == first.proc.pid
+
+
+def test_files_at_the_socket_and_pidfile_paths_are_left_alone(zonecast_factory, tmp_path):
+    """Found by an outside tester: a control-socket path naming a regular
+    file (the config file itself) was removed as a stale socket, since
+    connect() to it fails as to one; a pidfile path's file was
+    overwritten, and removed at exit. Neither is touched now; a stale
+    pidfile (a process id and a newline) is still replaced."""
+    victim = tmp_path / "victim.conf"
+    victim.write_text("server:\n    keep: me\n")
+    pvictim = tmp_path / "victim.db"
+    pvictim.write_bytes(b"SQLite format 3\x00" + b"\x01" * 100)
+    srv = zonecast_factory(options=[("control-socket", str(victim)),
+                                    ("pidfile", str(pvictim))])
+    wait_for(lambda: "serving without a control socket" in srv.log(), "the socket's refusal")
+    log = srv.log()
+    assert "a file that is not a socket is there; not removed" in log, log
+    assert "a file that is not a pidfile is there; not replaced" in log, log
+    assert srv.answers_soa("example.com.")
+    assert srv.stop() == []
+    assert victim.read_text() == "server:\n    keep: me\n"
+    assert pvictim.read_bytes() == b"SQLite format 3\x00" + b"\x01" * 100
+    stale = tmp_path / "stale.pid"
+    stale.write_text("999999\n")
+    srv = started(zonecast_factory(options=[("pidfile", str(stale))]))
+    assert stale.read_text() == "%d\n" % srv.proc.pid
+
+
+def test_a_slow_client_holds_the_socket_5_s_at_most(zonecast_factory):
+    """A client sending a byte a second, never a line, held the socket
+    (served one connection at a time; 5 s per read, not per request):
+    status waited for as long as it dripped. It gets 5 s in all now."""
+    srv = started(zonecast_factory())
+    sock = os.path.join(srv.data_dir, "control.sock")
+    drip = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    drip.connect(sock)
+    done = threading.Event()
+
+    def dripping():
+        try:
+            for _ in range(60):
+                if done.wait(1.0):
+                    return
+                drip.send(b" ")
+        except OSError:
+            return              # the server closed it
+
+    t = threading.Thread(target=dripping, daemon=True)
+    t.start()
+    time.sleep(0.5)
+    t0 = time.monotonic()
+    out = json.loads(cli(srv, "status", "--json").stdout)
+    elapsed = time.monotonic() - t0
+    done.set()
+    t.join(5)
+    drip.close()
+    assert out["pid"] == srv.proc.pid
+    assert elapsed < 5 + 4 * servers.TIMEOUT_SCALE, elapsed
+
+
+def test_writes_of_the_command_are_audited(zonecast_factory):
+    """Writes of the zonecast command through the running server (tsig
+    create, zone import, ...) had no audit line, only "control: ... done":
+    one line each now, accepted or refused, with who asked."""
+    srv = started(zonecast_factory())
+    cli(srv, "tsig", "create", "audited-key", "--zone", "example.com")
+    cp = cli(srv, "tsig", "delete", "no-such-key", check=False)
+    assert cp.returncode != 0
+    cli(srv, "tsig", "delete", "audited-key")
+    lines = [l for l in srv.log().splitlines() if "audit: control" in l]
+    assert len(lines) == 3, lines
+    assert "audit: control accepted command=tsig-create subject=audited-key" in lines[0]
+    assert "audit: control refused command=tsig-delete" in lines[1]
+    assert "reason=" in lines[1]
+    assert "audit: control accepted command=tsig-delete" in lines[2]
+    for l in lines:
+        assert 'client="uid=%d pid=' % os.geteuid() in l, l

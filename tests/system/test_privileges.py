@@ -96,7 +96,7 @@ def test_serve_drops_to_user_and_keeps_working():
         a = dns.query.udp(dns.message.make_query("ns1.root.test.", "A"), "127.0.0.1",
                           port=port, timeout=2)
         assert a.answer, "the import through the server is not served"
-        assert "control: zone-import root.test: done" in open(os.path.join(top, "log")).read()
+        assert "audit: control accepted command=zone-import subject=root.test " in open(os.path.join(top, "log")).read()
         for name in os.listdir(data):
             st = os.stat(os.path.join(data, name))
             assert st.st_uid == nobody.pw_uid, "%s owned by uid %d" % (name, st.st_uid)
