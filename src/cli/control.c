@@ -361,9 +361,14 @@ static bool serve_client(control_t *c, int fd)
 		send_json(fd, fail("permission denied"));
 	} else if (!got) {
 		send_json(fd, fail("no request line (at most 16384 bytes)"));
-	} else if ((req = json_loads(buf, JSON_DISABLE_EOF_CHECK, &jerr)) ==
-	           NULL) {
-		send_json(fd, fail("the request is not JSON"));
+	} else if ((req = json_loads(buf, JSON_DISABLE_EOF_CHECK |
+	                             JSON_REJECT_DUPLICATES, &jerr)) == NULL) {
+		/* A key given twice is refused: {"command": "status",
+		 * "command": "stop"} stopped the server. */
+		char why[200];
+		snprintf(why, sizeof(why), "the request is not JSON: %s",
+		         jerr.text);
+		send_json(fd, fail(why));
 	} else if (admin_is_write(json_string_value(json_object_get(req,
 	                                                         "command")))) {
 		taken = start_write(c, fd, req, file_fd, client);

@@ -371,3 +371,35 @@ def test_writes_of_the_command_are_audited(zonecast_factory):
     assert "audit: control accepted command=tsig-delete" in lines[2]
     for l in lines:
         assert 'client="uid=%d pid=' % os.geteuid() in l, l
+
+
+def ask_socket(srv, line):
+    """One raw request line on the control socket; the answer, parsed."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(10)
+    s.connect(os.path.join(srv.data_dir, "control.sock"))
+    s.sendall(line)
+    data = b""
+    while not data.endswith(b"\n"):
+        chunk = s.recv(4096)
+        if not chunk:
+            break
+        data += chunk
+    s.close()
+    return json.loads(data)
+
+
+def test_requests_with_a_key_twice_are_refused(zonecast_factory):
+    """{"command": "status", "command": "stop"} stopped the server (the
+    last key won); a request with a key twice is refused now, as is
+    anything that is not one JSON object with a known command."""
+    srv = started(zonecast_factory())
+    r = ask_socket(srv, b'{"command": "status", "command": "stop"}\n')
+    assert r["ok"] is False and "duplicate" in r["error"], r
+    for line in (b"garbage\n", b"[]\n", b"{}\n", b'{"command": 5}\n',
+                 b'{"command": "nope"}\n'):
+        r = ask_socket(srv, line)
+        assert r["ok"] is False and r["error"], (line, r)
+    time.sleep(0.3)
+    assert srv.proc.poll() is None
+    assert status_json(srv)["pid"] == srv.proc.pid
