@@ -400,17 +400,62 @@ typedef struct {
 	const char *content;     /* Into the line; NULL: none. */
 } line_t;
 
-/* Takes the next blank-separated word of *p into out. */
+/* Takes the next blank-separated word of *p into out, as a master file
+ * reads one: a backslash keeps the character after it in the word ("b\ c"
+ * is one name, as written), and is kept; a word ending in a lone
+ * backslash is no word. */
 static bool next_word(char **p, char *out, size_t size)
 {
 	*p += strspn(*p, " \t");
-	size_t n = strcspn(*p, " \t");
+	size_t n = 0;
+	const char *s = *p;
+	while (s[n] != '\0' && s[n] != ' ' && s[n] != '\t') {
+		if (s[n] == '\\' && s[++n] == '\0') {
+			return false;
+		}
+		n++;
+	}
 	if (n == 0 || n >= size) {
 		return false;
 	}
 	memcpy(out, *p, n);
 	out[n] = '\0';
 	*p += n;
+	return true;
+}
+
+/* A name's escaped blank or control character ("b\\ c") written as the
+ * API takes it, \DDD ("b\\032c"); false when it no longer fits. */
+static bool escape_blanks(char *name, size_t size)
+{
+	char out[sizeof(((line_t *)0)->name)];
+	size_t o = 0;
+	for (size_t i = 0; name[i] != '\0'; i++) {
+		unsigned char c = (unsigned char)name[i + 1];
+		if (name[i] == '\\' && c != '\0' && (c <= 0x20 || c == 0x7f)) {
+			if (o + 4 >= sizeof(out)) {
+				return false;
+			}
+			o += (size_t)snprintf(out + o, sizeof(out) - o, "\\%03u", c);
+			i++;
+			continue;
+		}
+		if (name[i] == '\\' && c != '\0') {
+			if (o + 2 >= sizeof(out)) {
+				return false;
+			}
+			out[o++] = name[i++];
+		}
+		if (o + 1 >= sizeof(out)) {
+			return false;
+		}
+		out[o++] = name[i];
+	}
+	out[o] = '\0';
+	if (o >= size) {
+		return false;
+	}
+	memcpy(name, out, o + 1);
 	return true;
 }
 
@@ -421,6 +466,7 @@ static bool parse_line(char *text, line_t *l)
 	l->ttl = 0;
 	if (!next_word(&p, l->verb, sizeof(l->verb)) ||
 	    !next_word(&p, l->name, sizeof(l->name)) ||
+	    !escape_blanks(l->name, sizeof(l->name)) ||
 	    !next_word(&p, l->type, sizeof(l->type))) {
 		return false;
 	}

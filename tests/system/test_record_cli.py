@@ -139,6 +139,7 @@ def test_batch_file_is_one_request(srv, api, tmp_path):
     ("delete a 300 A\n", 2, "line 1"),
     ("# nothing\n\n", 2, "no changes"),
     ("{\"posts\": [", 2, "line"),
+    ("add a A 192.0.2.1\nadd g\\ A 192.0.2.2\n", 2, "line 2"),   # a lone final backslash
 ])
 def test_batch_is_all_or_nothing(srv, api, tmp_path, text, code, say):
     zid, zone = new_zone(api, "cliaon")
@@ -153,6 +154,19 @@ def test_batch_is_all_or_nothing(srv, api, tmp_path, text, code, say):
     assert serial(srv, zone) == v0
     expect_nxdomain(srv, "a." + zone)
     expect_answer(srv, "x." + zone, "A", rdatas("A", "192.0.2.9"))
+
+
+def test_batch_names_with_escaped_blanks(srv, api, tmp_path):
+    """A master-file escape keeps a blank in a name ("b\\ c"): the line was
+    split there ("type: unknown or unsupported record type")."""
+    zid, zone = new_zone(api, "cliesc")
+    path = tmp_path / "esc.txt"
+    path.write_text("add b\\ c 300 A 192.0.2.1\nadd d\\\tx TXT hi\n")
+    cp = record(srv, api, "batch", zone, str(path))
+    assert cp.returncode == 0, cp.stderr
+    expect_answer(srv, "b\\ c." + zone + ".", "A", rdatas("A", "192.0.2.1"), ttl=300)
+    names = sorted(r["name"] for r in api.records(zid) if r["type"] in ("A", "TXT"))
+    assert names == ["b\\032c." + zone, "d\\009x." + zone], names
 
 
 def test_zone_named_with_url_characters_is_that_zone(srv, api):
