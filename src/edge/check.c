@@ -2,7 +2,9 @@
 /*
  * Checks of values that come from outside this process before they are
  * stored (an edge applying a replicated log): a node value must decode,
- * and each rdata must be what libknot's descriptor of its type says, with
+ * its flags must say what its RRsets are, its types must be data types
+ * in ascending order, and each rdata must be what libknot's descriptor of
+ * its type says, with
  * names in uncompressed wire form, so that nothing later reads past an
  * rdata or follows a "compression pointer" inside one.
  */
@@ -11,6 +13,7 @@
 
 #include "common/error.h"
 #include "common/wire.h"
+#include "dns/rdata.h"
 #include "edge/codec.h"
 
 /* Walks one rdata against its type's descriptor. */
@@ -53,20 +56,30 @@ int edge_node_check(const uint8_t *buf, size_t len)
 {
 	zc_wire_t w = zc_wire_init((uint8_t *)buf, len);
 	uint8_t version = zc_wire_get_u8(&w);
-	zc_wire_get_u8(&w);
+	uint8_t flags = zc_wire_get_u8(&w);
 	zc_wire_get_u64(&w);
 	uint16_t count = zc_wire_get_u16(&w);
 	if (w.error != ZC_EOK || version != EDGE_NODE_VERSION ||
-	    count > EDGE_NODE_MAX_RRSETS) {
+	    count > EDGE_NODE_MAX_RRSETS || (flags & ~EDGE_NODE_FLAGS_ALL)) {
 		return ZC_EFORMAT;
 	}
+	bool has_ns = false, has_cname = false, has_dname = false;
+	uint32_t last_type = 0;
 	for (uint16_t i = 0; i < count; i++) {
 		uint16_t type = zc_wire_get_u16(&w);
 		zc_wire_get_u32(&w);
 		uint16_t rr_count = zc_wire_get_u16(&w);
-		if (w.error != ZC_EOK || rr_count == 0) {
+		/* Types ascending, each once (lookups search them so), and
+		 * data only: no meta-type (OPT, TSIG, ANY: an OPT was
+		 * answered in the answer section). */
+		if (w.error != ZC_EOK || rr_count == 0 ||
+		    (i > 0 && type <= last_type) || !dns_rdata_type_storable(type)) {
 			return ZC_EFORMAT;
 		}
+		last_type = type;
+		has_ns |= type == KNOT_RRTYPE_NS;
+		has_cname |= type == KNOT_RRTYPE_CNAME;
+		has_dname |= type == KNOT_RRTYPE_DNAME;
 		for (uint16_t j = 0; j < rr_count; j++) {
 			uint16_t rdlen = zc_wire_get_u16(&w);
 			const uint8_t *rd = zc_wire_take(&w, rdlen);
@@ -74,6 +87,15 @@ int edge_node_check(const uint8_t *buf, size_t len)
 				return ZC_EFORMAT;
 			}
 		}
+	}
+	/* The flags the server acts on say what the RRsets are (as
+	 * edge_node_flags() derives them): a DNAME flag without a DNAME
+	 * made the server read a record that was not there. */
+	if (((flags & EDGE_NODE_CNAME) != 0) != has_cname ||
+	    ((flags & EDGE_NODE_DNAME) != 0) != has_dname ||
+	    ((flags & EDGE_NODE_DELEG) &&
+	     (!has_ns || (flags & EDGE_NODE_APEX)))) {
+		return ZC_EFORMAT;
 	}
 	return w.pos == w.end ? ZC_EOK : ZC_EFORMAT;
 }

@@ -78,6 +78,7 @@ enum {
 	EDGE_NODE_WILDCARD = 1 << 3, /* Owner's first label is "*". */
 	EDGE_NODE_APEX = 1 << 4,
 };
+#define EDGE_NODE_FLAGS_ALL 0x1f
 
 /* Most RRsets one node may hold (one per type, bounded for safety). */
 #define EDGE_NODE_MAX_RRSETS 512

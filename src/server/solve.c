@@ -212,6 +212,12 @@ static const knot_dname_t *put_dname(query_t *qr, const lookup_t *lk,
                                      const knot_dname_t *name)
 {
 	const knot_rrset_t *dname = edge_node_rrset(&lk->node, KNOT_RRTYPE_DNAME);
+	if (dname == NULL) {
+		/* A node flagged DNAME without one: the store is damaged
+		 * (edge_node_check() refuses such a node from the log). */
+		qr->error = ZC_EFORMAT;
+		return NULL;
+	}
 	if (!in_answer(qr, lk->owner, KNOT_RRTYPE_DNAME)) {
 		/* Once, even when rewriting loops. */
 		query_put_signed(qr, dname, lk->owner, 0);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* Edge value codec: round trips and rejection of damaged values (nodes,
  * zone metadata, quarantine entries, DNSSEC keysets). */
+#include <stdio.h>
 #include <libknot/descriptor.h>
 #include <libknot/rrset.h>
 
@@ -415,8 +416,76 @@ static void keyset_loads_in_signer(void)
 	free(zsk_pem);
 }
 
+/* A node value's check (an edge applying a replicated log): an outside
+ * tester's forged node, flagged DNAME with a TXT only, crashed every edge
+ * on its first query below it (the server read the DNAME that was not
+ * there), and again after each restart. Flags must say what the RRsets
+ * are; types must be data, each once, ascending. */
+static void node_check_flags_and_types(void)
+{
+	uint8_t owner[] = "\x02""fd\x07""example\x00";
+	uint8_t dname_rd[] = "\x01""t\x00";
+	struct {
+		uint16_t types[2];
+		int count, is_apex;
+		int flip;          /* Flag bits toggled after encoding. */
+		bool ok;
+	} cases[] = {
+		{ { KNOT_RRTYPE_TXT }, 1, 0, 0, true },
+		{ { KNOT_RRTYPE_TXT }, 1, 0, EDGE_NODE_DNAME, false },
+		{ { KNOT_RRTYPE_TXT }, 1, 0, EDGE_NODE_CNAME, false },
+		{ { KNOT_RRTYPE_TXT }, 1, 0, EDGE_NODE_DELEG, false },
+		{ { KNOT_RRTYPE_TXT }, 1, 0, 0x80, false },
+		{ { KNOT_RRTYPE_DNAME }, 1, 0, 0, true },
+		{ { KNOT_RRTYPE_DNAME }, 1, 0, EDGE_NODE_DNAME, false },
+		{ { KNOT_RRTYPE_CNAME }, 1, 0, 0, true },
+		{ { KNOT_RRTYPE_CNAME }, 1, 0, EDGE_NODE_CNAME, false },
+		{ { KNOT_RRTYPE_NS }, 1, 0, 0, true },
+		{ { KNOT_RRTYPE_NS }, 1, 1, 0, true },
+		{ { KNOT_RRTYPE_NS }, 1, 1, EDGE_NODE_DELEG, false },
+		{ { KNOT_RRTYPE_A, KNOT_RRTYPE_TXT }, 2, 0, 0, true },
+		{ { KNOT_RRTYPE_TXT, KNOT_RRTYPE_A }, 2, 0, 0, false },
+		{ { KNOT_RRTYPE_A, KNOT_RRTYPE_A }, 2, 0, 0, false },
+		{ { KNOT_RRTYPE_OPT }, 1, 0, 0, false },
+		{ { KNOT_RRTYPE_ANY }, 1, 0, 0, false },
+		{ { KNOT_RRTYPE_TSIG }, 1, 0, 0, false },
+		{ { 0 }, 1, 0, 0, false },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		knot_rrset_t rr[2];
+		for (int j = 0; j < cases[i].count; j++) {
+			uint16_t t = cases[i].types[j];
+			knot_rrset_init(&rr[j], owner, t, KNOT_CLASS_IN, 300);
+			bool name = t == KNOT_RRTYPE_DNAME || t == KNOT_RRTYPE_CNAME ||
+			            t == KNOT_RRTYPE_NS;
+			const uint8_t *rd = name ? dname_rd :
+			                    t == KNOT_RRTYPE_A ? (const uint8_t *)
+			                    "\xc0\x00\x02\x01" : (const uint8_t *)"\x01x";
+			uint16_t rdlen = name ? sizeof(dname_rd) - 1 :
+			                 t == KNOT_RRTYPE_A ? 4 : 2;
+			knot_rrset_add_rdata(&rr[j], rd, rdlen, NULL);
+		}
+		uint8_t buf[256];
+		uint8_t fl = edge_node_flags(owner, cases[i].is_apex, rr,
+		                             (uint16_t)cases[i].count);
+		int len = edge_node_encode(buf, sizeof(buf), fl, 1, rr,
+		                           (uint16_t)cases[i].count);
+		CHECK(len > 0);
+		buf[1] ^= (uint8_t)cases[i].flip;
+		int ret = edge_node_check(buf, (size_t)len);
+		if ((ret == ZC_EOK) != cases[i].ok) {
+			fprintf(stderr, "node check case %zu: %d\n", i, ret);
+			CHECK(false);
+		}
+		for (int j = 0; j < cases[i].count; j++) {
+			knot_rdataset_clear(&rr[j].rrs, NULL);
+		}
+	}
+}
+
 int main(void)
 {
+	node_check_flags_and_types();
 	quarantine_roundtrip();
 	node_roundtrip();
 	same_content_ignores_seq();

@@ -9,12 +9,15 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 
 #include <libknot/errcode.h>
 
 #include "common/error.h"
+#include "edge/codec.h"
 #include "edge/edge.h"
+#include "edge/internal.h"
 #include "edge/repl.h"
 #include "tests/unit/test.h"
 
@@ -321,6 +324,42 @@ int main(void)
 			}
 			edge_txn_abort(&txn);
 		}
+	}
+
+	/* A forged node from the log whose flags do not say what its RRsets
+	 * are (DNAME flagged, a TXT only: the server read the missing DNAME
+	 * and crashed, on every edge, after every restart) is refused with
+	 * its commit, and nothing of the commit is stored. */
+	{
+		static uint8_t val[256], msg[512];
+		size_t vlen = node_val(val, 500, 4);
+		for (uint8_t bad = 1; bad <= 2; bad++) {
+			val[1] = bad == 1 ? EDGE_NODE_DNAME : EDGE_NODE_CNAME;
+			uint8_t key[11] = { 0, 0, 0, 0, 0, 0, 0, 1, 'f', 'd', 0 };
+			size_t m = 0;
+			msg[m++] = EDGE_OP_PUT;
+			msg[m++] = EDGE_TABLE_NODES;
+			msg[m++] = 0;
+			msg[m++] = sizeof(key);
+			msg[m++] = 0; msg[m++] = 0;
+			msg[m++] = (uint8_t)(vlen >> 8); msg[m++] = (uint8_t)vlen;
+			memcpy(msg + m, key, sizeof(key));
+			m += sizeof(key);
+			memcpy(msg + m, val, vlen);
+			m += vlen;
+			edge_applier_t ap;
+			CHECK_EQ(edge_apply_begin(edge, &ap), ZC_EOK);
+			CHECK_EQ(edge_apply_feed(&ap, msg, m), ZC_EFORMAT);
+			edge_apply_abort(&ap);
+			edge_txn_t txn = { 0 };
+			const uint8_t *got;
+			size_t got_len;
+			CHECK_EQ(edge_txn_begin_read(edge, &txn), ZC_EOK);
+			CHECK_EQ(edge_node_get(&txn, 1, key + 8, 3, &got, &got_len),
+			         KNOT_ENOENT);
+			edge_txn_abort(&txn);
+		}
+		check_equal(primary, edge);
 	}
 
 	/* Off empties the outbox; on again is a new epoch. */
