@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
-/* Internal to api/: If-Match (RFC 9110 §13.1.1) of record writes
+/* Internal to api/: If-Match and If-None-Match (RFC 9110 §13.1.1 and
+ * §13.1.2) of record writes
  * (conditional.c). */
 #pragma once
 
@@ -24,3 +25,11 @@ bool api_if_match_parse(api_req_t *req, api_if_match_t *m);
  * or one of the strong tags is identical (the strong comparison: a weak
  * tag never matches). */
 bool api_if_match_ok(const api_if_match_t *m, const char *etag);
+
+/* The same for If-None-Match (§13.1.2): tags[] holds strong and weak
+ * tags alike, by their opaque tag (the weak comparison). */
+bool api_if_none_match_parse(api_req_t *req, api_if_match_t *m);
+
+/* Whether a record with this ETag that exists meets m: no If-None-Match,
+ * or a list none of whose tags is the ETag's opaque tag ("*" never). */
+bool api_if_none_match_ok(const api_if_match_t *m, const char *etag);

@@ -33,6 +33,7 @@
 #include "api/live.h"
 #include "api/match.h"
 #include "api/node_cache.h"
+#include "api/record_data.h"
 #include "api/record_json.h"
 #include "api/record_list.h"
 #include "api/reply.h"
@@ -52,6 +53,8 @@ typedef struct {
 	op_t *ops;
 	size_t count;
 	const api_if_match_t *if_match; /* Of the request (conditional.c). */
+	const api_if_match_t *if_none_match;
+	bool no_change;          /* Its ops write nothing: no new version. */
 	zc_arena_t arena;
 	api_wire_t *wire;
 	int64_t last_id;         /* The record a single-record write touched. */
@@ -353,6 +356,30 @@ static int parse_tags(unit_t *u, json_t *tags)
 	return u->tags != NULL ? ZC_EOK : KNOT_ENOMEM;
 }
 
+/* Whether the content data stands for (text) is the record the body's
+ * content made (u->wire); false after a 400. */
+static bool data_agrees(unit_t *u, const char *name, const char *type,
+                        const char *text, uint32_t ttl)
+{
+	static __thread api_wire_t other;
+	char err[300];
+	if (api_content_parse(u->zone.apex, name, type, text, -1, ttl, &other,
+	                      err, sizeof(err)) != ZC_EOK) {
+		fail(u, 400, "data: %s", strncmp(err, "content: ", 9) == 0 ?
+		     err + 9 : err);
+		return false;
+	}
+	if (other.type != u->wire->type ||
+	    !records_rules_rdata_equal(u->wire->type, u->wire->rdata,
+	                               u->wire->rdata_len, other.rdata,
+	                               other.rdata_len)) {
+		fail(u, 400, "data: disagrees with content (zonecast takes "
+		     "either, or both when they say the same)");
+		return false;
+	}
+	return true;
+}
+
 /* Parses a record's JSON fields (over a base record for PATCH). */
 static int parse_fields(unit_t *u, json_t *f, const copy_t *base)
 {
@@ -393,8 +420,12 @@ static int parse_fields(unit_t *u, json_t *f, const copy_t *base)
 	if (type == NULL) {
 		return fail(u, 400, "type: required");
 	}
-	if (content == NULL) {
-		return fail(u, 400, "content: required");
+	json_t *data = json_object_get(f, "data");
+	if (json_is_null(data)) {
+		data = NULL;
+	}
+	if (content == NULL && data == NULL) {
+		return fail(u, 400, "content: required (or Cloudflare's data)");
 	}
 	json_t *comment = json_object_get(f, "comment");
 	if (json_is_string(comment) &&
@@ -430,13 +461,49 @@ static int parse_fields(unit_t *u, json_t *f, const copy_t *base)
 		}
 		priority = (int)json_integer_value(jprio);
 	}
-	if (strlen(content) > 4096) {
-		return fail(u, 400, "content: longer than 4096 characters");
-	}
 	char err[300];
+	/* Cloudflare's data: the content it stands for. Given beside a
+	 * content (the body's; a PATCH's stored one is replaced), the two
+	 * must agree, as must its priority and the top-level one. */
+	static __thread char data_buf[8192];
+	bool data_only = data != NULL &&
+	                 (json_object_get(f, "content") == NULL ||
+	                  json_is_null(json_object_get(f, "content")));
+	if (data != NULL) {
+		uint16_t rtype = 0;
+		int own = -1;
+		if (knot_rrtype_from_string(type, &rtype) != 0) {
+			return fail(u, 400, "type: unknown or unsupported record "
+			            "type");
+		}
+		if (api_data_content(rtype, data, priority,
+		                     data_buf, sizeof(data_buf), &own, err,
+		                     sizeof(err)) != ZC_EOK) {
+			return fail(u, 400, "%s", err);
+		}
+		if (jprio != NULL && own >= 0 && own != priority) {
+			return fail(u, 400, "priority: disagrees with "
+			            "data.priority");
+		}
+		if (data_only) {
+			content = data_buf;
+			priority = -1; /* In the content. */
+		}
+	}
+	if (strlen(content) > 4096) {
+		return fail(u, 400, "%s: longer than 4096 characters",
+		            data_only ? "data" : "content");
+	}
 	if (api_content_parse(u->zone.apex, name, type, content, priority,
 	                      (uint32_t)ttl, u->wire, err, sizeof(err)) != ZC_EOK) {
+		if (data_only && strncmp(err, "content: ", 9) == 0) {
+			return fail(u, 400, "data: %s", err + 9);
+		}
 		return fail(u, 400, "%s", err);
+	}
+	if (data != NULL && !data_only &&
+	    !data_agrees(u, name, type, data_buf, (uint32_t)ttl)) {
+		return ZC_EUSAGE;
 	}
 	if (u->wire->type == KNOT_RRTYPE_SOA) {
 		return fail(u, 400, "type: the SOA is managed through the zone's "
@@ -551,7 +618,29 @@ static int check_if_match(unit_t *u, const copy_t *old)
 		return fail(u, 412, "If-Match: the record changed since it was "
 		            "read (no entity tag given is its ETag)");
 	}
+	if (!api_if_none_match_ok(u->if_none_match, etag)) {
+		return fail(u, 412, "If-None-Match: the record exists%s; nothing "
+		            "was changed", u->if_none_match->any ? "" :
+		            " and has one of the entity tags given");
+	}
 	return ZC_EOK;
+}
+
+/* The members of a record body that write something; the others are
+ * Cloudflare's read-only ones, and proxied and settings, false only. */
+static const char *const writing[] = { "name", "type", "content",
+                                       "priority", "ttl", "comment", "tags",
+                                       "data", NULL };
+
+/* Whether a PATCH body names nothing to write. */
+static bool writes_nothing(json_t *fields)
+{
+	for (size_t i = 0; writing[i] != NULL; i++) {
+		if (json_object_get(fields, writing[i]) != NULL) {
+			return false;
+		}
+	}
+	return true;
 }
 
 static int run_op(records_store_t *rs, unit_t *u, const op_t *op)
@@ -567,6 +656,10 @@ static int run_op(records_store_t *rs, unit_t *u, const op_t *op)
 		if (ret != ZC_EOK) {
 			return ret;
 		}
+	}
+	if (op->op == OP_PATCH && writes_nothing(op->fields)) {
+		u->last_id = old.rec.id; /* Nothing to change: left as it is. */
+		return ZC_EOK;
 	}
 	switch (op->op) {
 	case OP_DELETE:
@@ -656,7 +749,9 @@ static int write_unit(records_store_t *rs, void *ctx)
 	u->status = 0;
 	api_node_cache_reset(u->cache, rs, u->zone.id);
 	int ret = records_zone_get(rs, u->zone.id, &u->zone);
-	if (ret == ZC_EOK) {
+	if (ret == ZC_EOK && !u->no_change) {
+		/* A unit that writes nothing makes no version: its answer's
+		 * is the zone's current one, which holds what it asked for. */
 		ret = records_zone_bump(rs, &u->zone);
 	}
 	/* On SQLite each op reads what it needs when it first needs it: the
@@ -673,6 +768,18 @@ static int write_unit(records_store_t *rs, void *ctx)
 		json_decref(op->deleted);
 		op->deleted = u->deleted;
 		records_record_t rec;
+		free(op->text);
+		op->text = NULL;
+		if (ret == ZC_EOK && u->keep_deleted && op->again &&
+		    op->op != OP_DELETE && op->result_id > 0 &&
+		    api_node_cache_known(u->cache, op->result_id, &rec)) {
+			/* What this op wrote, before a later op of the batch
+			 * rewrites the same record (or retimes its RRset). */
+			json_text_t t = { 0 };
+			api_record_json_text(&t, &u->zone, &rec);
+			op->text = json_text_take(&t, &op->text_len);
+			ret = op->text != NULL ? ZC_EOK : KNOT_ENOMEM;
+		}
 		if (ret == ZC_EOK && u->keep_written && op->op != OP_DELETE &&
 		    op->result_id > 0 &&
 		    api_node_cache_known(u->cache, op->result_id, &rec)) {
@@ -706,8 +813,9 @@ static int run_unit(api_req_t *req, const records_zone_t *zone, op_t *ops,
 	u->ops = ops;
 	u->count = count;
 	u->wire = wire;
-	api_if_match_t *if_match = malloc(sizeof(*if_match));
-	if (if_match == NULL || !api_if_match_parse(req, if_match)) {
+	api_if_match_t *if_match = malloc(2 * sizeof(*if_match));
+	if (if_match == NULL || !api_if_match_parse(req, if_match) ||
+	    !api_if_none_match_parse(req, if_match + 1)) {
 		if (if_match == NULL) {
 			api_error(req, 500, 1500, "server: out of memory");
 		}
@@ -717,6 +825,12 @@ static int run_unit(api_req_t *req, const records_zone_t *zone, op_t *ops,
 		return if_match == NULL ? KNOT_ENOMEM : ZC_EUSAGE;
 	}
 	u->if_match = if_match;
+	u->if_none_match = if_match + 1;
+	u->no_change = true;
+	for (size_t i = 0; i < count; i++) {
+		u->no_change &= ops[i].op == OP_PATCH &&
+		                writes_nothing(ops[i].fields);
+	}
 	u->import = (skipped != NULL);
 	u->keep_deleted = last_id == NULL && skipped == NULL;
 	u->keep_written = last_id != NULL && skipped == NULL;
@@ -751,6 +865,70 @@ static int run_unit(api_req_t *req, const records_zone_t *zone, op_t *ops,
 	return ret;
 }
 
+/* Checks the members of a record body (where: "" or "patches[2]."): the
+ * members of the record object the API returns, so that a record read
+ * can be written back, and Cloudflare's members of one. The read-only
+ * ones (the server's) are not read; proxied and settings must say what
+ * zonecast does; an "id" must be path_id when that is not 0 (PUT and
+ * PATCH of one record). False after a 400 naming the member. */
+static bool record_members(api_req_t *req, json_t *f, const char *where,
+                           int64_t path_id)
+{
+	static const char *const members[] = {
+		"name", "type", "content", "priority", "ttl", "comment", "tags",
+		"data", "proxied", "settings",
+		/* Read-only: Cloudflare's, given back as read. */
+		"id", "zone_id", "zone_name", "proxiable", "locked", "meta",
+		"created_on", "modified_on", "comment_modified_on",
+		"tags_modified_on", NULL
+	};
+	static const char *const settings[] = { "ipv4_only", "ipv6_only",
+	                                        "flatten_cname", NULL };
+	if (!api_members_only(req, f, where, members, "a record takes name, "
+	                      "type, content, priority, ttl, comment, tags, data, "
+	                      "proxied, settings and the read-only members of "
+	                      "the record object")) {
+		return false;
+	}
+	json_t *proxied = json_object_get(f, "proxied");
+	if (proxied != NULL && !json_is_null(proxied) &&
+	    !json_is_false(proxied)) {
+		api_error(req, 400, 1004, "%sproxied: false only (zonecast does "
+		          "not proxy)", where);
+		return false;
+	}
+	json_t *set = json_object_get(f, "settings");
+	char at[48];
+	snprintf(at, sizeof(at), "%ssettings.", where);
+	if (set != NULL && !json_is_null(set) && !json_is_object(set)) {
+		api_error(req, 400, 1004, "%ssettings: an object is required",
+		          where);
+		return false;
+	}
+	if (json_is_object(set) &&
+	    !api_members_only(req, set, at, settings, "Cloudflare's settings "
+	                      "are ipv4_only, ipv6_only and flatten_cname")) {
+		return false;
+	}
+	const char *key;
+	json_t *v;
+	json_object_foreach(json_is_object(set) ? set : NULL, key, v) {
+		if (!json_is_null(v) && !json_is_false(v)) {
+			api_error(req, 400, 1004, "%s%s: false only (zonecast "
+			          "neither proxies nor flattens)", at, key);
+			return false;
+		}
+	}
+	json_t *id = json_object_get(f, "id");
+	if (path_id > 0 && id != NULL && api_id_parse(json_string_value(id)) !=
+	                                 path_id) {
+		api_error(req, 400, 1004, "%sid: not the id of the record in the "
+		          "path", where);
+		return false;
+	}
+	return true;
+}
+
 /* Single-record write: POST, PUT, PATCH, DELETE; answers with the record
  * as stored (read back, so the id and times are the store's). */
 static void single(api_req_t *req, const records_zone_t *zone, int kind,
@@ -758,6 +936,11 @@ static void single(api_req_t *req, const records_zone_t *zone, int kind,
 {
 	json_t *body = NULL;
 	if (kind != OP_DELETE && (body = api_body_json(req)) == NULL) {
+		return;
+	}
+	if (body != NULL &&
+	    !record_members(req, body, "", kind == OP_POST ? 0 : id)) {
+		json_decref(body);
 		return;
 	}
 	op_t op = { .op = kind, .id = id, .fields = body };
@@ -795,6 +978,15 @@ static bool batch_ops(api_req_t *req, json_t *body, const char *key, int kind,
 			          "(at most %d changes a batch)", key, i, MAX_BATCH);
 			return false;
 		}
+		char where[32];
+		snprintf(where, sizeof(where), "%s[%zu].", key, i);
+		static const char *const id_only[] = { "id", NULL };
+		if (kind == OP_DELETE ?
+		    !api_members_only(req, item, where, id_only, "a delete takes "
+		                      "the record's id") :
+		    !record_members(req, item, where, 0)) {
+			return false;
+		}
 		op_t *op = &ops[(*count)++];
 		op->op = kind;
 		op->fields = item;
@@ -814,8 +1006,11 @@ static bool batch_ops(api_req_t *req, json_t *body, const char *key, int kind,
 
 /* The result of a batch in Cloudflare's shape: per list, the records as
  * they were deleted and as the unit wrote them, from the node cache it
- * kept in step with its writes (after all its ops: an id written twice
- * is answered twice as it ends). Not read back after the commit: that
+ * kept in step with its writes (as the batch left them: with the TTL a
+ * later op gave their RRset), except an op on an id that a later op
+ * writes or deletes again: that op's record as it wrote it (op->text),
+ * not as the batch ended (a patch then a put of one id answered the
+ * patch with the put's content). Not read back after the commit: that
  * cost a statement and a decoding per record, and would answer with
  * another request's change to a record made between the commit and the
  * read instead of what this batch did. Written as text (json_text.h):
@@ -846,12 +1041,15 @@ static void batch_result(api_req_t *req, const records_zone_t *zone,
 			records_record_t rec;
 			bool deleted = ops[i].op == OP_DELETE &&
 			               ops[i].deleted != NULL;
+			bool as_written = ops[i].op != OP_DELETE &&
+			                  ops[i].result_id > 0 &&
+			                  ops[i].text != NULL;
 			bool written = ops[i].op != OP_DELETE &&
-			               ops[i].result_id > 0 &&
+			               ops[i].result_id > 0 && !as_written &&
 			               api_node_cache_known(cache,
 			                                    ops[i].result_id,
 			                                    &rec);
-			if (!deleted && !written) {
+			if (!deleted && !written && !as_written) {
 				continue;
 			}
 			if (!first) {
@@ -864,8 +1062,13 @@ static void batch_result(api_req_t *req, const records_zone_t *zone,
 					json_object_get(ops[i].deleted, "id")));
 			} else {
 				char id[33];
-				api_id_format(rec.id, id);
-				api_record_json_text(&t, zone, &rec);
+				api_id_format(ops[i].result_id, id);
+				if (as_written) {
+					json_text_raw(&t, ops[i].text,
+					              ops[i].text_len);
+				} else {
+					api_record_json_text(&t, zone, &rec);
+				}
 				api_audit_id(req, id);
 			}
 		}
@@ -878,6 +1081,43 @@ static void batch_result(api_req_t *req, const records_zone_t *zone,
 	}
 }
 
+typedef struct {
+	int64_t id;
+	size_t index;
+} id_at_t;
+
+static int id_at_cmp(const void *a, const void *b)
+{
+	const id_at_t *x = a, *y = b;
+	if (x->id != y->id) {
+		return x->id < y->id ? -1 : 1;
+	}
+	return x->index < y->index ? -1 : x->index > y->index;
+}
+
+/* Marks each op on an id that a later op addresses again (op->again): in
+ * a sorted copy, every entry but the last of its id. POSTs make new ids,
+ * which no op of the batch can name. False when out of memory. */
+static bool mark_again(op_t *ops, size_t count)
+{
+	id_at_t *at = malloc((count ? count : 1) * sizeof(*at));
+	if (at == NULL) {
+		return false;
+	}
+	size_t n = 0;
+	for (size_t i = 0; i < count; i++) {
+		if (ops[i].op != OP_POST) {
+			at[n++] = (id_at_t){ .id = ops[i].id, .index = i };
+		}
+	}
+	qsort(at, n, sizeof(*at), id_at_cmp);
+	for (size_t i = 0; i + 1 < n; i++) {
+		ops[at[i].index].again = at[i].id == at[i + 1].id;
+	}
+	free(at);
+	return true;
+}
+
 /* POST .../batch: deletes, patches, puts, posts in that order, all or
  * nothing, one zone version. */
 static void batch(api_req_t *req, const records_zone_t *zone)
@@ -886,9 +1126,13 @@ static void batch(api_req_t *req, const records_zone_t *zone)
 	if (body == NULL) {
 		return;
 	}
+	static const char *const lists[] = { "deletes", "patches", "puts",
+	                                     "posts", NULL };
 	op_t *ops = calloc(MAX_BATCH, sizeof(*ops));
 	size_t count = 0;
 	bool ok = ops != NULL &&
+	          api_members_only(req, body, "", lists, "a batch takes deletes, "
+	                           "patches, puts and posts") &&
 	          batch_ops(req, body, "deletes", OP_DELETE, ops, &count) &&
 	          batch_ops(req, body, "patches", OP_PATCH, ops, &count) &&
 	          batch_ops(req, body, "puts", OP_PUT, ops, &count) &&
@@ -897,7 +1141,9 @@ static void batch(api_req_t *req, const records_zone_t *zone)
 	if (cache != NULL) {
 		api_node_cache_init(cache);
 	}
-	if (ok && cache == NULL) {
+	bool oom = ops == NULL ||
+	           (ok && (cache == NULL || !mark_again(ops, count)));
+	if (oom) {
 		api_error(req, 500, 1500, "server: out of memory");
 	} else if (ok && run_unit(req, zone, ops, count, NULL, NULL,
 	                          cache) == ZC_EOK) {
@@ -909,6 +1155,7 @@ static void batch(api_req_t *req, const records_zone_t *zone)
 	}
 	for (size_t i = 0; i < count; i++) {
 		json_decref(ops[i].deleted);
+		free(ops[i].text);
 	}
 	free(ops);
 	json_decref(body);

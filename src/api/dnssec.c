@@ -100,6 +100,11 @@ static bool read_change(api_req_t *req, json_t *body, admin_dnssec_t *d)
 		          "\"ed25519\"");
 		return false;
 	}
+	json_t *split = json_object_get(body, "split");
+	if (split != NULL && !json_is_boolean(split)) {
+		api_error(req, 400, 1004, "split: true or false is required");
+		return false;
+	}
 	if (force != NULL && !json_is_boolean(force)) {
 		api_error(req, 400, 1004, "force: true or false is required");
 		return false;
@@ -129,6 +134,12 @@ static void too_early(api_req_t *req, const admin_dnssec_t *d)
  * changes nothing. */
 static void change(api_req_t *req, const records_zone_t *zone, json_t *body)
 {
+	static const char *const members[] = { "status", "algorithm", "split",
+	                                       "ds_ttl", "force", NULL };
+	if (!api_members_only(req, body, "", members, "DNSSEC takes status, "
+	                      "algorithm, split, ds_ttl and force")) {
+		return;
+	}
 	const char *status = json_string_value(json_object_get(body, "status"));
 	admin_dnssec_t d = { .zone = *zone };
 	if (status == NULL || (strcmp(status, "active") != 0 &&

@@ -151,7 +151,20 @@ static bool read_texts(api_req_t *req, const char *field, text_t *out,
 		return false;
 	}
 	out[0].value = out[0].value ? out[0].value : legacy;
+	/* An empty value: a name is never empty (the apex is "@" or its
+	 * name), and an empty contains, startswith or endswith holds for
+	 * every record; refused, where it listed the apex's records or
+	 * every record. An exact empty content or comment is one. */
 	for (size_t i = 0; i < 4; i++) {
+		if (out[i].value != NULL && out[i].value[0] == '\0' &&
+		    (i > 0 || strcmp(field, "name") == 0)) {
+			bool legacy_one = i == 0 && legacy != NULL;
+			api_error(req, 400, 1004, "%s%s%s: empty (%s)", field,
+			          legacy_one ? "" : ".", legacy_one ? "" :
+			          ops[i].suffix, i == 0 ? "the zone apex is @ or its "
+			          "name" : "it would match every record");
+			return false;
+		}
 		f->predicates += out[i].value != NULL;
 	}
 	return true;
@@ -262,6 +275,11 @@ static bool read_filter(api_req_t *req, const records_zone_t *zone,
 	    !choice(req, "match", "all", "any", true, &f->match_all) ||
 	    !single(req, "search", &f->search) || !read_order(req, f) ||
 	    !choice(req, "proxied", "true", "false", false, &proxied)) {
+		return false;
+	}
+	if (f->search != NULL && f->search[0] == '\0') {
+		api_error(req, 400, 1004, "search: empty (it would match every "
+		          "record)");
 		return false;
 	}
 	if (api_query_arg(req, "proxied") != NULL) {

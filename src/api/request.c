@@ -93,6 +93,49 @@ static bool is_json_type(const char *type)
 	       strchr("; \t", type[n]) != NULL; /* Also matches the '\0'. */
 }
 
+/* The key jansson found twice in an object: the string token that ends
+ * just before err->position (jansson stops right after it). Inside a
+ * JSON string a '"' is always escaped, so the opening quote is the first
+ * one before it preceded by an even number of backslashes. */
+static void duplicate_key(api_req_t *req, const json_error_t *err)
+{
+	size_t end = err->position > 0 ? (size_t)err->position : 0;
+	json_t *key = NULL;
+	if (end >= 2 && end <= req->body_len && req->body[end - 1] == '"') {
+		size_t open = end - 1;
+		while (open > 0) {
+			open--;
+			size_t slashes = 0;
+			while (open >= slashes + 1 &&
+			       req->body[open - slashes - 1] == '\\') {
+				slashes++;
+			}
+			if (req->body[open] == '"' && slashes % 2 == 0) {
+				break;
+			}
+		}
+		char *text = malloc(end - open + 3);
+		if (text != NULL && req->body[open] == '"') {
+			text[0] = '[';
+			memcpy(text + 1, req->body + open, end - open);
+			memcpy(text + 1 + end - open, "]", 2);
+			key = json_loads(text, 0, NULL);
+		}
+		free(text);
+	}
+	const char *name = json_string_value(json_array_get(key, 0));
+	if (name != NULL) {
+		api_error(req, 400, 9207, "%.200s: given twice in one object "
+		          "(line %d column %d); zonecast refuses a duplicate "
+		          "member rather than pick one", name, err->line,
+		          err->column);
+	} else {
+		api_error(req, 400, 9207, "body: a member is given twice in one "
+		          "object (line %d column %d)", err->line, err->column);
+	}
+	json_decref(key);
+}
+
 json_t *api_body_json(api_req_t *req)
 {
 	json_error_t err;
@@ -108,7 +151,12 @@ json_t *api_body_json(api_req_t *req)
 		api_error(req, 400, 9207, "body: a JSON object is required");
 		return NULL;
 	}
-	json_t *j = json_loadb(req->body, req->body_len, 0, &err);
+	json_t *j = json_loadb(req->body, req->body_len,
+	                       JSON_REJECT_DUPLICATES, &err);
+	if (j == NULL && json_error_code(&err) == json_error_duplicate_key) {
+		duplicate_key(req, &err);
+		return NULL;
+	}
 	if (j == NULL) {
 		api_error(req, 400, 9207, "body: invalid JSON at line %d column "
 		          "%d: %s", err.line, err.column, err.text);
@@ -120,6 +168,26 @@ json_t *api_body_json(api_req_t *req)
 		return NULL;
 	}
 	return j;
+}
+
+bool api_members_only(api_req_t *req, json_t *obj, const char *where,
+                      const char *const *allowed, const char *takes)
+{
+	const char *key;
+	json_t *v;
+	json_object_foreach(obj, key, v) {
+		bool known = false;
+		for (size_t i = 0; allowed[i] != NULL && !known; i++) {
+			known = strcmp(key, allowed[i]) == 0;
+		}
+		if (!known) {
+			api_error(req, 400, 1004, "%s%.200s: not a member of this "
+			          "object (%s; zonecast refuses what it does not know "
+			          "rather than ignore it)", where, key, takes);
+			return false;
+		}
+	}
+	return true;
 }
 
 /* A decimal integer in [min, max], all of text, digits only (strtol

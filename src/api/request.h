@@ -32,8 +32,17 @@ const char *api_header(api_req_t *req, const char *key);
 const char *api_header_nth(api_req_t *req, const char *key, unsigned index);
 unsigned api_header_count(api_req_t *req, const char *key);
 
-/* Parses the JSON body; on failure records a 400 and returns NULL. */
+/* Parses the JSON body; on failure records a 400 and returns NULL. An
+ * object with a member given twice, at any depth, is refused with a 400
+ * naming it (the last one won, silently). */
 json_t *api_body_json(api_req_t *req);
+
+/* Checks that every member of obj is one of allowed (NULL-ended); false
+ * after a 400 naming the first other one as WHERE.KEY (where: "" or a
+ * prefix such as "patches[2]." or "soa."), takes saying what the object
+ * takes. A member zonecast does not know is refused, never ignored. */
+bool api_members_only(api_req_t *req, json_t *obj, const char *where,
+                      const char *const *allowed, const char *takes);
 
 /* Reads page (1 to 2^31-1, default 1) and per_page (1 to 50000, default
  * 100); false after a 400. */

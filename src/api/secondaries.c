@@ -169,6 +169,8 @@ static void set_secondaries(api_req_t *req, const records_zone_t *zone,
 	if (body == NULL) {
 		return;
 	}
+	static const char *const members[] = { "notify", "allow_transfer",
+	                                       NULL };
 	set_t *s = calloc(1, sizeof(*s));
 	if (s == NULL) {
 		api_error_code(req, KNOT_ENOMEM, "secondaries");
@@ -180,7 +182,9 @@ static void set_secondaries(api_req_t *req, const records_zone_t *zone,
 	if (!json_is_object(body)) {
 		api_error(req, 400, 1004, "body: an object with \"notify\" and "
 		          "\"allow_transfer\" is required");
-	} else if (read_list(req, body, "notify", true, &s->notify) &&
+	} else if (api_members_only(req, body, "", members, "secondaries are "
+	                            "notify and allow_transfer") &&
+	           read_list(req, body, "notify", true, &s->notify) &&
 	           read_list(req, body, "allow_transfer", false,
 	                     &s->transfer)) {
 		s->notify.present |= replace;

@@ -96,6 +96,13 @@ static void create_key(api_req_t *req, const records_zone_t *zone)
 	if (body == NULL) {
 		return;
 	}
+	static const char *const members[] = { "name", "algorithm", "grants",
+	                                       "transfer", NULL };
+	if (!api_members_only(req, body, "", members, "a TSIG key takes name, "
+	                      "algorithm, grants and transfer")) {
+		json_decref(body);
+		return;
+	}
 	create_t *c = calloc(1, sizeof(*c));
 	json_t *transfer = json_object_get(body, "transfer");
 	json_t *alg = json_object_get(body, "algorithm");

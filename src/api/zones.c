@@ -105,6 +105,12 @@ static void list_zones(api_req_t *req)
 	list_t l = { .req = req, .list = json_array(),
 	             .name_filter = api_query_arg(req, "name"),
 	             .skip = (page - 1) * per_page, .take = per_page };
+	if (l.name_filter != NULL && l.name_filter[0] == '\0') {
+		json_decref(l.list);
+		api_error(req, 400, 1004, "name: empty (a zone's name is "
+		          "required)");
+		return;
+	}
 	l.filter_ok = l.name_filter != NULL &&
 	              api_fqdn_parse(l.name_filter, l.filter);
 	int ret = records_zone_list(req->rs, false, list_zone, &l);
@@ -219,6 +225,35 @@ static void create_zone(api_req_t *req)
 	if (body == NULL) {
 		return;
 	}
+	/* Cloudflare's own members: "account" (zonecast has one; not read),
+	 * "type" "full" and "jump_start" false are what zonecast does. */
+	static const char *const members[] = { "name", "account", "type",
+	                                       "jump_start", NULL };
+	json_t *type = json_object_get(body, "type");
+	json_t *jump = json_object_get(body, "jump_start");
+	json_t *account = json_object_get(body, "account");
+	const char *why_not = NULL;
+	if (!api_members_only(req, body, "", members, "a zone takes name, "
+	                      "and Cloudflare's account, type and jump_start")) {
+		why_not = "";
+	} else if (type != NULL && !json_is_null(type) &&
+	           (!json_is_string(type) ||
+	            strcmp(json_string_value(type), "full") != 0)) {
+		why_not = "type: \"full\" only (zonecast is the zone's primary)";
+	} else if (jump != NULL && !json_is_null(jump) && !json_is_false(jump)) {
+		why_not = "jump_start: false only (zonecast does not scan for "
+		          "existing records)";
+	} else if (account != NULL && !json_is_null(account) &&
+	           !json_is_object(account)) {
+		why_not = "account: an object is required";
+	}
+	if (why_not != NULL) {
+		if (why_not[0] != '\0') {
+			api_error(req, 400, 1004, "%s", why_not);
+		}
+		json_decref(body);
+		return;
+	}
 	const char *name = json_string_value(json_object_get(body, "name"));
 	create_t c = { .api = req->api };
 	const char *why = api_zone_name_parse(name, c.apex);
@@ -300,6 +335,15 @@ static int patch_unit(records_store_t *rs, void *ctx)
 {
 	patch_t *p = ctx;
 	int ret = records_zone_get(rs, p->zone.id, &p->zone);
+	bool soa = false;
+	for (int i = 0; i < 5; i++) {
+		soa |= p->soa[i] >= 0;
+	}
+	if (p->serial_policy < 0 && p->default_ttl < 0 && !soa) {
+		/* A PATCH that names no setting changes nothing: no version
+		 * (the answer's is the zone's current one). */
+		return ret;
+	}
 	if (ret == ZC_EOK) {
 		ret = records_zone_bump(rs, &p->zone);
 	}
@@ -310,10 +354,6 @@ static int patch_unit(records_store_t *rs, void *ctx)
 	if (ret == ZC_EOK && p->default_ttl >= 0) {
 		ret = records_zone_set_default_ttl(rs, &p->zone,
 		                                   (uint32_t)p->default_ttl);
-	}
-	bool soa = false;
-	for (int i = 0; i < 5; i++) {
-		soa |= p->soa[i] >= 0;
 	}
 	if (ret == ZC_EOK && soa) {
 		ret = rewrite_soa(rs, p);
@@ -350,10 +390,21 @@ static void patch_zone(api_req_t *req, records_zone_t *zone)
 	if (body == NULL) {
 		return;
 	}
+	static const char *const members[] = { "default_ttl", "soa",
+	                                       "serial_policy", NULL };
+	static const char *const soa_members[] = { "refresh", "retry",
+	                                           "expire", "minimum", "ttl",
+	                                           NULL };
 	patch_t *p = calloc(1, sizeof(*p));
 	p->zone = *zone;
 	json_t *soa = json_object_get(body, "soa");
-	bool ok = seconds(req, body, "default_ttl", "default_ttl",
+	bool ok = api_members_only(req, body, "", members, "zone settings are "
+	                           "default_ttl, soa and serial_policy") &&
+	          (!json_is_object(soa) ||
+	           api_members_only(req, soa, "soa.", soa_members, "the SOA "
+	                            "takes refresh, retry, expire, minimum and "
+	                            "ttl")) &&
+	          seconds(req, body, "default_ttl", "default_ttl",
 	                  &p->default_ttl);
 	json_t *policy = json_object_get(body, "serial_policy");
 	const char *ptext = json_string_value(policy);

@@ -1,0 +1,166 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * Cloudflare's "data" object as content: the type's rdata fields in
+ * master-file order, numbers as decimal integers, character-strings
+ * quoted (CAA value, NAPTR flags, service and regexp, URI target), the
+ * rest (names, base64, hex, SVCB parameters) as they are.
+ */
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <libknot/descriptor.h>
+
+#include "api/record_data.h"
+#include "common/error.h"
+
+typedef enum {
+	NONE = 0,
+	NUM,       /* An integer, 0 to 2^32-1. */
+	TEXT,      /* A string, as it is. */
+	QUOTED,    /* A string, as a quoted character-string. */
+	PRIO,      /* The priority: data's, else the record's. */
+} kind_t;
+
+typedef struct {
+	const char *name;
+	kind_t kind;
+} field_t;
+
+#define MAX_FIELDS 6
+
+static const struct {
+	uint16_t type;
+	field_t f[MAX_FIELDS];
+} forms[] = {
+	{ KNOT_RRTYPE_CAA, { { "flags", NUM }, { "tag", TEXT },
+	                     { "value", QUOTED } } },
+	{ KNOT_RRTYPE_CERT, { { "type", NUM }, { "key_tag", NUM },
+	                      { "algorithm", NUM }, { "certificate", TEXT } } },
+	{ KNOT_RRTYPE_DS, { { "key_tag", NUM }, { "algorithm", NUM },
+	                    { "digest_type", NUM }, { "digest", TEXT } } },
+	{ KNOT_RRTYPE_HTTPS, { { "priority", NUM }, { "target", TEXT },
+	                       { "value", TEXT } } },
+	{ KNOT_RRTYPE_SVCB, { { "priority", NUM }, { "target", TEXT },
+	                      { "value", TEXT } } },
+	{ KNOT_RRTYPE_NAPTR, { { "order", NUM }, { "preference", NUM },
+	                       { "flags", QUOTED }, { "service", QUOTED },
+	                       { "regex", QUOTED }, { "replacement", TEXT } } },
+	{ KNOT_RRTYPE_SMIMEA, { { "usage", NUM }, { "selector", NUM },
+	                        { "matching_type", NUM },
+	                        { "certificate", TEXT } } },
+	{ KNOT_RRTYPE_TLSA, { { "usage", NUM }, { "selector", NUM },
+	                      { "matching_type", NUM },
+	                      { "certificate", TEXT } } },
+	{ KNOT_RRTYPE_SRV, { { "priority", PRIO }, { "weight", NUM },
+	                     { "port", NUM }, { "target", TEXT } } },
+	{ KNOT_RRTYPE_SSHFP, { { "algorithm", NUM }, { "type", NUM },
+	                       { "fingerprint", TEXT } } },
+	{ KNOT_RRTYPE_URI, { { "priority", PRIO }, { "weight", NUM },
+	                     { "target", QUOTED } } },
+};
+
+#define TYPES "CAA, CERT, DS, HTTPS, NAPTR, SMIMEA, SRV, SSHFP, SVCB, " \
+	"TLSA and URI"
+
+/* Appends text to out at *pos; false when out of room. */
+static bool put(char *out, size_t size, size_t *pos, const char *text)
+{
+	size_t n = strlen(text);
+	if (*pos + n + 1 > size) {
+		return false;
+	}
+	memcpy(out + *pos, text, n + 1);
+	*pos += n;
+	return true;
+}
+
+/* Appends s as a quoted character-string ('"' and '\' escaped). */
+static bool put_quoted(char *out, size_t size, size_t *pos, const char *s)
+{
+	char c[3] = { 0 };
+	bool ok = put(out, size, pos, "\"");
+	for (; ok && *s != '\0'; s++) {
+		c[0] = *s == '"' || *s == '\\' ? '\\' : *s;
+		c[1] = *s == '"' || *s == '\\' ? *s : '\0';
+		ok = put(out, size, pos, c);
+	}
+	return ok && put(out, size, pos, "\"");
+}
+
+int api_data_content(uint16_t type, json_t *data, int priority, char *out,
+                     size_t size, int *own_priority, char *err,
+                     size_t err_size)
+{
+	*own_priority = -1;
+	size_t form = 0;
+	while (form < sizeof(forms) / sizeof(forms[0]) &&
+	       forms[form].type != type) {
+		form++;
+	}
+	if (form == sizeof(forms) / sizeof(forms[0])) {
+		snprintf(err, err_size, "data: zonecast reads data only for "
+		         TYPES " records; give this type's record in content");
+		return ZC_EUSAGE;
+	}
+	if (!json_is_object(data)) {
+		snprintf(err, err_size, "data: an object is required");
+		return ZC_EUSAGE;
+	}
+	const field_t *f = forms[form].f;
+	const char *key;
+	json_t *v;
+	json_object_foreach(data, key, v) {
+		bool known = false;
+		for (size_t i = 0; i < MAX_FIELDS && f[i].name && !known; i++) {
+			known = strcmp(key, f[i].name) == 0;
+		}
+		if (!known) {
+			snprintf(err, err_size, "data.%.100s: not a member of this "
+			         "type's data (zonecast refuses what it does not "
+			         "know rather than ignore it)", key);
+			return ZC_EUSAGE;
+		}
+	}
+	size_t pos = 0;
+	out[0] = '\0';
+	for (size_t i = 0; i < MAX_FIELDS && f[i].name != NULL; i++) {
+		v = json_object_get(data, f[i].name);
+		char num[24];
+		bool ok = pos == 0 || put(out, size, &pos, " ");
+		if (f[i].kind == PRIO && json_is_integer(v)) {
+			*own_priority = json_integer_value(v) >= 0 &&
+			                json_integer_value(v) <= 65535 ?
+			                (int)json_integer_value(v) : 65536;
+		}
+		if (f[i].kind == PRIO && v == NULL && priority >= 0) {
+			snprintf(num, sizeof(num), "%d", priority);
+			ok = ok && put(out, size, &pos, num);
+		} else if (v == NULL) {
+			snprintf(err, err_size, "data.%s: required", f[i].name);
+			return ZC_EUSAGE;
+		} else if (f[i].kind == NUM || f[i].kind == PRIO) {
+			if (!json_is_integer(v) || json_integer_value(v) < 0 ||
+			    json_integer_value(v) > UINT32_MAX) {
+				snprintf(err, err_size, "data.%s: a number is "
+				         "required", f[i].name);
+				return ZC_EUSAGE;
+			}
+			snprintf(num, sizeof(num), "%lld",
+			         (long long)json_integer_value(v));
+			ok = ok && put(out, size, &pos, num);
+		} else if (!json_is_string(v)) {
+			snprintf(err, err_size, "data.%s: a string is required",
+			         f[i].name);
+			return ZC_EUSAGE;
+		} else if (f[i].kind == QUOTED) {
+			ok = ok && put_quoted(out, size, &pos, json_string_value(v));
+		} else {
+			ok = ok && put(out, size, &pos, json_string_value(v));
+		}
+		if (!ok) {
+			snprintf(err, err_size, "data: too long");
+			return ZC_EUSAGE;
+		}
+	}
+	return ZC_EOK;
+}

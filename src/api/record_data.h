@@ -1,0 +1,25 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * Internal to api/: Cloudflare's "data" object of a record (the rdata's
+ * fields one by one: SRV {"priority", "weight", "port", "target"}, CAA
+ * {"flags", "tag", "value"}, ...) read as the content it stands for
+ * (record_data.c). A write that gives both must have them agree
+ * (dns_records.c): neither is silently dropped.
+ */
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+#include <jansson.h>
+
+/*
+ * Writes the content `data` stands for, for a record of that type, into
+ * out, the priority of MX, SRV and URI included (parse it with priority
+ * -1): data's own "priority", else `priority` (the record's top-level
+ * one; -1: none). *own_priority gets data's own priority (-1: none).
+ * ZC_EOK, or ZC_EUSAGE with "data...: message" in err (a type without a
+ * data form, a member missing, of the wrong kind or not of the type's).
+ */
+int api_data_content(uint16_t type, json_t *data, int priority, char *out,
+                     size_t size, int *own_priority, char *err,
+                     size_t err_size);
