@@ -768,18 +768,6 @@ static int write_unit(records_store_t *rs, void *ctx)
 		json_decref(op->deleted);
 		op->deleted = u->deleted;
 		records_record_t rec;
-		free(op->text);
-		op->text = NULL;
-		if (ret == ZC_EOK && u->keep_deleted && op->again &&
-		    op->op != OP_DELETE && op->result_id > 0 &&
-		    api_node_cache_known(u->cache, op->result_id, &rec)) {
-			/* What this op wrote, before a later op of the batch
-			 * rewrites the same record (or retimes its RRset). */
-			json_text_t t = { 0 };
-			api_record_json_text(&t, &u->zone, &rec);
-			op->text = json_text_take(&t, &op->text_len);
-			ret = op->text != NULL ? ZC_EOK : KNOT_ENOMEM;
-		}
 		if (ret == ZC_EOK && u->keep_written && op->op != OP_DELETE &&
 		    op->result_id > 0 &&
 		    api_node_cache_known(u->cache, op->result_id, &rec)) {
@@ -1006,11 +994,8 @@ static bool batch_ops(api_req_t *req, json_t *body, const char *key, int kind,
 
 /* The result of a batch in Cloudflare's shape: per list, the records as
  * they were deleted and as the unit wrote them, from the node cache it
- * kept in step with its writes (as the batch left them: with the TTL a
- * later op gave their RRset), except an op on an id that a later op
- * writes or deletes again: that op's record as it wrote it (op->text),
- * not as the batch ended (a patch then a put of one id answered the
- * patch with the put's content). Not read back after the commit: that
+ * kept in step with its writes (after all its ops: an id written twice
+ * is answered twice as it ends). Not read back after the commit: that
  * cost a statement and a decoding per record, and would answer with
  * another request's change to a record made between the commit and the
  * read instead of what this batch did. Written as text (json_text.h):
@@ -1041,15 +1026,12 @@ static void batch_result(api_req_t *req, const records_zone_t *zone,
 			records_record_t rec;
 			bool deleted = ops[i].op == OP_DELETE &&
 			               ops[i].deleted != NULL;
-			bool as_written = ops[i].op != OP_DELETE &&
-			                  ops[i].result_id > 0 &&
-			                  ops[i].text != NULL;
 			bool written = ops[i].op != OP_DELETE &&
-			               ops[i].result_id > 0 && !as_written &&
+			               ops[i].result_id > 0 &&
 			               api_node_cache_known(cache,
 			                                    ops[i].result_id,
 			                                    &rec);
-			if (!deleted && !written && !as_written) {
+			if (!deleted && !written) {
 				continue;
 			}
 			if (!first) {
@@ -1062,13 +1044,8 @@ static void batch_result(api_req_t *req, const records_zone_t *zone,
 					json_object_get(ops[i].deleted, "id")));
 			} else {
 				char id[33];
-				api_id_format(ops[i].result_id, id);
-				if (as_written) {
-					json_text_raw(&t, ops[i].text,
-					              ops[i].text_len);
-				} else {
-					api_record_json_text(&t, zone, &rec);
-				}
+				api_id_format(rec.id, id);
+				api_record_json_text(&t, zone, &rec);
 				api_audit_id(req, id);
 			}
 		}
@@ -1079,43 +1056,6 @@ static void batch_result(api_req_t *req, const records_zone_t *zone,
 	if (req->result_text == NULL) {
 		api_error(req, 500, 1500, "server: out of memory");
 	}
-}
-
-typedef struct {
-	int64_t id;
-	size_t index;
-} id_at_t;
-
-static int id_at_cmp(const void *a, const void *b)
-{
-	const id_at_t *x = a, *y = b;
-	if (x->id != y->id) {
-		return x->id < y->id ? -1 : 1;
-	}
-	return x->index < y->index ? -1 : x->index > y->index;
-}
-
-/* Marks each op on an id that a later op addresses again (op->again): in
- * a sorted copy, every entry but the last of its id. POSTs make new ids,
- * which no op of the batch can name. False when out of memory. */
-static bool mark_again(op_t *ops, size_t count)
-{
-	id_at_t *at = malloc((count ? count : 1) * sizeof(*at));
-	if (at == NULL) {
-		return false;
-	}
-	size_t n = 0;
-	for (size_t i = 0; i < count; i++) {
-		if (ops[i].op != OP_POST) {
-			at[n++] = (id_at_t){ .id = ops[i].id, .index = i };
-		}
-	}
-	qsort(at, n, sizeof(*at), id_at_cmp);
-	for (size_t i = 0; i + 1 < n; i++) {
-		ops[at[i].index].again = at[i].id == at[i + 1].id;
-	}
-	free(at);
-	return true;
 }
 
 /* POST .../batch: deletes, patches, puts, posts in that order, all or
@@ -1141,9 +1081,7 @@ static void batch(api_req_t *req, const records_zone_t *zone)
 	if (cache != NULL) {
 		api_node_cache_init(cache);
 	}
-	bool oom = ops == NULL ||
-	           (ok && (cache == NULL || !mark_again(ops, count)));
-	if (oom) {
+	if (ops == NULL || (ok && cache == NULL)) {
 		api_error(req, 500, 1500, "server: out of memory");
 	} else if (ok && run_unit(req, zone, ops, count, NULL, NULL,
 	                          cache) == ZC_EOK) {
@@ -1155,7 +1093,6 @@ static void batch(api_req_t *req, const records_zone_t *zone)
 	}
 	for (size_t i = 0; i < count; i++) {
 		json_decref(ops[i].deleted);
-		free(ops[i].text);
 	}
 	free(ops);
 	json_decref(body);

@@ -19,12 +19,6 @@ typedef struct {
 	 * committed all the same). */
 	json_t *written;
 	char etag[64];
-	/* A batch's op on an id that a later op of the batch writes or
-	 * deletes again (again), and the record as this op wrote it, JSON
-	 * text (owned): its answer, not the record as the batch left it. */
-	bool again;
-	char *text;
-	size_t text_len;
 } op_t;
 
 /* parts[] are the URL's path segments after dns_records. */
