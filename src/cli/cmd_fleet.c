@@ -44,7 +44,7 @@ static int digest(const char *dir)
 	}
 	fclose(f);
 	edge_store_t *es = NULL;
-	int ret = edge_open(&es, dir, 0);
+	int ret = edge_open_readonly(&es, dir);
 	uint64_t d = 0, entries = 0, epoch = 0, commit = 0, seq = 0;
 	edge_repl_pos_t pos = { 0 };
 	if (ret == ZC_EOK) {

@@ -162,7 +162,7 @@ static int open_apart(const char *target, const char *dir,
 		        zc_strerror(ret));
 		return ret;
 	}
-	ret = edge_open(es, dir, 0);
+	ret = edge_open_readonly(es, dir);
 	if (ret != ZC_EOK) {
 		fprintf(stderr, "zonecast verify: cannot open %s/edge.mdb: %s\n",
 		        dir, zc_strerror(ret));

@@ -64,6 +64,15 @@ typedef struct edge_txn {
  */
 int edge_open(edge_store_t **out, const char *dir, size_t map_size);
 
+/*
+ * Opens DIR/edge.mdb read-only, for tools that only look (fleet digest,
+ * verify): no write transaction is begun, so it never waits for another
+ * process's writer (an edge holding one in the middle of a commit), and
+ * nothing is created (an absent table: an error). Only read transactions
+ * may be used on it.
+ */
+int edge_open_readonly(edge_store_t **out, const char *dir);
+
 void edge_close(edge_store_t *store);
 
 /* Starts a read transaction (renews a reset one). */

@@ -64,7 +64,8 @@ static void store_free(edge_store_t *s)
 	free(s);
 }
 
-int edge_open(edge_store_t **out, const char *dir, size_t map_size)
+static int open_store(edge_store_t **out, const char *dir, size_t map_size,
+                      bool readonly)
 {
 	char path[4096];
 	if (snprintf(path, sizeof(path), "%s/edge.mdb", dir) >= (int)sizeof(path)) {
@@ -83,7 +84,8 @@ int edge_open(edge_store_t **out, const char *dir, size_t map_size)
 	mdb_env_set_maxreaders(s->env, 1024);
 	mdb_env_set_mapsize(s->env, map_size ? map_size : DEFAULT_MAP_SIZE);
 	rc = mdb_env_open(s->env, path, MDB_NOSUBDIR | MDB_NOSYNC |
-	                  MDB_NOTLS | MDB_NORDAHEAD, 0600);
+	                  MDB_NOTLS | MDB_NORDAHEAD |
+	                  (readonly ? MDB_RDONLY : 0), 0600);
 	if (rc != MDB_SUCCESS) {
 		goto fail;
 	}
@@ -93,29 +95,33 @@ int edge_open(edge_store_t **out, const char *dir, size_t map_size)
 	MDB_stat st;
 	mdb_env_stat(s->env, &st);
 	s->page_size = st.ms_psize;
+	/* Read-only: a read transaction, which never waits for the writer
+	 * (another process may hold the write transaction for long: an edge
+	 * in the middle of a commit); the tables must exist then. */
 	MDB_txn *txn;
-	rc = mdb_txn_begin(s->env, NULL, 0, &txn);
+	unsigned create = readonly ? 0 : MDB_CREATE;
+	rc = mdb_txn_begin(s->env, NULL, readonly ? MDB_RDONLY : 0, &txn);
 	if (rc != MDB_SUCCESS) {
 		goto fail;
 	}
-	rc = mdb_dbi_open(txn, "zones", MDB_CREATE, &s->zones);
+	rc = mdb_dbi_open(txn, "zones", create, &s->zones);
 	if (rc == MDB_SUCCESS) {
-		rc = mdb_dbi_open(txn, "nodes", MDB_CREATE, &s->nodes);
+		rc = mdb_dbi_open(txn, "nodes", create, &s->nodes);
 	}
 	if (rc == MDB_SUCCESS) {
-		rc = mdb_dbi_open(txn, "meta", MDB_CREATE, &s->meta);
+		rc = mdb_dbi_open(txn, "meta", create, &s->meta);
 	}
 	if (rc == MDB_SUCCESS) {
-		rc = mdb_dbi_open(txn, "keys", MDB_CREATE, &s->keys);
+		rc = mdb_dbi_open(txn, "keys", create, &s->keys);
 	}
 	if (rc == MDB_SUCCESS) {
-		rc = mdb_dbi_open(txn, "outbox", MDB_CREATE, &s->outbox);
+		rc = mdb_dbi_open(txn, "outbox", create, &s->outbox);
 	}
 	if (rc == MDB_SUCCESS) {
-		rc = mdb_dbi_open(txn, "stage", MDB_CREATE, &s->stage);
+		rc = mdb_dbi_open(txn, "stage", create, &s->stage);
 	}
 	if (rc == MDB_SUCCESS) {
-		rc = mdb_dbi_open(txn, "quarantine", MDB_CREATE, &s->quarantine);
+		rc = mdb_dbi_open(txn, "quarantine", create, &s->quarantine);
 	}
 	if (rc != MDB_SUCCESS) {
 		mdb_txn_abort(txn);
@@ -133,12 +139,22 @@ fail:
 	return edge_lmdb_error(rc);
 }
 
+int edge_open(edge_store_t **out, const char *dir, size_t map_size)
+{
+	return open_store(out, dir, map_size, false);
+}
+
+int edge_open_readonly(edge_store_t **out, const char *dir)
+{
+	return open_store(out, dir, 0, true);
+}
+
 void edge_close(edge_store_t *store)
 {
 	if (store == NULL) {
 		return;
 	}
-	mdb_env_sync(store->env, 1);
+	mdb_env_sync(store->env, 1); /* EACCES when read-only: nothing to do */
 	mdb_env_close(store->env);
 	store_free(store);
 }
