@@ -24,6 +24,10 @@ struct fleet_edge {
 	edge_applier_t ap;
 	bool open;
 	uint64_t open_commit;
+	uint64_t open_seq;   /* stream sequence of its part 0 */
+	int64_t open_ms;     /* when its last part came (OPEN_MAX_MS) */
+	uint64_t abandoned_seq; /* open_seq of the last one abandoned */
+	_Atomic int64_t abandon_logged;
 	uint32_t next_part;
 	uint64_t delivered;  /* stream sequence of the last message taken */
 	_Atomic int64_t report_logged;

@@ -21,6 +21,12 @@
 #define RETRY_MS 250
 #define STALL_CHECK_MS 2000
 #define MAX_BACKOFF_MS 8000
+/* The longest an open commit waits for its next part. The primary sends
+ * a commit's parts back to back: a commit whose next part does not come
+ * within this is abandoned (a forged first part, or a publisher that
+ * died mid-commit), its LMDB write transaction aborted, and the edge
+ * resyncs as after a gap. */
+#define OPEN_MAX_MS 5000
 
 
 static void set_position(fleet_edge_t *fe, uint64_t epoch, uint64_t commit,
@@ -188,6 +194,7 @@ static int take(fleet_edge_t *fe, natsMsg *msg, uint64_t seq)
 		}
 		fe->open = true;
 		fe->open_commit = commit;
+		fe->open_seq = seq;
 		fe->next_part = 0;
 	}
 	if (!fe->open || fe->open_commit != commit || part != fe->next_part) {
@@ -200,6 +207,7 @@ static int take(fleet_edge_t *fe, natsMsg *msg, uint64_t seq)
 	int ret = edge_apply_feed(&fe->ap, (const uint8_t *)natsMsg_GetData(msg),
 	                          (size_t)natsMsg_GetDataLength(msg));
 	fe->next_part++;
+	fe->open_ms = fleet_now_ms();
 	if (ret == ZC_EOK && (flags & EDGE_REPL_FINAL)) {
 		fe->open = false;
 		ret = edge_apply_finish(&fe->ap, epoch, commit, seq);
@@ -227,7 +235,7 @@ static int take(fleet_edge_t *fe, natsMsg *msg, uint64_t seq)
 }
 
 /*
- * While nothing arrives: ZC_EREPLGAP when the edge must load a snapshot (a
+ * While nothing arrives (a commit open or not): ZC_EREPLGAP when the edge must load a snapshot (a
  * new history began, or the stream was recreated or purged past this
  * edge), ZC_EBUSY when the stream holds more than was delivered (a
  * consumer lost with a cluster node: subscribe again), else ZC_EOK.
@@ -249,9 +257,8 @@ static int idle_check(fleet_edge_t *fe)
 	}
 	uint64_t first = si->State.FirstSeq, last = si->State.LastSeq;
 	jsStreamInfo_Destroy(si);
-	if (fe->open) {
-		return ZC_EOK;
-	}
+	/* Also while a commit is open (its next part may never come: the
+	 * stream it came from may be gone). */
 	if (last < fe->delivered || (first > fe->seq + 1 && last >= first)) {
 		zc_info("fleet: the stream was recreated or purged past this "
 		        "edge (messages %" PRIu64 "-%" PRIu64 ", here %" PRIu64
@@ -259,6 +266,35 @@ static int idle_check(fleet_edge_t *fe)
 		return ZC_EREPLGAP;
 	}
 	return last > fe->delivered ? ZC_EBUSY : ZC_EOK;
+}
+
+/*
+ * An open commit got no next part for OPEN_MAX_MS: its transaction is
+ * aborted (the store's writer lock freed) and the edge resyncs as after a
+ * gap (ZC_EREPLGAP: the snapshot, or its position in the stream, and what
+ * follows read again, so a real commit whose parts were only late
+ * completes). The same first part abandoned again right after that resync
+ * is not followable (forged: nothing of it comes): ignored (ZC_EOK), the
+ * edge follows on without it.
+ */
+static int abandon_open(fleet_edge_t *fe)
+{
+	bool again = fe->abandoned_seq == fe->open_seq && fe->loaded_since_gap;
+	if (zc_log_due(&fe->abandon_logged, 10000)) {
+		zc_warn("fleet: commit %" PRIu64 " (from stream message %" PRIu64
+		        ") got no part after part %" PRIu32 " for %d ms: "
+		        "abandoned; %s", fe->open_commit, fe->open_seq,
+		        fe->next_part - 1, OPEN_MAX_MS,
+		        again ? "it came again after a resync: ignored" :
+		                "resyncing");
+	}
+	abort_open(fe);
+	if (again) {
+		return ZC_EOK;
+	}
+	fe->abandoned_seq = fe->open_seq;
+	fe->loaded_since_gap = false;
+	return ZC_EREPLGAP;
 }
 
 /*
@@ -356,19 +392,27 @@ static int follow(fleet_edge_t *fe)
 					        "delivered; subscribing again");
 				}
 			}
-			continue;
-		}
-		idle_ms = 0;
-		if (s != NATS_OK) {
+		} else if (s != NATS_OK) {
 			ret = fleet_nats_error(s, 0, "next message");
 			break;
+		} else {
+			idle_ms = 0;
+			uint64_t seq = 0;
+			ret = position(fe, msg, &consumed, &seq);
+			if (ret == ZC_EOK) {
+				ret = take(fe, msg, seq);
+			}
+			natsMsg_Destroy(msg);
 		}
-		uint64_t seq = 0;
-		ret = position(fe, msg, &consumed, &seq);
-		if (ret == ZC_EOK) {
-			ret = take(fe, msg, seq);
+		if (ret == ZC_EOK && fe->open &&
+		    fleet_now_ms() - fe->open_ms >= OPEN_MAX_MS) {
+			/* Whatever else arrived meanwhile (or nothing). */
+			ret = abandon_open(fe);
+			continue;
 		}
-		natsMsg_Destroy(msg);
+		if (s == NATS_TIMEOUT) {
+			continue; /* idle_check()'s verdict */
+		}
 		if (ret == ZC_EREPLGAP && fe->delivered == fe->gap_seq &&
 		    fe->loaded_since_gap) {
 			/* Still a gap right after a snapshot: not followable. */

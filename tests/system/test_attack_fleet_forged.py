@@ -1,0 +1,110 @@
+"""An outside tester's forgeries on the fleet's subjects (docs/fleet.md:
+messages on NATS are not authenticated, NATS permissions are the defence):
+whatever a forger sends may disturb the fleet while it lasts, but nothing
+stays broken once it stops.
+
+- A forged first part of the next commit that never gets its next part:
+  the edge's LMDB write transaction stayed open for ever, `fleet digest`
+  hung on the writer lock, and the follower's idle checks were skipped
+  (a NATS storage loss went unnoticed). The commit is now abandoned after
+  5 s, the checks run while a commit is open, and the read-only tools
+  never take the writer lock."""
+
+import os
+import shutil
+import struct
+import subprocess
+import time
+
+import pytest
+
+import servers
+from fleet import digest, hpub, settle
+from test_fleet import Fleet, answers, create_zone
+
+pytestmark = pytest.mark.skipif(not os.path.exists("/usr/sbin/nats-server"),
+                                reason="nats-server is not installed")
+
+
+def wait_for(what, cond, timeout):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        v = cond()
+        if v:
+            return v
+        time.sleep(0.2)
+    raise AssertionError("%s: not within %ss" % (what, timeout))
+
+
+def add_a(f, zid, name, addr="192.0.2.7"):
+    f.api.ok("POST", "/zones/%s/dns_records" % zid,
+             json={"type": "A", "name": name, "content": addr})
+
+
+def served_everywhere(f, name):
+    want = answers(f.primary, name, "A")
+    return want[1] and all(answers(e, name, "A") == want for e in f.edges)
+
+
+def forge_open_commit(port, state):
+    """Part 0 (not final) of the commit after `state`'s, never finished."""
+    key = struct.pack(">Q", 1) + b"zz\x00"
+    op = struct.pack(">BBHI", 2, 1, len(key), 0) + key
+    return hpub(port, "zonecast.txn",
+                {"Zc-Epoch": state["history"], "Zc-Term": "0",
+                 "Zc-Commit": str(state["commit"] + 1), "Zc-Part": "0",
+                 "Zc-Flags": "0"}, op)
+
+
+def quick_digest(data_dir):
+    t0 = time.monotonic()
+    cp = subprocess.run([servers.zonecast_bin(), "fleet", "digest", "--data-dir", data_dir],
+                        capture_output=True, text=True, timeout=30)
+    return cp, time.monotonic() - t0
+
+
+def test_forged_open_commit_is_abandoned_and_locks_nothing(tmp_path):
+    """A forged first part of the next commit: `fleet digest` of the edge
+    answers at once (it waited for the writer lock for ever), the edge
+    abandons the commit after 5 s (logged), and follows the primary."""
+    f = Fleet(tmp_path, edges=1)
+    try:
+        e = f.edges[0]
+        zid = create_zone(f.api, "open.fleet.test")
+        settle(f.primary, f.edges)
+        assert forge_open_commit(f.nats[0].port, digest(e.data_dir)) == "+OK"
+        time.sleep(1)
+        cp, took = quick_digest(e.data_dir)
+        assert cp.returncode == 0 and took < 3, (cp, took)
+        wait_for("the open commit to be abandoned",
+                 lambda: "abandoned" in e.log(), 20)
+        add_a(f, zid, "after.open.fleet.test")
+        settle(f.primary, f.edges, timeout=30)
+        assert served_everywhere(f, "after.open.fleet.test.")
+    finally:
+        problems = f.stop()
+    assert not problems, problems
+
+
+def test_forged_open_commit_then_nats_storage_lost(tmp_path):
+    """A forged, never finished first part, then NATS loses its storage:
+    the edge notices the recreated stream (its checks ran not while a
+    commit was open) and serves the primary's writes after it."""
+    f = Fleet(tmp_path, edges=2)
+    try:
+        zid = create_zone(f.api, "wipe.fleet.test")
+        settle(f.primary, f.edges)
+        assert forge_open_commit(f.nats[0].port, digest(f.edges[0].data_dir)) == "+OK"
+        time.sleep(1)
+        n = f.nats[0]
+        n.stop()
+        shutil.rmtree(os.path.join(n.workdir, "js"))
+        n.start()
+        for i in range(3):
+            add_a(f, zid, "w%d.wipe.fleet.test" % i, "192.0.2.%d" % (60 + i))
+        wait_for("the writes after the loss at every edge",
+                 lambda: served_everywhere(f, "w2.wipe.fleet.test."), 30)
+        settle(f.primary, f.edges, timeout=30)
+    finally:
+        problems = f.stop()
+    assert not problems, problems
