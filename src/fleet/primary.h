@@ -23,6 +23,8 @@ typedef struct {
 	uint64_t commit;
 	int64_t seen_ms;   /* when NATS stored its last report (wall clock) */
 	uint64_t instance; /* the reporting process (random at its start) */
+	uint64_t term;     /* the highest leader term it saw (0: none, or an
+	                    * edge from before reports had it) */
 	int64_t duplicate_ms; /* another process reported this name then */
 } fleet_edge_report_t;
 
@@ -82,6 +84,10 @@ bool fleet_build_stalled(fleet_primary_t *fp, fleet_build_watch_t *w,
 
 /* Waits until this node's build reached pos (0: at once) or stopping. */
 void fleet_wait_built(fleet_primary_t *fp, uint64_t pos);
+
+/* The highest leader term an edge that is up reports (0: none), and
+ * that edge's name. */
+uint64_t fleet_edges_top_term(fleet_primary_t *fp, char *name, size_t size);
 
 /* Records a sent commit's zone versions (lock held). */
 void fleet_ring_add(fleet_primary_t *fp, uint64_t commit, uint64_t zone_id,

@@ -34,8 +34,14 @@
  * does a node that took a term but could not begin its history. */
 #define GIVE_UP_MS 3000
 #define HOLD_OFF_MS 1000
-/* How often a leader looks at the snapshot manifest at the head. */
+/* How often a leader looks at the snapshot manifest at the head, and at
+ * the terms its edges report. */
 #define HEAD_CHECK_MS 2000
+/* The meta key of this node's edge store that keeps the lowest term it
+ * publishes with (rise_above()), across restarts. */
+#define TERM_KEY "fleet_lead_term"
+/* Terms travel as JSON integers (manifests, reports). */
+#define TERM_LIMIT ((uint64_t)INT64_MAX)
 
 typedef struct {
 	fleet_primary_t *fp;
@@ -493,6 +499,106 @@ static int start_epoch(pub_t *p, fleet_manifest_t *prev)
 	return ret;
 }
 
+/* The lowest term this node publishes with (TERM_KEY; 0: none). */
+static uint64_t term_floor(fleet_primary_t *fp)
+{
+	edge_txn_t txn = { 0 };
+	uint64_t term = 0;
+	if (edge_txn_begin_read(fp->es, &txn) == ZC_EOK) {
+		edge_meta_get(&txn, TERM_KEY, &term);
+		edge_txn_abort(&txn);
+	}
+	return term;
+}
+
+static void keep_term(fleet_primary_t *fp, uint64_t term)
+{
+	edge_txn_t txn = { 0 };
+	int ret = edge_txn_begin_write(fp->es, &txn);
+	if (ret == ZC_EOK) {
+		ret = edge_meta_put(&txn, TERM_KEY, term);
+		if (ret == ZC_EOK) {
+			ret = edge_txn_commit(&txn);
+		} else {
+			edge_txn_abort(&txn);
+		}
+	}
+	if (ret != ZC_EOK) {
+		zc_warn("fleet: cannot keep term %" PRIu64 " in the edge store: "
+		        "%s (after a restart it is taken again)", term,
+		        zc_strerror(ret));
+	}
+}
+
+/* A term above what the edges that are up report, when one of them
+ * reports one at least `term` (0: none). */
+static uint64_t term_above_edges(fleet_primary_t *fp, uint64_t term,
+                                 char *name, size_t size)
+{
+	uint64_t top = fleet_edges_top_term(fp, name, size);
+	if (top < term || (top == 0 && term == 0)) {
+		return 0;
+	}
+	if (top >= TERM_LIMIT) {
+		zc_error("fleet: edge %s reports term %" PRIu64 ", the last one: "
+		         "no leader can go above it (forged; its store must be "
+		         "deleted)", name, top);
+		return 0;
+	}
+	return top + 1;
+}
+
+/*
+ * An edge that is up reports a term higher than this leader's: it loaded
+ * a snapshot of that term, which this leader did not publish (a forged
+ * one: PostgreSQL, not NATS, says who leads, and still_leading() says
+ * this node does), or a leader's before this one whose term was raised
+ * so. That edge drops everything of a lower term for good, so this
+ * leader takes a term above it and begins a new history with it (its
+ * snapshot loads everywhere: its term is the highest). ZC_EREPLGAP when
+ * it did (start_epoch() publishes the snapshot), ZC_EOK when there was
+ * nothing to do, ZC_EFENCED or another error when it no longer leads.
+ */
+static int rise_above(pub_t *p)
+{
+	fleet_primary_t *fp = p->fp;
+	char name[FLEET_NAME_MAX] = "";
+	uint64_t term = term_above_edges(fp, p->term + 1, name, sizeof(name));
+	if (term == 0) {
+		return ZC_EOK;
+	}
+	int ret = still_leading(p);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	edge_repl_pos_t pos;
+	ret = edge_repl_enable(fp->es, false, &pos);
+	if (ret == ZC_EOK) {
+		ret = edge_repl_enable(fp->es, true, &pos);
+	}
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	keep_term(fp, term);
+	zc_warn("fleet: edge %s follows leader term %" PRIu64 ", above this "
+	        "leader's %" PRIu64 " (a snapshot this leader did not publish: "
+	        "forged?); taking term %" PRIu64 " with new history %016" PRIx64
+	        ": edges load its snapshot", name, term - 1, p->term, term,
+	        pos.epoch);
+	pthread_mutex_lock(&fp->lock);
+	fp->term = term;
+	fp->epoch = pos.epoch;
+	fp->published = 0;
+	fp->ring_len = 0;
+	pthread_mutex_unlock(&fp->lock);
+	p->term = term;
+	p->epoch = pos.epoch;
+	p->commit = 0;
+	p->part = UINT32_MAX;
+	p->bytes = 0;
+	return ZC_EREPLGAP;
+}
+
 /*
  * Leadership: waits until this process leads and its own build has caught
  * up with the records store (catchup.c), then begins a history for the
@@ -525,6 +631,22 @@ static int lead(pub_t *p, uint64_t *behind)
 	}
 	if (ret != ZC_EOK) {
 		return ret;
+	}
+	/* Never below a term this node rose to, nor below one its edges
+	 * follow (rise_above()). */
+	uint64_t floor = term_floor(fp);
+	char name[FLEET_NAME_MAX] = "";
+	uint64_t above = term_above_edges(fp, term > floor ? term : floor,
+	                                  name, sizeof(name));
+	if (floor > term || above > term) {
+		uint64_t taken = term;
+		term = above > floor ? above : floor;
+		zc_info("fleet: term %" PRIu64 " taken; publishing with term %"
+		        PRIu64 ", above what this node or its edges had", taken,
+		        term);
+	}
+	if (above != 0) {
+		keep_term(fp, term);
 	}
 	pthread_mutex_lock(&fp->lock);
 	fp->leading = true;
@@ -572,6 +694,13 @@ void *fleet_publisher_main(void *arg)
 {
 	fleet_primary_t *fp = arg;
 	pub_t p = { .fp = fp, .epoch = fp->epoch, .part = UINT32_MAX };
+	if (fp->lead.take == NULL) {
+		/* One primary (SQLite): term 0, or the one it rose to. */
+		p.term = term_floor(fp);
+		pthread_mutex_lock(&fp->lock);
+		fp->term = p.term;
+		pthread_mutex_unlock(&fp->lock);
+	}
 	if (fleet_connect_retry(&fp->cfg, &fp->stop, &fp->lock, &fp->nc,
 	                        &fp->js) != ZC_EOK) {
 		return NULL;
@@ -681,8 +810,16 @@ void *fleet_publisher_main(void *arg)
 		}
 		if (ok_ms - head_checked >= HEAD_CHECK_MS) {
 			head_checked = ok_ms;
-			if (keep_head(&p, &prev) == ZC_EFENCED) {
+			int ret = rise_above(&p);
+			if (ret == ZC_EOK) {
+				ret = keep_head(&p, &prev);
+			}
+			if (ret == ZC_EFENCED) {
 				step_down(fp, zc_strerror(ZC_EFENCED));
+				continue;
+			}
+			if (ret == ZC_EREPLGAP) {
+				ready = false; /* The new history's snapshot. */
 				continue;
 			}
 		}

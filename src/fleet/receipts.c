@@ -123,6 +123,23 @@ size_t fleet_edges(fleet_primary_t *fp, uint64_t zone_id, uint32_t version,
 	return n;
 }
 
+uint64_t fleet_edges_top_term(fleet_primary_t *fp, char *name, size_t size)
+{
+	int64_t now = fleet_now_ms();
+	uint64_t top = 0;
+	pthread_mutex_lock(&fp->lock);
+	for (size_t i = 0; i < fp->edge_count; i++) {
+		const fleet_edge_report_t *r = &fp->edges[i];
+		if (now - r->seen_ms <= (int64_t)fp->cfg.edge_timeout_ms &&
+		    r->term > top) {
+			top = r->term;
+			snprintf(name, size, "%s", r->name);
+		}
+	}
+	pthread_mutex_unlock(&fp->lock);
+	return top;
+}
+
 void fleet_position(fleet_primary_t *fp, uint64_t *epoch, uint64_t *committed,
                     uint64_t *published, bool *connected)
 {
@@ -169,7 +186,7 @@ static size_t edge_slot(fleet_primary_t *fp, const char *name)
 }
 
 /*
- * Takes one report {"name","epoch","commit","instance",...} from the
+ * Takes one report {"name","epoch","commit","instance","term",...} from the
  * bucket. Its time is when the NATS server stored it (a watcher that
  * starts over gets the last report of every edge again: that is no sign
  * of life). Two processes reporting under one name are told apart by
@@ -181,10 +198,10 @@ static void take_report(fleet_primary_t *fp, const char *key,
 	json_error_t err;
 	json_t *j = json_loadb(val, (size_t)len, 0, &err);
 	const char *epoch = NULL;
-	json_int_t commit = 0, instance = 0;
-	if (j == NULL || json_unpack(j, "{s:s, s:I, s?I}", "epoch", &epoch,
-	                             "commit", &commit, "instance",
-	                             &instance) != 0) {
+	json_int_t commit = 0, instance = 0, term = 0;
+	if (j == NULL || json_unpack(j, "{s:s, s:I, s?I, s?I}", "epoch", &epoch,
+	                             "commit", &commit, "instance", &instance,
+	                             "term", &term) != 0 || term < 0) {
 		json_decref(j);
 		return;
 	}
@@ -204,6 +221,7 @@ static void take_report(fleet_primary_t *fp, const char *key,
 		r->epoch = e;
 		r->commit = (uint64_t)commit;
 		r->instance = (uint64_t)instance;
+		r->term = (uint64_t)term;
 		r->seen_ms = stored_ms > now ? now : stored_ms;
 		pthread_cond_broadcast(&fp->changed);
 	}

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /*
  * An edge's reports (see fleet.h): its position (history, commit, stream
- * sequence), time and instance, put to the bucket under its name after
+ * sequence), time, instance and leader term, put to the bucket under its name after
  * each applied commit and every second.
  */
 #include <inttypes.h>
@@ -25,11 +25,14 @@ static void report(fleet_edge_t *fe, kvStore *kv)
 	pthread_mutex_unlock(&fe->lock);
 	char e[17];
 	snprintf(e, sizeof(e), "%016" PRIx64, epoch);
-	json_t *j = json_pack("{s:s, s:s, s:I, s:I, s:I, s:I}", "name",
+	/* The term tells the leader when this edge is fenced off it (it
+	 * loaded a snapshot of a higher term: publisher.c, rise_above()). */
+	json_t *j = json_pack("{s:s, s:s, s:I, s:I, s:I, s:I, s:I}", "name",
 	                      fe->cfg.name, "epoch", e, "commit",
 	                      (json_int_t)commit, "seq", (json_int_t)seq,
 	                      "time_ms", (json_int_t)fleet_now_ms(),
-	                      "instance", (json_int_t)(fe->instance >> 1));
+	                      "instance", (json_int_t)(fe->instance >> 1),
+	                      "term", (json_int_t)fe->term);
 	char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
 	json_decref(j);
 	if (text != NULL) {

@@ -264,3 +264,38 @@ def hpub(port, subject, headers, payload=b""):
         s.sendall(b"HPUB %s %d %d\r\n%s%s\r\nPING\r\n" % (
             subject.encode(), len(head), len(head) + len(payload), head, payload))
         return f.readline().decode().strip()
+
+
+def nats_request(port, subject, payload=b"", timeout=5):
+    """A NATS request through the text protocol: the reply's payload."""
+    import socket
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
+        f = s.makefile("rb")
+        f.readline()
+        s.sendall(b'CONNECT {"verbose":false,"headers":true,"protocol":1}\r\n'
+                  b"SUB _INBOX.zctest 1\r\n")
+        s.sendall(b"PUB %s _INBOX.zctest %d\r\n%s\r\n" % (subject.encode(), len(payload),
+                                                          payload))
+        while True:
+            line = f.readline()
+            if not line:
+                return None
+            if line.startswith(b"PING"):
+                s.sendall(b"PONG\r\n")
+            elif line.startswith(b"MSG "):
+                n = int(line.split()[-1])
+                return f.read(n + 2)[:-2]
+            elif line.startswith(b"HMSG "):
+                hl, tl = (int(x) for x in line.split()[-2:])
+                return f.read(tl + 2)[:-2][hl:]
+
+
+def js_last(port, stream, subject):
+    """The data of the last message on subject in a JetStream stream (None
+    when there is none)."""
+    import base64
+    r = json.loads(nats_request(port, "$JS.API.STREAM.MSG.GET." + stream,
+                                json.dumps({"last_by_subj": subject}).encode()))
+    if "message" not in r:
+        return None
+    return base64.b64decode(r["message"].get("data", ""))

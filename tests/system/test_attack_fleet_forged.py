@@ -3,6 +3,10 @@ messages on NATS are not authenticated, NATS permissions are the defence):
 whatever a forger sends may disturb the fleet while it lasts, but nothing
 stays broken once it stops.
 
+- A snapshot copied under a new id and republished with a higher leader
+  term: edges load it and keep that term, dropping the real leader's
+  lower-term messages for good. The leader, told by the edges' reports,
+  takes a term above it (kept across its restarts) with a new history.
 - A forged first part of the next commit that never gets its next part:
   the edge's LMDB write transaction stayed open for ever, `fleet digest`
   hung on the writer lock, and the follower's idle checks were skipped
@@ -10,6 +14,7 @@ stays broken once it stops.
   5 s, the checks run while a commit is open, and the read-only tools
   never take the writer lock."""
 
+import json
 import os
 import shutil
 import struct
@@ -19,7 +24,7 @@ import time
 import pytest
 
 import servers
-from fleet import digest, hpub, settle
+from fleet import NatsServer, digest, hpub, js_last, settle
 from test_fleet import Fleet, answers, create_zone
 
 pytestmark = pytest.mark.skipif(not os.path.exists("/usr/sbin/nats-server"),
@@ -44,6 +49,87 @@ def add_a(f, zid, name, addr="192.0.2.7"):
 def served_everywhere(f, name):
     want = answers(f.primary, name, "A")
     return want[1] and all(answers(e, name, "A") == want for e in f.edges)
+
+
+def forge_higher_term(port, term, seconds):
+    """The newest snapshot's parts under a new id, and a manifest naming
+    them with a higher term and a new history, published again and again
+    (racing the leader's repair of the head) for `seconds`."""
+    m = json.loads(js_last(port, "zonecast-snap", "zonecast.snap.head"))
+    fid = "%s-%d-%d" % ("00000000deadbee2", m["commit"], term)
+    for i in range(m["parts"]):
+        part = js_last(port, "zonecast-snap", "zonecast.snap.data.%s.%d" % (m["id"], i))
+        hpub(port, "zonecast.snap.data.%s.%d" % (fid, i), {"X": "1"}, part)
+    forged = dict(m, epoch="00000000deadbee2", term=term, id=fid)
+    t0 = time.monotonic()
+    while True:
+        hpub(port, "zonecast.snap.head", {"X": "1"}, json.dumps(forged).encode())
+        if time.monotonic() - t0 >= seconds:
+            return fid, m
+        time.sleep(0.05)
+
+
+def test_forged_higher_term_snapshot_does_not_fence_edges_for_good(tmp_path):
+    """A forged term-7 snapshot, republished every 50 ms for 6 s: edges
+    load it. Once the forger stops, the primary's new writes reach every
+    edge again (it took a term above 7), also after a restart of the
+    primary, which keeps its term and history."""
+    f = Fleet(tmp_path, edges=2)
+    try:
+        zid = create_zone(f.api, "forged-term.fleet.test")
+        add_a(f, zid, "before.forged-term.fleet.test")
+        settle(f.primary, f.edges)
+        fid, _ = forge_higher_term(f.nats[0].port, 7, 6)
+        time.sleep(1)
+        assert any("loaded snapshot %s" % fid in e.log() for e in f.edges), \
+            "no edge loaded the forged snapshot: the attack did not happen"
+        add_a(f, zid, "after.forged-term.fleet.test")
+        wait_for("the write after the forgery at every edge",
+                 lambda: served_everywhere(f, "after.forged-term.fleet.test."), 30)
+        term = f.api.get("/fleet")["term"]
+        assert term > 7, term
+        assert "taking term %d" % term in f.primary.log(), f.primary.log()[-3000:]
+        settle(f.primary, f.edges, timeout=30)
+        history = digest(f.primary.data_dir)["history"]
+        f.primary.stop()
+        f.primary.serve()
+        f.primary.client_ = f.api = f.primary.client()
+        add_a(f, zid, "restart.forged-term.fleet.test")
+        wait_for("the write after a restart at every edge",
+                 lambda: served_everywhere(f, "restart.forged-term.fleet.test."), 30)
+        assert f.api.get("/fleet")["term"] == term
+        settle(f.primary, f.edges, timeout=30)
+        assert digest(f.primary.data_dir)["history"] == history
+    finally:
+        problems = f.stop()
+    assert not problems, problems
+
+
+def test_forged_term_loaded_while_the_primary_was_away(tmp_path):
+    """The primary is stopped; a forged term-7 snapshot is loaded by the
+    edges and the head manifest is put back as it was (the primary's own):
+    the primary, started again, sees nothing odd at the head, but its edges
+    report term 7: it rises above it and its writes reach them."""
+    f = Fleet(tmp_path, edges=2)
+    try:
+        zid = create_zone(f.api, "away.fleet.test")
+        settle(f.primary, f.edges)
+        f.primary.stop()
+        port = f.nats[0].port
+        fid, real = forge_higher_term(port, 7, 0)
+        wait_for("edges to load the forged snapshot",
+                 lambda: all("loaded snapshot %s" % fid in e.log() for e in f.edges), 20)
+        hpub(port, "zonecast.snap.head", {"X": "1"}, json.dumps(real).encode())
+        f.primary.serve()
+        f.primary.client_ = f.api = f.primary.client()
+        add_a(f, zid, "back.away.fleet.test")
+        wait_for("the primary's write at every edge",
+                 lambda: served_everywhere(f, "back.away.fleet.test."), 30)
+        assert f.api.get("/fleet")["term"] > 7
+        settle(f.primary, f.edges, timeout=30)
+    finally:
+        problems = f.stop()
+    assert not problems, problems
 
 
 def forge_open_commit(port, state):
