@@ -41,9 +41,12 @@ void api_fleet(api_req_t *req, char **parts, int count)
 	json_t *edges = json_array();
 	for (size_t i = 0; i < n; i++) {
 		json_array_append_new(edges, json_pack(
-			"{s:s, s:b, s:b, s:b, s:I, s:I, s:I, s:o}", "name", st[i].name,
+			"{s:s, s:b, s:b, s:b, s:I, s:b, s:I, s:I, s:I, s:o}",
+			"name", st[i].name,
 			"up", st[i].up, "current", st[i].live,
 			"duplicate", st[i].duplicate,
+			"term", (json_int_t)st[i].term,
+			"same_history", st[i].same_history,
 			"commit", (json_int_t)st[i].commit,
 			"lag_commits", (json_int_t)st[i].lag_commits,
 			"lag_ms", (json_int_t)st[i].lag_ms,

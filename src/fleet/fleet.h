@@ -134,6 +134,8 @@ typedef struct {
 	bool version_known;
 	uint32_t version;   /* zone version it serves (when known) */
 	uint64_t commit;    /* its position in the primary's log */
+	uint64_t term;      /* the leader term it follows (its report) */
+	bool same_history;  /* it follows this primary's history */
 	uint64_t lag_commits;
 	int64_t lag_ms;     /* age of the oldest commit it lacks */
 	int64_t last_seen_ms; /* wall clock (ms since the epoch) */

@@ -109,6 +109,8 @@ size_t fleet_edges(fleet_primary_t *fp, uint64_t zone_id, uint32_t version,
 		s->duplicate = now - r->duplicate_ms <=
 		               (int64_t)fp->cfg.edge_timeout_ms;
 		s->commit = same ? r->commit : 0;
+		s->term = r->term;
+		s->same_history = same;
 		s->live = s->up && same && r->commit >= need;
 		s->last_seen_ms = r->seen_ms;
 		s->lag_commits = pos.commit > s->commit ?

@@ -89,6 +89,11 @@ def test_forged_higher_term_snapshot_does_not_fence_edges_for_good(tmp_path):
         term = f.api.get("/fleet")["term"]
         assert term > 7, term
         assert "taking term %d" % term in f.primary.log(), f.primary.log()[-3000:]
+        # GET /fleet shows each edge's term and history once they follow
+        wait_for("every edge reported on the leader's term and history",
+                 lambda: all(e["term"] == term and e["same_history"]
+                             for e in f.api.get("/fleet")["edges"])
+                 and len(f.api.get("/fleet")["edges"]) == 2, 30)
         settle(f.primary, f.edges, timeout=30)
         history = digest(f.primary.data_dir)["history"]
         f.primary.stop()
