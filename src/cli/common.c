@@ -271,7 +271,21 @@ int cli_parse_server_args(const cli_args_t *a, int argc, char **argv,
 					cfg->log_target_count = 0;
 					log_flag = true;
 				}
-				config_set(cfg, key, eq + 1, err, sizeof(err));
+				/* A value in quotes as the file takes one
+				 * (-o 'nsid="ns1 #2"'); # is data here. */
+				char value[CONFIG_STR_MAX * 2];
+				size_t vlen = strlen(eq + 1);
+				bool quoted = vlen >= 2 && eq[1] == '"' &&
+				              eq[vlen] == '"';
+				snprintf(value, sizeof(value), "%.*s",
+				         (int)(quoted ? vlen - 2 : vlen),
+				         eq + 1 + quoted);
+				if (vlen >= sizeof(value)) {
+					snprintf(err, sizeof(err), "-o %s: the value is "
+					         "too long", key);
+				} else {
+					config_set(cfg, key, value, err, sizeof(err));
+				}
 			}
 		} else if (c > 0 && c < 128 && a->flag_keys[c] != NULL) {
 			config_set(cfg, a->flag_keys[c], optarg, err, sizeof(err));

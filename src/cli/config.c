@@ -3,6 +3,7 @@
  * the keys). */
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -82,23 +83,60 @@ static char *clean_value(char *v, char *err, size_t err_size)
 	return trim(v);
 }
 
-/* Opens path for reading: a file, not a directory (fopen() takes one,
- * and reading it fails, which read as an empty file: a reload applied
- * every default). */
+/* Opens path for reading: a regular file. A directory read as an empty
+ * file (a reload applied every default); a FIFO held the reload, and the
+ * control socket and the stop with it, until someone wrote to it; a
+ * device (/dev/zero) never ends. Opened without blocking, then read as
+ * usual. */
 static FILE *open_config(const char *path, char *errbuf, size_t errbuf_size)
 {
-	FILE *f = fopen(path, "r");
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	struct stat st;
-	if (f != NULL && fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
-		fclose(f);
-		f = NULL;
-		errno = EISDIR;
+	const char *why = NULL;
+	if (fd < 0) {
+		why = strerror(errno);
+	} else if (fstat(fd, &st) != 0) {
+		why = strerror(errno);
+	} else if (S_ISDIR(st.st_mode)) {
+		why = strerror(EISDIR);
+	} else if (!S_ISREG(st.st_mode)) {
+		why = "not a regular file";
+	}
+	FILE *f = why == NULL ? fdopen(fd, "r") : NULL;
+	if (why == NULL && f == NULL) {
+		why = strerror(errno);
 	}
 	if (f == NULL) {
-		snprintf(errbuf, errbuf_size, "%s: cannot open: %s", path,
-		         strerror(errno));
+		if (fd >= 0) {
+			close(fd);
+		}
+		snprintf(errbuf, errbuf_size, "%s: cannot open: %s", path, why);
+		return NULL;
 	}
+	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
 	return f;
+}
+
+/* Reads one line into buf (at most size - 1 bytes kept, the rest of a
+ * longer line read and dropped: memory stays bounded whatever the file);
+ * *len is the line's whole length without its newline, *nul whether it
+ * held a NUL byte. False at the end of the file, nothing read. */
+static bool next_line(FILE *f, char *buf, size_t size, size_t *len,
+                      bool *nul)
+{
+	size_t kept = 0, total = 0;
+	int c = EOF;
+	*nul = false;
+	while ((c = getc(f)) != EOF && c != '\n') {
+		*nul |= c == '\0';
+		if (kept + 1 < size) {
+			buf[kept++] = (char)c;
+		}
+		total++;
+	}
+	buf[kept] = '\0';
+	*len = total;
+	return c != EOF || total > 0;
 }
 
 /* One "key: value" line of the server section; err set when refused.
@@ -160,18 +198,17 @@ int config_read(config_t *cfg, const char *path, char *errbuf,
 		snprintf(errbuf, errbuf_size, "%s: out of memory", path);
 		return -ENOMEM;
 	}
-	char *line = NULL;
-	size_t cap = 0;
-	ssize_t len;
+	static __thread char line[CONFIG_LINE_MAX + 2];
+	size_t len;
+	bool nul;
 	unsigned lineno = 0;
 	bool in_server = false;
 	int ret = ZC_EOK;
-	while ((len = getline(&line, &cap, f)) >= 0) {
+	while (next_line(f, line, sizeof(line), &len, &nul)) {
 		lineno++;
 		char err[256] = "";
-		bool nul = strlen(line) != (size_t)len;
 		char *s = trim(line);
-		if ((size_t)len > CONFIG_LINE_MAX) {
+		if (len > CONFIG_LINE_MAX) {
 			snprintf(err, sizeof(err), "a line over %d bytes",
 			         CONFIG_LINE_MAX);
 		} else if (nul) {
@@ -192,7 +229,6 @@ int config_read(config_t *cfg, const char *path, char *errbuf,
 		         strerror(errno));
 		ret = ZC_EINVAL_CONFIG;
 	}
-	free(line);
 	fclose(f);
 	free(first_line);
 	return ret;

@@ -458,6 +458,16 @@ int config_set(config_t *cfg, const char *key, const char *value,
 		snprintf(err, err_size, "unknown setting '%s'", key);
 		return ZC_EINVAL_CONFIG;
 	}
+	/* No value holds a control character: a carriage return inside
+	 * one ("nsid: a\rversion: EVIL") went into the NSID, and -o passed
+	 * line breaks. */
+	for (const unsigned char *c = (const unsigned char *)value; *c; c++) {
+		if ((*c < 0x20 && *c != '\t') || *c == 0x7f) {
+			snprintf(err, err_size, "a control character (0x%02x) in the "
+			         "value of '%s'", *c, key);
+			return ZC_EINVAL_CONFIG;
+		}
+	}
 	int ret = k->parse(k, cfg, value, err, err_size);
 	if (ret == 0) {
 		return ZC_EOK;

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 
 #include "cli/config.h"
 #include "cli/config_keys.h"
@@ -253,6 +254,8 @@ static void test_file_refusals(void)
 		{ "server:\n    rrl-rate: 5\n    log-level: info\n"
 		  "    rrl-rate: 0\n", 0,
 		  ":4: 'rrl-rate' given twice (first on line 2)" },
+		{ "server:\n    nsid: a\rversion: EVIL\n", 0,
+		  ":2: a control character (0x0d) in the value of 'nsid'" },
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		size_t len = bad[i].len ? bad[i].len : strlen(bad[i].text);
@@ -274,13 +277,42 @@ static void test_file_refusals(void)
 	CHECK_EQ(config_set(&cfg, "allow-update", "10.1.0.0/24", err,
 	                    sizeof(err)), ZC_EINVAL_CONFIG);
 	CHECK(strcmp(err, "more than 64 entries for 'allow-update'") == 0);
-	/* A directory is not a file. */
+	/* A directory is not a file; nor a FIFO (a reload waited on it
+	 * with the control socket), nor a device (/dev/zero never ends). */
 	char dir[] = "/tmp/zc-config-dir-XXXXXX";
 	CHECK(mkdtemp(dir) != NULL);
 	config_defaults(&cfg);
 	CHECK_EQ(config_read(&cfg, dir, err, sizeof(err)), ZC_EINVAL_CONFIG);
 	CHECK(strstr(err, "cannot open: Is a directory") != NULL);
+	char fifo[300];
+	snprintf(fifo, sizeof(fifo), "%s/fifo", dir);
+	CHECK_EQ(mkfifo(fifo, 0600), 0);
+	CHECK_EQ(config_read(&cfg, fifo, err, sizeof(err)), ZC_EINVAL_CONFIG);
+	CHECK(strstr(err, "cannot open: not a regular file") != NULL);
+	unlink(fifo);
+	CHECK_EQ(config_read(&cfg, "/dev/zero", err, sizeof(err)),
+	         ZC_EINVAL_CONFIG);
+	CHECK(strstr(err, "cannot open: not a regular file") != NULL);
 	rmdir(dir);
+	/* A line of any length costs the reader no more memory than the
+	 * limit: 64 MiB of comment, then a line read as usual. */
+	char big[] = "/tmp/zc-config-big-XXXXXX";
+	int fd = mkstemp(big);
+	CHECK(fd >= 0);
+	FILE *bf = fdopen(fd, "w");
+	fputs("server:\n    #", bf);
+	for (int i = 0; i < 64 * 1024; i++) {
+		static char kb[1024];
+		memset(kb, 'z', sizeof(kb));
+		fwrite(kb, 1, sizeof(kb), bf);
+	}
+	fputs("\n    rrl-rate: 9\n", bf);
+	fclose(bf);
+	config_defaults(&cfg);
+	CHECK_EQ(config_read(&cfg, big, err, sizeof(err)), ZC_EINVAL_CONFIG);
+	CHECK(strstr(err, ":2: a line over 4096 bytes") != NULL);
+	CHECK_EQ(cfg.rrl_rate, 9);
+	unlink(big);
 }
 
 /* node-name's default: HOST:DATA_DIR, the directory absolute and
