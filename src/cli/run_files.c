@@ -18,13 +18,30 @@
 #include "common/error.h"
 #include "common/log.h"
 
+/* Whether pid is a zonecast process that runs (its command's name, as
+ * /proc/PID/comm gives it, starts so): a stale pidfile's pid reused by
+ * another program does not keep a restarted server from its pidfile. */
+static bool is_zonecast(pid_t pid)
+{
+	char path[64], comm[32] = "";
+	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, comm, sizeof(comm) - 1) : -1;
+	if (fd >= 0) {
+		close(fd);
+	}
+	return n > 0 && strncmp(comm, "zonecast", 8) == 0;
+}
+
 /* Whether path may be replaced by a pidfile: absent, or a regular file
- * holding a process id and a newline (a stale pidfile). Anything else
- * (the config file, a database: a mistyped pidfile key) is not ours to
- * overwrite, nor to remove at exit. */
-static bool replaceable(const char *path)
+ * holding a process id and a newline (a stale pidfile) of no process that
+ * runs. Anything else (the config file, a database: a mistyped pidfile
+ * key; another live server's pidfile, which it would lose at our exit)
+ * is not ours to overwrite, nor to remove at exit. */
+static bool replaceable(const char *path, const char **why)
 {
 	struct stat st;
+	*why = "a file that is not a pidfile is there";
 	if (lstat(path, &st) != 0) {
 		return errno == ENOENT;
 	}
@@ -42,16 +59,25 @@ static bool replaceable(const char *path)
 	}
 	text[n] = '\0';
 	size_t digits = strspn(text, "0123456789");
-	return n == 0 || (digits > 0 && (text[digits] == '\0' ||
-	                                 strcmp(text + digits, "\n") == 0));
+	if (n != 0 && (digits == 0 || (text[digits] != '\0' &&
+	                               strcmp(text + digits, "\n") != 0))) {
+		return false;
+	}
+	long pid = n != 0 ? strtol(text, NULL, 10) : 0;
+	if (pid > 0 && pid != (long)getpid() && is_zonecast((pid_t)pid)) {
+		*why = "it names another zonecast that runs";
+		return false;
+	}
+	return true;
 }
 
 int serve_pidfile_write(const char *path)
 {
 	char tmp[CONFIG_STR_MAX + 16], text[24];
-	if (!replaceable(path)) {
-		zc_error("pidfile %s: a file that is not a pidfile is there; not "
-		         "replaced (pidfile); serving without one", path);
+	const char *why;
+	if (!replaceable(path, &why)) {
+		zc_error("pidfile %s: %s; not replaced (pidfile); serving "
+		         "without one", path, why);
 		return -EEXIST;
 	}
 	snprintf(tmp, sizeof(tmp), "%s.tmp", path);

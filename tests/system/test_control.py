@@ -320,6 +320,17 @@ def test_files_at_the_socket_and_pidfile_paths_are_left_alone(zonecast_factory, 
     stale.write_text("999999\n")
     srv = started(zonecast_factory(options=[("pidfile", str(stale))]))
     assert stale.read_text() == "%d\n" % srv.proc.pid
+    # Another live server's pidfile is not taken (it lost it at our exit);
+    # a pid of another program (reused after a crash) is stale.
+    second = zonecast_factory(options=[("pidfile", str(stale))])
+    wait_for(lambda: "it names another zonecast that runs" in second.log(),
+             "the second server's refusal")
+    assert second.stop() == []
+    assert stale.read_text() == "%d\n" % srv.proc.pid
+    assert srv.stop() == []
+    stale.write_text("%d\n" % os.getpid())         # pytest's: not a zonecast
+    third = started(zonecast_factory(options=[("pidfile", str(stale))]))
+    assert stale.read_text() == "%d\n" % third.proc.pid
 
 
 def test_a_slow_client_holds_the_socket_5_s_at_most(zonecast_factory):
