@@ -612,6 +612,26 @@ static int run(opts_t *o, int argc, char **argv)
 	if (argc < 2 || zone_id(o, argv[1], zid, sizeof(zid)) != ZC_EOK) {
 		return argc < 2 ? (usage(stderr), 2) : 1;
 	}
+	/* Names take master-file escapes as record batch's do ("b\ c"),
+	 * an escaped blank sent as the API takes it, \DDD. */
+	static char arg_name[sizeof(((line_t *)0)->name)];
+	static char opt_name[sizeof(((line_t *)0)->name)];
+	if (argc >= 3 && !zc_id_text_form(argv[2])) {
+		snprintf(arg_name, sizeof(arg_name), "%s", argv[2]);
+		if (!escape_blanks(arg_name, sizeof(arg_name))) {
+			fprintf(stderr, "zonecast: %s: too long a name\n", argv[2]);
+			return 2;
+		}
+		argv[2] = arg_name;
+	}
+	if (o->name != NULL) {
+		snprintf(opt_name, sizeof(opt_name), "%s", o->name);
+		if (!escape_blanks(opt_name, sizeof(opt_name))) {
+			fprintf(stderr, "zonecast: --name: too long a name\n");
+			return 2;
+		}
+		o->name = opt_name;
+	}
 	if (strcmp(sub, "list") == 0 && argc == 2) {
 		char name[1100] = "", type[100] = "";
 		url_escape(o->name ? o->name : "", name, sizeof(name));

@@ -167,6 +167,14 @@ def test_batch_names_with_escaped_blanks(srv, api, tmp_path):
     expect_answer(srv, "b\\ c." + zone + ".", "A", rdatas("A", "192.0.2.1"), ttl=300)
     names = sorted(r["name"] for r in api.records(zid) if r["type"] in ("A", "TXT"))
     assert names == ["b\\032c." + zone, "d\\009x." + zone], names
+    # add, replace and rm NAME TYPE take the same escapes
+    for args in (("add", zone, "e\\ x", "A", "192.0.2.5"),
+                 ("replace", zone, "e\\ x", "A", "192.0.2.6"),
+                 ("rm", zone, "b\\ c", "A")):
+        cp = record(srv, api, *args)
+        assert cp.returncode == 0, (args, cp.stderr)
+    expect_answer(srv, "e\\ x." + zone + ".", "A", rdatas("A", "192.0.2.6"))
+    assert sorted(r["name"] for r in api.records(zid, type="A")) == ["e\\032x." + zone]
 
 
 def test_zone_named_with_url_characters_is_that_zone(srv, api):
