@@ -756,6 +756,9 @@ def test_names_in_content_are_fqdns_in_every_type(srv, api):
              "AFSDB": ("1 afs.example.com", "1 afs.example.com."),
              "RT": ("1 rt.example.com", "1 rt.example.com."),
              "MINFO": ("r.example.com e.example.com", None),   # dnspython has none
+             "LP": ("10 lp.example.com", None),
+             "IPSECKEY": ("10 3 2 gw.example.com AQNRU3mG7TVTO2BkR47usntb102uFJtugbo6BSGvgqt4AQ==",
+                          "10 3 2 gw.example.com. AQNRU3mG7TVTO2BkR47usntb102uFJtugbo6BSGvgqt4AQ=="),
              "NAPTR": ('1 1 "s" "SIP+D2U" "" _sip._udp.example.com',
                        '1 1 "s" "SIP+D2U" "" _sip._udp.example.com.'),
              "CNAME": ("cn.example.com", "cn.example.com.")}
@@ -763,9 +766,17 @@ def test_names_in_content_are_fqdns_in_every_type(srv, api):
         name = "%s.%s" % (rtype.lower(), zone)
         rec = api.ok("POST", "/zones/%s/dns_records" % zid,
                      json={"type": rtype, "name": name, "content": content})["result"]
-        assert zone not in rec["content"], rec
+        # written back as given: FQDNs without their final dot
+        assert rec["content"].replace('alpn="h2"', "alpn=h2") == content, rec
+        listed = api.records(zid, content=content)
+        assert [r["id"] for r in listed] == [rec["id"]], (content, listed)
         if want is not None:
             expect_answer(srv, name, rtype, rdatas(rtype, want))
+    # the root stays "." (an SRV's root target lost its only character)
+    rec = api.ok("POST", "/zones/%s/dns_records" % zid,
+                 json={"type": "SRV", "name": "_x._tcp." + zone, "content": "2 3 .",
+                       "priority": 1})["result"]
+    assert rec["content"] == "2 3 ." and rec["priority"] == 1, rec
     # With the final dot, the same.
     api.ok("POST", "/zones/%s/dns_records" % zid,
            json={"type": "KX", "name": "kx2." + zone, "content": "1 kx.example.com."})
