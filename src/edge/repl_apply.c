@@ -11,6 +11,7 @@
 
 #include "common/error.h"
 #include "dns/name.h"
+#include "edge/codec.h"
 #include "edge/internal.h"
 #include "edge/repl.h"
 
@@ -29,15 +30,26 @@ int edge_apply_begin(edge_store_t *store, edge_applier_t *ap)
  * outside: node values decode with well-formed rdata (edge_node_check),
  * zone metadata decodes and sits under its own apex's key.
  */
+/* A node flagged as the apex is the apex's (its key is the zone id
+ * alone), and the apex's is so flagged: a forged apex node without the
+ * flag hid the zone's SOA, one elsewhere with it answered the SOA there.
+ * (val is a checked node value: its flags are its second octet.) */
+static bool apex_flag_ok(size_t klen, const uint8_t *val)
+{
+	return ((val[1] & EDGE_NODE_APEX) != 0) == (klen == 8);
+}
+
 static bool value_ok(unsigned table, const uint8_t *key, size_t klen,
                      const uint8_t *val, size_t vlen)
 {
 	switch (table) {
 	case EDGE_TABLE_NODES:
-		return klen >= 8 && edge_node_check(val, vlen) == ZC_EOK;
+		return klen >= 8 && edge_node_check(val, vlen) == ZC_EOK &&
+		       apex_flag_ok(klen, val);
 	case EDGE_TABLE_STAGE:
 		return klen >= 8 && ((vlen == 9 && val[0] == 0) ||
-		                     edge_node_check(val, vlen) == ZC_EOK);
+		                     (edge_node_check(val, vlen) == ZC_EOK &&
+		                      apex_flag_ok(klen, val)));
 	case EDGE_TABLE_ZONES: {
 		static _Thread_local edge_zone_t z;
 		uint8_t lf[DNS_LF_MAXLEN];

@@ -450,6 +450,12 @@ static void node_check_flags_and_types(void)
 		{ { KNOT_RRTYPE_ANY }, 1, 0, 0, false },
 		{ { KNOT_RRTYPE_TSIG }, 1, 0, 0, false },
 		{ { 0 }, 1, 0, 0, false },
+		/* What no build writes: an SOA in a node, a CNAME beside data,
+		 * (beside RRSIG or NSEC it may stand). */
+		{ { KNOT_RRTYPE_SOA }, 1, 1, 0, false },
+		{ { KNOT_RRTYPE_A, KNOT_RRTYPE_CNAME }, 2, 0, 0, false },
+		{ { KNOT_RRTYPE_CNAME, KNOT_RRTYPE_TXT }, 2, 0, 0, false },
+		{ { KNOT_RRTYPE_CNAME, KNOT_RRTYPE_NSEC }, 2, 0, 0, true },
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		knot_rrset_t rr[2];
@@ -457,7 +463,7 @@ static void node_check_flags_and_types(void)
 			uint16_t t = cases[i].types[j];
 			knot_rrset_init(&rr[j], owner, t, KNOT_CLASS_IN, 300);
 			bool name = t == KNOT_RRTYPE_DNAME || t == KNOT_RRTYPE_CNAME ||
-			            t == KNOT_RRTYPE_NS;
+			            t == KNOT_RRTYPE_NS || t == KNOT_RRTYPE_NSEC;
 			const uint8_t *rd = name ? dname_rd :
 			                    t == KNOT_RRTYPE_A ? (const uint8_t *)
 			                    "\xc0\x00\x02\x01" : (const uint8_t *)"\x01x";
@@ -480,6 +486,21 @@ static void node_check_flags_and_types(void)
 		for (int j = 0; j < cases[i].count; j++) {
 			knot_rdataset_clear(&rr[j].rrs, NULL);
 		}
+	}
+	/* Two CNAMEs (or DNAMEs) at one name. */
+	for (int t = 0; t < 2; t++) {
+		knot_rrset_t rr;
+		knot_rrset_init(&rr, owner, t ? KNOT_RRTYPE_DNAME : KNOT_RRTYPE_CNAME,
+		                KNOT_CLASS_IN, 300);
+		knot_rrset_add_rdata(&rr, dname_rd, sizeof(dname_rd) - 1, NULL);
+		knot_rrset_add_rdata(&rr, (const uint8_t *)"\x01u\x00", 3, NULL);
+		uint8_t buf[256];
+		int len = edge_node_encode(buf, sizeof(buf),
+		                           edge_node_flags(owner, 0, &rr, 1), 1,
+		                           &rr, 1);
+		CHECK(len > 0);
+		CHECK_EQ(edge_node_check(buf, (size_t)len), ZC_EFORMAT);
+		knot_rdataset_clear(&rr.rrs, NULL);
 	}
 }
 

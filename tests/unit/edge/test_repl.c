@@ -360,6 +360,31 @@ int main(void)
 			edge_txn_abort(&txn);
 		}
 		check_equal(primary, edge);
+		/* The apex flag says where the node is: on the zone's own key
+		 * (the zone id alone) and nowhere else. */
+		for (int bad = 0; bad < 2; bad++) {
+			static uint8_t m2[512];
+			vlen = node_val(val, 501, 4);
+			val[1] = bad ? EDGE_NODE_APEX : 0;
+			uint8_t key[11] = { 0, 0, 0, 0, 0, 0, 0, 1, 'f', 'a', 0 };
+			size_t klen = bad ? 11 : 8;
+			size_t m = 0;
+			m2[m++] = EDGE_OP_PUT;
+			m2[m++] = EDGE_TABLE_NODES;
+			m2[m++] = 0;
+			m2[m++] = (uint8_t)klen;
+			m2[m++] = 0; m2[m++] = 0;
+			m2[m++] = (uint8_t)(vlen >> 8); m2[m++] = (uint8_t)vlen;
+			memcpy(m2 + m, key, klen);
+			m += klen;
+			memcpy(m2 + m, val, vlen);
+			m += vlen;
+			edge_applier_t ap;
+			CHECK_EQ(edge_apply_begin(edge, &ap), ZC_EOK);
+			CHECK_EQ(edge_apply_feed(&ap, m2, m), ZC_EFORMAT);
+			edge_apply_abort(&ap);
+		}
+		check_equal(primary, edge);
 	}
 
 	/* Off empties the outbox; on again is a new epoch. */
