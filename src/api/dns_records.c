@@ -860,7 +860,7 @@ static int run_unit(api_req_t *req, const records_zone_t *zone, op_t *ops,
  * zonecast does; an "id" must be path_id when that is not 0 (PUT and
  * PATCH of one record). False after a 400 naming the member. */
 static bool record_members(api_req_t *req, json_t *f, const char *where,
-                           int64_t path_id)
+                           int64_t path_id, int64_t zone_id)
 {
 	static const char *const members[] = {
 		"name", "type", "content", "priority", "ttl", "comment", "tags",
@@ -914,6 +914,15 @@ static bool record_members(api_req_t *req, json_t *f, const char *where,
 		          "path", where);
 		return false;
 	}
+	/* A record written in place (PUT, PATCH) is of the path's zone; a
+	 * new one may be a copy of another zone's (its zone_id not read). */
+	json_t *zid = json_object_get(f, "zone_id");
+	if (zone_id > 0 && zid != NULL && !json_is_null(zid) &&
+	    api_id_parse(json_string_value(zid)) != zone_id) {
+		api_error(req, 400, 1004, "%szone_id: not the zone in the path",
+		          where);
+		return false;
+	}
 	return true;
 }
 
@@ -927,7 +936,8 @@ static void single(api_req_t *req, const records_zone_t *zone, int kind,
 		return;
 	}
 	if (body != NULL &&
-	    !record_members(req, body, "", kind == OP_POST ? 0 : id)) {
+	    !record_members(req, body, "", kind == OP_POST ? 0 : id,
+	                    kind == OP_POST ? 0 : zone->id)) {
 		json_decref(body);
 		return;
 	}
@@ -947,8 +957,8 @@ static void single(api_req_t *req, const records_zone_t *zone, int kind,
 }
 
 /* Appends the ops of one batch list ("deletes", "patches", ...). */
-static bool batch_ops(api_req_t *req, json_t *body, const char *key, int kind,
-                      op_t *ops, size_t *count)
+static bool batch_ops(api_req_t *req, int64_t zone_id, json_t *body,
+                      const char *key, int kind, op_t *ops, size_t *count)
 {
 	json_t *list = json_object_get(body, key);
 	if (list == NULL) {
@@ -972,7 +982,8 @@ static bool batch_ops(api_req_t *req, json_t *body, const char *key, int kind,
 		if (kind == OP_DELETE ?
 		    !api_members_only(req, item, where, id_only, "a delete takes "
 		                      "the record's id") :
-		    !record_members(req, item, where, 0)) {
+		    !record_members(req, item, where, 0,
+		                    kind == OP_POST ? 0 : zone_id)) {
 			return false;
 		}
 		op_t *op = &ops[(*count)++];
@@ -1073,10 +1084,10 @@ static void batch(api_req_t *req, const records_zone_t *zone)
 	bool ok = ops != NULL &&
 	          api_members_only(req, body, "", lists, "a batch takes deletes, "
 	                           "patches, puts and posts") &&
-	          batch_ops(req, body, "deletes", OP_DELETE, ops, &count) &&
-	          batch_ops(req, body, "patches", OP_PATCH, ops, &count) &&
-	          batch_ops(req, body, "puts", OP_PUT, ops, &count) &&
-	          batch_ops(req, body, "posts", OP_POST, ops, &count);
+	          batch_ops(req, zone->id, body, "deletes", OP_DELETE, ops, &count) &&
+	          batch_ops(req, zone->id, body, "patches", OP_PATCH, ops, &count) &&
+	          batch_ops(req, zone->id, body, "puts", OP_PUT, ops, &count) &&
+	          batch_ops(req, zone->id, body, "posts", OP_POST, ops, &count);
 	api_node_cache_t *cache = ok ? malloc(sizeof(*cache)) : NULL;
 	if (cache != NULL) {
 		api_node_cache_init(cache);

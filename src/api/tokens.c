@@ -181,11 +181,33 @@ static int add_unit(records_store_t *rs, void *ctx)
 	return records_token_add(rs, a->hash, &a->tok);
 }
 
-/* A permission group's name (or id: zonecast's ids are the names). */
+static bool is_group(const char *name)
+{
+	return strcmp(name, "DNS Write") == 0 || strcmp(name, "Zone Write") == 0 ||
+	       strcmp(name, "DNS Read") == 0 || strcmp(name, "Zone Read") == 0;
+}
+
+/* A permission group's name (or id: zonecast's ids are the names; given
+ * both, they name one group: {"id": "DNS Write", "name": "DNS Read"} made
+ * a read-only token unsaid). Members other than id, name and Cloudflare's
+ * meta are refused, never ignored. */
 static bool read_group(json_t *g, bool *writes)
 {
 	const char *name = json_string_value(json_object_get(g, "name"));
-	name = name ? name : json_string_value(json_object_get(g, "id"));
+	const char *id = json_string_value(json_object_get(g, "id"));
+	const char *key;
+	json_t *v;
+	json_object_foreach(json_is_object(g) ? g : NULL, key, v) {
+		if (strcmp(key, "id") != 0 && strcmp(key, "name") != 0 &&
+		    strcmp(key, "meta") != 0) {
+			return false;
+		}
+	}
+	if (name != NULL && id != NULL && strcmp(name, id) != 0 &&
+	    is_group(id)) {
+		return false; /* (Cloudflare's own hex ids name no group here.) */
+	}
+	name = name ? name : id;
 	if (name == NULL) {
 		return false;
 	}
@@ -203,10 +225,16 @@ static bool read_policy(api_req_t *req, json_t *policies, records_token_t *t)
 	json_t *res = json_object_get(p, "resources");
 	json_t *groups = json_object_get(p, "permission_groups");
 	const char *effect = json_string_value(json_object_get(p, "effect"));
+	static const char *const members[] = { "id", "effect", "resources",
+	                                       "permission_groups", NULL };
 	if (json_array_size(policies) != 1 || !json_is_object(p) ||
 	    (effect != NULL && strcmp(effect, "allow") != 0)) {
 		api_error(req, 400, 1004, "policies: one policy with effect "
 		          "\"allow\" (a zonecast token has one scope)");
+		return false;
+	}
+	if (!api_members_only(req, p, "policies[0].", members, "a policy takes "
+	                      "effect, resources, permission_groups and id")) {
 		return false;
 	}
 	const char *key = json_object_size(res) == 1 ?
@@ -236,7 +264,8 @@ static bool read_policy(api_req_t *req, json_t *policies, records_token_t *t)
 	if (!ok) {
 		api_error(req, 400, 1004, "policies[0].permission_groups: "
 		          "\"Zone Read\", \"DNS Read\", \"Zone Write\" or \"DNS "
-		          "Write\" (by name)");
+		          "Write\" (by name or id, both the same when both are "
+		          "given; no other member)");
 		return false;
 	}
 	t->read_only = !writes;

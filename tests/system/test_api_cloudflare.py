@@ -485,9 +485,26 @@ def test_api_created_token_shows_its_secret_once_and_works(srv, api):
                        ({"name": "x", "policies": policy(), "expires_on": "soon"}, "expires_on"),
                        ({"name": "x", "policies": policy(), "condition": {}}, "condition"),
                        ({"name": "x", "policies": policy(), "not_before": "2030-01-01T00:00:00Z"},
-                        "not_before")):
+                        "not_before"),
+                       # unknown members inside a policy or a group, and a
+                       # group whose id and name disagree (it made a
+                       # read-only token unsaid): an outside tester's
+                       ({"name": "x", "policies": [dict(policy()[0], conditon={})]},
+                        "policies[0].conditon"),
+                       ({"name": "x", "policies": [dict(policy()[0], permission_groups=[
+                           {"name": "DNS Write", "scope": "all"}])]}, "policies"),
+                       ({"name": "x", "policies": [dict(policy()[0], permission_groups=[
+                           {"id": "DNS Write", "name": "DNS Read"}])]}, "policies")):
         body = assert_error(api.call("POST", "/user/tokens", json=bad), 400, None)
         assert body["errors"][0]["message"].startswith(field), (bad, body)
+    # Cloudflare's own group ids (hex) beside the name: the name counts
+    cf = api.ok("POST", "/user/tokens", json={"name": "cf-ids", "policies": [dict(
+        policy()[0], id="f267e341f3dd4697bd3b9f71dd96247f", permission_groups=[
+            {"id": "4755a26eedb94da69e1066d98aa820be", "name": "DNS Write",
+             "meta": {}}])]})["result"]
+    assert token_call(srv, cf["value"], "POST", records_path(zid),
+                      json={"name": "cf." + zone, "type": "A",
+                            "content": "192.0.2.9"}).status_code == 200
 
 
 def test_revoked_token_stops_at_its_next_request(srv, api):

@@ -19,7 +19,7 @@ branch api-fixes), each as its class:
 6. an empty `name` (and other filters empty where that matches everything)
    on a listing is a 400 naming it, not the apex's records.
 
-Each test fails on the binary before the fixes (/tmp/att7/zonecast).
+Each test fails on the binary before the fixes (e408f4b).
 """
 
 import itertools
@@ -155,6 +155,26 @@ def test_record_read_can_be_written_back(api):
     copy = dict(got, name="wb2." + zone)
     new = api.ok("POST", P, json=copy)["result"]
     assert new["id"] != got["id"] and new["name"] == "wb2." + zone
+
+
+def test_zone_id_in_a_written_record_is_the_paths(api):
+    """A PUT or PATCH whose body names another zone's zone_id was taken
+    for the path's zone unsaid (an outside tester's); a POST may copy a
+    record read from another zone."""
+    zid, zone = new_zone(api)
+    oid, other = new_zone(api)
+    P = records(zid)
+    rec = api.ok("POST", P, json={"type": "A", "name": "zi", "content": "192.0.2.1"})["result"]
+    v0 = serial(api, zid)
+    for method in ("PUT", "PATCH"):
+        body = dict(rec, zone_id=oid, content="192.0.2.2")
+        refused(api.call(method, P + "/" + rec["id"], json=body), 400, "zone_id")
+    r = api.call("POST", P + "/batch", json={"patches": [{"id": rec["id"], "zone_id": oid,
+                                                          "ttl": 60}]})
+    refused(r, 400, "patches[0].zone_id")
+    assert serial(api, zid) == v0
+    copy = api.ok("POST", records(oid), json=dict(rec, name="zi." + other))["result"]
+    assert copy["zone_id"] == oid
 
 
 def test_unknown_members_of_other_bodies_refused(api):
