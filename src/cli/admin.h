@@ -11,7 +11,8 @@
  *
  * A command turns its arguments into a request: a JSON object
  * {"command": "zone-import" | "zone-delete" | "tsig-create" |
- * "tsig-delete" | "dnssec", ...} and, for an import, the zone file it
+ * "tsig-delete" | "token-create" | "token-revoke" | "secondaries-set" |
+ * "dnssec", ...} and, for an import, the zone file it
  * opened itself. admin_run() carries the request out against an admin_t:
  * it reads through a connection of its own, commits through the writer
  * (the same units, savepoints, change log and builder wake-up as the
@@ -105,6 +106,15 @@ int admin_cmd_zone_import(admin_t *a, const json_t *req, int fd);
 int admin_cmd_zone_delete(admin_t *a, const json_t *req);
 int admin_cmd_tsig_create(admin_t *a, const json_t *req);
 int admin_cmd_tsig_delete(admin_t *a, const json_t *req);
+
+/* token create and revoke (admin_token.c). */
+int admin_cmd_token_create(admin_t *a, const json_t *req);
+int admin_cmd_token_revoke(admin_t *a, const json_t *req);
+
+/* A zone's own secondaries replaced (admin_secondaries.c), and printed
+ * ("notify\tSPEC" / "allow-transfer\tSPEC" lines). */
+int admin_cmd_secondaries(admin_t *a, const json_t *req);
+int admin_secondaries_print(records_store_t *rs, int64_t zone_id, FILE *out);
 int admin_cmd_dnssec(admin_t *a, const json_t *req);
 
 /* dnssec keys and ds: reads only, the same output (admin_dnssec.c). */

@@ -43,6 +43,24 @@ static int run_tsig_delete(admin_t *a, const json_t *req, int fd)
 	return admin_cmd_tsig_delete(a, req);
 }
 
+static int run_token_create(admin_t *a, const json_t *req, int fd)
+{
+	(void)fd;
+	return admin_cmd_token_create(a, req);
+}
+
+static int run_token_revoke(admin_t *a, const json_t *req, int fd)
+{
+	(void)fd;
+	return admin_cmd_token_revoke(a, req);
+}
+
+static int run_secondaries(admin_t *a, const json_t *req, int fd)
+{
+	(void)fd;
+	return admin_cmd_secondaries(a, req);
+}
+
 static int run_dnssec(admin_t *a, const json_t *req, int fd)
 {
 	(void)fd;
@@ -57,6 +75,9 @@ static const struct {
 	{ "zone-delete", run_delete },
 	{ "tsig-create", run_tsig_create },
 	{ "tsig-delete", run_tsig_delete },
+	{ "token-create", run_token_create },
+	{ "token-revoke", run_token_revoke },
+	{ "secondaries-set", run_secondaries },
 	{ "dnssec", run_dnssec },
 };
 
@@ -218,12 +239,15 @@ int admin_run_local(records_store_t *rs, edge_store_t *es, const char *dir,
 }
 
 /* What the request does to what, for the server's log: "[VERB ]NAME"
- * (a key's name, else the zone's). */
+ * (a token revoked, a key's or token's name, else the zone's). */
 static void subject(const json_t *req, char *out, size_t size)
 {
 	const char *verb = json_string_value(json_object_get(req, "verb"));
-	const char *s = json_string_value(json_object_get(req, "name"));
-	if (s == NULL) {
+	const char *s = json_string_value(json_object_get(req, "which"));
+	if (s == NULL || s[0] == '\0') {
+		s = json_string_value(json_object_get(req, "name"));
+	}
+	if (s == NULL || s[0] == '\0') {
 		s = json_string_value(json_object_get(req, "zone"));
 	}
 	snprintf(out, size, "%s%s%s", verb ? verb : "", verb ? " " : "",

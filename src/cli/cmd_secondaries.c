@@ -2,18 +2,18 @@
 /*
  * zonecast secondaries: a zone's own secondaries (notify targets and
  * allow-transfer entries, on top of the server-wide config keys), on a
- * data directory, whether or not a server runs on it: a running server
- * reads them within a second, no restart. The API has the same at
- * /zones/{id}/secondaries.
+ * data directory, whether or not a server runs on it: a change is a write
+ * (admin_secondaries.c) that a running server makes and applies within a
+ * second, no restart. The API has the same at /zones/{id}/secondaries.
  */
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 #include <libknot/dname.h>
 
+#include "cli/admin.h"
 #include "cli/commands.h"
 #include "common/error.h"
-#include "transfer/secondary.h"
 
 #define LIST_MAX 64
 
@@ -39,77 +39,28 @@ typedef struct {
 	bool set;
 } list_t;
 
-static int print_entry(int64_t zone_id, records_secondary_kind_t kind,
-                       const char *spec, void *ctx)
+/* The change as a write: the running server makes it (and audits it),
+ * or this process when none runs (admin_secondaries.c). */
+static int apply(const char *dir, const char *zone, const list_t *notify,
+                 const list_t *transfer)
 {
-	(void)zone_id;
-	(void)ctx;
-	printf("%s\t%s\n", kind == RECORDS_SECONDARY_NOTIFY ? "notify" :
-	       "allow-transfer", spec);
-	return 0;
-}
-
-/* Checks an entry's syntax and that the key it names exists. */
-static int check(records_store_t *rs, const char *spec, bool notify)
-{
-	char err[1600] = "";
-	secondary_notify_t target;
-	zc_acl_t acl = { .count = 0 };
-	secondary_keys_t keys = { .count = 0 };
-	int ret = notify ? secondary_notify_parse(spec, &target, err, sizeof(err)) :
-	          secondary_acl_parse(spec, &acl, &keys, err, sizeof(err));
-	const uint8_t *key = notify ? (target.has_key ? target.key : NULL) :
-	                     (keys.count > 0 ? keys.name[0] : NULL);
-	records_tsig_key_t found;
-	if (ret == ZC_EOK && key != NULL &&
-	    records_tsig_find(rs, key, &found) != ZC_EOK) {
-		char name[KNOT_DNAME_TXT_MAXLEN + 1];
-		knot_dname_to_str(name, key, sizeof(name));
-		snprintf(err, sizeof(err), "'%s': no TSIG key %s (zonecast tsig "
-		         "create)", spec, name);
-		ret = ZC_EUSAGE;
-	}
-	if (ret != ZC_EOK) {
-		fprintf(stderr, "zonecast secondaries: %s\n", err);
-	}
-	return ret;
-}
-
-static int apply(records_store_t *rs, const records_zone_t *zone,
-                 const list_t *notify, const list_t *transfer)
-{
-	for (size_t i = 0; i < notify->count; i++) {
-		if (check(rs, notify->spec[i], true) != ZC_EOK) {
-			return ZC_EUSAGE;
+	json_t *req = json_pack("{s:s, s:s}", "command", "secondaries-set",
+	                        "zone", zone);
+	const list_t *lists[] = { notify, transfer };
+	const char *keys[] = { "notify", "allow_transfer" };
+	for (int k = 0; k < 2 && req != NULL; k++) {
+		if (!lists[k]->set) {
+			continue;
 		}
-	}
-	for (size_t i = 0; i < transfer->count; i++) {
-		if (check(rs, transfer->spec[i], false) != ZC_EOK) {
-			return ZC_EUSAGE;
+		json_t *a = json_array();
+		for (size_t i = 0; i < lists[k]->count; i++) {
+			json_array_append_new(a, json_string(lists[k]->spec[i]));
 		}
+		json_object_set_new(req, keys[k], a);
 	}
-	records_zone_t locked;
-	int ret = records_write_begin(rs);
-	if (ret == ZC_EOK) {
-		/* The zone's row first (records_secondaries_set()). */
-		ret = records_zone_get(rs, zone->id, &locked);
-	}
-	if (ret == ZC_EOK && notify->set) {
-		ret = records_secondaries_set(rs, zone->id,
-		                              RECORDS_SECONDARY_NOTIFY,
-		                              notify->spec, notify->count);
-	}
-	if (ret == ZC_EOK && transfer->set) {
-		ret = records_secondaries_set(rs, zone->id,
-		                              RECORDS_SECONDARY_TRANSFER,
-		                              transfer->spec, transfer->count);
-	}
-	if (ret == ZC_EOK) {
-		return records_write_commit(rs);
-	}
-	records_write_rollback(rs);
-	fprintf(stderr, "zonecast secondaries: %s\n", zc_strerror(ret));
-	return ret;
+	int status = req != NULL ? admin_request(dir, false, 0, req, -1) : 1;
+	json_decref(req);
+	return status;
 }
 
 static bool add(list_t *l, const char *spec)
@@ -161,18 +112,19 @@ int cmd_secondaries(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
+	dir = dir ? dir : cfg.data_dir;
+	if (notify.set || transfer.set) {
+		return apply(dir, argv[optind], &notify, &transfer);
+	}
 	records_store_t *rs;
 	edge_store_t *es;
-	if (cli_open_stores(dir ? dir : cfg.data_dir, false, &rs, &es) != ZC_EOK) {
+	if (cli_open_stores(dir, false, &rs, &es) != ZC_EOK) {
 		return 1;
 	}
 	records_zone_t zone;
 	int ret = cli_find_zone(rs, "secondaries", argv[optind], &zone);
-	if (ret == ZC_EOK && (notify.set || transfer.set)) {
-		ret = apply(rs, &zone, &notify, &transfer);
-	}
 	if (ret == ZC_EOK) {
-		ret = records_secondaries_foreach(rs, zone.id, print_entry, NULL);
+		ret = admin_secondaries_print(rs, zone.id, stdout);
 	}
 	edge_close(es);
 	records_close(rs);

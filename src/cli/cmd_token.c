@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "api/api.h"
+#include "cli/admin.h"
 #include "cli/commands.h"
 #include "common/error.h"
 #include "common/id_text.h"
@@ -102,32 +103,17 @@ static int create_token(const char *dir, records_token_t *tok, const char *zone,
 		        expires);
 		return 2;
 	}
-	records_store_t *rs;
-	edge_store_t *es;
-	if (cli_open_stores(dir, false, &rs, &es) != ZC_EOK) {
-		return 1;
+	/* A write: the running server makes it (and audits it), or this
+	 * process when none runs (admin_token.c). */
+	json_t *req = json_pack("{s:s, s:s, s:b, s:I}", "command", "token-create",
+	                        "name", tok->name, "read_only", tok->read_only,
+	                        "expires_on", (json_int_t)tok->expires_on);
+	if (req != NULL && zone != NULL) {
+		json_object_set_new(req, "zone", json_string(zone));
 	}
-	int ret = ZC_EOK;
-	if (zone != NULL) {
-		records_zone_t z;
-		ret = cli_find_zone(rs, "token", zone, &z);
-		tok->zone_id = ret == ZC_EOK ? z.id : 0;
-	}
-	edge_close(es);
-	records_close(rs);
-	char token[80];
-	if (ret == ZC_EOK) {
-		ret = api_token_create(dir, tok, token, sizeof(token));
-		if (ret != ZC_EOK) {
-			fprintf(stderr, "zonecast token: %s\n", zc_strerror(ret));
-		}
-	}
-	if (ret != ZC_EOK) {
-		return 1;
-	}
-	printf("%s\n", token);
-	explicit_bzero(token, sizeof(token));
-	return 0;
+	int status = req != NULL ? admin_request(dir, false, 0, req, -1) : 1;
+	json_decref(req);
+	return status;
 }
 
 /* A Unix-milliseconds time as the list shows it ("-": none). */
@@ -146,11 +132,6 @@ static void time_text(int64_t ms, char *out, size_t size)
 typedef struct {
 	records_store_t *rs;
 	int64_t now;
-	/* revoke by name: the matches not revoked yet (found, matches) and
-	 * those revoked already (revoked_id, revoked). */
-	const char *name;
-	int64_t found, revoked_id;
-	int matches, revoked;
 } list_t;
 
 static int print_token(const records_token_t *tok, void *ctx)
@@ -175,22 +156,6 @@ static int print_token(const records_token_t *tok, void *ctx)
 	return 0;
 }
 
-static int find_by_name(const records_token_t *tok, void *ctx)
-{
-	list_t *l = ctx;
-	if (strcmp(tok->name, l->name) != 0) {
-		return 0;
-	}
-	if (tok->revoked_on != 0) {
-		l->revoked_id = tok->id;
-		l->revoked++;
-	} else {
-		l->found = tok->id;
-		l->matches++;
-	}
-	return 0;
-}
-
 static int list_tokens(records_store_t *rs)
 {
 	list_t l = { .rs = rs, .now = (int64_t)time(NULL) * 1000 };
@@ -204,48 +169,15 @@ static int list_tokens(records_store_t *rs)
 	return 0;
 }
 
-static int revoke_token(records_store_t *rs, const char *which)
+/* A write: the running server revokes (and audits it), or this process
+ * when none runs (admin_token.c: an id's form is always an id). */
+static int revoke_token(const char *dir, const char *which)
 {
-	/* An argument in the id's form (32 lower-case hex digits) is an id,
-	 * whatever the names: a token named with another's id would have
-	 * been revoked in its place, the other left active. No name may take
-	 * that form now (records_token_name_valid()); tokens named before
-	 * may have it. */
-	list_t l = { .rs = rs, .name = which };
-	bool id_form = zc_id_text_form(which);
-	int ret = id_form ? ZC_EOK : records_token_list(rs, find_by_name, &l);
-	/* By name, the one token of that name not revoked yet: revoked ones
-	 * count only when every token of that name is (revoking again
-	 * changes nothing, as by id). */
-	int64_t id = id_form ? api_id_value(which) :
-	             l.matches == 1 ? l.found :
-	             l.matches == 0 && l.revoked == 1 ? l.revoked_id : 0;
-	if (ret == ZC_EOK && l.matches > 1) {
-		fprintf(stderr, "zonecast token: %d tokens not revoked yet are "
-		        "named %s: revoke one by its id (zonecast token list)\n",
-		        l.matches, which);
-		return 1;
-	}
-	if (ret == ZC_EOK && l.matches == 0 && l.revoked > 1) {
-		printf("the %d tokens named %s are revoked already\n", l.revoked,
-		       which);
-		return 0;
-	}
-	ret = ret == ZC_EOK && id > 0 ? records_token_revoke(rs, id) :
-	      ret == ZC_EOK ? ZC_ENOKEY : ret;
-	if (ret == ZC_ENOKEY) {
-		fprintf(stderr, "zonecast token: no token %s (zonecast token "
-		        "list)\n", which);
-		return 1;
-	}
-	if (ret != ZC_EOK) {
-		fprintf(stderr, "zonecast token: %s\n", zc_strerror(ret));
-		return 1;
-	}
-	char idtext[33];
-	api_id_text(id, idtext);
-	printf("revoked %s\n", idtext);
-	return 0;
+	json_t *req = json_pack("{s:s, s:s}", "command", "token-revoke",
+	                        "which", which);
+	int status = req != NULL ? admin_request(dir, false, 0, req, -1) : 1;
+	json_decref(req);
+	return status;
 }
 
 int cmd_token(int argc, char **argv)
@@ -296,9 +228,10 @@ int cmd_token(int argc, char **argv)
 	if (strcmp(sub, "create") == 0 && rest == 0) {
 		return create_token(dir, &tok, zone, expires);
 	}
-	bool listing = strcmp(sub, "list") == 0 && rest == 0;
-	bool revoking = strcmp(sub, "revoke") == 0 && rest == 1;
-	if (!listing && !revoking) {
+	if (strcmp(sub, "revoke") == 0 && rest == 1) {
+		return revoke_token(dir, argv[optind + 1]);
+	}
+	if (strcmp(sub, "list") != 0 || rest != 0) {
 		usage(stderr);
 		return 2;
 	}
@@ -308,7 +241,7 @@ int cmd_token(int argc, char **argv)
 		return 1;
 	}
 	edge_close(es);
-	int ret = listing ? list_tokens(rs) : revoke_token(rs, argv[optind + 1]);
+	int ret = list_tokens(rs);
 	records_close(rs);
 	return ret;
 }

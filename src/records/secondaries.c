@@ -18,7 +18,7 @@ static int bump_version(records_store_t *store)
 	int ret = rdb_prepare(store->db, RDB_SQL(
 		"INSERT INTO counters VALUES"
 		" ('secondaries', 1) ON CONFLICT(name)"
-		" DO UPDATE SET value = value + 1"), &stmt);
+		" DO UPDATE SET value = counters.value + 1"), &stmt);
 	if (ret != ZC_EOK) {
 		return ret;
 	}

@@ -374,7 +374,22 @@ def test_writes_of_the_command_are_audited(zonecast_factory):
     cp = cli(srv, "tsig", "delete", "no-such-key", check=False)
     assert cp.returncode != 0
     cli(srv, "tsig", "delete", "audited-key")
-    lines = [l for l in srv.log().splitlines() if "audit: control" in l]
+    # token create and revoke, and secondaries, wrote the store beside the
+    # server and left no line at all (an outside tester's): through the
+    # server now, each audited; the secret never in the log
+    secret = cli(srv, "token", "create", "--name", "audited-token").stdout.strip()
+    assert secret.startswith("zc_")
+    cli(srv, "token", "revoke", "audited-token")
+    cli(srv, "secondaries", "example.com", "--allow-transfer", "192.0.2.99")
+    out = cli(srv, "secondaries", "example.com").stdout
+    assert "allow-transfer\t192.0.2.99" in out, out
+    log = srv.log()
+    assert secret not in log
+    for want in ("command=token-create subject=audited-token",
+                 "command=token-revoke subject=audited-token",
+                 "command=secondaries-set subject=example.com"):
+        assert "audit: control accepted " + want in log, (want, log[-2000:])
+    lines = [l for l in log.splitlines() if "audit: control" in l][:3]
     assert len(lines) == 3, lines
     assert "audit: control accepted command=tsig-create subject=audited-key" in lines[0]
     assert "audit: control refused command=tsig-delete" in lines[1]
