@@ -390,6 +390,9 @@ static int parse_fields(unit_t *u, json_t *f, const copy_t *base)
 	const char *content = json_string_value(json_object_get(f, "content"));
 	json_t *jttl = json_object_get(f, "ttl");
 	json_t *jprio = json_object_get(f, "priority");
+	if (json_is_null(jprio)) {
+		jprio = NULL; /* As a record without one reads back. */
+	}
 	int priority = -1;
 	int64_t ttl = base ? base->rec.ttl : 1;
 	if (base != NULL) {

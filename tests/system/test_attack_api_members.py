@@ -151,6 +151,13 @@ def test_record_read_can_be_written_back(api):
     # (one id patched then put: both answered as the batch left it)
     assert res["patches"] == res["puts"] == [api.get(P + "/" + made["id"])]
     assert res["puts"][0]["ttl"] == 800
+    # "priority": null, as clients send it for a type without one, is
+    # no priority (it was refused: 400)
+    a = api.ok("POST", P, json={"type": "A", "name": "wba", "content": "192.0.2.4",
+                                "priority": None})["result"]
+    a_got = api.get(P + "/" + a["id"])
+    put = api.ok("PUT", P + "/" + a["id"], json=dict(a_got, ttl=900, priority=None))["result"]
+    assert put["ttl"] == 900 and put["content"] == "192.0.2.4"
     # a copy posted as a new record: its read-only members are not read
     copy = dict(got, name="wb2." + zone)
     new = api.ok("POST", P, json=copy)["result"]
