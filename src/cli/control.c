@@ -15,7 +15,8 @@
  * stuck or slow client holds nothing for long.
  *
  * The zonecast command's writes (cli/admin.h: "zone-import",
- * "zone-delete", "tsig-create", "tsig-delete", "dnssec") come the same
+ * "zone-delete", "tsig-create", "tsig-delete", "token-create",
+ * "token-revoke", "secondaries-set", "dnssec") come the same
  * way, a zone import with the zone file's descriptor attached to the line
  * (SCM_RIGHTS): the server reads what the operator could read. Each runs
  * on a thread of its own (at most MAX_WRITES at once), through the
