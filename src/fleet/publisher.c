@@ -424,6 +424,14 @@ static void wait_more(fleet_primary_t *fp, unsigned ms)
 	pthread_mutex_unlock(&fp->lock);
 }
 
+/* Begins a new history of the replication log (a new epoch; edges load
+ * its snapshot): its position in pos. */
+static int new_history(fleet_primary_t *fp, edge_repl_pos_t *pos)
+{
+	int ret = edge_repl_enable(fp->es, false, pos);
+	return ret == ZC_EOK ? edge_repl_enable(fp->es, true, pos) : ret;
+}
+
 /*
  * Connects the streams; publishes a snapshot when the newest one is not of
  * this history (a new history, or NATS lost its storage), starting a new
@@ -458,10 +466,7 @@ static int start_epoch(pub_t *p, fleet_manifest_t *prev)
 	}
 	if (store_behind(p, &head, have)) {
 		edge_repl_pos_t pos;
-		ret = edge_repl_enable(fp->es, false, &pos);
-		if (ret == ZC_EOK) {
-			ret = edge_repl_enable(fp->es, true, &pos);
-		}
+		ret = new_history(fp, &pos);
 		if (ret != ZC_EOK) {
 			return ret;
 		}
@@ -572,10 +577,7 @@ static int rise_above(pub_t *p)
 		return ret;
 	}
 	edge_repl_pos_t pos;
-	ret = edge_repl_enable(fp->es, false, &pos);
-	if (ret == ZC_EOK) {
-		ret = edge_repl_enable(fp->es, true, &pos);
-	}
+	ret = new_history(fp, &pos);
 	if (ret != ZC_EOK) {
 		return ret;
 	}
