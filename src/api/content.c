@@ -322,15 +322,24 @@ void api_name_format(const knot_dname_t *name, char *out, size_t size)
 }
 
 /* Finds name (as libknot writes it) in content from `from` on, standing
- * alone between blanks or the ends; NULL when it is not there. */
+ * alone between blanks or the ends, outside quoted character-strings (a
+ * NAPTR's regexp holds names too: "!^(.*) sip.rt.test. (.*)$!\\1!" lost
+ * its dot, and a GET written back changed the record); NULL when it is
+ * not there. */
 static char *find_token(char *content, size_t from, const char *name)
 {
 	size_t n = strlen(name);
-	for (char *at = strstr(content + from, name); at != NULL;
-	     at = strstr(at + 1, name)) {
-		if ((at == content || at[-1] == ' ') &&
-		    (at[n] == '\0' || at[n] == ' ')) {
-			return at;
+	bool quoted = false;
+	for (size_t i = 0; content[i] != '\0'; i++) {
+		if (!quoted && i >= from && (i == 0 || content[i - 1] == ' ') &&
+		    strncmp(content + i, name, n) == 0 &&
+		    (content[i + n] == '\0' || content[i + n] == ' ')) {
+			return content + i;
+		}
+		if (content[i] == '\\' && content[i + 1] != '\0') {
+			i++;
+		} else if (content[i] == '"') {
+			quoted = !quoted;
 		}
 	}
 	return NULL;
