@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "cli/commands.h"
+#include "cli/json_args.h"
 #include "common/error.h"
 
 typedef struct {
@@ -423,8 +424,10 @@ static int run(const char *cmd, const char *request, int argc, char **argv)
 		return 2;
 	}
 	json_t *req = json_pack("{s:s}", "command", request);
-	if (zone_arg && optind < argc) {
-		json_object_set_new(req, "zone", json_string(argv[optind]));
+	if (zone_arg && optind < argc &&
+	    !cli_json_set(req, "zone", cli_json_name(argv[optind]))) {
+		json_decref(req);
+		return 2;
 	}
 	json_t *reply = ask(&o, req);
 	json_decref(req);

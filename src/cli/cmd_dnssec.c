@@ -16,6 +16,7 @@
 
 #include "cli/admin.h"
 #include "cli/commands.h"
+#include "cli/json_args.h"
 #include "common/error.h"
 #include "signer/zone.h"
 
@@ -168,15 +169,19 @@ int cmd_dnssec(int argc, char **argv)
 	if (strcmp(a.verb, "ds") == 0 || strcmp(a.verb, "keys") == 0) {
 		return show(dir, &a);
 	}
-	json_t *req = json_pack("{s:s, s:s, s:s, s:i, s:b, s:b, s:I}",
-	                        "command", "dnssec", "verb", a.verb, "zone",
-	                        a.name, "algorithm", a.alg, "split", a.split,
+	json_t *req = json_pack("{s:s, s:s, s:i, s:b, s:b, s:I}",
+	                        "command", "dnssec", "verb", a.verb,
+	                        "algorithm", a.alg, "split", a.split,
 	                        "force", a.force, "ds_ttl", (json_int_t)a.ds_ttl);
-	if (a.role_text != NULL) {
-		json_object_set_new(req, "role", json_string(a.role_text));
-		json_object_set_new(req, "step", json_string(a.step_text));
+	bool ok = req != NULL && cli_json_set(req, "zone", cli_json_name(a.name));
+	if (ok && a.role_text != NULL) {
+		ok = cli_json_set(req, "role", cli_json_text("dnssec", "role",
+		                                             a.role_text)) &&
+		     cli_json_set(req, "step", cli_json_text("dnssec", "step",
+		                                             a.step_text));
 	}
-	int status = admin_request(dir, false, cfg.zone_max_records, req, -1);
+	int status = ok ? admin_request(dir, false, cfg.zone_max_records, req,
+	                                -1) : 2;
 	json_decref(req);
 	return status;
 }

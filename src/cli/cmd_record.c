@@ -19,6 +19,7 @@
 
 #include "cli/api_client.h"
 #include "cli/commands.h"
+#include "cli/json_args.h"
 #include "common/error.h"
 #include "common/id_text.h"
 
@@ -135,16 +136,30 @@ static void print_record(const json_t *r)
 	printf("%s\n", json_string_value(json_object_get(r, "content")));
 }
 
+/* The record's fields as a JSON body; NULL after saying which is not
+ * UTF-8 text (a name's other octets go as \DDD). */
 static json_t *fields(const opts_t *o)
 {
 	json_t *j = json_object();
-	if (o->name) json_object_set_new(j, "name", json_string(o->name));
-	if (o->type) json_object_set_new(j, "type", json_string(o->type));
-	if (o->content) json_object_set_new(j, "content", json_string(o->content));
-	if (o->comment) json_object_set_new(j, "comment", json_string(o->comment));
-	if (o->ttl > 0) json_object_set_new(j, "ttl", json_integer(o->ttl));
-	if (o->priority >= 0) {
+	bool ok = j != NULL &&
+	          (!o->name || cli_json_set(j, "name", cli_json_name(o->name))) &&
+	          (!o->type || cli_json_set(j, "type", cli_json_text("record",
+	                                                  "TYPE", o->type))) &&
+	          (!o->content || cli_json_set(j, "content",
+	                                       cli_json_text("record", "CONTENT",
+	                                                     o->content))) &&
+	          (!o->comment || cli_json_set(j, "comment",
+	                                       cli_json_text("record", "--comment",
+	                                                     o->comment)));
+	if (ok && o->ttl > 0) {
+		json_object_set_new(j, "ttl", json_integer(o->ttl));
+	}
+	if (ok && o->priority >= 0) {
 		json_object_set_new(j, "priority", json_integer(o->priority));
+	}
+	if (!ok) {
+		json_decref(j);
+		return NULL;
 	}
 	return j;
 }
@@ -254,6 +269,7 @@ static int find_records(const opts_t *o, const char *zid, const char *name,
 typedef struct {
 	json_t *deletes, *posts;
 	json_t *ids;             /* id -> true */
+	bool bad;                /* A field was not UTF-8 text (said). */
 } changes_t;
 
 static void changes_init(changes_t *c)
@@ -261,6 +277,7 @@ static void changes_init(changes_t *c)
 	c->deletes = json_array();
 	c->posts = json_array();
 	c->ids = json_object();
+	c->bad = false;
 }
 
 static void changes_clear(changes_t *c)
@@ -288,8 +305,15 @@ static void post(changes_t *c, const char *name, const char *type,
 {
 	long priority;
 	const char *rest = split_priority(type, content, &priority);
-	json_t *j = json_pack("{s:s, s:s, s:s}", "name", name, "type", type,
-	                      "content", rest);
+	json_t *j = json_object();
+	if (j == NULL || !cli_json_set(j, "name", cli_json_name(name)) ||
+	    !cli_json_set(j, "type", cli_json_text("record", "TYPE", type)) ||
+	    !cli_json_set(j, "content", cli_json_text("record", "CONTENT",
+	                                              rest))) {
+		json_decref(j);
+		c->bad = true;
+		return;
+	}
 	if (ttl > 0) {
 		json_object_set_new(j, "ttl", json_integer(ttl));
 	}
@@ -344,6 +368,10 @@ static int send_batch(const opts_t *o, const char *zid, json_t *body)
 
 static int send_changes(const opts_t *o, const char *zid, changes_t *c)
 {
+	if (c->bad) {
+		changes_clear(c);
+		return 2;
+	}
 	json_t *body = json_pack("{s:O, s:O}", "deletes", c->deletes, "posts",
 	                         c->posts);
 	changes_clear(c);
@@ -386,8 +414,9 @@ static int replace_rrset(const opts_t *o, const char *zid, const char *name,
 	for (int i = 0; i < count; i++) {
 		post(&c, name, type, contents[i], o->ttl);
 		if (o->comment != NULL) {
-			json_object_set_new(json_array_get(c.posts, i), "comment",
-			                    json_string(o->comment));
+			c.bad |= !cli_json_set(json_array_get(c.posts, i), "comment",
+			                       cli_json_text("record", "--comment",
+			                                     o->comment));
 		}
 	}
 	return send_changes(o, zid, &c);
@@ -644,7 +673,8 @@ static int run(opts_t *o, int argc, char **argv)
 	if (strcmp(sub, "add") == 0 && argc == 5) {
 		o->name = argv[2], o->type = argv[3], o->content = argv[4];
 		snprintf(path, sizeof(path), "/zones/%s/dns_records", zid);
-		return call(o, "POST", path, fields(o), true);
+		json_t *body = fields(o);
+		return body != NULL ? call(o, "POST", path, body, true) : 2;
 	}
 	if ((strcmp(sub, "edit") == 0 || strcmp(sub, "rm") == 0) && argc == 3 &&
 	    !zc_id_text_form(argv[2])) {
@@ -655,7 +685,8 @@ static int run(opts_t *o, int argc, char **argv)
 	}
 	if (strcmp(sub, "edit") == 0 && argc == 3) {
 		snprintf(path, sizeof(path), "/zones/%s/dns_records/%s", zid, argv[2]);
-		return call(o, "PATCH", path, fields(o), true);
+		json_t *body = fields(o);
+		return body != NULL ? call(o, "PATCH", path, body, true) : 2;
 	}
 	if (strcmp(sub, "rm") == 0 && argc == 3) {
 		snprintf(path, sizeof(path), "/zones/%s/dns_records/%s", zid, argv[2]);

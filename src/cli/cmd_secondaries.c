@@ -13,6 +13,7 @@
 
 #include "cli/admin.h"
 #include "cli/commands.h"
+#include "cli/json_args.h"
 #include "common/error.h"
 
 #define LIST_MAX 64
@@ -44,21 +45,27 @@ typedef struct {
 static int apply(const char *dir, const char *zone, const list_t *notify,
                  const list_t *transfer)
 {
-	json_t *req = json_pack("{s:s, s:s}", "command", "secondaries-set",
-	                        "zone", zone);
+	json_t *req = json_pack("{s:s}", "command", "secondaries-set");
+	bool ok = req != NULL && cli_json_set(req, "zone", cli_json_name(zone));
 	const list_t *lists[] = { notify, transfer };
 	const char *keys[] = { "notify", "allow_transfer" };
-	for (int k = 0; k < 2 && req != NULL; k++) {
+	for (int k = 0; k < 2 && ok; k++) {
 		if (!lists[k]->set) {
 			continue;
 		}
 		json_t *a = json_array();
-		for (size_t i = 0; i < lists[k]->count; i++) {
-			json_array_append_new(a, json_string(lists[k]->spec[i]));
+		for (size_t i = 0; i < lists[k]->count && ok; i++) {
+			json_t *spec = cli_json_text("secondaries", keys[k],
+			                             lists[k]->spec[i]);
+			ok = spec != NULL && json_array_append_new(a, spec) == 0;
 		}
-		json_object_set_new(req, keys[k], a);
+		if (!ok) {
+			json_decref(a);
+		} else {
+			ok = cli_json_set(req, keys[k], a);
+		}
 	}
-	int status = req != NULL ? admin_request(dir, false, 0, req, -1) : 1;
+	int status = ok ? admin_request(dir, false, 0, req, -1) : 2;
 	json_decref(req);
 	return status;
 }

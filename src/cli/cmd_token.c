@@ -19,6 +19,7 @@
 #include "api/api.h"
 #include "cli/admin.h"
 #include "cli/commands.h"
+#include "cli/json_args.h"
 #include "common/error.h"
 #include "common/id_text.h"
 #include "common/log.h"
@@ -105,13 +106,14 @@ static int create_token(const char *dir, records_token_t *tok, const char *zone,
 	}
 	/* A write: the running server makes it (and audits it), or this
 	 * process when none runs (admin_token.c). */
-	json_t *req = json_pack("{s:s, s:s, s:b, s:I}", "command", "token-create",
-	                        "name", tok->name, "read_only", tok->read_only,
+	json_t *req = json_pack("{s:s, s:b, s:I}", "command", "token-create",
+	                        "read_only", tok->read_only,
 	                        "expires_on", (json_int_t)tok->expires_on);
-	if (req != NULL && zone != NULL) {
-		json_object_set_new(req, "zone", json_string(zone));
-	}
-	int status = req != NULL ? admin_request(dir, false, 0, req, -1) : 1;
+	bool ok = req != NULL &&
+	          cli_json_set(req, "name", cli_json_text("token", "--name",
+	                                                  tok->name)) &&
+	          (zone == NULL || cli_json_set(req, "zone", cli_json_name(zone)));
+	int status = ok ? admin_request(dir, false, 0, req, -1) : 2;
 	json_decref(req);
 	return status;
 }
@@ -173,9 +175,11 @@ static int list_tokens(records_store_t *rs)
  * when none runs (admin_token.c: an id's form is always an id). */
 static int revoke_token(const char *dir, const char *which)
 {
-	json_t *req = json_pack("{s:s, s:s}", "command", "token-revoke",
-	                        "which", which);
-	int status = req != NULL ? admin_request(dir, false, 0, req, -1) : 1;
+	json_t *req = json_pack("{s:s}", "command", "token-revoke");
+	bool ok = req != NULL &&
+	          cli_json_set(req, "which", cli_json_text("token", "revoke",
+	                                                   which));
+	int status = ok ? admin_request(dir, false, 0, req, -1) : 2;
 	json_decref(req);
 	return status;
 }

@@ -13,6 +13,7 @@
 
 #include "cli/admin.h"
 #include "cli/commands.h"
+#include "cli/json_args.h"
 #include "common/error.h"
 #include "records/records.h"
 
@@ -54,14 +55,18 @@ static int create(const char *dir, const char *name, const char *zone,
 		fprintf(stderr, "zonecast tsig create: --zone is required\n");
 		return 2;
 	}
-	json_t *req = json_pack("{s:s, s:s, s:s, s:s, s:b, s:s}", "command",
-	                        "tsig-create", "name", name, "zone", zone,
-	                        "grants", grants, "transfer", transfer,
+	json_t *req = json_pack("{s:s, s:b, s:s}", "command", "tsig-create",
+	                        "transfer", transfer,
 	                        "format", knot_format ? "knot" : "bind");
-	if (alg != NULL) {
-		json_object_set_new(req, "algorithm", json_string(alg));
-	}
-	int status = admin_request(dir, false, 0, req, -1);
+	bool ok = req != NULL &&
+	          cli_json_set(req, "name", cli_json_name(name)) &&
+	          cli_json_set(req, "zone", cli_json_name(zone)) &&
+	          cli_json_set(req, "grants", cli_json_text("tsig", "--grant",
+	                                                    grants)) &&
+	          (alg == NULL || cli_json_set(req, "algorithm",
+	                                       cli_json_text("tsig", "--algorithm",
+	                                                     alg)));
+	int status = ok ? admin_request(dir, false, 0, req, -1) : 2;
 	json_decref(req);
 	return status;
 }
@@ -85,9 +90,9 @@ static int print_key(const records_tsig_key_t *key, void *ctx)
 
 static int delete(const char *dir, const char *name)
 {
-	json_t *req = json_pack("{s:s, s:s}", "command", "tsig-delete", "name",
-	                        name);
-	int status = admin_request(dir, false, 0, req, -1);
+	json_t *req = json_pack("{s:s}", "command", "tsig-delete");
+	bool ok = req != NULL && cli_json_set(req, "name", cli_json_name(name));
+	int status = ok ? admin_request(dir, false, 0, req, -1) : 2;
 	json_decref(req);
 	return status;
 }

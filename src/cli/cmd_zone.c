@@ -20,6 +20,7 @@
 #include "builder/builder.h"
 #include "cli/admin.h"
 #include "cli/commands.h"
+#include "cli/json_args.h"
 #include "cli/zone_load.h"
 #include "common/error.h"
 #include "zonefile/zonefile.h"
@@ -256,9 +257,9 @@ static int do_delete(const char *dir, const char *name, bool force,
 	if (ret != ZC_EOK || !confirm_delete(&zone, force)) {
 		return 1;
 	}
-	json_t *req = json_pack("{s:s, s:s}", "command", "zone-delete", "zone",
-	                        name);
-	int status = admin_request(dir, false, max_records, req, -1);
+	json_t *req = json_pack("{s:s}", "command", "zone-delete");
+	bool ok = req != NULL && cli_json_set(req, "zone", cli_json_name(name));
+	int status = ok ? admin_request(dir, false, max_records, req, -1) : 2;
 	json_decref(req);
 	return status;
 }
@@ -276,13 +277,17 @@ static int do_import(const char *dir, const char *name, const char *path,
 		        "changed\n", name);
 		return 1;
 	}
-	json_t *req = json_pack("{s:s, s:s, s:s, s:b}", "command", "zone-import",
-	                        "zone", name, "path", path, "quiet", quiet);
-	if (src.include_dir != NULL) {
-		json_object_set_new(req, "include_dir",
-		                    json_string(src.include_dir));
-	}
-	int status = admin_request(dir, true, max_records, req, src.fd);
+	json_t *req = json_pack("{s:s, s:b}", "command", "zone-import",
+	                        "quiet", quiet);
+	bool ok = req != NULL &&
+	          cli_json_set(req, "zone", cli_json_name(name)) &&
+	          cli_json_set(req, "path", cli_json_text("zone import", "FILE",
+	                                                  path)) &&
+	          (src.include_dir == NULL ||
+	           cli_json_set(req, "include_dir",
+	                        cli_json_text("zone import", "the file's "
+	                                      "directory", src.include_dir)));
+	int status = ok ? admin_request(dir, true, max_records, req, src.fd) : 2;
 	json_decref(req);
 	close(src.fd);
 	return status;

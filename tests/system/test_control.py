@@ -429,3 +429,44 @@ def test_requests_with_a_key_twice_are_refused(zonecast_factory):
     time.sleep(0.3)
     assert srv.proc.poll() is None
     assert status_json(srv)["pid"] == srv.proc.pid
+
+
+def test_arguments_that_are_not_utf8(zonecast_factory):
+    """An argument that is not UTF-8 text has no JSON string: jansson gave
+    NULL and the member went missing unsaid. `token create --zone` with a
+    raw 0xE9 made a read-write token for EVERY zone (an outside tester's);
+    others ended with no message. A name's other octets now go as \\DDD
+    (the same name), other text is refused with a message; with a server
+    running and without."""
+    srv = started(zonecast_factory())
+    raw = os.fsdecode(b"typo\xe9.test")
+    for running in (True, False):
+        if not running:
+            assert srv.stop() == []
+        cp = cli(srv, "token", "create", "--zone", raw, check=False)
+        assert cp.returncode == 1 and "no zone typo\\233.test" in cp.stderr, cp
+        assert not cp.stdout
+        listed = cli(srv, "token", "list").stdout
+        assert " * " not in listed.split("\n", 1)[1], listed   # no token for every zone
+        cp = cli(srv, "token", "create", "--name", os.fsdecode(b"n\xff"), check=False)
+        assert cp.returncode == 2 and "not UTF-8 text" in cp.stderr, cp
+        cp = cli(srv, "token", "revoke", os.fsdecode(b"n\xff"), check=False)
+        assert cp.returncode == 2 and "not UTF-8 text" in cp.stderr, cp
+        cp = cli(srv, "tsig", "create", "k" + str(running), "--zone", raw, check=False)
+        assert cp.returncode == 1 and "no zone" in cp.stderr, cp
+        cp = cli(srv, "secondaries", raw, "--notify", "192.0.2.1", check=False)
+        assert cp.returncode == 1 and "no zone" in cp.stderr, cp
+    # a zone whose name has such an octet is named by it, raw or as \DDD
+    srv.serve()
+    started(srv)
+    zone = os.fsdecode(b"\xe9x.test")
+    zfile = os.path.join(srv.workdir, "raw.zone")
+    with open(zfile, "w") as f:
+        f.write("@ 300 IN SOA ns1 h 1 2 3 4 5\n@ 300 IN NS ns1\nns1 300 IN A 192.0.2.1\n")
+    cli(srv, "zone", "import", zone, zfile)
+    secret = cli(srv, "token", "create", "--zone", zone).stdout.strip()
+    assert secret.startswith("zc_")
+    line = [l for l in cli(srv, "token", "list").stdout.splitlines()[1:] if "\\233x.test" in l]
+    assert len(line) == 1, cli(srv, "token", "list").stdout
+    cli(srv, "secondaries", zone, "--allow-transfer", "192.0.2.7")
+    assert "192.0.2.7" in cli(srv, "secondaries", "\\233x.test").stdout
