@@ -138,8 +138,41 @@ static int socket_address(const char *dir, const cli_holder_t *h,
  * status, or -1 when no serve answered there (starting or stopping: look
  * again).
  */
+/* How long a write waits in all for the server to take it, while the
+ * server runs as many writes as it takes at once (control.c). */
+#define BUSY_WAIT_MS 600000
+
+static int ask_server_once(const char *dir, const cli_holder_t *h,
+                           const json_t *req, int fd, bool *busy);
+
+/* Asks the server; while it answers that it runs as many writes as it
+ * takes, waits its turn and asks again, as a writing command waits for
+ * another (40 concurrent token creates: 24 failed "try again"). */
 static int ask_server(const char *dir, const cli_holder_t *h,
                       const json_t *req, int fd)
+{
+	int64_t waited = 0;
+	for (unsigned pause = 10;; pause = pause < 500 ? pause * 2 : 500) {
+		bool busy = false;
+		int status = ask_server_once(dir, h, req, fd, &busy);
+		if (!busy) {
+			return status;
+		}
+		if (waited >= BUSY_WAIT_MS) {
+			fprintf(stderr, "zonecast: zonecast serve (pid %ld) ran as "
+			        "many writes as it takes at once for %d s: try "
+			        "again\n", h->pid, BUSY_WAIT_MS / 1000);
+			return 1;
+		}
+		struct timespec ts = { .tv_sec = pause / 1000,
+		                       .tv_nsec = (long)(pause % 1000) * 1000000L };
+		nanosleep(&ts, NULL);
+		waited += pause;
+	}
+}
+
+static int ask_server_once(const char *dir, const cli_holder_t *h,
+                           const json_t *req, int fd, bool *busy)
 {
 	struct sockaddr_un sa;
 	int ret = socket_address(dir, h, &sa);
@@ -179,7 +212,8 @@ static int ask_server(const char *dir, const cli_holder_t *h,
 		        "data directory holds)\n", h->pid, sa.sun_path);
 		return 1;
 	}
-	int status = print_reply(reply, h);
+	*busy = json_is_true(json_object_get(reply, "busy"));
+	int status = *busy ? 1 : print_reply(reply, h);
 	json_decref(reply);
 	return status;
 }

@@ -338,8 +338,13 @@ static bool start_write(control_t *c, int fd, json_t *req, int file_fd,
 		pthread_mutex_unlock(&c->lock);
 	}
 	free(w);
-	send_json(fd, fail(room ? "cannot start a thread for the write" :
-	                   "too many writes at once: try again"));
+	json_t *reply = fail(room ? "cannot start a thread for the write" :
+	                     "too many writes at once: try again");
+	if (!room) {
+		/* The command waits its turn and asks again (admin_client.c). */
+		json_object_set_new(reply, "busy", json_true());
+	}
+	send_json(fd, reply);
 	return false;
 }
 

@@ -470,3 +470,20 @@ def test_arguments_that_are_not_utf8(zonecast_factory):
     assert len(line) == 1, cli(srv, "token", "list").stdout
     cli(srv, "secondaries", zone, "--allow-transfer", "192.0.2.7")
     assert "192.0.2.7" in cli(srv, "secondaries", "\\233x.test").stdout
+
+
+def test_concurrent_writes_of_the_command_wait_their_turn(zonecast_factory):
+    """The server runs 8 writes of the command at once; the 9th and later
+    were refused ("too many writes at once: try again"), where a writing
+    command waits its turn (40 concurrent token creates: 24 failed). The
+    command now waits and asks again."""
+    srv = started(zonecast_factory())
+    before = len(cli(srv, "token", "list").stdout.splitlines())
+    procs = [subprocess.Popen([servers.zonecast_bin(), "token", "create", "--data-dir",
+                               srv.data_dir, "--name", "c%d" % i],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for i in range(30)]
+    outs = [p.communicate(timeout=120) for p in procs]
+    assert [p.returncode for p in procs] == [0] * 30, [o[1] for o in outs if o[1]]
+    assert all(o[0].strip().startswith("zc_") for o in outs)
+    assert len(cli(srv, "token", "list").stdout.splitlines()) == before + 30
