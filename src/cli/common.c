@@ -275,14 +275,21 @@ int cli_parse_server_args(const cli_args_t *a, int argc, char **argv,
 				 * (-o 'nsid="ns1 #2"'); # is data here. */
 				char value[CONFIG_STR_MAX * 2];
 				size_t vlen = strlen(eq + 1);
-				bool quoted = vlen >= 2 && eq[1] == '"' &&
-				              eq[vlen] == '"';
+				bool quoted = eq[1] == '"';
+				const char *close = quoted ? strchr(eq + 2, '"') :
+				                    NULL;
 				snprintf(value, sizeof(value), "%.*s",
-				         (int)(quoted ? vlen - 2 : vlen),
-				         eq + 1 + quoted);
+				         (int)(quoted && close ? close - eq - 2 :
+				               (long)vlen), eq + 1 + quoted);
 				if (vlen >= sizeof(value)) {
 					snprintf(err, sizeof(err), "-o %s: the value is "
 					         "too long", key);
+				} else if (quoted && close == NULL) {
+					snprintf(err, sizeof(err), "-o %s: a quote left "
+					         "open", key);
+				} else if (quoted && close[1] != '\0') {
+					snprintf(err, sizeof(err), "-o %s: text after the "
+					         "closing quote", key);
 				} else {
 					config_set(cfg, key, value, err, sizeof(err));
 				}

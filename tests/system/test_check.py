@@ -169,3 +169,22 @@ def test_fleet_status_checks_the_data_directory(tmp_path):
                         capture_output=True, text=True, env=env)
     assert cp.returncode == 1
     assert "no zonecast data directory at %s" % missing in cp.stderr
+
+
+@pytest.mark.parametrize("value,error", [
+    ('nsid="ns1 #2"', None),
+    ("nsid=plain", None),
+    ('nsid="a" b', "-o nsid: text after the closing quote"),
+    ('nsid="a', "-o nsid: a quote left open"),
+    ("nsid=a\rversion: EVIL", "a control character (0x0d) in the value of 'nsid'"),
+    ("nsid=a\nb", "a control character (0x0a) in the value of 'nsid'"),
+])
+def test_o_takes_values_as_the_file_does(value, error):
+    """-o passed quotes and control characters through, where the file
+    refuses them (an outside tester's)."""
+    cp = subprocess.run([servers.zonecast_bin(), "check-config", "-o", value],
+                        capture_output=True, text=True, timeout=30)
+    if error is None:
+        assert cp.returncode == 0, cp.stderr
+    else:
+        assert cp.returncode != 0 and error in cp.stderr, (cp.returncode, cp.stderr)
