@@ -86,8 +86,11 @@ static int key_again(records_store_t *rs, update_msg_t *m,
 	}
 	m->key_id = key.id;
 	if (!update_policy_allows(key.grants, key.name, m)) {
-		zc_info("update %s: refused by the policy of key %s",
-		        m->zone.name, key.grants);
+		char kname[KNOT_DNAME_TXT_MAXLEN + 1];
+		knot_dname_to_str(kname, key.name, sizeof(kname));
+		zc_info("update %s: refused by the grants of key %s (%s)",
+		        m->zone.name, kname, key.grants[0] ? key.grants :
+		        "zone");
 		m->rcode = KNOT_RCODE_REFUSED;
 		update_audit_refused(m, m->rcode, "outside the key's grants");
 		return refuse(m);

@@ -679,8 +679,11 @@ static uint8_t precheck(update_service_t *u, update_msg_t *m,
 	}
 	if (rcode == KNOT_RCODE_NOERROR && m->tsig.present &&
 	    !update_policy_allows(key.grants, key.name, m)) {
-		zc_info("update %s: refused by the policy of key %s",
-		        m->zone.name, key.grants);
+		char kname[KNOT_DNAME_TXT_MAXLEN + 1];
+		knot_dname_to_str(kname, key.name, sizeof(kname));
+		zc_info("update %s: refused by the grants of key %s (%s)",
+		        m->zone.name, kname, key.grants[0] ? key.grants :
+		        "zone");
 		rcode = KNOT_RCODE_REFUSED;
 		update_audit_refused(m, rcode, "outside the key's grants");
 	}
