@@ -21,7 +21,6 @@
 #include "cli/commands.h"
 #include "cli/json_args.h"
 #include "common/error.h"
-#include "common/id_text.h"
 #include "common/log.h"
 
 static void usage(FILE *out)
