@@ -41,20 +41,39 @@ bool api_text_match(const char *have, const char *want, api_match_t op)
 	return false;
 }
 
-/* An FQDN written with its final dot ("mail.example.org.") matches the
- * content the API writes without it ("mail.example.org"). */
-static bool dotted_match(const char *text, const char *want, api_match_t op)
+/* FQDNs written with their final dot ("10 mail.example.org.", an RP's
+ * "a.test. b.test.") match the content the API writes without them: each
+ * blank-separated word outside quotes that ends in an unescaped '.' (the
+ * root, ".", excepted) loses it. Only the last one did, so a multi-name
+ * filter in that form matched nothing. Not for TXT, whose plain text may
+ * end in a dot. */
+static bool dotted_match(uint16_t type, const char *text, const char *want,
+                         api_match_t op)
 {
 	static __thread char trimmed[4200];
-	size_t n = strlen(want), t = strlen(text);
-	if (n < 2 || want[n - 1] != '.' || want[n - 2] == '\\' ||
-	    n > sizeof(trimmed) || (t > 0 && text[t - 1] == '.') ||
-	    (op != API_MATCH_EXACT && op != API_MATCH_ENDS)) {
+	size_t n = strlen(want), t = 0;
+	if (api_content_is_txt(type) || n >= sizeof(trimmed)) {
 		return false;
 	}
-	memcpy(trimmed, want, n - 1);
-	trimmed[n - 1] = '\0';
-	return api_text_match(text, trimmed, op);
+	bool quoted = false, changed = false;
+	for (size_t i = 0; i < n; i++) {
+		char c = want[i];
+		if (c == '\\' && i + 1 < n) {
+			trimmed[t++] = c;
+			trimmed[t++] = want[++i];
+			continue;
+		}
+		quoted ^= c == '"';
+		bool word_end = want[i + 1] == '\0' || want[i + 1] == ' ';
+		bool alone = i == 0 || want[i - 1] == ' ';
+		if (c == '.' && !quoted && word_end && !alone) {
+			changed = true;
+			continue;
+		}
+		trimmed[t++] = c;
+	}
+	trimmed[t] = '\0';
+	return changed && api_text_match(text, trimmed, op);
 }
 
 bool api_content_match(const knot_dname_t *owner, uint16_t type,
@@ -65,7 +84,8 @@ bool api_content_match(const knot_dname_t *owner, uint16_t type,
 	int priority;
 	if (api_content_format(owner, type, rdata, len, API_FORM_TEXT, text,
 	                       sizeof(text), &priority) == ZC_EOK &&
-	    (api_text_match(text, want, op) || dotted_match(text, want, op))) {
+	    (api_text_match(text, want, op) ||
+	     dotted_match(type, text, want, op))) {
 		return true;
 	}
 	/* TXT also in its plain form: certbot's dns-cloudflare looks its

@@ -274,20 +274,26 @@ int cli_parse_server_args(const cli_args_t *a, int argc, char **argv,
 				/* A value in quotes as the file takes one
 				 * (-o 'nsid="ns1 #2"'); # is data here. */
 				char value[CONFIG_STR_MAX * 2];
-				size_t vlen = strlen(eq + 1);
-				bool quoted = eq[1] == '"';
-				const char *close = quoted ? strchr(eq + 2, '"') :
-				                    NULL;
+				/* Blanks around the value go, as in the file. */
+				const char *v = eq + 1 + strspn(eq + 1, " \t");
+				size_t vlen = strlen(v);
+				while (vlen > 0 && (v[vlen - 1] == ' ' ||
+				                    v[vlen - 1] == '\t')) {
+					vlen--;
+				}
+				bool quoted = v[0] == '"';
+				const char *close = quoted ?
+				                    memchr(v + 1, '"', vlen - 1) : NULL;
 				snprintf(value, sizeof(value), "%.*s",
-				         (int)(quoted && close ? close - eq - 2 :
-				               (long)vlen), eq + 1 + quoted);
+				         (int)(quoted && close ? close - v - 1 :
+				               (long)vlen), v + quoted);
 				if (vlen >= sizeof(value)) {
 					snprintf(err, sizeof(err), "-o %s: the value is "
 					         "too long", key);
 				} else if (quoted && close == NULL) {
 					snprintf(err, sizeof(err), "-o %s: a quote left "
 					         "open", key);
-				} else if (quoted && close[1] != '\0') {
+				} else if (quoted && close != v + vlen - 1) {
 					snprintf(err, sizeof(err), "-o %s: text after the "
 					         "closing quote", key);
 				} else {

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* Command-line arguments as JSON strings (see json_args.h). */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,17 @@ json_t *cli_json_name(const char *text)
 	}
 	size_t o = 0;
 	for (const unsigned char *p = (const unsigned char *)text; *p; p++) {
+		/* A backslash before a raw octet escapes that octet: the
+		 * pair is the octet, \DDD alone ("\\\xe9" is "\233", not a
+		 * backslash then "233"). Other escapes are copied whole. */
+		bool escaped = *p == '\\' && p[1] != '\0';
+		if (escaped && p[1] >= 0x80) {
+			p++;
+		} else if (escaped) {
+			out[o++] = (char)*p++;
+			out[o++] = (char)*p;
+			continue;
+		}
 		if (*p >= 0x80) {
 			o += (size_t)snprintf(out + o, 5, "\\%03u", *p);
 		} else {

@@ -774,6 +774,11 @@ def test_names_in_content_are_fqdns_in_every_type(srv, api):
         assert rec["content"].replace('alpn="h2"', "alpn=h2") == content, rec
         listed = api.records(zid, content=content)
         assert [r["id"] for r in listed] == [rec["id"]], (content, listed)
+        if rtype in ("RP", "KX", "AFSDB", "RT", "NAPTR", "CNAME"):
+            # the names with their final dots: only the last one was
+            # dropped, so a multi-name filter so written matched nothing
+            listed = api.records(zid, content=want)
+            assert [r["id"] for r in listed] == [rec["id"]], (want, listed)
         if want is not None:
             expect_answer(srv, name, rtype, rdatas(rtype, want))
     # the root stays "." (an SRV's root target lost its only character)

@@ -176,6 +176,9 @@ def test_fleet_status_checks_the_data_directory(tmp_path):
     ("nsid=plain", None),
     ('nsid="a" b', "-o nsid: text after the closing quote"),
     ('nsid="a', "-o nsid: a quote left open"),
+    ('nsid= "ab', "-o nsid: a quote left open"),     # blanks go first, as in the file
+    ('workers= "2"', None),
+    ('nsid="abc" ', None),
     ("nsid=a\rversion: EVIL", "a control character (0x0d) in the value of 'nsid'"),
     ("nsid=a\nb", "a control character (0x0a) in the value of 'nsid'"),
 ])

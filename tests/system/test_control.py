@@ -466,8 +466,17 @@ def test_arguments_that_are_not_utf8(zonecast_factory):
     cli(srv, "zone", "import", zone, zfile)
     secret = cli(srv, "token", "create", "--zone", zone).stdout.strip()
     assert secret.startswith("zc_")
-    line = [l for l in cli(srv, "token", "list").stdout.splitlines()[1:] if "\\233x.test" in l]
-    assert len(line) == 1, cli(srv, "token", "list").stdout
+    zones = [l.split()[3] for l in cli(srv, "token", "list").stdout.splitlines()[1:]]
+    assert zones.count("\\233x.test.") == 1, zones
+    # a backslash before the raw octet escapes it: the same name, not a
+    # backslash then "233" (another zone, which exists here as a decoy)
+    decoy = os.path.join(srv.workdir, "decoy.zone")
+    with open(decoy, "w") as f:
+        f.write("@ 300 IN SOA ns1 h 1 2 3 4 5\n@ 300 IN NS ns1\nns1 300 IN A 192.0.2.1\n")
+    cli(srv, "zone", "import", "\\\\233x.test", decoy)
+    cli(srv, "token", "create", "--zone", os.fsdecode(b"\\\xe9x.test"))
+    zones = [l.split()[3] for l in cli(srv, "token", "list").stdout.splitlines()[1:]]
+    assert zones.count("\\233x.test.") == 2 and "\\\\233x.test." not in zones, zones
     cli(srv, "secondaries", zone, "--allow-transfer", "192.0.2.7")
     assert "192.0.2.7" in cli(srv, "secondaries", "\\233x.test").stdout
 
