@@ -141,6 +141,33 @@ static void check_equal(edge_store_t *a, edge_store_t *b)
 	CHECK(da == db);
 }
 
+/* Applies one commit of a single forged PUT into the nodes table (as a
+ * publisher that should not be one could send it); the feed's result,
+ * the commit aborted. */
+static int apply_forged_put(edge_store_t *es, const uint8_t *key,
+                            size_t klen, const uint8_t *val, size_t vlen)
+{
+	static uint8_t msg[1024];
+	size_t m = 0;
+	msg[m++] = EDGE_OP_PUT;
+	msg[m++] = EDGE_TABLE_NODES;
+	msg[m++] = (uint8_t)(klen >> 8);
+	msg[m++] = (uint8_t)klen;
+	msg[m++] = 0;
+	msg[m++] = 0;
+	msg[m++] = (uint8_t)(vlen >> 8);
+	msg[m++] = (uint8_t)vlen;
+	memcpy(msg + m, key, klen);
+	m += klen;
+	memcpy(msg + m, val, vlen);
+	m += vlen;
+	edge_applier_t ap;
+	CHECK_EQ(edge_apply_begin(es, &ap), ZC_EOK);
+	int ret = edge_apply_feed(&ap, msg, m);
+	edge_apply_abort(&ap);
+	return ret;
+}
+
 int main(void)
 {
 	const char *base = test_tmpdir();
@@ -331,26 +358,13 @@ int main(void)
 	 * and crashed, on every edge, after every restart) is refused with
 	 * its commit, and nothing of the commit is stored. */
 	{
-		static uint8_t val[256], msg[512];
+		static uint8_t val[256];
 		size_t vlen = node_val(val, 500, 4);
+		uint8_t key[11] = { 0, 0, 0, 0, 0, 0, 0, 1, 'f', 'd', 0 };
 		for (uint8_t bad = 1; bad <= 2; bad++) {
 			val[1] = bad == 1 ? EDGE_NODE_DNAME : EDGE_NODE_CNAME;
-			uint8_t key[11] = { 0, 0, 0, 0, 0, 0, 0, 1, 'f', 'd', 0 };
-			size_t m = 0;
-			msg[m++] = EDGE_OP_PUT;
-			msg[m++] = EDGE_TABLE_NODES;
-			msg[m++] = 0;
-			msg[m++] = sizeof(key);
-			msg[m++] = 0; msg[m++] = 0;
-			msg[m++] = (uint8_t)(vlen >> 8); msg[m++] = (uint8_t)vlen;
-			memcpy(msg + m, key, sizeof(key));
-			m += sizeof(key);
-			memcpy(msg + m, val, vlen);
-			m += vlen;
-			edge_applier_t ap;
-			CHECK_EQ(edge_apply_begin(edge, &ap), ZC_EOK);
-			CHECK_EQ(edge_apply_feed(&ap, msg, m), ZC_EFORMAT);
-			edge_apply_abort(&ap);
+			CHECK_EQ(apply_forged_put(edge, key, sizeof(key), val, vlen),
+			         ZC_EFORMAT);
 			edge_txn_t txn = { 0 };
 			const uint8_t *got;
 			size_t got_len;
@@ -363,26 +377,10 @@ int main(void)
 		/* The apex flag says where the node is: on the zone's own key
 		 * (the zone id alone) and nowhere else. */
 		for (int bad = 0; bad < 2; bad++) {
-			static uint8_t m2[512];
 			vlen = node_val(val, 501, 4);
 			val[1] = bad ? EDGE_NODE_APEX : 0;
-			uint8_t key[11] = { 0, 0, 0, 0, 0, 0, 0, 1, 'f', 'a', 0 };
-			size_t klen = bad ? 11 : 8;
-			size_t m = 0;
-			m2[m++] = EDGE_OP_PUT;
-			m2[m++] = EDGE_TABLE_NODES;
-			m2[m++] = 0;
-			m2[m++] = (uint8_t)klen;
-			m2[m++] = 0; m2[m++] = 0;
-			m2[m++] = (uint8_t)(vlen >> 8); m2[m++] = (uint8_t)vlen;
-			memcpy(m2 + m, key, klen);
-			m += klen;
-			memcpy(m2 + m, val, vlen);
-			m += vlen;
-			edge_applier_t ap;
-			CHECK_EQ(edge_apply_begin(edge, &ap), ZC_EOK);
-			CHECK_EQ(edge_apply_feed(&ap, m2, m), ZC_EFORMAT);
-			edge_apply_abort(&ap);
+			CHECK_EQ(apply_forged_put(edge, key, bad ? 11 : 8, val, vlen),
+			         ZC_EFORMAT);
 		}
 		check_equal(primary, edge);
 	}
