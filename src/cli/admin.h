@@ -156,3 +156,8 @@ json_t *admin_serve(const char *data_dir, edge_store_t *es, writer_t *writer,
 
 /* Whether the control socket's command is one of the writes above. */
 bool admin_is_write(const char *command);
+
+/* Whether a control request names a known command and holds only that
+ * command's members, each of its type (control_request.c); false with
+ * the reason in err otherwise. */
+bool control_request_check(const json_t *req, char *err, size_t size);

@@ -7,7 +7,8 @@
  * Protocol: the client sends one line, a JSON object
  * {"command": "status" | "reload" | "stop" | "zone-status", "zone": NAME};
  * the server answers one line, {"ok": true, "result": {...}} or
- * {"ok": false, "error": "..."}, and closes. Only the server's own user
+ * {"ok": false, "error": "..."}, and closes. A request holds only its
+ * command's members (control_request.c) and nothing after the object. Only the server's own user
  * (or root) may connect: the file's mode says so, and the peer's
  * credentials (SO_PEERCRED) are checked too, in case the socket sits in a
  * directory others can reach. One connection at a time, each with 5 s
@@ -177,7 +178,8 @@ static int64_t ms_left(const struct timespec *deadline)
  * -1: none) within IO_TIMEOUT_S in all: a client sending a byte every
  * few seconds held the socket, one connection at a time, for hours.
  * False on timeout, EOF or overflow. */
-static bool read_line(int fd, char *buf, size_t size, int *passed)
+static bool read_line(int fd, char *buf, size_t size, size_t *got,
+                      int *passed)
 {
 	size_t len = 0;
 	*passed = -1;
@@ -209,6 +211,7 @@ static bool read_line(int fd, char *buf, size_t size, int *passed)
 		len += (size_t)n;
 		buf[len] = '\0';
 		if (memchr(buf, '\n', len) != NULL) {
+			*got = len;
 			return true;
 		}
 	}
@@ -354,26 +357,29 @@ static bool serve_client(control_t *c, int fd)
 {
 	struct timeval tv = { .tv_sec = IO_TIMEOUT_S };
 	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-	char buf[REQUEST_MAX], client[64];
+	char buf[REQUEST_MAX], client[64], why[240];
 	int file_fd = -1;
 	json_error_t jerr;
 	json_t *req = NULL;
 	bool stop = false, taken = false;
 	/* Who asks, before anything they send is read. */
 	bool allowed = peer_allowed(fd, client, sizeof(client));
-	bool got = allowed && read_line(fd, buf, sizeof(buf), &file_fd);
+	size_t len = 0;
+	bool got = allowed && read_line(fd, buf, sizeof(buf), &len, &file_fd);
 	if (!allowed) {
 		zc_warn("control: refused a client of another user (%s)", client);
 		send_json(fd, fail("permission denied"));
 	} else if (!got) {
 		send_json(fd, fail("no request line (at most 16384 bytes)"));
-	} else if ((req = json_loads(buf, JSON_DISABLE_EOF_CHECK |
-	                             JSON_REJECT_DUPLICATES, &jerr)) == NULL) {
+	} else if ((req = json_loadb(buf, len, JSON_REJECT_DUPLICATES,
+	                             &jerr)) == NULL) {
 		/* A key given twice is refused: {"command": "status",
-		 * "command": "stop"} stopped the server. */
-		char why[200];
-		snprintf(why, sizeof(why), "the request is not JSON: %s",
-		         jerr.text);
+		 * "command": "stop"} stopped the server. So is text after
+		 * the object, on the line or after it. */
+		snprintf(why, sizeof(why), "the request is not one JSON "
+		         "object on one line: %.160s", jerr.text);
+		send_json(fd, fail(why));
+	} else if (!control_request_check(req, why, sizeof(why))) {
 		send_json(fd, fail(why));
 	} else if (admin_is_write(json_string_value(json_object_get(req,
 	                                                         "command")))) {

@@ -431,6 +431,43 @@ def test_requests_with_a_key_twice_are_refused(zonecast_factory):
     assert status_json(srv)["pid"] == srv.proc.pid
 
 
+def test_requests_hold_only_their_commands_members(zonecast_factory):
+    """The control socket took members a command does not have, members
+    of another type (read as absent: {"command": "token-create", "zone":
+    5} made a token for every zone) and text after the JSON object; each
+    is refused now, naming the member, and nothing is written."""
+    srv = started(zonecast_factory())
+    before = cli(srv, "token", "list").stdout
+    cases = [
+        (b'{"command": "token-create", "name": "t1", "zone": 5}\n', "zone"),
+        (b'{"command": "token-create", "name": "t1", "zone": null}\n', "zone"),
+        (b'{"command": "token-create", "name": "t1", "zonee": "x.test"}\n',
+         "zonee"),
+        (b'{"command": "token-create", "name": "t1", "read_only": "yes"}\n',
+         "read_only"),
+        (b'{"command": "token-create", "name": "t1", "expires_on": -5}\n',
+         "expires_on"),
+        (b'{"command": "secondaries-set", "zone": "x", "notify": [1]}\n',
+         "notify"),
+        (b'{"command": "status", "verbose": true}\n', "verbose"),
+        (b'{"command": "stop", "now": 1}\n', "now"),
+        (b'{"command": "status"} {"command": "stop"}\n', "one JSON object"),
+        (b'{"command": "status"}\n{"command": "stop"}\n', "one JSON object"),
+        (b'{"command": "status"}\x00{"command": "stop"}\n', "one JSON object"),
+    ]
+    for line, named in cases:
+        r = ask_socket(srv, line)
+        assert r["ok"] is False and named in r["error"], (line, r)
+    time.sleep(0.3)
+    assert srv.proc.poll() is None
+    assert cli(srv, "token", "list").stdout == before
+    # The requests the command sends still work.
+    cli(srv, "token", "create", "--name", "t2", "--read-only")
+    assert "t2" in cli(srv, "token", "list").stdout
+    r = ask_socket(srv, b'{"command": "status"}\n')
+    assert r["ok"] is True, r
+
+
 def test_arguments_that_are_not_utf8(zonecast_factory):
     """An argument that is not UTF-8 text has no JSON string: jansson gave
     NULL and the member went missing unsaid. `token create --zone` with a
