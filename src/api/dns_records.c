@@ -18,10 +18,12 @@
  * (node_cache.h), filled before the first op: a batch of 1,000 changes
  * reads them in a few statements instead of one or more per change.
  */
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <libknot/descriptor.h>
 #include <libknot/errcode.h>
 
@@ -380,6 +382,38 @@ static bool data_agrees(unit_t *u, const char *name, const char *type,
 	return true;
 }
 
+/* An SRV record's data may name its owner (data.service, data.proto,
+ * data.name: api_data_srv_owner()): then it is the record's name, written
+ * into srv_name as an FQDN, and a name given beside it must be the same
+ * owner. srv_name is "" when data names none. */
+static int data_names_owner(unit_t *u, const char *type, const json_t *data,
+                            const char *name, char *srv_name, size_t size)
+{
+	srv_name[0] = '\0';
+	if (data == NULL || strcasecmp(type, "SRV") != 0 ||
+	    !json_is_object(data)) {
+		return ZC_EOK;
+	}
+	uint8_t owner[KNOT_DNAME_MAXLEN], named[KNOT_DNAME_MAXLEN];
+	char err[300];
+	int ret = api_data_srv_owner(u->zone.apex, data, owner, err,
+	                             sizeof(err));
+	if (ret == -ENOENT) {
+		return ZC_EOK;
+	}
+	if (ret != ZC_EOK) {
+		return fail(u, 400, "%s", err);
+	}
+	if (name != NULL &&
+	    (api_name_parse(u->zone.apex, name, named, err, sizeof(err)) !=
+	     ZC_EOK || !knot_dname_is_equal(named, owner))) {
+		return fail(u, 400, "name: disagrees with the owner data.service, "
+		            "data.proto and data.name make");
+	}
+	knot_dname_to_str(srv_name, owner, size);
+	return ZC_EOK;
+}
+
 /* Parses a record's JSON fields (over a base record for PATCH). */
 static int parse_fields(unit_t *u, json_t *f, const copy_t *base)
 {
@@ -417,15 +451,24 @@ static int parse_fields(unit_t *u, json_t *f, const copy_t *base)
 			            strings[i]);
 		}
 	}
-	if (name == NULL || name[0] == '\0') {
-		return fail(u, 400, "name: required (@ for the zone apex)");
-	}
 	if (type == NULL) {
 		return fail(u, 400, "type: required");
 	}
 	json_t *data = json_object_get(f, "data");
 	if (json_is_null(data)) {
 		data = NULL;
+	}
+	char srv_name[KNOT_DNAME_TXT_MAXLEN + 1];
+	if (data_names_owner(u, type, data, json_object_get(f, "name") ?
+	                     name : NULL, srv_name, sizeof(srv_name)) !=
+	    ZC_EOK) {
+		return ZC_EUSAGE;
+	}
+	if (srv_name[0] != '\0') {
+		name = srv_name;
+	}
+	if (name == NULL || name[0] == '\0') {
+		return fail(u, 400, "name: required (@ for the zone apex)");
 	}
 	if (content == NULL && data == NULL) {
 		return fail(u, 400, "content: required (or Cloudflare's data)");

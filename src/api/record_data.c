@@ -5,11 +5,13 @@
  * quoted (CAA value, NAPTR flags, service and regexp, URI target), the
  * rest (names, base64, hex, SVCB parameters) as they are.
  */
+#include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <libknot/descriptor.h>
 
+#include "api/content.h"
 #include "api/record_data.h"
 #include "common/error.h"
 
@@ -19,6 +21,7 @@ typedef enum {
 	TEXT,      /* A string, as it is. */
 	QUOTED,    /* A string, as a quoted character-string. */
 	PRIO,      /* The priority: data's, else the record's. */
+	OWNER,     /* A part of the owner, not of the content. */
 } kind_t;
 
 typedef struct {
@@ -26,7 +29,7 @@ typedef struct {
 	kind_t kind;
 } field_t;
 
-#define MAX_FIELDS 6
+#define MAX_FIELDS 7
 
 static const struct {
 	uint16_t type;
@@ -52,7 +55,9 @@ static const struct {
 	                      { "matching_type", NUM },
 	                      { "certificate", TEXT } } },
 	{ KNOT_RRTYPE_SRV, { { "priority", PRIO }, { "weight", NUM },
-	                     { "port", NUM }, { "target", TEXT } } },
+	                     { "port", NUM }, { "target", TEXT },
+	                     { "service", OWNER }, { "proto", OWNER },
+	                     { "name", OWNER } } },
 	{ KNOT_RRTYPE_SSHFP, { { "algorithm", NUM }, { "type", NUM },
 	                       { "fingerprint", TEXT } } },
 	{ KNOT_RRTYPE_URI, { { "priority", PRIO }, { "weight", NUM },
@@ -124,6 +129,9 @@ int api_data_content(uint16_t type, json_t *data, int priority, char *out,
 	size_t pos = 0;
 	out[0] = '\0';
 	for (size_t i = 0; i < MAX_FIELDS && f[i].name != NULL; i++) {
+		if (f[i].kind == OWNER) {
+			continue; /* api_data_srv_owner(). */
+		}
 		v = json_object_get(data, f[i].name);
 		char num[24];
 		bool ok = pos == 0 || put(out, size, &pos, " ");
@@ -162,5 +170,70 @@ int api_data_content(uint16_t type, json_t *data, int priority, char *out,
 			return ZC_EUSAGE;
 		}
 	}
+	return ZC_EOK;
+}
+
+/* Whether s is one label of a service name or protocol ("_sip",
+ * "_tcp"): letters, digits, '-' and '_', 1 to 63 of them. */
+static bool service_label(const char *s)
+{
+	size_t n = strspn(s, "abcdefghijklmnopqrstuvwxyz"
+	                     "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_");
+	return n > 0 && n <= 63 && s[n] == '\0';
+}
+
+int api_data_srv_owner(const knot_dname_t *apex, const json_t *data,
+                       uint8_t owner[KNOT_DNAME_MAXLEN], char *err,
+                       size_t err_size)
+{
+	static const char *const keys[] = { "service", "proto", "name" };
+	const char *part[3];
+	int given = 0;
+	for (int i = 0; i < 3; i++) {
+		const json_t *v = json_object_get(data, keys[i]);
+		given += v != NULL;
+		part[i] = json_string_value(v);
+		if (v != NULL && part[i] == NULL) {
+			snprintf(err, err_size, "data.%s: a string is required",
+			         keys[i]);
+			return ZC_EUSAGE;
+		}
+	}
+	if (given == 0) {
+		return -ENOENT;
+	}
+	if (given != 3) {
+		snprintf(err, err_size, "data: service, proto and name name "
+		         "the owner together; give all three or none");
+		return ZC_EUSAGE;
+	}
+	for (int i = 0; i < 2; i++) {
+		if (!service_label(part[i])) {
+			snprintf(err, err_size, "data.%s: one label of letters, "
+			         "digits, '-' and '_' (\"_sip\", \"_tcp\")",
+			         keys[i]);
+			return ZC_EUSAGE;
+		}
+	}
+	uint8_t base[KNOT_DNAME_MAXLEN];
+	char why[120];
+	if (api_name_parse(apex, part[2], base, why, sizeof(why)) != ZC_EOK) {
+		snprintf(err, err_size, "data.%s", why);
+		return ZC_EUSAGE;
+	}
+	/* The two labels, then the name. */
+	size_t s = strlen(part[0]), p = strlen(part[1]);
+	size_t len = knot_dname_size(base);
+	if (2 + s + p + len > KNOT_DNAME_MAXLEN) {
+		snprintf(err, err_size, "data: the owner is longer than 255 "
+		         "octets");
+		return ZC_EUSAGE;
+	}
+	owner[0] = (uint8_t)s;
+	memcpy(owner + 1, part[0], s);
+	owner[1 + s] = (uint8_t)p;
+	memcpy(owner + 2 + s, part[1], p);
+	memcpy(owner + 2 + s + p, base, len);
+	knot_dname_to_lower(owner);
 	return ZC_EOK;
 }

@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <jansson.h>
+#include <libknot/dname.h>
 
 /*
  * Writes the content `data` stands for, for a record of that type, into
@@ -23,3 +24,15 @@
 int api_data_content(uint16_t type, json_t *data, int priority, char *out,
                      size_t size, int *own_priority, char *err,
                      size_t err_size);
+
+/*
+ * The owner an SRV record's data names (Cloudflare's older form, which
+ * octoDNS sends: "service" and "proto" labels, and "name", the rest of
+ * the owner: "@", a name relative to the zone or an FQDN in it) into
+ * owner, a lower-case wire name. -ENOENT when data names none, ZC_EOK,
+ * or ZC_EUSAGE with "data...: message" in err (one of the three without
+ * the others, a label that is not one, a name outside the zone).
+ */
+int api_data_srv_owner(const knot_dname_t *apex, const json_t *data,
+                       uint8_t owner[KNOT_DNAME_MAXLEN], char *err,
+                       size_t err_size);

@@ -267,7 +267,7 @@ def test_data_beside_content_must_agree(api):
     refused(api.call("POST", P, json={
         "type": "SRV", "name": "_y._tcp", "data": {"weight": 1, "port": 2, "target": "t.test",
                                                    "priority": 3, "service": "_y"}}),
-        400, "data.service:")
+        400, "data: service, proto and name")
     assert serial(api, zid) == v0
     # agreeing: taken; data alone: read
     r = api.ok("POST", P, json={
@@ -288,6 +288,44 @@ def test_data_beside_content_must_agree(api):
     refused(api.call("PATCH", P + "/" + rid, json={
         "content": '0 issue "b.example"', "data": {"flags": 128, "tag": "issue",
                                                    "value": "b.example"}}), 400, "data:")
+
+
+def test_srv_data_may_name_its_owner(api):
+    """Cloudflare's older SRV data names the owner too (service, proto,
+    name), and octoDNS sends it: it was refused as unknown members. The
+    three make the owner; a name beside them must be the same one."""
+    zid, zone = new_zone(api)
+    P = records(zid)
+    srv = {"priority": 10, "weight": 20, "port": 5060, "target": "sip.example.test"}
+    # octoDNS: name the FQDN, data.name the zone (or a subdomain, relative)
+    r = api.ok("POST", P, json={"type": "SRV", "name": "_sip._tcp." + zone, "ttl": 300,
+                                "data": dict(srv, service="_sip", proto="_tcp", name=zone)})
+    assert (r["result"]["name"], r["result"]["content"], r["result"]["priority"]) == \
+        ("_sip._tcp." + zone, "20 5060 sip.example.test", 10)
+    r = api.ok("POST", P, json={"type": "SRV",
+                                "data": dict(srv, service="_xmpp", proto="_udp", name="sub")})
+    assert r["result"]["name"] == "_xmpp._udp.sub." + zone
+    r = api.ok("POST", P, json={"type": "SRV",
+                                "data": dict(srv, service="_a", proto="_tcp", name="@")})
+    assert r["result"]["name"] == "_a._tcp." + zone
+    rid = r["result"]["id"]
+    v0 = serial(api, zid)
+    for body, starts in (
+            ({"name": "_other._tcp", "data": dict(srv, service="_sip", proto="_tcp",
+                                                  name=zone)}, "name: disagrees"),
+            ({"data": dict(srv, service="_sip", proto="_tcp")}, "data: service, proto"),
+            ({"data": dict(srv, service="a.b", proto="_tcp", name="@")}, "data.service:"),
+            ({"data": dict(srv, service="", proto="_tcp", name="@")}, "data.service:"),
+            ({"data": dict(srv, service="_s", proto=6, name="@")}, "data.proto:"),
+            ({"data": dict(srv, service="_s", proto="_tcp", name="elsewhere.example.")},
+             "data.name:"),
+    ):
+        refused(api.call("POST", P, json=dict(body, type="SRV")), 400, starts)
+    assert serial(api, zid) == v0
+    # a PATCH may move the record by its data
+    r = api.ok("PATCH", P + "/" + rid, json={"data": dict(srv, service="_b", proto="_tcp",
+                                                          name=zone)})
+    assert r["result"]["name"] == "_b._tcp." + zone
 
 
 # ------------------------------------------------------ 4. batch answers
