@@ -20,6 +20,7 @@
 #include "cli/api_client.h"
 #include "cli/commands.h"
 #include "cli/json_args.h"
+#include "cli/record_lines.h"
 #include "common/error.h"
 #include "common/id_text.h"
 
@@ -422,129 +423,10 @@ static int replace_rrset(const opts_t *o, const char *zid, const char *name,
 	return send_changes(o, zid, &c);
 }
 
-/* One line of a batch file: VERB NAME [TTL] TYPE [CONTENT]. */
-typedef struct {
-	char verb[16], name[1100], type[32];
-	long ttl;
-	const char *content;     /* Into the line; NULL: none. */
-} line_t;
-
-/* Takes the next blank-separated word of *p into out, as a master file
- * reads one: a backslash keeps the character after it in the word ("b\ c"
- * is one name, as written), and is kept; a word ending in a lone
- * backslash is no word. */
-static bool next_word(char **p, char *out, size_t size)
-{
-	*p += strspn(*p, " \t");
-	size_t n = 0;
-	const char *s = *p;
-	while (s[n] != '\0' && s[n] != ' ' && s[n] != '\t') {
-		if (s[n] == '\\' && s[++n] == '\0') {
-			return false;
-		}
-		n++;
-	}
-	if (n == 0 || n >= size) {
-		return false;
-	}
-	memcpy(out, *p, n);
-	out[n] = '\0';
-	*p += n;
-	return true;
-}
-
-/* A name's escaped blank or control character ("b\\ c") written as the
- * API takes it, \DDD ("b\\032c"); false when it no longer fits. */
-static bool escape_blanks(char *name, size_t size)
-{
-	char out[sizeof(((line_t *)0)->name)];
-	size_t o = 0;
-	for (size_t i = 0; name[i] != '\0'; i++) {
-		unsigned char c = (unsigned char)name[i + 1];
-		if (name[i] == '\\' && c != '\0' && (c <= 0x20 || c == 0x7f)) {
-			if (o + 4 >= sizeof(out)) {
-				return false;
-			}
-			o += (size_t)snprintf(out + o, sizeof(out) - o, "\\%03u", c);
-			i++;
-			continue;
-		}
-		if (name[i] == '\\' && c != '\0') {
-			if (o + 2 >= sizeof(out)) {
-				return false;
-			}
-			out[o++] = name[i++];
-		}
-		if (o + 1 >= sizeof(out)) {
-			return false;
-		}
-		out[o++] = name[i];
-	}
-	out[o] = '\0';
-	if (o >= size) {
-		return false;
-	}
-	memcpy(name, out, o + 1);
-	return true;
-}
-
-static bool parse_line(char *text, line_t *l)
-{
-	char ttl[32];
-	char *p = text;
-	l->ttl = 0;
-	if (!next_word(&p, l->verb, sizeof(l->verb)) ||
-	    !next_word(&p, l->name, sizeof(l->name)) ||
-	    !escape_blanks(l->name, sizeof(l->name)) ||
-	    !next_word(&p, l->type, sizeof(l->type))) {
-		return false;
-	}
-	if (strspn(l->type, "0123456789") == strlen(l->type)) {
-		snprintf(ttl, sizeof(ttl), "%s", l->type);
-		if (strcmp(l->verb, "delete") == 0 ||
-		    !next_word(&p, l->type, sizeof(l->type))) {
-			return false;
-		}
-		l->ttl = strtol(ttl, NULL, 10);
-	}
-	p += strspn(p, " \t");
-	size_t n = strlen(p);
-	while (n > 0 && (p[n - 1] == ' ' || p[n - 1] == '\t')) {
-		p[--n] = '\0';
-	}
-	l->content = n > 0 ? p : NULL;
-	return strcmp(l->verb, "delete") == 0 || l->content != NULL;
-}
-
-/* Reads a whole file (or stdin for "-"); NULL after printing why. */
-static char *read_all(const char *path)
-{
-	FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "r");
-	if (f == NULL) {
-		fprintf(stderr, "zonecast record: cannot read %s: %s\n", path,
-		        strerror(errno));
-		return NULL;
-	}
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *mem = open_memstream(&buf, &len);
-	char chunk[65536];
-	size_t n;
-	while (mem != NULL && (n = fread(chunk, 1, sizeof(chunk), f)) > 0) {
-		fwrite(chunk, 1, n, mem);
-	}
-	if (mem != NULL) {
-		fclose(mem);
-	}
-	if (f != stdin) {
-		fclose(f);
-	}
-	return buf;
-}
-
 /* Applies one parsed line to the batch being built. */
-static int apply_line(const opts_t *o, const char *zid, const line_t *l,
-                      changes_t *c, json_t *replaced)
+static int apply_line(const opts_t *o, const char *zid,
+                      const record_line_t *l, changes_t *c,
+                      json_t *replaced)
 {
 	json_t *found = NULL;
 	if (strcmp(l->verb, "add") == 0) {
@@ -579,7 +461,7 @@ static int apply_line(const opts_t *o, const char *zid, const line_t *l,
 /* batch ZONE FILE: the file's lines (or its JSON body) as one batch. */
 static int batch_file(const opts_t *o, const char *zid, const char *path)
 {
-	char *text = read_all(path);
+	char *text = record_read_all(path);
 	if (text == NULL) {
 		return 1;
 	}
@@ -606,8 +488,8 @@ static int batch_file(const opts_t *o, const char *zid, const char *path)
 		if (*first == '\0' || *first == '#') {
 			continue;
 		}
-		line_t l;
-		if (!parse_line(line, &l) || (strcmp(l.verb, "add") != 0 &&
+		record_line_t l;
+		if (!record_parse_line(line, &l) || (strcmp(l.verb, "add") != 0 &&
 		                              strcmp(l.verb, "delete") != 0 &&
 		                              strcmp(l.verb, "replace") != 0)) {
 			fprintf(stderr, "zonecast record: %s: line %d: expected add|"
@@ -643,11 +525,11 @@ static int run(opts_t *o, int argc, char **argv)
 	}
 	/* Names take master-file escapes as record batch's do ("b\ c"),
 	 * an escaped blank sent as the API takes it, \DDD. */
-	static char arg_name[sizeof(((line_t *)0)->name)];
-	static char opt_name[sizeof(((line_t *)0)->name)];
+	static char arg_name[sizeof(((record_line_t *)0)->name)];
+	static char opt_name[sizeof(((record_line_t *)0)->name)];
 	if (argc >= 3 && !zc_id_text_form(argv[2])) {
 		snprintf(arg_name, sizeof(arg_name), "%s", argv[2]);
-		if (!escape_blanks(arg_name, sizeof(arg_name))) {
+		if (!record_escape_blanks(arg_name, sizeof(arg_name))) {
 			fprintf(stderr, "zonecast: %s: too long a name\n", argv[2]);
 			return 2;
 		}
@@ -655,7 +537,7 @@ static int run(opts_t *o, int argc, char **argv)
 	}
 	if (o->name != NULL) {
 		snprintf(opt_name, sizeof(opt_name), "%s", o->name);
-		if (!escape_blanks(opt_name, sizeof(opt_name))) {
+		if (!record_escape_blanks(opt_name, sizeof(opt_name))) {
 			fprintf(stderr, "zonecast: --name: too long a name\n");
 			return 2;
 		}
