@@ -5,7 +5,8 @@
  * (records/rules.h), write sorted in one transaction.
  *
  * The write: the zone's row found and locked (records_zone_find_locked())
- * or created, its old records deleted, every record id drawn at once
+ * or created, its old records deleted (a signed zone keeps the DNSKEY,
+ * CDS and CDNSKEY its signer publishes), every record id drawn at once
  * (records_alloc_ids()), the records streamed in key order through one
  * bulk load (db.h, rdb_copy_*(): COPY on PostgreSQL, an INSERT per row on
  * SQLite), then the zone's serial and record count and one zone-wide
@@ -46,6 +47,12 @@ struct records_import {
 	size_t count;
 	size_t capacity;
 	bool sorted;
+	/* A signed zone keeps the keys its signer publishes (DNSKEY, CDS,
+	 * CDNSKEY): kept of them are stored, and the file's are not taken
+	 * (an import of a zone file without them made the zone bogus: its
+	 * signatures by a key no longer published). */
+	bool keep_keys;
+	int64_t kept;
 };
 
 int records_import_begin(records_store_t *store, const knot_dname_t *apex,
@@ -240,6 +247,47 @@ int records_import_check(records_import_t *imp, records_problem_cb problem,
 
 /* --- Writing --- */
 
+/* The one number a query of zone_id gives. */
+static int query_count(records_import_t *imp, const rdb_sql_t *sql,
+                       int64_t zone_id, int64_t *count)
+{
+	rdb_stmt_t *stmt;
+	int ret = rdb_prepare(imp->store->db, sql, &stmt);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	rdb_bind_int64(stmt, 1, zone_id);
+	int rc = rdb_step(stmt);
+	*count = rc == RDB_ROW ? rdb_col_int64(stmt, 0) : 0;
+	if (rc == RDB_ROW) {
+		rc = rdb_step(stmt);
+	}
+	ret = rdb_status(rc);
+	rdb_done(stmt);
+	return ret;
+}
+
+/* Deletes an existing zone's records but, when it is signed (it has
+ * keys), those its signer publishes. */
+static int empty_zone(records_import_t *imp, int64_t zone_id)
+{
+	int64_t keys = 0;
+	int ret = query_count(imp, RDB_SQL("SELECT count(*) FROM dnssec_keys"
+	                                   " WHERE zone_id = ?1"), zone_id,
+	                      &keys);
+	if (ret != ZC_EOK || keys == 0) {
+		return ret != ZC_EOK ? ret : records_exec_int64(imp->store,
+		       RDB_SQL("DELETE FROM records WHERE zone_id = ?1"), zone_id);
+	}
+	imp->keep_keys = true;
+	ret = records_exec_int64(imp->store, RDB_SQL("DELETE FROM records"
+	                         " WHERE zone_id = ?1 AND type NOT IN"
+	                         " (48, 59, 60)"), zone_id); /* DNSKEY, CDS, CDNSKEY */
+	return ret != ZC_EOK ? ret : query_count(imp, RDB_SQL(
+		"SELECT count(*) FROM records WHERE zone_id = ?1"), zone_id,
+		&imp->kept);
+}
+
 /* Finds or creates the zone row; empties an existing zone. */
 static int prepare_zone(records_import_t *imp, int64_t now,
                         records_zone_t *zone, bool *is_new)
@@ -249,9 +297,7 @@ static int prepare_zone(records_import_t *imp, int64_t now,
 	int ret = records_zone_find_locked(imp->store, imp->apex, zone);
 	*is_new = (ret == ZC_ENOZONE);
 	if (ret == ZC_EOK) {
-		return records_exec_int64(imp->store, RDB_SQL("DELETE FROM"
-		                          " records WHERE zone_id = ?1"),
-		                          zone->id);
+		return empty_zone(imp, zone->id);
 	}
 	if (ret != ZC_ENOZONE) {
 		return ret;
@@ -321,7 +367,8 @@ static int copy_entry(records_import_t *imp, rdb_copy_t *copy,
 /* Writes every record, in key order, with ids drawn at once beforehand
  * (nothing else may run on the connection during the load). */
 static int insert_all(records_import_t *imp, int64_t zone_id, int64_t now,
-                      uint32_t *file_serial, bool *has_serial)
+                      uint32_t *file_serial, bool *has_serial,
+                      int64_t *stored)
 {
 	int64_t *ids = malloc((imp->count + 1) * sizeof(*ids));
 	if (ids == NULL) {
@@ -339,7 +386,12 @@ static int insert_all(records_import_t *imp, int64_t zone_id, int64_t now,
 	for (size_t i = 0; i < imp->count && ret == ZC_EOK; i++) {
 		const entry_t *e = imp->entries[i];
 		note_serial(e, file_serial, has_serial);
+		if (imp->keep_keys &&
+		    records_rules_is_published_key(e->type)) {
+			continue; /* The signer's, kept. */
+		}
 		ret = copy_entry(imp, copy, e, ids[i], zone_id, now, lf, owner);
+		(*stored)++;
 	}
 	if (ret == ZC_EOK) {
 		ret = rdb_copy_end(copy);
@@ -362,9 +414,11 @@ static int write_zone(records_import_t *imp, uint64_t *seq,
 	int64_t now = records_now_ms();
 	bool is_new, has_serial = false;
 	uint32_t file_serial = 0;
+	int64_t stored = 0;
 	int ret = prepare_zone(imp, now, zone, &is_new);
 	if (ret == ZC_EOK) {
-		ret = insert_all(imp, zone->id, now, &file_serial, &has_serial);
+		ret = insert_all(imp, zone->id, now, &file_serial, &has_serial,
+		                 &stored);
 	}
 	if (ret != ZC_EOK) {
 		return ret;
@@ -390,7 +444,7 @@ static int write_zone(records_import_t *imp, uint64_t *seq,
 	}
 	rdb_bind_int64(stmt, 1, serial);
 	rdb_bind_int64(stmt, 2, now);
-	rdb_bind_int64(stmt, 3, (int64_t)imp->count);
+	rdb_bind_int64(stmt, 3, stored + imp->kept);
 	rdb_bind_int64(stmt, 4, zone->id);
 	ret = rdb_run(stmt);
 	rdb_done(stmt);

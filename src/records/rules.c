@@ -97,9 +97,7 @@ static records_verdict_t second_of(uint16_t type)
 	       RECORDS_RULE_SECOND_DNAME;
 }
 
-/* The signer's types an export holds and an import takes back: the keys
- * it publishes. Signatures and denial records are made per query. */
-static bool is_published_key(uint16_t type)
+bool records_rules_is_published_key(uint16_t type)
 {
 	return type == KNOT_RRTYPE_DNSKEY || type == KNOT_RRTYPE_CDS ||
 	       type == KNOT_RRTYPE_CDNSKEY;
@@ -409,7 +407,7 @@ int records_rules_check_node(const records_rules_node_t *node,
 		if (v == RECORDS_RULE_SOA_ELSEWHERE ||
 		    v == RECORDS_RULE_CNAME_AT_APEX ||
 		    (v == RECORDS_RULE_SIGNER_TYPE &&
-		     !is_published_key(e->type))) {
+		     !records_rules_is_published_key(e->type))) {
 			report(&r, i, v);
 		} else if (e->type == KNOT_RRTYPE_SOA && ++soa > 1) {
 			report(&r, i, RECORDS_RULE_SECOND_SOA);

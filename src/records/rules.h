@@ -93,6 +93,11 @@ bool records_rules_in_zone(const knot_dname_t *apex,
  * NSEC3PARAM, DNSKEY, CDS, CDNSKEY. */
 bool records_rules_is_signer_type(uint16_t type);
 
+/* Of those, the records a signed zone publishes at its apex, which an
+ * export holds and an import takes back: DNSKEY, CDS, CDNSKEY (signatures
+ * and denial records are made per query). */
+bool records_rules_is_published_key(uint16_t type);
+
 /* Whether an "RRset delete" leaves the records of (owner, type) alone:
  * the apex SOA and NS (RFC 2136 §3.4.2.3; also for "delete all RRsets"
  * at the apex). */

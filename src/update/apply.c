@@ -590,7 +590,11 @@ static int add_rr(records_store_t *rs, update_msg_t *m, node_t *n,
 	return ret == ZC_EOK ? note_added(m, rec.id) : ret;
 }
 
-/* Class ANY: delete an RRset, or every RRset at a name. */
+/* Class ANY: delete an RRset, or every RRset at a name but the apex SOA
+ * and NS (§3.4.2.3) and the signer's records: the DNSKEY, CDS and CDNSKEY
+ * a signed zone publishes at its apex (deleting them by type is refused
+ * above; `update delete ZONE.` took them and left the zone signed by a
+ * key no longer published, bogus to every validator). */
 static int delete_rrsets(records_store_t *rs, update_msg_t *m, node_t *n,
                          const knot_rrset_t *rr)
 {
@@ -598,7 +602,8 @@ static int delete_rrsets(records_store_t *rs, update_msg_t *m, node_t *n,
 	int ret = node_load(rs, &m->zone, rr->owner, type, n);
 	for (size_t i = 0; i < n->count && ret == ZC_EOK; i++) {
 		if (!records_rules_is_apex_protected(m->zone.apex, rr->owner,
-		                                     n->rec[i].type)) {
+		                                     n->rec[i].type) &&
+		    !records_rules_is_signer_type(n->rec[i].type)) {
 			ret = delete_stored(rs, m, &n->rec[i]);
 		}
 	}

@@ -862,6 +862,49 @@ def test_changes_after_enable_validate(env, new_zone, resolvers):
     assert not r.answer
 
 
+def apex_keys(srv, zone):
+    """The apex DNSKEY, CDS and CDNSKEY served, as sorted texts."""
+    out = []
+    for t in ("DNSKEY", "CDS", "CDNSKEY"):
+        out += sorted("%s %s" % (t, x) for x in answer_texts(ask(srv, zone, t), zone, t))
+    return out
+
+
+def test_signers_keys_survive_apex_delete_and_reimport(env, new_zone, resolvers):
+    """An UPDATE deleting every RRset at the apex (`update delete ZONE.`),
+    and a zone import of a file without the keys, removed the DNSKEY, CDS
+    and CDNSKEY the signer publishes: the zone stayed signed by a key no
+    longer published (bogus). They are the signer's: both keep them."""
+    z = new_zone("keep")
+    _ds, lines, keys = enable(env.srv, z)
+    published = apex_keys(env.srv, z)
+    assert any(x.startswith("CDS ") for x in published), published
+    ub = resolvers({z: env.srv.port}, lines)
+    key = env.srv.tsig_create("keep-upd." + z.rstrip("."), z.rstrip("."))
+    u = dns.update.UpdateMessage(z, keyring=key.key, keyalgorithm=key.key.algorithm)
+    u.add(z, 300, "TXT", '"apex text"')
+    assert dns.query.tcp(u, "127.0.0.1", port=env.srv.port, timeout=5).rcode() == 0
+    wait_for(lambda: '"apex text"' in answer_texts(ask(env.srv, z, "TXT"), z, "TXT"),
+             "apex TXT served")
+    u = dns.update.UpdateMessage(z, keyring=key.key, keyalgorithm=key.key.algorithm)
+    u.delete(z)
+    resp = dns.query.tcp(u, "127.0.0.1", port=env.srv.port, timeout=5)
+    assert resp.rcode() == dns.rcode.NOERROR, show(resp)
+    wait_for(lambda: answer_texts(ask(env.srv, z, "TXT"), z, "TXT") == [], "apex TXT deleted")
+    assert apex_keys(env.srv, z) == published
+    assert_validated(ub, z, "SOA")
+    assert_validated(ub, "www." + z, "A")
+    # a zone import of the plain file (no keys in it) keeps them as well
+    path = zone_copy(env.srv.workdir, z)
+    env.srv.import_zone(z.rstrip("."), path)
+    wait_for(lambda: answer_texts(ask(env.srv, z, "TXT"), z, "TXT") != [],
+             "the imported apex TXT served")
+    assert apex_keys(env.srv, z) == published
+    r = assert_validated(ub, "www." + z, "A")
+    assert r.answer, show(r)
+    assert_validated(ub, z, "DNSKEY")
+
+
 # ------------------------------------------------------------------ algorithms and key split
 
 @pytest.mark.valgrind
