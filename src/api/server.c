@@ -22,6 +22,7 @@
 #include "api/router.h"
 #include "common/acl.h"
 #include "common/error.h"
+#include "common/http_check.h"
 #include "common/log.h"
 #include "common/net.h"
 
@@ -80,32 +81,6 @@ static bool announced_too_big(api_req_t *req)
 	char *end;
 	unsigned long long n = strtoull(cl, &end, 10);
 	return end != cl && n > api_max_body(req->api);
-}
-
-/* Framing that two readers of the request (a proxy in front and this
- * server) could take differently, a way to smuggle one request inside
- * another: Content-Length beside Transfer-Encoding (RFC 9112 §6.1), or
- * Content-Length fields that differ (§6.3, RFC 9110 §8.6). The message
- * of the 400 that answers it, or NULL. */
-static const char *ambiguous_framing(api_req_t *req)
-{
-	const char *first = api_header(req, MHD_HTTP_HEADER_CONTENT_LENGTH);
-	if (first == NULL) {
-		return NULL;
-	}
-	if (api_header(req, MHD_HTTP_HEADER_TRANSFER_ENCODING) != NULL) {
-		return "Content-Length: not allowed beside Transfer-Encoding "
-		       "(RFC 9112 section 6.1)";
-	}
-	const char *other;
-	for (unsigned i = 1; (other = api_header_nth(req,
-	                      MHD_HTTP_HEADER_CONTENT_LENGTH, i)) != NULL; i++) {
-		if (strcmp(other, first) != 0) {
-			return "Content-Length: given more than once with "
-			       "different values (RFC 9112 section 6.3)";
-		}
-	}
-	return NULL;
 }
 
 /* The index-th value of a key, for mhd_lookup(). */
@@ -199,6 +174,12 @@ static int hex_value(char c)
  * request's first on_request() call: NULL when not seen. */
 static _Thread_local const char *uri_end;
 
+/* At most this many query arguments (the API takes about 15 at most). */
+#define API_MAX_ARGS 256
+
+/* Set by uri_seen() when the query held more, read and reset as uri_end. */
+static _Thread_local bool uri_args_over;
+
 /* libmicrohttpd's URI log callback, called with the request line's URI
  * as it came, before it is split at '?' or unescaped: the URI ends at the
  * NUL libmicrohttpd wrote over the space before the HTTP version, just
@@ -210,6 +191,22 @@ static void *uri_seen(void *cls, const char *uri, struct MHD_Connection *conn)
 {
 	(void)cls, (void)conn;
 	uri_end = uri != NULL ? uri + strlen(uri) : NULL;
+	/* libmicrohttpd keeps each query argument in the connection's
+	 * memory (about 50 octets, for an "a&" of 2): some 500 of them
+	 * filled it and it closed the connection without an answer. Over
+	 * API_MAX_ARGS, the query is emptied before it parses it (it has
+	 * not yet: its "?" is still there, and the arguments begin after
+	 * it), and the request is refused (414). */
+	char *query = uri != NULL ? strchr(uri, '?') : NULL;
+	unsigned args = 0;
+	for (const char *p = query; p != NULL && args <= API_MAX_ARGS;
+	     p = strchr(p + 1, '&')) {
+		args++;
+	}
+	uri_args_over = args > API_MAX_ARGS;
+	if (uri_args_over) {
+		query[1] = '\0';
+	}
 	return NULL;
 }
 
@@ -283,11 +280,22 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
 			api_audit(req, url);
 			return respond(conn, req);
 		}
-		const char *framing = ambiguous_framing(req);
-		if (framing != NULL) {
-			/* Answered before the body; the connection closes. */
+		if (uri_args_over) {
+			uri_args_over = false;
 			req->close = true;
-			api_error(req, 400, 1004, "%s", framing);
+			api_error(req, 414, 1004, "url: more than %d query "
+			          "arguments", API_MAX_ARGS);
+			api_audit(req, url);
+			return respond(conn, req);
+		}
+		http_refusal_t refusal;
+		if (!http_head_check(conn, version, &refusal)) {
+			/* Framing a proxy could read otherwise, and heads RFC
+			 * 9112 refuses: answered before the body; the
+			 * connection closes. */
+			req->close = true;
+			api_error(req, refusal.status, 1004, "%s",
+			          refusal.message);
 			api_audit(req, url);
 			return respond(conn, req);
 		}
@@ -336,6 +344,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn,
 	(void)cls, (void)conn, (void)code;
 	url_nul = false;
 	uri_end = NULL;
+	uri_args_over = false;
 	api_req_t *req = *con_cls;
 	if (req == NULL) {
 		return;

@@ -13,6 +13,7 @@
 #include <microhttpd.h>
 
 #include "common/error.h"
+#include "common/http_check.h"
 #include "common/log.h"
 #include "common/net.h"
 #include "metrics/internal.h"
@@ -30,7 +31,7 @@ int metrics_bind(const char *listen_addr, int *fd)
 
 static enum MHD_Result reply(struct MHD_Connection *conn, unsigned status,
                              const char *type, char *body, size_t len,
-                             bool owned)
+                             bool owned, bool close)
 {
 	struct MHD_Response *r = MHD_create_response_from_buffer(len, body,
 	        owned ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_MUST_COPY);
@@ -42,6 +43,9 @@ static enum MHD_Result reply(struct MHD_Connection *conn, unsigned status,
 	}
 	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
 	MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+	if (close) {
+		MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
+	}
 	enum MHD_Result ret = MHD_queue_response(conn, status, r);
 	MHD_destroy_response(r);
 	return ret;
@@ -51,7 +55,7 @@ static enum MHD_Result reply_text(struct MHD_Connection *conn,
                                   unsigned status, const char *text)
 {
 	return reply(conn, status, "text/plain; charset=utf-8", (char *)text,
-	             strlen(text), false);
+	             strlen(text), false, false);
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
@@ -59,9 +63,18 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
                                   const char *version, const char *data,
                                   size_t *data_size, void **state)
 {
-	(void)version;
 	(void)data;
 	metrics_t *m = cls;
+	http_refusal_t refusal;
+	if (*state == NULL && !http_head_check(conn, version, &refusal)) {
+		/* As the API's listener refuses it (common/http_check.h),
+		 * before any body, closing the connection. */
+		char body[sizeof(refusal.message) + 1];
+		snprintf(body, sizeof(body), "%s\n", refusal.message);
+		*state = m;
+		return reply(conn, refusal.status, "text/plain; charset=utf-8",
+		             body, strlen(body), false, true);
+	}
 	if (*state == NULL) {
 		*state = m; /* Headers only so far; answer at the next call. */
 		return MHD_YES;
@@ -81,7 +94,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
 			return reply_text(conn, MHD_HTTP_SERVICE_UNAVAILABLE,
 			                  "out of memory\n");
 		}
-		return reply(conn, MHD_HTTP_OK, CONTENT_TYPE, text, len, true);
+		return reply(conn, MHD_HTTP_OK, CONTENT_TYPE, text, len, true,
+		             false);
 	}
 	if (strcmp(url, "/healthz") == 0) {
 		return reply_text(conn, MHD_HTTP_OK, "ok\n");
@@ -94,7 +108,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
 		return reply(conn, ready ? MHD_HTTP_OK :
 		             MHD_HTTP_SERVICE_UNAVAILABLE,
 		             "text/plain; charset=utf-8", body, strlen(body),
-		             false);
+		             false, false);
 	}
 	if (strcmp(url, "/") == 0) {
 		return reply_text(conn, MHD_HTTP_OK, "zonecast: /metrics "
