@@ -13,6 +13,7 @@
 #include <libknot/dname.h>
 #include <libknot/errcode.h>
 
+#include "dns/pkt_put.h"
 #include "server/query.h"
 
 /* Which text a name asks for: the identity or the version, or NULL. */
@@ -59,7 +60,7 @@ void query_chaos(query_t *qr)
 		ret = knot_pkt_begin(qr->r, KNOT_ANSWER);
 	}
 	if (ret == KNOT_EOK) {
-		ret = knot_pkt_put(qr->r, KNOT_COMPR_HINT_QNAME, &txt, 0);
+		ret = dns_pkt_put(qr->r, KNOT_COMPR_HINT_QNAME, &txt, 0);
 	}
 	qr->rcode = ret == KNOT_EOK ? KNOT_RCODE_NOERROR : KNOT_RCODE_SERVFAIL;
 }

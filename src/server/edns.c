@@ -9,6 +9,7 @@
 #include <libknot/rrtype/opt.h>
 
 #include "dns/name.h"
+#include "dns/pkt_put.h"
 #include "server/cookie.h"
 #include "server/query.h"
 
@@ -123,5 +124,5 @@ void query_put_opt(query_t *qr, knot_rrset_t *opt, uint8_t ext_rcode)
 	}
 	knot_pkt_reclaim(qr->r, reserved);
 	knot_pkt_begin(qr->r, KNOT_ADDITIONAL);
-	knot_pkt_put(qr->r, KNOT_COMPR_HINT_NONE, opt, KNOT_PF_NOTRUNC);
+	dns_pkt_put(qr->r, KNOT_COMPR_HINT_NONE, opt, KNOT_PF_NOTRUNC);
 }

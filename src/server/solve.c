@@ -14,6 +14,7 @@
 
 #include "common/error.h"
 #include "dns/name.h"
+#include "dns/pkt_put.h"
 #include "server/query.h"
 #include "signer/signer.h"
 
@@ -21,17 +22,18 @@
  * resolver restarts from the last target of a longer chain). */
 #define MAX_CHAIN 5
 
-void query_put(query_t *qr, const knot_rrset_t *rr, const knot_dname_t *owner,
-               uint16_t flags)
+/* query_put() with a compression hint: where the owner is already
+ * written (KNOT_COMPR_HINT_NONE: nowhere known). */
+static void put_hinted(query_t *qr, const knot_rrset_t *rr,
+                       const knot_dname_t *owner, uint16_t hint,
+                       uint16_t flags)
 {
 	if (qr->error != ZC_EOK) {
 		return;
 	}
 	knot_rrset_t copy = *rr;
 	copy.owner = (knot_dname_t *)owner;
-	uint16_t hint = (owner == qr->qname) ? KNOT_COMPR_HINT_QNAME :
-	                KNOT_COMPR_HINT_NONE;
-	int ret = knot_pkt_put(qr->r, hint, &copy, flags);
+	int ret = dns_pkt_put(qr->r, hint, &copy, flags);
 	if (ret == KNOT_ESPACE) {
 		/* RFC 2181 §9: TC only when required data did not fit;
 		 * knot_pkt_put has set it unless NOTRUNC was asked for. */
@@ -41,6 +43,13 @@ void query_put(query_t *qr, const knot_rrset_t *rr, const knot_dname_t *owner,
 	} else if (ret != KNOT_EOK) {
 		qr->error = ret;
 	}
+}
+
+void query_put(query_t *qr, const knot_rrset_t *rr, const knot_dname_t *owner,
+               uint16_t flags)
+{
+	put_hinted(qr, rr, owner, owner == qr->qname ? KNOT_COMPR_HINT_QNAME :
+	           KNOT_COMPR_HINT_NONE, flags);
 }
 
 /* The zone's SOA from its metadata, owned by the apex. */
@@ -352,8 +361,12 @@ static bool already_added(query_t *qr, const knot_dname_t *name)
 	return false;
 }
 
-/* Adds A and AAAA of an in-zone target (glue included) to additional. */
-static void put_target_addresses(query_t *qr, const knot_dname_t *target)
+/* Adds A and AAAA of an in-zone target (glue included) to additional.
+ * Required: a referral's in-domain glue (RFC 9471 §3.1: when it does
+ * not all fit, TC is set and nothing more is added); else they are
+ * added as room allows, without TC (RFC 2181 §9). */
+static void put_target_addresses(query_t *qr, const knot_dname_t *target,
+                                 uint16_t hint, bool required)
 {
 	if (!in_zone(qr, target) || already_added(qr, target)) {
 		return;
@@ -374,7 +387,8 @@ static void put_target_addresses(query_t *qr, const knot_dname_t *target)
 	for (unsigned i = 0; i < 2; i++) {
 		const knot_rrset_t *rr = edge_node_rrset(&lk.node, types[i]);
 		if (rr != NULL) {
-			query_put(qr, rr, target, KNOT_PF_NOTRUNC);
+			put_hinted(qr, rr, target, hint, required ? 0 :
+			           KNOT_PF_NOTRUNC);
 		}
 	}
 }
@@ -410,10 +424,20 @@ void query_put_additional(query_t *qr)
 		knot_rrset_t copy = qr->r->rr[i];
 		const knot_rrset_t *rr = &copy;
 		knot_rdata_t *rd = rr->rrs.rdata;
+		/* A delegation's NS (not the apex's): its targets at or
+		 * below the cut are glue the referral needs. */
+		bool cut = rr->type == KNOT_RRTYPE_NS &&
+		           !knot_dname_is_case_equal(rr->owner, qr->zone.apex);
 		for (uint16_t j = 0; j < rr->rrs.count; j++) {
 			const knot_dname_t *target = target_of(rd, rr->type);
+			/* The owner as a pointer to the name in the rdata
+			 * (as knotd does: 18 glued NS fit in 1,232 octets). */
+			uint16_t hint = knot_compr_hint(&qr->r->rr_info[i],
+			                                KNOT_COMPR_HINT_RDATA + j);
 			if (target != NULL) {
-				put_target_addresses(qr, target);
+				put_target_addresses(qr, target, hint, cut &&
+				                     dns_name_is_under(target,
+				                                       rr->owner));
 			}
 			rd = knot_rdataset_next(rd);
 		}

@@ -15,6 +15,7 @@
 #include "common/counters.h"
 #include "common/error.h"
 #include "common/log.h"
+#include "dns/pkt_put.h"
 #include "dns/tsig.h"
 #include "dns/tsig_client.h"
 #include "transfer/activity.h"
@@ -125,7 +126,7 @@ int notify_send(notify_t *n, notify_zone_t *zone, uint32_t slot)
 		ret = knot_pkt_begin(pkt, KNOT_ANSWER);
 	}
 	if (ret == KNOT_EOK) {
-		ret = knot_pkt_put(pkt, KNOT_COMPR_HINT_QNAME, &soa, 0);
+		ret = dns_pkt_put(pkt, KNOT_COMPR_HINT_QNAME, &soa, 0);
 	}
 	size_t len = pkt->size;
 	knot_pkt_free(pkt);

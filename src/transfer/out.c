@@ -15,6 +15,7 @@
 #include <libknot/errcode.h>
 
 #include "common/error.h"
+#include "dns/pkt_put.h"
 #include "transfer/internal.h"
 
 /* Room left for the TSIG RR when signing. */
@@ -80,18 +81,11 @@ static void flush(xfr_out_t *out)
 	}
 }
 
-/* Puts an RRset into the current message. A put that fails half-way has
- * already moved the compression suffix to the name it wrote past the
- * message's end; it is put back, else the next name would be compressed
- * against those bytes (a pointer to itself). */
+/* Puts an RRset into the current message (dns/pkt_put.h: a put that
+ * fails leaves no stale compression suffix). */
 static int try_put(knot_pkt_t *pkt, const knot_rrset_t *rr)
 {
-	knot_compr_t saved = pkt->compr;
-	int ret = knot_pkt_put(pkt, KNOT_COMPR_HINT_NONE, rr, KNOT_PF_NOTRUNC);
-	if (ret != KNOT_EOK) {
-		pkt->compr = saved;
-	}
-	return ret;
+	return dns_pkt_put(pkt, KNOT_COMPR_HINT_NONE, rr, KNOT_PF_NOTRUNC);
 }
 
 /* Puts an RRset into the current message, flushing once when full.

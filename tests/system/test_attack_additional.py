@@ -1,0 +1,87 @@
+"""An outside tester's attack on the answer path (2026-12-07): one UDP
+query put a UDP worker in an endless loop. A referral, MX or SRV answer
+whose additional addresses did not all fit: the put that ran out of room
+had moved libknot's compression suffix to the owner it wrote past the
+end, the next address's owner was written at that same offset and
+compressed against itself, and the next compression walked that pointer
+for ever (100 % CPU, no answer again from that worker, SIGTERM not
+heard). Every put now goes through dns_pkt_put() (dns/pkt_put.h), which
+puts the suffix back when a put fails.
+
+Sweeps the sizes around the ones that hung (they depend on where the
+message fills up), each answer compared with knotd's; with one UDP worker
+a single wedge fails every query after it. Fails on 777eb8c."""
+
+import dns.exception
+import dns.message
+import dns.name
+import dns.query
+import dns.rcode
+import dns.rdatatype
+import pytest
+
+ZONE = "add.test."
+
+
+def zone_text():
+    lines = ["$ORIGIN %s" % ZONE, "$TTL 3600", "@ SOA ns1 h 1 2 3 4 5", "@ NS ns1",
+             "ns1 A 192.0.2.1"]
+    # delegations d<N> with N glued NS names (A and AAAA each)
+    for n in range(4, 49):
+        for i in range(1, n + 1):
+            lines += ["d%d NS ns%d.d%d" % (n, i, n), "ns%d.d%d A 192.0.2.%d" % (i, n, i % 250 + 1),
+                      "ns%d.d%d AAAA 2001:db8::%x" % (i, n, i)]
+    # MX and SRV RRsets of N in-zone targets (below a cut: glue; above: data)
+    lines += ["cut NS ns1"]
+    for n in (8, 10, 12, 20, 30, 40):
+        for i in range(1, n + 1):
+            lines += ["mx%d MX %d m%d.cut" % (n, i, i), "srv%d SRV 1 1 %d s%d" % (n, 1000 + i, i)]
+    for i in range(1, 41):
+        lines += ["m%d.cut A 192.0.2.%d" % (i, i), "m%d.cut AAAA 2001:db8:1::%x" % (i, i),
+                  "s%d A 192.0.2.%d" % (i, i), "s%d AAAA 2001:db8:2::%x" % (i, i)]
+    return "\n".join(lines) + "\n"
+
+
+QUERIES = ([("x.d%d.%s" % (n, ZONE), "A") for n in range(4, 49)]
+           + [("mx%d.%s" % (n, ZONE), "MX") for n in (8, 10, 12, 20, 30, 40)]
+           + [("srv%d.%s" % (n, ZONE), "SRV") for n in (8, 10, 12, 20, 30, 40)])
+SIZES = [None, 512, 1232]
+
+
+def ask(srv, name, rtype, payload):
+    q = dns.message.make_query(name, rtype, use_edns=payload is not None,
+                               payload=payload or 512)
+    q.flags &= ~0x0100    # RD off
+    return dns.query.udp(q, "127.0.0.1", port=srv.port, timeout=2, ignore_trailing=True,
+                         raise_on_truncation=False)
+
+
+def shape(r):
+    return (r.rcode(), bool(r.flags & 0x0200), len(r.answer), len(r.authority))
+
+
+@pytest.fixture
+def servers_(tmp_path_factory, zonecast_factory, knotd_factory):
+    path = tmp_path_factory.mktemp("add") / "add.test.zone"
+    path.write_text(zone_text())
+    zc = zonecast_factory(zones={ZONE: str(path)}, workers=1)
+    kn = knotd_factory(zones={ZONE: str(path)})
+    return zc, kn
+
+
+def test_additional_that_does_not_fit_never_wedges_a_worker(servers_):
+    zc, kn = servers_
+    for payload, (name, rtype) in ((p, q) for p in SIZES for q in QUERIES):
+        try:
+            got = ask(zc, name, rtype, payload)
+        except dns.exception.Timeout:
+            pytest.fail("no answer to %s %s (payload %s)" % (name, rtype, payload))
+        want = ask(kn, name, rtype, payload)
+        assert shape(got) == shape(want), (name, rtype, payload, got.to_text(),
+                                           want.to_text())
+        # every address that came is whole and names a target of the answer
+        for rrset in got.additional:
+            if rrset.rdtype in (dns.rdatatype.A, dns.rdatatype.AAAA):
+                assert rrset.name.is_subdomain(dns.name.from_text(ZONE)), got.to_text()
+        soa = ask(zc, ZONE, "SOA", payload)
+        assert soa.rcode() == dns.rcode.NOERROR and soa.answer, (name, rtype, payload)
