@@ -67,6 +67,7 @@ typedef struct {
 	json_t *deleted;         /* What the op's delete rendered (owned). */
 	int skipped;
 	unsigned status;         /* HTTP status of a failure. */
+	unsigned code;           /* Its error code; 0: by the status. */
 	char err[512];
 	/* What the unit's run read and wrote: its own, or the caller's (a
 	 * batch answers from it what its read-back misses). */
@@ -268,6 +269,9 @@ static int refuse(unit_t *u, records_verdict_t v, change_t change)
 		return fail(u, 400, "name: a name holds at most one DNAME "
 		            "(RFC 6672 section 2.4)");
 	case RECORDS_RULE_DUPLICATE:
+		if (u->err[0] == '\0') {
+			u->code = 81058; /* Cloudflare's, which clients test. */
+		}
 		return fail(u, 400, "content: an identical record already exists "
 		            "(names in the content compare ignoring case, RFC 4034 "
 		            "section 6.2)");
@@ -793,6 +797,7 @@ static int write_unit(records_store_t *rs, void *ctx)
 	u->skipped = 0;
 	u->err[0] = '\0';
 	u->status = 0;
+	u->code = 0;
 	api_node_cache_reset(u->cache, rs, u->zone.id);
 	int ret = records_zone_get(rs, u->zone.id, &u->zone);
 	if (ret == ZC_EOK && !u->no_change) {
@@ -878,8 +883,8 @@ static int run_unit(api_req_t *req, const records_zone_t *zone, op_t *ops,
 		*skipped = u->skipped;
 	}
 	if (ret != ZC_EOK && u->err[0] != '\0' && !req->write_lost) {
-		api_error(req, u->status, u->status == 412 ? 1412 : 1004, "%s",
-		          u->err);
+		api_error(req, u->status, u->code != 0 ? u->code :
+		          u->status == 412 ? 1412 : 1004, "%s", u->err);
 	} else if (ret != ZC_EOK) {
 		api_error_code(req, ret, "dns_records");
 	} else {

@@ -602,6 +602,9 @@ def test_duplicate_records_are_refused(srv, api):
     path = "/zones/%s/dns_records" % zid
     r = api.call("POST", path, json={"name": "d." + zone, "type": "A", "content": "192.0.2.1"})
     assert 400 <= r.status_code < 500, r.text
+    # Cloudflare's code for it, which clients test ("An identical record
+    # already exists.")
+    assert r.json()["errors"][0]["code"] == 81058, r.text
     # the same data spelled differently is still the same record
     r = api.call("POST", path, json={"name": "D." + zone.upper(), "type": "a", "content": "192.0.2.1"})
     assert 400 <= r.status_code < 500, r.text

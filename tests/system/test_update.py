@@ -629,6 +629,29 @@ def test_dnssec_type_delete_refused(srv, zone, rtype):
 
 
 @pytest.mark.valgrind
+def test_grants_outside_the_keys_zone_are_refused(srv, api, zone):
+    """A grant naming a name outside the key's zone (subdomain:example.net.,
+    subdomain:., name: of another zone, self for a key named elsewhere)
+    was stored as if it granted something; it grants nothing (an UPDATE
+    of that zone is not the key's): refused, through the CLI and the
+    API, and no key is made."""
+    z = zone
+    for name, grant in (("k1." + z.name, "subdomain:example.net."),
+                        ("k2." + z.name, "subdomain:."),
+                        ("k3." + z.name, "name:www.other.test:A"),
+                        ("k4.elsewhere.test", "self"),
+                        ("k5." + z.name, "name:a.%s:A subdomain:x.test" % z.name)):
+        cp = srv.tsig_create(name, z.name, grants=grant.split(), check=False)
+        assert cp.returncode != 0 and "outside the key's zone" in cp.stderr, (grant, cp.stderr)
+        r = api.call("POST", "/zones/%s/tsig_keys" % z.id,
+                     json={"name": name, "grants": grant.split()})
+        assert r.status_code == 400 and "outside the key's zone" in r.text, (grant, r.text)
+    assert "k1." not in srv.tsig_list(z.name).stdout
+    # inside the zone, any spelling: taken
+    srv.tsig_create("k6." + z.name, z.name, grants=["subdomain:DYN.%s." % z.name.upper(),
+                                                    "self", "zone:TXT"])
+
+
 def test_key_grants(srv, zone):
     """--grant subdomain/name/self/zone with and without TYPES."""
     z = zone
