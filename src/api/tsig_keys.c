@@ -138,15 +138,33 @@ static void create_key(api_req_t *req, const records_zone_t *zone)
 	json_decref(body);
 }
 
+/* A page of the zone's keys (page, per_page as every list takes them;
+ * result_info's per_page said how many there were). */
+static void list_keys(api_req_t *req, const records_zone_t *zone)
+{
+	static const char *const params[] = { "page", "per_page", NULL };
+	long page, per_page;
+	if (!api_args_only(req, params) || !api_paging(req, &page, &per_page)) {
+		return;
+	}
+	json_t *all = json_array();
+	int ret = records_tsig_list(req->rs, zone->id, list_key, all);
+	long total = (long)json_array_size(all);
+	json_t *list = json_array();
+	for (long i = (page - 1) * per_page; ret == ZC_EOK && i < total &&
+	     i < page * per_page; i++) {
+		json_array_append(list, json_array_get(all, (size_t)i));
+	}
+	json_decref(all);
+	api_list_result(req, ret, list, page, per_page, total, "tsig_keys");
+}
+
 void api_tsig_keys(api_req_t *req, const records_zone_t *zone, char **parts,
                    int count)
 {
 	const char *m = req->method;
 	if (count == 0 && strcmp(m, "GET") == 0) {
-		json_t *list = json_array();
-		int ret = records_tsig_list(req->rs, zone->id, list_key, list);
-		long n = (long)json_array_size(list);
-		api_list_result(req, ret, list, 1, n > 0 ? n : 1, n, "tsig_keys");
+		list_keys(req, zone);
 	} else if (count == 0 && strcmp(m, "POST") == 0) {
 		create_key(req, zone);
 	} else if (count == 1 && strcmp(m, "DELETE") == 0) {

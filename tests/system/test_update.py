@@ -652,6 +652,30 @@ def test_grants_outside_the_keys_zone_are_refused(srv, api, zone):
                                                     "self", "zone:TXT"])
 
 
+def test_tsig_key_list_pages(srv, api, zone):
+    """result_info.per_page of /tsig_keys was the count of keys (1 for
+    none); the list takes page and per_page as every list does."""
+    z = zone
+    path = "/zones/%s/tsig_keys" % z.id
+
+    def page(**params):
+        body = api.ok("GET", path, params=params)
+        return [k["name"] for k in body["result"]], body["result_info"]
+
+    names, info = page(per_page=50)
+    assert names == [] and info["per_page"] == 50, info
+    for i in range(3):
+        api.ok("POST", path, json={"name": "p%d.%s" % (i, z.name)})
+    names, info = page()
+    assert len(names) == 3 and info["per_page"] == 100, info
+    second, info = page(per_page=2, page=2)
+    assert second == names[2:], (second, names)
+    assert (info["per_page"], info["count"], info["total_count"],
+            info["total_pages"]) == (2, 1, 3, 2), info
+    for bad in ({"per_page": 0}, {"page": "x"}, {"sort": "name"}):
+        assert api.call("GET", path, params=bad).status_code == 400, bad
+
+
 def test_key_grants(srv, zone):
     """--grant subdomain/name/self/zone with and without TYPES."""
     z = zone
