@@ -180,6 +180,9 @@ static _Thread_local const char *uri_end;
 /* Set by uri_seen() when the query held more, read and reset as uri_end. */
 static _Thread_local bool uri_args_over;
 
+/* Set by uri_seen() when the path holds "%2F", read and reset so too. */
+static _Thread_local bool uri_slash;
+
 /* libmicrohttpd's URI log callback, called with the request line's URI
  * as it came, before it is split at '?' or unescaped: the URI ends at the
  * NUL libmicrohttpd wrote over the space before the HTTP version, just
@@ -198,6 +201,16 @@ static void *uri_seen(void *cls, const char *uri, struct MHD_Connection *conn)
 	 * not yet: its "?" is still there, and the arguments begin after
 	 * it), and the request is refused (414). */
 	char *query = uri != NULL ? strchr(uri, '?') : NULL;
+	/* An escaped '/' in the path was decoded before the path was split:
+	 * "/zones%2F{id}" named the zone (a proxy allowing /zones but not
+	 * /zones/... let it through). No name or id holds a '/'. */
+	size_t path_len = uri == NULL ? 0 : query != NULL ?
+	                  (size_t)(query - uri) : strlen(uri);
+	uri_slash = false;
+	for (size_t i = 0; i + 2 < path_len && !uri_slash; i++) {
+		uri_slash = uri[i] == '%' && uri[i + 1] == '2' &&
+		            (uri[i + 2] == 'f' || uri[i + 2] == 'F');
+	}
 	unsigned args = 0;
 	for (const char *p = query; p != NULL && args <= API_MAX_ARGS;
 	     p = strchr(p + 1, '&')) {
@@ -252,12 +265,26 @@ static size_t unescape(void *cls, struct MHD_Connection *conn, char *s)
  * request announcing a body over the limit is answered 413 there), then
  * with each piece of the body, then once with none (the request is
  * complete: dispatch and answer). */
+/* The path of an absolute-form target ("http://host/client/v4/zones"),
+ * which a server must take (RFC 9112 section 3.2.2); url otherwise. */
+static const char *origin_form(const char *url)
+{
+	size_t scheme = strncasecmp(url, "http://", 7) == 0 ? 7 :
+	                strncasecmp(url, "https://", 8) == 0 ? 8 : 0;
+	if (scheme == 0) {
+		return url;
+	}
+	const char *path = strchr(url + scheme, '/');
+	return path != NULL ? path : "/";
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
                                   const char *url, const char *method,
                                   const char *version, const char *data,
                                   size_t *data_size, void **con_cls)
 {
 	api_t *api = cls;
+	url = origin_form(url);
 	api_req_t *req = *con_cls;
 	if (req == NULL) {
 		req = calloc(1, sizeof(*req));
@@ -280,8 +307,17 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
 			api_audit(req, url);
 			return respond(conn, req);
 		}
+		if (uri_slash) {
+			uri_slash = false;
+			req->close = true;
+			api_error(req, 400, 1004, "url: an escaped '/' (%%2F) in "
+			          "the path");
+			api_audit(req, url);
+			return respond(conn, req);
+		}
 		if (uri_args_over) {
 			uri_args_over = false;
+	uri_slash = false;
 			req->close = true;
 			api_error(req, 414, 1004, "url: more than %d query "
 			          "arguments", API_MAX_ARGS);

@@ -176,3 +176,24 @@ def test_many_query_arguments_get_an_answer(srv, api):
                                    "Connection: close"], body))
     assert statuses(raw) == [b"414"], raw[:300]
     assert records_named(api, zid, "w." + zone) == []
+
+
+def test_escaped_slash_and_absolute_form_targets(srv, api):
+    """'/zones%2F{id}' was decoded before the path was split and named the
+    zone (a proxy allowing /zones only let it through): 400 now. An
+    absolute-form target (RFC 9112 section 3.2.2: a server MUST accept it)
+    got 404: it is served as its path."""
+    zid, zone = new_zone(api, "slash")
+    auth = "Authorization: Bearer " + api.token
+    for target in ("/client/v4/zones%%2F%s" % zid, "/client/v4/zones%%2f%s" % zid,
+                   "/client%%2Fv4/zones/%s" % zid):
+        raw = send(srv.api_port, head(["GET %s HTTP/1.1" % target, "Host: x", auth]))
+        assert statuses(raw) == [b"400"] and b"%2F" in raw, (target, raw[:300])
+    # a %2F in the query is a query's business (a filter may hold '/')
+    raw = send(srv.api_port, head(["GET /client/v4/zones?name=a%%2Fb HTTP/1.1", "Host: x",
+                                   auth, "Connection: close"]))
+    assert statuses(raw) == [b"200"], raw[:300]
+    for target in ("http://x/client/v4/zones/%s" % zid, "HTTPS://x:1/client/v4/zones/%s" % zid):
+        raw = send(srv.api_port, head(["GET %s HTTP/1.1" % target, "Host: x", auth,
+                                       "Connection: close"]))
+        assert statuses(raw) == [b"200"] and zid.encode() in raw, (target, raw[:300])
