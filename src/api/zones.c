@@ -66,17 +66,46 @@ static json_t *zone_json(api_req_t *req, const records_zone_t *zone)
 	                 "plan", "id", "", "name", "zonecast");
 }
 
+/* A zone the list's filters kept: its id and what an order sorts by. */
+typedef struct {
+	int64_t id;
+	bool quarantined;
+	uint32_t rank;           /* Its place in name order. */
+} kept_t;
+
 typedef struct {
 	api_req_t *req;
-	json_t *list;
 	/* ?name=, compared on wire names (any spelling of the zone's
 	 * name, with its final dot or not); filter_ok false: no zone has
 	 * that name, as it is none. */
 	const char *name_filter;
 	uint8_t filter[KNOT_DNAME_MAXLEN];
 	bool filter_ok;
-	long skip, take, total;
+	const char *status;      /* ?status=: "active", "quarantined"... */
+	bool any;                /* ?match=any: one filter is enough. */
+	bool need_status;        /* A filter or the order reads it. */
+	kept_t *kept;
+	size_t count, cap;
+	int ret;
 } list_t;
+
+/* Whether the zone passes the filters given (match=all: each of them;
+ * match=any: one). ?account.id= and ?account.name= name zonecast's one
+ * account whatever they say: they pass every zone. */
+static bool passes(list_t *l, const records_zone_t *zone, bool quarantined)
+{
+	int given = 0, met = 0;
+	if (l->name_filter != NULL) {
+		given++;
+		met += l->filter_ok && knot_dname_is_equal(l->filter, zone->apex);
+	}
+	if (l->status != NULL) {
+		given++;
+		met += strcmp(l->status, quarantined ? "quarantined" :
+		              "active") == 0;
+	}
+	return given == 0 || (l->any ? met > 0 : met == given);
+}
 
 static int list_zone(const records_zone_t *zone, void *ctx)
 {
@@ -84,29 +113,98 @@ static int list_zone(const records_zone_t *zone, void *ctx)
 	if (l->req->token_zone != 0 && l->req->token_zone != zone->id) {
 		return 0;
 	}
-	if (l->name_filter != NULL &&
-	    (!l->filter_ok || !knot_dname_is_equal(l->filter, zone->apex))) {
+	json_t *q = l->need_status ? api_quarantine_json(l->req, zone->id) :
+	            json_null();
+	bool quarantined = !json_is_null(q);
+	json_decref(q);
+	if (!passes(l, zone, quarantined)) {
 		return 0;
 	}
-	if (l->total >= l->skip && l->total < l->skip + l->take) {
-		json_array_append_new(l->list, zone_json(l->req, zone));
+	if (l->count == l->cap) {
+		size_t cap = l->cap ? 2 * l->cap : 64;
+		kept_t *grown = realloc(l->kept, cap * sizeof(*grown));
+		if (grown == NULL) {
+			l->ret = KNOT_ENOMEM;
+			return KNOT_ENOMEM;
+		}
+		l->kept = grown;
+		l->cap = cap;
 	}
-	l->total++;
+	l->kept[l->count] = (kept_t){ .id = zone->id,
+	                              .quarantined = quarantined,
+	                              .rank = (uint32_t)l->count };
+	l->count++;
 	return 0;
+}
+
+/* ?order=status: active before quarantined, then by name. */
+static int by_status(const void *a, const void *b)
+{
+	const kept_t *x = a, *y = b;
+	if (x->quarantined != y->quarantined) {
+		return x->quarantined - y->quarantined;
+	}
+	return (x->rank > y->rank) - (x->rank < y->rank);
+}
+
+/* Reads ?status=, ?match=, ?order= and ?direction= (Cloudflare's List
+ * Zones); false (answered 400) when one is not of their values. */
+static bool read_order(api_req_t *req, list_t *l, bool *status_order,
+                       bool *desc)
+{
+	const char *match = api_query_arg(req, "match");
+	const char *order = api_query_arg(req, "order");
+	const char *dir = api_query_arg(req, "direction");
+	l->status = api_query_arg(req, "status");
+	static const char *const statuses[] = {
+		"initializing", "pending", "active", "moved", "quarantined",
+	};
+	bool known = l->status == NULL;
+	for (size_t i = 0; !known && i < 5; i++) {
+		known = strcmp(l->status, statuses[i]) == 0;
+	}
+	if (!known) {
+		api_error(req, 400, 1004, "status: initializing, pending, active "
+		          "or moved (zonecast's zones are active, or quarantined)");
+		return false;
+	}
+	if (match != NULL && strcmp(match, "all") != 0 &&
+	    strcmp(match, "any") != 0) {
+		api_error(req, 400, 1004, "match: all or any");
+		return false;
+	}
+	l->any = match != NULL && strcmp(match, "any") == 0;
+	if (order != NULL && strcmp(order, "name") != 0 &&
+	    strcmp(order, "status") != 0 && strcmp(order, "account.id") != 0 &&
+	    strcmp(order, "account.name") != 0) {
+		api_error(req, 400, 1004, "order: name, status, account.id or "
+		          "account.name");
+		return false;
+	}
+	if (dir != NULL && strcmp(dir, "asc") != 0 && strcmp(dir, "desc") != 0) {
+		api_error(req, 400, 1004, "direction: asc or desc");
+		return false;
+	}
+	*status_order = order != NULL && strcmp(order, "status") == 0;
+	*desc = dir != NULL && strcmp(dir, "desc") == 0;
+	l->need_status = l->status != NULL || *status_order;
+	return true;
 }
 
 static void list_zones(api_req_t *req)
 {
-	static const char *const params[] = { "name", "page", "per_page", NULL };
+	static const char *const params[] = {
+		"name", "status", "match", "order", "direction", "account.id",
+		"account.name", "page", "per_page", NULL,
+	};
 	long page, per_page;
-	if (!api_args_only(req, params) || !api_paging(req, &page, &per_page)) {
+	bool status_order, desc;
+	list_t l = { .req = req, .name_filter = api_query_arg(req, "name") };
+	if (!api_args_only(req, params) || !api_paging(req, &page, &per_page) ||
+	    !read_order(req, &l, &status_order, &desc)) {
 		return;
 	}
-	list_t l = { .req = req, .list = json_array(),
-	             .name_filter = api_query_arg(req, "name"),
-	             .skip = (page - 1) * per_page, .take = per_page };
 	if (l.name_filter != NULL && l.name_filter[0] == '\0') {
-		json_decref(l.list);
 		api_error(req, 400, 1004, "name: empty (a zone's name is "
 		          "required)");
 		return;
@@ -114,7 +212,27 @@ static void list_zones(api_req_t *req)
 	l.filter_ok = l.name_filter != NULL &&
 	              api_fqdn_parse(l.name_filter, l.filter);
 	int ret = records_zone_list(req->rs, false, list_zone, &l);
-	api_list_result(req, ret, l.list, page, per_page, l.total, "zones");
+	ret = ret != ZC_EOK ? ret : l.ret;
+	if (ret == ZC_EOK && status_order) {
+		qsort(l.kept, l.count, sizeof(*l.kept), by_status);
+	}
+	json_t *list = json_array();
+	for (long i = (page - 1) * per_page; ret == ZC_EOK &&
+	     i < (long)l.count && i < page * per_page; i++) {
+		const kept_t *k = &l.kept[desc ? l.count - 1 - (size_t)i :
+		                          (size_t)i];
+		records_zone_t zone;
+		ret = records_zone_get(req->rs, k->id, &zone);
+		if (ret == ZC_ENOZONE) {
+			ret = ZC_EOK; /* Deleted meanwhile: as if listed before. */
+			continue;
+		}
+		if (ret == ZC_EOK) {
+			json_array_append_new(list, zone_json(req, &zone));
+		}
+	}
+	free(l.kept);
+	api_list_result(req, ret, list, page, per_page, (long)l.count, "zones");
 }
 
 /* A new zone's SOA rdata: primary NS, hostmaster, serial 1, RFC 1912

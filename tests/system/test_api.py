@@ -294,6 +294,34 @@ def test_zone_create_list_get(srv, api):
     assert_error(api.call("GET", "/zones/ffffffffffffffffffffffffffffffff"), 404, None)
 
 
+def test_zone_list_takes_cloudflares_filters_and_orders(srv, api):
+    """List Zones' status, match, order, direction and account.id (which
+    cloudflare-go and others send) were refused (400)."""
+    zid, name = new_zone(api, "zl")
+    every = [z["name"] for z in api.get("/zones", params={"per_page": 1000})]
+
+    def names(**params):
+        return [z["name"] for z in api.get("/zones", params=dict(params, per_page=1000))]
+
+    assert names(status="active") == every       # none quarantined here
+    assert names(status="pending") == []
+    assert names(name=name, status="active") == [name]
+    assert names(name=name, status="pending") == []
+    assert names(name=name, status="pending", match="any") == [name]
+    assert names(name=name, status="active", match="all") == [name]
+    assert names(direction="desc") == every[::-1]
+    assert names(order="name", direction="asc") == every
+    assert names(order="status", direction="desc") == every[::-1]
+    assert names(**{"account.id": "0123456789abcdef0123456789abcdef", "name": name}) == [name]
+    # a page of the reversed list
+    b = api.ok("GET", "/zones", params={"direction": "desc", "per_page": 2, "page": 1})
+    assert [z["name"] for z in b["result"]] == every[::-1][:2]
+    assert b["result_info"]["total_count"] == len(every)
+    for bad in ({"status": "gone"}, {"match": "some"}, {"order": "serial"},
+                {"direction": "up"}, {"account.type": "x"}):
+        assert_error(api.call("GET", "/zones", params=bad), 400, list(bad)[0])
+
+
 def test_zone_patch_changes_soa_fields_and_default_ttl(srv, api):
     zid, zone = new_zone(api, "patch")
     soa0, _ = served_soa(srv, zone)
