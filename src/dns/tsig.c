@@ -68,6 +68,12 @@ static int check_request(const knot_pkt_t *q, bool key_found,
 	if (rr == NULL) {
 		return ZC_EOK;
 	}
+	if (rr->rclass != KNOT_CLASS_ANY) {
+		/* RFC 8945 §4.2: its CLASS MUST be ANY; another is a
+		 * malformed record, not a bad signature (FORMERR, unsigned,
+		 * as BIND answers). */
+		return KNOT_EMALF;
+	}
 	t->present = true;
 	/* Keep the request's TSIG (its rdata lives in the request). */
 	size_t rdlen = rr->rrs.rdata->len;

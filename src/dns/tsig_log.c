@@ -23,6 +23,11 @@ static void reason_text(const knot_pkt_t *q, const dns_tsig_t *t, int ret,
 	if (alg_name != NULL) {
 		knot_dname_to_str(alg, alg_name, sizeof(alg));
 	}
+	if (ret == KNOT_EMALF && rr != NULL && rr->rclass != KNOT_CLASS_ANY) {
+		snprintf(out, size, "FORMERR: the TSIG record's class is %u, "
+		         "not ANY (RFC 8945 §4.2)", rr->rclass);
+		return;
+	}
 	if (ret == KNOT_EMALF) {
 		snprintf(out, size, "FORMERR: a MAC of %zu octets, not a size "
 		         "%s allows (RFC 8945 §5.2.2.1)",

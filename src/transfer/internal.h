@@ -120,6 +120,14 @@ int xfr_out_finish(xfr_out_t *out);
 /* Frees the packet without sending anything (the reply stays owed). */
 void xfr_out_deinit(xfr_out_t *out);
 
+/* Octets an OPT without options takes (RFC 6891 §6.1.2). */
+#define XFR_OPT_SIZE 11
+
+/* Puts an OPT in pkt's additional section when the request q had one
+ * (RFC 6891 §7: a responder MUST include one then), with room made by
+ * knot_pkt_reserve(pkt, XFR_OPT_SIZE) beforehand. */
+int xfr_put_opt(knot_pkt_t *pkt, const knot_pkt_t *q);
+
 /* --- IXFR condensing (condense.c) --- */
 
 /*

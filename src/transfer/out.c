@@ -13,10 +13,15 @@
 #include <errno.h>
 #include <string.h>
 #include <libknot/errcode.h>
+#include <libknot/rrtype/opt.h>
 
 #include "common/error.h"
 #include "dns/pkt_put.h"
 #include "transfer/internal.h"
+
+/* The payload size an OPT of a transfer's message says (a transfer is
+ * over TCP, where it means nothing; knotd says 1232 as well). */
+#define XFR_OPT_PAYLOAD 1232
 
 /* Room left for the TSIG RR when signing. */
 static uint16_t body_max(const xfr_out_t *out)
@@ -42,14 +47,47 @@ static int begin_message(xfr_out_t *out)
 	/* The header is the request's: its RCODE bits are not ours. */
 	knot_wire_set_rcode(out->pkt->wire, KNOT_RCODE_NOERROR);
 	knot_wire_set_aa(out->pkt->wire);
+	if (out->q->opt_rr != NULL) {
+		ret = knot_pkt_reserve(out->pkt, XFR_OPT_SIZE);
+		if (ret != KNOT_EOK) {
+			return ret;
+		}
+	}
 	return knot_pkt_begin(out->pkt, KNOT_ANSWER);
 }
 
-/* Signs the message in the buffer; returns its length or 0 on failure. */
+int xfr_put_opt(knot_pkt_t *pkt, const knot_pkt_t *q)
+{
+	if (q->opt_rr == NULL) {
+		return KNOT_EOK;
+	}
+	knot_rrset_t opt;
+	int ret = knot_edns_init(&opt, XFR_OPT_PAYLOAD, 0, 0, NULL);
+	if (ret != KNOT_EOK) {
+		return ret;
+	}
+	knot_pkt_reclaim(pkt, XFR_OPT_SIZE);
+	ret = knot_pkt_begin(pkt, KNOT_ADDITIONAL);
+	if (ret == KNOT_EOK) {
+		ret = dns_pkt_put(pkt, KNOT_COMPR_HINT_NONE, &opt,
+		                  KNOT_PF_NOTRUNC);
+	}
+	/* Written into the wire: nothing reads the packet's copy after. */
+	knot_rrset_clear(&opt, NULL);
+	return ret;
+}
+
+/* Signs the message in the buffer (its OPT put first, when the request
+ * had one); returns its length or 0 on failure. */
 static size_t sign_message(xfr_out_t *out)
 {
+	int ret = xfr_put_opt(out->pkt, out->q);
+	if (ret != KNOT_EOK) {
+		out->error = ret;
+		return 0;
+	}
 	size_t len = out->pkt->size;
-	int ret = dns_tsig_sign(out->tsig, out->buf, &len, XFR_MSG_MAX);
+	ret = dns_tsig_sign(out->tsig, out->buf, &len, XFR_MSG_MAX);
 	if (ret != ZC_EOK) {
 		out->error = ret;
 		return 0;

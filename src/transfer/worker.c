@@ -71,6 +71,11 @@ static void send_error(xfr_worker_t *w, const knot_pkt_t *q,
 		return;
 	}
 	knot_wire_set_rcode(r->wire, rcode);
+	/* Its OPT when the request had one (without, rather than no
+	 * answer, should it not fit). */
+	if (knot_pkt_reserve(r, XFR_OPT_SIZE) == KNOT_EOK) {
+		xfr_put_opt(r, q);
+	}
 	size_t len = r->size;
 	if (dns_tsig_sign(tsig, w->buf, &len, XFR_MSG_MAX) != ZC_EOK) {
 		len = r->size; /* Unsigned rather than nothing. */

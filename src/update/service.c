@@ -497,7 +497,8 @@ static uint8_t authorize(update_service_t *u, update_msg_t *m,
 			                     key->algorithm, from);
 		}
 		if (tret == KNOT_EMALF) {
-			return KNOT_RCODE_FORMERR; /* A MAC of a bad size. */
+			/* A MAC of a bad size, a TSIG not of class ANY. */
+			return KNOT_RCODE_FORMERR;
 		}
 		if (tret == KNOT_TSIG_EBADTIME) {
 			log_badtime(m, from);

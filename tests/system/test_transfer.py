@@ -313,6 +313,47 @@ def test_transfer_refused_without_authority(srv, api, zone):
     assert "Transfer failed" in cp.stdout + cp.stderr, cp.stdout
 
 
+def test_transfer_answers_carry_opt_when_asked_with_edns(srv, zone):
+    """RFC 6891 §7: a request with an OPT gets one in its response. Transfer
+    answers had none, refused or served, signed or not (knotd adds it)."""
+    import socket
+    import struct
+    z = zone
+    good = srv.tsig_create("opt-xfr." + z.name, z.name)
+
+    def first_message(source, edns, key=None, rdtype="AXFR"):
+        q = dns.message.make_query(z.origin, rdtype, use_edns=0 if edns else None)
+        if key is not None:
+            q.use_tsig(key.keyring, keyname=key.name, algorithm=key.algorithm)
+        wire = q.to_wire()
+        with socket.socket() as s:
+            s.bind((source, 0))
+            s.settimeout(5)
+            s.connect(("127.0.0.1", srv.port))
+            s.sendall(struct.pack("!H", len(wire)) + wire)
+            head = b""
+            while len(head) < 2:
+                head += s.recv(2 - len(head))
+            (n,) = struct.unpack("!H", head)
+            data = b""
+            while len(data) < n:
+                data += s.recv(n - len(data))
+        m, _owner, rd, _start = split_tsig(data)
+        return m, rd
+
+    for source, key, rcode in ((XFR_SOURCE, None, dns.rcode.NOERROR),
+                               ("127.0.0.1", good, dns.rcode.NOERROR),
+                               ("127.0.0.1", None, dns.rcode.REFUSED)):
+        for edns in (True, False):
+            m, rd = first_message(source, edns, key)
+            assert m.rcode() == rcode, (source, edns, dns.rcode.to_text(m.rcode()))
+            assert (m.edns == 0) == edns, (source, key, edns, m.edns)
+            assert (rd is not None) == (key is not None)
+    # a served transfer still reads whole, signed, with EDNS on
+    got, _, _ = axfr(srv, z.origin, key=good)
+    assert got
+
+
 @pytest.mark.valgrind
 def test_transfer_tsig_failures(srv, zone):
     z = zone

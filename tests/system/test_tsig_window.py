@@ -384,3 +384,25 @@ def test_bad_settings_are_refused(tmp_path, setting):
     key = setting.split("=")[0]
     assert "invalid value" in cp.stderr and key in cp.stderr, cp.stderr
     assert not (tmp_path / "d").exists()
+
+
+def test_a_tsig_record_not_of_class_any_is_formerr(srv, zone):
+    """RFC 8945 §4.2: a TSIG record's CLASS MUST be ANY. One of class IN
+    was answered NOTAUTH/BADSIG, the audit line blaming the key's secret;
+    it is a malformed message: FORMERR, unsigned (as BIND answers), and
+    nothing changes."""
+    before = serial(srv, zone.name)
+    u = zone.update(("cls", "A", "192.0.2.1"))
+    plain = u.to_wire()
+    wire, _mac = zone.signed(u)
+    at = len(plain) + len(zone.key.key.name.to_wire()) + 2   # the TSIG's class
+    for rclass in (1, 254, 3):
+        bad = wire[:at] + struct.pack("!H", rclass) + wire[at + 2:]
+        r = send(srv, bad)
+        assert rcode(r) == dns.rcode.FORMERR, (rclass, dns.rcode.to_text(rcode(r)))
+        assert split_tsig(r)[1] is None, "a FORMERR is not signed"
+    time.sleep(0.2)
+    assert served(srv, zone.n("cls")) == [] and serial(srv, zone.name) == before
+    # class ANY, the same message: applied
+    assert rcode(send(srv, wire)) == dns.rcode.NOERROR
+    expect_served(srv, zone.n("cls"), ["192.0.2.1"])
