@@ -125,6 +125,23 @@ static uint8_t check_added(const update_msg_t *m, const knot_rrset_t *rr,
 	return KNOT_RCODE_NOERROR;
 }
 
+/* Whether each rdata of a delete is well formed for its type (an empty
+ * A is not): malformed, the message is (FORMERR, as BIND answers); a
+ * record zonecast would not store is merely not there. */
+static bool well_formed(const knot_rrset_t *rr)
+{
+	knot_rdata_t *rd = rr->rrs.rdata;
+	for (uint16_t i = 0; i < rr->rrs.count; i++) {
+		const char *why = NULL;
+		if (zonefile_record_check(rr->owner, rr->type, 0, rd->data,
+		                          rd->len, &why) == ZC_ERDATA) {
+			return false;
+		}
+		rd = knot_rdataset_next(rd);
+	}
+	return true;
+}
+
 uint8_t update_prescan(const update_msg_t *m, bool log)
 {
 	const knot_pktsection_t *sec = knot_pkt_section(m->pkt, KNOT_AUTHORITY);
@@ -157,7 +174,8 @@ uint8_t update_prescan(const update_msg_t *m, bool log)
 			}
 			break;
 		case KNOT_CLASS_NONE:
-			if (rr->ttl != 0 || is_meta(rr->type)) {
+			if (rr->ttl != 0 || is_meta(rr->type) ||
+			    !well_formed(rr)) {
 				return KNOT_RCODE_FORMERR;
 			}
 			break;

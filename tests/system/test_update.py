@@ -479,7 +479,13 @@ def test_malformed_update_section_formerr(srv, zone):
     for bad in (rr_wire(z.n("x"), "A", "ANY", 300),              # delete RRset with ttl != 0
                 rr_wire(z.n("x"), "A", "ANY", 0, "192.0.2.1"),   # delete RRset with rdata
                 rr_wire(z.n("x"), "A", "NONE", 300, "192.0.2.1"),  # delete RR with ttl != 0
-                rr_wire(z.n("x"), "A", "CH", 300, "192.0.2.1")):  # another class
+                rr_wire(z.n("x"), "A", "CH", 300, "192.0.2.1"),  # another class
+                # delete RR whose rdata is malformed for its type (an A of
+                # 0 or 3 octets, an MX without its name): NOERROR before,
+                # FORMERR in BIND
+                rr_wire(z.n("x"), "A", "NONE", 0),
+                rr_wire(z.n("x"), "A", "NONE", 0, b"\x01\x02\x03"),
+                rr_wire(z.n("x"), "MX", "NONE", 0, b"\x00\x0a")):
         do_fail(z, update_wire(z.origin, updates=[good, bad]), dns.rcode.FORMERR, probes=probes)
 
 
