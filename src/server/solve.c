@@ -375,12 +375,16 @@ static void put_target_addresses(query_t *qr, const knot_dname_t *target,
 	size_t lf_len = dns_name_to_lf(target, lf);
 	const uint8_t *val;
 	size_t len;
-	if (edge_node_get(qr->txn, qr->zone.zone_id, lf + qr->apex_lf_len,
-	                  lf_len - qr->apex_lf_len, &val, &len) != ZC_EOK) {
-		return;
-	}
 	lookup_t lk;
-	if (query_decode_node(qr, val, len, target, &lk) != ZC_EOK) {
+	if (edge_node_get(qr->txn, qr->zone.zone_id, lf + qr->apex_lf_len,
+	                  lf_len - qr->apex_lf_len, &val, &len) == ZC_EOK) {
+		if (query_decode_node(qr, val, len, target, &lk) != ZC_EOK) {
+			return;
+		}
+	} else if (query_lookup(qr, target, &lk) != ZC_EOK ||
+	           lk.kind != LOOKUP_WILDCARD) {
+		/* A target a wildcard matches has its addresses, owned by
+		 * the target, as knotd gives them (RFC 4592 §4.1). */
 		return;
 	}
 	static const uint16_t types[] = { KNOT_RRTYPE_A, KNOT_RRTYPE_AAAA };

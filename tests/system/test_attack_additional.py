@@ -85,3 +85,48 @@ def test_additional_that_does_not_fit_never_wedges_a_worker(servers_):
                 assert rrset.name.is_subdomain(dns.name.from_text(ZONE)), got.to_text()
         soa = ask(zc, ZONE, "SOA", payload)
         assert soa.rcode() == dns.rcode.NOERROR and soa.answer, (name, rtype, payload)
+
+
+WILD = "wild.test."
+WILD_ZONE = """$ORIGIN wild.test.
+$TTL 3600
+@ SOA ns1 h 1 2 3 4 5
+@ NS ns1
+ns1 A 192.0.2.1
+*.x.y A 192.0.2.10
+*.x.y AAAA 2001:db8::10
+_sip._tcp SRV 1 2 5060 any.x.y
+mail MX 10 m.x.y
+mail MX 20 deep.down.x.y
+svc HTTPS 1 h.x.y
+cut NS ns.x.y
+below.cut A 192.0.2.99
+occl MX 5 a.below.cut
+"""
+
+
+def test_targets_a_wildcard_matches_get_their_addresses(tmp_path, zonecast_factory,
+                                                        knotd_factory):
+    """knotd adds the addresses a wildcard gives an MX/SRV/HTTPS/NS target
+    (any.x.y from *.x.y); zonecast looked for the target's own node only.
+    Names below a cut are not matched by a wildcard above it."""
+    path = tmp_path / "wild.test.zone"
+    path.write_text(WILD_ZONE)
+    zc = zonecast_factory(zones={WILD: str(path)}, workers=1)
+    kn = knotd_factory(zones={WILD: str(path)})
+
+    def additional(srv, name, rtype):
+        r = ask(srv, name, rtype, 1232)
+        return sorted(rr.to_text() for rrset in r.additional for rr in [rrset]
+                      if rrset.rdtype != dns.rdatatype.OPT)
+
+    for name, rtype in (("_sip._tcp." + WILD, "SRV"), ("mail." + WILD, "MX"),
+                        ("x.cut." + WILD, "A"), ("occl." + WILD, "MX")):
+        got, want = additional(zc, name, rtype), additional(kn, name, rtype)
+        assert got == want, (name, rtype, got, want)
+    # knotd 3.2 writes an HTTPS target's wildcard addresses under the
+    # wildcard's own owner (*.x.y); RFC 4592 §4.1 expands it to the target
+    assert additional(zc, "svc." + WILD, "HTTPS") == [
+        "h.x.y.wild.test. 3600 IN A 192.0.2.10", "h.x.y.wild.test. 3600 IN AAAA 2001:db8::10"]
+    assert any("any.x.y.wild.test. 3600 IN A 192.0.2.10" in x
+               for x in additional(zc, "_sip._tcp." + WILD, "SRV"))
