@@ -93,8 +93,17 @@ static enum MHD_Result scan_field(void *cls, enum MHD_ValueKind kind,
 	return MHD_YES;
 }
 
-/* Whether text is "chunked" with optional blanks around it. */
+/* Whether text is "chunked" exactly, as libmicrohttpd takes it: it
+ * drops the blanks before a value, not those after ("chunked " framed
+ * nothing there, where a proxy reads chunked: RFC 9110 §5.5 strips them),
+ * so a value with a blank after it is refused. */
 static bool only_chunked(const char *text)
+{
+	return strcasecmp(text, "chunked") == 0;
+}
+
+/* Whether text is "chunked" with blanks around it (a list's member). */
+static bool chunked_member(const char *text)
 {
 	text += strspn(text, " \t");
 	size_t n = strlen(text);
@@ -108,7 +117,7 @@ static bool only_chunked(const char *text)
 static bool ends_chunked(const char *text)
 {
 	const char *last = strrchr(text, ',');
-	return only_chunked(last != NULL ? last + 1 : text);
+	return last != NULL && chunked_member(last + 1);
 }
 
 bool http_head_check(struct MHD_Connection *conn, const char *version,
