@@ -131,7 +131,14 @@ static void answer_in_zone(query_t *qr)
 	if (ret == ZC_EOK) {
 		ret = find_zone(qr);
 	}
-	if (ret == ZC_ENOZONE) {
+	bool ixfr = knot_pkt_qtype(qr->q) == KNOT_RRTYPE_IXFR;
+	if (ixfr && (ret == ZC_ENOZONE || (ret == ZC_EOK &&
+	             !knot_dname_is_case_equal(qr->qname, qr->zone.apex)))) {
+		/* An IXFR over UDP of a name that is no zone here: NOTAUTH,
+		 * as over TCP; it was answered as an SOA query at that name
+		 * (a CNAME chain, a NODATA). */
+		qr->rcode = KNOT_RCODE_NOTAUTH;
+	} else if (ret == ZC_ENOZONE) {
 		qr->rcode = KNOT_RCODE_REFUSED; /* Not ours (RFC 1034 §4.3.2). */
 	} else if (ret != ZC_EOK) {
 		qr->rcode = KNOT_RCODE_SERVFAIL;

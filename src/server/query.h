@@ -78,8 +78,9 @@ int query_decode_node(query_t *qr, const uint8_t *val, size_t len,
 /* --- solve.c --- */
 
 /* Puts an RRset into the current section, owned by owner; a failure
- * other than a truncation that flags allow is kept in qr->error. */
-void query_put(query_t *qr, const knot_rrset_t *rr, const knot_dname_t *owner,
+ * other than a truncation that flags allow is kept in qr->error. True
+ * when it was put. */
+bool query_put(query_t *qr, const knot_rrset_t *rr, const knot_dname_t *owner,
                uint16_t flags);
 
 /* Answers the question into the answer and authority sections. */
@@ -96,9 +97,10 @@ bool query_load_keys(query_t *qr);
 /* Puts rr's RRSIG owned by owner into the current section (the query's DO
  * bit aside), when qr->signed_zone. */
 void query_put_rrsig(query_t *qr, const knot_rrset_t *rr,
-                     const knot_dname_t *owner);
+                     const knot_dname_t *owner, uint16_t flags);
 
-/* Puts an authoritative RRset, then its RRSIG when qr->dnssec. */
+/* Puts an authoritative RRset, then, when qr->dnssec and it was put, its
+ * RRSIG (with the same flags). */
 void query_put_signed(query_t *qr, const knot_rrset_t *rr,
                       const knot_dname_t *owner, uint16_t flags);
 

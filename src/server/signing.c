@@ -61,7 +61,7 @@ bool query_load_keys(query_t *qr)
 /* Puts rr's RRSIG (made now or taken from the cache) into the current
  * section, whether or not the query has DO=1. */
 void query_put_rrsig(query_t *qr, const knot_rrset_t *rr,
-                     const knot_dname_t *owner)
+                     const knot_dname_t *owner, uint16_t flags)
 {
 	if (!qr->signed_zone || qr->error != ZC_EOK) {
 		return;
@@ -85,15 +85,16 @@ void query_put_rrsig(query_t *qr, const knot_rrset_t *rr,
 		qr->error = ret;
 		return;
 	}
-	query_put(qr, &sig, owner, 0);
+	query_put(qr, &sig, owner, flags);
 }
 
 void query_put_signed(query_t *qr, const knot_rrset_t *rr,
                       const knot_dname_t *owner, uint16_t flags)
 {
-	query_put(qr, rr, owner, flags);
-	if (qr->dnssec) {
-		query_put_rrsig(qr, rr, owner);
+	/* An RRSIG never goes without its RRset (an SOA left out of a
+	 * negative answer took its RRSIG's room, and the RRSIG fitted). */
+	if (query_put(qr, rr, owner, flags) && qr->dnssec) {
+		query_put_rrsig(qr, rr, owner, flags);
 	}
 }
 

@@ -24,12 +24,12 @@
 
 /* query_put() with a compression hint: where the owner is already
  * written (KNOT_COMPR_HINT_NONE: nowhere known). */
-static void put_hinted(query_t *qr, const knot_rrset_t *rr,
+static bool put_hinted(query_t *qr, const knot_rrset_t *rr,
                        const knot_dname_t *owner, uint16_t hint,
                        uint16_t flags)
 {
 	if (qr->error != ZC_EOK) {
-		return;
+		return false;
 	}
 	knot_rrset_t copy = *rr;
 	copy.owner = (knot_dname_t *)owner;
@@ -43,13 +43,14 @@ static void put_hinted(query_t *qr, const knot_rrset_t *rr,
 	} else if (ret != KNOT_EOK) {
 		qr->error = ret;
 	}
+	return ret == KNOT_EOK;
 }
 
-void query_put(query_t *qr, const knot_rrset_t *rr, const knot_dname_t *owner,
+bool query_put(query_t *qr, const knot_rrset_t *rr, const knot_dname_t *owner,
                uint16_t flags)
 {
-	put_hinted(qr, rr, owner, owner == qr->qname ? KNOT_COMPR_HINT_QNAME :
-	           KNOT_COMPR_HINT_NONE, flags);
+	return put_hinted(qr, rr, owner, owner == qr->qname ?
+	                  KNOT_COMPR_HINT_QNAME : KNOT_COMPR_HINT_NONE, flags);
 }
 
 /* The zone's SOA from its metadata, owned by the apex. */
@@ -68,8 +69,11 @@ static void put_negative_soa(query_t *qr)
 	uint32_t ttl = qr->zone.soa_ttl < min ? qr->zone.soa_ttl : min;
 	knot_pkt_begin(qr->r, KNOT_AUTHORITY);
 	knot_rrset_t soa = soa_rrset(qr, ttl);
-	/* Like Knot DNS: an SOA that does not fit is left out, without TC. */
-	query_put_signed(qr, &soa, qr->zone.apex, KNOT_PF_NOTRUNC);
+	/* Like Knot DNS: an SOA that does not fit is left out, without TC;
+	 * but not from a signed answer, whose denial a validator proves
+	 * with the SOA and its RRSIG (RFC 4035 §3.1.3: TC then). */
+	query_put_signed(qr, &soa, qr->zone.apex, qr->dnssec ? 0 :
+	                 KNOT_PF_NOTRUNC);
 }
 
 static bool is_apex(const lookup_t *lk)
@@ -162,12 +166,12 @@ static void put_dnssec_answer(query_t *qr, const lookup_t *lk,
 	}
 	if (apex) {
 		knot_rrset_t soa = soa_rrset(qr, qr->zone.soa_ttl);
-		query_put_rrsig(qr, &soa, owner);
+		query_put_rrsig(qr, &soa, owner, 0);
 	}
 	for (uint16_t i = 0; lk != NULL && i < lk->node.count; i++) {
-		query_put_rrsig(qr, &lk->node.rrsets[i], owner);
+		query_put_rrsig(qr, &lk->node.rrsets[i], owner, 0);
 	}
-	query_put_rrsig(qr, &nsec, owner);
+	query_put_rrsig(qr, &nsec, owner, 0);
 }
 
 /* RFC 6604 §3; signed (RFC 9824 §3): NOERROR and an NSEC with NXNAME,
@@ -361,6 +365,15 @@ static bool already_added(query_t *qr, const knot_dname_t *name)
 	return false;
 }
 
+/* Whether name is authoritative data of the zone: found, not at or
+ * below a cut. */
+static bool authoritative(query_t *qr, const knot_dname_t *name)
+{
+	lookup_t lk;
+	return query_lookup(qr, name, &lk) == ZC_EOK &&
+	       lk.kind == LOOKUP_FOUND;
+}
+
 /* Adds A and AAAA of an in-zone target (glue included) to additional.
  * Required: a referral's in-domain glue (RFC 9471 §3.1: when it does
  * not all fit, TC is set and nothing more is added); else they are
@@ -376,6 +389,7 @@ static void put_target_addresses(query_t *qr, const knot_dname_t *target,
 	const uint8_t *val;
 	size_t len;
 	lookup_t lk;
+	bool wildcard = false;
 	if (edge_node_get(qr->txn, qr->zone.zone_id, lf + qr->apex_lf_len,
 	                  lf_len - qr->apex_lf_len, &val, &len) == ZC_EOK) {
 		if (query_decode_node(qr, val, len, target, &lk) != ZC_EOK) {
@@ -386,13 +400,20 @@ static void put_target_addresses(query_t *qr, const knot_dname_t *target,
 		/* A target a wildcard matches has its addresses, owned by
 		 * the target, as knotd gives them (RFC 4592 §4.1). */
 		return;
+	} else {
+		wildcard = true;
 	}
+	/* RFC 4035 §3.1.1: authoritative addresses go with their RRSIGs
+	 * (left out when they do not fit); glue, at or below a cut, is not
+	 * signed. */
+	bool sign = qr->dnssec && (wildcard || authoritative(qr, target));
 	static const uint16_t types[] = { KNOT_RRTYPE_A, KNOT_RRTYPE_AAAA };
 	for (unsigned i = 0; i < 2; i++) {
 		const knot_rrset_t *rr = edge_node_rrset(&lk.node, types[i]);
-		if (rr != NULL) {
-			put_hinted(qr, rr, target, hint, required ? 0 :
-			           KNOT_PF_NOTRUNC);
+		uint16_t flags = required ? 0 : KNOT_PF_NOTRUNC;
+		if (rr != NULL && put_hinted(qr, rr, target, hint, flags) &&
+		    sign) {
+			query_put_rrsig(qr, rr, target, KNOT_PF_NOTRUNC);
 		}
 	}
 }

@@ -934,6 +934,41 @@ def test_api_export_of_a_signed_zone_imports_back(env, new_zone, resolvers):
     assert_validated(ub, "www." + z, "A")
 
 
+def test_no_rrsig_without_its_rrset_and_additional_addresses_signed(tmp_path, zonecast_factory):
+    """A negative answer at payload 512 whose SOA (long names) did not fit
+    left the SOA out without TC, but its smaller RRSIG went in: an RRSIG
+    without its RRset, SERVFAIL at a validating resolver. A signed denial
+    needs its SOA: TC now. And the addresses of MX/SRV targets in the
+    additional section come with their RRSIGs (RFC 4035 §3.1.1), glue
+    without."""
+    long1 = ".".join(["a" * 63] * 3 + ["b" * 61]) + "."
+    long2 = ".".join(["k" * 63] * 3 + ["j" * 61]) + "."
+    path = tmp_path / "ls.test.zone"
+    path.write_text("$ORIGIN ls.test.\n$TTL 300\n@ SOA %s %s 1 2 3 4 5\n@ NS ns\n"
+                    "ns A 192.0.2.1\nmx MX 10 mail\nmail A 192.0.2.2\nmail AAAA 2001:db8::2\n"
+                    "d NS ns.d\nns.d A 192.0.2.3\n" % (long1, long2))
+    srv = zonecast_factory(zones={"ls.test.": str(path)}, workers=1)
+    enable(srv, "ls.test.")
+    for name, payload in (("nx.ls.test.", 512), ("ns.ls.test.", 512), ("nx.ls.test.", 1232)):
+        q = dns.message.make_query(name, "MX", want_dnssec=True, payload=payload)
+        r = dns.query.udp(q, "127.0.0.1", port=srv.port, timeout=3, ignore_trailing=True,
+                          raise_on_truncation=False)
+        for section in (r.answer, r.authority, r.additional):
+            covered = {(x.name, x.covers) for x in section if x.rdtype == dns.rdatatype.RRSIG}
+            present = {(x.name, x.rdtype) for x in section if x.rdtype != dns.rdatatype.RRSIG}
+            assert covered <= present, (name, payload, r.to_text())
+        soa = [x for x in r.authority if x.rdtype == dns.rdatatype.SOA]
+        assert soa or r.flags & dns.flags.TC, (name, payload, r.to_text())
+    r = ask(srv, "mx.ls.test.", "MX")
+    signed_add = {(x.name.to_text(), x.covers) for x in r.additional
+                  if x.rdtype == dns.rdatatype.RRSIG}
+    assert signed_add == {("mail.ls.test.", dns.rdatatype.A),
+                          ("mail.ls.test.", dns.rdatatype.AAAA)}, r.to_text()
+    r = ask(srv, "x.d.ls.test.", "A")                    # a referral: glue unsigned
+    assert [x for x in r.additional if x.rdtype == dns.rdatatype.A] and \
+        not [x for x in r.additional if x.rdtype == dns.rdatatype.RRSIG], r.to_text()
+
+
 # ------------------------------------------------------------------ algorithms and key split
 
 @pytest.mark.valgrind

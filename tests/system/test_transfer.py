@@ -502,6 +502,13 @@ def test_ixfr_up_to_date_newer_and_udp(srv, zone):
     assert rcode == dns.rcode.NOERROR
     items = rr_list(m.answer)
     assert len(items) == 1 and is_soa(items[0]) and soa_serial_of(items[0]) == s1, items
+    # a name that is no zone here, over UDP: NOTAUTH as over TCP (it was
+    # answered as an SOA query at that name: a CNAME chain, a NODATA)
+    for name in (z.n("u"), z.n("nothing"), "no-such-zone.test."):
+        for tcp in (False, True):
+            rcode, _rd, m = query_rcode(srv, name, "IXFR", source=XFR_SOURCE, tcp=tcp,
+                                        serial=s0)
+            assert rcode == dns.rcode.NOTAUTH and not m.answer, (name, tcp, rcode)
 
 
 @pytest.mark.valgrind
