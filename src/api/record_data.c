@@ -217,6 +217,12 @@ int api_data_srv_owner(const knot_dname_t *apex, const json_t *data,
 	}
 	uint8_t base[KNOT_DNAME_MAXLEN];
 	char why[120];
+	if (part[2][0] == '\0') {
+		/* As a record's name: "@" is the apex, "" nothing. */
+		snprintf(err, err_size, "data.name: required (@ for the zone "
+		         "apex)");
+		return ZC_EUSAGE;
+	}
 	if (api_name_parse(apex, part[2], base, why, sizeof(why)) != ZC_EOK) {
 		snprintf(err, err_size, "data.%s", why);
 		return ZC_EUSAGE;

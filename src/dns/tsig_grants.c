@@ -49,6 +49,14 @@ static bool parse_grant(const char *text, dns_tsig_grant_t *g, char *err,
 		         "name or self", text);
 		return false;
 	}
+	if (types != NULL && (types[0] == '\0' || types[0] == ',' ||
+	                      types[strlen(types) - 1] == ',' ||
+	                      strstr(types, ",,") != NULL)) {
+		/* strtok_r() would skip the empty member. */
+		snprintf(err, esz, "grant '%s': an empty type in the list",
+		         text);
+		return false;
+	}
 	for (char *t = types ? strtok_r(types, ",", &save) : NULL; t != NULL;
 	     t = strtok_r(NULL, ",", &save)) {
 		uint16_t type;

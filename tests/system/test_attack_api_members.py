@@ -319,6 +319,7 @@ def test_srv_data_may_name_its_owner(api):
             ({"data": dict(srv, service="_s", proto=6, name="@")}, "data.proto:"),
             ({"data": dict(srv, service="_s", proto="_tcp", name="elsewhere.example.")},
              "data.name:"),
+            ({"data": dict(srv, service="_s", proto="_tcp", name="")}, "data.name:"),
     ):
         refused(api.call("POST", P, json=dict(body, type="SRV")), 400, starts)
     assert serial(api, zid) == v0

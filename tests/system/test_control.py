@@ -533,3 +533,19 @@ def test_concurrent_writes_of_the_command_wait_their_turn(zonecast_factory):
     assert [p.returncode for p in procs] == [0] * 30, [o[1] for o in outs if o[1]]
     assert all(o[0].strip().startswith("zc_") for o in outs)
     assert len(cli(srv, "token", "list").stdout.splitlines()) == before + 30
+
+
+def test_token_expiry_on_the_socket_is_checked(zonecast_factory):
+    """The command refuses a past --expires; a request on the control
+    socket made a token born expired (expires_on 1) or one expiring in the
+    year 292278994. Refused, nothing made."""
+    srv = started(zonecast_factory())
+    before = cli(srv, "token", "list").stdout
+    for value in (1, int(time.time() * 1000) - 1000, 253402300800000, 9223372036854775807):
+        line = b'{"command": "token-create", "name": "x", "expires_on": %d}\n' % value
+        r = ask_socket(srv, line)
+        assert r["ok"] is False, (value, r)
+    assert cli(srv, "token", "list").stdout == before
+    r = ask_socket(srv, b'{"command": "token-create", "name": "ok1", "expires_on": %d}\n'
+                   % int((time.time() + 3600) * 1000))
+    assert r["ok"] is True, r

@@ -653,6 +653,10 @@ def test_grants_outside_the_keys_zone_are_refused(srv, api, zone):
                      json={"name": name, "grants": grant.split()})
         assert r.status_code == 400 and "outside the key's zone" in r.text, (grant, r.text)
     assert "k1." not in srv.tsig_list(z.name).stdout
+    # an empty member of a type list was skipped (strtok_r)
+    for grant in ("name:a.%s:A,,AAAA" % z.name, "zone:,A", "zone:A,"):
+        cp = srv.tsig_create("k8." + z.name, z.name, grants=[grant], check=False)
+        assert cp.returncode != 0 and "empty type" in cp.stderr, (grant, cp.stderr)
     # inside the zone, any spelling: taken
     srv.tsig_create("k6." + z.name, z.name, grants=["subdomain:DYN.%s." % z.name.upper(),
                                                     "self", "zone:TXT"])
