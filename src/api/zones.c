@@ -66,6 +66,10 @@ static json_t *zone_json(api_req_t *req, const records_zone_t *zone)
 	                 "plan", "id", "", "name", "zonecast");
 }
 
+/* Cloudflare's operators of List Zones' name filter ("contains:x"). */
+typedef enum { NAME_EQUAL, NAME_NOT_EQUAL, NAME_STARTS, NAME_ENDS,
+               NAME_CONTAINS } name_op_t;
+
 /* A zone the list's filters kept: its id and what an order sorts by. */
 typedef struct {
 	int64_t id;
@@ -81,6 +85,8 @@ typedef struct {
 	const char *name_filter;
 	uint8_t filter[KNOT_DNAME_MAXLEN];
 	bool filter_ok;
+	name_op_t op;            /* ?name=OP:VALUE, Cloudflare's operators. */
+	bool case_sensitive;
 	const char *status;      /* ?status=: "active", "quarantined"... */
 	bool any;                /* ?match=any: one filter is enough. */
 	bool need_status;        /* A filter or the order reads it. */
@@ -88,6 +94,70 @@ typedef struct {
 	size_t count, cap;
 	int ret;
 } list_t;
+
+/* Whether the zone's name meets ?name= (equal: any spelling of the
+ * name; the text operators on its name as listed, without the final
+ * dot, ignoring case unless _case_sensitive). */
+static bool name_matches(const list_t *l, const records_zone_t *zone)
+{
+	if (l->op == NAME_EQUAL || l->op == NAME_NOT_EQUAL) {
+		bool equal = l->filter_ok &&
+		             knot_dname_is_equal(l->filter, zone->apex);
+		return equal == (l->op == NAME_EQUAL);
+	}
+	char name[KNOT_DNAME_TXT_MAXLEN + 1];
+	api_name_format(zone->apex, name, sizeof(name));
+	const char *v = l->name_filter;
+	size_t n = strlen(name), m = strlen(v);
+	if (m > n) {
+		return false;
+	}
+	int (*cmp)(const char *, const char *, size_t) =
+		l->case_sensitive ? strncmp : strncasecmp;
+	switch (l->op) {
+	case NAME_STARTS:
+		return cmp(name, v, m) == 0;
+	case NAME_ENDS:
+		return cmp(name + n - m, v, m) == 0;
+	default:
+		for (size_t i = 0; i + m <= n; i++) {
+			if (cmp(name + i, v, m) == 0) {
+				return true;
+			}
+		}
+		return false;
+	}
+}
+
+/* Splits ?name=OP:VALUE into l->op and the value; a name without a
+ * known operator is compared whole (equal). */
+static void read_name_op(list_t *l)
+{
+	static const struct {
+		const char *prefix;
+		name_op_t op;
+		bool case_sensitive;
+	} ops[] = {
+		{ "equal:", NAME_EQUAL, false },
+		{ "not_equal:", NAME_NOT_EQUAL, false },
+		{ "starts_with_case_sensitive:", NAME_STARTS, true },
+		{ "ends_with_case_sensitive:", NAME_ENDS, true },
+		{ "contains_case_sensitive:", NAME_CONTAINS, true },
+		{ "starts_with:", NAME_STARTS, false },
+		{ "ends_with:", NAME_ENDS, false },
+		{ "contains:", NAME_CONTAINS, false },
+	};
+	for (size_t i = 0; l->name_filter != NULL &&
+	     i < sizeof(ops) / sizeof(ops[0]); i++) {
+		size_t len = strlen(ops[i].prefix);
+		if (strncmp(l->name_filter, ops[i].prefix, len) == 0) {
+			l->name_filter += len;
+			l->op = ops[i].op;
+			l->case_sensitive = ops[i].case_sensitive;
+			return;
+		}
+	}
+}
 
 /* Whether the zone passes the filters given (match=all: each of them;
  * match=any: one). ?account.id= and ?account.name= name zonecast's one
@@ -97,7 +167,7 @@ static bool passes(list_t *l, const records_zone_t *zone, bool quarantined)
 	int given = 0, met = 0;
 	if (l->name_filter != NULL) {
 		given++;
-		met += l->filter_ok && knot_dname_is_equal(l->filter, zone->apex);
+		met += name_matches(l, zone);
 	}
 	if (l->status != NULL) {
 		given++;
@@ -204,6 +274,7 @@ static void list_zones(api_req_t *req)
 	    !read_order(req, &l, &status_order, &desc)) {
 		return;
 	}
+	read_name_op(&l);
 	if (l.name_filter != NULL && l.name_filter[0] == '\0') {
 		api_error(req, 400, 1004, "name: empty (a zone's name is "
 		          "required)");

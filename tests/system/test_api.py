@@ -317,6 +317,17 @@ def test_zone_list_takes_cloudflares_filters_and_orders(srv, api):
     b = api.ok("GET", "/zones", params={"direction": "desc", "per_page": 2, "page": 1})
     assert [z["name"] for z in b["result"]] == every[::-1][:2]
     assert b["result_info"]["total_count"] == len(every)
+    # the name filter's operators (name=contains:x, ...)
+    label = name.split(".")[0]                   # zl<N>
+    assert names(name="equal:" + name.upper()) == [name]
+    assert name not in names(name="not_equal:" + name) and \
+        len(names(name="not_equal:" + name)) == len(every) - 1
+    assert names(name="starts_with:" + label + ".") == [name]
+    assert names(name="starts_with:" + label.upper() + ".") == [name]
+    assert names(name="starts_with_case_sensitive:" + label.upper() + ".") == []
+    assert name in names(name="ends_with:" + name[len(label):])
+    assert names(name="contains:" + label + ".api") == [name]
+    assert names(name="contains:no-such-zone-text") == []
     for bad in ({"status": "gone"}, {"match": "some"}, {"order": "serial"},
                 {"direction": "up"}, {"account.type": "x"}):
         assert_error(api.call("GET", "/zones", params=bad), 400, list(bad)[0])
