@@ -249,7 +249,17 @@ void api_dns_records_import(api_req_t *req, const records_zone_t *zone)
 		api_error(req, 500, 1500, "server: out of memory");
 		return;
 	}
-	memcpy(copy, text, len);
+	/* Lines may end in CRLF: form encoders write them so (Cloudflare's
+	 * TypeScript SDK sends a file given as a string as a form field,
+	 * every LF made CRLF), as do files saved on Windows. A CR before
+	 * an LF goes; any other CR is left for the parser to refuse. */
+	size_t n_out = 0;
+	for (size_t i = 0; i < len; i++) {
+		if (!(text[i] == '\r' && i + 1 < len && text[i + 1] == '\n')) {
+			copy[n_out++] = text[i];
+		}
+	}
+	len = n_out;
 	copy[len] = '\0';
 	import_t imp = { .req = req, .apex = zone->apex, .posts = json_array() };
 	zonefile_handler_t h = { .record = import_record, .error = import_error,

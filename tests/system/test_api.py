@@ -1138,6 +1138,16 @@ def test_import_adds_records_and_bad_files_change_nothing(srv, api):
     r = api.call("POST", "/zones/%s/dns_records/import" % zid, data="raw 120 IN A 192.0.2.7\n")
     assert r.status_code == 200, r.text
     expect_answer(srv, "raw." + zone, "A", rdatas("A", "192.0.2.7"), ttl=120)
+    # lines ending in CRLF (a form encoder's, Cloudflare's TypeScript SDK
+    # sends a string so; a Windows file) were refused: taken now
+    r = api.call("POST", "/zones/%s/dns_records/import" % zid,
+                 files={"file": ("zone.txt", "crlf1 60 IN A 192.0.2.31\r\n"
+                                 "crlf2 60 IN TXT \"a b\"\r\n", "text/plain")})
+    assert r.status_code == 200 and r.json()["result"]["recs_added"] == 2, r.text
+    expect_answer(srv, "crlf2." + zone, "TXT", rdatas("TXT", '"a b"'), ttl=60)
+    # a CR not before an LF is still refused
+    r = api.call("POST", "/zones/%s/dns_records/import" % zid, data="cr 60 IN A 192.0.2.32\r")
+    assert r.status_code == 400, r.text
     before = snapshot(api, srv, zid, zone)
     for bad in ("ok1 IN A 192.0.2.8\nbroken IN A 999.0.0.1\n",
                 "ok2 IN A 192.0.2.8\nout.of.zone.example. IN A 192.0.2.8\n",
