@@ -177,6 +177,25 @@ void api_dnssec(api_req_t *req, const records_zone_t *zone)
 		req->result = state_json(req->rs, zone);
 		return;
 	}
+	if (strcmp(m, "DELETE") == 0) {
+		/* Cloudflare's "Delete DNSSEC records" (the TypeScript SDK's
+		 * dns.dnssec.delete()): PATCH {"status": "disabled"}, each
+		 * call the next step; the result is the zone's id. */
+		if (req->body_len > 0) {
+			api_error(req, 400, 1004, "body: DELETE takes none");
+			return;
+		}
+		json_t *body = json_pack("{s:s}", "status", "disabled");
+		change(req, zone, body);
+		json_decref(body);
+		if (req->result != NULL) {
+			char id[33];
+			api_id_format(zone->id, id);
+			json_decref(req->result);
+			req->result = json_string(id);
+		}
+		return;
+	}
 	if (strcmp(m, "PATCH") != 0) {
 		api_method_not_allowed(req);
 		return;

@@ -74,7 +74,7 @@ static const struct {
 	{ "zones/*/dns_records/import", "POST" },
 	{ "zones/*/dns_records/export", "GET, HEAD" },
 	{ "zones/*/dns_records/*", "GET, HEAD, PUT, PATCH, DELETE" },
-	{ "zones/*/dnssec", "GET, HEAD, PATCH" },
+	{ "zones/*/dnssec", "GET, HEAD, PATCH, DELETE" },
 	{ "zones/*/secondaries", "GET, HEAD, PUT, PATCH" },
 	{ "zones/*/tsig_keys", "GET, HEAD, POST" },
 	{ "zones/*/tsig_keys/*", "DELETE" },

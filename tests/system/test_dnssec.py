@@ -1124,6 +1124,28 @@ def test_api_patch_disable_and_enable(env, new_zone, resolvers):
     assert env.api.get("/zones/%s/dnssec" % zid)["status"] == "disabled"
 
 
+def test_api_delete_dnssec_is_the_disable(env, new_zone):
+    """Cloudflare's DELETE /zones/{id}/dnssec (the TypeScript SDK's
+    dns.dnssec.delete()) got 405: it is PATCH {"status": "disabled"},
+    each call the next step, its result the zone's id."""
+    z = new_zone("del")
+    zid = env.api.zone_id(z)
+    env.api.ok("PATCH", "/zones/%s/dnssec" % zid, json={"status": "active"})
+    wait_for(lambda: served_dnskeys(env.srv, z), "%s signed" % z)
+    ro = env.srv.client(env.srv.create_token(read_only=True))
+    assert ro.call("DELETE", "/zones/%s/dnssec" % zid).status_code in (401, 403)
+    r = env.api.call("DELETE", "/zones/%s/dnssec" % zid, data=b'{"x": 1}',
+                     headers={"Content-Type": "application/json"})
+    assert r.status_code == 400, r.text
+    body = env.api.ok("DELETE", "/zones/%s/dnssec" % zid)
+    assert body["result"] == zid, body
+    assert env.api.get("/zones/%s/dnssec" % zid)["status"] == "pending-disabled"
+    # the keys go once the parent's DS TTL has passed (409 before it)
+    r = env.api.call("DELETE", "/zones/%s/dnssec" % zid)
+    assert r.status_code == 409, r.text
+    assert served_dnskeys(env.srv, z) is not None
+
+
 def test_api_patch_active_ed25519_split(env, new_zone, resolvers):
     """PATCH {"status": "active", "algorithm": "ed25519", "split": true}
     (docs/api.md): a KSK and a ZSK of algorithm 15, and answers validate."""
