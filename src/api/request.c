@@ -59,6 +59,13 @@ bool api_args_only(api_req_t *req, const char *const *allowed)
 			          "implement with 400 rather than ignore it)", k);
 			return false;
 		}
+		/* Given twice, the first won unsaid (GET /zones?name=a&name=b);
+		 * the tag filters of a records list repeat by design. */
+		if (strncmp(k, "tag.", 4) != 0 &&
+		    req->lookup(req->lookup_ctx, false, k, 1) != NULL) {
+			api_error(req, 400, 1004, "%.200s: given more than once", k);
+			return false;
+		}
 	}
 	return true;
 }

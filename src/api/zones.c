@@ -87,6 +87,7 @@ typedef struct {
 	bool filter_ok;
 	name_op_t op;            /* ?name=OP:VALUE, Cloudflare's operators. */
 	bool case_sensitive;
+	char operand[KNOT_DNAME_TXT_MAXLEN + 1];
 	const char *status;      /* ?status=: "active", "quarantined"... */
 	bool any;                /* ?match=any: one filter is enough. */
 	bool need_status;        /* A filter or the order reads it. */
@@ -154,6 +155,16 @@ static void read_name_op(list_t *l)
 			l->name_filter += len;
 			l->op = ops[i].op;
 			l->case_sensitive = ops[i].case_sensitive;
+			/* Names are listed without their final dot: a text
+			 * operator's final dot goes too (ends_with:test.). */
+			size_t n = strlen(l->name_filter);
+			if (l->op != NAME_EQUAL && l->op != NAME_NOT_EQUAL &&
+			    n > 1 && l->name_filter[n - 1] == '.' &&
+			    l->name_filter[n - 2] != '\\') {
+				snprintf(l->operand, sizeof(l->operand), "%.*s",
+				         (int)(n - 1), l->name_filter);
+				l->name_filter = l->operand;
+			}
 			return;
 		}
 	}

@@ -365,48 +365,48 @@ static bool already_added(query_t *qr, const knot_dname_t *name)
 	return false;
 }
 
-/* Whether name is authoritative data of the zone: found, not at or
- * below a cut. */
-static bool authoritative(query_t *qr, const knot_dname_t *name)
-{
-	lookup_t lk;
-	return query_lookup(qr, name, &lk) == ZC_EOK &&
-	       lk.kind == LOOKUP_FOUND;
-}
-
-/* Adds A and AAAA of an in-zone target (glue included) to additional.
- * Required: a referral's in-domain glue (RFC 9471 §3.1: when it does
- * not all fit, TC is set and nothing more is added); else they are
- * added as room allows, without TC (RFC 2181 §9). */
+/* Adds A and AAAA of an in-zone target to additional, looked up as an
+ * answer would be (RFC 1034 §4.3.2): its own node, or the wildcard that
+ * matches it (RFC 4592 §4.1, owned by the target, as knotd gives them);
+ * glue when it is at or below a cut; nothing below a DNAME (occluded:
+ * it was given, where a query for it gets the DNAME's rewrite).
+ * Required: a referral's in-domain glue (RFC 9471 §3.1: when it does not
+ * all fit, TC is set and nothing more is added); else they are added as
+ * room allows, without TC (RFC 2181 §9). Authoritative addresses go with
+ * their RRSIGs when DO=1 (RFC 4035 §3.1.1, left out when they do not
+ * fit); glue is never signed. */
 static void put_target_addresses(query_t *qr, const knot_dname_t *target,
                                  uint16_t hint, bool required)
 {
 	if (!in_zone(qr, target) || already_added(qr, target)) {
 		return;
 	}
-	uint8_t lf[DNS_LF_MAXLEN];
-	size_t lf_len = dns_name_to_lf(target, lf);
-	const uint8_t *val;
-	size_t len;
 	lookup_t lk;
-	bool wildcard = false;
-	if (edge_node_get(qr->txn, qr->zone.zone_id, lf + qr->apex_lf_len,
-	                  lf_len - qr->apex_lf_len, &val, &len) == ZC_EOK) {
-		if (query_decode_node(qr, val, len, target, &lk) != ZC_EOK) {
+	bool glue = required;
+	if (!required) {
+		if (query_lookup(qr, target, &lk) != ZC_EOK) {
 			return;
 		}
-	} else if (query_lookup(qr, target, &lk) != ZC_EOK ||
-	           lk.kind != LOOKUP_WILDCARD) {
-		/* A target a wildcard matches has its addresses, owned by
-		 * the target, as knotd gives them (RFC 4592 §4.1). */
-		return;
-	} else {
-		wildcard = true;
+		if (lk.kind == LOOKUP_DELEG) {
+			glue = true;    /* At or below a cut: its own node. */
+		} else if (lk.kind != LOOKUP_FOUND &&
+		           lk.kind != LOOKUP_WILDCARD) {
+			return;         /* No such name, or occluded. */
+		}
 	}
-	/* RFC 4035 §3.1.1: authoritative addresses go with their RRSIGs
-	 * (left out when they do not fit); glue, at or below a cut, is not
-	 * signed. */
-	bool sign = qr->dnssec && (wildcard || authoritative(qr, target));
+	if (glue) {
+		uint8_t lf[DNS_LF_MAXLEN];
+		size_t lf_len = dns_name_to_lf(target, lf);
+		const uint8_t *val;
+		size_t len;
+		if (edge_node_get(qr->txn, qr->zone.zone_id,
+		                  lf + qr->apex_lf_len, lf_len - qr->apex_lf_len,
+		                  &val, &len) != ZC_EOK ||
+		    query_decode_node(qr, val, len, target, &lk) != ZC_EOK) {
+			return;
+		}
+	}
+	bool sign = qr->dnssec && !glue;
 	static const uint16_t types[] = { KNOT_RRTYPE_A, KNOT_RRTYPE_AAAA };
 	for (unsigned i = 0; i < 2; i++) {
 		const knot_rrset_t *rr = edge_node_rrset(&lk.node, types[i]);

@@ -328,6 +328,10 @@ def test_zone_list_takes_cloudflares_filters_and_orders(srv, api):
     assert name in names(name="ends_with:" + name[len(label):])
     assert names(name="contains:" + label + ".api") == [name]
     assert names(name="contains:no-such-zone-text") == []
+    assert name in names(name="ends_with:" + name[len(label):] + ".")   # a final dot
+    # a parameter given twice: the first won unsaid
+    r = api.call("GET", "/zones?name=%s&name=other.test" % name)
+    assert r.status_code == 400 and "given more than once" in r.text, r.text
     for bad in ({"status": "gone"}, {"match": "some"}, {"order": "serial"},
                 {"direction": "up"}, {"account.type": "x"}):
         assert_error(api.call("GET", "/zones", params=bad), 400, list(bad)[0])

@@ -130,3 +130,19 @@ def test_targets_a_wildcard_matches_get_their_addresses(tmp_path, zonecast_facto
         "h.x.y.wild.test. 3600 IN A 192.0.2.10", "h.x.y.wild.test. 3600 IN AAAA 2001:db8::10"]
     assert any("any.x.y.wild.test. 3600 IN A 192.0.2.10" in x
                for x in additional(zc, "_sip._tcp." + WILD, "SRV"))
+
+
+def test_no_additional_addresses_below_a_dname(tmp_path, zonecast_factory):
+    """Data below a DNAME is occluded (RFC 6672 §2.4: a query for it gets
+    the DNAME's rewrite); an MX target there had its A given in the
+    additional section (knotd refuses such a zone at load)."""
+    path = tmp_path / "occl.test.zone"
+    path.write_text("$ORIGIN occl.test.\n$TTL 3600\n@ SOA ns1 h 1 2 3 4 5\n@ NS ns1\n"
+                    "ns1 A 192.0.2.1\ndn DNAME x\nx.dn A 192.0.2.123\nocc MX 10 x.dn\n"
+                    "ok MX 10 ns1\n")
+    zc = zonecast_factory(zones={"occl.test.": str(path)}, workers=1)
+    r = ask(zc, "occ.occl.test.", "MX", 1232)
+    assert r.answer and not [x for x in r.additional if x.rdtype == dns.rdatatype.A], r.to_text()
+    r = ask(zc, "ok.occl.test.", "MX", 1232)
+    assert [x.to_text() for x in r.additional if x.rdtype == dns.rdatatype.A] == \
+        ["ns1.occl.test. 3600 IN A 192.0.2.1"], r.to_text()
