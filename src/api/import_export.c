@@ -137,10 +137,12 @@ static int import_record(const knot_dname_t *owner, uint16_t type,
 {
 	(void)file;
 	import_t *imp = ctx;
-	if (type == KNOT_RRTYPE_SOA || records_rules_is_signer_type(type)) {
+	if ((type == KNOT_RRTYPE_SOA || records_rules_is_signer_type(type)) &&
+	    records_rules_in_zone(imp->apex, owner)) {
 		/* The zone keeps its own SOA, and its signer makes its DNSSEC
 		 * records: an export of a signed zone (its DNSKEY, CDS and
-		 * CDNSKEY in it) read back failed on the first DNSKEY. */
+		 * CDNSKEY in it) read back failed on the first DNSKEY. One
+		 * outside the zone is refused, as any record there. */
 		imp->skipped++;
 		return 0;
 	}

@@ -930,6 +930,11 @@ def test_api_export_of_a_signed_zone_imports_back(env, new_zone, resolvers):
     assert r.status_code == 200, r.text
     assert r.json()["result"]["recs_added"] > 0, r.text
     assert not any(x["type"] in ("DNSKEY", "CDS", "CDNSKEY") for x in api.records(oid))
+    # one outside the zone is refused, as any record there
+    r = api.call("POST", "/zones/%s/dns_records/import" % oid,
+                 data="other.example. 300 IN RRSIG A 13 2 300 20300101000000 "
+                      "20200101000000 1 other.example. AAAA\n")
+    assert r.status_code == 400, r.text
     ub = resolvers({z: env.srv.port}, lines)
     assert_validated(ub, "www." + z, "A")
 
