@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <libknot/descriptor.h>
 
@@ -242,4 +243,97 @@ int api_data_srv_owner(const knot_dname_t *apex, const json_t *data,
 	memcpy(owner + 2 + s + p, base, len);
 	knot_dname_to_lower(owner);
 	return ZC_EOK;
+}
+
+/* The next field of content at *p: a quoted character-string (unquoted;
+ * only \" and \\ taken: another escape makes it none), the rest of the
+ * text (rest), or one blank-separated word. False when there is none. */
+static bool next_field(const char **p, bool quoted, bool rest, char *out,
+                       size_t size)
+{
+	const char *s = *p + strspn(*p, " \t");
+	size_t o = 0;
+	if (*s == '\0' && !rest) {
+		return false;
+	}
+	if (quoted) {
+		if (*s++ != '"') {
+			return false;
+		}
+		for (; *s != '"'; s++) {
+			if (*s == '\0' || o + 1 >= size) {
+				return false;
+			}
+			if (*s == '\\') {
+				if (s[1] != '"' && s[1] != '\\') {
+					return false;
+				}
+				s++;
+			}
+			out[o++] = *s;
+		}
+		s++;
+	} else {
+		size_t n = rest ? strlen(s) : strcspn(s, " \t");
+		while (rest && n > 0 && (s[n - 1] == ' ' || s[n - 1] == '\t')) {
+			n--;
+		}
+		if (n >= size) {
+			return false;
+		}
+		memcpy(out, s, n);
+		o = n;
+		s += n;
+	}
+	out[o] = '\0';
+	*p = s;
+	return true;
+}
+
+json_t *api_content_data(uint16_t type, const char *content, int priority)
+{
+	size_t form = 0;
+	while (form < sizeof(forms) / sizeof(forms[0]) &&
+	       forms[form].type != type) {
+		form++;
+	}
+	if (form == sizeof(forms) / sizeof(forms[0])) {
+		return NULL;
+	}
+	const field_t *f = forms[form].f;
+	size_t last = 0;
+	while (last + 1 < MAX_FIELDS && f[last + 1].name != NULL &&
+	       f[last + 1].kind != OWNER) {
+		last++;
+	}
+	json_t *data = json_object();
+	const char *p = content;
+	static __thread char field[70000];
+	for (size_t i = 0; data != NULL && i <= last; i++) {
+		json_t *v = NULL;
+		if (f[i].kind == PRIO) {
+			/* In the record's priority, not in its content. */
+			v = priority >= 0 ? json_integer(priority) : NULL;
+		} else if (next_field(&p, f[i].kind == QUOTED,
+		                      f[i].kind == TEXT && i == last, field,
+		                      sizeof(field))) {
+			char *end;
+			unsigned long long n = strtoull(field, &end, 10);
+			v = f[i].kind == NUM ? (end != field && *end == '\0' &&
+			                        field[0] != '-' && n <= UINT32_MAX ?
+			                        json_integer((json_int_t)n) : NULL) :
+			    json_string(field);
+		}
+		if (v == NULL || json_object_set_new(data, f[i].name, v) != 0) {
+			/* A field not to be read so (a mnemonic, text that is
+			 * not UTF-8): no data, content says it all. */
+			json_decref(data);
+			return NULL;
+		}
+	}
+	if (data != NULL && p[strspn(p, " \t")] != '\0') {
+		json_decref(data);
+		return NULL;
+	}
+	return data;
 }

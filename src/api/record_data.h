@@ -36,3 +36,12 @@ int api_data_content(uint16_t type, json_t *data, int priority, char *out,
 int api_data_srv_owner(const knot_dname_t *apex, const json_t *data,
                        uint8_t owner[KNOT_DNAME_MAXLEN], char *err,
                        size_t err_size);
+
+/*
+ * Cloudflare's "data" object of a record of a type that has one, read
+ * from its content (as api_content_format() writes it) and its priority
+ * (-1: none), for the record as the API shows it; NULL for other types
+ * or content not to be read field by field (a mnemonic, escapes in a
+ * character-string). api_data_content() of it gives the same record.
+ */
+json_t *api_content_data(uint16_t type, const char *content, int priority);

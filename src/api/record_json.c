@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
-/* A record as the API shows it (Cloudflare's shape), for the record
+/* A record as the API shows it (Cloudflare's shape, with its "data" for
+ * the types that have one: record_data.c), for the record
  * endpoints (dns_records.c) and the listing (record_list.c): as a jansson
  * object, or written as text into an answer (json_text.h). */
 #include <stdlib.h>
@@ -8,6 +9,7 @@
 
 #include "api/content.h"
 #include "api/format.h"
+#include "api/record_data.h"
 #include "api/record_json.h"
 #include "common/error.h"
 
@@ -92,6 +94,12 @@ json_t *api_record_json(const records_zone_t *zone,
 	if (j != NULL && f.priority >= 0) {
 		json_object_set_new(j, "priority", json_integer(f.priority));
 	}
+	json_t *data = api_content_data(rec->type, f.content, f.priority);
+	if (j != NULL && data != NULL) {
+		json_object_set_new(j, "data", data);
+	} else {
+		json_decref(data);
+	}
 	return j;
 }
 
@@ -144,6 +152,12 @@ void api_record_json_text(json_text_t *t, const records_zone_t *zone,
 	if (f.priority >= 0) {
 		key(t, "priority", false);
 		json_text_int(t, f.priority);
+	}
+	json_t *data = api_content_data(rec->type, f.content, f.priority);
+	if (data != NULL) {
+		key(t, "data", false);
+		json_text_value(t, data);
+		json_decref(data);
 	}
 	json_text_lit(t, "}");
 }

@@ -329,6 +329,45 @@ def test_srv_data_may_name_its_owner(api):
     assert r["result"]["name"] == "_b._tcp." + zone
 
 
+def test_records_carry_their_data(api):
+    """Records of the types with a Cloudflare data form came back with
+    content only: clients that read data (the TypeScript SDK's types carry
+    it) saw it missing and a change to apply every run. Each read has its
+    data now, and the data alone writes the same record."""
+    zid, zone = new_zone(api)
+    P = records(zid)
+    cases = [
+        ({"type": "SRV", "name": "_s._tcp", "content": "10 5060 sip.x.test", "priority": 5},
+         {"priority": 5, "weight": 10, "port": 5060, "target": "sip.x.test"}),
+        ({"type": "CAA", "name": "c", "content": '0 iodef "mailto:a\\"b@c"'},
+         {"flags": 0, "tag": "iodef", "value": 'mailto:a"b@c'}),
+        ({"type": "URI", "name": "_u._tcp", "content": '1 "https://x/"', "priority": 10},
+         {"priority": 10, "weight": 1, "target": "https://x/"}),
+        ({"type": "NAPTR", "name": "n", "content": '100 10 "S" "SIP+D2U" "!^.*$!sip:x@y!" .'},
+         {"order": 100, "preference": 10, "flags": "S", "service": "SIP+D2U",
+          "regex": "!^.*$!sip:x@y!", "replacement": "."}),
+        ({"type": "DS", "name": "sub", "content": "60485 5 1 " + "2b" * 20},
+         {"key_tag": 60485, "algorithm": 5, "digest_type": 1, "digest": "2B" * 20}),
+        ({"type": "HTTPS", "name": "h", "content": "1 svc.x.test"},
+         {"priority": 1, "target": "svc.x.test", "value": ""}),
+    ]
+    for body, data in cases:
+        rec = api.ok("POST", P, json=body)["result"]
+        assert rec.get("data") == data, (body, rec)
+        got = api.get(P + "/" + rec["id"])
+        assert got["data"] == data, got
+        listed = [r for r in api.get(P, params={"type": body["type"]}) if r["id"] == rec["id"]]
+        assert listed and listed[0]["data"] == data, listed
+        again = {"type": body["type"], "name": body["name"] + "-d", "data": got["data"]}
+        if "priority" in got:
+            again["priority"] = got["priority"]
+        made = api.ok("POST", P, json=again)["result"]
+        assert made["content"] == got["content"], (made, got)
+    # types without a data form have none
+    rec = api.ok("POST", P, json={"type": "A", "name": "a", "content": "192.0.2.1"})["result"]
+    assert "data" not in rec
+
+
 # ------------------------------------------------------ 4. batch answers
 
 def test_batch_answer_for_an_id_written_twice_is_the_record_as_stored(api):
