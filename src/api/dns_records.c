@@ -302,6 +302,10 @@ static int retime(records_store_t *rs, unit_t *u, const node_t *n,
 		if (ret == ZC_EOK) {
 			api_node_cache_deleted(u->cache, old.rec.id);
 			old.rec.ttl = added->ttl;
+			/* "Automatic" as the write that gave the TTL is. */
+			old.rec.api_form = (old.rec.api_form &
+			                    ~RECORDS_API_TTL_AUTO) |
+			                   (u->wire->form & RECORDS_API_TTL_AUTO);
 			ret = records_record_insert(rs, &u->zone, &old.rec);
 		}
 		if (ret == ZC_EOK) {
@@ -500,8 +504,14 @@ static int parse_fields(unit_t *u, json_t *f, const copy_t *base)
 		}
 		ttl = json_integer_value(jttl);
 	}
-	if (ttl == 1 && !u->import) {
-		/* Cloudflare's "automatic"; a master file's 1 is 1 second. */
+	/* Cloudflare's "automatic": a POST without a TTL, a TTL of 1, or a
+	 * write without one over a record written so; a master file's 1 is
+	 * 1 second. */
+	bool automatic = !u->import &&
+	                 (jttl != NULL ? ttl == 1 :
+	                  base == NULL || (base->rec.api_form &
+	                                   RECORDS_API_TTL_AUTO));
+	if (automatic && (jttl != NULL || base == NULL)) {
 		ttl = u->zone.default_ttl;
 	}
 	if (jprio != NULL) {
@@ -554,6 +564,9 @@ static int parse_fields(unit_t *u, json_t *f, const copy_t *base)
 	if (data != NULL && !data_only &&
 	    !data_agrees(u, name, type, data_buf, (uint32_t)ttl)) {
 		return ZC_EUSAGE;
+	}
+	if (automatic) {
+		u->wire->form |= RECORDS_API_TTL_AUTO;
 	}
 	if (u->wire->type == KNOT_RRTYPE_SOA) {
 		return fail(u, 400, "type: the SOA is managed through the zone's "

@@ -63,6 +63,12 @@ static void fields(const records_zone_t *zone, const records_record_t *rec,
 	api_time_text(rec->modified_on, f->modified);
 }
 
+/* The TTL as the API shows it: 1 for Cloudflare's "automatic". */
+static uint32_t shown_ttl(const records_record_t *rec)
+{
+	return (rec->api_form & RECORDS_API_TTL_AUTO) ? 1 : rec->ttl;
+}
+
 /* A JSON string of s, read as json_text_str() writes it: a byte that is
  * not UTF-8 as Latin-1, where json_string() would refuse the string and
  * the record would go missing from every answer. */
@@ -85,7 +91,7 @@ json_t *api_record_json(const records_zone_t *zone,
 	                      "zone_name", string_of(f.zname),
 	                      "name", string_of(f.name), "type", f.type,
 	                      "content", string_of(f.content),
-	                      "ttl", (json_int_t)rec->ttl, "proxied", 0,
+	                      "ttl", (json_int_t)shown_ttl(rec), "proxied", 0,
 	                      "proxiable", 0,
 	                      "comment", rec->comment ? string_of(rec->comment) :
 	                      json_null(), "tags", tags_json(rec->tags),
@@ -128,7 +134,7 @@ void api_record_json_text(json_text_t *t, const records_zone_t *zone,
 		json_text_str(t, values[i]);
 	}
 	key(t, "ttl", false);
-	json_text_int(t, (int64_t)rec->ttl);
+	json_text_int(t, (int64_t)shown_ttl(rec));
 	json_text_lit(t, ",\"proxied\":false,\"proxiable\":false");
 	key(t, "comment", false);
 	if (rec->comment != NULL) {

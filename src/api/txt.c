@@ -255,7 +255,7 @@ int api_txt_format(const uint8_t *rdata, uint16_t len, int form, char *out,
 	if (!well_formed(rdata, len, &count)) {
 		return ZC_EFORMAT;
 	}
-	if (form == API_FORM_PLAIN && api_txt_plain_ok(rdata, len)) {
+	if ((form & API_FORM_PLAIN) && api_txt_plain_ok(rdata, len)) {
 		for (size_t i = 0; i < len; i += 1 + rdata[i]) {
 			if (pos + rdata[i] + 1 > size) {
 				return ZC_ENOSPACE;

@@ -19,7 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* records_record_t.api_form */
+/* records_record_t.api_form's bit 0 (bit 1: RECORDS_API_TTL_AUTO) */
 #define API_FORM_TEXT 0    /* Master-file text: quoted strings for TXT. */
 #define API_FORM_PLAIN 1   /* TXT as plain text, no quotes. */
 

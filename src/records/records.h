@@ -119,6 +119,12 @@ typedef struct {
 } records_row_t;
 
 /* A record as callers see it; pointers are borrowed (see each call). */
+/* api_form's bit for a record written through the API with Cloudflare's
+ * TTL 1, "automatic": stored with the zone's default TTL, shown as 1 (so
+ * a client that wrote 1 reads 1 back). A write that gives the record's
+ * RRset a TTL of its own (RFC 2181 §5.2) clears it. */
+#define RECORDS_API_TTL_AUTO 0x02
+
 typedef struct {
 	int64_t id;
 	int64_t zone_id;
@@ -129,7 +135,8 @@ typedef struct {
 	uint16_t rdata_len;
 	const char *comment;   /* NULL: none. */
 	const char *tags;      /* The API's tags, a JSON array; NULL: none. */
-	uint8_t api_form;      /* How the API renders the content (api/). */
+	uint8_t api_form;      /* How the API renders the content (api/),
+	                        * and RECORDS_API_TTL_AUTO. */
 	int64_t created_on;    /* Unix milliseconds. */
 	int64_t modified_on;
 } records_record_t;

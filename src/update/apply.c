@@ -483,7 +483,9 @@ static int retime(records_store_t *rs, update_msg_t *m,
 	records_record_t rec = {
 		.id = s->id, .owner = owner, .type = s->type, .ttl = ttl,
 		.rdata = s->rdata, .rdata_len = s->rdata_len,
-		.comment = s->comment, .tags = s->tags, .api_form = s->api_form,
+		.comment = s->comment, .tags = s->tags,
+		/* Its TTL is the message's now, not "automatic". */
+		.api_form = s->api_form & ~RECORDS_API_TTL_AUTO,
 		.created_on = s->created_on,
 	};
 	if (ret == ZC_EOK) {

@@ -359,8 +359,19 @@ def test_zone_patch_changes_soa_fields_and_default_ttl(srv, api):
     # default_ttl: a record written without a ttl (or ttl 1, automatic) gets it
     rec, _ = post_record(api, zid, name="d." + zone, type="A", content="192.0.2.1")
     expect_answer(srv, "d." + zone, "A", rdatas("A", "192.0.2.1"), ttl=600)
+    assert rec["ttl"] == 1      # Cloudflare's "automatic", as written
     rec, _ = post_record(api, zid, name="auto." + zone, type="A", content="192.0.2.2", ttl=1)
     expect_answer(srv, "auto." + zone, "A", rdatas("A", "192.0.2.2"), ttl=600)
+    assert rec["ttl"] == 1 and api.get("/zones/%s/dns_records/%s" % (zid, rec["id"]))["ttl"] == 1
+    # a PATCH without a ttl keeps "automatic"; one with a TTL of its own
+    # ends it, for the whole RRset (RFC 2181 §5.2)
+    r = api.ok("PATCH", "/zones/%s/dns_records/%s" % (zid, rec["id"]),
+               json={"comment": "c"})["result"]
+    assert r["ttl"] == 1
+    other, _ = post_record(api, zid, name="auto." + zone, type="A", content="192.0.2.3",
+                           ttl=120)
+    assert api.get("/zones/%s/dns_records/%s" % (zid, rec["id"]))["ttl"] == 120
+    expect_answer(srv, "auto." + zone, "A", rdatas("A", "192.0.2.2", "192.0.2.3"), ttl=120)
     assert api.get("/zones/%s" % zid)["default_ttl"] == 600
     # a PATCH with a bad value changes nothing
     before = snapshot(api, srv, zid, zone)

@@ -359,9 +359,9 @@ def test_ttls(api):
         {"name": "t4." + zone, "type": "A", "content": "192.0.2.4", "ttl": 2147483647},
         {"name": "t5." + zone, "type": "A", "content": "192.0.2.5", "ttl": 2},
     ]})
-    default = api.get("/zones/%s" % zid).get("default_ttl")
-    if default is not None:
-        assert res["posts"][0]["ttl"] == res["posts"][1]["ttl"] == default
+    # Cloudflare's "automatic" (ttl 1, or none given) reads back as 1,
+    # served with the zone's default TTL
+    assert res["posts"][0]["ttl"] == res["posts"][1]["ttl"] == 1
     batch(api, zid, {"posts": [{"name": "t6." + zone, "type": "A", "content": "192.0.2.6",
                                 "ttl": -1}]}, expect=400)
     batch(api, zid, {"posts": [{"name": "t6." + zone, "type": "A", "content": "192.0.2.6",
@@ -374,7 +374,9 @@ def test_ttls(api):
         res = batch(api, zid, {"patches": [{"id": res["posts"][2]["id"], "ttl": 1}],
                                "posts": [{"name": "t7." + zone, "type": "A",
                                           "content": "192.0.2.7", "ttl": 1}]})
-        assert res["posts"][0]["ttl"] == 1234 and res["patches"][0]["ttl"] == 1234
+        assert res["posts"][0]["ttl"] == 1 and res["patches"][0]["ttl"] == 1
+        served = {r["content"]: r for r in api.records(zid)}
+        assert served["192.0.2.7"]["ttl"] == 1
 
 
 def test_rrset_ttl_spreads_inside_the_batch(api):

@@ -635,6 +635,23 @@ def test_dnssec_type_delete_refused(srv, zone, rtype):
 
 
 @pytest.mark.valgrind
+def test_an_update_ends_automatic_ttls_of_its_rrset(srv, api, zone):
+    """Records written through the API with Cloudflare's TTL 1
+    ("automatic") read back as 1; an UPDATE giving their RRset a TTL of its
+    own (RFC 2181 §5.2) ends it: the API then shows the TTL served."""
+    z = zone
+    path = "/zones/%s/dns_records" % z.id
+    rec = api.ok("POST", path, json={"type": "A", "name": z.n("au"), "content": "192.0.2.1",
+                                     "ttl": 1})["result"]
+    assert rec["ttl"] == 1
+    u = unsigned_update(z)
+    u.add(z.n("au"), 77, "A", "192.0.2.2")
+    ok_unsigned(z, u)
+    z.settle()
+    got = {r["content"]: r["ttl"] for r in api.get(path, params={"name": z.n("au").rstrip(".")})}
+    assert got == {"192.0.2.1": 77, "192.0.2.2": 77}, got
+
+
 def test_grants_outside_the_keys_zone_are_refused(srv, api, zone):
     """A grant naming a name outside the key's zone (subdomain:example.net.,
     subdomain:., name: of another zone, self for a key named elsewhere)
