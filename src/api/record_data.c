@@ -23,6 +23,8 @@ typedef enum {
 	QUOTED,    /* A string, as a quoted character-string. */
 	PRIO,      /* The priority: data's, else the record's. */
 	OWNER,     /* A part of the owner, not of the content. */
+	DEC,       /* A decimal number, up to 3 places (LOC's seconds). */
+	METERS,    /* A decimal number of meters, up to 2 places ("12.5m"). */
 } kind_t;
 
 typedef struct {
@@ -30,7 +32,7 @@ typedef struct {
 	kind_t kind;
 } field_t;
 
-#define MAX_FIELDS 7
+#define MAX_FIELDS 12
 
 static const struct {
 	uint16_t type;
@@ -63,10 +65,17 @@ static const struct {
 	                       { "fingerprint", TEXT } } },
 	{ KNOT_RRTYPE_URI, { { "priority", PRIO }, { "weight", NUM },
 	                     { "target", QUOTED } } },
+	{ KNOT_RRTYPE_LOC, { { "lat_degrees", NUM }, { "lat_minutes", NUM },
+	                     { "lat_seconds", DEC }, { "lat_direction", TEXT },
+	                     { "long_degrees", NUM }, { "long_minutes", NUM },
+	                     { "long_seconds", DEC }, { "long_direction", TEXT },
+	                     { "altitude", METERS }, { "size", METERS },
+	                     { "precision_horz", METERS },
+	                     { "precision_vert", METERS } } },
 };
 
-#define TYPES "CAA, CERT, DS, HTTPS, NAPTR, SMIMEA, SRV, SSHFP, SVCB, " \
-	"TLSA and URI"
+#define TYPES "CAA, CERT, DS, HTTPS, LOC, NAPTR, SMIMEA, SRV, SSHFP, " \
+	"SVCB, TLSA and URI"
 
 /* Appends text to out at *pos; false when out of room. */
 static bool put(char *out, size_t size, size_t *pos, const char *text)
@@ -147,6 +156,15 @@ int api_data_content(uint16_t type, json_t *data, int priority, char *out,
 		} else if (v == NULL) {
 			snprintf(err, err_size, "data.%s: required", f[i].name);
 			return ZC_EUSAGE;
+		} else if (f[i].kind == DEC || f[i].kind == METERS) {
+			if (!json_is_number(v)) {
+				snprintf(err, err_size, "data.%s: a number is "
+				         "required", f[i].name);
+				return ZC_EUSAGE;
+			}
+			snprintf(num, sizeof(num), f[i].kind == DEC ? "%.3f" :
+			         "%.2fm", json_number_value(v));
+			ok = ok && put(out, size, &pos, num);
 		} else if (f[i].kind == NUM || f[i].kind == PRIO) {
 			if (!json_is_integer(v) || json_integer_value(v) < 0 ||
 			    json_integer_value(v) > UINT32_MAX) {
@@ -290,6 +308,23 @@ static bool next_field(const char **p, bool quoted, bool rest, char *out,
 	return true;
 }
 
+/* A decimal number of content ("12.748", "10000.00m") as JSON: an
+ * integer when it is whole; NULL when it is no number. */
+static json_t *decimal_json(char *text, bool meters)
+{
+	size_t n = strlen(text);
+	if (meters && n > 0 && text[n - 1] == 'm') {
+		text[--n] = '\0';
+	}
+	char *end;
+	double d = strtod(text, &end);
+	if (n == 0 || *end != '\0') {
+		return NULL;
+	}
+	return d == (double)(json_int_t)d ? json_integer((json_int_t)d) :
+	       json_real(d);
+}
+
 json_t *api_content_data(uint16_t type, const char *content, int priority)
 {
 	size_t form = 0;
@@ -314,15 +349,19 @@ json_t *api_content_data(uint16_t type, const char *content, int priority)
 		if (f[i].kind == PRIO) {
 			/* In the record's priority, not in its content. */
 			v = priority >= 0 ? json_integer(priority) : NULL;
-		} else if (next_field(&p, f[i].kind == QUOTED,
-		                      f[i].kind == TEXT && i == last, field,
-		                      sizeof(field))) {
+		} else if (!next_field(&p, f[i].kind == QUOTED,
+		                       f[i].kind == TEXT && i == last, field,
+		                       sizeof(field))) {
+			v = NULL;
+		} else if (f[i].kind == DEC || f[i].kind == METERS) {
+			v = decimal_json(field, f[i].kind == METERS);
+		} else if (f[i].kind == NUM) {
 			char *end;
 			unsigned long long n = strtoull(field, &end, 10);
-			v = f[i].kind == NUM ? (end != field && *end == '\0' &&
-			                        field[0] != '-' && n <= UINT32_MAX ?
-			                        json_integer((json_int_t)n) : NULL) :
-			    json_string(field);
+			v = end != field && *end == '\0' && field[0] != '-' &&
+			    n <= UINT32_MAX ? json_integer((json_int_t)n) : NULL;
+		} else {
+			v = json_string(field);
 		}
 		if (v == NULL || json_object_set_new(data, f[i].name, v) != 0) {
 			/* A field not to be read so (a mnemonic, text that is

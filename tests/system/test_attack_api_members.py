@@ -350,6 +350,11 @@ def test_records_carry_their_data(api):
          {"key_tag": 60485, "algorithm": 5, "digest_type": 1, "digest": "2B" * 20}),
         ({"type": "HTTPS", "name": "h", "content": "1 svc.x.test"},
          {"priority": 1, "target": "svc.x.test", "value": ""}),
+        # LOC's data (Cloudflare's lat_/long_ fields) was refused
+        ({"type": "LOC", "name": "l", "content": "52 22 23.5 N 4 53 32 E -2.5m 1m 10000m 10m"},
+         {"lat_degrees": 52, "lat_minutes": 22, "lat_seconds": 23.5, "lat_direction": "N",
+          "long_degrees": 4, "long_minutes": 53, "long_seconds": 32, "long_direction": "E",
+          "altitude": -2.5, "size": 1, "precision_horz": 10000, "precision_vert": 10}),
     ]
     for body, data in cases:
         rec = api.ok("POST", P, json=body)["result"]

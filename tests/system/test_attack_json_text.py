@@ -40,7 +40,7 @@ from test_audit import fields as audit_fields  # a text audit line's key=value p
 OLD_BIN = os.environ.get("ZONECAST_OLD_BIN")
 RECORD_KEYS = ["id", "zone_id", "zone_name", "name", "type", "content", "ttl", "proxied",
                "proxiable", "comment", "tags", "created_on", "modified_on", "meta"]
-DATA_TYPES = ("CAA", "CERT", "DS", "HTTPS", "SVCB", "NAPTR", "SMIMEA", "TLSA", "SRV", "SSHFP",
+DATA_TYPES = ("CAA", "CERT", "DS", "HTTPS", "SVCB", "NAPTR", "SMIMEA", "TLSA", "SRV", "SSHFP", "LOC",
               "URI")
 TIME_RE = re.compile(rb"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z")
 SERIAL_RE = re.compile(rb"(hostmaster\.[^ \"]* )(\d+)( \d+ \d+ \d+ \d+)")
