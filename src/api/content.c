@@ -374,6 +374,15 @@ int api_content_parse(const knot_dname_t *apex, const char *name,
 		if (err[0] == '\0') {
 			snprintf(err, err_size, "content: not a valid %s record", type);
 		}
+		if (priority < 0 && !is_generic(content) &&
+		    (rtype == KNOT_RRTYPE_MX || rtype == KNOT_RRTYPE_SRV ||
+		     rtype == KNOT_RRTYPE_URI) &&
+		    !isdigit((unsigned char)content[strspn(content, " \t")])) {
+			/* "mail.example" without a priority read as a bad
+			 * number: name what is missing. */
+			snprintf(err, err_size, "priority: required for %s (0 to "
+			         "65535), or the content starting with it", type);
+		}
 		return ZC_EUSAGE;
 	}
 	return check_record(out, err, err_size);

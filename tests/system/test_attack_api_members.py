@@ -368,6 +368,11 @@ def test_records_carry_their_data(api):
             again["priority"] = got["priority"]
         made = api.ok("POST", P, json=again)["result"]
         assert made["content"] == got["content"], (made, got)
+    # an MX without a priority names what is missing (it said "content:
+    # invalid number")
+    refused(api.call("POST", P, json={"type": "MX", "name": "mx", "content": "mail.x.test"}),
+            400, "priority: required for MX")
+    assert api.ok("POST", P, json={"type": "MX", "name": "mx", "content": "10 mail.x.test"})
     # types without a data form have none
     rec = api.ok("POST", P, json={"type": "A", "name": "a", "content": "192.0.2.1"})["result"]
     assert "data" not in rec
