@@ -9,12 +9,12 @@
 #include <libknot/errcode.h>
 #include <libknot/rrset-dump.h>
 #include <libknot/rrset.h>
-#include <idn2.h>
 
 #include "api/content.h"
 #include "api/txt.h"
 #include "common/error.h"
 #include "dns/name.h"
+#include "dns/name_text.h"
 #include "dns/rdata.h"
 #include "records/rules.h"
 #include "zonefile/zonefile.h"
@@ -161,74 +161,16 @@ static int content_text(uint16_t type, const char *content, int priority,
 	"octets, 255 in all; a label in Unicode must be an internationalized " \
 	"one, IDNA2008)"
 
-/* A name's labels written in Unicode as Cloudflare stores them, in
- * Punycode (IDNA2008 A-labels: "bücher" is "xn--bcher-kva"), into out; a
- * label written with escapes (\DDD, \X) is octets and stays as it is.
- * False when a Unicode label is not an internationalized one. */
-static bool idna_text(const char *text, char *out, size_t size)
-{
-	size_t o = 0;
-	const char *p = text;
-	while (*p != '\0' || p == text) {
-		/* One label: up to an unescaped '.'. */
-		const char *start = p;
-		bool escaped = false, wide = false;
-		while (*p != '\0' && *p != '.') {
-			if (*p == '\\' && p[1] != '\0') {
-				escaped = true;
-				p++;
-			}
-			wide |= (unsigned char)*p >= 0x80;
-			p++;
-		}
-		size_t n = (size_t)(p - start);
-		char label[KNOT_DNAME_TXT_MAXLEN + 1];
-		if (n >= sizeof(label)) {
-			return false;
-		}
-		memcpy(label, start, n);
-		label[n] = '\0';
-		const char *write = label;
-		char *alabel = NULL;
-		if (wide && !escaped) {
-			if (idn2_lookup_u8((const uint8_t *)label, (uint8_t **)&alabel,
-			                   IDN2_NFC_INPUT | IDN2_NONTRANSITIONAL) !=
-			    IDN2_OK) {
-				return false;
-			}
-			write = alabel;
-		}
-		int w = snprintf(out + o, size - o, "%s%s", write,
-		                 *p == '.' ? "." : "");
-		idn2_free(alabel);
-		if (w < 0 || (size_t)w >= size - o) {
-			return false;
-		}
-		o += (size_t)w;
-		if (*p == '\0') {
-			break;
-		}
-		p++;
-	}
-	return true;
-}
-
 bool api_fqdn_parse(const char *text, uint8_t out[KNOT_DNAME_MAXLEN])
 {
 	char buf[KNOT_DNAME_TXT_MAXLEN + 2];
-	char ascii[KNOT_DNAME_TXT_MAXLEN * 4 + 2];
-	bool wide = false;
-	for (const char *c = text; *c != '\0' && !wide; c++) {
-		wide = (unsigned char)*c >= 0x80;
+	char ascii[DNS_NAME_IDNA_MAX];
+	/* Cloudflare's: names written in Unicode are stored in Punycode;
+	 * resolvers ask for that form. */
+	if (!dns_name_idna(text, ascii, sizeof(ascii))) {
+		return false;
 	}
-	if (wide) {
-		/* Cloudflare's: names written in Unicode are stored in
-		 * Punycode; resolvers ask for that form. */
-		if (!idna_text(text, ascii, sizeof(ascii))) {
-			return false;
-		}
-		text = ascii;
-	}
+	text = ascii;
 	size_t len = strlen(text);
 	int n = snprintf(buf, sizeof(buf), "%s%s", text,
 	                 ends_with_dot(text, len) ? "" : ".");

@@ -11,6 +11,7 @@
 
 #include "cli/admin.h"
 #include "common/error.h"
+#include "dns/name_text.h"
 
 /* How long a wait for the builder sleeps between two looks at most. */
 #define SETTLE_POLL_MS 500
@@ -19,7 +20,7 @@ int admin_find_zone(admin_t *a, const char *cmd, const char *name,
                     records_zone_t *zone)
 {
 	uint8_t apex[KNOT_DNAME_MAXLEN];
-	int ret = name != NULL && knot_dname_from_str(apex, name, sizeof(apex)) !=
+	int ret = name != NULL && dns_name_from_text(apex, name, sizeof(apex)) !=
 	          NULL ? ZC_EOK : ZC_EUSAGE;
 	if (ret == ZC_EOK) {
 		knot_dname_to_lower(apex);

@@ -15,6 +15,7 @@
 
 #include "cli/admin.h"
 #include "common/error.h"
+#include "dns/name_text.h"
 #include "dns/tsig_key.h"
 
 static const char *field(const json_t *req, const char *key)
@@ -74,7 +75,7 @@ int admin_cmd_tsig_delete(admin_t *a, const json_t *req)
 	const char *name = field(req, "name");
 	uint8_t wire[KNOT_DNAME_MAXLEN];
 	records_tsig_key_t key;
-	if (name == NULL || knot_dname_from_str(wire, name, sizeof(wire)) ==
+	if (name == NULL || dns_name_from_text(wire, name, sizeof(wire)) ==
 	    NULL || records_tsig_find(a->rs, wire, &key) != ZC_EOK) {
 		fprintf(a->err, "zonecast tsig delete: no key %s\n",
 		        name ? name : "");

@@ -22,6 +22,7 @@
 #include "cli/admin.h"
 #include "cli/zone_load.h"
 #include "common/error.h"
+#include "dns/name_text.h"
 
 static double now_s(void)
 {
@@ -98,7 +99,7 @@ int admin_cmd_zone_import(admin_t *a, const json_t *req, int fd)
 	bool quiet = json_is_true(json_object_get(req, "quiet"));
 	bool progress = a->progress && !quiet;
 	uint8_t apex[KNOT_DNAME_MAXLEN];
-	if (name == NULL || knot_dname_from_str(apex, name, sizeof(apex)) ==
+	if (name == NULL || dns_name_from_text(apex, name, sizeof(apex)) ==
 	    NULL) {
 		fprintf(a->err, "zonecast: invalid zone name '%s'\n",
 		        name ? name : "");
@@ -135,7 +136,7 @@ int admin_cmd_zone_delete(admin_t *a, const json_t *req)
 	records_zone_t zone;
 	uint64_t seq = 0;
 	uint8_t apex[KNOT_DNAME_MAXLEN];
-	int ret = name != NULL && knot_dname_from_str(apex, name, sizeof(apex)) ?
+	int ret = name != NULL && dns_name_from_text(apex, name, sizeof(apex)) ?
 	          ZC_EOK : ZC_EUSAGE;
 	if (ret != ZC_EOK) {
 		fprintf(a->err, "zonecast: invalid zone name '%s'\n",

@@ -16,6 +16,7 @@
 #include "cli/commands.h"
 #include "cli/progress.h"
 #include "common/error.h"
+#include "dns/name_text.h"
 
 typedef struct {
 	const char *zone;
@@ -118,7 +119,7 @@ static int edge_zone_cb(const edge_zone_t *zone, void *ctx)
 static bool is_known_zone(records_store_t *rs, edge_store_t *es,
                           const char *name, uint8_t *apex, uint64_t *records)
 {
-	if (knot_dname_from_str(apex, name, KNOT_DNAME_MAXLEN) == NULL) {
+	if (dns_name_from_text(apex, name, KNOT_DNAME_MAXLEN) == NULL) {
 		fprintf(stderr, "zonecast verify: invalid zone name '%s'\n", name);
 		return false;
 	}

@@ -23,6 +23,7 @@
 #include "cli/json_args.h"
 #include "cli/zone_load.h"
 #include "common/error.h"
+#include "dns/name_text.h"
 #include "zonefile/zonefile.h"
 
 static void usage(FILE *out)
@@ -65,7 +66,7 @@ static void usage(FILE *out)
 
 static int parse_zone_name(const char *text, uint8_t *apex)
 {
-	if (knot_dname_from_str(apex, text, KNOT_DNAME_MAXLEN) == NULL) {
+	if (dns_name_from_text(apex, text, KNOT_DNAME_MAXLEN) == NULL) {
 		fprintf(stderr, "zonecast: invalid zone name '%s'\n", text);
 		return ZC_EUSAGE;
 	}

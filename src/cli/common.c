@@ -19,6 +19,7 @@
 #include "cli/commands.h"
 #include "cli/zone_load.h"
 #include "common/error.h"
+#include "dns/name_text.h"
 
 /* The edge store's default space reserve (ZONECAST_EDGE_RESERVE_MB). */
 #define EDGE_RESERVE_MB 8
@@ -67,7 +68,7 @@ int cli_open_stores(const char *dir, bool create, records_store_t **rs,
 int cli_check_zone(const char *name, const char *path)
 {
 	uint8_t apex[KNOT_DNAME_MAXLEN];
-	if (knot_dname_from_str(apex, name, sizeof(apex)) == NULL) {
+	if (dns_name_from_text(apex, name, sizeof(apex)) == NULL) {
 		fprintf(stderr, "zonecast: invalid zone name '%s'\n", name);
 		return ZC_EUSAGE;
 	}
@@ -124,7 +125,7 @@ int cli_find_zone(records_store_t *rs, const char *cmd, const char *name,
                   records_zone_t *zone)
 {
 	uint8_t apex[KNOT_DNAME_MAXLEN];
-	int ret = knot_dname_from_str(apex, name, sizeof(apex)) != NULL ?
+	int ret = dns_name_from_text(apex, name, sizeof(apex)) != NULL ?
 	          ZC_EOK : ZC_EUSAGE;
 	if (ret == ZC_EOK) {
 		knot_dname_to_lower(apex);

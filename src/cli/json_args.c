@@ -9,6 +9,17 @@
 
 json_t *cli_json_name(const char *text)
 {
+	/* Unicode typed is Unicode meant (as an API client's JSON is);
+	 * octets that are no UTF-8, or a backslash escaping one, are
+	 * octets. */
+	bool raw_escape = false;
+	for (const char *p = text; *p != '\0' && !raw_escape; p++) {
+		raw_escape = p[0] == '\\' && (unsigned char)p[1] >= 0x80;
+	}
+	json_t *utf8 = raw_escape ? NULL : json_string(text);
+	if (utf8 != NULL) {
+		return utf8;
+	}
 	size_t len = strlen(text);
 	char *out = malloc(4 * len + 1);
 	if (out == NULL) {

@@ -12,8 +12,10 @@
 #include <stdbool.h>
 #include <jansson.h>
 
-/* A domain name as typed, in ASCII: its octets past ASCII written \DDD
- * (the same name: "\xe9.test" is "\233.test"). NULL: out of memory. */
+/* A domain name as typed: UTF-8 text as it is (a label in Unicode is an
+ * internationalized one, stored in Punycode where it is read:
+ * dns/name_text.h), else in ASCII, its octets past ASCII written \DDD (the
+ * same octets: "\xe9.test" is "\233.test"). NULL: out of memory. */
 json_t *cli_json_name(const char *text);
 
 /* text as a JSON string; NULL after "zonecast CMD: WHAT: not UTF-8 text"

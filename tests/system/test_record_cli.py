@@ -204,3 +204,36 @@ def test_edit_and_rm_take_only_an_id(srv, api):
     cp = record(srv, api, "rm", zone, rec["id"])
     assert cp.returncode == 0, cp.stderr
     assert api.records(zid, type="A") == []
+
+
+def test_unicode_names_are_punycode_through_the_command_too(srv, api, tmp_path):
+    """The API stores a Unicode name in Punycode; the command sent every
+    octet past ASCII as \\DDD, so `record add ZONE grün` stored raw UTF-8
+    octets (no resolver asks for them) beside the API's xn--grn-ioa, and
+    `record rm ZONE grün A` then found nothing. A zone named in Unicode
+    through `zone import` is the API's zone too."""
+    zid, zone = new_zone(api, "cliidn")
+    cp = record(srv, api, "add", zone, "gr\u00fcn", "A", "192.0.2.61")
+    assert cp.returncode == 0, cp.stderr
+    got = api.get("/zones/%s/dns_records" % zid, params={"type": "A"})
+    assert [r["name"] for r in got] == ["xn--grn-ioa." + zone], got
+    expect_answer(srv, "xn--grn-ioa." + zone, "A", rdatas("A", "192.0.2.61"))
+    cp = record(srv, api, "list", zone, "--name", "gr\u00fcn")
+    assert cp.returncode == 0 and "192.0.2.61" in cp.stdout, (cp.stdout, cp.stderr)
+    cp = record(srv, api, "rm", zone, "GR\u00dcN", "A")
+    assert cp.returncode == 0, cp.stderr
+    expect_nxdomain(srv, "xn--grn-ioa." + zone, "A")
+    # escapes stay octets
+    cp = record(srv, api, "add", zone, "\\195\\188", "A", "192.0.2.62")
+    assert cp.returncode == 0, cp.stderr
+    got = api.get("/zones/%s/dns_records" % zid, params={"type": "A"})
+    assert [r["name"] for r in got] == ["\\195\\188." + zone], got
+    # a zone imported under a Unicode name is the one the API finds
+    zfile = tmp_path / "z.zone"
+    zfile.write_text("@ 300 IN SOA ns1 h 1 2 3 4 5\n@ 300 IN NS ns1\nns1 300 IN A 192.0.2.1\n")
+    name = "b\u00fccher-cli.test"
+    cp = subprocess.run([servers.zonecast_bin(), "zone", "import", "--data-dir", srv.data_dir,
+                         name, str(zfile)], capture_output=True, text=True, timeout=120)
+    assert cp.returncode == 0, cp.stderr
+    listed = api.get("/zones", params={"name": name})
+    assert [z["name"] for z in listed] == ["xn--bcher-cli-q9a.test"], listed
