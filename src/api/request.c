@@ -61,9 +61,24 @@ bool api_args_only(api_req_t *req, const char *const *allowed)
 		}
 		/* Given twice, the first won unsaid (GET /zones?name=a&name=b);
 		 * the tag filters of a records list repeat by design. */
-		if (strncmp(k, "tag.", 4) != 0 &&
-		    req->lookup(req->lookup_ctx, false, k, 1) != NULL) {
+		unsigned given = 0;
+		const char *other;
+		for (unsigned j = 0; (other = req->lookup(req->lookup_ctx, false,
+		                                          NULL, j)); j++) {
+			given += strcmp(other, k) == 0;
+		}
+		if (given > 1 && strncmp(k, "tag.", 4) != 0) {
 			api_error(req, 400, 1004, "%.200s: given more than once", k);
+			return false;
+		}
+		/* Without a value ("?name", "?wait") it was taken as not
+		 * given: a filter so listed the whole zone. (Cloudflare's
+		 * comment.present and comment.absent are flags.) */
+		if (given == 1 && req->lookup(req->lookup_ctx, false, k, 0) == NULL &&
+		    strcmp(k, "comment.present") != 0 &&
+		    strcmp(k, "comment.absent") != 0) {
+			api_error(req, 400, 1004, "%.200s: a value is required "
+			          "(NAME=VALUE)", k);
 			return false;
 		}
 	}

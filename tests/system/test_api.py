@@ -332,6 +332,19 @@ def test_zone_list_takes_cloudflares_filters_and_orders(srv, api):
     # a parameter given twice: the first won unsaid
     r = api.call("GET", "/zones?name=%s&name=other.test" % name)
     assert r.status_code == 400 and "given more than once" in r.text, r.text
+    # one without a value was taken as not given: a filter so listed all
+    for q in ("/zones?name", "/zones/%s/dns_records?name" % zid,
+              "/zones/%s/dns_records?content" % zid):
+        r = api.call("GET", q)
+        assert r.status_code == 400 and "a value is required" in r.text, (q, r.text)
+    r = api.call("GET", "/zones/%s/dns_records?type=A&type" % zid)
+    assert r.status_code == 400 and "given more than once" in r.text, r.text
+    r = api.call("POST", "/zones/%s/dns_records?wait" % zid,
+                 json={"type": "A", "name": "nowait." + name, "content": "192.0.2.9"})
+    assert r.status_code == 400, r.text
+    assert api.get("/zones/%s/dns_records" % zid, params={"name": "nowait." + name}) == []
+    # Cloudflare's flags need none
+    assert api.call("GET", "/zones/%s/dns_records?comment.absent" % zid).status_code == 200
     for bad in ({"status": "gone"}, {"match": "some"}, {"order": "serial"},
                 {"direction": "up"}, {"account.type": "x"}):
         assert_error(api.call("GET", "/zones", params=bad), 400, list(bad)[0])
