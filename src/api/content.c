@@ -318,12 +318,15 @@ int api_content_parse(const knot_dname_t *apex, const char *name,
 		}
 		if (priority < 0 && !is_generic(content) &&
 		    (rtype == KNOT_RRTYPE_MX || rtype == KNOT_RRTYPE_SRV ||
-		     rtype == KNOT_RRTYPE_URI) &&
-		    !isdigit((unsigned char)content[strspn(content, " \t")])) {
+		     rtype == KNOT_RRTYPE_URI)) {
 			/* "mail.example" without a priority read as a bad
-			 * number: name what is missing. */
+			 * number (an SRV's weight as its priority): name what
+			 * is missing, with what the parser said. */
+			char said[200];
+			snprintf(said, sizeof(said), "%s", err);
 			snprintf(err, err_size, "priority: required for %s (0 to "
-			         "65535), or the content starting with it", type);
+			         "65535), or the content starting with it (%s)",
+			         type, said);
 		}
 		return ZC_EUSAGE;
 	}

@@ -568,6 +568,17 @@ static int parse_fields(unit_t *u, json_t *f, const copy_t *base)
 	if (automatic) {
 		u->wire->form |= RECORDS_API_TTL_AUTO;
 	}
+	if (jprio != NULL && (u->wire->type == KNOT_RRTYPE_SVCB ||
+	                      u->wire->type == KNOT_RRTYPE_HTTPS) &&
+	    u->wire->rdata_len >= 2 &&
+	    (u->wire->rdata[0] << 8 | u->wire->rdata[1]) !=
+	    json_integer_value(jprio)) {
+		/* Their priority is in their content (or data.priority): a
+		 * top-level one saying another went unsaid. */
+		return fail(u, 400, "priority: disagrees with the %s record's "
+		            "own (the content's first field, data.priority)",
+		            type);
+	}
 	if (u->wire->type == KNOT_RRTYPE_SOA) {
 		return fail(u, 400, "type: the SOA is managed through the zone's "
 		            "settings");

@@ -373,6 +373,18 @@ def test_records_carry_their_data(api):
     refused(api.call("POST", P, json={"type": "MX", "name": "mx", "content": "mail.x.test"}),
             400, "priority: required for MX")
     assert api.ok("POST", P, json={"type": "MX", "name": "mx", "content": "10 mail.x.test"})
+    for body in ({"type": "SRV", "name": "_s2._tcp", "content": "1 2 x.test"},
+                 {"type": "URI", "name": "_u2._tcp", "content": '1 "https://x"'}):
+        refused(api.call("POST", P, json=body), 400, "priority: required for")
+    # HTTPS and SVCB hold their priority in their content: a top-level one
+    # that disagrees went unsaid
+    for body in ({"type": "HTTPS", "name": "hp", "content": "1 svc.x.test", "priority": 5},
+                 {"type": "HTTPS", "name": "hp", "priority": 5,
+                  "data": {"priority": 1, "target": "svc.x.test", "value": ""}},
+                 {"type": "SVCB", "name": "sp", "content": "2 svc.x.test", "priority": 3}):
+        refused(api.call("POST", P, json=body), 400, "priority: disagrees")
+    assert api.ok("POST", P, json={"type": "HTTPS", "name": "hp", "content": "1 svc.x.test",
+                                   "priority": 1})
     # types without a data form have none
     rec = api.ok("POST", P, json={"type": "A", "name": "a", "content": "192.0.2.1"})["result"]
     assert "data" not in rec
