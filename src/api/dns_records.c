@@ -290,22 +290,29 @@ static int refuse(unit_t *u, records_verdict_t v, change_t change)
 static int retime(records_store_t *rs, unit_t *u, const node_t *n,
                   const records_rules_rr_t *added)
 {
+	bool explicit = !(u->wire->form & RECORDS_API_TTL_AUTO);
 	for (size_t i = 0; i < n->count; i++) {
-		if (!records_rules_needs_retime(&n->rr[i], added)) {
+		bool other_ttl = records_rules_needs_retime(&n->rr[i], added);
+		if (!other_ttl && !(explicit && n->rr[i].type == added->type)) {
 			continue;
 		}
 		copy_t old;
 		int ret = load_record(u, n->ids[i], &old);
+		if (ret == ZC_EOK && !other_ttl &&
+		    !(old.rec.api_form & RECORDS_API_TTL_AUTO)) {
+			continue; /* The same TTL, given so: as it is. */
+		}
 		if (ret == ZC_EOK) {
 			ret = records_record_delete(rs, &u->zone, old.rec.id);
 		}
 		if (ret == ZC_EOK) {
 			api_node_cache_deleted(u->cache, old.rec.id);
 			old.rec.ttl = added->ttl;
-			/* "Automatic" as the write that gave the TTL is. */
-			old.rec.api_form = (old.rec.api_form &
-			                    ~RECORDS_API_TTL_AUTO) |
-			                   (u->wire->form & RECORDS_API_TTL_AUTO);
+			/* A TTL of the RRset's own ends "automatic"; an
+			 * automatic write's leaves each record as it was. */
+			if (explicit) {
+				old.rec.api_form &= ~RECORDS_API_TTL_AUTO;
+			}
 			ret = records_record_insert(rs, &u->zone, &old.rec);
 		}
 		if (ret == ZC_EOK) {

@@ -593,7 +593,11 @@ static int add_rr(records_store_t *rs, update_msg_t *m, node_t *n,
 	 * already there only that (§3.4.2.2: a duplicate is not added). */
 	bool present = v == RECORDS_RULE_DUPLICATE;
 	for (size_t i = 0; i < n->count && ret == ZC_EOK && !replaces; i++) {
-		if (records_rules_needs_retime(&n->rr[i], &added)) {
+		/* An "automatic" TTL (the API's 1) ends too where the TTL
+		 * is the same: the RRset's is the message's now. */
+		if (records_rules_needs_retime(&n->rr[i], &added) ||
+		    (n->rr[i].type == rr->type &&
+		     (n->rec[i].api_form & RECORDS_API_TTL_AUTO))) {
 			ret = retime(rs, m, rr->owner, &n->rec[i], rr->ttl);
 		}
 	}

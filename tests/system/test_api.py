@@ -385,6 +385,15 @@ def test_zone_patch_changes_soa_fields_and_default_ttl(srv, api):
                            ttl=120)
     assert api.get("/zones/%s/dns_records/%s" % (zid, rec["id"]))["ttl"] == 120
     expect_answer(srv, "auto." + zone, "A", rdatas("A", "192.0.2.2", "192.0.2.3"), ttl=120)
+    # ... also when the TTL given is the one served (600, the default)
+    a1, _ = post_record(api, zid, name="same." + zone, type="A", content="192.0.2.4", ttl=1)
+    post_record(api, zid, name="same." + zone, type="A", content="192.0.2.5", ttl=600)
+    assert api.get("/zones/%s/dns_records/%s" % (zid, a1["id"]))["ttl"] == 600
+    # an automatic write leaves the others' TTLs given as they were
+    post_record(api, zid, name="same." + zone, type="A", content="192.0.2.6", ttl=1)
+    ttls = {r["content"]: r["ttl"] for r in api.get("/zones/%s/dns_records" % zid,
+                                                     params={"name": "same." + zone})}
+    assert ttls == {"192.0.2.4": 600, "192.0.2.5": 600, "192.0.2.6": 1}, ttls
     assert api.get("/zones/%s" % zid)["default_ttl"] == 600
     # a PATCH with a bad value changes nothing
     before = snapshot(api, srv, zid, zone)

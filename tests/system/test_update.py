@@ -650,6 +650,15 @@ def test_an_update_ends_automatic_ttls_of_its_rrset(srv, api, zone):
     z.settle()
     got = {r["content"]: r["ttl"] for r in api.get(path, params={"name": z.n("au").rstrip(".")})}
     assert got == {"192.0.2.1": 77, "192.0.2.2": 77}, got
+    # the same TTL as served ends it too
+    rec = api.ok("POST", path, json={"type": "A", "name": z.n("au2"), "content": "192.0.2.3",
+                                     "ttl": 1})["result"]
+    default = api.get("/zones/%s" % z.id)["default_ttl"]
+    u = unsigned_update(z)
+    u.add(z.n("au2"), default, "A", "192.0.2.4")
+    ok_unsigned(z, u)
+    z.settle()
+    assert api.get(path + "/" + rec["id"])["ttl"] == default
 
 
 def test_grants_outside_the_keys_zone_are_refused(srv, api, zone):
