@@ -121,6 +121,29 @@ static bool is_generic(const char *content)
 	       (content[2] == ' ' || content[2] == '\t');
 }
 
+/* The blank-separated words of content, a quoted character-string one
+ * word. */
+static size_t words(const char *content)
+{
+	size_t n = 0;
+	const char *p = content;
+	for (;;) {
+		p += strspn(p, " \t");
+		if (*p == '\0') {
+			return n;
+		}
+		n++;
+		if (*p == '"') {
+			for (p++; *p != '\0' && *p != '"'; p++) {
+				p += *p == '\\' && p[1] != '\0';
+			}
+			p += *p == '"';
+		} else {
+			p += strcspn(p, " \t");
+		}
+	}
+}
+
 /* Appends content, made zone-file ready for its type. */
 static int content_text(uint16_t type, const char *content, int priority,
                         char *out, size_t size)
@@ -317,11 +340,13 @@ int api_content_parse(const knot_dname_t *apex, const char *name,
 			snprintf(err, err_size, "content: not a valid %s record", type);
 		}
 		if (priority < 0 && !is_generic(content) &&
-		    (rtype == KNOT_RRTYPE_MX || rtype == KNOT_RRTYPE_SRV ||
-		     rtype == KNOT_RRTYPE_URI)) {
-			/* "mail.example" without a priority read as a bad
-			 * number (an SRV's weight as its priority): name what
-			 * is missing, with what the parser said. */
+		    words(content) == (rtype == KNOT_RRTYPE_MX ? 1 :
+		                       rtype == KNOT_RRTYPE_SRV ? 3 :
+		                       rtype == KNOT_RRTYPE_URI ? 2 : 0)) {
+			/* The type's fields but the priority: "mail.example"
+			 * read as a bad number, an SRV's weight as its
+			 * priority. Name what is missing, with what the
+			 * parser said. */
 			char said[200];
 			snprintf(said, sizeof(said), "%s", err);
 			snprintf(err, err_size, "priority: required for %s (0 to "

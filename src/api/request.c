@@ -74,8 +74,12 @@ bool api_args_only(api_req_t *req, const char *const *allowed)
 		/* Without a value ("?name", "?wait") it was taken as not
 		 * given: a filter so listed the whole zone. (Cloudflare's
 		 * comment.present and comment.absent are flags.) */
-		if (given == 1 && req->lookup(req->lookup_ctx, false, k, 0) == NULL &&
-		    strcmp(k, "comment.present") != 0 &&
+		bool valueless = false;
+		for (unsigned n = 0; n < given && !valueless; n++) {
+			valueless = req->lookup(req->lookup_ctx, false, k, n) ==
+			            NULL;
+		}
+		if (valueless && strcmp(k, "comment.present") != 0 &&
 		    strcmp(k, "comment.absent") != 0) {
 			api_error(req, 400, 1004, "%.200s: a value is required "
 			          "(NAME=VALUE)", k);

@@ -23,6 +23,7 @@
 #include "cli/serve.h"
 #include "common/error.h"
 #include "common/log.h"
+#include "dns/name_text.h"
 #include "transfer/activity.h"
 
 /* Zones listed one per line in the start log, at most. */
@@ -397,7 +398,7 @@ json_t *serve_zone_status(serve_ctx_t *ctx, const char *name, char *err,
 	} else {
 		uint8_t apex[KNOT_DNAME_MAXLEN];
 		records_zone_t zone;
-		ret = knot_dname_from_str(apex, name, sizeof(apex)) != NULL ?
+		ret = dns_name_from_text(apex, name, sizeof(apex)) != NULL ?
 		      ZC_EOK : ZC_ENOZONE;
 		if (ret == ZC_EOK) {
 			knot_dname_to_lower(apex);

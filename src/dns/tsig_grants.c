@@ -5,6 +5,7 @@
 #include <libknot/descriptor.h>
 
 #include "dns/name.h"
+#include "dns/name_text.h"
 #include "dns/tsig_grants.h"
 
 /* Longest grant list read (records/ stores at most 1023 characters). */
@@ -34,7 +35,7 @@ static bool parse_grant(const char *text, dns_tsig_grant_t *g, char *err,
 		char *name = rest ? strtok_r(rest, ":", &save) : NULL;
 		types = name ? strtok_r(NULL, "", &save) : NULL;
 		if (name == NULL ||
-		    knot_dname_from_str(g->name, name, sizeof(g->name)) == NULL) {
+		    dns_name_from_text(g->name, name, sizeof(g->name)) == NULL) {
 			snprintf(err, esz, "grant '%s': a valid name is required",
 			         text);
 			return false;

@@ -339,6 +339,11 @@ def test_zone_list_takes_cloudflares_filters_and_orders(srv, api):
         assert r.status_code == 400 and "a value is required" in r.text, (q, r.text)
     r = api.call("GET", "/zones/%s/dns_records?type=A&type" % zid)
     assert r.status_code == 400 and "given more than once" in r.text, r.text
+    # the tag filters repeat by design: each must have its value
+    for q in ("tag.present&tag.present=env", "tag.exact=env:prod&tag.exact",
+              "tag.contains&tag.contains"):
+        r = api.call("GET", "/zones/%s/dns_records?%s" % (zid, q))
+        assert r.status_code == 400 and "a value is required" in r.text, (q, r.text)
     r = api.call("POST", "/zones/%s/dns_records?wait" % zid,
                  json={"type": "A", "name": "nowait." + name, "content": "192.0.2.9"})
     assert r.status_code == 400, r.text

@@ -376,6 +376,13 @@ def test_records_carry_their_data(api):
     for body in ({"type": "SRV", "name": "_s2._tcp", "content": "1 2 x.test"},
                  {"type": "URI", "name": "_u2._tcp", "content": '1 "https://x"'}):
         refused(api.call("POST", P, json=body), 400, "priority: required for")
+    # a priority there and bad content: the content's error
+    for body in ({"type": "MX", "name": "mx", "content": "10 mail..x.test"},
+                 {"type": "SRV", "name": "_s3._tcp", "content": "1 2 99999 t.x.test"},
+                 {"type": "SRV", "name": "_s4._tcp",
+                  "data": {"priority": 1, "weight": 2, "port": 3, "target": "bad..x"}}):
+        msg = refused(api.call("POST", P, json=body), 400, "")
+        assert not msg.startswith("priority"), (body, msg)
     # HTTPS and SVCB hold their priority in their content: a top-level one
     # that disagrees went unsaid
     for body in ({"type": "HTTPS", "name": "hp", "content": "1 svc.x.test", "priority": 5},

@@ -237,3 +237,7 @@ def test_unicode_names_are_punycode_through_the_command_too(srv, api, tmp_path):
     assert cp.returncode == 0, cp.stderr
     listed = api.get("/zones", params={"name": name})
     assert [z["name"] for z in listed] == ["xn--bcher-cli-q9a.test"], listed
+    for spelling in (name, name.upper(), "xn--bcher-cli-q9a.test"):
+        cp = subprocess.run([servers.zonecast_bin(), "zone", "status", "--data-dir",
+                             srv.data_dir, spelling], capture_output=True, text=True, timeout=60)
+        assert cp.returncode == 0 and "xn--bcher-cli-q9a.test" in cp.stdout, (spelling, cp)

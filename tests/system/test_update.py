@@ -686,6 +686,12 @@ def test_grants_outside_the_keys_zone_are_refused(srv, api, zone):
     # inside the zone, any spelling: taken
     srv.tsig_create("k6." + z.name, z.name, grants=["subdomain:DYN.%s." % z.name.upper(),
                                                     "self", "zone:TXT"])
+    # a grant's name typed in Unicode is the Punycode name the UPDATEs
+    # write (it was stored as octets, granting a name no client writes)
+    key = srv.tsig_create("k9." + z.name, z.name, grants=["subdomain:gr\u00fcn.%s" % z.name])
+    u = signed_update(z, key)
+    u.add(z.n("a.xn--grn-ioa"), 300, "A", "192.0.2.9")
+    do_ok(z, u)
 
 
 def test_tsig_key_list_pages(srv, api, zone):
