@@ -5,7 +5,8 @@
  * and give them. An import is one unit of the group committer (one zone
  * version), its records written as a batch's posts are (dns_records.c);
  * records already present are skipped, the zone keeps its own SOA and
- * its signer makes its DNSSEC records (the file's are skipped). A
+ * its signer publishes its own keys (the file's DNSKEY, CDS and CDNSKEY
+ * are skipped; its RRSIG, NSEC, NSEC3 are refused). A
  * file whose RRset has two TTLs is refused, as `zonecast zone import`
  * refuses it (records/rules.h): taking it would let the file's order
  * pick the TTL.
@@ -137,12 +138,16 @@ static int import_record(const knot_dname_t *owner, uint16_t type,
 {
 	(void)file;
 	import_t *imp = ctx;
-	if ((type == KNOT_RRTYPE_SOA || records_rules_is_signer_type(type)) &&
+	if ((type == KNOT_RRTYPE_SOA ||
+	     records_rules_is_published_key(type)) &&
 	    records_rules_in_zone(imp->apex, owner)) {
-		/* The zone keeps its own SOA, and its signer makes its DNSSEC
-		 * records: an export of a signed zone (its DNSKEY, CDS and
+		/* The zone keeps its own SOA, and its signer publishes its
+		 * own keys: an export of a signed zone (its DNSKEY, CDS and
 		 * CDNSKEY in it) read back failed on the first DNSKEY. One
-		 * outside the zone is refused, as any record there. */
+		 * outside the zone is refused, as any record there; so are
+		 * signatures and denial records (RRSIG, NSEC, NSEC3,
+		 * NSEC3PARAM), as `zonecast zone import` refuses them: served
+		 * as they were, they were another signer's, stale. */
 		imp->skipped++;
 		return 0;
 	}
@@ -152,9 +157,11 @@ static int import_record(const knot_dname_t *owner, uint16_t type,
 		/* Parsing goes on, as after a syntax error, up to 100. */
 		return ++imp->ttl_errors >= 100;
 	}
-	/* Records the write refuses for their own reason (a name outside
-	 * the zone) are left to that refusal. */
-	if (records_rules_in_zone(imp->apex, owner)) {
+	/* Records the write refuses for their own reason (a DNSSEC type,
+	 * whose RRSIGs differ in TTL by type covered; a name outside the
+	 * zone) are left to that refusal. */
+	if (!records_rules_is_signer_type(type) &&
+	    records_rules_in_zone(imp->apex, owner)) {
 		note_seen(imp, owner, type, ttl, line);
 	}
 	char name[KNOT_DNAME_TXT_MAXLEN + 1], tname[32];
