@@ -76,18 +76,19 @@ static enum MHD_Result scan_field(void *cls, enum MHD_ValueKind kind,
 {
 	(void)kind;
 	scan_t *s = cls;
-	char name[200];
-	printable(key, key_size, name, sizeof(name));
+	char name[200];    /* For a refusal's message only. */
 	bool token = key_size > 0;
 	for (size_t i = 0; i < key_size && token; i++) {
 		token = is_tchar((unsigned char)key[i]);
 	}
 	if (!token) {
+		printable(key, key_size, name, sizeof(name));
 		refuse(s, 400, "header \"%s\": not a field name (RFC 9112 "
 		       "section 5.1: no blank before the colon)", name);
 		return MHD_NO;
 	}
 	if (folded_framing(key, key_size)) {
+		printable(key, key_size, name, sizeof(name));
 		/* libmicrohttpd 0.9.75 appends a folded line (obs-fold) to
 		 * the field's NAME: "Content-Length:\r\n 187" became a field
 		 * "Content-Length187" with an empty value, while a proxy
@@ -100,6 +101,7 @@ static enum MHD_Result scan_field(void *cls, enum MHD_ValueKind kind,
 	}
 	if (value != NULL && memchr(value, '\0', value_size) != NULL) {
 		/* Later libmicrohttpd versions give the whole length. */
+		printable(key, key_size, name, sizeof(name));
 		refuse(s, 400, "header %s: a NUL octet in its value (RFC 9110 "
 		       "section 5.5)", name);
 		return MHD_NO;

@@ -66,6 +66,25 @@ int records_exec_int64(records_store_t *store, const rdb_sql_t *sql,
 	return ret;
 }
 
+int records_query_int64(records_store_t *store, const rdb_sql_t *sql,
+                        int64_t x, int64_t *out)
+{
+	rdb_stmt_t *stmt;
+	*out = 0;
+	int ret = rdb_prepare(store->db, sql, &stmt);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	rdb_bind_int64(stmt, 1, x);
+	int rc = rdb_step(stmt);
+	*out = rc == RDB_ROW ? rdb_col_int64(stmt, 0) : 0;
+	if (rc == RDB_ROW) {
+		rc = rdb_step(stmt);
+	}
+	rdb_done(stmt);
+	return rdb_status(rc);
+}
+
 int records_trimmed_mark(records_store_t *store, uint64_t seq)
 {
 	/* Where the log now starts, for builders of other nodes that have

@@ -247,34 +247,14 @@ int records_import_check(records_import_t *imp, records_problem_cb problem,
 
 /* --- Writing --- */
 
-/* The one number a query of zone_id gives. */
-static int query_count(records_import_t *imp, const rdb_sql_t *sql,
-                       int64_t zone_id, int64_t *count)
-{
-	rdb_stmt_t *stmt;
-	int ret = rdb_prepare(imp->store->db, sql, &stmt);
-	if (ret != ZC_EOK) {
-		return ret;
-	}
-	rdb_bind_int64(stmt, 1, zone_id);
-	int rc = rdb_step(stmt);
-	*count = rc == RDB_ROW ? rdb_col_int64(stmt, 0) : 0;
-	if (rc == RDB_ROW) {
-		rc = rdb_step(stmt);
-	}
-	ret = rdb_status(rc);
-	rdb_done(stmt);
-	return ret;
-}
-
 /* Deletes an existing zone's records but, when it is signed (it has
  * keys), those its signer publishes. */
 static int empty_zone(records_import_t *imp, int64_t zone_id)
 {
 	int64_t keys = 0;
-	int ret = query_count(imp, RDB_SQL("SELECT count(*) FROM dnssec_keys"
-	                                   " WHERE zone_id = ?1"), zone_id,
-	                      &keys);
+	int ret = records_query_int64(imp->store, RDB_SQL("SELECT count(*)"
+	                              " FROM dnssec_keys WHERE zone_id = ?1"),
+	                              zone_id, &keys);
 	if (ret != ZC_EOK || keys == 0) {
 		return ret != ZC_EOK ? ret : records_exec_int64(imp->store,
 		       RDB_SQL("DELETE FROM records WHERE zone_id = ?1"), zone_id);
@@ -283,7 +263,7 @@ static int empty_zone(records_import_t *imp, int64_t zone_id)
 	ret = records_exec_int64(imp->store, RDB_SQL("DELETE FROM records"
 	                         " WHERE zone_id = ?1 AND type NOT IN"
 	                         " (48, 59, 60)"), zone_id); /* DNSKEY, CDS, CDNSKEY */
-	return ret != ZC_EOK ? ret : query_count(imp, RDB_SQL(
+	return ret != ZC_EOK ? ret : records_query_int64(imp->store, RDB_SQL(
 		"SELECT count(*) FROM records WHERE zone_id = ?1"), zone_id,
 		&imp->kept);
 }

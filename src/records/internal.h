@@ -34,6 +34,11 @@ int records_activity_rows(records_store_t *store, rdb_stmt_t *stmt,
 int records_exec_int64(records_store_t *store, const rdb_sql_t *sql,
                        int64_t x);
 
+/* The first column of the one row a query binding ?1 = x gives (0 when
+ * it gives none) into *out. */
+int records_query_int64(records_store_t *store, const rdb_sql_t *sql,
+                        int64_t x, int64_t *out);
+
 /* Records that the log was trimmed up to position seq
  * (records_trimmed_seq()), inside the trim's transaction. */
 int records_trimmed_mark(records_store_t *store, uint64_t seq);

@@ -18,19 +18,11 @@ import socket
 import pytest
 
 from test_api import new_zone
+import test_api_head as head_tests
 from test_metrics import start_server
 
 _names = iter(range(1, 1000))
-
-
-@pytest.fixture(scope="module")
-def srv(zonecast_api):
-    return zonecast_api
-
-
-@pytest.fixture(scope="module")
-def api(srv):
-    return srv.client()
+srv, api = head_tests.srv, head_tests.api   # the module's server and client fixtures
 
 
 def send(port, data, timeout=5):
