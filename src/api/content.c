@@ -11,6 +11,7 @@
 #include <libknot/rrset.h>
 
 #include "api/content.h"
+#include "api/content_idna.h"
 #include "api/txt.h"
 #include "common/error.h"
 #include "dns/name.h"
@@ -314,6 +315,20 @@ int api_content_parse(const knot_dname_t *apex, const char *name,
 	out->form = API_FORM_TEXT;
 	if (api_content_is_txt(rtype) && !is_generic(content)) {
 		return parse_txt(owner, rtype, ttl, content, out, err, err_size);
+	}
+	/* Names in content written in Unicode are stored in Punycode, as
+	 * the record's name is (content_idna.h). */
+	static __thread char ascii[LINE_MAX_LEN];
+	int idna = api_content_idna(rtype, content, priority >= 0, ascii,
+	                            sizeof(ascii));
+	if (idna < 0) {
+		snprintf(err, err_size, "content: a name in Unicode must be an "
+		         "internationalized one (IDNA2008), or written in "
+		         "Punycode");
+		return ZC_EUSAGE;
+	}
+	if (idna > 0) {
+		content = ascii;
 	}
 	knot_dname_to_str(owner_txt, owner, sizeof(owner_txt));
 	/* TYPEnnn: libzscanner reads every type so, also those it has no

@@ -9,6 +9,7 @@
 #include <strings.h>
 
 #include "api/content.h"
+#include "api/content_idna.h"
 #include "api/match.h"
 #include "api/txt.h"
 #include "common/error.h"
@@ -80,8 +81,14 @@ bool api_content_match(const knot_dname_t *owner, uint16_t type,
                        const uint8_t *rdata, uint16_t len, const char *want,
                        api_match_t op)
 {
-	static __thread char text[70000];
+	static __thread char text[70000], ascii[4200];
 	int priority;
+	/* A name written in Unicode matches its stored Punycode, as it was
+	 * written (content_idna.h; content gives MX, SRV and URI without
+	 * their priority). */
+	if (api_content_idna(type, want, true, ascii, sizeof(ascii)) == 1) {
+		want = ascii;
+	}
 	if (api_content_format(owner, type, rdata, len, API_FORM_TEXT, text,
 	                       sizeof(text), &priority) == ZC_EOK &&
 	    (api_text_match(text, want, op) ||
