@@ -134,14 +134,7 @@ static size_t words(const char *content)
 			return n;
 		}
 		n++;
-		if (*p == '"') {
-			for (p++; *p != '\0' && *p != '"'; p++) {
-				p += *p == '\\' && p[1] != '\0';
-			}
-			p += *p == '"';
-		} else {
-			p += strcspn(p, " \t");
-		}
+		p += api_content_word_len(p);
 	}
 }
 

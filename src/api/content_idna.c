@@ -45,9 +45,7 @@ static const int *name_words(uint16_t type)
 	}
 }
 
-/* The length of the word at p: up to a blank outside quotes, a quoted
- * character-string one word, an escaped octet part of it. */
-static size_t word_len(const char *p)
+size_t api_content_word_len(const char *p)
 {
 	const char *q = p;
 	bool quoted = false;
@@ -72,7 +70,7 @@ static bool is_name_word(const int *names, int word, uint16_t type,
 		if (type == KNOT_RRTYPE_IPSECKEY) {
 			/* the gateway type, the content's second word */
 			const char *p = content + strspn(content, " \t");
-			p += word_len(p);
+			p += api_content_word_len(p);
 			p += strspn(p, " \t");
 			return p[0] == '3' && (p[1] == ' ' || p[1] == '\t');
 		}
@@ -111,7 +109,7 @@ int api_content_idna(uint16_t type, const char *content, bool priority_apart,
 			p += blanks;
 			continue;
 		}
-		size_t n = word_len(p);
+		size_t n = api_content_word_len(p);
 		char text[DNS_NAME_IDNA_MAX], ascii[DNS_NAME_IDNA_MAX];
 		const char *put = p;
 		size_t put_len = n;

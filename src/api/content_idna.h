@@ -4,7 +4,8 @@
  * Unicode, made A-labels (Punycode) as Cloudflare stores them ("Domain
  * names are always represented in Punycode"): the words that are names
  * for the type only (a CNAME's target, an MX's exchange, an SRV's or
- * SVCB's target, ...); character-strings stay as written. content_idna.c.
+ * SVCB's target, ...); character-strings stay as written. Also the walk
+ * over content's blank-separated words both use. content_idna.c.
  */
 #pragma once
 
@@ -22,3 +23,7 @@
  */
 int api_content_idna(uint16_t type, const char *content, bool priority_apart,
                      char *out, size_t size);
+
+/* The length of content's word at p: up to a blank outside quotes, a
+ * quoted character-string one word, an escaped octet part of it. */
+size_t api_content_word_len(const char *p);
