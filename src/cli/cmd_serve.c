@@ -20,7 +20,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 
 #include "api/api.h"
 #include "builder/builder.h"
@@ -28,6 +30,7 @@
 #include "cli/commands.h"
 #include "cli/serve.h"
 #include "common/error.h"
+#include "common/fs.h"
 #include "common/log.h"
 #include "common/sd_notify.h"
 #include "edge/repl.h"
@@ -180,16 +183,48 @@ static int seed_demo(records_store_t *rs, edge_store_t *es,
 }
 
 /*
- * Least privilege: once every socket is bound, the data directory is handed
- * to `user` and the process becomes that user (as BIND's -u does). Threads
- * follow: glibc applies setuid() to all of them.
+ * Least privilege: once every socket is bound, and before a store is
+ * opened, the data directory is handed to `user` and the process becomes
+ * that user (as BIND's -u does). Threads started later are that user's.
  */
-/* Gives path to the run-as user (a missing file is no error). */
-static int give(const char *path, const struct passwd *pw)
+/*
+ * Gives path to the run-as user (a missing file is no error). The
+ * directories these files are in belong to that user, who could have put
+ * a symbolic link or a hard link to any file of root's there ("demo-token
+ * -> /etc/shadow") for root to hand over at the next start: only a link
+ * of root's own is followed (zc_fs_may_follow()), the file must be the
+ * directory, a regular file or a socket, and the inode checked is the one
+ * given (fchownat() on an O_PATH descriptor).
+ */
+static int give(const char *path, const struct passwd *pw, bool dir)
 {
-	if (chown(path, pw->pw_uid, pw->pw_gid) != 0 && errno != ENOENT) {
+	int bad = zc_fs_may_follow(path);
+	int fd = bad == 0 ? open(path, O_PATH | O_CLOEXEC) : -1;
+	if (bad == 0 && fd < 0) {
+		if (errno == ENOENT) {
+			return ZC_EOK;
+		}
+		bad = -errno;
+	}
+	struct stat st;
+	if (bad == 0 && fstat(fd, &st) != 0) {
+		bad = -errno;
+	} else if (bad == 0 && (dir ? !S_ISDIR(st.st_mode) :
+	                        !S_ISREG(st.st_mode) && !S_ISSOCK(st.st_mode))) {
+		bad = -EINVAL;
+	} else if (bad == 0 && (st.st_uid != pw->pw_uid ||
+	                        st.st_gid != pw->pw_gid) &&
+	           fchownat(fd, "", pw->pw_uid, pw->pw_gid, AT_EMPTY_PATH) != 0) {
+		bad = -errno;
+	}
+	if (fd >= 0) {
+		close(fd);
+	}
+	if (bad != 0) {
 		zc_error("user: cannot give %s to %s: %s", path, pw->pw_name,
-		         strerror(errno));
+		         bad == -EINVAL ? (dir ? "not a directory" :
+		                           "not a regular file") :
+		         zc_fs_link_refusal(bad));
 		return ZC_EINVAL_CONFIG;
 	}
 	return ZC_EOK;
@@ -200,13 +235,14 @@ static int give(const char *path, const struct passwd *pw)
 static int give_run_files(const config_t *cfg, const serve_ctx_t *ctx,
                           const struct passwd *pw)
 {
-	int ret = ctx->control_path[0] ? give(ctx->control_path, pw) : ZC_EOK;
+	int ret = ctx->control_path[0] ? give(ctx->control_path, pw, false) :
+	          ZC_EOK;
 	if (ret == ZC_EOK && ctx->pidfile[0]) {
-		ret = give(ctx->pidfile, pw);
+		ret = give(ctx->pidfile, pw, false);
 	}
 	for (size_t i = 0; ret == ZC_EOK && i < cfg->log_target_count; i++) {
 		if (cfg->log_target[i][0] == '/') {
-			ret = give(cfg->log_target[i], pw);
+			ret = give(cfg->log_target[i], pw, false);
 		}
 	}
 	return ret;
@@ -237,7 +273,7 @@ static int drop_privileges(const config_t *cfg, const serve_ctx_t *ctx)
 	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
 		char path[CONFIG_STR_MAX + 32];
 		snprintf(path, sizeof(path), "%s%s", cfg->data_dir, files[i]);
-		if (give(path, pw) != ZC_EOK) {
+		if (give(path, pw, i == 0) != ZC_EOK) {
 			return ZC_EINVAL_CONFIG;
 		}
 	}
@@ -546,9 +582,6 @@ static int serve(serve_ctx_t *ctx, const server_config_t *scfg,
 		ctx->pidfile[0] = '\0'; /* Serving without one. */
 	}
 	if (ret == ZC_EOK) {
-		ret = drop_privileges(ctx->boot, ctx);
-	}
-	if (ret == ZC_EOK) {
 		/* Once everything runs: its connection does not delay them. */
 		ret = serve_heartbeat_start(ctx, &ctx->heartbeat);
 	}
@@ -636,6 +669,13 @@ static int run(serve_ctx_t *ctx)
 	    (cfg->metrics_listen[0] != '\0' &&
 	     metrics_bind(cfg->metrics_listen, &metrics_fd) != ZC_EOK)) {
 		zc_error("cannot start: a listen address is not available");
+		goto out;
+	}
+	/* As `user` from here on: the stores are opened, and the files the
+	 * server makes are made, by that user (as BIND's -u, Knot's user):
+	 * root never opens a file by its name in that user's directory. */
+	if (drop_privileges(cfg, ctx) != ZC_EOK) {
+		zc_error("cannot start: %s", zc_strerror(ZC_EINVAL_CONFIG));
 		goto out;
 	}
 	ctx->es = prepare_data(cfg);

@@ -21,6 +21,7 @@
 #include "cli/commands.h"
 #include "cli/json_args.h"
 #include "common/error.h"
+#include "common/fs.h"
 #include "common/log.h"
 
 static void usage(FILE *out)
@@ -50,7 +51,10 @@ int cli_demo_token(const char *data_dir)
 		return ret;
 	}
 	snprintf(path, sizeof(path), "%s/demo-token", data_dir);
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	int fd = zc_fs_create_new(path, 0600);
+	if (fd < 0) {
+		errno = -fd;
+	}
 	if (fd < 0 || dprintf(fd, "%s\n", token) < 0 || fsync(fd) != 0) {
 		ret = -errno;
 		zc_error("demo API token: cannot write %s: %s", path, strerror(errno));

@@ -39,8 +39,14 @@ static void say(checker_t *c, bool error, const char *fmt, ...)
 static void check_writable_file(checker_t *c, const char *key,
                                 const char *path)
 {
-	if (access(path, F_OK) == 0) {
-		if (access(path, W_OK) != 0) {
+	struct stat st;
+	if (lstat(path, &st) == 0) {
+		if (S_ISLNK(st.st_mode)) {
+			say(c, true, "%s: %s is a symbolic link (not followed)",
+			    key, path);
+		} else if (!S_ISREG(st.st_mode) && !S_ISCHR(st.st_mode)) {
+			say(c, true, "%s: %s is not a regular file", key, path);
+		} else if (access(path, W_OK) != 0) {
 			say(c, true, "%s: %s is not writable: %s", key, path,
 			    strerror(errno));
 		}
@@ -49,7 +55,6 @@ static void check_writable_file(checker_t *c, const char *key,
 	char dir[CONFIG_STR_MAX];
 	snprintf(dir, sizeof(dir), "%s", path);
 	const char *parent = dirname(dir);
-	struct stat st;
 	if (stat(parent, &st) != 0 || !S_ISDIR(st.st_mode)) {
 		say(c, true, "%s: %s: no directory %s", key, path, parent);
 	} else if (access(parent, W_OK | X_OK) != 0) {

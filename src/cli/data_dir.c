@@ -191,13 +191,27 @@ int cli_claim_data_dir(const char *dir, const char *who, int *lock_fd,
 		        dir);
 		return -ENAMETOOLONG;
 	}
-	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	/* Never through a link: the directory may belong to the server's
+	 * user, who could have put there a link to a file of root's for an
+	 * operator's command to lock, give away and overwrite. */
+	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW |
+	              O_NONBLOCK, 0600);
 	if (fd < 0 && errno == EACCES) {
-		fd = open(path, O_RDONLY | O_CLOEXEC); /* To see who holds it. */
+		/* To see who holds it. */
+		fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	}
+	struct stat st;
+	if (fd >= 0 && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+	                st.st_nlink != 1)) {
+		close(fd);
+		fd = -1;
+		errno = EINVAL;
 	}
 	if (fd < 0) {
 		int err = errno;
 		fprintf(stderr, "zonecast: cannot open %s: %s\n", path,
+		        err == ELOOP ? "it is a symbolic link (not followed)" :
+		        err == EINVAL ? "not a regular file of one link" :
 		        strerror(err));
 		return -err;
 	}

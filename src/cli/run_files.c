@@ -16,6 +16,7 @@
 
 #include "cli/serve.h"
 #include "common/error.h"
+#include "common/fs.h"
 #include "common/log.h"
 
 /* Whether pid is a zonecast process that runs (its command's name, as
@@ -84,9 +85,9 @@ int serve_pidfile_write(const char *path)
 	int n = snprintf(text, sizeof(text), "%d\n", (int)getpid());
 	/* Mode 0600, as every file serve writes (main.c's umask): root and
 	 * the server's user read it. */
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	int ret = ZC_EOK;
-	if (fd < 0 || write(fd, text, (size_t)n) != n) {
+	int fd = zc_fs_create_new(tmp, 0600);
+	int ret = fd < 0 ? fd : ZC_EOK;
+	if (fd >= 0 && write(fd, text, (size_t)n) != n) {
 		ret = -errno;
 	}
 	if (fd >= 0) {

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 #include <sys/statvfs.h>
 
 #include "common/fs.h"
@@ -20,9 +21,9 @@ int zc_fs_probe_write(const char *dir, int dir_len)
 	             dir) >= (int)sizeof(probe)) {
 		return -ENAMETOOLONG;
 	}
-	int fd = open(probe, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+	int fd = zc_fs_create_new(probe, 0600);
 	if (fd < 0) {
-		return -errno;
+		return fd;
 	}
 	close(fd);
 	unlink(probe);
@@ -58,4 +59,33 @@ int zc_fs_sync_dir(const char *dir)
 	int ret = fsync(fd) == 0 ? 0 : -errno;
 	close(fd);
 	return ret;
+}
+
+int zc_fs_create_new(const char *path, mode_t mode)
+{
+	if (unlink(path) != 0 && errno != ENOENT) {
+		return -errno;
+	}
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+	              mode);
+	return fd >= 0 ? fd : -errno;
+}
+
+int zc_fs_may_follow(const char *path)
+{
+	struct stat st;
+	if (geteuid() != 0 || lstat(path, &st) != 0) {
+		return 0; /* absent, or not root's risk: the open says */
+	}
+	if (S_ISLNK(st.st_mode)) {
+		return st.st_uid == 0 ? 0 : -ELOOP;
+	}
+	return S_ISREG(st.st_mode) && st.st_nlink > 1 ? -EMLINK : 0;
+}
+
+const char *zc_fs_link_refusal(int ret)
+{
+	return ret == -ELOOP ? "a symbolic link of another user's (not followed)" :
+	       ret == -EMLINK ? "a file with other hard links (not opened)" :
+	       strerror(-ret);
 }

@@ -1,9 +1,14 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /*
  * What a file system says when a write failed without a useful errno
- * (LMDB's short writes, SQLite's "disk I/O error"): full, read-only.
+ * (LMDB's short writes, SQLite's "disk I/O error"): full, read-only. And
+ * files made in a directory another user may own (the data directory of
+ * a server that runs as `user`), never through a link that user put
+ * there for root to write through.
  */
 #pragma once
+
+#include <sys/types.h>
 
 /* After an I/O error that says nothing more (a short write, SQLite's
  * "disk I/O error"): -EROFS when path's file system is read-only now,
@@ -18,3 +23,18 @@ int zc_fs_probe_write(const char *dir, int dir_len);
 /* Makes the directory's entries durable (after a rename or a new file in
  * it): open and fsync the directory. 0 or -errno. */
 int zc_fs_sync_dir(const char *dir);
+
+/* Creates path afresh for writing (whatever was there is removed first),
+ * never through a symbolic link: O_EXCL | O_NOFOLLOW. An fd or -errno. */
+int zc_fs_create_new(const char *path, mode_t mode);
+
+/* Whether root may open path by its name (LMDB's files, a log file)
+ * where a user who owns the directory could have put a link to a file of
+ * root's: 0 when not root, or path is absent, no symbolic link or one of
+ * root's, and not a regular file with other hard links; else -ELOOP (a
+ * link of another user's) or -EMLINK. */
+int zc_fs_may_follow(const char *path);
+
+/* The reason zc_fs_may_follow() (or an O_NOFOLLOW open) refused, for a
+ * message: ret is its -errno. */
+const char *zc_fs_link_refusal(int ret);

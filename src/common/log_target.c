@@ -18,11 +18,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "common/error.h"
+#include "common/fs.h"
 #include "common/log_target.h"
 
 #define SYSLOG_FACILITY_DAEMON (3 << 3)
@@ -74,9 +76,34 @@ bool zc_log_target_valid(const char *target)
 	return parse_kind(target, &kind);
 }
 
-static int open_file(const char *path)
+/*
+ * Opens a log file to append to; -1 with *why set when it cannot be. Root
+ * opens it before `user` applies, in a directory that user may own, who
+ * could have put there a link to a file of root's for log lines to be
+ * appended to: such a link is not followed (zc_fs_may_follow()). Nor is a
+ * FIFO opened (the open would wait for a reader, and start or reload with
+ * it), nor anything but a regular file or a device (/dev/null).
+ */
+static int open_file(const char *path, const char **why)
 {
-	return open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
+	int bad = zc_fs_may_follow(path);
+	if (bad != 0) {
+		*why = zc_fs_link_refusal(bad);
+		return -1;
+	}
+	int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC |
+	              O_NONBLOCK | O_NOCTTY, 0640);
+	struct stat st;
+	if (fd < 0) {
+		*why = errno == ENXIO ? "not a regular file" : strerror(errno);
+		return -1;
+	}
+	if (fstat(fd, &st) != 0 || (!S_ISREG(st.st_mode) && !S_ISCHR(st.st_mode))) {
+		*why = "not a regular file";
+		close(fd);
+		return -1;
+	}
+	return fd;
 }
 
 static const char *socket_path(target_kind_t kind)
@@ -137,10 +164,11 @@ int zc_log_configure(const zc_log_config_t *cfg, char *err, size_t err_size)
 		}
 		snprintf(next[i].path, sizeof(next[i].path), "%s", text);
 		if (next[i].kind == TARGET_FILE) {
-			next[i].fd = open_file(text);
+			const char *why = NULL;
+			next[i].fd = open_file(text, &why);
 			if (next[i].fd < 0) {
 				snprintf(err, err_size, "cannot open log file %s: %s",
-				         text, strerror(errno));
+				         text, why);
 				close_targets(next, i);
 				return ZC_EINVAL_CONFIG;
 			}
@@ -164,15 +192,14 @@ int zc_log_configure(const zc_log_config_t *cfg, char *err, size_t err_size)
 void zc_log_reopen(void)
 {
 	char failed[ZC_LOG_TARGET_LEN] = "";
-	int err = 0;
+	const char *why = NULL;
 	pthread_mutex_lock(&lock);
 	for (size_t i = 0; i < count; i++) {
 		if (targets[i].kind != TARGET_FILE) {
 			continue;
 		}
-		int fd = open_file(targets[i].path);
+		int fd = open_file(targets[i].path, &why);
 		if (fd < 0) {
-			err = errno;
 			snprintf(failed, sizeof(failed), "%s", targets[i].path);
 			continue;
 		}
@@ -182,7 +209,7 @@ void zc_log_reopen(void)
 	pthread_mutex_unlock(&lock);
 	if (failed[0] != '\0') {
 		zc_error("cannot reopen log file %s: %s (still writing to the "
-		         "file it had open)", failed, strerror(err));
+		         "file it had open)", failed, why);
 	}
 }
 

@@ -71,6 +71,19 @@ static int open_store(edge_store_t **out, const char *dir, size_t map_size,
 	if (snprintf(path, sizeof(path), "%s/edge.mdb", dir) >= (int)sizeof(path)) {
 		return -ENAMETOOLONG;
 	}
+	/* LMDB opens both files by name, following links: the directory may
+	 * belong to the server's user, who could have put there a link to a
+	 * file of root's for root's command to truncate and map. */
+	static const char *const suffixes[] = { "", "-lock" };
+	for (size_t i = 0; i < 2; i++) {
+		char file[4200];
+		snprintf(file, sizeof(file), "%s%s", path, suffixes[i]);
+		int bad = zc_fs_may_follow(file);
+		if (bad != 0) {
+			zc_error("edge store: %s: %s", file, zc_fs_link_refusal(bad));
+			return bad;
+		}
+	}
 	edge_store_t *s = store_new();
 	if (s == NULL) {
 		return KNOT_ENOMEM;

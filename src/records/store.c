@@ -93,9 +93,9 @@ static int bind_write(const char *dir, const char *uri, bool replacing)
 	/* 0600: the URI may hold a password. Written whole, then renamed. */
 	char tmp[4200];
 	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	int fd = zc_fs_create_new(tmp, 0600);
 	if (fd < 0) {
-		return -errno;
+		return fd;
 	}
 	size_t len = strlen(uri);
 	bool ok = write(fd, uri, len) == (ssize_t)len &&

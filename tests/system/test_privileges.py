@@ -107,3 +107,177 @@ def test_serve_drops_to_user_and_keeps_working():
             proc.terminate()
             proc.wait(10)
         shutil.rmtree(top, ignore_errors=True)
+
+
+def _serve_as_nobody(top, data, extra=()):
+    """Starts serve -o user=nobody on data; returns (proc, log path, port)."""
+    port, aport = servers.free_port(), servers.free_port()
+    logpath = os.path.join(top, "log-%d" % port)
+    log = open(logpath, "wb")
+    proc = subprocess.Popen([servers.zonecast_bin(), "serve", "--data-dir", data,
+                             "--listen", "127.0.0.1:%d" % port,
+                             "--api-listen", "127.0.0.1:%d" % aport,
+                             "-o", "user=nobody", *extra],
+                            stdout=log, stderr=subprocess.STDOUT)
+    return proc, logpath, port
+
+
+def _settle(proc, port, timeout=10):
+    """Waits until serve answers DNS or exits; True when it answers."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            return False
+        try:
+            dns.query.udp(dns.message.make_query("example.test.", "SOA"), "127.0.0.1",
+                          port=port, timeout=0.3)
+            return True
+        except Exception:
+            time.sleep(0.05)
+    return False
+
+
+def _stop(proc):
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+@pytest.mark.parametrize("planted", ["demo-token", "edge.mdb-lock", "serve.lock",
+                                     "zonecast.pid.tmp", "zonecast.pid", "records.db-wal",
+                                     "log"])
+def test_links_the_user_planted_give_root_nothing(planted):
+    """The service user owns the data directory: a symbolic link it put
+    there to a file of root's ("demo-token -> /etc/shadow") was followed by
+    root at the next start: chown()ed to the user (who then read it),
+    truncated, or written. Root now opens nothing there by its name (the
+    stores are opened as the user) and follows no link of the user's: the
+    file of root's keeps its owner, mode and content, whatever the start
+    does."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root (CI runs as root)")
+    nobody = pwd.getpwnam("nobody")
+    top = tempfile.mkdtemp(prefix="zonecast-links-")
+    os.chmod(top, 0o755)
+    data = os.path.join(top, "data")
+    secret_dir = os.path.join(top, "root-only")
+    os.mkdir(secret_dir, 0o700)
+    victim = os.path.join(secret_dir, "victim")
+    with open(victim, "w") as f:
+        f.write("root's secret\n")
+    os.chmod(victim, 0o600)
+    proc = None
+    try:
+        # a first start as root with user=nobody: the directory is nobody's
+        proc, logpath, port = _serve_as_nobody(top, data)
+        assert _settle(proc, port), open(logpath).read()
+        _stop(proc)
+        assert os.stat(data).st_uid == nobody.pw_uid
+        extra = ()
+        if planted == "log":
+            # a log file in a directory of the user's
+            logdir = os.path.join(top, "logs")
+            os.mkdir(logdir)
+            os.chown(logdir, nobody.pw_uid, nobody.pw_gid)
+            link = os.path.join(logdir, "zonecast.log")
+            extra = ("-o", "log-target=" + link)
+        else:
+            link = os.path.join(data, planted)
+        # what the user does (as nobody: the link is nobody's)
+        subprocess.run(["runuser", "-u", "nobody", "--", "sh", "-c",
+                        'rm -f "$1"; ln -s "$2" "$1"', "sh", link, victim], check=True)
+        assert os.lstat(link).st_uid == nobody.pw_uid
+        proc, logpath, port = _serve_as_nobody(top, data, extra)
+        _settle(proc, port)
+        _stop(proc)
+        st = os.stat(victim)
+        assert (st.st_uid, st.st_gid, stat.S_IMODE(st.st_mode)) == (0, 0, 0o600), \
+            (planted, st, open(logpath).read()[-2000:])
+        assert open(victim).read() == "root's secret\n", planted
+        assert subprocess.run(["runuser", "-u", "nobody", "--", "cat", victim],
+                              capture_output=True).returncode != 0
+    finally:
+        if proc is not None:
+            _stop(proc)
+        shutil.rmtree(top, ignore_errors=True)
+
+
+def test_a_fifo_as_log_file_is_refused_not_waited_on(tmp_path):
+    """A log target that is a FIFO: the open waited for a reader, so serve
+    hung at start, and a reload to it held reload, status, the zonecast
+    command's writes and SIGTERM. Only a regular file (or a device) is
+    taken: check-config, start and reload refuse it, nothing changes."""
+    fifo = str(tmp_path / "log.fifo")
+    os.mkfifo(fifo)
+    cp = subprocess.run([servers.zonecast_bin(), "check-config", "-o", "log-target=" + fifo],
+                        capture_output=True, text=True, timeout=10)
+    assert cp.returncode != 0 and "not a regular file" in cp.stdout + cp.stderr, cp
+    port = servers.free_port()
+    t0 = time.monotonic()
+    cp = subprocess.run([servers.zonecast_bin(), "serve", "--data-dir", str(tmp_path / "d"),
+                         "--listen", "127.0.0.1:%d" % port, "--api-listen", "none",
+                         "-o", "log-target=" + fifo],
+                        capture_output=True, text=True, timeout=20)
+    assert cp.returncode != 0 and "not a regular file" in cp.stderr, cp
+    assert time.monotonic() - t0 < 10
+    # a reload to it is refused; status, reload and SIGTERM are heard
+    conf = tmp_path / "z.conf"
+    base = "server:\n  data-dir: %s\n  listen: 127.0.0.1:%d\n  api-listen: none\n" % (
+        tmp_path / "d2", port)
+    conf.write_text(base)
+    proc = subprocess.Popen([servers.zonecast_bin(), "serve", "-c", str(conf)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        assert _settle(proc, port), proc.stderr.read() if proc.poll() is not None else ""
+        conf.write_text(base + "  log-target: %s\n" % fifo)
+        cp = subprocess.run([servers.zonecast_bin(), "reload", "-c", str(conf)],
+                            capture_output=True, text=True, timeout=10)
+        assert cp.returncode != 0 and "not a regular file" in cp.stdout + cp.stderr, cp
+        cp = subprocess.run([servers.zonecast_bin(), "status", "-c", str(conf)],
+                            capture_output=True, text=True, timeout=10)
+        assert cp.returncode == 0, cp
+        proc.terminate()
+        proc.wait(10)
+    finally:
+        _stop(proc)
+
+
+@pytest.mark.parametrize("planted", ["serve.lock", "edge.mdb", "edge.mdb-lock"])
+def test_root_commands_follow_no_link_of_the_users(planted, tmp_path):
+    """An operator's command run as root with no server running opens the
+    stores itself, in the user's directory: a link of the user's there is
+    refused, not truncated or locked through."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root (CI runs as root)")
+    top = tempfile.mkdtemp(prefix="zonecast-cmdlinks-")
+    os.chmod(top, 0o755)
+    data = os.path.join(top, "data")
+    zfile = os.path.join(top, "z.db")
+    with open(zfile, "w") as f:
+        f.write(ZONE_TEXT)
+    victim = os.path.join(top, "victim")
+    with open(victim, "w") as f:
+        f.write("root's secret\n")
+    os.chmod(victim, 0o600)
+    try:
+        cmd = [servers.zonecast_bin(), "zone", "import", "--data-dir", data, "priv.test", zfile]
+        subprocess.run(cmd, check=True, capture_output=True)
+        nobody = pwd.getpwnam("nobody")
+        for root, dirs, files in os.walk(data):
+            for n in dirs + files + ["."]:
+                os.lchown(os.path.join(root, n), nobody.pw_uid, nobody.pw_gid)
+        link = os.path.join(data, planted)
+        subprocess.run(["runuser", "-u", "nobody", "--", "sh", "-c",
+                        'rm -f "$1"; ln -s "$2" "$1"', "sh", link, victim], check=True)
+        cp = subprocess.run(cmd, capture_output=True, text=True, timeout=30)
+        assert cp.returncode != 0, cp
+        assert "symbolic link" in cp.stderr, cp.stderr
+        st = os.stat(victim)
+        assert (st.st_uid, stat.S_IMODE(st.st_mode), st.st_size) == (0, 0o600, 14), st
+        assert open(victim).read() == "root's secret\n"
+    finally:
+        shutil.rmtree(top, ignore_errors=True)
