@@ -17,6 +17,7 @@
 
 #include "builder/builder.h"
 #include "cli/commands.h"
+#include "cli/config_keys.h"
 #include "cli/zone_load.h"
 #include "common/error.h"
 #include "dns/name_text.h"
@@ -241,6 +242,19 @@ static int read_config_file(const cli_args_t *a, int argc, char **argv,
 	return 0;
 }
 
+/* One flag's value for key: the first flag of a repeatable key replaces
+ * the file's entries (config_key_clear()), the next ones add to it. */
+static void flag_set(config_t *cfg, bool *seen, const char *key,
+                     const char *value, char *err, size_t err_size)
+{
+	int i = config_key_find(key);
+	if (i >= 0 && !seen[i] && config_key_repeatable((size_t)i)) {
+		config_key_clear(cfg, (size_t)i);
+		seen[i] = true;
+	}
+	config_set(cfg, key, value, err, err_size);
+}
+
 int cli_parse_server_args(const cli_args_t *a, int argc, char **argv,
                           config_t *cfg)
 {
@@ -248,17 +262,19 @@ int cli_parse_server_args(const cli_args_t *a, int argc, char **argv,
 	if (ret != 0) {
 		return ret;
 	}
-	bool listen_flag = false, log_flag = false;
+	/* A repeatable key's flags replace the file's list: the first
+	 * empties it (listen, log-target, the ACLs...). */
+	bool *seen = calloc(config_key_count(), sizeof(*seen));
+	if (seen == NULL) {
+		args_error(a, "out of memory");
+		return 2;
+	}
 	int c;
 	optind = 0;
 	while ((c = getopt_long(argc, argv, a->shortopts, a->opts, NULL)) != -1) {
 		char err[256] = "";
 		if (c == 'l') {
-			if (!listen_flag) {
-				cfg->listen_count = 0; /* Flags replace the file's. */
-				listen_flag = true;
-			}
-			config_set(cfg, "listen", optarg, err, sizeof(err));
+			flag_set(cfg, seen, "listen", optarg, err, sizeof(err));
 		} else if (c == 'o') {
 			char key[64];
 			const char *eq = strchr(optarg, '=');
@@ -268,10 +284,6 @@ int cli_parse_server_args(const cli_args_t *a, int argc, char **argv,
 			} else {
 				memcpy(key, optarg, eq - optarg);
 				key[eq - optarg] = '\0';
-				if (strcmp(key, "log-target") == 0 && !log_flag) {
-					cfg->log_target_count = 0;
-					log_flag = true;
-				}
 				/* A value in quotes as the file takes one
 				 * (-o 'nsid="ns1 #2"'); # is data here. */
 				char value[CONFIG_STR_MAX * 2];
@@ -298,18 +310,22 @@ int cli_parse_server_args(const cli_args_t *a, int argc, char **argv,
 					snprintf(err, sizeof(err), "-o %s: text after the "
 					         "closing quote", key);
 				} else {
-					config_set(cfg, key, value, err, sizeof(err));
+					flag_set(cfg, seen, key, value, err,
+					         sizeof(err));
 				}
 			}
 		} else if (c > 0 && c < 128 && a->flag_keys[c] != NULL) {
-			config_set(cfg, a->flag_keys[c], optarg, err, sizeof(err));
+			flag_set(cfg, seen, a->flag_keys[c], optarg, err,
+			         sizeof(err));
 		} else if (a->flag != NULL) {
 			a->flag(cfg, c);
 		}
 		if (err[0] != '\0') {
+			free(seen);
 			args_error(a, "%s", err);
 			return 2;
 		}
 	}
+	free(seen);
 	return 0;
 }

@@ -49,6 +49,7 @@ struct config_key {
 	size_t count_at;     /* CMP_LIST */
 	size_t max_count;    /* CMP_LIST */
 	const char *noun;    /* CMP_LIST: "listen addresses" ("more than N ..."). */
+	bool repeat;         /* CMP_MEM, given once per entry (ACLs): cleared to 0. */
 	unsigned min, max;   /* parse_uint */
 	const char *def;     /* The default, as written in the file (NULL: none). */
 	uint64_t def_num;    /* parse_uint's default. */
@@ -304,7 +305,7 @@ static int parse_name(const config_key_t *k, config_t *cfg,
 #define STR(k, l, f, d) { .key = k, .live = l, .parse = parse_str, \
 	.cmp = CMP_STR, FIELD(f), .def = d }
 #define ACL(k, l, f) { .key = k, .live = l, .parse = parse_acl, \
-	.cmp = CMP_MEM, FIELD(f) }
+	.cmp = CMP_MEM, FIELD(f), .repeat = true }
 #define LIST(k, l, f, n, what, chk) { .key = k, .live = l, \
 	.parse = parse_list, .cmp = CMP_LIST, .at = offsetof(config_t, f), \
 	.size = sizeof(((config_t *)0)->f[0]), .count_at = offsetof(config_t, n), \
@@ -376,7 +377,7 @@ static const config_key_t keys[] = {
 	ACL("allow-update", true, allow_update),
 	/* Its addresses and its keys, side by side in config_t. */
 	{ .key = "allow-transfer", .live = true, .parse = parse_allow_transfer,
-	  .cmp = CMP_MEM, .at = offsetof(config_t, allow_transfer),
+	  .cmp = CMP_MEM, .repeat = true, .at = offsetof(config_t, allow_transfer),
 	  .size = offsetof(config_t, allow_transfer_keys) +
 	          sizeof(secondary_keys_t) - offsetof(config_t, allow_transfer) },
 	LIST("notify", true, notify, notify_count, "notify addresses",
@@ -494,13 +495,15 @@ int config_key_find(const char *key)
 
 bool config_key_repeatable(size_t i)
 {
-	return i < NKEYS && keys[i].cmp == CMP_LIST;
+	return i < NKEYS && (keys[i].cmp == CMP_LIST || keys[i].repeat);
 }
 
 void config_key_clear(config_t *cfg, size_t i)
 {
-	if (config_key_repeatable(i)) {
+	if (i < NKEYS && keys[i].cmp == CMP_LIST) {
 		*(size_t *)((char *)cfg + keys[i].count_at) = 0;
+	} else if (i < NKEYS && keys[i].repeat) {
+		memset((char *)cfg + keys[i].at, 0, keys[i].size); /* empty */
 	}
 }
 

@@ -211,6 +211,32 @@ static int read_text(config_t *cfg, const char *text, size_t len, char *err,
 	return ret;
 }
 
+/* Found by an outside tester: the address lists (allow-update,
+ * allow-transfer, rrl-exempt), documented as repeatable, were refused
+ * when a file gave them twice ("given twice ... it takes one value"),
+ * and a file's entries were not emptied first as the other lists' are. */
+static void test_acls_repeat_in_a_file(void)
+{
+	const char *text = "server:\n"
+	                   "  allow-update: 127.0.0.1\n"
+	                   "  allow-update: 10.0.0.0/8\n"
+	                   "  allow-transfer: 192.0.2.1\n"
+	                   "  allow-transfer: 192.0.2.2\n"
+	                   "  rrl-exempt: 198.51.100.0/24\n"
+	                   "  rrl-exempt: 2001:db8::/32\n";
+	config_t cfg;
+	char err[256];
+	CHECK_EQ(read_text(&cfg, text, strlen(text), err, sizeof(err)), ZC_EOK);
+	CHECK(err[0] == '\0');
+	CHECK_EQ(cfg.allow_update.count, 2);
+	CHECK_EQ(cfg.allow_transfer.count, 2);
+	CHECK_EQ(cfg.rrl_exempt.count, 2);
+	/* A key that takes one value still may not be given twice. */
+	const char *twice = "server:\n  rrl-rate: 5\n  rrl-rate: 6\n";
+	CHECK(read_text(&cfg, twice, strlen(twice), err, sizeof(err)) != ZC_EOK);
+	CHECK(strstr(err, "given twice") != NULL);
+}
+
 /* Found by an outside tester: a line past the reader's buffer went on as
  * a line of its own (a long comment's tail "allow-update: 0.0.0.0/0" let
  * anyone update), a directory read as an empty file, '#' inside quotes
@@ -367,5 +393,6 @@ int main(void)
 	test_lists();
 	test_file_replaces_lists();
 	test_file_refusals();
+	test_acls_repeat_in_a_file();
 	return test_done();
 }
