@@ -38,6 +38,7 @@ typedef struct conn {
 	bool closed;         /* Socket closed; freed when pending reaches 0. */
 	bool transfer;       /* A transfer owns the socket's output. */
 	bool in_epoll;
+	bool eof;            /* The client shut its side: replies still go. */
 	uint32_t events;     /* What epoll watches now. */
 	struct conn *prev, *next;
 	uint8_t in[IN_MAX];
@@ -47,6 +48,7 @@ typedef struct {
 	worker_t *w;
 	int ep;
 	conn_t *head;        /* Open connections, most recently active first. */
+	conn_t *tail;        /* The least recently active: expired first. */
 	unsigned count;
 	uint8_t resp[MSG_MAX];
 } tcp_t;
@@ -67,6 +69,8 @@ static void unlink_conn(tcp_t *t, conn_t *c)
 	}
 	if (c->next) {
 		c->next->prev = c->prev;
+	} else if (t->tail == c) {
+		t->tail = c->prev;
 	}
 	c->prev = c->next = NULL;
 }
@@ -78,6 +82,8 @@ static void touch(tcp_t *t, conn_t *c)
 	c->next = t->head;
 	if (t->head) {
 		t->head->prev = c;
+	} else {
+		t->tail = c;
 	}
 	t->head = c;
 }
@@ -163,13 +169,12 @@ static size_t backlog(const conn_t *c)
 }
 
 /* Sends what is buffered; 0 when all is out, 1 if blocked, -1 on error. */
-static int flush(tcp_t *t, conn_t *c)
+static int flush(conn_t *c)
 {
 	while (backlog(c) > 0) {
 		ssize_t n = send(c->fd, c->out + c->out_pos, backlog(c),
 		                 MSG_NOSIGNAL);
 		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-			set_events(t, c, EPOLLIN | EPOLLOUT);
 			return 1;
 		}
 		if (n <= 0) {
@@ -178,8 +183,44 @@ static int flush(tcp_t *t, conn_t *c)
 		c->out_pos += (size_t)n;
 	}
 	c->out_len = c->out_pos = 0;
-	set_events(t, c, EPOLLIN);
 	return 0;
+}
+
+/* Whether the input holds a whole message not handled yet. */
+static bool message_waits(const conn_t *c)
+{
+	return c->in_len >= 2 &&
+	       c->in_len >= 2 + ((size_t)c->in[0] << 8 | c->in[1]);
+}
+
+/*
+ * What epoll watches, from the connection's state: input while there is
+ * room for it and the client has not shut its side (epoll is level-
+ * triggered: a full input buffer or an end of stream left watched would
+ * wake the loop at once, for ever: a client that pipelined and stopped
+ * reading held a worker at 100 % CPU), output while some is buffered.
+ * A client that shut its side is closed once nothing is owed to it: its
+ * whole messages answered, every deferred reply sent (an UPDATE then
+ * half-close was applied but never answered).
+ */
+static void rearm(tcp_t *t, conn_t *c)
+{
+	if (c->closed || c->transfer) {
+		return; /* A transfer owns the socket until it resumes. */
+	}
+	if (c->eof && c->pending == 0 && backlog(c) == 0 &&
+	    !message_waits(c)) {
+		close_conn(t, c);
+		return;
+	}
+	uint32_t events = 0;
+	if (!c->eof && c->in_len < IN_MAX) {
+		events |= EPOLLIN;
+	}
+	if (backlog(c) > 0) {
+		events |= EPOLLOUT;
+	}
+	set_events(t, c, events);
 }
 
 /* Appends bytes to the connection's output buffer. */
@@ -210,10 +251,11 @@ static int append(conn_t *c, const uint8_t *data, size_t len)
 static int send_response(tcp_t *t, conn_t *c, size_t len)
 {
 	uint8_t frame[2] = { (uint8_t)(len >> 8), (uint8_t)len };
+	(void)t;
 	if (append(c, frame, 2) != 0 || append(c, t->resp, len) != 0) {
 		return -1;
 	}
-	return flush(t, c) < 0 ? -1 : 0;
+	return flush(c) < 0 ? -1 : 0;
 }
 
 /* Hands a message to a hook; its reply comes through the mailbox. */
@@ -294,31 +336,34 @@ static int process(tcp_t *t, conn_t *c)
 
 static void on_event(tcp_t *t, conn_t *c, uint32_t events)
 {
+	if (events & (EPOLLERR | EPOLLHUP)) {
+		close_conn(t, c); /* Reset, or shut both ways: nobody reads. */
+		return;
+	}
 	if (events & EPOLLOUT) {
-		int r = flush(t, c);
+		int r = flush(c);
 		if (r < 0 || (r == 0 && process(t, c) < 0)) {
 			close_conn(t, c);
 			return;
 		}
 	}
-	if (!(events & (EPOLLIN | EPOLLHUP | EPOLLERR)) || c->closed) {
-		return;
+	if ((events & EPOLLIN) && !c->eof && c->in_len < IN_MAX) {
+		ssize_t n = recv(c->fd, c->in + c->in_len, IN_MAX - c->in_len, 0);
+		if (n < 0 && errno != EAGAIN && errno != EINTR) {
+			close_conn(t, c);
+			return;
+		}
+		if (n == 0) {
+			c->eof = true;
+		} else if (n > 0) {
+			c->in_len += (size_t)n;
+		}
+		if (process(t, c) < 0) {
+			close_conn(t, c);
+			return;
+		}
 	}
-	if (c->in_len == IN_MAX) {
-		return; /* Input waits for output or replies to drain. */
-	}
-	ssize_t n = recv(c->fd, c->in + c->in_len, IN_MAX - c->in_len, 0);
-	if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
-		close_conn(t, c);
-		return;
-	}
-	if (n < 0) {
-		return;
-	}
-	c->in_len += (size_t)n;
-	if (process(t, c) < 0) {
-		close_conn(t, c);
-	}
+	rearm(t, c);
 }
 
 /* Delivers the replies other threads queued. */
@@ -341,8 +386,10 @@ static void deliver_mail(tcp_t *t)
 			close_conn(t, c);
 		} else {
 			touch(t, c);
-			if (flush(t, c) < 0 || process(t, c) < 0) {
+			if (flush(c) < 0 || process(t, c) < 0) {
 				close_conn(t, c);
+			} else {
+				rearm(t, c);
 			}
 		}
 		free(m);
@@ -353,12 +400,9 @@ static void deliver_mail(tcp_t *t)
 static void expire_idle(tcp_t *t)
 {
 	int64_t limit = now_ms() - (int64_t)t->w->live.tcp_idle_timeout_ms;
-	conn_t *c = t->head;
-	while (c != NULL && c->next != NULL) {
-		c = c->next;
-	}
 	/* The list is ordered by activity: expire from the tail. A
 	 * connection owed replies or transferring is not idle. */
+	conn_t *c = t->tail;
 	while (c != NULL && c->last_ms < limit) {
 		conn_t *prev = c->prev;
 		if (c->pending == 0 && !c->transfer) {
