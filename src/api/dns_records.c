@@ -281,6 +281,9 @@ static int refuse(unit_t *u, records_verdict_t v, change_t change)
 		            "cannot be deleted") :
 		       fail(u, 400, "name: the last NS record at the zone apex "
 		            "cannot be moved away");
+	case RECORDS_RULE_TOO_MANY_TYPES:
+		return fail(u, 400, "type: a name holds at most %d record types",
+		            RECORDS_RULES_MAX_TYPES);
 	default:
 		return fail(u, 400, "content: %s", records_rules_reason(v));
 	}

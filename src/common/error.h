@@ -64,7 +64,9 @@
 	X(ZC_EREPLAY,       -2037, "a statement of a unit released without " \
 	  "waiting failed: the batch must run again, unit by unit") \
 	X(ZC_EREPLGAP,      -2031, "replication stream has a gap (bootstrap " \
-	  "from a snapshot)")
+	  "from a snapshot)") \
+	X(ZC_ETYPES,        -2038, "a name would hold more record types " \
+	  "than an edge store node holds")
 
 enum {
 #define ZC_ERROR_ENUM(name, code, text) name = code,

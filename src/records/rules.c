@@ -53,6 +53,9 @@ const char *records_rules_reason(records_verdict_t verdict)
 		return "no SOA record at the zone apex";
 	case RECORDS_RULE_NO_APEX_NS:
 		return "no NS records at the zone apex";
+	case RECORDS_RULE_TOO_MANY_TYPES:
+		return "more than 512 record types at one name (what a name "
+		       "of the edge store holds)";
 	}
 	return "unknown rule";
 }
@@ -257,6 +260,20 @@ static records_verdict_t check_alone(const records_rules_node_t *node,
 	return RECORDS_RULE_OK;
 }
 
+/* How many types the node holds (any order). */
+static size_t count_types(const records_rules_node_t *node)
+{
+	uint64_t seen[65536 / 64] = { 0 };
+	size_t n = 0;
+	for (size_t i = 0; i < node->count; i++) {
+		uint16_t t = node->rr[i].type;
+		uint64_t bit = (uint64_t)1 << (t % 64);
+		n += !(seen[t / 64] & bit);
+		seen[t / 64] |= bit;
+	}
+	return n;
+}
+
 records_verdict_t records_rules_check_add(const records_rules_node_t *node,
                                           const records_rules_rr_t *rr,
                                           size_t *at)
@@ -284,11 +301,13 @@ records_verdict_t records_rules_check_add(const records_rules_node_t *node,
 		}
 	}
 	size_t other = NONE; /* The CNAME or DNAME already there. */
+	bool type_there = false;
 	for (size_t i = 0; i < node->count; i++) {
 		const records_rules_rr_t *s = &node->rr[i];
 		if (s->type != rr->type) {
 			continue;
 		}
+		type_there = true;
 		if (records_rules_rdata_equal(s->type, s->rdata, s->rdata_len,
 		                              rr->rdata, rr->rdata_len)) {
 			*at = i;
@@ -301,6 +320,9 @@ records_verdict_t records_rules_check_add(const records_rules_node_t *node,
 	if (other != NONE) {
 		*at = other;
 		return second_of(rr->type);
+	}
+	if (!type_there && count_types(node) >= RECORDS_RULES_MAX_TYPES) {
+		return RECORDS_RULE_TOO_MANY_TYPES;
 	}
 	return RECORDS_RULE_OK;
 }
@@ -400,9 +422,13 @@ int records_rules_check_node(const records_rules_node_t *node,
 {
 	report_t r = { .problem = problem, .ctx = ctx };
 	bool apex = is_apex(node);
-	size_t cname = NONE, other = NONE, soa = 0, ns = 0;
+	size_t cname = NONE, other = NONE, soa = 0, ns = 0, types = 0;
 	for (size_t i = 0; i < node->count; i++) {
 		const records_rules_rr_t *e = &node->rr[i];
+		if ((i == 0 || node->rr[i - 1].type != e->type) &&
+		    ++types > RECORDS_RULES_MAX_TYPES) {
+			report(&r, i, RECORDS_RULE_TOO_MANY_TYPES);
+		}
 		records_verdict_t v = check_alone(node, e);
 		if (v == RECORDS_RULE_SOA_ELSEWHERE ||
 		    v == RECORDS_RULE_CNAME_AT_APEX ||

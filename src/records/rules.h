@@ -28,7 +28,11 @@
  *     a new TTL retimes its RRset, an import with two TTLs is refused;
  *   - the apex has exactly one SOA and at least one NS: neither the SOA
  *     nor the last apex NS is removed, and "delete RRset" of the apex SOA
- *     or NS is ignored (RFC 2136 §3.4.2.3).
+ *     or NS is ignored (RFC 2136 §3.4.2.3);
+ *   - a name holds at most RECORDS_RULES_MAX_TYPES types: what an edge
+ *     store node holds (edge/codec.h); one more was stored, acknowledged
+ *     by no one, and quarantined the zone (its builds failed), every
+ *     later change of the zone left unserved.
  *
  * Rdata given here is well-formed for its type (zonefile_record_check()
  * passed); malformed rdata is compared octet by octet, never read past
@@ -40,6 +44,9 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <libknot/dname.h>
+
+/* Most types one name may hold (EDGE_NODE_MAX_RRSETS, edge/codec.h). */
+#define RECORDS_RULES_MAX_TYPES 512
 
 /* One record at a node, borrowed from the caller. */
 typedef struct {
@@ -79,6 +86,7 @@ typedef enum {
 	RECORDS_RULE_LAST_APEX_NS,     /* Nor the last NS at the apex. */
 	RECORDS_RULE_NO_SOA,           /* An apex without its SOA. */
 	RECORDS_RULE_NO_APEX_NS,       /* An apex without NS records. */
+	RECORDS_RULE_TOO_MANY_TYPES,   /* A type past RECORDS_RULES_MAX_TYPES. */
 } records_verdict_t;
 
 /* A short sentence naming the rule and its RFC ("CNAME and other data at
@@ -172,8 +180,9 @@ typedef void (*records_rules_problem_cb)(size_t index,
  * Checks a whole node as a zone file gives it (an import): SOA_ELSEWHERE,
  * SECOND_SOA, CNAME_AT_APEX, CNAME_BESIDE_DATA or DATA_BESIDE_CNAME (the
  * later of the two by tag), SECOND_CNAME, SECOND_DNAME, DUPLICATE,
- * TTL_DIFFERS, SIGNER_TYPE for RRSIG, NSEC, NSEC3 and NSEC3PARAM, and at
- * the apex NO_SOA and NO_APEX_NS. The records must be in
+ * TTL_DIFFERS, SIGNER_TYPE for RRSIG, NSEC, NSEC3 and NSEC3PARAM,
+ * TOO_MANY_TYPES (at the first record of each type past the limit), and
+ * at the apex NO_SOA and NO_APEX_NS. The records must be in
  * records_rules_rr_cmp() order. DNSKEY, CDS and CDNSKEY are not refused
  * here: an exported signed zone holds those the signer stored, and
  * imports back; signatures and denial records are made at query time

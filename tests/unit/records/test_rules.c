@@ -631,9 +631,43 @@ static void test_rdata(void)
 	}
 }
 
+
+/* A name holds at most RECORDS_RULES_MAX_TYPES types (an edge store node's
+ * limit): a new type past it is refused, in a write and in an import; one
+ * more record of a type already there is not. */
+static void ignore_problem(size_t index, records_verdict_t verdict, void *ctx)
+{
+	(void)index, (void)verdict, (void)ctx;
+}
+
+static void test_types_limit(void)
+{
+	static const uint8_t apex[] = "\x04" "zone" "\x04" "test";
+	static const uint8_t owner[] = "\x03" "big" "\x04" "zone" "\x04" "test";
+	static const uint8_t rdata[1] = { 0 };
+	static records_rules_rr_t rr[RECORDS_RULES_MAX_TYPES + 1];
+	for (size_t i = 0; i <= RECORDS_RULES_MAX_TYPES; i++) {
+		rr[i] = (records_rules_rr_t){ .type = (uint16_t)(1000 + i),
+		                              .ttl = 300, .rdata = rdata,
+		                              .rdata_len = 1, .tag = i };
+	}
+	records_rules_node_t node = { .apex = apex, .owner = owner, .rr = rr,
+	                              .count = RECORDS_RULES_MAX_TYPES };
+	CHECK_EQ(records_rules_check_add(&node, &rr[RECORDS_RULES_MAX_TYPES],
+	                                 NULL), RECORDS_RULE_TOO_MANY_TYPES);
+	records_rules_rr_t again = rr[7];
+	static const uint8_t other[1] = { 1 };
+	again.rdata = other;
+	CHECK_EQ(records_rules_check_add(&node, &again, NULL), RECORDS_RULE_OK);
+	CHECK_EQ(records_rules_check_node(&node, ignore_problem, NULL), 0);
+	node.count++;
+	CHECK_EQ(records_rules_check_node(&node, ignore_problem, NULL), 1);
+}
+
 int main(void)
 {
 	test_add();
+	test_types_limit();
 	test_remove();
 	test_rrset_delete();
 	test_node();
