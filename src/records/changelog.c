@@ -378,6 +378,35 @@ static int journal_start(records_store_t *store, int64_t zone_id,
 	return ret;
 }
 
+/* Whether `from` is a version the zone had within its journal: the
+ * journal's start, or a version the log holds. A serial never issued (a
+ * gap the unixtime policy leaves, a secondary restored from elsewhere)
+ * has no differences to give: the events after it would be applied to a
+ * zone that never was (a Knot secondary took such an IXFR and kept a
+ * record the primary never had, at the primary's serial, for ever). */
+static int version_known(records_store_t *store, int64_t zone_id,
+                         uint32_t start, uint32_t from, bool *known)
+{
+	*known = from == start;
+	if (*known) {
+		return ZC_EOK;
+	}
+	rdb_stmt_t *stmt;
+	int ret = rdb_prepare(store->db, RDB_SQL(
+		"SELECT 1 FROM zone_versions"
+		" WHERE zone_id = ?1 AND version = ?2"), &stmt);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	rdb_bind_int64(stmt, 1, zone_id);
+	rdb_bind_int64(stmt, 2, from);
+	int rc = rdb_step(stmt);
+	*known = rc == RDB_ROW;
+	ret = rc == RDB_ROW || rc == RDB_DONE ? ZC_EOK : rdb_status(rc);
+	rdb_done(stmt);
+	return ret;
+}
+
 /* The first event of the first version after `from` (0: none). */
 static int first_seq(records_store_t *store, int64_t zone_id, uint32_t from,
                      uint32_t to, int64_t *seq)
@@ -494,6 +523,13 @@ int records_changelog_journal(records_store_t *store, int64_t zone_id,
 	if (ret == ZC_EOK && (!has || serial_lt(from, start) ||
 	                      serial_lt(serial, to))) {
 		ret = ZC_ENOJOURNAL;
+	}
+	bool known = false;
+	if (ret == ZC_EOK) {
+		ret = version_known(store, zone_id, start, from, &known);
+	}
+	if (ret == ZC_EOK && !known) {
+		ret = ZC_ENOJOURNAL; /* AXFR form (RFC 1995 §4). */
 	}
 	if (ret == ZC_EOK) {
 		ret = first_seq(store, zone_id, from, to, &seq);

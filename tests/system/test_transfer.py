@@ -511,6 +511,28 @@ def test_ixfr_up_to_date_newer_and_udp(srv, zone):
             assert rcode == dns.rcode.NOTAUTH and not m.answer, (name, tcp, rcode)
 
 
+def test_ixfr_from_a_serial_never_issued_is_axfr_form(srv, zone):
+    """A serial inside a gap (the unixtime policy skips serials; a
+    secondary restored from elsewhere may hold one) was answered with the
+    events after it, an incremental answer from a version that never was:
+    a Knot secondary applied it and kept, at the primary's serial, a
+    record the primary never had. Only a version the journal holds gets
+    differences; any other serial the whole zone (RFC 1995 §4)."""
+    z = zone
+    z.api.ok("PATCH", "/zones/%s" % z.id, json={"serial_policy": "unixtime"})
+    a = update(z, ("add", (z.n("g1"), 300, "A", "192.0.2.1")))
+    assert a <= time.time() + 5, a    # a serial of the time now
+    while int(time.time()) < a + 2:   # the next version is the time then
+        time.sleep(0.2)
+    b = update(z, ("add", (z.n("g2"), 300, "A", "192.0.2.2")))
+    assert b - a >= 2, (a, b)
+    kind, val = parse_ixfr(ixfr_answer(srv, z.origin, a))
+    assert kind == "ixfr" and val[0][:2] == (a, b), (kind, val)
+    for never in (a + 1, b - 1):
+        kind, _val = parse_ixfr(ixfr_answer(srv, z.origin, never))
+        assert kind == "axfr", "IXFR from %d (never issued): %s" % (never, kind)
+
+
 @pytest.mark.valgrind
 @pytest.mark.parametrize("change", ["soa-settings", "zone-import"])
 def test_ixfr_across_zone_wide_change_is_axfr_form(srv, zone, change):
