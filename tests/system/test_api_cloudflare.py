@@ -6,7 +6,8 @@
   was written in; a content filter finds a record by either form; strings
   over 255 octets are split; DMARC and DKIM content with ';' is taken as it
   is for every type, read back, exported and served.
-- The list filters and orders, on indexes; a parameter zonecast does not
+- The list filters and orders, on indexes (a type filter may list several
+  types, as cloudflare-ddns sends it); a parameter zonecast does not
   implement is a 400, never ignored.
 - The batch's result in Cloudflare's shape.
 - Tokens: verify, list, create (the secret shown once), revoke and expiry
@@ -359,6 +360,46 @@ def test_parameters_not_implemented_are_400_not_ignored(srv, api):
     assert_error(r, 400, "dry_run")
     r = api.call("DELETE", path + "/" + before[0]["id"], params={"force": "true"})
     assert_error(r, 400, "force")
+    assert listed(api, zid) == before
+
+
+
+def test_type_filter_takes_a_comma_separated_list(srv, api):
+    """Debian's cloudflare-ddns (Tachi107/cloudflare-ddns) looks its record
+    up by ?type=A,AAAA&name=NAME, as Cloudflare takes it: records of any of
+    the types listed. Each member is checked as a type: an empty one or an
+    unknown one is a 400 naming type, never the whole zone. FAILED before
+    (400 "type: unknown record type" for any list)."""
+    zid, zone = new_zone(api, "ftypes")
+    m = fill(api, zid, zone)
+    www = {m["www_a"]["id"], m["www_aaaa"]["id"]}
+    # cloudflare-ddns's request, as it sends it
+    r = api.ok("GET", records_path(zid), params={"type": "A,AAAA", "name": "www." + zone})
+    assert {x["id"] for x in r["result"]} == www
+    assert r["result_info"]["total_count"] == 2
+    assert ids(api, zid, type="A,AAAA") == www | {m["api_a"]["id"]}
+    assert ids(api, zid, type="aaaa,MX") == {m["www_aaaa"]["id"], m["mail_mx"]["id"]}
+    assert ids(api, zid, type="A,A") == ids(api, zid, type="A")
+    assert ids(api, zid, type="CNAME,TXT", **{"name.startswith": "www"}) == {m["wwwdev"]["id"]}
+    # one predicate under match=any: a record of a listed type, or the name
+    assert ids(api, zid, match="any", type="AAAA,CNAME", **{"name.exact": "api." + zone}) == {
+        m["www_aaaa"]["id"], m["wwwdev"]["id"], m["api_a"]["id"]}
+    # paged and ordered, a list adds up to the records of its types
+    pages, page = [], 1
+    while True:
+        body = api.ok("GET", records_path(zid), params={"type": "TXT,A,MX", "per_page": 2,
+                                                        "page": page, "order": "type"})
+        pages += body["result"]
+        if page >= body["result_info"]["total_pages"]:
+            break
+        page += 1
+    assert body["result_info"]["total_count"] == len(pages) == 5
+    assert [x["type"] for x in pages] == ["A", "A", "MX", "TXT", "TXT"]
+    before = listed(api, zid)
+    for bad in ("A,", ",A", "A,,AAAA", "A,BOGUS", "A, AAAA", "", ",", "A," + "X" * 40,
+                ",".join(["A"] * 33)):
+        r = api.call("GET", records_path(zid), params={"type": bad, "name": "www." + zone})
+        assert_error(r, 400, "type")
     assert listed(api, zid) == before
 
 
