@@ -9,6 +9,8 @@
 - The list filters and orders, on indexes (a type filter may list several
   types, as cloudflare-ddns sends it); a parameter zonecast does not
   implement is a 400, never ignored.
+- Cloudflare's error codes clients test: 81044 for a record id that names
+  no record, 81053 and 81054 for a CNAME beside other data.
 - The batch's result in Cloudflare's shape.
 - Tokens: verify, list, create (the secret shown once), revoke and expiry
   (refused from the next request on), the demo token kept out of the log.
@@ -401,6 +403,85 @@ def test_type_filter_takes_a_comma_separated_list(srv, api):
         r = api.call("GET", records_path(zid), params={"type": bad, "name": "www." + zone})
         assert_error(r, 400, "type")
     assert listed(api, zid) == before
+
+
+def test_a_missing_record_is_cloudflares_81044_for_every_method(srv, api):
+    """A record id that names no record of the zone: 404 with Cloudflare's
+    code 81044 ("Record does not exist.") for GET, PATCH, PUT and DELETE
+    and for a batch's deletes, patches and puts (the whole batch 404,
+    nothing written), one message, the field first. cal.com takes 81044 on
+    a DELETE as already deleted. FAILED before (GET 1404 "dns_record_id:
+    not found", the writes 1004 "id: no record ...")."""
+    zid, zone = new_zone(api, "gone")
+    rec, _ = post_record(api, zid, name="x." + zone, type="A", content="192.0.2.1")
+    api.ok("DELETE", records_path(zid) + "/" + rec["id"])
+    ozid, ozone = new_zone(api, "goneother")
+    other, _ = post_record(api, ozid, name="o." + ozone, type="A", content="192.0.2.9")
+    body = {"name": "x." + zone, "type": "A", "content": "192.0.2.2"}
+
+    def missing(r, field, rid):
+        got = assert_error(r, 404, field)["errors"]
+        assert [e["code"] for e in got] == [81044], got
+        if rid is None:
+            assert got[0]["message"].startswith(field + ": Record does not exist ("), got
+        else:
+            assert got[0]["message"] == ("%s: Record does not exist (no record %s in this "
+                                         "zone)" % (field, rid)), got
+
+    # deleted, never made, another zone's, not an id's form
+    for rid in (rec["id"], "%032x" % 2 ** 62, other["id"], "nothing"):
+        path = records_path(zid) + "/" + rid
+        said = None if rid == "nothing" else rid
+        missing(api.call("GET", path), "dns_record_id", said)
+        missing(api.call("PATCH", path, json={"ttl": 600}), "dns_record_id", said)
+        missing(api.call("PUT", path, json=body), "dns_record_id", said)
+        missing(api.call("DELETE", path), "dns_record_id", said)
+    keep, v = post_record(api, zid, name="keep." + zone, type="A", content="192.0.2.3")
+    for key, entry in (("deletes", {}), ("patches", {"ttl": 600}), ("puts", body)):
+        # the missing one second in its list: named by its place
+        batch = {key: [dict(entry, id=keep["id"]), dict(entry, id=rec["id"])]}
+        missing(api.call("POST", records_path(zid) + "/batch", json=batch),
+                "%s[1].id" % key, rec["id"])
+    assert api.get(records_path(zid) + "/" + keep["id"]) == keep
+    assert api.get("/zones/%s" % zid)["serial"] == v
+    assert api.get(records_path(ozid) + "/" + other["id"]) == other
+
+
+def test_cname_conflicts_get_cloudflares_codes(srv, api):
+    """A CNAME added where other records are: Cloudflare's 81053; other
+    data added where a CNAME is: 81054 (a POST, a PUT or PATCH moving a
+    record there, a batch); zonecast's message, the field first. FAILED
+    before (1004 for both)."""
+    zid, zone = new_zone(api, "cnamecodes")
+    a, _ = post_record(api, zid, name="a." + zone, type="A", content="192.0.2.1")
+    c, v = post_record(api, zid, name="c." + zone, type="CNAME", content="target.example")
+    msg = "name: a CNAME cannot share its name with other records (RFC 1034 section 3.6.2)"
+
+    def refused(r, code):
+        got = assert_error(r, 400, "name")["errors"]
+        assert [(e["code"], e["message"]) for e in got] == [(code, msg)], got
+
+    path = records_path(zid)
+    refused(api.call("POST", path, json={"name": "a." + zone, "type": "CNAME",
+                                         "content": "t.example"}), 81053)
+    refused(api.call("POST", path, json={"name": "c." + zone, "type": "TXT",
+                                         "content": "x"}), 81054)
+    refused(api.call("POST", path, json={"name": "c." + zone, "type": "AAAA",
+                                         "content": "2001:db8::1"}), 81054)
+    refused(api.call("PATCH", path + "/" + c["id"], json={"name": "a." + zone}), 81053)
+    refused(api.call("PATCH", path + "/" + a["id"], json={"name": "c." + zone}), 81054)
+    refused(api.call("PUT", path + "/" + a["id"], json={"name": "c." + zone, "type": "A",
+                                                        "content": "192.0.2.1"}), 81054)
+    refused(api.call("POST", path + "/batch", json={"posts": [
+        {"name": "b." + zone, "type": "A", "content": "192.0.2.5"},
+        {"name": "b." + zone, "type": "CNAME", "content": "t.example"}]}), 81053)
+    refused(api.call("POST", path + "/batch", json={"posts": [
+        {"name": "d." + zone, "type": "CNAME", "content": "t.example"},
+        {"name": "d." + zone, "type": "MX", "content": "mx.example", "priority": 1}]}), 81054)
+    assert api.get("/zones/%s" % zid)["serial"] == v
+    # the duplicate keeps its own code
+    r = api.call("POST", path, json={"name": "a." + zone, "type": "A", "content": "192.0.2.1"})
+    assert [e["code"] for e in assert_error(r, 400, "content")["errors"]] == [81058]
 
 
 # ------------------------------------------------------------------ batch
