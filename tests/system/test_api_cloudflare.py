@@ -737,6 +737,31 @@ def test_expired_token_stops_at_once(srv, api):
         assert cp.returncode == 2 and "--expires" in cp.stderr and not cp.stdout
 
 
+def test_deliberate_differences_from_cloudflare(srv, api):
+    """docs/differences.md, the API: a member of a record body zonecast
+    does not take is a 400 naming it where Cloudflare ignores it (npm
+    cloudflare-cli 5.1.2 sends its options, the token among them, as k, t,
+    d, l, p); Cloudflare's Global API Key (X-Auth-Email, X-Auth-Key) is not
+    taken: 401 asking for a bearer token."""
+    zid, zone = new_zone(api, "cfdiff")
+    v = api.get("/zones/%s" % zid)["serial"]
+    body = {"type": "A", "name": "cli." + zone, "content": "192.0.2.1", "ttl": 1,
+            "k": api.token, "t": "A", "d": zone, "l": 1, "p": 0}
+    r = api.call("POST", records_path(zid), json=body)
+    msg = assert_error(r, 400, None)["errors"][0]["message"]
+    assert msg.split(":")[0] in ("k", "t", "d", "l", "p"), msg
+    assert api.token not in r.text
+    r = api.call("POST", records_path(zid), json={"type": "A", "name": "cli." + zone,
+                                                  "contnet": "192.0.2.1"})
+    assert_error(r, 400, "contnet")
+    assert listed(api, zid, name="cli." + zone) == []
+    assert api.get("/zones/%s" % zid)["serial"] == v
+    r = api.call("GET", records_path(zid), token=None,
+                 headers={"X-Auth-Email": "user@example.com", "X-Auth-Key": "0" * 37})
+    assert_error(r, 401, "Authorization")
+    assert "bearer" in r.json()["errors"][0]["message"]
+
+
 def test_cloudflare_library_verifies_its_token(srv, api):
     CloudFlare = pytest.importorskip("CloudFlare")
     cf = CloudFlare.CloudFlare(token=api.token, base_url=srv.api_url)
