@@ -48,6 +48,13 @@
 
 #define MAX_COMMENT 500 /* Bytes (Cloudflare: at most 500 characters). */
 
+/* A record id that names no record of the zone: Cloudflare's 404, code
+ * 81044 ("Record does not exist."), which clients test (cal.com takes it
+ * on a DELETE as already deleted); the same for every method and a
+ * batch's entries, the field first. */
+#define RECORD_MISSING_CODE 81044
+#define RECORD_MISSING "%s: Record does not exist (no record %s in this zone)"
+
 /* The unit of work of a write request. */
 typedef struct {
 	api_req_t *req;
@@ -104,6 +111,13 @@ static void get_record(api_req_t *req, const records_zone_t *zone,
 	int ret = records_record_find(req->rs, zone->id, id, one_record, &o);
 	if (ret == ZC_EOK && o.record == NULL) {
 		ret = KNOT_ENOENT;
+	}
+	if (ret == KNOT_ENOENT) {
+		char idtxt[33];
+		api_id_format(id, idtxt);
+		api_error(req, 404, RECORD_MISSING_CODE, RECORD_MISSING,
+		          "dns_record_id", idtxt);
+		return;
 	}
 	if (ret != ZC_EOK) {
 		json_decref(o.record);
@@ -162,14 +176,26 @@ typedef struct {
 	bool found;
 } copy_t;
 
-static int load_record(unit_t *u, int64_t id, copy_t *c)
+/* The record id names (op: the op naming it, for the field of a 404;
+ * NULL: a record of a node the unit read). */
+static int load_record(unit_t *u, int64_t id, const op_t *op, copy_t *c)
 {
 	c->found = false;
 	int ret = api_node_cache_find(u->cache, id, &c->rec);
 	if (ret == KNOT_ENOENT) {
-		char idtxt[33];
+		char idtxt[33], field[48];
 		api_id_format(id, idtxt);
-		return fail(u, 404, "id: no record %s in this zone", idtxt);
+		if (op != NULL && op->list != NULL) {
+			snprintf(field, sizeof(field), "%s[%zu].id", op->list,
+			         op->index);
+		} else {
+			snprintf(field, sizeof(field), "%s", op != NULL ?
+			         "dns_record_id" : "id");
+		}
+		if (u->err[0] == '\0') {
+			u->code = RECORD_MISSING_CODE;
+		}
+		return fail(u, 404, RECORD_MISSING, field, idtxt);
 	}
 	c->found = ret == ZC_EOK;
 	return ret;
@@ -260,6 +286,11 @@ static int refuse(unit_t *u, records_verdict_t v, change_t change)
 		            "section 3.6.2)");
 	case RECORDS_RULE_CNAME_BESIDE_DATA:
 	case RECORDS_RULE_DATA_BESIDE_CNAME:
+		/* Cloudflare's codes: 81053 for a CNAME where other records
+		 * are, 81054 for other data where a CNAME is. */
+		if (u->err[0] == '\0') {
+			u->code = v == RECORDS_RULE_CNAME_BESIDE_DATA ? 81053 : 81054;
+		}
 		return fail(u, 400, "name: a CNAME cannot share its name with "
 		            "other records (RFC 1034 section 3.6.2)");
 	case RECORDS_RULE_SECOND_CNAME:
@@ -300,7 +331,7 @@ static int retime(records_store_t *rs, unit_t *u, const node_t *n,
 			continue;
 		}
 		copy_t old;
-		int ret = load_record(u, n->ids[i], &old);
+		int ret = load_record(u, n->ids[i], NULL, &old);
 		if (ret == ZC_EOK && !other_ttl &&
 		    !(old.rec.api_form & RECORDS_API_TTL_AUTO)) {
 			continue; /* The same TTL, given so: as it is. */
@@ -733,7 +764,7 @@ static int run_op(records_store_t *rs, unit_t *u, const op_t *op)
 	copy_t old;
 	int ret = ZC_EOK;
 	if (op->op != OP_POST) {
-		ret = load_record(u, op->id, &old);
+		ret = load_record(u, op->id, op, &old);
 		if (ret == ZC_EOK) {
 			ret = check_if_match(u, &old);
 		}
@@ -1074,6 +1105,8 @@ static bool batch_ops(api_req_t *req, int64_t zone_id, json_t *body,
 		op_t *op = &ops[(*count)++];
 		op->op = kind;
 		op->fields = item;
+		op->list = key;
+		op->index = i;
 		op->id = 0;
 		if (kind != OP_POST) {
 			op->id = api_id_parse(json_string_value(json_object_get(item,
@@ -1222,7 +1255,9 @@ void api_dns_records(api_req_t *req, int64_t zone_id, char **parts,
 	} else if (count == 1) {
 		int64_t id = api_id_parse(parts[0]);
 		if (id <= 0) {
-			api_error(req, 404, 81044, "dns_record_id: no such record");
+			/* Not an id's form: no record has it. */
+			api_error(req, 404, RECORD_MISSING_CODE, RECORD_MISSING,
+			          "dns_record_id", "of that id");
 		} else if (get) {
 			get_record(req, &zone, id);
 		} else if (strcmp(m, "PUT") == 0) {

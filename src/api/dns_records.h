@@ -12,6 +12,8 @@ typedef struct {
 	enum { OP_DELETE, OP_PUT, OP_PATCH, OP_POST } op;
 	int64_t id;
 	json_t *fields;          /* Borrowed from the request body. */
+	const char *list;        /* A batch's ("deletes", ...); NULL: not. */
+	size_t index;            /* Its place in that list. */
 	int64_t result_id;       /* The record written (0: none, skipped). */
 	json_t *deleted;         /* A batch's deleted record, as it was. */
 	/* A single write's record as the unit wrote it, and its ETag: the

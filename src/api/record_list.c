@@ -5,7 +5,8 @@
  *
  * Design
  *
- * Every filter given is one predicate: type; name (exact, the legacy
+ * Every filter given is one predicate: type (one type or a comma-separated
+ * list of them, any of which matches); name (exact, the legacy
  * `name`, or contains, startswith, endswith); content (the same four); the
  * comment's (the four, present, absent); the tags' as one predicate (their
  * own filters joined by tag_match); proxied. `match=all` (the default)
@@ -14,7 +15,7 @@
  * Cloudflare's do; a content filter matches either form of TXT content
  * (api/txt.h).
  *
- * Under AND, an exact name and a type go to the records store, which
+ * Under AND, an exact name and a single type go to the records store, which
  * serves them from an index (records/query.c): no walk of the zone.
  * When they are all the filters, the store also counts and pages; else
  * the rows it gives are checked here, counted, and only the page's are
@@ -38,6 +39,7 @@
 #include "common/error.h"
 
 #define MAX_TAG_FILTERS 16
+#define MAX_TYPE_FILTERS 32
 
 static const char *const params[] = {
 	"page", "per_page", "type", "match", "order", "direction", "proxied",
@@ -79,7 +81,8 @@ typedef struct {
 	const records_zone_t *zone;
 	bool match_all, tags_all;
 	/* Predicates; each one given counts. */
-	uint16_t type;
+	uint16_t types[MAX_TYPE_FILTERS]; /* type=A,AAAA: any of them. */
+	unsigned type_count;
 	bool has_owner;
 	uint8_t owner[KNOT_DNAME_MAXLEN];
 	text_t name[4], content[4], comment[4];
@@ -222,19 +225,57 @@ static bool read_tags(api_req_t *req, filter_t *f)
 	return choice(req, "tag_match", "all", "any", true, &f->tags_all);
 }
 
+/* type: one type or a comma-separated list of them (type=A,AAAA, as
+ * Cloudflare takes and cloudflare-ddns sends), each checked as a type;
+ * an empty member (A,,AAAA or a trailing comma) is refused. */
 static bool read_type(api_req_t *req, filter_t *f)
 {
 	const char *type;
 	if (!single(req, "type", &type)) {
 		return false;
 	}
-	if (type != NULL && (knot_rrtype_from_string(type, &f->type) != 0 ||
-	                     f->type == 0)) {
-		api_error(req, 400, 1004, "type: unknown record type");
-		return false;
+	for (const char *p = type; p != NULL; ) {
+		const char *comma = strchr(p, ',');
+		size_t len = comma ? (size_t)(comma - p) : strlen(p);
+		if (len == 0) {
+			api_error(req, 400, 1004, "type: %s", type[0] == '\0' ?
+			          "empty (a record type, or a comma-separated list "
+			          "of them)" : "an empty member in the list of types");
+			return false;
+		}
+		char one[32];
+		uint16_t code = 0;
+		if (len < sizeof(one)) {
+			memcpy(one, p, len);
+			one[len] = '\0';
+		}
+		if (len >= sizeof(one) || knot_rrtype_from_string(one, &code) != 0 ||
+		    code == 0) {
+			api_error(req, 400, 1004, "type: unknown record type \"%.*s\"",
+			          (int)(len < sizeof(one) ? len : sizeof(one)), p);
+			return false;
+		}
+		if (f->type_count == MAX_TYPE_FILTERS) {
+			api_error(req, 400, 1004, "type: at most %d types",
+			          MAX_TYPE_FILTERS);
+			return false;
+		}
+		f->types[f->type_count++] = code;
+		p = comma ? comma + 1 : NULL;
 	}
 	f->predicates += type != NULL;
 	return true;
+}
+
+/* Whether the record's type is one the type filter lists. */
+static bool type_listed(const filter_t *f, uint16_t type)
+{
+	for (unsigned i = 0; i < f->type_count; i++) {
+		if (f->types[i] == type) {
+			return true;
+		}
+	}
+	return false;
 }
 
 static bool read_order(api_req_t *req, filter_t *f)
@@ -298,11 +339,12 @@ static bool read_filter(api_req_t *req, const records_zone_t *zone,
 		return false;
 	}
 	f->has_owner = exact != NULL;
-	/* Under AND (or with one predicate), the exact name and the type
-	 * narrow the rows in the store, by its indexes. */
+	/* Under AND (or with one predicate), the exact name and a single
+	 * type narrow the rows in the store, by its indexes; a list of
+	 * types is checked here. */
 	bool narrow = f->match_all || f->predicates == 1;
 	f->store_owner = narrow && f->has_owner;
-	f->store_type = narrow && f->type != 0;
+	f->store_type = narrow && f->type_count == 1;
 	unsigned in_store = f->store_owner + f->store_type;
 	f->needs_check = f->predicates > in_store || f->search != NULL;
 	return true;
@@ -392,8 +434,8 @@ static bool record_matches(const filter_t *f, const records_record_t *rec)
 	char name[KNOT_DNAME_TXT_MAXLEN + 1];
 	api_name_format(rec->owner, name, sizeof(name));
 	bool all = true, any = false;
-	if (f->type != 0) {
-		fold(rec->type == f->type, &all, &any);
+	if (f->type_count > 0) {
+		fold(type_listed(f, rec->type), &all, &any);
 	}
 	for (size_t i = 0; i < 4; i++) {
 		if (f->name[i].value != NULL) {
@@ -555,7 +597,7 @@ void api_record_list(api_req_t *req, const records_zone_t *zone)
 	json_text_lit(&l.page, "[");
 	records_query_t q = {
 		.owner = f.store_owner ? f.owner : NULL,
-		.type = f.store_type ? f.type : 0,
+		.type = f.store_type ? f.types[0] : 0,
 		.order = store_order(f.order),
 		.descending = f.descending && !l.collect,
 		.limit = -1,

@@ -34,7 +34,7 @@ typedef struct {
 static void usage(FILE *out)
 {
 	fputs("Usage:\n"
-	      "  zonecast record list ZONE [--name NAME] [--type TYPE]\n"
+	      "  zonecast record list ZONE [--name NAME] [--type TYPE[,TYPE...]]\n"
 	      "  zonecast record add  ZONE NAME TYPE CONTENT [--ttl N] "
 	      "[--priority N] [--comment TEXT]\n"
 	      "  zonecast record edit ZONE ID [--name NAME] [--type TYPE] "
@@ -233,6 +233,13 @@ static int find_records(const opts_t *o, const char *zid, const char *name,
 {
 	char path[8192], ename[1100], etype[100], econtent[4 * 4096 + 1] = "";
 	long priority;
+	/* The API's type filter takes a list (type=A,AAAA); an RRset is of
+	 * one type, and a list here would remove or replace several. */
+	if (strchr(type, ',') != NULL) {
+		fprintf(stderr, "zonecast record: %s: one type (a list of types "
+		        "is for record list --type)\n", type);
+		return 1;
+	}
 	const char *target = content ? split_priority(type, content, &priority) :
 	                     NULL;
 	url_escape(name, ename, sizeof(ename));

@@ -6,8 +6,11 @@
   was written in; a content filter finds a record by either form; strings
   over 255 octets are split; DMARC and DKIM content with ';' is taken as it
   is for every type, read back, exported and served.
-- The list filters and orders, on indexes; a parameter zonecast does not
+- The list filters and orders, on indexes (a type filter may list several
+  types, as cloudflare-ddns sends it); a parameter zonecast does not
   implement is a 400, never ignored.
+- Cloudflare's error codes clients test: 81044 for a record id that names
+  no record, 81053 and 81054 for a CNAME beside other data.
 - The batch's result in Cloudflare's shape.
 - Tokens: verify, list, create (the secret shown once), revoke and expiry
   (refused from the next request on), the demo token kept out of the log.
@@ -362,6 +365,125 @@ def test_parameters_not_implemented_are_400_not_ignored(srv, api):
     assert listed(api, zid) == before
 
 
+
+def test_type_filter_takes_a_comma_separated_list(srv, api):
+    """Debian's cloudflare-ddns (Tachi107/cloudflare-ddns) looks its record
+    up by ?type=A,AAAA&name=NAME, as Cloudflare takes it: records of any of
+    the types listed. Each member is checked as a type: an empty one or an
+    unknown one is a 400 naming type, never the whole zone. FAILED before
+    (400 "type: unknown record type" for any list)."""
+    zid, zone = new_zone(api, "ftypes")
+    m = fill(api, zid, zone)
+    www = {m["www_a"]["id"], m["www_aaaa"]["id"]}
+    # cloudflare-ddns's request, as it sends it
+    r = api.ok("GET", records_path(zid), params={"type": "A,AAAA", "name": "www." + zone})
+    assert {x["id"] for x in r["result"]} == www
+    assert r["result_info"]["total_count"] == 2
+    assert ids(api, zid, type="A,AAAA") == www | {m["api_a"]["id"]}
+    assert ids(api, zid, type="aaaa,MX") == {m["www_aaaa"]["id"], m["mail_mx"]["id"]}
+    assert ids(api, zid, type="A,A") == ids(api, zid, type="A")
+    assert ids(api, zid, type="CNAME,TXT", **{"name.startswith": "www"}) == {m["wwwdev"]["id"]}
+    # one predicate under match=any: a record of a listed type, or the name
+    assert ids(api, zid, match="any", type="AAAA,CNAME", **{"name.exact": "api." + zone}) == {
+        m["www_aaaa"]["id"], m["wwwdev"]["id"], m["api_a"]["id"]}
+    # paged and ordered, a list adds up to the records of its types
+    pages, page = [], 1
+    while True:
+        body = api.ok("GET", records_path(zid), params={"type": "TXT,A,MX", "per_page": 2,
+                                                        "page": page, "order": "type"})
+        pages += body["result"]
+        if page >= body["result_info"]["total_pages"]:
+            break
+        page += 1
+    assert body["result_info"]["total_count"] == len(pages) == 5
+    assert [x["type"] for x in pages] == ["A", "A", "MX", "TXT", "TXT"]
+    before = listed(api, zid)
+    for bad in ("A,", ",A", "A,,AAAA", "A,BOGUS", "A, AAAA", "", ",", "A," + "X" * 40,
+                ",".join(["A"] * 33)):
+        r = api.call("GET", records_path(zid), params={"type": bad, "name": "www." + zone})
+        assert_error(r, 400, "type")
+    assert listed(api, zid) == before
+
+
+def test_a_missing_record_is_cloudflares_81044_for_every_method(srv, api):
+    """A record id that names no record of the zone: 404 with Cloudflare's
+    code 81044 ("Record does not exist.") for GET, PATCH, PUT and DELETE
+    and for a batch's deletes, patches and puts (the whole batch 404,
+    nothing written), one message, the field first. cal.com takes 81044 on
+    a DELETE as already deleted. FAILED before (GET 1404 "dns_record_id:
+    not found", the writes 1004 "id: no record ...")."""
+    zid, zone = new_zone(api, "gone")
+    rec, _ = post_record(api, zid, name="x." + zone, type="A", content="192.0.2.1")
+    api.ok("DELETE", records_path(zid) + "/" + rec["id"])
+    ozid, ozone = new_zone(api, "goneother")
+    other, _ = post_record(api, ozid, name="o." + ozone, type="A", content="192.0.2.9")
+    body = {"name": "x." + zone, "type": "A", "content": "192.0.2.2"}
+
+    def missing(r, field, rid):
+        got = assert_error(r, 404, field)["errors"]
+        assert [e["code"] for e in got] == [81044], got
+        if rid is None:
+            assert got[0]["message"].startswith(field + ": Record does not exist ("), got
+        else:
+            assert got[0]["message"] == ("%s: Record does not exist (no record %s in this "
+                                         "zone)" % (field, rid)), got
+
+    # deleted, never made, another zone's, not an id's form
+    for rid in (rec["id"], "%032x" % 2 ** 62, other["id"], "nothing"):
+        path = records_path(zid) + "/" + rid
+        said = None if rid == "nothing" else rid
+        missing(api.call("GET", path), "dns_record_id", said)
+        missing(api.call("PATCH", path, json={"ttl": 600}), "dns_record_id", said)
+        missing(api.call("PUT", path, json=body), "dns_record_id", said)
+        missing(api.call("DELETE", path), "dns_record_id", said)
+    keep, v = post_record(api, zid, name="keep." + zone, type="A", content="192.0.2.3")
+    for key, entry in (("deletes", {}), ("patches", {"ttl": 600}), ("puts", body)):
+        # the missing one second in its list: named by its place
+        batch = {key: [dict(entry, id=keep["id"]), dict(entry, id=rec["id"])]}
+        missing(api.call("POST", records_path(zid) + "/batch", json=batch),
+                "%s[1].id" % key, rec["id"])
+    assert api.get(records_path(zid) + "/" + keep["id"]) == keep
+    assert api.get("/zones/%s" % zid)["serial"] == v
+    assert api.get(records_path(ozid) + "/" + other["id"]) == other
+
+
+def test_cname_conflicts_get_cloudflares_codes(srv, api):
+    """A CNAME added where other records are: Cloudflare's 81053; other
+    data added where a CNAME is: 81054 (a POST, a PUT or PATCH moving a
+    record there, a batch); zonecast's message, the field first. FAILED
+    before (1004 for both)."""
+    zid, zone = new_zone(api, "cnamecodes")
+    a, _ = post_record(api, zid, name="a." + zone, type="A", content="192.0.2.1")
+    c, v = post_record(api, zid, name="c." + zone, type="CNAME", content="target.example")
+    msg = "name: a CNAME cannot share its name with other records (RFC 1034 section 3.6.2)"
+
+    def refused(r, code):
+        got = assert_error(r, 400, "name")["errors"]
+        assert [(e["code"], e["message"]) for e in got] == [(code, msg)], got
+
+    path = records_path(zid)
+    refused(api.call("POST", path, json={"name": "a." + zone, "type": "CNAME",
+                                         "content": "t.example"}), 81053)
+    refused(api.call("POST", path, json={"name": "c." + zone, "type": "TXT",
+                                         "content": "x"}), 81054)
+    refused(api.call("POST", path, json={"name": "c." + zone, "type": "AAAA",
+                                         "content": "2001:db8::1"}), 81054)
+    refused(api.call("PATCH", path + "/" + c["id"], json={"name": "a." + zone}), 81053)
+    refused(api.call("PATCH", path + "/" + a["id"], json={"name": "c." + zone}), 81054)
+    refused(api.call("PUT", path + "/" + a["id"], json={"name": "c." + zone, "type": "A",
+                                                        "content": "192.0.2.1"}), 81054)
+    refused(api.call("POST", path + "/batch", json={"posts": [
+        {"name": "b." + zone, "type": "A", "content": "192.0.2.5"},
+        {"name": "b." + zone, "type": "CNAME", "content": "t.example"}]}), 81053)
+    refused(api.call("POST", path + "/batch", json={"posts": [
+        {"name": "d." + zone, "type": "CNAME", "content": "t.example"},
+        {"name": "d." + zone, "type": "MX", "content": "mx.example", "priority": 1}]}), 81054)
+    assert api.get("/zones/%s" % zid)["serial"] == v
+    # the duplicate keeps its own code
+    r = api.call("POST", path, json={"name": "a." + zone, "type": "A", "content": "192.0.2.1"})
+    assert [e["code"] for e in assert_error(r, 400, "content")["errors"]] == [81058]
+
+
 # ------------------------------------------------------------------ batch
 
 def test_batch_result_in_cloudflares_shape(srv, api):
@@ -613,6 +735,31 @@ def test_expired_token_stops_at_once(srv, api):
         cp = srv.run_cli("token", "create", "--data-dir", srv.data_dir, "--expires", bad,
                          check=False)
         assert cp.returncode == 2 and "--expires" in cp.stderr and not cp.stdout
+
+
+def test_deliberate_differences_from_cloudflare(srv, api):
+    """docs/differences.md, the API: a member of a record body zonecast
+    does not take is a 400 naming it where Cloudflare ignores it (npm
+    cloudflare-cli 5.1.2 sends its options, the token among them, as k, t,
+    d, l, p); Cloudflare's Global API Key (X-Auth-Email, X-Auth-Key) is not
+    taken: 401 asking for a bearer token."""
+    zid, zone = new_zone(api, "cfdiff")
+    v = api.get("/zones/%s" % zid)["serial"]
+    body = {"type": "A", "name": "cli." + zone, "content": "192.0.2.1", "ttl": 1,
+            "k": api.token, "t": "A", "d": zone, "l": 1, "p": 0}
+    r = api.call("POST", records_path(zid), json=body)
+    msg = assert_error(r, 400, None)["errors"][0]["message"]
+    assert msg.split(":")[0] in ("k", "t", "d", "l", "p"), msg
+    assert api.token not in r.text
+    r = api.call("POST", records_path(zid), json={"type": "A", "name": "cli." + zone,
+                                                  "contnet": "192.0.2.1"})
+    assert_error(r, 400, "contnet")
+    assert listed(api, zid, name="cli." + zone) == []
+    assert api.get("/zones/%s" % zid)["serial"] == v
+    r = api.call("GET", records_path(zid), token=None,
+                 headers={"X-Auth-Email": "user@example.com", "X-Auth-Key": "0" * 37})
+    assert_error(r, 401, "Authorization")
+    assert "bearer" in r.json()["errors"][0]["message"]
 
 
 def test_cloudflare_library_verifies_its_token(srv, api):

@@ -206,6 +206,28 @@ def test_edit_and_rm_take_only_an_id(srv, api):
     assert api.records(zid, type="A") == []
 
 
+def test_list_takes_a_list_of_types_rm_and_replace_one(srv, api, tmp_path):
+    """`record list --type A,AAAA` lists records of either type, as the
+    API's type filter takes a list; rm, replace and a batch file's lines
+    name one RRset, so a list of types there is refused and nothing
+    changes (the API would have listed, and removed, both RRsets)."""
+    zid, zone = new_zone(api, "clitypes")
+    post_record(api, zid, name="www." + zone, type="A", content="192.0.2.1")
+    post_record(api, zid, name="www." + zone, type="AAAA", content="2001:db8::1")
+    _, v = post_record(api, zid, name="www." + zone, type="TXT", content="x")
+    cp = record(srv, api, "list", zone, "--name", "www." + zone, "--type", "A,AAAA")
+    assert cp.returncode == 0, cp.stderr
+    assert sorted(l.split()[3] for l in cp.stdout.splitlines()) == ["A", "AAAA"]
+    batch = tmp_path / "types.batch"
+    batch.write_text("delete www A,AAAA\n")
+    for args in (("rm", zone, "www", "A,AAAA"), ("replace", zone, "www", "A,AAAA", "192.0.2.2"),
+                 ("batch", zone, str(batch))):
+        cp = record(srv, api, *args)
+        assert cp.returncode == 1 and "one type" in cp.stderr, (args, cp.stderr)
+    assert api.get("/zones/%s" % zid)["serial"] == v
+    assert len(api.records(zid, name="www." + zone)) == 3
+
+
 def test_unicode_names_are_punycode_through_the_command_too(srv, api, tmp_path):
     """The API stores a Unicode name in Punycode; the command sent every
     octet past ASCII as \\DDD, so `record add ZONE grün` stored raw UTF-8
