@@ -68,6 +68,26 @@ int builder_full_build(records_store_t *rs, edge_store_t *es,
 int builder_edge_prepare(records_store_t *rs, edge_store_t *es);
 
 /*
+ * zonecast migrate (cli/cmd_migrate.c) carries the edge store of a data
+ * directory over to its records store moved to the other engine, so that
+ * the next start goes on as after a restart (no full build: a quarantined
+ * zone stays served from its last good build, in quarantine). First
+ * builder_edge_applied_by(): the position es applied, when es is in this
+ * program's key format and applied the log by `numbering` (the old
+ * store's, records_changelog_numbering()); else *usable is false and the
+ * next start builds it again, as it would have. Then, once the new store
+ * is in place, builder_edge_migrated() with that position translated into
+ * the new store's numbering (records_copy()): every fence is capped at it
+ * (edge_txn_renumber()), applied_seq set to it and the numbering stamped,
+ * in one write transaction (ZC_ESTALE, nothing written, when es no longer
+ * applied `from`).
+ */
+int builder_edge_applied_by(edge_store_t *es, unsigned numbering,
+                            uint64_t *applied, bool *usable);
+int builder_edge_migrated(edge_store_t *es, unsigned from, unsigned to,
+                          uint64_t applied);
+
+/*
  * A full build in steps (chunks), so that a full build of a large zone
  * never holds the edge store's single writer lock for long: between
  * steps, per-record builds of other zones go through. The records

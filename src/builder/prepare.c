@@ -8,11 +8,12 @@
  * records store's (changelog.h, "Positions": sequences on SQLite, commit
  * positions on PostgreSQL; meta log_numbering, absent in edges written
  * before there were two: sequences), such as a data directory moved to
- * the other engine (zonecast migrate) or an edge built from PostgreSQL's
- * sequences before it followed commits. And so is one that applied less
- * of the change log than was trimmed since (another node sharing a
- * PostgreSQL store trimmed it while this one was away). The edge store is
- * derived data, so this is always safe.
+ * the other engine by a zonecast migrate that could not carry the edge
+ * over (builder_edge_migrated() restamps it otherwise), or an edge built
+ * from PostgreSQL's sequences before it followed commits. And so is one
+ * that applied less of the change log than was trimmed since (another
+ * node sharing a PostgreSQL store trimmed it while this one was away).
+ * The edge store is derived data, so this is always safe.
  *
  * A builder that finds the log trimmed past its position while it runs
  * (its node was paused longer than the liveness window, and the others
@@ -281,6 +282,57 @@ static int trimmed_past(records_store_t *rs, edge_store_t *es, bool *past)
 		*past = true;
 	}
 	return ret;
+}
+
+int builder_edge_applied_by(edge_store_t *es, unsigned numbering,
+                            uint64_t *applied, bool *usable)
+{
+	*applied = 0;
+	*usable = false;
+	edge_txn_t txn = { 0 };
+	int ret = edge_txn_begin_read(es, &txn);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	format_t f = { 0 };
+	ret = format_get(&txn, &f);
+	if (ret == ZC_EOK) {
+		ret = edge_meta_get(&txn, "applied_seq", applied);
+	}
+	edge_txn_abort(&txn);
+	*usable = ret == ZC_EOK && f.keys == EDGE_KEY_FORMAT &&
+	          f.numbering == numbering;
+	return ret;
+}
+
+int builder_edge_migrated(edge_store_t *es, unsigned from, unsigned to,
+                          uint64_t applied)
+{
+	edge_txn_t txn = { 0 };
+	int ret = edge_txn_begin_write(es, &txn);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	format_t f = { 0 };
+	ret = format_get(&txn, &f);
+	if (ret == ZC_EOK && (f.keys != EDGE_KEY_FORMAT ||
+	                      f.numbering != from)) {
+		ret = ZC_ESTALE;
+	}
+	if (ret == ZC_EOK) {
+		ret = edge_txn_renumber(&txn, applied);
+	}
+	if (ret == ZC_EOK) {
+		ret = edge_meta_put(&txn, "applied_seq", applied);
+	}
+	if (ret == ZC_EOK) {
+		ret = edge_meta_put(&txn, "log_numbering", to);
+	}
+	if (ret != ZC_EOK) {
+		edge_txn_abort(&txn);
+		return ret;
+	}
+	return edge_txn_commit(&txn);
 }
 
 int builder_edge_prepare(records_store_t *rs, edge_store_t *es)

@@ -11,10 +11,22 @@
  *   commands do (data_dir.c) and refuses while anything holds it. A serve
  *   started meanwhile refuses to start.
  * - The copy is records_copy() (records/migrate.c): one transaction on the
- *   target, which must be empty, every id and change-log sequence kept, so
- *   the edge store built from the old store stays valid for the new one
- *   (the builder goes on from the sequence it applied, IXFR from the same
- *   journal). Nothing is changed before it committed.
+ *   target, which must be empty, every id and change-log sequence kept,
+ *   and every table's id high-water mark, so IXFR goes on from the same
+ *   journal and no id is handed out twice. Nothing is changed before it
+ *   committed.
+ * - The edge store (DIR/edge.mdb) stays valid for the new store: the
+ *   position of the change log it applied is translated into the new
+ *   store's numbering by the copy (sequences on SQLite, commit positions
+ *   on PostgreSQL: changelog.h, "Positions"), and once DIR is switched
+ *   over, the edge is restamped with it (builder_edge_migrated(): fences
+ *   capped, the numbering and applied_seq in one LMDB transaction). The
+ *   next start goes on from there as after a restart: no full build, a
+ *   quarantined zone still served from its last good build and still in
+ *   quarantine. Should that fail, or the position have no place in the
+ *   new numbering, the edge keeps the old numbering and the next start
+ *   builds every zone again (builder_edge_prepare()). A crash between the
+ *   switch and the restamp ends the same way.
  * - Then DIR is switched over, the old store kept but out of the way:
  *   - to PostgreSQL: DIR/records-store is written first
  *     (records_bind_replacing(); from then on the binding wins over
@@ -31,11 +43,13 @@
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "builder/builder.h"
 #include "cli/commands.h"
 #include "cli/progress.h"
 #include "common/error.h"
@@ -68,6 +82,11 @@ typedef struct {
 	char stamp[32];        /* The suffix of what is kept aside. */
 	char from_where[4400]; /* For the summary. */
 	char to_where[4400];
+	edge_store_t *es;      /* DIR/edge.mdb, when there is one. */
+	bool edge_usable;      /* It applied the old store's numbering. */
+	uint64_t applied;      /* The position it applied, in it. */
+	unsigned numbering[2]; /* The old store's, the new store's. */
+	records_copy_summary_t sum;
 } migrate_t;
 
 static int path_in(char *out, size_t size, const char *dir, const char *name)
@@ -133,6 +152,57 @@ static void on_rows(uint64_t rows, void *ctx)
 	cli_progress_set(ctx, rows);
 }
 
+/* Opens DIR/edge.mdb when there is one and reads the position it applied
+ * of from's change log. Without one (or unreadable) nothing is carried:
+ * the next start builds it. */
+static void open_edge(migrate_t *m, records_store_t *from)
+{
+	char path[4200];
+	struct stat st;
+	if (path_in(path, sizeof(path), m->dir, "edge.mdb") != ZC_EOK ||
+	    stat(path, &st) != 0) {
+		return;
+	}
+	const char *mb = getenv("ZONECAST_EDGE_MAP_MB");
+	size_t map = mb != NULL ? (size_t)strtoull(mb, NULL, 10) << 20 : 0;
+	int ret = edge_open(&m->es, m->dir, map);
+	if (ret == ZC_EOK) {
+		m->numbering[0] = records_changelog_numbering(from);
+		ret = builder_edge_applied_by(m->es, m->numbering[0], &m->applied,
+		                              &m->edge_usable);
+	}
+	if (ret != ZC_EOK) {
+		fprintf(stderr, WHO ": cannot read %s: %s; it will be built "
+		        "again at the next start\n", path, zc_strerror(ret));
+		m->edge_usable = false;
+	}
+}
+
+/* Once DIR is on the new store: the edge store goes on from the position
+ * it applied, translated by the copy. */
+static void carry_edge(migrate_t *m)
+{
+	if (m->es == NULL) {
+		return;
+	}
+	int ret = ZC_EOK;
+	if (m->edge_usable && m->sum.position_kept) {
+		ret = builder_edge_migrated(m->es, m->numbering[0],
+		                            m->numbering[1], m->sum.position);
+		if (ret == ZC_EOK) {
+			printf("the edge store goes on from the change log's "
+			       "position %llu (its zones as served, quarantined "
+			       "ones too)\n", (unsigned long long)m->sum.position);
+			return;
+		}
+	}
+	if (ret != ZC_EOK) {
+		fprintf(stderr, WHO ": cannot carry %s/edge.mdb over: %s\n",
+		        m->dir, zc_strerror(ret));
+	}
+	printf("the edge store will be built again at the next start\n");
+}
+
 /* Copies from into to with a progress line, then prints the summary. */
 static int copy(migrate_t *m, records_store_t *from, records_store_t *to)
 {
@@ -143,17 +213,20 @@ static int copy(migrate_t *m, records_store_t *from, records_store_t *to)
 		        zc_strerror(ret));
 		return ret;
 	}
+	open_edge(m, from);
+	m->numbering[1] = records_changelog_numbering(to);
 	cli_progress_t p;
 	cli_progress_begin(&p, !m->quiet, "copying", total);
 	p.unit = "rows";
-	records_copy_summary_t sum;
-	ret = records_copy(from, to, on_rows, &p, &sum);
+	records_copy_summary_t *sum = &m->sum;
+	ret = records_copy(from, to, m->edge_usable ? m->applied : 0, on_rows,
+	                   &p, sum);
 	double secs = cli_progress_elapsed(&p);
 	cli_progress_end(&p);
 	if (ret == ZC_EEXISTS) {
 		fprintf(stderr, WHO ": %s is not empty (table %s has rows): "
 		        "migrate only into an empty store; nothing was changed\n",
-		        m->to_where, sum.not_empty);
+		        m->to_where, sum->not_empty);
 		return ret;
 	}
 	if (ret != ZC_EOK) {
@@ -163,12 +236,12 @@ static int copy(migrate_t *m, records_store_t *from, records_store_t *to)
 	}
 	printf("copied %s\n    -> %s\n", m->from_where, m->to_where);
 	for (size_t i = 0; i < RECORDS_COPY_TABLES; i++) {
-		printf("  %-18s %10llu rows\n", sum.tables[i].table,
-		       (unsigned long long)sum.tables[i].rows);
+		printf("  %-18s %10llu rows\n", sum->tables[i].table,
+		       (unsigned long long)sum->tables[i].rows);
 	}
 	printf("  %-18s %10llu rows in %.1f s (change log up to sequence "
-	       "%llu)\n", "total", (unsigned long long)sum.rows, secs,
-	       (unsigned long long)sum.last_seq);
+	       "%llu)\n", "total", (unsigned long long)sum->rows, secs,
+	       (unsigned long long)sum->last_seq);
 	return ZC_EOK;
 }
 
@@ -236,6 +309,7 @@ static int to_postgresql(migrate_t *m)
 	printf("%s now uses %s; the old store is kept as "
 	       "%s/records.db.migrated-%s\n", m->dir, m->to_where, m->dir,
 	       m->stamp);
+	carry_edge(m);
 	return ZC_EOK;
 }
 
@@ -332,6 +406,7 @@ static int to_sqlite(migrate_t *m)
 	printf("%s now uses %s; its binding to %s is kept as "
 	       "%s/" RECORDS_STORE_FILE ".migrated-%s (the database is left as "
 	       "it is)\n", m->dir, m->to_where, m->from_where, m->dir, m->stamp);
+	carry_edge(m);
 	return ZC_EOK;
 }
 
@@ -433,6 +508,9 @@ int cmd_migrate(int argc, char **argv)
 		return 1;
 	}
 	int ret = run(&m);
+	if (m.es != NULL) {
+		edge_close(m.es);
+	}
 	close(lock_fd);
 	return ret == ZC_EOK ? 0 : ret == ZC_EUSAGE ? 2 : 1;
 }

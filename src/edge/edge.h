@@ -222,6 +222,20 @@ int edge_meta_put(edge_txn_t *txn, const char *key, uint64_t value);
 int edge_txn_clear(edge_txn_t *txn);
 
 /*
+ * For zonecast migrate, which moved the records store to the other
+ * numbering of change-log positions (changelog.h, "Positions"): caps the
+ * seq of every node and zone metadata at `seq`, the position the edge
+ * applied in the new numbering (a fence written in the old one must never
+ * hold back a build of the new: every later build writes at or past
+ * `seq`), gives every quarantine entry `seq` (the log it had read), and
+ * empties the stage (what an abandoned build left). The caller stamps the
+ * numbering and applied_seq in the same write transaction. The values
+ * rewritten are recorded for the fleet like any write (the quarantine
+ * entries are this node's own, as always).
+ */
+int edge_txn_renumber(edge_txn_t *txn, uint64_t seq);
+
+/*
  * The edge's key format (meta "key_format"): the name encoding of
  * dns/name.h. An edge store written in another format is emptied and
  * rebuilt from the records store when opened by this program.

@@ -872,6 +872,120 @@ int edge_txn_clear(edge_txn_t *txn)
 	return edge_lmdb_error(rc);
 }
 
+/* The u64 seq at offset `at` of each value of a table whose first byte
+ * is `version`, capped at seq (the rest of the value kept); recorded for
+ * the fleet like any write, so that the edges it feeds stay equal. */
+static int cap_seqs(edge_txn_t *txn, unsigned table, uint8_t version,
+                    size_t at, uint64_t seq)
+{
+	MDB_cursor *cur;
+	int rc = mdb_cursor_open(txn->txn, edge_table_dbi(txn->store, table),
+	                         &cur);
+	int ret = ZC_EOK;
+	if (rc != MDB_SUCCESS) {
+		return edge_lmdb_error(rc);
+	}
+	uint8_t *buf = NULL;
+	size_t cap = 0;
+	MDB_val k, v;
+	rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST);
+	while (rc == MDB_SUCCESS) {
+		const uint8_t *p = v.mv_data;
+		uint64_t old = 0;
+		for (size_t i = 0; v.mv_size >= at + 8 && i < 8; i++) {
+			old = old << 8 | p[at + i];
+		}
+		if (v.mv_size >= at + 8 && p[0] == version && old > seq &&
+		    k.mv_size <= NODE_KEY_MAX) {
+			uint8_t key[NODE_KEY_MAX];
+			memcpy(key, k.mv_data, k.mv_size);
+			if (v.mv_size > cap) {
+				uint8_t *grown = realloc(buf, v.mv_size);
+				if (grown == NULL) {
+					rc = ENOMEM;
+					break;
+				}
+				buf = grown;
+				cap = v.mv_size;
+			}
+			memcpy(buf, p, v.mv_size);
+			edge_node_key(buf + at, seq, NULL, 0);
+			MDB_val nv = { .mv_size = v.mv_size, .mv_data = buf };
+			rc = mdb_cursor_put(cur, &k, &nv, MDB_CURRENT);
+			if (rc != MDB_SUCCESS) {
+				break;
+			}
+			ret = edge_rec_op(txn, EDGE_OP_PUT, table, key, k.mv_size,
+			                  buf, nv.mv_size);
+			if (ret != ZC_EOK) {
+				break;
+			}
+		}
+		rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT);
+	}
+	free(buf);
+	mdb_cursor_close(cur);
+	if (ret == ZC_EOK && rc != MDB_NOTFOUND) {
+		ret = edge_lmdb_error(rc);
+	}
+	return ret;
+}
+
+/* Every quarantine entry at seq. */
+static int renumber_quarantine(edge_txn_t *txn, uint64_t seq)
+{
+	MDB_cursor *cur;
+	int rc = mdb_cursor_open(txn->txn, txn->store->quarantine, &cur);
+	if (rc != MDB_SUCCESS) {
+		return edge_lmdb_error(rc);
+	}
+	int ret = ZC_EOK;
+	MDB_val k, v;
+	rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST);
+	while (rc == MDB_SUCCESS) {
+		edge_quarantine_t q;
+		uint8_t val[sizeof(edge_quarantine_t) + 64];
+		if (edge_quarantine_decode(v.mv_data, v.mv_size, &q) == ZC_EOK &&
+		    q.seq != seq) {
+			q.seq = seq;
+			int len = edge_quarantine_encode(val, sizeof(val), &q);
+			if (len < 0) {
+				ret = len;
+				break;
+			}
+			MDB_val nv = { .mv_size = (size_t)len, .mv_data = val };
+			rc = mdb_cursor_put(cur, &k, &nv, MDB_CURRENT);
+			if (rc != MDB_SUCCESS) {
+				break;
+			}
+		}
+		rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT);
+	}
+	mdb_cursor_close(cur);
+	if (ret == ZC_EOK && rc != MDB_NOTFOUND) {
+		ret = edge_lmdb_error(rc);
+	}
+	return ret;
+}
+
+int edge_txn_renumber(edge_txn_t *txn, uint64_t seq)
+{
+	/* Node: version, flags, seq. Zone metadata: version, flags, zone
+	 * id, seq (codec.h). */
+	int ret = cap_seqs(txn, EDGE_TABLE_NODES, EDGE_NODE_VERSION, 2, seq);
+	if (ret == ZC_EOK) {
+		ret = cap_seqs(txn, EDGE_TABLE_ZONES, EDGE_ZONE_VERSION, 10, seq);
+	}
+	if (ret == ZC_EOK) {
+		ret = renumber_quarantine(txn, seq); /* Not replicated. */
+	}
+	if (ret == ZC_EOK) {
+		ret = edge_lmdb_error(mdb_drop(txn->txn, txn->store->stage, 0));
+	}
+	return ret != ZC_EOK ? ret : edge_rec_op(txn, EDGE_OP_DROP,
+	       EDGE_TABLE_STAGE, NULL, 0, NULL, 0);
+}
+
 int edge_zone_foreach(edge_txn_t *txn,
                       int (*cb)(const edge_zone_t *zone, void *ctx),
                       void *ctx)

@@ -70,6 +70,19 @@ static bool is_commit_end(uint64_t seq)
 	return seq == 0 || rank_of(seq) == COMMIT_END;
 }
 
+uint64_t changelog_pg_position(int64_t commit, int64_t rank)
+{
+	return position(commit, rank);
+}
+
+void changelog_pg_split(uint64_t seq, int64_t *commit, int64_t *rank,
+                        bool *whole)
+{
+	*commit = commit_of(seq);
+	*rank = rank_of(seq);
+	*whole = is_commit_end(seq);
+}
+
 void changelog_pg_position_text(uint64_t seq, char *out, size_t size)
 {
 	if (is_commit_end(seq)) {

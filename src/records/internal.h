@@ -59,6 +59,14 @@ int changelog_pg_last(records_store_t *store, uint64_t *seq);
 /* The position of commit p read whole (0 for p 0): what a reader that
  * applied that commit holds (leader.c compares builds with it). */
 uint64_t changelog_pg_commit_end(int64_t commit);
+/* The position of the event of rank `rank` (from 1) inside commit
+ * `commit`, and the commit a position is in with the rank it reached
+ * there (*whole: the commit read whole, or 0), for migrate.c. Ranks past
+ * CHANGELOG_PG_RANK_MAX have no position inside their commit. */
+#define CHANGELOG_PG_RANK_MAX INT64_C(0xFFFFFE)
+uint64_t changelog_pg_position(int64_t commit, int64_t rank);
+void changelog_pg_split(uint64_t seq, int64_t *commit, int64_t *rank,
+                        bool *whole);
 /* "C" for commit C read whole (or 0), "C.R" inside it. */
 void changelog_pg_position_text(uint64_t seq, char *out, size_t size);
 bool changelog_pg_follows(uint64_t after, uint64_t seq);

@@ -18,15 +18,24 @@
  *   (the apex's okey) stays an empty blob, not NULL.
  * - Ids are kept: zones, records, tokens, TSIG and DNSSEC keys keep theirs,
  *   and the change log its sequences and zone_versions, so IXFR from the
- *   journal goes on from the same serials. The data directory's edge store
- *   is built again at the next start: it applied the log by sequences
- *   (SQLite) or by commit positions (PostgreSQL), and the other engine
- *   numbers it the other way (changelog.h, "Positions";
- *   builder_edge_prepare()).
+ *   journal goes on from the same serials.
+ * - No id is handed out twice, not even a deleted row's: each table's
+ *   high-water mark moves with it (carry_marks()), SQLite's sqlite_sequence
+ *   into PostgreSQL's identity sequences (setval) and their last values
+ *   back into sqlite_sequence; record ids by counters.record_id and
+ *   record_ids.
+ * - Positions: the builder follows the log by sequences on SQLite and by
+ *   commit positions on PostgreSQL (changelog.h, "Positions"). The
+ *   position the data directory's edge store applied is translated into
+ *   the copy's numbering (translate_to_pg(), translate_to_sqlite()), in
+ *   the source's snapshot of the copy, so that zonecast migrate carries
+ *   the edge store over (builder_edge_migrated()) and the next start goes
+ *   on from there; counters.trimmed_seq is translated too
+ *   (carry_trimmed()).
  * - On PostgreSQL the copy of `changes` runs with the seal trigger
  *   disabled (inside the transaction: ALTER TABLE is transactional) and
  *   writes the one log_commits row itself: the copied log is one commit at
- *   position max(seq), as if sealed (schema_pg.sql). The identity columns,
+ *   position max(seq), as if sealed (schema_pg.sql). The changes identity,
  *   record_ids and log_pos are then set past the copied maxima.
  * - The target must be empty: no row in any table but counters, whose
  *   values must all be 0 (a new store's). It is checked inside the same
@@ -270,18 +279,10 @@ static int copy_table(records_store_t *from, records_store_t *to,
 	return ret;
 }
 
-/* PostgreSQL after the copy: identities and sequences past the copied
- * maxima, the copied log sealed as one commit at position max(seq), the
- * seal trigger back on. */
+/* PostgreSQL after the copy: the sequences past the copied maxima (the
+ * id identities: carry_marks()), the copied log sealed as one commit at
+ * position max(seq), the seal trigger back on. */
 static const char pg_finish_sql[] =
-	"SELECT setval(pg_get_serial_sequence('zones', 'id'),"
-	"  coalesce((SELECT max(id) FROM zones), 0) + 1, false);"
-	"SELECT setval(pg_get_serial_sequence('tokens', 'id'),"
-	"  coalesce((SELECT max(id) FROM tokens), 0) + 1, false);"
-	"SELECT setval(pg_get_serial_sequence('tsig_keys', 'id'),"
-	"  coalesce((SELECT max(id) FROM tsig_keys), 0) + 1, false);"
-	"SELECT setval(pg_get_serial_sequence('dnssec_keys', 'id'),"
-	"  coalesce((SELECT max(id) FROM dnssec_keys), 0) + 1, false);"
 	"SELECT setval(pg_get_serial_sequence('changes', 'seq'),"
 	"  coalesce((SELECT max(seq) FROM changes), 0) + 1, false);"
 	"SELECT setval('record_ids', greatest("
@@ -295,6 +296,162 @@ static const char pg_finish_sql[] =
 	"SELECT setval('log_pos',"
 	"  coalesce((SELECT max(pos) FROM log_commits), 0) + 1, false);"
 	"ALTER TABLE changes ENABLE TRIGGER changes_seal;";
+
+/* The tables whose ids SQLite draws by AUTOINCREMENT (its mark in
+ * sqlite_sequence) and PostgreSQL from an identity sequence (named
+ * TABLE_id_seq by schema_pg.sql): the mark, read from either engine (the
+ * highest id ever issued, 0 for none; a sequence not yet called, as
+ * setval(..., false) leaves it, has issued the one before its value). */
+#define MARK(table) { table, RDB_SQL2( \
+	"SELECT coalesce((SELECT seq FROM sqlite_sequence" \
+	" WHERE name = '" table "'), 0)", \
+	"SELECT CASE WHEN is_called THEN last_value ELSE last_value - 1 END" \
+	" FROM " table "_id_seq") }
+
+static const struct {
+	const char *table;
+	const rdb_sql_t *read;
+} marks[] = {
+	MARK("zones"), MARK("tokens"), MARK("tsig_keys"), MARK("dnssec_keys"),
+};
+
+/* Each table's high-water mark from the source into the target, never
+ * below the copied ids: PostgreSQL's identity goes on past it, SQLite's
+ * sqlite_sequence row (made by the copy's inserts, or now) is raised to
+ * it. Deleted rows' ids are so never handed out again. */
+static int carry_marks(records_store_t *from, records_store_t *to)
+{
+	bool pg = rdb_kind(to->db) == RDB_PG;
+	for (size_t i = 0; i < sizeof(marks) / sizeof(marks[0]); i++) {
+		int64_t mark = 0;
+		int ret = rdb_query_int64(from->db, marks[i].read, &mark);
+		if (ret != ZC_EOK) {
+			return ret;
+		}
+		const char *t = marks[i].table;
+		char sql[512];
+		if (pg) {
+			snprintf(sql, sizeof(sql), "SELECT setval("
+			         "pg_get_serial_sequence('%s', 'id'), greatest("
+			         "coalesce((SELECT max(id) FROM %s), 0), %" PRId64
+			         ") + 1, false)", t, t, mark);
+		} else {
+			snprintf(sql, sizeof(sql), "INSERT INTO sqlite_sequence"
+			         "(name, seq) SELECT '%s', 0 WHERE NOT EXISTS"
+			         " (SELECT 1 FROM sqlite_sequence WHERE name = '%s');"
+			         "UPDATE sqlite_sequence SET seq = max(seq, %" PRId64
+			         ") WHERE name = '%s'", t, t, mark, t);
+		}
+		ret = rdb_exec(to->db, sql);
+		if (ret != ZC_EOK) {
+			zc_error("migrate: the id mark of table %s: %s", t,
+			         zc_strerror(ret));
+			return ret;
+		}
+	}
+	return ZC_EOK;
+}
+
+/* counters.trimmed_seq (the last position trimmed, records_trimmed_seq())
+ * copied as a position of the source's numbering, made one of the
+ * target's: everything trimmed came before the events copied. PostgreSQL:
+ * the end of the commit before the copied one (position max(seq)).
+ * SQLite: the sequence before the first one copied. */
+static int carry_trimmed(records_store_t *to)
+{
+	return rdb_exec(to->db, rdb_kind(to->db) == RDB_PG ?
+		"UPDATE counters SET value = coalesce((SELECT CASE WHEN"
+		" max(seq) > 1 THEN (max(seq) - 1) << 24 | 16777215 ELSE 0 END"
+		" FROM changes), 0) WHERE name = 'trimmed_seq' AND value > 0" :
+		"UPDATE counters SET value = coalesce((SELECT min(seq) - 1"
+		" FROM changes), 0) WHERE name = 'trimmed_seq' AND value > 0");
+}
+
+/* Runs sql with ?1 to ?np bound to p[]; the first row's n columns into
+ * v[] (a NULL as -1). */
+static int query_row(records_store_t *store, const rdb_sql_t *sql,
+                     const int64_t *p, int np, int64_t *v, int n)
+{
+	rdb_stmt_t *st;
+	int ret = rdb_prepare(store->db, sql, &st);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	for (int i = 0; i < np; i++) {
+		rdb_bind_int64(st, i + 1, p[i]);
+	}
+	int rc = rdb_step(st);
+	for (int i = 0; i < n; i++) {
+		v[i] = rc != RDB_ROW || rdb_col_is_null(st, i) ? -1 :
+		       rdb_col_int64(st, i);
+	}
+	ret = rc == RDB_ROW ? ZC_EOK : rc == RDB_DONE ? ZC_ESQL : rc;
+	rdb_done(st);
+	return ret;
+}
+
+/* SQLite's sequence pos as a position of the copy on PostgreSQL: the
+ * copied log is one commit at max(seq), its events ranked by sequence. */
+static int translate_to_pg(records_store_t *from, uint64_t pos,
+                           uint64_t *out, bool *kept)
+{
+	/* max(seq), count, events at or before pos, trimmed_seq. */
+	int64_t v[4];
+	int ret = query_row(from, RDB_SQLITE_ONLY(
+		"SELECT coalesce(max(seq), 0), count(*),"
+		" coalesce(sum(seq <= ?1), 0), (SELECT coalesce(max(value), 0)"
+		" FROM counters WHERE name = 'trimmed_seq') FROM changes"),
+		(const int64_t[]){ (int64_t)pos }, 1, v, 4);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	int64_t last = v[0], count = v[1], upto = v[2], trimmed = v[3];
+	*kept = true;
+	if (last <= 0 || pos >= (uint64_t)last) {
+		*out = changelog_pg_commit_end(last > 0 ? last : 0);
+	} else if (pos < (uint64_t)trimmed || count > CHANGELOG_PG_RANK_MAX) {
+		/* Events it did not apply are gone, or the commit is too
+		 * large to be read inside. */
+		*kept = false;
+	} else if (upto == 0) {
+		*out = changelog_pg_commit_end(last - 1);
+	} else {
+		*out = changelog_pg_position(last, upto);
+	}
+	return ZC_EOK;
+}
+
+/* PostgreSQL's position pos as a sequence of the copy on SQLite, where
+ * the builder reads sequences in order: the one before the first event
+ * not at or before pos (sequences are not commit order there), or the
+ * last when it applied them all. Events past that it applied already are
+ * applied again (builds are idempotent). */
+static int translate_to_sqlite(records_store_t *from, uint64_t pos,
+                               uint64_t *out, bool *kept)
+{
+	int64_t commit, rank;
+	bool whole;
+	changelog_pg_split(pos, &commit, &rank, &whole);
+	/* The first event not applied (of the commits from ?3 on: past
+	 * commit ?1, or in it past rank ?2), the last event, trimmed_seq. */
+	int64_t v[3];
+	int ret = query_row(from, RDB_SQL2(NULL,
+		"SELECT (SELECT min(seq) FROM (SELECT e.seq, c.pos,"
+		"  row_number() OVER (PARTITION BY c.pos ORDER BY e.seq) AS rn"
+		"  FROM log_commits c JOIN changes e ON e.xid = c.xid"
+		"  WHERE c.pos >= ?3) x WHERE pos > ?1 OR rn > ?2),"
+		" (SELECT coalesce(max(seq), 0) FROM changes),"
+		" (SELECT coalesce(max(value), 0) FROM counters"
+		"  WHERE name = 'trimmed_seq')"),
+		(const int64_t[]){ commit, whole ? INT64_MAX : rank,
+		                   whole ? commit + 1 : commit }, 3, v, 3);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	*kept = pos >= (uint64_t)v[2];
+	*out = v[0] >= 0 ? (uint64_t)v[0] - 1 : (uint64_t)v[1];
+	return ZC_EOK;
+}
 
 /* Each table's rows counted on the target agree with the copy. */
 static int check_counts(records_store_t *to,
@@ -339,6 +496,16 @@ static int copy_all(records_store_t *from, records_store_t *to,
 		ret = rdb_exec(to->db, pg_finish_sql);
 	}
 	if (ret == ZC_EOK) {
+		ret = carry_marks(from, to);
+	}
+	if (ret == ZC_EOK) {
+		ret = carry_trimmed(to);
+	}
+	if (ret == ZC_EOK) {
+		ret = (pg ? translate_to_pg : translate_to_sqlite)(from,
+			sum->position, &sum->position, &sum->position_kept);
+	}
+	if (ret == ZC_EOK) {
 		ret = check_counts(to, sum);
 	}
 	int64_t last = 0;
@@ -351,6 +518,7 @@ static int copy_all(records_store_t *from, records_store_t *to,
 }
 
 int records_copy(records_store_t *from, records_store_t *to,
+                 uint64_t position,
                  void (*progress)(uint64_t rows, void *ctx), void *ctx,
                  records_copy_summary_t *sum)
 {
@@ -359,6 +527,7 @@ int records_copy(records_store_t *from, records_store_t *to,
 		return KNOT_EINVAL;
 	}
 	memset(sum, 0, sizeof(*sum));
+	sum->position = position;
 	copy_t c = { .progress = progress, .ctx = ctx };
 	int ret = rdb_begin_write(from->db);
 	if (ret != ZC_EOK) {

@@ -297,6 +297,11 @@ typedef struct {
 	uint64_t rows;           /* All tables. */
 	uint64_t last_seq;       /* The newest change-log sequence copied. */
 	const char *not_empty;   /* ZC_EEXISTS: the target's table with rows. */
+	uint64_t position;       /* The position given, in the target's
+	                          * numbering (when position_kept). */
+	bool position_kept;      /* False: it has no place there (the log
+	                          * it had not read was trimmed, or the
+	                          * copied commit is too large to stop in). */
 } records_copy_summary_t;
 
 /* The rows records_copy() would copy (for a progress line). */
@@ -309,12 +314,18 @@ int records_copy_count(records_store_t *from, uint64_t *rows);
  * transaction of its own (no other writer commits meanwhile; nothing is
  * written there). On PostgreSQL the copied change log becomes one sealed
  * commit at position max(seq) and the identities and sequences move past
- * the copied ids (docs/design-postgresql.md §1.3). progress (may be NULL)
+ * the copied ids and the source's high-water marks (no id, even a deleted
+ * row's, is handed out twice; docs/design-postgresql.md §1.3). position,
+ * a position of from's change log (changelog.h, "Positions": the one an
+ * edge store applied), is translated into the target's numbering, in the
+ * copy's snapshot, into sum->position: everything at or before it in the
+ * target was at or before position in from. progress (may be NULL)
  * gets the rows copied so far. ZC_EEXISTS when `to` is not empty
  * (sum->not_empty names a table with rows); ZC_EUNAVAILABLE when
  * PostgreSQL went away; else the store's errors.
  */
 int records_copy(records_store_t *from, records_store_t *to,
+                 uint64_t position,
                  void (*progress)(uint64_t rows, void *ctx), void *ctx,
                  records_copy_summary_t *sum);
 

@@ -5,9 +5,11 @@ directory (the same edge store) answers as before: every zone exports the
 same, IXFR from a serial served before the move is still incremental (the
 journal moved with its sequences), `zonecast verify` finds no difference,
 a token, a TSIG key and DNSSEC keys made before the move still work, and
-new API writes are served. A move is refused, changing nothing, while a
-serve runs, into a non-empty database, or when PostgreSQL cannot be
-reached."""
+new API writes are served. The edge store goes on without a full build
+(a quarantined zone is still answered from its last good build), and no
+id, even a deleted row's, is handed out twice after either move. A move
+is refused, changing nothing, while a serve runs, into a non-empty
+database, or when PostgreSQL cannot be reached."""
 
 import glob
 import os
@@ -411,3 +413,182 @@ def test_an_older_sqlite_store_moves_on(tmp_path):
             2000000001,)
     finally:
         conn.close()
+
+
+def zone_line(srv, zone):
+    out = srv.run_cli("zone", "list", "--data-dir", srv.data_dir).stdout
+    return next(l for l in out.splitlines() if l.startswith(zone))
+
+
+def assert_quarantined_as_before(srv, zid, quarantine, good_serial, logged, step):
+    """mig.test. after a move: still answered from its last good build,
+    still in quarantine (the same entry), the other zones served."""
+    api = srv.client()
+    assert serial(srv, "mig.test.") == good_serial, step
+    assert answer(srv, "good.mig.test.") == ["192.0.2.31"], step
+    r = dns.query.udp(dns.message.make_query("bad.mig.test.", "A"), "127.0.0.1",
+                      port=srv.port, timeout=2)
+    assert r.rcode() == dns.rcode.NXDOMAIN, step
+    z = api.get("/zones/%s" % zid)
+    assert z["status"] == "quarantined", (step, z)
+    q = z["quarantine"]
+    assert q["serving_serial"] == good_serial and "injected" in q["reason"], (step, q)
+    assert q["since"] == quarantine["since"], (step, q, quarantine)
+    line = zone_line(srv, "mig.test.")
+    assert "QUARANTINED" in line and str(good_serial) in line, (step, line)
+    assert answer(srv, "www.signed.test.") == ["192.0.2.2"], step
+    # Not built again from the records store: the edge store went on.
+    log = srv.log()[logged:]
+    assert "building its" not in log and "again from the records" not in log, (step, log)
+    # The other zones take writes, served at once.
+    sid = api.zone_id("signed.test.")
+    api.ok("POST", "/zones/%s/dns_records?wait=live" % sid,
+           json={"type": "A", "name": "w-%s.signed.test" % step, "content": "192.0.2.41"})
+    assert answer(srv, "w-%s.signed.test." % step) == ["192.0.2.41"], step
+
+
+def test_quarantined_zone_served_across_both_moves(pg_cluster, tmp_path):
+    """A zone quarantined (its builds fail: ZONECAST_FAULT_BUILD) is still
+    answered from its last good build after a migrate to PostgreSQL and
+    after the one back, in the same quarantine, as after a restart: the
+    edge store is carried over, not built again; once the cause is gone
+    the zone heals on the new store."""
+    tmp_path.mkdir(exist_ok=True)
+    fault = tmp_path / "fault"
+    fault.write_text("")
+    files = {}
+    for zone, text in ZONES.items():
+        path = tmp_path / (zone + "zone")
+        path.write_text(text)
+        files[zone] = str(path)
+    srv = servers.ZonecastServer(str(tmp_path / "srv"), zones=files, api=True,
+                                 env={"ZONECAST_FAULT_BUILD": str(fault)})
+    srv.start()
+    try:
+        api = srv.client()
+        zid = api.zone_id("mig.test.")
+        r = api.call("POST", "/zones/%s/dns_records?wait=live" % zid,
+                     json={"type": "A", "name": "good.mig.test", "content": "192.0.2.31"})
+        assert r.status_code == 200, r.text
+        good_serial = serial(srv, "mig.test.")
+        fault.write_text("mig.test.\n")
+        r = api.call("POST", "/zones/%s/dns_records?wait=live" % zid,
+                     json={"type": "A", "name": "bad.mig.test", "content": "192.0.2.32"})
+        assert r.status_code == 202, r.text
+        quarantine = api.get("/zones/%s" % zid)["quarantine"]
+        assert quarantine is not None and quarantine["serving_serial"] == good_serial
+        assert not srv.stop()
+
+        # SQLite -> PostgreSQL: a restart as any other.
+        cp = migrate(srv, database(pg_cluster, "quar"))
+        assert "the edge store goes on" in cp.stdout, cp.stdout
+        logged = len(srv.log())
+        srv.restart()
+        assert_quarantined_as_before(srv, zid, quarantine, good_serial, logged, "pg")
+        assert not srv.stop()
+
+        # PostgreSQL -> SQLite.
+        cp = migrate(srv, "sqlite")
+        assert "the edge store goes on" in cp.stdout, cp.stdout
+        logged = len(srv.log())
+        srv.restart()
+        assert_quarantined_as_before(srv, zid, quarantine, good_serial, logged, "back")
+
+        # The cause gone, the zone heals on the new store and takes writes.
+        fault.write_text("")
+        srv.run_cli("zone", "retry", "--data-dir", srv.data_dir, "mig.test.")
+        wait_answer(srv, "bad.mig.test.", ["192.0.2.32"])
+        assert serial(srv, "mig.test.") > good_serial
+        api.ok("POST", "/zones/%s/dns_records?wait=live" % zid,
+               json={"type": "A", "name": "after.mig.test", "content": "192.0.2.33"})
+        assert answer(srv, "after.mig.test.") == ["192.0.2.33"]
+        v = srv.verify()
+        assert v.returncode == 0 and "no differences" in v.stdout, v.stdout + v.stderr
+    finally:
+        srv.stop()
+
+
+def sqlite_marks(srv):
+    conn = sqlite3.connect(os.path.join(srv.data_dir, "records.db"))
+    try:
+        return dict(conn.execute("SELECT name, seq FROM sqlite_sequence"))
+    finally:
+        conn.close()
+
+
+def store_max_id(srv, table, host=None, db=None):
+    """The highest id in table of the data directory's store."""
+    if host is not None:
+        return int(psql(host, "SELECT coalesce(max(id), 0) FROM %s" % table, db))
+    conn = sqlite3.connect(os.path.join(srv.data_dir, "records.db"))
+    try:
+        return conn.execute("SELECT coalesce(max(id), 0) FROM %s" % table).fetchone()[0]
+    finally:
+        conn.close()
+
+
+def test_no_id_handed_out_twice_across_both_moves(pg_cluster, tmp_path):
+    """Ids of deleted zones, TSIG keys, tokens and DNSSEC keys are never
+    handed out again: each table's high-water mark moves with the store
+    (sqlite_sequence -> the identity sequences -> sqlite_sequence)."""
+    srv = start_server(tmp_path)
+    try:
+        api = srv.client()
+        issued = {}
+
+        def make(step):
+            """A zone, a TSIG key, a token and DNSSEC keys; the ids drawn
+            are each greater than any drawn before."""
+            zone = api.ok("POST", "/zones", json={"name": "z-%s.test" % step})["result"]["id"]
+            key = api.ok("POST", "/zones/%s/tsig_keys" % zone,
+                         json={"name": "k-%s" % step, "algorithm": "hmac-sha256"})["result"]["id"]
+            srv.create_token()
+            cp = srv.run_cli("dnssec", "enable", "--data-dir", srv.data_dir, "z-%s.test" % step)
+            assert cp.returncode == 0, cp.stderr
+            ids = {"zones": int(zone, 16), "tsig_keys": int(key, 16)}
+            for table in ("tokens", "dnssec_keys"):
+                ids[table] = (store_max_id(srv, table, *srv.pg) if srv.pg else
+                              store_max_id(srv, table))
+            for table, new in ids.items():
+                assert new > issued.get(table, 0), (step, table, new, issued)
+                issued[table] = new
+            return zone, key
+
+        srv.pg = None
+        make("a")
+        b_zone, b_key = make("b")
+        api.ok("DELETE", "/zones/%s/tsig_keys/%s" % (b_zone, b_key))
+        api.ok("DELETE", "/zones/%s" % b_zone)
+        assert not srv.stop()
+        # The newest token goes too (the API client's is older).
+        conn = sqlite3.connect(os.path.join(srv.data_dir, "records.db"))
+        with conn:
+            conn.execute("DELETE FROM tokens WHERE id = (SELECT max(id) FROM tokens)")
+        conn.close()
+        assert store_max_id(srv, "zones") < issued["zones"]
+        assert store_max_id(srv, "tsig_keys") < issued["tsig_keys"]
+        assert store_max_id(srv, "tokens") < issued["tokens"]
+        assert store_max_id(srv, "dnssec_keys") < issued["dnssec_keys"]
+        marks = sqlite_marks(srv)
+        assert all(marks[t] == issued[t] for t in issued), (marks, issued)
+
+        srv.pg = (pg_cluster, "ids")
+        migrate(srv, database(pg_cluster, "ids"))
+        for table, mark in issued.items():
+            assert int(psql(pg_cluster, "SELECT CASE WHEN is_called THEN last_value ELSE"
+                                        " last_value - 1 END FROM %s_id_seq" % table,
+                            "ids")) == mark, table
+        srv.restart()
+        api = srv.client()
+        make("pg")
+        assert not srv.stop()
+
+        srv.pg = None
+        migrate(srv, "sqlite")
+        marks = sqlite_marks(srv)
+        assert all(marks[t] == issued[t] for t in issued), (marks, issued)
+        srv.restart()
+        api = srv.client()
+        make("back")
+    finally:
+        srv.stop()

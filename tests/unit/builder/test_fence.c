@@ -6,7 +6,10 @@
  * bringing back nodes the newer build removed; the edge ends equal to a
  * full build of the records store, and an edge of a fleet that applied the
  * replication log equals it too (a skipped write recorded nothing). Zone
- * metadata older than the stored one is refused (ZC_ESTALE).
+ * metadata older than the stored one is refused (ZC_ESTALE). A renumbering
+ * (zonecast migrate, edge_txn_renumber()) caps every fence, so that a
+ * build at a smaller position of the new numbering is no longer fenced
+ * off, keeps what is served, and reaches the fleet's edges too.
  */
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -71,6 +74,7 @@ typedef struct {
 	edge_applier_t ap;
 	bool open;
 	uint64_t epoch;
+	uint64_t commit; /* The last applied. */
 	int bad;
 } apply_ctx_t;
 
@@ -86,6 +90,7 @@ static int apply_part(const edge_repl_part_t *p, void *arg)
 		c->bad += edge_apply_finish(&c->ap, c->epoch, p->commit, 0) !=
 		          ZC_EOK;
 		c->open = false;
+		c->commit = p->commit;
 	}
 	return 0;
 }
@@ -160,6 +165,60 @@ static void stale_metadata(edge_store_t *es, const uint8_t *apex)
 	CHECK_EQ(edge_serial(es, apex), meta.serial);
 }
 
+/* The largest seq of the zone's nodes. */
+static uint64_t max_node_seq(edge_store_t *es, uint64_t zone_id)
+{
+	edge_txn_t txn = { 0 };
+	CHECK_EQ(edge_txn_begin_read(es, &txn), ZC_EOK);
+	edge_iter_t it;
+	uint64_t max = 0;
+	int nodes = 0;
+	CHECK_EQ(edge_iter_begin(&txn, zone_id, &it), ZC_EOK);
+	const uint8_t *rel, *val;
+	size_t rel_len, val_len;
+	while (edge_iter_next(&it, &rel, &rel_len, &val, &val_len) == 1) {
+		uint8_t flags;
+		uint64_t seq;
+		CHECK_EQ(edge_node_peek(val, val_len, &flags, &seq), ZC_EOK);
+		max = seq > max ? seq : max;
+		nodes++;
+	}
+	edge_iter_end(&it);
+	edge_txn_abort(&txn);
+	CHECK(nodes > 0);
+	return max;
+}
+
+/* Every fence capped at 1: the nodes and the metadata (serial kept), so
+ * that metadata at seq 1 goes in again; a fence already below is kept. */
+static void renumbered(edge_store_t *es, const uint8_t *apex)
+{
+	edge_txn_t txn = { 0 };
+	edge_zone_t meta;
+	CHECK_EQ(edge_txn_begin_read(es, &txn), ZC_EOK);
+	CHECK_EQ(edge_zone_get(&txn, apex, &meta), ZC_EOK);
+	edge_txn_abort(&txn);
+	CHECK(meta.seq > 1);
+	CHECK(max_node_seq(es, meta.zone_id) > 1);
+
+	CHECK_EQ(edge_txn_begin_write(es, &txn), ZC_EOK);
+	CHECK_EQ(edge_txn_renumber(&txn, 1), ZC_EOK);
+	CHECK_EQ(edge_txn_commit(&txn), ZC_EOK);
+	CHECK_EQ(max_node_seq(es, meta.zone_id), 1);
+	edge_zone_t after;
+	CHECK_EQ(edge_txn_begin_write(es, &txn), ZC_EOK);
+	CHECK_EQ(edge_zone_get(&txn, apex, &after), ZC_EOK);
+	CHECK_EQ(after.seq, 1);
+	CHECK_EQ(after.serial, meta.serial);
+	after.serial = meta.serial + 1;
+	CHECK_EQ(edge_txn_put_zone(&txn, &after), ZC_EOK);
+	CHECK_EQ(edge_txn_renumber(&txn, 5), ZC_EOK);
+	CHECK_EQ(edge_zone_get(&txn, apex, &after), ZC_EOK);
+	CHECK_EQ(after.seq, 1);
+	edge_txn_abort(&txn);
+	CHECK_EQ(edge_serial(es, apex), meta.serial);
+}
+
 int main(void)
 {
 	const char *dir = test_tmpdir();
@@ -178,6 +237,12 @@ int main(void)
 	apply_ctx_t c = { .to = fleet_edge, .epoch = pos.epoch };
 	CHECK(edge_repl_outbox_read(es, 0, UINT32_MAX, 1000000, apply_part,
 	                            &c) > 0);
+	CHECK_EQ(c.bad, 0);
+	check_same(es, fleet_edge);
+
+	renumbered(es, apex);
+	CHECK(edge_repl_outbox_read(es, c.commit, UINT32_MAX, 1000000,
+	                            apply_part, &c) > 0);
 	CHECK_EQ(c.bad, 0);
 	check_same(es, fleet_edge);
 
