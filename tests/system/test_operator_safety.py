@@ -166,7 +166,7 @@ def test_zsk_rollover_waits_for_the_ttls(data_dir):
     old = [t for t, v in k.items() if v[:2] == ("ZSK", "retired")]
     assert len(old) == 1, k
     # Retiring waits for the zone's signatures to leave caches (its
-    # largest TTL, capped by the signatures' 8-day validity).
+    # largest TTL, capped by the signatures' lifetime, 17.5 days).
     cp = dnssec(data_dir, "rollover", "zsk", "retire")
     assert cp.returncode == 1 and "too early for zsk retire" in cp.stderr, cp.stderr
     # Forced: runs, loudly.
