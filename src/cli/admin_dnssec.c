@@ -78,6 +78,14 @@ static void change_failed(admin_t *a, const records_zone_t *zone,
 		        "them)\n", args->role_text, args->step_text, zone->name,
 		        args->roll_flags == SIGNER_FLAGS_KSK ? "KSK" : "ZSK",
 		        zone->name);
+	} else if (ret == ZC_EDISABLING && action == DO_ROLL) {
+		fprintf(a->err, "zonecast dnssec: %s %s refused: %s is being "
+		        "disabled, its CDS and CDNSKEY are the DELETE ones (RFC "
+		        "8078 section 4), which nothing may join. Cancel the disable "
+		        "(`zonecast dnssec enable %s`) or finish it (`zonecast "
+		        "dnssec disable %s` again once the DS TTL has passed) "
+		        "first\n", args->role_text, args->step_text, zone->name,
+		        zone->name, zone->name);
 	} else if (ret == ZC_ENOKEY) {
 		fprintf(a->err, "zonecast dnssec: %s is not signed\n", zone->name);
 	} else {

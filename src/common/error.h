@@ -64,7 +64,10 @@
 	X(ZC_EREPLAY,       -2037, "a statement of a unit released without " \
 	  "waiting failed: the batch must run again, unit by unit") \
 	X(ZC_EREPLGAP,      -2031, "replication stream has a gap (bootstrap " \
-	  "from a snapshot)")
+	  "from a snapshot)") \
+	X(ZC_EDISABLING,    -2038, "the zone's DNSSEC is being disabled (CDS " \
+	  "and CDNSKEY DELETE published, RFC 8078 section 4): enable it again " \
+	  "or finish the disable first")
 
 enum {
 #define ZC_ERROR_ENUM(name, code, text) name = code,

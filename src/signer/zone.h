@@ -48,7 +48,10 @@ int signer_zone_disable_cancel(records_store_t *rs, records_zone_t *zone);
  *               stay published but stop signing;
  *   retire:     the role's keys that do not sign are removed with their
  *               DNSKEY, CDS and CDNSKEY.
- * ZC_ENOKEY when the zone is unsigned or the step has nothing to act on.
+ * ZC_ENOKEY when the zone is unsigned or the step has nothing to act on;
+ * ZC_EDISABLING for a step that would publish CDS and CDNSKEY (ksk
+ * prepublish) while a disable begun has the DELETE ones published (RFC
+ * 8078 §4: that RRset holds only them).
  */
 typedef enum { SIGNER_ROLL_PREPUBLISH, SIGNER_ROLL_ACTIVATE,
                SIGNER_ROLL_RETIRE } signer_roll_step_t;

@@ -276,6 +276,40 @@ def test_enable_cancels_a_disable(data_dir):
     assert "being disabled" not in cli("dnssec", "keys", "--data-dir", data_dir, ZONE).stdout
 
 
+def apex_cds(data_dir):
+    """The exported apex CDS and CDNSKEY rdata, sorted."""
+    export = cli("zone", "export", "--data-dir", data_dir, ZONE).stdout
+    return sorted(re.findall(r"^\S+\s*\t\d+\t(CDS|CDNSKEY)\t(.*)$", export, re.M))
+
+
+def test_no_rollover_step_joins_cds_to_the_delete_ones(data_dir):
+    """RFC 8078 §4: the DELETE CDS (CDNSKEY) RRset holds that record alone.
+    While a disable is pending, ksk prepublish (which publishes the new
+    KSK's CDS and CDNSKEY) is refused, saying what to do; the steps that
+    publish none still run. Cancelling the disable lets it run again."""
+    assert dnssec(data_dir, "enable").returncode == 0
+    assert dnssec(data_dir, "disable").returncode == 0
+    delete = [("CDNSKEY", "0 3 0 AA=="), ("CDS", "0 0 0 00")]
+    assert apex_cds(data_dir) == delete
+    before = keys(data_dir)
+    cp = dnssec(data_dir, "rollover", "ksk", "prepublish")
+    assert cp.returncode == 1, cp.stdout + cp.stderr
+    assert "ksk prepublish refused" in cp.stderr and "being disabled" in cp.stderr, cp.stderr
+    assert "dnssec enable" in cp.stderr and "dnssec disable" in cp.stderr, cp.stderr
+    assert apex_cds(data_dir) == delete
+    assert keys(data_dir) == before
+    # a ZSK publishes no CDS: its prepublish runs
+    assert dnssec(data_dir, "rollover", "zsk", "prepublish").returncode == 0
+    assert apex_cds(data_dir) == delete
+    # the disable cancelled: real CDS again, and ksk prepublish adds its own
+    assert dnssec(data_dir, "enable").returncode == 0
+    cp = dnssec(data_dir, "rollover", "ksk", "prepublish")
+    assert cp.returncode == 0, cp.stderr
+    cds = apex_cds(data_dir)
+    assert [t for t, _ in cds] == ["CDNSKEY"] * 2 + ["CDS"] * 2, cds
+    assert not [r for _, r in cds if r.startswith("0 ")], cds
+
+
 def test_disable_force_removes_at_once_loudly(data_dir):
     assert dnssec(data_dir, "enable").returncode == 0
     cp = dnssec(data_dir, "disable", "--force")
