@@ -193,6 +193,9 @@ def test_csk_zone_gets_a_zsk_in_two_steps(data_dir):
     nothing to act on and says so."""
     assert dnssec(data_dir, "enable").returncode == 0
     assert dnssec(data_dir, "rollover", "zsk", "prepublish").returncode == 0
+    # the ZSK only published: the 257 key still signs everything (a CSK)
+    roles = sorted(v[:2] for v in keys(data_dir).values())
+    assert roles == [("CSK", "active"), ("ZSK", "published")], roles
     shift_keys(data_dir, 3901)
     assert dnssec(data_dir, "rollover", "zsk", "activate").returncode == 0
     roles = sorted(v[:2] for v in keys(data_dir).values())
@@ -308,6 +311,24 @@ def test_no_rollover_step_joins_cds_to_the_delete_ones(data_dir):
     cds = apex_cds(data_dir)
     assert [t for t, _ in cds] == ["CDNSKEY"] * 2 + ["CDS"] * 2, cds
     assert not [r for _, r in cds if r.startswith("0 ")], cds
+
+
+def test_enable_of_a_zone_being_disabled_refuses_key_options(data_dir):
+    """enable on a zone being disabled cancels the disable and keeps its
+    keys: --algorithm and --split, which it would not apply, are refused
+    (they were ignored silently)."""
+    assert dnssec(data_dir, "enable").returncode == 0
+    assert dnssec(data_dir, "disable").returncode == 0
+    for opts in (["--algorithm", "ed25519", "--split"], ["--split"],
+                 ["--algorithm", "ecdsap256sha256"]):
+        cp = dnssec(data_dir, "enable", *opts)
+        assert cp.returncode == 1, (opts, cp.stdout, cp.stderr)
+        assert "is being disabled" in cp.stderr and "--algorithm and --split" in cp.stderr, \
+            cp.stderr
+        out = cli("dnssec", "keys", "--data-dir", data_dir, ZONE).stdout
+        assert "being disabled" in out, out
+    cp = dnssec(data_dir, "enable")
+    assert cp.returncode == 0 and "disable cancelled" in cp.stdout, cp.stdout + cp.stderr
 
 
 def test_disable_force_removes_at_once_loudly(data_dir):
