@@ -84,6 +84,7 @@ typedef struct {
 	records_zone_t zone;
 	uint8_t algorithm;           /* enable: SIGNER_ALG_* */
 	bool split;                  /* enable: a KSK and a ZSK */
+	bool keys_asked;             /* enable: algorithm or split given */
 	uint16_t roll_flags;         /* rollover: SIGNER_FLAGS_KSK or _ZSK */
 	signer_roll_step_t roll_step;
 	uint32_t ds_ttl;             /* The parent's DS TTL. */

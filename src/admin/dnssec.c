@@ -84,6 +84,11 @@ static int enable_unit(records_store_t *rs, void *ctx)
 	}
 	int64_t since;
 	if (signer_zone_disable_since(rs, &d->zone, &since) == ZC_EOK) {
+		if (d->keys_asked) {
+			/* The cancel keeps the keys: an algorithm or split
+			 * asked for would not be applied. */
+			return ZC_EDISABLING;
+		}
 		ret = signer_zone_disable_cancel(rs, &d->zone);
 		return ret == ZC_EOK ? done(rs, d, ADMIN_DNSSEC_CANCELLED) : ret;
 	}

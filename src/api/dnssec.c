@@ -83,24 +83,55 @@ static json_t *state_json(records_store_t *rs, const records_zone_t *zone)
 	return s.obj;
 }
 
+/* The algorithm asked for: a name, or its number as GET gives it ("13")
+ * or as a JSON number; 0 when none of those. */
+static uint8_t algorithm_of(json_t *alg)
+{
+	if (json_is_integer(alg)) {
+		char num[24];
+		snprintf(num, sizeof(num), "%" JSON_INTEGER_FORMAT,
+		         json_integer_value(alg));
+		return signer_algorithm_parse(num);
+	}
+	return json_is_string(alg) ? signer_algorithm_parse(json_string_value(alg)) :
+	       0;
+}
+
 /* Reads the body's zonecast fields: "force" and "ds_ttl" (for disable),
- * "algorithm" and "split" (for enable); false after a 400. */
-static bool read_change(api_req_t *req, json_t *body, admin_dnssec_t *d)
+ * "algorithm" and "split" (for enable: a field the other status does not
+ * apply is refused, not ignored); false after a 400. */
+static bool read_change(api_req_t *req, json_t *body, bool active,
+                        admin_dnssec_t *d)
 {
 	json_t *alg = json_object_get(body, "algorithm");
 	json_t *force = json_object_get(body, "force");
 	json_t *ttl = json_object_get(body, "ds_ttl");
-	d->split = json_is_true(json_object_get(body, "split"));
-	d->algorithm = signer_algorithm_parse(json_string_value(alg));
+	json_t *split = json_object_get(body, "split");
+	d->split = json_is_true(split);
+	d->algorithm = alg != NULL ? algorithm_of(alg) :
+	               signer_algorithm_parse(NULL);
+	d->keys_asked = alg != NULL || d->split;
 	d->force = json_is_true(force);
 	d->ds_ttl = ttl != NULL ? (uint32_t)json_integer_value(ttl) :
 	            SIGNER_DEFAULT_DS_TTL;
-	if (alg != NULL && (!json_is_string(alg) || d->algorithm == 0)) {
-		api_error(req, 400, 1004, "algorithm: \"ecdsap256sha256\" or "
-		          "\"ed25519\"");
+	if (active && (force != NULL || ttl != NULL)) {
+		api_error(req, 400, 1004, "%s: goes with \"status\": "
+		          "\"disabled\" (it does nothing for \"active\")",
+		          force != NULL ? "force" : "ds_ttl");
 		return false;
 	}
-	json_t *split = json_object_get(body, "split");
+	if (!active && (alg != NULL || split != NULL)) {
+		api_error(req, 400, 1004, "%s: goes with \"status\": \"active\" "
+		          "(it does nothing for \"disabled\")",
+		          alg != NULL ? "algorithm" : "split");
+		return false;
+	}
+	if (alg != NULL && d->algorithm == 0) {
+		api_error(req, 400, 1004, "algorithm: \"ecdsap256sha256\" or "
+		          "\"ed25519\", or their numbers \"13\" or \"15\" (as GET "
+		          "gives them)");
+		return false;
+	}
 	if (split != NULL && !json_is_boolean(split)) {
 		api_error(req, 400, 1004, "split: true or false is required");
 		return false;
@@ -147,7 +178,8 @@ static void change(api_req_t *req, const records_zone_t *zone, json_t *body)
 		api_error(req, 400, 1004, "status: \"active\" or \"disabled\"");
 		return;
 	}
-	if (!read_change(req, body, &d)) {
+	bool active = strcmp(status, "active") == 0;
+	if (!read_change(req, body, active, &d)) {
 		return;
 	}
 	int ret;
@@ -160,6 +192,12 @@ static void change(api_req_t *req, const records_zone_t *zone, json_t *body)
 	}
 	if (ret == -EAGAIN && d.early) {
 		too_early(req, &d);
+	} else if (ret == ZC_EDISABLING) {
+		api_error(req, 409, 1004, "status: the zone is pending-disabled; "
+		          "\"active\" cancels the disable and keeps its keys, so "
+		          "\"algorithm\" and \"split\" would not apply: send "
+		          "{\"status\": \"active\"} alone, or finish the disable "
+		          "first");
 	} else if (ret != ZC_EOK) {
 		api_error_code(req, ret, "dnssec");
 	} else {

@@ -10,7 +10,8 @@
  * run from, the first step of a disable says what to do at the parent.
  *
  * Request fields: {"verb": "enable" | "disable" | "rollover", "zone",
- * "algorithm" (a number), "split", "force", "ds_ttl", "role": "ksk" |
+ * "algorithm" (a number), "split", "keys_asked" (algorithm or split
+ * given), "force", "ds_ttl", "role": "ksk" |
  * "zsk", "step": "prepublish" | "activate" | "retire"}.
  */
 #include <string.h>
@@ -25,6 +26,7 @@ typedef enum { DO_ENABLE, DO_DISABLE, DO_ROLL } action_t;
 typedef struct {
 	uint8_t alg;
 	bool split;
+	bool keys_asked;
 	bool force;
 	uint32_t ds_ttl;
 	uint16_t roll_flags;
@@ -78,6 +80,20 @@ static void change_failed(admin_t *a, const records_zone_t *zone,
 		        "them)\n", args->role_text, args->step_text, zone->name,
 		        args->roll_flags == SIGNER_FLAGS_KSK ? "KSK" : "ZSK",
 		        zone->name);
+	} else if (ret == ZC_EDISABLING && action == DO_ENABLE) {
+		fprintf(a->err, "zonecast dnssec: %s is being disabled: enable "
+		        "cancels the disable and keeps its keys, so --algorithm "
+		        "and --split would not apply. Run `zonecast dnssec enable "
+		        "%s` without them, or finish the disable first and enable "
+		        "with them then\n", zone->name, zone->name);
+	} else if (ret == ZC_EDISABLING && action == DO_ROLL) {
+		fprintf(a->err, "zonecast dnssec: %s %s refused: %s is being "
+		        "disabled, its CDS and CDNSKEY are the DELETE ones (RFC "
+		        "8078 section 4), which nothing may join. Cancel the disable "
+		        "(`zonecast dnssec enable %s`) or finish it (`zonecast "
+		        "dnssec disable %s` again once the DS TTL has passed) "
+		        "first\n", args->role_text, args->step_text, zone->name,
+		        zone->name, zone->name);
 	} else if (ret == ZC_ENOKEY) {
 		fprintf(a->err, "zonecast dnssec: %s is not signed\n", zone->name);
 	} else {
@@ -138,6 +154,7 @@ static int change(admin_t *a, records_zone_t *zone, action_t action,
 {
 	*d = (admin_dnssec_t){
 		.zone = *zone, .algorithm = args->alg, .split = args->split,
+		.keys_asked = args->keys_asked,
 		.roll_flags = args->roll_flags, .roll_step = args->roll_step,
 		.ds_ttl = args->ds_ttl, .force = args->force,
 	};
@@ -175,7 +192,7 @@ typedef struct {
 	const records_zone_t *zone;
 	uint32_t ds_ttl;
 	unsigned keys;
-	bool has_zsk;
+	bool has_zsk;           /* An active ZSK: 257 keys are KSKs. */
 	signer_step_time_t activate[2], retire[2]; /* [ksk], by role */
 	int activate_ret[2], retire_ret[2];
 } keys_view_t;
@@ -184,7 +201,8 @@ static int note_zsk(const signer_key_info_t *info, void *ctx)
 {
 	keys_view_t *v = ctx;
 	v->keys++;
-	v->has_zsk |= info->flags == SIGNER_FLAGS_ZSK;
+	/* A 257 key signs everything (a CSK) until a ZSK signs. */
+	v->has_zsk |= info->flags == SIGNER_FLAGS_ZSK && info->active;
 	return 0;
 }
 
@@ -344,6 +362,7 @@ static bool read_args(admin_t *a, const json_t *req, args_t *args)
 		.alg = alg != NULL ? (uint8_t)json_integer_value(alg) :
 		       signer_algorithm_parse(NULL),
 		.split = json_is_true(json_object_get(req, "split")),
+		.keys_asked = json_is_true(json_object_get(req, "keys_asked")),
 		.force = json_is_true(json_object_get(req, "force")),
 		.ds_ttl = ttl != NULL ? (uint32_t)json_integer_value(ttl) :
 		          SIGNER_DEFAULT_DS_TTL,

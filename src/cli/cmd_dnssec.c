@@ -51,6 +51,7 @@ typedef struct {
 	const char *name;
 	uint8_t alg;
 	bool split;
+	bool keys_asked;        /* --algorithm or --split given */
 	bool force;
 	uint32_t ds_ttl;
 	const char *role_text, *step_text;
@@ -118,6 +119,7 @@ static int parse_args(int argc, char **argv, config_t *cfg, const char **dir,
 	a->verb = argv[optind];
 	a->name = argv[optind + 1];
 	a->alg = signer_algorithm_parse(alg_name);
+	a->keys_asked = alg_name != NULL || a->split;
 	if (a->alg == 0) {
 		fprintf(stderr, "zonecast dnssec: unknown algorithm '%s' "
 		        "(ecdsap256sha256 or ed25519)\n", alg_name);
@@ -169,10 +171,11 @@ int cmd_dnssec(int argc, char **argv)
 	if (strcmp(a.verb, "ds") == 0 || strcmp(a.verb, "keys") == 0) {
 		return show(dir, &a);
 	}
-	json_t *req = json_pack("{s:s, s:s, s:i, s:b, s:b, s:I}",
+	json_t *req = json_pack("{s:s, s:s, s:i, s:b, s:b, s:I, s:b}",
 	                        "command", "dnssec", "verb", a.verb,
 	                        "algorithm", a.alg, "split", a.split,
-	                        "force", a.force, "ds_ttl", (json_int_t)a.ds_ttl);
+	                        "force", a.force, "ds_ttl", (json_int_t)a.ds_ttl,
+	                        "keys_asked", a.keys_asked);
 	bool ok = req != NULL && cli_json_set(req, "zone", cli_json_name(a.name));
 	if (ok && a.role_text != NULL) {
 		ok = cli_json_set(req, "role", cli_json_text("dnssec", "role",

@@ -21,7 +21,7 @@ typedef struct {
 	kind_t kind;
 } member_t;
 
-#define MEMBERS_MAX 9
+#define MEMBERS_MAX 10
 
 static const struct {
 	const char *command;
@@ -45,6 +45,7 @@ static const struct {
 	                       { "allow_transfer", TEXTS } } },
 	{ "dnssec", { { "verb", TEXT }, { "zone", TEXT },
 	              { "algorithm", NUMBER }, { "split", FLAG },
+	              { "keys_asked", FLAG },
 	              { "force", FLAG }, { "ds_ttl", NUMBER },
 	              { "role", TEXT }, { "step", TEXT } } },
 };

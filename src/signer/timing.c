@@ -24,6 +24,7 @@
 
 #include "common/error.h"
 #include "signer/zone.h"
+#include "sigview/sigview.h"
 
 #define TIMING_MAX_KEYS 16
 
@@ -99,25 +100,59 @@ static int activate_time(const key_list_t *l, uint16_t flags, uint32_t ds_ttl,
 	return ZC_EOK;
 }
 
-/* Whether a ZSK signed since before `ms` (then a KSK retired at ms was
- * signing the DNSKEY set only). */
-static bool zsk_signed_before(const key_list_t *l, int64_t ms)
+/*
+ * When a KSK last signed data other than the DNSKEY set (Unix ms), or 0 if
+ * it never did. A 257 key signs everything while no ZSK is active (it is
+ * the CSK); the first ZSK to become active takes the data over, and from
+ * then on a ZSK is always active (activate makes the role's newest key
+ * sign, retire removes only keys that do not). So the key signed data
+ * from its activation until it stopped, or until the earliest activation
+ * of a ZSK, if that came first. A ZSK retired and removed since is no
+ * longer listed: the earliest listed activation is then later than the
+ * real one, which only makes the wait longer.
+ */
+static int64_t ksk_data_until(const key_list_t *l, const signer_key_info_t *k,
+                              int64_t stopped)
 {
+	int64_t zsk_from = 0;
 	for (unsigned i = 0; i < l->count; i++) {
-		const signer_key_info_t *k = &l->keys[i];
-		if (k->flags == SIGNER_FLAGS_ZSK && k->active_on > 0 &&
-		    k->active_on <= ms) {
-			return true;
+		const signer_key_info_t *z = &l->keys[i];
+		if (z->flags == SIGNER_FLAGS_ZSK && z->active_on > 0 &&
+		    (zsk_from == 0 || z->active_on < zsk_from)) {
+			zsk_from = z->active_on;
 		}
 	}
-	return false;
+	if (zsk_from == 0 || zsk_from >= stopped) {
+		return stopped; /* It was the CSK until it stopped. */
+	}
+	if (zsk_from <= k->active_on) {
+		return 0; /* A ZSK signed the data all along. */
+	}
+	return zsk_from;
 }
 
-/* retire: the role's keys that stopped signing, retired long enough. */
+/* The longest a signature made at answer time or by the signed view for
+ * secondaries may be kept (RFC 4035 §5.3.3: no validator keeps an RRset
+ * past its signature's expiration). */
+static uint32_t sig_lifetime_max(void)
+{
+	uint32_t answer = SIGNER_VALIDITY + SIGNER_JITTER;
+	uint32_t view = VIEW_VALIDITY + VIEW_JITTER;
+	return answer > view ? answer : view;
+}
+
+/* retire: the role's keys that stopped signing, retired long enough: the
+ * DNSKEY TTL after they last signed the DNSKEY set, the zone's largest
+ * TTL after they last signed its data (a ZSK: when it stopped; a KSK:
+ * when it stopped being the CSK, ksk_data_until()). */
 static int retire_time(const key_list_t *l, uint16_t flags, uint32_t max_ttl,
                        signer_step_time_t *out)
 {
 	unsigned found = 0;
+	uint32_t cap = sig_lifetime_max();
+	if (max_ttl > cap) {
+		max_ttl = cap;
+	}
 	for (unsigned i = 0; i < l->count; i++) {
 		const signer_key_info_t *k = &l->keys[i];
 		if (k->flags != flags || k->active) {
@@ -129,40 +164,49 @@ static int retire_time(const key_list_t *l, uint16_t flags, uint32_t max_ttl,
 		}
 		int64_t stopped = k->retired_on > 0 ? k->retired_on :
 		                  k->created_on;
-		bool dnskey_only = flags == SIGNER_FLAGS_KSK &&
-		                   zsk_signed_before(l, stopped);
-		uint32_t ttl = dnskey_only ? SIGNER_DNSKEY_TTL : max_ttl;
-		if (ttl < SIGNER_DNSKEY_TTL) {
-			ttl = SIGNER_DNSKEY_TTL; /* It signed the DNSKEY set too. */
-		}
-		/* RFC 4035 §5.3.3: no validator keeps an RRset past its
-		 * signature's expiration, at most SIGNER_VALIDITY plus jitter
-		 * after it was made. */
-		if (ttl > SIGNER_VALIDITY + SIGNER_JITTER) {
-			ttl = SIGNER_VALIDITY + SIGNER_JITTER;
-		}
 		char since[32], why[256];
-		signer_format_time(stopped, since, sizeof(since));
-		snprintf(why, sizeof(why), "the old %s (tag %u) stopped signing "
-		         "at %s; its signatures may stay in caches for %u s (%s)",
-		         role_name(flags), k->tag, since, ttl, dnskey_only ?
-		         "DNSKEY TTL" : ttl == SIGNER_VALIDITY + SIGNER_JITTER ?
+		if (flags == SIGNER_FLAGS_KSK) {
+			/* The DNSKEY set (CDS, CDNSKEY) it signed until it
+			 * stopped. */
+			signer_format_time(stopped, since, sizeof(since));
+			snprintf(why, sizeof(why), "the old KSK (tag %u) stopped "
+			         "signing the DNSKEY set at %s; its signatures may "
+			         "stay in caches for %u s (DNSKEY TTL)", k->tag,
+			         since, SIGNER_DNSKEY_TTL);
+			wait_until(out, stopped, SIGNER_DNSKEY_TTL +
+			           SIGNER_PROPAGATION_S, k->tag, why);
+		}
+		int64_t data_until = flags == SIGNER_FLAGS_KSK ?
+		                     ksk_data_until(l, k, stopped) : stopped;
+		if (data_until == 0) {
+			continue;
+		}
+		uint32_t ttl = max_ttl;
+		if (ttl < SIGNER_DNSKEY_TTL) {
+			ttl = SIGNER_DNSKEY_TTL; /* As the DNSKEY set's, at least. */
+		}
+		signer_format_time(data_until, since, sizeof(since));
+		snprintf(why, sizeof(why), "the old %s (tag %u) last signed the "
+		         "zone's data at %s; its signatures may stay in caches "
+		         "for %u s (%s)", flags == SIGNER_FLAGS_KSK ? "CSK" : "ZSK",
+		         k->tag, since, ttl, ttl == cap ?
 		         "the signatures' validity, below the zone's largest TTL" :
 		         "the zone's largest TTL");
-		wait_until(out, stopped, ttl + SIGNER_PROPAGATION_S, k->tag, why);
+		wait_until(out, data_until, ttl + SIGNER_PROPAGATION_S, k->tag,
+		           why);
 	}
 	return found > 0 ? ZC_EOK : ZC_ENOKEY;
 }
 
-int signer_step_time(records_store_t *rs, const records_zone_t *zone,
-                     uint16_t flags, signer_roll_step_t step, uint32_t ds_ttl,
-                     signer_step_time_t *out)
+int signer_step_time_of(const signer_key_info_t *keys, unsigned count,
+                        uint16_t flags, signer_roll_step_t step,
+                        uint32_t ds_ttl, uint32_t max_ttl,
+                        signer_step_time_t *out)
 {
 	memset(out, 0, sizeof(*out));
 	key_list_t l = { .count = 0 };
-	int ret = signer_zone_keys(rs, zone, collect, &l);
-	if (ret != ZC_EOK) {
-		return ret;
+	for (unsigned i = 0; i < count; i++) {
+		collect(&keys[i], &l);
 	}
 	if (l.count == 0) {
 		return ZC_ENOKEY;
@@ -173,9 +217,22 @@ int signer_step_time(records_store_t *rs, const records_zone_t *zone,
 	if (step == SIGNER_ROLL_ACTIVATE) {
 		return activate_time(&l, flags, ds_ttl, out);
 	}
+	return retire_time(&l, flags, max_ttl, out);
+}
+
+int signer_step_time(records_store_t *rs, const records_zone_t *zone,
+                     uint16_t flags, signer_roll_step_t step, uint32_t ds_ttl,
+                     signer_step_time_t *out)
+{
+	memset(out, 0, sizeof(*out));
+	key_list_t l = { .count = 0 };
+	int ret = signer_zone_keys(rs, zone, collect, &l);
 	uint32_t max_ttl = 0;
-	ret = records_zone_max_ttl(rs, zone->id, &max_ttl);
-	return ret == ZC_EOK ? retire_time(&l, flags, max_ttl, out) : ret;
+	if (ret == ZC_EOK && step == SIGNER_ROLL_RETIRE) {
+		ret = records_zone_max_ttl(rs, zone->id, &max_ttl);
+	}
+	return ret == ZC_EOK ? signer_step_time_of(l.keys, l.count, flags, step,
+	                                           ds_ttl, max_ttl, out) : ret;
 }
 
 int signer_disable_time(records_store_t *rs, const records_zone_t *zone,

@@ -58,10 +58,22 @@ static int publish(records_store_t *rs, records_zone_t *zone, uint16_t type,
 	return records_record_insert(rs, zone, &rec);
 }
 
-/* Generates, stores and publishes one key. */
+/* Whether the DELETE CDS is published (a disable begun). */
+static bool disabling(records_store_t *rs, const records_zone_t *zone)
+{
+	int64_t since;
+	return signer_zone_disable_since(rs, zone, &since) == ZC_EOK;
+}
+
+/* Generates, stores and publishes one key (a KSK's CDS and CDNSKEY too:
+ * ZC_EDISABLING while the DELETE ones are published, which an RRset
+ * holds alone, RFC 8078 §4). */
 static int add_key_as(records_store_t *rs, records_zone_t *zone, uint8_t alg,
                       uint16_t flags, bool active)
 {
+	if (flags == SIGNER_FLAGS_KSK && disabling(rs, zone)) {
+		return ZC_EDISABLING;
+	}
 	uint8_t *pem = NULL;
 	size_t pem_len = 0;
 	int ret = signer_key_generate(alg, &pem, &pem_len);
@@ -421,6 +433,10 @@ int signer_zone_rollover(records_store_t *rs, records_zone_t *zone,
 	}
 	if (step == SIGNER_ROLL_PREPUBLISH && r.count >= EDGE_KEYSET_MAX_KEYS) {
 		return ZC_EKEYCOUNT; /* The edge store's keyset holds no more. */
+	}
+	if (step == SIGNER_ROLL_PREPUBLISH && flags == SIGNER_FLAGS_KSK &&
+	    disabling(rs, zone)) {
+		return ZC_EDISABLING; /* It would publish CDS and CDNSKEY. */
 	}
 	ret = records_zone_bump(rs, zone);
 	if (ret == ZC_EOK && step == SIGNER_ROLL_PREPUBLISH) {

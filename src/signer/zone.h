@@ -48,7 +48,10 @@ int signer_zone_disable_cancel(records_store_t *rs, records_zone_t *zone);
  *               stay published but stop signing;
  *   retire:     the role's keys that do not sign are removed with their
  *               DNSKEY, CDS and CDNSKEY.
- * ZC_ENOKEY when the zone is unsigned or the step has nothing to act on.
+ * ZC_ENOKEY when the zone is unsigned or the step has nothing to act on;
+ * ZC_EDISABLING for a step that would publish CDS and CDNSKEY (ksk
+ * prepublish) while a disable begun has the DELETE ones published (RFC
+ * 8078 §4: that RRset holds only them).
  */
 typedef enum { SIGNER_ROLL_PREPUBLISH, SIGNER_ROLL_ACTIVATE,
                SIGNER_ROLL_RETIRE } signer_roll_step_t;
@@ -103,9 +106,12 @@ typedef struct {
  *   activate: the role's newest key published for the DNSKEY TTL (a KSK:
  *             and for the parent's DS TTL, the new DS being at the parent),
  *   retire:   the role's keys that stopped signing retired for as long as
- *             their signatures may be cached (a ZSK, or a KSK that was the
- *             only signing key: the zone's largest TTL; else the DNSKEY
- *             TTL); keys that never signed go at once,
+ *             their signatures may be cached: the zone's largest TTL
+ *             (capped by the signatures' lifetime) after they last signed
+ *             the zone's data (a ZSK: when it stopped; a KSK: when it
+ *             stopped being the CSK, i.e. when a ZSK took over, if one
+ *             did), and for a KSK the DNSKEY TTL after it stopped; keys
+ *             that never signed go at once,
  *   prepublish: at once;
  * plus SIGNER_PROPAGATION_S. ZC_ENOKEY when the step has nothing to act on
  * (unsigned zone, no key in that state).
@@ -113,6 +119,13 @@ typedef struct {
 int signer_step_time(records_store_t *rs, const records_zone_t *zone,
                      uint16_t flags, signer_roll_step_t step, uint32_t ds_ttl,
                      signer_step_time_t *out);
+
+/* The same from the zone's keys (count of them) and its largest TTL:
+ * the rules without the store (tests/unit/signer/test_timing.c). */
+int signer_step_time_of(const signer_key_info_t *keys, unsigned count,
+                        uint16_t flags, signer_roll_step_t step,
+                        uint32_t ds_ttl, uint32_t max_ttl,
+                        signer_step_time_t *out);
 
 /* When the keys of a zone whose disable began may be removed: the DELETE
  * records published for the DS TTL. KNOT_ENOENT when none began. */

@@ -37,6 +37,15 @@
 	"  at INTEGER NOT NULL, data BLOB NOT NULL," \
 	"  PRIMARY KEY (zone_id, seq)) WITHOUT ROWID;"
 
+/* The view's format (PRAGMA user_version). 1: a version whose SOA fields
+ * or TTL changed journals the SOA it replaced (sigview/zone.c); entries
+ * written before lack it, and are dropped (IXFR from their serials is
+ * then answered in AXFR form). */
+#define UPGRADE \
+	"DELETE FROM vjournal WHERE" \
+	" (SELECT user_version FROM pragma_user_version) < 1;" \
+	"PRAGMA user_version = 1;"
+
 int view_db_exec(view_db_t *d, const char *sql, int64_t zone_id)
 {
 	rdb_stmt_t *stmt;
@@ -69,6 +78,9 @@ int view_db_open(view_db_t *d, const char *dir, bool read_only)
 	int ret = rdb_open(&d->db, path, &opts);
 	if (ret == ZC_EOK && !read_only) {
 		ret = rdb_exec(d->db, SCHEMA);
+	}
+	if (ret == ZC_EOK && !read_only) {
+		ret = rdb_exec(d->db, UPGRADE);
 	}
 	if (ret != ZC_EOK) {
 		view_db_close(d);

@@ -35,7 +35,9 @@
  * the zone is brought up by a full pass: every edge node compared with
  * the view, every chain NSEC checked, everything re-signed when the keys
  * changed. Its changes are journaled when they are few, else IXFR from an
- * older serial is answered in AXFR form.
+ * older serial is answered in AXFR form. A version whose SOA fields or
+ * TTL changed journals the SOA it replaced (deleted) and the new one
+ * (added): IXFR's difference starts with the client's SOA exactly.
  *
  * Signatures are valid VIEW_VALIDITY plus a jitter of up to
  * VIEW_JITTER (spread by owner and type, so a zone signed at once does not

@@ -667,6 +667,15 @@ static int finish(job_t *j)
 	knot_rdata_init((knot_rdata_t *)rd, z.soa_len, z.soa);
 	knot_soa_serial_set((knot_rdata_t *)rd, z.serial);
 	memcpy(z.soa, ((knot_rdata_t *)rd)->data, z.soa_len);
+	if (j->had_zone && soa_changed(&j->old, &u->ez)) {
+		/* The SOA a secondary at the old serial holds, exactly (its
+		 * fields and TTL), for IXFR's difference sequence (RFC 1995
+		 * §4; transfer/ixfr.c takes the first deleted one). */
+		view_diff_add(&j->diff, false, u->ez.apex, KNOT_RRTYPE_SOA,
+		              j->old.soa_ttl, j->old.soa, j->old.soa_len);
+		view_diff_add(&j->diff, true, u->ez.apex, KNOT_RRTYPE_SOA,
+		              z.soa_ttl, z.soa, z.soa_len);
+	}
 	int ret = j->diff.error;
 	bool journal = ret == ZC_EOK && j->had_zone && !j->diff.overflow &&
 	               j->old.has_journal;

@@ -15,7 +15,10 @@
  * A first event that deletes means the record was there before; one that
  * adds means it was not. Records live in an open-addressing hash table
  * whose entries keep their order of first appearance, so the output is
- * stable. SOA events are skipped: the SOA heads each part of the sequence.
+ * stable. SOA events are not records of the difference (the SOA heads
+ * each part of the sequence), but the first one that deletes is kept: it
+ * is the SOA the client holds (its fields and TTL, RFC 1995 §4), when
+ * they changed on the way (xfr_diff_old_soa()).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -43,6 +46,9 @@ struct xfr_diff {
 	size_t count, cap;
 	uint32_t *slots;       /* Index + 1 into entries; 0: empty. */
 	size_t slot_count;     /* A power of two. */
+	const uint8_t *old_soa; /* The first SOA deleted (in the arena). */
+	uint16_t old_soa_len;
+	uint32_t old_soa_ttl;
 };
 
 /* FNV-1a over the record's identity. */
@@ -154,6 +160,17 @@ int xfr_diff_add(const records_journal_rr_t *rr, void *ctx)
 {
 	xfr_diff_t *d = ctx;
 	if (rr->type == KNOT_RRTYPE_SOA) {
+		if (!rr->added && d->old_soa == NULL) {
+			uint8_t *rdata = zc_arena_alloc(&d->arena,
+			                                rr->rdata_len + 1u);
+			if (rdata == NULL) {
+				return KNOT_ENOMEM;
+			}
+			memcpy(rdata, rr->rdata, rr->rdata_len);
+			d->old_soa = rdata;
+			d->old_soa_len = rr->rdata_len;
+			d->old_soa_ttl = rr->ttl;
+		}
 		return ZC_EOK;
 	}
 	if ((d->count + 1) * 2 > d->slot_count && grow_slots(d) != ZC_EOK) {
@@ -212,4 +229,16 @@ size_t xfr_diff_count(const xfr_diff_t *d, bool added)
 		n += in_result(&d->entries[i], added, &ttl);
 	}
 	return n;
+}
+
+bool xfr_diff_old_soa(const xfr_diff_t *d, uint32_t *ttl,
+                      const uint8_t **rdata, uint16_t *len)
+{
+	if (d->old_soa == NULL) {
+		return false;
+	}
+	*ttl = d->old_soa_ttl;
+	*rdata = d->old_soa;
+	*len = d->old_soa_len;
+	return true;
 }

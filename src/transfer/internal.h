@@ -162,6 +162,12 @@ void xfr_diff_foreach(const xfr_diff_t *d, bool added,
 /* Number of deleted or added RRs in the result. */
 size_t xfr_diff_count(const xfr_diff_t *d, bool added);
 
+/* The first SOA the events delete (TTL and rdata, its serial field as
+ * stored): the SOA before its fields or TTL changed. False when no event
+ * deletes one (they did not change). */
+bool xfr_diff_old_soa(const xfr_diff_t *d, uint32_t *ttl,
+                      const uint8_t **rdata, uint16_t *len);
+
 /* --- AXFR and IXFR bodies --- */
 
 /* One transfer being served, from one edge read transaction. */

@@ -6,11 +6,15 @@
  *
  *   SOA(E)  SOA(S) deleted RRs  SOA(E) added RRs  SOA(E)
  *
- * SOA(S) is the served SOA with serial S (the log keeps records, not old
- * SOA fields). A client at or past E (RFC 1982) gets SOA(E) alone (§4,
+ * SOA(S) is the SOA the client holds, exactly (RFC 1995 §4): when its
+ * fields or TTL changed between S and E, the journal has the SOA they
+ * replaced (the records journal its SOA record's events, the signed
+ * view's the SOA it journals with such a version), given serial S;
+ * otherwise the served SOA with serial S. A client at or past E (RFC 1982) gets SOA(E) alone (§4,
  * "up to date"). When the journal does not reach back to S, the answer is
  * the whole zone in AXFR form (§4).
  */
+#include <string.h>
 #include <libknot/descriptor.h>
 #include <libknot/errcode.h>
 
@@ -40,13 +44,30 @@ static int put_diff_rr(const xfr_diff_rr_t *rr, void *ctx)
 	return out->error != ZC_EOK;
 }
 
+/* The client's SOA: serial S with the fields and TTL it had then. */
+static void old_soa(const xfr_req_t *req, const xfr_diff_t *diff,
+                    uint8_t *buf, knot_rrset_t *soa)
+{
+	edge_zone_t then = req->zone;
+	const uint8_t *rdata;
+	uint16_t len;
+	uint32_t ttl;
+	if (xfr_diff_old_soa(diff, &ttl, &rdata, &len) && len >= 22 &&
+	    len <= sizeof(then.soa)) {
+		memcpy(then.soa, rdata, len);
+		then.soa_len = len;
+		then.soa_ttl = ttl;
+	}
+	xfr_soa(&then, req->client_serial, buf, soa);
+}
+
 /* Writes the condensed sequence. */
 static int put_sequence(xfr_req_t *req, const xfr_diff_t *diff)
 {
 	uint8_t new_buf[XFR_SOA_BUF], old_buf[XFR_SOA_BUF];
 	knot_rrset_t soa_new, soa_old;
 	xfr_soa(&req->zone, req->zone.serial, new_buf, &soa_new);
-	xfr_soa(&req->zone, req->client_serial, old_buf, &soa_old);
+	old_soa(req, diff, old_buf, &soa_old);
 	xfr_out_put(req->out, &soa_new);
 	xfr_out_put(req->out, &soa_old);
 	xfr_diff_foreach(diff, false, put_diff_rr, req->out);

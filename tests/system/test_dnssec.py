@@ -1151,6 +1151,39 @@ def test_api_delete_dnssec_is_the_disable(env, new_zone):
     assert served_dnskeys(env.srv, z) is not None
 
 
+def test_api_patch_fields_round_trip_and_none_is_ignored(env, new_zone):
+    """What GET gives is taken back ("algorithm": "13", or 13); a field
+    the asked status does nothing with is refused, not ignored ("ds_ttl"
+    or "force" with "active", "algorithm" or "split" with "disabled");
+    "algorithm" or "split" on a zone being disabled, whose disable
+    "active" only cancels, is refused (409) and the zone stays as it was."""
+    z = new_zone("apirt")
+    zid = env.api.zone_id(z)
+    path = "/zones/%s/dnssec" % zid
+    env.api.ok("PATCH", path, json={"status": "active"})
+    got = env.api.get(path)
+    assert got["algorithm"] == "13", got
+    for alg in (got["algorithm"], 13, "ECDSAP256SHA256"):
+        env.api.ok("PATCH", path, json={"status": "active", "algorithm": alg})
+    for body in ({"status": "active", "ds_ttl": 60}, {"status": "active", "force": True},
+                 {"status": "disabled", "algorithm": "13"},
+                 {"status": "disabled", "split": True},
+                 {"status": "active", "algorithm": "14"}):
+        r = env.api.call("PATCH", path, json=body)
+        assert r.status_code == 400, (body, r.status_code, r.text)
+    assert env.api.get(path)["status"] == "active"
+    env.api.ok("PATCH", path, json={"status": "disabled", "ds_ttl": 60})
+    assert env.api.get(path)["status"] == "pending-disabled"
+    for body in ({"status": "active", "algorithm": "ed25519"},
+                 {"status": "active", "split": True}):
+        r = env.api.call("PATCH", path, json=body)
+        assert r.status_code == 409 and "pending-disabled" in r.text, (body, r.text)
+        assert env.api.get(path)["status"] == "pending-disabled"
+    env.api.ok("PATCH", path, json={"status": "active"})
+    got = env.api.get(path)
+    assert got["status"] == "active" and got["algorithm"] == "13", got
+
+
 def test_api_patch_active_ed25519_split(env, new_zone, resolvers):
     """PATCH {"status": "active", "algorithm": "ed25519", "split": true}
     (docs/api.md): a KSK and a ZSK of algorithm 15, and answers validate."""

@@ -166,7 +166,7 @@ def test_zsk_rollover_waits_for_the_ttls(data_dir):
     old = [t for t, v in k.items() if v[:2] == ("ZSK", "retired")]
     assert len(old) == 1, k
     # Retiring waits for the zone's signatures to leave caches (its
-    # largest TTL, capped by the signatures' 8-day validity).
+    # largest TTL, capped by the signatures' lifetime, 17.5 days).
     cp = dnssec(data_dir, "rollover", "zsk", "retire")
     assert cp.returncode == 1 and "too early for zsk retire" in cp.stderr, cp.stderr
     # Forced: runs, loudly.
@@ -193,6 +193,9 @@ def test_csk_zone_gets_a_zsk_in_two_steps(data_dir):
     nothing to act on and says so."""
     assert dnssec(data_dir, "enable").returncode == 0
     assert dnssec(data_dir, "rollover", "zsk", "prepublish").returncode == 0
+    # the ZSK only published: the 257 key still signs everything (a CSK)
+    roles = sorted(v[:2] for v in keys(data_dir).values())
+    assert roles == [("CSK", "active"), ("ZSK", "published")], roles
     shift_keys(data_dir, 3901)
     assert dnssec(data_dir, "rollover", "zsk", "activate").returncode == 0
     roles = sorted(v[:2] for v in keys(data_dir).values())
@@ -274,6 +277,58 @@ def test_enable_cancels_a_disable(data_dir):
     export = cli("zone", "export", "--data-dir", data_dir, ZONE).stdout
     assert "0 0 0 00" not in export and re.search(r"\tCDS\t\d+ 13 2 ", export), export
     assert "being disabled" not in cli("dnssec", "keys", "--data-dir", data_dir, ZONE).stdout
+
+
+def apex_cds(data_dir):
+    """The exported apex CDS and CDNSKEY rdata, sorted."""
+    export = cli("zone", "export", "--data-dir", data_dir, ZONE).stdout
+    return sorted(re.findall(r"^\S+\s*\t\d+\t(CDS|CDNSKEY)\t(.*)$", export, re.M))
+
+
+def test_no_rollover_step_joins_cds_to_the_delete_ones(data_dir):
+    """RFC 8078 §4: the DELETE CDS (CDNSKEY) RRset holds that record alone.
+    While a disable is pending, ksk prepublish (which publishes the new
+    KSK's CDS and CDNSKEY) is refused, saying what to do; the steps that
+    publish none still run. Cancelling the disable lets it run again."""
+    assert dnssec(data_dir, "enable").returncode == 0
+    assert dnssec(data_dir, "disable").returncode == 0
+    delete = [("CDNSKEY", "0 3 0 AA=="), ("CDS", "0 0 0 00")]
+    assert apex_cds(data_dir) == delete
+    before = keys(data_dir)
+    cp = dnssec(data_dir, "rollover", "ksk", "prepublish")
+    assert cp.returncode == 1, cp.stdout + cp.stderr
+    assert "ksk prepublish refused" in cp.stderr and "being disabled" in cp.stderr, cp.stderr
+    assert "dnssec enable" in cp.stderr and "dnssec disable" in cp.stderr, cp.stderr
+    assert apex_cds(data_dir) == delete
+    assert keys(data_dir) == before
+    # a ZSK publishes no CDS: its prepublish runs
+    assert dnssec(data_dir, "rollover", "zsk", "prepublish").returncode == 0
+    assert apex_cds(data_dir) == delete
+    # the disable cancelled: real CDS again, and ksk prepublish adds its own
+    assert dnssec(data_dir, "enable").returncode == 0
+    cp = dnssec(data_dir, "rollover", "ksk", "prepublish")
+    assert cp.returncode == 0, cp.stderr
+    cds = apex_cds(data_dir)
+    assert [t for t, _ in cds] == ["CDNSKEY"] * 2 + ["CDS"] * 2, cds
+    assert not [r for _, r in cds if r.startswith("0 ")], cds
+
+
+def test_enable_of_a_zone_being_disabled_refuses_key_options(data_dir):
+    """enable on a zone being disabled cancels the disable and keeps its
+    keys: --algorithm and --split, which it would not apply, are refused
+    (they were ignored silently)."""
+    assert dnssec(data_dir, "enable").returncode == 0
+    assert dnssec(data_dir, "disable").returncode == 0
+    for opts in (["--algorithm", "ed25519", "--split"], ["--split"],
+                 ["--algorithm", "ecdsap256sha256"]):
+        cp = dnssec(data_dir, "enable", *opts)
+        assert cp.returncode == 1, (opts, cp.stdout, cp.stderr)
+        assert "is being disabled" in cp.stderr and "--algorithm and --split" in cp.stderr, \
+            cp.stderr
+        out = cli("dnssec", "keys", "--data-dir", data_dir, ZONE).stdout
+        assert "being disabled" in out, out
+    cp = dnssec(data_dir, "enable")
+    assert cp.returncode == 0 and "disable cancelled" in cp.stdout, cp.stdout + cp.stderr
 
 
 def test_disable_force_removes_at_once_loudly(data_dir):

@@ -129,11 +129,47 @@ static void test_many(void)
 	xfr_diff_free(d);
 }
 
+/* The SOA events: not in the difference; the first deleted SOA is the
+ * one the client holds (its TTL and fields, RFC 1995 §4). */
+static void test_old_soa(void)
+{
+	xfr_diff_t *d;
+	CHECK_EQ(xfr_diff_new(&d), ZC_EOK);
+	uint8_t owner[KNOT_DNAME_MAXLEN];
+	knot_dname_from_str(owner, "example.", sizeof(owner));
+	uint32_t ttl = 0;
+	const uint8_t *rdata = NULL;
+	uint16_t len = 0;
+	CHECK(!xfr_diff_old_soa(d, &ttl, &rdata, &len));
+	static const struct { bool added; uint32_t ttl; const char *rd; } ev[] = {
+		{ true, 300, "new-before" }, /* An add first: not the old one. */
+		{ false, 600, "old-fields" },
+		{ true, 700, "mid-fields" },
+		{ false, 700, "mid-fields" },
+		{ true, 800, "new-fields" },
+	};
+	for (size_t i = 0; i < sizeof(ev) / sizeof(ev[0]); i++) {
+		records_journal_rr_t rr = {
+			.added = ev[i].added, .owner = owner, .type = SOA,
+			.ttl = ev[i].ttl, .rdata = (const uint8_t *)ev[i].rd,
+			.rdata_len = (uint16_t)strlen(ev[i].rd),
+		};
+		CHECK_EQ(xfr_diff_add(&rr, d), ZC_EOK);
+	}
+	CHECK(xfr_diff_old_soa(d, &ttl, &rdata, &len));
+	CHECK_EQ(ttl, 600);
+	CHECK(len == 10 && memcmp(rdata, "old-fields", 10) == 0);
+	CHECK_EQ(xfr_diff_count(d, true), 0);
+	CHECK_EQ(xfr_diff_count(d, false), 0);
+	xfr_diff_free(d);
+}
+
 int main(void)
 {
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		run_case(&cases[i]);
 	}
 	test_many();
+	test_old_soa();
 	return test_done();
 }
