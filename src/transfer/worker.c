@@ -110,7 +110,9 @@ static uint8_t tsig_rcode(int ret)
 }
 
 /* The client's serial from the IXFR request's authority SOA (RFC 1995
- * §3). False when there is none. */
+ * §3): the zone's own SOA, of the query's class. False when there is
+ * none (FORMERR, as BIND and Knot: another zone's SOA was taken, its
+ * serial read as the client's). */
 static bool ixfr_serial(const knot_pkt_t *q, uint32_t *serial)
 {
 	const knot_pktsection_t *ns = knot_pkt_section(q, KNOT_AUTHORITY);
@@ -118,7 +120,9 @@ static bool ixfr_serial(const knot_pkt_t *q, uint32_t *serial)
 		return false;
 	}
 	const knot_rrset_t *soa = knot_pkt_rr(ns, 0);
-	if (soa->type != KNOT_RRTYPE_SOA || soa->rrs.count != 1) {
+	if (soa->type != KNOT_RRTYPE_SOA || soa->rrs.count != 1 ||
+	    soa->rclass != knot_pkt_qclass(q) ||
+	    !knot_dname_is_case_equal(soa->owner, knot_pkt_qname(q))) {
 		return false;
 	}
 	*serial = knot_soa_serial(soa->rrs.rdata);
@@ -352,7 +356,7 @@ static void handle_transfer(xfr_worker_t *w, uint8_t *msg, size_t len,
 		rcode = KNOT_RCODE_REFUSED;
 	} else if (knot_pkt_qtype(q) == KNOT_RRTYPE_IXFR &&
 	           !ixfr_serial(q, &req.client_serial)) {
-		rcode = KNOT_RCODE_FORMERR, why = "IXFR without an SOA";
+		rcode = KNOT_RCODE_FORMERR, why = "IXFR without the zone's SOA";
 	}
 	if (why == NULL && is_signed(w, &req.zone) &&
 	    (ret = view_begin(w, &req)) != ZC_EOK) {

@@ -511,6 +511,28 @@ def test_ixfr_up_to_date_newer_and_udp(srv, zone):
             assert rcode == dns.rcode.NOTAUTH and not m.answer, (name, tcp, rcode)
 
 
+def test_ixfr_with_another_zones_soa_is_formerr(srv, zone):
+    """The IXFR's authority SOA must be the zone's own, of its class (RFC
+    1995 §3): another owner's was taken and its serial read as the
+    client's (BIND and Knot answer FORMERR)."""
+    z = zone
+    s0 = update(z, ("add", (z.n("f"), 300, "A", "192.0.2.1")))
+    for owner, rdclass in (("other.test.", "IN"), (z.origin, "CH"), (z.n("f"), "IN")):
+        q = dns.message.make_query(z.origin, "IXFR")
+        q.authority.append(dns.rrset.from_text(owner, 0, rdclass, "SOA",
+                                               ". . %d 0 0 0 0" % (s0 - 1)))
+        r = exchange_from(srv.host, srv.port, q.to_wire(), tcp=True, source=XFR_SOURCE)
+        m = dns.message.from_wire(r)
+        assert m.rcode() == dns.rcode.FORMERR and not m.answer, (owner, rdclass, m)
+    # the zone's own, in any case, is taken
+    q = dns.message.make_query(z.origin, "IXFR")
+    q.authority.append(dns.rrset.from_text(z.origin.upper(), 0, "IN", "SOA",
+                                           ". . %d 0 0 0 0" % s0))
+    m = dns.message.from_wire(exchange_from(srv.host, srv.port, q.to_wire(), tcp=True,
+                                            source=XFR_SOURCE))
+    assert m.rcode() == dns.rcode.NOERROR and len(m.answer) == 1, m
+
+
 def test_ixfr_from_a_serial_never_issued_is_axfr_form(srv, zone):
     """A serial inside a gap (the unixtime policy skips serials; a
     secondary restored from elsewhere may hold one) was answered with the
