@@ -315,6 +315,9 @@ static int refuse(unit_t *u, records_verdict_t v, change_t change)
 	case RECORDS_RULE_TOO_MANY_TYPES:
 		return fail(u, 400, "type: a name holds at most %d record types",
 		            RECORDS_RULES_MAX_TYPES);
+	case RECORDS_RULE_RRSET_FULL:
+		return fail(u, 400, "content: an RRset holds at most %d records",
+		            RECORDS_RULES_MAX_RRSET);
 	default:
 		return fail(u, 400, "content: %s", records_rules_reason(v));
 	}

@@ -20,6 +20,12 @@ typedef struct {
 	knot_rrset_t rrsets[EDGE_NODE_MAX_RRSETS];
 	uint16_t count;
 	bool valid;
+	/* The last RRset's records, gathered (copies in the arena) and put
+	 * in canonical order once it is whole: knot_rdataset_add() per
+	 * record copied the growing set each time (65,600 records at one
+	 * name took 69 s to build, 51 of them in the kernel). */
+	knot_rdata_t **pend;
+	size_t pend_count, pend_cap;
 } builder_node_t;
 
 void builder_node_init(builder_node_t *n);
@@ -30,7 +36,9 @@ void builder_node_start(builder_node_t *n, const uint8_t *okey,
                         size_t okey_len, const knot_dname_t *owner);
 
 /* Adds one record; rows must come in type order. An RRset takes the
- * lowest TTL of its records (RFC 2181 §5.2 wants one). */
+ * lowest TTL of its records (RFC 2181 §5.2 wants one); one of more than
+ * 65,535 records (what an RRset can hold) is ZC_ETOOBIG, at the add or
+ * the encode. */
 int builder_node_add(builder_node_t *n, uint16_t type, uint32_t ttl,
                      const uint8_t *rdata, uint16_t rdata_len);
 

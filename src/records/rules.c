@@ -56,6 +56,9 @@ const char *records_rules_reason(records_verdict_t verdict)
 	case RECORDS_RULE_TOO_MANY_TYPES:
 		return "more than 512 record types at one name (what a name "
 		       "of the edge store holds)";
+	case RECORDS_RULE_RRSET_FULL:
+		return "more than 65535 records in one RRset (what an RRset "
+		       "holds)";
 	}
 	return "unknown rule";
 }
@@ -301,13 +304,13 @@ records_verdict_t records_rules_check_add(const records_rules_node_t *node,
 		}
 	}
 	size_t other = NONE; /* The CNAME or DNAME already there. */
-	bool type_there = false;
+	size_t of_type = 0;
 	for (size_t i = 0; i < node->count; i++) {
 		const records_rules_rr_t *s = &node->rr[i];
 		if (s->type != rr->type) {
 			continue;
 		}
-		type_there = true;
+		of_type++;
 		if (records_rules_rdata_equal(s->type, s->rdata, s->rdata_len,
 		                              rr->rdata, rr->rdata_len)) {
 			*at = i;
@@ -321,8 +324,11 @@ records_verdict_t records_rules_check_add(const records_rules_node_t *node,
 		*at = other;
 		return second_of(rr->type);
 	}
-	if (!type_there && count_types(node) >= RECORDS_RULES_MAX_TYPES) {
+	if (of_type == 0 && count_types(node) >= RECORDS_RULES_MAX_TYPES) {
 		return RECORDS_RULE_TOO_MANY_TYPES;
+	}
+	if (of_type >= RECORDS_RULES_MAX_RRSET) {
+		return RECORDS_RULE_RRSET_FULL;
 	}
 	return RECORDS_RULE_OK;
 }
@@ -422,12 +428,16 @@ int records_rules_check_node(const records_rules_node_t *node,
 {
 	report_t r = { .problem = problem, .ctx = ctx };
 	bool apex = is_apex(node);
-	size_t cname = NONE, other = NONE, soa = 0, ns = 0, types = 0;
+	size_t cname = NONE, other = NONE, soa = 0, ns = 0, types = 0, run = 0;
 	for (size_t i = 0; i < node->count; i++) {
 		const records_rules_rr_t *e = &node->rr[i];
-		if ((i == 0 || node->rr[i - 1].type != e->type) &&
-		    ++types > RECORDS_RULES_MAX_TYPES) {
+		bool first = i == 0 || node->rr[i - 1].type != e->type;
+		run = first ? 1 : run + 1;
+		if (first && ++types > RECORDS_RULES_MAX_TYPES) {
 			report(&r, i, RECORDS_RULE_TOO_MANY_TYPES);
+		}
+		if (run == RECORDS_RULES_MAX_RRSET + 1) {
+			report(&r, i, RECORDS_RULE_RRSET_FULL);
 		}
 		records_verdict_t v = check_alone(node, e);
 		if (v == RECORDS_RULE_SOA_ELSEWHERE ||

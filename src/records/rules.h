@@ -32,7 +32,9 @@
  *   - a name holds at most RECORDS_RULES_MAX_TYPES types: what an edge
  *     store node holds (edge/codec.h); one more was stored, acknowledged
  *     by no one, and quarantined the zone (its builds failed), every
- *     later change of the zone left unserved.
+ *     later change of the zone left unserved; an RRset holds at most
+ *     RECORDS_RULES_MAX_RRSET records (what an RRset can: its count is
+ *     16 bits), for the same reason.
  *
  * Rdata given here is well-formed for its type (zonefile_record_check()
  * passed); malformed rdata is compared octet by octet, never read past
@@ -47,6 +49,9 @@
 
 /* Most types one name may hold (EDGE_NODE_MAX_RRSETS, edge/codec.h). */
 #define RECORDS_RULES_MAX_TYPES 512
+
+/* Most records one RRset may hold (knot_rdataset_t counts in 16 bits). */
+#define RECORDS_RULES_MAX_RRSET 65535
 
 /* One record at a node, borrowed from the caller. */
 typedef struct {
@@ -87,6 +92,7 @@ typedef enum {
 	RECORDS_RULE_NO_SOA,           /* An apex without its SOA. */
 	RECORDS_RULE_NO_APEX_NS,       /* An apex without NS records. */
 	RECORDS_RULE_TOO_MANY_TYPES,   /* A type past RECORDS_RULES_MAX_TYPES. */
+	RECORDS_RULE_RRSET_FULL,       /* A record past RECORDS_RULES_MAX_RRSET. */
 } records_verdict_t;
 
 /* A short sentence naming the rule and its RFC ("CNAME and other data at
@@ -181,7 +187,8 @@ typedef void (*records_rules_problem_cb)(size_t index,
  * SECOND_SOA, CNAME_AT_APEX, CNAME_BESIDE_DATA or DATA_BESIDE_CNAME (the
  * later of the two by tag), SECOND_CNAME, SECOND_DNAME, DUPLICATE,
  * TTL_DIFFERS, SIGNER_TYPE for RRSIG, NSEC, NSEC3 and NSEC3PARAM,
- * TOO_MANY_TYPES (at the first record of each type past the limit), and
+ * TOO_MANY_TYPES (at the first record of each type past the limit),
+ * RRSET_FULL (at the first record past the limit), and
  * at the apex NO_SOA and NO_APEX_NS. The records must be in
  * records_rules_rr_cmp() order. DNSKEY, CDS and CDNSKEY are not refused
  * here: an exported signed zone holds those the signer stored, and

@@ -662,6 +662,25 @@ static void test_types_limit(void)
 	CHECK_EQ(records_rules_check_node(&node, ignore_problem, NULL), 0);
 	node.count++;
 	CHECK_EQ(records_rules_check_node(&node, ignore_problem, NULL), 1);
+	/* An RRset of 65,535 records is whole: one more is refused. */
+	static records_rules_rr_t many[RECORDS_RULES_MAX_RRSET + 1];
+	static uint8_t addr[RECORDS_RULES_MAX_RRSET + 1][4];
+	for (size_t i = 0; i <= RECORDS_RULES_MAX_RRSET; i++) {
+		addr[i][0] = 10;
+		addr[i][1] = (uint8_t)(i >> 16);
+		addr[i][2] = (uint8_t)(i >> 8);
+		addr[i][3] = (uint8_t)i;
+		many[i] = (records_rules_rr_t){ .type = KNOT_RRTYPE_A, .ttl = 300,
+		                                .rdata = addr[i], .rdata_len = 4,
+		                                .tag = i };
+	}
+	records_rules_node_t big = { .apex = apex, .owner = owner, .rr = many,
+	                             .count = RECORDS_RULES_MAX_RRSET };
+	CHECK_EQ(records_rules_check_add(&big, &many[RECORDS_RULES_MAX_RRSET],
+	                                 NULL), RECORDS_RULE_RRSET_FULL);
+	CHECK_EQ(records_rules_check_node(&big, ignore_problem, NULL), 0);
+	big.count++;
+	CHECK_EQ(records_rules_check_node(&big, ignore_problem, NULL), 1);
 }
 
 int main(void)
