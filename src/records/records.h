@@ -579,6 +579,26 @@ int records_record_foreach(records_store_t *store, int64_t zone_id,
                            void *ctx);
 
 /*
+ * The subtree rules of DNAME (RFC 6672 section 2.4: no data below a
+ * DNAME), as the write paths ask them (records/rules.h): whether a DNAME
+ * is stored at an ancestor of owner, from the zone's apex (included) to
+ * owner's parent; and whether any record is stored strictly below owner.
+ * The record with id `exclude` (0: none) is not counted (the one a write
+ * rewrites). *found tells; at (unless NULL) gets the owner of one such
+ * record, lowercased (for the ancestors, the one nearest the apex). Both
+ * read the (zone_id, okey, type) index: point lookups of the ancestors'
+ * keys (one statement on PostgreSQL), one key range for the descendants
+ * (dns/name.h: a node's descendants are a contiguous range of keys).
+ * Returns ZC_EOK or a store error; an owner outside the zone finds none.
+ */
+int records_dname_above(records_store_t *store, const records_zone_t *zone,
+                        const knot_dname_t *owner, int64_t exclude,
+                        bool *found, knot_dname_t *at);
+int records_data_below(records_store_t *store, const records_zone_t *zone,
+                       const knot_dname_t *owner, int64_t exclude,
+                       bool *found, knot_dname_t *at);
+
+/*
  * Names a node a unit of the write transaction just begun will read with
  * records_record_foreach() (owner in the zone whose id and apex are given;
  * any case). On PostgreSQL the named nodes of a zone are read in one
