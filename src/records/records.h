@@ -409,7 +409,9 @@ typedef void (*records_problem_cb)(const knot_dname_t *owner, uint16_t type,
  * or at the apex (RFC 1034 §3.6.2, RFC 2181 §10.1), more than one CNAME
  * at a name, RRsets with differing TTLs (RFC 2181 §5.2), duplicate records
  * (names in rdata compared ignoring case, RFC 4034 §6.2), SOA other than
- * exactly one at the apex, no NS at the apex. Returns the number of
+ * exactly one at the apex, no NS at the apex, and each record below a
+ * DNAME (RFC 6672 section 2.4: one pass over the sorted names, whose
+ * subtrees are contiguous). Returns the number of
  * problems found (each reported), or a negative code.
  */
 int records_import_check(records_import_t *imp, records_problem_cb problem,
