@@ -528,11 +528,33 @@ int records_dname_above(records_store_t *store, const records_zone_t *zone,
 	/* Each key is a point in (zone_id, okey, type) (records_node):
 	 * at most one statement per ancestor on SQLite, one in all on
 	 * PostgreSQL. */
+	if (n == 0) {
+		return ZC_EOK;
+	}
+	/* On PostgreSQL under the zone's lock: the zone's DNAMEs, read once
+	 * per lock, compared here (no statement per record written). */
+	const records_dname_t *dn;
+	size_t dn_n;
+	if (records_prefetch_dnames(store, zone->id, &dn, &dn_n, &ret)) {
+		for (size_t i = 0; i < n && !*found; i++) {
+			for (size_t k = 0; k < dn_n; k++) {
+				if (dn[k].id != exclude && dn[k].len == lens[i] &&
+				    memcmp(dn[k].okey, keys[i], lens[i]) == 0) {
+					*found = true;
+					if (at != NULL) {
+						knot_dname_copy_lower(at, dn[k].owner);
+					}
+					break;
+				}
+			}
+		}
+		return ZC_EOK;
+	}
+	if (ret != ZC_EOK) {
+		return ret;
+	}
 	rdb_stmt_t *stmt;
 	if (rdb_has_arrays(store->db)) {
-		if (n == 0) {
-			return ZC_EOK;
-		}
 		ret = rdb_prepare(store->db, RDB_SQL2(NULL,
 			"SELECT owner FROM records WHERE zone_id = ?1"
 			" AND okey = ANY(?2) AND type = 39 AND id <> ?3"
