@@ -634,6 +634,50 @@ static int parse_fields(unit_t *u, json_t *f, const copy_t *base)
 	return ZC_EOK;
 }
 
+/* A name as the API writes it: without its final dot (the root: "."). */
+static void api_name(const knot_dname_t *name, char *out, size_t size)
+{
+	knot_dname_to_str(out, name, size);
+	size_t len = strlen(out);
+	if (len > 1 && out[len - 1] == '.') {
+		out[len - 1] = '\0';
+	}
+}
+
+/* The subtree rules of DNAME (RFC 6672 section 2.4, records/rules.h): the
+ * parsed record is not below a DNAME, nor a DNAME above records (the
+ * record `exclude` rewrites not counted). */
+static int check_subtree(records_store_t *rs, unit_t *u, int64_t exclude)
+{
+	uint8_t at[KNOT_DNAME_MAXLEN];
+	char owner[KNOT_DNAME_TXT_MAXLEN + 1], other[KNOT_DNAME_TXT_MAXLEN + 1];
+	bool found = false;
+	int ret = records_dname_above(rs, &u->zone, u->wire->owner, exclude,
+	                              &found, at);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	if (found) {
+		api_name(u->wire->owner, owner, sizeof(owner));
+		api_name(at, other, sizeof(other));
+		return fail(u, 400, "name: %s is below the DNAME at %s, where no "
+		            "record may be (RFC 6672 section 2.4)", owner, other);
+	}
+	if (u->wire->type != KNOT_RRTYPE_DNAME) {
+		return ZC_EOK;
+	}
+	ret = records_data_below(rs, &u->zone, u->wire->owner, exclude, &found,
+	                         at);
+	if (ret == ZC_EOK && found) {
+		api_name(u->wire->owner, owner, sizeof(owner));
+		api_name(at, other, sizeof(other));
+		return fail(u, 400, "name: a DNAME at %s would have records below "
+		            "it, such as at %s (RFC 6672 section 2.4)", owner,
+		            other);
+	}
+	return ret;
+}
+
 /* Writes the parsed record (new, or replacing `old` under its id). */
 static int write_record(records_store_t *rs, unit_t *u, json_t *f,
                         const copy_t *old)
@@ -656,6 +700,10 @@ static int write_record(records_store_t *rs, unit_t *u, json_t *f,
 	}
 	if (v != RECORDS_RULE_OK) {
 		return refuse(u, v, ADDING);
+	}
+	ret = check_subtree(rs, u, old ? old->rec.id : 0);
+	if (ret != ZC_EOK) {
+		return ret;
 	}
 	if (old != NULL) {
 		ret = records_record_delete(rs, &u->zone, old->rec.id);

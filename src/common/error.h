@@ -69,7 +69,9 @@
 	  "store node holds (512 types, 65535 records of one type)") \
 	X(ZC_EDISABLING,    -2039, "the zone's DNSSEC is being disabled (CDS " \
 	  "and CDNSKEY DELETE published, RFC 8078 section 4): enable it again " \
-	  "or finish the disable first")
+	  "or finish the disable first") \
+	X(ZC_EDNAME,        -2040, "a record below a DNAME, or a DNAME above " \
+	  "records (RFC 6672 section 2.4)")
 
 enum {
 #define ZC_ERROR_ENUM(name, code, text) name = code,

@@ -14,6 +14,7 @@
  * whole transaction back: nothing of the import stays.
  */
 #include <alloca.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <libknot/descriptor.h>
@@ -220,11 +221,50 @@ static int check_node(check_t *c, entry_t **node, size_t n)
 	return records_rules_check_node(&rn, on_rule, c);
 }
 
+/* The DNAME whose subtree the sorted walk is in (RFC 6672 §2.4). */
+typedef struct {
+	const entry_t *node;   /* Its node's first entry; NULL: none. */
+	char what[KNOT_DNAME_TXT_MAXLEN + 64];
+} dname_t;
+
+/* The subtree rule of DNAME for one node (n entries, in entry_cmp()
+ * order, after every node before it): a node below the DNAME the walk is
+ * in has each of its records reported; otherwise a DNAME of its own
+ * starts a subtree. Names sort right after their ancestors (dns/name.h),
+ * so a DNAME's subtree is the nodes that follow it while they are below
+ * it. Returns the problems found. */
+static int check_below_dname(check_t *c, dname_t *d, entry_t **node, size_t n)
+{
+	const entry_t *e = node[0];
+	if (d->node != NULL &&
+	    records_rules_key_is_below(e->data, e->okey_len, d->node->data,
+	                               d->node->okey_len)) {
+		for (size_t i = 0; i < n; i++) {
+			c->problem(c->owner, node[i]->type, node[i]->tag, d->what,
+			           c->ctx);
+		}
+		return (int)n;
+	}
+	d->node = NULL;
+	for (size_t i = 0; i < n; i++) {
+		if (node[i]->type == KNOT_RRTYPE_DNAME) {
+			char name[KNOT_DNAME_TXT_MAXLEN + 1];
+			knot_dname_to_str(name, c->owner, sizeof(name));
+			snprintf(d->what, sizeof(d->what), "record below the "
+			         "DNAME at %s (RFC 6672 section 2.4)", name);
+			d->node = e;
+			break;
+		}
+	}
+	return 0;
+}
+
 int records_import_check(records_import_t *imp, records_problem_cb problem,
                          void *ctx)
 {
 	sort_entries(imp);
 	check_t c = { .imp = imp, .problem = problem, .ctx = ctx };
+	dname_t d = { .node = NULL };
 	int problems = 0, ret = 0;
 	/* The apex sorts first; a zone without records there still gets
 	 * its SOA and NS rules checked. */
@@ -238,6 +278,11 @@ int records_import_check(records_import_t *imp, records_problem_cb problem,
 		                                  imp->entries[first])) {
 			ret = check_node(&c, imp->entries + first, i - first);
 			problems += ret > 0 ? ret : 0;
+			if (ret >= 0) {
+				problems += check_below_dname(&c, &d,
+				                              imp->entries + first,
+				                              i - first);
+			}
 			first = i;
 		}
 	}

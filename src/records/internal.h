@@ -158,6 +158,24 @@ void records_prefetch_mark(records_store_t *store, int level);
 void records_prefetch_restore(records_store_t *store, int level);
 void records_prefetch_free(records_store_t *store);
 
+/* The zone's DNAME owners (key, id), read once while this transaction
+ * holds the zone's row lock on PostgreSQL (one statement per lock, not
+ * one per record written: the DNAME subtree rule asks at every add);
+ * false when not available (SQLite, no lock held, too many): the caller
+ * asks the store. Dropped with the read-ahead nodes, at a DNAME written
+ * or deleted by this transaction (_forget_dnames()), and at a rollback
+ * to a savepoint it was read after. */
+typedef struct {
+	int64_t id;
+	size_t len;
+	uint8_t okey[DNS_LF_MAXLEN];
+	uint8_t owner[KNOT_DNAME_MAXLEN];
+} records_dname_t;
+bool records_prefetch_dnames(records_store_t *store, int64_t zone_id,
+                             const records_dname_t **out, size_t *n,
+                             int *ret);
+void records_prefetch_forget_dnames(records_store_t *store, int64_t zone_id);
+
 /* The columns records_rows_foreach() reads, in its order. */
 #define RECORDS_RECORD_COLUMNS "id, zone_id, owner, type, ttl, rdata," \
 	" comment, created_on, modified_on, api_form, tags"

@@ -41,6 +41,7 @@
 
 #define HINTS_MAX 512
 #define ROWS_MAX 4096
+#define DNAMES_MAX 64
 
 typedef struct {
 	int64_t zone_id;
@@ -70,6 +71,12 @@ struct records_prefetch {
 	/* Reads so far, and their number at each savepoint level. */
 	uint64_t reads;
 	uint64_t marks[2];
+	/* The zone's DNAME owners (records_prefetch_dnames()): kept across
+	 * the transaction's locking reads of that zone's row (the lock is
+	 * held until its end, or a rollback past the read drops them). */
+	int64_t dnames_zone;  /* 0: not read. */
+	records_dname_t dnames[DNAMES_MAX];
+	size_t dname_n;
 };
 
 static void drop_nodes(struct records_prefetch *pf)
@@ -91,6 +98,7 @@ void records_prefetch_reset(records_store_t *store)
 	if (pf != NULL) {
 		drop_nodes(pf);
 		pf->hint_n = 0;
+		pf->dnames_zone = 0;
 	}
 }
 
@@ -277,6 +285,7 @@ void records_prefetch_restore(records_store_t *store, int level)
 	struct records_prefetch *pf = store->prefetch;
 	if (pf != NULL && pf->reads != pf->marks[level]) {
 		drop_nodes(pf); /* Read since the savepoint. */
+		pf->dnames_zone = 0;
 	}
 }
 
@@ -361,5 +370,84 @@ void records_prefetch_forget_zone(records_store_t *store, int64_t zone_id)
 	struct records_prefetch *pf = store->prefetch;
 	if (pf != NULL && pf->zone_id == zone_id) {
 		drop_nodes(pf);
+	}
+	if (pf != NULL && pf->dnames_zone == zone_id) {
+		pf->dnames_zone = 0;
+	}
+}
+
+/* Whether this transaction holds zone_id's row lock on PostgreSQL: what
+ * is read under it stays so until this transaction writes it. */
+static bool lock_held(const records_store_t *store, int64_t zone_id)
+{
+	return store->in_write && rdb_kind(store->db) == RDB_PG &&
+	       store->zrow_valid && store->zrow.id == zone_id;
+}
+
+bool records_prefetch_dnames(records_store_t *store, int64_t zone_id,
+                             const records_dname_t **out, size_t *n,
+                             int *ret)
+{
+	*ret = ZC_EOK;
+	if (!lock_held(store, zone_id)) {
+		return false;
+	}
+	if (store->prefetch == NULL) {
+		store->prefetch = calloc(1, sizeof(*store->prefetch));
+		if (store->prefetch == NULL) {
+			return false;
+		}
+	}
+	struct records_prefetch *pf = store->prefetch;
+	if (pf->dnames_zone != zone_id) {
+		rdb_stmt_t *stmt;
+		*ret = rdb_prepare(store->db, RDB_SQL(
+			"SELECT id, okey, owner FROM records WHERE zone_id = ?1"
+			" AND type = 39 LIMIT 65"), &stmt);
+		if (*ret != ZC_EOK) {
+			return false;
+		}
+		rdb_bind_int64(stmt, 1, zone_id);
+		size_t k = 0;
+		int rc;
+		bool fits = true;
+		while ((rc = rdb_step(stmt)) == RDB_ROW) {
+			size_t len = rdb_col_bytes(stmt, 1);
+			size_t olen = rdb_col_bytes(stmt, 2);
+			if (k == DNAMES_MAX || len > DNS_LF_MAXLEN ||
+			    olen > KNOT_DNAME_MAXLEN) {
+				fits = false;
+				continue;
+			}
+			records_dname_t *d = &pf->dnames[k++];
+			d->id = rdb_col_int64(stmt, 0);
+			d->len = len;
+			if (len > 0) {
+				memcpy(d->okey, rdb_col_blob(stmt, 1, NULL), len);
+			}
+			memset(d->owner, 0, sizeof(d->owner));
+			if (olen > 0) {
+				memcpy(d->owner, rdb_col_blob(stmt, 2, NULL), olen);
+			}
+		}
+		*ret = rdb_status(rc);
+		rdb_done(stmt);
+		if (*ret != ZC_EOK || !fits) {
+			return false;
+		}
+		pf->dname_n = k;
+		pf->dnames_zone = zone_id;
+		pf->reads++; /* A rollback to a savepoint before it drops it. */
+	}
+	*out = pf->dnames;
+	*n = pf->dname_n;
+	return true;
+}
+
+void records_prefetch_forget_dnames(records_store_t *store, int64_t zone_id)
+{
+	struct records_prefetch *pf = store->prefetch;
+	if (pf != NULL && pf->dnames_zone == zone_id) {
+		pf->dnames_zone = 0;
 	}
 }

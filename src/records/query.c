@@ -23,6 +23,7 @@
 
 #include "common/error.h"
 #include "records/internal.h"
+#include "records/rules.h"
 
 /* --- Lookups by owner, type and id --- */
 
@@ -457,4 +458,169 @@ int records_query_plan(records_store_t *store, const records_query_t *q,
 		         " RESET enable_bitmapscan; RESET enable_sort");
 	}
 	return rdb_status(rc);
+}
+
+/* --- The subtree rules of DNAME (RFC 6672 section 2.4) --- */
+
+/* Copies the owner column of the current row into out (lowercased). */
+static void row_owner(rdb_stmt_t *stmt, knot_dname_t *out)
+{
+	size_t len = 0;
+	const uint8_t *p = rdb_col_blob(stmt, 0, &len);
+	if (p != NULL && len > 0 && len <= KNOT_DNAME_MAXLEN &&
+	    knot_dname_wire_check(p, p + len, NULL) == (int)len) {
+		knot_dname_copy_lower(out, p);
+	} else {
+		out[0] = '\0';
+	}
+}
+
+/* Steps stmt once: *found and out from its first row, if any. */
+static int first_owner(rdb_stmt_t *stmt, bool *found, knot_dname_t *out)
+{
+	int step = rdb_step(stmt);
+	if (step == RDB_ROW) {
+		*found = true;
+		if (out != NULL) {
+			row_owner(stmt, out);
+		}
+	}
+	return rdb_status(step);
+}
+
+/* The LF of owner relative to the zone's apex, without the stores' length
+ * bound (an ancestor of an unkeyable name may have a key). */
+static int relative_lf(const records_zone_t *zone, const knot_dname_t *owner,
+                       uint8_t *okey, size_t *okey_len)
+{
+	uint8_t apex_lf[DNS_LF_MAXLEN], lf[DNS_LF_MAXLEN];
+	uint8_t lower[KNOT_DNAME_MAXLEN];
+	knot_dname_copy_lower(lower, owner);
+	size_t apex_len = dns_name_to_lf(zone->apex, apex_lf);
+	size_t len = dns_name_to_lf(lower, lf);
+	if (len < apex_len || memcmp(lf, apex_lf, apex_len) != 0) {
+		return KNOT_EOUTOFZONE;
+	}
+	*okey_len = len - apex_len;
+	memcpy(okey, lf + apex_len, *okey_len);
+	return ZC_EOK;
+}
+
+int records_dname_above(records_store_t *store, const records_zone_t *zone,
+                        const knot_dname_t *owner, int64_t exclude,
+                        bool *found, knot_dname_t *at)
+{
+	*found = false;
+	uint8_t okey[DNS_LF_MAXLEN];
+	size_t okey_len;
+	int ret = relative_lf(zone, owner, okey, &okey_len);
+	if (ret != ZC_EOK) {
+		return ret == KNOT_EOUTOFZONE ? ZC_EOK : ret;
+	}
+	/* The ancestors' keys: the apex's (empty) and every prefix of the
+	 * owner's that ends a label, the owner's own excluded. */
+	const uint8_t *keys[DNS_LF_MAXLEN / 2 + 1];
+	size_t lens[DNS_LF_MAXLEN / 2 + 1];
+	size_t n = records_rules_ancestor_keys(okey, okey_len, lens);
+	for (size_t i = 0; i < n; i++) {
+		keys[i] = lens[i] > 0 ? okey : (const uint8_t *)"";
+	}
+	/* Each key is a point in (zone_id, okey, type) (records_node):
+	 * at most one statement per ancestor on SQLite, one in all on
+	 * PostgreSQL. */
+	if (n == 0) {
+		return ZC_EOK;
+	}
+	/* On PostgreSQL under the zone's lock: the zone's DNAMEs, read once
+	 * per lock, compared here (no statement per record written). */
+	const records_dname_t *dn;
+	size_t dn_n;
+	if (records_prefetch_dnames(store, zone->id, &dn, &dn_n, &ret)) {
+		for (size_t i = 0; i < n && !*found; i++) {
+			for (size_t k = 0; k < dn_n; k++) {
+				if (dn[k].id != exclude && dn[k].len == lens[i] &&
+				    memcmp(dn[k].okey, keys[i], lens[i]) == 0) {
+					*found = true;
+					if (at != NULL) {
+						knot_dname_copy_lower(at, dn[k].owner);
+					}
+					break;
+				}
+			}
+		}
+		return ZC_EOK;
+	}
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	rdb_stmt_t *stmt;
+	if (rdb_has_arrays(store->db)) {
+		ret = rdb_prepare(store->db, RDB_SQL2(NULL,
+			"SELECT owner FROM records WHERE zone_id = ?1"
+			" AND okey = ANY(?2) AND type = 39 AND id <> ?3"
+			" ORDER BY okey LIMIT 1"), &stmt);
+		if (ret != ZC_EOK) {
+			return ret;
+		}
+		rdb_bind_int64(stmt, 1, zone->id);
+		rdb_bind_blob_array(stmt, 2, (const void *const *)keys, lens, n);
+		rdb_bind_int64(stmt, 3, exclude);
+		ret = first_owner(stmt, found, at);
+		rdb_done(stmt);
+		return ret;
+	}
+	ret = rdb_prepare(store->db, RDB_SQL(
+		"SELECT owner FROM records WHERE zone_id = ?1"
+		" AND okey = ?2 AND type = 39 AND id <> ?3 LIMIT 1"), &stmt);
+	for (size_t i = 0; i < n && ret == ZC_EOK && !*found; i++) {
+		rdb_reset(stmt);
+		rdb_bind_int64(stmt, 1, zone->id);
+		rdb_bind_blob(stmt, 2, keys[i], lens[i]);
+		rdb_bind_int64(stmt, 3, exclude);
+		ret = first_owner(stmt, found, at);
+	}
+	rdb_done(stmt);
+	return ret;
+}
+
+int records_data_below(records_store_t *store, const records_zone_t *zone,
+                       const knot_dname_t *owner, int64_t exclude,
+                       bool *found, knot_dname_t *at)
+{
+	*found = false;
+	uint8_t okey[DNS_LF_MAXLEN], end[DNS_LF_MAXLEN];
+	size_t okey_len;
+	int ret = relative_lf(zone, owner, okey, &okey_len);
+	if (ret != ZC_EOK) {
+		return ret == KNOT_EOUTOFZONE ? ZC_EOK : ret;
+	}
+	/* The descendants' keys are one range of records_node: after the
+	 * owner's key, before the key that ends its subtree (none for the
+	 * apex, whose subtree is the whole zone). */
+	size_t end_len = records_rules_subtree_end(okey, okey_len, end);
+	rdb_stmt_t *stmt;
+	if (end_len == 0) {
+		ret = rdb_prepare(store->db, RDB_SQL(
+			"SELECT owner FROM records WHERE zone_id = ?1"
+			" AND okey > ?2 AND id <> ?3 ORDER BY okey LIMIT 1"),
+			&stmt);
+	} else {
+		ret = rdb_prepare(store->db, RDB_SQL(
+			"SELECT owner FROM records WHERE zone_id = ?1"
+			" AND okey > ?2 AND okey < ?4 AND id <> ?3"
+			" ORDER BY okey LIMIT 1"), &stmt);
+	}
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	rdb_bind_int64(stmt, 1, zone->id);
+	rdb_bind_blob(stmt, 2, okey_len > 0 ? okey : (const uint8_t *)"",
+	              okey_len);
+	rdb_bind_int64(stmt, 3, exclude);
+	if (end_len > 0) {
+		rdb_bind_blob(stmt, 4, end, end_len);
+	}
+	ret = first_owner(stmt, found, at);
+	rdb_done(stmt);
+	return ret;
 }

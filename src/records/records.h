@@ -409,7 +409,9 @@ typedef void (*records_problem_cb)(const knot_dname_t *owner, uint16_t type,
  * or at the apex (RFC 1034 §3.6.2, RFC 2181 §10.1), more than one CNAME
  * at a name, RRsets with differing TTLs (RFC 2181 §5.2), duplicate records
  * (names in rdata compared ignoring case, RFC 4034 §6.2), SOA other than
- * exactly one at the apex, no NS at the apex. Returns the number of
+ * exactly one at the apex, no NS at the apex, and each record below a
+ * DNAME (RFC 6672 section 2.4: one pass over the sorted names, whose
+ * subtrees are contiguous). Returns the number of
  * problems found (each reported), or a negative code.
  */
 int records_import_check(records_import_t *imp, records_problem_cb problem,
@@ -577,6 +579,26 @@ int records_record_foreach(records_store_t *store, int64_t zone_id,
                            const knot_dname_t *owner, uint16_t type,
                            int (*cb)(const records_record_t *rec, void *ctx),
                            void *ctx);
+
+/*
+ * The subtree rules of DNAME (RFC 6672 section 2.4: no data below a
+ * DNAME), as the write paths ask them (records/rules.h): whether a DNAME
+ * is stored at an ancestor of owner, from the zone's apex (included) to
+ * owner's parent; and whether any record is stored strictly below owner.
+ * The record with id `exclude` (0: none) is not counted (the one a write
+ * rewrites). *found tells; at (unless NULL) gets the owner of one such
+ * record, lowercased (for the ancestors, the one nearest the apex). Both
+ * read the (zone_id, okey, type) index: point lookups of the ancestors'
+ * keys (one statement on PostgreSQL), one key range for the descendants
+ * (dns/name.h: a node's descendants are a contiguous range of keys).
+ * Returns ZC_EOK or a store error; an owner outside the zone finds none.
+ */
+int records_dname_above(records_store_t *store, const records_zone_t *zone,
+                        const knot_dname_t *owner, int64_t exclude,
+                        bool *found, knot_dname_t *at);
+int records_data_below(records_store_t *store, const records_zone_t *zone,
+                       const knot_dname_t *owner, int64_t exclude,
+                       bool *found, knot_dname_t *at);
 
 /*
  * Names a node a unit of the write transaction just begun will read with

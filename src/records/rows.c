@@ -277,6 +277,9 @@ int records_record_insert(records_store_t *store, const records_zone_t *zone,
 	ret = rdb_defer_row(stmt, "ibbiibtiiiit");
 	rdb_done(stmt);
 	records_prefetch_forget_node(store, zone->id, okey, okey_len);
+	if (rec->type == KNOT_RRTYPE_DNAME) {
+		records_prefetch_forget_dnames(store, zone->id);
+	}
 	if (ret != ZC_EOK) {
 		return ret;
 	}
@@ -333,6 +336,9 @@ int records_record_delete(records_store_t *store, const records_zone_t *zone,
 	rdb_step(stmt); /* Completes the statement. */
 	rdb_done(stmt);
 	records_prefetch_forget_node(store, zone->id, okey, okey_len);
+	if (type == KNOT_RRTYPE_DNAME) {
+		records_prefetch_forget_dnames(store, zone->id);
+	}
 	ret = records_count_add(store, zone->id, -1);
 	if (ret != ZC_EOK) {
 		return ret;

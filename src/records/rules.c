@@ -59,6 +59,10 @@ const char *records_rules_reason(records_verdict_t verdict)
 	case RECORDS_RULE_RRSET_FULL:
 		return "more than 65535 records in one RRset (what an RRset "
 		       "holds)";
+	case RECORDS_RULE_BELOW_DNAME:
+		return "record below a DNAME (RFC 6672 section 2.4)";
+	case RECORDS_RULE_DNAME_ABOVE_DATA:
+		return "DNAME above other records (RFC 6672 section 2.4)";
 	}
 	return "unknown rule";
 }
@@ -470,4 +474,42 @@ int records_rules_check_node(const records_rules_node_t *node,
 		report(&r, NONE, RECORDS_RULE_NO_APEX_NS);
 	}
 	return r.count;
+}
+
+/* --- The subtree rules of DNAME (RFC 6672 §2.4) --- */
+
+bool records_rules_key_is_below(const uint8_t *key, size_t key_len,
+                                const uint8_t *anc, size_t anc_len)
+{
+	/* anc ends a label (or is the apex's empty key): a longer key that
+	 * starts with it names a descendant. */
+	return key_len > anc_len &&
+	       (anc_len == 0 || memcmp(key, anc, anc_len) == 0);
+}
+
+size_t records_rules_ancestor_keys(const uint8_t *key, size_t key_len,
+                                   size_t *lens)
+{
+	size_t n = 0;
+	lens[n++] = 0;
+	for (size_t i = 0; i + 1 < key_len; i++) {
+		if (key[i] == 0x00) {
+			lens[n++] = i + 1;
+		}
+	}
+	return key_len > 0 ? n : 0;
+}
+
+size_t records_rules_subtree_end(const uint8_t *key, size_t key_len,
+                                 uint8_t *end)
+{
+	if (key_len == 0) {
+		return 0;
+	}
+	/* key ends with its 0x00; a descendant's key goes on after it with
+	 * a label's first octet. Every key that starts so sorts before the
+	 * same prefix ended by 0x01. */
+	memcpy(end, key, key_len);
+	end[key_len - 1] = 0x01;
+	return key_len;
 }

@@ -20,6 +20,19 @@
  *   - a DNAME is alone in its RRset too: a subtree is redirected to one
  *     target (RFC 6672 section 2.4; BIND and Knot hold DNAME a singleton
  *     type as CNAME);
+ *   - no record lies below a DNAME (RFC 6672 section 2.4: "resource
+ *     records MUST NOT exist at any subdomain of the owner of a DNAME
+ *     RR"): a record is not added strictly below a name holding a DNAME
+ *     (from the apex, included, down to the owner's parent), nor a DNAME
+ *     at a name with records strictly below it (BELOW_DNAME,
+ *     DNAME_ABOVE_DATA). Records at the DNAME's own name stay allowed
+ *     (but a CNAME, as above); delegations change nothing: a DNAME
+ *     below an NS cut, or an NS cut with data below it under a DNAME,
+ *     is refused as well (Knot refuses such a zone at load and transfer:
+ *     "child record exists under DNAME"). The node functions below see
+ *     one name only: the write paths ask the records store
+ *     (records_dname_above(), records_data_below(), records.h), imports
+ *     check the file's sorted names (records_rules_key_is_below());
  *   - a record equal to a stored one is a duplicate, compared as RFC 2136
  *     §1.1.1 and RFC 4034 §6.2 say: the names inside the rdata of the
  *     types listed there (NS, CNAME, SOA, PTR, MX, SRV, NAPTR, DNAME, ...)
@@ -93,6 +106,8 @@ typedef enum {
 	RECORDS_RULE_NO_APEX_NS,       /* An apex without NS records. */
 	RECORDS_RULE_TOO_MANY_TYPES,   /* A type past RECORDS_RULES_MAX_TYPES. */
 	RECORDS_RULE_RRSET_FULL,       /* A record past RECORDS_RULES_MAX_RRSET. */
+	RECORDS_RULE_BELOW_DNAME,      /* A record below a DNAME's owner. */
+	RECORDS_RULE_DNAME_ABOVE_DATA, /* A DNAME above stored records. */
 } records_verdict_t;
 
 /* A short sentence naming the rule and its RFC ("CNAME and other data at
@@ -197,3 +212,27 @@ typedef void (*records_rules_problem_cb)(size_t index,
  */
 int records_rules_check_node(const records_rules_node_t *node,
                              records_rules_problem_cb problem, void *ctx);
+
+/* --- The subtree rules of DNAME (RFC 6672 section 2.4) ---
+ *
+ * Over owner keys: a name's lookup form relative to the apex (dns/name.h,
+ * the stores' okey), which ends each label with 0x00; the apex's is
+ * empty. */
+
+/* Whether the name of key lies strictly below the name of anc. */
+bool records_rules_key_is_below(const uint8_t *key, size_t key_len,
+                                const uint8_t *anc, size_t anc_len);
+
+/* The lengths of the keys of key's ancestors, the apex (0) included,
+ * key's own excluded, shortest first, into lens (room for key_len / 2 + 1:
+ * every label takes two bytes at least); each is a prefix of key. Returns
+ * how many. */
+size_t records_rules_ancestor_keys(const uint8_t *key, size_t key_len,
+                                   size_t *lens);
+
+/* The key that ends key's subtree: every key strictly below key's name
+ * sorts after key and before it (memcmp, then length). Written into end
+ * (room for key_len); returns its length, 0 for the apex (empty key: its
+ * subtree is the zone, no end). */
+size_t records_rules_subtree_end(const uint8_t *key, size_t key_len,
+                                 uint8_t *end);

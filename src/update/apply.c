@@ -574,6 +574,32 @@ static void soa_plan(update_msg_t *m, const knot_pktsection_t *sec)
 	m->soa_serial = cur;
 }
 
+/* The subtree rules of DNAME (RFC 6672 section 2.4, records/rules.h):
+ * ZC_EDNAME for a record below a DNAME or a DNAME above records, which
+ * refuses the whole message, as Knot does (BIND 9.18 adds either). */
+static int check_subtree(records_store_t *rs, const update_msg_t *m,
+                         const knot_rrset_t *rr)
+{
+	uint8_t at[KNOT_DNAME_MAXLEN];
+	bool above = false, below = false;
+	int ret = records_dname_above(rs, &m->zone, rr->owner, 0, &above, at);
+	if (ret == ZC_EOK && !above && rr->type == KNOT_RRTYPE_DNAME) {
+		ret = records_data_below(rs, &m->zone, rr->owner, 0, &below, at);
+	}
+	if (ret != ZC_EOK || (!above && !below)) {
+		return ret;
+	}
+	char owner[KNOT_DNAME_TXT_MAXLEN + 1], other[KNOT_DNAME_TXT_MAXLEN + 1];
+	char type[32];
+	knot_dname_to_str(owner, rr->owner, sizeof(owner));
+	knot_dname_to_str(other, at, sizeof(other));
+	knot_rrtype_to_string(rr->type, type, sizeof(type));
+	zc_info("update %s: REFUSED: %s %s %s %s (RFC 6672 section 2.4)",
+	        m->zone.name, owner, type, above ? "below the DNAME at" :
+	        "above records, such as at", other);
+	return ZC_EDNAME;
+}
+
 static int add_rr(records_store_t *rs, update_msg_t *m, node_t *n,
                   const knot_rrset_t *rr, const knot_rdata_t *rd)
 {
@@ -598,6 +624,12 @@ static int add_rr(records_store_t *rs, update_msg_t *m, node_t *n,
 	}
 	bool replaces = v == RECORDS_RULE_SECOND_CNAME ||
 	                v == RECORDS_RULE_SECOND_DNAME;
+	if (v == RECORDS_RULE_OK || replaces) {
+		ret = check_subtree(rs, m, rr);
+		if (ret != ZC_EOK) {
+			return ret;
+		}
+	}
 	if (replaces) {
 		/* One CNAME (§3.4.2.2), one DNAME likewise: the new one
 		 * replaces the stored one. */
@@ -806,7 +838,8 @@ int update_apply(records_store_t *rs, void *arg)
 	/* A name no store can key (dns/name.h), or past its types (rules.h):
 	 * refused, not a failure. */
 	m->rcode = ret == ZC_EOK ? KNOT_RCODE_NOERROR :
-	           ret == ZC_ENAMEKEY || ret == ZC_ETYPES ? KNOT_RCODE_REFUSED :
+	           ret == ZC_ENAMEKEY || ret == ZC_ETYPES ||
+	           ret == ZC_EDNAME ? KNOT_RCODE_REFUSED :
 	           KNOT_RCODE_SERVFAIL;
 	return ret;
 }

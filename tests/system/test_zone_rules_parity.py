@@ -102,6 +102,25 @@ CASES = [
      [add("dn2", "DNAME", 300, "other.test.")]),
     ("wildcard", [("*", "TXT", 300, '"w"')],
      [add("*", "CNAME", 300, "t.{o}", "refused"), add("*", "A", 300, "192.0.2.9")]),
+    # No data below a DNAME (RFC 6672 §2.4): API 400, UPDATE REFUSED (as
+    # knotd answers; BIND 9.18 adds them). At the DNAME's own name other
+    # data is taken, a CNAME is not (ignored by UPDATE, as beside data).
+    ("below-dname", [("dn3", "DNAME", 300, "other.test.")],
+     [add("x.dn3", "A", 300, "192.0.2.1", "refused", rcode="REFUSED"),
+      add("a.b.dn3", "TXT", 300, '"deep"', "refused", rcode="REFUSED"),
+      add("x.dn3", "DNAME", 300, "other.test.", "refused", rcode="REFUSED"),
+      add("dn3", "TXT", 300, '"at the owner"'),
+      add("dn3", "CNAME", 300, "t.{o}", "refused"),
+      add("dn3x", "A", 300, "192.0.2.2")]),
+    ("dname-above-data", [("q.p", "A", 300, "192.0.2.1")],
+     [add("p", "DNAME", 300, "other.test.", "refused", rcode="REFUSED"),
+      add("p", "A", 300, "192.0.2.2"),
+      add("q", "DNAME", 300, "other.test.")]),
+    ("dname-above-a-delegation", [("del", "NS", 300, "ns.other.test."),
+                                  ("glue.del", "A", 300, "192.0.2.3")],
+     [add("del", "DNAME", 300, "other.test.", "refused", rcode="REFUSED")]),
+    ("dname-at-the-apex-above-data", [("h", "A", 300, "192.0.2.1")],
+     [add("@", "DNAME", 300, "other.test.", "refused", rcode="REFUSED")]),
     # One TTL per RRset (RFC 2181 §5.2).
     ("ttl-retimes-the-rrset", [("r", "A", 300, "192.0.2.1"), ("r", "A", 300, "192.0.2.2")],
      [add("r", "A", 600, "192.0.2.3")]),
@@ -372,3 +391,62 @@ def test_an_rrset_holds_at_most_65535_records(srv, tmp_path):
     srv.import_zone(name, str(path))
     m = srv.query("ns.%s." % name, "A")
     assert m.answer, m
+
+
+def test_no_data_below_a_dname_on_every_path(srv, api, tmp_path):
+    """RFC 6672 §2.4: no record below a DNAME's owner. A Knot secondary
+    refuses such a zone ("child record exists under DNAME") and stays on
+    its old serial; the rules refuse it on every path: the API 400 naming
+    the name and the DNAME (a batch too, nothing of it written), an UPDATE
+    REFUSED as a whole (as knotd answers), a master file with each line."""
+    z = Zone(srv, api, "dn")
+    r = z.post("dn", "DNAME", 300, "other.test.")
+    assert r.status_code == 200, r.text
+    r = z.post("q.p", "A", 300, "192.0.2.1")
+    assert r.status_code == 200, r.text
+    before = z.settle()
+    r = z.post("x.dn", "A", 300, "192.0.2.1")
+    msg = r.json()["errors"][0]["message"]
+    assert r.status_code == 400 and msg.startswith("name: x.dn.%s is below the DNAME at dn.%s"
+                                                   % (z.name, z.name)), r.text
+    assert "RFC 6672 section 2.4" in msg, msg
+    r = z.post("p", "DNAME", 300, "other.test.")
+    msg = r.json()["errors"][0]["message"]
+    assert r.status_code == 400 and msg.startswith("name: a DNAME at p.%s would have records "
+                                                   "below it, such as at q.p.%s"
+                                                   % (z.name, z.name)), r.text
+    # a batch whose later post lies below its earlier DNAME: nothing written
+    posts = [{"type": "DNAME", "name": "b." + z.name, "content": "other.test."},
+             {"type": "A", "name": "c.b." + z.name, "content": "192.0.2.9"}]
+    r = api.call("POST", "/zones/%s/dns_records/batch" % z.id, json={"posts": posts})
+    assert r.status_code == 400 and "below the DNAME at b." in r.text, r.text
+    assert z.serial() == before
+    # UPDATE: the whole message REFUSED, its other record not added
+    u = dns.update.UpdateMessage(z.origin, keyring=z.key.key, keyalgorithm=z.key.key.algorithm)
+    u.add(z.fq("ok"), 300, "A", "192.0.2.1")
+    u.add(z.fq("x.dn"), 300, "A", "192.0.2.1")
+    m = dns.query.tcp(u, srv.host, port=srv.port, timeout=10)
+    assert m.rcode() == dns.rcode.REFUSED, dns.rcode.to_text(m.rcode())
+    assert z.serial() == before
+    # deleting the records below first, in the same message, lets the DNAME in
+    u = dns.update.UpdateMessage(z.origin, keyring=z.key.key, keyalgorithm=z.key.key.algorithm)
+    u.delete(z.fq("q.p"))
+    u.add(z.fq("p"), 300, "DNAME", "other.test.")
+    m = dns.query.tcp(u, srv.host, port=srv.port, timeout=10)
+    assert m.rcode() == dns.rcode.NOERROR, dns.rcode.to_text(m.rcode())
+    assert z.settle() != before
+    assert [r["name"] for r in api.records(z.id, type="DNAME")] == ["dn." + z.name, "p." + z.name]
+    # a master file: each record below a DNAME, with its line
+    path = tmp_path / "dn.zone"
+    path.write_text("$ORIGIN dn.test.\n@ 300 SOA ns h 1 2 3 4 5\n@ 300 NS ns\n"
+                    "ns 300 A 192.0.2.1\ndn 300 DNAME other.test.\ndn 300 A 192.0.2.2\n"
+                    "x.dn 300 A 192.0.2.3\ndnx 300 A 192.0.2.4\na.b.dn 300 TXT deep\n")
+    import subprocess
+    cp = subprocess.run([servers.zonecast_bin(), "zone", "check", "--origin", "dn.test", str(path)],
+                        capture_output=True, text=True)
+    out = cp.stdout + cp.stderr
+    assert cp.returncode == 1, cp
+    assert "dn.zone:7: error: x.dn.dn.test. A: record below the DNAME at dn.dn.test. " \
+        "(RFC 6672 section 2.4)" in out, out
+    assert "dn.zone:9: error: a.b.dn.dn.test. TXT: record below the DNAME" in out, out
+    assert "2 problem(s)" in out, out

@@ -368,6 +368,103 @@ static void test_scan_pages(records_store_t *rs)
 	test_nodes_foreach(rs, zone.id, keys, lens);
 }
 
+/* Imports text as the zone apex. */
+static int import_text(records_store_t *rs, const uint8_t *apex,
+                       const char *text)
+{
+	records_import_t *imp;
+	int ret = records_import_begin(rs, apex, &imp);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	zonefile_handler_t h = { .record = add, .ctx = imp };
+	ret = zonefile_parse_text(text, strlen(text), apex, 300, &h);
+	if (ret != ZC_EOK) {
+		records_import_abort(imp);
+		return ret;
+	}
+	return records_import_commit(imp, NULL, NULL);
+}
+
+static int first_id(const records_record_t *rec, void *ctx)
+{
+	*(int64_t *)ctx = rec->id;
+	return 1;
+}
+
+/* One answer of records_dname_above() or _data_below(): found or not,
+ * and the name found. */
+static void check_subtree(records_store_t *rs, const records_zone_t *zone,
+                          bool above, const char *owner, int64_t exclude,
+                          const char *want)
+{
+	uint8_t name[KNOT_DNAME_MAXLEN], at[KNOT_DNAME_MAXLEN];
+	CHECK(knot_dname_from_str(name, owner, sizeof(name)) != NULL);
+	bool found = true;
+	int ret = above ?
+	          records_dname_above(rs, zone, name, exclude, &found, at) :
+	          records_data_below(rs, zone, name, exclude, &found, at);
+	CHECK_EQ(ret, ZC_EOK);
+	char got[KNOT_DNAME_TXT_MAXLEN + 1] = "";
+	if (found) {
+		knot_dname_to_str(got, at, sizeof(got));
+	}
+	bool ok = want == NULL ? !found : found && strcmp(got, want) == 0;
+	if (!ok) {
+		fprintf(stderr, "%s %s: found %d (%s), want %s\n",
+		        above ? "dname_above" : "data_below", owner, found, got,
+		        want ? want : "none");
+	}
+	CHECK(ok);
+}
+
+/* records_dname_above() and records_data_below() (RFC 6672 section 2.4):
+ * the ancestors' DNAMEs, the apex's included, the name's own not; the
+ * records strictly below a name, siblings whose keys border its range
+ * (a longer label, labels ending in the octets 0x00 and 0x01) not; the
+ * record a write rewrites left out. */
+static void test_dname_subtree(records_store_t *rs)
+{
+	const uint8_t *apex = (const uint8_t *)"\x01" "d\x04" "test\x00";
+	CHECK_EQ(import_text(rs, apex, "$ORIGIN d.test.\n"
+	                     "@ SOA ns h 1 2 3 4 5\n@ NS ns\nns A 192.0.2.1\n"
+	                     "dn DNAME x.example.\ndn A 192.0.2.2\n"
+	                     "a.b A 192.0.2.3\nc A 192.0.2.4\n"
+	                     "ca A 192.0.2.5\nc\\000 A 192.0.2.6\n"
+	                     "c\\001 A 192.0.2.7\nc\\255 A 192.0.2.8\n"
+	                     "sub NS ns.other.\nx.sub DNAME y.example.\n"), ZC_EOK);
+	records_zone_t zone;
+	CHECK_EQ(records_zone_find(rs, apex, &zone), ZC_EOK);
+	check_subtree(rs, &zone, true, "x.dn.d.test.", 0, "dn.d.test.");
+	check_subtree(rs, &zone, true, "Y.X.DN.d.test.", 0, "dn.d.test.");
+	check_subtree(rs, &zone, true, "dn.d.test.", 0, NULL);
+	check_subtree(rs, &zone, true, "dn\\000.d.test.", 0, NULL);
+	check_subtree(rs, &zone, true, "a.b.d.test.", 0, NULL);
+	check_subtree(rs, &zone, true, "d.test.", 0, NULL);
+	check_subtree(rs, &zone, true, "www.example.", 0, NULL);
+	/* Below an NS cut too. */
+	check_subtree(rs, &zone, true, "z.x.sub.d.test.", 0, "x.sub.d.test.");
+	check_subtree(rs, &zone, false, "b.d.test.", 0, "a.b.d.test.");
+	check_subtree(rs, &zone, false, "B.d.test.", 0, "a.b.d.test.");
+	check_subtree(rs, &zone, false, "a.b.d.test.", 0, NULL);
+	check_subtree(rs, &zone, false, "c.d.test.", 0, NULL);
+	check_subtree(rs, &zone, false, "dn.d.test.", 0, NULL);
+	check_subtree(rs, &zone, false, "sub.d.test.", 0, "x.sub.d.test.");
+	check_subtree(rs, &zone, false, "d.test.", 0, "a.b.d.test.");
+	check_subtree(rs, &zone, false, "nothing.d.test.", 0, NULL);
+	uint8_t ab[KNOT_DNAME_MAXLEN], dn[KNOT_DNAME_MAXLEN];
+	knot_dname_from_str(ab, "a.b.d.test.", sizeof(ab));
+	knot_dname_from_str(dn, "dn.d.test.", sizeof(dn));
+	int64_t ab_id = 0, dn_id = 0;
+	CHECK_EQ(records_record_foreach(rs, zone.id, ab, 0, first_id, &ab_id),
+	         ZC_EOK);
+	CHECK_EQ(records_record_foreach(rs, zone.id, dn, KNOT_RRTYPE_DNAME,
+	                                first_id, &dn_id), ZC_EOK);
+	CHECK(ab_id > 0 && dn_id > 0);
+	check_subtree(rs, &zone, false, "b.d.test.", ab_id, NULL);
+	check_subtree(rs, &zone, true, "x.dn.d.test.", dn_id, NULL);
+}
+
 int main(void)
 {
 	const char *dir = test_tmpdir();
@@ -381,6 +478,7 @@ int main(void)
 	test_foreach_owners(rs, zone.id);
 	test_plans(rs);
 	test_scan_pages(rs);
+	test_dname_subtree(rs);
 	records_close(rs);
 	test_rmdir(dir);
 	return test_done();

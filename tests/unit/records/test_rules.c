@@ -14,6 +14,7 @@
 #include <libknot/libknot.h>
 
 #include "common/error.h"
+#include "dns/name.h"
 #include "records/rules.h"
 #include "tests/unit/test.h"
 #include "zonefile/zonefile.h"
@@ -683,8 +684,79 @@ static void test_types_limit(void)
 	CHECK_EQ(records_rules_check_node(&big, ignore_problem, NULL), 1);
 }
 
+/* The owner key of text relative to ZONE (records.h's okey). */
+static size_t key_of(const char *text, uint8_t *key)
+{
+	uint8_t name[KNOT_DNAME_MAXLEN], apex[KNOT_DNAME_MAXLEN];
+	uint8_t lf[DNS_LF_MAXLEN], alf[DNS_LF_MAXLEN];
+	CHECK(knot_dname_from_str(name, text, sizeof(name)) != NULL);
+	CHECK(knot_dname_from_str(apex, ZONE, sizeof(apex)) != NULL);
+	knot_dname_to_lower(name);
+	size_t len = dns_name_to_lf(name, lf), alen = dns_name_to_lf(apex, alf);
+	memcpy(key, lf + alen, len - alen);
+	return len - alen;
+}
+
+static int blob_cmp(const uint8_t *a, size_t alen, const uint8_t *b,
+                    size_t blen)
+{
+	int c = memcmp(a, b, alen < blen ? alen : blen);
+	return c != 0 ? c : (alen > blen) - (alen < blen);
+}
+
+/* The subtree rules' key functions (RFC 6672 section 2.4): strictly
+ * below, the ancestors' keys, and the subtree's range, which must hold
+ * every descendant and no sibling bordering it. */
+static void test_dname_keys(void)
+{
+	static const struct {
+		const char *name, *anc;
+		bool below;
+	} cases[] = {
+		{ "a.b." ZONE, "b." ZONE, true },
+		{ "x.y.a.b." ZONE, "b." ZONE, true },
+		{ "b." ZONE, "b." ZONE, false },
+		{ "ab." ZONE, "b." ZONE, false },
+		{ "ba." ZONE, "b." ZONE, false },
+		{ "b\\000." ZONE, "b." ZONE, false },
+		{ "b\\001." ZONE, "b." ZONE, false },
+		{ "b\\255." ZONE, "b." ZONE, false },
+		{ "a.b\\000." ZONE, "b." ZONE, false },
+		{ "\\000.b." ZONE, "b." ZONE, true },
+		{ "\\255.b." ZONE, "b." ZONE, true },
+		{ "B." ZONE, ZONE, true },
+		{ ZONE, ZONE, false },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		uint8_t key[DNS_LF_MAXLEN], anc[DNS_LF_MAXLEN], end[DNS_LF_MAXLEN];
+		size_t klen = key_of(cases[i].name, key);
+		size_t alen = key_of(cases[i].anc, anc);
+		bool below = records_rules_key_is_below(key, klen, anc, alen);
+		size_t elen = records_rules_subtree_end(anc, alen, end);
+		bool in_range = blob_cmp(key, klen, anc, alen) > 0 &&
+		                (elen == 0 || blob_cmp(key, klen, end, elen) < 0);
+		if (below != cases[i].below || in_range != cases[i].below) {
+			fprintf(stderr, "%s below %s: %d, in range %d\n",
+			        cases[i].name, cases[i].anc, below, in_range);
+		}
+		CHECK_EQ(below, cases[i].below);
+		CHECK_EQ(in_range, cases[i].below);
+	}
+	uint8_t key[DNS_LF_MAXLEN];
+	size_t lens[DNS_LF_MAXLEN / 2 + 1];
+	size_t klen = key_of("c.b.a." ZONE, key);
+	CHECK_EQ(records_rules_ancestor_keys(key, klen, lens), 3);
+	CHECK_EQ(lens[0], 0);
+	CHECK_EQ(lens[1], 2);   /* "a\0" */
+	CHECK_EQ(lens[2], 4);   /* "a\0b\0" */
+	klen = key_of("a\\000." ZONE, key);
+	CHECK_EQ(records_rules_ancestor_keys(key, klen, lens), 1);
+	CHECK_EQ(records_rules_ancestor_keys(key, 0, lens), 0);
+}
+
 int main(void)
 {
+	test_dname_keys();
 	test_add();
 	test_types_limit();
 	test_remove();
