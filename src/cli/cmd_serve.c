@@ -191,16 +191,17 @@ static int seed_demo(records_store_t *rs, edge_store_t *es,
  * Gives path to the run-as user (a missing file is no error). The
  * directories these files are in belong to that user, who could have put
  * a symbolic link or a hard link to any file of root's there ("demo-token
- * -> /etc/shadow") for root to hand over at the next start: only a link
- * of root's own is followed (zc_fs_may_follow()), the file must be the
- * directory, a regular file or a socket, and the inode checked is the one
- * given (fchownat() on an O_PATH descriptor).
+ * -> /etc/shadow") for root to hand over at the next start: a link is
+ * followed only in a directory of root's (zc_fs_open(), O_NOFOLLOW
+ * first: no moment between a check and the open), the file must be the
+ * directory, a regular file of one link or a socket, checked on the
+ * descriptor, and that very inode is given (fchownat() on O_PATH).
  */
 static int give(const char *path, const struct passwd *pw, bool dir)
 {
-	int bad = zc_fs_may_follow(path);
-	int fd = bad == 0 ? open(path, O_PATH | O_CLOEXEC) : -1;
-	if (bad == 0 && fd < 0) {
+	int bad = 0;
+	int fd = zc_fs_open(path, O_PATH | O_CLOEXEC, 0);
+	if (fd < 0) {
 		if (errno == ENOENT) {
 			return ZC_EOK;
 		}
@@ -212,6 +213,8 @@ static int give(const char *path, const struct passwd *pw, bool dir)
 	} else if (bad == 0 && (dir ? !S_ISDIR(st.st_mode) :
 	                        !S_ISREG(st.st_mode) && !S_ISSOCK(st.st_mode))) {
 		bad = -EINVAL;
+	} else if (bad == 0 && S_ISREG(st.st_mode) && st.st_nlink != 1) {
+		bad = -EMLINK;
 	} else if (bad == 0 && (st.st_uid != pw->pw_uid ||
 	                        st.st_gid != pw->pw_gid) &&
 	           fchownat(fd, "", pw->pw_uid, pw->pw_gid, AT_EMPTY_PATH) != 0) {

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "cli/config_check.h"
+#include "common/fs.h"
 
 typedef struct {
 	void (*report)(bool error, const char *msg, void *ctx);
@@ -40,11 +41,14 @@ static void check_writable_file(checker_t *c, const char *key,
                                 const char *path)
 {
 	struct stat st;
-	if (lstat(path, &st) == 0) {
-		if (S_ISLNK(st.st_mode)) {
-			say(c, true, "%s: %s is a symbolic link (not followed)",
-			    key, path);
-		} else if (!S_ISREG(st.st_mode) && !S_ISCHR(st.st_mode)) {
+	bool link = lstat(path, &st) == 0 && S_ISLNK(st.st_mode);
+	if (link && !zc_fs_link_trusted(path)) {
+		say(c, true, "%s: %s is a symbolic link where another user could "
+		    "have put it (not followed)", key, path);
+		return;
+	}
+	if ((link ? stat(path, &st) : lstat(path, &st)) == 0) {
+		if (!S_ISREG(st.st_mode) && !S_ISCHR(st.st_mode)) {
 			say(c, true, "%s: %s is not a regular file", key, path);
 		} else if (access(path, W_OK) != 0) {
 			say(c, true, "%s: %s is not writable: %s", key, path,

@@ -8,6 +8,7 @@
  */
 #pragma once
 
+#include <stdbool.h>
 #include <sys/types.h>
 
 /* After an I/O error that says nothing more (a short write, SQLite's
@@ -34,6 +35,19 @@ int zc_fs_create_new(const char *path, mode_t mode);
  * root's, and not a regular file with other hard links; else -ELOOP (a
  * link of another user's) or -EMLINK. */
 int zc_fs_may_follow(const char *path);
+
+/* Whether root may follow a symbolic link found at path: only where no
+ * other user could have put it there or swap it (its directory is
+ * root's and writable by no one else). Not root: always (a link gives
+ * a user nothing he could not open himself). */
+bool zc_fs_link_trusted(const char *path);
+
+/* open() of path that follows a symbolic link only when
+ * zc_fs_link_trusted() (O_NOFOLLOW first, so there is no moment between
+ * a check and the open for a link to appear): an fd, or -1 with errno
+ * (ELOOP for a link not followed). With O_PATH the link itself is never
+ * returned: one not followed is ELOOP too. */
+int zc_fs_open(const char *path, int flags, mode_t mode);
 
 /* The reason zc_fs_may_follow() (or an O_NOFOLLOW open) refused, for a
  * message: ret is its -errno. */

@@ -80,22 +80,20 @@ bool zc_log_target_valid(const char *target)
  * Opens a log file to append to; -1 with *why set when it cannot be. Root
  * opens it before `user` applies, in a directory that user may own, who
  * could have put there a link to a file of root's for log lines to be
- * appended to: such a link is not followed (zc_fs_may_follow()). Nor is a
+ * appended to: a link is followed only in a directory of root's
+ * (zc_fs_open(), O_NOFOLLOW first, so nothing can swap it in between).
+ * Nor is a
  * FIFO opened (the open would wait for a reader, and start or reload with
  * it), nor anything but a regular file or a device (/dev/null).
  */
 static int open_file(const char *path, const char **why)
 {
-	int bad = zc_fs_may_follow(path);
-	if (bad != 0) {
-		*why = zc_fs_link_refusal(bad);
-		return -1;
-	}
-	int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC |
-	              O_NONBLOCK | O_NOCTTY, 0640);
+	int fd = zc_fs_open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC |
+	                    O_NONBLOCK | O_NOCTTY, 0640);
 	struct stat st;
 	if (fd < 0) {
-		*why = errno == ENXIO ? "not a regular file" : strerror(errno);
+		*why = errno == ELOOP ? zc_fs_link_refusal(-ELOOP) :
+		       errno == ENXIO ? "not a regular file" : strerror(errno);
 		return -1;
 	}
 	if (fstat(fd, &st) != 0 || (!S_ISREG(st.st_mode) && !S_ISCHR(st.st_mode))) {

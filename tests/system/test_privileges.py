@@ -281,3 +281,71 @@ def test_root_commands_follow_no_link_of_the_users(planted, tmp_path):
         assert open(victim).read() == "root's secret\n"
     finally:
         shutil.rmtree(top, ignore_errors=True)
+
+
+RACER = r'''
+import ctypes, os, sys, time
+libc = ctypes.CDLL(None, use_errno=True)
+d, name, victim, secs = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4])
+os.chdir(d)
+for n in (name, ".racer-s"):
+    try:
+        os.unlink(n)
+    except FileNotFoundError:
+        pass
+open(name, "w").close()
+os.symlink(victim, ".racer-s")
+AT_FDCWD, RENAME_EXCHANGE, SYS_renameat2 = -100, 2, 316
+end = time.monotonic() + secs
+while time.monotonic() < end:
+    for _ in range(2000):
+        libc.syscall(SYS_renameat2, AT_FDCWD, b".racer-s", AT_FDCWD, name.encode(),
+                     RENAME_EXCHANGE)
+'''
+
+
+@pytest.mark.parametrize("target", ["give", "edge"])
+def test_a_link_swapped_in_and_out_gives_root_nothing(target):
+    """The user swaps a name in its directory between a file of its own
+    and a link to root's file, as fast as it can (renameat2 EXCHANGE),
+    while root starts serve (which gives the data directory's files
+    away) or runs a command that opens the edge store. A check of the
+    name before an open that follows links lost the race within two
+    starts; the opens follow no link of the user's now (O_NOFOLLOW first,
+    the edge store opened as the directory's owner)."""
+    if os.geteuid() != 0 or os.uname().machine != "x86_64":
+        pytest.skip("needs root (CI runs as root) and x86_64's renameat2 number")
+    top = tempfile.mkdtemp(prefix="zonecast-race-")
+    os.chmod(top, 0o755)
+    data = os.path.join(top, "data")
+    secret = os.path.join(top, "secret")
+    os.mkdir(secret, 0o755)     # nobody may name the file, not read it
+    victim = os.path.join(secret, "victim")
+    with open(victim, "w") as f:
+        f.write("root's secret\n")
+    os.chmod(victim, 0o600)
+    racer = None
+    try:
+        proc, logpath, port = _serve_as_nobody(top, data)
+        assert _settle(proc, port), open(logpath).read()
+        _stop(proc)
+        name = "demo-token" if target == "give" else "edge.mdb-lock"
+        racer = subprocess.Popen(["runuser", "-u", "nobody", "--", "/usr/bin/python3", "-c",
+                                  RACER, data, name, victim, "30"])
+        time.sleep(0.3)
+        for _ in range(8 if target == "give" else 40):
+            if target == "give":
+                proc, logpath, port = _serve_as_nobody(top, data)
+                time.sleep(0.3)
+                _stop(proc)
+            else:
+                subprocess.run([servers.zonecast_bin(), "zone", "list", "--data-dir", data],
+                               capture_output=True, timeout=10)
+            st = os.stat(victim)
+            assert (st.st_uid, stat.S_IMODE(st.st_mode), st.st_size) == (0, 0o600, 14), st
+        assert open(victim).read() == "root's secret\n"
+    finally:
+        if racer is not None:
+            racer.kill()
+            racer.wait()
+        shutil.rmtree(top, ignore_errors=True)
