@@ -66,7 +66,7 @@
 	X(ZC_EREPLGAP,      -2031, "replication stream has a gap (bootstrap " \
 	  "from a snapshot)") \
 	X(ZC_ETYPES,        -2038, "a name would hold more than an edge " \
-	  "store node holds (512 types, 65535 records of one type)") \
+	  "store node holds (504 types, 65535 records of one type)") \
 	X(ZC_EDISABLING,    -2039, "the zone's DNSSEC is being disabled (CDS " \
 	  "and CDNSKEY DELETE published, RFC 8078 section 4): enable it again " \
 	  "or finish the disable first") \

@@ -54,8 +54,8 @@ const char *records_rules_reason(records_verdict_t verdict)
 	case RECORDS_RULE_NO_APEX_NS:
 		return "no NS records at the zone apex";
 	case RECORDS_RULE_TOO_MANY_TYPES:
-		return "more than 512 record types at one name (what a name "
-		       "of the edge store holds)";
+		return "more than 504 record types at one name (an edge store "
+		       "node holds 512, 8 kept for the signer's)";
 	case RECORDS_RULE_RRSET_FULL:
 		return "more than 65535 records in one RRset (what an RRset "
 		       "holds)";

@@ -43,7 +43,8 @@
  *     nor the last apex NS is removed, and "delete RRset" of the apex SOA
  *     or NS is ignored (RFC 2136 §3.4.2.3);
  *   - a name holds at most RECORDS_RULES_MAX_TYPES types: what an edge
- *     store node holds (edge/codec.h); one more was stored, acknowledged
+ *     store node holds (edge/codec.h) less room for the signer's; one
+ *     more than the node holds was stored, acknowledged
  *     by no one, and quarantined the zone (its builds failed), every
  *     later change of the zone left unserved; an RRset holds at most
  *     RECORDS_RULES_MAX_RRSET records (what an RRset can: its count is
@@ -60,8 +61,11 @@
 #include <stdint.h>
 #include <libknot/dname.h>
 
-/* Most types one name may hold (EDGE_NODE_MAX_RRSETS, edge/codec.h). */
-#define RECORDS_RULES_MAX_TYPES 512
+/* Most types one name may hold: an edge store node holds 512
+ * (EDGE_NODE_MAX_RRSETS, edge/codec.h), and 8 are kept for what the signer
+ * adds when a zone is signed (DNSKEY, CDS, CDNSKEY, its denial records):
+ * a name of 512 types stopped `dnssec enable`, the zone quarantined. */
+#define RECORDS_RULES_MAX_TYPES 504
 
 /* Most records one RRset may hold (knot_rdataset_t counts in 16 bits). */
 #define RECORDS_RULES_MAX_RRSET 65535
