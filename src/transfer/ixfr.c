@@ -21,12 +21,6 @@
 #include "common/error.h"
 #include "transfer/internal.h"
 
-/* RFC 1982: a < b. */
-static bool serial_lt(uint32_t a, uint32_t b)
-{
-	return a != b && (int32_t)(b - a) > 0;
-}
-
 /* Puts one RR of the condensed difference. */
 static int put_diff_rr(const xfr_diff_rr_t *rr, void *ctx)
 {
@@ -79,7 +73,12 @@ static int put_sequence(xfr_req_t *req, const xfr_diff_t *diff)
 
 int ixfr_run(xfr_req_t *req)
 {
-	if (!serial_lt(req->client_serial, req->zone.serial)) {
+	/* Up to date: the client has this serial, or one after it (RFC
+	 * 1982). A serial exactly 2^31 away is neither before nor after
+	 * (undefined): the whole zone, as for any serial never issued (it
+	 * was answered "up to date", and the client waited for more). */
+	uint32_t ahead = req->client_serial - req->zone.serial;
+	if (ahead < 0x80000000u) {
 		req->up_to_date = true;
 		uint8_t buf[XFR_SOA_BUF];
 		knot_rrset_t soa;
