@@ -61,6 +61,19 @@ int view_db_exec(view_db_t *d, const char *sql, int64_t zone_id)
 	return ret;
 }
 
+/* The view's format (PRAGMA user_version); -1 when it cannot be read. */
+static int64_t format_of(rdb_t *db)
+{
+	rdb_stmt_t *stmt;
+	if (rdb_prepare(db, RDB_SQLITE_ONLY("PRAGMA user_version"), &stmt) !=
+	    ZC_EOK) {
+		return -1;
+	}
+	int64_t v = rdb_step(stmt) == RDB_ROW ? rdb_col_int64(stmt, 0) : -1;
+	rdb_done(stmt);
+	return v;
+}
+
 int view_db_open(view_db_t *d, const char *dir, bool read_only)
 {
 	memset(d, 0, sizeof(*d));
@@ -79,7 +92,9 @@ int view_db_open(view_db_t *d, const char *dir, bool read_only)
 	if (ret == ZC_EOK && !read_only) {
 		ret = rdb_exec(d->db, SCHEMA);
 	}
-	if (ret == ZC_EOK && !read_only) {
+	if (ret == ZC_EOK && !read_only && format_of(d->db) < 1) {
+		/* Only then: the PRAGMA writes, and a start on a full disk
+		 * must not need a write (it could not start). */
 		ret = rdb_exec(d->db, UPGRADE);
 	}
 	if (ret != ZC_EOK) {
