@@ -55,6 +55,10 @@ int api_pool_get(api_t *api, int *slot, records_store_t **out,
 	if (api->pool[i] == NULL) {
 		records_store_t *rs = NULL;
 		ret = records_open(&rs, api->cfg.data_dir);
+		if (ret == ZC_EOK && (ret = records_tune_for_reads(rs)) != ZC_EOK) {
+			records_close(rs);
+			rs = NULL;
+		}
 		api->pool[i] = ret == ZC_EOK ? rs : NULL;
 	}
 	if (ret != ZC_EOK) {

@@ -130,6 +130,15 @@ int records_describe(const char *target, const char **backend, char *where,
 	return ZC_EOK;
 }
 
+int records_tune_for_reads(records_store_t *store)
+{
+	if (rdb_kind(store->db) != RDB_SQLITE) {
+		return ZC_EOK;
+	}
+	return rdb_exec(store->db,
+	                "PRAGMA cache_size = -8192;");
+}
+
 int records_open(records_store_t **out, const char *target)
 {
 	char path[4096];
