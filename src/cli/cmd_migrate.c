@@ -507,7 +507,14 @@ int cmd_migrate(int argc, char **argv)
 	if (lock_dir(m.dir, &lock_fd) != 0) {
 		return 1;
 	}
+	/* Root works in the data directory as its owner: it removes, makes
+	 * and renames files there (migrate.tmp/...), and a link of the
+	 * owner's (migrate.tmp -> a directory of root's) made it delete
+	 * root's files there. */
+	zc_fs_ids_t ids;
+	zc_fs_as_owner(m.dir, NULL, &ids);
 	int ret = run(&m);
+	zc_fs_as_root(&ids);
 	if (m.es != NULL) {
 		edge_close(m.es);
 	}

@@ -272,7 +272,8 @@ static int drop_privileges(const config_t *cfg, const serve_ctx_t *ctx)
 	                                     "/records.db-shm", "/edge.mdb",
 	                                     "/edge.mdb-lock", "/demo-token",
 	                                     "/serve.lock", "/signed.db",
-	                                     "/signed.db-wal", "/signed.db-shm" };
+	                                     "/signed.db-wal", "/signed.db-shm",
+	                                     "/records-store" };
 	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
 		char path[CONFIG_STR_MAX + 32];
 		snprintf(path, sizeof(path), "%s%s", cfg->data_dir, files[i]);

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/fsuid.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 
@@ -93,24 +94,38 @@ const char *zc_fs_link_refusal(int ret)
 	       strerror(-ret);
 }
 
+/* Whether a directory (an fd) is root's and writable by no one else: a
+ * link in it was put there by root. */
+static bool dir_trusted(int dirfd)
+{
+	struct stat st;
+	return fstat(dirfd, &st) == 0 && st.st_uid == 0 &&
+	       !(st.st_mode & (S_IWGRP | S_IWOTH));
+}
+
 bool zc_fs_link_trusted(const char *path)
 {
 	if (geteuid() != 0) {
 		return true;
 	}
 	char copy[PATH_MAX];
-	struct stat st;
 	if (snprintf(copy, sizeof(copy), "%s", path) >= (int)sizeof(copy)) {
 		return false;
 	}
-	return stat(dirname(copy), &st) == 0 && st.st_uid == 0 &&
-	       !(st.st_mode & (S_IWGRP | S_IWOTH));
+	int fd = open(dirname(copy), O_PATH | O_DIRECTORY | O_CLOEXEC);
+	bool trusted = fd >= 0 && dir_trusted(fd);
+	if (fd >= 0) {
+		close(fd);
+	}
+	return trusted;
 }
 
-int zc_fs_open(const char *path, int flags, mode_t mode)
+/* openat() of one component: O_NOFOLLOW first; a link followed only when
+ * dirfd is a directory of root's (or this is not root). */
+static int open_component(int dirfd, const char *name, int flags, mode_t mode)
 {
-	int fd = open(path, flags | O_NOFOLLOW, mode);
-	if (fd >= 0 && (flags & O_PATH)) {
+	int fd = openat(dirfd, name, flags | O_NOFOLLOW, mode);
+	if (fd >= 0 && (flags & O_PATH) && !(flags & O_DIRECTORY)) {
 		struct stat st;
 		if (fstat(fd, &st) != 0 || !S_ISLNK(st.st_mode)) {
 			return fd;
@@ -119,12 +134,102 @@ int zc_fs_open(const char *path, int flags, mode_t mode)
 		fd = -1;
 		errno = ELOOP;
 	}
-	if (fd >= 0 || errno != ELOOP) {
+	if (fd >= 0 || (errno != ELOOP && errno != ENOTDIR)) {
 		return fd;
 	}
-	if (!zc_fs_link_trusted(path)) {
-		errno = ELOOP;
+	struct stat st;
+	bool link = fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	            S_ISLNK(st.st_mode);
+	if (!link) {
+		return -1; /* errno of the open: not a directory, ... */
+	}
+	if (geteuid() != 0 || dir_trusted(dirfd)) {
+		return openat(dirfd, name, flags, mode);
+	}
+	errno = ELOOP;
+	return -1;
+}
+
+int zc_fs_open(const char *path, int flags, mode_t mode)
+{
+	/* Component by component from the start of the path: a link in any
+	 * directory another user may write is not followed, the last
+	 * component's or a directory's on the way (a log file's directory
+	 * swapped for a link to one of root's). */
+	char copy[PATH_MAX];
+	if (snprintf(copy, sizeof(copy), "%s", path) >= (int)sizeof(copy)) {
+		errno = ENAMETOOLONG;
 		return -1;
 	}
-	return open(path, flags, mode);
+	int dirfd = open(copy[0] == '/' ? "/" : ".",
+	                 O_PATH | O_DIRECTORY | O_CLOEXEC);
+	char *save = NULL, *name = strtok_r(copy, "/", &save);
+	while (dirfd >= 0 && name != NULL) {
+		char *next = strtok_r(NULL, "/", &save);
+		int fd;
+		if (next == NULL) {
+			fd = open_component(dirfd, name, flags, mode);
+		} else {
+			fd = open_component(dirfd, name, O_PATH | O_DIRECTORY |
+			                    O_CLOEXEC, 0);
+		}
+		int err = errno;
+		close(dirfd);
+		errno = err;
+		if (next == NULL) {
+			return fd;
+		}
+		dirfd = fd;
+		name = next;
+	}
+	if (dirfd >= 0) {
+		close(dirfd); /* "/" or "": no file named */
+		errno = EISDIR;
+	}
+	return -1;
+}
+
+/* A file of root's in the directory (made by root before it opened files
+ * there as their owner) is given to the owner, checked on the descriptor:
+ * a regular file of one link. */
+static void adopt(const char *dir, const char *name, const struct stat *own)
+{
+	char path[PATH_MAX];
+	if (snprintf(path, sizeof(path), "%s/%s", dir, name) >= (int)sizeof(path)) {
+		return;
+	}
+	int fd = open(path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	struct stat st;
+	if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+	    st.st_nlink == 1 && st.st_uid == 0 &&
+	    fchownat(fd, "", own->st_uid, own->st_gid, AT_EMPTY_PATH) != 0) {
+		/* The open as the owner says what it cannot open. */
+	}
+	if (fd >= 0) {
+		close(fd);
+	}
+}
+
+void zc_fs_as_owner(const char *dir, const char *const *files,
+                    zc_fs_ids_t *saved)
+{
+	struct stat st;
+	*saved = (zc_fs_ids_t){ .switched = false };
+	if (geteuid() != 0 || stat(dir, &st) != 0 || st.st_uid == 0) {
+		return;
+	}
+	for (size_t i = 0; files != NULL && files[i] != NULL; i++) {
+		adopt(dir, files[i], &st);
+	}
+	saved->gid = setfsgid(st.st_gid);
+	saved->uid = setfsuid(st.st_uid);
+	saved->switched = true;
+}
+
+void zc_fs_as_root(const zc_fs_ids_t *saved)
+{
+	if (saved->switched) {
+		setfsuid((uid_t)saved->uid);
+		setfsgid((gid_t)saved->gid);
+	}
 }

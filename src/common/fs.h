@@ -52,3 +52,22 @@ int zc_fs_open(const char *path, int flags, mode_t mode);
 /* The reason zc_fs_may_follow() (or an O_NOFOLLOW open) refused, for a
  * message: ret is its -errno. */
 const char *zc_fs_link_refusal(int ret);
+
+/* The file-system ids of this thread before zc_fs_as_owner(). */
+typedef struct {
+	bool switched;
+	int uid, gid;
+} zc_fs_ids_t;
+
+/* When root works in a directory of another user's (a data directory of
+ * a server that runs as `user`), makes this thread open files as that
+ * user (setfsuid/setfsgid) until zc_fs_as_root(): a library that opens
+ * files by name, following links (LMDB; SQLite resolves a link at the
+ * database's own name), then cannot open a file of root's a link points
+ * to, and the files it makes are the owner's. Threads started meanwhile
+ * inherit it. files (NULL-terminated names in dir, or NULL): those of
+ * root's (made before), regular files of one link, are given to the
+ * owner first, checked on the descriptor. */
+void zc_fs_as_owner(const char *dir, const char *const *files,
+                    zc_fs_ids_t *saved);
+void zc_fs_as_root(const zc_fs_ids_t *saved);

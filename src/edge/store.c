@@ -5,7 +5,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <sys/fsuid.h>
 #include <sys/stat.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -66,23 +65,6 @@ static void store_free(edge_store_t *s)
 	free(s);
 }
 
-/* A file of root's in a directory of another user's (made by root's
- * commands before they opened the store as its owner) is given to that
- * owner, checked on the descriptor: a regular file of one link. */
-static void adopt(const char *file, uid_t uid, gid_t gid)
-{
-	int fd = open(file, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-	struct stat st;
-	if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
-	    st.st_nlink == 1 && st.st_uid == 0 &&
-	    fchownat(fd, "", uid, gid, AT_EMPTY_PATH) != 0) {
-		/* The open as the owner says what it cannot open. */
-	}
-	if (fd >= 0) {
-		close(fd);
-	}
-}
-
 static int open_store(edge_store_t **out, const char *dir, size_t map_size,
                       bool readonly)
 {
@@ -120,25 +102,13 @@ static int open_store(edge_store_t **out, const char *dir, size_t map_size,
 	 * before cannot keep a link from being swapped in after it): a link
 	 * to a file of root's is then not opened, and the files made are the
 	 * owner's, as the server (`user`) needs them. */
-	struct stat dst;
-	bool as_owner = geteuid() == 0 && stat(dir, &dst) == 0 &&
-	                dst.st_uid != 0;
-	int old_uid = 0, old_gid = 0;
-	if (as_owner) {
-		adopt(path, dst.st_uid, dst.st_gid);
-		char lock[4200];
-		snprintf(lock, sizeof(lock), "%s-lock", path);
-		adopt(lock, dst.st_uid, dst.st_gid);
-		old_gid = setfsgid(dst.st_gid);
-		old_uid = setfsuid(dst.st_uid);
-	}
+	static const char *const files[] = { "edge.mdb", "edge.mdb-lock", NULL };
+	zc_fs_ids_t ids;
+	zc_fs_as_owner(dir, files, &ids);
 	rc = mdb_env_open(s->env, path, MDB_NOSUBDIR | MDB_NOSYNC |
 	                  MDB_NOTLS | MDB_NORDAHEAD |
 	                  (readonly ? MDB_RDONLY : 0), 0600);
-	if (as_owner) {
-		setfsuid((uid_t)old_uid);
-		setfsgid((gid_t)old_gid);
-	}
+	zc_fs_as_root(&ids);
 	if (rc != MDB_SUCCESS) {
 		goto fail;
 	}

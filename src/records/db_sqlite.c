@@ -9,7 +9,9 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <libknot/errcode.h>
 
 #include "common/error.h"
@@ -172,8 +174,24 @@ static int sqlite_open(rdb_t **out, const char *path,
 	 * then refuse to write (query_only). */
 	int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX |
 	            (opts->read_only ? 0 : SQLITE_OPEN_CREATE);
+	/* Root opens it as the directory's owner: SQLite resolves a link at
+	 * the database's name (its O_NOFOLLOW then holds for the name it
+	 * resolved), and a link of the owner's to a file of root's would
+	 * have made root write a database there. */
+	char dir[4096], files[3][300];
+	const char *slash = strrchr(path, '/');
+	const char *base = slash ? slash + 1 : path;
+	snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash - path) : 1,
+	         slash ? path : ".");
+	snprintf(files[0], sizeof(files[0]), "%s", base);
+	snprintf(files[1], sizeof(files[1]), "%s-wal", base);
+	snprintf(files[2], sizeof(files[2]), "%s-shm", base);
+	const char *const names[] = { files[0], files[1], files[2], NULL };
+	zc_fs_ids_t ids;
+	zc_fs_as_owner(dir[0] ? dir : "/", names, &ids);
 	int rc = sqlite3_open_v2(path, &d->conn, flags, NULL);
 	if (rc != SQLITE_OK) {
+		zc_fs_as_root(&ids);
 		int ret = map_error(d, rc);
 		sqlite3_close(d->conn);
 		free(d);
@@ -189,6 +207,7 @@ static int sqlite_open(rdb_t **out, const char *path,
 		"PRAGMA foreign_keys = ON;"
 		"PRAGMA cache_size = -65536;";
 	int ret = sqlite_exec(&d->base, setup);
+	zc_fs_as_root(&ids);
 	if (ret != ZC_EOK) {
 		sqlite_close(&d->base);
 		return ret;

@@ -296,6 +296,9 @@ int records_import_check(records_import_t *imp, records_problem_cb problem,
  * keys), those its signer publishes. */
 static int empty_zone(records_import_t *imp, int64_t zone_id)
 {
+	/* Deleted below rows.c: what this transaction read ahead of the
+	 * zone (its nodes, its DNAMEs) is not so any more. */
+	records_prefetch_forget_zone(imp->store, zone_id);
 	int64_t keys = 0;
 	int ret = records_query_int64(imp->store, RDB_SQL("SELECT count(*)"
 	                              " FROM dnssec_keys WHERE zone_id = ?1"),

@@ -149,7 +149,7 @@ def _stop(proc):
 
 @pytest.mark.parametrize("planted", ["demo-token", "edge.mdb-lock", "serve.lock",
                                      "zonecast.pid.tmp", "zonecast.pid", "records.db-wal",
-                                     "log"])
+                                     "log", "logdir"])
 def test_links_the_user_planted_give_root_nothing(planted):
     """The service user owns the data directory: a symbolic link it put
     there to a file of root's ("demo-token -> /etc/shadow") was followed by
@@ -185,11 +185,23 @@ def test_links_the_user_planted_give_root_nothing(planted):
             os.chown(logdir, nobody.pw_uid, nobody.pw_gid)
             link = os.path.join(logdir, "zonecast.log")
             extra = ("-o", "log-target=" + link)
+        elif planted == "logdir":
+            # the log file's directory, in the user's, swapped for a link
+            # to a directory of root's holding a file of that name
+            victim = os.path.join(secret_dir, "zonecast.log")
+            with open(victim, "w") as f:
+                f.write("root's secret\n")
+            os.chmod(victim, 0o600)
+            link = os.path.join(data, "log")
+            extra = ("-o", "log-target=" + os.path.join(link, "zonecast.log"))
+            subprocess.run(["runuser", "-u", "nobody", "--", "ln", "-s", secret_dir, link],
+                           check=True)
         else:
             link = os.path.join(data, planted)
         # what the user does (as nobody: the link is nobody's)
-        subprocess.run(["runuser", "-u", "nobody", "--", "sh", "-c",
-                        'rm -f "$1"; ln -s "$2" "$1"', "sh", link, victim], check=True)
+        if planted != "logdir":
+            subprocess.run(["runuser", "-u", "nobody", "--", "sh", "-c",
+                            'rm -f "$1"; ln -s "$2" "$1"', "sh", link, victim], check=True)
         assert os.lstat(link).st_uid == nobody.pw_uid
         proc, logpath, port = _serve_as_nobody(top, data, extra)
         _settle(proc, port)
@@ -348,4 +360,43 @@ def test_a_link_swapped_in_and_out_gives_root_nothing(target):
         if racer is not None:
             racer.kill()
             racer.wait()
+        shutil.rmtree(top, ignore_errors=True)
+
+
+def test_root_commands_make_no_database_through_a_link(tmp_path):
+    """SQLite resolves a link at the database's own name before its
+    O_NOFOLLOW applies: `records.db -> an empty file of root's` made a
+    root command write a whole database into it (or create one where the
+    link pointed). Root opens the stores as the directory's owner now."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root (CI runs as root)")
+    top = tempfile.mkdtemp(prefix="zonecast-sqlite-link-")
+    os.chmod(top, 0o755)
+    data = os.path.join(top, "data")
+    zfile = os.path.join(top, "z.db")
+    with open(zfile, "w") as f:
+        f.write(ZONE_TEXT)
+    rootonly = os.path.join(top, "rootonly")
+    os.mkdir(rootonly, 0o700)
+    try:
+        cmd = [servers.zonecast_bin(), "zone", "import", "--data-dir", data, "priv.test", zfile]
+        subprocess.run(cmd, check=True, capture_output=True)
+        nobody = pwd.getpwnam("nobody")
+        for root, dirs, files in os.walk(data):
+            for n in dirs + files + ["."]:
+                os.lchown(os.path.join(root, n), nobody.pw_uid, nobody.pw_gid)
+        for target in ("empty", "absent"):
+            victim = os.path.join(rootonly, target)
+            if target == "empty":
+                open(victim, "w").close()
+                os.chmod(victim, 0o600)
+            subprocess.run(["runuser", "-u", "nobody", "--", "sh", "-c",
+                            'rm -f "$1" "$1-wal" "$1-shm"; ln -s "$2" "$1"', "sh",
+                            os.path.join(data, "records.db"), victim], check=True)
+            subprocess.run(cmd, capture_output=True, timeout=30)
+            if target == "empty":
+                st = os.stat(victim)
+                assert (st.st_uid, st.st_size) == (0, 0), st
+            assert sorted(os.listdir(rootonly)) == (["empty"]), os.listdir(rootonly)
+    finally:
         shutil.rmtree(top, ignore_errors=True)
