@@ -81,7 +81,7 @@ int zc_fs_may_follow(const char *path)
 		return 0; /* absent, or not root's risk: the open says */
 	}
 	if (S_ISLNK(st.st_mode)) {
-		return st.st_uid == 0 ? 0 : -ELOOP;
+		return zc_fs_link_trusted(path) ? 0 : -ELOOP;
 	}
 	return S_ISREG(st.st_mode) && st.st_nlink > 1 ? -EMLINK : 0;
 }

@@ -29,11 +29,11 @@ int zc_fs_sync_dir(const char *dir);
  * never through a symbolic link: O_EXCL | O_NOFOLLOW. An fd or -errno. */
 int zc_fs_create_new(const char *path, mode_t mode);
 
-/* Whether root may open path by its name (LMDB's files, a log file)
- * where a user who owns the directory could have put a link to a file of
- * root's: 0 when not root, or path is absent, no symbolic link or one of
- * root's, and not a regular file with other hard links; else -ELOOP (a
- * link of another user's) or -EMLINK. */
+/* Whether root may open path by its name (a check for the message; the
+ * open itself must not follow what it refuses: zc_fs_open(),
+ * zc_fs_as_owner()): 0 when not root, or path is absent, no symbolic link
+ * or one zc_fs_link_trusted() takes, and not a regular file with other
+ * hard links; else -ELOOP or -EMLINK. */
 int zc_fs_may_follow(const char *path);
 
 /* Whether root may follow a symbolic link found at path: only where no

@@ -251,7 +251,6 @@ static int append(conn_t *c, const uint8_t *data, size_t len)
 static int send_response(tcp_t *t, conn_t *c, size_t len)
 {
 	uint8_t frame[2] = { (uint8_t)(len >> 8), (uint8_t)len };
-	(void)t;
 	if (append(c, frame, 2) != 0 || append(c, t->resp, len) != 0) {
 		return -1;
 	}

@@ -109,6 +109,14 @@ def test_serve_drops_to_user_and_keeps_working():
         shutil.rmtree(top, ignore_errors=True)
 
 
+def _root_secret(path, text="root's secret\n"):
+    """A file of root's, mode 0600, that the tests' user must not reach."""
+    with open(path, "w") as f:
+        f.write(text)
+    os.chmod(path, 0o600)
+    return path
+
+
 def _serve_as_nobody(top, data, extra=()):
     """Starts serve -o user=nobody on data; returns (proc, log path, port)."""
     port, aport = servers.free_port(), servers.free_port()
@@ -166,10 +174,7 @@ def test_links_the_user_planted_give_root_nothing(planted):
     data = os.path.join(top, "data")
     secret_dir = os.path.join(top, "root-only")
     os.mkdir(secret_dir, 0o700)
-    victim = os.path.join(secret_dir, "victim")
-    with open(victim, "w") as f:
-        f.write("root's secret\n")
-    os.chmod(victim, 0o600)
+    victim = _root_secret(os.path.join(secret_dir, "victim"))
     proc = None
     try:
         # a first start as root with user=nobody: the directory is nobody's
@@ -188,10 +193,7 @@ def test_links_the_user_planted_give_root_nothing(planted):
         elif planted == "logdir":
             # the log file's directory, in the user's, swapped for a link
             # to a directory of root's holding a file of that name
-            victim = os.path.join(secret_dir, "zonecast.log")
-            with open(victim, "w") as f:
-                f.write("root's secret\n")
-            os.chmod(victim, 0o600)
+            victim = _root_secret(os.path.join(secret_dir, "zonecast.log"))
             link = os.path.join(data, "log")
             extra = ("-o", "log-target=" + os.path.join(link, "zonecast.log"))
             subprocess.run(["runuser", "-u", "nobody", "--", "ln", "-s", secret_dir, link],
@@ -271,10 +273,7 @@ def test_root_commands_follow_no_link_of_the_users(planted, tmp_path):
     zfile = os.path.join(top, "z.db")
     with open(zfile, "w") as f:
         f.write(ZONE_TEXT)
-    victim = os.path.join(top, "victim")
-    with open(victim, "w") as f:
-        f.write("root's secret\n")
-    os.chmod(victim, 0o600)
+    victim = _root_secret(os.path.join(top, "victim"))
     try:
         cmd = [servers.zonecast_bin(), "zone", "import", "--data-dir", data, "priv.test", zfile]
         subprocess.run(cmd, check=True, capture_output=True)
@@ -332,10 +331,7 @@ def test_a_link_swapped_in_and_out_gives_root_nothing(target):
     data = os.path.join(top, "data")
     secret = os.path.join(top, "secret")
     os.mkdir(secret, 0o755)     # nobody may name the file, not read it
-    victim = os.path.join(secret, "victim")
-    with open(victim, "w") as f:
-        f.write("root's secret\n")
-    os.chmod(victim, 0o600)
+    victim = _root_secret(os.path.join(secret, "victim"))
     racer = None
     try:
         proc, logpath, port = _serve_as_nobody(top, data)

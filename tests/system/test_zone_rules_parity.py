@@ -167,6 +167,11 @@ class Zone:
             return self.origin
         return name if name.endswith(".") else "%s.%s" % (name, self.origin)
 
+    def update_message(self):
+        """An UPDATE of the zone, signed with its TSIG key."""
+        return dns.update.UpdateMessage(self.origin, keyring=self.key.key,
+                                        keyalgorithm=self.key.key.algorithm)
+
     def rdata(self, rtype, text):
         return dns.rdata.from_text(dns.rdataclass.IN, rtype, text.format(o=self.origin),
                                    origin=dns.name.root, relativize=False)
@@ -248,7 +253,7 @@ def via_update(z, step):
     (ignored, RFC 2136 §3.4.2)."""
     op, name, rtype, ttl, text = step[:5]
     before = z.settle()
-    u = dns.update.UpdateMessage(z.origin, keyring=z.key.key, keyalgorithm=z.key.key.algorithm)
+    u = z.update_message()
     if op == "add":
         u.add(z.fq(name), ttl, rtype, text.format(o=z.origin))
     else:
@@ -345,14 +350,14 @@ def test_a_name_holds_at_most_504_types_both_ways(srv, api, tmp_path):
     before = z.settle()
     r = z.post("big", "TYPE1504", 300, "\\# 1 00")
     assert r.status_code == 400 and r.json()["errors"][0]["message"].startswith("type:"), r.text
-    u = dns.update.UpdateMessage(z.origin, keyring=z.key.key, keyalgorithm=z.key.key.algorithm)
+    u = z.update_message()
     u.add(z.fq("big"), 300, "TYPE1504", "\\# 1 00")
     u.add(z.fq("other"), 300, "A", "192.0.2.1")     # the whole message is refused
     m = dns.query.tcp(u, srv.host, port=srv.port, timeout=10)
     assert m.rcode() == dns.rcode.REFUSED, dns.rcode.to_text(m.rcode())
     assert z.serial() == before
     # a type the name holds, and other names, are taken; the zone builds
-    u = dns.update.UpdateMessage(z.origin, keyring=z.key.key, keyalgorithm=z.key.key.algorithm)
+    u = z.update_message()
     u.add(z.fq("big"), 300, "TYPE1000", "\\# 1 01")
     u.add(z.fq("other"), 300, "A", "192.0.2.1")
     m = dns.query.tcp(u, srv.host, port=srv.port, timeout=10)
@@ -439,14 +444,14 @@ def test_no_data_below_a_dname_on_every_path(srv, api, tmp_path):
     assert r.status_code == 400 and "below the DNAME at b." in r.text, r.text
     assert z.serial() == before
     # UPDATE: the whole message REFUSED, its other record not added
-    u = dns.update.UpdateMessage(z.origin, keyring=z.key.key, keyalgorithm=z.key.key.algorithm)
+    u = z.update_message()
     u.add(z.fq("ok"), 300, "A", "192.0.2.1")
     u.add(z.fq("x.dn"), 300, "A", "192.0.2.1")
     m = dns.query.tcp(u, srv.host, port=srv.port, timeout=10)
     assert m.rcode() == dns.rcode.REFUSED, dns.rcode.to_text(m.rcode())
     assert z.serial() == before
     # deleting the records below first, in the same message, lets the DNAME in
-    u = dns.update.UpdateMessage(z.origin, keyring=z.key.key, keyalgorithm=z.key.key.algorithm)
+    u = z.update_message()
     u.delete(z.fq("q.p"))
     u.add(z.fq("p"), 300, "DNAME", "other.test.")
     m = dns.query.tcp(u, srv.host, port=srv.port, timeout=10)
