@@ -4,6 +4,7 @@
  * way for the API, RFC 2136 UPDATE and imports. Pure functions: the
  * callers load the node and map the verdict to their own errors.
  */
+#include <stdlib.h>
 #include <string.h>
 #include <libknot/descriptor.h>
 #include <libknot/rrtype/naptr.h>
@@ -335,6 +336,28 @@ records_verdict_t records_rules_check_add(const records_rules_node_t *node,
 		return RECORDS_RULE_RRSET_FULL;
 	}
 	return RECORDS_RULE_OK;
+}
+
+records_verdict_t records_rules_check_size(const records_rules_node_t *node)
+{
+	if (count_types(node) > RECORDS_RULES_MAX_TYPES) {
+		return RECORDS_RULE_TOO_MANY_TYPES;
+	}
+	if (node->count <= RECORDS_RULES_MAX_RRSET) {
+		return RECORDS_RULE_OK;
+	}
+	uint32_t *per_type = calloc(65536, sizeof(*per_type));
+	if (per_type == NULL) {
+		return RECORDS_RULE_RRSET_FULL; /* Refused: not known to fit. */
+	}
+	records_verdict_t v = RECORDS_RULE_OK;
+	for (size_t i = 0; i < node->count && v == RECORDS_RULE_OK; i++) {
+		if (++per_type[node->rr[i].type] > RECORDS_RULES_MAX_RRSET) {
+			v = RECORDS_RULE_RRSET_FULL;
+		}
+	}
+	free(per_type);
+	return v;
 }
 
 /* How many records of type the node holds. */

@@ -173,6 +173,15 @@ records_verdict_t records_rules_check_add(const records_rules_node_t *node,
                                           size_t *at);
 
 /*
+ * Whether the node as it stands keeps to the size rules: TOO_MANY_TYPES
+ * (more than RECORDS_RULES_MAX_TYPES types), RRSET_FULL (an RRset of more
+ * than RECORDS_RULES_MAX_RRSET records), else OK; any order. For a
+ * change that passed a limit on the way and may come back under it
+ * before it ends (an UPDATE that adds, then deletes).
+ */
+records_verdict_t records_rules_check_size(const records_rules_node_t *node);
+
+/*
  * Whether the stored record node->rr[index] may be removed: SIGNER_TYPE,
  * REMOVES_SOA, LAST_APEX_NS (the node must hold every NS of the apex),
  * else OK.

@@ -600,6 +600,43 @@ static int check_subtree(records_store_t *rs, const update_msg_t *m,
 	return ZC_EDNAME;
 }
 
+/* Notes an owner an add took past a size rule (m->over). */
+static int note_over(update_msg_t *m, const knot_dname_t *owner)
+{
+	for (size_t i = 0; i < m->over_count; i++) {
+		if (knot_dname_is_equal(m->over[i], owner)) {
+			return ZC_EOK;
+		}
+	}
+	if (m->over_count == m->over_cap) {
+		size_t cap = m->over_cap ? 2 * m->over_cap : 4;
+		void *grown = realloc(m->over, cap * sizeof(*m->over));
+		if (grown == NULL) {
+			return KNOT_ENOMEM;
+		}
+		m->over = grown;
+		m->over_cap = cap;
+	}
+	memcpy(m->over[m->over_count++], owner, knot_dname_size(owner));
+	return ZC_EOK;
+}
+
+/* The size rules over what the message leaves at each owner it took past
+ * one: ZC_ETYPES refuses the whole message. */
+static int check_over(records_store_t *rs, update_msg_t *m, node_t *n)
+{
+	int ret = ZC_EOK;
+	for (size_t i = 0; i < m->over_count && ret == ZC_EOK; i++) {
+		ret = node_load(rs, &m->zone, m->over[i], 0, n);
+		records_rules_node_t node = rules_node(m, m->over[i], n);
+		if (ret == ZC_EOK &&
+		    records_rules_check_size(&node) != RECORDS_RULE_OK) {
+			ret = ZC_ETYPES;
+		}
+	}
+	return ret;
+}
+
 static int add_rr(records_store_t *rs, update_msg_t *m, node_t *n,
                   const knot_rrset_t *rr, const knot_rdata_t *rd)
 {
@@ -619,8 +656,15 @@ static int add_rr(records_store_t *rs, update_msg_t *m, node_t *n,
 	records_verdict_t v = records_rules_check_add(&node, &added, NULL);
 	if (v == RECORDS_RULE_TOO_MANY_TYPES || v == RECORDS_RULE_RRSET_FULL) {
 		/* Not ignored as a conflict is (§3.4.2.2): the whole message
-		 * is refused. */
-		return ZC_ETYPES;
+		 * is refused, unless it deletes enough later on. */
+		if (!m->deletes) {
+			return ZC_ETYPES;
+		}
+		ret = note_over(m, rr->owner);
+		if (ret != ZC_EOK) {
+			return ret;
+		}
+		v = RECORDS_RULE_OK;
 	}
 	bool replaces = v == RECORDS_RULE_SECOND_CNAME ||
 	                v == RECORDS_RULE_SECOND_DNAME;
@@ -745,6 +789,7 @@ int update_apply(records_store_t *rs, void *arg)
 	m->changed = false;
 	m->added_count = 0;
 	m->removed = 0;
+	m->over_count = 0;
 	/* With the zone's row, whether its TSIG key still exists
 	 * (update_key_check()). */
 	int ret = records_zone_get_keyed(rs, m->zone.id,
@@ -807,6 +852,7 @@ int update_apply(records_store_t *rs, void *arg)
 	for (uint16_t i = 0; i < sec->count; i++) {
 		deletes |= knot_pkt_rr(sec, i)->rclass != KNOT_CLASS_IN;
 	}
+	m->deletes = deletes;
 	/* The zone as read: what a message that changes nothing leaves in
 	 * m->zone (its answer waits until this serial is served). */
 	records_zone_t read = m->zone;
@@ -824,6 +870,9 @@ int update_apply(records_store_t *rs, void *arg)
 			      delete_rr(rs, m, &n, rr, rd);
 			rd = knot_rdataset_next(rd);
 		}
+	}
+	if (ret == ZC_EOK) {
+		ret = check_over(rs, m, &n);
 	}
 	node_free(&n);
 	if (ret == ZC_EOK && deletes && m->changed && m->added_count == 0 &&

@@ -48,6 +48,13 @@ typedef struct {
 	int64_t *added;              /* Ids of records this message added. */
 	size_t added_count, added_cap;
 	size_t removed;              /* Records that existed before it. */
+	/* Owners an add took past a size rule (records/rules.h) in a
+	 * message that also deletes: the rules hold for what the message
+	 * leaves (its changes are made in order, RFC 2136 §3.4.2, and a
+	 * later one may delete a type), checked once it ends. */
+	bool deletes;
+	uint8_t (*over)[KNOT_DNAME_MAXLEN];
+	size_t over_count, over_cap;
 	struct sockaddr_storage from; /* The client (audit lines). */
 } update_msg_t;
 

@@ -267,6 +267,7 @@ void update_free(update_service_t *u)
 static void msg_free(update_msg_t *m)
 {
 	free(m->added);
+	free(m->over);
 	knot_pkt_free(m->pkt);
 	free(m->wire);
 	free(m);

@@ -356,6 +356,25 @@ def test_a_name_holds_at_most_504_types_both_ways(srv, api, tmp_path):
     m = dns.query.tcp(u, srv.host, port=srv.port, timeout=10)
     assert m.rcode() == dns.rcode.REFUSED, dns.rcode.to_text(m.rcode())
     assert z.serial() == before
+    # the rule holds for what a message leaves: an add past the limit
+    # that a later delete brings back is taken (an UPDATE's changes are
+    # made in order, RFC 2136 §3.4.2; it was refused at the add), one
+    # that leaves 505 types is refused whole
+    u = z.update_message()
+    u.add(z.fq("big"), 300, "TYPE1504", "\\# 1 00")
+    u.add(z.fq("big"), 300, "TYPE1505", "\\# 1 00")
+    u.delete(z.fq("big"), "TYPE1001")
+    m = dns.query.tcp(u, srv.host, port=srv.port, timeout=10)
+    assert m.rcode() == dns.rcode.REFUSED, dns.rcode.to_text(m.rcode())
+    assert z.serial() == before
+    u = z.update_message()
+    u.add(z.fq("big"), 300, "TYPE1504", "\\# 1 00")
+    u.delete(z.fq("big"), "TYPE1001")
+    m = dns.query.tcp(u, srv.host, port=srv.port, timeout=10)
+    assert m.rcode() == dns.rcode.NOERROR, dns.rcode.to_text(m.rcode())
+    before = z.settle()
+    assert z.served("big", "TYPE1504")[0] == "NOERROR"
+    assert not z.served("big", "TYPE1001")[1]
     # a type the name holds, and other names, are taken; the zone builds
     u = z.update_message()
     u.add(z.fq("big"), 300, "TYPE1000", "\\# 1 01")
