@@ -243,16 +243,20 @@ static int read_config_file(const cli_args_t *a, int argc, char **argv,
 }
 
 /* One flag's value for key: the first flag of a repeatable key replaces
- * the file's entries (config_key_clear()), the next ones add to it. */
+ * the file's entries (config_key_clear()), the next ones add to it; an
+ * empty value empties its list (-o allow-update=: no address at all). */
 static void flag_set(config_t *cfg, bool *seen, const char *key,
                      const char *value, char *err, size_t err_size)
 {
 	int i = config_key_find(key);
-	if (i >= 0 && !seen[i] && config_key_repeatable((size_t)i)) {
+	bool repeatable = i >= 0 && config_key_repeatable((size_t)i);
+	if (repeatable && (!seen[i] || value[0] == '\0')) {
 		config_key_clear(cfg, (size_t)i);
 		seen[i] = true;
 	}
-	config_set(cfg, key, value, err, err_size);
+	if (!repeatable || value[0] != '\0') {
+		config_set(cfg, key, value, err, err_size);
+	}
 }
 
 int cli_parse_server_args(const cli_args_t *a, int argc, char **argv,

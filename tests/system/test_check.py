@@ -191,3 +191,20 @@ def test_o_takes_values_as_the_file_does(value, error):
         assert cp.returncode == 0, cp.stderr
     else:
         assert cp.returncode != 0 and error in cp.stderr, (cp.returncode, cp.stderr)
+
+
+def test_o_with_an_empty_value_empties_a_list(tmp_path):
+    """A repeatable key's list could not be emptied from the command
+    line (`-o allow-update=` was "invalid value ''"): an empty value
+    empties it, whatever the file and earlier flags said."""
+    os.mkdir(tmp_path / "data")
+    conf = write(tmp_path / "open.conf", "server:\n    data-dir: %s\n"
+                 "    allow-update: 0.0.0.0/0\n" % (tmp_path / "data"))
+    cp = zc("check-config", "-c", conf)
+    assert cp.returncode == 0 and "a /0 entry lets anyone" in cp.stderr, cp.stderr
+    for flags in (["-o", "allow-update="],
+                  ["-o", "allow-update=::/0", "-o", "allow-update= "]):
+        cp = zc("check-config", "-c", conf, *flags)
+        assert (cp.returncode, cp.stderr) == (0, ""), (flags, cp.stderr)
+    cp = zc("check-config", "-c", conf, "-o", "allow-update=", "-o", "allow-update=::/0")
+    assert cp.returncode == 0 and "a /0 entry lets anyone" in cp.stderr, cp.stderr
