@@ -294,6 +294,11 @@ static int refuse(unit_t *u, records_verdict_t v, change_t change)
 		return fail(u, 400, "name: a CNAME cannot share its name with "
 		            "other records (RFC 1034 section 3.6.2)");
 	case RECORDS_RULE_SECOND_CNAME:
+		/* Cloudflare's 81053 ("An A, AAAA, or CNAME record with that
+		 * host already exists"), as for a CNAME beside data. */
+		if (u->err[0] == '\0') {
+			u->code = 81053;
+		}
 		return fail(u, 400, "name: a name holds at most one CNAME "
 		            "(RFC 2181 section 10.1)");
 	case RECORDS_RULE_SECOND_DNAME:

@@ -479,6 +479,13 @@ def test_cname_conflicts_get_cloudflares_codes(srv, api):
         {"name": "d." + zone, "type": "CNAME", "content": "t.example"},
         {"name": "d." + zone, "type": "MX", "content": "mx.example", "priority": 1}]}), 81054)
     assert api.get("/zones/%s" % zid)["serial"] == v
+    # a second CNAME at a name: 81053 too, as Cloudflare answers it (was 1004)
+    r = api.call("POST", path, json={"name": "c." + zone, "type": "CNAME",
+                                     "content": "other.example"})
+    got = assert_error(r, 400, "name")["errors"]
+    assert [(e["code"], e["message"]) for e in got] == [
+        (81053, "name: a name holds at most one CNAME (RFC 2181 section 10.1)")], got
+    assert api.get("/zones/%s" % zid)["serial"] == v
     # the duplicate keeps its own code
     r = api.call("POST", path, json={"name": "a." + zone, "type": "A", "content": "192.0.2.1"})
     assert [e["code"] for e in assert_error(r, 400, "content")["errors"]] == [81058]
