@@ -47,6 +47,16 @@
  * another node sharing a PostgreSQL store, while this one was not live)
  * cannot be followed: every zone is built again in place and the pass
  * starts over from there (rebuild_trimmed()).
+ *
+ * A records store that went back to an earlier state (a backup restored,
+ * a failover to a replica that lost commits) numbers new commits with
+ * positions this edge already applied: following on by position would
+ * take them for applied. Every pass checks, in its snapshot, that the
+ * log's head is not before read_seq and that the commit at read_seq is
+ * the one read there (its identity, records_changelog_mark(), kept with
+ * applied_seq as meta applied_id); when not, builder_edge_diverged()
+ * builds every zone again, and first gives the zones served at a newer
+ * serial than the store's a version past it (rebuild_diverged()).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -347,7 +357,7 @@ static bool already_built(edge_store_t *es, const uint8_t *apex, uint64_t seq)
 	return done;
 }
 
-static int save_applied(edge_store_t *es, uint64_t seq)
+static int save_applied(edge_store_t *es, uint64_t seq, uint64_t id)
 {
 	edge_txn_t txn = { 0 };
 	uint64_t old = 0;
@@ -357,6 +367,9 @@ static int save_applied(edge_store_t *es, uint64_t seq)
 	}
 	if (ret == ZC_EOK && seq > old) {
 		ret = edge_meta_put(&txn, "applied_seq", seq);
+		if (ret == ZC_EOK) {
+			ret = edge_meta_put(&txn, "applied_id", id);
+		}
 	}
 	if (ret == ZC_EOK) {
 		return edge_txn_commit(&txn);
@@ -476,9 +489,14 @@ int pass_init(pass_state_t *st, records_store_t *rs, records_store_t *full_rs,
 	int ret = edge_txn_begin_read(es, &txn);
 	if (ret == ZC_EOK) {
 		ret = edge_meta_get(&txn, "applied_seq", &st->applied);
+		if (ret == ZC_EOK) {
+			ret = edge_meta_get(&txn, "applied_id",
+			                    &st->applied_id);
+		}
 		edge_txn_abort(&txn);
 	}
 	st->read_seq = st->applied;
+	st->read_id = st->applied_id;
 	return ret == ZC_EOK ? quarantine_load(st, retry_quarantined) : ret;
 }
 
@@ -495,10 +513,43 @@ void pass_deinit(pass_state_t *st)
 	st->failed = NULL;
 }
 
+/* Is the log read in this snapshot, from `from` to b->last_seq, the one
+ * read so far (its head not before `from`, the commit at `from` the one
+ * read there)? ZC_ETRIMMED with st->diverged when not; else the identity
+ * of the commit at b->last_seq becomes read_id. One query a pass: a
+ * store restored from a backup is found at the first pass after it, not
+ * only when this node starts. */
+static int check_log(pass_state_t *st, uint64_t from, const batch_t *b)
+{
+	uint64_t head = 0, id_from = 0, id_last = 0;
+	int ret = records_changelog_mark(st->rs, from, b->last_seq, &head,
+	                                 &id_from, &id_last);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	char why[160];
+	if (builder_log_diverged(st->rs, from, st->read_id, head, id_from,
+	                         why, sizeof(why))) {
+		zc_error("builder: the change log is not the one applied here"
+		         " (%s): the records store went back to an earlier"
+		         " state (a backup restored, or a failover to a replica"
+		         " that lost commits); building every zone again from"
+		         " the records store, zones served at a newer serial"
+		         " get a version past it", why);
+		st->diverged = true;
+		return ZC_ETRIMMED;
+	}
+	if (b->last_seq != from || st->read_id == 0) {
+		st->read_id = b->last_seq != from ? id_last : id_from;
+	}
+	return ZC_EOK;
+}
+
 /* Reads the log and builds what it touched, in one records snapshot. */
 static int read_and_build(pass_state_t *st, batch_t *b)
 {
 	uint64_t began = zc_clock_ns(); /* The store's read latency. */
+	uint64_t from = st->read_seq;
 	int ret = records_read_begin(st->rs);
 	if (ret != ZC_EOK) {
 		return ret;
@@ -534,6 +585,9 @@ static int read_and_build(pass_state_t *st, batch_t *b)
 			                            collect, b);
 		}
 	}
+	if (ret == ZC_EOK) {
+		ret = check_log(st, from, b);
+	}
 	st->read_seq = b->last_seq;
 	if (ret == ZC_EOK) {
 		ret = build_touched(st, b->touched, b->count, true);
@@ -558,18 +612,37 @@ static int rebuild_trimmed(pass_state_t *st)
 	return ret != ZC_EOK ? ret : init != ZC_EOK ? init : 1;
 }
 
+/* The log is not the one applied (check_log()): builder_edge_diverged(),
+ * then the pass starts over from where its builds began, as
+ * rebuild_trimmed(). */
+static int rebuild_diverged(pass_state_t *st)
+{
+	records_store_t *rs = st->rs, *full_rs = st->full_rs;
+	edge_store_t *es = st->es;
+	size_t budget = st->budget;
+	pass_deinit(st);
+	int ret = builder_edge_diverged(rs, es);
+	int init = pass_init(st, rs, full_rs, es, budget, true);
+	st->quarantine_changed = true;
+	return ret != ZC_EOK ? ret : init != ZC_EOK ? init : 1;
+}
+
 int pass_run(pass_state_t *st)
 {
 	batch_t b = { .st = st, .last_seq = st->read_seq };
-	uint64_t before = st->read_seq;
+	uint64_t before = st->read_seq, before_id = st->read_id;
 	int ret = read_and_build(st, &b);
 	if (ret != ZC_EOK) {
 		/* Read these events again next pass rather than lose the nodes
 		 * they touched (a busy store, a map that had to grow): queueing
 		 * and deferring them twice is harmless, builds are idempotent. */
 		st->read_seq = before;
+		st->read_id = before_id;
 	}
 	free(b.touched);
+	if (ret == ZC_ETRIMMED && st->diverged) {
+		return rebuild_diverged(st);
+	}
 	if (ret == ZC_ETRIMMED) {
 		return rebuild_trimmed(st);
 	}
@@ -587,9 +660,10 @@ int pass_run(pass_state_t *st)
 	}
 	bool busy = st->job != NULL || st->full_count > 0;
 	if (!busy && st->read_seq > st->applied) {
-		ret = save_applied(st->es, st->read_seq);
+		ret = save_applied(st->es, st->read_seq, st->read_id);
 		if (ret == ZC_EOK) {
 			st->applied = st->read_seq;
+			st->applied_id = st->read_id;
 		}
 	}
 	return ret != ZC_EOK ? ret : (busy || b.cut);

@@ -41,6 +41,10 @@ typedef struct {
 	size_t budget;             /* Nodes per full-build step. */
 	uint64_t read_seq;         /* Log read up to here. */
 	uint64_t applied;          /* Persisted: everything before is built. */
+	/* The identities of the commits at read_seq and applied
+	 * (records_changelog_mark(); 0: not known). */
+	uint64_t read_id, applied_id;
+	bool diverged;             /* The log is not the one applied. */
 	builder_job_t *job;        /* Running full build, or NULL. */
 	bool job_again;            /* Its zone changed again meanwhile. */
 	builder_touch_t *deferred; /* Record events of the job's zone. */
@@ -126,3 +130,25 @@ int quarantine_store(edge_store_t *es, uint64_t zone_id, const uint8_t *apex,
  * returned.
  */
 int builder_edge_rebuild(records_store_t *rs, edge_store_t *es);
+
+/*
+ * The records store went back to an earlier state than es applied (a
+ * backup or dump restored, a failover to a replica that lost commits):
+ * the log's positions name other commits than the ones es applied. Gives
+ * every zone that es serves at a serial not older than the store's a new
+ * version past that serial (a zone-wide one: IXFR restarts there), so
+ * that no serial a secondary may hold ever names other contents; caps
+ * es's positions at 0 (every build is newer); then builder_edge_rebuild().
+ * Each step can be run again: a failure is retried by the next pass.
+ */
+int builder_edge_diverged(records_store_t *rs, edge_store_t *es);
+
+/*
+ * Whether the log has gone back past what an edge store applied: its
+ * head is before `applied`, or the commit at `applied` is not the one of
+ * identity `applied_id` (0: not known, not checked). *why receives the
+ * reason, for the log.
+ */
+bool builder_log_diverged(records_store_t *rs, uint64_t applied,
+                          uint64_t applied_id, uint64_t head, uint64_t id,
+                          char *why, size_t size);

@@ -21,6 +21,7 @@
  * place instead (builder_edge_rebuild()): the edge store keeps answering
  * from what it holds while each zone's build replaces it.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -119,16 +120,27 @@ static int reset(edge_store_t *es, const format_t *want, bool force,
 	return edge_txn_commit(&txn);
 }
 
-static int save_applied(edge_store_t *es, uint64_t seq)
+/* applied_seq = seq (unless es applied more), with the identity of the
+ * commit there (records_changelog_mark()). */
+static int save_applied(records_store_t *rs, edge_store_t *es, uint64_t seq)
 {
+	uint64_t head, id = 0, unused;
+	int ret = seq != 0 ? records_changelog_mark(rs, seq, 0, &head, &id,
+	                                            &unused) : ZC_EOK;
+	if (ret != ZC_EOK) {
+		return ret;
+	}
 	edge_txn_t txn = { 0 };
-	int ret = edge_txn_begin_write(es, &txn);
+	ret = edge_txn_begin_write(es, &txn);
 	uint64_t old = 0;
 	if (ret == ZC_EOK) {
 		ret = edge_meta_get(&txn, "applied_seq", &old);
 	}
 	if (ret == ZC_EOK && old < seq) {
 		ret = edge_meta_put(&txn, "applied_seq", seq);
+		if (ret == ZC_EOK) {
+			ret = edge_meta_put(&txn, "applied_id", id);
+		}
 	}
 	if (ret != ZC_EOK) {
 		edge_txn_abort(&txn);
@@ -159,7 +171,7 @@ static int build_all(records_store_t *rs, edge_store_t *es,
 			}
 		}
 	}
-	return ret == ZC_EOK ? save_applied(es, seq) : ret;
+	return ret == ZC_EOK ? save_applied(rs, es, seq) : ret;
 }
 
 /* Full builds of every zone, the edge store emptied first; the log is
@@ -263,6 +275,130 @@ int builder_edge_rebuild(records_store_t *rs, edge_store_t *es)
 	return ret;
 }
 
+bool builder_log_diverged(records_store_t *rs, uint64_t applied,
+                          uint64_t applied_id, uint64_t head, uint64_t id,
+                          char *why, size_t size)
+{
+	char a[32], h[32];
+	records_position_text(rs, applied, a, sizeof(a));
+	records_position_text(rs, head, h, sizeof(h));
+	if (head < applied) {
+		snprintf(why, size, "it ends at position %s, before position"
+		         " %s applied here", h, a);
+		return true;
+	}
+	if (applied_id != 0 && id != 0 && id != applied_id) {
+		snprintf(why, size, "the commit at position %s is another one"
+		         " than the one applied here", a);
+		return true;
+	}
+	return false;
+}
+
+/* A zone served from the edge store, with its serial. */
+typedef struct {
+	apexes_t a;
+	uint32_t *serial;
+} served_t;
+
+static int collect_served(const edge_zone_t *zone, void *ctx)
+{
+	served_t *s = ctx;
+	size_t cap = s->a.cap;
+	if (push_apex(&s->a, zone->apex, (int64_t)zone->zone_id) != 0) {
+		return 1;
+	}
+	if (s->a.cap != cap || s->serial == NULL) {
+		uint32_t *grown = realloc(s->serial,
+		                          s->a.cap * sizeof(*grown));
+		if (grown == NULL) {
+			return 1;
+		}
+		s->serial = grown;
+	}
+	s->serial[s->a.count - 1] = zone->serial;
+	return 0;
+}
+
+/* RFC 1982: is a newer than b? */
+static bool serial_newer(uint32_t a, uint32_t b)
+{
+	return a != b && (int32_t)(a - b) > 0;
+}
+
+/* Gives the zone a zone-wide version past `served` unless the store's
+ * serial is already newer (another node did it first). */
+static int version_past(records_store_t *rs, const uint8_t *apex,
+                        uint32_t served)
+{
+	records_zone_t zone;
+	int ret = records_write_begin(rs);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	ret = records_zone_find(rs, apex, &zone);
+	if (ret == ZC_EOK) {
+		ret = records_zone_get(rs, zone.id, &zone); /* Locked. */
+	}
+	uint32_t was = zone.serial;
+	bool bump = ret == ZC_EOK && !serial_newer(zone.serial, served);
+	if (bump) {
+		ret = records_zone_set_serial(rs, &zone, served + 1);
+	}
+	if (bump && ret == ZC_EOK) {
+		ret = records_log_zone_event(rs, &zone,
+		                             RECORDS_CHANGE_ZONE_SETTINGS);
+	}
+	if (ret != ZC_EOK || !bump) {
+		records_write_rollback(rs);
+		return ret == ZC_ENOZONE ? ZC_EOK : ret;
+	}
+	ret = records_write_commit(rs);
+	if (ret == ZC_EOK) {
+		zc_warn("zone %s: serial %u in the records store, %u served"
+		        " here before it went back: now serial %u",
+		        zone.name, was, served, zone.serial);
+	}
+	return ret;
+}
+
+int builder_edge_diverged(records_store_t *rs, edge_store_t *es)
+{
+	served_t s = { 0 };
+	edge_txn_t txn = { 0 };
+	int ret = edge_txn_begin_read(es, &txn);
+	if (ret == ZC_EOK) {
+		ret = edge_zone_foreach(&txn, collect_served, &s);
+		edge_txn_abort(&txn);
+	}
+	for (size_t i = 0; ret == ZC_EOK && i < s.a.count; i++) {
+		ret = version_past(rs, s.a.apex[i], s.serial[i]);
+	}
+	free(s.a.apex);
+	free(s.a.id);
+	free(s.serial);
+	if (ret == ZC_EOK) {
+		/* The edge's fences name positions of the other log: capped
+		 * at 0, every build of this one is newer. */
+		ret = edge_txn_begin_write(es, &txn);
+		if (ret == ZC_EOK) {
+			ret = edge_txn_renumber(&txn, 0);
+			if (ret == ZC_EOK) {
+				ret = edge_meta_put(&txn, "applied_seq", 0);
+			}
+			if (ret == ZC_EOK) {
+				ret = edge_meta_put(&txn, "applied_id", 0);
+			}
+			if (ret == ZC_EOK) {
+				ret = edge_txn_commit(&txn);
+			} else {
+				edge_txn_abort(&txn);
+			}
+		}
+	}
+	return ret == ZC_EOK ? builder_edge_rebuild(rs, es) : ret;
+}
+
 /* Has the change log been trimmed past what this edge store applied? */
 static int trimmed_past(records_store_t *rs, edge_store_t *es, bool *past)
 {
@@ -279,6 +415,40 @@ static int trimmed_past(records_store_t *rs, edge_store_t *es, bool *past)
 		        " was away): building every zone again from the"
 		        " records store", (unsigned long long)applied,
 		        (unsigned long long)trimmed);
+		*past = true;
+	}
+	return ret;
+}
+
+/* Is the log another one than the one this edge store applied (the
+ * records store went back to an earlier state while it was away)? */
+static int diverged(records_store_t *rs, edge_store_t *es, bool *past)
+{
+	uint64_t applied = 0, applied_id = 0, head = 0, id = 0, unused;
+	*past = false;
+	edge_txn_t txn = { 0 };
+	int ret = edge_txn_begin_read(es, &txn);
+	if (ret == ZC_EOK) {
+		ret = edge_meta_get(&txn, "applied_seq", &applied);
+		if (ret == ZC_EOK) {
+			ret = edge_meta_get(&txn, "applied_id", &applied_id);
+		}
+		edge_txn_abort(&txn);
+	}
+	if (ret == ZC_EOK) {
+		ret = records_changelog_mark(rs, applied, 0, &head, &id,
+		                             &unused);
+	}
+	char why[160];
+	if (ret == ZC_EOK && builder_log_diverged(rs, applied, applied_id,
+	                                          head, id, why,
+	                                          sizeof(why))) {
+		zc_error("edge store: the change log is not the one it applied"
+		         " (%s): the records store went back to an earlier"
+		         " state (a backup restored, or a failover to a replica"
+		         " that lost commits); building every zone again from"
+		         " the records store, zones served at a newer serial"
+		         " get a version past it", why);
 		*past = true;
 	}
 	return ret;
@@ -326,6 +496,10 @@ int builder_edge_migrated(edge_store_t *es, unsigned from, unsigned to,
 		ret = edge_meta_put(&txn, "applied_seq", applied);
 	}
 	if (ret == ZC_EOK) {
+		/* The copied log's commits are new ones: not checked. */
+		ret = edge_meta_put(&txn, "applied_id", 0);
+	}
+	if (ret == ZC_EOK) {
 		ret = edge_meta_put(&txn, "log_numbering", to);
 	}
 	if (ret != ZC_EOK) {
@@ -344,6 +518,10 @@ int builder_edge_prepare(records_store_t *rs, edge_store_t *es)
 	if (ret == ZC_EOK && had.keys == want.keys &&
 	    had.numbering == want.numbering) {
 		bool past = false;
+		ret = diverged(rs, es, &past);
+		if (ret != ZC_EOK || past) {
+			return ret != ZC_EOK ? ret : builder_edge_diverged(rs, es);
+		}
 		ret = trimmed_past(rs, es, &past);
 		if (ret != ZC_EOK || !past) {
 			return ret;

@@ -14,6 +14,7 @@
 #include <libknot/errcode.h>
 
 #include "common/error.h"
+#include "common/hash.h"
 #include "dns/name.h"
 #include "records/changelog.h"
 #include "records/internal.h"
@@ -310,6 +311,53 @@ int records_last_seq(records_store_t *store, uint64_t *seq)
 	int ret = rdb_query_int64(store->db, RDB_SQL(
 		"SELECT coalesce(max(seq), 0) FROM changes"), &v);
 	*seq = (uint64_t)v;
+	return ret;
+}
+
+/* An identity from its text (NULL or empty: 0, none). */
+static uint64_t mark_id(const char *text)
+{
+	if (text == NULL || text[0] == '\0') {
+		return 0;
+	}
+	uint64_t h = zc_hash_bytes(UINT64_C(0xcbf29ce484222325),
+	                           (const uint8_t *)text, strlen(text));
+	h = zc_hash_finish(h);
+	return h != 0 ? h : 1;
+}
+
+int records_changelog_mark(records_store_t *store, uint64_t a, uint64_t b,
+                           uint64_t *head, uint64_t *id_a, uint64_t *id_b)
+{
+	*head = *id_a = *id_b = 0;
+	rdb_stmt_t *stmt;
+	int ret = rdb_prepare(store->db, RDB_SQL2(
+		"SELECT (SELECT coalesce(max(seq), 0) FROM changes),"
+		" (SELECT at || '/' || zone_id || '/' || version || '/' || kind"
+		"  || '/' || coalesce(record_id, 0) FROM changes WHERE seq = ?1),"
+		" (SELECT at || '/' || zone_id || '/' || version || '/' || kind"
+		"  || '/' || coalesce(record_id, 0) FROM changes WHERE seq = ?2)",
+		"SELECT (SELECT coalesce(max(pos), 0) FROM log_commits),"
+		" (SELECT xid::text || '/' || at FROM log_commits WHERE pos = ?1),"
+		" (SELECT xid::text || '/' || at FROM log_commits WHERE pos = ?2)"),
+		&stmt);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	bool pg = on_pg(store);
+	/* PostgreSQL: the commit holding the position (an event's, or a
+	 * commit read whole). */
+	rdb_bind_int64(stmt, 1, (int64_t)(pg ? a >> 24 : a));
+	rdb_bind_int64(stmt, 2, (int64_t)(pg ? b >> 24 : b));
+	int rc = rdb_step(stmt);
+	ret = rdb_status(rc);
+	if (ret == ZC_EOK && rc == RDB_ROW) {
+		int64_t last = rdb_col_int64(stmt, 0);
+		*head = pg ? changelog_pg_commit_end(last) : (uint64_t)last;
+		*id_a = a != 0 ? mark_id(rdb_col_text(stmt, 1)) : 0;
+		*id_b = b != 0 ? mark_id(rdb_col_text(stmt, 2)) : 0;
+	}
+	rdb_done(stmt);
 	return ret;
 }
 

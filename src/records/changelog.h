@@ -235,6 +235,27 @@ int records_changes_since(records_store_t *store, uint64_t after,
 bool records_changelog_follows(records_store_t *store, uint64_t after,
                                uint64_t seq);
 
+/*
+ * Which log a position belongs to. A records store can go back to an
+ * earlier state (a backup or dump restored, a failover to a replica that
+ * lost commits) while an edge store keeps what it applied: the positions
+ * then name other events, and a builder that went on by position would
+ * take new commits for applied ones. So the builder remembers an identity
+ * of the commit at the position it applied, and checks it:
+ *
+ *   PostgreSQL: the commit's (xid, at) in log_commits (a dump and
+ *   restore keeps them; a new commit at the same position has another).
+ *   SQLite: the event's (at, zone, version, kind, record id).
+ *
+ * One query, in the caller's snapshot if it holds one: *head receives
+ * records_last_seq(), *id_a and *id_b the identities (never 0) of the
+ * commits holding positions a and b, 0 when there is none (position 0,
+ * trimmed, or not written: a position past the head, or a failed commit's
+ * hole on PostgreSQL).
+ */
+int records_changelog_mark(records_store_t *store, uint64_t a, uint64_t b,
+                           uint64_t *head, uint64_t *id_a, uint64_t *id_b);
+
 /* How positions are numbered, for an edge store that must follow one
  * numbering: RECORDS_LOG_SEQUENCES (SQLite) or RECORDS_LOG_COMMITS
  * (PostgreSQL), see "Positions". */
