@@ -34,8 +34,18 @@ int cli_open_stores(const char *dir, bool create, records_store_t **rs,
 	}
 	ret = records_open(rs, dir);
 	if (ret != ZC_EOK) {
-		fprintf(stderr, "zonecast: cannot open %s/records.db: %s\n", dir,
-		        zc_strerror(ret));
+		/* Name the store the directory is bound to, if any: not an
+		 * SQLite file that does not exist. */
+		char uri[4096], shown[512];
+		if (records_bound_target(dir, uri, sizeof(uri)) > 0) {
+			records_uri_redact(uri, shown, sizeof(shown));
+			fprintf(stderr, "zonecast: cannot open the records store"
+			        " %s (bound to %s): %s\n", shown, dir,
+			        zc_strerror(ret));
+		} else {
+			fprintf(stderr, "zonecast: cannot open %s/records.db:"
+			        " %s\n", dir, zc_strerror(ret));
+		}
 		return ret;
 	}
 	/* The edge map is address space, not memory (64 GiB by default);

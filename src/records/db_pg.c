@@ -164,11 +164,25 @@ static void on_notice(void *arg, const char *message)
 	zc_debug("%s: %s", (const char *)arg, message);
 }
 
+unsigned pg_idle_in_transaction_ms(void)
+{
+	const char *env = getenv("ZONECAST_PG_IDLE_IN_TRANSACTION_MS");
+	unsigned long ms = env != NULL ? strtoul(env, NULL, 10) : 0;
+	return ms > 0 && ms <= 86400000 ? (unsigned)ms :
+	       PG_IDLE_IN_TRANSACTION_MS;
+}
+
 /*
  * Connects with the session settings in the connection parameters, so that
  * PQreset() after a lost connection sets them again: acknowledged =
  * committed (synchronous_commit on, whatever the server's default), a
- * bounded wait for locks, warnings only; a 10 s connect timeout and an
+ * bounded wait for locks, warnings only; the settings zonecast depends on
+ * whatever the role or database sets (PG_SESSION_SETTINGS: no statement
+ * timeout, no idle session timeout, READ COMMITTED); a transaction left
+ * open and idle by a client that stopped (a node paused with SIGSTOP, a
+ * debugger) ended by the server after PG_IDLE_IN_TRANSACTION_MS, so
+ * that the zone rows it locked do not hold every other node's writes for
+ * ever; a 10 s connect timeout and an
  * application_name (log_commits.node) unless the URI gives its own.
  * Over TCP, unless the URI says otherwise: keepalive probes after 10 s of
  * silence, every 5 s, 3 unanswered end the connection, and data the
@@ -182,10 +196,12 @@ static void on_notice(void *arg, const char *message)
 static PGconn *connect_with_settings(const char *target,
                                      const rdb_options_t *opts)
 {
-	char options[160];
+	char options[400];
 	snprintf(options, sizeof(options), "-c synchronous_commit=on"
-	         " -c lock_timeout=%u -c client_min_messages=warning",
-	         opts->busy_timeout_ms);
+	         " -c lock_timeout=%u -c client_min_messages=warning"
+	         " " PG_SESSION_SETTINGS
+	         " -c idle_in_transaction_session_timeout=%u",
+	         opts->busy_timeout_ms, pg_idle_in_transaction_ms());
 	/* Later entries override earlier ones: the defaults come before
 	 * the URI (expanded from dbname), the settings after it. */
 	const char *const keys[] = { "connect_timeout", "application_name",

@@ -282,3 +282,29 @@ extern const rdb_copy_ops_t rdb_pg_copy_ops;
  * (never again inside a transaction), and the pipeline synced and left
  * (its first failure returned). */
 int pg_conn_ready(pg_db_t *d);
+
+/*
+ * Settings every zonecast session sets itself, whatever the role or the
+ * database sets (ALTER ROLE ... SET): zonecast's statements run as long
+ * as their work takes (an import of millions of records is one
+ * transaction), its pooled connections stay open while idle (the leader's
+ * connection sets its own idle_session_timeout on purpose, leader.c), and
+ * its writers rely on READ COMMITTED (row locks, not serialisation
+ * failures). A backslash escapes the space inside a value.
+ */
+#define PG_SESSION_SETTINGS \
+	"-c statement_timeout=0 -c idle_session_timeout=0" \
+	" -c default_transaction_isolation=read\\ committed"
+
+/*
+ * How long a transaction of the records store's connections may stay open
+ * and idle, waiting for its client (idle_in_transaction_session_timeout),
+ * before the server ends the session: a healthy writer never waits for
+ * itself that long (a batch or an import sends its statements back to
+ * back; waiting for a lock is not idle), while a paused node's
+ * transaction would otherwise keep its zones' rows locked for as long as
+ * it stays paused. ZONECAST_PG_IDLE_IN_TRANSACTION_MS overrides it
+ * (tests; 1 to 86400000).
+ */
+#define PG_IDLE_IN_TRANSACTION_MS 60000
+unsigned pg_idle_in_transaction_ms(void);

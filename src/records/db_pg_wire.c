@@ -72,6 +72,16 @@ int pg_map_error(pg_db_t *d, const PGresult *res)
 		return KNOT_ENOMEM;
 	}
 	if (strcmp(state, "25006") == 0) {
+		/* A standby, or default_transaction_read_only set on the role
+		 * or database (after a failover): the records store, not the
+		 * data directory, refuses writes. */
+		static _Atomic int64_t logged;
+		if (zc_log_due(&logged, 10000)) {
+			zc_error("%s: PostgreSQL is read-only (a standby, or"
+			         " default_transaction_read_only set), nothing"
+			         " was written: %s", d->label,
+			         PQresultErrorMessage(res));
+		}
 		return -EROFS;
 	}
 	if (strcmp(state, "42501") == 0) {

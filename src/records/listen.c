@@ -44,12 +44,16 @@ int records_own_connect(const char *target, const char *options,
 		}
 		pg = uri;
 	}
+	/* The settings zonecast depends on first, the caller's after them
+	 * (a later -c wins: the leader's own idle_session_timeout). */
+	char all[512];
+	snprintf(all, sizeof(all), PG_SESSION_SETTINGS " %s",
+	         options != NULL ? options : "");
 	const char *const keys[] = { "connect_timeout", "application_name",
-	                             PG_KEEPALIVE_KEYS, "options", "dbname",
+	                             PG_KEEPALIVE_KEYS, "dbname", "options",
 	                             NULL };
 	const char *const values[] = { "5", "zonecast", PG_KEEPALIVE_VALUES,
-	                               options != NULL ? options : "", pg,
-	                               NULL };
+	                               pg, all, NULL };
 	*out = PQconnectdbParams(keys, values, 1);
 	return *out != NULL ? ZC_EOK : KNOT_ENOMEM;
 }

@@ -1,0 +1,125 @@
+"""zonecast's PostgreSQL sessions set what they depend on (outside tester 21,
+findings 2 and 4; docs/postgresql.md "Connections"): settings of the role or
+the database (ALTER ROLE ... SET statement_timeout, idle_session_timeout)
+do not cancel an import or end an idle pooled connection; and a write
+transaction left idle by a paused node (SIGSTOP) is ended by the server
+after idle_in_transaction_session_timeout, so the zone's row it locked
+does not hold the other nodes' writes for ever."""
+
+import signal
+import threading
+import time
+
+import dns.message
+import dns.query
+import dns.rcode
+import dns.update
+
+import pg
+import servers
+
+
+def update(srv, zone, name, text, timeout=10):
+    up = dns.update.UpdateMessage(zone)
+    up.add(name, 60, "TXT", text)
+    r = dns.query.tcp(up, "127.0.0.1", port=srv.port, timeout=timeout)
+    return dns.rcode.to_text(r.rcode())
+
+
+def served(srv, name):
+    r = dns.query.udp(dns.message.make_query(name, "TXT"), "127.0.0.1",
+                      port=srv.port, timeout=2)
+    return sorted(rr.to_text() for rrset in r.answer for rr in rrset)
+
+
+def test_role_settings_do_not_cancel_or_end_sessions(pg_cluster, tmp_path):
+    db, uri = pg.fresh_database(pg_cluster, "role")
+    pg.psql(pg_cluster, "ALTER ROLE zc IN DATABASE %s SET statement_timeout = 5" % db)
+    pg.psql(pg_cluster, "ALTER ROLE zc IN DATABASE %s SET idle_session_timeout = 400" % db)
+    srv = pg.serve_node(tmp_path, "a", uri)
+    try:
+        zf = tmp_path / "big.zone"
+        lines = ["$ORIGIN big.test.", "$TTL 60", "@ SOA ns hm 1 7200 900 1209600 60",
+                 "@ NS ns", "ns A 192.0.2.53"]
+        lines += ["h%d A 10.%d.%d.%d" % (i, i >> 16, (i >> 8) & 255, i & 255)
+                  for i in range(30000)]
+        zf.write_text("\n".join(lines) + "\n")
+        cp = srv.import_zone("big.test.", str(zf), check=False)
+        assert cp.returncode == 0, cp.stdout + cp.stderr
+        # Idle past the role's idle_session_timeout: the pooled writer
+        # and the commit signal's connection stay.
+        time.sleep(1.0)
+        for i in range(3):
+            assert update(srv, "big.test.", "u%d.big.test." % i, '"u"') == "NOERROR"
+            time.sleep(0.5)
+        assert served(srv, "u2.big.test.") == ['"u"']
+        assert "commit signal" not in srv.log(), srv.log()[-2000:]
+    finally:
+        srv.stop()
+    cp = srv.verify()
+    assert "no differences" in cp.stdout, cp.stdout + cp.stderr
+
+
+def test_paused_writer_does_not_hold_a_zone_for_ever(pg_cluster, tmp_path):
+    db, uri = pg.fresh_database(pg_cluster, "frz")
+    env = {"ZONECAST_PG_IDLE_IN_TRANSACTION_MS": "1500"}
+    a = pg.serve_node(tmp_path, "a", uri, env=env)
+    b = pg.serve_node(tmp_path, "b", uri, env=env)
+    stopped = False
+    try:
+        api_a = a.client()
+        api_b = servers.ApiClient(b.api_url, api_a.token)
+        zid = api_a.ok("POST", "/zones", {"name": "f.test"})["result"]["id"]
+        posts = [{"type": "TXT", "name": "big%d.f.test" % i, "content": "x%d" % i}
+                 for i in range(5000)]
+        answer = {}
+
+        def batch():
+            try:
+                answer["r"] = api_b.call("POST", "/zones/%s/dns_records/batch" % zid,
+                                         {"posts": posts}, timeout=120)
+            except Exception as e:  # noqa: BLE001 - reported below
+                answer["r"] = e
+
+        th = threading.Thread(target=batch, daemon=True)
+        th.start()
+        # Pause b while its session holds a transaction (f.test's row).
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < 20 and not stopped:
+            busy = pg.psql(pg_cluster, "SELECT count(*) FROM pg_stat_activity WHERE"
+                           " datname = '%s' AND xact_start IS NOT NULL AND"
+                           " backend_xid IS NOT NULL AND pid <> pg_backend_pid()" % db,
+                           check=False).strip()
+            if busy not in ("", "0"):
+                b.proc.send_signal(signal.SIGSTOP)
+                stopped = True
+            else:
+                time.sleep(0.002)
+        assert stopped, "b's batch never held a transaction"
+        t1 = time.monotonic()
+        rc = update(a, "f.test.", "a.f.test.", '"a"', timeout=30)
+        took = time.monotonic() - t1
+        assert rc == "NOERROR" and took < 8, (rc, took)
+        api_a.ok("POST", "/zones/%s/dns_records?wait=live" % zid,
+                 {"type": "TXT", "name": "a2.f.test", "content": "a2"})
+        b.proc.send_signal(signal.SIGCONT)
+        stopped = False
+        th.join(60)
+        r = answer.get("r")
+        # b's batch, resumed: acknowledged only if it committed.
+        n = int(pg.psql(pg_cluster, "SELECT count(*) FROM records WHERE type = 16"
+                        " AND zone_id = (SELECT id FROM zones WHERE name = 'f.test.')",
+                        db=db).strip())
+        if isinstance(r, Exception) or r.status_code != 200:
+            assert n == 2, (n, r)
+        else:
+            assert n == 5002, (n, r.status_code)
+        assert served(a, "a2.f.test.") == ['"a2"']
+    finally:
+        if stopped:
+            b.proc.send_signal(signal.SIGCONT)
+        a.stop()
+        b.stop()
+    for n in (a, b):
+        cp = n.verify()
+        assert "no differences" in cp.stdout, cp.stdout + cp.stderr
