@@ -7,8 +7,10 @@
  * The primary's edge store records every write transaction in its outbox
  * (edge/repl.h). The primary's publisher sends the outbox, in commit order,
  * to the JetStream stream "<prefix>-txn" (subject "<prefix>.txn"), one
- * message per part, and deletes what JetStream acknowledged; message ids
- * "<epoch>.<commit>.<part>" make a resend after a crash a no-op. Snapshots
+ * message per part (or several, when the server's max_payload is below a
+ * part), and deletes whole commits JetStream acknowledged; message ids
+ * "<epoch>.<commit>.<message>.<size>" make a resend after a crash a
+ * no-op. Snapshots
  * of the whole edge store go to the stream "<prefix>-snap" (one message per
  * part on "<prefix>.snap.data.<id>.<n>", a manifest on "<prefix>.snap.head",
  * one message per subject kept): a new edge, or one that fell behind what
@@ -25,7 +27,8 @@
  * key-value bucket "<prefix>-edges" after each commit and every second.
  * The primary watches that bucket: an edge serves zone version N when its
  * commit is at least the commit that made N (kept per zone in a ring as
- * the publisher sends); an edge silent for `edge_timeout_ms` is down.
+ * the publisher sends); an edge silent for `edge_timeout_ms` (on the
+ * primary's own monotonic clock) is down.
  *
  * JetStream carries durability and replication; nothing here
  * acknowledges a client: the primary's own acknowledgement rules hold.
@@ -138,7 +141,8 @@ typedef struct {
 	bool same_history;  /* it follows this primary's history */
 	uint64_t lag_commits;
 	int64_t lag_ms;     /* age of the oldest commit it lacks */
-	int64_t last_seen_ms; /* wall clock (ms since the epoch) */
+	int64_t last_seen_ms; /* wall clock (ms since the epoch), when this
+	                       * process saw its last report */
 } fleet_edge_status_t;
 
 /*

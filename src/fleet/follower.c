@@ -524,6 +524,20 @@ int fleet_edge_start(const fleet_config_t *cfg, edge_store_t *es,
 	pthread_mutex_init(&fe->lock, NULL);
 	pthread_cond_init(&fe->changed, NULL);
 	int ret = fleet_names(fe->cfg.prefix, &fe->names);
+	edge_repl_pos_t rec = { 0 };
+	if (ret == ZC_EOK) {
+		ret = edge_repl_pos(es, &rec);
+	}
+	if (ret == ZC_EOK && rec.on) {
+		/* A primary's store (copied here): it records nothing as an
+		 * edge's, and says it is one (`fleet digest`). */
+		ret = edge_repl_enable(es, false, &rec);
+		if (ret == ZC_EOK) {
+			zc_info("fleet: this store was a primary's (history %016"
+			        PRIx64 "): recording turned off, it is an edge's "
+			        "now", rec.epoch);
+		}
+	}
 	if (ret == ZC_EOK) {
 		ret = edge_applied_pos(es, &fe->epoch, &fe->commit, &fe->seq);
 	}

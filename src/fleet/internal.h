@@ -42,8 +42,20 @@ int fleet_connect_retry(const fleet_config_t *cfg, _Atomic bool *stop,
 int fleet_ensure_streams(const fleet_config_t *cfg, const fleet_names_t *n,
                          jsCtx *js);
 
-/* nats.c's status as a zonecast code, logged once with what failed. */
+/* nats.c's status as a zonecast code, logged once with what failed
+ * (kept for fleet_nats_last_error()). */
 int fleet_nats_error(natsStatus s, jsErrCode jerr, const char *what);
+
+/* What the last fleet_nats_error() of this thread said failed, and why. */
+const char *fleet_nats_last_error(void);
+
+/* Room left for headers in a message (ids, positions, fence). */
+#define FLEET_HEADER_ROOM 1024
+
+/* The largest payload of one message the server connected to accepts,
+ * less header room, at most EDGE_REPL_PART_MAX (its max_payload may be
+ * lower than a part: parts are cut again to fit). */
+size_t fleet_payload_max(natsConnection *nc);
 
 /* Sets header (Nats-Expected-Last-Sequence or -Subject-Sequence) to seq,
  * 0 included: JetStream stores msg only if the stream (or its subject)
@@ -51,6 +63,8 @@ int fleet_nats_error(natsStatus s, jsErrCode jerr, const char *what);
 natsStatus fleet_expect_last(natsMsg *msg, const char *header, uint64_t seq);
 
 int64_t fleet_now_ms(void);
+/* This host's monotonic clock (ms): for ages measured here only. */
+int64_t fleet_mono_ms(void);
 void fleet_sleep_ms(unsigned ms);
 
 /* A snapshot's manifest (JSON on the head subject). */
@@ -64,13 +78,14 @@ typedef struct {
 	uint64_t head_seq; /* its snapshot stream sequence (not in the JSON) */
 } fleet_manifest_t;
 
-/* Publishes a snapshot of es and its manifest, the manifest only if the
+/* Publishes a snapshot of es (messages of at most piece_max bytes:
+ * fleet_payload_max()) and its manifest, the manifest only if the
  * newest one is still the one at stream sequence head_seq (0: none):
  * ZC_ESTALE when another was published meanwhile. *m gets the manifest. */
 int fleet_snapshot_publish(jsCtx *js, const fleet_names_t *n,
-                           edge_store_t *es, uint64_t term, uint64_t txn_seq,
-                           uint64_t head_seq, fleet_manifest_t *m,
-                           uint64_t *bytes);
+                           edge_store_t *es, size_t piece_max, uint64_t term,
+                           uint64_t txn_seq, uint64_t head_seq,
+                           fleet_manifest_t *m, uint64_t *bytes);
 
 /* Publishes manifest m, only over the one at stream sequence m->head_seq
  * (then m->head_seq is the new one's): ZC_ESTALE when another came

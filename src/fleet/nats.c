@@ -69,20 +69,55 @@ int64_t fleet_now_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+int64_t fleet_mono_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 void fleet_sleep_ms(unsigned ms)
 {
 	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
 	nanosleep(&ts, NULL);
 }
 
+/* The last failure fleet_nats_error() saw in this thread (for the
+ * warnings that say why publishing or a snapshot paused). */
+static _Thread_local char last_error[256];
+
 int fleet_nats_error(natsStatus s, jsErrCode jerr, const char *what)
 {
 	if (s == NATS_OK) {
 		return ZC_EOK;
 	}
-	zc_debug("nats: %s: %s (jetstream error %d; %s)", what,
-	         natsStatus_GetText(s), (int)jerr, nats_GetLastError(NULL));
+	const char *detail = nats_GetLastError(NULL);
+	if (jerr != 0) {
+		snprintf(last_error, sizeof(last_error), "%s: %s (JetStream error "
+		         "%d%s%s)", what, natsStatus_GetText(s), (int)jerr,
+		         detail ? ": " : "", detail ? detail : "");
+	} else {
+		snprintf(last_error, sizeof(last_error), "%s: %s%s%s%s", what,
+		         natsStatus_GetText(s), detail ? " (" : "",
+		         detail ? detail : "", detail ? ")" : "");
+	}
+	zc_debug("nats: %s", last_error);
 	return ZC_ENATS;
+}
+
+const char *fleet_nats_last_error(void)
+{
+	return last_error[0] != '\0' ? last_error : "no detail";
+}
+
+size_t fleet_payload_max(natsConnection *nc)
+{
+	int64_t max = nc != NULL ? natsConnection_GetMaxPayload(nc) : 0;
+	/* Headers (ids, positions, the fence) go in the same limit. */
+	size_t room = max > (int64_t)FLEET_HEADER_ROOM * 2 ?
+	              (size_t)max - FLEET_HEADER_ROOM :
+	              max > 0 ? (size_t)max / 2 : EDGE_REPL_PART_MAX;
+	return room < EDGE_REPL_PART_MAX ? room : EDGE_REPL_PART_MAX;
 }
 
 static void on_disconnected(natsConnection *nc, void *ctx)

@@ -21,11 +21,16 @@ typedef struct {
 	char name[FLEET_NAME_MAX];
 	uint64_t epoch;
 	uint64_t commit;
-	int64_t seen_ms;   /* when NATS stored its last report (wall clock) */
+	/* When this process saw its last report (fleet_mono_ms(): this
+	 * host's monotonic clock, never the NATS server's or the edge's). */
+	int64_t seen_mono;
+	uint64_t revision; /* the bucket revision of its last report */
 	uint64_t instance; /* the reporting process (random at its start) */
+	uint64_t prev_instance; /* the one it replaced (0: none) */
 	uint64_t term;     /* the highest leader term it saw (0: none, or an
 	                    * edge from before reports had it) */
-	int64_t duplicate_ms; /* another process reported this name then */
+	int64_t duplicate_mono; /* a replaced process reported again then
+	                         * (0: never) */
 } fleet_edge_report_t;
 
 struct fleet_primary {
@@ -54,6 +59,7 @@ struct fleet_primary {
 	fleet_edge_report_t edges[FLEET_MAX_EDGES];
 	size_t edge_count;
 	_Atomic int64_t dup_logged;
+	_Atomic int64_t foreign_logged;
 };
 
 void *fleet_publisher_main(void *arg);

@@ -42,6 +42,15 @@
 #define TERM_KEY "fleet_lead_term"
 /* Terms travel as JSON integers (manifests, reports). */
 #define TERM_LIMIT ((uint64_t)INT64_MAX)
+/* Foreign messages in the txn stream (publishing there should be
+ * restricted: docs/fleet.md) that edges may have applied make the leader
+ * begin a new history, at most once in this many ms (each costs a whole
+ * snapshot, published and loaded by every edge); foreign messages no edge
+ * applies are stepped over. At most FOREIGN_SCAN are looked at. */
+#define FOREIGN_HISTORY_MS 5000
+#define FOREIGN_SCAN 64
+/* foreign(): what came in between was stepped over, publish again. */
+#define STEPPED_OVER ZC_EBUSY
 
 typedef struct {
 	fleet_primary_t *fp;
@@ -56,6 +65,15 @@ typedef struct {
 	int ret;
 	int64_t now_ms;
 	bool stream_reset;   /* the txn stream was recreated: a new snapshot */
+	uint64_t final_commit; /* last commit sent whole (the outbox trim) */
+	uint64_t msg_commit; /* the commit msg_next numbers messages of */
+	uint32_t msg_next;   /* its next message part number */
+	size_t piece_max;    /* its messages' largest payload */
+	/* Foreign content edges may have applied (refused()): a new history
+	 * is due then (FOREIGN_HISTORY_MS apart). */
+	int64_t history_due;
+	int64_t history_forced;
+	uint64_t stepped_over; /* foreign messages stepped over */
 } pub_t;
 
 static void zone_put(const uint8_t *val, size_t len, void *ctx)
@@ -91,14 +109,127 @@ static int still_leading(pub_t *p)
 	return ret;
 }
 
+static int stream_last_seq(fleet_primary_t *fp, uint64_t *seq);
+
+static bool msg_u64(natsMsg *msg, const char *key, int base, uint64_t *v)
+{
+	const char *text = NULL;
+	if (natsMsgHeader_Get(msg, key, &text) != NATS_OK || text == NULL) {
+		return false;
+	}
+	char *end;
+	*v = strtoull(text, &end, base);
+	return end != text && *end == '\0';
+}
+
+/*
+ * Whether an edge may apply this message, not the leader's, that it reads
+ * right after everything the leader sent (as the edges check it:
+ * follower.c take()): one of this history and term, not a marker, for
+ * the commit after the last one sent whole (it would begin that commit,
+ * or be a part of it). Anything else is dropped by every edge (other
+ * headers, history or term; a commit applied already), or is a gap after
+ * which an edge loads the snapshot and reads on past it.
+ */
+static bool foreign_applicable(pub_t *p, natsMsg *msg)
+{
+	uint64_t epoch, commit, part, flags, term = 0;
+	if (!msg_u64(msg, "Zc-Epoch", 16, &epoch) ||
+	    !msg_u64(msg, "Zc-Commit", 10, &commit) ||
+	    !msg_u64(msg, "Zc-Part", 10, &part) ||
+	    !msg_u64(msg, "Zc-Flags", 10, &flags)) {
+		return false;
+	}
+	const char *has_term = NULL;
+	if (natsMsgHeader_Get(msg, "Zc-Term", &has_term) == NATS_OK &&
+	    !msg_u64(msg, "Zc-Term", 10, &term)) {
+		return false;
+	}
+	if (epoch != p->epoch || term != p->term || (flags & FLEET_MARKER)) {
+		return false;
+	}
+	/* What edges have whole before it: p->final_commit (0 right after a
+	 * start: unknown, so any commit counts). */
+	return commit > p->final_commit &&
+	       (p->final_commit == 0 || commit == p->final_commit + 1);
+}
+
+/*
+ * Messages that are not this leader's came after its last one (a forged
+ * one, an older leader's late one, or the stream recreated). STEPPED_OVER
+ * when every one is of no effect at the edges: the leader steps over them
+ * (its last sequence moves past them) and publishes on, no snapshot
+ * needed. ZC_EREPLGAP otherwise: edges may have applied a commit this
+ * leader did not publish, so a new history is due (edges cannot skip its
+ * snapshot, as they skip one of a commit they think they have).
+ */
+static int foreign(pub_t *p)
+{
+	fleet_primary_t *fp = p->fp;
+	uint64_t last = 0;
+	int ret = stream_last_seq(fp, &last);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	if (last < p->last_seq) {
+		p->stream_reset = true; /* Recreated: a snapshot in it. */
+		return ZC_EREPLGAP;
+	}
+	bool harm = last - p->last_seq > FOREIGN_SCAN;
+	uint64_t n = 0;
+	for (uint64_t seq = p->last_seq + 1; !harm && seq <= last; seq++) {
+		natsMsg *msg = NULL;
+		jsErrCode jerr = 0;
+		natsStatus s = js_GetMsg(&msg, fp->js, fp->names.txn_stream, seq,
+		                         NULL, &jerr);
+		if (s == NATS_OK) {
+			harm = foreign_applicable(p, msg);
+			n++;
+		} else if (s != NATS_NOT_FOUND && jerr != JSNoMessageFoundErr) {
+			natsMsg_Destroy(msg);
+			return fleet_nats_error(s, jerr, "read a foreign message");
+		}
+		natsMsg_Destroy(msg);
+	}
+	if (harm) {
+		int64_t now = fleet_now_ms();
+		p->history_due = p->history_forced + FOREIGN_HISTORY_MS > now ?
+		                 p->history_forced + FOREIGN_HISTORY_MS : now;
+		zc_warn("fleet: message(s) not this primary's in %s after "
+		        "sequence %" PRIu64 " that edges may apply (forged? restrict "
+		        "publishing: docs/fleet.md): a new history begins",
+		        fp->names.txn_stream, p->last_seq);
+		return ZC_EREPLGAP;
+	}
+	p->stepped_over += n;
+	if (zc_log_due(&fp->foreign_logged, 10000)) {
+		zc_warn("fleet: %" PRIu64 " message(s) not this primary's in %s "
+		        "(forged? restrict publishing: docs/fleet.md), none that "
+		        "edges apply: stepped over (%" PRIu64 " so far)", n,
+		        fp->names.txn_stream, p->stepped_over);
+	}
+	p->last_seq = last;
+	return STEPPED_OVER;
+}
+
 /*
  * JetStream refused a publish: the stream (or the snapshot head) is not as
  * this publisher saw it last. A newer leader's publish: fenced (or it
- * cannot tell: not leading either). Anything else (the stream recreated,
- * an older leader's or a forged message that got in first): start again
- * from the stream as it is, with a snapshot.
+ * cannot tell: not leading either). Anything else (an older leader's or a
+ * forged message that got in first, the stream recreated): foreign().
  */
 static int refused(pub_t *p)
+{
+	int ret = still_leading(p);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	return foreign(p);
+}
+
+/* A manifest came over this leader's (snapshot(), ZC_ESTALE): the
+ * snapshot is published again over it. */
+static int manifest_refused(pub_t *p)
 {
 	int ret = still_leading(p);
 	if (ret != ZC_EOK) {
@@ -108,42 +239,39 @@ static int refused(pub_t *p)
 	return ZC_EREPLGAP;
 }
 
-static int send_part(const edge_repl_part_t *part, void *arg)
+static int send_piece(pub_t *p, uint64_t commit, uint32_t num, uint8_t flags,
+                      const uint8_t *data, size_t len)
 {
-	pub_t *p = arg;
 	fleet_primary_t *fp = p->fp;
-	char subject_id[96], num[32];
+	int tries = 0;
+again:;
+	char subject_id[128], num_text[32];
+	/* The id names the piece size: a resend cut otherwise (the server's
+	 * limit changed) is not taken for the message sent before. */
 	snprintf(subject_id, sizeof(subject_id), "%016" PRIx64 ".%" PRIu64
-	         ".%" PRIu32, p->epoch, part->commit, part->part);
+	         ".%" PRIu32 ".%zu", p->epoch, commit, num, p->piece_max);
 	natsMsg *msg = NULL;
 	natsStatus s = natsMsg_Create(&msg, fp->names.txn_subject, NULL,
-	                              (const char *)part->data, (int)part->len);
-	snprintf(num, sizeof(num), "%016" PRIx64, p->epoch);
+	                              (const char *)data, (int)len);
+	snprintf(num_text, sizeof(num_text), "%016" PRIx64, p->epoch);
 	if (s == NATS_OK) {
-		s = natsMsgHeader_Set(msg, "Zc-Epoch", num);
+		s = natsMsgHeader_Set(msg, "Zc-Epoch", num_text);
 	}
-	snprintf(num, sizeof(num), "%" PRIu64, p->term);
+	snprintf(num_text, sizeof(num_text), "%" PRIu64, p->term);
 	if (s == NATS_OK) {
-		s = natsMsgHeader_Set(msg, "Zc-Term", num);
+		s = natsMsgHeader_Set(msg, "Zc-Term", num_text);
 	}
-	snprintf(num, sizeof(num), "%" PRIu64, part->commit);
+	snprintf(num_text, sizeof(num_text), "%" PRIu64, commit);
 	if (s == NATS_OK) {
-		s = natsMsgHeader_Set(msg, "Zc-Commit", num);
+		s = natsMsgHeader_Set(msg, "Zc-Commit", num_text);
 	}
-	snprintf(num, sizeof(num), "%" PRIu32, part->part);
+	snprintf(num_text, sizeof(num_text), "%" PRIu32, num);
 	if (s == NATS_OK) {
-		s = natsMsgHeader_Set(msg, "Zc-Part", num);
+		s = natsMsgHeader_Set(msg, "Zc-Part", num_text);
 	}
-	snprintf(num, sizeof(num), "%u", (unsigned)part->flags);
+	snprintf(num_text, sizeof(num_text), "%u", (unsigned)flags);
 	if (s == NATS_OK) {
-		s = natsMsgHeader_Set(msg, "Zc-Flags", num);
-	}
-	/* The ring first: an edge may apply and report the commit before
-	 * the acknowledgement is back here. */
-	p->now_ms = fleet_now_ms();
-	p->ring_commit = part->commit;
-	if (!(part->flags & EDGE_REPL_CONT)) {
-		edge_repl_zone_puts(part->data, part->len, zone_put, p);
+		s = natsMsgHeader_Set(msg, "Zc-Flags", num_text);
 	}
 	if (s == NATS_OK) { /* The fence (fleet.h). */
 		s = fleet_expect_last(msg, "Nats-Expected-Last-Sequence",
@@ -161,6 +289,9 @@ static int send_part(const edge_repl_part_t *part, void *arg)
 	natsMsg_Destroy(msg);
 	if (s != NATS_OK && jerr == JSStreamWrongLastSequenceErr) {
 		p->ret = refused(p);
+		if (p->ret == STEPPED_OVER && ++tries < 4) {
+			goto again; /* Stepped over what came in between. */
+		}
 		return 1;
 	}
 	if (s != NATS_OK) {
@@ -181,10 +312,70 @@ static int send_part(const edge_repl_part_t *part, void *arg)
 		p->ret = ZC_EREPLGAP;
 		return 1;
 	}
+	return 0;
+}
+
+/*
+ * Sends one outbox part: one message, or several when the server takes
+ * less than the part (max_payload): the edge feeds a commit's messages
+ * in order into one applier, wherever they cut the op stream. A commit's
+ * messages are numbered from 0 across its parts; a commit always starts
+ * at its part 0 (the outbox is trimmed by whole commits), so the
+ * numbering, and the message ids, are the same when it is sent again.
+ */
+static int send_part(const edge_repl_part_t *part, void *arg)
+{
+	pub_t *p = arg;
+	fleet_primary_t *fp = p->fp;
+	size_t max = fleet_payload_max(fp->nc);
+	if (part->part == 0 || p->msg_commit != part->commit) {
+		p->msg_commit = part->commit;
+		/* Not from its part 0: an outbox an older zonecast trimmed
+		 * inside a commit (it numbered messages as parts). */
+		p->msg_next = part->part;
+		p->piece_max = max;
+	} else if (max < p->piece_max) {
+		/* The server takes less than this commit's first messages
+		 * (another server of a cluster): the commit goes again from
+		 * its part 0, cut to fit (edges begin it again there). */
+		zc_info("fleet: the NATS server takes at most %zu bytes now: "
+		        "commit %" PRIu64 " is sent again in smaller messages", max,
+		        part->commit);
+		p->commit = part->commit - 1;
+		p->part = UINT32_MAX;
+		p->msg_commit = 0;
+		return 1;
+	}
+	/* The ring first: an edge may apply and report the commit before
+	 * the acknowledgement is back here. */
+	p->now_ms = fleet_now_ms();
+	p->ring_commit = part->commit;
+	if (!(part->flags & EDGE_REPL_CONT)) {
+		edge_repl_zone_puts(part->data, part->len, zone_put, p);
+	}
+	uint32_t num = p->msg_next;
+	size_t off = 0;
+	do {
+		size_t n = part->len - off;
+		n = n < p->piece_max ? n : p->piece_max;
+		bool last = off + n == part->len;
+		uint8_t flags = off == 0 ? (uint8_t)(part->flags & ~EDGE_REPL_FINAL) :
+		                           EDGE_REPL_CONT;
+		if (last) {
+			flags |= part->flags & EDGE_REPL_FINAL;
+		}
+		if (send_piece(p, part->commit, num++, flags, part->data + off,
+		               n) != 0) {
+			return 1; /* This part goes again from its first piece. */
+		}
+		off += n;
+	} while (off < part->len);
+	p->msg_next = num;
 	p->commit = part->commit;
 	p->part = part->part;
 	p->bytes += part->len;
 	if (part->flags & EDGE_REPL_FINAL) {
+		p->final_commit = part->commit;
 		pthread_mutex_lock(&fp->lock);
 		fp->published = part->commit;
 		pthread_cond_broadcast(&fp->changed);
@@ -279,11 +470,12 @@ static int snapshot(pub_t *p, fleet_manifest_t *prev)
 	fleet_manifest_t m;
 	uint64_t bytes = 0;
 	int64_t t0 = fleet_now_ms();
-	int ret = fleet_snapshot_publish(fp->js, &fp->names, fp->es, p->term,
+	int ret = fleet_snapshot_publish(fp->js, &fp->names, fp->es,
+	                                 fleet_payload_max(fp->nc), p->term,
 	                                 p->last_seq + 1, p->head_seq, &m,
 	                                 &bytes);
 	if (ret == ZC_ESTALE) {
-		return refused(p); /* Another manifest came meanwhile. */
+		return manifest_refused(p); /* Another manifest came meanwhile. */
 	}
 	if (ret != ZC_EOK) {
 		return ret;
@@ -299,6 +491,84 @@ static int snapshot(pub_t *p, fleet_manifest_t *prev)
 	*prev = m;
 	p->bytes = 0;
 	return ZC_EOK;
+}
+
+/* Whether JetStream says a stream does not exist (ZC_EOK: it does;
+ * ZC_ENOZONE: it does not; another error: cannot tell). */
+static int stream_exists(fleet_primary_t *fp, const char *name)
+{
+	jsStreamInfo *si = NULL;
+	jsErrCode jerr = 0;
+	natsStatus s = js_GetStreamInfo(&si, fp->js, name, NULL, &jerr);
+	jsStreamInfo_Destroy(si);
+	if (s == NATS_NOT_FOUND || jerr == JSStreamNotFoundErr) {
+		return ZC_ENOZONE;
+	}
+	return fleet_nats_error(s, jerr, "stream info");
+}
+
+/*
+ * What the fleet needs in NATS is still there: the txn and snapshot
+ * streams, the reports bucket, this history's snapshot (its manifest and
+ * its first part). Something deleted or purged (by an operator, another
+ * tool) is created again here, within HEAD_CHECK_MS, not only when a
+ * publish fails: a new edge would otherwise wait for a snapshot for ever,
+ * and edges could not report. ZC_EREPLGAP when a snapshot must be
+ * published again (start_epoch()), else ZC_EOK (a failure is tried again
+ * at the next look).
+ */
+static int keep_objects(pub_t *p, const fleet_manifest_t *prev)
+{
+	fleet_primary_t *fp = p->fp;
+	char kv_stream[FLEET_STR_MAX + 4];
+	snprintf(kv_stream, sizeof(kv_stream), "KV_%s", fp->names.bucket);
+	const char *names[] = { fp->names.txn_stream, fp->names.snap_stream,
+	                        kv_stream };
+	bool missing = false, snap_missing = false;
+	for (size_t i = 0; i < 3; i++) {
+		if (stream_exists(fp, names[i]) == ZC_ENOZONE) {
+			zc_warn("fleet: stream %s is gone from NATS (deleted?): "
+			        "creating it again", names[i]);
+			missing = true;
+			snap_missing |= i < 2;
+		}
+	}
+	if (missing && fleet_ensure_streams(&fp->cfg, &fp->names, fp->js) !=
+	               ZC_EOK) {
+		return ZC_EOK; /* Logged; tried again at the next look. */
+	}
+	if (snap_missing) {
+		p->stream_reset = true;
+		return ZC_EREPLGAP;
+	}
+	if (prev->id[0] == '\0') {
+		return ZC_EOK;
+	}
+	fleet_manifest_t head;
+	int ret = fleet_manifest_get(fp->js, &fp->names, &head);
+	const char *why = NULL;
+	if (ret == ZC_ENOZONE) {
+		why = "no snapshot manifest";
+	} else if (ret == ZC_EOK && strcmp(head.id, prev->id) == 0) {
+		char subject[FLEET_STR_MAX + 96];
+		snprintf(subject, sizeof(subject), "%s.%s.0", fp->names.snap_data,
+		         head.id);
+		natsMsg *msg = NULL;
+		jsErrCode jerr = 0;
+		natsStatus s = js_GetLastMsg(&msg, fp->js, fp->names.snap_stream,
+		                             subject, NULL, &jerr);
+		natsMsg_Destroy(msg);
+		if (s == NATS_NOT_FOUND || jerr == JSNoMessageFoundErr) {
+			why = "the newest snapshot's parts are gone";
+		}
+	}
+	if (why == NULL) {
+		return ZC_EOK;
+	}
+	zc_warn("fleet: %s in stream %s (purged?): publishing a snapshot again",
+	        why, fp->names.snap_stream);
+	p->stream_reset = true;
+	return ZC_EREPLGAP;
 }
 
 /*
@@ -602,6 +872,40 @@ static int rise_above(pub_t *p)
 }
 
 /*
+ * Foreign messages edges may have applied (foreign()): a new history, so
+ * that every edge loads its snapshot, whatever commit it thinks it has.
+ * ZC_EREPLGAP when it began (start_epoch() publishes the snapshot),
+ * ZC_EFENCED or another error otherwise.
+ */
+static int restart_history(pub_t *p)
+{
+	fleet_primary_t *fp = p->fp;
+	int ret = still_leading(p);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	edge_repl_pos_t pos;
+	ret = new_history(fp, &pos);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	zc_warn("fleet: new history %016" PRIx64 " after messages not this "
+	        "primary's: edges load its snapshot", pos.epoch);
+	pthread_mutex_lock(&fp->lock);
+	fp->epoch = pos.epoch;
+	fp->published = 0;
+	fp->ring_len = 0;
+	pthread_mutex_unlock(&fp->lock);
+	p->epoch = pos.epoch;
+	p->commit = p->final_commit = p->msg_commit = 0;
+	p->part = UINT32_MAX;
+	p->bytes = 0;
+	p->history_forced = fleet_now_ms();
+	p->history_due = 0;
+	return ZC_EREPLGAP;
+}
+
+/*
  * Leadership: waits until this process leads and its own build has caught
  * up with the records store (catchup.c), then begins a history for the
  * term (recording on: a new history, whose snapshot start_epoch()
@@ -713,7 +1017,6 @@ void *fleet_publisher_main(void *arg)
 	pthread_mutex_unlock(&fp->lock);
 	fleet_manifest_t prev = { .id = "" };
 	uint64_t trimmed_commit = 0;
-	uint32_t trimmed_part = UINT32_MAX;
 	bool ready = false;
 	bool led = fp->lead.take != NULL;
 	int64_t ok_ms = 0, hold_until = 0; /* publishing worked; give_up() */
@@ -736,7 +1039,6 @@ void *fleet_publisher_main(void *arg)
 			fleet_build_watch_start(fp, &build);
 			prev = (fleet_manifest_t){ .id = "" };
 			trimmed_commit = 0;
-			trimmed_part = UINT32_MAX;
 			ready = false;
 		}
 		if (led && !fp->lead.held(fp->lead.ctx)) {
@@ -752,6 +1054,24 @@ void *fleet_publisher_main(void *arg)
 			          "store");
 			behind = head;
 			continue;
+		}
+		if (p.history_due != 0) {
+			int64_t now = fleet_now_ms();
+			if (now < p.history_due) {
+				int64_t left = p.history_due - now;
+				wait_more(fp, left < POLL_MS ? (unsigned)left : POLL_MS);
+				continue;
+			}
+			int ret = restart_history(&p);
+			if (ret == ZC_EFENCED) {
+				step_down(fp, zc_strerror(ret));
+				continue;
+			}
+			ready = false; /* start_epoch(): the new history's snapshot */
+			if (ret != ZC_EREPLGAP) {
+				wait_more(fp, RETRY_MS);
+				continue;
+			}
 		}
 		if (!ready) {
 			int ret = start_epoch(&p, &prev);
@@ -773,19 +1093,24 @@ void *fleet_publisher_main(void *arg)
 		p.ret = ZC_EOK;
 		int n = edge_repl_outbox_read(fp->es, p.commit, p.part, BATCH,
 		                              send_part, &p);
-		bool sent = p.commit != trimmed_commit || p.part != trimmed_part;
-		if (sent && edge_repl_outbox_trim(fp->es, p.commit, p.part) ==
-		            ZC_EOK) {
-			trimmed_commit = p.commit;
-			trimmed_part = p.part;
+		/* Whole commits only: a commit is sent again from its part 0
+		 * (send_part()). */
+		if (p.final_commit != trimmed_commit &&
+		    edge_repl_outbox_trim(fp->es, p.final_commit, UINT32_MAX) ==
+		    ZC_EOK) {
+			trimmed_commit = p.final_commit;
 		}
 		if (p.ret == ZC_EFENCED) {
 			step_down(fp, zc_strerror(p.ret));
 			continue;
 		}
 		if (p.ret != ZC_EOK || n < 0) {
-			zc_warn("fleet: publishing paused: %s; retrying",
-			        zc_strerror(p.ret != ZC_EOK ? p.ret : n));
+			int why = p.ret != ZC_EOK ? p.ret : n;
+			zc_warn("fleet: publishing paused: %s%s%s; retrying",
+			        why == STEPPED_OVER ? "messages not this primary's "
+			        "keep coming into the txn stream" : zc_strerror(why),
+			        why == ZC_ENATS ? ": " : "",
+			        why == ZC_ENATS ? fleet_nats_last_error() : "");
 			pthread_mutex_lock(&fp->lock);
 			fp->connected = false;
 			pthread_mutex_unlock(&fp->lock);
@@ -807,12 +1132,18 @@ void *fleet_publisher_main(void *arg)
 			continue;
 		}
 		if (snap != ZC_EOK) {
-			zc_warn("fleet: snapshot failed; trying again later");
+			zc_warn("fleet: snapshot failed: %s%s%s; trying again later",
+			        zc_strerror(snap), snap == ZC_ENATS ? ": " : "",
+			        snap == ZC_ENATS ? fleet_nats_last_error() : "");
 			p.bytes = fp->cfg.snapshot_bytes / 2;
+			head_checked = 0; /* Its stream may be gone: look now. */
 		}
 		if (ok_ms - head_checked >= HEAD_CHECK_MS) {
 			head_checked = ok_ms;
 			int ret = rise_above(&p);
+			if (ret == ZC_EOK) {
+				ret = keep_objects(&p, &prev);
+			}
 			if (ret == ZC_EOK) {
 				ret = keep_head(&p, &prev);
 			}

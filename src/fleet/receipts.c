@@ -16,6 +16,11 @@
 #include "fleet/primary.h"
 
 #define WATCH_SILENCE_MS 3000
+/* A report the watcher replays when it starts (the last one stored under
+ * each name, of unknown age: the NATS server's clock is not this host's)
+ * counts the edge up for this long, so that receipts wait for it until it
+ * reports again (every second) or is known silent. */
+#define REPLAY_GRACE_MS 2500
 
 void fleet_ring_add(fleet_primary_t *fp, uint64_t commit, uint64_t zone_id,
                     uint32_t serial, int64_t sent_ms)
@@ -92,7 +97,7 @@ static int64_t lag_ms(fleet_primary_t *fp, uint64_t commit, int64_t now)
 size_t fleet_edges(fleet_primary_t *fp, uint64_t zone_id, uint32_t version,
                    fleet_edge_status_t *out, size_t max)
 {
-	int64_t now = fleet_now_ms();
+	int64_t now = fleet_now_ms(), mono = fleet_mono_ms();
 	edge_repl_pos_t pos = { 0 };
 	edge_repl_pos(fp->es, &pos);
 	pthread_mutex_lock(&fp->lock);
@@ -105,14 +110,16 @@ size_t fleet_edges(fleet_primary_t *fp, uint64_t zone_id, uint32_t version,
 		memset(s, 0, sizeof(*s));
 		snprintf(s->name, sizeof(s->name), "%s", r->name);
 		bool same = r->epoch == fp->epoch;
-		s->up = now - r->seen_ms <= (int64_t)fp->cfg.edge_timeout_ms;
-		s->duplicate = now - r->duplicate_ms <=
+		s->up = mono - r->seen_mono <= (int64_t)fp->cfg.edge_timeout_ms;
+		s->duplicate = r->duplicate_mono != 0 &&
+		               mono - r->duplicate_mono <=
 		               (int64_t)fp->cfg.edge_timeout_ms;
 		s->commit = same ? r->commit : 0;
 		s->term = r->term;
 		s->same_history = same;
 		s->live = s->up && same && r->commit >= need;
-		s->last_seen_ms = r->seen_ms;
+		/* Shown as a wall-clock time, measured here. */
+		s->last_seen_ms = now - (mono - r->seen_mono);
 		s->lag_commits = pos.commit > s->commit ?
 		                 pos.commit - s->commit : 0;
 		s->lag_ms = s->lag_commits > 0 ? lag_ms(fp, s->commit, now) : 0;
@@ -127,12 +134,12 @@ size_t fleet_edges(fleet_primary_t *fp, uint64_t zone_id, uint32_t version,
 
 uint64_t fleet_edges_top_term(fleet_primary_t *fp, char *name, size_t size)
 {
-	int64_t now = fleet_now_ms();
+	int64_t now = fleet_mono_ms();
 	uint64_t top = 0;
 	pthread_mutex_lock(&fp->lock);
 	for (size_t i = 0; i < fp->edge_count; i++) {
 		const fleet_edge_report_t *r = &fp->edges[i];
-		if (now - r->seen_ms <= (int64_t)fp->cfg.edge_timeout_ms &&
+		if (now - r->seen_mono <= (int64_t)fp->cfg.edge_timeout_ms &&
 		    r->term > top) {
 			top = r->term;
 			snprintf(name, size, "%s", r->name);
@@ -177,7 +184,7 @@ static size_t edge_slot(fleet_primary_t *fp, const char *name)
 		if (strcmp(fp->edges[i].name, name) == 0) {
 			return i;
 		}
-		if (fp->edges[i].seen_ms < fp->edges[oldest].seen_ms) {
+		if (fp->edges[i].seen_mono < fp->edges[oldest].seen_mono) {
 			oldest = i;
 		}
 	}
@@ -189,13 +196,21 @@ static size_t edge_slot(fleet_primary_t *fp, const char *name)
 
 /*
  * Takes one report {"name","epoch","commit","instance","term",...} from the
- * bucket. Its time is when the NATS server stored it (a watcher that
- * starts over gets the last report of every edge again: that is no sign
- * of life). Two processes reporting under one name are told apart by
- * their instance and logged.
+ * bucket, with its revision there. Its time is when this process saw it,
+ * on its own monotonic clock: never the NATS server's time of storing it
+ * (another host's clock: a primary ahead of it took every edge for
+ * down). The revision last seen is no sign of life (a watcher that starts
+ * over gets the last report of every edge again); a report replayed when
+ * the watcher starts with nothing of that name (this process started) is
+ * of unknown age: it counts the edge up for REPLAY_GRACE_MS (receipts wait
+ * for it), the edge's next report (every second) makes that sure. A
+ * process that replaces another under one name (an edge restarted) takes
+ * its place; two that keep reporting under one name (one replaced comes
+ * back) are flagged and logged.
  */
 static void take_report(fleet_primary_t *fp, const char *key,
-                        const char *val, int len, int64_t stored_ms)
+                        const char *val, int len, uint64_t revision,
+                        bool replay)
 {
 	json_error_t err;
 	json_t *j = json_loadb(val, (size_t)len, 0, &err);
@@ -208,25 +223,41 @@ static void take_report(fleet_primary_t *fp, const char *key,
 		return;
 	}
 	uint64_t e = strtoull(epoch, NULL, 16);
-	int64_t now = fleet_now_ms();
+	int64_t now = fleet_mono_ms();
+	int64_t timeout = (int64_t)fp->cfg.edge_timeout_ms;
 	pthread_mutex_lock(&fp->lock);
 	fleet_edge_report_t *r = &fp->edges[edge_slot(fp, key)];
-	if (r->instance != 0 && r->instance != (uint64_t)instance &&
-	    now - r->seen_ms < (int64_t)fp->cfg.edge_timeout_ms) {
-		r->duplicate_ms = now;
-		if (zc_log_due(&fp->dup_logged, 10000)) {
-			zc_warn("fleet: two edges report as '%s': give each its "
-			        "own --name", key);
+	/* (A lower revision: the bucket was recreated, it is news.) */
+	if (revision == r->revision) {
+		pthread_mutex_unlock(&fp->lock); /* Seen already. */
+		json_decref(j);
+		return;
+	}
+	bool known = r->revision != 0;
+	if (known && r->instance != (uint64_t)instance) {
+		if (instance != 0 && r->prev_instance == (uint64_t)instance &&
+		    now - r->seen_mono <= timeout) {
+			r->duplicate_mono = now;
+			if (zc_log_due(&fp->dup_logged, 10000)) {
+				zc_warn("fleet: two edges report as '%s': give each "
+				        "its own --name", key);
+			}
 		}
+		r->prev_instance = r->instance;
 	}
-	if (stored_ms >= r->seen_ms) {
-		r->epoch = e;
-		r->commit = (uint64_t)commit;
-		r->instance = (uint64_t)instance;
-		r->term = (uint64_t)term;
-		r->seen_ms = stored_ms > now ? now : stored_ms;
-		pthread_cond_broadcast(&fp->changed);
+	r->epoch = e;
+	r->commit = (uint64_t)commit;
+	r->instance = (uint64_t)instance;
+	r->term = (uint64_t)term;
+	r->revision = revision;
+	if (replay && !known) {
+		int64_t grace = timeout < REPLAY_GRACE_MS ? timeout :
+		                REPLAY_GRACE_MS;
+		r->seen_mono = now - timeout + grace;
+	} else {
+		r->seen_mono = now;
 	}
+	pthread_cond_broadcast(&fp->changed);
 	pthread_mutex_unlock(&fp->lock);
 	json_decref(j);
 }
@@ -244,6 +275,7 @@ void *fleet_watcher_main(void *arg)
 		/* Edges report every second: a watcher silent for longer lost
 		 * its consumer (a cluster node went away) and starts over. */
 		int64_t last = fleet_now_ms();
+		bool replay = true; /* until the watcher's end-of-replay mark */
 		while (s == NATS_OK && !fp->stop) {
 			kvEntry *e = NULL;
 			s = kvWatcher_Next(&e, w, 500);
@@ -253,11 +285,13 @@ void *fleet_watcher_main(void *arg)
 				continue;
 			}
 			last = fleet_now_ms();
-			if (s == NATS_OK && e != NULL) {
+			if (s == NATS_OK && e == NULL) {
+				replay = false;
+			} else if (s == NATS_OK) {
 				if (kvEntry_Operation(e) == kvOp_Put) {
 					take_report(fp, kvEntry_Key(e), kvEntry_Value(e),
-					            kvEntry_ValueLen(e),
-					            kvEntry_Created(e) / 1000000);
+					            kvEntry_ValueLen(e), kvEntry_Revision(e),
+					            replay);
 				}
 				kvEntry_Destroy(e);
 			}

@@ -18,26 +18,36 @@ typedef struct {
 	jsCtx *js;
 	const fleet_names_t *n;
 	const char *id;
-	uint32_t parts;
+	size_t piece_max;  /* the server's max_payload, less header room */
+	uint32_t parts;    /* messages published */
 	uint64_t bytes;
 	int ret;
 } snap_pub_t;
 
+/* A part of the snapshot's op stream goes as one message or, when the
+ * server takes less than a part (its max_payload), as several: the
+ * loader feeds the messages in order, wherever they cut the stream. */
 static int publish_part(const edge_repl_part_t *part, void *arg)
 {
 	snap_pub_t *p = arg;
-	char subject[FLEET_STR_MAX + 96];
-	snprintf(subject, sizeof(subject), "%s.%s.%" PRIu32, p->n->snap_data,
-	         p->id, part->part);
-	jsErrCode jerr = 0;
-	natsStatus s = js_Publish(NULL, p->js, subject, part->data,
-	                          (int)part->len, NULL, &jerr);
-	if (s != NATS_OK) {
-		p->ret = fleet_nats_error(s, jerr, "snapshot part");
-		return 1;
-	}
-	p->parts = part->part + 1;
-	p->bytes += part->len;
+	size_t off = 0;
+	do {
+		size_t n = part->len - off;
+		n = n < p->piece_max ? n : p->piece_max;
+		char subject[FLEET_STR_MAX + 96];
+		snprintf(subject, sizeof(subject), "%s.%s.%" PRIu32,
+		         p->n->snap_data, p->id, p->parts);
+		jsErrCode jerr = 0;
+		natsStatus s = js_Publish(NULL, p->js, subject, part->data + off,
+		                          (int)n, NULL, &jerr);
+		if (s != NATS_OK) {
+			p->ret = fleet_nats_error(s, jerr, "snapshot part");
+			return 1;
+		}
+		p->parts++;
+		p->bytes += n;
+		off += n;
+	} while (off < part->len);
 	return 0;
 }
 
@@ -88,9 +98,9 @@ uint64_t fleet_snapshot_id_term(const char *id)
 }
 
 int fleet_snapshot_publish(jsCtx *js, const fleet_names_t *n,
-                           edge_store_t *es, uint64_t term, uint64_t txn_seq,
-                           uint64_t head_seq, fleet_manifest_t *m,
-                           uint64_t *bytes)
+                           edge_store_t *es, size_t piece_max, uint64_t term,
+                           uint64_t txn_seq, uint64_t head_seq,
+                           fleet_manifest_t *m, uint64_t *bytes)
 {
 	edge_repl_pos_t pos;
 	int ret = edge_repl_pos(es, &pos);
@@ -103,7 +113,8 @@ int fleet_snapshot_publish(jsCtx *js, const fleet_names_t *n,
 	memset(m, 0, sizeof(*m));
 	snprintf(m->id, sizeof(m->id), "%016" PRIx64 "-%" PRIu64 "-%" PRIu64,
 	         pos.epoch, pos.commit, term);
-	snap_pub_t p = { .js = js, .n = n, .id = m->id };
+	snap_pub_t p = { .js = js, .n = n, .id = m->id,
+	                 .piece_max = piece_max > 0 ? piece_max : 1 };
 	ret = edge_repl_snapshot(es, &pos, publish_part, &p);
 	if (ret == ZC_EOK) {
 		ret = p.ret;

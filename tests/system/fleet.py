@@ -173,11 +173,12 @@ def settle(primary, edges, timeout=30):
                             "\n".join(e.log()[-3000:] for e in edges)))
 
 
-def start_primary(workdir, nats_urls, zones=None, options=()):
-    """zonecast serve --nats with the API (the ApiClient is .client_)."""
+def start_primary(workdir, nats_urls, zones=None, options=(), env=None):
+    """zonecast serve --nats with the API (the ApiClient is .client_); env:
+    extra environment."""
     opts = ["nats=" + nats_urls] + list(options)
     p = ZonecastServer(os.path.join(workdir, "primary"), zones=zones or {}, api=True,
-                       options=opts)
+                       options=opts, env=env)
     p.start()
     p.client_ = p.client()
     return p
@@ -288,6 +289,12 @@ def nats_request(port, subject, payload=b"", timeout=5):
             elif line.startswith(b"HMSG "):
                 hl, tl = (int(x) for x in line.split()[-2:])
                 return f.read(tl + 2)[:-2][hl:]
+
+
+def js_api(port, what, body=b""):
+    """A JetStream API request ($JS.API.<what>, e.g. STREAM.PURGE.<name>):
+    the decoded JSON reply."""
+    return json.loads(nats_request(port, "$JS.API." + what, body))
 
 
 def js_last(port, stream, subject):

@@ -23,7 +23,8 @@ import dns.update
 import pytest
 
 import servers
-from fleet import EdgeServer, NatsServer, digest, hpub, settle, start_primary
+from fleet import (EdgeServer, NatsServer, digest, hpub, js_api, settle,
+                   start_primary)
 
 UPDATE_SOURCE = "127.0.0.2"
 
@@ -32,14 +33,15 @@ pytestmark = pytest.mark.skipif(not os.path.exists("/usr/sbin/nats-server"),
 
 
 class Fleet:
-    def __init__(self, tmp, edges=3, primary_options=(), edge_options=(), nats=None):
+    def __init__(self, tmp, edges=3, primary_options=(), edge_options=(), nats=None,
+                 primary_env=None):
         self.tmp = str(tmp)
         self.nats = nats or [NatsServer(self.tmp).start()]
         self.urls = ",".join(n.url for n in self.nats)
         self.primary = start_primary(self.tmp, self.urls,
                                      options=["allow-update=" + UPDATE_SOURCE,
                                               "fleet-edge-timeout=1500"]
-                                     + list(primary_options))
+                                     + list(primary_options), env=primary_env)
         self.api = self.primary.client_
         self.edges = [EdgeServer(self.tmp, "edge%d" % i, self.urls, edge_options).start()
                       for i in range(1, edges + 1)]
@@ -679,3 +681,237 @@ def test_receipts_when_every_edge_is_down(fleet):
     for e in fleet.edges:
         e.start()
     fleet.wait_edges()
+
+
+# --- Outside tester 18 ---
+
+
+def test_commits_and_snapshots_larger_than_max_payload(tmp_path):
+    """nats-server takes at most 64 KiB a message (max_payload), less than a
+    part (768 KiB): a batch of ~1 MiB and the snapshots go in messages cut
+    to fit; the edge gets the batch and every later change, a late edge
+    loads the snapshot (which came after a MiB of log)."""
+    nats = [NatsServer(str(tmp_path), extra_conf="max_payload: 65536").start()]
+    f = Fleet(tmp_path, edges=1, nats=nats, primary_options=["fleet-snapshot-mib=1"])
+    try:
+        zid = create_zone(f.api, "big.fleet.test")
+        for k in range(2):
+            post_batch(f.api, zid, [{"type": "TXT", "name": "m%d-%d.big.fleet.test" % (k, i),
+                                     "content": '"%s"' % ("x" * 250)} for i in range(2500)])
+        f.api.ok("POST", "/zones/%s/dns_records" % zid,
+                 json={"type": "A", "name": "after.big.fleet.test", "content": "192.0.2.1"})
+        settle(f.primary, f.edges, timeout=20)
+        assert "publishing paused" not in f.primary.log()
+        assert "snapshot failed" not in f.primary.log()
+        late = EdgeServer(f.tmp, "late", f.urls).start()
+        f.edges.append(late)
+        settle(f.primary, f.edges, timeout=20)
+        assert "loaded snapshot" in late.log()
+        compare_answers(f.primary, f.edges, [("m1-2499.big.fleet.test.", "TXT"),
+                                             ("after.big.fleet.test.", "A")])
+    finally:
+        problems = f.stop()
+    assert not problems, problems
+
+
+SKEW_SHIM = r"""
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <sys/time.h>
+#include <time.h>
+static long long off_ms(void) {
+    static long long o = -1;
+    if (o == -1) { const char *s = getenv("ZC_SKEW_MS"); o = s ? atoll(s) : 0; }
+    return o;
+}
+static void addms(struct timespec *ts, long long ms) {
+    long long ns = (long long)ts->tv_sec * 1000000000LL + ts->tv_nsec + ms * 1000000LL;
+    ts->tv_sec = ns / 1000000000LL; ts->tv_nsec = ns % 1000000000LL;
+}
+int clock_gettime(clockid_t c, struct timespec *ts) {
+    static int (*real)(clockid_t, struct timespec *);
+    if (!real) real = dlsym(RTLD_NEXT, "clock_gettime");
+    int r = real(c, ts);
+    if (r == 0 && (c == CLOCK_REALTIME || c == CLOCK_REALTIME_COARSE)) addms(ts, off_ms());
+    return r;
+}
+int gettimeofday(struct timeval *tv, void *tz) {
+    (void)tz; struct timespec ts; clock_gettime(CLOCK_REALTIME, &ts);
+    if (tv) { tv->tv_sec = ts.tv_sec; tv->tv_usec = ts.tv_nsec / 1000; }
+    return 0;
+}
+time_t time(time_t *t) {
+    struct timespec ts; clock_gettime(CLOCK_REALTIME, &ts);
+    if (t) *t = ts.tv_sec;
+    return ts.tv_sec;
+}
+int pthread_cond_timedwait(pthread_cond_t *c, pthread_mutex_t *m, const struct timespec *abst) {
+    static int (*real)(pthread_cond_t *, pthread_mutex_t *, const struct timespec *);
+    if (!real) real = dlvsym(RTLD_NEXT, "pthread_cond_timedwait", "GLIBC_2.3.2");
+    struct timespec a = *abst; addms(&a, -off_ms()); return real(c, m, &a);
+}
+"""
+
+
+def test_edge_liveness_is_the_primarys_own_clock(tmp_path):
+    """The primary's clock is 8 s ahead of the NATS server's (an LD_PRELOAD
+    shim): its edges are still up, and a receipt waits for an edge that
+    is up but lacks the version (paused) instead of answering live at
+    once."""
+    import signal
+    import subprocess
+    import shim
+    src = tmp_path / "skew.c"
+    src.write_text(SKEW_SHIM)
+    so = str(tmp_path / "skew.so")
+    try:
+        cp = subprocess.run(["cc", "-shared", "-fPIC", "-O1", "-o", so, str(src), "-ldl",
+                             "-lpthread"], capture_output=True, text=True)
+    except OSError:
+        pytest.skip("no C compiler for the LD_PRELOAD shim")
+    if cp.returncode != 0:
+        pytest.skip("the skew shim does not build: " + cp.stderr[-500:])
+    f = Fleet(tmp_path, edges=2, primary_options=["fleet-edge-timeout=4000"],
+              primary_env={"LD_PRELOAD": shim.preload(so), "ZC_SKEW_MS": "8000"})
+    try:
+        zid = create_zone(f.api, "skew.fleet.test")
+        settle(f.primary, f.edges)
+        edges = f.api.get("/fleet")["edges"]
+        assert len(edges) == 2 and all(e["up"] for e in edges), edges
+        f.edges[0].proc.send_signal(signal.SIGSTOP)
+        try:
+            r = f.api.ok("POST", "/zones/%s/dns_records" % zid,
+                         json={"type": "A", "name": "x.skew.fleet.test", "content": "192.0.2.1"})
+            t0 = time.monotonic()
+            p = f.api.get("/zones/%s/propagation" % zid,
+                          params={"version": r["zone_version"], "wait": 2})
+            assert not p["live"] and time.monotonic() - t0 >= 1.5, p
+            assert p["live_edges"] == 1 and p["edge_count"] == 2, p
+        finally:
+            f.edges[0].proc.send_signal(signal.SIGCONT)
+        settle(f.primary, f.edges)
+    finally:
+        problems = f.stop()
+    assert not problems, problems
+
+
+def test_snapshot_stream_and_bucket_come_back(tmp_path):
+    """The snapshot stream purged, then deleted, then the reports bucket
+    deleted, while the primary runs: each time it notices within seconds
+    (logged), creates what is gone and publishes its snapshot again; a new
+    edge bootstraps, and edges are up again."""
+    f = Fleet(tmp_path, edges=1)
+    try:
+        port = f.nats[0].port
+        zid = create_zone(f.api, "gone.fleet.test")
+        settle(f.primary, f.edges)
+        assert js_api(port, "STREAM.PURGE.zonecast-snap").get("success"), "purge"
+        late = EdgeServer(f.tmp, "late", f.urls).start()
+        f.edges.append(late)
+        settle(f.primary, f.edges, timeout=15)
+        assert "loaded snapshot" in late.log()
+        assert js_api(port, "STREAM.DELETE.zonecast-snap").get("success"), "delete"
+        late.kill9()
+        shutil.rmtree(late.data_dir)
+        late.start()
+        f.api.ok("POST", "/zones/%s/dns_records" % zid,
+                 json={"type": "A", "name": "a.gone.fleet.test", "content": "192.0.2.1"})
+        settle(f.primary, f.edges, timeout=15)
+        assert js_api(port, "STREAM.DELETE.KV_zonecast-edges").get("success"), "bucket"
+        time.sleep(2)
+        f.wait_edges(timeout=15)
+        log = f.primary.log()
+        assert "zonecast-snap is gone" in log and "KV_zonecast-edges is gone" in log, log
+        assert "no snapshot manifest" in log, log
+    finally:
+        problems = f.stop()
+    assert not problems, problems
+
+
+def test_forged_next_commit_is_not_kept(fleet):
+    """A forged empty final message for the next commit, of the primary's
+    history and term: edges apply it, but the primary sees it before its
+    own commit goes and begins a new history, so every edge ends with the
+    primary's data (the real commit), not the forged one."""
+    api = fleet.api
+    zid = create_zone(api, "forged.fleet.test")
+    settle(fleet.primary, fleet.edges)
+    st = digest(fleet.primary.data_dir)
+    hpub(fleet.nats[0].port, "zonecast.txn",
+         {"Zc-Epoch": st["history"], "Zc-Term": "0", "Zc-Commit": str(st["commit"] + 1),
+          "Zc-Part": "0", "Zc-Flags": "1"})
+    time.sleep(0.5)
+    api.ok("POST", "/zones/%s/dns_records" % zid,
+           json={"type": "A", "name": "real.forged.fleet.test", "content": "192.0.2.1"})
+    settle(fleet.primary, fleet.edges, timeout=20)
+    compare_answers(fleet.primary, fleet.edges, [("real.forged.fleet.test.", "A")])
+    assert digest(fleet.primary.data_dir)["history"] != st["history"]
+    assert "a new history begins" in fleet.primary.log()
+
+
+def test_foreign_messages_edges_drop_cost_no_snapshot(fleet):
+    """Messages on the txn stream that no edge applies (no zonecast
+    headers, another history, a commit applied already) are stepped over:
+    the primary publishes on without a snapshot, in the same history."""
+    api = fleet.api
+    zid = create_zone(api, "step.fleet.test")
+    settle(fleet.primary, fleet.edges)
+    st = digest(fleet.primary.data_dir)
+    snaps = fleet.primary.log().count("snapshot %s" % st["history"])
+    port = fleet.nats[0].port
+    for i in range(5):
+        hpub(port, "zonecast.txn", {"X-Other": "1"})
+        hpub(port, "zonecast.txn", {"Zc-Epoch": "%016x" % 0xdead, "Zc-Term": "0",
+                                    "Zc-Commit": "1", "Zc-Part": "0", "Zc-Flags": "1"})
+        hpub(port, "zonecast.txn", {"Zc-Epoch": st["history"], "Zc-Term": "0",
+                                    "Zc-Commit": "1", "Zc-Part": "0", "Zc-Flags": "1"})
+        api.ok("POST", "/zones/%s/dns_records" % zid,
+               json={"type": "A", "name": "s%d.step.fleet.test" % i, "content": "192.0.2.1"})
+    settle(fleet.primary, fleet.edges)
+    log = fleet.primary.log()
+    assert digest(fleet.primary.data_dir)["history"] == st["history"]
+    assert log.count("snapshot %s" % st["history"]) == snaps, log
+    assert "stepped over" in log, log
+    compare_answers(fleet.primary, fleet.edges, [("s4.step.fleet.test.", "A")])
+
+
+def test_edge_restart_is_not_a_duplicate(tmp_path):
+    """An edge restarted within fleet-edge-timeout (a new instance under
+    its name) replaces the old one: no duplicate flag, no warning."""
+    f = Fleet(tmp_path, edges=1, primary_options=["fleet-edge-timeout=5000"])
+    try:
+        e = f.edges[0]
+        e.kill9()
+        e.start()
+        time.sleep(3)
+        f.wait_edges()
+        edges = f.api.get("/fleet")["edges"]
+        assert len(edges) == 1 and not edges[0]["duplicate"], edges
+        assert "two edges report" not in f.primary.log()
+    finally:
+        problems = f.stop()
+    assert not problems, problems
+
+
+def test_edge_from_a_primary_store_is_an_edge(tmp_path):
+    """An edge started on a copy of the primary's edge store serves and
+    its store says it is an edge's (`fleet digest` role edge)."""
+    f = Fleet(tmp_path, edges=0)
+    try:
+        create_zone(f.api, "copy.fleet.test")
+        f.primary.stop()
+        e = EdgeServer(f.tmp, "copy", f.urls)
+        os.makedirs(e.data_dir)
+        shutil.copy(os.path.join(f.primary.data_dir, "edge.mdb"), e.data_dir)
+        f.primary.serve()
+        f.primary.client_ = f.api = f.primary.client()
+        e.start()
+        f.edges.append(e)
+        settle(f.primary, f.edges)
+        assert digest(e.data_dir)["role"] == "edge"
+        compare_answers(f.primary, f.edges, [("copy.fleet.test.", "SOA")])
+    finally:
+        problems = f.stop()
+    assert not problems, problems
