@@ -83,19 +83,34 @@ def test_paused_writer_does_not_hold_a_zone_for_ever(pg_cluster, tmp_path):
 
         th = threading.Thread(target=batch, daemon=True)
         th.start()
-        # Pause b while its session holds a transaction (f.test's row).
+        # Pause b while its session holds a transaction (f.test's row)
+        # and sits idle in it. Paused while PostgreSQL was still sending
+        # it a result (state active, the socket full), no server timeout
+        # applies (docs/postgresql.md): then b goes on a moment and is
+        # paused again.
+        writing = ("SELECT %s FROM pg_stat_activity WHERE datname = '" + db +
+                   "' AND xact_start IS NOT NULL AND backend_xid IS NOT NULL"
+                   " AND pid <> pg_backend_pid()")
         t0 = time.monotonic()
         while time.monotonic() - t0 < 20 and not stopped:
-            busy = pg.psql(pg_cluster, "SELECT count(*) FROM pg_stat_activity WHERE"
-                           " datname = '%s' AND xact_start IS NOT NULL AND"
-                           " backend_xid IS NOT NULL AND pid <> pg_backend_pid()" % db,
-                           check=False).strip()
-            if busy not in ("", "0"):
-                b.proc.send_signal(signal.SIGSTOP)
-                stopped = True
-            else:
+            busy = pg.psql(pg_cluster, writing % "count(*)", check=False).strip()
+            if busy in ("", "0"):
                 time.sleep(0.002)
-        assert stopped, "b's batch never held a transaction"
+                continue
+            b.proc.send_signal(signal.SIGSTOP)
+            stopped = True
+            t1 = time.monotonic()
+            state = ""
+            while time.monotonic() - t1 < 1.0:
+                state = pg.psql(pg_cluster, writing % "state", check=False).strip()
+                if state == "idle in transaction":
+                    break
+                time.sleep(0.02)
+            if state != "idle in transaction":
+                b.proc.send_signal(signal.SIGCONT)
+                stopped = False
+                time.sleep(0.01)
+        assert stopped, "b's batch never sat idle in a transaction"
         t1 = time.monotonic()
         rc = update(a, "f.test.", "a.f.test.", '"a"', timeout=30)
         took = time.monotonic() - t1
