@@ -62,7 +62,25 @@ typedef struct {
 	FILE *out, *err;         /* The command's stdout and stderr. */
 	bool progress;           /* Progress lines on stderr (a terminal). */
 	const atomic_bool *stopping; /* Set when the server shuts down. */
+	/* The control socket's client the server runs the request for (-1:
+	 * the command's own process): an import it went away from is
+	 * abandoned (admin_abandoned()). */
+	int client_fd;
+	/* Set once the request's change is committed (admin_settle()):
+	 * whatever the outcome, the store holds it; `unserved` then says
+	 * why it is not served yet when the request fails after. */
+	bool stored;
+	char unserved[256];
 } admin_t;
+
+/*
+ * Whether a request still running should be given up, before its
+ * commit: the server is stopping, or the client it runs for has gone
+ * (killed, or given up waiting: the control protocol has it send nothing
+ * after its request line, so EOF or a hang-up on its socket is that).
+ * Says why on a->err when so.
+ */
+bool admin_abandoned(admin_t *a);
 
 /*
  * Carries out one request (fd: the zone file of an import, else -1; not
@@ -147,12 +165,16 @@ int admin_run_local(records_store_t *rs, edge_store_t *es, const char *dir,
  * records connection of its own for the reads) and returns the reply for
  * the control socket: {"ok": bool, "code": N, "stdout": "...", "stderr":
  * "...", and "error" when not ok}. stopping is set when the server shuts
- * down: a wait for the builder ends then. Writes the audit line, client
- * naming who asked ("uid=U pid=P").
+ * down: a wait for the builder ends then, and an import not yet
+ * committed is given up (so is one whose client, client_fd, went away).
+ * Writes the audit line, client naming who asked ("uid=U pid=P"):
+ * "accepted" whenever the store took the change, "served=no" with the
+ * reason when it is not served yet.
  */
 json_t *admin_serve(const char *data_dir, edge_store_t *es, writer_t *writer,
                     builder_follower_t *follower, const atomic_bool *stopping,
-                    const char *client, const json_t *req, int fd);
+                    const char *client, int client_fd, const json_t *req,
+                    int fd);
 
 /* Whether the control socket's command is one of the writes above. */
 bool admin_is_write(const char *command);

@@ -76,6 +76,7 @@ int admin_run_local(records_store_t *rs, edge_store_t *es, const char *dir,
 	admin_t a = {
 		.rs = rs, .es = es, .writer = writer, .max_records = max_records,
 		.out = stdout, .err = stderr, .progress = cli_progress_tty(),
+		.client_fd = -1,
 	};
 	ret = admin_run(&a, req, fd);
 	fflush(stdout);
@@ -112,7 +113,8 @@ static json_t *text_of(FILE *f, char **buf)
 
 json_t *admin_serve(const char *data_dir, edge_store_t *es, writer_t *writer,
                     builder_follower_t *follower, const atomic_bool *stopping,
-                    const char *client, const json_t *req, int fd)
+                    const char *client, int client_fd, const json_t *req,
+                    int fd)
 {
 	char *out_buf = NULL, *err_buf = NULL;
 	size_t out_len = 0, err_len = 0;
@@ -121,13 +123,17 @@ json_t *admin_serve(const char *data_dir, edge_store_t *es, writer_t *writer,
 	records_store_t *rs = NULL;
 	int ret = out != NULL && err != NULL ? records_open(&rs, data_dir) :
 	          KNOT_ENOMEM;
+	bool stored = false;
+	char unserved[256] = "";
 	if (ret == ZC_EOK) {
 		admin_t a = {
 			.rs = rs, .es = es, .writer = writer, .follower = follower,
 			.max_records = writer_max_records(writer), .out = out,
-			.err = err, .stopping = stopping,
+			.err = err, .stopping = stopping, .client_fd = client_fd,
 		};
 		ret = admin_run(&a, req, fd);
+		stored = a.stored;
+		snprintf(unserved, sizeof(unserved), "%s", a.unserved);
 		records_close(rs);
 	} else if (err != NULL) {
 		fprintf(err, "zonecast: the server cannot open its records "
@@ -140,12 +146,20 @@ json_t *admin_serve(const char *data_dir, edge_store_t *es, writer_t *writer,
 	char what[KNOT_DNAME_TXT_MAXLEN + 32];
 	subject(req, what, sizeof(what));
 	zc_audit_t audit;
-	zc_audit_begin(&audit, "control", ret == ZC_EOK ? "accepted" :
-	               "refused");
+	/* What happened to the store: a change committed is accepted even
+	 * when serving it failed or was cut short (the server stopping
+	 * while its builder had not served it said "refused ... database
+	 * busy" of a committed import). */
+	zc_audit_begin(&audit, "control", ret == ZC_EOK || stored ?
+	               "accepted" : "refused");
 	zc_audit_str(&audit, "command", command != NULL ? command : "-");
 	zc_audit_str(&audit, "subject", what);
 	zc_audit_str(&audit, "client", client);
-	if (ret != ZC_EOK) {
+	if (ret != ZC_EOK && stored) {
+		zc_audit_str(&audit, "served", "no");
+		zc_audit_str(&audit, "reason", unserved[0] != '\0' ? unserved :
+		             zc_strerror(ret));
+	} else if (ret != ZC_EOK) {
 		zc_audit_str(&audit, "reason", zc_strerror(ret));
 	}
 	zc_audit_end(&audit);

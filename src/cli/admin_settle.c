@@ -5,7 +5,9 @@
  * served before the answer (the server's builder, pass after pass, or a
  * build here when the command runs without a server).
  */
+#include <poll.h>
 #include <stdio.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <libknot/dname.h>
 
@@ -113,14 +115,45 @@ int admin_settle(admin_t *a, const admin_change_t *c, builder_stats_t *stats,
                  cli_progress_t *progress, char *why, size_t why_size)
 {
 	why[0] = '\0';
+	a->stored = true; /* Called on a committed change only. */
+	int ret;
 	if (a->follower != NULL) {
-		return await_builder(a, c, why, why_size);
+		ret = await_builder(a, c, why, why_size);
+	} else {
+		ret = builder_full_build(a->rs, a->es, c->apex, stats,
+		                         progress != NULL ? cli_progress_records :
+		                         NULL, progress);
+		if (ret != ZC_EOK) {
+			snprintf(why, why_size, "%s", zc_strerror(ret));
+		}
 	}
-	int ret = builder_full_build(a->rs, a->es, c->apex, stats,
-	                             progress != NULL ? cli_progress_records :
-	                             NULL, progress);
 	if (ret != ZC_EOK) {
-		snprintf(why, why_size, "%s", zc_strerror(ret));
+		snprintf(a->unserved, sizeof(a->unserved), "%s",
+		         why[0] != '\0' ? why : zc_strerror(ret));
 	}
 	return ret;
+}
+
+bool admin_abandoned(admin_t *a)
+{
+	if (a->stopping != NULL && atomic_load(a->stopping)) {
+		fprintf(a->err, "zonecast: zonecast serve is stopping: the "
+		        "request was given up, nothing changed\n");
+		return true;
+	}
+	if (a->client_fd < 0) {
+		return false;
+	}
+	struct pollfd p = { .fd = a->client_fd, .events = POLLIN | POLLRDHUP };
+	if (poll(&p, 1, 0) <= 0) {
+		return false;
+	}
+	char byte;
+	bool gone = (p.revents & (POLLHUP | POLLRDHUP | POLLERR)) != 0 ||
+	            recv(a->client_fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT) == 0;
+	if (gone) {
+		fprintf(a->err, "zonecast: the client went away: the request "
+		        "was given up, nothing changed\n");
+	}
+	return gone;
 }

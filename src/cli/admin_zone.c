@@ -14,6 +14,7 @@
  * "include_dir" (for relative $INCLUDE), "quiet"} and the file's
  * descriptor; zone-delete {"zone"}.
  */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -36,6 +37,11 @@ static const char *field(const json_t *req, const char *key)
 	return json_string_value(json_object_get(req, key));
 }
 
+static bool abandoned(void *ctx)
+{
+	return admin_abandoned(ctx);
+}
+
 /* Reads and checks the file into imp; says why not. */
 static int load(admin_t *a, records_import_t *imp, const uint8_t *apex,
                 const json_t *req, int fd, bool progress, uint64_t *records)
@@ -45,10 +51,14 @@ static int load(admin_t *a, records_import_t *imp, const uint8_t *apex,
 		.fd = fd,
 		.name = field(req, "path") ? field(req, "path") : "-",
 		.include_dir = field(req, "include_dir"),
+		.abandoned = abandoned, .abandoned_ctx = a,
 	};
 	int problems = zone_load(imp, apex, &src, a->err, progress, records);
-	if (problems == 0) {
-		return ZC_EOK;
+	if (problems == 0 && !admin_abandoned(a)) {
+		return ZC_EOK; /* Read whole, and still wanted: committed. */
+	}
+	if (problems == 0 || problems == -ECANCELED) {
+		return -ECANCELED; /* Said by admin_abandoned(). */
 	}
 	fprintf(a->err, "zonecast: zone %s not imported, nothing changed\n",
 	        name);

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <libknot/errcode.h>
 
@@ -21,6 +22,7 @@
 #include "cli/zone_load.h"
 #include "common/error.h"
 #include "dns/name_text.h"
+#include "zonefile/zonefile.h"
 
 /* The edge store's default space reserve (ZONECAST_EDGE_RESERVE_MB). */
 #define EDGE_RESERVE_MB 8
@@ -109,14 +111,133 @@ int cli_check_zone(const char *name, const char *path)
 	return ZC_EOK;
 }
 
+/* Whether path names this process's standard input. */
+static bool is_stdin(const char *path)
+{
+	return strcmp(path, "-") == 0 || strcmp(path, "/dev/stdin") == 0 ||
+	       strcmp(path, "/dev/fd/0") == 0 ||
+	       strcmp(path, "/proc/self/fd/0") == 0;
+}
+
+/* An unlinked temporary file (in TMPDIR, else /tmp): an fd or -errno. */
+static int spool_file(void)
+{
+	const char *dir = getenv("TMPDIR");
+	if (dir == NULL || dir[0] == '\0') {
+		dir = "/tmp";
+	}
+	int fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	if (fd >= 0) {
+		return fd;
+	}
+	char tmpl[PATH_MAX];
+	snprintf(tmpl, sizeof(tmpl), "%s/zonecast-import.XXXXXX", dir);
+	fd = mkostemp(tmpl, O_CLOEXEC);
+	if (fd < 0) {
+		return -errno;
+	}
+	unlink(tmpl);
+	return fd;
+}
+
+/* Copies the stream `in` (a pipe, a terminal) into an unlinked temporary
+ * file and returns that (rewound), or -1 after saying why: the server
+ * maps regular files only, in constant memory; it read a pipe whole into
+ * its memory, and /dev/zero until ENOMEM. A NUL byte, which no master
+ * file holds, ends it at once (head -c 1G /dev/zero was read to its
+ * end before "owner is invalid"). */
+static int spool_stream(int in, const char *path)
+{
+	int out = spool_file();
+	if (out < 0) {
+		fprintf(stderr, "zonecast: cannot copy %s (standard input) to a "
+		        "temporary file: %s\n", path, strerror(-out));
+		return -1;
+	}
+	char buf[65536];
+	uint64_t at = 0;
+	for (;;) {
+		ssize_t n = read(in, buf, sizeof(buf));
+		if (n < 0 && errno == EINTR) {
+			continue;
+		}
+		if (n < 0) {
+			fprintf(stderr, "zonecast: cannot read %s: %s\n", path,
+			        strerror(errno));
+			break;
+		}
+		if (n == 0) {
+			if (lseek(out, 0, SEEK_SET) == 0) {
+				return out;
+			}
+			fprintf(stderr, "zonecast: cannot rewind the copy of %s: "
+			        "%s\n", path, strerror(errno));
+			break;
+		}
+		const char *nul = memchr(buf, '\0', (size_t)n);
+		if (nul != NULL) {
+			fprintf(stderr, "zonecast: %s: a NUL byte at offset %llu: "
+			        "not a zone file\n", path,
+			        (unsigned long long)(at + (uint64_t)(nul - buf)));
+			break;
+		}
+		ssize_t w = 0;
+		for (ssize_t off = 0; off < n; off += w) {
+			w = write(out, buf + off, (size_t)(n - off));
+			if (w < 0 && errno == EINTR) {
+				w = 0;
+			} else if (w <= 0) {
+				break;
+			}
+		}
+		if (w < 0) {
+			fprintf(stderr, "zonecast: cannot copy %s to a temporary "
+			        "file: %s\n", path, strerror(errno));
+			break;
+		}
+		at += (uint64_t)n;
+	}
+	close(out);
+	return -1;
+}
+
+/* Standard input as a regular file: itself when it is one, else a copy
+ * (spool_stream()). Relative $INCLUDE paths are the working directory's. */
+static int open_stdin(const char *path, zone_source_t *src)
+{
+	static char dir[PATH_MAX];
+	struct stat st;
+	if (fstat(STDIN_FILENO, &st) != 0) {
+		int err = errno;
+		fprintf(stderr, "zonecast: cannot read %s: %s\n", path,
+		        strerror(err));
+		return -err;
+	}
+	src->fd = S_ISREG(st.st_mode) ?
+	          fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 3) :
+	          spool_stream(STDIN_FILENO, path);
+	if (src->fd < 0) {
+		return ZC_EZONEFILE;
+	}
+	src->include_dir = getcwd(dir, sizeof(dir));
+	src->name = path;
+	return ZC_EOK;
+}
+
 int cli_open_zone_file(const char *path, zone_source_t *src)
 {
 	static char dir[PATH_MAX];
-	src->fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (is_stdin(path)) {
+		return open_stdin(path, src);
+	}
+	/* Without waiting, a regular file only (zonefile_open()): a FIFO's
+	 * open waited for a writer, a device is no zone file. */
+	char why[PATH_MAX + 160];
+	src->fd = zonefile_open(path, why, sizeof(why));
 	if (src->fd < 0) {
 		int err = errno;
-		fprintf(stderr, "zonecast: cannot open %s: %s\n", path,
-		        strerror(err));
+		fprintf(stderr, "zonecast: %s%s\n", why, err == EINVAL ?
+		        " (standard input, - or /dev/stdin, may be a pipe)" : "");
 		return -err;
 	}
 	/* Relative $INCLUDE paths are the file's directory's, wherever the

@@ -296,7 +296,7 @@ static void *write_main(void *arg)
 	serve_ctx_t *ctx = w->c->ctx;
 	send_json(w->fd, admin_serve(ctx->boot->data_dir, ctx->es, ctx->writer,
 	                             ctx->follower, &w->c->stopping,
-	                             w->client, w->req, w->file_fd));
+	                             w->client, w->fd, w->req, w->file_fd));
 	close(w->fd);
 	if (w->file_fd >= 0) {
 		close(w->file_fd);

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* Reading and checking a master file for an import (see zone_load.h). */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <libknot/descriptor.h>
@@ -17,7 +18,12 @@
  * index here (high 16 bits) and its line (low 48 bits). */
 #define MAX_FILES 256
 
+/* Records read between two looks at zone_source_t.abandoned. */
+#define ABANDON_EVERY 1024
+
 struct zone_load {
+	const zone_source_t *src;
+	bool abandoned;
 	records_import_t *imp;
 	const char *name;
 	FILE *err;
@@ -87,6 +93,11 @@ static int on_record(const knot_dname_t *owner, uint16_t type, uint32_t ttl,
                      const char *file, uint64_t line, void *ctx)
 {
 	zone_load_t *l = ctx;
+	if (l->src->abandoned != NULL && l->records % ABANDON_EVERY == 0 &&
+	    l->src->abandoned(l->src->abandoned_ctx)) {
+		l->abandoned = true;
+		return 1;
+	}
 	const char *why = NULL;
 	int ret = zonefile_record_check(owner, type, ttl, rdata, rdata_len,
 	                                &why);
@@ -148,6 +159,9 @@ static int load(zone_load_t *l, const knot_dname_t *apex,
 	int ret = zonefile_parse_fd(src->fd, src->name, src->include_dir, apex,
 	                            3600, &h);
 	cli_progress_end(&l->reading);
+	if (l->abandoned) {
+		return -ECANCELED;
+	}
 	if (ret != ZC_EOK || l->errors > 0) {
 		return (int)(l->errors > 0 ? l->errors : 1);
 	}
@@ -169,6 +183,7 @@ int zone_load(records_import_t *imp, const knot_dname_t *apex,
 	if (l == NULL) {
 		return KNOT_ENOMEM;
 	}
+	l->src = src;
 	l->imp = imp;
 	l->name = src->name;
 	l->err = err;

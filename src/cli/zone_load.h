@@ -21,6 +21,10 @@ typedef struct zone_source {
 	int fd;                   /* The opened file (not closed here). */
 	const char *name;         /* Its name in messages (as typed). */
 	const char *include_dir;  /* For relative $INCLUDE (NULL: cwd). */
+	/* Asked now and then while reading (may be NULL): true gives the
+	 * load up (the server's client went away, or it stops). */
+	bool (*abandoned)(void *ctx);
+	void *abandoned_ctx;
 } zone_source_t;
 
 /*

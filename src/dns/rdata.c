@@ -6,6 +6,7 @@
  * cursor; the rdata is valid when every field fits and nothing is left.
  */
 #include <ctype.h>
+#include <regex.h>
 #include <string.h>
 #include <libknot/descriptor.h>
 #include <libknot/dname.h>
@@ -248,9 +249,13 @@ static bool check_ipseckey(reader_t *r)
 	if (r->why != NULL) {
 		return false;
 	}
-	if (algorithm == 0 && !at_end(r)) {
-		return fail(r, "an IPSECKEY of algorithm 0 holds no public key "
-		            "(RFC 4025 §2.4)");
+	if (algorithm == 0) {
+		/* RFC 4025 §2.4 has no key with algorithm 0, and BIND loads no
+		 * IPSECKEY without one (from text or wire): no form of it
+		 * loads in both BIND and Knot. */
+		return fail(r, "an IPSECKEY of algorithm 0 (no public key, RFC "
+		            "4025 §2.4) is not stored: BIND refuses an IPSECKEY "
+		            "without a key");
 	}
 	if (algorithm != 0 && at_end(r)) {
 		return fail(r, "the IPSECKEY public key is missing (RFC 4025 "
@@ -427,10 +432,110 @@ static bool check_key(reader_t *r)
 	return r->why == NULL;
 }
 
-/* A NAPTR regexp (RFC 3402 §3.2), when not empty: a delimiter (not a
- * digit, backslash or flag), the ERE, the delimiter, the replacement, the
- * delimiter, flags ("i"). Backslash escapes the next octet. The ERE
- * itself is not compiled. */
+/* Copies the ERE `re` into out (at least len + 1 octets) with each
+ * interval ({m}, {m,}, {m,n}) outside a bracket expression made a "*":
+ * glibc's regcomp() expands an interval into copies of its operand, and
+ * nested ones of a 255-octet ERE took it to 24 GB. The bounds are
+ * checked here instead: at most RE_DUP_MAX as BIND has it (255), m <= n.
+ * False when one is out of range. */
+#define NAPTR_DUP_MAX 255
+static bool strip_intervals(const char *re, size_t len, char *out)
+{
+	size_t o = 0;
+	for (size_t i = 0; i < len; ) {
+		char c = re[i];
+		if (c == '\\' && i + 1 < len) {
+			out[o++] = re[i++];
+			out[o++] = re[i++];
+			continue;
+		}
+		if (c == '[') {
+			size_t j = i + 1;
+			if (j < len && re[j] == '^') {
+				j++;
+			}
+			if (j < len && re[j] == ']') {
+				j++;
+			}
+			while (j < len && re[j] != ']') {
+				if (re[j] == '[' && j + 1 < len &&
+				    (re[j + 1] == ':' || re[j + 1] == '.' ||
+				     re[j + 1] == '=')) {
+					char end = re[j + 1];
+					j += 2;
+					while (j + 1 < len &&
+					       !(re[j] == end && re[j + 1] == ']')) {
+						j++;
+					}
+					j += 2;
+				} else {
+					j++;
+				}
+			}
+			j = j < len ? j + 1 : len;
+			memcpy(out + o, re + i, j - i);
+			o += j - i;
+			i = j;
+			continue;
+		}
+		if (c == '{') {
+			size_t j = i + 1;
+			unsigned m = 0, n = 0, digits = 0;
+			while (j < len && isdigit((unsigned char)re[j]) && m < 1000) {
+				m = m * 10 + (unsigned)(re[j++] - '0');
+				digits++;
+			}
+			n = m;
+			if (j < len && re[j] == ',') {
+				j++;
+				n = 0;
+				while (j < len && isdigit((unsigned char)re[j]) &&
+				       n < 1000) {
+					n = n * 10 + (unsigned)(re[j++] - '0');
+					digits++;
+				}
+				if (j < len && re[j - 1] == ',') {
+					n = NAPTR_DUP_MAX; /* {m,} */
+				}
+			}
+			if (j < len && re[j] == '}' && digits > 0) {
+				if (m > NAPTR_DUP_MAX || n > NAPTR_DUP_MAX || m > n) {
+					return false;
+				}
+				out[o++] = '*';
+				i = j + 1;
+				continue;
+			}
+		}
+		out[o++] = re[i++];
+	}
+	out[o] = '\0';
+	return true;
+}
+
+/* Whether the ERE compiles (POSIX extended, as BIND checks it) with at
+ * least `groups` parenthesised subexpressions. */
+static bool naptr_ere_valid(const char *re, size_t len, unsigned groups)
+{
+	char stripped[512];
+	if (len >= 256 || !strip_intervals(re, len, stripped)) {
+		return false;
+	}
+	regex_t compiled;
+	if (regcomp(&compiled, stripped, REG_EXTENDED | REG_NOSUB) != 0) {
+		return false;
+	}
+	bool ok = compiled.re_nsub >= groups;
+	regfree(&compiled);
+	return ok;
+}
+
+/* An RFC 3402 §3.2 substitution expression, as BIND checks it: a
+ * delimiter (not NUL, digit, backslash or flag), the ERE, the delimiter,
+ * the replacement, the delimiter, flags ("i"). Backslash escapes the
+ * next octet. The ERE must compile (POSIX extended), and a replacement's
+ * back-reference \1 to \9 name a subexpression it has (\0 none): BIND
+ * refuses the record otherwise, so its zone did not load. */
 static bool is_naptr_regexp(const uint8_t *p, size_t len)
 {
 	if (len == 0) {
@@ -440,6 +545,9 @@ static bool is_naptr_regexp(const uint8_t *p, size_t len)
 	if (delim == 0 || delim == '\\' || delim == 'i' || isdigit(delim)) {
 		return false;
 	}
+	char ere[256];
+	size_t ere_len = 0;
+	unsigned groups = 0;
 	int part = 0; /* 0: ERE, 1: replacement, 2: flags. */
 	for (size_t i = 1; i < len; i++) {
 		if (p[i] == 0) {
@@ -453,11 +561,21 @@ static bool is_naptr_regexp(const uint8_t *p, size_t len)
 			if (++i == len || p[i] == 0) {
 				return false;
 			}
+			if (part == 0) {
+				ere[ere_len++] = '\\';
+				ere[ere_len++] = (char)p[i];
+			} else if (p[i] == '0') {
+				return false;
+			} else if (isdigit(p[i]) && (unsigned)(p[i] - '0') > groups) {
+				groups = (unsigned)(p[i] - '0');
+			}
 		} else if (p[i] == delim) {
 			part++;
+		} else if (part == 0) {
+			ere[ere_len++] = (char)p[i];
 		}
 	}
-	return part == 2;
+	return part == 2 && naptr_ere_valid(ere, ere_len, groups);
 }
 
 /* NAPTR's order, preference, flags, services and regexp (RFC 3403 §4.1). */
@@ -470,7 +588,8 @@ static bool check_naptr_head(reader_t *r)
 	if (read_string(r, &len) && !is_naptr_regexp(r->pos - len, len)) {
 		return fail(r, "the NAPTR regexp is not delimiter, ERE, "
 		            "delimiter, replacement, delimiter, flags (RFC 3402 "
-		            "§3.2)");
+		            "§3.2), with an ERE that compiles and back-references "
+		            "to its subexpressions only");
 	}
 	return r->why == NULL;
 }

@@ -71,6 +71,18 @@ static int unbracket(char *text, size_t len, size_t size)
 	return (int)len;
 }
 
+/* A name as every name of the export is written (owners and $ORIGIN
+ * alike): libknot's text with unbracket() (the zone's name went out as
+ * stored, "$ORIGIN \[z.", which BIND refused). */
+static int name_text(const knot_dname_t *name, char *out, size_t size)
+{
+	if (knot_dname_to_str(out, name, size) == NULL ||
+	    unbracket(out, strlen(out), size) < 0) {
+		return KNOT_EINVAL;
+	}
+	return ZC_EOK;
+}
+
 int zonefile_rdata_text(uint16_t type, const uint8_t *rdata, uint16_t len,
                         char *out, size_t size, bool *generic)
 {
@@ -135,8 +147,7 @@ static void write_row(export_t *e, const records_row_t *row)
 		rdata = soa;
 	}
 	char owner[4 * KNOT_DNAME_MAXLEN + 1];
-	if (knot_dname_to_str(owner, row->owner, sizeof(owner)) == NULL ||
-	    unbracket(owner, strlen(owner), sizeof(owner)) < 0) {
+	if (name_text(row->owner, owner, sizeof(owner)) != ZC_EOK) {
 		e->error = KNOT_EINVAL;
 		return;
 	}
@@ -171,7 +182,13 @@ static int write_soa(records_store_t *store, const knot_dname_t *apex,
 		return ret;
 	}
 	e->serial = zone.serial;
-	fprintf(e->out, "$ORIGIN %s\n", zone.name);
+	char origin[4 * KNOT_DNAME_MAXLEN + 1];
+	ret = name_text(apex, origin, sizeof(origin));
+	if (ret != ZC_EOK) {
+		records_scan_end(scan);
+		return ret;
+	}
+	fprintf(e->out, "$ORIGIN %s\n", origin);
 	records_row_t row;
 	while ((ret = records_scan_next(scan, &row)) == 1 && row.okey_len == 0) {
 		if (row.type == KNOT_RRTYPE_SOA) {

@@ -1,8 +1,12 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* Master-file reading over libzscanner (see zonefile.h). */
 #include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -20,6 +24,7 @@
 typedef struct {
 	const zonefile_handler_t *handler;
 	unsigned errors;
+	bool stopped;    /* By the record callback. */
 } parse_t;
 
 static const char *file_name(const zs_scanner_t *s)
@@ -34,9 +39,7 @@ static void on_error(zs_scanner_t *s)
 		p->handler->error(file_name(s), s->line_counter,
 		                  zs_strerror(s->error.code), p->handler->ctx);
 	}
-	if (++p->errors >= MAX_ERRORS) {
-		s->state = ZS_STATE_STOP;
-	}
+	p->errors++;
 }
 
 static void on_record(zs_scanner_t *s)
@@ -55,35 +58,132 @@ static void on_record(zs_scanner_t *s)
 	                       (uint16_t)s->r_data_length, file_name(s),
 	                       s->line_counter, p->handler->ctx) != 0) {
 		p->errors++;
-		s->state = ZS_STATE_STOP;
+		p->stopped = true;
 	}
 }
 
 /* Where an $INCLUDE may open files: the operator's own files (a
- * zonecast command's, read by libzscanner itself), or nowhere (text from
+ * zonecast command's, opened here: open_regular()), or nowhere (text from
  * the API: a file of the server is not the caller's to read). */
 typedef enum { INCLUDES_OPENED, INCLUDES_REFUSED } includes_t;
 
-static int run(zs_scanner_t *s, parse_t *p, includes_t includes)
+/* How deep $INCLUDE files may nest: a file that includes itself (or a
+ * loop of them) ends here, not when the process runs out of descriptors
+ * or memory (libzscanner's own includes went on some 10,000 deep). */
+#define MAX_INCLUDE_DEPTH 32
+
+static int parse_file(int fd, const char *name, const char *dir,
+                      const char *origin, uint32_t ttl, parse_t *p,
+                      unsigned depth);
+
+static void report(parse_t *p, const char *file, uint64_t line,
+                   const char *msg)
+{
+	if (p->handler->error != NULL) {
+		p->handler->error(file, line, msg, p->handler->ctx);
+	}
+	p->errors++;
+}
+
+/* What kind of file st is, for a refusal. */
+static const char *file_kind(const struct stat *st)
+{
+	return S_ISFIFO(st->st_mode) ? "a FIFO" :
+	       S_ISCHR(st->st_mode) ? "a character device" :
+	       S_ISBLK(st->st_mode) ? "a block device" :
+	       S_ISSOCK(st->st_mode) ? "a socket" :
+	       S_ISDIR(st->st_mode) ? "a directory" : "not a regular file";
+}
+
+int zonefile_open(const char *path, char *why, size_t why_size)
+{
+	/* O_NONBLOCK: an open of a FIFO waits for a writer (it wedged the
+	 * server's import for good), one of a device may wait too. */
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	if (fd < 0) {
+		int err = errno;
+		snprintf(why, why_size, "cannot open %s: %s", path,
+		         strerror(err));
+		errno = err;
+		return -1;
+	}
+	struct stat st;
+	if (fstat(fd, &st) != 0) {
+		int err = errno;
+		snprintf(why, why_size, "cannot open %s: %s", path,
+		         strerror(err));
+		close(fd);
+		errno = err;
+		return -1;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		snprintf(why, why_size, "cannot open %s: not a regular file "
+		         "(%s): zone files are read from regular files only",
+		         path, file_kind(&st));
+		close(fd);
+		errno = EINVAL;
+		return -1;
+	}
+	return fd;
+}
+
+/* An $INCLUDE the scanner handed over: its file (s->include_filename,
+ * absolute) parsed with its origin (s->buffer, text) and the current
+ * default TTL, as libzscanner parses it itself, but opened without
+ * waiting (zonefile_open()) and within MAX_INCLUDE_DEPTH. */
+static void include(zs_scanner_t *s, parse_t *p, unsigned depth)
+{
+	char *path = strdup(s->include_filename);
+	char *origin = strdup((const char *)s->buffer);
+	char why[PATH_MAX + 160];
+	const char *parent = file_name(s);
+	uint64_t line = s->line_counter;
+	if (path == NULL || origin == NULL) {
+		report(p, parent, line, "out of memory");
+	} else if (depth >= MAX_INCLUDE_DEPTH) {
+		snprintf(why, sizeof(why), "$INCLUDE %s: more than %u files "
+		         "nested (does a file include itself?)", path,
+		         MAX_INCLUDE_DEPTH);
+		report(p, parent, line, why);
+	} else {
+		int fd = zonefile_open(path, why, sizeof(why));
+		if (fd < 0) {
+			report(p, parent, line, why);
+		} else {
+			char *real = realpath(path, NULL);
+			char *copy = strdup(real != NULL ? real : path);
+			unsigned before = p->errors;
+			int ret = copy != NULL ?
+			          parse_file(fd, path, dirname(copy), origin,
+			                     s->default_ttl, p, depth + 1) :
+			          KNOT_ENOMEM;
+			/* As libzscanner: the include's line says it too. */
+			if (ret == KNOT_ENOMEM) {
+				report(p, parent, line, "out of memory");
+			} else if (p->errors > before) {
+				report(p, parent, line,
+				       zs_strerror(ZS_UNPROCESSED_INCLUDE));
+			}
+			free(copy);
+			free(real);
+			close(fd);
+		}
+	}
+	free(path);
+	free(origin);
+}
+
+/* Record by record: libzscanner hands each $INCLUDE to this loop instead
+ * of opening its file itself (its open() waits on a FIFO). */
+static int run(zs_scanner_t *s, parse_t *p, includes_t includes,
+               unsigned depth)
 {
 	int ret = ZC_EOK;
-	if (includes == INCLUDES_OPENED) {
-		if (zs_set_processing(s, on_record, on_error, p) != 0 ||
-		    zs_parse_all(s) != 0) {
-			if (p->errors == 0) {
-				on_error(s); /* E.g. the file cannot be opened. */
-			}
-			ret = ZC_EZONEFILE;
-		}
-		return p->errors > 0 ? ZC_EZONEFILE : ret;
-	}
-	/* Record by record: libzscanner hands an $INCLUDE to the caller
-	 * instead of opening its file. */
 	s->process.automatic = false;
 	s->process.record = NULL;
 	s->process.error = NULL;
 	s->process.data = p;
-	for (;;) {
+	while (p->errors < MAX_ERRORS && !p->stopped) {
 		if (zs_parse_record(s) != 0) {
 			on_error(s); /* A fatal error. */
 			ret = ZC_EZONEFILE;
@@ -96,20 +196,22 @@ static int run(zs_scanner_t *s, parse_t *p, includes_t includes)
 			if (s->error.fatal) {
 				break;
 			}
+		} else if (s->state == ZS_STATE_INCLUDE &&
+		           includes == INCLUDES_OPENED) {
+			/* libzscanner leaves a frame of its call stack with
+			 * each include it hands over, back in its main
+			 * machine: cleared as its own error lines clear it
+			 * (a few dozen smashed the stack). */
+			s->top = 0;
+			include(s, p, depth);
 		} else if (s->state == ZS_STATE_INCLUDE) {
-			/* The end: libzscanner's parse stack keeps a frame
-			 * of each include it handed over (the fuzzer smashed
-			 * it with a few dozen). */
-			if (p->handler->error != NULL) {
-				p->handler->error(file_name(s), s->line_counter,
-				                  "$INCLUDE is not accepted here (it "
-				                  "would read a file of the server)",
-				                  p->handler->ctx);
-			}
-			p->errors++;
+			/* The end (see above: no frame left to pile up). */
+			report(p, file_name(s), s->line_counter,
+			       "$INCLUDE is not accepted here (it would read a "
+			       "file of the server)");
 			break;
 		} else {
-			break; /* The end, or stopped by a callback. */
+			break; /* The end. */
 		}
 	}
 	return p->errors > 0 ? ZC_EZONEFILE : ret;
@@ -203,65 +305,43 @@ static int init(zs_scanner_t *s, const knot_dname_t *origin, uint32_t ttl)
 	return zs_init(s, name, KNOT_CLASS_IN, ttl) == 0 ? ZC_EOK : KNOT_ENOMEM;
 }
 
-/* The whole content of fd: mapped when it is a regular file, else read
- * (a pipe). *mapped says which, for unmap_fd(). NULL with errno set. */
-static char *map_fd(int fd, size_t *len, bool *mapped)
+/* The content of the regular file open at fd, mapped (""
+ * when empty): *len its length, for unmap(). NULL with errno set, or
+ * with *why (a refusal of a file that is not a regular one: a pipe was
+ * read whole into memory, unbounded). */
+static char *map_file(int fd, size_t *len, char *why, size_t why_size)
 {
 	struct stat st;
 	*len = 0;
-	*mapped = false;
+	why[0] = '\0';
 	if (fstat(fd, &st) != 0) {
 		return NULL;
 	}
-	if (S_ISREG(st.st_mode) && st.st_size > 0) {
-		void *p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE,
-		               fd, 0);
-		if (p == MAP_FAILED) {
-			return NULL;
-		}
-		*len = (size_t)st.st_size;
-		*mapped = true;
-		return p;
-	}
-	if (S_ISDIR(st.st_mode)) {
-		errno = EISDIR;
+	if (!S_ISREG(st.st_mode)) {
+		snprintf(why, why_size, "not a regular file (%s): zone files "
+		         "are read from regular files only (the zonecast "
+		         "command copies its standard input to one)",
+		         file_kind(&st));
+		errno = EINVAL;
 		return NULL;
 	}
-	size_t cap = 65536;
-	char *buf = malloc(cap);
-	for (ssize_t n = 1; buf != NULL && n > 0; ) {
-		if (*len == cap) {
-			char *grown = realloc(buf, cap * 2);
-			if (grown == NULL) {
-				break;
-			}
-			buf = grown;
-			cap *= 2;
-		}
-		n = read(fd, buf + *len, cap - *len);
-		if (n < 0 && errno == EINTR) {
-			n = 1;
-		} else if (n < 0) {
-			free(buf);
-			return NULL;
-		} else {
-			*len += (size_t)n;
-		}
+	if (st.st_size == 0) {
+		return (char *)"";
 	}
-	if (buf != NULL && *len == cap) {
-		free(buf); /* realloc failed */
-		errno = ENOMEM;
+	void *p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	if (p == MAP_FAILED) {
 		return NULL;
 	}
-	return buf;
+	/* Read once, in order: the kernel may drop pages behind. */
+	(void)madvise(p, (size_t)st.st_size, MADV_SEQUENTIAL);
+	*len = (size_t)st.st_size;
+	return p;
 }
 
-static void unmap_fd(char *text, size_t len, bool mapped)
+static void unmap(char *text, size_t len)
 {
-	if (mapped) {
+	if (len > 0) {
 		munmap(text, len);
-	} else {
-		free(text);
 	}
 }
 
@@ -277,40 +357,58 @@ static int name_input(zs_scanner_t *s, const char *name, const char *dir)
 	return s->file.name != NULL && s->path != NULL ? ZC_EOK : KNOT_ENOMEM;
 }
 
-int zonefile_parse_fd(int fd, const char *name, const char *include_dir,
-                      const knot_dname_t *origin, uint32_t default_ttl,
-                      const zonefile_handler_t *handler)
+/* Parses the regular file open at fd (named name in messages; relative
+ * $INCLUDE paths from dir, NULL: the working directory) with the origin
+ * (text) and default TTL, into p. */
+static int parse_file(int fd, const char *name, const char *dir,
+                      const char *origin, uint32_t ttl, parse_t *p,
+                      unsigned depth)
 {
 	size_t len;
-	bool mapped;
-	char *text = map_fd(fd, &len, &mapped);
+	char why[256];
+	char *text = map_file(fd, &len, why, sizeof(why));
 	if (text == NULL) {
-		handler->error(name, 0, strerror(errno), handler->ctx);
+		report(p, name, 0, why[0] != '\0' ? why : strerror(errno));
 		return ZC_EZONEFILE;
 	}
-	if (check_last_cr(text, len, name, handler) != ZC_EOK) {
-		unmap_fd(text, len, mapped);
+	if (check_last_cr(text, len, name, p->handler) != ZC_EOK) {
+		p->errors++;
+		unmap(text, len);
 		return ZC_EZONEFILE;
 	}
 	zs_scanner_t *s = get_scanner();
 	if (s == NULL) {
-		unmap_fd(text, len, mapped);
+		unmap(text, len);
 		return KNOT_ENOMEM;
 	}
-	parse_t p = { .handler = handler };
-	int ret = init(s, origin, default_ttl);
+	int ret = zs_init(s, origin, KNOT_CLASS_IN, ttl) == 0 ? ZC_EOK :
+	          KNOT_ENOMEM;
 	if (ret == ZC_EOK) {
 		if (zs_set_input_string(s, text, len) != 0) {
 			ret = ZC_EZONEFILE;
 		} else {
-			ret = name_input(s, name, include_dir);
-			ret = ret == ZC_EOK ? run(s, &p, INCLUDES_OPENED) : ret;
+			ret = name_input(s, name, dir);
+			ret = ret == ZC_EOK ? run(s, p, INCLUDES_OPENED, depth) :
+			      ret;
 		}
 		zs_deinit(s); /* Frees the names, not the input. */
 	}
 	put_scanner(s);
-	unmap_fd(text, len, mapped);
+	unmap(text, len);
 	return ret;
+}
+
+int zonefile_parse_fd(int fd, const char *name, const char *include_dir,
+                      const knot_dname_t *origin, uint32_t default_ttl,
+                      const zonefile_handler_t *handler)
+{
+	char text[KNOT_DNAME_TXT_MAXLEN + 1];
+	if (knot_dname_to_str(text, origin, sizeof(text)) == NULL) {
+		return KNOT_EINVAL;
+	}
+	parse_t p = { .handler = handler };
+	int ret = parse_file(fd, name, include_dir, text, default_ttl, &p, 0);
+	return ret == ZC_EOK && p.errors > 0 ? ZC_EZONEFILE : ret;
 }
 
 int zonefile_parse_text(const char *text, size_t len,
@@ -330,7 +428,7 @@ int zonefile_parse_text(const char *text, size_t len,
 		if (zs_set_input_string(s, text, len) != 0) {
 			ret = ZC_EZONEFILE;
 		} else {
-			ret = run(s, &p, INCLUDES_REFUSED);
+			ret = run(s, &p, INCLUDES_REFUSED, 0);
 		}
 		zs_deinit(s);
 	}
@@ -366,7 +464,7 @@ int zonefile_parse_record(const char *text, size_t len,
 	int ret = check_last_cr(text, len, "-", handler);
 	if (ret == ZC_EOK) {
 		ret = zs_set_input_string(s, text, len) == 0 ?
-		      run(s, &p, INCLUDES_REFUSED) : ZC_EZONEFILE;
+		      run(s, &p, INCLUDES_REFUSED, 0) : ZC_EZONEFILE;
 	}
 	c->busy = false;
 	if (ret != ZC_EOK) {

@@ -6,8 +6,9 @@
  * only, not in text from the API) and every type libknot knows (unknown
  * types in RFC 3597 form). An input whose last line ends in a CR is
  * refused, as libzscanner refuses every other CR (it dropped that line).
- * Records reach the caller one at a time, so a file of any size is read
- * in constant memory.
+ * Records reach the caller one at a time from a mapped regular file (never
+ * a pipe or a device: the zonecast command copies its standard input to
+ * a file first), so a file of any size is read in constant memory.
  */
 #pragma once
 
@@ -32,6 +33,9 @@ typedef struct {
 /*
  * Parses the master file open at fd (by a zonecast command, passed to the
  * server over its control socket) with the given origin and default TTL.
+ * fd must be a regular file (anything else is refused: a pipe's content
+ * was read whole into memory); $INCLUDE files are opened with
+ * zonefile_open(), at most 32 deep.
  * Returns ZC_EOK, or ZC_EZONEFILE after reporting errors through the
  * handler (parsing goes on after errors, up to 100 of them). fd is read
  * (mapped) as it is, with the rights of whoever opened it, and never
@@ -44,6 +48,14 @@ typedef struct {
 int zonefile_parse_fd(int fd, const char *name, const char *include_dir,
                       const knot_dname_t *origin, uint32_t default_ttl,
                       const zonefile_handler_t *handler);
+
+/*
+ * Opens a zone file (an import's, an $INCLUDE's) for reading without
+ * waiting: O_NONBLOCK (a FIFO's open waits for a writer, a device's may),
+ * and only a regular file is taken (a FIFO, device, socket or directory
+ * is refused). An fd, or -1 with errno and why (a sentence naming path).
+ */
+int zonefile_open(const char *path, char *why, size_t why_size);
 
 /* As zonefile_parse_fd(), on text in memory ("-" named as the file), from
  * a client: an $INCLUDE is never opened; it ends the parse with an error

@@ -89,11 +89,14 @@ static const case_t cases[] = {
 	/* IPSECKEY gateways (RFC 4025). */
 	{ NULL, "IPSECKEY", 300, "010300" "05", ZC_ERDATA },        /* name: no end */
 	{ NULL, "IPSECKEY", 300, "010400", ZC_ERDATA },            /* type 4 */
-	{ NULL, "IPSECKEY", 300, "010000", ZC_EOK },
+	/* Algorithm 0 (no key, RFC 4025 §2.4): BIND loads no IPSECKEY
+	 * without a key (outside tester 20). */
+	{ NULL, "IPSECKEY", 300, "010000", ZC_ERDATA },
 	{ NULL, "IPSECKEY", 300, "01000201", ZC_EOK },
 	{ NULL, "IPSECKEY", 300, "010002", ZC_ERDATA },            /* no key */
 	{ NULL, "IPSECKEY", 300, "01000001", ZC_ERDATA },          /* alg 0, key */
-	{ NULL, "IPSECKEY", 300, "01010001020304", ZC_EOK },
+	{ NULL, "IPSECKEY", 300, "01010001020304", ZC_ERDATA },
+	{ NULL, "IPSECKEY", 300, "0101020102030401", ZC_EOK },
 	/* NSEC3 and NSEC3PARAM: salt and hash lengths (RFC 5155). */
 	{ NULL, "NSEC3", 300, "01000001" "29", ZC_ERDATA },
 	{ NULL, "NSEC3", 300, "01000001" "00" "0141" "000120", ZC_EOK },
@@ -134,6 +137,18 @@ static const case_t cases[] = {
 	{ NULL, "ZONEMD", 300, "000000010101" "000000000000000000000000",
 	  ZC_ERDATA },                                        /* SHA-384: 48 */
 	/* NAPTR regexp (RFC 3402 §3.2). */
+	/* An ERE that does not compile, a back-reference past its groups,
+	 * \0, a bad interval: BIND refuses them (outside tester 20). */
+	{ NULL, "NAPTR", 300, "00010001" "00" "00" "05" "2128217821" "00",
+	  ZC_ERDATA },
+	{ NULL, "NAPTR", 300, "00010001" "00" "00" "09" "215e2e2a24215c3221" "00",
+	  ZC_ERDATA },
+	{ NULL, "NAPTR", 300, "00010001" "00" "00" "0b"
+	  "215e282e2a2924215c3021" "00", ZC_ERDATA },
+	{ NULL, "NAPTR", 300, "00010001" "00" "00" "0a" "21617b322c317d2178" "21"
+	  "00", ZC_ERDATA },
+	{ NULL, "NAPTR", 300, "00010001" "00" "00" "0b"
+	  "215e282e2a2924215c3121" "00", ZC_EOK },
 	{ NULL, "NAPTR", 300, "00010001" "00" "00" "0161" "00", ZC_ERDATA },
 	{ NULL, "NAPTR", 300, "00010001" "00" "00" "0821" "5e2e2a2421" "7821" "00",
 	  ZC_EOK },                                           /* !^.*$!x! */

@@ -1,0 +1,146 @@
+"""Zone-file inputs an import refuses or bounds (outside tester 20):
+$INCLUDE of a FIFO (it wedged the running server's import, stop and
+SIGTERM), a piped file read whole into the server's memory, NAPTR regexps
+and an IPSECKEY BIND refuses (import, API and UPDATE alike), and an
+export's $ORIGIN escaped as its owners are."""
+import os
+import shutil
+import subprocess
+import time
+
+import pytest
+
+import servers
+from test_attack12 import Zone, zone_text  # noqa: F401 (the module's helpers)
+
+ZONE = "inputs.test"
+HEAD = ("$TTL 300\n@ SOA ns1 hostmaster 1 7200 3600 1209600 300\n"
+        "@ NS ns1\nns1 A 192.0.2.1\n")
+
+
+def cli(*args, stdin=None, input=None, cwd=None, timeout=30):
+    return subprocess.run([servers.zonecast_bin()] + list(args), stdin=stdin, input=input,
+                          capture_output=True, cwd=cwd, timeout=timeout)
+
+
+def vm_hwm_kb(pid):
+    for line in open("/proc/%d/status" % pid):
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1])
+    return 0
+
+
+@pytest.mark.zonecast_only
+def test_include_of_a_fifo_is_refused_and_nothing_waits(zonecast_factory, tmp_path):
+    srv = zonecast_factory()
+    d = srv.data_dir
+    os.mkfifo(str(tmp_path / "fifo.inc"))
+    (tmp_path / "fifo.zone").write_text(HEAD + "$INCLUDE fifo.inc\n")
+    (tmp_path / "good.zone").write_text(HEAD + "www A 192.0.2.2\n")
+    t0 = time.monotonic()
+    cp = cli("zone", "import", "--data-dir", d, ZONE, "fifo.zone", cwd=str(tmp_path))
+    err = cp.stderr.decode()
+    assert cp.returncode == 1, err
+    assert "fifo.inc: not a regular file (a FIFO)" in err and "fifo.zone:5:" in err, err
+    assert time.monotonic() - t0 < 10
+    assert "audit: control refused command=zone-import" in srv.log()
+    # the main file: a FIFO or a device is refused by the command, unopened
+    for name in ("fifo.inc", "/dev/null"):
+        cp = cli("zone", "import", "--data-dir", d, ZONE, name, cwd=str(tmp_path))
+        assert cp.returncode == 1 and b"not a regular file" in cp.stderr, cp.stderr
+    # the control writer is free: an import and a stop go through at once
+    cp = cli("zone", "import", "--data-dir", d, ZONE, "good.zone", cwd=str(tmp_path))
+    assert cp.returncode == 0, cp.stderr
+    t0 = time.monotonic()
+    cp = cli("stop", "--data-dir", d, timeout=20)
+    assert cp.returncode == 0, cp.stderr
+    srv.proc.wait(20)
+    assert time.monotonic() - t0 < 15
+    assert "waiting for 1 write" not in srv.log()
+
+
+@pytest.mark.zonecast_only
+def test_a_piped_file_is_spooled_by_the_command_not_read_into_the_server(zonecast_factory,
+                                                                          tmp_path):
+    srv = zonecast_factory()
+    d = srv.data_dir
+    before = vm_hwm_kb(srv.proc.pid)
+    # 64 MB of NULs on a pipe: refused by the command at its first octet
+    head = subprocess.Popen(["head", "-c", "64M", "/dev/zero"], stdout=subprocess.PIPE)
+    cp = cli("zone", "import", "--data-dir", d, ZONE, "/dev/stdin", stdin=head.stdout)
+    head.stdout.close()
+    head.wait(10)
+    assert cp.returncode == 1 and b"a NUL byte at offset 0" in cp.stderr, cp.stderr
+    assert vm_hwm_kb(srv.proc.pid) - before < 16 * 1024
+    # a zone file on a pipe ("-" and /dev/stdin): imported; $INCLUDE from
+    # the working directory
+    (tmp_path / "hosts.inc").write_text("www A 192.0.2.9\n")
+    for name in ("-", "/dev/stdin"):
+        cp = cli("zone", "import", "--data-dir", d, ZONE, name, cwd=str(tmp_path),
+                 input=(HEAD + "$INCLUDE hosts.inc\n").encode())
+        assert cp.returncode == 0, cp.stderr
+    out = cli("zone", "export", "--data-dir", d, ZONE).stdout.decode()
+    assert "192.0.2.9" in out
+
+
+NAPTR_BAD = ['"!(!x!"', '"!^.*$!\\\\2!"', '"!^(.*)$!\\\\0!"', '"!a{2,1}!x!"']
+NAPTR_GOOD = ['"!^(.*)$!sip:\\\\1@example.com!i"', '""',
+              '"!((((a{1,255}){1,255}){1,255}){1,255})!x!"']
+
+
+@pytest.mark.zonecast_only
+@pytest.mark.parametrize("rdata", ["NAPTR 100 10 \"U\" \"E2U+sip\" %s ." % r for r in NAPTR_BAD]
+                         + ["IPSECKEY 10 0 0 ."])
+def test_rdata_bind_refuses_is_refused_everywhere(zonecast_dyn, tmp_path, rdata):
+    srv = zonecast_dyn
+    api = srv.client()
+    z = Zone(srv, api, prefix="zi")
+    path = tmp_path / "z.zone"
+    path.write_text(zone_text(z.origin, "n " + rdata))
+    if shutil.which("named-checkzone"):
+        assert subprocess.run(["named-checkzone", z.name, str(path)],
+                              capture_output=True).returncode != 0
+    cp = srv.run_cli("zone", "import", "--data-dir", srv.data_dir, z.name, str(path),
+                     check=False)
+    assert cp.returncode == 1 and "z.zone:8: error:" in cp.stderr, cp.stderr
+    rtype, content = rdata.split(" ", 1)
+    r = z.post("n", rtype, content)
+    assert r.status_code == 400 and "content" in r.text, r.text
+    if rtype == "IPSECKEY":    # dnspython makes none without a key: RFC 3597's form
+        rtype, content = "TYPE45", "\\# 3 0a0000"
+    assert z.update(("n", 300, rtype, content)) == "FORMERR"
+
+
+@pytest.mark.zonecast_only
+def test_naptr_regexps_bind_loads_are_kept(zonecast_dyn, tmp_path):
+    srv = zonecast_dyn
+    z = Zone(srv, srv.client(), prefix="zg")
+    lines = ["n%d NAPTR 100 10 \"U\" \"E2U+sip\" %s ." % (i, r) for i, r in enumerate(NAPTR_GOOD)]
+    path = tmp_path / "z.zone"
+    path.write_text(zone_text(z.origin, *lines))
+    t0 = time.monotonic()
+    cp = srv.run_cli("zone", "import", "--data-dir", srv.data_dir, z.name, str(path),
+                     check=False)
+    assert cp.returncode == 0, cp.stderr
+    assert time.monotonic() - t0 < 10   # nested intervals: glibc's regcomp took 24 GB
+
+
+@pytest.mark.zonecast_only
+@pytest.mark.skipif(shutil.which("named-checkzone") is None, reason="no named-checkzone")
+@pytest.mark.parametrize("zone", ["\\[z.test", "\\[.test", "a\\(b.test", "q\\\"z.test"])
+def test_the_export_of_an_odd_zone_name_loads_in_bind(tmp_path, zone):
+    d = str(tmp_path / "d")
+    path = tmp_path / "z.zone"
+    path.write_text(HEAD)
+    cp = cli("zone", "import", "--data-dir", d, zone, str(path))
+    assert cp.returncode == 0, cp.stderr
+    out = cli("zone", "export", "--data-dir", d, zone)
+    assert out.returncode == 0, out.stderr
+    text = out.stdout.decode()
+    assert "\\[" not in text, text
+    (tmp_path / "e.zone").write_text(text)
+    # BIND reads "\\[" as a bitstring label, on its command line too
+    cp = subprocess.run(["named-checkzone", zone.replace("\\[", "\\091"),
+                         str(tmp_path / "e.zone")],
+                        capture_output=True, text=True)
+    assert cp.returncode == 0, cp.stdout + text
