@@ -14,6 +14,7 @@
 #include "api/reply.h"
 #include "common/error.h"
 #include "common/log.h"
+#include "records/changelog.h"
 
 void api_error(api_req_t *req, unsigned status, int code, const char *fmt, ...)
 {
@@ -51,32 +52,46 @@ void api_method_not_allowed(api_req_t *req)
 	          "%s", req->allow != NULL ? req->allow : "no method");
 }
 
-/* The data directory cannot take writes: the condition is the server's,
- * not the request's, so the message names it rather than a field. */
+/* The records store cannot take the request: the condition is the
+ * server's, not the request's, so the message names it rather than a
+ * field. A read (GET, HEAD) is not told "nothing was written"; a
+ * read-only PostgreSQL (a standby, default_transaction_read_only) is not
+ * blamed on the data directory. */
 static bool storage_error(api_req_t *req, int ret)
 {
 	static const struct {
 		int code;
 		unsigned status;
 		const char *text;
+		bool says_written; /* The text says what became of a write. */
 	} table[] = {
-		{ -ENOSPC, 507, "data directory: disk full, nothing was written" },
-		{ -EROFS, 503, "data directory: read-only file system, nothing "
-		               "was written" },
-		{ -EACCES, 503, "data directory: permission denied, nothing was "
-		                "written" },
-		{ ZC_EUNAVAILABLE, 503, "records store (PostgreSQL) unavailable,"
-		  " nothing was written: retry" },
+		{ -ENOSPC, 507, "data directory: disk full", false },
+		{ -EROFS, 503, "data directory: read-only file system", false },
+		{ -EACCES, 503, "data directory: permission denied", false },
+		{ ZC_EUNAVAILABLE, 503, "records store (PostgreSQL) unavailable",
+		  false },
 		{ ZC_EINDOUBT, 503, "records store (PostgreSQL) connection lost"
 		  " at commit: the write may or may not have been made; read"
-		  " before retrying" },
+		  " before retrying", true },
 	};
+	bool reading = req->method != NULL &&
+	               (strcmp(req->method, "GET") == 0 ||
+	                strcmp(req->method, "HEAD") == 0);
+	bool pg = req->rs != NULL &&
+	          records_changelog_numbering(req->rs) == RECORDS_LOG_COMMITS;
 	for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++) {
-		if (table[i].code == ret) {
-			api_error(req, table[i].status, 1000 + table[i].status,
-			          "%s", table[i].text);
-			return true;
+		if (table[i].code != ret) {
+			continue;
 		}
+		const char *text = pg && ret == -EROFS ?
+		                   "records store (PostgreSQL): read-only (a "
+		                   "standby, or default_transaction_read_only set)" :
+		                   table[i].text;
+		api_error(req, table[i].status, 1000 + table[i].status, "%s%s%s",
+		          text, table[i].says_written ? "" : reading ? "" :
+		          ", nothing was written",
+		          ret == ZC_EUNAVAILABLE || reading ? ": retry" : "");
+		return true;
 	}
 	return false;
 }

@@ -138,3 +138,59 @@ def test_paused_writer_does_not_hold_a_zone_for_ever(pg_cluster, tmp_path):
     for n in (a, b):
         cp = n.verify()
         assert "no differences" in cp.stdout, cp.stdout + cp.stderr
+
+
+def test_a_read_only_store_is_named_as_such(pg_cluster, tmp_path):
+    """A read-only PostgreSQL (a standby after a failover, or
+    default_transaction_read_only set) was answered 503 "data directory:
+    read-only file system" (outside tester 21): the records store is
+    named now; and a read while the database is away is not told that
+    "nothing was written"."""
+    db, uri = pg.fresh_database(pg_cluster, "ro")
+    srv = pg.serve_node(tmp_path, "a", uri)
+    try:
+        api = srv.client()
+        zid = api.ok("POST", "/zones", {"name": "ro.test"})["result"]["id"]
+        path = "/zones/%s/dns_records" % zid
+        pg.psql(pg_cluster, "ALTER ROLE zc IN DATABASE %s SET"
+                " default_transaction_read_only = on" % db)
+        pg.psql(pg_cluster, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                " WHERE datname = '%s'" % db)
+        deadline = time.monotonic() + 20
+        while True:
+            r = api.call("POST", path, {"type": "TXT", "name": "x.ro.test", "content": "x"})
+            msg = r.json()["errors"][0]["message"] if r.status_code != 200 else ""
+            if "read-only" in msg:
+                break
+            assert r.status_code == 503 and time.monotonic() < deadline, (r.status_code, r.text)
+            time.sleep(0.2)
+        assert r.status_code == 503, r.text
+        assert msg.startswith("records store (PostgreSQL): read-only") and \
+            msg.endswith("nothing was written"), msg
+        assert "data directory" not in msg, msg
+        pg.psql(pg_cluster, "ALTER ROLE zc IN DATABASE %s RESET"
+                " default_transaction_read_only" % db)
+        pg.psql(pg_cluster, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                " WHERE datname = '%s'" % db)
+        deadline = time.monotonic() + 20
+        while api.call("POST", path, {"type": "TXT", "name": "y.ro.test",
+                                      "content": "y"}).status_code != 200:
+            assert time.monotonic() < deadline, "writes never came back"
+            time.sleep(0.2)
+        # The database away: a read is told it is unavailable, not that
+        # nothing was written.
+        pg.psql(pg_cluster, "ALTER DATABASE %s ALLOW_CONNECTIONS false" % db)
+        pg.psql(pg_cluster, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                " WHERE datname = '%s'" % db)
+        deadline = time.monotonic() + 20
+        while True:
+            r = api.call("GET", path)
+            if r.status_code == 503:
+                break
+            assert time.monotonic() < deadline, (r.status_code, r.text)
+            time.sleep(0.2)
+        msg = r.json()["errors"][0]["message"]
+        assert "unavailable" in msg and "nothing was written" not in msg, msg
+    finally:
+        pg.psql(pg_cluster, "ALTER DATABASE %s ALLOW_CONNECTIONS true" % db, check=False)
+        srv.stop()
