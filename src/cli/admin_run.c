@@ -12,6 +12,7 @@
 #include <libknot/errcode.h>
 
 #include "cli/admin.h"
+#include "cli/commands.h"
 #include "common/audit.h"
 #include "common/error.h"
 #include "common/log.h"
@@ -69,8 +70,10 @@ int admin_run_local(records_store_t *rs, edge_store_t *es, const char *dir,
 	writer_t *writer;
 	int ret = writer_start(&wcfg, &writer);
 	if (ret != ZC_EOK) {
-		fprintf(stderr, "zonecast: cannot open %s/records.db for "
-		        "writing: %s\n", dir, zc_strerror(ret));
+		char store[600];
+		cli_records_store_text(dir, store, sizeof(store));
+		fprintf(stderr, "zonecast: cannot open %s for writing: %s\n",
+		        store, zc_strerror(ret));
 		return ret;
 	}
 	admin_t a = {

@@ -103,6 +103,10 @@ int cli_find_zone(records_store_t *rs, const char *cmd, const char *name,
  * system, permissions); prints why not and returns -errno. */
 int cli_writable_data_dir(const char *dir);
 
+/* How messages name DIR's records store: "the records store URI (bound
+ * to DIR)", its URI's password hidden, or "DIR/records.db". */
+void cli_records_store_text(const char *dir, char *out, size_t size);
+
 /* Opens both stores of a data directory; prints why on failure. With
  * create false the directory must be one already (cli_require_data_dir):
  * only serve and zone import create one. */

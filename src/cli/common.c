@@ -27,6 +27,18 @@
 /* The edge store's default space reserve (ZONECAST_EDGE_RESERVE_MB). */
 #define EDGE_RESERVE_MB 8
 
+void cli_records_store_text(const char *dir, char *out, size_t size)
+{
+	char uri[4096], shown[512];
+	if (records_bound_target(dir, uri, sizeof(uri)) > 0) {
+		records_uri_redact(uri, shown, sizeof(shown));
+		snprintf(out, size, "the records store %s (bound to %s)", shown,
+		         dir);
+	} else {
+		snprintf(out, size, "%s/records.db", dir);
+	}
+}
+
 int cli_open_stores(const char *dir, bool create, records_store_t **rs,
                     edge_store_t **es)
 {
@@ -36,18 +48,10 @@ int cli_open_stores(const char *dir, bool create, records_store_t **rs,
 	}
 	ret = records_open(rs, dir);
 	if (ret != ZC_EOK) {
-		/* Name the store the directory is bound to, if any: not an
-		 * SQLite file that does not exist. */
-		char uri[4096], shown[512];
-		if (records_bound_target(dir, uri, sizeof(uri)) > 0) {
-			records_uri_redact(uri, shown, sizeof(shown));
-			fprintf(stderr, "zonecast: cannot open the records store"
-			        " %s (bound to %s): %s\n", shown, dir,
-			        zc_strerror(ret));
-		} else {
-			fprintf(stderr, "zonecast: cannot open %s/records.db:"
-			        " %s\n", dir, zc_strerror(ret));
-		}
+		char store[600];
+		cli_records_store_text(dir, store, sizeof(store));
+		fprintf(stderr, "zonecast: cannot open %s: %s\n", store,
+		        zc_strerror(ret));
 		return ret;
 	}
 	/* The edge map is address space, not memory (64 GiB by default);

@@ -123,6 +123,15 @@ def test_a_data_directory_keeps_its_store(cluster, tmp_path):
                   "127.0.0.1:%d" % servers.free_port(), "--api-listen", "none", check=False)
     assert cp.returncode != 0
     assert "belongs to the records store" in cp.stderr and other in cp.stderr
+    # A store that cannot be opened is named as the directory's binding
+    # says, not as an SQLite file that does not exist (outside tester 21).
+    with open(os.path.join(srv.data_dir, "records-store"), "w") as f:
+        f.write(uri.replace("first", "gone") + "\n")
+    for args in (["zone", "list"], ["token", "create"]):
+        cp = zonecast(*args, "--data-dir", srv.data_dir, check=False)
+        assert cp.returncode != 0, args
+        assert "cannot open the records store postgresql" in cp.stderr, cp.stderr
+        assert "records.db" not in cp.stderr, cp.stderr
     # A directory with an SQLite store is not silently switched either.
     sqlite_dir = tmp_path / "sqlite"
     zonecast("zone", "import", "--data-dir", str(sqlite_dir), "pg.test.",
