@@ -105,7 +105,20 @@ typedef struct {
 /*
  * Writes message with fields: as text "message key=value ...", as JSON
  * the message and each field as a member, to journald as fields
- * ZONECAST_KEY=value.
+ * ZONECAST_KEY=value. A line is at most 2048 octets as text (message and
+ * fields) and 4096 as JSON: one that would be longer is cut between two
+ * characters (never inside an escape or a UTF-8 sequence), the value cut
+ * ending in "…" with its quotes closed, and marked: " truncated=true" in
+ * text, "truncated":true in JSON (still one valid object). Audit lines
+ * (audit.h) shorten their values so that they are never cut here.
  */
 void zc_log_fields(zc_log_level_t level, const char *message,
                    const zc_log_field_t *fields, size_t count);
+
+/* The octets the character at s (a UTF-8 sequence, or one byte) takes
+ * in a line's value at most (as JSON escapes it; text takes no more);
+ * *len receives the octets it has in s. */
+size_t zc_log_char_width(const char *s, size_t *len);
+
+/* The octets value s takes at most in a line, quotes included. */
+size_t zc_log_value_width(const char *s);
