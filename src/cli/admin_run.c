@@ -144,9 +144,9 @@ json_t *admin_serve(const char *data_dir, edge_store_t *es, writer_t *writer,
 	               "refused");
 	zc_audit_str(&audit, "command", command != NULL ? command : "-");
 	zc_audit_str(&audit, "subject", what);
-	zc_audit_str(&audit, "client", client);
+	zc_audit_fixed(&audit, "client", client);
 	if (ret != ZC_EOK) {
-		zc_audit_str(&audit, "reason", zc_strerror(ret));
+		zc_audit_fixed(&audit, "reason", zc_strerror(ret));
 	}
 	zc_audit_end(&audit);
 	json_t *reply = json_pack("{s:b, s:i}", "ok", ret == ZC_EOK, "code",
