@@ -46,6 +46,11 @@ typedef struct {
 	zc_log_format_t format;
 	size_t target_count;        /* 0: stderr */
 	char target[ZC_LOG_TARGETS_MAX][ZC_LOG_TARGET_LEN];
+	/* A reload's: a file that is a running target and cannot be opened
+	 * again (logrotate moved it, and the service user may not create
+	 * files in its directory) keeps the descriptor it has, instead of
+	 * refusing the whole configuration. */
+	bool keep_running_files;
 } zc_log_config_t;
 
 /* Sets the most verbose level that is printed (default: info). */
@@ -63,8 +68,11 @@ bool zc_log_target_valid(const char *target);
 /*
  * Applies cfg: opens every file target and connects the sockets, then
  * swaps them in at once. When a file cannot be opened nothing changes and
- * err says why (ZC_EINVAL_CONFIG). A socket that is not there (no syslog
- * daemon yet) is not an error: it is tried again at each line.
+ * err says why (ZC_EINVAL_CONFIG); with keep_running_files, a file that
+ * is already a target keeps its descriptor instead, and ZC_EOK comes with
+ * err saying so (a warning; "" when there is none). A socket that is not
+ * there (no syslog daemon yet) is not an error: it is tried again at each
+ * line.
  */
 int zc_log_configure(const zc_log_config_t *cfg, char *err, size_t err_size);
 
