@@ -7,6 +7,7 @@
  * its credentials (401, 403), whatever its method. Reads are not logged.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <libknot/dname.h>
 
@@ -104,16 +105,17 @@ void api_audit(const api_req_t *req, const char *url)
 	zc_audit_t a;
 	zc_audit_begin(&a, "api", refused ? "refused" : "accepted");
 	/* A line must never name a shorter path than the one served (a
-	 * record's DELETE read as its zone's): a longer one is cut where it
-	 * says so (the line's fields share ZC_AUDIT_VALUES_MAX octets). */
-	char op[512];
-	int n = snprintf(op, sizeof(op), "%s %s", req->method, url);
-	if (n >= (int)sizeof(op)) {
-		memcpy(op + sizeof(op) - 12, "...(longer)", 12);
+	 * record's DELETE read as its zone's): a long one is shortened
+	 * where it says so, with its length (common/audit.h). */
+	size_t op_size = strlen(req->method) + strlen(url) + 2;
+	char *op = malloc(op_size);
+	if (op != NULL) {
+		snprintf(op, op_size, "%s %s", req->method, url);
 	}
-	zc_audit_str(&a, "operation", op);
+	zc_audit_str(&a, "operation", op != NULL ? op : req->method);
+	free(op);
 	zc_audit_num(&a, "token", req->token_id);
-	zc_audit_str(&a, "client", req->client[0] ? req->client : "-");
+	zc_audit_fixed(&a, "client", req->client[0] ? req->client : "-");
 	if (req->live_zone_id != 0) {
 		char zone[KNOT_DNAME_TXT_MAXLEN + 1];
 		knot_dname_to_str(zone, req->live_apex, sizeof(zone));
@@ -131,7 +133,7 @@ void api_audit(const api_req_t *req, const char *url)
 		snprintf(ids.text + ids.len, sizeof(ids.text) - ids.len,
 		         "%s+%u more", ids.len ? "," : "", ids.count - ids.shown);
 	}
-	zc_audit_str(&a, "ids", ids.count ? ids.text : "-");
+	zc_audit_fixed(&a, "ids", ids.count ? ids.text : "-");
 	if (req->versioned) {
 		zc_audit_num(&a, "version", req->version);
 	}

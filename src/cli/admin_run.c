@@ -157,13 +157,14 @@ json_t *admin_serve(const char *data_dir, edge_store_t *es, writer_t *writer,
 	               "accepted" : "refused");
 	zc_audit_str(&audit, "command", command != NULL ? command : "-");
 	zc_audit_str(&audit, "subject", what);
-	zc_audit_str(&audit, "client", client);
+	zc_audit_fixed(&audit, "client", client);
 	if (ret != ZC_EOK && stored) {
-		zc_audit_str(&audit, "served", "no");
+		zc_audit_fixed(&audit, "served", "no");
+		/* A quarantine's reason may name a record's owner. */
 		zc_audit_str(&audit, "reason", unserved[0] != '\0' ? unserved :
 		             zc_strerror(ret));
 	} else if (ret != ZC_EOK) {
-		zc_audit_str(&audit, "reason", zc_strerror(ret));
+		zc_audit_fixed(&audit, "reason", zc_strerror(ret));
 	}
 	zc_audit_end(&audit);
 	json_t *reply = json_pack("{s:b, s:i}", "ok", ret == ZC_EOK, "code",

@@ -33,9 +33,10 @@ static void config_usage(FILE *out)
 	      "an address listed twice...) and likely mistakes (warnings).\n"
 	      "Nothing is started or written. Exit 0: fit to run; 1: not.\n"
 	      "\n"
-	      "  --keys   lists every key, whether a reload applies it and its\n"
-	      "           default (-: none, or one derived at start)\n"
-	      "           (live) or it needs a restart\n", out);
+	      "  --keys   lists every key, whether a reload applies it (live)\n"
+	      "           or it needs a restart, and its default (-: none;\n"
+	      "           DATA_DIR, HOST: derived from data-dir, the host name)\n",
+	      out);
 }
 
 typedef struct {
@@ -58,7 +59,7 @@ static int list_keys(void)
 	for (size_t i = 0; i < config_key_count(); i++) {
 		const char *key = config_key_name(i);
 		char def[256];
-		config_key_default(i, def, sizeof(def));
+		config_key_default_shown(i, def, sizeof(def));
 		printf("%-26s %-8s %s\n", key, config_key_is_live(key) ? "live" :
 		       "restart", def[0] != '\0' ? def : "-");
 	}

@@ -28,6 +28,7 @@
 #include "builder/builder.h"
 #include "cli/admin.h"
 #include "cli/commands.h"
+#include "cli/config_check.h"
 #include "cli/serve.h"
 #include "common/error.h"
 #include "common/fs.h"
@@ -42,7 +43,7 @@
 #include "update/update.h"
 #include "writer/writer.h"
 
-#define DEFAULT_LISTEN "127.0.0.1:5300"
+#define DEFAULT_LISTEN CONFIG_DEFAULT_LISTEN
 #define FOLLOW_POLL_MS 200
 
 static void usage(FILE *out)
@@ -701,6 +702,12 @@ out:
 	return ret;
 }
 
+static void on_start_problem(bool error, const char *msg, void *ctx)
+{
+	(void)ctx;
+	zc_log(error ? ZC_LOG_ERROR : ZC_LOG_WARNING, "%s", msg);
+}
+
 int cmd_serve(int argc, char **argv)
 {
 	config_t *cfg = malloc(sizeof(*cfg));
@@ -724,6 +731,15 @@ int cmd_serve(int argc, char **argv)
 	config_log(cfg, &lcfg);
 	if (zc_log_configure(&lcfg, err, sizeof(err)) != ZC_EOK) {
 		fprintf(stderr, "zonecast serve: %s\n", err);
+		free(cfg);
+		return 1;
+	}
+	/* Its own listeners clashing would fail a bind with "address
+	 * already in use", blaming another server for its configuration. */
+	if (config_check_serve(cfg, on_start_problem, NULL) > 0) {
+		zc_error("nothing was started (zonecast check-config lists "
+		         "every problem)");
+		zc_log_close();
 		free(cfg);
 		return 1;
 	}

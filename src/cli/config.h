@@ -27,6 +27,8 @@
 #define CONFIG_NOTIFY_MAX 16
 
 #define CONFIG_STR_MAX 1024
+/* serve's listen address when none is given (serve_parse_args()). */
+#define CONFIG_DEFAULT_LISTEN "127.0.0.1:5300"
 
 typedef struct {
 	char data_dir[CONFIG_STR_MAX];

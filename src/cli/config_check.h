@@ -17,3 +17,28 @@
 int config_check(const config_t *cfg,
                  void (*report)(bool error, const char *msg, void *ctx),
                  void *ctx);
+
+/* config_check() for a reload, running the configuration in force: a log
+ * file it has open that cannot be created again (logrotate moved it, and
+ * the service user may not create files in its directory) is a warning,
+ * not an error (the reload keeps the file open, log.h). */
+int config_check_reload(const config_t *cfg, const config_t *running,
+                        void (*report)(bool error, const char *msg,
+                                       void *ctx),
+                        void *ctx);
+
+/* What serve checks before it binds: config_check_listeners(), and the
+ * warning on a log directory the service user cannot create files in.
+ * Returns the errors. */
+int config_check_serve(const config_t *cfg,
+                       void (*report)(bool error, const char *msg, void *ctx),
+                       void *ctx);
+
+/* The clashes between the server's own listeners (listen, api-listen,
+ * metrics-listen): the same address and port, or a wildcard address over
+ * another of its family on the same port, each naming both keys. Part of
+ * config_check(); serve runs it before it binds. Returns the errors. */
+int config_check_listeners(const config_t *cfg,
+                           void (*report)(bool error, const char *msg,
+                                          void *ctx),
+                           void *ctx);

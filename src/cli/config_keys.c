@@ -52,6 +52,9 @@ struct config_key {
 	bool repeat;         /* CMP_MEM, given once per entry (ACLs): cleared to 0. */
 	unsigned min, max;   /* parse_uint */
 	const char *def;     /* The default, as written in the file (NULL: none). */
+	const char *shown;   /* The default as --keys shows it, where the
+	                      * field starts empty and its user fills it in
+	                      * (a list's; one derived from data-dir). */
 	uint64_t def_num;    /* parse_uint's default. */
 	const char *hint;    /* Appended to "invalid value" messages. */
 	int (*check)(const char *value, char *err, size_t err_size); /* Lists. */
@@ -321,9 +324,14 @@ static const config_key_t keys[] = {
 	  .cmp = CMP_STR, FIELD(records_store) },
 	/* Default HOST:DATA_DIR, given by config_node_name_default(). */
 	{ .key = "node-name", .parse = parse_line, .cmp = CMP_STR,
-	  FIELD(node_name) },
-	LIST("listen", false, listen, listen_count, "listen addresses",
-	     check_addr),
+	  FIELD(node_name), .shown = "HOST:DATA_DIR" },
+	{ .key = "listen", .parse = parse_list, .cmp = CMP_LIST,
+	  .at = offsetof(config_t, listen), .size = sizeof(((config_t *)0)->listen[0]),
+	  .count_at = offsetof(config_t, listen_count),
+	  .max_count = sizeof(((config_t *)0)->listen) /
+	               sizeof(((config_t *)0)->listen[0]),
+	  .noun = "listen addresses", .check = check_addr,
+	  .shown = CONFIG_DEFAULT_LISTEN /* serve_parse_args() */ },
 	{ .key = "api-listen", .parse = parse_addr_or_none, .cmp = CMP_STR,
 	  FIELD(api_listen), .def = "127.0.0.1:8053" },
 	{ .key = "metrics-listen", .parse = parse_addr_or_none, .cmp = CMP_STR,
@@ -332,8 +340,11 @@ static const config_key_t keys[] = {
 	     METRICS_DEFAULT_ZONE_LIMIT),
 	UINT("workers", false, workers, 0, 256, 0),
 	STR("user", false, user, NULL),
-	STR("control-socket", false, control_socket, NULL),
-	STR("pidfile", false, pidfile, NULL),
+	/* Derived from data-dir (config_control_socket(), config_pidfile()). */
+	{ .key = "control-socket", .parse = parse_str, .cmp = CMP_STR,
+	  FIELD(control_socket), .shown = "DATA_DIR/control.sock" },
+	{ .key = "pidfile", .parse = parse_str, .cmp = CMP_STR,
+	  FIELD(pidfile), .shown = "DATA_DIR/zonecast.pid" },
 	WITH("log-level", true, log_level, parse_log_level, "info"),
 	WITH("log-format", true, log_format, parse_log_format, "text"),
 	{ .key = "log-target", .live = true, .parse = parse_list,
@@ -341,6 +352,7 @@ static const config_key_t keys[] = {
 	  .size = ZC_LOG_TARGET_LEN, .count_at = offsetof(config_t,
 	  log_target_count), .max_count = ZC_LOG_TARGETS_MAX,
 	  .noun = "log targets", .check = check_log_target,
+	  .shown = "stderr" /* zc_log_configure() with none */,
 	  .hint = " (stderr, syslog, journald or an absolute file path)" },
 	STR("nsid", true, nsid, NULL),
 	STR("identity", false, identity, NULL),
@@ -548,6 +560,22 @@ size_t config_diff(const config_t *old_cfg, const config_t *new_cfg,
 	return n;
 }
 
+void config_keep_restart(config_t *cfg, const config_t *running)
+{
+	for (size_t i = 0; i < NKEYS; i++) {
+		const config_key_t *k = &keys[i];
+		if (k->live) {
+			continue;
+		}
+		size_t size = k->cmp == CMP_LIST ? k->size * k->max_count : k->size;
+		memcpy((char *)cfg + k->at, (const char *)running + k->at, size);
+		if (k->cmp == CMP_LIST) {
+			memcpy((char *)cfg + k->count_at,
+			       (const char *)running + k->count_at, sizeof(size_t));
+		}
+	}
+}
+
 int config_key_is_live(const char *key)
 {
 	const config_key_t *k = find(key);
@@ -574,5 +602,13 @@ void config_key_default(size_t i, char *out, size_t size)
 		snprintf(out, size, "%llu", (unsigned long long)keys[i].def_num);
 	} else if (keys[i].def != NULL) {
 		snprintf(out, size, "%s", keys[i].def);
+	}
+}
+
+void config_key_default_shown(size_t i, char *out, size_t size)
+{
+	config_key_default(i, out, size);
+	if (out[0] == '\0' && i < NKEYS && keys[i].shown != NULL) {
+		snprintf(out, size, "%s", keys[i].shown);
 	}
 }

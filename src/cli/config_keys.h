@@ -19,6 +19,10 @@ size_t config_diff(const config_t *old_cfg, const config_t *new_cfg,
                    void (*changed)(const char *key, bool live, void *ctx),
                    void *ctx);
 
+/* Gives every key that needs a restart its value in running (a reload's
+ * new configuration: what the stages are given is what runs). */
+void config_keep_restart(config_t *cfg, const config_t *running);
+
 /* 1 when a key applies live, 0 when it needs a restart, -1 if unknown. */
 int config_key_is_live(const char *key);
 
@@ -38,3 +42,8 @@ void config_key_clear(config_t *cfg, size_t i);
 
 /* The default of key i as it would be written in the file ("": none). */
 void config_key_default(size_t i, char *out, size_t size);
+
+/* The default as `check-config --keys` shows it: config_key_default(), or
+ * for a key that starts empty and is filled in by its user, what it gets
+ * ("127.0.0.1:5300" for listen, "stderr", "DATA_DIR/control.sock"). */
+void config_key_default_shown(size_t i, char *out, size_t size);

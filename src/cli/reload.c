@@ -5,7 +5,9 @@
  * then applied, stage by stage, each of which takes the new values
  * between two requests: no listener is closed and no query waits.
  *
- *   log-*                        the log (files reopened on every reload)
+ *   log-*                        the log (files reopened on every reload,
+ *                                applied or refused; one that cannot be
+ *                                opened again keeps its descriptor)
  *   nsid, cookies, tcp-*, rrl-*  the DNS workers (server_reconfigure())
  *   allow-update, update-max-size, live-wait, tsig-max-fudge
  *                                UPDATE (update_reconfigure())
@@ -17,7 +19,9 @@
  *                                start)
  *
  * Keys that need a restart (config_keys.c) keep their running value; a
- * reload that changes one names it in the log and in its answer.
+ * reload that changes one names it in the log and in its answer. The
+ * stages are given the running value (config_keep_restart()): a new
+ * rrl-table-size was allocated at reload, and then not used.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -172,14 +176,22 @@ static bool notify_changed(const config_t *a, const config_t *b)
 }
 
 /* Applies the live keys of cfg to every stage; the log first, as it is
- * the one that can still fail on a file (then nothing else changed). */
+ * the one that can still fail on a file (then nothing else changed). A
+ * file that is a running target and cannot be opened again (its
+ * directory not the service user's to create files in) keeps the one it
+ * has, with a warning: the rest is applied. */
 static int apply(serve_ctx_t *ctx, config_t *cfg, char *err, size_t size)
 {
 	zc_log_config_t lcfg;
 	config_log(cfg, &lcfg);
+	lcfg.keep_running_files = true;
 	int ret = zc_log_configure(&lcfg, err, size);
 	if (ret != ZC_EOK) {
 		return ret;
+	}
+	if (err[0] != '\0') {
+		zc_warn("reload: %s", err);
+		err[0] = '\0';
 	}
 	server_config_t scfg;
 	cli_server_config(cfg, &scfg);
@@ -230,7 +242,7 @@ static config_t *read_again(serve_ctx_t *ctx, findings_t *f)
 		free(cfg);
 		return NULL;
 	}
-	if (config_check(cfg, on_problem, f) > 0) {
+	if (config_check_reload(cfg, ctx->current, on_problem, f) > 0) {
 		free(cfg);
 		return NULL;
 	}
@@ -256,9 +268,14 @@ int serve_reload(serve_ctx_t *ctx, char *msg, size_t msg_size)
 	if (ret == ZC_EOK) {
 		config_diff(ctx->current, cfg, on_live_change, &f);
 		config_diff(ctx->boot, cfg, on_restart_change, &f);
+		config_keep_restart(cfg, ctx->boot); /* Named, not applied. */
 		ret = apply(ctx, cfg, f.problem, sizeof(f.problem));
 	}
 	if (ret != ZC_EOK) {
+		/* The files are reopened all the same (logrotate moved them
+		 * and sent SIGHUP: the lines must not go on to the moved
+		 * file), with the targets in force. */
+		zc_log_reopen();
 		snprintf(msg, msg_size, "reload refused, the configuration in "
 		         "force is kept: %s", f.problem);
 		zc_error("%s", msg);

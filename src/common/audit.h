@@ -14,8 +14,20 @@
  * second; the lines left out are counted in the next one that is written
  * (`suppressed=N`), so the log says how many it does not show.
  *
- * Build one on the stack: zc_audit_begin(), zc_audit_str()/_num() per
- * field, zc_audit_end(). Values are copied. Secrets must never be added.
+ * Build one on the stack: zc_audit_begin(), one call per field,
+ * zc_audit_end(). Values are copied. Secrets must never be added.
+ *
+ * Every field added is in the line, whatever its length: the fields
+ * take at most ZC_AUDIT_WIDTH_MAX octets as written (keys, quotes and
+ * escapes counted), so a line is never cut by the log (log.h). When the
+ * values would take more, those a client may choose (zc_audit_str(): a
+ * zone or key name, a path, a reason that quotes a request) are
+ * shortened, the longest first, each to no less than
+ * ZC_AUDIT_SHOWN_MIN octets, between two characters (never inside a
+ * name's \DDD escape or a UTF-8 sequence) and marked with "…" and their
+ * full length: "\000\000…(1004 octets)". The values the server makes
+ * (zc_audit_fixed(), zc_audit_num(): the client's address, an rcode, a
+ * status, a version, record ids) are never shortened.
  */
 #pragma once
 
@@ -25,15 +37,22 @@
 
 #include "common/log.h"
 
-#define ZC_AUDIT_FIELDS_MAX 20
-#define ZC_AUDIT_VALUES_MAX 1536
+#define ZC_AUDIT_FIELDS_MAX 16     /* With `suppressed`, which is kept room. */
+#define ZC_AUDIT_VALUE_MAX 1024    /* Octets of one value kept (a name's
+                                    * text, 1004, fits whole). */
+#define ZC_AUDIT_WIDTH_MAX 1792    /* The fields' octets as written. */
+#define ZC_AUDIT_SHOWN_MIN 64      /* A value shortened keeps this much. */
+#define ZC_AUDIT_MARK_ROOM 32      /* "…(N octets)" */
 #define ZC_AUDIT_REFUSALS_PER_S 50
 
 typedef struct {
 	char message[64];
 	zc_log_field_t fields[ZC_AUDIT_FIELDS_MAX];
+	size_t full_len[ZC_AUDIT_FIELDS_MAX]; /* Of the value given. */
+	bool fixed[ZC_AUDIT_FIELDS_MAX];      /* Never shortened. */
 	size_t count;
-	char values[ZC_AUDIT_VALUES_MAX];
+	char values[ZC_AUDIT_FIELDS_MAX *
+	            (ZC_AUDIT_VALUE_MAX + 1 + ZC_AUDIT_MARK_ROOM)];
 	size_t used;
 	bool refused;
 } zc_audit_t;
@@ -41,8 +60,12 @@ typedef struct {
 /* Starts a line "audit: WHAT OUTCOME" (outcome "accepted" or "refused"). */
 void zc_audit_begin(zc_audit_t *a, const char *what, const char *outcome);
 
-/* Adds key=value (copied; a value that does not fit is cut). */
+/* Adds key=value, a value a client may choose (copied; shortened, with
+ * its marker, when the line would be too long). NULL is "". */
 void zc_audit_str(zc_audit_t *a, const char *key, const char *value);
+
+/* Adds key=value, a short value the server makes: never shortened. */
+void zc_audit_fixed(zc_audit_t *a, const char *key, const char *value);
 
 /* Adds key=number. */
 void zc_audit_num(zc_audit_t *a, const char *key, int64_t value);

@@ -46,13 +46,30 @@ const char *zc_log_level_name(zc_log_level_t level)
 	return level_names[level];
 }
 
-/* A growing line with a sticky "full" state: what does not fit is cut. */
+/*
+ * A line being written. Writers put whole characters (a UTF-8 sequence,
+ * an escape) while they fit under limit; the first that does not sets
+ * cut, and the line is then closed in the room kept past limit (a
+ * quoted value's closing quote, the JSON object's brace) with its
+ * truncation marker: a line cut short stays well-formed (one JSON
+ * object; quotes closed) and says that it was cut.
+ */
 typedef struct {
 	char *buf;
-	size_t size;
+	size_t size;   /* What may be written at all. */
+	size_t limit;  /* What characters may fill; the rest closes a cut. */
 	size_t len;
+	bool cut;
 } out_t;
 
+/* The octets a cut takes after limit: "…", a closing quote and the
+ * marker (TEXT_CUT or JSON_CUT, the object's closing brace). */
+#define ELLIPSIS "\xe2\x80\xa6"
+#define TEXT_CUT " truncated=true"
+#define JSON_CUT ",\"truncated\":true}"
+#define CUT_ROOM (sizeof(ELLIPSIS) - 1 + 1 + sizeof(JSON_CUT) - 1)
+
+/* Writes s (n octets) whole; nothing past size. */
 static void put(out_t *o, const char *s, size_t n)
 {
 	size_t room = o->size - o->len;
@@ -66,6 +83,26 @@ static void put(out_t *o, const char *s, size_t n)
 static void puts_(out_t *o, const char *s)
 {
 	put(o, s, strlen(s));
+}
+
+/* Whether n more octets fit under the limit (else the line is cut). */
+static bool fits(out_t *o, size_t n)
+{
+	if (!o->cut && o->len + n <= o->limit) {
+		return true;
+	}
+	o->cut = true;
+	return false;
+}
+
+/* Writes s whole if it fits under the limit; false (cut) if not. */
+static bool put_whole(out_t *o, const char *s, size_t n)
+{
+	if (!fits(o, n)) {
+		return false;
+	}
+	put(o, s, n);
+	return true;
 }
 
 /* "2026-01-02T03:04:05.678Z" */
@@ -113,35 +150,75 @@ static size_t utf8_len(const unsigned char *p)
 	return n;
 }
 
-/* A JSON string's contents (RFC 8259 §7): quotes, backslashes and
- * control characters escaped, UTF-8 as it is. A byte that is not part
- * of well-formed UTF-8 (a request path's %FF) has no JSON form: it is
+/*
+ * One character of a JSON string's contents (RFC 8259 §7) at p, written
+ * to esc (*esc_len octets; esc may be p itself): quotes, backslashes and
+ * control characters escaped, UTF-8 as it is. A byte that is not part of
+ * well-formed UTF-8 (a request path's %FF) has no JSON form: it is
  * written as the text format writes control characters, \xHH (JSON
- * "\\xHH"), so that the line stays one valid JSON object. */
-static void put_json_string(out_t *o, const char *s)
+ * "\\xHH"), so that the line stays one valid JSON object. Returns the
+ * octets of p it takes.
+ */
+static size_t json_char(const unsigned char *p, char esc[8],
+                        const char **out, size_t *out_len)
 {
-	put(o, "\"", 1);
+	size_t n = utf8_len(p);
+	*out = esc;
+	if (*p == '"' || *p == '\\') {
+		esc[0] = '\\';
+		esc[1] = (char)*p;
+		*out_len = 2;
+	} else if (*p < 0x20 || *p == 0x7f) {
+		snprintf(esc, 8, "\\u%04x", *p);
+		*out_len = 6;
+	} else if (n == 0) {
+		snprintf(esc, 8, "\\\\x%02x", *p);
+		*out_len = 5;
+	} else {
+		*out = (const char *)p;
+		*out_len = n;
+		return n;
+	}
+	return 1;
+}
+
+size_t zc_log_char_width(const char *s, size_t *len)
+{
+	char esc[8];
+	const char *out;
+	size_t width;
+	*len = json_char((const unsigned char *)s, esc, &out, &width);
+	return width;
+}
+
+size_t zc_log_value_width(const char *s)
+{
+	size_t width = 2, n;
+	for (; *s; s += n) {
+		width += zc_log_char_width(s, &n);
+	}
+	return width;
+}
+
+/* A JSON string, cut (with "…" and its closing quote) where the limit
+ * falls; false when cut. */
+static bool put_json_string(out_t *o, const char *s)
+{
+	if (!put_whole(o, "\"", 1)) {
+		return false;
+	}
 	for (const unsigned char *p = (const unsigned char *)s; *p;) {
 		char esc[8];
-		size_t n = utf8_len(p);
-		if (*p == '"' || *p == '\\') {
-			esc[0] = '\\';
-			esc[1] = (char)*p;
-			put(o, esc, 2);
-		} else if (*p < 0x20 || *p == 0x7f) {
-			snprintf(esc, sizeof(esc), "\\u%04x", *p);
-			puts_(o, esc);
-		} else if (n == 0) {
-			snprintf(esc, sizeof(esc), "\\\\x%02x", *p);
-			puts_(o, esc);
-		} else {
-			put(o, (const char *)p, n);
-			p += n;
-			continue;
+		const char *out;
+		size_t n;
+		p += json_char(p, esc, &out, &n);
+		if (!put_whole(o, out, n)) {
+			puts_(o, ELLIPSIS "\"");
+			return false;
 		}
-		p++;
 	}
 	put(o, "\"", 1);
+	return true;
 }
 
 /* Whether a text value must be quoted to read back as one token. */
@@ -158,48 +235,80 @@ static bool needs_quotes(const char *s)
 	return false;
 }
 
-/* key=value, the value quoted ("a b") when it has spaces or quotes. */
-static void put_text_field(out_t *o, const zc_log_field_t *f)
+/* Text as it is, a character (UTF-8 sequence, or a byte) at a time,
+ * newlines made spaces; false when cut ("…" written). */
+static bool put_text_plain(out_t *o, const char *s)
 {
+	for (const unsigned char *p = (const unsigned char *)s; *p;) {
+		size_t n = utf8_len(p);
+		n = n ? n : 1;
+		if (!fits(o, n)) {
+			puts_(o, ELLIPSIS);
+			return false;
+		}
+		for (size_t i = 0; i < n; i++) {
+			o->buf[o->len++] = p[i] == '\n' ? ' ' : (char)p[i];
+		}
+		p += n;
+	}
+	return true;
+}
+
+/* key=value, the value quoted ("a b") when it has spaces or quotes; a
+ * value cut keeps its closing quote. False when cut. */
+static bool put_text_field(out_t *o, const zc_log_field_t *f)
+{
+	size_t key_len = strlen(f->key);
+	/* A number is written whole or not at all. */
+	size_t need = key_len + 2 + (f->number ? strlen(f->value) : 1);
+	if (!fits(o, need)) {
+		return false;
+	}
 	puts_(o, " ");
 	puts_(o, f->key);
 	puts_(o, "=");
 	if (f->number || !needs_quotes(f->value)) {
-		puts_(o, f->value);
-		return;
+		return put_text_plain(o, f->value);
 	}
 	put(o, "\"", 1);
 	for (const unsigned char *p = (const unsigned char *)f->value; *p; p++) {
 		char esc[8];
+		size_t n = 1;
 		if (*p == '"' || *p == '\\') {
 			esc[0] = '\\';
 			esc[1] = (char)*p;
-			put(o, esc, 2);
+			n = 2;
 		} else if (*p < 0x20 || *p == 0x7f) {
 			snprintf(esc, sizeof(esc), "\\x%02x", *p);
-			puts_(o, esc);
+			n = 4;
 		} else {
-			put(o, (const char *)p, 1);
+			/* UTF-8 whole (a cut never splits a character). */
+			size_t u = utf8_len(p);
+			n = u ? u : 1;
+			memcpy(esc, p, n);
+			p += n - 1;
+		}
+		if (!put_whole(o, esc, n)) {
+			puts_(o, ELLIPSIS "\"");
+			return false;
 		}
 	}
 	put(o, "\"", 1);
+	return true;
 }
 
 /* The message and its fields as text, without newlines. */
 static void put_text_body(out_t *o, const char *message,
                           const zc_log_field_t *fields, size_t count)
 {
-	size_t start = o->len;
-	puts_(o, message);
-	for (size_t i = start; i < o->len; i++) {
-		if (o->buf[i] == '\n') {
-			o->buf[i] = ' ';
+	bool whole = put_text_plain(o, message);
+	for (size_t i = 0; whole && i < count; i++) {
+		if (!fields[i].not_in_text) {
+			whole = put_text_field(o, &fields[i]);
 		}
 	}
-	for (size_t i = 0; i < count; i++) {
-		if (!fields[i].not_in_text) {
-			put_text_field(o, &fields[i]);
-		}
+	if (!whole) {
+		puts_(o, TEXT_CUT);
 	}
 }
 
@@ -212,18 +321,27 @@ static void put_json_object(out_t *o, zc_log_level_t level,
 	puts_(o, "\",\"level\":\"");
 	puts_(o, level_names[level]);
 	puts_(o, "\",\"message\":");
-	put_json_string(o, message);
-	for (size_t i = 0; i < count; i++) {
+	bool whole = put_json_string(o, message);
+	for (size_t i = 0; whole && i < count; i++) {
+		size_t key_len = strlen(fields[i].key);
+		/* A number is written whole or not at all; a string at least
+		 * as "". */
+		size_t need = key_len + 4 + (fields[i].number ?
+		                             strlen(fields[i].value) : 2);
+		if (!fits(o, need)) {
+			whole = false;
+			break;
+		}
 		puts_(o, ",");
 		put_json_string(o, fields[i].key);
 		puts_(o, ":");
 		if (fields[i].number) {
 			puts_(o, fields[i].value);
 		} else {
-			put_json_string(o, fields[i].value);
+			whole = put_json_string(o, fields[i].value);
 		}
 	}
-	puts_(o, "}");
+	puts_(o, whole ? "}" : JSON_CUT);
 }
 
 void zc_log_fields(zc_log_level_t level, const char *message,
@@ -233,10 +351,13 @@ void zc_log_fields(zc_log_level_t level, const char *message,
 		return;
 	}
 	char body_buf[LINE_MAX_BYTES], line_buf[LINE_MAX_BYTES * 2];
-	out_t body = { body_buf, sizeof(body_buf) - 1, 0 };
+	/* size - 1: room for the NUL (body) or the newline (line). */
+	out_t body = { body_buf, sizeof(body_buf) - 1,
+	               sizeof(body_buf) - 1 - CUT_ROOM, 0, false };
 	put_text_body(&body, message, fields, count);
 	body_buf[body.len] = '\0';
-	out_t line = { line_buf, sizeof(line_buf) - 1, 0 };
+	out_t line = { line_buf, sizeof(line_buf) - 1,
+	               sizeof(line_buf) - 1 - CUT_ROOM, 0, false };
 	log_line_t l = { .level = level, .message = message,
 	                 .fields = fields, .field_count = count,
 	                 .text = body_buf, .text_len = body.len };

@@ -46,6 +46,11 @@ typedef struct {
 	zc_log_format_t format;
 	size_t target_count;        /* 0: stderr */
 	char target[ZC_LOG_TARGETS_MAX][ZC_LOG_TARGET_LEN];
+	/* A reload's: a file that is a running target and cannot be opened
+	 * again (logrotate moved it, and the service user may not create
+	 * files in its directory) keeps the descriptor it has, instead of
+	 * refusing the whole configuration. */
+	bool keep_running_files;
 } zc_log_config_t;
 
 /* Sets the most verbose level that is printed (default: info). */
@@ -63,8 +68,11 @@ bool zc_log_target_valid(const char *target);
 /*
  * Applies cfg: opens every file target and connects the sockets, then
  * swaps them in at once. When a file cannot be opened nothing changes and
- * err says why (ZC_EINVAL_CONFIG). A socket that is not there (no syslog
- * daemon yet) is not an error: it is tried again at each line.
+ * err says why (ZC_EINVAL_CONFIG); with keep_running_files, a file that
+ * is already a target keeps its descriptor instead, and ZC_EOK comes with
+ * err saying so (a warning; "" when there is none). A socket that is not
+ * there (no syslog daemon yet) is not an error: it is tried again at each
+ * line.
  */
 int zc_log_configure(const zc_log_config_t *cfg, char *err, size_t err_size);
 
@@ -105,7 +113,20 @@ typedef struct {
 /*
  * Writes message with fields: as text "message key=value ...", as JSON
  * the message and each field as a member, to journald as fields
- * ZONECAST_KEY=value.
+ * ZONECAST_KEY=value. A line is at most 2048 octets as text (message and
+ * fields) and 4096 as JSON: one that would be longer is cut between two
+ * characters (never inside an escape or a UTF-8 sequence), the value cut
+ * ending in "…" with its quotes closed, and marked: " truncated=true" in
+ * text, "truncated":true in JSON (still one valid object). Audit lines
+ * (audit.h) shorten their values so that they are never cut here.
  */
 void zc_log_fields(zc_log_level_t level, const char *message,
                    const zc_log_field_t *fields, size_t count);
+
+/* The octets the character at s (a UTF-8 sequence, or one byte) takes
+ * in a line's value at most (as JSON escapes it; text takes no more);
+ * *len receives the octets it has in s. */
+size_t zc_log_char_width(const char *s, size_t *len);
+
+/* The octets value s takes at most in a line, quotes included. */
+size_t zc_log_value_width(const char *s);

@@ -142,9 +142,28 @@ static void close_targets(target_t *list, size_t n)
 	}
 }
 
+/* A duplicate of the descriptor of the running file target at path, or
+ * -1 when there is none. */
+static int dup_running(const char *path)
+{
+	int fd = -1;
+	pthread_mutex_lock(&lock);
+	for (size_t i = 0; i < count && fd < 0; i++) {
+		if (targets[i].kind == TARGET_FILE &&
+		    strcmp(targets[i].path, path) == 0) {
+			fd = fcntl(targets[i].fd, F_DUPFD_CLOEXEC, 0);
+		}
+	}
+	pthread_mutex_unlock(&lock);
+	return fd;
+}
+
 int zc_log_configure(const zc_log_config_t *cfg, char *err, size_t err_size)
 {
 	target_t next[ZC_LOG_TARGETS_MAX];
+	if (err_size > 0) {
+		err[0] = '\0';
+	}
 	size_t n = cfg->target_count ? cfg->target_count : 1;
 	if (n > ZC_LOG_TARGETS_MAX) {
 		snprintf(err, err_size, "more than %d log targets",
@@ -164,6 +183,12 @@ int zc_log_configure(const zc_log_config_t *cfg, char *err, size_t err_size)
 		if (next[i].kind == TARGET_FILE) {
 			const char *why = NULL;
 			next[i].fd = open_file(text, &why);
+			if (next[i].fd < 0 && cfg->keep_running_files &&
+			    (next[i].fd = dup_running(text)) >= 0) {
+				snprintf(err, err_size, "cannot open log file %s again: "
+				         "%s (still writing to the file it had open)",
+				         text, why);
+			}
 			if (next[i].fd < 0) {
 				snprintf(err, err_size, "cannot open log file %s: %s",
 				         text, why);

@@ -114,12 +114,12 @@ void dns_tsig_log_refusal(const char *what, const knot_pkt_t *q,
 	zc_audit_begin(&a, update ? "update" : "transfer", "refused");
 	zc_audit_str(&a, "zone", zone);
 	if (!update) {
-		zc_audit_str(&a, "kind", what);
+		zc_audit_fixed(&a, "kind", what);
 	}
 	zc_audit_str(&a, "key", key);
-	zc_audit_str(&a, "client", client);
-	zc_audit_str(&a, "rcode", ret == KNOT_EMALF ? "FORMERR" : "NOTAUTH");
-	zc_audit_str(&a, "tsig_error", ret == KNOT_EMALF ? "-" :
+	zc_audit_fixed(&a, "client", client);
+	zc_audit_fixed(&a, "rcode", ret == KNOT_EMALF ? "FORMERR" : "NOTAUTH");
+	zc_audit_fixed(&a, "tsig_error", ret == KNOT_EMALF ? "-" :
 	             tsig_error_name(t->error));
 	zc_audit_str(&a, "reason", why);
 	zc_audit_end(&a);

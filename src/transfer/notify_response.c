@@ -136,7 +136,7 @@ static void note_activity(const notify_zone_t *zone, const notify_target_t *tg,
 	zc_audit_str(&a, "zone", name);
 	zc_audit_str(&a, "secondary", tg->name);
 	zc_audit_num(&a, "serial", s->sent_serial);
-	zc_audit_str(&a, "rcode", text);
+	zc_audit_fixed(&a, "rcode", text);
 	zc_audit_end(&a);
 }
 

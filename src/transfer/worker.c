@@ -292,9 +292,9 @@ static void audit_refused(const xfr_log_t *lg, const knot_pkt_t *q,
 	zc_audit_t a;
 	zc_audit_begin(&a, "transfer", "refused");
 	zc_audit_str(&a, "zone", lg->zone);
-	zc_audit_str(&a, "kind", lg->kind);
+	zc_audit_fixed(&a, "kind", lg->kind);
 	zc_audit_str(&a, "key", key);
-	zc_audit_str(&a, "client", lg->peer);
+	zc_audit_fixed(&a, "client", lg->peer);
 	zc_audit_str(&a, "reason", why);
 	zc_audit_end(&a);
 	if (served) {

@@ -36,6 +36,9 @@ typedef struct {
 	 * unit again (writer.h), it answers the same, deciding nothing
 	 * twice (update_apply()). */
 	bool refused;
+	/* Its refusal has an audit line (update_audit_refused(), or the
+	 * TSIG failure's): respond() writes one for any other answer. */
+	bool audited;
 	bool changed;                /* The zone's serial moved. */
 	/* The message's SOA (RFC 2136 §3.4.2.2): the newest serial of the
 	 * apex SOAs it adds (0 when none is newer than the zone's), which is
@@ -78,10 +81,14 @@ dns_tsig_policy_t update_tsig_policy(update_service_t *u);
 bool update_zone_quarantined(update_service_t *u, int64_t zone_id);
 
 /* Audit lines (audit.c, common/audit.h): an UPDATE answered NOERROR, and
- * one refused (why says what refused it). */
+ * one refused (why says what refused it; marks m audited). An answer
+ * other than NOERROR or SERVFAIL that has no line yet gets one as it is
+ * sent, its reason from its rcode (update_audit_answer()): a zone name
+ * outside the zone, a failed prerequisite, a malformed message. */
 void update_audit_accepted(const update_msg_t *m);
-void update_audit_refused(const update_msg_t *m, uint8_t rcode,
+void update_audit_refused(update_msg_t *m, uint8_t rcode,
                           const char *why);
+void update_audit_answer(update_msg_t *m);
 
 /* What the answer to a message waits for once the committer is done with
  * it (service.c): nothing, the answers before it on its TCP connection, or

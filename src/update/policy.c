@@ -69,6 +69,7 @@ static int key_again(records_store_t *rs, update_msg_t *m,
 	if (tret != ZC_EOK) {
 		dns_tsig_log_refusal("update", m->pkt, &m->tsig, tret, found,
 		                     key.algorithm, &m->from);
+		m->audited = true;
 		m->rcode = tret == KNOT_EMALF ? KNOT_RCODE_FORMERR :
 		           KNOT_RCODE_NOTAUTH;
 		return refuse(m);

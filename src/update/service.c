@@ -288,6 +288,7 @@ int update_parse(knot_pkt_t *pkt)
 /* Answers: the request's header and zone section, the rcode, TSIG. */
 static void respond(update_msg_t *m)
 {
+	update_audit_answer(m); /* Every refusal has its line. */
 	uint8_t resp[RESPONSE_MAX];
 	knot_pkt_t *q = m->pkt;
 	size_t len = dns_error_reply(m->wire, q ? q->size : m->wire_len,
@@ -496,6 +497,7 @@ static uint8_t authorize(update_service_t *u, update_msg_t *m,
 			 * log_badtime()'s warning with the details). */
 			dns_tsig_log_refusal("update", q, &m->tsig, tret, found,
 			                     key->algorithm, from);
+			m->audited = true;
 		}
 		if (tret == KNOT_EMALF) {
 			/* A MAC of a bad size, a TSIG not of class ANY. */
@@ -627,6 +629,7 @@ int update_tsig_replay(update_service_t *u, update_msg_t *m)
 		dns_tsig_log_refusal("update", m->pkt, &m->tsig, tret, true,
 		                     dnssec_tsig_algorithm_to_name(
 		                             m->tsig.key.algorithm), &m->from);
+		m->audited = true;
 		log_badtime(m, &m->from);
 	} else if (m->tsig.replay == DNS_TSIG_FRESH_FULL) {
 		log_replay_cache_full(u);

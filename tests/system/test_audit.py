@@ -15,8 +15,10 @@ import re
 import socket
 import time
 
+import dns.name
 import dns.query
 import dns.rcode
+import dns.tsig
 import dns.update
 import pytest
 
@@ -205,6 +207,101 @@ def test_signed_query_refused(srv):
     f = fields(line)
     assert f["zone"] == "example.com." and f["key"] == "stale.key."
     assert f["tsig_error"] == "BADKEY" and f["reason"] == "BADKEY: no key of that name"
+
+
+def odd_name(last):
+    """A 255-octet name of odd octets: 1000 characters as text (\000...)."""
+    lab = b"\x00" * 63
+    return dns.name.Name([lab, lab, lab, last * 61, b""])
+
+
+@pytest.mark.parametrize("signed", [True, False])
+def test_long_names_leave_no_field_out(srv, signed):
+    """An UPDATE over UDP naming its zone and key with odd octets (each
+    name 1000 characters as text): the line has every field, the client's
+    address first of all; names that do not fit are shortened, with their
+    length. The fields shared 1536 octets: client, rcode, tsig_error and
+    reason were left out, the key cut mid-escape (outside tester 19)."""
+    u = dns.update.UpdateMessage(odd_name(b"\x00"))
+    u.add(odd_name(b"\x00"), 300, "A", "192.0.2.1")
+    if signed:
+        u.use_tsig(dns.tsig.Key(odd_name(b"\x01"), b"0123456789abcdef" * 2,
+                                "hmac-sha256"))
+    resp = servers.exchange_from("127.0.0.1", srv.port, u.to_wire(), tcp=False,
+                                 source="127.0.0.1")
+    assert resp is not None
+    line = wait_for(lambda: [l for l in audit_lines(srv.log(), "update", "refused")
+                             if "\\000" in l and ("tsig_error=" in l) == signed],
+                    "the line")[-1]
+    assert "truncated" not in line
+    f = fields(line)
+    assert f["client"].startswith("127.0.0.1#"), f
+    assert f["rcode"] == "NOTAUTH" and f["reason"], f
+    if not signed:   # it fits whole
+        assert f["key"] == "-" and f["transport"] == "udp", f
+        assert f["zone"] == odd_name(b"\x00").to_text(), f
+        return
+    assert f["tsig_error"] == "BADKEY", f
+    for k in ("zone", "key"):
+        assert f[k].startswith("\\000") and f[k].endswith("…(1004 octets)"), f
+        shown = f[k][:-len("…(1004 octets)")]
+        assert len(shown.replace(".", "")) % 4 == 0 and len(shown) >= 64  # whole \DDD
+
+
+def test_api_long_zone_name_keeps_ids_and_version(srv):
+    """An accepted API write to a zone whose name is long as text (escaped
+    octets): the line keeps the version and every id whole, with "+N more"
+    past 20. The version was left out and ids cut inside an id."""
+    api = srv.client()
+    lab = "\\032" * 63
+    name = ".".join([lab, lab, lab, "\\033" * 40, "test"])
+    zid = api.ok("POST", "/zones", json={"name": name})["result"]["id"]
+    r = api.ok("POST", "/zones/%s/dns_records/batch" % zid, json={
+        "posts": [{"type": "TXT", "name": name, "content": '"v%d"' % i, "ttl": 300}
+                  for i in range(25)]})
+    ids = [p["id"] for p in r["result"]["posts"]]
+    line = wait_for(lambda: [l for l in audit_lines(srv.log(), "api", "accepted")
+                             if "/%s/dns_records/batch" % zid in l], "the line")[-1]
+    f = fields(line)
+    assert int(f["version"]) > 0 and f["status"] == "200", f
+    assert f["ids"] == ",".join(ids[:20]) + ",+5 more", f
+    assert f["zone"].endswith(" octets)") and f["client"].startswith("127.0.0.1#"), f
+    api.ok("DELETE", "/zones/%s" % zid)
+
+
+def test_every_update_refusal_is_audited(srv):
+    """NOTZONE and the prerequisite failures (RFC 2136 §3.2) are refusals
+    too: each has its line with the rcode. They had none (outside tester
+    19)."""
+    def send(u):
+        resp = servers.exchange_from("127.0.0.1", srv.port, u.to_wire(), tcp=True,
+                                     source=UPDATE_SOURCE)
+        assert resp is not None
+        return resp[3] & 0x0f
+    cases = []
+    u = dns.update.UpdateMessage("example.net.")
+    u.add("outside.example.org.", 300, "A", "192.0.2.1")
+    cases.append((u, dns.rcode.NOTZONE, "outside"))
+    u = dns.update.UpdateMessage("example.net.")
+    u.present("nxrrset.example.net.", "A")
+    u.add("nxrrset.example.net.", 300, "A", "192.0.2.1")
+    cases.append((u, dns.rcode.NXRRSET, "NXRRSET"))
+    u = dns.update.UpdateMessage("example.net.")
+    u.absent("example.net.")
+    u.add("yxdomain.example.net.", 300, "A", "192.0.2.1")
+    cases.append((u, dns.rcode.YXDOMAIN, "YXDOMAIN"))
+    u = dns.update.UpdateMessage("example.net.")
+    u.present("nxdomain.example.net.")
+    u.add("nxdomain.example.net.", 300, "A", "192.0.2.1")
+    cases.append((u, dns.rcode.NXDOMAIN, "NXDOMAIN"))
+    for u, rcode, name in cases:
+        before = len(audit_lines(srv.log(), "update", "refused"))
+        assert send(u) == rcode, name
+        line = wait_for(lambda: audit_lines(srv.log(), "update", "refused")[before:],
+                        "the %s line" % name)[-1]
+        f = fields(line)
+        assert f["rcode"] == dns.rcode.to_text(rcode) and f["zone"] == "example.net.", f
+        assert f["client"].startswith(UPDATE_SOURCE + "#") and f["reason"], f
 
 
 def test_refusals_limited_and_counted(srv):

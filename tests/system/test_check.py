@@ -109,6 +109,67 @@ def test_every_key_documented_and_classified():
         assert "`%s`" % key in (live if cls == "live" else restart), (key, cls)
 
 
+def test_keys_print_the_defaults_serve_uses():
+    """--keys printed "-" for listen (serve listens on 127.0.0.1:5300) and
+    log-target (stderr), and for the keys derived from data-dir."""
+    rows = {r.split()[0]: r.split()[2] for r in zc("check-config", "--keys").stdout.splitlines()}
+    assert rows["listen"] == "127.0.0.1:5300" and rows["log-target"] == "stderr", rows
+    assert rows["control-socket"] == "DATA_DIR/control.sock"
+    assert rows["pidfile"] == "DATA_DIR/zonecast.pid" and rows["node-name"] == "HOST:DATA_DIR"
+
+
+LISTENER_CLASHES = [
+    # (listen, api-listen, metrics-listen), the message's start
+    (["127.0.0.1:{P}"], "127.0.0.1:{Q}", "127.0.0.1:{P}",
+     "metrics-listen: 127.0.0.1:{P} is also a DNS listen address"),
+    (["127.0.0.1:{P}"], "127.0.0.1:{Q}", "127.0.0.1:{Q}",
+     "metrics-listen: 127.0.0.1:{Q} is also the address of api-listen"),
+    (["127.0.0.1:{P}"], "127.0.0.1:{Q}", "0.0.0.0:{Q}",
+     "api-listen 127.0.0.1:{Q} and metrics-listen 0.0.0.0:{Q} overlap: 0.0.0.0:{Q} takes port {Q}"),
+    (["127.0.0.1:{P}"], "0.0.0.0:{P}", "none",
+     "listen 127.0.0.1:{P} and api-listen 0.0.0.0:{P} overlap"),
+    (["0.0.0.0:{P}", "127.0.0.1:{P}"], "none", "none",
+     "listen 0.0.0.0:{P} and listen 127.0.0.1:{P} overlap: 0.0.0.0:{P} takes port {P} on every "
+     "address of its family (both use UDP and TCP there)"),
+    (["[::]:{P}", "[::1]:{P}"], "none", "none", "listen [::]:{P} and listen [::1]:{P} overlap"),
+]
+
+
+@pytest.mark.parametrize("listen,api,metrics,msg", LISTENER_CLASHES)
+def test_own_listeners_clash(tmp_path, listen, api, metrics, msg):
+    """The server's own listeners on one port: the same address, or a
+    wildcard over a specific address of its family. check-config accepted
+    them and serve failed with "address already in use (by another
+    zonecast or another server)", blaming another process for its own
+    configuration. Both keys are named, and serve refuses before it binds."""
+    p, q = str(servers.free_port()), str(servers.free_port())
+    sub = lambda t: t.replace("{P}", p).replace("{Q}", q)
+    text = "server:\n    data-dir: %s\n" % (tmp_path / "d")
+    text += "".join("    listen: %s\n" % sub(l) for l in listen)
+    text += "    api-listen: %s\n    metrics-listen: %s\n" % (sub(api), sub(metrics))
+    conf = write(tmp_path / "c.conf", text)
+    os.mkdir(tmp_path / "d")
+    cp = zc("check-config", "-c", conf)
+    assert cp.returncode == 1 and "error: " + sub(msg) in cp.stderr, cp.stderr
+    cp = subprocess.run([servers.zonecast_bin(), "serve", "-c", conf], capture_output=True,
+                        text=True, timeout=30)
+    assert cp.returncode == 1 and sub(msg) in cp.stderr, cp.stderr
+    assert "another" not in cp.stderr and "nothing was started" in cp.stderr, cp.stderr
+
+
+def test_listeners_that_do_not_clash(tmp_path):
+    """[::]:P is bound IPv6-only, so it takes nothing of 127.0.0.1:P; two
+    addresses of one family on one port, and port 0, are fine."""
+    p = servers.free_port()
+    os.mkdir(tmp_path / "d")
+    conf = write(tmp_path / "c.conf",
+                 "server:\n    data-dir: %s\n    listen: 127.0.0.1:%d\n    listen: [::]:%d\n"
+                 "    listen: 127.0.0.2:%d\n    api-listen: 127.0.0.1:0\n"
+                 "    metrics-listen: 127.0.0.1:0\n" % (tmp_path / "d", p, p, p))
+    cp = zc("check-config", "-c", conf)
+    assert cp.returncode == 0, cp.stderr
+
+
 def test_zone_check(tmp_path):
     good = os.path.join(servers.ZONES_DIR, "example.com.zone")
     cp = zc("zone", "check", "--origin", "example.com.", good, cwd=str(tmp_path))

@@ -5,11 +5,13 @@ created readable by their owner only."""
 import os
 import pwd
 import shutil
+import signal
 import stat
 import subprocess
 import tempfile
 import time
 
+import dns.edns
 import dns.message
 import dns.query
 import dns.rcode
@@ -395,4 +397,68 @@ def test_root_commands_make_no_database_through_a_link(tmp_path):
                 assert (st.st_uid, st.st_size) == (0, 0), st
             assert sorted(os.listdir(rootonly)) == (["empty"]), os.listdir(rootonly)
     finally:
+        shutil.rmtree(top, ignore_errors=True)
+
+
+def test_log_dir_the_user_cannot_write(tmp_path):
+    """With `user`, a log file in a directory only root may write to: root
+    creates it at start and gives it to the user, but once logrotate moves
+    it no reload (run as the user) can create it again. check-config and
+    serve warn; such a reload keeps the open file (the moved one) and
+    applies the rest. Every reload was refused ("cannot be created"), so no
+    change could be applied any more (outside tester 19)."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root (CI runs as root)")
+    try:
+        pwd.getpwnam("nobody")
+    except KeyError:
+        pytest.skip("no user nobody")
+    top = tempfile.mkdtemp(prefix="zonecast-logdir-")
+    os.chmod(top, 0o755)
+    logs = os.path.join(top, "logs")
+    os.mkdir(logs, 0o755)                  # root's
+    log = os.path.join(logs, "z.log")
+    port = servers.free_port()
+    conf = os.path.join(top, "c.conf")
+
+    def write_conf(nsid):
+        with open(conf, "w") as f:
+            f.write("server:\n    data-dir: %s\n    listen: 127.0.0.1:%d\n"
+                    "    api-listen: none\n    workers: 1\n    user: nobody\n"
+                    "    log-target: %s\n    nsid: %s\n    rrl-rate: 0\n"
+                    % (os.path.join(top, "data"), port, log, nsid))
+    write_conf("first")
+    proc = None
+    try:
+        cp = subprocess.run([servers.zonecast_bin(), "check-config", "-c", conf],
+                            capture_output=True, text=True, timeout=30)
+        assert cp.returncode == 0, cp.stderr
+        assert "warning: log-target: user nobody cannot create files in %s" % logs \
+            in cp.stderr, cp.stderr
+        proc = subprocess.Popen([servers.zonecast_bin(), "serve", "-c", conf],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 10
+        while not (os.path.exists(log) and "serving" in open(log).read()):
+            assert proc.poll() is None and time.monotonic() < deadline, "no start"
+            time.sleep(0.05)
+        assert "user nobody cannot create files in %s" % logs in open(log).read()
+        os.rename(log, log + ".1")
+        write_conf("second")
+        proc.send_signal(signal.SIGHUP)
+        deadline = time.monotonic() + 10
+        while "reload" not in open(log + ".1").read().split("SIGHUP")[-1]:
+            assert time.monotonic() < deadline, open(log + ".1").read()
+            time.sleep(0.05)
+        time.sleep(0.2)
+        text = open(log + ".1").read().split("SIGHUP")[-1]
+        assert "reload refused" not in text, text
+        assert "applied nsid" in text and "still writing to the file it had open" in text, text
+        q = dns.message.make_query("example.com.", "SOA")
+        q.use_edns(options=[dns.edns.GenericOption(3, b"")])
+        r = dns.query.udp(q, "127.0.0.1", port=port, timeout=2)
+        assert [o.to_wire() for o in r.options if o.otype == 3] == [b"second"]
+    finally:
+        if proc is not None and proc.poll() is None:
+            proc.terminate()
+            proc.wait(10)
         shutil.rmtree(top, ignore_errors=True)

@@ -299,6 +299,53 @@ def test_sighup_reopens_log_file(zonecast_factory, conf, tmp_path):
     assert "control: reload asked for" in log.read_text()
 
 
+
+def test_refused_reload_reopens_log_file(zonecast_factory, conf, tmp_path):
+    """logrotate moves the file and sends SIGHUP while the config has a
+    mistake: the reload is refused, and the file is reopened all the same
+    (with the targets in force). Every later line went to the moved file."""
+    log = tmp_path / "zonecast.log"
+    write_config(conf, log_target=str(log), nsid="kept")
+    srv = zonecast_factory(config=conf, nsid=None)
+    wait_for(lambda: log.exists() and "serving" in log.read_text(), "the log file")
+    with open(conf, "a") as f:
+        f.write("    typo-key: 1\n")
+    rotated = tmp_path / "zonecast.log.1"
+    os.rename(log, rotated)
+    srv.proc.send_signal(signal.SIGHUP)
+    wait_for(lambda: log.exists() and "reload refused" in log.read_text(), "a new log file")
+    assert "reload refused" not in rotated.read_text()
+    cp = reload_cli(srv, check=False)    # `zonecast reload` too
+    assert cp.returncode == 1
+    os.rename(log, rotated)
+    cp = reload_cli(srv, check=False)
+    assert cp.returncode == 1
+    wait_for(lambda: log.exists() and "reload refused" in log.read_text(), "another new file")
+    assert nsid_of(srv) == "kept"
+
+
+def vm_size_kb(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmSize:"):
+                return int(line.split()[1])
+    return 0
+
+
+def test_restart_key_not_allocated_at_reload(zonecast_factory, conf):
+    """A bigger rrl-table-size needs a restart, and the reload said so; but
+    a reload that also turned RRL on built the table at the new size (+590
+    MB with 67108864): the stages are given the running value."""
+    write_config(conf, rrl_rate=0)
+    srv = zonecast_factory(config=conf, nsid=None, options=["rrl-slip=2"])
+    before = vm_size_kb(srv.proc.pid)
+    write_config(conf, rrl_rate=100, rrl_table_size=67108864)
+    out = reload_cli(srv).stdout
+    assert "needs a restart (running value kept): rrl-table-size" in out, out
+    grown = vm_size_kb(srv.proc.pid) - before
+    assert grown < 100 * 1024, "VmSize grew by %d kB" % grown
+
+
 def test_notify_list_and_limits_live(zonecast_factory, conf):
     """A notify target added by a reload gets a NOTIFY for every zone (a
     new sender, as at start); update-max-size lowered by a reload refuses

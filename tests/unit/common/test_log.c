@@ -13,6 +13,7 @@
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
+#include <jansson.h>
 
 #include "common/audit.h"
 #include "common/error.h"
@@ -229,6 +230,193 @@ static void test_refusal_limit(void)
 	CHECK(strstr(text, "update refused suppressed=70\n") != NULL);
 }
 
+/* The last line of a file. */
+static const char *last_line(const char *text)
+{
+	static char line[1 << 14];
+	size_t n = strlen(text);
+	if (n > 0 && text[n - 1] == '\n') {
+		n--;
+	}
+	size_t start = n;
+	while (start > 0 && text[start - 1] != '\n') {
+		start--;
+	}
+	snprintf(line, sizeof(line), "%.*s", (int)(n - start), text + start);
+	return line;
+}
+
+/* A text line's quotes are balanced: every value read back whole. */
+static bool quotes_closed(const char *line)
+{
+	bool in = false;
+	for (const char *p = line; *p; p++) {
+		if (in && *p == '\\' && p[1] != '\0') {
+			p++;
+		} else if (*p == '"') {
+			in = !in;
+		}
+	}
+	return !in;
+}
+
+/* The UPDATE a client names zone and key with odd octets (printed as
+ * \000, 1000 characters each): every field is in the line, the names
+ * shortened with their marker, none of them cut inside an escape. */
+static void test_audit_long_values(void)
+{
+	char path[256], name[1100] = "";
+	for (int i = 0; i < 250; i++) {
+		strcat(name, "\\000");
+	}
+	strcat(name, ".");
+	snprintf(path, sizeof(path), "%s/long.log", dir);
+	for (int format = ZC_LOG_TEXT; format <= ZC_LOG_JSON; format++) {
+		CHECK_EQ(to_file(path, (zc_log_format_t)format, ZC_LOG_INFO), ZC_EOK);
+		zc_audit_t a;
+		zc_audit_begin(&a, "update", "refused");
+		zc_audit_str(&a, "zone", name);
+		zc_audit_str(&a, "key", name);
+		zc_audit_fixed(&a, "client", "192.0.2.1#5353");
+		zc_audit_fixed(&a, "rcode", "NOTAUTH");
+		zc_audit_fixed(&a, "tsig_error", "BADKEY");
+		zc_audit_str(&a, "reason", "the key is not known");
+		zc_audit_end(&a);
+		const char *line = last_line(slurp(path));
+		CHECK(strlen(line) < 4096);
+		CHECK(strstr(line, "truncated") == NULL); /* Never cut by the log. */
+		if (format == ZC_LOG_TEXT) {
+			CHECK(strstr(line, " client=192.0.2.1#5353 rcode=NOTAUTH "
+			                   "tsig_error=BADKEY reason=\"the key is not "
+			                   "known\"") != NULL);
+			/* Quoted (the marker has a space), backslashes escaped. */
+			CHECK(strstr(line, " zone=\"\\\\000") != NULL);
+			CHECK(strstr(line, " key=\"\\\\000") != NULL);
+			CHECK(strstr(line, "\\\\000\xe2\x80\xa6(1001 octets)\" key=") != NULL);
+			continue;
+		}
+		json_error_t e;
+		json_t *o = json_loads(line, 0, &e);
+		CHECK(o != NULL);
+		CHECK(strcmp(json_string_value(json_object_get(o, "client")),
+		             "192.0.2.1#5353") == 0);
+		CHECK(json_object_get(o, "rcode") != NULL);
+		CHECK(json_object_get(o, "tsig_error") != NULL);
+		CHECK(json_object_get(o, "reason") != NULL);
+		const char *keys[] = { "zone", "key" };
+		for (size_t k = 0; k < 2; k++) {
+			const char *v = json_string_value(json_object_get(o, keys[k]));
+			CHECK(v != NULL);
+			const char *m = v != NULL ? strstr(v, "\xe2\x80\xa6(1001 octets)")
+			                          : NULL;
+			CHECK(m != NULL && m[strlen("\xe2\x80\xa6(1001 octets)")] == '\0');
+			/* Whole escapes before the marker. */
+			CHECK(m != NULL && (m - v) % 4 == 0 && m - v >= 64);
+			CHECK(v != NULL && strncmp(v, name, (size_t)(m - v)) == 0);
+		}
+		json_decref(o);
+	}
+
+	/* An API write: the path a client chose is shortened, the ids (and
+	 * "+N more") and the version never. */
+	char op[2000] = "DELETE /client/v4/zones/", ids[800] = "";
+	for (int i = 0; i < 600; i++) {
+		strcat(op, "\x01");
+	}
+	for (int i = 0; i < 20; i++) {
+		snprintf(ids + strlen(ids), sizeof(ids) - strlen(ids), "%s%032x",
+		         i ? "," : "", i);
+	}
+	strcat(ids, ",+7 more");
+	CHECK_EQ(to_file(path, ZC_LOG_JSON, ZC_LOG_INFO), ZC_EOK);
+	zc_audit_t a;
+	zc_audit_begin(&a, "api", "accepted");
+	zc_audit_str(&a, "operation", op);
+	zc_audit_num(&a, "token", 3);
+	zc_audit_fixed(&a, "client", "127.0.0.1");
+	zc_audit_str(&a, "zone", name);
+	zc_audit_num(&a, "status", 200);
+	zc_audit_fixed(&a, "ids", ids);
+	zc_audit_num(&a, "version", 42);
+	zc_audit_end(&a);
+	json_error_t e;
+	json_t *o = json_loads(last_line(slurp(path)), 0, &e);
+	CHECK(o != NULL);
+	CHECK(strcmp(json_string_value(json_object_get(o, "ids")), ids) == 0);
+	CHECK_EQ(json_integer_value(json_object_get(o, "version")), 42);
+	CHECK_EQ(json_integer_value(json_object_get(o, "status")), 200);
+	const char *v = json_string_value(json_object_get(o, "operation"));
+	CHECK(v != NULL && strstr(v, "\xe2\x80\xa6(624 octets)") != NULL);
+	CHECK(v != NULL && strncmp(v, "DELETE /client/v4/zones/\x01", 25) == 0);
+	CHECK(json_object_get(o, "zone") != NULL);
+	json_decref(o);
+}
+
+/* A line longer than the log takes (not an audit line: those fit) is cut
+ * between characters, stays one JSON object or keeps its text quoting,
+ * and says it was cut: control bytes (6 octets each in JSON) and UTF-8
+ * sequences at every cut position. */
+static void test_truncated_lines(void)
+{
+	char path[256];
+	snprintf(path, sizeof(path), "%s/cut.log", dir);
+	for (int format = ZC_LOG_TEXT; format <= ZC_LOG_JSON; format++) {
+		CHECK_EQ(to_file(path, (zc_log_format_t)format, ZC_LOG_INFO), ZC_EOK);
+		for (size_t shift = 0; shift < 8; shift++) {
+			char value[6000];
+			size_t n = 0;
+			for (size_t i = 0; i < shift; i++) {
+				value[n++] = 'a';
+			}
+			while (n < sizeof(value) - 8) {
+				static const char *const pieces[] = {
+					"\x01", "\xe2\x82\xac", "\"", "\xf0\x9f\x98\x80", "\\",
+					"\xff", " ",
+				};
+				const char *piece = pieces[(n / 3) % 7];
+				memcpy(value + n, piece, strlen(piece));
+				n += strlen(piece);
+			}
+			value[n] = '\0';
+			zc_log_field_t f[] = {
+				{ .key = "path", .value = value },
+				{ .key = "after", .value = "never reached" },
+			};
+			zc_log_fields(ZC_LOG_INFO, "a long line", f, 2);
+			const char *line = last_line(slurp(path));
+			CHECK(strlen(line) < 4096);
+			if (format == ZC_LOG_TEXT) {
+				size_t len = strlen(line);
+				CHECK(len > 15 &&
+				      strcmp(line + len - 15, " truncated=true") == 0);
+				CHECK(quotes_closed(line));
+				CHECK(strstr(line, "\xe2\x80\xa6\" truncated=true") != NULL);
+				continue;
+			}
+			json_error_t e;
+			json_t *o = json_loads(line, 0, &e);
+			CHECK(o != NULL);
+			if (o == NULL) {
+				fprintf(stderr, "not JSON (%s): ...%s\n", e.text,
+				        line + strlen(line) - 40);
+				continue;
+			}
+			CHECK(json_is_true(json_object_get(o, "truncated")));
+			CHECK(json_object_get(o, "after") == NULL);
+			const char *v = json_string_value(json_object_get(o, "path"));
+			CHECK(v != NULL && strlen(v) > 1000);
+			/* The value is a prefix of the one logged (UTF-8 whole). */
+			size_t vl = v != NULL ? strlen(v) : 0;
+			CHECK(vl > 3 && strcmp(v + vl - 3, "\xe2\x80\xa6") == 0);
+			CHECK(v != NULL && strncmp(v, value, shift) == 0);
+			json_decref(o);
+		}
+		/* A short line is whole and unmarked. */
+		zc_info("short %s", "line");
+		CHECK(strstr(last_line(slurp(path)), "truncated") == NULL);
+	}
+}
+
 int main(void)
 {
 	dir = test_tmpdir();
@@ -236,6 +424,8 @@ int main(void)
 	test_reopen_and_refused_target();
 	test_syslog_and_journal();
 	test_refusal_limit();
+	test_audit_long_values();
+	test_truncated_lines();
 	zc_log_close();
 	test_rmdir(dir);
 	return test_done();
