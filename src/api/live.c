@@ -207,11 +207,15 @@ void api_wait_live(api_req_t *req)
  * is up serves the version. */
 static json_t *edges_json(fleet_primary_t *fleet, uint64_t zone_id,
                           uint32_t version, bool *all_live, size_t *live_count,
-                          size_t *count)
+                          size_t *count, char *unseen, size_t unseen_size)
 {
 	static _Thread_local fleet_edge_status_t st[256];
+	/* Edges the primary cannot see (its NATS connection or its watch of
+	 * their reports down) are not known down: nothing is live at them. */
+	unseen[0] = '\0';
+	bool seen = fleet_edges_seen(fleet, unseen, unseen_size);
 	*count = fleet_edges(fleet, zone_id, version, st, 256);
-	*all_live = true;
+	*all_live = seen;
 	*live_count = 0;
 	json_t *arr = json_array();
 	for (size_t i = 0; i < *count; i++) {
@@ -265,6 +269,7 @@ void api_propagation(api_req_t *req, const records_zone_t *zone)
 	bool here = false, edges_live = true;
 	size_t live_count = 0, count = 0;
 	json_t *edges = NULL;
+	char unseen[512] = "";
 	for (;;) {
 		ret = edge_serial(req, zone->id, zone->apex, &serial);
 		here = ret == ZC_EOK && serial_reached(serial, (uint32_t)version);
@@ -272,7 +277,7 @@ void api_propagation(api_req_t *req, const records_zone_t *zone)
 			json_decref(edges);
 			edges = edges_json(fleet, (uint64_t)zone->id,
 			                   (uint32_t)version, &edges_live, &live_count,
-			                   &count);
+			                   &count, unseen, sizeof(unseen));
 		}
 		if ((here && edges_live) || (ret != ZC_EOK && ret != ZC_ENOZONE) ||
 		    f == NULL || builder_follower_quarantined(f, (uint64_t)zone->id)) {
@@ -290,7 +295,8 @@ void api_propagation(api_req_t *req, const records_zone_t *zone)
 	}
 	if (fleet != NULL && edges == NULL) {
 		edges = edges_json(fleet, (uint64_t)zone->id, (uint32_t)version,
-		                   &edges_live, &live_count, &count);
+		                   &edges_live, &live_count, &count, unseen,
+		                   sizeof(unseen));
 		edges_live = false; /* Not here yet: nowhere yet. */
 	}
 	req->result = json_pack("{s:I, s:I, s:b, s:o}", "version",
@@ -305,6 +311,9 @@ void api_propagation(api_req_t *req, const records_zone_t *zone)
 		                    json_integer((json_int_t)live_count));
 		json_object_set_new(req->result, "edge_count",
 		                    json_integer((json_int_t)count));
+		/* Why the edges' state is not known (null: it is). */
+		json_object_set_new(req->result, "edges_unknown", unseen[0] ?
+		                    json_string(unseen) : json_null());
 	}
 }
 

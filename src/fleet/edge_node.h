@@ -10,8 +10,10 @@ struct fleet_edge {
 	fleet_config_t cfg;
 	fleet_names_t names;
 	edge_store_t *es;
-	natsConnection *nc;
+	natsConnection *nc;  /* the follower's (its thread replaces it) */
 	jsCtx *js;
+	natsConnection *rnc; /* the reporter's own (same) */
+	jsCtx *rjs;
 	pthread_t thread, reporter;
 	bool started, reporter_started;
 	_Atomic bool stop;
@@ -31,6 +33,7 @@ struct fleet_edge {
 	uint32_t next_part;
 	uint64_t delivered;  /* stream sequence of the last message taken */
 	_Atomic int64_t report_logged;
+	_Atomic int64_t paused_logged;
 	uint64_t instance;   /* random: tells two edges of one name apart */
 	_Atomic int64_t bad_logged;
 	/* A message that left a gap even right after a snapshot load cannot

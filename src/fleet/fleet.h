@@ -153,6 +153,14 @@ typedef struct {
 size_t fleet_edges(fleet_primary_t *fp, uint64_t zone_id, uint32_t version,
                    fleet_edge_status_t *out, size_t max);
 
+/*
+ * Whether the primary reads its edges' reports now (its NATS connection
+ * for them is up and its watch of the bucket runs); when not, why (for
+ * receipts: while it cannot see its edges, it calls nothing live at
+ * them, which differs from edges that are all down: seen silent).
+ */
+bool fleet_edges_seen(fleet_primary_t *fp, char *why, size_t size);
+
 /* The primary's position: last commit given out and last one sent. */
 void fleet_position(fleet_primary_t *fp, uint64_t *epoch, uint64_t *committed,
                     uint64_t *published, bool *connected);

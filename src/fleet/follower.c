@@ -444,7 +444,15 @@ static void *follower_main(void *arg)
 		pthread_create(&fe->reporter, NULL, fleet_reporter_main, fe) == 0;
 	pthread_mutex_unlock(&fe->lock);
 	bool need_snapshot = fe->epoch == 0;
+	fleet_renew_t renew = { 0 };
 	while (!fe->stop) {
+		if (fe->nc == NULL || fleet_conn_closed(fe->nc)) {
+			/* Closed for good by the library: a new one (its
+			 * subscription is made again by follow()). */
+			fleet_conn_renew(&fe->cfg, "follower", &fe->stop, &fe->lock,
+			                 &fe->nc, &fe->js, &renew);
+			continue;
+		}
 		if (need_snapshot) {
 			/* Loads in a row back off (250 ms doubling to 8 s). */
 			if (fleet_now_ms() - fe->last_load_ms < 1000) {
@@ -485,8 +493,11 @@ static void *follower_main(void *arg)
 			need_snapshot = true;
 		} else if (ret != ZC_EOK && ret != ZC_EBUSY &&
 		           ret != ZC_EMAPFULL && !fe->stop) {
-			zc_warn("fleet: following paused: %s; retrying",
-			        zc_strerror(ret));
+			if (zc_log_due(&fe->paused_logged, 10000)) {
+				zc_warn("fleet: following paused: %s%s%s; retrying",
+				        zc_strerror(ret), ret == ZC_ENATS ? ": " : "",
+				        ret == ZC_ENATS ? fleet_nats_last_error() : "");
+			}
 			fleet_sleep_ms(RETRY_MS);
 		}
 	}
@@ -571,6 +582,9 @@ void fleet_edge_stop(fleet_edge_t *fe)
 	if (fe->nc != NULL) {
 		natsConnection_Close(fe->nc);
 	}
+	if (fe->rnc != NULL) {
+		natsConnection_Close(fe->rnc);
+	}
 	pthread_mutex_unlock(&fe->lock);
 	if (fe->started) {
 		pthread_join(fe->thread, NULL);
@@ -580,6 +594,8 @@ void fleet_edge_stop(fleet_edge_t *fe)
 	}
 	jsCtx_Destroy(fe->js);
 	natsConnection_Destroy(fe->nc);
+	jsCtx_Destroy(fe->rjs);
+	natsConnection_Destroy(fe->rnc);
 	pthread_cond_destroy(&fe->changed);
 	pthread_mutex_destroy(&fe->lock);
 	free(fe);

@@ -38,9 +38,38 @@ int fleet_connect(const fleet_config_t *cfg, natsConnection **nc,
 int fleet_connect_retry(const fleet_config_t *cfg, _Atomic bool *stop,
                         pthread_mutex_t *lock, natsConnection **nc, jsCtx **js);
 
-/* The primary creates (or updates) the streams and the bucket. */
+/* Whether the library closed this connection for good (the server
+ * closed it on a protocol error, e.g. a message above its max_payload):
+ * it never reconnects, it must be replaced (fleet_conn_renew()). */
+bool fleet_conn_closed(natsConnection *nc);
+
+/* A thread's record of the connections it replaced (backoff). */
+typedef struct {
+	int64_t last_ms;
+	unsigned wait_ms;
+	unsigned count;
+} fleet_renew_t;
+
+/* Replaces a closed connection (*nc, *js set to NULL under lock, then
+ * destroyed): logged with the library's reason, waits (250 ms doubling
+ * to 8 s when it happens again within 30 s), then fleet_connect_retry().
+ * Whatever was made on the old one (KV handles, watchers, subscriptions)
+ * must be made again by the caller. */
+int fleet_conn_renew(const fleet_config_t *cfg, const char *who,
+                     _Atomic bool *stop, pthread_mutex_t *lock,
+                     natsConnection **nc, jsCtx **js, fleet_renew_t *r);
+
+/* The primary creates the streams and the bucket, or makes the streams'
+ * settings the fleet depends on (retention, subjects, storage, discard,
+ * limits) what it needs: updated, or deleted and created again when the
+ * server refuses the update. expected: they should exist (one missing is
+ * logged: deleted). *changed (may be NULL) gets which were created or
+ * changed (their content may be gone). */
+#define FLEET_TXN_CHANGED 1u
+#define FLEET_SNAP_CHANGED 2u
+#define FLEET_BUCKET_CHANGED 4u
 int fleet_ensure_streams(const fleet_config_t *cfg, const fleet_names_t *n,
-                         jsCtx *js);
+                         jsCtx *js, bool expected, unsigned *changed);
 
 /* nats.c's status as a zonecast code, logged once with what failed
  * (kept for fleet_nats_last_error()). */
@@ -48,6 +77,10 @@ int fleet_nats_error(natsStatus s, jsErrCode jerr, const char *what);
 
 /* What the last fleet_nats_error() of this thread said failed, and why. */
 const char *fleet_nats_last_error(void);
+
+/* The least max_payload the fleet works with (fleet_connect() says so
+ * when the server's is lower). */
+#define FLEET_PAYLOAD_MIN 512
 
 /* Room left for headers in a message (ids, positions, fence). */
 #define FLEET_HEADER_ROOM 1024
@@ -74,7 +107,7 @@ typedef struct {
 	uint64_t commit;
 	uint32_t parts;
 	uint64_t txn_seq;  /* first txn stream sequence to read after it */
-	char id[64];       /* epoch-commit-term */
+	char id[96];       /* epoch-commit-term-nonce */
 	uint64_t head_seq; /* its snapshot stream sequence (not in the JSON) */
 } fleet_manifest_t;
 

@@ -132,6 +132,23 @@ static void on_reconnected(natsConnection *nc, void *ctx)
 	zc_info("nats: %s: reconnected", (const char *)ctx);
 }
 
+/* Says clearly when the server takes messages too small for the fleet
+ * (its requests to create the streams and the bucket, manifests and
+ * reports do not fit): nothing works until max_payload is raised. */
+static void payload_check(natsConnection *nc)
+{
+	static _Atomic int64_t logged;
+	int64_t max = natsConnection_GetMaxPayload(nc);
+	if (max > 0 && max < FLEET_PAYLOAD_MIN &&
+	    zc_log_due(&logged, 30000)) {
+		zc_error("nats: the server's max_payload is %" PRId64 " bytes: "
+		         "the fleet needs at least %d (its stream and bucket "
+		         "requests, manifests and reports do not fit in less); "
+		         "raise max_payload in the NATS server's configuration",
+		         max, FLEET_PAYLOAD_MIN);
+	}
+}
+
 /* Splits the comma-separated list into servers (in place). */
 static int split_urls(char *list, const char **urls)
 {
@@ -203,6 +220,14 @@ int fleet_connect(const fleet_config_t *cfg, natsConnection **nc, jsCtx **js)
 		s = natsOptions_SetTimeout(o, 2000);
 	}
 	if (s == NATS_OK) {
+		/* Nothing is kept to be sent at a reconnect: a publish while
+		 * disconnected fails at once (NATS_INSUFFICIENT_BUFFER) and is
+		 * made again, cut for the server connected then. A kept one
+		 * was cut for the server before, whose max_payload may have
+		 * been larger: the new one closes the connection on it. */
+		s = natsOptions_SetReconnectBufSize(o, 1);
+	}
+	if (s == NATS_OK) {
 		s = natsOptions_SetDisconnectedCB(o, on_disconnected,
 		                                  (void *)cfg->urls);
 	}
@@ -230,6 +255,7 @@ int fleet_connect(const fleet_config_t *cfg, natsConnection **nc, jsCtx **js)
 		return s == NATS_CONNECTION_AUTH_FAILED || s == NATS_NOT_PERMITTED ?
 		       ZC_EACCES_NATS : ZC_ENATS;
 	}
+	payload_check(*nc);
 	jsOptions jo;
 	jsOptions_Init(&jo);
 	jo.Wait = 5000;
@@ -242,19 +268,120 @@ int fleet_connect(const fleet_config_t *cfg, natsConnection **nc, jsCtx **js)
 	return ZC_EOK;
 }
 
-static int ensure_stream(jsCtx *js, jsStreamConfig *sc)
+/* A limit as the server shows it (unset: -1). */
+static int64_t limit(int64_t v)
 {
-	jsErrCode jerr = 0;
+	return v <= 0 ? -1 : v;
+}
+
+/* The first setting the fleet depends on in which the stream's
+ * configuration (have) is not what it needs (want); NULL when none. */
+static const char *stream_differs(const jsStreamConfig *have,
+                                  const jsStreamConfig *want)
+{
+	if (have->Retention != want->Retention) {
+		return "retention";
+	}
+	if (have->Storage != want->Storage) {
+		return "storage";
+	}
+	if (have->Mirror != NULL || have->Sealed || have->DenyPurge) {
+		return "mirror, sealed or deny-purge setting";
+	}
+	if (have->SubjectsLen != want->SubjectsLen) {
+		return "subjects";
+	}
+	for (int i = 0; i < want->SubjectsLen; i++) {
+		if (have->Subjects == NULL || have->Subjects[i] == NULL ||
+		    strcmp(have->Subjects[i], want->Subjects[i]) != 0) {
+			return "subjects";
+		}
+	}
+	if (have->Discard != want->Discard) {
+		return "discard policy";
+	}
+	if (limit(have->MaxMsgs) != limit(want->MaxMsgs) ||
+	    limit(have->MaxBytes) != limit(want->MaxBytes) ||
+	    limit(have->MaxMsgsPerSubject) != limit(want->MaxMsgsPerSubject) ||
+	    limit(have->MaxMsgSize) != limit(want->MaxMsgSize) ||
+	    have->MaxAge != want->MaxAge) {
+		return "limits (messages, bytes, size or age)";
+	}
+	if (have->Replicas != want->Replicas) {
+		return "replicas";
+	}
+	if (want->AllowDirect && !have->AllowDirect) {
+		return "direct get";
+	}
+	if (want->Duplicates != 0 && have->Duplicates != want->Duplicates) {
+		return "duplicate window";
+	}
+	return NULL;
+}
+
+/* Warnings about the streams and the bucket repeat at most this often
+ * (they are tried again every second or so). */
+static _Atomic int64_t stream_logged;
+
+/*
+ * Makes the stream what sc says: created when missing (a warning when
+ * expected: someone deleted it), updated when a setting the fleet
+ * depends on differs, deleted and created again when the server refuses
+ * that update (retention, storage: an update cannot change them; the
+ * stream is this fleet's own, under its prefix). *changed when it was
+ * created or changed (its messages may be gone: a new snapshot).
+ */
+static int keep_stream(jsCtx *js, jsStreamConfig *sc, bool expected,
+                       bool *changed)
+{
 	jsStreamInfo *si = NULL;
-	natsStatus s = js_AddStream(&si, js, sc, NULL, &jerr);
-	if (s != NATS_OK && jerr == JSStreamNameExistErr) {
-		s = js_UpdateStream(&si, js, sc, NULL, &jerr);
+	jsErrCode jerr = 0;
+	natsStatus s = js_GetStreamInfo(&si, js, sc->Name, NULL, &jerr);
+	const char *what = "create";
+	if (s == NATS_NOT_FOUND || jerr == JSStreamNotFoundErr) {
+		if (expected) {
+			zc_warn("fleet: stream %s is gone from NATS (deleted?): "
+			        "creating it again", sc->Name);
+		}
+		jsStreamInfo_Destroy(si);
+		si = NULL;
+		jerr = 0;
+		s = js_AddStream(&si, js, sc, NULL, &jerr);
+		*changed = s == NATS_OK;
+	} else if (s == NATS_OK) {
+		const char *differs = stream_differs(si->Config, sc);
+		jsStreamInfo_Destroy(si);
+		si = NULL;
+		if (differs != NULL) {
+			zc_warn("fleet: stream %s has another %s than the fleet "
+			        "needs (made again by someone else?): updating it",
+			        sc->Name, differs);
+			what = "update";
+			s = js_UpdateStream(&si, js, sc, NULL, &jerr);
+			if (s != NATS_OK && jerr != 0) {
+				zc_warn("fleet: stream %s cannot be updated (%s): deleting "
+				        "it and creating it again", sc->Name,
+				        nats_GetLastError(NULL));
+				what = "delete and create";
+				jerr = 0;
+				s = js_DeleteStream(js, sc->Name, NULL, &jerr);
+				if (s == NATS_OK || jerr == JSStreamNotFoundErr) {
+					jsStreamInfo_Destroy(si);
+					si = NULL;
+					s = js_AddStream(&si, js, sc, NULL, &jerr);
+				}
+			}
+			*changed = s == NATS_OK;
+		}
 	}
 	jsStreamInfo_Destroy(si);
 	if (s != NATS_OK) {
-		zc_warn("nats: cannot create or update stream %s: %s (%s)",
-		        sc->Name, natsStatus_GetText(s), nats_GetLastError(NULL));
-		return ZC_ENATS;
+		int ret = fleet_nats_error(s, jerr, what);
+		if (zc_log_due(&stream_logged, 10000)) {
+			zc_warn("nats: cannot %s stream %s: %s", what, sc->Name,
+			        fleet_nats_last_error());
+		}
+		return ret;
 	}
 	return ZC_EOK;
 }
@@ -295,21 +422,69 @@ int fleet_connect_retry(const fleet_config_t *cfg, _Atomic bool *stop,
 	return ZC_ENATS;
 }
 
-int fleet_ensure_streams(const fleet_config_t *cfg, const fleet_names_t *n,
-                         jsCtx *js)
+bool fleet_conn_closed(natsConnection *nc)
 {
+	return nc != NULL && natsConnection_IsClosed(nc);
+}
+
+int fleet_conn_renew(const fleet_config_t *cfg, const char *who,
+                     _Atomic bool *stop, pthread_mutex_t *lock,
+                     natsConnection **nc, jsCtx **js, fleet_renew_t *r)
+{
+	pthread_mutex_lock(lock);
+	natsConnection *old = *nc;
+	jsCtx *old_js = *js;
+	*nc = NULL;
+	*js = NULL;
+	pthread_mutex_unlock(lock);
+	int64_t now = fleet_mono_ms();
+	/* Closed again soon after the last time: wait longer (250 ms
+	 * doubling to 8 s); a connection that lasted resets the wait. */
+	r->wait_ms = r->wait_ms == 0 || now - r->last_ms > 30000 ? 250 :
+	             r->wait_ms * 2 > 8000 ? 8000 : r->wait_ms * 2;
+	r->last_ms = now;
+	r->count++;
+	const char *why = NULL;
+	if (old != NULL && natsConnection_GetLastError(old, &why) == NATS_OK) {
+		why = NULL;
+	}
+	zc_warn("nats: %s: the connection to %s was closed (%s): a new one in "
+	        "%u ms", who, cfg->urls, why != NULL && why[0] != '\0' ? why :
+	        "no detail", r->wait_ms);
+	jsCtx_Destroy(old_js);
+	natsConnection_Destroy(old);
+	for (unsigned slept = 0; slept < r->wait_ms && !*stop; slept += 50) {
+		fleet_sleep_ms(50);
+	}
+	int ret = fleet_connect_retry(cfg, stop, lock, nc, js);
+	if (ret == ZC_EOK) {
+		zc_info("nats: %s: connected again to %s (max_payload %" PRId64
+		        ")", who, cfg->urls, natsConnection_GetMaxPayload(*nc));
+	}
+	return ret;
+}
+
+int fleet_ensure_streams(const fleet_config_t *cfg, const fleet_names_t *n,
+                         jsCtx *js, bool expected, unsigned *changed)
+{
+	unsigned dummy = 0;
+	changed = changed != NULL ? changed : &dummy;
+	*changed = 0;
 	const char *txn_subj[] = { n->txn_subject };
 	jsStreamConfig sc;
 	jsStreamConfig_Init(&sc);
 	sc.Name = n->txn_stream;
 	sc.Subjects = txn_subj;
 	sc.SubjectsLen = 1;
+	sc.Retention = js_LimitsPolicy;
 	sc.Storage = js_FileStorage;
 	sc.Replicas = cfg->replicas;
 	sc.MaxBytes = cfg->stream_max_bytes;
 	sc.Discard = js_DiscardOld;
 	sc.Duplicates = (int64_t)120 * 1000 * 1000 * 1000; /* 2 min, in ns */
-	int ret = ensure_stream(js, &sc);
+	bool made = false;
+	int ret = keep_stream(js, &sc, expected, &made);
+	*changed |= made ? FLEET_TXN_CHANGED : 0;
 	if (ret != ZC_EOK) {
 		return ret;
 	}
@@ -320,13 +495,33 @@ int fleet_ensure_streams(const fleet_config_t *cfg, const fleet_names_t *n,
 	sc.Name = n->snap_stream;
 	sc.Subjects = ssubj;
 	sc.SubjectsLen = 1;
+	sc.Retention = js_LimitsPolicy;
 	sc.Storage = js_FileStorage;
+	sc.Discard = js_DiscardOld;
 	sc.Replicas = cfg->replicas;
 	sc.MaxMsgsPerSubject = 1;
 	sc.AllowDirect = true;
-	ret = ensure_stream(js, &sc);
+	made = false;
+	ret = keep_stream(js, &sc, expected, &made);
+	*changed |= made ? FLEET_SNAP_CHANGED : 0;
 	if (ret != ZC_EOK) {
 		return ret;
+	}
+	char kv_stream[FLEET_STR_MAX + 4];
+	snprintf(kv_stream, sizeof(kv_stream), "KV_%s", n->bucket);
+	jsStreamInfo *si = NULL;
+	jsErrCode jerr = 0;
+	natsStatus s = js_GetStreamInfo(&si, js, kv_stream, NULL, &jerr);
+	jsStreamInfo_Destroy(si);
+	if (s == NATS_OK) {
+		return ZC_EOK; /* Its settings are its creator's. */
+	}
+	if (s != NATS_NOT_FOUND && jerr != JSStreamNotFoundErr) {
+		return fleet_nats_error(s, jerr, "bucket info");
+	}
+	if (expected) {
+		zc_warn("fleet: stream %s is gone from NATS (deleted?): creating "
+		        "it again", kv_stream);
 	}
 	kvConfig kc;
 	kvConfig_Init(&kc);
@@ -337,12 +532,16 @@ int fleet_ensure_streams(const fleet_config_t *cfg, const fleet_names_t *n,
 	kc.TTL = (int64_t)86400 * 1000 * 1000 * 1000;
 	kc.Replicas = cfg->replicas;
 	kvStore *kv = NULL;
-	natsStatus s = js_CreateKeyValue(&kv, js, &kc);
+	s = js_CreateKeyValue(&kv, js, &kc);
 	kvStore_Destroy(kv);
 	if (s != NATS_OK) {
-		zc_warn("nats: cannot create bucket %s: %s (%s)", n->bucket,
-		        natsStatus_GetText(s), nats_GetLastError(NULL));
-		return ZC_ENATS;
+		int r = fleet_nats_error(s, 0, "create bucket");
+		if (zc_log_due(&stream_logged, 10000)) {
+			zc_warn("nats: cannot create bucket %s: %s", n->bucket,
+			        fleet_nats_last_error());
+		}
+		return r;
 	}
+	*changed |= FLEET_BUCKET_CHANGED;
 	return ZC_EOK;
 }

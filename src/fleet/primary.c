@@ -100,6 +100,9 @@ void fleet_primary_stop(fleet_primary_t *fp)
 	if (fp->nc != NULL) {
 		natsConnection_Close(fp->nc);
 	}
+	if (fp->wnc != NULL) {
+		natsConnection_Close(fp->wnc);
+	}
 	pthread_mutex_unlock(&fp->lock);
 	if (fp->watcher_started) {
 		pthread_join(fp->watcher, NULL);
@@ -107,6 +110,8 @@ void fleet_primary_stop(fleet_primary_t *fp)
 	edge_repl_on_outbox(fp->es, NULL, NULL);
 	jsCtx_Destroy(fp->js);
 	natsConnection_Destroy(fp->nc);
+	jsCtx_Destroy(fp->wjs);
+	natsConnection_Destroy(fp->wnc);
 	pthread_cond_destroy(&fp->wake);
 	pthread_cond_destroy(&fp->changed);
 	pthread_mutex_destroy(&fp->lock);

@@ -37,8 +37,10 @@ struct fleet_primary {
 	fleet_config_t cfg;
 	fleet_names_t names;
 	edge_store_t *es;
-	natsConnection *nc;
+	natsConnection *nc;       /* the publisher's (its thread replaces it) */
 	jsCtx *js;
+	natsConnection *wnc;      /* the receipts watcher's own */
+	jsCtx *wjs;
 	pthread_t publisher, watcher;
 	bool publisher_started, watcher_started;
 	_Atomic bool stop;
@@ -58,7 +60,15 @@ struct fleet_primary {
 	size_t ring_head, ring_len;
 	fleet_edge_report_t edges[FLEET_MAX_EDGES];
 	size_t edge_count;
+	/* The watcher reads the edges' reports now: its connection is up
+	 * and its watch past the replay of the bucket (receipts call
+	 * nothing live while it is not: fleet_edges_seen()). */
+	bool watching;
+	char blind_why[512];      /* why not, when not */
+	_Atomic bool rewatch;     /* the bucket was made again: watch anew */
 	_Atomic int64_t dup_logged;
+	_Atomic int64_t paused_logged;
+	_Atomic int64_t rewatch_logged;
 	_Atomic int64_t foreign_logged;
 };
 

@@ -431,7 +431,7 @@ static void purge_other_snapshots(fleet_primary_t *fp, uint64_t term,
 		return;
 	}
 	size_t plen = strlen(fp->names.snap_data) + 1;
-	char done[8][64] = { { 0 } };
+	char done[8][96] = { { 0 } };
 	int ndone = 0;
 	for (int i = 0; si->State.Subjects != NULL &&
 	                i < si->State.Subjects->Count; i++) {
@@ -439,7 +439,7 @@ static void purge_other_snapshots(fleet_primary_t *fp, uint64_t term,
 		if (strlen(subj) <= plen) {
 			continue;
 		}
-		char id[64];
+		char id[96];
 		snprintf(id, sizeof(id), "%s", subj + plen);
 		char *dot = strchr(id, '.');
 		if (dot != NULL) {
@@ -467,6 +467,16 @@ static void purge_other_snapshots(fleet_primary_t *fp, uint64_t term,
 static int snapshot(pub_t *p, fleet_manifest_t *prev)
 {
 	fleet_primary_t *fp = p->fp;
+	edge_repl_pos_t pos;
+	if (prev->id[0] != '\0' && !p->stream_reset &&
+	    edge_repl_pos(fp->es, &pos) == ZC_EOK && pos.epoch == prev->epoch &&
+	    pos.commit == prev->commit && prev->term == p->term) {
+		/* The store has not moved since the last one (the log sent
+		 * since is the rest of that commit, which it covers): the
+		 * same snapshot again would be of no use. */
+		p->bytes = 0;
+		return ZC_EOK;
+	}
 	fleet_manifest_t m;
 	uint64_t bytes = 0;
 	int64_t t0 = fleet_now_ms();
@@ -493,20 +503,6 @@ static int snapshot(pub_t *p, fleet_manifest_t *prev)
 	return ZC_EOK;
 }
 
-/* Whether JetStream says a stream does not exist (ZC_EOK: it does;
- * ZC_ENOZONE: it does not; another error: cannot tell). */
-static int stream_exists(fleet_primary_t *fp, const char *name)
-{
-	jsStreamInfo *si = NULL;
-	jsErrCode jerr = 0;
-	natsStatus s = js_GetStreamInfo(&si, fp->js, name, NULL, &jerr);
-	jsStreamInfo_Destroy(si);
-	if (s == NATS_NOT_FOUND || jerr == JSStreamNotFoundErr) {
-		return ZC_ENOZONE;
-	}
-	return fleet_nats_error(s, jerr, "stream info");
-}
-
 /*
  * What the fleet needs in NATS is still there: the txn and snapshot
  * streams, the reports bucket, this history's snapshot (its manifest and
@@ -520,24 +516,16 @@ static int stream_exists(fleet_primary_t *fp, const char *name)
 static int keep_objects(pub_t *p, const fleet_manifest_t *prev)
 {
 	fleet_primary_t *fp = p->fp;
-	char kv_stream[FLEET_STR_MAX + 4];
-	snprintf(kv_stream, sizeof(kv_stream), "KV_%s", fp->names.bucket);
-	const char *names[] = { fp->names.txn_stream, fp->names.snap_stream,
-	                        kv_stream };
-	bool missing = false, snap_missing = false;
-	for (size_t i = 0; i < 3; i++) {
-		if (stream_exists(fp, names[i]) == ZC_ENOZONE) {
-			zc_warn("fleet: stream %s is gone from NATS (deleted?): "
-			        "creating it again", names[i]);
-			missing = true;
-			snap_missing |= i < 2;
-		}
-	}
-	if (missing && fleet_ensure_streams(&fp->cfg, &fp->names, fp->js) !=
-	               ZC_EOK) {
+	unsigned changed = 0;
+	if (fleet_ensure_streams(&fp->cfg, &fp->names, fp->js, true,
+	                         &changed) != ZC_EOK &&
+	    changed == 0) {
 		return ZC_EOK; /* Logged; tried again at the next look. */
 	}
-	if (snap_missing) {
+	if (changed & FLEET_BUCKET_CHANGED) {
+		atomic_store(&fp->rewatch, true); /* Its watcher starts over. */
+	}
+	if (changed & (FLEET_TXN_CHANGED | FLEET_SNAP_CHANGED)) {
 		p->stream_reset = true;
 		return ZC_EREPLGAP;
 	}
@@ -550,7 +538,7 @@ static int keep_objects(pub_t *p, const fleet_manifest_t *prev)
 	if (ret == ZC_ENOZONE) {
 		why = "no snapshot manifest";
 	} else if (ret == ZC_EOK && strcmp(head.id, prev->id) == 0) {
-		char subject[FLEET_STR_MAX + 96];
+		char subject[FLEET_STR_MAX + 128];
 		snprintf(subject, sizeof(subject), "%s.%s.0", fp->names.snap_data,
 		         head.id);
 		natsMsg *msg = NULL;
@@ -710,7 +698,15 @@ static int new_history(fleet_primary_t *fp, edge_repl_pos_t *pos)
 static int start_epoch(pub_t *p, fleet_manifest_t *prev)
 {
 	fleet_primary_t *fp = p->fp;
-	int ret = fleet_ensure_streams(&fp->cfg, &fp->names, fp->js);
+	unsigned changed = 0;
+	int ret = fleet_ensure_streams(&fp->cfg, &fp->names, fp->js, false,
+	                               &changed);
+	if (changed & (FLEET_TXN_CHANGED | FLEET_SNAP_CHANGED)) {
+		p->stream_reset = true; /* Made again: its snapshot too. */
+	}
+	if (changed & FLEET_BUCKET_CHANGED) {
+		atomic_store(&fp->rewatch, true);
+	}
 	if (ret == ZC_EOK) {
 		ret = stream_last_seq(fp, &p->last_seq);
 	}
@@ -1023,7 +1019,24 @@ void *fleet_publisher_main(void *arg)
 	int64_t head_checked = 0; /* keep_head() */
 	uint64_t behind = 0; /* the build must reach this before leading */
 	fleet_build_watch_t build = { 0 };
+	fleet_renew_t renew = { 0 };
 	while (!fp->stop) {
+		if (fp->nc == NULL || fleet_conn_closed(fp->nc)) {
+			/* Closed for good by the library (the server closed it:
+			 * it never reconnects): a new one, and everything from
+			 * the streams on checked again on it (start_epoch()). */
+			pthread_mutex_lock(&fp->lock);
+			fp->connected = false;
+			pthread_mutex_unlock(&fp->lock);
+			if (fleet_conn_renew(&fp->cfg, "publisher", &fp->stop,
+			                     &fp->lock, &fp->nc, &fp->js, &renew) !=
+			    ZC_EOK) {
+				continue; /* Stopping (or tried again). */
+			}
+			ready = false;
+			head_checked = 0;
+			continue;
+		}
 		if (led && !fp->leading) {
 			while (!fp->stop && fleet_now_ms() < hold_until) {
 				fleet_sleep_ms(50);
@@ -1106,11 +1119,13 @@ void *fleet_publisher_main(void *arg)
 		}
 		if (p.ret != ZC_EOK || n < 0) {
 			int why = p.ret != ZC_EOK ? p.ret : n;
-			zc_warn("fleet: publishing paused: %s%s%s; retrying",
-			        why == STEPPED_OVER ? "messages not this primary's "
-			        "keep coming into the txn stream" : zc_strerror(why),
-			        why == ZC_ENATS ? ": " : "",
-			        why == ZC_ENATS ? fleet_nats_last_error() : "");
+			if (zc_log_due(&fp->paused_logged, 5000)) {
+				zc_warn("fleet: publishing paused: %s%s%s; retrying",
+				        why == STEPPED_OVER ? "messages not this "
+				        "primary's keep coming into the txn stream" :
+				        zc_strerror(why), why == ZC_ENATS ? ": " : "",
+				        why == ZC_ENATS ? fleet_nats_last_error() : "");
+			}
 			pthread_mutex_lock(&fp->lock);
 			fp->connected = false;
 			pthread_mutex_unlock(&fp->lock);

@@ -262,32 +262,117 @@ static void take_report(fleet_primary_t *fp, const char *key,
 	json_decref(j);
 }
 
+bool fleet_edges_seen(fleet_primary_t *fp, char *why, size_t size)
+{
+	pthread_mutex_lock(&fp->lock);
+	bool seen = fp->watching;
+	if (!seen && why != NULL) {
+		snprintf(why, size, "%s", fp->blind_why[0] != '\0' ?
+		         fp->blind_why : "the primary does not read its edges' "
+		         "reports yet");
+	}
+	pthread_mutex_unlock(&fp->lock);
+	return seen;
+}
+
+static void set_watching(fleet_primary_t *fp, bool on, const char *why)
+{
+	pthread_mutex_lock(&fp->lock);
+	if (fp->watching != on) {
+		fp->watching = on;
+		pthread_cond_broadcast(&fp->changed);
+	}
+	if (!on) {
+		snprintf(fp->blind_why, sizeof(fp->blind_why), "%s", why);
+	}
+	pthread_mutex_unlock(&fp->lock);
+}
+
+/* When the bucket's stream was created (ZC_ENOZONE: it is gone). */
+static int bucket_created(fleet_primary_t *fp, int64_t *created)
+{
+	char name[FLEET_STR_MAX + 4];
+	snprintf(name, sizeof(name), "KV_%s", fp->names.bucket);
+	jsStreamInfo *si = NULL;
+	jsErrCode jerr = 0;
+	natsStatus s = js_GetStreamInfo(&si, fp->wjs, name, NULL, &jerr);
+	if (s != NATS_OK) {
+		return s == NATS_NOT_FOUND || jerr == JSStreamNotFoundErr ?
+		       ZC_ENOZONE : ZC_ENATS;
+	}
+	*created = si->Created;
+	jsStreamInfo_Destroy(si);
+	return ZC_EOK;
+}
+
+/*
+ * Watches the reports bucket on a connection of its own (the publisher
+ * replaces its own when the library closes it; this thread does the same
+ * with its own). It starts over (a new watcher) when the watch fails, when
+ * it was silent for WATCH_SILENCE_MS (its consumer lost with a cluster
+ * node), when the bucket was made again (looked at every second: its
+ * stream's creation time; or the publisher recreated it), and with a new
+ * connection when the library closed this one. While its connection is
+ * down or its watch is not running, fleet_edges_seen() says so: receipts
+ * then call nothing live.
+ */
 void *fleet_watcher_main(void *arg)
 {
 	fleet_primary_t *fp = arg;
+	fleet_renew_t renew = { 0 };
+	set_watching(fp, false, "the primary is connecting to NATS to read its "
+	             "edges' reports");
+	if (fleet_connect_retry(&fp->cfg, &fp->stop, &fp->lock, &fp->wnc,
+	                        &fp->wjs) != ZC_EOK) {
+		return NULL;
+	}
 	while (!fp->stop) {
+		if (fp->wnc == NULL || fleet_conn_closed(fp->wnc)) {
+			set_watching(fp, false, "the primary's NATS connection for "
+			             "its edges' reports was closed: connecting again");
+			if (fleet_conn_renew(&fp->cfg, "receipts watcher", &fp->stop,
+			                     &fp->lock, &fp->wnc, &fp->wjs, &renew) !=
+			    ZC_EOK) {
+				continue;
+			}
+		}
+		atomic_store(&fp->rewatch, false);
 		kvStore *kv = NULL;
 		kvWatcher *w = NULL;
-		natsStatus s = js_KeyValue(&kv, fp->js, fp->names.bucket);
+		natsStatus s = js_KeyValue(&kv, fp->wjs, fp->names.bucket);
 		if (s == NATS_OK) {
 			s = kvStore_WatchAll(&w, kv, NULL);
 		}
+		int64_t created = 0;
+		if (s == NATS_OK) {
+			bucket_created(fp, &created);
+		}
 		/* Edges report every second: a watcher silent for longer lost
 		 * its consumer (a cluster node went away) and starts over. */
-		int64_t last = fleet_now_ms();
+		int64_t last = fleet_mono_ms(), checked = last;
 		bool replay = true; /* until the watcher's end-of-replay mark */
-		while (s == NATS_OK && !fp->stop) {
+		const char *again = NULL;
+		while (s == NATS_OK && !fp->stop && again == NULL) {
 			kvEntry *e = NULL;
-			s = kvWatcher_Next(&e, w, 500);
-			if (s == NATS_TIMEOUT) {
-				s = fleet_now_ms() - last > WATCH_SILENCE_MS ? NATS_TIMEOUT :
-				                                               NATS_OK;
-				continue;
+			s = kvWatcher_Next(&e, w, 250);
+			int64_t now = fleet_mono_ms();
+			if (natsConnection_Status(fp->wnc) !=
+			    NATS_CONN_STATUS_CONNECTED) {
+				set_watching(fp, false, "the primary's NATS connection "
+				             "is down: it cannot see its edges' reports");
+			} else if (!replay) {
+				set_watching(fp, true, NULL);
 			}
-			last = fleet_now_ms();
-			if (s == NATS_OK && e == NULL) {
+			bool got = s != NATS_TIMEOUT;
+			if (!got) {
+				s = now - last > WATCH_SILENCE_MS ? NATS_TIMEOUT : NATS_OK;
+			} else {
+				last = now;
+			}
+			if (got && s == NATS_OK && e == NULL) {
 				replay = false;
-			} else if (s == NATS_OK) {
+				set_watching(fp, true, NULL);
+			} else if (s == NATS_OK && e != NULL) {
 				if (kvEntry_Operation(e) == kvOp_Put) {
 					take_report(fp, kvEntry_Key(e), kvEntry_Value(e),
 					            kvEntry_ValueLen(e), kvEntry_Revision(e),
@@ -295,16 +380,37 @@ void *fleet_watcher_main(void *arg)
 				}
 				kvEntry_Destroy(e);
 			}
+			if (atomic_load(&fp->rewatch)) {
+				again = "the bucket was made again";
+			} else if (s == NATS_OK && now - checked >= 1000) {
+				checked = now;
+				int64_t c = 0;
+				int ret = bucket_created(fp, &c);
+				if (ret == ZC_ENOZONE) {
+					again = "the bucket is gone";
+				} else if (ret == ZC_EOK && created == 0) {
+					created = c;
+				} else if (ret == ZC_EOK && c != created) {
+					again = "the bucket was made again";
+				}
+			}
 		}
+		const char *why = again != NULL ? again : natsStatus_GetText(s);
 		if (!fp->stop) {
-			zc_info("fleet: watching %s again (%s)", fp->names.bucket,
-			        natsStatus_GetText(s));
+			char text[512];
+			snprintf(text, sizeof(text), "the primary is watching its "
+			         "edges' reports (bucket %s) again: %s",
+			         fp->names.bucket, why);
+			set_watching(fp, false, text);
+			if (zc_log_due(&fp->rewatch_logged, 10000)) {
+				zc_info("fleet: watching %s again (%s)", fp->names.bucket,
+				        why);
+			}
 		}
 		kvWatcher_Destroy(w);
 		kvStore_Destroy(kv);
-		if (!fp->stop) {
-			struct timespec ts = { 0, 250 * 1000000L };
-			nanosleep(&ts, NULL);
+		if (!fp->stop && again == NULL) {
+			fleet_sleep_ms(250);
 		}
 	}
 	return NULL;

@@ -45,13 +45,27 @@ static void report(fleet_edge_t *fe, kvStore *kv)
 	}
 }
 
-/* Reports right after each applied commit and every second. */
+/* Reports right after each applied commit and every second, on a
+ * connection of its own, replaced (and its bucket handle with it) when
+ * the library closes it. */
 void *fleet_reporter_main(void *arg)
 {
 	fleet_edge_t *fe = arg;
 	kvStore *kv = NULL;
+	fleet_renew_t renew = { 0 };
+	if (fleet_connect_retry(&fe->cfg, &fe->stop, &fe->lock, &fe->rnc,
+	                        &fe->rjs) != ZC_EOK) {
+		return NULL;
+	}
 	while (!fe->stop) {
-		if (kv == NULL && js_KeyValue(&kv, fe->js, fe->names.bucket) !=
+		if (fe->rnc == NULL || fleet_conn_closed(fe->rnc)) {
+			kvStore_Destroy(kv);
+			kv = NULL;
+			fleet_conn_renew(&fe->cfg, "reporter", &fe->stop, &fe->lock,
+			                 &fe->rnc, &fe->rjs, &renew);
+			continue;
+		}
+		if (kv == NULL && js_KeyValue(&kv, fe->rjs, fe->names.bucket) !=
 		                  NATS_OK) {
 			kv = NULL;
 			fleet_sleep_ms(RETRY_MS);

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <jansson.h>
 
 #include "common/error.h"
@@ -34,7 +35,7 @@ static int publish_part(const edge_repl_part_t *part, void *arg)
 	do {
 		size_t n = part->len - off;
 		n = n < p->piece_max ? n : p->piece_max;
-		char subject[FLEET_STR_MAX + 96];
+		char subject[FLEET_STR_MAX + 128];
 		snprintf(subject, sizeof(subject), "%s.%s.%" PRIu32,
 		         p->n->snap_data, p->id, p->parts);
 		jsErrCode jerr = 0;
@@ -108,11 +109,18 @@ int fleet_snapshot_publish(jsCtx *js, const fleet_names_t *n,
 		return ret;
 	}
 	/* The id names the epoch and the commit the snapshot starts at (the
-	 * snapshot itself reads a later commit if one lands meanwhile) and the
-	 * term (no leader purges a newer one's snapshot). */
+	 * snapshot itself reads a later commit if one lands meanwhile), the
+	 * term (no leader purges a newer one's snapshot) and a random nonce:
+	 * no two publishes share an id, so none overwrites the parts of
+	 * another (cut at another size: another cluster node's max_payload,
+	 * or read at another commit) while an edge loads it. */
+	uint32_t nonce = 0;
+	if (getrandom(&nonce, sizeof(nonce), 0) != (ssize_t)sizeof(nonce)) {
+		nonce = (uint32_t)fleet_mono_ms();
+	}
 	memset(m, 0, sizeof(*m));
-	snprintf(m->id, sizeof(m->id), "%016" PRIx64 "-%" PRIu64 "-%" PRIu64,
-	         pos.epoch, pos.commit, term);
+	snprintf(m->id, sizeof(m->id), "%016" PRIx64 "-%" PRIu64 "-%" PRIu64
+	         "-%08" PRIx32, pos.epoch, pos.commit, term, nonce);
 	snap_pub_t p = { .js = js, .n = n, .id = m->id,
 	                 .piece_max = piece_max > 0 ? piece_max : 1 };
 	ret = edge_repl_snapshot(es, &pos, publish_part, &p);
@@ -179,7 +187,7 @@ int fleet_snapshot_load(jsCtx *js, const fleet_names_t *n, edge_store_t *es,
 	edge_applier_t ap;
 	int ret = edge_apply_begin(es, &ap);
 	for (uint32_t i = 0; ret == ZC_EOK && i < m->parts; i++) {
-		char subject[FLEET_STR_MAX + 96];
+		char subject[FLEET_STR_MAX + 128];
 		snprintf(subject, sizeof(subject), "%s.%s.%" PRIu32, n->snap_data,
 		         m->id, i);
 		natsMsg *msg = NULL;
@@ -212,7 +220,7 @@ int fleet_snapshot_load(jsCtx *js, const fleet_names_t *n, edge_store_t *es,
 /* Purges what the snapshot with this id left in the snapshot stream. */
 int fleet_snapshot_purge(jsCtx *js, const fleet_names_t *n, const char *id)
 {
-	char subject[FLEET_STR_MAX + 96];
+	char subject[FLEET_STR_MAX + 128];
 	snprintf(subject, sizeof(subject), "%s.%s.>", n->snap_data, id);
 	jsOptions o;
 	jsOptions_Init(&o);

@@ -6,7 +6,10 @@ Every test ends by comparing each edge's store with the primary's
 replicated key and value) after the fleet settles, and most also compare
 DNS answers name by name."""
 
+import json
 import os
+import re
+import subprocess
 import shutil
 import random
 import threading
@@ -914,4 +917,205 @@ def test_edge_from_a_primary_store_is_an_edge(tmp_path):
         compare_answers(f.primary, f.edges, [("copy.fleet.test.", "SOA")])
     finally:
         problems = f.stop()
+    assert not problems, problems
+
+
+# --- Outside tester 22 ---
+
+
+def reload_nats(n, extra_conf):
+    """Rewrites a running nats-server's configuration and reloads it (SIGHUP):
+    its clients keep their connections (and their idea of max_payload)."""
+    import signal
+    n.extra_conf = extra_conf
+    with open(os.path.join(n.workdir, "nats.conf"), "w") as f:
+        f.write(n.conf())
+    n.proc.send_signal(signal.SIGHUP)
+    time.sleep(0.5)
+
+
+BIG_TXT = " ".join('"%s"' % ("y" * 255) for _ in range(15))  # ~3.9 KB
+
+
+def test_connection_the_server_closed_is_made_again(tmp_path):
+    """nats-server's max_payload lowered by a reload (65536 -> 2048): the
+    primary's next big message (cut for the old limit) makes the server close
+    its connection ("maximum payload exceeded"), which the client library
+    never reopens. The primary makes a new connection (logged), cuts for the
+    new server's limit, and edges get that commit and every later one."""
+    n = NatsServer(str(tmp_path), extra_conf="max_payload: 65536").start()
+    f = Fleet(tmp_path, edges=1, nats=[n])
+    try:
+        zid = create_zone(f.api, "closed.fleet.test")
+        settle(f.primary, f.edges)
+        reload_nats(n, "max_payload: 2048")
+        f.api.ok("POST", "/zones/%s/dns_records" % zid,
+                 json={"type": "TXT", "name": "big.closed.fleet.test", "content": BIG_TXT})
+        time.sleep(1)
+        f.api.ok("POST", "/zones/%s/dns_records" % zid,
+                 json={"type": "A", "name": "after.closed.fleet.test", "content": "192.0.2.1"})
+        settle(f.primary, f.edges, timeout=20)
+        compare_answers(f.primary, f.edges, [("big.closed.fleet.test.", "TXT"),
+                                             ("after.closed.fleet.test.", "A")])
+        assert "publisher: the connection to" in f.primary.log(), f.primary.log()[-3000:]
+    finally:
+        problems = f.stop()
+    assert not problems, problems
+
+
+def test_nats_back_with_smaller_max_payload_and_blind_receipts(tmp_path):
+    """NATS down, a ~3.9 KB TXT written meanwhile (cut for max_payload 65536),
+    NATS back with max_payload 2048: nothing cut for the old limit is replayed
+    at the reconnect (that closed the connection for ever), and edges get
+    every commit. While NATS is down the primary cannot see its edges'
+    reports: a receipt is not live (edges_unknown says why), not "live with
+    live_edges 0" as when every edge is known down."""
+    n = NatsServer(str(tmp_path), extra_conf="max_payload: 65536").start()
+    f = Fleet(tmp_path, edges=1, nats=[n])
+    try:
+        zid = create_zone(f.api, "smaller.fleet.test")
+        settle(f.primary, f.edges)
+        n.stop()
+        time.sleep(0.5)
+        r = f.api.ok("POST", "/zones/%s/dns_records" % zid,
+                     json={"type": "TXT", "name": "big.smaller.fleet.test",
+                           "content": BIG_TXT})
+        # Past fleet-edge-timeout (1.5 s): the edge's reports stopped coming.
+        p = f.api.get("/zones/%s/propagation" % zid,
+                      params={"version": r["zone_version"], "wait": 3})
+        assert p["local_live"] and not p["live"], p
+        assert p["edges_unknown"] and "NATS" in p["edges_unknown"], p
+        n.extra_conf = "max_payload: 2048"
+        n.start()
+        f.api.ok("POST", "/zones/%s/dns_records" % zid,
+                 json={"type": "A", "name": "after.smaller.fleet.test", "content": "192.0.2.1"})
+        settle(f.primary, f.edges, timeout=20)
+        compare_answers(f.primary, f.edges, [("big.smaller.fleet.test.", "TXT"),
+                                             ("after.smaller.fleet.test.", "A")])
+        f.wait_edges()
+        p = f.api.get("/zones/%s/propagation" % zid,
+                      params={"version": r["zone_version"], "wait": 5})
+        assert p["live"] and p["live_edges"] == 1 and p["edges_unknown"] is None, p
+    finally:
+        problems = f.stop()
+    assert not problems, problems
+
+
+@pytest.mark.parametrize("mode", ["workqueue", "memory"])
+def test_txn_stream_made_again_with_other_settings(tmp_path, mode):
+    """The txn stream deleted and created again by someone else, same subject,
+    with a setting the fleet depends on that an update cannot change
+    (retention workqueue, memory storage): the primary sees it within 2 s,
+    deletes it and creates it as it needs it, publishes a snapshot, and edges
+    get every later write. An edge says why it cannot follow meanwhile (the
+    NATS reason), at most every 10 s."""
+    f = Fleet(tmp_path, edges=1)
+    try:
+        port = f.nats[0].port
+        zid = create_zone(f.api, "wq.fleet.test")
+        settle(f.primary, f.edges)
+        new = {"name": "zonecast-txn", "subjects": ["zonecast.txn"], "storage": "file",
+               "num_replicas": 1}
+        if mode == "workqueue":
+            new["retention"] = "workqueue"
+        else:
+            new["storage"] = "memory"
+        assert js_api(port, "STREAM.DELETE.zonecast-txn").get("success")
+        assert "error" not in js_api(port, "STREAM.CREATE.zonecast-txn",
+                                     json.dumps(new).encode())
+        for i in range(4):
+            f.api.ok("POST", "/zones/%s/dns_records" % zid,
+                     json={"type": "A", "name": "w%d.wq.fleet.test" % i,
+                           "content": "192.0.2.1"})
+            time.sleep(0.5)
+        settle(f.primary, f.edges, timeout=20)
+        compare_answers(f.primary, f.edges, [("w3.wq.fleet.test.", "A")])
+        cfg = js_api(port, "STREAM.INFO.zonecast-txn")["config"]
+        assert cfg["retention"] == "limits" and cfg["storage"] == "file", cfg
+        log = f.primary.log()
+        assert "deleting it and creating it again" in log, log[-3000:]
+        paused = [l for l in f.edges[0].log().splitlines() if "following paused" in l]
+        assert len(paused) <= 2, paused
+        assert all("NATS/JetStream error: " in l for l in paused), paused
+    finally:
+        problems = f.stop()
+    assert not problems, problems
+
+
+def test_no_snapshot_twice_for_one_position(tmp_path):
+    """max_payload 1024 and a snapshot every MiB: one import of ~3 MiB of log
+    in one commit crosses the snapshot threshold more than once while the
+    store's position stays: one snapshot of that position, not the same id
+    published again (its parts overwritten while an edge may load them);
+    ids carry a nonce, so no two publishes share one. A late edge loads it."""
+    n = NatsServer(str(tmp_path), extra_conf="max_payload: 1024").start()
+    f = Fleet(tmp_path, edges=1, nats=[n], primary_options=["fleet-snapshot-mib=1"])
+    try:
+        create_zone(f.api, "snapone.fleet.test")
+        settle(f.primary, f.edges)
+        path = os.path.join(str(tmp_path), "imp.zone")
+        with open(path, "w") as z:
+            z.write("$ORIGIN imp.test.\n$TTL 300\n@ SOA ns1 host 1 3600 600 86400 300\n"
+                    "@ NS ns1\nns1 A 192.0.2.53\n")
+            for i in range(30000):
+                z.write('h%d TXT "%s"\n' % (i, "z" * 60))
+        cp = subprocess.run([servers.zonecast_bin(), "zone", "import", "--data-dir",
+                             f.primary.data_dir, "imp.test", path],
+                            capture_output=True, text=True, timeout=120)
+        assert cp.returncode == 0, cp.stderr
+        settle(f.primary, f.edges, timeout=90)
+        ids = re.findall(r"snapshot (\S+) published", f.primary.log())
+        assert len(ids) == len(set(ids)), ids
+        positions = [i.rsplit("-", 1)[0] for i in ids]
+        assert len(positions) == len(set(positions)), ids
+        assert all(len(i.split("-")) == 4 for i in ids), ids
+        late = EdgeServer(f.tmp, "late", f.urls).start()
+        f.edges.append(late)
+        settle(f.primary, f.edges, timeout=30)
+        assert "loaded snapshot" in late.log()
+    finally:
+        problems = f.stop()
+    assert not problems, problems
+
+
+def test_reports_bucket_made_again_is_watched_at_once(tmp_path):
+    """The reports bucket deleted and created again (same settings) between
+    two of the primary's looks: its watcher starts over within about a
+    second, not after 3 s of silence, so with fleet-edge-timeout=3000 the
+    edges never show as down."""
+    f = Fleet(tmp_path, edges=2, primary_options=["fleet-edge-timeout=3000"])
+    try:
+        port = f.nats[0].port
+        cfg = js_api(port, "STREAM.INFO.KV_zonecast-edges")["config"]
+        assert js_api(port, "STREAM.DELETE.KV_zonecast-edges").get("success")
+        assert "error" not in js_api(port, "STREAM.CREATE.KV_zonecast-edges",
+                                     json.dumps(cfg).encode())
+        down = []
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < 6:
+            edges = f.api.get("/fleet")["edges"]
+            down += [(round(time.monotonic() - t0, 1), e["name"]) for e in edges
+                     if not e["up"]]
+            time.sleep(0.2)
+        assert not down, down
+    finally:
+        problems = f.stop()
+    assert not problems, problems
+
+
+def test_max_payload_too_small_is_said_at_start(tmp_path):
+    """A nats-server whose max_payload (300) cannot carry the fleet's own
+    requests (the bucket's creation is 315 bytes): the primary says so at
+    once, naming the setting, and its watcher's retries are not logged
+    four times a second."""
+    n = NatsServer(str(tmp_path), extra_conf="max_payload: 300").start()
+    p = start_primary(str(tmp_path), n.url)
+    try:
+        time.sleep(4)
+        log = p.log()
+        assert "max_payload is 300 bytes" in log, log[-3000:]
+        assert log.count("watching zonecast-edges again") <= 2, log[-3000:]
+    finally:
+        problems = p.stop()
+        n.stop()
     assert not problems, problems
