@@ -820,6 +820,49 @@ static uint64_t term_above_edges(fleet_primary_t *fp, uint64_t term,
 }
 
 /*
+ * Begins a new history of term (this leader's own when 0), whose snapshot
+ * start_epoch() publishes, once still_leading() says this node leads:
+ * every edge loads it, whatever commit it thinks it has. *epoch (unless
+ * NULL) gets the history's. ZC_EREPLGAP when it began, ZC_EFENCED or
+ * another error otherwise.
+ */
+static int begin_history(pub_t *p, uint64_t term, uint64_t *epoch)
+{
+	fleet_primary_t *fp = p->fp;
+	int ret = still_leading(p);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	edge_repl_pos_t pos;
+	ret = new_history(fp, &pos);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
+	if (term != 0) {
+		keep_term(fp, term);
+	}
+	pthread_mutex_lock(&fp->lock);
+	if (term != 0) {
+		fp->term = term;
+	}
+	fp->epoch = pos.epoch;
+	fp->published = 0;
+	fp->ring_len = 0;
+	pthread_mutex_unlock(&fp->lock);
+	if (term != 0) {
+		p->term = term;
+	}
+	p->epoch = pos.epoch;
+	p->commit = p->final_commit = p->msg_commit = 0;
+	p->part = UINT32_MAX;
+	p->bytes = 0;
+	if (epoch != NULL) {
+		*epoch = pos.epoch;
+	}
+	return ZC_EREPLGAP;
+}
+
+/*
  * An edge that is up reports a term higher than this leader's: it loaded
  * a snapshot of that term, which this leader did not publish (a forged
  * one: PostgreSQL, not NATS, says who leads, and still_leading() says
@@ -832,39 +875,22 @@ static uint64_t term_above_edges(fleet_primary_t *fp, uint64_t term,
  */
 static int rise_above(pub_t *p)
 {
-	fleet_primary_t *fp = p->fp;
 	char name[FLEET_NAME_MAX] = "";
-	uint64_t term = term_above_edges(fp, p->term + 1, name, sizeof(name));
+	uint64_t term = term_above_edges(p->fp, p->term + 1, name,
+	                                 sizeof(name));
 	if (term == 0) {
 		return ZC_EOK;
 	}
-	int ret = still_leading(p);
-	if (ret != ZC_EOK) {
-		return ret;
+	uint64_t was = p->term, epoch = 0;
+	int ret = begin_history(p, term, &epoch);
+	if (ret == ZC_EREPLGAP) {
+		zc_warn("fleet: edge %s follows leader term %" PRIu64 ", above "
+		        "this leader's %" PRIu64 " (a snapshot this leader did "
+		        "not publish: forged?); taking term %" PRIu64 " with new "
+		        "history %016" PRIx64 ": edges load its snapshot", name,
+		        term - 1, was, term, epoch);
 	}
-	edge_repl_pos_t pos;
-	ret = new_history(fp, &pos);
-	if (ret != ZC_EOK) {
-		return ret;
-	}
-	keep_term(fp, term);
-	zc_warn("fleet: edge %s follows leader term %" PRIu64 ", above this "
-	        "leader's %" PRIu64 " (a snapshot this leader did not publish: "
-	        "forged?); taking term %" PRIu64 " with new history %016" PRIx64
-	        ": edges load its snapshot", name, term - 1, p->term, term,
-	        pos.epoch);
-	pthread_mutex_lock(&fp->lock);
-	fp->term = term;
-	fp->epoch = pos.epoch;
-	fp->published = 0;
-	fp->ring_len = 0;
-	pthread_mutex_unlock(&fp->lock);
-	p->term = term;
-	p->epoch = pos.epoch;
-	p->commit = 0;
-	p->part = UINT32_MAX;
-	p->bytes = 0;
-	return ZC_EREPLGAP;
+	return ret;
 }
 
 /*
@@ -875,30 +901,15 @@ static int rise_above(pub_t *p)
  */
 static int restart_history(pub_t *p)
 {
-	fleet_primary_t *fp = p->fp;
-	int ret = still_leading(p);
-	if (ret != ZC_EOK) {
-		return ret;
+	uint64_t epoch = 0;
+	int ret = begin_history(p, 0, &epoch);
+	if (ret == ZC_EREPLGAP) {
+		zc_warn("fleet: new history %016" PRIx64 " after messages not "
+		        "this primary's: edges load its snapshot", epoch);
+		p->history_forced = fleet_now_ms();
+		p->history_due = 0;
 	}
-	edge_repl_pos_t pos;
-	ret = new_history(fp, &pos);
-	if (ret != ZC_EOK) {
-		return ret;
-	}
-	zc_warn("fleet: new history %016" PRIx64 " after messages not this "
-	        "primary's: edges load its snapshot", pos.epoch);
-	pthread_mutex_lock(&fp->lock);
-	fp->epoch = pos.epoch;
-	fp->published = 0;
-	fp->ring_len = 0;
-	pthread_mutex_unlock(&fp->lock);
-	p->epoch = pos.epoch;
-	p->commit = p->final_commit = p->msg_commit = 0;
-	p->part = UINT32_MAX;
-	p->bytes = 0;
-	p->history_forced = fleet_now_ms();
-	p->history_due = 0;
-	return ZC_EREPLGAP;
+	return ret;
 }
 
 /*
