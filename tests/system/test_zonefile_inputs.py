@@ -83,6 +83,40 @@ def test_a_piped_file_is_spooled_by_the_command_not_read_into_the_server(zonecas
     assert "192.0.2.9" in out
 
 
+@pytest.mark.zonecast_only
+def test_a_file_truncated_during_a_server_side_import_is_refused(zonecast_factory, tmp_path):
+    """The server maps the client's zone file: truncated under the parse,
+    its pages past the new end fault with SIGBUS, which killed the server
+    (outside tester 23, finding 2). The import is refused instead."""
+    srv = zonecast_factory()
+    d = srv.data_dir
+    path = tmp_path / "big.zone"
+    with open(path, "w") as f:
+        f.write(HEAD)
+        line = "r%d TXT \"" + "y" * 200 + "\"\n"
+        f.writelines(line % i for i in range(200000))   # 42 MB
+    p = subprocess.Popen([servers.zonecast_bin(), "zone", "import", "--data-dir", d, ZONE,
+                          str(path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    # Truncated as soon as the server has mapped it (mid-parse).
+    maps = "/proc/%d/maps" % srv.proc.pid
+    t0 = time.monotonic()
+    while str(path) not in open(maps).read() and p.poll() is None:
+        assert time.monotonic() - t0 < 30
+        time.sleep(0.002)
+    os.truncate(str(path), 4096)
+    out, err = p.communicate(timeout=60)
+    assert srv.proc.poll() is None, srv.log()[-2000:]
+    assert p.returncode == 1, err
+    assert b"the file changed while it was read" in err, err
+    assert srv.answers_soa("example.com."), srv.log()[-2000:]
+    # the server goes on: the zone is not half-imported, a good import works
+    (tmp_path / "good.zone").write_text(HEAD + "www A 192.0.2.2\n")
+    cp = cli("zone", "import", "--data-dir", d, ZONE, str(tmp_path / "good.zone"))
+    assert cp.returncode == 0, cp.stderr
+    out = cli("zone", "export", "--data-dir", d, ZONE).stdout.decode()
+    assert "192.0.2.2" in out and "yyyy" not in out
+
+
 NAPTR_BAD = ['"!(!x!"', '"!^.*$!\\\\2!"', '"!^(.*)$!\\\\0!"', '"!a{2,1}!x!"']
 NAPTR_GOOD = ['"!^(.*)$!sip:\\\\1@example.com!i"', '""',
               '"!((((a{1,255}){1,255}){1,255}){1,255})!x!"']
