@@ -34,7 +34,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <libknot/errcode.h>
 #include <libpq-fe.h>
 
@@ -163,21 +162,6 @@ static void pg_close(rdb_t *db)
 static void on_notice(void *arg, const char *message)
 {
 	zc_debug("%s: %s", (const char *)arg, message);
-}
-
-int64_t pg_now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-unsigned pg_idle_in_transaction_ms(void)
-{
-	const char *env = getenv("ZONECAST_PG_IDLE_IN_TRANSACTION_MS");
-	unsigned long ms = env != NULL ? strtoul(env, NULL, 10) : 0;
-	return ms > 0 && ms <= 86400000 ? (unsigned)ms :
-	       PG_IDLE_IN_TRANSACTION_MS;
 }
 
 /*

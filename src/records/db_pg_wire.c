@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <libknot/errcode.h>
 
 #include "common/error.h"
@@ -28,6 +29,21 @@ static void log_unavailable(const pg_db_t *d, const char *why)
 	} else {
 		zc_debug("%s: PostgreSQL unavailable: %s", d->label, why);
 	}
+}
+
+int64_t pg_now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+unsigned pg_idle_in_transaction_ms(void)
+{
+	const char *env = getenv("ZONECAST_PG_IDLE_IN_TRANSACTION_MS");
+	unsigned long ms = env != NULL ? strtoul(env, NULL, 10) : 0;
+	return ms > 0 && ms <= 86400000 ? (unsigned)ms :
+	       PG_IDLE_IN_TRANSACTION_MS;
 }
 
 /* Maps a failed result (or a NULL one: the connection) to a code, and
