@@ -70,6 +70,8 @@ static bool storage_error(api_req_t *req, int ret)
 		{ -EACCES, 503, "data directory: permission denied", false },
 		{ ZC_EUNAVAILABLE, 503, "records store (PostgreSQL) unavailable",
 		  false },
+		{ ZC_ESESSIONEND, 503, "records store (PostgreSQL) session ended:"
+		  " idle past its timeout", false },
 		{ ZC_EINDOUBT, 503, "records store (PostgreSQL) connection lost"
 		  " at commit: the write may or may not have been made; read"
 		  " before retrying", true },
@@ -90,7 +92,8 @@ static bool storage_error(api_req_t *req, int ret)
 		api_error(req, table[i].status, 1000 + table[i].status, "%s%s%s",
 		          text, table[i].says_written ? "" : reading ? "" :
 		          ", nothing was written",
-		          ret == ZC_EUNAVAILABLE || reading ? ": retry" : "");
+		          ret == ZC_EUNAVAILABLE || ret == ZC_ESESSIONEND ||
+		          reading ? ": retry" : "");
 		return true;
 	}
 	return false;

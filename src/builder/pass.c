@@ -521,15 +521,15 @@ void pass_deinit(pass_state_t *st)
  * only when this node starts. */
 static int check_log(pass_state_t *st, uint64_t from, const batch_t *b)
 {
-	uint64_t head = 0, id_from = 0, id_last = 0;
+	uint64_t head = 0, id_from = 0, id_last = 0, trimmed = 0;
 	int ret = records_changelog_mark(st->rs, from, b->last_seq, &head,
-	                                 &id_from, &id_last);
+	                                 &id_from, &id_last, &trimmed);
 	if (ret != ZC_EOK) {
 		return ret;
 	}
 	char why[160];
 	if (builder_log_diverged(st->rs, from, st->read_id, head, id_from,
-	                         why, sizeof(why))) {
+	                         trimmed, why, sizeof(why))) {
 		zc_error("builder: the change log is not the one applied here"
 		         " (%s): the records store went back to an earlier"
 		         " state (a backup restored, or a failover to a replica"

@@ -146,9 +146,10 @@ int builder_edge_diverged(records_store_t *rs, edge_store_t *es);
 /*
  * Whether the log has gone back past what an edge store applied: its
  * head is before `applied`, or the commit at `applied` is not the one of
- * identity `applied_id` (0: not known, not checked). *why receives the
- * reason, for the log.
+ * identity `applied_id` (0: not known, not checked), or there is none
+ * there (id 0) though the log was not trimmed past it (`trimmed`,
+ * records_trimmed_seq()). *why receives the reason, for the log.
  */
 bool builder_log_diverged(records_store_t *rs, uint64_t applied,
                           uint64_t applied_id, uint64_t head, uint64_t id,
-                          char *why, size_t size);
+                          uint64_t trimmed, char *why, size_t size);

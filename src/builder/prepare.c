@@ -124,9 +124,9 @@ static int reset(edge_store_t *es, const format_t *want, bool force,
  * commit there (records_changelog_mark()). */
 static int save_applied(records_store_t *rs, edge_store_t *es, uint64_t seq)
 {
-	uint64_t head, id = 0, unused;
+	uint64_t head, id = 0, unused, trimmed;
 	int ret = seq != 0 ? records_changelog_mark(rs, seq, 0, &head, &id,
-	                                            &unused) : ZC_EOK;
+	                                            &unused, &trimmed) : ZC_EOK;
 	if (ret != ZC_EOK) {
 		return ret;
 	}
@@ -277,7 +277,7 @@ int builder_edge_rebuild(records_store_t *rs, edge_store_t *es)
 
 bool builder_log_diverged(records_store_t *rs, uint64_t applied,
                           uint64_t applied_id, uint64_t head, uint64_t id,
-                          char *why, size_t size)
+                          uint64_t trimmed, char *why, size_t size)
 {
 	char a[32], h[32];
 	records_position_text(rs, applied, a, sizeof(a));
@@ -290,6 +290,18 @@ bool builder_log_diverged(records_store_t *rs, uint64_t applied,
 	if (applied_id != 0 && id != 0 && id != applied_id) {
 		snprintf(why, size, "the commit at position %s is another one"
 		         " than the one applied here", a);
+		return true;
+	}
+	/* No commit at all at a position applied here (its identity was
+	 * read there) that no trim removed: PostgreSQL's log_pos sequence
+	 * resumed past a gap after a failover or a restore (values logged
+	 * ahead of use), so the log goes on past the lost commit. Nothing
+	 * else removes a commit: zone deletes keep the log, a migration
+	 * resets the identity (not checked), a failed commit's hole is
+	 * never a position applied. */
+	if (applied_id != 0 && id == 0 && applied > trimmed) {
+		snprintf(why, size, "no commit holds position %s applied here,"
+		         " and the log was not trimmed past it", a);
 		return true;
 	}
 	return false;
@@ -425,6 +437,7 @@ static int trimmed_past(records_store_t *rs, edge_store_t *es, bool *past)
 static int diverged(records_store_t *rs, edge_store_t *es, bool *past)
 {
 	uint64_t applied = 0, applied_id = 0, head = 0, id = 0, unused;
+	uint64_t trimmed = 0;
 	*past = false;
 	edge_txn_t txn = { 0 };
 	int ret = edge_txn_begin_read(es, &txn);
@@ -437,11 +450,11 @@ static int diverged(records_store_t *rs, edge_store_t *es, bool *past)
 	}
 	if (ret == ZC_EOK) {
 		ret = records_changelog_mark(rs, applied, 0, &head, &id,
-		                             &unused);
+		                             &unused, &trimmed);
 	}
 	char why[160];
 	if (ret == ZC_EOK && builder_log_diverged(rs, applied, applied_id,
-	                                          head, id, why,
+	                                          head, id, trimmed, why,
 	                                          sizeof(why))) {
 		zc_error("edge store: the change log is not the one it applied"
 		         " (%s): the records store went back to an earlier"

@@ -63,6 +63,7 @@ bool builder_error_is_store_wide(int code)
 	case ZC_EBUSY:
 	case ZC_ESQL:
 	case ZC_EUNAVAILABLE: /* PostgreSQL down: no zone's fault. */
+	case ZC_ESESSIONEND:
 	case ZC_EINDOUBT:
 	case ZC_ETRIMMED:
 	case ZC_ELMDB:

@@ -71,7 +71,11 @@
 	  "and CDNSKEY DELETE published, RFC 8078 section 4): enable it again " \
 	  "or finish the disable first") \
 	X(ZC_EDNAME,        -2040, "a record below a DNAME, or a DNAME above " \
-	  "records (RFC 6672 section 2.4)")
+	  "records (RFC 6672 section 2.4)") \
+	X(ZC_ESESSIONEND,   -2041, "records store session ended by " \
+	  "PostgreSQL: its transaction stayed idle past " \
+	  "idle_in_transaction_session_timeout (or the session past " \
+	  "idle_session_timeout), and was rolled back: try again")
 
 enum {
 #define ZC_ERROR_ENUM(name, code, text) name = code,

@@ -6,7 +6,6 @@
  * cursor; the rdata is valid when every field fits and nothing is left.
  */
 #include <ctype.h>
-#include <regex.h>
 #include <string.h>
 #include <libknot/descriptor.h>
 #include <libknot/dname.h>
@@ -432,110 +431,244 @@ static bool check_key(reader_t *r)
 	return r->why == NULL;
 }
 
-/* Copies the ERE `re` into out (at least len + 1 octets) with each
- * interval ({m}, {m,}, {m,n}) outside a bracket expression made a "*":
- * glibc's regcomp() expands an interval into copies of its operand, and
- * nested ones of a 255-octet ERE took it to 24 GB. The bounds are
- * checked here instead: at most RE_DUP_MAX as BIND has it (255), m <= n.
- * False when one is out of range. */
+/* Whether the ERE `re` (len octets, no NUL) is one BIND loads, and how
+ * many parenthesised subexpressions it has. BIND does not compile the
+ * ERE: it checks it with its own parser (isc_regex_validate(), lib/isc/
+ * regex.c), stricter than POSIX in places ("a**", "(a|)", "|a", "a+?",
+ * "a{1}*" refused) and looser in others ("a{" and "a{x}" are literals,
+ * a collating element's name is not looked up). This is a parser of our
+ * own with the same rules, so what loads here loads in BIND and back;
+ * nothing is compiled (glibc's regcomp() expanded nested intervals into
+ * gigabytes). Returns the group count, or -1 when BIND refuses the ERE. */
 #define NAPTR_DUP_MAX 255
-static bool strip_intervals(const char *re, size_t len, char *out)
+static const char *const naptr_classes[] = {
+	"alnum", "digit", "punct", "alpha", "graph", "space",
+	"blank", "lower", "upper", "cntrl", "print", "xdigit",
+};
+
+/* A bracket expression from re[i] (just past its '['). Sets *next past
+ * its ']'. `range_start` is the last endpoint (it carries over from one
+ * bracket expression to the next, as BIND's does). False when BIND
+ * refuses it. */
+static bool naptr_bracket(const char *re, size_t len, size_t i, size_t *next,
+                          int *range_start)
 {
-	size_t o = 0;
-	for (size_t i = 0; i < len; ) {
+	bool negated = false, seen = false;
+	int range = 0; /* 2: just after "x-"; 1: after its end point. */
+	while (i < len) {
 		char c = re[i];
-		if (c == '\\' && i + 1 < len) {
-			out[o++] = re[i++];
-			out[o++] = re[i++];
+		if (c == '^' && !seen && !negated) {
+			negated = true;
+			i++;
+			continue;
+		}
+		if (c == '-' && range != 2 && seen) {
+			if (range == 1) {
+				return false; /* "a-b-c" */
+			}
+			range = 2;
+			i++;
+			continue;
+		}
+		if (c == ']' && seen) {
+			*next = i + 1;
+			return true;
+		}
+		if (c == ']' && i + 1 == len) {
+			return false; /* "[]" at the end: never closed */
+		}
+		if (c == '[' && i + 1 < len &&
+		    (re[i + 1] == '.' || re[i + 1] == '=' || re[i + 1] == ':')) {
+			char kind = re[i + 1];
+			size_t start = i + 2, j = start;
+			while (j + 1 < len && !(re[j] == kind && re[j + 1] == ']')) {
+				j++;
+			}
+			if (j + 1 >= len) {
+				return false; /* not closed */
+			}
+			size_t n = j - start; /* the name's octets */
+			if (kind == '.') {
+				if (range != 0) {
+					range--;
+				}
+				if (n == 0) {
+					return false; /* "[..]" */
+				}
+				/* A multi-octet element ends no range. */
+				*range_start = n == 1 ? (unsigned char)re[start] : 256;
+			} else if (range == 2) {
+				return false; /* a class as a range's end */
+			} else if (kind == '=' && n == 0) {
+				return false; /* "[==]" */
+			} else if (kind == ':') {
+				bool known = false;
+				for (size_t k = 0; k < sizeof naptr_classes /
+				                       sizeof naptr_classes[0]; k++) {
+					if (strlen(naptr_classes[k]) == n &&
+					    memcmp(naptr_classes[k], re + start, n) == 0) {
+						known = true;
+					}
+				}
+				if (!known) {
+					return false;
+				}
+			}
+			seen = true;
+			i = j + 2;
 			continue;
 		}
 		if (c == '[') {
-			size_t j = i + 1;
-			if (j < len && re[j] == '^') {
-				j++;
-			}
-			if (j < len && re[j] == ']') {
-				j++;
-			}
-			while (j < len && re[j] != ']') {
-				if (re[j] == '[' && j + 1 < len &&
-				    (re[j + 1] == ':' || re[j + 1] == '.' ||
-				     re[j + 1] == '=')) {
-					char end = re[j + 1];
-					j += 2;
-					while (j + 1 < len &&
-					       !(re[j] == end && re[j + 1] == ']')) {
-						j++;
-					}
-					j += 2;
-				} else {
-					j++;
-				}
-			}
-			j = j < len ? j + 1 : len;
-			memcpy(out + o, re + i, j - i);
-			o += j - i;
-			i = j;
+			/* A '[' not opening a class: the next octet is read
+			 * on its own, the '[' counts as seen only. */
+			seen = true;
+			i++;
 			continue;
 		}
-		if (c == '{') {
-			size_t j = i + 1;
-			unsigned m = 0, n = 0, digits = 0;
-			while (j < len && isdigit((unsigned char)re[j]) && m < 1000) {
-				m = m * 10 + (unsigned)(re[j++] - '0');
-				digits++;
-			}
-			n = m;
-			if (j < len && re[j] == ',') {
-				j++;
-				n = 0;
-				while (j < len && isdigit((unsigned char)re[j]) &&
-				       n < 1000) {
-					n = n * 10 + (unsigned)(re[j++] - '0');
-					digits++;
-				}
-				if (j < len && re[j - 1] == ',') {
-					n = NAPTR_DUP_MAX; /* {m,} */
-				}
-			}
-			if (j < len && re[j] == '}' && digits > 0) {
-				if (m > NAPTR_DUP_MAX || n > NAPTR_DUP_MAX || m > n) {
-					return false;
-				}
-				out[o++] = '*';
-				i = j + 1;
-				continue;
-			}
+		seen = true;
+		if (range == 2 && (unsigned char)c < *range_start) {
+			return false; /* "z-a" */
 		}
-		out[o++] = re[i++];
+		if (range != 0) {
+			range--;
+		}
+		*range_start = (unsigned char)c;
+		i++;
 	}
-	out[o] = '\0';
-	return true;
+	return false;
 }
 
-/* Whether the ERE compiles (POSIX extended, as BIND checks it) with at
- * least `groups` parenthesised subexpressions. */
-static bool naptr_ere_valid(const char *re, size_t len, unsigned groups)
+static int naptr_ere_groups(const char *re, size_t len)
 {
-	char stripped[512];
-	if (len >= 256 || !strip_intervals(re, len, stripped)) {
-		return false;
+	bool atom = false;     /* something a repetition can apply to */
+	bool repeated = false; /* ...that is already repeated (or ^ $) */
+	bool empty_ok = true;  /* "()" is allowed, "(a|)" is not */
+	int open = 0, groups = 0, range_start = 0;
+	if (len == 0) {
+		return -1;
 	}
-	regex_t compiled;
-	if (regcomp(&compiled, stripped, REG_EXTENDED | REG_NOSUB) != 0) {
-		return false;
+	for (size_t i = 0; i < len; ) {
+		char c = re[i];
+		switch (c) {
+		case '\\':
+			if (i + 1 == len) {
+				return -1;
+			}
+			if (re[i + 1] >= '1' && re[i + 1] <= '9' &&
+			    re[i + 1] - '0' > groups) {
+				return -1; /* a back-reference past its groups */
+			}
+			atom = true;
+			repeated = false;
+			i += 2;
+			break;
+		case '[':
+			if (!naptr_bracket(re, len, i + 1, &i, &range_start)) {
+				return -1;
+			}
+			atom = true;
+			repeated = false;
+			break;
+		case '{':
+			if (i + 1 == len || !isdigit((unsigned char)re[i + 1])) {
+				atom = true; /* "a{", "a{x}", "a{,5}": literal */
+				repeated = false;
+				i++;
+				break;
+			}
+			if (!atom || repeated) {
+				return -1;
+			}
+			unsigned low = 0, high = 0;
+			bool comma = false, has_high = false;
+			for (i++; ; i++) {
+				if (i == len) {
+					return -1; /* "a{1" */
+				}
+				if (re[i] == '}') {
+					break;
+				}
+				if (re[i] == ',' && !comma) {
+					comma = true;
+				} else if (isdigit((unsigned char)re[i]) && !comma) {
+					low = low * 10 + (unsigned)(re[i] - '0');
+				} else if (isdigit((unsigned char)re[i])) {
+					high = high * 10 + (unsigned)(re[i] - '0');
+					has_high = true;
+				} else {
+					return -1; /* "a{1, 2}", "a{1,2,3}" */
+				}
+				if (low > NAPTR_DUP_MAX || high > NAPTR_DUP_MAX) {
+					return -1;
+				}
+			}
+			if (has_high && low > high) {
+				return -1;
+			}
+			atom = true;
+			repeated = true;
+			i++;
+			break;
+		case '(':
+			atom = false;
+			repeated = false;
+			empty_ok = true;
+			open++;
+			groups++;
+			i++;
+			break;
+		case ')':
+			if (open > 0 && !atom && !empty_ok) {
+				return -1; /* "(a|)" */
+			}
+			if (open > 0) {
+				open--;
+			}
+			atom = true;
+			repeated = false;
+			i++;
+			break;
+		case '|':
+			if (!atom) {
+				return -1; /* "|a", "a||b" */
+			}
+			atom = false;
+			empty_ok = false;
+			repeated = false;
+			i++;
+			break;
+		case '^':
+		case '$':
+			atom = true;
+			repeated = true;
+			i++;
+			break;
+		case '+':
+		case '*':
+		case '?':
+			if (repeated || !atom) {
+				return -1; /* "a**", "a+?", "*a", "^*" */
+			}
+			repeated = true;
+			i++;
+			break;
+		default: /* '.', '}', and any other octet */
+			atom = true;
+			repeated = false;
+			i++;
+			break;
+		}
 	}
-	bool ok = compiled.re_nsub >= groups;
-	regfree(&compiled);
-	return ok;
+	return open == 0 && atom ? groups : -1;
 }
 
 /* An RFC 3402 §3.2 substitution expression, as BIND checks it: a
  * delimiter (not NUL, digit, backslash or flag), the ERE, the delimiter,
  * the replacement, the delimiter, flags ("i"). Backslash escapes the
- * next octet. The ERE must compile (POSIX extended), and a replacement's
- * back-reference \1 to \9 name a subexpression it has (\0 none): BIND
- * refuses the record otherwise, so its zone did not load. */
+ * next octet. The ERE must pass BIND's own check (naptr_ere_groups()),
+ * and a replacement's back-reference \1 to \9 name a subexpression it
+ * has (\0 none): BIND refuses the record otherwise, so its zone did not
+ * load. */
 static bool is_naptr_regexp(const uint8_t *p, size_t len)
 {
 	if (len == 0) {
@@ -575,7 +708,11 @@ static bool is_naptr_regexp(const uint8_t *p, size_t len)
 			ere[ere_len++] = (char)p[i];
 		}
 	}
-	return part == 2 && naptr_ere_valid(ere, ere_len, groups);
+	if (part != 2) {
+		return false;
+	}
+	int has = naptr_ere_groups(ere, ere_len);
+	return has >= 0 && (unsigned)has >= groups;
 }
 
 /* NAPTR's order, preference, flags, services and regexp (RFC 3403 §4.1). */
@@ -588,7 +725,7 @@ static bool check_naptr_head(reader_t *r)
 	if (read_string(r, &len) && !is_naptr_regexp(r->pos - len, len)) {
 		return fail(r, "the NAPTR regexp is not delimiter, ERE, "
 		            "delimiter, replacement, delimiter, flags (RFC 3402 "
-		            "§3.2), with an ERE that compiles and back-references "
+		            "§3.2), with an ERE BIND accepts and back-references "
 		            "to its subexpressions only");
 	}
 	return r->why == NULL;

@@ -327,19 +327,24 @@ static uint64_t mark_id(const char *text)
 }
 
 int records_changelog_mark(records_store_t *store, uint64_t a, uint64_t b,
-                           uint64_t *head, uint64_t *id_a, uint64_t *id_b)
+                           uint64_t *head, uint64_t *id_a, uint64_t *id_b,
+                           uint64_t *trimmed)
 {
-	*head = *id_a = *id_b = 0;
+	*head = *id_a = *id_b = *trimmed = 0;
 	rdb_stmt_t *stmt;
 	int ret = rdb_prepare(store->db, RDB_SQL2(
 		"SELECT (SELECT coalesce(max(seq), 0) FROM changes),"
 		" (SELECT at || '/' || zone_id || '/' || version || '/' || kind"
 		"  || '/' || coalesce(record_id, 0) FROM changes WHERE seq = ?1),"
 		" (SELECT at || '/' || zone_id || '/' || version || '/' || kind"
-		"  || '/' || coalesce(record_id, 0) FROM changes WHERE seq = ?2)",
+		"  || '/' || coalesce(record_id, 0) FROM changes WHERE seq = ?2),"
+		" (SELECT coalesce(max(value), 0) FROM counters"
+		"  WHERE name = 'trimmed_seq')",
 		"SELECT (SELECT coalesce(max(pos), 0) FROM log_commits),"
 		" (SELECT xid::text || '/' || at FROM log_commits WHERE pos = ?1),"
-		" (SELECT xid::text || '/' || at FROM log_commits WHERE pos = ?2)"),
+		" (SELECT xid::text || '/' || at FROM log_commits WHERE pos = ?2),"
+		" (SELECT coalesce(max(value), 0) FROM counters"
+		"  WHERE name = 'trimmed_seq')"),
 		&stmt);
 	if (ret != ZC_EOK) {
 		return ret;
@@ -356,6 +361,7 @@ int records_changelog_mark(records_store_t *store, uint64_t a, uint64_t b,
 		*head = pg ? changelog_pg_commit_end(last) : (uint64_t)last;
 		*id_a = a != 0 ? mark_id(rdb_col_text(stmt, 1)) : 0;
 		*id_b = b != 0 ? mark_id(rdb_col_text(stmt, 2)) : 0;
+		*trimmed = (uint64_t)rdb_col_int64(stmt, 3);
 	}
 	rdb_done(stmt);
 	return ret;

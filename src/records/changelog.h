@@ -251,10 +251,12 @@ bool records_changelog_follows(records_store_t *store, uint64_t after,
  * records_last_seq(), *id_a and *id_b the identities (never 0) of the
  * commits holding positions a and b, 0 when there is none (position 0,
  * trimmed, or not written: a position past the head, or a failed commit's
- * hole on PostgreSQL).
+ * hole on PostgreSQL), *trimmed records_trimmed_seq() (0: never trimmed;
+ * a position at or before it holds no commit any more).
  */
 int records_changelog_mark(records_store_t *store, uint64_t a, uint64_t b,
-                           uint64_t *head, uint64_t *id_a, uint64_t *id_b);
+                           uint64_t *head, uint64_t *id_a, uint64_t *id_b,
+                           uint64_t *trimmed);
 
 /* How positions are numbered, for an edge store that must follow one
  * numbering: RECORDS_LOG_SEQUENCES (SQLite) or RECORDS_LOG_COMMITS

@@ -164,14 +164,6 @@ static void on_notice(void *arg, const char *message)
 	zc_debug("%s: %s", (const char *)arg, message);
 }
 
-unsigned pg_idle_in_transaction_ms(void)
-{
-	const char *env = getenv("ZONECAST_PG_IDLE_IN_TRANSACTION_MS");
-	unsigned long ms = env != NULL ? strtoul(env, NULL, 10) : 0;
-	return ms > 0 && ms <= 86400000 ? (unsigned)ms :
-	       PG_IDLE_IN_TRANSACTION_MS;
-}
-
 /*
  * Connects with the session settings in the connection parameters, so that
  * PQreset() after a lost connection sets them again: acknowledged =
@@ -711,6 +703,7 @@ static int begin(rdb_t *db, const char *sql)
 	d->replay = false;
 	d->unit_pending = false;
 	d->lazy_txn = false;
+	d->answered_ms = pg_now_ms();
 	d->txn = true;
 	return ZC_EOK;
 }
@@ -816,9 +809,25 @@ static void pg_rollback(rdb_t *db)
 	}
 }
 
+/*
+ * A read transaction (an export to a slow reader, a verify, a scan, the
+ * builder's snapshot) locks no row: it holds nobody's writes, so
+ * PostgreSQL's idle_in_transaction_session_timeout, there for paused
+ * writers, is off for it (SET LOCAL: this transaction only; queued with
+ * the BEGIN, no round trip of its own). An export piped to a pager left
+ * for a minute was cut short with "PostgreSQL down".
+ */
 static int pg_begin_read(rdb_t *db)
 {
-	return begin(db, "BEGIN ISOLATION LEVEL REPEATABLE READ");
+	int ret = begin(db, "BEGIN ISOLATION LEVEL REPEATABLE READ");
+	if (ret == ZC_EOK) {
+		ret = pg_pipe_send_text(db_of(db), "SET LOCAL "
+		                        "idle_in_transaction_session_timeout = 0");
+		if (ret != ZC_EOK) {
+			pg_rollback(db);
+		}
+	}
+	return ret;
 }
 
 static void pg_end_read(rdb_t *db)

@@ -141,6 +141,9 @@ struct pg_db {
 	/* The open transaction is a write one: only there are statements
 	 * queued (a read snapshot's end would drop their failures). */
 	bool writing;
+	/* When the open transaction last heard from the server (monotonic
+	 * ms; its BEGIN, each pipeline sync): the server's idle time since. */
+	int64_t answered_ms;
 	/* The session was reset inside the open transaction, or its
 	 * queued BEGIN failed: the transaction is gone, and its next
 	 * statements must fail (none may run on its own). */
@@ -308,3 +311,5 @@ int pg_conn_ready(pg_db_t *d);
  */
 #define PG_IDLE_IN_TRANSACTION_MS 60000
 unsigned pg_idle_in_transaction_ms(void);
+/* Monotonic milliseconds. */
+int64_t pg_now_ms(void);

@@ -248,6 +248,7 @@ int pg_pipe_sync(pg_db_t *d, pg_stmt_t *keep)
 	PGresult *res = PQgetResult(d->conn);
 	bool synced = res != NULL && PQresultStatus(res) == PGRES_PIPELINE_SYNC;
 	PQclear(res);
+	d->answered_ms = pg_now_ms();
 	d->queued = 0;
 	d->begin_slot = 0;
 	d->commit_slot = 0;

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <libknot/errcode.h>
 
 #include "common/error.h"
@@ -30,6 +31,21 @@ static void log_unavailable(const pg_db_t *d, const char *why)
 	}
 }
 
+int64_t pg_now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+unsigned pg_idle_in_transaction_ms(void)
+{
+	const char *env = getenv("ZONECAST_PG_IDLE_IN_TRANSACTION_MS");
+	unsigned long ms = env != NULL ? strtoul(env, NULL, 10) : 0;
+	return ms > 0 && ms <= 86400000 ? (unsigned)ms :
+	       PG_IDLE_IN_TRANSACTION_MS;
+}
+
 /* Maps a failed result (or a NULL one: the connection) to a code, and
  * logs what is not a plain outcome. */
 int pg_map_error(pg_db_t *d, const PGresult *res)
@@ -43,6 +59,34 @@ int pg_map_error(pg_db_t *d, const PGresult *res)
 	 * an SQL error (500). */
 	if (state == NULL && PQstatus(d->conn) == CONNECTION_OK) {
 		(void)PQconsumeInput(d->conn);
+	}
+	/* PostgreSQL ended the session for being idle (25P03: in a
+	 * transaction, past idle_in_transaction_session_timeout; 57P05: past
+	 * idle_session_timeout): the server is up, the client waited. Said
+	 * as such, not as "PostgreSQL down"; the connection is gone all the
+	 * same (the next use reconnects). */
+	const char *why = res != NULL ? PQresultErrorMessage(res) :
+	                  PQerrorMessage(d->conn);
+	if ((state != NULL && (strcmp(state, "25P03") == 0 ||
+	                       strcmp(state, "57P05") == 0)) ||
+	    (state == NULL && (strstr(why, "idle-in-transaction timeout") ||
+	                       strstr(why, "idle-session timeout")))) {
+		zc_error("%s: PostgreSQL ended the session, idle too long "
+		         "(the transaction is rolled back): %s", d->label, why);
+		return ZC_ESESSIONEND;
+	}
+	/* Its FATAL message is not always read (a send into the closed
+	 * session fails first): a write transaction that heard nothing from
+	 * the server for the bound or longer lost its session to it. */
+	int64_t idle = d->txn && d->writing ? pg_now_ms() - d->answered_ms : 0;
+	if (PQstatus(d->conn) == CONNECTION_BAD &&
+	    idle >= (int64_t)pg_idle_in_transaction_ms()) {
+		zc_error("%s: PostgreSQL ended the session, idle too long: the "
+		         "write transaction waited %lld ms for this node, past "
+		         "idle_in_transaction_session_timeout (%u ms; the node "
+		         "paused?), and is rolled back: %s", d->label,
+		         (long long)idle, pg_idle_in_transaction_ms(), why);
+		return ZC_ESESSIONEND;
 	}
 	if (PQstatus(d->conn) == CONNECTION_BAD) {
 		log_unavailable(d, PQerrorMessage(d->conn));

@@ -243,7 +243,8 @@ int records_leader_take(records_leader_t *l, const _Atomic bool *stop,
 			        (unsigned long long)*term);
 			return ZC_EOK;
 		}
-		if (ret != ZC_EBUSY && ret != ZC_EUNAVAILABLE) {
+		if (ret != ZC_EBUSY && ret != ZC_EUNAVAILABLE &&
+		    ret != ZC_ESESSIONEND) {
 			return ret;
 		}
 		if (!said) {

@@ -5,6 +5,8 @@
 #include <libgen.h>
 #include <limits.h>
 #include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -338,6 +340,61 @@ static char *map_file(int fd, size_t *len, char *why, size_t why_size)
 	return p;
 }
 
+/*
+ * A mapped zone file is the client's: truncated while it is read (by the
+ * client, or anyone who can write it), the pages past its new end fault
+ * with SIGBUS, which killed the server in the middle of a server-side
+ * import. While parse_file() reads a mapping it registers it here (this
+ * thread's, innermost $INCLUDE first); the SIGBUS handler jumps out of a
+ * fault inside a registered mapping back to parse_file(), which refuses
+ * the file ("changed while it was read"). Any other SIGBUS goes to the
+ * handler there was before (a sanitizer's), or kills the process as it
+ * would have (the default action, the fault taken again).
+ */
+typedef struct mapping_guard {
+	const char *start;
+	size_t len;
+	sigjmp_buf jump;
+	struct mapping_guard *outer;
+} mapping_guard_t;
+
+static __thread mapping_guard_t *guards;
+static struct sigaction bus_before;
+static pthread_once_t bus_once = PTHREAD_ONCE_INIT;
+
+static void on_sigbus(int sig, siginfo_t *info, void *ctx)
+{
+	const char *addr = info->si_addr;
+	long page = sysconf(_SC_PAGESIZE);
+	for (mapping_guard_t *g = guards; g != NULL; g = g->outer) {
+		if (addr >= g->start &&
+		    (size_t)(addr - g->start) < g->len + (size_t)page) {
+			siglongjmp(g->jump, 1);
+		}
+	}
+	if ((bus_before.sa_flags & SA_SIGINFO) &&
+	    bus_before.sa_sigaction != NULL) {
+		bus_before.sa_sigaction(sig, info, ctx);
+	} else if (!(bus_before.sa_flags & SA_SIGINFO) &&
+	           bus_before.sa_handler != SIG_DFL &&
+	           bus_before.sa_handler != SIG_IGN) {
+		bus_before.sa_handler(sig);
+	} else {
+		/* Returning retries the access: it faults again, killed. */
+		signal(SIGBUS, SIG_DFL);
+	}
+}
+
+static void install_sigbus(void)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = on_sigbus;
+	sa.sa_flags = SA_SIGINFO | SA_NODEFER;
+	sigemptyset(&sa.sa_mask);
+	(void)sigaction(SIGBUS, &sa, &bus_before);
+}
+
 static void unmap(char *text, size_t len)
 {
 	if (len > 0) {
@@ -366,14 +423,10 @@ static int parse_file(int fd, const char *name, const char *dir,
 {
 	size_t len;
 	char why[256];
+	pthread_once(&bus_once, install_sigbus);
 	char *text = map_file(fd, &len, why, sizeof(why));
 	if (text == NULL) {
 		report(p, name, 0, why[0] != '\0' ? why : strerror(errno));
-		return ZC_EZONEFILE;
-	}
-	if (check_last_cr(text, len, name, p->handler) != ZC_EOK) {
-		p->errors++;
-		unmap(text, len);
 		return ZC_EZONEFILE;
 	}
 	zs_scanner_t *s = get_scanner();
@@ -381,6 +434,30 @@ static int parse_file(int fd, const char *name, const char *dir,
 		unmap(text, len);
 		return KNOT_ENOMEM;
 	}
+	volatile bool scanning = false;
+	mapping_guard_t guard = { .start = text, .len = len, .outer = guards };
+	if (sigsetjmp(guard.jump, 1) != 0) {
+		/* A fault in the mapping: the file shrank under the parse. */
+		guards = guard.outer;
+		if (scanning) {
+			zs_deinit(s);
+		}
+		put_scanner(s);
+		unmap(text, len);
+		report(p, name, 0, "the file changed while it was read (truncated"
+		       " by another process?): nothing of it is taken; import it"
+		       " again once it is complete");
+		return ZC_EZONEFILE;
+	}
+	guards = &guard;
+	if (check_last_cr(text, len, name, p->handler) != ZC_EOK) {
+		guards = guard.outer;
+		p->errors++;
+		put_scanner(s);
+		unmap(text, len);
+		return ZC_EZONEFILE;
+	}
+	scanning = true;
 	int ret = zs_init(s, origin, KNOT_CLASS_IN, ttl) == 0 ? ZC_EOK :
 	          KNOT_ENOMEM;
 	if (ret == ZC_EOK) {
@@ -393,6 +470,7 @@ static int parse_file(int fd, const char *name, const char *dir,
 		}
 		zs_deinit(s); /* Frees the names, not the input. */
 	}
+	guards = guard.outer;
 	put_scanner(s);
 	unmap(text, len);
 	return ret;

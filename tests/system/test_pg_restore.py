@@ -173,6 +173,52 @@ def test_pg_restore_past_a_stopped_nodes_position(pg_cluster, tmp_path):
         clean(n)
 
 
+def test_failover_whose_log_resumes_past_a_stopped_nodes_position(pg_cluster, tmp_path):
+    """A failover to an asynchronous replica (or a physical restore, a
+    PITR) that lost commits: PostgreSQL's log_pos sequence resumes past
+    values WAL-logged ahead of use, so the new commits take positions past
+    a gap and the position node b applied holds no commit at all, with the
+    log's head past it (outside tester 23, finding 1: b kept serving what
+    the failover lost). Made here by a dump restored and log_pos set past
+    b's position, as promotion leaves it."""
+    db, uri = pg.fresh_database(pg_cluster, "rfo")
+    a = pg.serve_node(tmp_path, "a", uri)
+    import_zone(a, tmp_path)
+    b = pg.serve_node(tmp_path, "b", uri)
+    try:
+        api = a.client()
+        zid = api.zone_id(ZONE)
+        add(api, zid, "pre0", "pre")
+        dump = str(tmp_path / "r.dump")
+        pg_tool("pg_dump", "-h", pg_cluster, "-U", "zc", "-Fc", "-f", dump, db)
+        for i in range(3):
+            add(api, zid, "mid%d" % i, "mid")
+        settle((b,), [("mid2", "mid")], [])
+        applied = int(pg.psql(pg_cluster, "SELECT max(pos) FROM log_commits", db=db).strip())
+        b.stop()
+        a.stop()
+        restore(pg_cluster, db, dump)
+        pg.psql(pg_cluster, "SELECT setval('log_pos', %d)" % (applied + 30), db=db)
+        a.serve()
+        acked = [("post%d" % i, "post") for i in range(3)]
+        for name, text in acked:
+            update(a, name, text)
+        head = int(pg.psql(pg_cluster, "SELECT max(pos) FROM log_commits", db=db).strip())
+        held = pg.psql(pg_cluster, "SELECT count(*) FROM log_commits WHERE pos = %d"
+                       % applied, db=db).strip()
+        assert head > applied and held == "0", (head, applied, held)
+        b.restart()
+        settle((a, b), acked + [("pre0", "pre")], ["mid%d" % j for j in range(3)])
+        assert "no commit holds position" in b.log(), b.log()[-3000:]
+        # a, started before the new writes, found the log ending before it
+        assert "not the one it applied (it ends at" in a.log(), a.log()[-3000:]
+    finally:
+        a.stop()
+        b.stop()
+    for n in (a, b):
+        clean(n)
+
+
 def test_sqlite_records_db_restored_from_a_backup(tmp_path):
     """SQLite: records.db copied away with the server stopped, writes,
     stopped, copied back (edge.mdb stays), started."""

@@ -6,7 +6,9 @@ transaction left idle by a paused node (SIGSTOP) is ended by the server
 after idle_in_transaction_session_timeout, so the zone's row it locked
 does not hold the other nodes' writes for ever."""
 
+import os
 import signal
+import subprocess
 import threading
 import time
 
@@ -129,6 +131,10 @@ def test_paused_writer_does_not_hold_a_zone_for_ever(pg_cluster, tmp_path):
             assert n == 2, (n, r)
         else:
             assert n == 5002, (n, r.status_code)
+        # Its session ended by the bound is said as such, not as
+        # "PostgreSQL down" (outside tester 23, finding 3).
+        assert "PostgreSQL ended the session, idle too long" in b.log(), b.log()[-3000:]
+        assert "unavailable: FATAL:  terminating connection due to idle" not in b.log()
         assert served(a, "a2.f.test.") == ['"a2"']
     finally:
         if stopped:
@@ -138,6 +144,35 @@ def test_paused_writer_does_not_hold_a_zone_for_ever(pg_cluster, tmp_path):
     for n in (a, b):
         cp = n.verify()
         assert "no differences" in cp.stdout, cp.stdout + cp.stderr
+
+
+def test_a_read_transaction_is_not_ended_by_the_idle_bound(pg_cluster, tmp_path):
+    """`zone export` piped to a slow reader (a pager) holds its read
+    transaction idle between pages: the bound for paused writers does not
+    end it (outside tester 23, finding 3: a truncated export and "PostgreSQL
+    down")."""
+    db, uri = pg.fresh_database(pg_cluster, "slow")
+    a = pg.serve_node(tmp_path, "a", uri)
+    try:
+        zf = tmp_path / "slow.zone"
+        lines = ["$ORIGIN slow.test.", "$TTL 60", "@ SOA ns hm 1 7200 900 1209600 60",
+                 "@ NS ns", "ns A 192.0.2.53"]
+        lines += ['r%d TXT "%s"' % (i, "x" * 40) for i in range(30000)]
+        zf.write_text("\n".join(lines) + "\n")
+        cp = a.import_zone("slow.test.", str(zf), check=False)
+        assert cp.returncode == 0, cp.stdout + cp.stderr
+        env = dict(os.environ, ZONECAST_PG_IDLE_IN_TRANSACTION_MS="500")
+        p = subprocess.Popen([servers.zonecast_bin(), "zone", "export", "--data-dir",
+                              a.data_dir, "slow.test."], env=env,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        first = p.stdout.read(1000)     # the pager's first screen...
+        time.sleep(2.0)                 # ...read by the operator
+        rest = p.stdout.read()
+        err = p.stderr.read().decode()
+        assert p.wait(30) == 0, err
+        assert (first + rest).count(b"TXT") == 30000, err
+    finally:
+        a.stop()
 
 
 def test_a_read_only_store_is_named_as_such(pg_cluster, tmp_path):
