@@ -46,7 +46,7 @@
  * follower retries from the same place. A log trimmed past read_seq (by
  * another node sharing a PostgreSQL store, while this one was not live)
  * cannot be followed: every zone is built again in place and the pass
- * starts over from there (rebuild_trimmed()).
+ * starts over from there (rebuild_all()).
  *
  * A records store that went back to an earlier state (a backup restored,
  * a failover to a replica that lost commits) numbers new commits with
@@ -56,7 +56,7 @@
  * the one read there (its identity, records_changelog_mark(), kept with
  * applied_seq as meta applied_id); when not, builder_edge_diverged()
  * builds every zone again, and first gives the zones served at a newer
- * serial than the store's a version past it (rebuild_diverged()).
+ * serial than the store's a version past it (rebuild_all()).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -596,32 +596,20 @@ static int read_and_build(pass_state_t *st, batch_t *b)
 	return ret;
 }
 
-/* The log was trimmed past read_seq: what went is gone, so every zone is
- * built again in place (builder_edge_rebuild()) and the pass starts over
- * from where those builds began, quarantined zones tried again at once.
- * 1 (run again) or an error (the next pass finds the hole again). */
-static int rebuild_trimmed(pass_state_t *st)
+/* The log cannot be followed from read_seq: trimmed past it (what went
+ * is gone: builder_edge_rebuild()), or not the one applied
+ * (check_log(): builder_edge_diverged()). Every zone is built again in
+ * place and the pass starts over from where those builds began,
+ * quarantined zones tried again at once. 1 (run again) or an error (the
+ * next pass finds the hole again). */
+static int rebuild_all(pass_state_t *st,
+                       int (*rebuild)(records_store_t *, edge_store_t *))
 {
 	records_store_t *rs = st->rs, *full_rs = st->full_rs;
 	edge_store_t *es = st->es;
 	size_t budget = st->budget;
 	pass_deinit(st);
-	int ret = builder_edge_rebuild(rs, es);
-	int init = pass_init(st, rs, full_rs, es, budget, true);
-	st->quarantine_changed = true;
-	return ret != ZC_EOK ? ret : init != ZC_EOK ? init : 1;
-}
-
-/* The log is not the one applied (check_log()): builder_edge_diverged(),
- * then the pass starts over from where its builds began, as
- * rebuild_trimmed(). */
-static int rebuild_diverged(pass_state_t *st)
-{
-	records_store_t *rs = st->rs, *full_rs = st->full_rs;
-	edge_store_t *es = st->es;
-	size_t budget = st->budget;
-	pass_deinit(st);
-	int ret = builder_edge_diverged(rs, es);
+	int ret = rebuild(rs, es);
 	int init = pass_init(st, rs, full_rs, es, budget, true);
 	st->quarantine_changed = true;
 	return ret != ZC_EOK ? ret : init != ZC_EOK ? init : 1;
@@ -641,10 +629,10 @@ int pass_run(pass_state_t *st)
 	}
 	free(b.touched);
 	if (ret == ZC_ETRIMMED && st->diverged) {
-		return rebuild_diverged(st);
+		return rebuild_all(st, builder_edge_diverged);
 	}
 	if (ret == ZC_ETRIMMED) {
-		return rebuild_trimmed(st);
+		return rebuild_all(st, builder_edge_rebuild);
 	}
 	if (ret == ZC_EOK) {
 		ret = quarantine_schedule(st);
