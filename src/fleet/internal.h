@@ -40,7 +40,13 @@ int fleet_connect_retry(const fleet_config_t *cfg, _Atomic bool *stop,
 
 /* Whether the library closed this connection for good (the server
  * closed it on a protocol error, e.g. a message above its max_payload):
- * it never reconnects, it must be replaced (fleet_conn_renew()). */
+ * it never reconnects, it must be replaced (fleet_conn_renew()). A
+ * connection that took a max_payload below FLEET_PAYLOAD_MIN at its
+ * start is closed here and counts so too: the library holds the limit
+ * it read then, and refuses every message over it itself, so a server
+ * whose limit was raised since is seen only by a new connection (the
+ * publisher stayed stuck on 300 bytes after the server went back to
+ * 1 MiB). */
 bool fleet_conn_closed(natsConnection *nc);
 
 /* A thread's record of the connections it replaced (backoff). */
@@ -48,6 +54,7 @@ typedef struct {
 	int64_t last_ms;
 	unsigned wait_ms;
 	unsigned count;
+	int64_t logged_ms;  /* Renewals are logged at most every 30 s. */
 } fleet_renew_t;
 
 /* Replaces a closed connection (*nc, *js set to NULL under lock, then

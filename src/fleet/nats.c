@@ -424,7 +424,15 @@ int fleet_connect_retry(const fleet_config_t *cfg, _Atomic bool *stop,
 
 bool fleet_conn_closed(natsConnection *nc)
 {
-	return nc != NULL && natsConnection_IsClosed(nc);
+	if (nc == NULL) {
+		return false;
+	}
+	int64_t max = natsConnection_GetMaxPayload(nc);
+	if (!natsConnection_IsClosed(nc) && max > 0 && max < FLEET_PAYLOAD_MIN) {
+		payload_check(nc);
+		natsConnection_Close(nc);
+	}
+	return natsConnection_IsClosed(nc);
 }
 
 int fleet_conn_renew(const fleet_config_t *cfg, const char *who,
@@ -448,16 +456,20 @@ int fleet_conn_renew(const fleet_config_t *cfg, const char *who,
 	if (old != NULL && natsConnection_GetLastError(old, &why) == NATS_OK) {
 		why = NULL;
 	}
-	zc_warn("nats: %s: the connection to %s was closed (%s): a new one in "
-	        "%u ms", who, cfg->urls, why != NULL && why[0] != '\0' ? why :
-	        "no detail", r->wait_ms);
+	if (r->count <= 3 || now - r->logged_ms >= 30000) {
+		zc_warn("nats: %s: the connection to %s was closed (%s): a new "
+		        "one in %u ms (%u so far)", who, cfg->urls,
+		        why != NULL && why[0] != '\0' ? why : "no detail",
+		        r->wait_ms, r->count);
+		r->logged_ms = now;
+	}
 	jsCtx_Destroy(old_js);
 	natsConnection_Destroy(old);
 	for (unsigned slept = 0; slept < r->wait_ms && !*stop; slept += 50) {
 		fleet_sleep_ms(50);
 	}
 	int ret = fleet_connect_retry(cfg, stop, lock, nc, js);
-	if (ret == ZC_EOK) {
+	if (ret == ZC_EOK && r->logged_ms == now) {
 		zc_info("nats: %s: connected again to %s (max_payload %" PRId64
 		        ")", who, cfg->urls, natsConnection_GetMaxPayload(*nc));
 	}

@@ -65,6 +65,7 @@ struct fleet_primary {
 	 * nothing live while it is not: fleet_edges_seen()). */
 	bool watching;
 	char blind_why[512];      /* why not, when not */
+	int64_t blind_mono;       /* since when not (monotonic ms) */
 	_Atomic bool rewatch;     /* the bucket was made again: watch anew */
 	_Atomic int64_t dup_logged;
 	_Atomic int64_t paused_logged;

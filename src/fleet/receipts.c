@@ -275,11 +275,34 @@ bool fleet_edges_seen(fleet_primary_t *fp, char *why, size_t size)
 	return seen;
 }
 
+/*
+ * The watcher sees the edges' reports again, or stops seeing them. The
+ * silence while it did not is no sign of the edges: an edge that was up
+ * when the primary went blind counts as up for REPLAY_GRACE_MS from now,
+ * as a replayed report does, so that receipts wait for its next report
+ * (every second) rather than take it for down (a NATS outage longer than
+ * fleet-edge-timeout made receipts live at once, edges lacking the
+ * version: outside tester 24).
+ */
 static void set_watching(fleet_primary_t *fp, bool on, const char *why)
 {
 	pthread_mutex_lock(&fp->lock);
+	int64_t now = fleet_mono_ms();
+	int64_t timeout = (int64_t)fp->cfg.edge_timeout_ms;
+	int64_t grace = timeout < REPLAY_GRACE_MS ? timeout : REPLAY_GRACE_MS;
 	if (fp->watching != on) {
 		fp->watching = on;
+		if (!on) {
+			fp->blind_mono = now;
+		}
+		for (size_t i = 0; on && i < fp->edge_count; i++) {
+			fleet_edge_report_t *r = &fp->edges[i];
+			if (r->revision != 0 &&
+			    fp->blind_mono - r->seen_mono <= timeout &&
+			    r->seen_mono < now - timeout + grace) {
+				r->seen_mono = now - timeout + grace;
+			}
+		}
 		pthread_cond_broadcast(&fp->changed);
 	}
 	if (!on) {

@@ -26,7 +26,7 @@ import dns.update
 import pytest
 
 import servers
-from fleet import (EdgeServer, NatsServer, digest, hpub, js_api, settle,
+from fleet import (EdgeServer, NatsServer, digest, hpub, js_api, settle, txt,
                    start_primary)
 
 UPDATE_SOURCE = "127.0.0.2"
@@ -1118,4 +1118,66 @@ def test_max_payload_too_small_is_said_at_start(tmp_path):
     finally:
         problems = p.stop()
         n.stop()
+    assert not problems, problems
+
+
+def test_a_limit_below_the_fleets_then_raised_is_seen(tmp_path):
+    """max_payload set below what the fleet needs (300: even one message's
+    headers are more) and then raised again, by reloads: the client library
+    keeps the limit it read at its connection's start and refuses every
+    message over it itself, so the connection is never closed and the
+    publisher stayed stuck for good (outside tester 24). A connection that
+    took a limit below the fleet's minimum is made again (with backoff)
+    until the server's is enough: the edges get every write."""
+    n = NatsServer(str(tmp_path)).start()
+    f = Fleet(tmp_path, edges=1, nats=[n])
+    try:
+        zid = create_zone(f.api, "low.fleet.test")
+        settle(f.primary, f.edges)
+        reload_nats(n, "max_payload: 300")
+        f.api.ok("POST", "/zones/%s/dns_records" % zid,
+                 json={"type": "TXT", "name": "big.low.fleet.test", "content": "x" * 400})
+        time.sleep(2)
+        reload_nats(n, "")
+        f.api.ok("POST", "/zones/%s/dns_records" % zid,
+                 json={"type": "A", "name": "after.low.fleet.test", "content": "192.0.2.1"})
+        settle(f.primary, f.edges, timeout=30)
+        compare_answers(f.primary, f.edges, [("big.low.fleet.test.", "TXT"),
+                                             ("after.low.fleet.test.", "A")])
+    finally:
+        problems = f.stop()
+    assert not problems, problems
+
+
+def test_receipts_after_a_blind_spell_wait_for_the_edges(tmp_path):
+    """NATS down longer than fleet-edge-timeout, a write meanwhile, NATS back:
+    the silence while the primary could not see the reports is no sign of the
+    edges. The watcher back, the edges counted down at once and a receipt of
+    the write said live with live_edges 0 while the edge lacked it (outside
+    tester 24). Now a receipt is live only once the edge has the version."""
+    n = NatsServer(str(tmp_path)).start()
+    f = Fleet(tmp_path, edges=1, nats=[n])
+    try:
+        zid = create_zone(f.api, "blind.fleet.test")
+        settle(f.primary, f.edges)
+        import signal
+        n.stop(signal.SIGKILL)
+        time.sleep(0.3)
+        r = f.api.ok("POST", "/zones/%s/dns_records" % zid,
+                     json={"type": "TXT", "name": "w.blind.fleet.test", "content": "w"})
+        time.sleep(6)   # well past fleet-edge-timeout and the watcher's 3 s
+        n.start()
+        deadline = time.monotonic() + 20
+        while True:
+            p = f.api.get("/zones/%s/propagation" % zid,
+                          params={"version": r["zone_version"], "wait": 0})
+            if p["live"]:
+                got = txt(f.edges[0].port, "w.blind.fleet.test.")
+                assert got == ['"w"'], (p, got)
+                assert p["live_edges"] == 1, p
+                break
+            assert time.monotonic() < deadline, p
+            time.sleep(0.02)
+    finally:
+        problems = f.stop()
     assert not problems, problems
