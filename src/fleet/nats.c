@@ -350,6 +350,13 @@ static int keep_stream(jsCtx *js, jsStreamConfig *sc, bool expected,
 		*changed = s == NATS_OK;
 	} else if (s == NATS_OK) {
 		const char *differs = stream_differs(si->Config, sc);
+		/* An operator's deny_delete (of single messages) is nothing
+		 * the fleet depends on, and no update may take it back: the
+		 * update keeps it (built without it, it was refused, and the
+		 * stream deleted and made again for a setting it could have
+		 * kept). */
+		jsStreamConfig update = *sc;
+		update.DenyDelete = si->Config != NULL && si->Config->DenyDelete;
 		jsStreamInfo_Destroy(si);
 		si = NULL;
 		if (differs != NULL) {
@@ -357,7 +364,7 @@ static int keep_stream(jsCtx *js, jsStreamConfig *sc, bool expected,
 			        "needs (made again by someone else?): updating it",
 			        sc->Name, differs);
 			what = "update";
-			s = js_UpdateStream(&si, js, sc, NULL, &jerr);
+			s = js_UpdateStream(&si, js, &update, NULL, &jerr);
 			if (s != NATS_OK && jerr != 0) {
 				zc_warn("fleet: stream %s cannot be updated (%s): deleting "
 				        "it and creating it again", sc->Name,

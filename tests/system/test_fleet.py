@@ -1181,3 +1181,44 @@ def test_receipts_after_a_blind_spell_wait_for_the_edges(tmp_path):
     finally:
         problems = f.stop()
     assert not problems, problems
+
+
+def test_an_operators_deny_delete_survives_the_primarys_update(tmp_path):
+    """An operator set deny_delete on the txn stream (nothing the fleet
+    depends on), then changed a limit the fleet does check: the primary's
+    update, built without deny_delete, was refused (no update may take it
+    back), and the stream was deleted and made again, every edge loading a
+    snapshot (outside tester 24). The update keeps it: the stream and its
+    messages stay."""
+    f = Fleet(tmp_path, edges=1)
+    try:
+        port = f.nats[0].port
+        zid = create_zone(f.api, "deny.fleet.test")
+        for i in range(3):
+            f.api.ok("POST", "/zones/%s/dns_records" % zid,
+                     json={"type": "A", "name": "w%d.deny.fleet.test" % i,
+                           "content": "192.0.2.1"})
+        settle(f.primary, f.edges)
+        cfg = js_api(port, "STREAM.INFO.zonecast-txn")["config"]
+        before = js_api(port, "STREAM.INFO.zonecast-txn")["state"]["messages"]
+        cfg["deny_delete"] = True
+        assert "error" not in js_api(port, "STREAM.UPDATE.zonecast-txn",
+                                     json.dumps(cfg).encode())
+        cfg["max_age"] = 3600 * 10 ** 9
+        assert "error" not in js_api(port, "STREAM.UPDATE.zonecast-txn",
+                                     json.dumps(cfg).encode())
+        deadline = time.monotonic() + 10
+        while js_api(port, "STREAM.INFO.zonecast-txn")["config"].get("max_age", 0):
+            assert time.monotonic() < deadline, "the primary did not update the stream"
+            time.sleep(0.2)
+        info = js_api(port, "STREAM.INFO.zonecast-txn")
+        assert info["config"].get("deny_delete") is True, info["config"]
+        assert info["state"]["messages"] >= before, (info["state"], before)
+        assert "deleting it and creating it again" not in f.primary.log()
+        f.api.ok("POST", "/zones/%s/dns_records" % zid,
+                 json={"type": "A", "name": "after.deny.fleet.test", "content": "192.0.2.1"})
+        settle(f.primary, f.edges)
+        compare_answers(f.primary, f.edges, [("after.deny.fleet.test.", "A")])
+    finally:
+        problems = f.stop()
+    assert not problems, problems
