@@ -7,6 +7,7 @@
  * share, finding a zone and waiting for a change to be served, is in
  * admin_settle.c.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <libknot/errcode.h>
@@ -89,7 +90,9 @@ int admin_run_local(records_store_t *rs, edge_store_t *es, const char *dir,
 
 /* What the request does to what, for the server's log: "[VERB ]NAME"
  * (a token revoked, a key's or token's name, else the zone's). */
-static void subject(const json_t *req, char *out, size_t size)
+/* The request's subject, whole (the audit line shortens it and says its
+ * full length): allocated, NULL when out of memory. */
+static char *subject(const json_t *req)
 {
 	const char *verb = json_string_value(json_object_get(req, "verb"));
 	const char *s = json_string_value(json_object_get(req, "which"));
@@ -99,8 +102,12 @@ static void subject(const json_t *req, char *out, size_t size)
 	if (s == NULL || s[0] == '\0') {
 		s = json_string_value(json_object_get(req, "zone"));
 	}
-	snprintf(out, size, "%s%s%s", verb ? verb : "", verb ? " " : "",
-	         s ? s : "-");
+	char *out = NULL;
+	if (asprintf(&out, "%s%s%s", verb ? verb : "", verb ? " " : "",
+	             s ? s : "-") < 0) {
+		out = NULL;
+	}
+	return out;
 }
 
 /* A memory stream's text, "" when it could not be made. */
@@ -146,8 +153,7 @@ json_t *admin_serve(const char *data_dir, edge_store_t *es, writer_t *writer,
 	 * command's writes through the server were in the log only as an
 	 * info line without the audit field. */
 	const char *command = json_string_value(json_object_get(req, "command"));
-	char what[KNOT_DNAME_TXT_MAXLEN + 32];
-	subject(req, what, sizeof(what));
+	char *what = subject(req);
 	zc_audit_t audit;
 	/* What happened to the store: a change committed is accepted even
 	 * when serving it failed or was cut short (the server stopping
@@ -156,7 +162,8 @@ json_t *admin_serve(const char *data_dir, edge_store_t *es, writer_t *writer,
 	zc_audit_begin(&audit, "control", ret == ZC_EOK || stored ?
 	               "accepted" : "refused");
 	zc_audit_str(&audit, "command", command != NULL ? command : "-");
-	zc_audit_str(&audit, "subject", what);
+	zc_audit_str(&audit, "subject", what != NULL ? what : "-");
+	free(what);
 	zc_audit_fixed(&audit, "client", client);
 	if (ret != ZC_EOK && stored) {
 		zc_audit_fixed(&audit, "served", "no");

@@ -172,9 +172,14 @@ static int parse_hex16(const config_key_t *k, config_t *cfg,
 
 static int check_addr(const char *value, char *err, size_t err_size)
 {
-	(void)err, (void)err_size;
 	struct sockaddr_storage ss;
 	socklen_t len;
+	if (zc_addr_mapped(value)) {
+		snprintf(err, err_size, "'%s' is an IPv4-mapped IPv6 address, "
+		         "which no listener binds (IPv6 sockets are IPv6-only): "
+		         "give the IPv4 address", value);
+		return ZC_EINVAL_CONFIG;
+	}
 	return zc_addr_parse(value, &ss, &len) == ZC_EOK ? 0 : -1;
 }
 
@@ -187,8 +192,9 @@ static int parse_addr_or_none(const config_key_t *k, config_t *cfg,
 		out[0] = '\0';
 		return 0;
 	}
-	if (check_addr(value, err, err_size) != 0) {
-		return -1;
+	int ret = check_addr(value, err, err_size);
+	if (ret != 0) {
+		return ret;
 	}
 	return copy_str(out, k->size, value);
 }

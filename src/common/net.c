@@ -30,7 +30,10 @@ int zc_addr_parse(const char *text, struct sockaddr_storage *ss,
 	if (host[0] == '[' && host[strlen(host) - 1] == ']') {
 		struct sockaddr_in6 *sa6 = (struct sockaddr_in6 *)ss;
 		host[strlen(host) - 1] = '\0';
-		if (inet_pton(AF_INET6, host + 1, &sa6->sin6_addr) != 1) {
+		if (inet_pton(AF_INET6, host + 1, &sa6->sin6_addr) != 1 ||
+		    IN6_IS_ADDR_V4MAPPED(&sa6->sin6_addr)) {
+			/* A mapped IPv4 address cannot be bound: IPv6
+			 * sockets are IPv6-only here (zc_addr_mapped()). */
 			return ZC_EUSAGE;
 		}
 		sa6->sin6_family = AF_INET6;
@@ -79,4 +82,18 @@ int zc_tcp_listen(const char *who, const char *addr, int backlog, int *fd)
 	}
 	*fd = s;
 	return ZC_EOK;
+}
+
+bool zc_addr_mapped(const char *text)
+{
+	char host[INET6_ADDRSTRLEN + 2];
+	const char *colon = strrchr(text, ':');
+	if (text[0] != '[' || colon == NULL || colon - text < 2 ||
+	    colon[-1] != ']' || (size_t)(colon - text - 2) >= sizeof(host)) {
+		return false;
+	}
+	memcpy(host, text + 1, (size_t)(colon - text - 2));
+	host[colon - text - 2] = '\0';
+	struct in6_addr a;
+	return inet_pton(AF_INET6, host, &a) == 1 && IN6_IS_ADDR_V4MAPPED(&a);
 }

@@ -7,10 +7,13 @@
  */
 #pragma once
 
+#include <stdbool.h>
 #include <sys/socket.h>
 
 /* Parses "1.2.3.4:53" or "[::1]:53" (a numeric address and a port from 0
- * to 65535) into a socket address. ZC_EUSAGE when text is neither. */
+ * to 65535) into a socket address. ZC_EUSAGE when text is neither, and
+ * for an IPv4-mapped IPv6 address ([::ffff:127.0.0.1]:53), which no
+ * listener can bind: IPv6 sockets are IPv6-only (zc_addr_mapped()). */
 int zc_addr_parse(const char *text, struct sockaddr_storage *ss,
                   socklen_t *len);
 
@@ -24,3 +27,7 @@ int zc_addr_parse(const char *text, struct sockaddr_storage *ss,
  * not parse, else -errno (-EADDRINUSE: another process listens there).
  */
 int zc_tcp_listen(const char *who, const char *addr, int backlog, int *fd);
+
+/* Whether text is "[ADDR]:PORT" with ADDR an IPv4-mapped IPv6 address
+ * (::ffff:a.b.c.d): to say why zc_addr_parse() refuses it. */
+bool zc_addr_mapped(const char *text);

@@ -269,3 +269,16 @@ def test_o_with_an_empty_value_empties_a_list(tmp_path):
         assert (cp.returncode, cp.stderr) == (0, ""), (flags, cp.stderr)
     cp = zc("check-config", "-c", conf, "-o", "allow-update=", "-o", "allow-update=::/0")
     assert cp.returncode == 0 and "a /0 entry lets anyone" in cp.stderr, cp.stderr
+
+
+@pytest.mark.parametrize("key", ["listen", "api-listen", "metrics-listen"])
+def test_an_ipv4_mapped_listen_address_is_refused(key):
+    """check-config said OK to listen on [::ffff:127.0.0.1]:P, which serve
+    could never bind (IPv6 sockets are IPv6-only: "Invalid argument"; an
+    outside tester's). Refused by both, saying why."""
+    value = "[::ffff:127.0.0.1]:%d" % servers.free_port()
+    for cmd in (["check-config"], ["serve", "--no-demo", "--data-dir", "/nonexistent/x"]):
+        cp = subprocess.run([servers.zonecast_bin(), *cmd, "-o", "%s=%s" % (key, value)],
+                            capture_output=True, text=True, timeout=30)
+        assert cp.returncode != 0, (cmd, cp.stderr)
+        assert "IPv4-mapped IPv6 address" in cp.stderr, (cmd, cp.stderr)

@@ -397,6 +397,14 @@ def test_writes_of_the_command_are_audited(zonecast_factory):
     assert "audit: control accepted command=tsig-delete" in lines[2]
     for l in lines:
         assert 'client="uid=%d pid=' % os.geteuid() in l, l
+    # a long subject is shortened by the audit line with its full length:
+    # it was cut to 1035 octets before the audit saw it, which then said
+    # "…(1035 octets)" of a 10,015-octet name (an outside tester's)
+    name = "\u00e9" * 5000 + " x"
+    cp = cli(srv, "token", "revoke", name, check=False)
+    assert cp.returncode != 0
+    line = [l for l in srv.log().splitlines() if "command=token-revoke" in l][-1]
+    assert "(%d octets)" % len(name.encode()) in line, line[-200:]
 
 
 def ask_socket(srv, line):
