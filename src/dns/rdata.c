@@ -495,8 +495,12 @@ static bool naptr_bracket(const char *re, size_t len, size_t i, size_t *next,
 				if (n == 0) {
 					return false; /* "[..]" */
 				}
-				/* A multi-octet element ends no range. */
-				*range_start = n == 1 ? (unsigned char)re[start] : 256;
+				/* A multi-octet element ends no range. A
+				 * one-octet one is taken as BIND takes it, a
+				 * signed char (amd64): an octet >= 0x80 starts
+				 * a range any end point may close. */
+				*range_start = n == 1 ? (int)(signed char)re[start] :
+				               256;
 			} else if (range == 2) {
 				return false; /* a class as a range's end */
 			} else if (kind == '=' && n == 0) {

@@ -364,9 +364,12 @@ static pthread_once_t bus_once = PTHREAD_ONCE_INIT;
 
 static void on_sigbus(int sig, siginfo_t *info, void *ctx)
 {
+	/* The kernel's, for a memory access (si_code > 0); a SIGBUS sent
+	 * by kill(2) (SI_USER, SI_TKILL, ...) has no address to look at. */
+	bool fault = info->si_code > 0;
 	const char *addr = info->si_addr;
 	long page = sysconf(_SC_PAGESIZE);
-	for (mapping_guard_t *g = guards; g != NULL; g = g->outer) {
+	for (mapping_guard_t *g = guards; fault && g != NULL; g = g->outer) {
 		if (addr >= g->start &&
 		    (size_t)(addr - g->start) < g->len + (size_t)page) {
 			siglongjmp(g->jump, 1);
@@ -379,9 +382,19 @@ static void on_sigbus(int sig, siginfo_t *info, void *ctx)
 	           bus_before.sa_handler != SIG_DFL &&
 	           bus_before.sa_handler != SIG_IGN) {
 		bus_before.sa_handler(sig);
+	} else if (!(bus_before.sa_flags & SA_SIGINFO) &&
+	           bus_before.sa_handler == SIG_IGN && !fault) {
+		return; /* Sent, and ignored before: ignored. */
 	} else {
-		/* Returning retries the access: it faults again, killed. */
+		/* The default action, as before the handler: a fault's
+		 * access is retried on return and faults again; a signal
+		 * sent (kill -BUS) is raised again (it was swallowed, and
+		 * the handler gone with it, the next truncated import
+		 * killed the server). */
 		signal(SIGBUS, SIG_DFL);
+		if (!fault) {
+			raise(SIGBUS);
+		}
 	}
 }
 
