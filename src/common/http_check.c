@@ -33,6 +33,9 @@ static bool is_tchar(unsigned char c)
 }
 
 static bool refuse(scan_t *s, unsigned status, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static bool refuse(scan_t *s, unsigned status, const char *fmt, ...)
 {
 	s->refused = true;
 	s->out->status = status;
