@@ -10,6 +10,7 @@ newer serial a version past it: every write acknowledged after the
 restore is served, what the restore took back is not, no serial names two
 contents, and `zonecast verify` is clean."""
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -91,16 +92,28 @@ def restore(host, db, dump):
     pg_tool("pg_restore", "--single-transaction", "-h", host, "-U", "zc", "-d", db, dump)
 
 
-def test_pg_restore_while_nodes_run(pg_cluster, tmp_path):
-    """Two running nodes; the database is dropped and restored from a dump
-    taken before 12 acknowledged writes; writes follow on both nodes."""
-    db, uri = pg.fresh_database(pg_cluster, "rst")
+@contextlib.contextmanager
+def two_nodes(pg_cluster, tmp_path, prefix):
+    """Nodes a and b on a fresh database holding ZONE: (db, a, b, the API
+    client of a, the zone's id); both stopped at the end, then verified."""
+    db, uri = pg.fresh_database(pg_cluster, prefix)
     a = pg.serve_node(tmp_path, "a", uri)
     import_zone(a, tmp_path)
     b = pg.serve_node(tmp_path, "b", uri)
     try:
         api = a.client()
-        zid = api.zone_id(ZONE)
+        yield db, a, b, api, api.zone_id(ZONE)
+    finally:
+        a.stop()
+        b.stop()
+    for n in (a, b):
+        clean(n)
+
+
+def test_pg_restore_while_nodes_run(pg_cluster, tmp_path):
+    """Two running nodes; the database is dropped and restored from a dump
+    taken before 12 acknowledged writes; writes follow on both nodes."""
+    with two_nodes(pg_cluster, tmp_path, "rst") as (db, a, b, api, zid):
         for i in range(3):
             add(api, zid, "pre%d" % i, "pre")
         dump = str(tmp_path / "r.dump")
@@ -133,24 +146,13 @@ def test_pg_restore_while_nodes_run(pg_cluster, tmp_path):
             assert s != high and (s - high) % 2 ** 32 < 2 ** 31, (s, high)
         log = a.log() + b.log()
         assert "the change log is not the one applied here" in log, log[-3000:]
-    finally:
-        a.stop()
-        b.stop()
-    for n in (a, b):
-        clean(n)
 
 
 def test_pg_restore_past_a_stopped_nodes_position(pg_cluster, tmp_path):
     """Node b is stopped; the store is restored and node a writes more
     commits than went back, so b's position exists again in the new log,
     as another commit: b, started, finds it by the commit's identity."""
-    db, uri = pg.fresh_database(pg_cluster, "rsp")
-    a = pg.serve_node(tmp_path, "a", uri)
-    import_zone(a, tmp_path)
-    b = pg.serve_node(tmp_path, "b", uri)
-    try:
-        api = a.client()
-        zid = api.zone_id(ZONE)
+    with two_nodes(pg_cluster, tmp_path, "rsp") as (db, a, b, api, zid):
         dump = str(tmp_path / "r.dump")
         pg_tool("pg_dump", "-h", pg_cluster, "-U", "zc", "-Fc", "-f", dump, db)
         for i in range(5):
@@ -166,11 +168,6 @@ def test_pg_restore_past_a_stopped_nodes_position(pg_cluster, tmp_path):
         b.restart()
         settle((a, b), acked, ["mid%d" % j for j in range(5)])
         assert "is another one than the one applied here" in b.log(), b.log()[-3000:]
-    finally:
-        a.stop()
-        b.stop()
-    for n in (a, b):
-        clean(n)
 
 
 def test_failover_whose_log_resumes_past_a_stopped_nodes_position(pg_cluster, tmp_path):
@@ -181,13 +178,7 @@ def test_failover_whose_log_resumes_past_a_stopped_nodes_position(pg_cluster, tm
     log's head past it (outside tester 23, finding 1: b kept serving what
     the failover lost). Made here by a dump restored and log_pos set past
     b's position, as promotion leaves it."""
-    db, uri = pg.fresh_database(pg_cluster, "rfo")
-    a = pg.serve_node(tmp_path, "a", uri)
-    import_zone(a, tmp_path)
-    b = pg.serve_node(tmp_path, "b", uri)
-    try:
-        api = a.client()
-        zid = api.zone_id(ZONE)
+    with two_nodes(pg_cluster, tmp_path, "rfo") as (db, a, b, api, zid):
         add(api, zid, "pre0", "pre")
         dump = str(tmp_path / "r.dump")
         pg_tool("pg_dump", "-h", pg_cluster, "-U", "zc", "-Fc", "-f", dump, db)
@@ -212,11 +203,6 @@ def test_failover_whose_log_resumes_past_a_stopped_nodes_position(pg_cluster, tm
         assert "no commit holds position" in b.log(), b.log()[-3000:]
         # a, started before the new writes, found the log ending before it
         assert "not the one it applied (it ends at" in a.log(), a.log()[-3000:]
-    finally:
-        a.stop()
-        b.stop()
-    for n in (a, b):
-        clean(n)
 
 
 def test_sqlite_records_db_restored_from_a_backup(tmp_path):
