@@ -131,38 +131,24 @@ static int bootstrap(fleet_edge_t *fe)
 	return ret;
 }
 
-static bool header_u64(natsMsg *msg, const char *key, int base, uint64_t *v)
-{
-	const char *text = NULL;
-	if (natsMsgHeader_Get(msg, key, &text) != NATS_OK || text == NULL) {
-		return false;
-	}
-	char *end;
-	*v = strtoull(text, &end, base);
-	return end != text && *end == '\0';
-}
-
 /*
  * Applies one message. ZC_EOK, or ZC_EREPLGAP when the edge must load a
  * snapshot (a gap, another epoch), or another error (retry).
  */
 static int take(fleet_edge_t *fe, natsMsg *msg, uint64_t seq)
 {
-	uint64_t epoch, commit, part, flags, term = 0;
-	if (!header_u64(msg, "Zc-Epoch", 16, &epoch) ||
-	    !header_u64(msg, "Zc-Commit", 10, &commit) ||
-	    !header_u64(msg, "Zc-Part", 10, &part) ||
-	    !header_u64(msg, "Zc-Flags", 10, &flags)) {
+	fleet_headers_t h;
+	fleet_headers_read_t got = fleet_headers_read(msg, &h);
+	if (got == FLEET_HEADERS_NONE) {
 		zc_warn("fleet: message without zonecast headers ignored");
 		return ZC_EOK;
 	}
-	/* Zc-Term is absent from a zonecast's before leadership: term 0. */
-	const char *has_term = NULL;
-	if (natsMsgHeader_Get(msg, "Zc-Term", &has_term) == NATS_OK &&
-	    !header_u64(msg, "Zc-Term", 10, &term)) {
+	if (got == FLEET_HEADERS_BAD_TERM) {
 		zc_warn("fleet: message with a malformed Zc-Term ignored");
 		return ZC_EOK;
 	}
+	uint64_t epoch = h.epoch, commit = h.commit, part = h.part,
+	         flags = h.flags, term = h.term;
 	if (term_old(fe, term, "message")) {
 		return ZC_EOK;
 	}

@@ -82,6 +82,23 @@ int fleet_ensure_streams(const fleet_config_t *cfg, const fleet_names_t *n,
  * (kept for fleet_nats_last_error()). */
 int fleet_nats_error(natsStatus s, jsErrCode jerr, const char *what);
 
+/* The replication headers of a txn stream message (Zc-Epoch in hex, the
+ * others decimal; Zc-Term absent from a zonecast's before leadership:
+ * term 0). */
+typedef struct {
+	uint64_t epoch, commit, part, flags, term;
+} fleet_headers_t;
+
+typedef enum {
+	FLEET_HEADERS_OK = 0,
+	FLEET_HEADERS_NONE,     /* not zonecast's: a header missing or bad */
+	FLEET_HEADERS_BAD_TERM, /* a Zc-Term that does not read */
+} fleet_headers_read_t;
+
+/* Reads msg's replication headers into *h (the edges' take() and the
+ * primary's look at foreign messages read them alike). */
+fleet_headers_read_t fleet_headers_read(natsMsg *msg, fleet_headers_t *h);
+
 /* What the last fleet_nats_error() of this thread said failed, and why. */
 const char *fleet_nats_last_error(void);
 

@@ -105,6 +105,34 @@ int fleet_nats_error(natsStatus s, jsErrCode jerr, const char *what)
 	return ZC_ENATS;
 }
 
+static bool header_u64(natsMsg *msg, const char *key, int base, uint64_t *v)
+{
+	const char *text = NULL;
+	if (natsMsgHeader_Get(msg, key, &text) != NATS_OK || text == NULL) {
+		return false;
+	}
+	char *end;
+	*v = strtoull(text, &end, base);
+	return end != text && *end == '\0';
+}
+
+fleet_headers_read_t fleet_headers_read(natsMsg *msg, fleet_headers_t *h)
+{
+	*h = (fleet_headers_t){ 0 };
+	if (!header_u64(msg, "Zc-Epoch", 16, &h->epoch) ||
+	    !header_u64(msg, "Zc-Commit", 10, &h->commit) ||
+	    !header_u64(msg, "Zc-Part", 10, &h->part) ||
+	    !header_u64(msg, "Zc-Flags", 10, &h->flags)) {
+		return FLEET_HEADERS_NONE;
+	}
+	const char *has_term = NULL;
+	if (natsMsgHeader_Get(msg, "Zc-Term", &has_term) == NATS_OK &&
+	    !header_u64(msg, "Zc-Term", 10, &h->term)) {
+		return FLEET_HEADERS_BAD_TERM;
+	}
+	return FLEET_HEADERS_OK;
+}
+
 const char *fleet_nats_last_error(void)
 {
 	return last_error[0] != '\0' ? last_error : "no detail";

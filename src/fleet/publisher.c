@@ -111,17 +111,6 @@ static int still_leading(pub_t *p)
 
 static int stream_last_seq(fleet_primary_t *fp, uint64_t *seq);
 
-static bool msg_u64(natsMsg *msg, const char *key, int base, uint64_t *v)
-{
-	const char *text = NULL;
-	if (natsMsgHeader_Get(msg, key, &text) != NATS_OK || text == NULL) {
-		return false;
-	}
-	char *end;
-	*v = strtoull(text, &end, base);
-	return end != text && *end == '\0';
-}
-
 /*
  * Whether an edge may apply this message, not the leader's, that it reads
  * right after everything the leader sent (as the edges check it:
@@ -133,25 +122,16 @@ static bool msg_u64(natsMsg *msg, const char *key, int base, uint64_t *v)
  */
 static bool foreign_applicable(pub_t *p, natsMsg *msg)
 {
-	uint64_t epoch, commit, part, flags, term = 0;
-	if (!msg_u64(msg, "Zc-Epoch", 16, &epoch) ||
-	    !msg_u64(msg, "Zc-Commit", 10, &commit) ||
-	    !msg_u64(msg, "Zc-Part", 10, &part) ||
-	    !msg_u64(msg, "Zc-Flags", 10, &flags)) {
-		return false;
-	}
-	const char *has_term = NULL;
-	if (natsMsgHeader_Get(msg, "Zc-Term", &has_term) == NATS_OK &&
-	    !msg_u64(msg, "Zc-Term", 10, &term)) {
-		return false;
-	}
-	if (epoch != p->epoch || term != p->term || (flags & FLEET_MARKER)) {
+	fleet_headers_t h;
+	if (fleet_headers_read(msg, &h) != FLEET_HEADERS_OK ||
+	    h.epoch != p->epoch || h.term != p->term ||
+	    (h.flags & FLEET_MARKER)) {
 		return false;
 	}
 	/* What edges have whole before it: p->final_commit (0 right after a
 	 * start: unknown, so any commit counts). */
-	return commit > p->final_commit &&
-	       (p->final_commit == 0 || commit == p->final_commit + 1);
+	return h.commit > p->final_commit &&
+	       (p->final_commit == 0 || h.commit == p->final_commit + 1);
 }
 
 /*
