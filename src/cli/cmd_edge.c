@@ -185,10 +185,8 @@ int cmd_edge(int argc, char **argv)
 	if (ret != 0) {
 		return ret < 0 ? 0 : ret;
 	}
-	zc_log_config_t lcfg;
 	char err[1200];
-	config_log(&cfg, &lcfg);
-	if (zc_log_configure(&lcfg, err, sizeof(err)) != ZC_EOK) {
+	if (config_log_apply(&cfg, false, err, sizeof(err)) != ZC_EOK) {
 		fprintf(stderr, "zonecast edge: %s\n", err);
 		return 1;
 	}

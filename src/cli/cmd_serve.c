@@ -727,9 +727,7 @@ int cmd_serve(int argc, char **argv)
 		free(cfg);
 		return ret < 0 ? 0 : ret;
 	}
-	zc_log_config_t lcfg;
-	config_log(cfg, &lcfg);
-	if (zc_log_configure(&lcfg, err, sizeof(err)) != ZC_EOK) {
+	if (config_log_apply(cfg, false, err, sizeof(err)) != ZC_EOK) {
 		fprintf(stderr, "zonecast serve: %s\n", err);
 		free(cfg);
 		return 1;

@@ -14,6 +14,7 @@
 
 #include "cli/config.h"
 #include "cli/config_keys.h"
+#include "common/audit.h"
 #include "common/error.h"
 #include "common/log.h"
 #include "fleet/fleet.h"
@@ -244,13 +245,21 @@ int config_load(config_t *cfg, const char *path)
 	return ret;
 }
 
-void config_log(const config_t *cfg, zc_log_config_t *out)
+int config_log_apply(const config_t *cfg, bool reload, char *err,
+                     size_t err_size)
 {
-	memset(out, 0, sizeof(*out));
-	out->level = cfg->log_level;
-	out->format = (zc_log_format_t)cfg->log_format;
-	out->target_count = cfg->log_target_count;
-	memcpy(out->target, cfg->log_target, sizeof(out->target));
+	zc_log_config_t out;
+	memset(&out, 0, sizeof(out));
+	out.level = cfg->log_level;
+	out.format = (zc_log_format_t)cfg->log_format;
+	out.target_count = cfg->log_target_count;
+	memcpy(out.target, cfg->log_target, sizeof(out.target));
+	out.keep_running_files = reload;
+	int ret = zc_log_configure(&out, err, err_size);
+	if (ret == ZC_EOK) {
+		zc_audit_refusal_rate(cfg->audit_refusal_rate);
+	}
+	return ret;
 }
 
 void config_control_socket(const config_t *cfg, char *out, size_t size)

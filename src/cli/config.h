@@ -49,6 +49,7 @@ typedef struct {
 	int log_format;             /* zc_log_format_t */
 	char log_target[ZC_LOG_TARGETS_MAX][ZC_LOG_TARGET_LEN]; /* none: stderr */
 	size_t log_target_count;
+	unsigned audit_refusal_rate; /* Refusal audit lines a second; 0: all. */
 	char control_socket[CONFIG_STR_MAX]; /* "": DATA_DIR/control.sock */
 	char pidfile[CONFIG_STR_MAX];        /* "": DATA_DIR/zonecast.pid */
 	char nsid[256];
@@ -126,8 +127,12 @@ int config_load(config_t *cfg, const char *path);
  * after it are still applied). */
 int config_read(config_t *cfg, const char *path, char *err, size_t err_size);
 
-/* The log settings as zc_log_configure() takes them. */
-void config_log(const config_t *cfg, zc_log_config_t *out);
+/* Applies the log settings (zc_log_configure(): the one step that may
+ * fail, err then says why and nothing changed) and the audit's refusal
+ * rate. reload: a running log file that cannot be opened again is kept,
+ * with a warning in err and ZC_EOK. */
+int config_log_apply(const config_t *cfg, bool reload, char *err,
+                     size_t err_size);
 
 /* The control socket's and the pidfile's paths (defaults in data-dir). */
 void config_control_socket(const config_t *cfg, char *out, size_t size);

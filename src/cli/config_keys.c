@@ -18,6 +18,7 @@
 
 #include "api/api.h"
 #include "cli/config_keys.h"
+#include "common/audit.h"
 #include "common/error.h"
 #include "common/net.h"
 #include "dns/tsig.h"
@@ -360,6 +361,8 @@ static const config_key_t keys[] = {
 	  .noun = "log targets", .check = check_log_target,
 	  .shown = "stderr" /* zc_log_configure() with none */,
 	  .hint = " (stderr, syslog, journald or an absolute file path)" },
+	UINT("audit-refusal-rate", true, audit_refusal_rate, 0, 1000000,
+	     ZC_AUDIT_REFUSALS_PER_S),
 	STR("nsid", true, nsid, NULL),
 	STR("identity", false, identity, NULL),
 	STR("version", false, version, NULL),

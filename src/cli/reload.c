@@ -182,10 +182,7 @@ static bool notify_changed(const config_t *a, const config_t *b)
  * has, with a warning: the rest is applied. */
 static int apply(serve_ctx_t *ctx, config_t *cfg, char *err, size_t size)
 {
-	zc_log_config_t lcfg;
-	config_log(cfg, &lcfg);
-	lcfg.keep_running_files = true;
-	int ret = zc_log_configure(&lcfg, err, size);
+	int ret = config_log_apply(cfg, true, err, size);
 	if (ret != ZC_EOK) {
 		return ret;
 	}

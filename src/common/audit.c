@@ -8,8 +8,10 @@
 
 #include "common/audit.h"
 
-/* Refusal lines written in the current second, and those left out. */
+/* Refusal lines allowed a second (0: all), written in the current
+ * second, and those left out. */
 static pthread_mutex_t limit_lock = PTHREAD_MUTEX_INITIALIZER;
+static unsigned rate = ZC_AUDIT_REFUSALS_PER_S;
 static int64_t window_s;
 static unsigned window_lines;
 static uint64_t suppressed;
@@ -166,6 +168,13 @@ static void fit(zc_audit_t *a)
 	}
 }
 
+void zc_audit_refusal_rate(unsigned per_s)
+{
+	pthread_mutex_lock(&limit_lock);
+	rate = per_s;
+	pthread_mutex_unlock(&limit_lock);
+}
+
 /* Whether a refusal line may be written now; *left_out receives the
  * lines suppressed since the last one written. */
 static bool refusal_due(uint64_t *left_out)
@@ -178,7 +187,7 @@ static bool refusal_due(uint64_t *left_out)
 		window_s = ts.tv_sec;
 		window_lines = 0;
 	}
-	due = window_lines < ZC_AUDIT_REFUSALS_PER_S;
+	due = rate == 0 || window_lines < rate;
 	if (due) {
 		window_lines++;
 		*left_out = suppressed;

@@ -10,8 +10,9 @@
  *
  * Every line has `audit` (what: api, update, transfer, notify) and
  * `outcome` (accepted, refused) fields. Refusals answer whatever the
- * network sends, so they are limited to ZC_AUDIT_REFUSALS_PER_S lines a
- * second; the lines left out are counted in the next one that is written
+ * network sends, so they are limited to a number of lines a second
+ * (zc_audit_refusal_rate(), ZC_AUDIT_REFUSALS_PER_S unless set); the
+ * lines left out are counted in the next one that is written
  * (`suppressed=N`), so the log says how many it does not show.
  *
  * Build one on the stack: zc_audit_begin(), one call per field,
@@ -43,7 +44,7 @@
 #define ZC_AUDIT_WIDTH_MAX 1792    /* The fields' octets as written. */
 #define ZC_AUDIT_SHOWN_MIN 64      /* A value shortened keeps this much. */
 #define ZC_AUDIT_MARK_ROOM 32      /* "…(N octets)" */
-#define ZC_AUDIT_REFUSALS_PER_S 50
+#define ZC_AUDIT_REFUSALS_PER_S 50 /* The default of audit-refusal-rate. */
 
 typedef struct {
 	char message[64];
@@ -56,6 +57,10 @@ typedef struct {
 	size_t used;
 	bool refused;
 } zc_audit_t;
+
+/* Sets the refusal lines written a second (audit-refusal-rate); 0: every
+ * one. Takes effect at once, from any thread. */
+void zc_audit_refusal_rate(unsigned per_s);
 
 /* Starts a line "audit: WHAT OUTCOME" (outcome "accepted" or "refused"). */
 void zc_audit_begin(zc_audit_t *a, const char *what, const char *outcome);

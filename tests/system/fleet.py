@@ -125,7 +125,7 @@ class EdgeServer(DnsServer):
         self.port = self.port or free_port()
         argv = [zonecast_bin(), "edge", "--nats", self.nats_urls, "--name", self.name,
                 "--data-dir", self.data_dir, "--listen", "127.0.0.1:%d" % self.port,
-                "--workers", "1", "-o", "rrl-rate=0"]
+                "--workers", "1", "-o", "rrl-rate=0", "-o", "audit-refusal-rate=0"]
         for opt in self.options:
             argv += ["-o", opt]
         env = dict(os.environ)

@@ -13,6 +13,7 @@ ZONECAST_*), read here from real sockets the test binds.
 import json
 import re
 import socket
+import subprocess
 import time
 
 import dns.name
@@ -304,18 +305,31 @@ def test_every_update_refusal_is_audited(srv):
         assert f["client"].startswith(UPDATE_SOURCE + "#") and f["reason"], f
 
 
-def test_refusals_limited_and_counted(srv):
-    """300 refused UPDATEs in a burst: at most 50 lines a second, and a
-    later line says how many were left out."""
+def _refusal_burst(srv, n):
+    """n unsigned UPDATEs from outside allow-update, each REFUSED."""
     u = dns.update.UpdateMessage("example.net.")
     u.add("flood.example.net.", 300, "A", "192.0.2.1")
     wire = u.to_wire()
-    before = len(audit_lines(srv.log(), "update", "refused"))
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
         s.settimeout(2)
-        for _ in range(300):
+        for _ in range(n):
             s.sendto(wire, ("127.0.0.1", srv.port))
             s.recv(512)
+
+
+def test_refusals_limited_and_counted(zonecast_factory, tmp_path):
+    """300 refused UPDATEs in a burst at the default audit-refusal-rate
+    (50): at most 50 lines a second, and a later line says how many were
+    left out. A reload to 0 writes every one."""
+    out = subprocess.run([servers.zonecast_bin(), "check-config", "--keys"], check=True,
+                         capture_output=True, text=True).stdout
+    keys = {r.split()[0]: r.split()[2] for r in out.splitlines()}
+    assert keys["audit-refusal-rate"] == "50", keys["audit-refusal-rate"]
+    conf = tmp_path / "zonecast.conf"
+    conf.write_text("server:\n    log-level: info\n    audit-refusal-rate: 50\n")
+    srv = zonecast_factory(config=str(conf))
+    before = len(audit_lines(srv.log(), "update", "refused"))
+    _refusal_burst(srv, 300)
     burst = len(audit_lines(srv.log(), "update", "refused")) - before
     assert 0 < burst <= 100, burst  # Two seconds' worth at most.
     time.sleep(1.1)
@@ -324,6 +338,15 @@ def test_refusals_limited_and_counted(srv):
     assert "suppressed=" in lines[-1], lines[-1]
     # every refusal is either a line or counted in a later one
     assert len(lines) + sum(int(fields(l).get("suppressed", 0)) for l in lines) == 301
+
+    conf.write_text("server:\n    log-level: info\n    audit-refusal-rate: 0\n")
+    srv.run_cli("reload", "--data-dir", srv.data_dir)
+    time.sleep(1.1)  # past the second whose lines were counted
+    before = len(audit_lines(srv.log(), "update", "refused"))
+    _refusal_burst(srv, 300)
+    lines = wait_for(lambda: (lambda l: l if len(l) >= 300 else None)(
+        audit_lines(srv.log(), "update", "refused")[before:]), "300 lines")
+    assert len(lines) == 300 and not any("suppressed=" in l for l in lines), len(lines)
 
 
 def bind_dgram(path):
