@@ -54,7 +54,9 @@
  * take them for applied. Every pass checks, in its snapshot, that the
  * log's head is not before read_seq and that the commit at read_seq is
  * the one read there (its identity, records_changelog_mark(), kept with
- * applied_seq as meta applied_id); when not, builder_edge_diverged()
+ * applied_seq as meta applied_id; read with the events, so a pass that
+ * reads some makes no query for it: check_log()); when not,
+ * builder_edge_diverged()
  * builds every zone again, and first gives the zones served at a newer
  * serial than the store's a version past it (rebuild_all()).
  */
@@ -69,12 +71,16 @@
 #include "common/log.h"
 
 #define BATCH_LIMIT 65536
+/* check_log()'s query when passes read nothing, at most this often. */
+#define CHECK_IDLE_NS UINT64_C(250000000)
 
 typedef struct {
 	pass_state_t *st;
 	builder_touch_t *touched;
 	size_t count, cap;
 	uint64_t last_seq;       /* The last event taken. */
+	uint64_t last_id;        /* The identity of its commit. */
+	uint64_t from_id;        /* That of the commit at read_seq, as read. */
 	unsigned taken;          /* Events taken. */
 	bool cut;                /* Stopped early: more log to read. */
 	/* The first event does not follow read_seq: the log may have been
@@ -84,7 +90,7 @@ typedef struct {
 	 * drop a version whose reading has to stop part-way). */
 	int64_t zone_id;
 	uint32_t version;
-	uint64_t version_seq;
+	uint64_t version_seq, version_id;
 	size_t version_count, version_deferred;
 } batch_t;
 
@@ -203,6 +209,9 @@ static int collect(const records_change_t *chg, void *ctx)
 {
 	batch_t *b = ctx;
 	pass_state_t *st = b->st;
+	if (b->taken == 0) {
+		b->from_id = chg->from_id;
+	}
 	if (b->taken == 0 && !b->hole_seen &&
 	    !records_changelog_follows(st->rs, st->read_seq, chg->seq)) {
 		b->hole = true;
@@ -218,6 +227,7 @@ static int collect(const records_change_t *chg, void *ctx)
 		b->zone_id = chg->zone_id;
 		b->version = chg->version;
 		b->version_seq = b->last_seq;
+		b->version_id = b->last_id;
 		b->version_count = b->count;
 		b->version_deferred = st->deferred_count;
 	}
@@ -225,12 +235,14 @@ static int collect(const records_change_t *chg, void *ctx)
 		/* Drop what was read of this version; read it whole again
 		 * next pass. (Full builds it queued are harmless.) */
 		b->last_seq = b->version_seq;
+		b->last_id = b->version_id;
 		b->count = b->version_count;
 		st->deferred_count = b->version_deferred;
 		b->cut = true;
 		return 1;
 	}
 	b->last_seq = chg->seq;
+	b->last_id = chg->log_id;
 	b->taken++;
 	return 0;
 }
@@ -516,11 +528,26 @@ void pass_deinit(pass_state_t *st)
 /* Is the log read in this snapshot, from `from` to b->last_seq, the one
  * read so far (its head not before `from`, the commit at `from` the one
  * read there)? ZC_ETRIMMED with st->diverged when not; else the identity
- * of the commit at b->last_seq becomes read_id. One query a pass: a
- * store restored from a backup is found at the first pass after it, not
- * only when this node starts. */
+ * of the commit at b->last_seq becomes read_id. A pass that read events
+ * has the identity at `from` with them (records_change_t.from_id): equal
+ * to read_id, the log goes on from what was read, and no query is made.
+ * Otherwise one query (records_changelog_mark()) decides, at most every
+ * CHECK_IDLE_NS when nothing was read (a log that went back before
+ * `from` has nothing to read: found then, not only when this node
+ * starts). */
 static int check_log(pass_state_t *st, uint64_t from, const batch_t *b)
 {
+	if (st->read_id != 0 && b->taken > 0 && b->from_id == st->read_id &&
+	    (b->last_seq == from || b->last_id != 0)) {
+		st->read_id = b->last_seq != from ? b->last_id : st->read_id;
+		return ZC_EOK;
+	}
+	uint64_t now = zc_clock_ns();
+	if (st->read_id != 0 && b->taken == 0 &&
+	    now - st->checked_ns < CHECK_IDLE_NS) {
+		return ZC_EOK;
+	}
+	st->checked_ns = now;
 	uint64_t head = 0, id_from = 0, id_last = 0, trimmed = 0;
 	int ret = records_changelog_mark(st->rs, from, b->last_seq, &head,
 	                                 &id_from, &id_last, &trimmed);
@@ -617,7 +644,8 @@ static int rebuild_all(pass_state_t *st,
 
 int pass_run(pass_state_t *st)
 {
-	batch_t b = { .st = st, .last_seq = st->read_seq };
+	batch_t b = { .st = st, .last_seq = st->read_seq,
+	              .last_id = st->read_id };
 	uint64_t before = st->read_seq, before_id = st->read_id;
 	int ret = read_and_build(st, &b);
 	if (ret != ZC_EOK) {

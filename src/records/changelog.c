@@ -14,7 +14,6 @@
 #include <libknot/errcode.h>
 
 #include "common/error.h"
-#include "common/hash.h"
 #include "dns/name.h"
 #include "records/changelog.h"
 #include "records/internal.h"
@@ -314,17 +313,10 @@ int records_last_seq(records_store_t *store, uint64_t *seq)
 	return ret;
 }
 
-/* An identity from its text (NULL or empty: 0, none). */
-static uint64_t mark_id(const char *text)
-{
-	if (text == NULL || text[0] == '\0') {
-		return 0;
-	}
-	uint64_t h = zc_hash_bytes(UINT64_C(0xcbf29ce484222325),
-	                           (const uint8_t *)text, strlen(text));
-	h = zc_hash_finish(h);
-	return h != 0 ? h : 1;
-}
+/* SQLite: an event's identity as text. */
+#define SQLITE_EVENT_ID \
+	"at || '/' || zone_id || '/' || version || '/' || kind || '/' ||" \
+	" coalesce(record_id, 0)"
 
 int records_changelog_mark(records_store_t *store, uint64_t a, uint64_t b,
                            uint64_t *head, uint64_t *id_a, uint64_t *id_b,
@@ -334,10 +326,8 @@ int records_changelog_mark(records_store_t *store, uint64_t a, uint64_t b,
 	rdb_stmt_t *stmt;
 	int ret = rdb_prepare(store->db, RDB_SQL2(
 		"SELECT (SELECT coalesce(max(seq), 0) FROM changes),"
-		" (SELECT at || '/' || zone_id || '/' || version || '/' || kind"
-		"  || '/' || coalesce(record_id, 0) FROM changes WHERE seq = ?1),"
-		" (SELECT at || '/' || zone_id || '/' || version || '/' || kind"
-		"  || '/' || coalesce(record_id, 0) FROM changes WHERE seq = ?2),"
+		" (SELECT " SQLITE_EVENT_ID " FROM changes WHERE seq = ?1),"
+		" (SELECT " SQLITE_EVENT_ID " FROM changes WHERE seq = ?2),"
 		" (SELECT coalesce(max(value), 0) FROM counters"
 		"  WHERE name = 'trimmed_seq')",
 		"SELECT (SELECT coalesce(max(pos), 0) FROM log_commits),"
@@ -359,8 +349,8 @@ int records_changelog_mark(records_store_t *store, uint64_t a, uint64_t b,
 	if (ret == ZC_EOK && rc == RDB_ROW) {
 		int64_t last = rdb_col_int64(stmt, 0);
 		*head = pg ? changelog_pg_commit_end(last) : (uint64_t)last;
-		*id_a = a != 0 ? mark_id(rdb_col_text(stmt, 1)) : 0;
-		*id_b = b != 0 ? mark_id(rdb_col_text(stmt, 2)) : 0;
+		*id_a = a != 0 ? records_log_mark_id(rdb_col_text(stmt, 1)) : 0;
+		*id_b = b != 0 ? records_log_mark_id(rdb_col_text(stmt, 2)) : 0;
 		*trimmed = (uint64_t)rdb_col_int64(stmt, 3);
 	}
 	rdb_done(stmt);
@@ -377,9 +367,10 @@ int records_changes_since(records_store_t *store, uint64_t after,
 	}
 	rdb_stmt_t *stmt;
 	int ret = rdb_prepare(store->db, RDB_SQLITE_ONLY(
-		"SELECT seq, zone_id, apex,"
-		" version, kind, okey, type FROM changes"
-		" WHERE seq > ?1 ORDER BY seq LIMIT ?2"), &stmt);
+		"SELECT seq, zone_id, apex, version, kind, okey, type,"
+		" " SQLITE_EVENT_ID ","
+		" (SELECT " SQLITE_EVENT_ID " FROM changes WHERE seq = ?1)"
+		" FROM changes WHERE seq > ?1 ORDER BY seq LIMIT ?2"), &stmt);
 	if (ret != ZC_EOK) {
 		return ret;
 	}
@@ -393,6 +384,8 @@ int records_changes_since(records_store_t *store, uint64_t after,
 			continue;
 		}
 		chg.seq = (uint64_t)rdb_col_int64(stmt, 0);
+		chg.log_id = records_log_mark_id(rdb_col_text(stmt, 7));
+		chg.from_id = records_log_mark_id(rdb_col_text(stmt, 8));
 		if (cb(&chg, ctx) != 0) {
 			rc = RDB_DONE;
 			break;

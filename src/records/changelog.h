@@ -192,6 +192,11 @@ int records_changelog_committed(records_store_t *store, uint64_t *seq);
  * the owner's LF relative to the apex) and the record's type. */
 typedef struct {
 	uint64_t seq;            /* Its position (see "Positions"). */
+	/* Identities as records_changelog_mark() gives them, read with the
+	 * event at no extra query: log_id, of the commit holding seq;
+	 * from_id, of the commit at the position the read went on from
+	 * (the first event's: `after`'s; 0: no commit there). */
+	uint64_t log_id, from_id;
 	int64_t zone_id;
 	uint8_t apex[KNOT_DNAME_MAXLEN];
 	uint32_t version;
@@ -247,7 +252,9 @@ bool records_changelog_follows(records_store_t *store, uint64_t after,
  *   restore keeps them; a new commit at the same position has another).
  *   SQLite: the event's (at, zone, version, kind, record id).
  *
- * One query, in the caller's snapshot if it holds one: *head receives
+ * The log's reads give the same identities with their events
+ * (records_change_t.log_id, .from_id). One query, in the caller's
+ * snapshot if it holds one: *head receives
  * records_last_seq(), *id_a and *id_b the identities (never 0) of the
  * commits holding positions a and b, 0 when there is none (position 0,
  * trimmed, or not written: a position past the head, or a failed commit's

@@ -96,11 +96,15 @@ void changelog_pg_position_text(uint64_t seq, char *out, size_t size)
 /* The events of the commits from ?5 on (the cursor's commit ?1, or the
  * next when it was read whole), each with its row number (rn) and its
  * commit's count (n), skipping those of commit ?1 up to rank ?2; ?3
- * commits, ?4 events at most. */
+ * commits, ?4 events at most. With them, the identities
+ * records_changelog_mark() reads: of a commit with its first event, and
+ * of commit ?1 (once a statement). */
 #define PAGE_SQL \
 	"SELECT c.pos, e.rn, e.n, e.zone_id, e.apex, e.version, e.kind," \
-	" e.okey, e.type" \
-	" FROM (SELECT pos, xid FROM log_commits WHERE pos >= ?5" \
+	" e.okey, e.type," \
+	" CASE WHEN e.rn = 1 THEN c.xid::text || '/' || c.at END," \
+	" (SELECT xid::text || '/' || at FROM log_commits WHERE pos = ?1)" \
+	" FROM (SELECT pos, xid, at FROM log_commits WHERE pos >= ?5" \
 	"  ORDER BY pos LIMIT ?3) c" \
 	" CROSS JOIN LATERAL (SELECT row_number() OVER (ORDER BY seq) AS rn," \
 	"  count(*) OVER () AS n, zone_id, apex, version, kind, okey, type" \
@@ -135,8 +139,18 @@ static int read_page(records_store_t *store, unsigned max, page_t *p,
 	               (is_commit_end(p->cursor) ? 1 : 0));
 	p->events = p->commits = 0;
 	int64_t last_commit = -1;
+	/* The identity of the commit being read: the cursor's until a
+	 * commit's first event names its own. */
+	uint64_t from_id = 0, log_id = 0;
 	int rc;
 	while ((rc = rdb_step(stmt)) == RDB_ROW) {
+		if (p->events == 0) {
+			from_id = log_id = records_log_mark_id(
+				rdb_col_text(stmt, 10));
+		}
+		if (!rdb_col_is_null(stmt, 9)) {
+			log_id = records_log_mark_id(rdb_col_text(stmt, 9));
+		}
 		int64_t commit = rdb_col_int64(stmt, 0);
 		int64_t rn = rdb_col_int64(stmt, 1), n = rdb_col_int64(stmt, 2);
 		if (rn != n && rn >= COMMIT_END) {
@@ -150,6 +164,8 @@ static int read_page(records_store_t *store, unsigned max, page_t *p,
 		records_change_t chg;
 		bool good = records_change_from_stmt(stmt, 3, &chg);
 		chg.seq = position(commit, rn == n ? COMMIT_END : rn);
+		chg.log_id = log_id;
+		chg.from_id = from_id;
 		p->cursor = chg.seq;
 		p->events++;
 		p->commits += commit != last_commit;

@@ -3,13 +3,15 @@
  * What the change log's two readers share (changelog.c on SQLite,
  * changelog_pg.c on PostgreSQL, changelog.h has the design): an event's
  * row read into a records_change_t, the zone-activity rows of
- * records_zone_activity(), one-integer statements, and the end of a trim
- * with the mark it leaves for other nodes' builders (records_trimmed_seq()).
+ * records_zone_activity(), an identity from its text, one-integer
+ * statements, and the end of a trim with the mark it leaves for other
+ * nodes' builders (records_trimmed_seq()).
  */
 #include <stddef.h>
 #include <string.h>
 
 #include "common/error.h"
+#include "common/hash.h"
 #include "records/internal.h"
 
 bool records_change_from_stmt(rdb_stmt_t *stmt, int col,
@@ -32,6 +34,17 @@ bool records_change_from_stmt(rdb_stmt_t *stmt, int col,
 	}
 	chg->type = (uint16_t)rdb_col_int64(stmt, col + 5);
 	return true;
+}
+
+uint64_t records_log_mark_id(const char *text)
+{
+	if (text == NULL || text[0] == '\0') {
+		return 0;
+	}
+	uint64_t h = zc_hash_bytes(UINT64_C(0xcbf29ce484222325),
+	                           (const uint8_t *)text, strlen(text));
+	h = zc_hash_finish(h);
+	return h != 0 ? h : 1;
 }
 
 int records_activity_rows(records_store_t *store, rdb_stmt_t *stmt,

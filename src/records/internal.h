@@ -22,6 +22,10 @@ int records_schema_migrate(records_store_t *store);
 bool records_change_from_stmt(rdb_stmt_t *stmt, int col,
                               records_change_t *chg);
 
+/* A change-log identity (records_changelog_mark()) from its text as the
+ * store writes it (NULL or empty: 0, none; never 0 otherwise). */
+uint64_t records_log_mark_id(const char *text);
+
 /* The tail of records_zone_activity() on both engines: steps stmt, bound
  * and selecting (zone_id, events), into cb until it returns non-zero,
  * releases stmt and ends the read snapshot the caller began. */

@@ -343,6 +343,48 @@ static void test_figures(records_store_t *rs)
 	CHECK_EQ(a.zones, 1);
 }
 
+/* The first event a read gives, with its identities. */
+static int first_event(const records_change_t *chg, void *ctx)
+{
+	*(records_change_t *)ctx = *chg;
+	return 1;
+}
+
+/* The identities read with the events (log_id, from_id) are those
+ * records_changelog_mark() gives for the same positions, at every
+ * position, inside a commit too: the builder's check compares them. */
+static void test_identities(records_store_t *rs)
+{
+	records_zone_t z;
+	CHECK_EQ(fx_zone_create(rs, "id.test.", 10, &z), ZC_EOK);
+	fx_add_t add = { .zone_id = z.id, .names = { "a.id.test.", "b.id.test." } };
+	CHECK_EQ(fx_single(rs, &add), ZC_EOK);
+	uint64_t after = 0, last = fx_last_seq(rs);
+	unsigned events = 0, commits = 0;
+	uint64_t prev_id = 0;
+	for (;;) {
+		records_change_t chg = { .seq = 0 };
+		CHECK_EQ(records_changes_since(rs, after, 1, first_event, &chg),
+		         ZC_EOK);
+		if (chg.seq == 0) {
+			break;
+		}
+		uint64_t head, id_after, id_seq, trimmed;
+		CHECK_EQ(records_changelog_mark(rs, after, chg.seq, &head,
+		                                &id_after, &id_seq, &trimmed),
+		         ZC_EOK);
+		CHECK(chg.log_id != 0);
+		CHECK_EQ(chg.log_id, id_seq);
+		CHECK_EQ(chg.from_id, id_after);
+		commits += chg.log_id != prev_id;
+		prev_id = chg.log_id;
+		after = chg.seq;
+		events++;
+	}
+	CHECK_EQ(after, last);
+	CHECK(events >= 4 && commits >= 2);
+}
+
 int main(void)
 {
 	const char *dir = test_tmpdir();
@@ -355,6 +397,7 @@ int main(void)
 	test_restart(rs);
 	test_trim(rs);
 	test_figures(rs);
+	test_identities(rs);
 	records_close(rs);
 	test_rmdir(dir);
 	return test_done();
