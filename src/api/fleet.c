@@ -57,10 +57,16 @@ void api_fleet(api_req_t *req, char **parts, int count)
 	bool leading;
 	uint64_t term;
 	fleet_leading(fleet, &leading, &term);
-	req->result = json_pack("{s:b, s:b, s:I, s:s, s:I, s:I, s:b, s:o}",
+	/* While the primary cannot see its edges' reports, their up and
+	 * current say nothing: why (null when it sees them). */
+	char unseen[160] = "";
+	bool seen = fleet_edges_seen(fleet, unseen, sizeof(unseen));
+	req->result = json_pack("{s:b, s:b, s:I, s:s, s:I, s:I, s:b, s:o, s:o}",
 	                        "enabled", true, "leading", leading,
 	                        "term", (json_int_t)term,
 	                        "history", e, "commit", (json_int_t)committed,
 	                        "published", (json_int_t)published,
-	                        "connected", connected, "edges", edges);
+	                        "connected", connected, "edges", edges,
+	                        "edges_unknown", seen ? json_null() :
+	                        json_string(unseen));
 }

@@ -112,6 +112,11 @@ static void print_status(const json_t *r)
 	if (json_array_size(edges) == 0) {
 		printf("(no edge has reported)\n");
 	}
+	const char *unknown = json_string_value(json_object_get(r, "edges_unknown"));
+	if (unknown != NULL) {
+		printf("EDGES UNKNOWN: %s (their states above are not current)\n",
+		       unknown);
+	}
 }
 
 static int status(const char *api, const char *token, bool as_json)

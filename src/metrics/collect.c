@@ -491,6 +491,9 @@ static void put_fleet_primary(metrics_t *m, text_t *t)
 		  "to the fleet (leads it).", leading },
 		{ "zonecast_fleet_term", "gauge", "This node's leader term while "
 		  "it leads (0: no leadership, one node).", term },
+		{ "zonecast_fleet_edges_seen", "gauge", "1 while the primary "
+		  "reads its edges' reports (0: edge_up and lags say nothing).",
+		  fleet_edges_seen(m->cfg.fleet, NULL, 0) },
 	};
 	PUT_SINGLES(t, singles);
 	fleet_edge_status_t edges[64];

@@ -323,6 +323,14 @@ def test_fleet_positions_and_edge_metrics(tmp_path):
         e = scrape(eport)
         assert value(e, "zonecast_dns_queries_total", proto="udp", type="A",
                      rcode="NOERROR") == 1
+        # The primary reads its edges' reports; with NATS gone it cannot,
+        # and says so rather than leave edge_up standing.
+        assert value(scrape(pport), "zonecast_fleet_edges_seen") == 1
+        nats.stop()
+        deadline = time.monotonic() + 10
+        while value(scrape(pport), "zonecast_fleet_edges_seen") != 0:
+            assert time.monotonic() < deadline, "edges_seen stayed 1 without NATS"
+            time.sleep(0.2)
     finally:
         problems = []
         for srv in (edge, primary):
