@@ -26,7 +26,8 @@ static void report(fleet_edge_t *fe, kvStore *kv)
 	char e[17];
 	snprintf(e, sizeof(e), "%016" PRIx64, epoch);
 	/* The term tells the leader when this edge is fenced off it (it
-	 * loaded a snapshot of a higher term: publisher.c, rise_above()). */
+	 * loaded a snapshot of a higher term: publisher_history.c,
+	 * pub_rise_above()). */
 	json_t *j = json_pack("{s:s, s:s, s:I, s:I, s:I, s:I, s:I}", "name",
 	                      fe->cfg.name, "epoch", e, "commit",
 	                      (json_int_t)commit, "seq", (json_int_t)seq,
