@@ -18,7 +18,7 @@
  * This file is its thread: the loop, and the outbox sent in it.
  * Leadership, terms, histories and snapshots are publisher_history.c's;
  * what the leader checks and keeps right in NATS is publisher_guard.c's
- * (publisher.h: what they share).
+ * (publisher_state.h: what they share).
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -26,7 +26,7 @@
 
 #include "common/error.h"
 #include "common/log.h"
-#include "fleet/publisher.h"
+#include "fleet/publisher_state.h"
 
 #define BATCH 256
 #define POLL_MS 100      /* also sends what other processes committed */

@@ -13,7 +13,7 @@
 
 #include "common/error.h"
 #include "common/log.h"
-#include "fleet/publisher.h"
+#include "fleet/publisher_state.h"
 
 /* Foreign messages in the txn stream (publishing there should be
  * restricted: docs/fleet.md) that edges may have applied make the leader

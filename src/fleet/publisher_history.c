@@ -15,7 +15,7 @@
 
 #include "common/error.h"
 #include "common/log.h"
-#include "fleet/publisher.h"
+#include "fleet/publisher_state.h"
 
 /* The meta key of this node's edge store that keeps the lowest term it
  * publishes with (pub_rise_above()), across restarts. */
