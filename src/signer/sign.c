@@ -101,11 +101,15 @@ int signer_sign_rdata(const knot_rrset_t *rr, const signer_key_t *key,
 	if (canon == NULL) {
 		return KNOT_ENOMEM;
 	}
-	knot_rdata_t *sorted[512];
+	/* Any count the write rules allow (up to 65535 records): an
+	 * RRset over a fixed 512 failed to sign, and froze the signed
+	 * view's transfers of its zone (outside tester 27). */
+	knot_rdata_t *few[512];
 	uint16_t n = canon->rrs.count;
-	if (n > 512) {
+	knot_rdata_t **sorted = n <= 512 ? few : malloc(n * sizeof(*sorted));
+	if (sorted == NULL) {
 		knot_rrset_free(canon, mm);
-		return ZC_ETOOBIG;
+		return KNOT_ENOMEM;
 	}
 	/* knot_rrset_rr_to_canonical() converts the first RR only: give it
 	 * each RR in turn (the owner is lowercased by the first call). */
@@ -121,8 +125,7 @@ int signer_sign_rdata(const knot_rrset_t *rr, const signer_key_t *key,
 		rd = knot_rdataset_next(rd);
 	}
 	if (ret != KNOT_EOK) {
-		knot_rrset_free(canon, mm);
-		return ret;
+		goto done;
 	}
 	qsort(sorted, n, sizeof(sorted[0]), rdata_order);
 
@@ -136,8 +139,8 @@ int signer_sign_rdata(const knot_rrset_t *rr, const signer_key_t *key,
 	put16(head + 16, key->tag);
 	size_t signer_len = knot_dname_size(signer);
 	if (signer_len > KNOT_DNAME_MAXLEN) {
-		knot_rrset_free(canon, mm);
-		return KNOT_EINVAL;
+		ret = KNOT_EINVAL;
+		goto done;
 	}
 	memcpy(head + 18, signer, signer_len);
 	knot_dname_to_lower(head + 18);
@@ -154,8 +157,8 @@ int signer_sign_rdata(const knot_rrset_t *rr, const signer_key_t *key,
 	uint8_t stack[2048];
 	uint8_t *data = total <= sizeof(stack) ? stack : malloc(total);
 	if (data == NULL) {
-		knot_rrset_free(canon, mm);
-		return KNOT_ENOMEM;
+		ret = KNOT_ENOMEM;
+		goto done;
 	}
 	memcpy(data, head, head_len);
 	size_t pos = head_len;
@@ -170,12 +173,16 @@ int signer_sign_rdata(const knot_rrset_t *rr, const signer_key_t *key,
 		       sorted[i]->len);
 		pos += owner_size + sizeof(fixed) + sorted[i]->len;
 	}
-	knot_rrset_free(canon, mm);
-	int len = sign_data(key, data, total, head, head_len, out, out_size);
+	ret = sign_data(key, data, total, head, head_len, out, out_size);
 	if (data != stack) {
 		free(data);
 	}
-	return len;
+done:
+	if (sorted != few) {
+		free(sorted);
+	}
+	knot_rrset_free(canon, mm);
+	return ret;
 }
 
 int signer_sign_rrset(const knot_rrset_t *rr, const signer_key_t *key,

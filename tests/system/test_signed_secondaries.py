@@ -22,6 +22,9 @@ import tempfile
 import time
 
 import dns.flags
+import dns.message
+import dns.query
+import dns.rdatatype
 import dns.rcode
 import dns.update
 import dns.zone
@@ -278,6 +281,34 @@ def test_a_stream_of_changes_reaches_them_by_ixfr_and_validates(env):
         ("deleg.signed.test.", "DS", "nodata"),   # the new insecure cut
         ("x.y.wild.signed.test.", "TXT", "positive"),
     ], "changes")
+
+
+def test_an_rrset_over_512_records_is_signed_and_transferred(env):
+    """An RRset of 600 records (the write rules allow 65535): the signer
+    had room for 512, so it was answered SERVFAIL with DO and froze the
+    zone's signed view, every later change kept from the secondaries
+    (outside tester 27). Signed, transferred and validated now; the next
+    change reaches the secondaries too."""
+    e = env
+    u = dns.update.UpdateMessage(ZONE)
+    for i in range(600):
+        u.add("big.signed.test.", 300, "A", "10.0.%d.%d" % (i >> 8, i & 255))
+    r = dns.query.tcp(u, e.srv.host, port=e.srv.port, timeout=10)
+    assert r.rcode() == dns.rcode.NOERROR, r
+    q = dns.message.make_query("big.signed.test.", "A", want_dnssec=True)
+    a = dns.query.tcp(q, e.srv.host, port=e.srv.port, timeout=5)
+    assert a.rcode() == dns.rcode.NOERROR, a.rcode()
+    assert [len(x) for x in a.answer if x.rdtype == dns.rdatatype.A] == [600]
+    assert any(x.rdtype == dns.rdatatype.RRSIG for x in a.answer), a
+    _update(e, ("add", ("after-big.signed.test.", 300, "A", "192.0.2.77")))
+    sync(e)
+    mine, _ = zonecast_axfr(e)
+    assert [k for k in mine if k[0] == "after-big.signed.test." and k[2] == "A"], \
+        sorted(k for k in mine if k[0].startswith("after"))
+    check_validation(e, [("big.signed.test.", "A", "positive"),
+                         ("after-big.signed.test.", "A", "positive")], "big")
+    _update(e, ("delete", ("big.signed.test.",)), ("delete", ("after-big.signed.test.",)))
+    sync(e)
 
 
 def _rollover(e, step, role="zsk"):
