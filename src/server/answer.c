@@ -155,7 +155,13 @@ static void answer_in_zone(query_t *qr)
 		query_solve(qr);
 		query_put_additional(qr);
 		if (qr->error != ZC_EOK && qr->error != KNOT_ESPACE) {
+			/* Nothing of a failed answer goes out (what was put
+			 * before the failure: a CNAME, an RRset whose
+			 * signature failed), and AA is clear, as Knot
+			 * answers a failure. */
 			qr->rcode = KNOT_RCODE_SERVFAIL;
+			qr->aa = false;
+			knot_pkt_init_response(qr->r, qr->q);
 		}
 	}
 	edge_txn_reset(&qr->ctx->txn);

@@ -7,6 +7,7 @@
 #include <libknot/packet/pkt.h>
 #include <libknot/rrtype/opt.h>
 
+#include "dns/name.h"
 #include "server/answer.h"
 #include "tests/unit/zone_fixture.h"
 
@@ -176,6 +177,46 @@ static void run_malformed(answer_ctx_t *ctx)
 	knot_pkt_free(r);
 }
 
+/* A node whose value cannot be read, reached through a CNAME: SERVFAIL
+ * with nothing of the failed answer (its CNAME, unsigned data of a
+ * signed zone: outside tester 27 saw a SERVFAIL carrying its answer) and
+ * AA clear, as Knot answers a failure; the next query is answered whole. */
+static void run_failed_answer(answer_ctx_t *ctx, edge_store_t *es)
+{
+	uint8_t name[KNOT_DNAME_MAXLEN], lf[DNS_LF_MAXLEN];
+	knot_dname_from_str(name, "web.example.", sizeof(name));
+	size_t len = dns_name_to_lf(name, lf);
+	edge_txn_t txn = { 0 };
+	edge_zone_t z;
+	size_t apex_len = 0;
+	CHECK_EQ(edge_txn_begin_write(es, &txn), ZC_EOK);
+	CHECK_EQ(edge_zone_find(&txn, lf, len, &z, &apex_len), ZC_EOK);
+	/* The node header (version, flags, the newest seq), then bytes no
+	 * RRset decodes from. */
+	uint8_t junk[24];
+	memset(junk, 0xff, sizeof(junk));
+	junk[0] = EDGE_NODE_VERSION;
+	junk[1] = 0;
+	int ret = edge_txn_put_node(&txn, z.zone_id, lf + apex_len,
+	                            len - apex_len, junk, sizeof(junk));
+	CHECK_EQ(ret, ZC_EOK);
+	CHECK_EQ(edge_txn_commit(&txn), ZC_EOK);
+	uint8_t query[512], resp[65535];
+	size_t qlen = make_query(query, "www.example.", KNOT_RRTYPE_A, true);
+	size_t n = answer_message(ctx, query, qlen, resp, sizeof(resp), true);
+	CHECK(n >= 12);
+	CHECK_EQ(knot_wire_get_rcode(resp), KNOT_RCODE_SERVFAIL);
+	CHECK_EQ(knot_wire_get_ancount(resp), 0);
+	CHECK_EQ(knot_wire_get_nscount(resp), 0);
+	CHECK_EQ(knot_wire_get_aa(resp), 0);
+	CHECK_EQ(knot_wire_get_arcount(resp), 1); /* OPT */
+	qlen = make_query(query, "mail.example.", KNOT_RRTYPE_A, true);
+	n = answer_message(ctx, query, qlen, resp, sizeof(resp), true);
+	CHECK(n >= 12);
+	CHECK_EQ(knot_wire_get_rcode(resp), KNOT_RCODE_NOERROR);
+	CHECK_EQ(knot_wire_get_ancount(resp), 1);
+}
+
 int main(void)
 {
 	const char *dir = test_tmpdir();
@@ -190,6 +231,7 @@ int main(void)
 		run_case(&ctx, &cases[i]);
 	}
 	run_malformed(&ctx);
+	run_failed_answer(&ctx, es);
 	answer_ctx_deinit(&ctx);
 	edge_close(es);
 	records_close(rs);
