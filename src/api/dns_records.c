@@ -284,6 +284,10 @@ static int refuse(unit_t *u, records_verdict_t v, change_t change)
 		return fail(u, 400, "name: a CNAME cannot be at the zone apex, "
 		            "which holds the SOA and NS records (RFC 1034 "
 		            "section 3.6.2)");
+	case RECORDS_RULE_DS_AT_APEX:
+		return fail(u, 400, "type: a DS record cannot be at the zone "
+		            "apex: it belongs to the parent zone, at the "
+		            "delegation (RFC 4035 section 2.4)");
 	case RECORDS_RULE_CNAME_BESIDE_DATA:
 	case RECORDS_RULE_DATA_BESIDE_CNAME:
 		/* Cloudflare's codes: 81053 for a CNAME where other records

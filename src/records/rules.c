@@ -30,6 +30,10 @@ const char *records_rules_reason(records_verdict_t verdict)
 	case RECORDS_RULE_CNAME_AT_APEX:
 		return "CNAME at the zone apex, which holds the SOA and NS "
 		       "records (RFC 1034 section 3.6.2)";
+	case RECORDS_RULE_DS_AT_APEX:
+		return "DS at the zone apex: a DS belongs to the parent zone, "
+		       "at the delegation (RFC 4034 section 5, RFC 4035 "
+		       "section 2.4)";
 	case RECORDS_RULE_CNAME_BESIDE_DATA:
 	case RECORDS_RULE_DATA_BESIDE_CNAME:
 		return "CNAME and other data at the same name (RFC 1034 "
@@ -265,6 +269,9 @@ static records_verdict_t check_alone(const records_rules_node_t *node,
 	if (rr->type == KNOT_RRTYPE_CNAME && is_apex(node)) {
 		return RECORDS_RULE_CNAME_AT_APEX;
 	}
+	if (rr->type == KNOT_RRTYPE_DS && is_apex(node)) {
+		return RECORDS_RULE_DS_AT_APEX;
+	}
 	return RECORDS_RULE_OK;
 }
 
@@ -469,6 +476,7 @@ int records_rules_check_node(const records_rules_node_t *node,
 		records_verdict_t v = check_alone(node, e);
 		if (v == RECORDS_RULE_SOA_ELSEWHERE ||
 		    v == RECORDS_RULE_CNAME_AT_APEX ||
+		    v == RECORDS_RULE_DS_AT_APEX ||
 		    (v == RECORDS_RULE_SIGNER_TYPE &&
 		     !records_rules_is_published_key(e->type))) {
 			report(&r, i, v);

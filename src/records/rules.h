@@ -98,6 +98,7 @@ typedef enum {
 	RECORDS_RULE_SOA_ELSEWHERE,    /* An SOA below the apex. */
 	RECORDS_RULE_SECOND_SOA,       /* An SOA where one is. */
 	RECORDS_RULE_CNAME_AT_APEX,
+	RECORDS_RULE_DS_AT_APEX,       /* A DS is the parent's, at a cut. */
 	RECORDS_RULE_CNAME_BESIDE_DATA, /* A CNAME added where other data is. */
 	RECORDS_RULE_DATA_BESIDE_CNAME, /* Other data added where a CNAME is. */
 	RECORDS_RULE_SECOND_CNAME,     /* Another CNAME where one is. */
@@ -162,8 +163,8 @@ bool records_rules_needs_retime(const records_rules_rr_t *stored,
 /*
  * Whether `rr` may be added at the node (which holds the records stored
  * at the owner, less any record the write replaces). In order: OUTSIDE_
- * ZONE, SIGNER_TYPE, SOA_ELSEWHERE, SECOND_SOA, CNAME_AT_APEX, CNAME_
- * BESIDE_DATA, DATA_BESIDE_CNAME, SECOND_CNAME or SECOND_DNAME,
+ * ZONE, SIGNER_TYPE, SOA_ELSEWHERE, SECOND_SOA, CNAME_AT_APEX, DS_AT_APEX,
+ * CNAME_BESIDE_DATA, DATA_BESIDE_CNAME, SECOND_CNAME or SECOND_DNAME,
  * DUPLICATE, else OK. *at (unless NULL) gets the index of the stored
  * record in question (the other CNAME or DNAME, the duplicate; SIZE_MAX
  * when none).

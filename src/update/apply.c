@@ -684,7 +684,8 @@ static int add_rr(records_store_t *rs, update_msg_t *m, node_t *n,
 		}
 	} else if (v != RECORDS_RULE_OK && v != RECORDS_RULE_DUPLICATE) {
 		/* A CNAME beside other data or at the apex, other data
-		 * beside a CNAME: ignored (§3.4.2.2). */
+		 * beside a CNAME: ignored (§3.4.2.2); a DS at the apex
+		 * too, as BIND ignores it (it is the parent's). */
 		return ZC_EOK;
 	}
 	/* The RRset takes the added record's TTL (RFC 2181 §5.2); a record

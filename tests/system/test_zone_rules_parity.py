@@ -96,6 +96,12 @@ CASES = [
       add("y", "TXT", 300, '"beside"', "refused")]),
     ("cname-at-apex", [],
      [add("@", "CNAME", 300, "elsewhere.test.", "refused")]),
+    # A DS is the parent's, at the cut (RFC 4035 §2.4): not at the apex
+    # (BIND's named-checkzone refuses such a zone, its UPDATE ignores it);
+    # at a delegation below, taken.
+    ("ds-at-apex", [("sub", "NS", 300, "ns.elsewhere.test.")],
+     [add("@", "DS", 300, "12345 13 2 0123456789ABCDEF0123456789ABCDEF0123456789ABCDEF0123456789ABCDEF", "refused"),
+      add("sub", "DS", 300, "12345 13 2 0123456789ABCDEF0123456789ABCDEF0123456789ABCDEF0123456789ABCDEF")]),
     ("dname-beside-cname", [("dn", "CNAME", 300, "t.{o}")],
      [add("dn", "DNAME", 300, "other.test.", "refused")]),
     ("dname-beside-data", [("dn2", "A", 300, "192.0.2.1")],
@@ -491,3 +497,20 @@ def test_no_data_below_a_dname_on_every_path(srv, api, tmp_path):
         "(RFC 6672 section 2.4)" in out, out
     assert "dn.zone:9: error: a.b.dn.dn.test. TXT: record below the DNAME" in out, out
     assert "2 problem(s)" in out, out
+
+
+def test_a_ds_at_the_apex_is_refused_by_imports(tmp_path):
+    """A master file with a DS at its apex: `zone check` (and so `zone
+    import`) names the line; zonecast exported such a zone, which BIND
+    then refused to load ("DS record at top of zone": outside tester 27)."""
+    import subprocess
+    path = tmp_path / "ds.zone"
+    path.write_text("$ORIGIN ds.test.\n@ 300 SOA ns h 1 2 3 4 5\n@ 300 NS ns\n"
+                    "ns 300 A 192.0.2.1\n@ 300 DS 12345 13 2 0123456789ABCDEF0123456789ABCDEF0123456789ABCDEF0123456789ABCDEF\n"
+                    "sub 300 NS ns.sub\nsub 300 DS 12345 13 2 0123456789ABCDEF0123456789ABCDEF0123456789ABCDEF0123456789ABCDEF\nns.sub 300 A 192.0.2.2\n")
+    cp = subprocess.run([servers.zonecast_bin(), "zone", "check", "--origin", "ds.test", str(path)],
+                        capture_output=True, text=True)
+    out = cp.stdout + cp.stderr
+    assert cp.returncode == 1, out
+    assert "ds.zone:5: error: ds.test. DS: DS at the zone apex" in out, out
+    assert "1 problem(s)" in out, out
