@@ -167,6 +167,37 @@ static void answer_in_zone(query_t *qr)
 	edge_txn_reset(&qr->ctx->txn);
 }
 
+/*
+ * RFC 7873 §5.4, "Querying for a Server Cookie": a query with no question
+ * and a COOKIE option gets NOERROR with its OPT (the server cookie), as
+ * BIND answers it; the question may be left out for this alone (RFC 9619
+ * §4 allows no more than one). A malformed cookie is FORMERR (§5.2.2), an
+ * EDNS version other than 0 BADVERS, as with a question. With cookies
+ * off it is FORMERR, as from a server without them.
+ */
+static size_t cookie_query(query_t *qr)
+{
+	if (knot_pkt_init_response(qr->r, qr->q) != KNOT_EOK) {
+		return 0;
+	}
+	knot_wire_set_qdcount(qr->r->wire, 0);
+	knot_rrset_t opt;
+	if (query_prepare_opt(qr, &opt) != KNOT_EOK) {
+		return error_response(qr->q, qr->r->wire, qr->r->max_size,
+		                      KNOT_RCODE_SERVFAIL);
+	}
+	uint8_t ext = 0;
+	qr->rcode = KNOT_RCODE_NOERROR;
+	if (knot_edns_get_version(qr->q->opt_rr) != 0) {
+		qr->rcode = KNOT_RCODE_BADVERS;
+		ext = KNOT_EDNS_RCODE_HI(qr->rcode);
+	} else if (qr->bad_cookie) {
+		qr->rcode = KNOT_RCODE_FORMERR;
+	}
+	finish(qr, &opt, ext);
+	return qr->r->size;
+}
+
 size_t answer_message(answer_ctx_t *ctx, const uint8_t *query, size_t qlen,
                       uint8_t *resp, size_t resp_max, bool tcp)
 {
@@ -192,6 +223,11 @@ size_t answer_message(answer_ctx_t *ctx, const uint8_t *query, size_t qlen,
 		return error_response(qr.q, resp, resp_max,
 		                      opcode == KNOT_OPCODE_NOTIFY ?
 		                      KNOT_RCODE_NOTAUTH : KNOT_RCODE_NOTIMPL);
+	}
+	if (knot_wire_get_qdcount(query) == 0 && ctx->cookie_secret != NULL &&
+	    knot_pkt_parse(qr.q, 0) == KNOT_EOK && qr.q->opt_rr != NULL &&
+	    knot_pkt_edns_option(qr.q, KNOT_EDNS_OPTION_COOKIE) != NULL) {
+		return cookie_query(&qr);
 	}
 	/* Malformed: bad names, counts, trailing data, bad or repeated OPT
 	 * (RFC 6891 §6.1.1) all fail the parse. */

@@ -82,6 +82,41 @@ def test_unknown_server_cookie_answered_normally(zonecast):
     assert cookie_of(r)[:8] == cc and cookie_of(r)[8:] != forged[8:]
 
 
+def ask_no_question(srv, options, tcp=False):
+    """A query with QDCOUNT 0 (RFC 7873 §5.4); the raw response."""
+    q = dns.message.Message()
+    q.use_edns(0, options=options)
+    if tcp:
+        return dns.query.tcp(q, "127.0.0.1", port=srv.port, timeout=2)
+    return dns.query.udp(q, "127.0.0.1", port=srv.port, timeout=2)
+
+
+@pytest.mark.parametrize("tcp", [False, True])
+def test_querying_for_a_server_cookie_without_a_question(zonecast, tcp):
+    """RFC 7873 §5.4: no question and a client cookie gets NOERROR with the
+    server cookie, as BIND answers (it was FORMERR without OPT, outside
+    tester 27); with our server cookie echoed, still NOERROR; a malformed
+    cookie FORMERR; no cookie at all, FORMERR (RFC 9619)."""
+    cc = os.urandom(8)
+    r = ask_no_question(zonecast, [dns.edns.GenericOption(10, cc)], tcp=tcp)
+    assert r.rcode() == dns.rcode.NOERROR and not r.question and not r.answer, r
+    c = cookie_of(r)
+    assert c is not None and len(c) == 24 and c[:8] == cc, c
+    r = ask_no_question(zonecast, [dns.edns.GenericOption(10, c)], tcp=tcp)
+    assert r.rcode() == dns.rcode.NOERROR and cookie_of(r)[:8] == cc
+    r = ask_no_question(zonecast, [dns.edns.GenericOption(10, os.urandom(5))], tcp=tcp)
+    assert r.rcode() == dns.rcode.FORMERR
+    r = ask_no_question(zonecast, [], tcp=tcp)
+    assert r.rcode() == dns.rcode.FORMERR
+    assert zonecast.query(EC, "A").answer  # Still serving.
+
+
+def test_cookies_off_no_question_is_formerr(zonecast_factory):
+    srv = zonecast_factory(options=["cookies=no"])
+    r = ask_no_question(srv, [dns.edns.GenericOption(10, os.urandom(8))])
+    assert r.rcode() == dns.rcode.FORMERR and cookie_of(r) is None
+
+
 def limited_answers(srv, cookie, n=30):
     """Full answers out of n with rrl-rate=1 and slip 1: a valid server
     cookie skips the limiter, any other gets TC=1 after the first."""
