@@ -44,7 +44,6 @@ typedef struct {
 	/* The identities of the commits at read_seq and applied
 	 * (records_changelog_mark(); 0: not known). */
 	uint64_t read_id, applied_id;
-	uint64_t checked_ns;       /* check_log()'s last query (zc_clock_ns). */
 	bool diverged;             /* The log is not the one applied. */
 	builder_job_t *job;        /* Running full build, or NULL. */
 	bool job_again;            /* Its zone changed again meanwhile. */

@@ -338,8 +338,17 @@ static bool serial_newer(uint32_t a, uint32_t b)
 	return a != b && (int32_t)(a - b) > 0;
 }
 
-/* Gives the zone a zone-wide version past `served` unless the store's
- * serial is already newer (another node did it first). */
+/*
+ * The records store went back: its versions up to `served` may hold other
+ * content than this edge served under the same serials, so no IXFR may
+ * start from `served` or before. Gives the zone a zone-wide version past
+ * both serials (its journal starts there: secondaries take an AXFR),
+ * unless the journal starts past `served` already (another node did it
+ * first, or a zone-wide change since). The store's serial newer than
+ * `served` is not enough: writes after the restore may have taken it
+ * past before this ran, and an IXFR from `served` then applied the new
+ * history's changes to the old one (outside tester 29).
+ */
 static int version_past(records_store_t *rs, const uint8_t *apex,
                         uint32_t served)
 {
@@ -353,9 +362,16 @@ static int version_past(records_store_t *rs, const uint8_t *apex,
 		ret = records_zone_get(rs, zone.id, &zone); /* Locked. */
 	}
 	uint32_t was = zone.serial;
-	bool bump = ret == ZC_EOK && !serial_newer(zone.serial, served);
+	bool has = false;
+	uint32_t start = 0;
+	if (ret == ZC_EOK) {
+		ret = records_changelog_journal_start(rs, zone.id, &has, &start);
+	}
+	bool bump = ret == ZC_EOK && has && !serial_newer(start, served);
 	if (bump) {
-		ret = records_zone_set_serial(rs, &zone, served + 1);
+		ret = records_zone_set_serial(rs, &zone,
+		                              (serial_newer(zone.serial, served) ?
+		                               zone.serial : served) + 1);
 	}
 	if (bump && ret == ZC_EOK) {
 		ret = records_log_zone_event(rs, &zone,

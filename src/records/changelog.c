@@ -404,9 +404,8 @@ static bool serial_lt(uint32_t a, uint32_t b)
 	return a != b && (int32_t)(b - a) > 0;
 }
 
-/* Reads the zone's journal start (false: none). */
-static int journal_start(records_store_t *store, int64_t zone_id,
-                         bool *has, uint32_t *from)
+int records_changelog_journal_start(records_store_t *store, int64_t zone_id,
+                                    bool *has, uint32_t *from)
 {
 	rdb_stmt_t *stmt;
 	int ret = rdb_prepare(store->db, RDB_SQL(
@@ -566,7 +565,7 @@ int records_changelog_journal(records_store_t *store, int64_t zone_id,
 	bool has = false;
 	uint32_t start = 0;
 	int64_t seq = 0;
-	int ret = journal_start(store, zone_id, &has, &start);
+	int ret = records_changelog_journal_start(store, zone_id, &has, &start);
 	if (ret == ZC_EOK && (!has || serial_lt(from, start) ||
 	                      serial_lt(serial, to))) {
 		ret = ZC_ENOJOURNAL;

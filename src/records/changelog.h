@@ -292,6 +292,11 @@ typedef struct {
 	uint16_t rdata_len;
 } records_journal_rr_t;
 
+/* The zone's journal start: IXFR from a serial before it is answered in
+ * AXFR form; *has false when the zone has none (every IXFR is). */
+int records_changelog_journal_start(records_store_t *store, int64_t zone_id,
+                                    bool *has, uint32_t *from);
+
 /*
  * Calls cb for every record event of the zone (zone_id, apex, at version
  * `serial` now) with from < version <= to, in log order; cb returns
