@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "cli/commands.h"
+#include "common/audit.h"
 #include "common/error.h"
 #include "common/log.h"
 #include "common/sd_notify.h"
@@ -160,8 +161,13 @@ static int run(const config_t *cfg)
 		sigemptyset(&set);
 		sigaddset(&set, SIGINT);
 		sigaddset(&set, SIGTERM);
+		/* Every second meanwhile: the audit's count of refusal lines
+		 * left out that no later line carried (zc_audit_flush()). */
+		const struct timespec second = { .tv_sec = 1 };
 		int sig;
-		sigwait(&set, &sig);
+		while ((sig = sigtimedwait(&set, NULL, &second)) < 0) {
+			zc_audit_flush(false);
+		}
 		zc_info("signal %d: shutting down", sig);
 	} else {
 		zc_error("cannot start: %s", zc_strerror(ret));
@@ -173,6 +179,7 @@ static int run(const config_t *cfg)
 	}
 	fleet_edge_stop(follower);
 	server_stop(server);
+	zc_audit_flush(true);
 	edge_close(es);
 	close(lock_fd);
 	return ret == ZC_EOK ? 0 : 1;

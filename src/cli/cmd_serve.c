@@ -30,6 +30,7 @@
 #include "cli/commands.h"
 #include "cli/config_check.h"
 #include "cli/serve.h"
+#include "common/audit.h"
 #include "common/error.h"
 #include "common/fs.h"
 #include "common/log.h"
@@ -517,7 +518,9 @@ static void stop_stages(serve_ctx_t *ctx)
 	transfer_free(ctx->xfr); /* The workers called the hooks until now. */
 }
 
-/* Waits for signals: SIGHUP reloads, SIGINT and SIGTERM end the wait. */
+/* Waits for signals: SIGHUP reloads, SIGINT and SIGTERM end the wait.
+ * Every second meanwhile, the audit's count of refusal lines left out is
+ * written when no later line carried it (zc_audit_flush()). */
 static void wait_for_stop(serve_ctx_t *ctx)
 {
 	sigset_t set;
@@ -525,9 +528,11 @@ static void wait_for_stop(serve_ctx_t *ctx)
 	sigaddset(&set, SIGINT);
 	sigaddset(&set, SIGTERM);
 	sigaddset(&set, SIGHUP);
+	const struct timespec second = { .tv_sec = 1 };
 	for (;;) {
-		int sig;
-		if (sigwait(&set, &sig) != 0) {
+		int sig = sigtimedwait(&set, NULL, &second);
+		zc_audit_flush(false);
+		if (sig < 0) {
 			continue;
 		}
 		if (sig != SIGHUP) {
@@ -607,6 +612,7 @@ static int serve(serve_ctx_t *ctx, const server_config_t *scfg,
 	}
 	serve_heartbeat_stop(ctx->heartbeat); /* It reads the builder. */
 	stop_stages(ctx);
+	zc_audit_flush(true); /* Nothing refuses any more. */
 	if (ctx->pidfile[0] != '\0') {
 		serve_pidfile_remove(ctx->pidfile);
 	}

@@ -214,3 +214,23 @@ void zc_audit_end(zc_audit_t *a)
 	fit(a);
 	zc_log_fields(ZC_LOG_INFO, a->message, a->fields, a->count);
 }
+
+void zc_audit_flush(bool all)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	uint64_t left_out = 0;
+	pthread_mutex_lock(&limit_lock);
+	if (suppressed > 0 && (all || ts.tv_sec != window_s)) {
+		left_out = suppressed;
+		suppressed = 0;
+	}
+	pthread_mutex_unlock(&limit_lock);
+	if (left_out == 0 || !zc_log_enabled(ZC_LOG_INFO)) {
+		return;
+	}
+	zc_audit_t a;
+	zc_audit_begin(&a, "refusals", "suppressed");
+	zc_audit_num(&a, "suppressed", (int64_t)left_out);
+	zc_log_fields(ZC_LOG_INFO, a.message, a.fields, a.count);
+}

@@ -13,7 +13,8 @@
  * network sends, so they are limited to a number of lines a second
  * (zc_audit_refusal_rate(), ZC_AUDIT_REFUSALS_PER_S unless set); the
  * lines left out are counted in the next one that is written
- * (`suppressed=N`), so the log says how many it does not show.
+ * (`suppressed=N`) or, when none comes, in a line of their own
+ * (zc_audit_flush()), so the log says how many it does not show.
  *
  * Build one on the stack: zc_audit_begin(), one call per field,
  * zc_audit_end(). Values are copied. Secrets must never be added.
@@ -78,3 +79,12 @@ void zc_audit_num(zc_audit_t *a, const char *key, int64_t value);
 /* Writes the line (info level), or counts it when refusals are being
  * suppressed. */
 void zc_audit_end(zc_audit_t *a);
+
+/*
+ * The count of refusal lines left out that no later line carried yet,
+ * written as a line of its own, "audit: refusals suppressed
+ * suppressed=N", once their second is over (all: at once, at a stop).
+ * Called about every second by the process's main thread: an attacker
+ * who stops after a burst leaves no refusal uncounted.
+ */
+void zc_audit_flush(bool all);
