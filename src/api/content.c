@@ -20,7 +20,8 @@
 #include "records/rules.h"
 #include "zonefile/zonefile.h"
 
-#define LINE_MAX_LEN (70000)
+/* A record line: owner, TTL, class, type and the content. */
+#define LINE_MAX_LEN (API_CONTENT_MAX + KNOT_DNAME_TXT_MAXLEN + 64)
 
 typedef struct {
 	api_wire_t *out;
@@ -311,7 +312,7 @@ int api_content_parse(const knot_dname_t *apex, const char *name,
 	}
 	/* Names in content written in Unicode are stored in Punycode, as
 	 * the record's name is (content_idna.h). */
-	static __thread char ascii[LINE_MAX_LEN];
+	static __thread char ascii[API_CONTENT_MAX];
 	int idna = api_content_idna(rtype, content, priority >= 0, ascii,
 	                            sizeof(ascii));
 	if (idna < 0) {

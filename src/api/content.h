@@ -47,6 +47,15 @@ int api_name_parse(const knot_dname_t *apex, const char *name,
 void api_name_format(const knot_dname_t *name, char *out, size_t size);
 
 /*
+ * The longest content text (and the buffers that hold one): every octet
+ * of the largest rdata (65535) as a \DDD escape, with room for quotes,
+ * spaces and a generic form's header. A content over a shorter buffer
+ * failed to render, and the API showed the record with content "", which
+ * a client's read-modify-write then stored (outside tester 28).
+ */
+#define API_CONTENT_MAX (4 * 65535 + 8192)
+
+/*
  * Renders rdata as Cloudflare content in the form it was written in
  * (API_FORM_*, api/txt.h: TXT written plain comes back plain); *priority
  * gets the MX/SRV/URI priority or -1. Returns ZC_EOK or ZC_ENOSPACE.

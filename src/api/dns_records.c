@@ -478,7 +478,7 @@ static int data_names_owner(unit_t *u, const char *type, const json_t *data,
 /* Parses a record's JSON fields (over a base record for PATCH). */
 static int parse_fields(unit_t *u, json_t *f, const copy_t *base)
 {
-	static __thread char content_buf[70000];
+	static __thread char content_buf[API_CONTENT_MAX];
 	char base_name[KNOT_DNAME_TXT_MAXLEN + 1] = "", base_type[32] = "";
 	const char *name = json_string_value(json_object_get(f, "name"));
 	const char *type = json_string_value(json_object_get(f, "type"));

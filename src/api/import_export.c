@@ -165,7 +165,7 @@ static int import_record(const knot_dname_t *owner, uint16_t type,
 		note_seen(imp, owner, type, ttl, line);
 	}
 	char name[KNOT_DNAME_TXT_MAXLEN + 1], tname[32];
-	static __thread char content[70000];
+	static __thread char content[API_CONTENT_MAX];
 	int priority;
 	knot_dname_to_str(name, owner, sizeof(name));
 	knot_rrtype_to_string(type, tname, sizeof(tname));

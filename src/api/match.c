@@ -81,7 +81,7 @@ bool api_content_match(const knot_dname_t *owner, uint16_t type,
                        const uint8_t *rdata, uint16_t len, const char *want,
                        api_match_t op)
 {
-	static __thread char text[70000], ascii[4200];
+	static __thread char text[API_CONTENT_MAX], ascii[4200];
 	int priority;
 	/* A name written in Unicode matches its stored Punycode, as it was
 	 * written (content_idna.h; content gives MX, SRV and URI without

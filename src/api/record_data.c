@@ -343,7 +343,7 @@ json_t *api_content_data(uint16_t type, const char *content, int priority)
 	}
 	json_t *data = json_object();
 	const char *p = content;
-	static __thread char field[70000];
+	static __thread char field[API_CONTENT_MAX];
 	for (size_t i = 0; data != NULL && i <= last; i++) {
 		json_t *v = NULL;
 		if (f[i].kind == PRIO) {

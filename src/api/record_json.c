@@ -36,7 +36,7 @@ typedef struct {
 static void fields(const records_zone_t *zone, const records_record_t *rec,
                    fields_t *f)
 {
-	static __thread char content[70000];
+	static __thread char content[API_CONTENT_MAX];
 	api_id_format(rec->id, f->id);
 	api_id_format(zone->id, f->zid);
 	api_name_format(rec->owner, f->name, sizeof(f->name));

@@ -489,7 +489,7 @@ typedef struct sorted {
 
 static bool keep_sorted(list_t *l, const records_record_t *rec)
 {
-	static __thread char content[70000];
+	static __thread char content[API_CONTENT_MAX];
 	int priority;
 	if (l->sorted_count == l->sorted_cap) {
 		size_t cap = l->sorted_cap ? 2 * l->sorted_cap : 256;

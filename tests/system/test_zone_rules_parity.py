@@ -514,3 +514,34 @@ def test_a_ds_at_the_apex_is_refused_by_imports(tmp_path):
     assert cp.returncode == 1, out
     assert "ds.zone:5: error: ds.test. DS: DS at the zone apex" in out, out
     assert "1 problem(s)" in out, out
+
+
+def test_a_record_whose_text_is_longest_reads_back_whole(srv, api):
+    """A TXT record of 25,600 control octets (taken by UPDATE, as by zone
+    import: over 100,000 characters as text) is listed by the API with its
+    whole content: the API rendered it into a 70,000-character buffer,
+    listed `content: ""`, and a client writing back what it read stored
+    an empty TXT (outside tester 28). Its content parses back to the same
+    record; written back, it is refused (longer than the API takes) and
+    the record stays."""
+    z = Zone(srv, api, "long")
+    octets = bytes(i % 32 for i in range(255))
+    text = " ".join('"%s"' % "".join("\\%03d" % b for b in octets) for _ in range(100))
+    rd = dns.rdata.from_text(dns.rdataclass.IN, dns.rdatatype.TXT, text)
+    u = z.update_message()
+    u.add(z.fq("bin"), 300, rd)
+    m = dns.query.tcp(u, srv.host, port=srv.port, timeout=10)
+    assert m.rcode() == dns.rcode.NOERROR, dns.rcode.to_text(m.rcode())
+    rec = [r for r in api.records(z.id, type="TXT") if r["name"] == "bin." + z.name][0]
+    assert len(rec["content"]) > 100000, len(rec["content"])
+    back = dns.rdata.from_text(dns.rdataclass.IN, dns.rdatatype.TXT, rec["content"])
+    assert back == rd
+    one = api.get("/zones/%s/dns_records/%s" % (z.id, rec["id"]))
+    assert one["content"] == rec["content"]
+    before = z.settle()
+    r = api.call("PUT", "/zones/%s/dns_records/%s" % (z.id, rec["id"]),
+                 json={"type": "TXT", "name": rec["name"], "content": rec["content"], "ttl": 600})
+    assert r.status_code == 400 and "content:" in r.text, r.text
+    assert z.serial() == before
+    served = srv.query(z.fq("bin"), "TXT", tcp=True).answer
+    assert served and served[0][0] == rd
