@@ -1084,3 +1084,24 @@ bool dns_rdata_valid(uint16_t type, const uint8_t *rdata, size_t len,
 	}
 	return ok;
 }
+
+int dns_a6_prefix_name(const uint8_t *rdata, size_t len, size_t *at)
+{
+	*at = 0;
+	if (len < 1 || rdata[0] > 128) {
+		return -1;
+	}
+	size_t start = 1 + (size_t)(128 - rdata[0] + 7) / 8;
+	if (rdata[0] == 0) {
+		return start == len ? 0 : -1;
+	}
+	if (start >= len) {
+		return -1;
+	}
+	int size = knot_dname_wire_check(rdata + start, rdata + len, NULL);
+	if (size <= 0 || start + (size_t)size != len) {
+		return -1;
+	}
+	*at = start;
+	return size;
+}

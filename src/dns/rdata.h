@@ -29,6 +29,17 @@
 bool dns_rdata_valid(uint16_t type, const uint8_t *rdata, size_t len,
                      const char **why);
 
+/* A6 (RFC 2874 §3.1.1, historic). */
+#define DNS_RRTYPE_A6 38
+
+/*
+ * A6's prefix name, which canonical form lowercases (RFC 4034 §6.2, as
+ * BIND does) though libknot's does not: its size, with its offset in
+ * *at; 0 when the record has none (prefix length 0); -1 when the rdata
+ * does not hold one as its prefix length says.
+ */
+int dns_a6_prefix_name(const uint8_t *rdata, size_t len, size_t *at);
+
 /*
  * Whether type is data that a zone may hold: not 0, not OPT and not a
  * QTYPE or meta-type (128-255, RFC 6895 §3.1).

@@ -10,6 +10,7 @@
 #include <libknot/rrtype/naptr.h>
 
 #include "dns/name.h"
+#include "dns/rdata.h"
 #include "records/rules.h"
 
 #define NONE SIZE_MAX
@@ -135,12 +136,24 @@ typedef struct {
 } spans_t;
 
 /* Finds the name spans of rdata as libknot's descriptors lay it out
- * (knot_rrset_rr_to_canonical() walks the same blocks); none for a type
- * whose names stay as they are, or rdata that does not parse. */
+ * (knot_rrset_rr_to_canonical() walks the same blocks), and A6's prefix
+ * name (dns_a6_prefix_name()), which RFC 4034 §6.2 lowercases and libknot
+ * does not; none for a type whose names stay as they are, or rdata that
+ * does not parse. */
 static void find_spans(uint16_t type, const uint8_t *rdata, uint16_t len,
                        spans_t *s)
 {
 	s->count = 0;
+	if (type == DNS_RRTYPE_A6) {
+		size_t at = 0;
+		int size = dns_a6_prefix_name(rdata, len, &at);
+		if (size > 0) {
+			s->start[0] = (uint16_t)at;
+			s->end[0] = (uint16_t)(at + (size_t)size);
+			s->count = 1;
+		}
+		return;
+	}
 	if (!knot_rrtype_should_be_lowercased(type)) {
 		return;
 	}

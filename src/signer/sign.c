@@ -3,7 +3,7 @@
  * RRSIG generation (RFC 4034 §3.1.8.1): the RRSIG rdata without its
  * signature, then every RR of the set in canonical form (RFC 4034 §6:
  * lowercase owner and rdata names, original TTL, rdata sorted as octet
- * strings), signed with libdnssec.
+ * strings, duplicates once), signed with libdnssec.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +15,7 @@
 
 #include "common/error.h"
 #include "dns/name.h"
+#include "dns/rdata.h"
 #include "signer/fast.h"
 #include "signer/signer.h"
 
@@ -121,6 +122,12 @@ int signer_sign_rdata(const knot_rrset_t *rr, const signer_key_t *key,
 		one.rrs.rdata = rd;
 		one.rrs.size = knot_rdata_size(rd->len);
 		ret = knot_rrset_rr_to_canonical(&one);
+		size_t at = 0;
+		if (rr->type == DNS_RRTYPE_A6 &&
+		    dns_a6_prefix_name(rd->data, rd->len, &at) > 0) {
+			/* RFC 4034 §6.2 lowercases it; libknot does not. */
+			knot_dname_to_lower(rd->data + at);
+		}
 		sorted[i] = rd;
 		rd = knot_rdataset_next(rd);
 	}
@@ -128,6 +135,16 @@ int signer_sign_rdata(const knot_rrset_t *rr, const signer_key_t *key,
 		goto done;
 	}
 	qsort(sorted, n, sizeof(sorted[0]), rdata_order);
+	/* RFC 4034 §6.3: duplicates in canonical form count once (records
+	 * differing in a name's case only, stored before the write rules
+	 * took them for duplicates: validators sign and check one). */
+	uint16_t kept = n > 0 ? 1 : 0;
+	for (uint16_t i = 1; i < n; i++) {
+		if (knot_rdata_cmp(sorted[i], sorted[kept - 1]) != 0) {
+			sorted[kept++] = sorted[i];
+		}
+	}
+	n = kept;
 
 	uint8_t head[18 + KNOT_DNAME_MAXLEN];
 	put16(head, rr->type);
