@@ -327,6 +327,11 @@ static int refuse(unit_t *u, records_verdict_t v, change_t change)
 	case RECORDS_RULE_RRSET_FULL:
 		return fail(u, 400, "content: an RRset holds at most %d records",
 		            RECORDS_RULES_MAX_RRSET);
+	case RECORDS_RULE_RRSET_TOO_LARGE:
+		return fail(u, 400, "content: the RRset would be larger than "
+		            "one DNS message carries (%d octets of records, "
+		            "its signature aside)",
+		            RECORDS_RULES_MAX_RRSET_OCTETS);
 	default:
 		return fail(u, 400, "content: %s", records_rules_reason(v));
 	}

@@ -65,6 +65,9 @@ const char *records_rules_reason(records_verdict_t verdict)
 	case RECORDS_RULE_RRSET_FULL:
 		return "more than 65535 records in one RRset (what an RRset "
 		       "holds)";
+	case RECORDS_RULE_RRSET_TOO_LARGE:
+		return "an RRset larger than one DNS message carries (its "
+		       "records, with their signature, over 65535 octets)";
 	case RECORDS_RULE_BELOW_DNAME:
 		return "record below a DNAME (RFC 6672 section 2.4)";
 	case RECORDS_RULE_DNAME_ABOVE_DATA:
@@ -288,6 +291,19 @@ static records_verdict_t check_alone(const records_rules_node_t *node,
 	return RECORDS_RULE_OK;
 }
 
+/* A record's octets in an answer besides its rdata: its owner
+ * compressed (2), type, class, TTL and rdata length (10). */
+#define RR_FIXED 12
+
+/* The octets of an RRset of `count` records of rdata_len each at owner, as
+ * RECORDS_RULES_MAX_RRSET_OCTETS counts them (the owner once: the
+ * question's). */
+static size_t rrset_octets(const knot_dname_t *owner, size_t rdata_len,
+                           size_t count)
+{
+	return knot_dname_size(owner) + count * (RR_FIXED + rdata_len);
+}
+
 /* How many types the node holds (any order). */
 static size_t count_types(const records_rules_node_t *node)
 {
@@ -330,12 +346,14 @@ records_verdict_t records_rules_check_add(const records_rules_node_t *node,
 	}
 	size_t other = NONE; /* The CNAME or DNAME already there. */
 	size_t of_type = 0;
+	size_t octets = rrset_octets(node->owner, rr->rdata_len, 1);
 	for (size_t i = 0; i < node->count; i++) {
 		const records_rules_rr_t *s = &node->rr[i];
 		if (s->type != rr->type) {
 			continue;
 		}
 		of_type++;
+		octets += RR_FIXED + s->rdata_len;
 		if (records_rules_rdata_equal(s->type, s->rdata, s->rdata_len,
 		                              rr->rdata, rr->rdata_len)) {
 			*at = i;
@@ -355,6 +373,9 @@ records_verdict_t records_rules_check_add(const records_rules_node_t *node,
 	if (of_type >= RECORDS_RULES_MAX_RRSET) {
 		return RECORDS_RULE_RRSET_FULL;
 	}
+	if (octets > RECORDS_RULES_MAX_RRSET_OCTETS) {
+		return RECORDS_RULE_RRSET_TOO_LARGE;
+	}
 	return RECORDS_RULE_OK;
 }
 
@@ -363,20 +384,36 @@ records_verdict_t records_rules_check_size(const records_rules_node_t *node)
 	if (count_types(node) > RECORDS_RULES_MAX_TYPES) {
 		return RECORDS_RULE_TOO_MANY_TYPES;
 	}
-	if (node->count <= RECORDS_RULES_MAX_RRSET) {
+	/* Every RRset fits when the node's records together do. */
+	size_t total = rrset_octets(node->owner, 0, 0);
+	for (size_t i = 0; i < node->count; i++) {
+		total += RR_FIXED + node->rr[i].rdata_len;
+	}
+	if (node->count <= RECORDS_RULES_MAX_RRSET &&
+	    total <= RECORDS_RULES_MAX_RRSET_OCTETS) {
 		return RECORDS_RULE_OK;
 	}
-	uint32_t *per_type = calloc(65536, sizeof(*per_type));
-	if (per_type == NULL) {
+	typedef struct {
+		uint32_t count;
+		uint32_t octets;
+	} per_type_t;
+	per_type_t *per = calloc(65536, sizeof(*per));
+	if (per == NULL) {
 		return RECORDS_RULE_RRSET_FULL; /* Refused: not known to fit. */
 	}
 	records_verdict_t v = RECORDS_RULE_OK;
+	uint32_t owner = (uint32_t)rrset_octets(node->owner, 0, 0);
 	for (size_t i = 0; i < node->count && v == RECORDS_RULE_OK; i++) {
-		if (++per_type[node->rr[i].type] > RECORDS_RULES_MAX_RRSET) {
+		per_type_t *p = &per[node->rr[i].type];
+		p->octets += (p->count == 0 ? owner : 0) + RR_FIXED +
+		             node->rr[i].rdata_len;
+		if (++p->count > RECORDS_RULES_MAX_RRSET) {
 			v = RECORDS_RULE_RRSET_FULL;
+		} else if (p->octets > RECORDS_RULES_MAX_RRSET_OCTETS) {
+			v = RECORDS_RULE_RRSET_TOO_LARGE;
 		}
 	}
-	free(per_type);
+	free(per);
 	return v;
 }
 
@@ -476,15 +513,22 @@ int records_rules_check_node(const records_rules_node_t *node,
 	report_t r = { .problem = problem, .ctx = ctx };
 	bool apex = is_apex(node);
 	size_t cname = NONE, other = NONE, soa = 0, ns = 0, types = 0, run = 0;
+	size_t octets = 0;
 	for (size_t i = 0; i < node->count; i++) {
 		const records_rules_rr_t *e = &node->rr[i];
 		bool first = i == 0 || node->rr[i - 1].type != e->type;
 		run = first ? 1 : run + 1;
+		octets = (first ? rrset_octets(node->owner, 0, 0) : octets) +
+		         RR_FIXED + e->rdata_len;
 		if (first && ++types > RECORDS_RULES_MAX_TYPES) {
 			report(&r, i, RECORDS_RULE_TOO_MANY_TYPES);
 		}
 		if (run == RECORDS_RULES_MAX_RRSET + 1) {
 			report(&r, i, RECORDS_RULE_RRSET_FULL);
+		} else if (octets > RECORDS_RULES_MAX_RRSET_OCTETS &&
+		           octets - RR_FIXED - e->rdata_len <=
+		           RECORDS_RULES_MAX_RRSET_OCTETS) {
+			report(&r, i, RECORDS_RULE_RRSET_TOO_LARGE);
 		}
 		records_verdict_t v = check_alone(node, e);
 		if (v == RECORDS_RULE_SOA_ELSEWHERE ||

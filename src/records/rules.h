@@ -48,7 +48,8 @@
  *     by no one, and quarantined the zone (its builds failed), every
  *     later change of the zone left unserved; an RRset holds at most
  *     RECORDS_RULES_MAX_RRSET records (what an RRset can: its count is
- *     16 bits), for the same reason.
+ *     16 bits), for the same reason, and at most
+ *     RECORDS_RULES_MAX_RRSET_OCTETS octets (one DNS message's worth).
  *
  * Rdata given here is well-formed for its type (zonefile_record_check()
  * passed); malformed rdata is compared octet by octet, never read past
@@ -69,6 +70,17 @@
 
 /* Most records one RRset may hold (knot_rdataset_t counts in 16 bits). */
 #define RECORDS_RULES_MAX_RRSET 65535
+
+/*
+ * Most octets an RRset may take as a DNS answer: its owner once, each
+ * record's 12 (a compressed owner and the fixed fields) and rdata, so
+ * that it fits in one message (65535) with the header, the question and
+ * room for its RRSIG and the OPT (512). A larger RRset no query could be
+ * answered with (TC=1 over TCP too), a BIND secondary refused its zone
+ * ("ran out of space"), and a record over it stopped every AXFR of its
+ * zone (outside tester 28).
+ */
+#define RECORDS_RULES_MAX_RRSET_OCTETS (65535 - 12 - 4 - 512)
 
 /* One record at a node, borrowed from the caller. */
 typedef struct {
@@ -111,6 +123,7 @@ typedef enum {
 	RECORDS_RULE_NO_APEX_NS,       /* An apex without NS records. */
 	RECORDS_RULE_TOO_MANY_TYPES,   /* A type past RECORDS_RULES_MAX_TYPES. */
 	RECORDS_RULE_RRSET_FULL,       /* A record past RECORDS_RULES_MAX_RRSET. */
+	RECORDS_RULE_RRSET_TOO_LARGE,  /* Past RECORDS_RULES_MAX_RRSET_OCTETS. */
 	RECORDS_RULE_BELOW_DNAME,      /* A record below a DNAME's owner. */
 	RECORDS_RULE_DNAME_ABOVE_DATA, /* A DNAME above stored records. */
 } records_verdict_t;
@@ -165,9 +178,9 @@ bool records_rules_needs_retime(const records_rules_rr_t *stored,
  * at the owner, less any record the write replaces). In order: OUTSIDE_
  * ZONE, SIGNER_TYPE, SOA_ELSEWHERE, SECOND_SOA, CNAME_AT_APEX, DS_AT_APEX,
  * CNAME_BESIDE_DATA, DATA_BESIDE_CNAME, SECOND_CNAME or SECOND_DNAME,
- * DUPLICATE, else OK. *at (unless NULL) gets the index of the stored
- * record in question (the other CNAME or DNAME, the duplicate; SIZE_MAX
- * when none).
+ * DUPLICATE, TOO_MANY_TYPES, RRSET_FULL, RRSET_TOO_LARGE, else OK. *at
+ * (unless NULL) gets the index of the stored record in question (the
+ * other CNAME or DNAME, the duplicate; SIZE_MAX when none).
  */
 records_verdict_t records_rules_check_add(const records_rules_node_t *node,
                                           const records_rules_rr_t *rr,
@@ -176,7 +189,8 @@ records_verdict_t records_rules_check_add(const records_rules_node_t *node,
 /*
  * Whether the node as it stands keeps to the size rules: TOO_MANY_TYPES
  * (more than RECORDS_RULES_MAX_TYPES types), RRSET_FULL (an RRset of more
- * than RECORDS_RULES_MAX_RRSET records), else OK; any order. For a
+ * than RECORDS_RULES_MAX_RRSET records), RRSET_TOO_LARGE (one of more
+ * than RECORDS_RULES_MAX_RRSET_OCTETS), else OK; any order. For a
  * change that passed a limit on the way and may come back under it
  * before it ends (an UPDATE that adds, then deletes).
  */

@@ -654,7 +654,8 @@ static int add_rr(records_store_t *rs, update_msg_t *m, node_t *n,
 	records_rules_rr_t added = { .type = rr->type, .ttl = rr->ttl,
 	                             .rdata = rd->data, .rdata_len = rd->len };
 	records_verdict_t v = records_rules_check_add(&node, &added, NULL);
-	if (v == RECORDS_RULE_TOO_MANY_TYPES || v == RECORDS_RULE_RRSET_FULL) {
+	if (v == RECORDS_RULE_TOO_MANY_TYPES || v == RECORDS_RULE_RRSET_FULL ||
+	    v == RECORDS_RULE_RRSET_TOO_LARGE) {
 		/* Not ignored as a conflict is (§3.4.2.2): the whole message
 		 * is refused, unless it deletes enough later on. */
 		if (!m->deletes) {

@@ -36,7 +36,7 @@ def named_record_limits():
     """The options lifting BIND's limits on records of one RRset and types
     at one name (100 each by default since 9.18.28: a zone over them is
     refused whole), for the BIND at hand; none before 9.18.28. zonecast
-    allows 65535 records an RRset and 504 types a name (docs/differences.md);
+    takes RRsets up to one DNS message and 504 types a name (docs/api.md);
     test_signed_secondaries.py transfers an RRset of 600."""
     import subprocess
     out = subprocess.run([named_bin(), "-v"], capture_output=True, text=True).stdout

@@ -284,7 +284,8 @@ def test_a_stream_of_changes_reaches_them_by_ixfr_and_validates(env):
 
 
 def test_an_rrset_over_512_records_is_signed_and_transferred(env):
-    """An RRset of 600 records (the write rules allow 65535): the signer
+    """An RRset of 600 records (the write rules allow one DNS message's
+    worth, about 4,000 A records): the signer
     had room for 512, so it was answered SERVFAIL with DO and froze the
     zone's signed view, every later change kept from the secondaries
     (outside tester 27). Signed, transferred and validated now; the next

@@ -21,6 +21,7 @@ retimes the RRset through UPDATE.
 import itertools
 import time
 
+import dns.flags
 import dns.name
 import dns.query
 import dns.rcode
@@ -31,6 +32,7 @@ import dns.update
 import pytest
 
 import servers
+from conftest import UPDATE_SOURCE
 
 DNS_WAIT = 2.0 * servers.TIMEOUT_SCALE
 _seq = itertools.count(1)
@@ -436,28 +438,53 @@ def test_a_name_holds_at_most_504_types_both_ways(srv, api, tmp_path):
     assert cp.returncode == 1 and "504 record types" in cp.stdout + cp.stderr, cp
 
 
-def test_an_rrset_holds_at_most_65535_records(srv, tmp_path):
-    """An RRset counts its records in 16 bits. 65,600 records at one name
-    were stored and the zone's build failed (value too large): refused at
-    import now, with the line of the first record past the limit. And an
-    RRset of 65,535 records builds and is served (it took the builder
-    minutes, a copy of the growing set per record)."""
+def test_an_rrset_fits_in_one_dns_message(srv, api, tmp_path):
+    """An RRset takes at most 65,007 octets as an answer (records with a
+    compressed owner, its owner once: RECORDS_RULES_MAX_RRSET_OCTETS,
+    room left for the header, question, its RRSIG and OPT). Larger ones
+    were stored: no query could get them whole (TC over TCP too), a BIND
+    secondary refused the zone, and a 65,535-octet record stopped every
+    AXFR of its zone (outside tester 28); 65,600 records at one name had
+    failed the zone's builds before. An import names the line of the
+    first record past the limit; the largest RRset that fits is served
+    whole over TCP; the API and UPDATE refuse one record more."""
     import subprocess
     head = ["$ORIGIN big.test.", "$TTL 300", "@ SOA ns h 1 2 3 4 5", "@ NS ns", "ns A 192.0.2.1"]
-    rows = ["many AAAA 2001:db8::%x:%x" % (i >> 16, i & 0xffff) for i in range(65536)]
+    owner = len(dns.name.from_text("many.big.test.").to_wire())
+    fit = (65535 - 12 - 4 - 512 - owner) // (12 + 16)   # AAAA records that fit
+    rows = ["many AAAA 2001:db8::%x:%x" % (i >> 16, i & 0xffff) for i in range(fit + 1)]
     path = tmp_path / "over.zone"
     path.write_text("\n".join(head + rows) + "\n")
     cp = subprocess.run([servers.zonecast_bin(), "zone", "check", "--origin", "big.test",
                          str(path)], capture_output=True, text=True)
     out = cp.stdout + cp.stderr
-    assert cp.returncode == 1 and "over.zone:65541:" in out and "65535 records" in out, out[-500:]
-    assert out.count("65535 records") == 1, out[-500:]
+    assert cp.returncode == 1 and "over.zone:%d:" % (len(head) + fit + 1) in out, out[-500:]
+    assert out.count("larger than one DNS message") == 1, out[-500:]
+    big = dns.rdata.from_text(dns.rdataclass.IN, "TYPE65280",
+                              "\\# 65500 " + "00" * 65500)
+    path = tmp_path / "one.zone"
+    path.write_text("\n".join(head + ["huge 300 TYPE65280 %s" % big.to_text()]) + "\n")
+    cp = subprocess.run([servers.zonecast_bin(), "zone", "check", "--origin", "big.test",
+                         str(path)], capture_output=True, text=True)
+    assert cp.returncode == 1 and "one.zone:6:" in cp.stdout + cp.stderr, cp
+    # the largest that fits: imported, answered whole over TCP
     name = "full%d.test" % next(_seq)
     path = tmp_path / "full.zone"
-    path.write_text("\n".join(["$ORIGIN %s." % name] + head[1:] + rows[:65535]) + "\n")
+    path.write_text("\n".join(["$ORIGIN %s." % name] + head[1:] + rows[:fit]) + "\n")
     srv.import_zone(name, str(path))
-    m = srv.query("ns.%s." % name, "A")
-    assert m.answer, m
+    m = srv.query("many.%s." % name, "AAAA", tcp=True)
+    assert not m.flags & dns.flags.TC and sum(len(r) for r in m.answer) == fit, \
+        (m.flags, sum(len(r) for r in m.answer))
+    # one more: API 400, UPDATE REFUSED (the whole message), nothing added
+    zid = api.zone_id(name)
+    r = api.call("POST", "/zones/%s/dns_records" % zid,
+                 json={"type": "AAAA", "name": "many." + name, "content": "2001:db8::ffff:1"})
+    assert r.status_code == 400 and "larger than one DNS message" in r.text, r.text
+    u = dns.update.UpdateMessage(name + ".")
+    u.add("many.%s." % name, 300, "AAAA", "2001:db8::ffff:1")
+    m = servers.exchange_from("127.0.0.1", srv.port, u.to_wire(), tcp=True,
+                              source=UPDATE_SOURCE)
+    assert m is not None and m[3] & 0x0f == dns.rcode.REFUSED, m
 
 
 def test_no_data_below_a_dname_on_every_path(srv, api, tmp_path):

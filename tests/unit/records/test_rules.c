@@ -679,9 +679,32 @@ static void test_types_limit(void)
 	                             .count = RECORDS_RULES_MAX_RRSET };
 	CHECK_EQ(records_rules_check_add(&big, &many[RECORDS_RULES_MAX_RRSET],
 	                                 NULL), RECORDS_RULE_RRSET_FULL);
-	CHECK_EQ(records_rules_check_node(&big, ignore_problem, NULL), 0);
-	big.count++;
+	/* ... and first larger than a DNS message: reported once, where it
+	 * crosses; 65,536 records are past both. */
 	CHECK_EQ(records_rules_check_node(&big, ignore_problem, NULL), 1);
+	CHECK_EQ(records_rules_check_size(&big), RECORDS_RULE_RRSET_TOO_LARGE);
+	big.count++;
+	CHECK_EQ(records_rules_check_node(&big, ignore_problem, NULL), 2);
+	CHECK_EQ(records_rules_check_size(&big), RECORDS_RULE_RRSET_TOO_LARGE);
+	/* An RRset fits in one DNS message: the owner once, 12 + 4 octets an
+	 * A record. */
+	size_t fit = (RECORDS_RULES_MAX_RRSET_OCTETS - knot_dname_size(owner)) /
+	             16;
+	big.count = fit;
+	CHECK_EQ(records_rules_check_node(&big, ignore_problem, NULL), 0);
+	CHECK_EQ(records_rules_check_size(&big), RECORDS_RULE_OK);
+	CHECK_EQ(records_rules_check_add(&big, &many[fit], NULL),
+	         RECORDS_RULE_RRSET_TOO_LARGE);
+	big.count = fit + 1;
+	CHECK_EQ(records_rules_check_node(&big, ignore_problem, NULL), 1);
+	CHECK_EQ(records_rules_check_size(&big), RECORDS_RULE_RRSET_TOO_LARGE);
+	/* One record of a size no message carries. */
+	static uint8_t huge[65535];
+	records_rules_rr_t one = { .type = 65280, .ttl = 300, .rdata = huge,
+	                           .rdata_len = sizeof(huge) };
+	records_rules_node_t empty = { .apex = apex, .owner = owner };
+	CHECK_EQ(records_rules_check_add(&empty, &one, NULL),
+	         RECORDS_RULE_RRSET_TOO_LARGE);
 }
 
 /* The owner key of text relative to ZONE (records.h's okey). */
