@@ -168,26 +168,25 @@ static void answer_in_zone(query_t *qr)
 }
 
 /*
- * RFC 7873 §5.4, "Querying for a Server Cookie": a query with no question
- * and a COOKIE option gets NOERROR with its OPT (the server cookie), as
- * BIND answers it; the question may be left out for this alone (RFC 9619
- * §4 allows no more than one). A malformed cookie is FORMERR (§5.2.2), an
- * EDNS version other than 0 BADVERS, as with a question. With cookies
- * off it is FORMERR, as from a server without them.
+ * The response to a parsed query with an OPT that gets no answer from
+ * the zones: the question (if any), rcode, and the OPT (RFC 6891 §7: a
+ * responder includes one when the query had one) with the server cookie;
+ * BADVERS for an EDNS version other than 0 and FORMERR for a malformed
+ * cookie, as with a question. NOTIMP and FORMERR went out with no OPT.
  */
-static size_t cookie_query(query_t *qr)
+static size_t reply_with_opt(query_t *qr, uint8_t rcode)
 {
 	if (knot_pkt_init_response(qr->r, qr->q) != KNOT_EOK) {
 		return 0;
 	}
-	knot_wire_set_qdcount(qr->r->wire, 0);
+	knot_wire_set_qdcount(qr->r->wire, knot_wire_get_qdcount(qr->q->wire));
 	knot_rrset_t opt;
 	if (query_prepare_opt(qr, &opt) != KNOT_EOK) {
 		return error_response(qr->q, qr->r->wire, qr->r->max_size,
 		                      KNOT_RCODE_SERVFAIL);
 	}
 	uint8_t ext = 0;
-	qr->rcode = KNOT_RCODE_NOERROR;
+	qr->rcode = rcode;
 	if (knot_edns_get_version(qr->q->opt_rr) != 0) {
 		qr->rcode = KNOT_RCODE_BADVERS;
 		ext = KNOT_EDNS_RCODE_HI(qr->rcode);
@@ -196,6 +195,31 @@ static size_t cookie_query(query_t *qr)
 	}
 	finish(qr, &opt, ext);
 	return qr->r->size;
+}
+
+/*
+ * A query with no question (parsed, with an OPT): RFC 7873 §5.4,
+ * "Querying for a Server Cookie": one with a COOKIE option and nothing
+ * else gets NOERROR with the server cookie, as BIND answers it (RFC 9619
+ * §4 allows no more than one question); anything else FORMERR, with the
+ * OPT. With cookies off, FORMERR, as from a server without them.
+ */
+static size_t no_question(query_t *qr)
+{
+	bool cookie = qr->ctx->cookie_secret != NULL &&
+	              knot_pkt_edns_option(qr->q, KNOT_EDNS_OPTION_COOKIE) !=
+	              NULL &&
+	              knot_wire_get_ancount(qr->q->wire) == 0 &&
+	              knot_wire_get_nscount(qr->q->wire) == 0;
+	return reply_with_opt(qr, cookie ? KNOT_RCODE_NOERROR :
+	                      KNOT_RCODE_FORMERR);
+}
+
+/* RFC 6891 §6.1.2: the OPT's owner is the root (a query with no
+ * question and another owner is FORMERR, as BIND and knotd answer it). */
+static bool opt_owner_ok(const knot_pkt_t *q)
+{
+	return q->opt_rr == NULL || q->opt_rr->owner[0] == 0;
 }
 
 size_t answer_message(answer_ctx_t *ctx, const uint8_t *query, size_t qlen,
@@ -217,22 +241,27 @@ size_t answer_message(answer_ctx_t *ctx, const uint8_t *query, size_t qlen,
 		return 0;
 	}
 	uint8_t opcode = knot_wire_get_opcode(query);
+	uint16_t qdcount = knot_wire_get_qdcount(query);
 	if (opcode != KNOT_OPCODE_QUERY) {
 		/* RFC 1996: we are no secondary, so NOTIFY is not for us. */
+		uint8_t rcode = opcode == KNOT_OPCODE_NOTIFY ?
+		                KNOT_RCODE_NOTAUTH : KNOT_RCODE_NOTIMPL;
+		if (qdcount <= 1 && knot_pkt_parse(qr.q, 0) == KNOT_EOK &&
+		    qr.q->opt_rr != NULL && opt_owner_ok(qr.q)) {
+			return reply_with_opt(&qr, rcode);
+		}
 		knot_pkt_parse_question(qr.q);
-		return error_response(qr.q, resp, resp_max,
-		                      opcode == KNOT_OPCODE_NOTIFY ?
-		                      KNOT_RCODE_NOTAUTH : KNOT_RCODE_NOTIMPL);
+		return error_response(qr.q, resp, resp_max, rcode);
 	}
-	if (knot_wire_get_qdcount(query) == 0 && ctx->cookie_secret != NULL &&
-	    knot_pkt_parse(qr.q, 0) == KNOT_EOK && qr.q->opt_rr != NULL &&
-	    knot_pkt_edns_option(qr.q, KNOT_EDNS_OPTION_COOKIE) != NULL) {
-		return cookie_query(&qr);
+	if (qdcount == 0 && knot_pkt_parse(qr.q, 0) == KNOT_EOK &&
+	    qr.q->opt_rr != NULL && opt_owner_ok(qr.q)) {
+		return no_question(&qr);
 	}
 	/* Malformed: bad names, counts, trailing data, bad or repeated OPT
-	 * (RFC 6891 §6.1.1) all fail the parse. */
-	if (knot_wire_get_qdcount(query) != 1 ||
-	    knot_pkt_parse(qr.q, 0) != KNOT_EOK) {
+	 * (RFC 6891 §6.1.1) all fail the parse. (An OPT owner other than
+	 * the root is read as the root with a question, as knotd reads it:
+	 * test_malformed.py.) */
+	if (qdcount != 1 || knot_pkt_parse(qr.q, 0) != KNOT_EOK) {
 		/* RFC 9619: FORMERR for QDCOUNT != 1 too. A message whose
 		 * question cannot even be read gets no answer (as Knot). */
 		if (knot_wire_get_qdcount(query) == 1 &&

@@ -19,6 +19,7 @@ import dns.flags
 import dns.message
 import dns.query
 import dns.rcode
+import dns.rrset
 import pytest
 
 EC = "www.example.com."
@@ -107,7 +108,13 @@ def test_querying_for_a_server_cookie_without_a_question(zonecast, tcp):
     r = ask_no_question(zonecast, [dns.edns.GenericOption(10, os.urandom(5))], tcp=tcp)
     assert r.rcode() == dns.rcode.FORMERR
     r = ask_no_question(zonecast, [], tcp=tcp)
-    assert r.rcode() == dns.rcode.FORMERR
+    assert r.rcode() == dns.rcode.FORMERR and r.edns == 0, r  # with its OPT
+    # records where a cookie query has none: FORMERR, as BIND and knotd
+    q = dns.message.Message()
+    q.use_edns(0, options=[dns.edns.GenericOption(10, cc)])
+    q.answer.append(dns.rrset.from_text("x.", 60, "IN", "A", "192.0.2.1"))
+    r = (dns.query.tcp if tcp else dns.query.udp)(q, "127.0.0.1", port=zonecast.port, timeout=2)
+    assert r.rcode() == dns.rcode.FORMERR, r
     assert zonecast.query(EC, "A").answer  # Still serving.
 
 

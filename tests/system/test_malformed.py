@@ -335,6 +335,18 @@ def test_unknown_opcode_is_notimp(srv, opcode):
     both(srv, w, lambda r, t: assert_error_reply(r, w, dns.rcode.NOTIMP))
 
 
+@pytest.mark.parametrize("opcode", [1, 2, 4])
+def test_notimp_and_notauth_keep_the_opt(srv, opcode):
+    """RFC 6891 §7: a query with an OPT gets one back, errors too (as
+    BIND and knotd answer them; zonecast sent NOTIMP, and NOTAUTH to a
+    NOTIFY, with none: outside tester 28)."""
+    q = dns.message.make_query("example.com.", "SOA", use_edns=0)
+    q.set_opcode(opcode)
+    r = dns.message.from_wire(udp(srv, q.to_wire(), timeout=2.0))
+    want = dns.rcode.NOTAUTH if opcode == 4 else dns.rcode.NOTIMP
+    assert r.rcode() == want and r.edns == 0 and r.opcode() == opcode, r
+
+
 def test_responses_are_dropped(srv, assert_alive):
     """QR=1: a response is never answered (no reflection loops)."""
     for flags in (0x8000, 0x8000 | 5 << 11, 0x8000 | 4 << 11):
