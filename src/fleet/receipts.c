@@ -158,7 +158,12 @@ void fleet_position(fleet_primary_t *fp, uint64_t *epoch, uint64_t *committed,
 	*epoch = fp->epoch;
 	*committed = pos.commit;
 	*published = fp->published;
-	*connected = fp->connected;
+	/* Ready to publish, and the connection up now: with nothing to
+	 * publish, the publisher does not notice NATS going away, and GET
+	 * /fleet said connected beside edges_unknown saying NATS was down
+	 * (outside tester 29). fp->nc is replaced under the lock. */
+	*connected = fp->connected && fp->nc != NULL &&
+	             natsConnection_Status(fp->nc) == NATS_CONN_STATUS_CONNECTED;
 	pthread_mutex_unlock(&fp->lock);
 }
 

@@ -989,9 +989,11 @@ def test_nats_back_with_smaller_max_payload_and_blind_receipts(tmp_path):
         st = f.api.get("/fleet")
         assert st["edges_unknown"] == p["edges_unknown"] or (
             st["edges_unknown"] and "NATS" in st["edges_unknown"]), st
+        # ... and not "connected" beside it (outside tester 29)
+        assert st["connected"] is False, st
         out = f.primary.run_cli("fleet", "status", "--api", "127.0.0.1:%d" % f.primary.api_port,
                                 "--token", f.api.token).stdout
-        assert "EDGES UNKNOWN: " in out, out
+        assert "EDGES UNKNOWN: " in out and "NOT connected" in out, out
         n.extra_conf = "max_payload: 2048"
         n.start()
         f.api.ok("POST", "/zones/%s/dns_records" % zid,
@@ -1003,7 +1005,8 @@ def test_nats_back_with_smaller_max_payload_and_blind_receipts(tmp_path):
         p = f.api.get("/zones/%s/propagation" % zid,
                       params={"version": r["zone_version"], "wait": 5})
         assert p["live"] and p["live_edges"] == 1 and p["edges_unknown"] is None, p
-        assert f.api.get("/fleet")["edges_unknown"] is None
+        st = f.api.get("/fleet")
+        assert st["edges_unknown"] is None and st["connected"] is True, st
     finally:
         problems = f.stop()
     assert not problems, problems
