@@ -19,8 +19,14 @@ void records_ids_forget(records_store_t *store)
 {
 	store->ids_loaded = false;
 	store->ids_dirty = false;
-	/* PostgreSQL: the ids drawn stay ours; the next transaction starts
-	 * with small blocks again. */
+	/* PostgreSQL: the ids drawn and not handed out are dropped (a gap in
+	 * the sequence, never an id given twice), and the next transaction
+	 * draws from the sequence as it is then, with small blocks again. A
+	 * block kept across transactions outlived a restore of the database
+	 * (the sequence put back below it): its ids were handed out after
+	 * the restore, then drawn again from the sequence, and writes failed
+	 * with "already exists" (outside tester 29). */
+	store->ids_at = store->ids_n = 0;
 	store->ids_block = 0;
 }
 

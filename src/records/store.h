@@ -48,9 +48,9 @@ struct records_store {
 	 * the first insert of a write transaction and written back to
 	 * counters at its commit. PostgreSQL: drawn from the sequence
 	 * record_ids in blocks (ids[ids_at..ids_n) not handed out yet,
-	 * kept across transactions: a drawn value is never drawn again),
-	 * the block doubling from RECORDS_ID_BLOCK_MIN within a
-	 * transaction (ids_block). */
+	 * dropped at the transaction's end: records_ids_forget()), the
+	 * block doubling from RECORDS_ID_BLOCK_MIN within a transaction
+	 * (ids_block). */
 	bool ids_loaded;
 	bool ids_dirty;
 	int64_t next_id;

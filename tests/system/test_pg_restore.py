@@ -231,6 +231,45 @@ def test_writes_right_after_a_restore_leave_no_serial_with_two_contents(pg_clust
     clean(a)
 
 
+def test_record_ids_after_a_restore_are_not_given_twice(pg_cluster, tmp_path):
+    """A node kept the record ids it had drawn from the sequence record_ids
+    across transactions; a restore put the sequence back below them, the
+    node handed them out, then the sequence gave them again: writes failed
+    with 409 "already exists" (outside tester 29: 13 of 60). Every write
+    after the restore is taken."""
+    db, uri = pg.fresh_database(pg_cluster, "ids")
+    a = pg.serve_node(tmp_path, "a", uri)
+    import_zone(a, tmp_path)
+    try:
+        api = a.client()
+        zid = api.zone_id(ZONE)
+        for i in range(3):
+            add(api, zid, "pre%d" % i, "pre")
+        dump = str(tmp_path / "ids.dump")
+        pg_tool("pg_dump", "-h", pg_cluster, "-U", "zc", "-Fc", "-f", dump, db)
+        for i in range(30):
+            add(api, zid, "mid%d" % i, "mid")
+        pg_tool("pg_restore", "--clean", "--if-exists", "--single-transaction",
+                "-h", pg_cluster, "-U", "zc", "-d", db, dump)
+        refused = []
+        for i in range(60):
+            deadline = time.monotonic() + 20
+            while True:
+                r = api.call("POST", "/zones/%s/dns_records" % zid,
+                             json={"type": "TXT", "name": "post%d.%s" % (i, ZONE.rstrip(".")),
+                                   "content": "post", "ttl": 60})
+                if r.status_code != 503 or time.monotonic() > deadline:
+                    break
+                time.sleep(0.1)  # the node's sessions reconnecting
+            if r.status_code != 200:
+                refused.append((i, r.status_code, r.text[:200]))
+        assert not refused, refused
+        settle((a,), [("post59", "post"), ("pre0", "pre")], ["mid0"])
+    finally:
+        a.stop()
+    clean(a)
+
+
 def test_pg_restore_past_a_stopped_nodes_position(pg_cluster, tmp_path):
     """Node b is stopped; the store is restored and node a writes more
     commits than went back, so b's position exists again in the new log,
