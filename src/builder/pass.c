@@ -56,9 +56,9 @@
  * the one read there (its identity, records_changelog_mark(), kept with
  * applied_seq as meta applied_id; read with the events, so a pass that
  * reads some makes no query for it: check_log()); when not,
- * builder_edge_diverged()
- * builds every zone again, and first gives the zones served at a newer
- * serial than the store's a version past it (rebuild_all()).
+ * builder_edge_diverged() builds every zone again, and first gives each
+ * zone a version past both the served serial and the store's
+ * (rebuild_all()).
  */
 #include <stdlib.h>
 #include <string.h>
