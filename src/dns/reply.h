@@ -18,6 +18,16 @@
 size_t dns_error_reply(const uint8_t *query, size_t qlen, size_t qname_size,
                        uint8_t *resp, size_t resp_max, uint8_t rcode);
 
+/*
+ * Appends an OPT record (RFC 6891: root owner, payload as its class,
+ * ext_rcode the rcode's upper 8 bits, version 0, no flags, no options) to
+ * the response resp of len octets, counted in ARCOUNT; returns the new
+ * length (len when it does not fit resp_max). For the answers to a
+ * request that had an OPT (§7).
+ */
+size_t dns_reply_add_opt(uint8_t *resp, size_t len, size_t resp_max,
+                         uint16_t payload, uint8_t ext_rcode);
+
 /* The wire size of the (uncompressed) question name of an unparsed
  * message; 0 when there is none or it is malformed. */
 size_t dns_qname_size(const uint8_t *query, size_t qlen);

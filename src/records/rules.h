@@ -75,7 +75,9 @@
  * Most octets an RRset may take as a DNS answer: its owner once, each
  * record's 12 (a compressed owner and the fixed fields) and rdata, so
  * that it fits in one message (65535) with the header, the question and
- * room for its RRSIG and the OPT (512). A larger RRset no query could be
+ * room for one usual RRSIG and the OPT (512), asked for by its own name
+ * (a CNAME chain to it, a long wildcard query name, NSID or a large RSA
+ * signature may still need TC). A larger RRset no query could be
  * answered with (TC=1 over TCP too), a BIND secondary refused its zone
  * ("ran out of space"), and a record over it stopped every AXFR of its
  * zone (outside tester 28).

@@ -200,7 +200,7 @@ static size_t reply_with_opt(query_t *qr, uint8_t rcode)
 /*
  * A query with no question (parsed, with an OPT): RFC 7873 §5.4,
  * "Querying for a Server Cookie": one with a COOKIE option and nothing
- * else gets NOERROR with the server cookie, as BIND answers it (RFC 9619
+ * else (no other record) gets NOERROR with the server cookie, as BIND answers it (RFC 9619
  * §4 allows no more than one question); anything else FORMERR, with the
  * OPT. With cookies off, FORMERR, as from a server without them.
  */
@@ -210,7 +210,8 @@ static size_t no_question(query_t *qr)
 	              knot_pkt_edns_option(qr->q, KNOT_EDNS_OPTION_COOKIE) !=
 	              NULL &&
 	              knot_wire_get_ancount(qr->q->wire) == 0 &&
-	              knot_wire_get_nscount(qr->q->wire) == 0;
+	              knot_wire_get_nscount(qr->q->wire) == 0 &&
+	              knot_wire_get_arcount(qr->q->wire) == 1;
 	return reply_with_opt(qr, cookie ? KNOT_RCODE_NOERROR :
 	                      KNOT_RCODE_FORMERR);
 }
@@ -243,9 +244,12 @@ size_t answer_message(answer_ctx_t *ctx, const uint8_t *query, size_t qlen,
 	uint8_t opcode = knot_wire_get_opcode(query);
 	uint16_t qdcount = knot_wire_get_qdcount(query);
 	if (opcode != KNOT_OPCODE_QUERY) {
-		/* RFC 1996: we are no secondary, so NOTIFY is not for us. */
-		uint8_t rcode = opcode == KNOT_OPCODE_NOTIFY ?
-		                KNOT_RCODE_NOTAUTH : KNOT_RCODE_NOTIMPL;
+		/* RFC 1996: we are no secondary, so NOTIFY is not for us
+		 * (one without its question is malformed: FORMERR, as BIND
+		 * and knotd answer it). */
+		uint8_t rcode = opcode != KNOT_OPCODE_NOTIFY ?
+		                KNOT_RCODE_NOTIMPL : qdcount == 1 ?
+		                KNOT_RCODE_NOTAUTH : KNOT_RCODE_FORMERR;
 		if (qdcount <= 1 && knot_pkt_parse(qr.q, 0) == KNOT_EOK &&
 		    qr.q->opt_rr != NULL && opt_owner_ok(qr.q)) {
 			return reply_with_opt(&qr, rcode);

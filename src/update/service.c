@@ -17,6 +17,7 @@
 #include <libknot/descriptor.h>
 #include <libknot/errcode.h>
 #include <libknot/packet/wire.h>
+#include <libknot/rrtype/opt.h>
 
 #include "common/error.h"
 #include "common/log.h"
@@ -25,9 +26,11 @@
 #include "update/internal.h"
 #include "update/update.h"
 
-/* Header + zone section + TSIG. */
-#define RESPONSE_MAX (KNOT_WIRE_HEADER_SIZE + KNOT_DNAME_MAXLEN + 4 + \
+/* Header + zone section + OPT + TSIG. */
+#define RESPONSE_MAX (KNOT_WIRE_HEADER_SIZE + KNOT_DNAME_MAXLEN + 4 + 11 + \
                       DNS_TSIG_ROOM)
+/* The UDP payload an UPDATE's OPT offers (as the answers': 1232). */
+#define UPDATE_EDNS_PAYLOAD 1232
 
 /* Zones looked up for UPDATEs are kept this long. A zone deleted
  * meanwhile is caught by the committer unit, which looks the name up
@@ -285,7 +288,8 @@ int update_parse(knot_pkt_t *pkt)
 	return ret;
 }
 
-/* Answers: the request's header and zone section, the rcode, TSIG. */
+/* Answers: the request's header and zone section, the rcode, an OPT when
+ * the request had one (RFC 6891 §7, as BIND and knotd answer), TSIG. */
 static void respond(update_msg_t *m)
 {
 	update_audit_answer(m); /* Every refusal has its line. */
@@ -294,6 +298,10 @@ static void respond(update_msg_t *m)
 	size_t len = dns_error_reply(m->wire, q ? q->size : m->wire_len,
 	                             q ? q->qname_size : 0, resp, sizeof(resp),
 	                             m->rcode);
+	if (q != NULL && q->opt_rr != NULL) {
+		len = dns_reply_add_opt(resp, len, sizeof(resp),
+		                        UPDATE_EDNS_PAYLOAD, m->rcode >> 4);
+	}
 	knot_wire_clear_cd(resp);
 	if (m->tsig.present) {
 		server_reply_send_signed(m->reply, resp, len, &m->tsig);
@@ -570,6 +578,13 @@ static uint8_t check_quarantine(update_service_t *u, const update_msg_t *m)
 	return KNOT_RCODE_SERVFAIL;
 }
 
+/* An EDNS version this server speaks (0), or no OPT: else BADVERS, and
+ * nothing of the message is applied (RFC 6891 §6.1.3). */
+static bool edns_version_ok(const knot_pkt_t *q)
+{
+	return q->opt_rr == NULL || knot_edns_get_version(q->opt_rr) == 0;
+}
+
 /*
  * The fast path of a signed message: verified with a kept key (no read of
  * the store), and every other check passed. Anything else returns false
@@ -584,7 +599,8 @@ static bool precheck_kept(update_service_t *u, update_msg_t *m)
 {
 	knot_pkt_t *q = m->pkt;
 	records_tsig_key_t key;
-	if (q->tsig_rr == NULL || knot_wire_get_qdcount(q->wire) != 1 ||
+	if (q->tsig_rr == NULL || !edns_version_ok(q) ||
+	    knot_wire_get_qdcount(q->wire) != 1 ||
 	    knot_pkt_qtype(q) != KNOT_RRTYPE_SOA ||
 	    knot_pkt_qclass(q) != KNOT_CLASS_IN ||
 	    !key_kept(u, q->tsig_rr->owner, &key)) {
@@ -657,6 +673,10 @@ static uint8_t precheck(update_service_t *u, update_msg_t *m,
 	uint8_t rcode = authorize(u, m, &rs, from, &key, &why);
 	if (rs != NULL) {
 		records_pool_put(u->pool, rs);
+	}
+	if (rcode == KNOT_RCODE_NOERROR && !edns_version_ok(m->pkt)) {
+		rcode = KNOT_RCODE_BADVERS;
+		why = "EDNS version other than 0 (RFC 6891 section 6.1.3)";
 	}
 	if (why != NULL) {
 		update_audit_refused(m, rcode, why);

@@ -115,6 +115,11 @@ def test_querying_for_a_server_cookie_without_a_question(zonecast, tcp):
     q.answer.append(dns.rrset.from_text("x.", 60, "IN", "A", "192.0.2.1"))
     r = (dns.query.tcp if tcp else dns.query.udp)(q, "127.0.0.1", port=zonecast.port, timeout=2)
     assert r.rcode() == dns.rcode.FORMERR, r
+    q = dns.message.Message()
+    q.use_edns(0, options=[dns.edns.GenericOption(10, cc)])
+    q.additional.append(dns.rrset.from_text("x.", 60, "IN", "A", "192.0.2.1"))
+    r = (dns.query.tcp if tcp else dns.query.udp)(q, "127.0.0.1", port=zonecast.port, timeout=2)
+    assert r.rcode() == dns.rcode.FORMERR, r
     assert zonecast.query(EC, "A").answer  # Still serving.
 
 

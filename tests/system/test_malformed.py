@@ -345,6 +345,13 @@ def test_notimp_and_notauth_keep_the_opt(srv, opcode):
     r = dns.message.from_wire(udp(srv, q.to_wire(), timeout=2.0))
     want = dns.rcode.NOTAUTH if opcode == 4 else dns.rcode.NOTIMP
     assert r.rcode() == want and r.edns == 0 and r.opcode() == opcode, r
+    # a NOTIFY without its question is malformed (FORMERR, as BIND and knotd)
+    if opcode == 4:
+        n = dns.message.Message()
+        n.set_opcode(4)
+        n.use_edns(0)
+        r = dns.message.from_wire(udp(srv, n.to_wire(), timeout=2.0))
+        assert r.rcode() == dns.rcode.FORMERR and r.edns == 0, r
 
 
 def test_responses_are_dropped(srv, assert_alive):

@@ -1178,3 +1178,34 @@ def test_tools_present():
     """The clients these tests drive (Debian bind9-dnsutils, knot-dnsutils)."""
     for tool in ("nsupdate", "knsupdate", "dig", "kdig"):
         assert shutil.which(tool), "%s not installed (dev/deps test)" % tool
+
+
+# ------------------------------------------------------------------ EDNS
+
+@pytest.mark.parametrize("tcp", [False, True])
+def test_update_answers_carry_an_opt_and_edns_1_is_badvers(srv, zone, tcp):
+    """RFC 6891: an UPDATE with an OPT is answered with one (§7; a refusal
+    too), and one of EDNS version 1 gets BADVERS with nothing applied
+    (§6.1.3), as BIND and knotd answer; zonecast sent no OPT and applied a
+    version 1 UPDATE (outside tester 30)."""
+    z = zone
+    key = srv.tsig_create("edns-key." + z.name, z.name)
+    u = signed_update(z, key)
+    u.use_edns(0)
+    u.add(z.n("edns0"), 300, "A", "192.0.2.1")
+    r, _ = do_ok(z, u, tcp=tcp)
+    assert r.edns == 0, r
+    u = signed_update(z, key)
+    u.use_edns(1)
+    u.add(z.n("edns1"), 300, "A", "192.0.2.1")
+    before = state(z, [(z.n("edns1"), "A")])
+    q = dns.query.tcp if tcp else dns.query.udp
+    r = q(u, z.srv.host, port=z.srv.port, timeout=3)
+    assert r.rcode() == dns.rcode.BADVERS and r.edns == 0, (dns.rcode.to_text(r.rcode()), r)
+    assert_unchanged(before, z, [(z.n("edns1"), "A")])
+    # a refusal (unsigned, outside allow-update) carries it too
+    u = unsigned_update(z)
+    u.use_edns(0)
+    u.add(z.n("edns2"), 300, "A", "192.0.2.1")
+    r = dns.message.from_wire(send(z, u, tcp=tcp, source="127.0.0.1"))
+    assert r.rcode() == dns.rcode.REFUSED and r.edns == 0, r
