@@ -1,27 +1,12 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* Internal to api/: /zones/{id}/dns_records (dns_records.c) and its write
- * path, which the import (import_export.c) runs too. */
+ * path (record_write.c), which the import (import_export.c) runs too. */
 #pragma once
 
 #include "api/internal.h"
+#include "api/record_unit.h"
 
 #define MAX_BATCH 10000
-
-/* One requested change, parsed before the unit runs. */
-typedef struct {
-	enum { OP_DELETE, OP_PUT, OP_PATCH, OP_POST } op;
-	int64_t id;
-	json_t *fields;          /* Borrowed from the request body. */
-	const char *list;        /* A batch's ("deletes", ...); NULL: not. */
-	size_t index;            /* Its place in that list. */
-	int64_t result_id;       /* The record written (0: none, skipped). */
-	json_t *deleted;         /* A batch's deleted record, as it was. */
-	/* A single write's record as the unit wrote it, and its ETag: the
-	 * answer when reading it back after the commit fails (the write is
-	 * committed all the same). */
-	json_t *written;
-	char etag[64];
-} op_t;
 
 /* parts[] are the URL's path segments after dns_records. */
 void api_dns_records(api_req_t *req, int64_t zone_id, char **parts,

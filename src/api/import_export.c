@@ -3,7 +3,7 @@
  * /client/v4/zones/{zone_id}/dns_records/import and .../export: a zone's
  * records from and to a BIND master file, as Cloudflare's endpoints take
  * and give them. An import is one unit of the group committer (one zone
- * version), its records written as a batch's posts are (dns_records.c);
+ * version), its records written as a batch's posts are (record_write.c);
  * records already present are skipped, the zone keeps its own SOA and
  * its signer publishes its own keys (the file's DNSKEY, CDS and CDNSKEY
  * are skipped; its RRSIG, NSEC, NSEC3 are refused). A
@@ -27,8 +27,9 @@
 #include "records/rules.h"
 #include "zonefile/zonefile.h"
 
-/* dns_records.c's write path, under the name the code below was written
- * with in dns_records.c (moved from there verbatim). */
+/* The write path (record_write.c, through dns_records.c), under the name
+ * the code below was written with in dns_records.c (moved from there
+ * verbatim). */
 static int run_unit(api_req_t *req, const records_zone_t *zone, op_t *ops,
                     size_t count, int64_t *last_id, int *skipped)
 {

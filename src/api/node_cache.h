@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /*
- * Internal to api/: the records a write unit of dns_records.c reads and
+ * Internal to api/: the records a write unit of record_write.c reads and
  * writes, held for the length of one run of the unit, so that a batch of
  * 1,000 changes reads the records it addresses by id and the nodes
  * (owner names) it touches in a few statements (records_record_find_many()

@@ -4,7 +4,7 @@
  * fields one by one: SRV {"priority", "weight", "port", "target"}, CAA
  * {"flags", "tag", "value"}, ...) read as the content it stands for
  * (record_data.c). A write that gives both must have them agree
- * (dns_records.c): neither is silently dropped.
+ * (record_fields.c): neither is silently dropped.
  */
 #pragma once
 

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* A record as the API shows it (Cloudflare's shape, with its "data" for
  * the types that have one: record_data.c), for the record
- * endpoints (dns_records.c) and the listing (record_list.c): as a jansson
+ * endpoints (dns_records.c), their write unit (record_write.c: what it
+ * deleted and wrote) and the listing (record_list.c): as a jansson
  * object, or written as text into an answer (json_text.h). */
 #include <stdlib.h>
 #include <string.h>

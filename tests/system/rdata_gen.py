@@ -21,7 +21,7 @@ import dns.rdatatype
 # Octets that stress the text forms, and the position of one in a label.
 SPECIAL = b'\x00\x01.\\";() @$*[\t\x7f\xff'
 
-# Types the API takes (api/dns_records.c refuses SOA and the DNSSEC types
+# Types the API takes (api/record_fields.c refuses SOA and the DNSSEC types
 # the signer makes), with unknown ones in each range RFC 6895 leaves open.
 API_TYPES = [
     "A", "NS", "CNAME", "PTR", "HINFO", "MINFO", "MX", "TXT", "RP", "AFSDB",
