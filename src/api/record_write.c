@@ -262,16 +262,6 @@ static int retime(records_store_t *rs, unit_t *u, const node_t *n,
 	return ZC_EOK;
 }
 
-/* A name as the API writes it: without its final dot (the root: "."). */
-static void api_name(const knot_dname_t *name, char *out, size_t size)
-{
-	knot_dname_to_str(out, name, size);
-	size_t len = strlen(out);
-	if (len > 1 && out[len - 1] == '.') {
-		out[len - 1] = '\0';
-	}
-}
-
 /* The subtree rules of DNAME (RFC 6672 section 2.4, records/rules.h): the
  * parsed record is not below a DNAME, nor a DNAME above records (the
  * record `exclude` rewrites not counted). */
@@ -286,8 +276,8 @@ static int check_subtree(records_store_t *rs, unit_t *u, int64_t exclude)
 		return ret;
 	}
 	if (found) {
-		api_name(u->wire->owner, owner, sizeof(owner));
-		api_name(at, other, sizeof(other));
+		api_name_format(u->wire->owner, owner, sizeof(owner));
+		api_name_format(at, other, sizeof(other));
 		return api_record_unit_fail(u, 400, "name: %s is below the "
 		                            "DNAME at %s, where no record may "
 		                            "be (RFC 6672 section 2.4)", owner,
@@ -299,8 +289,8 @@ static int check_subtree(records_store_t *rs, unit_t *u, int64_t exclude)
 	ret = records_data_below(rs, &u->zone, u->wire->owner, exclude, &found,
 	                         at);
 	if (ret == ZC_EOK && found) {
-		api_name(u->wire->owner, owner, sizeof(owner));
-		api_name(at, other, sizeof(other));
+		api_name_format(u->wire->owner, owner, sizeof(owner));
+		api_name_format(at, other, sizeof(other));
 		return api_record_unit_fail(u, 400, "name: a DNAME at %s would "
 		                            "have records below it, such as at "
 		                            "%s (RFC 6672 section 2.4)", owner,
