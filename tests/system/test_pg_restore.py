@@ -87,6 +87,19 @@ def pg_tool(name, *args):
                    capture_output=True, text=True)
 
 
+def dump_db(host, db, path):
+    """pg_dump of db in custom format to path; returns path."""
+    pg_tool("pg_dump", "-h", host, "-U", "zc", "-Fc", "-f", path, db)
+    return path
+
+
+def restore_over(host, db, dump):
+    """pg_restore --clean in one transaction over the running database (as
+    an operator restores under running nodes)."""
+    pg_tool("pg_restore", "--clean", "--if-exists", "--single-transaction",
+            "-h", host, "-U", "zc", "-d", db, dump)
+
+
 def restore(host, db, dump):
     pg.psql(host, "DROP DATABASE %s WITH (FORCE)" % db)
     pg.psql(host, "CREATE DATABASE %s" % db)
@@ -117,8 +130,7 @@ def test_pg_restore_while_nodes_run(pg_cluster, tmp_path):
     with two_nodes(pg_cluster, tmp_path, "rst") as (db, a, b, api, zid):
         for i in range(3):
             add(api, zid, "pre%d" % i, "pre")
-        dump = str(tmp_path / "r.dump")
-        pg_tool("pg_dump", "-h", pg_cluster, "-U", "zc", "-Fc", "-f", dump, db)
+        dump = dump_db(pg_cluster, db, str(tmp_path / "r.dump"))
         for i in range(12):
             add(api, zid, "mid%d" % i, "mid")
         settle((a, b), [("mid11", "mid")], [])
@@ -192,8 +204,7 @@ def test_writes_right_after_a_restore_leave_no_serial_with_two_contents(pg_clust
         zid = api.zone_id(ZONE)
         other = api.ok("POST", "/zones", {"name": "other-r.test"})["result"]["id"]
         add(api, zid, "base", "base")
-        dump = str(tmp_path / "g.dump")
-        pg_tool("pg_dump", "-h", pg_cluster, "-U", "zc", "-Fc", "-f", dump, db)
+        dump = dump_db(pg_cluster, db, str(tmp_path / "g.dump"))
         add(api, zid, "lost", "lost")
         for i in range(20):  # positions well past the zone's own
             api.ok("POST", "/zones/%s/dns_records?wait=live" % other,
@@ -202,8 +213,7 @@ def test_writes_right_after_a_restore_leave_no_serial_with_two_contents(pg_clust
         held = {l for l in rrs(dns.query.xfr("127.0.0.1", ZONE, port=a.port, lifetime=10))
                 if " SOA " not in l}
         assert any("lost" in l for l in held), held
-        pg_tool("pg_restore", "--clean", "--if-exists", "--single-transaction",
-                "-h", pg_cluster, "-U", "zc", "-d", db, dump)
+        restore_over(pg_cluster, db, dump)
         for name in ("newa", "newb"):
             deadline = time.monotonic() + 20
             while True:  # the node's sessions may be reconnecting
@@ -245,12 +255,10 @@ def test_record_ids_after_a_restore_are_not_given_twice(pg_cluster, tmp_path):
         zid = api.zone_id(ZONE)
         for i in range(3):
             add(api, zid, "pre%d" % i, "pre")
-        dump = str(tmp_path / "ids.dump")
-        pg_tool("pg_dump", "-h", pg_cluster, "-U", "zc", "-Fc", "-f", dump, db)
+        dump = dump_db(pg_cluster, db, str(tmp_path / "ids.dump"))
         for i in range(30):
             add(api, zid, "mid%d" % i, "mid")
-        pg_tool("pg_restore", "--clean", "--if-exists", "--single-transaction",
-                "-h", pg_cluster, "-U", "zc", "-d", db, dump)
+        restore_over(pg_cluster, db, dump)
         refused = []
         for i in range(60):
             deadline = time.monotonic() + 20
@@ -275,8 +283,7 @@ def test_pg_restore_past_a_stopped_nodes_position(pg_cluster, tmp_path):
     commits than went back, so b's position exists again in the new log,
     as another commit: b, started, finds it by the commit's identity."""
     with two_nodes(pg_cluster, tmp_path, "rsp") as (db, a, b, api, zid):
-        dump = str(tmp_path / "r.dump")
-        pg_tool("pg_dump", "-h", pg_cluster, "-U", "zc", "-Fc", "-f", dump, db)
+        dump = dump_db(pg_cluster, db, str(tmp_path / "r.dump"))
         for i in range(5):
             add(api, zid, "mid%d" % i, "mid")
         settle((b,), [("mid4", "mid")], [])
@@ -302,8 +309,7 @@ def test_failover_whose_log_resumes_past_a_stopped_nodes_position(pg_cluster, tm
     b's position, as promotion leaves it."""
     with two_nodes(pg_cluster, tmp_path, "rfo") as (db, a, b, api, zid):
         add(api, zid, "pre0", "pre")
-        dump = str(tmp_path / "r.dump")
-        pg_tool("pg_dump", "-h", pg_cluster, "-U", "zc", "-Fc", "-f", dump, db)
+        dump = dump_db(pg_cluster, db, str(tmp_path / "r.dump"))
         for i in range(3):
             add(api, zid, "mid%d" % i, "mid")
         settle((b,), [("mid2", "mid")], [])

@@ -19,6 +19,7 @@ retimes the RRset through UPDATE.
 """
 
 import itertools
+import subprocess
 import time
 
 import dns.flags
@@ -49,6 +50,13 @@ def srv(zonecast_dyn):
 @pytest.fixture(scope="module")
 def api(srv):
     return srv.client()
+
+
+def zone_check(origin, path):
+    """`zonecast zone check --origin ORIGIN PATH`: (exit code, its output)."""
+    cp = subprocess.run([servers.zonecast_bin(), "zone", "check", "--origin", origin, str(path)],
+                        capture_output=True, text=True)
+    return cp.returncode, cp.stdout + cp.stderr
 
 
 # ------------------------------------------------------------------ the cases
@@ -432,10 +440,8 @@ def test_a_name_holds_at_most_504_types_both_ways(srv, api, tmp_path):
     lines += ["big 300 TYPE%d \\# 1 00" % t for t in range(1000, 1505)]
     path = tmp_path / "t.zone"
     path.write_text("\n".join(lines) + "\n")
-    import subprocess
-    cp = subprocess.run([servers.zonecast_bin(), "zone", "check", "--origin", "t.test", str(path)],
-                        capture_output=True, text=True)
-    assert cp.returncode == 1 and "504 record types" in cp.stdout + cp.stderr, cp
+    code, out = zone_check("t.test", path)
+    assert code == 1 and "504 record types" in out, out
 
 
 def test_an_rrset_fits_in_one_dns_message(srv, api, tmp_path):
@@ -448,25 +454,21 @@ def test_an_rrset_fits_in_one_dns_message(srv, api, tmp_path):
     failed the zone's builds before. An import names the line of the
     first record past the limit; the largest RRset that fits is served
     whole over TCP; the API and UPDATE refuse one record more."""
-    import subprocess
     head = ["$ORIGIN big.test.", "$TTL 300", "@ SOA ns h 1 2 3 4 5", "@ NS ns", "ns A 192.0.2.1"]
     owner = len(dns.name.from_text("many.big.test.").to_wire())
     fit = (65535 - 12 - 4 - 512 - owner) // (12 + 16)   # AAAA records that fit
     rows = ["many AAAA 2001:db8::%x:%x" % (i >> 16, i & 0xffff) for i in range(fit + 1)]
     path = tmp_path / "over.zone"
     path.write_text("\n".join(head + rows) + "\n")
-    cp = subprocess.run([servers.zonecast_bin(), "zone", "check", "--origin", "big.test",
-                         str(path)], capture_output=True, text=True)
-    out = cp.stdout + cp.stderr
-    assert cp.returncode == 1 and "over.zone:%d:" % (len(head) + fit + 1) in out, out[-500:]
+    code, out = zone_check("big.test", path)
+    assert code == 1 and "over.zone:%d:" % (len(head) + fit + 1) in out, out[-500:]
     assert out.count("larger than one DNS message") == 1, out[-500:]
     big = dns.rdata.from_text(dns.rdataclass.IN, "TYPE65280",
                               "\\# 65500 " + "00" * 65500)
     path = tmp_path / "one.zone"
     path.write_text("\n".join(head + ["huge 300 TYPE65280 %s" % big.to_text()]) + "\n")
-    cp = subprocess.run([servers.zonecast_bin(), "zone", "check", "--origin", "big.test",
-                         str(path)], capture_output=True, text=True)
-    assert cp.returncode == 1 and "one.zone:6:" in cp.stdout + cp.stderr, cp
+    code, out = zone_check("big.test", path)
+    assert code == 1 and "one.zone:6:" in out, out
     # the largest that fits: imported, answered whole over TCP
     name = "full%d.test" % next(_seq)
     path = tmp_path / "full.zone"
@@ -535,11 +537,8 @@ def test_no_data_below_a_dname_on_every_path(srv, api, tmp_path):
     path.write_text("$ORIGIN dn.test.\n@ 300 SOA ns h 1 2 3 4 5\n@ 300 NS ns\n"
                     "ns 300 A 192.0.2.1\ndn 300 DNAME other.test.\ndn 300 A 192.0.2.2\n"
                     "x.dn 300 A 192.0.2.3\ndnx 300 A 192.0.2.4\na.b.dn 300 TXT deep\n")
-    import subprocess
-    cp = subprocess.run([servers.zonecast_bin(), "zone", "check", "--origin", "dn.test", str(path)],
-                        capture_output=True, text=True)
-    out = cp.stdout + cp.stderr
-    assert cp.returncode == 1, cp
+    code, out = zone_check("dn.test", path)
+    assert code == 1, out
     assert "dn.zone:7: error: x.dn.dn.test. A: record below the DNAME at dn.dn.test. " \
         "(RFC 6672 section 2.4)" in out, out
     assert "dn.zone:9: error: a.b.dn.dn.test. TXT: record below the DNAME" in out, out
@@ -550,15 +549,12 @@ def test_a_ds_at_the_apex_is_refused_by_imports(tmp_path):
     """A master file with a DS at its apex: `zone check` (and so `zone
     import`) names the line; zonecast exported such a zone, which BIND
     then refused to load ("DS record at top of zone": outside tester 27)."""
-    import subprocess
     path = tmp_path / "ds.zone"
     path.write_text("$ORIGIN ds.test.\n@ 300 SOA ns h 1 2 3 4 5\n@ 300 NS ns\n"
                     "ns 300 A 192.0.2.1\n@ 300 DS 12345 13 2 0123456789ABCDEF0123456789ABCDEF0123456789ABCDEF0123456789ABCDEF\n"
                     "sub 300 NS ns.sub\nsub 300 DS 12345 13 2 0123456789ABCDEF0123456789ABCDEF0123456789ABCDEF0123456789ABCDEF\nns.sub 300 A 192.0.2.2\n")
-    cp = subprocess.run([servers.zonecast_bin(), "zone", "check", "--origin", "ds.test", str(path)],
-                        capture_output=True, text=True)
-    out = cp.stdout + cp.stderr
-    assert cp.returncode == 1, out
+    code, out = zone_check("ds.test", path)
+    assert code == 1, out
     assert "ds.zone:5: error: ds.test. DS: DS at the zone apex" in out, out
     assert "1 problem(s)" in out, out
 
