@@ -32,7 +32,7 @@ size_t dns_error_reply(const uint8_t *query, size_t qlen, size_t qname_size,
 }
 
 size_t dns_reply_add_opt(uint8_t *resp, size_t len, size_t resp_max,
-                         uint16_t payload, uint8_t ext_rcode)
+                         uint16_t payload, uint8_t ext_rcode, bool dok)
 {
 	const size_t opt = 11;
 	if (len + opt > resp_max) {
@@ -43,7 +43,7 @@ size_t dns_reply_add_opt(uint8_t *resp, size_t len, size_t resp_max,
 	p[1] = 0, p[2] = 41;                     /* OPT */
 	p[3] = (uint8_t)(payload >> 8), p[4] = (uint8_t)payload;
 	p[5] = ext_rcode, p[6] = 0;              /* version 0 */
-	p[7] = 0, p[8] = 0;                      /* flags */
+	p[7] = dok ? 0x80 : 0, p[8] = 0;         /* flags: DO */
 	p[9] = 0, p[10] = 0;                     /* no options */
 	knot_wire_set_arcount(resp, knot_wire_get_arcount(resp) + 1);
 	return len + opt;

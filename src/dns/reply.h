@@ -6,6 +6,7 @@
  */
 #pragma once
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -20,13 +21,14 @@ size_t dns_error_reply(const uint8_t *query, size_t qlen, size_t qname_size,
 
 /*
  * Appends an OPT record (RFC 6891: root owner, payload as its class,
- * ext_rcode the rcode's upper 8 bits, version 0, no flags, no options) to
- * the response resp of len octets, counted in ARCOUNT; returns the new
- * length (len when it does not fit resp_max). For the answers to a
- * request that had an OPT (§7).
+ * ext_rcode the rcode's upper 8 bits, version 0, the DO flag when `dok`
+ * (RFC 3225 §3: copied from the request), no options) to the response
+ * resp of len octets, counted in ARCOUNT; returns the new length (len
+ * when it does not fit resp_max). For the answers to a request that had
+ * an OPT (§7).
  */
 size_t dns_reply_add_opt(uint8_t *resp, size_t len, size_t resp_max,
-                         uint16_t payload, uint8_t ext_rcode);
+                         uint16_t payload, uint8_t ext_rcode, bool dok);
 
 /* The wire size of the (uncompressed) question name of an unparsed
  * message; 0 when there is none or it is malformed. */

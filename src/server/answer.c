@@ -211,7 +211,8 @@ static size_t no_question(query_t *qr)
 	              NULL &&
 	              knot_wire_get_ancount(qr->q->wire) == 0 &&
 	              knot_wire_get_nscount(qr->q->wire) == 0 &&
-	              knot_wire_get_arcount(qr->q->wire) == 1;
+	              knot_wire_get_arcount(qr->q->wire) ==
+	              1 + (qr->q->tsig_rr != NULL);
 	return reply_with_opt(qr, cookie ? KNOT_RCODE_NOERROR :
 	                      KNOT_RCODE_FORMERR);
 }

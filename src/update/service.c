@@ -300,7 +300,8 @@ static void respond(update_msg_t *m)
 	                             m->rcode);
 	if (q != NULL && q->opt_rr != NULL) {
 		len = dns_reply_add_opt(resp, len, sizeof(resp),
-		                        UPDATE_EDNS_PAYLOAD, m->rcode >> 4);
+		                        UPDATE_EDNS_PAYLOAD, m->rcode >> 4,
+		                        knot_edns_do(q->opt_rr));
 	}
 	knot_wire_clear_cd(resp);
 	if (m->tsig.present) {
@@ -662,7 +663,14 @@ dns_tsig_policy_t update_tsig_policy(update_service_t *u)
 static uint8_t precheck(update_service_t *u, update_msg_t *m,
                         const struct sockaddr_storage *from)
 {
-	if (precheck_kept(u, m)) {
+	/* An EDNS version this server does not speak: BADVERS before
+	 * anything else, unsigned, as BIND and knotd answer (§6.1.3). */
+	if (!edns_version_ok(m->pkt)) {
+		update_audit_refused(m, KNOT_RCODE_BADVERS, "EDNS version other "
+		                     "than 0 (RFC 6891 section 6.1.3)");
+		return KNOT_RCODE_BADVERS;
+	}
+	if (m->wire_len <= live_get(u).max_size && precheck_kept(u, m)) {
 		return KNOT_RCODE_NOERROR;
 	}
 	m->key_kept = false;
@@ -674,9 +682,14 @@ static uint8_t precheck(update_service_t *u, update_msg_t *m,
 	if (rs != NULL) {
 		records_pool_put(u->pool, rs);
 	}
-	if (rcode == KNOT_RCODE_NOERROR && !edns_version_ok(m->pkt)) {
-		rcode = KNOT_RCODE_BADVERS;
-		why = "EDNS version other than 0 (RFC 6891 section 6.1.3)";
+	/* Past update-max-size: REFUSED once authorized, so the answer
+	 * carries the zone section, the OPT and, to a signed request, a
+	 * TSIG (refused before the message was read, it had none of them,
+	 * and nsupdate and knsupdate reported a TSIG error: outside tester
+	 * 31). */
+	if (rcode == KNOT_RCODE_NOERROR && m->wire_len > live_get(u).max_size) {
+		rcode = KNOT_RCODE_REFUSED;
+		why = "larger than update-max-size";
 	}
 	if (why != NULL) {
 		update_audit_refused(m, rcode, why);
@@ -734,12 +747,6 @@ void update_handle(void *ctx, const uint8_t *msg, size_t len,
 	m->from = *from;
 	if (atomic_load(&u->stopping)) {
 		finish(m, KNOT_RCODE_SERVFAIL);
-		return;
-	}
-	if (len > live_get(u).max_size) {
-		update_audit_refused(m, KNOT_RCODE_REFUSED,
-		                     "larger than update-max-size");
-		finish(m, KNOT_RCODE_REFUSED);
 		return;
 	}
 	m->pkt = knot_pkt_new(m->wire, (uint16_t)len, NULL);

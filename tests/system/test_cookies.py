@@ -168,3 +168,4 @@ def test_bad_secret_refused_and_not_echoed(tmp_path):
                         capture_output=True, text=True, timeout=20)
     assert cp.returncode != 0
     assert "cookie-secret" in cp.stderr and bad not in cp.stderr
+

@@ -1209,3 +1209,40 @@ def test_update_answers_carry_an_opt_and_edns_1_is_badvers(srv, zone, tcp):
     u.add(z.n("edns2"), 300, "A", "192.0.2.1")
     r = dns.message.from_wire(send(z, u, tcp=tcp, source="127.0.0.1"))
     assert r.rcode() == dns.rcode.REFUSED and r.edns == 0, r
+
+
+def test_update_refusals_before_the_zone_keep_opt_tsig_and_order(srv, zone, zonecast_factory):
+    """BADVERS comes first, whatever else the message holds (a zone not
+    served here, a bad key: BIND and knotd answer BADVERS, unsigned); the
+    DO bit is copied into the answer's OPT (RFC 3225 §3); an UPDATE past
+    update-max-size is REFUSED with its zone section, its OPT and, signed,
+    a TSIG that verifies (it was header-only and unsigned, and nsupdate
+    and knsupdate reported a TSIG error: outside tester 31)."""
+    z = zone
+    key = srv.tsig_create("order-key." + z.name, z.name)
+    u = dns.update.UpdateMessage("not-served.example.", keyring=key.key,
+                                 keyalgorithm=key.key.algorithm)
+    u.use_edns(1)
+    u.add("a.not-served.example.", 300, "A", "192.0.2.1")
+    wire = send(z, u, tcp=True)
+    assert rcode_of(wire) == dns.rcode.BADVERS, dns.rcode.to_text(rcode_of(wire))
+    # DO copied
+    u = signed_update(z, key)
+    u.use_edns(0, ednsflags=dns.flags.DO)
+    u.add(z.n("do"), 300, "A", "192.0.2.1")
+    r, _ = do_ok(z, u)
+    assert r.edns == 0 and r.ednsflags & dns.flags.DO, r
+    # past update-max-size
+    small = zonecast_factory(options=["update-max-size=600"])
+    key2 = small.tsig_create("big-key.example.net", "example.net")
+    for query in (dns.query.udp, dns.query.tcp):
+        u = dns.update.UpdateMessage("example.net.", keyring=key2.key,
+                                     keyalgorithm=key2.key.algorithm)
+        u.use_edns(0)
+        for i in range(12):
+            u.add("big%d.example.net." % i, 300, "TXT", '"%s"' % ("x" * 60))
+        r = query(u, "127.0.0.1", port=small.port, timeout=3)  # the TSIG verifies
+        assert r.rcode() == dns.rcode.REFUSED and r.edns == 0, r
+        assert [q.name.to_text() for q in r.zone] == ["example.net."], r
+    assert not small.query("big0.example.net.", "TXT").answer
+    assert 'reason="larger than update-max-size"' in small.log()
