@@ -10,7 +10,6 @@
  */
 #include <inttypes.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "common/error.h"
@@ -188,13 +187,10 @@ static bool store_behind(pub_t *p, const fleet_manifest_t *head, bool have)
 	bool behind = false;
 	if (js_GetLastMsg(&msg, p->fp->js, p->fp->names.txn_stream,
 	                  p->fp->names.txn_subject, NULL, &jerr) == NATS_OK) {
-		const char *e = NULL, *c = NULL;
-		if (natsMsgHeader_Get(msg, "Zc-Epoch", &e) == NATS_OK &&
-		    natsMsgHeader_Get(msg, "Zc-Commit", &c) == NATS_OK &&
-		    strtoull(e, NULL, 16) == pos.epoch &&
-		    strtoull(c, NULL, 10) > pos.commit) {
-			behind = true;
-		}
+		/* Read as the edges read it (fleet_headers_read()). */
+		fleet_headers_t h;
+		behind = fleet_headers_read(msg, &h) != FLEET_HEADERS_NONE &&
+		         h.epoch == pos.epoch && h.commit > pos.commit;
 		natsMsg_Destroy(msg);
 	}
 	return behind;

@@ -23,14 +23,13 @@
 #include "common/log.h"
 #include "dns/reply.h"
 #include "dns/tsig_log.h"
+#include "server/answer.h"
 #include "update/internal.h"
 #include "update/update.h"
 
 /* Header + zone section + OPT + TSIG. */
 #define RESPONSE_MAX (KNOT_WIRE_HEADER_SIZE + KNOT_DNAME_MAXLEN + 4 + 11 + \
                       DNS_TSIG_ROOM)
-/* The UDP payload an UPDATE's OPT offers (as the answers': 1232). */
-#define UPDATE_EDNS_PAYLOAD 1232
 
 /* Zones looked up for UPDATEs are kept this long. A zone deleted
  * meanwhile is caught by the committer unit, which looks the name up
@@ -300,7 +299,7 @@ static void respond(update_msg_t *m)
 	                             m->rcode);
 	if (q != NULL && q->opt_rr != NULL) {
 		len = dns_reply_add_opt(resp, len, sizeof(resp),
-		                        UPDATE_EDNS_PAYLOAD, m->rcode >> 4,
+		                        ANSWER_EDNS_PAYLOAD, m->rcode >> 4,
 		                        knot_edns_do(q->opt_rr));
 	}
 	knot_wire_clear_cd(resp);
