@@ -48,6 +48,8 @@ typedef struct {
 	api_req_t *req;
 	const knot_dname_t *apex;
 	json_t *posts;
+	uint64_t *lines;        /* The line of each of posts. */
+	size_t lines_size;
 	int skipped;
 	int ttl_errors;         /* TTLs over 2^31-1 reported. */
 	seen_t *seen;
@@ -179,6 +181,19 @@ static int import_record(const knot_dname_t *owner, uint16_t type,
 	if (priority >= 0) {
 		json_object_set_new(j, "priority", json_integer(priority));
 	}
+	size_t n = json_array_size(imp->posts);
+	if (n == imp->lines_size) {
+		size_t size = n ? 2 * n : 64;
+		uint64_t *grown = realloc(imp->lines, size * sizeof(*grown));
+		if (grown == NULL) {
+			json_decref(j);
+			imp->no_memory = true;
+			return 0;
+		}
+		imp->lines = grown;
+		imp->lines_size = size;
+	}
+	imp->lines[n] = line;
 	json_array_append_new(imp->posts, j);
 	return 0;
 }
@@ -290,7 +305,8 @@ void api_dns_records_import(api_req_t *req, const records_zone_t *zone)
 		op_t *ops = calloc(n ? n : 1, sizeof(*ops));
 		for (size_t i = 0; i < n; i++) {
 			ops[i] = (op_t){ .op = OP_POST,
-			                 .fields = json_array_get(imp.posts, i) };
+			                 .fields = json_array_get(imp.posts, i),
+			                 .line = imp.lines[i] };
 		}
 		int present = 0;
 		if (run_unit(req, zone, ops, n, NULL, &present) == ZC_EOK) {
@@ -303,6 +319,7 @@ void api_dns_records_import(api_req_t *req, const records_zone_t *zone)
 		api_error(req, 400, 1036, "file: not a valid master file");
 	}
 	free_seen(&imp);
+	free(imp.lines);
 	json_decref(imp.posts);
 }
 

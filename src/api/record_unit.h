@@ -44,6 +44,7 @@ typedef struct {
 	json_t *fields;          /* Borrowed from the request body. */
 	const char *list;        /* A batch's ("deletes", ...); NULL: not. */
 	size_t index;            /* Its place in that list. */
+	uint64_t line;           /* An import's: its line in the file. */
 	int64_t result_id;       /* The record written (0: none, skipped). */
 	json_t *deleted;         /* A batch's deleted record, as it was. */
 	/* A single write's record as the unit wrote it, and its ETag: the
@@ -65,6 +66,7 @@ typedef struct {
 	zc_arena_t arena;
 	api_wire_t *wire;
 	int64_t last_id;         /* The record a single-record write touched. */
+	const op_t *op;          /* The op running: failures name its place. */
 	bool import;             /* Identical records are skipped, not errors. */
 	bool keep_deleted;       /* A batch: deletes render what they delete. */
 	bool keep_written;       /* A single write: renders what it wrote. */

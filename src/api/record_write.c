@@ -55,13 +55,9 @@ static int load_record(unit_t *u, int64_t id, const op_t *op, copy_t *c)
 	if (ret == KNOT_ENOENT) {
 		char idtxt[33], field[48];
 		api_id_format(id, idtxt);
-		if (op != NULL && op->list != NULL) {
-			snprintf(field, sizeof(field), "%s[%zu].id", op->list,
-			         op->index);
-		} else {
-			snprintf(field, sizeof(field), "%s", op != NULL ?
-			         "dns_record_id" : "id");
-		}
+		/* A batch's op: "deletes[3].id" (its place comes first). */
+		snprintf(field, sizeof(field), "%s", op != NULL &&
+		         op->list == NULL ? "dns_record_id" : "id");
 		if (u->err[0] == '\0') {
 			u->code = RECORD_MISSING_CODE;
 		}
@@ -555,7 +551,9 @@ static int write_unit(records_store_t *rs, void *ctx)
 		zc_arena_reset(&u->arena);
 		op_t *op = &u->ops[i];
 		u->deleted = NULL;
+		u->op = op;
 		ret = run_op(rs, u, op);
+		u->op = NULL;
 		op->result_id = u->last_id;
 		json_decref(op->deleted);
 		op->deleted = u->deleted;

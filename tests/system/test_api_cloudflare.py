@@ -457,9 +457,9 @@ def test_cname_conflicts_get_cloudflares_codes(srv, api):
     c, v = post_record(api, zid, name="c." + zone, type="CNAME", content="target.example")
     msg = "name: a CNAME cannot share its name with other records (RFC 1034 section 3.6.2)"
 
-    def refused(r, code):
-        got = assert_error(r, 400, "name")["errors"]
-        assert [(e["code"], e["message"]) for e in got] == [(code, msg)], got
+    def refused(r, code, place=""):
+        got = assert_error(r, 400, place + "name")["errors"]
+        assert [(e["code"], e["message"]) for e in got] == [(code, place + msg)], got
 
     path = records_path(zid)
     refused(api.call("POST", path, json={"name": "a." + zone, "type": "CNAME",
@@ -474,10 +474,11 @@ def test_cname_conflicts_get_cloudflares_codes(srv, api):
                                                         "content": "192.0.2.1"}), 81054)
     refused(api.call("POST", path + "/batch", json={"posts": [
         {"name": "b." + zone, "type": "A", "content": "192.0.2.5"},
-        {"name": "b." + zone, "type": "CNAME", "content": "t.example"}]}), 81053)
+        {"name": "b." + zone, "type": "CNAME", "content": "t.example"}]}), 81053, "posts[1].")
     refused(api.call("POST", path + "/batch", json={"posts": [
         {"name": "d." + zone, "type": "CNAME", "content": "t.example"},
-        {"name": "d." + zone, "type": "MX", "content": "mx.example", "priority": 1}]}), 81054)
+        {"name": "d." + zone, "type": "MX", "content": "mx.example", "priority": 1}]}), 81054,
+        "posts[1].")
     assert api.get("/zones/%s" % zid)["serial"] == v
     # a second CNAME at a name: 81053 too, as Cloudflare answers it (was 1004)
     r = api.call("POST", path, json={"name": "c." + zone, "type": "CNAME",

@@ -193,6 +193,10 @@ def test_an_import_refuses_signatures_and_denial_records(srv, api, tmp_path, lin
     text = zone_text(z.origin, "www A 192.0.2.1", line.format(o=z.origin))
     r = z.api_import(text)
     assert r.status_code == 400, r.text
+    # the line named, as every other refusal of the file names it (was
+    # "type: ..." alone: tester 31)
+    assert text.splitlines()[8] == line.format(o=z.origin)
+    assert r.json()["errors"][0]["message"].startswith("file: line 9: type: "), r.text
     cp = cli_import(srv, z.name, text, tmp_path)
     assert cp.returncode != 0, "zone import took %r:\n%s" % (line, cp.stdout)
     assert z.serial() == before
@@ -326,6 +330,42 @@ def test_import_multipart_with_a_quoted_boundary(srv, api):
         r = api.call("POST", "/zones/%s/dns_records/import" % z.id,
                      data=body.replace("Xy=Zb", "").encode(), headers={"Content-Type": ctype})
         assert r.status_code == 400, (ctype, r.text)
+
+
+def test_refusals_name_the_line_or_the_batch_place(srv, api):
+    """A write rule's refusal of one record of many names which: the line
+    of an imported file (as its syntax errors do), the place in a batch
+    ("posts[2].name: ..."; was the field alone, in a batch of up to 1,000
+    changes or a file of as many lines). Nothing is written."""
+    z = Zone(srv, api)
+    before = z.serial()
+    o = z.origin
+    for body, want in [
+            ("a.%s 300 IN A 192.0.2.1\nb.other.test. 300 IN A 192.0.2.1\n" % o,
+             "file: line 2: name: outside the zone"),
+            ("a.%s 300 IN A 192.0.2.1\n\n; c\n%s 300 IN CNAME x.%s\n" % (o, o, o),
+             "file: line 4: name: a CNAME cannot be at the zone apex"),
+            ("c.%s 300 IN CNAME x.%s\nc.%s 300 IN TXT y\n" % (o, o, o),
+             "file: line 2: name: "),
+            ("$ORIGIN %s\na 300 A 192.0.2.1\n@ 300 DS 1 13 2 %s\n" % (o, "00" * 32),
+             "file: line 3: type: a DS record cannot")]:
+        r = z.api_import(body)
+        assert r.status_code == 400, r.text
+        assert r.json()["errors"][0]["message"].startswith(want), (want, r.text)
+    path = "/zones/%s/dns_records/batch" % z.id
+    for body, status, want in [
+            ({"posts": [{"name": "a." + o, "type": "A", "content": "192.0.2.1"},
+                        {"name": "a." + o, "type": "A", "content": "192.0.2.2"},
+                        {"name": "a." + o, "type": "CNAME", "content": "x." + o}]},
+             400, "posts[2].name: a CNAME cannot share"),
+            ({"posts": [{"name": "a." + o, "type": "A", "content": "192.0.2.1"},
+                        {"name": "b." + o, "type": "A", "content": "not an address"}]},
+             400, "posts[1].content: "),
+            ({"deletes": [{"id": "0" * 31 + "9"}]}, 404, "deletes[0].id: Record does not exist")]:
+        r = api.call("POST", path, json=body)
+        assert r.status_code == status, r.text
+        assert r.json()["errors"][0]["message"].startswith(want), (want, r.text)
+    assert z.serial() == before and z.records("A") == [] and z.records("CNAME") == []
 
 
 def test_import_ttl_over_2_31_names_its_line(srv, api):

@@ -439,7 +439,7 @@ def test_if_none_match_on_writes(api):
         refused(api.call(method, P + "/" + rid, json=body, headers={"If-None-Match": value}),
                 412, "If-None-Match")
     refused(api.call("POST", P + "/batch", json={"patches": [{"id": rid, "ttl": 9}]},
-                     headers={"If-None-Match": "*"}), 412, "If-None-Match")
+                     headers={"If-None-Match": "*"}), 412, "patches[0]: If-None-Match")
     refused(api.call("PATCH", P + "/" + rid, json={"ttl": 9},
                      headers={"If-None-Match": "nope"}), 400, "If-None-Match")
     assert serial(api, zid) == v0
