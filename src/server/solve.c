@@ -374,9 +374,13 @@ static bool already_added(query_t *qr, const knot_dname_t *name)
  * all fit, TC is set and nothing more is added); else they are added as
  * room allows, without TC (RFC 2181 §9). Authoritative addresses go with
  * their RRSIGs when DO=1 (RFC 4035 §3.1.1, left out when they do not
- * fit); glue is never signed. */
+ * fit); glue is never signed. An SVCB or HTTPS record's target gives its
+ * own RRset of that type too (RFC 9460 §4.1: an AliasMode record's
+ * target is one, a ServiceMode one's may be; as knotd gives them):
+ * svcb_type, else 0. */
 static void put_target_addresses(query_t *qr, const knot_dname_t *target,
-                                 uint16_t hint, bool required)
+                                 uint16_t hint, bool required,
+                                 uint16_t svcb_type)
 {
 	if (!in_zone(qr, target) || already_added(qr, target)) {
 		return;
@@ -407,8 +411,9 @@ static void put_target_addresses(query_t *qr, const knot_dname_t *target,
 		}
 	}
 	bool sign = qr->dnssec && !glue;
-	static const uint16_t types[] = { KNOT_RRTYPE_A, KNOT_RRTYPE_AAAA };
-	for (unsigned i = 0; i < 2; i++) {
+	const uint16_t types[] = { KNOT_RRTYPE_A, KNOT_RRTYPE_AAAA, svcb_type };
+	unsigned n = svcb_type != 0 && !glue ? 3 : 2;
+	for (unsigned i = 0; i < n; i++) {
 		const knot_rrset_t *rr = edge_node_rrset(&lk.node, types[i]);
 		uint16_t flags = required ? 0 : KNOT_PF_NOTRUNC;
 		if (rr != NULL && put_hinted(qr, rr, target, hint, flags) &&
@@ -459,10 +464,17 @@ void query_put_additional(query_t *qr)
 			 * (as knotd does: 18 glued NS fit in 1,232 octets). */
 			uint16_t hint = knot_compr_hint(&qr->r->rr_info[i],
 			                                KNOT_COMPR_HINT_RDATA + j);
+			/* Not the answer's own RRset again (a target
+			 * naming its owner). */
+			bool svcb = (rr->type == KNOT_RRTYPE_SVCB ||
+			             rr->type == KNOT_RRTYPE_HTTPS) &&
+			            target != NULL &&
+			            !knot_dname_is_equal(target, rr->owner);
 			if (target != NULL) {
 				put_target_addresses(qr, target, hint, cut &&
 				                     dns_name_is_under(target,
-				                                       rr->owner));
+				                                       rr->owner),
+				                     svcb ? rr->type : 0);
 			}
 			rd = knot_rdataset_next(rd);
 		}

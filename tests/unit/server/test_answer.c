@@ -32,7 +32,12 @@ static const char zone[] =
 	"ns.sub IN A 192.0.2.53\n"
 	"dn IN DNAME target.example.\n"
 	"target IN A 192.0.2.7\n"
-	"x.target IN A 192.0.2.8\n";
+	"x.target IN A 192.0.2.8\n"
+	"svc IN HTTPS 1 t1\n"
+	"alias IN HTTPS 0 t1\n"
+	"t1 IN A 192.0.2.10\n"
+	"t1 IN HTTPS 1 ext.outside. alpn=h2\n"
+	"self IN HTTPS 1 self\n";
 
 typedef struct {
 	const char *qname;
@@ -44,6 +49,12 @@ typedef struct {
 } case_t;
 
 static const case_t cases[] = {
+	/* RFC 9460 §4.1: an HTTPS target's addresses and its own HTTPS
+	 * (outside tester 34: knotd gave both, zonecast the A alone); not
+	 * the answer's own RRset again for a target naming its owner. */
+	{ "svc.example.", KNOT_RRTYPE_HTTPS, 0, true, 1, 0, 2, KNOT_RRTYPE_HTTPS },
+	{ "alias.example.", KNOT_RRTYPE_HTTPS, 0, true, 1, 0, 2, KNOT_RRTYPE_HTTPS },
+	{ "self.example.", KNOT_RRTYPE_HTTPS, 0, true, 1, 0, 0, KNOT_RRTYPE_HTTPS },
 	/* Exact match, case kept, MX additional (A+AAAA). */
 	{ "example.", KNOT_RRTYPE_MX, 0, true, 1, 0, 2, KNOT_RRTYPE_MX },
 	{ "EXAMPLE.", KNOT_RRTYPE_SOA, 0, true, 1, 0, 0, KNOT_RRTYPE_SOA },
