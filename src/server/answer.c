@@ -174,10 +174,15 @@ static void answer_in_zone(query_t *qr)
  * BADVERS for an EDNS version other than 0 and FORMERR for a malformed
  * cookie, as with a question. NOTIMP and FORMERR went out with no OPT.
  */
-static size_t reply_with_opt(query_t *qr, uint8_t rcode)
+static size_t reply_with_opt(query_t *qr, uint8_t rcode, bool tcp)
 {
 	if (knot_pkt_init_response(qr->r, qr->q) != KNOT_EOK) {
 		return 0;
+	}
+	if (!tcp) {
+		/* The requester's payload holds for these too (a long NSID
+		 * made a 561-octet answer to a payload of 512). */
+		qr->r->max_size = query_udp_limit(qr->q);
 	}
 	knot_wire_set_qdcount(qr->r->wire, knot_wire_get_qdcount(qr->q->wire));
 	knot_rrset_t opt;
@@ -204,7 +209,7 @@ static size_t reply_with_opt(query_t *qr, uint8_t rcode)
  * §4 allows no more than one question); anything else FORMERR, with the
  * OPT. With cookies off, FORMERR, as from a server without them.
  */
-static size_t no_question(query_t *qr)
+static size_t no_question(query_t *qr, bool tcp)
 {
 	bool cookie = qr->ctx->cookie_secret != NULL &&
 	              knot_pkt_edns_option(qr->q, KNOT_EDNS_OPTION_COOKIE) !=
@@ -214,7 +219,7 @@ static size_t no_question(query_t *qr)
 	              knot_wire_get_arcount(qr->q->wire) ==
 	              1 + (qr->q->tsig_rr != NULL);
 	return reply_with_opt(qr, cookie ? KNOT_RCODE_NOERROR :
-	                      KNOT_RCODE_FORMERR);
+	                      KNOT_RCODE_FORMERR, tcp);
 }
 
 /* RFC 6891 §6.1.2: the OPT's owner is the root (a query with no
@@ -253,14 +258,14 @@ size_t answer_message(answer_ctx_t *ctx, const uint8_t *query, size_t qlen,
 		                KNOT_RCODE_NOTAUTH : KNOT_RCODE_FORMERR;
 		if (qdcount <= 1 && knot_pkt_parse(qr.q, 0) == KNOT_EOK &&
 		    qr.q->opt_rr != NULL && opt_owner_ok(qr.q)) {
-			return reply_with_opt(&qr, rcode);
+			return reply_with_opt(&qr, rcode, tcp);
 		}
 		knot_pkt_parse_question(qr.q);
 		return error_response(qr.q, resp, resp_max, rcode);
 	}
 	if (qdcount == 0 && knot_pkt_parse(qr.q, 0) == KNOT_EOK &&
 	    qr.q->opt_rr != NULL && opt_owner_ok(qr.q)) {
-		return no_question(&qr);
+		return no_question(&qr, tcp);
 	}
 	/* Malformed: bad names, counts, trailing data, bad or repeated OPT
 	 * (RFC 6891 §6.1.1) all fail the parse. (An OPT owner other than

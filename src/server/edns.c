@@ -2,12 +2,16 @@
 /*
  * EDNS in responses (RFC 6891): the UDP size a response may take, the
  * response OPT with DO and CO (RFC 9824 §4) echoed, NSID (RFC 5001), DNS
- * Cookies (RFC 7873, server/cookie.h) and ZONEVERSION (RFC 9660). The OPT's
- * room is reserved before the sections are filled, so that it always fits.
+ * Cookies (RFC 7873, server/cookie.h), ZONEVERSION (RFC 9660) and EXPIRE
+ * (RFC 7314). The OPT's room is reserved before the sections are filled,
+ * so that it always fits; an NSID that leaves no room for the question
+ * (a long one at a payload of 512) goes, as an option the answer can do
+ * without (it was SERVFAIL: outside tester 35).
  */
 #include <libknot/errcode.h>
 #include <libknot/rrtype/opt.h>
 
+#include "dns/edns_expire.h"
 #include "dns/name.h"
 #include "dns/pkt_put.h"
 #include "server/cookie.h"
@@ -24,7 +28,8 @@
 static size_t opt_reserved(const query_t *qr, knot_rrset_t *opt)
 {
 	return knot_edns_wire_size(opt) +
-	       (qr->want_version ? ZONEVERSION_SIZE : 0);
+	       (qr->want_version ? ZONEVERSION_SIZE : 0) +
+	       (qr->want_expire ? DNS_EDNS_EXPIRE_SIZE : 0);
 }
 
 uint16_t query_udp_limit(const knot_pkt_t *q)
@@ -64,7 +69,9 @@ static int add_cookie(query_t *qr, knot_rrset_t *opt)
 	                            qr->mm);
 }
 
-int query_prepare_opt(query_t *qr, knot_rrset_t *opt)
+/* The response OPT with what the query asked for; NSID only when
+ * with_nsid. */
+static int make_opt(query_t *qr, knot_rrset_t *opt, bool with_nsid)
 {
 	int ret = knot_edns_init(opt, ANSWER_EDNS_PAYLOAD, 0, 0, qr->mm);
 	if (ret != KNOT_EOK) {
@@ -79,7 +86,7 @@ int query_prepare_opt(query_t *qr, knot_rrset_t *opt)
 		opt->ttl |= EDNS_FLAG_CO;
 	}
 	/* RFC 5001 §2.1: NSID only when asked for and configured. */
-	if (qr->ctx->nsid_len > 0 &&
+	if (with_nsid && qr->ctx->nsid_len > 0 &&
 	    knot_pkt_edns_option(qr->q, KNOT_EDNS_OPTION_NSID) != NULL) {
 		ret = knot_edns_add_option(opt, KNOT_EDNS_OPTION_NSID,
 		                           qr->ctx->nsid_len,
@@ -94,10 +101,32 @@ int query_prepare_opt(query_t *qr, knot_rrset_t *opt)
 			return ret;
 		}
 	}
-	/* RFC 9660: room for ZONEVERSION, filled in once the zone is known. */
+	/* RFC 9660, RFC 7314: room for ZONEVERSION and EXPIRE, filled in
+	 * once the zone is known. */
 	qr->want_version = knot_edns_get_option(qr->q->opt_rr, ZONEVERSION_CODE,
 	                                        NULL) != NULL;
-	return knot_pkt_reserve(qr->r, opt_reserved(qr, opt));
+	qr->want_expire = knot_edns_get_option(qr->q->opt_rr,
+	                                       KNOT_EDNS_OPTION_EXPIRE,
+	                                       NULL) != NULL;
+	return KNOT_EOK;
+}
+
+int query_prepare_opt(query_t *qr, knot_rrset_t *opt)
+{
+	int ret = make_opt(qr, opt, true);
+	if (ret == KNOT_EOK) {
+		ret = knot_pkt_reserve(qr->r, opt_reserved(qr, opt));
+	}
+	if (ret == KNOT_ERANGE && qr->ctx->nsid_len > 0) {
+		/* No room (knot_pkt_reserve()): the OPT without NSID. */
+		/* Made again: the cookie's outcome is the same. */
+		knot_rrset_clear(opt, qr->mm);
+		ret = make_opt(qr, opt, false);
+		if (ret == KNOT_EOK) {
+			ret = knot_pkt_reserve(qr->r, opt_reserved(qr, opt));
+		}
+	}
+	return ret;
 }
 
 /* RFC 9660 §3: LABELCOUNT of the apex, TYPE 0 (SOA-SERIAL), the serial:
@@ -121,6 +150,13 @@ void query_put_opt(query_t *qr, knot_rrset_t *opt, uint8_t ext_rcode)
 	size_t reserved = opt_reserved(qr, opt);
 	if (qr->want_version && qr->zone_found) {
 		add_zone_version(qr, opt);
+	}
+	if (qr->want_expire && qr->zone_found) {
+		/* RFC 7314 §2: a primary's EXPIRE is its SOA's. */
+		uint8_t data[4];
+		dns_soa_expire_wire(qr->zone.soa, qr->zone.soa_len, data);
+		knot_edns_add_option(opt, KNOT_EDNS_OPTION_EXPIRE, sizeof(data),
+		                     data, qr->mm);
 	}
 	knot_pkt_reclaim(qr->r, reserved);
 	knot_pkt_begin(qr->r, KNOT_ADDITIONAL);

@@ -52,6 +52,7 @@ typedef struct {
 	bool aa;
 	bool zone_found;       /* qr->zone is the zone answered from. */
 	bool want_version;     /* The query asked for ZONEVERSION. */
+	bool want_expire;      /* The query asked for EXPIRE (RFC 7314). */
 	bool signed_zone;      /* The zone has signing keys (looked up when the
 	                        * query has DO=1 or asks for NSEC or RRSIG). */
 	bool dnssec;           /* DO=1 and the zone is signed: sign. */

@@ -12,6 +12,7 @@
  */
 #include <errno.h>
 #include <poll.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -37,6 +38,7 @@ struct server_reply {
 	                  * always at least close its connection. */
 	server_reply_fn sink;  /* Not NULL: messages go to it instead. */
 	void *sink_ctx;
+	server_edns_t edns;
 };
 
 int tcp_mailbox_init(tcp_mailbox_t *mb)
@@ -106,6 +108,24 @@ server_reply_t *server_reply_tcp(tcp_mailbox_t *mb, void *conn, int fd,
 		}
 	}
 	return r;
+}
+
+void server_reply_set_edns(server_reply_t *reply, const char *nsid,
+                           const uint8_t *cookie_secret)
+{
+	snprintf(reply->edns.nsid, sizeof(reply->edns.nsid), "%s",
+	         nsid != NULL ? nsid : "");
+	reply->edns.cookie_secret = NULL;
+	if (cookie_secret != NULL) {
+		memcpy(reply->edns.secret, cookie_secret,
+		       sizeof(reply->edns.secret));
+		reply->edns.cookie_secret = reply->edns.secret;
+	}
+}
+
+const server_edns_t *server_reply_edns(const server_reply_t *reply)
+{
+	return &reply->edns;
 }
 
 server_reply_t *server_reply_sink(server_reply_fn fn, void *ctx)

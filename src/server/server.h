@@ -104,6 +104,27 @@ void server_reply_send_signed(server_reply_t *reply, const uint8_t *msg,
 const void *server_reply_stream(const server_reply_t *reply);
 
 /*
+ * The EDNS settings of the worker that took a deferred message, for the
+ * answer its hook makes (signed queries, transfers): NSID (RFC 5001) and
+ * the DNS Cookie secret (RFC 7873), as the worker answers its own queries
+ * (they went without both: outside tester 35). Copied when the reply is
+ * made, so a reload in between changes nothing of one answer.
+ */
+typedef struct {
+	char nsid[SERVER_NSID_MAX];    /* "": none. */
+	const uint8_t *cookie_secret;  /* NULL: cookies off. */
+	uint8_t secret[16];            /* What cookie_secret points to. */
+} server_edns_t;
+
+/* Sets reply's EDNS settings (nsid NULL or "": none; cookie_secret NULL:
+ * cookies off). A reply made without gets none. */
+void server_reply_set_edns(server_reply_t *reply, const char *nsid,
+                           const uint8_t *cookie_secret);
+
+/* The EDNS settings reply was made with (never NULL). */
+const server_edns_t *server_reply_edns(const server_reply_t *reply);
+
+/*
  * Transfers only: writes one more framed message on the TCP connection
  * now, waiting up to the idle timeout for the client to take it.
  * ZC_EOK, or an error when the client is gone or too slow.

@@ -267,6 +267,7 @@ static int defer(tcp_t *t, conn_t *c, const uint8_t *msg, size_t len,
 	if (r == NULL) {
 		return -1;
 	}
+	server_reply_set_edns(r, t->w->answer.nsid, t->w->answer.cookie_secret);
 	c->pending++;
 	const server_hooks_t *h = t->w->hooks;
 	if (transfer) {

@@ -59,6 +59,10 @@ static int answer_batch(worker_t *w, udp_buffers_t *b, int received)
 			server_reply_t *r = server_reply_udp(w->fd, &b->addr[i],
 			                                     b->in[i].msg_hdr.msg_namelen);
 			const server_hooks_t *h = w->hooks;
+			if (r != NULL) {
+				server_reply_set_edns(r, w->answer.nsid,
+				                      w->answer.cookie_secret);
+			}
 			since = server_stats_deferral(w->stats, kind == MESSAGE_UPDATE ?
 			                              SERVER_STATS_UPDATE :
 			                              SERVER_STATS_SIGNED);

@@ -26,6 +26,46 @@
 /* Largest transfer message (RFC 1035 §4.2.2 framing). */
 #define XFR_MSG_MAX 65535
 
+/* --- The OPT of a transfer's messages and errors (edns.c) --- */
+
+/*
+ * What the OPT of every message answering one request holds (RFC 6891
+ * §7: one when the request had one), worked out once per request: the
+ * EDNS version and COOKIE checks the query path makes, NSID (RFC 5001),
+ * the server cookie (RFC 7873) and EXPIRE (RFC 7314) when asked for.
+ */
+typedef struct {
+	bool present;             /* The request had an OPT. */
+	bool bad_version;         /* EDNS version not 0: BADVERS. */
+	bool bad_cookie;          /* A malformed COOKIE: FORMERR. */
+	bool dnssec_ok;           /* DO, copied (RFC 3225 §3). */
+	const char *nsid;         /* NULL: none (borrowed from the reply). */
+	uint16_t nsid_len;
+	uint8_t cookie[40];       /* The COOKIE option's data to send. */
+	uint16_t cookie_len;      /* 0: none. */
+	bool want_expire;
+	bool expire_known;        /* expire holds the zone's. */
+	uint8_t expire[4];
+} xfr_opt_t;
+
+/* Works out o for the request q from from, under the settings edns of
+ * the worker that took it. */
+void xfr_opt_prepare(xfr_opt_t *o, const knot_pkt_t *q,
+                     const server_edns_t *edns,
+                     const struct sockaddr_storage *from);
+
+/* The zone is known: EXPIRE, when asked for, gives its SOA's (soa: its
+ * rdata). */
+void xfr_opt_zone(xfr_opt_t *o, const uint8_t *soa, size_t soa_len);
+
+/* Octets the OPT of o takes in a message (0: none); what a message
+ * reserves (knot_pkt_reserve) before its RRs. */
+size_t xfr_opt_size(const xfr_opt_t *o);
+
+/* Puts the OPT of o in pkt's additional section with the upper bits of
+ * an extended rcode, into the room xfr_opt_size() reserved. */
+int xfr_put_opt(knot_pkt_t *pkt, const xfr_opt_t *o, uint8_t ext_rcode);
+
 /* --- Request handling (worker.c) --- */
 
 /* The settings a reload may change (live.c): lock guards the rest. */
@@ -93,6 +133,7 @@ typedef struct {
 	const knot_pkt_t *q;
 	dns_tsig_t *tsig;
 	server_reply_t *reply;
+	const xfr_opt_t *opt;     /* Every message's OPT. */
 	const atomic_bool *stop;  /* Set: abort between messages. */
 	knot_pkt_t *pkt;
 	uint8_t *buf;             /* XFR_MSG_MAX bytes. */
@@ -103,8 +144,8 @@ typedef struct {
 } xfr_out_t;
 
 /* Starts the first message (a response to q) in buf. */
-int xfr_out_init(xfr_out_t *out, const knot_pkt_t *q, dns_tsig_t *tsig,
-                 server_reply_t *reply, uint8_t *buf,
+int xfr_out_init(xfr_out_t *out, const knot_pkt_t *q, const xfr_opt_t *opt,
+                 dns_tsig_t *tsig, server_reply_t *reply, uint8_t *buf,
                  const atomic_bool *stop);
 
 /* Puts an RRset (split over messages when it does not fit in one). */
@@ -119,14 +160,6 @@ int xfr_out_finish(xfr_out_t *out);
 
 /* Frees the packet without sending anything (the reply stays owed). */
 void xfr_out_deinit(xfr_out_t *out);
-
-/* Octets an OPT without options takes (RFC 6891 §6.1.2). */
-#define XFR_OPT_SIZE 11
-
-/* Puts an OPT in pkt's additional section when the request q had one
- * (RFC 6891 §7: a responder MUST include one then), with room made by
- * knot_pkt_reserve(pkt, XFR_OPT_SIZE) beforehand. */
-int xfr_put_opt(knot_pkt_t *pkt, const knot_pkt_t *q);
 
 /* --- IXFR condensing (condense.c) --- */
 

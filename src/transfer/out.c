@@ -13,15 +13,10 @@
 #include <errno.h>
 #include <string.h>
 #include <libknot/errcode.h>
-#include <libknot/rrtype/opt.h>
 
 #include "common/error.h"
 #include "dns/pkt_put.h"
 #include "transfer/internal.h"
-
-/* The payload size an OPT of a transfer's message says (a transfer is
- * over TCP, where it means nothing; knotd says 1232 as well). */
-#define XFR_OPT_PAYLOAD 1232
 
 /* Room left for the TSIG RR when signing. */
 static uint16_t body_max(const xfr_out_t *out)
@@ -47,8 +42,8 @@ static int begin_message(xfr_out_t *out)
 	/* The header is the request's: its RCODE bits are not ours. */
 	knot_wire_set_rcode(out->pkt->wire, KNOT_RCODE_NOERROR);
 	knot_wire_set_aa(out->pkt->wire);
-	if (out->q->opt_rr != NULL) {
-		ret = knot_pkt_reserve(out->pkt, XFR_OPT_SIZE);
+	if (out->opt->present) {
+		ret = knot_pkt_reserve(out->pkt, xfr_opt_size(out->opt));
 		if (ret != KNOT_EOK) {
 			return ret;
 		}
@@ -56,32 +51,11 @@ static int begin_message(xfr_out_t *out)
 	return knot_pkt_begin(out->pkt, KNOT_ANSWER);
 }
 
-int xfr_put_opt(knot_pkt_t *pkt, const knot_pkt_t *q)
-{
-	if (q->opt_rr == NULL) {
-		return KNOT_EOK;
-	}
-	knot_rrset_t opt;
-	int ret = knot_edns_init(&opt, XFR_OPT_PAYLOAD, 0, 0, NULL);
-	if (ret != KNOT_EOK) {
-		return ret;
-	}
-	knot_pkt_reclaim(pkt, XFR_OPT_SIZE);
-	ret = knot_pkt_begin(pkt, KNOT_ADDITIONAL);
-	if (ret == KNOT_EOK) {
-		ret = dns_pkt_put(pkt, KNOT_COMPR_HINT_NONE, &opt,
-		                  KNOT_PF_NOTRUNC);
-	}
-	/* Written into the wire: nothing reads the packet's copy after. */
-	knot_rrset_clear(&opt, NULL);
-	return ret;
-}
-
 /* Signs the message in the buffer (its OPT put first, when the request
  * had one); returns its length or 0 on failure. */
 static size_t sign_message(xfr_out_t *out)
 {
-	int ret = xfr_put_opt(out->pkt, out->q);
+	int ret = xfr_put_opt(out->pkt, out->opt, 0);
 	if (ret != KNOT_EOK) {
 		out->error = ret;
 		return 0;
@@ -141,12 +115,13 @@ static int put_flushing(xfr_out_t *out, const knot_rrset_t *rr)
 	return ret;
 }
 
-int xfr_out_init(xfr_out_t *out, const knot_pkt_t *q, dns_tsig_t *tsig,
-                 server_reply_t *reply, uint8_t *buf,
+int xfr_out_init(xfr_out_t *out, const knot_pkt_t *q, const xfr_opt_t *opt,
+                 dns_tsig_t *tsig, server_reply_t *reply, uint8_t *buf,
                  const atomic_bool *stop)
 {
 	memset(out, 0, sizeof(*out));
 	out->q = q;
+	out->opt = opt;
 	out->tsig = tsig;
 	out->reply = reply;
 	out->stop = stop;

@@ -59,22 +59,29 @@ void xfr_send_header_error(server_reply_t *reply, const uint8_t *msg,
 	server_reply_send(reply, resp, rlen);
 }
 
-/* Answers the parsed request with an rcode (and the TSIG outcome). */
+/* Answers the parsed request with an rcode (extended: BADVERS) and the
+ * TSIG outcome (tsig NULL: unsigned). */
 static void send_error(xfr_worker_t *w, const knot_pkt_t *q,
-                       dns_tsig_t *tsig, server_reply_t *reply,
-                       uint8_t rcode)
+                       const xfr_opt_t *opt, dns_tsig_t *tsig,
+                       server_reply_t *reply, uint16_t rcode)
 {
 	knot_pkt_t *r = knot_pkt_new(w->buf, XFR_MSG_MAX - DNS_TSIG_ROOM,
 	                             zc_arena_mm(&w->arena));
 	if (r == NULL || knot_pkt_init_response(r, q) != KNOT_EOK) {
-		xfr_send_header_error(reply, q->wire, q->size, rcode);
+		xfr_send_header_error(reply, q->wire, q->size,
+		                      KNOT_EDNS_RCODE_LO(rcode));
 		return;
 	}
-	knot_wire_set_rcode(r->wire, rcode);
+	knot_wire_set_rcode(r->wire, KNOT_EDNS_RCODE_LO(rcode));
 	/* Its OPT when the request had one (without, rather than no
 	 * answer, should it not fit). */
-	if (knot_pkt_reserve(r, XFR_OPT_SIZE) == KNOT_EOK) {
-		xfr_put_opt(r, q);
+	if (opt->present &&
+	    knot_pkt_reserve(r, xfr_opt_size(opt)) == KNOT_EOK) {
+		xfr_put_opt(r, opt, KNOT_EDNS_RCODE_HI(rcode));
+	}
+	dns_tsig_t unsigned_tsig = { .present = false };
+	if (tsig == NULL) {
+		tsig = &unsigned_tsig;
 	}
 	size_t len = r->size;
 	if (dns_tsig_sign(tsig, w->buf, &len, XFR_MSG_MAX) != ZC_EOK) {
@@ -225,14 +232,15 @@ static bool is_signed(xfr_worker_t *w, const edge_zone_t *zone)
 }
 
 /* Runs the transfer proper and logs it. */
-static void serve(xfr_worker_t *w, const knot_pkt_t *q, dns_tsig_t *tsig,
-                  server_reply_t *reply, xfr_req_t *req, xfr_log_t *lg)
+static void serve(xfr_worker_t *w, const knot_pkt_t *q, const xfr_opt_t *opt,
+                  dns_tsig_t *tsig, server_reply_t *reply, xfr_req_t *req,
+                  xfr_log_t *lg)
 {
 	int64_t start = now_ms();
 	xfr_out_t out;
-	int ret = xfr_out_init(&out, q, tsig, reply, w->buf, w->stop);
+	int ret = xfr_out_init(&out, q, opt, tsig, reply, w->buf, w->stop);
 	if (ret != KNOT_EOK) {
-		send_error(w, q, tsig, reply, KNOT_RCODE_SERVFAIL);
+		send_error(w, q, opt, tsig, reply, KNOT_RCODE_SERVFAIL);
 		zc_count(ZC_COUNT_XFR_FAILED);
 		zc_error("transfer: zone %s, peer %s, %s: %s", lg->zone,
 		         lg->peer, lg->kind, zc_strerror(ret));
@@ -326,6 +334,19 @@ static void handle_transfer(xfr_worker_t *w, uint8_t *msg, size_t len,
 	                 "IXFR" : "AXFR", .from = from };
 	zc_addr_text(from, lg.peer, sizeof(lg.peer));
 	knot_dname_to_str(lg.zone, knot_pkt_qname(q), sizeof(lg.zone));
+	xfr_opt_t opt;
+	xfr_opt_prepare(&opt, q, server_reply_edns(reply), from);
+	if (opt.bad_version || opt.bad_cookie) {
+		/* Before anything else and unsigned, as BIND and knotd
+		 * answer them (RFC 6891 §6.1.3, RFC 7873 §5.2.2). */
+		zc_info("transfer: zone %s, peer %s, %s refused (%s)", lg.zone,
+		        lg.peer, lg.kind, opt.bad_version ? "EDNS version not "
+		        "0" : "malformed COOKIE option");
+		zc_count(ZC_COUNT_XFR_FAILED);
+		send_error(w, q, &opt, NULL, reply, opt.bad_version ?
+		           KNOT_RCODE_BADVERS : KNOT_RCODE_FORMERR);
+		return;
+	}
 	dns_tsig_t tsig;
 	records_tsig_key_t key;
 	memset(&key, 0, sizeof(key));
@@ -335,7 +356,7 @@ static void handle_transfer(xfr_worker_t *w, uint8_t *msg, size_t len,
 		                     &tsig, bad, key.algorithm[0] != '\0',
 		                     key.algorithm, from);
 		zc_count(ZC_COUNT_XFR_NOTAUTH);
-		send_error(w, q, &tsig, reply, tsig_rcode(bad));
+		send_error(w, q, &opt, &tsig, reply, tsig_rcode(bad));
 		return;
 	}
 	xfr_req_t req = { .txn = &w->txn };
@@ -376,9 +397,10 @@ static void handle_transfer(xfr_worker_t *w, uint8_t *msg, size_t len,
 		zc_count(rcode == KNOT_RCODE_REFUSED ? ZC_COUNT_XFR_REFUSED :
 		         rcode == KNOT_RCODE_NOTAUTH ? ZC_COUNT_XFR_NOTAUTH :
 		         ZC_COUNT_XFR_FAILED);
-		send_error(w, q, &tsig, reply, rcode);
+		send_error(w, q, &opt, &tsig, reply, rcode);
 	} else {
-		serve(w, q, &tsig, reply, &req, &lg);
+		xfr_opt_zone(&opt, req.zone.soa, req.zone.soa_len);
+		serve(w, q, &opt, &tsig, reply, &req, &lg);
 	}
 	view_end(&req);
 	edge_txn_reset(&w->txn);
@@ -409,14 +431,23 @@ static void handle_query(xfr_worker_t *w, const uint8_t *msg, size_t len,
 		xfr_send_header_error(reply, msg, len, KNOT_RCODE_FORMERR);
 		return;
 	}
+	const server_edns_t *edns = server_reply_edns(reply);
 	int bad = check_tsig(w, q, &tsig, &key);
 	if (bad != ZC_EOK) {
 		dns_tsig_log_refusal("query", q, &tsig, bad,
 		                     key.algorithm[0] != '\0', key.algorithm,
 		                     from);
-		send_error(w, q, &tsig, reply, tsig_rcode(bad));
+		xfr_opt_t opt;
+		xfr_opt_prepare(&opt, q, edns, from);
+		send_error(w, q, &opt, &tsig, reply, tsig_rcode(bad));
 		return;
 	}
+	/* Answered as the server's workers answer: NSID and DNS Cookies
+	 * under the settings of the one that took the message. */
+	w->answer.nsid = edns->nsid[0] != '\0' ? edns->nsid : NULL;
+	w->answer.nsid_len = strlen(edns->nsid);
+	w->answer.cookie_secret = edns->cookie_secret;
+	w->answer.client = from;
 	size_t max = tcp ? XFR_MSG_MAX : 1232;
 	size_t rlen = answer_message(&w->answer, msg, len, w->buf,
 	                             max - DNS_TSIG_ROOM, tcp);

@@ -1,0 +1,237 @@
+"""EDNS on every path (RFC 6891): transfers, TSIG-signed queries and the
+query path's edge cases, against what BIND and knotd answer (outside
+tester 35). A transfer of EDNS version 1 is BADVERS and one with a
+malformed COOKIE FORMERR (it was sent whole); transfer messages and
+signed queries carry NSID and the server cookie when asked (they carried
+neither); EXPIRE (RFC 7314) gives the zone's SOA EXPIRE; a long NSID is
+left out rather than the answer failing (it was SERVFAIL), and no answer
+to a UDP query is larger than its payload (a NOTIFY's was 561 octets for
+512).
+"""
+import socket
+import struct
+
+import dns.edns
+import dns.flags
+import dns.message
+import dns.opcode
+import dns.query
+import dns.rcode
+import dns.rdatatype
+import dns.tsig
+import pytest
+
+import servers
+from conftest import XFR_SOURCE, _Running
+from servers import exchange_from
+
+NSID = "edns-test-node"
+ZONE = "example.com."
+EXPIRE_CODE = 9
+
+
+@pytest.fixture(scope="module")
+def srv(tmp_path_factory):
+    run = _Running(tmp_path_factory)
+    yield run.start(servers.ZonecastServer, api=True, nsid=NSID,
+                    options=[("allow-transfer", XFR_SOURCE)])
+    run.stop_all()
+
+
+def soa_expire(srv, zone=ZONE):
+    r = dns.query.tcp(dns.message.make_query(zone, "SOA"), srv.host, port=srv.port, timeout=5)
+    return r.answer[0][0].expire
+
+
+def recv_exact(s, n):
+    buf = b""
+    while len(buf) < n:
+        chunk = s.recv(n - len(buf))
+        if not chunk:
+            raise ConnectionError("closed after %d of %d octets" % (len(buf), n))
+        buf += chunk
+    return buf
+
+
+def transfer(srv, q, source=XFR_SOURCE):
+    """The raw messages answering a transfer request, up to its closing
+    SOA or its first error."""
+    wire = q.to_wire()
+    out = []
+    with socket.create_connection((srv.host, srv.port), timeout=10,
+                                  source_address=(source, 0)) as s:
+        s.sendall(struct.pack("!H", len(wire)) + wire)
+        soas = 0
+        while True:
+            (ln,) = struct.unpack("!H", recv_exact(s, 2))
+            m = recv_exact(s, ln)
+            out.append(m)
+            parsed = dns.message.from_wire(m, one_rr_per_rrset=True)
+            if parsed.rcode() != dns.rcode.NOERROR or len(out) > 1000:
+                return out   # an error (or a runaway stream)
+            soas += sum(1 for r in parsed.answer if r.rdtype == dns.rdatatype.SOA)
+            if soas >= 2 or (q.question[0].rdtype == dns.rdatatype.IXFR and soas == 1
+                             and len(out) == 1 and len(parsed.answer) == 1):
+                return out   # the closing SOA, or an IXFR's up-to-date SOA
+
+
+def options_of(msg):
+    return {o.otype: o for o in msg.options}
+
+
+def cookie_option(client=b"\x01\x02\x03\x04\x05\x06\x07\x08"):
+    return dns.edns.GenericOption(dns.edns.COOKIE, client)
+
+
+# --------------------------------------------------------- transfers' EDNS
+
+@pytest.mark.parametrize("rdtype", ["AXFR", "IXFR"])
+def test_a_transfer_of_edns_version_1_is_badvers(srv, rdtype):
+    q = dns.message.make_query(ZONE, rdtype, use_edns=0)
+    if rdtype == "IXFR":
+        q.authority.append(dns.rrset.from_text(ZONE, 0, "IN", "SOA",
+                                               ". . 1 1 1 1 1"))
+    q.use_edns(1)
+    msgs = transfer(srv, q)
+    assert len(msgs) == 1, "the zone was sent: %d messages" % len(msgs)
+    r = dns.message.from_wire(msgs[0])
+    assert r.rcode() == dns.rcode.BADVERS, dns.rcode.to_text(r.rcode())
+    assert r.edns == 0 and not r.answer
+
+
+@pytest.mark.parametrize("length", [3, 5, 41])
+def test_a_transfer_with_a_malformed_cookie_is_formerr(srv, length):
+    q = dns.message.make_query(ZONE, "AXFR", use_edns=0,
+                               options=[cookie_option(b"c" * length)])
+    msgs = transfer(srv, q)
+    assert len(msgs) == 1, "the zone was sent: %d messages" % len(msgs)
+    r = dns.message.from_wire(msgs[0])
+    assert r.rcode() == dns.rcode.FORMERR and not r.answer
+
+
+def test_transfer_messages_carry_nsid_cookie_and_expire(srv):
+    """Every message of a multi-message AXFR: NSID, the server cookie for
+    the client's and EXPIRE, DO copied; without the options, none."""
+    api = srv.client()
+    zid = api.ok("POST", "/zones", json={"name": "big-edns.test"})["result"]["id"]
+    recs = [{"type": "TXT", "name": "t%03d.big-edns.test" % i, "content": "x" * 200}
+            for i in range(600)]
+    api.ok("POST", "/zones/%s/dns_records/batch?wait=live" % zid, json={"posts": recs})
+    expire = soa_expire(srv, "big-edns.test.")
+    q = dns.message.make_query("big-edns.test.", "AXFR", use_edns=0, want_dnssec=True,
+                               options=[dns.edns.GenericOption(dns.edns.NSID, b""),
+                                        cookie_option(),
+                                        dns.edns.GenericOption(EXPIRE_CODE, b"")])
+    msgs = [dns.message.from_wire(m) for m in transfer(srv, q)]
+    assert len(msgs) >= 2, "expected a multi-message AXFR"
+    assert sum(len(m.answer) for m in msgs) >= 600
+    for m in msgs:
+        opts = options_of(m)
+        assert opts[dns.edns.NSID].data == NSID.encode(), m.options
+        cookie = opts[dns.edns.COOKIE].data
+        assert cookie[:8] == b"\x01\x02\x03\x04\x05\x06\x07\x08" and len(cookie) in (24, 40)
+        assert struct.unpack("!I", opts[EXPIRE_CODE].data)[0] == expire
+        assert m.ednsflags & dns.flags.DO
+    plain = [dns.message.from_wire(m)
+             for m in transfer(srv, dns.message.make_query("big-edns.test.", "AXFR",
+                                                           use_edns=0))]
+    assert all(m.edns == 0 and m.options == () for m in plain)
+    assert sum(len(m.answer) for m in plain) == sum(len(m.answer) for m in msgs)
+    # A refused transfer's error carries them too (NOTAUTH for a name
+    # that is no zone here).
+    q = dns.message.make_query("not-a-zone.test.", "AXFR", use_edns=0,
+                               options=[dns.edns.GenericOption(dns.edns.NSID, b"")])
+    r = dns.message.from_wire(transfer(srv, q)[0])
+    assert r.rcode() == dns.rcode.NOTAUTH
+    assert options_of(r)[dns.edns.NSID].data == NSID.encode()
+
+
+# ------------------------------------------------------ TSIG-signed queries
+
+@pytest.mark.parametrize("tcp", [False, True], ids=["udp", "tcp"])
+def test_a_signed_query_gets_nsid_and_a_server_cookie(srv, tcp):
+    key = srv.tsig_create("edns-q-%s" % ("tcp" if tcp else "udp"), "example.com")
+    q = dns.message.make_query(ZONE, "SOA", use_edns=0,
+                               options=[dns.edns.GenericOption(dns.edns.NSID, b""),
+                                        cookie_option()])
+    q.use_tsig(key.keyring, keyname=key.name, algorithm=key.algorithm)
+    send = dns.query.tcp if tcp else dns.query.udp
+    r = send(q, srv.host, port=srv.port, timeout=5)   # checks the answer's TSIG
+    assert r.rcode() == dns.rcode.NOERROR and r.had_tsig
+    opts = options_of(r)
+    assert opts[dns.edns.NSID].data == NSID.encode(), r.options
+    assert len(opts[dns.edns.COOKIE].data) in (24, 40)
+    # The server cookie it gave is one the server takes back as valid: a
+    # query carrying it gets the same server cookie's kind (no BADCOOKIE).
+    q2 = dns.message.make_query(ZONE, "SOA", use_edns=0,
+                                options=[dns.edns.GenericOption(dns.edns.COOKIE,
+                                                                opts[dns.edns.COOKIE].data)])
+    r2 = dns.query.udp(q2, srv.host, port=srv.port, timeout=5)
+    assert r2.rcode() == dns.rcode.NOERROR
+
+
+# ---------------------------------------------------------------- EXPIRE
+
+def test_expire_gives_the_zones_soa_expire(srv):
+    expire = soa_expire(srv)
+    for qtype in ("SOA", "A", "IXFR"):
+        q = dns.message.make_query(ZONE, qtype, use_edns=0,
+                                   options=[dns.edns.GenericOption(EXPIRE_CODE, b"")])
+        if qtype == "IXFR":
+            q.authority.append(dns.rrset.from_text(ZONE, 0, "IN", "SOA", ". . 1 1 1 1 1"))
+        r = dns.query.udp(q, srv.host, port=srv.port, timeout=5)
+        got = options_of(r).get(EXPIRE_CODE)
+        assert got is not None and struct.unpack("!I", got.data)[0] == expire, (qtype, r)
+    # not asked: not given; not our zone: none either
+    r = dns.query.udp(dns.message.make_query(ZONE, "SOA", use_edns=0), srv.host,
+                      port=srv.port, timeout=5)
+    assert EXPIRE_CODE not in options_of(r)
+    q = dns.message.make_query("elsewhere.invalid.", "SOA", use_edns=0,
+                               options=[dns.edns.GenericOption(EXPIRE_CODE, b"")])
+    r = dns.query.udp(q, srv.host, port=srv.port, timeout=5)
+    assert r.rcode() == dns.rcode.REFUSED and EXPIRE_CODE not in options_of(r)
+
+
+# ------------------------------------------------------------ a long NSID
+
+@pytest.fixture(scope="module")
+def long_nsid(tmp_path_factory):
+    run = _Running(tmp_path_factory)
+    yield run.start(servers.ZonecastServer, nsid="n" * 255)
+    run.stop_all()
+
+
+def long_name(zone=ZONE, total=250):
+    labels = []
+    name = zone
+    while len(name) + 64 <= total:
+        labels.append("a" * 63)
+        name = "a" * 63 + "." + name
+    rest = total - len(name) - 1
+    if rest > 0:
+        name = "b" * rest + "." + name
+    return name
+
+
+@pytest.mark.parametrize("opcode", ["QUERY", "NOTIFY", "STATUS"])
+def test_a_long_nsid_is_left_out_rather_than_the_answer(long_nsid, opcode):
+    """A 255-octet NSID, a 250-octet question and a payload of 512: the
+    answer comes, NSID left out where it does not fit (named's minimal
+    answer, RFC 6891 section 7), never over 512 octets."""
+    name = long_name()
+    q = dns.message.make_query(name, "A", use_edns=0, payload=512,
+                               options=[dns.edns.GenericOption(dns.edns.NSID, b""),
+                                        cookie_option()])
+    q.set_opcode(dns.opcode.from_text(opcode))
+    wire = exchange_from(long_nsid.host, long_nsid.port, q.to_wire(), tcp=False)
+    assert wire is not None and len(wire) <= 512, len(wire or b"")
+    r = dns.message.from_wire(wire)
+    want = {"QUERY": dns.rcode.NXDOMAIN, "NOTIFY": dns.rcode.NOTAUTH,
+            "STATUS": dns.rcode.NOTIMP}[opcode]
+    assert r.rcode() == want, dns.rcode.to_text(r.rcode())
+    assert dns.edns.COOKIE in options_of(r)
+    # with room (a short name, or TCP), NSID is given
+    q = dns.message.make_query("www." + ZONE, "A", use_edns=0, payload=512,
+                               options=[dns.edns.GenericOption(dns.edns.NSID, b"")])
+    r = dns.query.udp(q, long_nsid.host, port=long_nsid.port, timeout=5)
+    assert options_of(r)[dns.edns.NSID].data == b"n" * 255
