@@ -12,7 +12,8 @@
  *   allow-update, update-max-size, live-wait, tsig-max-fudge
  *                                UPDATE (update_reconfigure())
  *   allow-transfer, tsig-max-fudge  transfers (transfer_reconfigure())
- *   journal-retention, zone-max-records  the writer
+ *   journal-retention, zone-max-records  the writer (and the signed
+ *                                zones' journal: sigview_reconfigure())
  *   api-max-body, live-wait      the API
  *   notify, notify-*             a new NOTIFY sender replaces the old one
  *                                (which notifies every zone once, as at
@@ -204,6 +205,7 @@ static int apply(serve_ctx_t *ctx, config_t *cfg, char *err, size_t size)
 	                     &cfg->allow_transfer_keys, cfg->tsig_max_fudge);
 	writer_reconfigure(ctx->writer, cfg->journal_retention,
 	                   cfg->zone_max_records);
+	sigview_reconfigure(ctx->view, cfg->journal_retention);
 	api_reconfigure(ctx->api, cfg->api_max_body, cfg->live_wait);
 	if (notify_changed(ctx->current, cfg)) {
 		ret = serve_notify_replace(ctx, cfg);

@@ -110,6 +110,10 @@ typedef struct {
  * brought up to date at once. Stop with sigview_stop(). */
 int sigview_start(const sigview_config_t *cfg, sigview_t **out);
 
+/* A reload's journal-retention (the change log's: writer_reconfigure());
+ * the next trim keeps to it (NULL: no-op). */
+void sigview_reconfigure(sigview_t *v, unsigned journal_retention_s);
+
 /* The cue (a builder pass happened); never blocks. ctx: the sigview_t. */
 void sigview_on_pass(void *ctx);
 

@@ -26,7 +26,11 @@
 #include "sigview/internal.h"
 
 #define TICK_MS 5000
-#define TRIM_EVERY_S 3600
+/* The journal is trimmed as often as the change log is (writer.c): every
+ * minute, or every journal-retention seconds when that is shorter (it
+ * was hourly, whatever the retention: outside tester 33 saw signed.db
+ * hold 20 minutes of a 60-second retention). */
+#define TRIM_EVERY_S 60
 
 typedef struct {
 	int64_t zone_id;
@@ -54,6 +58,7 @@ struct sigview {
 	edge_txn_t txn;
 	zc_arena_t arena;
 	int64_t refresh_checked, trimmed;
+	_Atomic unsigned retention_s; /* journal-retention (reloads). */
 };
 
 static int64_t now_s(void)
@@ -350,11 +355,13 @@ static void check_refresh(sigview_t *v)
 static void trim(sigview_t *v)
 {
 	int64_t now = now_s();
-	if (v->cfg.journal_retention_s == 0 || now - v->trimmed < TRIM_EVERY_S) {
+	unsigned retention = atomic_load(&v->retention_s);
+	int64_t every = retention < TRIM_EVERY_S ? retention : TRIM_EVERY_S;
+	if (retention == 0 || now - v->trimmed < every) {
 		return;
 	}
 	v->trimmed = now;
-	int64_t before = (now - (int64_t)v->cfg.journal_retention_s) * 1000;
+	int64_t before = (now - (int64_t)retention) * 1000;
 	for (size_t i = 0; i < v->count; i++) {
 		view_zone_t z;
 		bool has;
@@ -452,6 +459,7 @@ int sigview_start(const sigview_config_t *cfg, sigview_t **out)
 		         cfg->data_dir, zc_strerror(ret));
 		return ret;
 	}
+	atomic_init(&v->retention_s, cfg->journal_retention_s);
 	v->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	ret = v->efd < 0 ? -errno :
 	      -pthread_create(&v->thread, NULL, view_main, v);
@@ -462,6 +470,13 @@ int sigview_start(const sigview_config_t *cfg, sigview_t **out)
 	v->started = true;
 	*out = v;
 	return ZC_EOK;
+}
+
+void sigview_reconfigure(sigview_t *v, unsigned journal_retention_s)
+{
+	if (v != NULL) {
+		atomic_store(&v->retention_s, journal_retention_s);
+	}
 }
 
 void sigview_on_pass(void *ctx)

@@ -42,29 +42,108 @@ static unsigned bucket_of(const uint8_t *apex)
 	return h % BUCKETS;
 }
 
-/* The entry of (apex, peer), made when missing; NULL when the table is
- * full. Under lock. */
-static transfer_activity_t *find(const uint8_t *apex, const char *peer)
+/* When the entry was last noted. */
+static int64_t last_ms(const entry_t *e)
+{
+	return e->a.notify_ms > e->a.transfer_ms ? e->a.notify_ms :
+	       e->a.transfer_ms;
+}
+
+/* Whether all the entry says is a refused transfer (no NOTIFY goes to
+ * it, no transfer of it succeeded last). */
+static bool refusal_only(const entry_t *e)
+{
+	return !e->a.notified && e->a.transferred &&
+	       strncmp(e->a.transfer_result, "refused", 7) == 0;
+}
+
+/* The place to give up among the entries *link leads to (one bucket, or
+ * one zone's entries of it when apex is not NULL), kept in *victim when
+ * it is a better one than the one there: the least recently noted
+ * refusal, else (refusal false) the least recently noted. */
+typedef struct {
+	entry_t **refused;       /* Links to the entry, NULL: none yet. */
+	entry_t **any;
+} victim_t;
+
+static void consider(entry_t **link, victim_t *v)
+{
+	entry_t *e = *link;
+	if (refusal_only(e) &&
+	    (v->refused == NULL || last_ms(e) < last_ms(*v->refused))) {
+		v->refused = link;
+	}
+	if (v->any == NULL || last_ms(e) < last_ms(*v->any)) {
+		v->any = link;
+	}
+}
+
+/* Unlinks the chosen victim for a newcomer (refusal: whether it is a
+ * refused transfer), or NULL when there is none to give up. */
+static entry_t *take_victim(const victim_t *v, bool refusal)
+{
+	entry_t **link = v->refused != NULL ? v->refused :
+	                 refusal ? NULL : v->any;
+	if (link == NULL) {
+		return NULL;
+	}
+	entry_t *e = *link;
+	*link = e->next;
+	return e;
+}
+
+/* The entry of (apex, peer), made when missing, in the place of another
+ * when the zone or the table is full (activity.h); NULL when it is not
+ * noted. refusal: the newcomer's news is a refused transfer. Under lock. */
+static transfer_activity_t *find(const uint8_t *apex, const char *peer,
+                                 bool refusal)
 {
 	unsigned b = bucket_of(apex);
-	for (entry_t *e = buckets[b]; e != NULL; e = e->next) {
-		if (knot_dname_is_case_equal(e->apex, apex) &&
-		    strcmp(e->a.peer, peer) == 0) {
+	size_t of_zone = 0;
+	victim_t zone_v = { 0 };
+	for (entry_t **link = &buckets[b]; *link != NULL;
+	     link = &(*link)->next) {
+		entry_t *e = *link;
+		if (!knot_dname_is_case_equal(e->apex, apex)) {
+			continue;
+		}
+		if (strcmp(e->a.peer, peer) == 0) {
 			return &e->a;
 		}
+		of_zone++;
+		consider(link, &zone_v);
 	}
-	if (entries >= TRANSFER_ACTIVITY_MAX) {
-		return NULL;
+	entry_t *e = NULL;
+	if (of_zone >= TRANSFER_ACTIVITY_PER_ZONE) {
+		e = take_victim(&zone_v, refusal);
+		if (e == NULL) {
+			return NULL;
+		}
+	} else if (entries >= TRANSFER_ACTIVITY_MAX) {
+		/* Full: a walk of the whole table, only when it is full. */
+		victim_t all = { 0 };
+		for (unsigned i = 0; i < BUCKETS; i++) {
+			for (entry_t **link = &buckets[i]; *link != NULL;
+			     link = &(*link)->next) {
+				consider(link, &all);
+			}
+		}
+		e = take_victim(&all, refusal);
+		if (e == NULL) {
+			return NULL;
+		}
+	} else {
+		e = malloc(sizeof(*e));
+		if (e == NULL) {
+			return NULL;
+		}
+		entries++;
 	}
-	entry_t *e = calloc(1, sizeof(*e));
-	if (e == NULL) {
-		return NULL;
-	}
+	memset(e, 0, sizeof(*e));
 	knot_dname_copy_lower(e->apex, apex);
 	snprintf(e->a.peer, sizeof(e->a.peer), "%s", peer);
 	e->next = buckets[b];
 	buckets[b] = e;
-	entries++;
 	return &e->a;
 }
 
@@ -73,7 +152,7 @@ void transfer_activity_notify(const uint8_t *apex, const char *peer,
                               const char *result)
 {
 	pthread_mutex_lock(&lock);
-	transfer_activity_t *a = find(apex, peer);
+	transfer_activity_t *a = find(apex, peer, false);
 	if (a != NULL) {
 		a->notified = true;
 		a->notify_serial = serial;
@@ -105,7 +184,8 @@ void transfer_activity_transfer(const uint8_t *apex,
 	char peer[ZC_ADDR_TEXT_MAX];
 	client_text(client, peer, sizeof(peer));
 	pthread_mutex_lock(&lock);
-	transfer_activity_t *a = find(apex, peer);
+	transfer_activity_t *a = find(apex, peer,
+	                              strncmp(result, "refused", 7) == 0);
 	if (a != NULL) {
 		a->transferred = true;
 		snprintf(a->transfer_kind, sizeof(a->transfer_kind), "%s", kind);

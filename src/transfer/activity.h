@@ -5,10 +5,16 @@
  * asked for and how it ended. The notifier and the transfer threads note
  * it here; `zonecast zone status` (the control socket) reads it.
  *
- * One table for the process (a mutex around a hash of (zone, peer)),
- * written once per NOTIFY and per transfer: never on the query path. It
- * holds at most TRANSFER_ACTIVITY_MAX entries; past that, new pairs are
- * not noted (the count of those left out is kept).
+ * One table for the process (a mutex around a hash of the zone), written
+ * once per NOTIFY and per transfer: never on the query path. It holds at
+ * most TRANSFER_ACTIVITY_PER_ZONE peers a zone and TRANSFER_ACTIVITY_MAX
+ * in all; past either, a new peer takes the place of the least recently
+ * noted one whose last word was a refused transfer, or, when it is no
+ * refusal itself, of the least recently noted one. So clients refused
+ * from many addresses (an IPv6 /64) neither grow it nor push the
+ * secondaries out, and the peers of deleted zones give way to new ones
+ * (it kept every pair and, once full, noted nothing more: outside tester
+ * 33).
  */
 #pragma once
 
@@ -19,6 +25,7 @@
 #include "common/acl.h"
 
 #define TRANSFER_ACTIVITY_MAX 65536
+#define TRANSFER_ACTIVITY_PER_ZONE 64
 
 typedef struct {
 	char peer[320];                  /* Notify target, or client address. */

@@ -15,6 +15,7 @@ import os
 import re
 import shutil
 import signal
+import sqlite3
 import subprocess
 import threading
 import time
@@ -384,3 +385,39 @@ def test_notify_list_and_limits_live(zonecast_factory, conf):
         assert unsigned_update(srv, "small.example.net.") == dns.rcode.NOERROR
     finally:
         resp.close()
+
+
+def test_journal_retention_reaches_the_signed_journal(zonecast_factory, conf):
+    """A signed zone's IXFR journal (signed.db) keeps to journal-retention
+    as the change log does: trimmed every retention seconds when that is
+    under a minute, and a reload's value applies to it (it was trimmed
+    hourly, with the retention of the start: outside tester 33)."""
+    write_config(conf, nsid="j")
+    srv = zonecast_factory(config=conf, nsid=None, api=True)
+    api = srv.client()
+    zid = api.ok("POST", "/zones", json={"name": "trim-signed.test"})["result"]["id"]
+    srv.run_cli("dnssec", "enable", "--data-dir", srv.data_dir, "trim-signed.test")
+    path = "/zones/%s/dns_records" % zid
+    db = os.path.join(srv.data_dir, "signed.db")
+
+    def journal_ages():
+        """(entries, age in s of the oldest) of the zone's signed journal."""
+        con = sqlite3.connect("file:%s?mode=ro" % db, uri=True, timeout=5)
+        try:
+            n, oldest = con.execute("SELECT count(*), min(at) FROM vjournal").fetchone()
+        finally:
+            con.close()
+        return n, (time.time() * 1000 - oldest) / 1000 if oldest else 0
+
+    for i in range(10):
+        api.ok("POST", path + "?wait=live", json={"type": "A", "name": "t%d" % i,
+                                                  "content": "192.0.2.%d" % (i + 1)})
+    wait_for(lambda: journal_ages()[0] >= 10, "the signed journal's entries")
+    time.sleep(3)
+    write_config(conf, nsid="j", journal_retention=2)
+    reload_cli(srv)
+    api.ok("POST", path + "?wait=live", json={"type": "A", "name": "late", "content": "192.0.2.99"})
+    # within the retention plus its trim interval (2 + 2 s), and the views'
+    # tick (5 s)
+    wait_for(lambda: journal_ages()[1] < 2 + 2 + 1 and journal_ages()[0] < 10,
+             "the signed journal trimmed to a 2 s retention", timeout=15 * servers.TIMEOUT_SCALE)
