@@ -563,6 +563,10 @@ int records_zone_bump(records_store_t *store, records_zone_t *zone);
  * signed view's refreshed signatures. */
 int records_zone_touch(records_store_t *store, records_zone_t *zone);
 
+/* Logs the touch of records_zone_touch() at the zone's version, which
+ * the caller has set (an UPDATE's SOA that moves the serial alone). */
+int records_log_touch(records_store_t *store, const records_zone_t *zone);
+
 /* Inserts a record (rec->id is set) and logs record_created. */
 int records_record_insert(records_store_t *store, const records_zone_t *zone,
                           records_record_t *rec);

@@ -591,9 +591,11 @@ int records_zone_bump(records_store_t *store, records_zone_t *zone)
 int records_zone_touch(records_store_t *store, records_zone_t *zone)
 {
 	int ret = records_zone_bump(store, zone);
-	if (ret != ZC_EOK) {
-		return ret;
-	}
+	return ret == ZC_EOK ? records_log_touch(store, zone) : ret;
+}
+
+int records_log_touch(records_store_t *store, const records_zone_t *zone)
+{
 	/* An (empty) owner key: an event of the apex node, not zone-wide. */
 	records_change_entry_t entry = {
 		.zone_id = zone->id, .apex = zone->apex,

@@ -51,6 +51,7 @@ typedef struct {
 	int64_t *added;              /* Ids of records this message added. */
 	size_t added_count, added_cap;
 	size_t removed;              /* Records that existed before it. */
+	bool serial_moved;           /* An SOA that moved the serial alone. */
 	/* Owners an add took past a size rule (records/rules.h) in a
 	 * message that also deletes: the rules hold for what the message
 	 * leaves (its changes are made in order, RFC 2136 §3.4.2, and a

@@ -591,6 +591,38 @@ def test_ixfr_across_zone_wide_change_is_axfr_form(srv, zone, change):
     assert_same_rrs(val, now, "AXFR-form IXFR from an unknown serial")
 
 
+def test_an_update_bumping_only_the_soa_serial_keeps_ixfr(srv, zone):
+    """An UPDATE that replaces the SOA with its serial alone moved (a
+    script bumping it, RFC 2136 section 3.6) is a version like any other:
+    IXFR from before it is a difference (it was the whole zone, for every
+    secondary: outside tester 32), the SOA served carries the new serial;
+    one that changes another field is still zone-wide."""
+    z = zone
+    key = srv.tsig_create("soa-bump." + z.name, z.name)
+    s0 = update(z, ("add", (z.n("before"), 300, "A", "192.0.2.1")))
+    soa = dns.query.tcp(dns.message.make_query(z.origin, "SOA"), srv.host, port=srv.port,
+                        timeout=5).answer[0]
+    bumped = soa[0].replace(serial=(soa[0].serial + 5) % 2 ** 32)
+    s1 = update(z, ("replace", (z.origin, soa.ttl, bumped)))
+    assert s1 == bumped.serial, (s1, bumped.serial)
+    s2 = update(z, ("add", (z.n("after"), 300, "A", "192.0.2.2")))
+    now, serial, _ = axfr(srv, z.origin, key=key)
+    assert serial == s2
+    kind, val = parse_ixfr(ixfr_answer(srv, z.origin, s0, key=key))
+    assert kind == "ixfr", "IXFR across a serial-only SOA UPDATE: %s" % kind
+    assert [(a, b) for a, b, _d, _a in val] in ([(s0, s1), (s1, s2)], [(s0, s2)]), val
+    added = [k[0] for seq in val for k in seq[3]]
+    assert added == ["after." + z.origin], val
+    # another field: zone-wide, as a settings change is
+    other = bumped.replace(serial=(s2 + 1) % 2 ** 32, refresh=bumped.refresh + 1)
+    s3 = update(z, ("replace", (z.origin, soa.ttl, other)))
+    kind, _val = parse_ixfr(ixfr_answer(srv, z.origin, s2, key=key))
+    assert kind == "axfr", "IXFR across an SOA UPDATE changing refresh: %s" % kind
+    assert dns.query.tcp(dns.message.make_query(z.origin, "SOA"), srv.host, port=srv.port,
+                         timeout=5).answer[0][0].refresh == bumped.refresh + 1
+    assert s3 == other.serial
+
+
 # ------------------------------------------------------------------ NOTIFY
 
 class NotifyListener:
