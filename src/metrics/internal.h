@@ -15,6 +15,7 @@
 typedef struct {
 	int64_t zone_id;
 	uint64_t events;
+	bool served;     /* In the edge store at the scrape (put_zones()). */
 } zone_changes_t;
 
 struct metrics {

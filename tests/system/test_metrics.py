@@ -166,6 +166,49 @@ def test_counts_follow_the_traffic(zonecast_metrics):
     assert value(after, "zonecast_dns_workers") == 2 * s.workers
 
 
+def test_zone_change_counters_outlive_deleted_zones(tmp_path):
+    """Counters of deleted zones go from the endpoint's table (zone ids are
+    never reused: create/delete cycles grew it for good, outside tester
+    33); the zones that stay keep counting, whatever was deleted beside
+    them."""
+    s = start_server(tmp_path, api=True)
+    try:
+        api = s.client()
+        ids = [api.ok("POST", "/zones", json={"name": "m%d.test" % i})["result"]["id"]
+               for i in range(6)]
+
+        made = [0] * 6
+
+        def write(i, n):
+            for _ in range(n):
+                made[i] += 1
+                api.ok("POST", "/zones/%s/dns_records?wait=live" % ids[i],
+                       json={"type": "A", "name": "r%d" % made[i], "content": "192.0.2.1"})
+
+        for i in range(6):
+            write(i, i + 1)
+        first = scrape(s.metrics_port)
+        for i in (0, 2, 4):
+            api.ok("DELETE", "/zones/%s" % ids[i])
+        for _ in range(30):
+            if value(scrape(s.metrics_port), "zonecast_zones") == len(s.zones) + 3:
+                break
+            time.sleep(0.1)
+        write(5, 2)
+        second = scrape(s.metrics_port)
+        for i in (1, 3, 5):
+            name = "m%d.test." % i
+            grown = 2 if i == 5 else 0
+            assert value(second, "zonecast_zone_changes_total", zone=name) == \
+                value(first, "zonecast_zone_changes_total", zone=name) + grown, name
+        for i in (0, 2, 4):
+            assert ("zonecast_zone_changes_total",
+                    frozenset([("zone", "m%d.test." % i)])) not in second
+    finally:
+        problems = s.stop()
+        assert not problems, problems
+
+
 def test_exposition_passes_promtool(zonecast_metrics):
     s = zonecast_metrics
     ask(s, "www.example.com.", "A")
