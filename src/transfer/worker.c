@@ -451,6 +451,11 @@ static void handle_query(xfr_worker_t *w, const uint8_t *msg, size_t len,
 	size_t max = tcp ? XFR_MSG_MAX : 1232;
 	size_t rlen = answer_message(&w->answer, msg, len, w->buf,
 	                             max - DNS_TSIG_ROOM, tcp);
+	/* Borrowed from the reply, which the send below frees. */
+	w->answer.nsid = NULL;
+	w->answer.nsid_len = 0;
+	w->answer.cookie_secret = NULL;
+	w->answer.client = NULL;
 	if (rlen == 0) {
 		server_reply_send(reply, NULL, 0);
 		return;
