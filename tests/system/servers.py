@@ -563,11 +563,30 @@ class ZonecastServer(DnsServer):
         for opt in self.options:
             argv += ["-o", opt]
         argv += ["--nsid", self.nsid] if self.nsid else []
+        log_from = len(self.log())
         self._spawn(wrapped(argv, self.workdir), env=self.env())
         self.wait_ready(self.zones)
         if self.api_port:
             self.wait_api()
+        self.wait_serving(log_from)
         return self
+
+    def wait_serving(self, log_from, timeout=START_TIMEOUT):
+        """Start's last steps (the control socket, the pidfile) come after
+        DNS answers: its "zonecast V serving DIR (pid N)" line says they are
+        done (a test that reloaded at once found no control socket). Not
+        when the log goes elsewhere (log-target) or leaves info out."""
+        config = open(self.config).read() if self.config else ""
+        if any(o.startswith("log-target=") or o.startswith("log-level=") and
+               o not in ("log-level=info", "log-level=debug") for o in self.options) or \
+                "log-target" in config or re.search(r"log-level:\s*(warning|error)", config):
+            return
+        deadline = time.monotonic() + timeout
+        while not re.search(r"zonecast \S+ serving .* \(pid \d+\)", self.log()[log_from:]):
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError("%s did not finish starting within %.0fs:\n%s"
+                                   % (self.kind, timeout, self.log()[-4000:]))
+            time.sleep(0.02)
 
     # -- API side (api=True) ----------------------------------------------
     @property
