@@ -23,7 +23,7 @@ import pytest
 
 import servers
 from conftest import XFR_SOURCE, _Running
-from servers import exchange_from
+from servers import exchange_from, recv_exact
 
 NSID = "edns-test-node"
 ZONE = "example.com."
@@ -41,16 +41,6 @@ def srv(tmp_path_factory):
 def soa_expire(srv, zone=ZONE):
     r = dns.query.tcp(dns.message.make_query(zone, "SOA"), srv.host, port=srv.port, timeout=5)
     return r.answer[0][0].expire
-
-
-def recv_exact(s, n):
-    buf = b""
-    while len(buf) < n:
-        chunk = s.recv(n - len(buf))
-        if not chunk:
-            raise ConnectionError("closed after %d of %d octets" % (len(buf), n))
-        buf += chunk
-    return buf
 
 
 def transfer(srv, q, source=XFR_SOURCE):
