@@ -258,17 +258,19 @@ typedef struct {
 	unsigned fail_at;       /* That write fails (0: none). */
 	uint16_t first_type;    /* First answer RR of the first message. */
 	uint16_t last_type;     /* Last answer RR of the last message. */
-	uint8_t rcode;          /* Of the first message. */
+	uint8_t rcode;          /* Of the first message (extended). */
 	bool closed;            /* Ended by closing the connection. */
 	bool done;
 } sink_t;
 
 /* Each response to a validly signed request must be signed, with the
- * MACs chained over a transfer (RFC 8945 §5.3.1). */
+ * MACs chained over a transfer (RFC 8945 §5.3.1); errors may go unsigned
+ * (BADVERS, whose header rcode is 0, among them: its upper bits are the
+ * OPT's). */
 static void check_tsig(sink_t *s, const knot_pkt_t *r)
 {
 	if (r->tsig_rr == NULL) {
-		if (knot_wire_get_rcode(r->wire) == KNOT_RCODE_NOERROR) {
+		if (knot_pkt_ext_rcode(r) == KNOT_RCODE_NOERROR) {
 			fprintf(stderr, "xfr_request: unsigned response %u to a "
 			        "signed request\n", s->writes + 1);
 			abort();
@@ -317,11 +319,12 @@ static int sink(void *ctx, const uint8_t *msg, size_t len, bool last)
 	}
 	const knot_pktsection_t *an = knot_pkt_section(r, KNOT_ANSWER);
 	if (s->writes == 0) {
-		s->rcode = knot_wire_get_rcode(copy);
+		/* With the OPT's upper bits (BADVERS). */
+		s->rcode = (uint8_t)knot_pkt_ext_rcode(r);
 		s->first_type = an->count > 0 ? knot_pkt_rr(an, 0)->type : 0;
-	} else if (knot_wire_get_rcode(copy) != KNOT_RCODE_NOERROR) {
+	} else if (knot_pkt_ext_rcode(r) != KNOT_RCODE_NOERROR) {
 		fprintf(stderr, "xfr_request: rcode %u after %u messages\n",
-		        knot_wire_get_rcode(copy), s->writes);
+		        knot_pkt_ext_rcode(r), s->writes);
 		abort();
 	}
 	s->last_type = an->count > 0 ? knot_pkt_rr(an, an->count - 1)->type : 0;
