@@ -161,11 +161,20 @@ static int run(const config_t *cfg)
 		sigemptyset(&set);
 		sigaddset(&set, SIGINT);
 		sigaddset(&set, SIGTERM);
+		sigaddset(&set, SIGHUP);
 		/* Every second meanwhile: the audit's count of refusal lines
-		 * left out that no later line carried (zc_audit_flush()). */
+		 * left out that no later line carried (zc_audit_flush()).
+		 * SIGHUP reopens the log files (logrotate's; it killed the
+		 * edge); the edge reads no configuration again. */
 		const struct timespec second = { .tv_sec = 1 };
 		int sig;
-		while ((sig = sigtimedwait(&set, NULL, &second)) < 0) {
+		while ((sig = sigtimedwait(&set, NULL, &second)) < 0 ||
+		       sig == SIGHUP) {
+			if (sig == SIGHUP) {
+				zc_log_reopen();
+				zc_info("SIGHUP: log files reopened (an edge "
+				        "reads its configuration at start only)");
+			}
 			zc_audit_flush(false);
 		}
 		zc_info("signal %d: shutting down", sig);
@@ -187,6 +196,14 @@ static int run(const config_t *cfg)
 
 int cmd_edge(int argc, char **argv)
 {
+	/* First of all (as serve): the main thread takes them, in its loop. */
+	sigset_t set;
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGHUP);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	signal(SIGPIPE, SIG_IGN);
 	config_t cfg;
 	int ret = parse_args(argc, argv, &cfg);
 	if (ret != 0) {
@@ -197,11 +214,5 @@ int cmd_edge(int argc, char **argv)
 		fprintf(stderr, "zonecast edge: %s\n", err);
 		return 1;
 	}
-	sigset_t set;
-	sigemptyset(&set);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGTERM);
-	pthread_sigmask(SIG_BLOCK, &set, NULL);
-	signal(SIGPIPE, SIG_IGN);
 	return run(&cfg);
 }
