@@ -423,13 +423,18 @@ static void put_zones(metrics_t *m, text_t *t)
 	}
 	if (edge_txn_begin_read(m->cfg.edge, &txn) == ZC_EOK &&
 	    edge_zone_foreach(&txn, put_zone, &z) == ZC_EOK) {
-		/* The counters of zones no longer served go (zone ids are
-		 * never given again: creating and deleting zones grew the
-		 * table for good, outside tester 33); a zone not built yet
-		 * starts its count again, a count that lags, never high. */
+		/* The counters of zones deleted go (zone ids are never
+		 * given again: creating and deleting zones grew the table
+		 * for good, outside tester 33): of those not served, the
+		 * ones the records store no longer holds (a zone not built
+		 * yet keeps its count: tester 36). */
+		records_store_t *rs = records(m);
 		size_t kept = 0;
 		for (size_t i = 0; i < m->zone_count; i++) {
-			if (m->zones[i].served) {
+			records_zone_t zone;
+			if (m->zones[i].served || rs == NULL ||
+			    records_zone_get(rs, m->zones[i].zone_id, &zone) !=
+			    ZC_ENOZONE) {
 				m->zones[kept++] = m->zones[i];
 			}
 		}

@@ -111,6 +111,19 @@ static int check_question(const knot_pkt_t *q, bool tcp)
 	}
 }
 
+/* The size a UDP answer may take: the requester's payload, less what
+ * the caller adds after (its TSIG), never below a header and question
+ * (the answer is then cut to those, TC set, by the sections' puts). */
+static uint16_t udp_max(const query_t *qr)
+{
+	size_t limit = query_udp_limit(qr->q);
+	size_t floor = KNOT_WIRE_HEADER_SIZE + qr->q->qname_size + 4;
+	size_t reserve = qr->ctx->udp_reserve;
+	limit = limit > floor + reserve ? limit - reserve :
+	        floor < limit ? floor : limit;
+	return (uint16_t)(limit < qr->r->max_size ? limit : qr->r->max_size);
+}
+
 /* Finishes the response: RCODE, AA, OPT. */
 static void finish(query_t *qr, knot_rrset_t *opt, uint8_t ext_rcode)
 {
@@ -182,7 +195,7 @@ static size_t reply_with_opt(query_t *qr, uint8_t rcode, bool tcp)
 	if (!tcp) {
 		/* The requester's payload holds for these too (a long NSID
 		 * made a 561-octet answer to a payload of 512). */
-		qr->r->max_size = query_udp_limit(qr->q);
+		qr->r->max_size = udp_max(qr);
 	}
 	knot_wire_set_qdcount(qr->r->wire, knot_wire_get_qdcount(qr->q->wire));
 	knot_rrset_t opt;
@@ -288,7 +301,7 @@ size_t answer_message(answer_ctx_t *ctx, const uint8_t *query, size_t qlen,
 		return 0;
 	}
 	if (!tcp) {
-		qr.r->max_size = query_udp_limit(qr.q);
+		qr.r->max_size = udp_max(&qr);
 	}
 	qr.qname = knot_pkt_qname(qr.r);
 	qr.qtype = knot_pkt_qtype(qr.q);

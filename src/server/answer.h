@@ -44,6 +44,10 @@ typedef struct {
 	const uint8_t *cookie_secret;
 	const struct sockaddr_storage *client;
 	bool cookie_valid;    /* Out: the last query had our server cookie. */
+	/* Octets the caller adds to a UDP answer once made (a TSIG RR):
+	 * the answer keeps within the requester's payload less these (a
+	 * signed answer went past it, or out unsigned: outside tester 36). */
+	uint16_t udp_reserve;
 	/* CH TXT id.server./hostname.bind. and version.server./version.bind.
 	 * (RFC 4892, server/chaos.c); NULL: hidden (REFUSED). Set by the
 	 * caller after answer_ctx_init(). */

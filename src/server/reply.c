@@ -39,6 +39,7 @@ struct server_reply {
 	server_reply_fn sink;  /* Not NULL: messages go to it instead. */
 	void *sink_ctx;
 	server_edns_t edns;
+	const atomic_bool *stop; /* Set: a write waiting for the client ends. */
 };
 
 int tcp_mailbox_init(tcp_mailbox_t *mb)
@@ -247,6 +248,9 @@ static int64_t now_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* How often a write waiting for a client looks at the stop flag. */
+#define STOP_CHECK_MS 100
+
 /* Writes all of buf on the non-blocking socket within the timeout. */
 static int write_all(server_reply_t *r, const uint8_t *buf, size_t len)
 {
@@ -258,6 +262,11 @@ static int write_all(server_reply_t *r, const uint8_t *buf, size_t len)
 	int64_t deadline = now_ms() + r->timeout_ms;
 	size_t done = 0;
 	while (done < len) {
+		if (r->stop != NULL && atomic_load(r->stop)) {
+			/* Stopping: a client that reads nothing held the stop
+			 * for the idle timeout (outside tester 37). */
+			return -ECANCELED;
+		}
 		ssize_t n = send(r->fd, buf + done, len - done, MSG_NOSIGNAL);
 		if (n > 0) {
 			done += (size_t)n;
@@ -273,9 +282,15 @@ static int write_all(server_reply_t *r, const uint8_t *buf, size_t len)
 			return -ETIMEDOUT;
 		}
 		struct pollfd p = { .fd = r->fd, .events = POLLOUT };
-		poll(&p, 1, (int)left);
+		poll(&p, 1, r->stop != NULL && left > STOP_CHECK_MS ?
+		     STOP_CHECK_MS : (int)left);
 	}
 	return ZC_EOK;
+}
+
+void server_reply_set_stop(server_reply_t *reply, const atomic_bool *stop)
+{
+	reply->stop = stop;
 }
 
 int server_reply_write(server_reply_t *r, const uint8_t *msg, size_t len)

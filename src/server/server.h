@@ -131,6 +131,10 @@ const server_edns_t *server_reply_edns(const server_reply_t *reply);
  */
 int server_reply_write(server_reply_t *reply, const uint8_t *msg, size_t len);
 
+/* Transfers: once *stop is set, a server_reply_write() waiting for the
+ * client gives up (-ECANCELED) within 100 ms, not at the idle timeout. */
+void server_reply_set_stop(server_reply_t *reply, const atomic_bool *stop);
+
 /*
  * A reply that hands its messages to fn instead of a connection, on the
  * calling thread (how the transfer fuzz target sees what a transfer

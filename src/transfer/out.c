@@ -125,6 +125,7 @@ int xfr_out_init(xfr_out_t *out, const knot_pkt_t *q, const xfr_opt_t *opt,
 	out->tsig = tsig;
 	out->reply = reply;
 	out->stop = stop;
+	server_reply_set_stop(reply, stop);
 	out->buf = buf;
 	int ret = begin_message(out);
 	if (ret != KNOT_EOK) {

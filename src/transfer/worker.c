@@ -18,6 +18,7 @@
 #include <libknot/descriptor.h>
 #include <libknot/errcode.h>
 #include <libknot/rrtype/soa.h>
+#include <libknot/rrtype/tsig.h>
 
 #include "common/audit.h"
 #include "common/counters.h"
@@ -448,7 +449,11 @@ static void handle_query(xfr_worker_t *w, const uint8_t *msg, size_t len,
 	w->answer.nsid_len = strlen(edns->nsid);
 	w->answer.cookie_secret = edns->cookie_secret;
 	w->answer.client = from;
-	size_t max = tcp ? XFR_MSG_MAX : 1232;
+	/* Over UDP the requester's payload holds for the answer with its
+	 * TSIG (RFC 8945 §5.3, RFC 6891 §6.2.5): the room for it is kept
+	 * (it was not: answers went past 512, and near 1,232 unsigned). */
+	w->answer.udp_reserve = (uint16_t)knot_tsig_wire_maxsize(&tsig.key);
+	size_t max = XFR_MSG_MAX;
 	size_t rlen = answer_message(&w->answer, msg, len, w->buf,
 	                             max - DNS_TSIG_ROOM, tcp);
 	/* Borrowed from the reply, which the send below frees. */
@@ -456,6 +461,7 @@ static void handle_query(xfr_worker_t *w, const uint8_t *msg, size_t len,
 	w->answer.nsid_len = 0;
 	w->answer.cookie_secret = NULL;
 	w->answer.client = NULL;
+	w->answer.udp_reserve = 0;
 	if (rlen == 0) {
 		server_reply_send(reply, NULL, 0);
 		return;

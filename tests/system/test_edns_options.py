@@ -225,3 +225,42 @@ def test_a_long_nsid_is_left_out_rather_than_the_answer(long_nsid, opcode):
                                options=[dns.edns.GenericOption(dns.edns.NSID, b"")])
     r = dns.query.udp(q, long_nsid.host, port=long_nsid.port, timeout=5)
     assert options_of(r)[dns.edns.NSID].data == b"n" * 255
+
+
+@pytest.mark.parametrize("payload", [None, 512, 1232])
+def test_a_signed_udp_answer_keeps_room_for_its_tsig(srv, payload):
+    """A TSIG-signed query over UDP gets an answer that is signed and,
+    with its TSIG, within the requester's payload (RFC 8945 section 5.3,
+    RFC 6891 section 6.2.5; TC when the data does not fit): the answer
+    was made to the payload and the TSIG put on top (521 octets for 512),
+    and near 1,232 it went out unsigned (outside tester 36)."""
+    api = srv.client()
+    zid = api.zone_id(ZONE)
+    name = "sized-%s.%s" % (payload, ZONE)
+    # answers of every size around the limits: TXT records of 100 octets
+    for i in range(14):
+        api.ok("POST", "/zones/%s/dns_records?wait=live" % zid,
+               json={"type": "TXT", "name": name, "content": "%02d" % i + "y" * 98})
+    key = srv.tsig_create("udp-size-%s" % payload, "example.com")
+    limit = payload or 512
+    for count in (3, 4, 5, 9, 10, 11, 12, 13, 14):
+        if count < 14:
+            api_name = "c%d.%s" % (count, name)
+            for i in range(count):
+                api.ok("POST", "/zones/%s/dns_records?wait=live" % zid,
+                       json={"type": "TXT", "name": api_name,
+                             "content": "%02d" % i + "z" * 98})
+        else:
+            api_name = name
+        q = dns.message.make_query(api_name, "TXT", use_edns=payload is not None,
+                                   payload=payload or 512,
+                                   options=[dns.edns.GenericOption(dns.edns.NSID, b""),
+                                            cookie_option()] if payload else None)
+        q.use_tsig(key.keyring, keyname=key.name, algorithm=key.algorithm)
+        wire = exchange_from(srv.host, srv.port, q.to_wire(), tcp=False)
+        assert wire is not None
+        assert len(wire) <= limit, (count, len(wire), limit)
+        r = dns.message.from_wire(wire, keyring=key.keyring, request_mac=q.mac)
+        assert r.had_tsig, count   # and from_wire checked its MAC
+        assert r.rcode() == dns.rcode.NOERROR
+        assert r.flags & dns.flags.TC or len(r.answer[0]) == count, (count, r.flags)

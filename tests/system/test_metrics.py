@@ -209,6 +209,36 @@ def test_zone_change_counters_outlive_deleted_zones(tmp_path):
         assert not problems, problems
 
 
+def test_a_zone_not_built_yet_keeps_its_change_count(tmp_path):
+    """A zone whose first build has not happened (here: fails) is not
+    served, but not deleted either: its count is kept for when it is
+    (the pruning of deleted zones' counters dropped it: tester 36)."""
+    fault = tmp_path / "fault"
+    fault.write_text("late.test.\n")
+    s = start_server(tmp_path, api=True, env={"ZONECAST_FAULT_BUILD": str(fault)})
+    try:
+        api = s.client()
+        api.ok("POST", "/zones", json={"name": "late.test"})
+        api.ok("POST", "/zones", json={"name": "ontime.test"})
+        for _ in range(50):
+            if value(scrape(s.metrics_port), "zonecast_zone_changes_total",
+                     zone="ontime.test.") > 0:
+                break
+            time.sleep(0.1)
+        fault.write_text("")
+        s.run_cli("zone", "retry", "--data-dir", s.data_dir, "late.test")
+        for _ in range(100):
+            after = scrape(s.metrics_port)
+            if ("zonecast_zone_serial", frozenset([("zone", "late.test.")])) in after:
+                break
+            time.sleep(0.1)
+        assert value(after, "zonecast_zone_changes_total", zone="late.test.") == \
+            value(after, "zonecast_zone_changes_total", zone="ontime.test.") > 0
+    finally:
+        problems = s.stop()
+        assert not problems, problems
+
+
 def test_exposition_passes_promtool(zonecast_metrics):
     s = zonecast_metrics
     ask(s, "www.example.com.", "A")
