@@ -67,10 +67,23 @@ struct update_service {
 	pthread_mutex_t live_lock;   /* Taken alone, briefly. */
 	records_pool_t *pool;
 	atomic_bool stopping;
+	atomic_bool stop_logged;     /* The stop's SERVFAILs were said. */
 	pthread_mutex_t cache_lock;  /* Guards zones[] and keys[]. */
 	zone_slot_t zones[CACHE_SLOTS];
 	key_slot_t keys[KEY_CACHE_SLOTS];
 };
+
+/* The UPDATEs a stop answers SERVFAIL (nothing written, the client may
+ * send them again to the next server): said once, not once each (they
+ * went unlogged: outside tester 37). */
+static void stopping_servfail(update_service_t *u)
+{
+	if (!atomic_exchange(&u->stop_logged, true)) {
+		zc_warn("update: SERVFAIL from now on: the server is stopping "
+		        "(nothing of these UPDATEs is written; clients may send "
+		        "them again)");
+	}
+}
 
 static int64_t mono_ms(void)
 {
@@ -745,6 +758,7 @@ void update_handle(void *ctx, const uint8_t *msg, size_t len,
 	m->tcp = tcp;
 	m->from = *from;
 	if (atomic_load(&u->stopping)) {
+		stopping_servfail(u);
 		finish(m, KNOT_RCODE_SERVFAIL);
 		return;
 	}
@@ -773,6 +787,7 @@ void update_handle(void *ctx, const uint8_t *msg, size_t len,
 	m->unit.done = on_committed;
 	m->unit.want_seq = u->cfg.follower != NULL; /* For await_live(). */
 	if (writer_submit(u->cfg.writer, &m->unit) != ZC_EOK) {
+		stopping_servfail(u); /* ZC_EBUSY: the writer is stopping. */
 		finish(m, KNOT_RCODE_SERVFAIL);
 	}
 }

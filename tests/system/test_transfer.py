@@ -623,6 +623,36 @@ def test_an_update_bumping_only_the_soa_serial_keeps_ixfr(srv, zone):
     assert s3 == other.serial
 
 
+def test_a_client_that_reads_no_transfer_does_not_hold_the_stop(zonecast_api_factory):
+    """A transfer whose client takes nothing ends at a stop within 100 ms
+    of waiting, not at the idle timeout (here 60 s): one such client held
+    every stop for it, UPDATEs refused meanwhile (outside tester 37)."""
+    srv = zonecast_api_factory(options=[("allow-transfer", "127.0.0.1"),
+                                        ("tcp-idle-timeout", "60")])
+    # 5 MB: more than the sockets' buffers take
+    path = os.path.join(srv.workdir, "stall.zone")
+    with open(path, "w") as f:
+        f.write("$ORIGIN stall.test.\n$TTL 300\n@ SOA ns1 h 1 7200 3600 1209600 300\n"
+                "@ NS ns1\nns1 A 192.0.2.1\n")
+        for i in range(20000):
+            f.write("t%05d TXT \"%s\"\n" % (i, "x" * 250))
+    srv.import_zone("stall.test", path)
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    s.connect((srv.host, srv.port))
+    wire = dns.message.make_query("stall.test.", "AXFR").to_wire()
+    s.sendall(struct.pack("!H", len(wire)) + wire)
+    try:
+        time.sleep(1.0)   # the transfer waits for the client now
+        start = time.monotonic()
+        problems = srv.stop(timeout=30 * servers.TIMEOUT_SCALE)
+        took = time.monotonic() - start
+    finally:
+        s.close()
+    assert not problems, problems
+    assert took < 10 * servers.TIMEOUT_SCALE, "the stop took %.1f s" % took
+
+
 # ------------------------------------------------------------------ NOTIFY
 
 class NotifyListener:
