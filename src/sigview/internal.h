@@ -3,6 +3,7 @@
  * and bringing one zone up to date (zone.c, chain.c). */
 #pragma once
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -67,6 +68,9 @@ typedef struct {
 	signer_keyset_t *ks;
 	zc_arena_t *arena;       /* Reset per node. */
 	uint32_t now;            /* Unix seconds (tests may set it). */
+	/* Set (a stop): a full pass gives up, -ECANCELED, rolled back (the
+	 * next start does it again); NULL: never. */
+	const atomic_bool *stop;
 	/* Filled by the update. */
 	uint32_t from_serial;    /* The view's serial before (0: new). */
 	bool full;               /* A full pass ran. */

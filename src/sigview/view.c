@@ -184,7 +184,8 @@ static int update_zone(sigview_t *v, const uint8_t *apex, bool *moved)
 		return ret;
 	}
 	view_update_t u = { .db = &v->db, .rs = v->rs, .txn = &v->txn,
-	                    .arena = &v->arena, .now = (uint32_t)now_s() };
+	                    .arena = &v->arena, .now = (uint32_t)now_s(),
+	                    .stop = &v->stop };
 	signer_keyset_t ks;
 	bool have_keys = false;
 	const uint8_t *raw;
@@ -300,6 +301,13 @@ static bool pass(sigview_t *v)
 		bool moved;
 		ret = update_zone(v, l.list[i].apex, &moved);
 		moved_any |= moved;
+		if (ret == -ECANCELED) {
+			char name[KNOT_DNAME_TXT_MAXLEN + 1];
+			knot_dname_to_str(name, l.list[i].apex, sizeof(name));
+			zc_info("signed view: zone %s: its pass given up for the "
+			        "stop (done again at the next start)", name);
+			break;
+		}
 		if (ret != ZC_EOK) {
 			char name[KNOT_DNAME_TXT_MAXLEN + 1];
 			knot_dname_to_str(name, l.list[i].apex, sizeof(name));

@@ -24,6 +24,7 @@ import dns.edns
 import dns.message
 import dns.query
 import dns.rcode
+import dns.rdatatype
 import dns.update
 import pytest
 
@@ -465,3 +466,36 @@ def test_a_sighup_right_after_the_start_does_not_kill(tmp_path):
         finally:
             p.terminate()
             assert p.wait(timeout=10 * servers.TIMEOUT_SCALE) == 0
+
+
+def test_a_stop_does_not_wait_for_a_signing_pass(zonecast_factory, tmp_path):
+    """SIGTERM while the signed view's first full pass of a large zone runs:
+    the pass is given up (rolled back, done again at the next start) and
+    the server stops at once; it waited for the whole pass (25 s for
+    400,000 signatures: outside tester 37). The next start signs it."""
+    path = tmp_path / "big-signed.zone"
+    with open(path, "w") as f:
+        f.write("$ORIGIN big-signed.test.\n$TTL 300\n@ SOA ns1 h 1 7200 3600 1209600 300\n"
+                "@ NS ns1\nns1 A 192.0.2.1\n")
+        for i in range(40000):
+            f.write("n%05d A 192.0.2.%d\n" % (i, i % 250 + 1))
+    srv = zonecast_factory()
+    srv.import_zone("big-signed.test", str(path))
+    srv.run_cli("dnssec", "enable", "--data-dir", srv.data_dir, "big-signed.test")
+    wait_for(lambda: "big-signed.test.: full pass to serial" in srv.log(),
+             "the view's full pass", timeout=30 * servers.TIMEOUT_SCALE)
+    time.sleep(0.3)
+    start = time.monotonic()
+    problems = srv.stop(timeout=60 * servers.TIMEOUT_SCALE)
+    took = time.monotonic() - start
+    assert not problems, problems
+    log = srv.log()
+    assert "big-signed.test.: its pass given up for the stop" in log, log[-3000:]
+    assert took < 5 * servers.TIMEOUT_SCALE, "the stop took %.1f s" % took
+    # the next start does the pass again, whole
+    srv.serve()
+    q = dns.message.make_query("n00007.big-signed.test.", "A", want_dnssec=True)
+    wait_for(lambda: "full pass" in srv.log()[len(log):], "the pass done again",
+             timeout=120 * servers.TIMEOUT_SCALE)
+    r = dns.query.tcp(q, "127.0.0.1", port=srv.port, timeout=5)
+    assert any(rr.rdtype == dns.rdatatype.RRSIG for rr in r.answer), r
