@@ -8,6 +8,7 @@ DNS answers name by name."""
 
 import json
 import os
+import signal
 import re
 import subprocess
 import shutil
@@ -1233,3 +1234,30 @@ def test_an_operators_deny_delete_survives_the_primarys_update(tmp_path):
     finally:
         problems = f.stop()
     assert not problems, problems
+
+
+def test_an_edge_takes_sighup_and_reopens_its_log(fleet):
+    """logrotate's `kill -HUP` after moving an edge's log file: the edge
+    reopens it and goes on following the stream (SIGHUP killed it: outside
+    tester 37)."""
+    api = fleet.api
+    zid = create_zone(api, "hup.fleet.test")
+    e = fleet.edges[0]
+    logfile = os.path.join(e.workdir, "edge-file.log")
+    e.kill9()
+    e.options.append("log-target=%s" % logfile)
+    e.start()
+    deadline = time.monotonic() + 20 * servers.TIMEOUT_SCALE
+    while not os.path.exists(logfile) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    os.rename(logfile, logfile + ".1")
+    for _ in range(3):
+        e.proc.send_signal(signal.SIGHUP)
+        time.sleep(0.1)
+    post_batch(api, zid, posts=[{"type": "A", "name": "after-hup.hup.fleet.test",
+                                 "content": "192.0.2.7"}])
+    settle(fleet.primary, fleet.edges)
+    assert e.proc.poll() is None, "the edge died of SIGHUP: %s" % e.proc.returncode
+    assert answers(e, "after-hup.hup.fleet.test.", "A")[1]
+    with open(logfile) as f:
+        assert "SIGHUP: log files reopened" in f.read()
