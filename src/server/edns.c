@@ -118,8 +118,8 @@ int query_prepare_opt(query_t *qr, knot_rrset_t *opt)
 		ret = knot_pkt_reserve(qr->r, opt_reserved(qr, opt));
 	}
 	if (ret == KNOT_ERANGE && qr->ctx->nsid_len > 0) {
-		/* No room (knot_pkt_reserve()): the OPT without NSID. */
-		/* Made again: the cookie's outcome is the same. */
+		/* No room (knot_pkt_reserve()): the OPT again, without
+		 * NSID (the cookie's outcome is the same). */
 		knot_rrset_clear(opt, qr->mm);
 		ret = make_opt(qr, opt, false);
 		if (ret == KNOT_EOK) {

@@ -57,10 +57,9 @@ static bool refusal_only(const entry_t *e)
 	       strncmp(e->a.transfer_result, "refused", 7) == 0;
 }
 
-/* The place to give up among the entries *link leads to (one bucket, or
- * one zone's entries of it when apex is not NULL), kept in *victim when
- * it is a better one than the one there: the least recently noted
- * refusal, else (refusal false) the least recently noted. */
+/* The entry to give up for a newcomer among those considered (one
+ * zone's, or the whole table's), by the link that leads to it: the least
+ * recently noted refusal and the least recently noted of all. */
 typedef struct {
 	entry_t **refused;       /* Links to the entry, NULL: none yet. */
 	entry_t **any;
