@@ -196,14 +196,7 @@ static int run(const config_t *cfg)
 
 int cmd_edge(int argc, char **argv)
 {
-	/* First of all (as serve): the main thread takes them, in its loop. */
-	sigset_t set;
-	sigemptyset(&set);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGTERM);
-	sigaddset(&set, SIGHUP);
-	pthread_sigmask(SIG_BLOCK, &set, NULL);
-	signal(SIGPIPE, SIG_IGN);
+	cli_hold_signals(); /* First of all: they wait for the loop. */
 	config_t cfg;
 	int ret = parse_args(argc, argv, &cfg);
 	if (ret != 0) {

@@ -716,17 +716,7 @@ static void on_start_problem(bool error, const char *msg, void *ctx)
 
 int cmd_serve(int argc, char **argv)
 {
-	/* Threads inherit this mask; the main thread takes the signals.
-	 * First of all: a SIGHUP in the milliseconds before it (a reload
-	 * or logrotate right after a start) killed the process, with not
-	 * a line logged (outside tester 37); it now waits for the loop. */
-	sigset_t set;
-	sigemptyset(&set);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGTERM);
-	sigaddset(&set, SIGHUP);
-	pthread_sigmask(SIG_BLOCK, &set, NULL);
-	signal(SIGPIPE, SIG_IGN);
+	cli_hold_signals(); /* First of all: they wait for the loop. */
 	config_t *cfg = malloc(sizeof(*cfg));
 	if (cfg == NULL) {
 		return 1;
