@@ -284,7 +284,8 @@ static bool pass(sigview_t *v)
 		v->zones[i].seen = false;
 	}
 	bool moved_any = false;
-	for (size_t i = 0; i < l.count; i++) {
+	bool cut = false;           /* The stop gave a pass up. */
+	for (size_t i = 0; i < l.count && !cut; i++) {
 		pthread_mutex_lock(&v->lock);
 		vz_t *z = find(v, l.list[i].zone_id);
 		if (z == NULL) {
@@ -306,7 +307,8 @@ static bool pass(sigview_t *v)
 			knot_dname_to_str(name, l.list[i].apex, sizeof(name));
 			zc_info("signed view: zone %s: its pass given up for the "
 			        "stop (done again at the next start)", name);
-			break;
+			cut = true;
+			continue;
 		}
 		if (ret != ZC_EOK) {
 			char name[KNOT_DNAME_TXT_MAXLEN + 1];
@@ -325,7 +327,12 @@ static bool pass(sigview_t *v)
 			moved_any = true;
 		}
 	}
-	drop_unlisted(v);
+	if (!cut) {
+		/* Not after a pass given up: the zones listed after it were
+		 * not looked at, and were dropped from the view as deleted
+		 * (outside tester 38). */
+		drop_unlisted(v);
+	}
 	free(l.list);
 	return moved_any;
 }

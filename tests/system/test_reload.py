@@ -485,6 +485,25 @@ def test_a_stop_does_not_wait_for_a_signing_pass(zonecast_factory, tmp_path):
         for i in range(40000):
             f.write("n%05d A 192.0.2.%d\n" % (i, i % 250 + 1))
     srv = zonecast_factory()
+    # a signed zone the view lists after the big one: the stop must leave
+    # its view as it is (it was dropped, as if deleted: tester 38)
+    small = tmp_path / "zz-after.zone"
+    small.write_text("$ORIGIN zz-after.test.\n$TTL 300\n@ SOA ns1 h 1 7200 3600 1209600 300\n"
+                     "@ NS ns1\nns1 A 192.0.2.1\n")
+    srv.import_zone("zz-after.test", str(small))
+    srv.run_cli("dnssec", "enable", "--data-dir", srv.data_dir, "zz-after.test")
+    wait_for(lambda: re.search(r"zz-after\.test\. serial \d+ -> \d+ \(full pass\)", srv.log()),
+             "the small zone's view", timeout=30 * servers.TIMEOUT_SCALE)
+
+    def views():
+        con = sqlite3.connect("file:%s?mode=ro" % os.path.join(srv.data_dir, "signed.db"),
+                              uri=True, timeout=5)
+        try:
+            return {bytes(a) for (a,) in con.execute("SELECT apex FROM vzones")}
+        finally:
+            con.close()
+
+    assert b"\x08zz-after\x04test\x00" in views()
     srv.import_zone("big-signed.test", str(path))
     srv.run_cli("dnssec", "enable", "--data-dir", srv.data_dir, "big-signed.test")
     wait_for(lambda: "big-signed.test.: full pass to serial" in srv.log(),
@@ -497,6 +516,7 @@ def test_a_stop_does_not_wait_for_a_signing_pass(zonecast_factory, tmp_path):
     log = srv.log()
     assert "big-signed.test.: its pass given up for the stop" in log, log[-3000:]
     assert took < 5 * servers.TIMEOUT_SCALE, "the stop took %.1f s" % took
+    assert b"\x08zz-after\x04test\x00" in views(), "the small zone's view went"
     # the next start does the pass again, whole
     srv.serve()
     q = dns.message.make_query("n00007.big-signed.test.", "A", want_dnssec=True)
@@ -504,3 +524,4 @@ def test_a_stop_does_not_wait_for_a_signing_pass(zonecast_factory, tmp_path):
              timeout=120 * servers.TIMEOUT_SCALE)
     r = dns.query.tcp(q, "127.0.0.1", port=srv.port, timeout=5)
     assert any(rr.rdtype == dns.rdatatype.RRSIG for rr in r.answer), r
+    assert "zz-after.test. serial 0 ->" not in srv.log()[len(log):], "signed again from 0"
