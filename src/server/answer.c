@@ -215,6 +215,15 @@ static size_t reply_with_opt(query_t *qr, uint8_t rcode, bool tcp)
 	return qr->r->size;
 }
 
+/* Whether the additional section holds the OPT and at most a TSIG: the
+ * parse (without KNOT_PF_KEEPWIRE) takes a TSIG out of the wire and its
+ * ARCOUNT, so the OPT alone is left (a signed query was held to 1 + 1,
+ * and got FORMERR: outside tester 38). */
+static bool only_opt_and_tsig(const knot_pkt_t *q)
+{
+	return knot_wire_get_arcount(q->wire) == 1;
+}
+
 /*
  * A query with no question (parsed, with an OPT): RFC 7873 §5.4,
  * "Querying for a Server Cookie": one with a COOKIE option and nothing
@@ -229,8 +238,7 @@ static size_t no_question(query_t *qr, bool tcp)
 	              NULL &&
 	              knot_wire_get_ancount(qr->q->wire) == 0 &&
 	              knot_wire_get_nscount(qr->q->wire) == 0 &&
-	              knot_wire_get_arcount(qr->q->wire) ==
-	              1 + (qr->q->tsig_rr != NULL);
+	              only_opt_and_tsig(qr->q);
 	return reply_with_opt(qr, cookie ? KNOT_RCODE_NOERROR :
 	                      KNOT_RCODE_FORMERR, tcp);
 }

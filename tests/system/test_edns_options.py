@@ -264,3 +264,20 @@ def test_a_signed_udp_answer_keeps_room_for_its_tsig(srv, payload):
         assert r.had_tsig, count   # and from_wire checked its MAC
         assert r.rcode() == dns.rcode.NOERROR
         assert r.flags & dns.flags.TC or len(r.answer[0]) == count, (count, r.flags)
+
+
+@pytest.mark.parametrize("tcp", [False, True], ids=["udp", "tcp"])
+def test_a_signed_query_for_a_server_cookie_alone(srv, tcp):
+    """RFC 7873 section 5.4 with TSIG: no question, a COOKIE, signed: NOERROR
+    with the server cookie, signed, as unsigned (it was FORMERR: the
+    parse takes the TSIG out of ARCOUNT; outside tester 38)."""
+    key = srv.tsig_create("noq-cookie-%s" % ("tcp" if tcp else "udp"), "example.com")
+    m = dns.message.Message()
+    m.use_edns(0, options=[cookie_option()])
+    m.use_tsig(key.keyring, keyname=key.name, algorithm=key.algorithm)
+    wire = exchange_from(srv.host, srv.port, m.to_wire(), tcp=tcp)
+    assert wire is not None
+    r = dns.message.from_wire(wire, keyring=key.keyring, request_mac=m.mac)
+    assert r.had_tsig
+    assert r.rcode() == dns.rcode.NOERROR, dns.rcode.to_text(r.rcode())
+    assert len(options_of(r)[dns.edns.COOKIE].data) in (24, 40)
