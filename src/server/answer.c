@@ -21,6 +21,7 @@
 #include "common/error.h"
 #include "dns/name.h"
 #include "dns/reply.h"
+#include "server/cookie.h"
 #include "server/query.h"
 
 void answer_ctx_init(answer_ctx_t *ctx, edge_store_t *edge, const char *nsid,
@@ -112,12 +113,15 @@ static int check_question(const knot_pkt_t *q, bool tcp)
 }
 
 /* The size a UDP answer may take: the requester's payload, less what
- * the caller adds after (its TSIG), never below a header and question
- * (the answer is then cut to those, TC set, by the sections' puts). */
+ * the caller adds after (its TSIG), never below a header, the question
+ * and an OPT with a cookie (the answer is then cut to those, TC set, by
+ * the sections' puts; an OPT with no room was SERVFAIL: tester 38). */
 static uint16_t udp_max(const query_t *qr)
 {
 	size_t limit = query_udp_limit(qr->q);
-	size_t floor = KNOT_WIRE_HEADER_SIZE + qr->q->qname_size + 4;
+	size_t floor = KNOT_WIRE_HEADER_SIZE + qr->q->qname_size + 4 +
+	               (qr->q->opt_rr != NULL ? KNOT_EDNS_MIN_SIZE +
+	                KNOT_EDNS_OPTION_HDRLEN + COOKIE_OPTION_MAX : 0);
 	size_t reserve = qr->ctx->udp_reserve;
 	limit = limit > floor + reserve ? limit - reserve :
 	        floor < limit ? floor : limit;

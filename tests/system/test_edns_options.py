@@ -281,3 +281,22 @@ def test_a_signed_query_for_a_server_cookie_alone(srv, tcp):
     assert r.had_tsig
     assert r.rcode() == dns.rcode.NOERROR, dns.rcode.to_text(r.rcode())
     assert len(options_of(r)[dns.edns.COOKIE].data) in (24, 40)
+
+
+def test_a_signed_udp_answer_with_no_room_left_is_cut_not_failed(srv):
+    """A TSIG of a 250-octet key name and HMAC-SHA512 leaves, at a payload
+    of 512 and with a 200-octet question, no room for the OPT: the answer
+    comes (TC where its data does not fit), signed, not SERVFAIL (outside
+    tester 38)."""
+    keyname = ".".join(["k" * 61] * 4)
+    key = srv.tsig_create(keyname, "example.com", algorithm="hmac-sha512")
+    qname = ".".join(["q" * 60] * 3) + "." + ZONE
+    q = dns.message.make_query(qname, "A", use_edns=0, payload=512,
+                               options=[cookie_option()])
+    q.use_tsig(key.keyring, keyname=key.name, algorithm=key.algorithm)
+    wire = exchange_from(srv.host, srv.port, q.to_wire(max_size=65535), tcp=False)
+    assert wire is not None
+    r = dns.message.from_wire(wire, keyring=key.keyring, request_mac=q.mac)
+    assert r.had_tsig
+    assert r.rcode() in (dns.rcode.NOERROR, dns.rcode.NXDOMAIN), dns.rcode.to_text(r.rcode())
+    assert r.edns == 0 and dns.edns.COOKIE in options_of(r)
