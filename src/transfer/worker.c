@@ -60,18 +60,16 @@ void xfr_send_header_error(server_reply_t *reply, const uint8_t *msg,
 	server_reply_send(reply, resp, rlen);
 }
 
-/* Answers the parsed request with an rcode (extended: BADVERS) and the
- * TSIG outcome (tsig NULL: unsigned). */
-static void send_error(xfr_worker_t *w, const knot_pkt_t *q,
-                       const xfr_opt_t *opt, dns_tsig_t *tsig,
-                       server_reply_t *reply, uint16_t rcode)
+/* The error answer in w->buf with opt's OPT, signed with tsig (the
+ * caller's copy); its length, 0 when no packet could be made. */
+static size_t error_message(xfr_worker_t *w, const knot_pkt_t *q,
+                            const xfr_opt_t *opt, dns_tsig_t *tsig,
+                            uint16_t rcode)
 {
 	knot_pkt_t *r = knot_pkt_new(w->buf, XFR_MSG_MAX - DNS_TSIG_ROOM,
 	                             zc_arena_mm(&w->arena));
 	if (r == NULL || knot_pkt_init_response(r, q) != KNOT_EOK) {
-		xfr_send_header_error(reply, q->wire, q->size,
-		                      KNOT_EDNS_RCODE_LO(rcode));
-		return;
+		return 0;
 	}
 	knot_wire_set_rcode(r->wire, KNOT_EDNS_RCODE_LO(rcode));
 	/* Its OPT when the request had one (without, rather than no
@@ -80,15 +78,50 @@ static void send_error(xfr_worker_t *w, const knot_pkt_t *q,
 	    knot_pkt_reserve(r, xfr_opt_size(opt)) == KNOT_EOK) {
 		xfr_put_opt(r, opt, KNOT_EDNS_RCODE_HI(rcode));
 	}
-	dns_tsig_t unsigned_tsig = { .present = false };
-	if (tsig == NULL) {
-		tsig = &unsigned_tsig;
-	}
 	size_t len = r->size;
 	if (dns_tsig_sign(tsig, w->buf, &len, XFR_MSG_MAX) != ZC_EOK) {
 		len = r->size; /* Unsigned rather than nothing. */
 	}
+	return len;
+}
+
+/* Answers the parsed request with an rcode (extended: BADVERS) and the
+ * TSIG outcome (tsig NULL: unsigned), within udp_limit octets when not 0
+ * (a UDP request's payload): the NSID and cookie go when it would not fit
+ * with them (a BADTIME answer with a long NSID was 522 octets for 512:
+ * outside tester 38). */
+static void send_error(xfr_worker_t *w, const knot_pkt_t *q,
+                       const xfr_opt_t *opt, dns_tsig_t *tsig,
+                       server_reply_t *reply, uint16_t rcode,
+                       size_t udp_limit)
+{
+	dns_tsig_t unsigned_tsig = { .present = false };
+	dns_tsig_t t = tsig != NULL ? *tsig : unsigned_tsig;
+	size_t len = error_message(w, q, opt, &t, rcode);
+	if (len > udp_limit && udp_limit > 0 &&
+	    (opt->nsid != NULL || opt->cookie_len > 0)) {
+		xfr_opt_t bare = *opt;
+		bare.nsid = NULL;
+		bare.cookie_len = 0;
+		t = tsig != NULL ? *tsig : unsigned_tsig; /* Signed afresh. */
+		len = error_message(w, q, &bare, &t, rcode);
+	}
+	if (len == 0) {
+		xfr_send_header_error(reply, q->wire, q->size,
+		                      KNOT_EDNS_RCODE_LO(rcode));
+		return;
+	}
 	server_reply_send(reply, w->buf, len);
+}
+
+/* The payload a UDP request allows (RFC 6891 §6.2.5; 512 without EDNS). */
+static size_t udp_payload(const knot_pkt_t *q)
+{
+	if (q->opt_rr == NULL) {
+		return KNOT_WIRE_MIN_PKTSIZE;
+	}
+	uint16_t asked = knot_edns_get_payload(q->opt_rr);
+	return asked < KNOT_WIRE_MIN_PKTSIZE ? KNOT_WIRE_MIN_PKTSIZE : asked;
 }
 
 /* RFC 8945 §5.2: checks the TSIG with the key named by its owner. */
@@ -241,7 +274,7 @@ static void serve(xfr_worker_t *w, const knot_pkt_t *q, const xfr_opt_t *opt,
 	xfr_out_t out;
 	int ret = xfr_out_init(&out, q, opt, tsig, reply, w->buf, w->stop);
 	if (ret != KNOT_EOK) {
-		send_error(w, q, opt, tsig, reply, KNOT_RCODE_SERVFAIL);
+		send_error(w, q, opt, tsig, reply, KNOT_RCODE_SERVFAIL, 0);
 		zc_count(ZC_COUNT_XFR_FAILED);
 		zc_error("transfer: zone %s, peer %s, %s: %s", lg->zone,
 		         lg->peer, lg->kind, zc_strerror(ret));
@@ -345,7 +378,7 @@ static void handle_transfer(xfr_worker_t *w, uint8_t *msg, size_t len,
 		        "0" : "malformed COOKIE option");
 		zc_count(ZC_COUNT_XFR_FAILED);
 		send_error(w, q, &opt, NULL, reply, opt.bad_version ?
-		           KNOT_RCODE_BADVERS : KNOT_RCODE_FORMERR);
+		           KNOT_RCODE_BADVERS : KNOT_RCODE_FORMERR, 0);
 		return;
 	}
 	dns_tsig_t tsig;
@@ -357,7 +390,7 @@ static void handle_transfer(xfr_worker_t *w, uint8_t *msg, size_t len,
 		                     &tsig, bad, key.algorithm[0] != '\0',
 		                     key.algorithm, from);
 		zc_count(ZC_COUNT_XFR_NOTAUTH);
-		send_error(w, q, &opt, &tsig, reply, tsig_rcode(bad));
+		send_error(w, q, &opt, &tsig, reply, tsig_rcode(bad), 0);
 		return;
 	}
 	xfr_req_t req = { .txn = &w->txn };
@@ -398,7 +431,7 @@ static void handle_transfer(xfr_worker_t *w, uint8_t *msg, size_t len,
 		zc_count(rcode == KNOT_RCODE_REFUSED ? ZC_COUNT_XFR_REFUSED :
 		         rcode == KNOT_RCODE_NOTAUTH ? ZC_COUNT_XFR_NOTAUTH :
 		         ZC_COUNT_XFR_FAILED);
-		send_error(w, q, &opt, &tsig, reply, rcode);
+		send_error(w, q, &opt, &tsig, reply, rcode, 0);
 	} else {
 		xfr_opt_zone(&opt, req.zone.soa, req.zone.soa_len);
 		serve(w, q, &opt, &tsig, reply, &req, &lg);
@@ -440,7 +473,8 @@ static void handle_query(xfr_worker_t *w, const uint8_t *msg, size_t len,
 		                     from);
 		xfr_opt_t opt;
 		xfr_opt_prepare(&opt, q, edns, from);
-		send_error(w, q, &opt, &tsig, reply, tsig_rcode(bad));
+		send_error(w, q, &opt, &tsig, reply, tsig_rcode(bad),
+		           tcp ? 0 : udp_payload(q));
 		return;
 	}
 	/* Answered as the server's workers answer: NSID and DNS Cookies

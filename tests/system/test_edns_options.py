@@ -10,6 +10,7 @@ to a UDP query is larger than its payload (a NOTIFY's was 561 octets for
 """
 import socket
 import struct
+import time
 
 import dns.edns
 import dns.flags
@@ -300,3 +301,19 @@ def test_a_signed_udp_answer_with_no_room_left_is_cut_not_failed(srv):
     assert r.had_tsig
     assert r.rcode() in (dns.rcode.NOERROR, dns.rcode.NXDOMAIN), dns.rcode.to_text(r.rcode())
     assert r.edns == 0 and dns.edns.COOKIE in options_of(r)
+
+
+def test_a_tsig_error_over_udp_keeps_to_the_payload(long_nsid):
+    """A BADTIME answer over UDP to a query asking for NSID at a payload of
+    512, under a 255-octet NSID: within 512 octets, the NSID and cookie
+    left out where they do not fit (it was 522 octets: outside tester
+    38)."""
+    key = long_nsid.tsig_create("badtime-udp", "example.com")
+    qname = ".".join(["q" * 60, "r" * 60]) + "." + ZONE
+    q = dns.message.make_query(qname, "A", use_edns=0, payload=512,
+                               options=[dns.edns.GenericOption(dns.edns.NSID, b""),
+                                        cookie_option()])
+    wire, _ = servers.tsig_sign(q.to_wire(), key.key, time_signed=int(time.time()) - 3600)
+    resp = exchange_from(long_nsid.host, long_nsid.port, wire, tcp=False)
+    assert resp is not None and len(resp) <= 512, len(resp or b"")
+    assert resp[3] & 0x0F == dns.rcode.NOTAUTH
