@@ -486,7 +486,8 @@ static void handle_query(xfr_worker_t *w, const uint8_t *msg, size_t len,
 	/* Over UDP the requester's payload holds for the answer with its
 	 * TSIG (RFC 8945 §5.3, RFC 6891 §6.2.5): the room for it is kept
 	 * (it was not: answers went past 512, and near 1,232 unsigned). */
-	w->answer.udp_reserve = (uint16_t)knot_tsig_wire_maxsize(&tsig.key);
+	w->answer.udp_reserve = tsig.present ?
+	                        (uint16_t)knot_tsig_wire_maxsize(&tsig.key) : 0;
 	size_t max = XFR_MSG_MAX;
 	size_t rlen = answer_message(&w->answer, msg, len, w->buf,
 	                             max - DNS_TSIG_ROOM, tcp);
