@@ -435,6 +435,17 @@ void *fleet_watcher_main(void *arg)
 				        why);
 			}
 		}
+		if (w != NULL && !fp->stop && fp->wnc != NULL) {
+			/* libnats 3.4 deletes a watcher's consumer when it is
+			 * destroyed, and reads the consumer's name while its
+			 * own thread, resetting the consumer after its stream
+			 * went away, frees it (AddressSanitizer: a heap use
+			 * after free in jsSub_deleteConsumer aborted the
+			 * primary, when NATS lost its storage). On a closed
+			 * connection nothing is deleted: it is made again at
+			 * the loop's top, as after the library closed it. */
+			natsConnection_Close(fp->wnc);
+		}
 		kvWatcher_Destroy(w);
 		kvStore_Destroy(kv);
 		if (!fp->stop && again == NULL) {
