@@ -914,6 +914,11 @@ def test_edge_from_a_primary_store_is_an_edge(tmp_path):
         e.start()
         f.edges.append(e)
         settle(f.primary, f.edges)
+        # a copy equals the primary's at once: settle does not wait for
+        # the edge to take the store as its own
+        deadline = time.monotonic() + 20 * servers.TIMEOUT_SCALE
+        while digest(e.data_dir)["role"] != "edge" and time.monotonic() < deadline:
+            time.sleep(0.05)
         assert digest(e.data_dir)["role"] == "edge"
         compare_answers(f.primary, f.edges, [("copy.fleet.test.", "SOA")])
     finally:
