@@ -16,10 +16,6 @@
 #include "server/cookie.h"
 #include "transfer/internal.h"
 
-/* The payload size a transfer's OPT says (over TCP it means nothing;
- * knotd says 1232 as well). */
-#define XFR_OPT_PAYLOAD 1232
-
 void xfr_opt_prepare(xfr_opt_t *o, const knot_pkt_t *q,
                      const server_edns_t *edns,
                      const struct sockaddr_storage *from)
@@ -40,8 +36,6 @@ void xfr_opt_prepare(xfr_opt_t *o, const knot_pkt_t *q,
 		o->nsid_len = (uint16_t)strlen(edns->nsid);
 	}
 	if (edns->cookie_secret != NULL && from != NULL) {
-		_Static_assert(sizeof(o->cookie) >= COOKIE_OPTION_MAX,
-		               "room for a cookie");
 		cookie_result_t r = cookie_answer(edns->cookie_secret, from, q,
 		                                  o->cookie, &o->cookie_len);
 		o->bad_cookie = r == COOKIE_MALFORMED;
@@ -78,7 +72,8 @@ int xfr_put_opt(knot_pkt_t *pkt, const xfr_opt_t *o, uint8_t ext_rcode)
 		return KNOT_EOK;
 	}
 	knot_rrset_t opt;
-	int ret = knot_edns_init(&opt, XFR_OPT_PAYLOAD, ext_rcode, 0, NULL);
+	/* Over TCP the payload means nothing: the query path's, as knotd. */
+	int ret = knot_edns_init(&opt, ANSWER_EDNS_PAYLOAD, ext_rcode, 0, NULL);
 	if (ret == KNOT_EOK && o->dnssec_ok) {
 		knot_edns_set_do(&opt);
 	}

@@ -18,6 +18,7 @@
 #include "edge/edge.h"
 #include "records/records.h"
 #include "server/answer.h"
+#include "server/cookie.h"
 #include "server/server.h"
 #include "sigview/sigview.h"
 #include "transfer/config.h"
@@ -41,7 +42,7 @@ typedef struct {
 	bool dnssec_ok;           /* DO, copied (RFC 3225 §3). */
 	const char *nsid;         /* NULL: none (borrowed from the reply). */
 	uint16_t nsid_len;
-	uint8_t cookie[40];       /* The COOKIE option's data to send. */
+	uint8_t cookie[COOKIE_OPTION_MAX]; /* The COOKIE option's data. */
 	uint16_t cookie_len;      /* 0: none. */
 	bool want_expire;
 	bool expire_known;        /* expire holds the zone's. */
