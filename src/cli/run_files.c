@@ -19,19 +19,34 @@
 #include "common/fs.h"
 #include "common/log.h"
 
-/* Whether pid is a zonecast process that runs (its command's name, as
- * /proc/PID/comm gives it, starts so): a stale pidfile's pid reused by
- * another program does not keep a restarted server from its pidfile. */
+/* Whether pid is a zonecast process that runs: /proc/PID/stat names its
+ * command (in parentheses, which the name may itself hold: the last ')'
+ * ends it) starting "zonecast", in a state other than a zombie's or a dead
+ * one's. A stale pidfile's pid reused by another program, or the pid of a
+ * killed server its parent has not reaped yet, does not keep a restarted
+ * server from its pidfile. */
 static bool is_zonecast(pid_t pid)
 {
-	char path[64], comm[32] = "";
-	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+	char path[64], stat[128] = "";
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t n = fd >= 0 ? read(fd, comm, sizeof(comm) - 1) : -1;
+	ssize_t n = fd >= 0 ? read(fd, stat, sizeof(stat) - 1) : -1;
 	if (fd >= 0) {
 		close(fd);
 	}
-	return n > 0 && strncmp(comm, "zonecast", 8) == 0;
+	if (n <= 0) {
+		return false;
+	}
+	stat[n] = '\0';
+	const char *open_paren = strchr(stat, '(');
+	const char *close_paren = strrchr(stat, ')');
+	if (open_paren == NULL || close_paren == NULL || close_paren < open_paren ||
+	    close_paren[1] != ' ' || close_paren[2] == '\0') {
+		return false;
+	}
+	char state = close_paren[2];
+	return strncmp(open_paren + 1, "zonecast", 8) == 0 && state != 'Z' &&
+	       state != 'X' && state != 'x';
 }
 
 /* Whether path may be replaced by a pidfile: absent, or a regular file

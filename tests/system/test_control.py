@@ -9,6 +9,7 @@ refused, from a real responder and dnspython's AXFR).
 
 import json
 import os
+import signal
 import socket
 import stat
 import subprocess
@@ -331,6 +332,24 @@ def test_files_at_the_socket_and_pidfile_paths_are_left_alone(zonecast_factory, 
     stale.write_text("%d\n" % os.getpid())         # pytest's: not a zonecast
     third = started(zonecast_factory(options=[("pidfile", str(stale))]))
     assert stale.read_text() == "%d\n" % third.proc.pid
+
+
+def test_a_killed_server_not_reaped_yet_does_not_hold_its_pidfile(zonecast_factory):
+    """Found by an outside tester: the pid of a SIGKILLed server its
+    parent had not reaped yet (a zombie, whose /proc/PID/comm still says
+    zonecast) counted as a server that runs, and the restarted server
+    kept away from the pidfile."""
+    killed = started(zonecast_factory())
+    pidfile = os.path.join(killed.data_dir, "zonecast.pid")
+    os.kill(killed.proc.pid, signal.SIGKILL)
+    with open("/proc/%d/stat" % killed.proc.pid) as f:
+        wait_for(lambda: f.seek(0) == 0 and f.read().rsplit(")", 1)[1].split()[0] == "Z",
+                 "the killed server to be a zombie")
+    assert open(pidfile).read() == "%d\n" % killed.proc.pid
+    after = started(zonecast_factory(options=[("pidfile", pidfile)]))
+    assert open(pidfile).read() == "%d\n" % after.proc.pid
+    assert "not replaced (pidfile)" not in after.log()
+    killed.kill9()                  # reaps it
 
 
 def test_a_slow_client_holds_the_socket_5_s_at_most(zonecast_factory):
