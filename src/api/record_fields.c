@@ -306,8 +306,12 @@ int api_record_fields_parse(unit_t *u, json_t *f, const copy_t *base)
 		                            "data.priority)", type);
 	}
 	if (u->wire->type == KNOT_RRTYPE_SOA) {
-		return api_record_unit_fail(u, 400, "type: the SOA is managed "
-		                            "through the zone's settings");
+		/* A PATCH of the SOA's id that gave no type: the id is what
+		 * named it. */
+		bool by_id = base != NULL && json_object_get(f, "type") == NULL;
+		return api_record_unit_fail(u, 400, "%s: the SOA is managed "
+		                            "through the zone's settings",
+		                            by_id ? "id" : "type");
 	}
 	if (records_rules_is_signer_type(u->wire->type)) {
 		return api_record_unit_fail(u, 400, "type: DNSSEC records are "

@@ -959,9 +959,16 @@ def test_soa_and_apex_ns_rules(srv, api):
     before = snapshot(api, srv, zid, zone)
     for soa in api.records(zid, type="SOA"):      # if the SOA is listed, it cannot be deleted
         assert_error(api.call("DELETE", "/zones/%s/dns_records/%s" % (zid, soa["id"])), 400, None)
-        r = api.call("PATCH", "/zones/%s/dns_records/%s" % (zid, soa["id"]),
-                     json={"content": "ns1.%s. hostmaster.%s. 99 1 1 1 1" % (zone, zone)})
-        assert 400 <= r.status_code < 500, r.text
+        # A patch of its id names the id, not a type it did not give
+        # (an outside tester: a batch's said patches[0].type).
+        content = {"content": "ns1.%s. hostmaster.%s. 99 1 1 1 1" % (zone, zone)}
+        assert_error(api.call("PATCH", "/zones/%s/dns_records/%s" % (zid, soa["id"]),
+                              json=content), 400, "id")
+        assert_error(api.call("POST", "/zones/%s/dns_records/batch" % zid,
+                              json={"patches": [dict(content, id=soa["id"])]}),
+                     400, "patches[0].id")
+        assert_error(api.call("PATCH", "/zones/%s/dns_records/%s" % (zid, soa["id"]),
+                              json=dict(content, type="SOA")), 400, "type")
     assert snapshot(api, srv, zid, zone) == before
     one, last = sorted(ns, key=lambda r: r["content"])
     api.ok("DELETE", "/zones/%s/dns_records/%s" % (zid, one["id"]))
