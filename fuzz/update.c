@@ -80,7 +80,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			}
 		}
 	}
-	free(m.added);
+	update_net_free(&m.net);
 	knot_pkt_free(m.pkt);
 	free(m.wire);
 	return 0;

@@ -41,8 +41,8 @@ void update_audit_accepted(const update_msg_t *m)
 	zc_audit_t a;
 	zc_audit_begin(&a, "update", "accepted");
 	add_request(&a, m);
-	zc_audit_num(&a, "added", (int64_t)m->added_count);
-	zc_audit_num(&a, "deleted", (int64_t)m->removed);
+	zc_audit_num(&a, "added", (int64_t)m->net.added_count);
+	zc_audit_num(&a, "deleted", (int64_t)m->net.removed_count);
 	zc_audit_num(&a, "serial", m->zone.serial);
 	zc_audit_fixed(&a, "changed", m->changed ? "yes" : "no");
 	zc_audit_end(&a);

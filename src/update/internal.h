@@ -9,6 +9,7 @@
 #include "dns/tsig.h"
 #include "records/records.h"
 #include "server/server.h"
+#include "update/net.h"
 #include "writer/writer.h"
 
 typedef struct update_service update_service_t;
@@ -48,10 +49,8 @@ typedef struct {
 	uint32_t soa_serial, soa_taken;
 	/* Net effect, to tell a message whose changes cancel out (RFC 2136
 	 * §3.6: then the serial does not move). */
-	int64_t *added;              /* Ids of records this message added. */
-	size_t added_count, added_cap;
-	size_t removed;              /* Records that existed before it. */
-	bool serial_moved;           /* An SOA that moved the serial alone. */
+	update_net_t net;            /* What it removed and added (net.h). */
+	bool serial_moved;           /* An SOA it took (the serial moves). */
 	/* Owners an add took past a size rule (records/rules.h) in a
 	 * message that also deletes: the rules hold for what the message
 	 * leaves (its changes are made in order, RFC 2136 §3.4.2, and a

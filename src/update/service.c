@@ -281,7 +281,7 @@ void update_free(update_service_t *u)
 
 static void msg_free(update_msg_t *m)
 {
-	free(m->added);
+	update_net_free(&m->net);
 	free(m->over);
 	knot_pkt_free(m->pkt);
 	free(m->wire);

@@ -1001,6 +1001,29 @@ def test_noop_update_keeps_serial(srv, zone):
     u.add(z.n("x"), 300, "A", "192.0.2.7")
     u.delete(z.n("x"), "A", "192.0.2.7")             # added then deleted in one message
     noops["add then delete in one message"] = u
+    # Found by an outside tester: changes that cancel out otherwise moved
+    # the serial (and made a version, a NOTIFY and an empty IXFR step).
+    z.add_api(z.n("n"), "A", "192.0.2.2")
+    ids = z.records()
+    s = z.serial()
+    u = unsigned_update(z)
+    u.delete(z.n("n"), "A", "192.0.2.1")
+    u.add(z.n("n"), 300, "A", "192.0.2.1")           # deleted, then added again
+    noops["delete then add again"] = u
+    u = unsigned_update(z)
+    u.add(z.n("n"), 600, "A", "192.0.2.1")
+    u.add(z.n("n"), 300, "A", "192.0.2.1")           # a TTL there and back
+    noops["TTL moved and moved back"] = u
+    u = unsigned_update(z)
+    u.delete(z.n("n"), "A")
+    u.add(z.n("n"), 300, "A", "192.0.2.2")
+    u.add(z.n("n"), 300, "A", "192.0.2.1")           # the RRset made again whole
+    noops["RRset deleted and made again"] = u
+    u = unsigned_update(z)
+    u.delete(z.n("n"))
+    u.add(z.n("n"), 300, "A", "192.0.2.1")
+    u.add(z.n("n"), 300, "A", "192.0.2.2")           # the name made again whole
+    noops["name deleted and made again"] = u
     moved = []
     for what, u in noops.items():
         ok_unsigned(z, u)
@@ -1011,8 +1034,45 @@ def test_noop_update_keeps_serial(srv, zone):
                     sorted(set(ids) - set(now[2])), sorted(set(now[2]) - set(ids)))))
             s, ids = now[0], now[2]
     assert not moved, "no-op UPDATEs changed the zone:\n" + "\n".join(moved)
-    expect_rrset(srv, z.n("n"), "A", ["192.0.2.1"])
+    expect_rrset(srv, z.n("n"), "A", ["192.0.2.1", "192.0.2.2"], ttl=300)
     expect_no_rrset(srv, z.n("x"), "A")
+    # Half of it cancelling out is a change: one version, the rest kept.
+    u = unsigned_update(z)
+    u.delete(z.n("n"), "A")
+    u.add(z.n("n"), 300, "A", "192.0.2.1")
+    ok_unsigned(z, u)
+    expect_serial(srv, z.name, s + 1)
+    expect_rrset(srv, z.n("n"), "A", ["192.0.2.1"], ttl=300)
+    u = unsigned_update(z)
+    u.add(z.n("n"), 600, "A", "192.0.2.1")
+    u.add(z.n("n"), 900, "A", "192.0.2.1")
+    ok_unsigned(z, u)
+    expect_serial(srv, z.name, s + 2)
+    expect_rrset(srv, z.n("n"), "A", ["192.0.2.1"], ttl=900)
+
+
+def test_a_prerequisite_of_the_soa_compares_the_served_soa(srv, zone):
+    """Found by an outside tester: a value-dependent prerequisite of the
+    SOA (RFC 2136 2.4.2, "only if the serial is still N") compared the
+    SOA as stored at the zone's making, whose serial the zone's versions
+    had left behind: the served SOA got NXRRSET, an older one went
+    through."""
+    z = zone
+    z.add_api(z.n("v"), "A", "192.0.2.1")
+    z.settle()
+    (served,) = ask(srv, z.origin, "SOA").answer
+    old = served[0].replace(serial=served[0].serial - 1)
+    u = unsigned_update(z)
+    u.present(z.origin, old)
+    u.add(z.n("stale"), 300, "A", "192.0.2.8")
+    do_fail(z, u, dns.rcode.NXRRSET, extra_probes=[(z.n("stale"), "A")])
+    u = unsigned_update(z)
+    u.present(z.origin, served[0])
+    u.add(z.n("current"), 300, "A", "192.0.2.9")
+    _, s0 = ok_unsigned(z, u)
+    assert s0 == served[0].serial
+    expect_serial(srv, z.name, s0 + 1)
+    expect_rrset(srv, z.n("current"), "A", ["192.0.2.9"])
 
 
 @pytest.mark.valgrind

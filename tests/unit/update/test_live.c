@@ -108,9 +108,8 @@ static int apply_add(records_store_t *rs, const records_zone_t *zone,
 static void msg_clear(msg_t *msg)
 {
 	knot_pkt_free(msg->m.pkt);
-	free(msg->m.added);
+	update_net_free(&msg->m.net);
 	msg->m.pkt = NULL;
-	msg->m.added = NULL;
 }
 
 static void test_wait_table(void)

@@ -1,0 +1,138 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * The net effect of one UPDATE message (see net.h): two lists of owned
+ * copies of records, compared as multisets once the message ends.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <libknot/dname.h>
+#include <libknot/errcode.h>
+
+#include "common/error.h"
+#include "update/net.h"
+
+struct update_net_rec {
+	int64_t id;
+	uint8_t *owner;
+	uint8_t *rdata;
+	uint32_t ttl;
+	uint16_t type, rdata_len;
+	uint8_t api_form;
+};
+
+static void rec_free(update_net_rec_t *r)
+{
+	free(r->owner);
+	free(r->rdata);
+}
+
+static int push(update_net_rec_t **list, size_t *count, size_t *cap,
+                const records_record_t *rec)
+{
+	if (*count == *cap) {
+		size_t grown_cap = *cap ? 2 * *cap : 8;
+		update_net_rec_t *grown = realloc(*list, grown_cap * sizeof(*grown));
+		if (grown == NULL) {
+			return KNOT_ENOMEM;
+		}
+		*list = grown;
+		*cap = grown_cap;
+	}
+	size_t owner_size = knot_dname_size(rec->owner);
+	update_net_rec_t r = {
+		.id = rec->id, .ttl = rec->ttl, .type = rec->type,
+		.rdata_len = rec->rdata_len, .api_form = rec->api_form,
+		.owner = malloc(owner_size),
+		.rdata = malloc(rec->rdata_len + 1u),
+	};
+	if (r.owner == NULL || r.rdata == NULL) {
+		rec_free(&r);
+		return KNOT_ENOMEM;
+	}
+	memcpy(r.owner, rec->owner, owner_size);
+	memcpy(r.rdata, rec->rdata, rec->rdata_len);
+	(*list)[(*count)++] = r;
+	return ZC_EOK;
+}
+
+int update_net_added(update_net_t *net, const records_record_t *rec)
+{
+	return push(&net->added, &net->added_count, &net->added_cap, rec);
+}
+
+int update_net_removed(update_net_t *net, const records_record_t *rec)
+{
+	for (size_t i = 0; i < net->added_count; i++) {
+		if (net->added[i].id == rec->id) {
+			rec_free(&net->added[i]);
+			net->added[i] = net->added[--net->added_count];
+			return ZC_EOK;
+		}
+	}
+	return push(&net->removed, &net->removed_count, &net->removed_cap, rec);
+}
+
+/* An order over what a message may change of a record: its owner
+ * (lowercase wire), type, TTL, rdata and whether the API shows its TTL as
+ * automatic (RECORDS_API_TTL_AUTO). */
+static int cmp_rec(const void *pa, const void *pb)
+{
+	const update_net_rec_t *a = pa, *b = pb;
+	size_t la = knot_dname_size(a->owner), lb = knot_dname_size(b->owner);
+	int c = la != lb ? (la < lb ? -1 : 1) : memcmp(a->owner, b->owner, la);
+	if (c == 0 && a->type != b->type) {
+		c = a->type < b->type ? -1 : 1;
+	}
+	if (c == 0 && a->ttl != b->ttl) {
+		c = a->ttl < b->ttl ? -1 : 1;
+	}
+	if (c == 0 && a->rdata_len != b->rdata_len) {
+		c = a->rdata_len < b->rdata_len ? -1 : 1;
+	}
+	if (c == 0) {
+		c = memcmp(a->rdata, b->rdata, a->rdata_len);
+	}
+	uint8_t auto_a = a->api_form & RECORDS_API_TTL_AUTO;
+	uint8_t auto_b = b->api_form & RECORDS_API_TTL_AUTO;
+	if (c == 0 && auto_a != auto_b) {
+		c = auto_a < auto_b ? -1 : 1;
+	}
+	return c;
+}
+
+bool update_net_none(update_net_t *net)
+{
+	if (net->added_count != net->removed_count) {
+		return false;
+	}
+	qsort(net->added, net->added_count, sizeof(*net->added), cmp_rec);
+	qsort(net->removed, net->removed_count, sizeof(*net->removed), cmp_rec);
+	for (size_t i = 0; i < net->added_count; i++) {
+		if (cmp_rec(&net->added[i], &net->removed[i]) != 0) {
+			return false;
+		}
+	}
+	return true;
+}
+
+void update_net_clear(update_net_t *net)
+{
+	for (size_t i = 0; i < net->added_count; i++) {
+		rec_free(&net->added[i]);
+	}
+	for (size_t i = 0; i < net->removed_count; i++) {
+		rec_free(&net->removed[i]);
+	}
+	net->added_count = 0;
+	net->removed_count = 0;
+}
+
+void update_net_free(update_net_t *net)
+{
+	update_net_clear(net);
+	free(net->added);
+	free(net->removed);
+	net->added = net->removed = NULL;
+	net->added_cap = net->removed_cap = 0;
+}
