@@ -373,7 +373,7 @@ void api_zone_retry(api_req_t *req, const records_zone_t *zone,
 	 * wait when none comes or the zone is gone. */
 	records_zone_t now;
 	bool full;
-	if (api_pool_get(req->api, &req->pool_slot, &req->rs, &full) ==
+	if (api_pool_get(req->api, true, &req->pool_slot, &req->rs, &full) ==
 	    ZC_EOK && records_zone_get(req->rs, zone->id, &now) == ZC_EOK) {
 		json_decref(answer);
 		answer = zone_json(req, &now);

@@ -15,13 +15,17 @@ void api_pool_put(api_t *api, int slot)
 {
 	pthread_mutex_lock(&api->pool_lock);
 	api->pool_used[slot] = false;
-	pthread_cond_signal(&api->pool_free);
+	/* All of them: a read woken by a write's slot coming free could
+	 * not take it, and the write waiting would sleep on. */
+	pthread_cond_broadcast(&api->pool_free);
 	pthread_mutex_unlock(&api->pool_lock);
 }
 
-int api_pool_get(api_t *api, int *slot, records_store_t **out,
+int api_pool_get(api_t *api, bool read, int *slot, records_store_t **out,
                  bool *full)
 {
+	int slots = read ? API_POOL_SIZE - API_POOL_WRITE_RESERVE :
+	            API_POOL_SIZE;
 	*full = false;
 	struct timespec until;
 	clock_gettime(CLOCK_MONOTONIC, &until);
@@ -30,9 +34,9 @@ int api_pool_get(api_t *api, int *slot, records_store_t **out,
 	int i;
 	bool timed_out = false;
 	for (;;) {
-		for (i = 0; i < API_POOL_SIZE && api->pool_used[i]; i++) {
+		for (i = 0; i < slots && api->pool_used[i]; i++) {
 		}
-		if (i < API_POOL_SIZE) {
+		if (i < slots) {
 			break;
 		}
 		/* Stopping: the slots in use may stay so until the stop

@@ -9,12 +9,21 @@
  * the writer included), before it is answered 503. */
 #define API_POOL_WAIT_S 10
 
-/* Takes a free connection, waiting up to API_POOL_WAIT_S for one, and
+/* Connections of the pool that only writes (requests other than GET and
+ * HEAD) take: reads, a read-only token's included, that scan a large zone
+ * for seconds (a `name.contains=` filter over 1,000,000 records takes
+ * 2 s) cannot hold every connection and keep writes waiting into 503s
+ * (outside tester 40: 24 such readers under the per-address limit). */
+#define API_POOL_WRITE_RESERVE 4
+
+/* Takes a free connection (a read one of the first API_POOL_SIZE -
+ * API_POOL_WRITE_RESERVE), waiting up to API_POOL_WAIT_S for one, and
  * opens it at its first use (outside the lock: a PostgreSQL connection
  * takes round trips). ZC_EOK, or records_open()'s error, or ZC_EBUSY with
  * *full set: none came free in time, or the API stops (api_stop() wakes
  * the waits). */
-int api_pool_get(api_t *api, int *slot, records_store_t **out, bool *full);
+int api_pool_get(api_t *api, bool read, int *slot, records_store_t **out,
+                 bool *full);
 void api_pool_put(api_t *api, int slot);
 
 /* Gives the request's connection back to the pool before its handler

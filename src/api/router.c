@@ -175,17 +175,22 @@ static void dispatch(api_req_t *req, const char *url)
 	}
 	int slot = -1;
 	bool full;
-	int ret = api_pool_get(req->api, &slot, &req->rs, &full);
+	bool read = strcmp(req->method, "GET") == 0 ||
+	            strcmp(req->method, "HEAD") == 0;
+	int ret = api_pool_get(req->api, read, &slot, &req->rs, &full);
+	int slots = read ? API_POOL_SIZE - API_POOL_WRITE_RESERVE :
+	            API_POOL_SIZE;
 	if (full && atomic_load(&req->api->stopping)) {
 		api_error(req, 503, 1503, "server: stopping, and all %d records "
-		          "store connections are in use; nothing was written: "
-		          "retry", API_POOL_SIZE);
+		          "store connections %sare in use; nothing was "
+		          "written: retry", slots, read ? "for reads " : "");
 		return;
 	}
 	if (full) {
 		api_error(req, 503, 1503, "server: busy, all %d records store "
-		          "connections stayed in use for %d s; nothing was "
-		          "written: retry", API_POOL_SIZE, API_POOL_WAIT_S);
+		          "connections %sstayed in use for %d s; nothing was "
+		          "written: retry", slots, read ? "for reads " : "",
+		          API_POOL_WAIT_S);
 		return;
 	}
 	if (ret != ZC_EOK) {
