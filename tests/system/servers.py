@@ -137,6 +137,23 @@ def _server_ports():
 _ports = _server_ports()
 
 
+def _worker_share(ports):
+    """Under pytest-xdist (dev/test runs the system tests on several
+    workers, each a process of its own) each worker takes its own residue
+    class of the ports: _given keeps one process from giving a port twice,
+    and this keeps two workers from giving the same port at once (free
+    then, bound by the first worker's server a moment later)."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    count = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1") or 1)
+    if ports is None or not worker.startswith("gw") or count < 2:
+        return ports
+    index = int(worker[2:])
+    return [p for p in ports if p % count == index]
+
+
+_ports = _worker_share(_ports)
+
+
 def free_port():
     """A port that is free on 127.0.0.1 for both UDP and TCP, outside the
     ephemeral range (_server_ports()), and that no earlier call of this

@@ -6,6 +6,7 @@ import os
 import pwd
 import shutil
 import signal
+import socket
 import stat
 import subprocess
 import tempfile
@@ -132,8 +133,10 @@ def _serve_as_nobody(top, data, extra=()):
     return proc, logpath, port
 
 
-def _settle(proc, port, timeout=10):
-    """Waits until serve answers DNS or exits; True when it answers."""
+def _settle(proc, port, timeout=10, control=None):
+    """Waits until serve answers DNS (and, given its path, has made its
+    control socket: DNS answers first, and a CLI command in between finds
+    no socket) or exits; True when it answers."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
@@ -141,9 +144,14 @@ def _settle(proc, port, timeout=10):
         try:
             dns.query.udp(dns.message.make_query("example.test.", "SOA"), "127.0.0.1",
                           port=port, timeout=0.3)
+            if control is None:
+                return True
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as c:
+                c.connect(control)
             return True
         except Exception:
-            time.sleep(0.05)
+            pass
+        time.sleep(0.05)
     return False
 
 
@@ -248,7 +256,8 @@ def test_a_fifo_as_log_file_is_refused_not_waited_on(tmp_path):
     proc = subprocess.Popen([servers.zonecast_bin(), "serve", "-c", str(conf)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
-        assert _settle(proc, port), proc.stderr.read() if proc.poll() is not None else ""
+        assert _settle(proc, port, control=str(tmp_path / "d2" / "control.sock")), \
+            proc.stderr.read() if proc.poll() is not None else ""
         conf.write_text(base + "  log-target: %s\n" % fifo)
         cp = subprocess.run([servers.zonecast_bin(), "reload", "-c", str(conf)],
                             capture_output=True, text=True, timeout=10)
