@@ -106,6 +106,9 @@ bool update_net_none(update_net_t *net)
 	if (net->added_count != net->removed_count) {
 		return false;
 	}
+	if (net->added_count == 0) {
+		return true; /* No lists to sort (qsort() takes no NULL). */
+	}
 	qsort(net->added, net->added_count, sizeof(*net->added), cmp_rec);
 	qsort(net->removed, net->removed_count, sizeof(*net->removed), cmp_rec);
 	for (size_t i = 0; i < net->added_count; i++) {
