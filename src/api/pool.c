@@ -24,6 +24,10 @@ void api_pool_put(api_t *api, int slot)
 int api_pool_get(api_t *api, bool read, int *slot, records_store_t **out,
                  bool *full)
 {
+	/* Reads take the lowest free slot of the first 12, writes the
+	 * highest of all 16: writes fill their own 4 before any of
+	 * those a read could take (12 writes waiting on a long import held every read
+	 * slot while the 4 stayed free: outside tester 41). */
 	int slots = read ? API_POOL_SIZE - API_POOL_WRITE_RESERVE :
 	            API_POOL_SIZE;
 	*full = false;
@@ -34,9 +38,14 @@ int api_pool_get(api_t *api, bool read, int *slot, records_store_t **out,
 	int i;
 	bool timed_out = false;
 	for (;;) {
-		for (i = 0; i < slots && api->pool_used[i]; i++) {
+		if (read) {
+			for (i = 0; i < slots && api->pool_used[i]; i++) {
+			}
+		} else {
+			for (i = slots - 1; i >= 0 && api->pool_used[i]; i--) {
+			}
 		}
-		if (i < slots) {
+		if (i >= 0 && i < slots) {
 			break;
 		}
 		/* Stopping: the slots in use may stay so until the stop

@@ -5,7 +5,8 @@
  * while reads hold all theirs (outside tester 40: two dozen slow list
  * reads kept API writes waiting 5-10 s, some into 503s); a connection
  * given back wakes every waiter, so a write waiting is not left asleep
- * when a read was the one woken.
+ * when a read was the one woken; writes take their own connections
+ * first, so that writes waiting leave reads theirs.
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -70,7 +71,7 @@ int main(void)
 	pthread_t t_read;
 	CHECK_EQ(pthread_create(&t_read, NULL, wait_for_slot, &read), 0);
 	CHECK(!done_within(&read, 0.1));
-	for (int i = reads; i < API_POOL_SIZE; i++) {
+	for (int i = API_POOL_SIZE - 1; i >= reads; i--) {
 		CHECK_EQ(api_pool_get(api, false, &slot, &rs, &full), ZC_EOK);
 		CHECK_EQ(slot, i);
 	}
@@ -92,6 +93,18 @@ int main(void)
 	CHECK_EQ(read.slot, 3);
 	pthread_join(t_read, NULL);
 	pthread_join(t_write, NULL);
+	for (int i = 0; i < API_POOL_SIZE; i++) {
+		api_pool_put(api, i);
+	}
+	/* Writes take their own 4 first, from the top: 12 writes leave
+	 * reads 4 connections (outside tester 41: writes took 0-11 first,
+	 * and 12 waiting on a long import kept every read out). */
+	for (int i = 0; i < reads; i++) {
+		CHECK_EQ(api_pool_get(api, false, &slot, &rs, &full), ZC_EOK);
+		CHECK_EQ(slot, API_POOL_SIZE - 1 - i);
+	}
+	CHECK_EQ(api_pool_get(api, true, &slot, &rs, &full), ZC_EOK);
+	CHECK_EQ(slot, 0);
 	for (int i = 0; i < API_POOL_SIZE; i++) {
 		api_pool_put(api, i);
 	}
