@@ -35,6 +35,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <libknot/dname.h>
 
 #include "common/hash.h"
@@ -51,6 +52,8 @@ typedef struct {
 	uint64_t expires;           /* Seconds; a replay passes the time
 	                               check until then. */
 	uint32_t next;              /* Next slot in the hash chain. */
+	uint64_t origin;            /* dns_tsig_replay_tag()'s, or 0. */
+	bool answered;              /* Its answer went out. */
 } entry_t;
 
 struct dns_tsig_replay {
@@ -139,18 +142,73 @@ static void drop_oldest(dns_tsig_replay_t *c)
 	c->count--;
 }
 
-static bool is_seen(const dns_tsig_replay_t *c, uint32_t slot,
-                    uint64_t key_hash, const uint8_t *mac, size_t mac_len,
-                    uint64_t now)
+/* The live entry of (key, MAC) in the chain from slot, or NULL. */
+static entry_t *find(dns_tsig_replay_t *c, uint32_t slot, uint64_t key_hash,
+                     const uint8_t *mac, size_t mac_len, uint64_t now)
 {
 	for (; slot != NONE; slot = c->ring[slot].next) {
-		const entry_t *e = &c->ring[slot];
+		entry_t *e = &c->ring[slot];
 		if (e->key_hash == key_hash && e->mac_len == mac_len &&
 		    memcmp(e->mac, mac, mac_len) == 0 && e->expires >= now) {
-			return true;
+			return e;
 		}
 	}
-	return false;
+	return NULL;
+}
+
+static bool is_seen(dns_tsig_replay_t *c, uint32_t slot, uint64_t key_hash,
+                    const uint8_t *mac, size_t mac_len, uint64_t now)
+{
+	return find(c, slot, key_hash, mac, mac_len, now) != NULL;
+}
+
+/* The entry of t's key and MAC, under c->lock, or NULL. */
+static entry_t *entry_of(dns_tsig_replay_t *c, const dns_tsig_t *t,
+                         uint64_t now)
+{
+	size_t mac_len = t->digest_len < DNS_TSIG_REPLAY_MAC ? t->digest_len :
+	                 DNS_TSIG_REPLAY_MAC;
+	uint64_t key_hash = key_hash_of(c, t->name);
+	size_t b = bucket_of(c, key_hash, t->digest, mac_len);
+	return find(c, c->buckets[b], key_hash, t->digest, mac_len, now);
+}
+
+void dns_tsig_replay_tag(dns_tsig_replay_t *c, const dns_tsig_t *t,
+                         uint64_t origin)
+{
+	if (c == NULL || !t->present || t->error != 0) {
+		return;
+	}
+	pthread_mutex_lock(&c->lock);
+	entry_t *e = entry_of(c, t, (uint64_t)time(NULL));
+	if (e != NULL) {
+		e->origin = origin;
+	}
+	pthread_mutex_unlock(&c->lock);
+}
+
+void dns_tsig_replay_answered(dns_tsig_replay_t *c, const dns_tsig_t *t)
+{
+	if (c == NULL || !t->present || t->error != 0) {
+		return;
+	}
+	pthread_mutex_lock(&c->lock);
+	entry_t *e = entry_of(c, t, (uint64_t)time(NULL));
+	if (e != NULL) {
+		e->answered = true;
+	}
+	pthread_mutex_unlock(&c->lock);
+}
+
+bool dns_tsig_replay_pending(dns_tsig_replay_t *c, const dns_tsig_t *t,
+                             uint64_t origin, uint64_t now)
+{
+	pthread_mutex_lock(&c->lock);
+	entry_t *e = entry_of(c, t, now);
+	bool pending = e != NULL && !e->answered && origin != 0 &&
+	               e->origin == origin;
+	pthread_mutex_unlock(&c->lock);
+	return pending;
 }
 
 bool dns_tsig_replay_known(dns_tsig_replay_t *c, const dns_tsig_t *t,
@@ -200,6 +258,8 @@ dns_tsig_replay_result_t dns_tsig_replay_check(dns_tsig_replay_t *c,
 		e->mac_len = (uint8_t)mac_len;
 		e->time_signed = t->time_signed;
 		e->expires = t->time_signed + window;
+		e->answered = false;
+		e->origin = 0;
 		e->next = c->buckets[b];
 		c->buckets[b] = (uint32_t)slot;
 		c->count++;

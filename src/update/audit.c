@@ -63,6 +63,16 @@ void update_audit_refused(update_msg_t *m, uint8_t rcode,
 	zc_audit_end(&a);
 }
 
+void update_audit_copy(update_msg_t *m, const char *what)
+{
+	m->audited = true;
+	zc_audit_t a;
+	zc_audit_begin(&a, "update", "dropped");
+	add_request(&a, m);
+	zc_audit_str(&a, "reason", what);
+	zc_audit_end(&a);
+}
+
 /* Why an answer with this rcode was given (RFC 2136 §2.2, §3.2, §3.4). */
 static const char *rcode_reason(uint8_t rcode)
 {

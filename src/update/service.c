@@ -18,8 +18,10 @@
 #include <libknot/errcode.h>
 #include <libknot/packet/wire.h>
 #include <libknot/rrtype/opt.h>
+#include <netinet/in.h>
 
 #include "common/error.h"
+#include "common/hash.h"
 #include "common/log.h"
 #include "dns/reply.h"
 #include "dns/tsig_log.h"
@@ -304,7 +306,16 @@ int update_parse(knot_pkt_t *pkt)
  * the request had one (RFC 6891 §7, as BIND and knotd answer), TSIG. */
 static void respond(update_msg_t *m)
 {
+	if (m->drop) {
+		server_reply_send(m->reply, NULL, 0); /* UDP: nothing sent. */
+		m->reply = NULL;
+		return;
+	}
 	update_audit_answer(m); /* Every refusal has its line. */
+	/* Before it goes out: a copy sent once the client has it is a
+	 * replay (take_copy()). */
+	dns_tsig_replay_answered(update_tsig_policy(m->service).replay,
+	                         &m->tsig);
 	uint8_t resp[RESPONSE_MAX];
 	knot_pkt_t *q = m->pkt;
 	size_t len = dns_error_reply(m->wire, q ? q->size : m->wire_len,
@@ -397,6 +408,13 @@ update_wait_t update_live_wait(int result, uint8_t rcode, bool tcp)
 static void on_committed(writer_unit_t *unit, int result)
 {
 	update_msg_t *m = (update_msg_t *)unit;
+	if (m->drop) {
+		/* A copy the committer's replay check found (a kept key's
+		 * message), its first still in progress: dropped. */
+		respond(m);
+		msg_free(m);
+		return;
+	}
 	if (m->replay_pending) {
 		/* A kept key's message whose unit failed before its key
 		 * check (the store busy or down): remembered all the same,
@@ -492,6 +510,63 @@ static void log_replay_cache_full(const update_service_t *u)
 	}
 }
 
+/* Where a message came from, for the replay cache (dns_tsig_replay_tag()):
+ * over UDP a hash of the client's address and port, never 0; over TCP 0
+ * (a retry comes on another connection, where the first's answer does
+ * not go). */
+static uint64_t origin_of(const update_msg_t *m)
+{
+	if (m->tcp) {
+		return 0;
+	}
+	uint64_t h = UINT64_C(0xcbf29ce484222325);
+	if (m->from.ss_family == AF_INET6) {
+		const struct sockaddr_in6 *a = (const void *)&m->from;
+		h = zc_hash_bytes(h, a->sin6_addr.s6_addr, 16);
+		h = zc_hash_bytes(h, (const uint8_t *)&a->sin6_port, 2);
+	} else {
+		const struct sockaddr_in *a = (const void *)&m->from;
+		h = zc_hash_bytes(h, (const uint8_t *)&a->sin_addr, 4);
+		h = zc_hash_bytes(h, (const uint8_t *)&a->sin_port, 2);
+	}
+	return zc_hash_finish(h) | 1;
+}
+
+/* Notes where a message the replay cache took came from (origin_of()). */
+static void tag_origin(update_service_t *u, update_msg_t *m)
+{
+	if (!m->tcp) {
+		dns_tsig_replay_tag(live_get(u).tsig.replay, &m->tsig,
+		                    origin_of(m));
+	}
+}
+
+/*
+ * A signed message the replay cache holds (REPLAYED) whose first is still
+ * in progress, over UDP from the same address and port: a client's retry, the same bytes, of a message
+ * it has no answer to yet (nsupdate sends it again after 3 s; the first
+ * waited on a writer a large import held: outside tester 40 saw BADTIME,
+ * "clocks are unsynchronized", and nsupdate said the update failed,
+ * though it was then made). Dropped: the first's answer goes to the same
+ * client and id once it is made. Nothing of it is applied. Over TCP, or
+ * a copy of a message answered, stays a replay (BADTIME). Returns
+ * whether it dropped the message.
+ */
+static bool take_copy(update_service_t *u, update_msg_t *m)
+{
+	live_t l = live_get(u);
+	if (m->tcp || m->tsig.replay != DNS_TSIG_REPLAYED ||
+	    l.tsig.replay == NULL ||
+	    !dns_tsig_replay_pending(l.tsig.replay, &m->tsig, origin_of(m),
+	                             (uint64_t)time(NULL))) {
+		return false;
+	}
+	m->drop = true;
+	update_audit_copy(m, "a copy of a message in progress (a client's "
+	                  "retry): its first's answer goes out once it is made");
+	return true;
+}
+
 /* Zone section (§3.1.1), TSIG (§3.3 / RFC 8945), source address; *why
  * says what refused the request for its audit line (a TSIG failure has
  * its own: dns_tsig_log_refusal()). */
@@ -510,9 +585,16 @@ static uint8_t authorize(update_service_t *u, update_msg_t *m,
 	if (q->tsig_rr != NULL) {
 		bool found = key_lookup(u, rs, q->tsig_rr->owner, key) == ZC_EOK;
 		live_t l = live_get(u);
-		int tret = dns_tsig_check(q, found, key->algorithm, key->secret,
-		                          key->secret_len, &l.tsig, &m->tsig);
+		int tret = dns_tsig_verify(q, found, key->algorithm, key->secret,
+		                           key->secret_len, &l.tsig, &m->tsig);
 		m->key_id = found ? key->id : 0;
+		if (tret == KNOT_TSIG_EBADTIME && take_copy(u, m)) {
+			return KNOT_RCODE_NOERROR; /* m->drop: not answered. */
+		}
+		tret = dns_tsig_count(tret, &m->tsig);
+		if (tret == ZC_EOK) {
+			tag_origin(u, m);
+		}
 		if (tret != ZC_EOK) {
 			/* The audit line of the refusal (BADTIME also gets
 			 * log_badtime()'s warning with the details). */
@@ -653,7 +735,14 @@ static bool precheck_kept(update_service_t *u, update_msg_t *m)
 int update_tsig_replay(update_service_t *u, update_msg_t *m)
 {
 	live_t l = live_get(u);
-	int tret = dns_tsig_count(dns_tsig_replay(&l.tsig, &m->tsig), &m->tsig);
+	int tret = dns_tsig_replay(&l.tsig, &m->tsig);
+	if (tret != ZC_EOK && take_copy(u, m)) {
+		return tret;
+	}
+	tret = dns_tsig_count(tret, &m->tsig);
+	if (tret == ZC_EOK) {
+		tag_origin(u, m);
+	}
 	if (tret != ZC_EOK) {
 		dns_tsig_log_refusal("update", m->pkt, &m->tsig, tret, true,
 		                     dnssec_tsig_algorithm_to_name(
@@ -693,6 +782,9 @@ static uint8_t precheck(update_service_t *u, update_msg_t *m,
 	uint8_t rcode = authorize(u, m, &rs, from, &key, &why);
 	if (rs != NULL) {
 		records_pool_put(u->pool, rs);
+	}
+	if (m->drop) {
+		return rcode;
 	}
 	/* Past update-max-size: REFUSED once authorized, so the answer
 	 * carries the zone section, the OPT and, to a signed request, a
@@ -777,7 +869,7 @@ void update_handle(void *ctx, const uint8_t *msg, size_t len,
 		return;
 	}
 	uint8_t rcode = precheck(u, m, from);
-	if (rcode != KNOT_RCODE_NOERROR) {
+	if (rcode != KNOT_RCODE_NOERROR || m->drop) {
 		finish(m, rcode);
 		return;
 	}

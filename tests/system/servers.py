@@ -25,6 +25,7 @@ import shlex
 import shutil
 import signal
 import socket
+import sqlite3
 import struct
 import subprocess
 import time
@@ -175,6 +176,32 @@ def free_port():
             t.close()
             u.close()
     raise RuntimeError("no free UDP+TCP port found")
+
+
+def hold_records_store(srv):
+    """Takes the records store's write lock from outside (SQLite: an
+    exclusive transaction on records.db; PostgreSQL: the zones' rows locked
+    FOR UPDATE), so that the server's writer waits for it: returns the
+    function that gives it back."""
+    if srv.records_uri is None:
+        db = sqlite3.connect(os.path.join(srv.data_dir, "records.db"), isolation_level=None,
+                             check_same_thread=False)
+        db.execute("BEGIN EXCLUSIVE")
+        return lambda: (db.execute("ROLLBACK"), db.close())
+    psql = os.path.join(subprocess.run([os.path.join(REPO, "dev", "pg"), "bindir"],
+                                       capture_output=True, text=True,
+                                       check=True).stdout.strip(), "psql")
+    p = subprocess.Popen([psql, "-X", "-q", "-tA", "-v", "ON_ERROR_STOP=1", srv.records_uri],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    p.stdin.write("BEGIN; SELECT 'held', count(*) FROM (SELECT 1 FROM zones FOR UPDATE) z;\n")
+    p.stdin.flush()
+    assert "held" in p.stdout.readline()
+
+    def give_back():
+        p.stdin.write("ROLLBACK;\n")
+        p.stdin.close()
+        p.wait(10)
+    return give_back
 
 
 def verify_clean(srv):

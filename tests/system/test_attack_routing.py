@@ -9,7 +9,6 @@ import os
 import re
 import signal
 import socket
-import sqlite3
 import subprocess
 import threading
 import time
@@ -17,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pg
 import test_quarantine as quarantine
-from servers import REPO, ApiClient, wait_for
+from servers import ApiClient, hold_records_store, wait_for
 from test_api import new_zone, post_record
 import test_api_head as head_tests
 from test_api_head import MISSING_ZONE, exchange, one, request
@@ -335,32 +334,6 @@ def test_sigterm_with_long_polls_pending(zonecast_api_factory):
                                 + [stop])[-1]
     assert problems == [], problems
     assert took < 5, "SIGTERM took %.1f s with 4 long polls pending" % took
-
-
-def hold_records_store(srv):
-    """Takes the records store's write lock from outside (SQLite: an
-    exclusive transaction on records.db; PostgreSQL: the zones' rows locked
-    FOR UPDATE), so that the server's writer waits for it: returns the
-    function that gives it back."""
-    if srv.records_uri is None:
-        db = sqlite3.connect(os.path.join(srv.data_dir, "records.db"), isolation_level=None,
-                             check_same_thread=False)
-        db.execute("BEGIN EXCLUSIVE")
-        return lambda: (db.execute("ROLLBACK"), db.close())
-    psql = os.path.join(subprocess.run([os.path.join(REPO, "dev", "pg"), "bindir"],
-                                       capture_output=True, text=True,
-                                       check=True).stdout.strip(), "psql")
-    p = subprocess.Popen([psql, "-X", "-q", "-tA", "-v", "ON_ERROR_STOP=1", srv.records_uri],
-                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    p.stdin.write("BEGIN; SELECT 'held', count(*) FROM (SELECT 1 FROM zones FOR UPDATE) z;\n")
-    p.stdin.flush()
-    assert "held" in p.stdout.readline()
-
-    def give_back():
-        p.stdin.write("ROLLBACK;\n")
-        p.stdin.close()
-        p.wait(10)
-    return give_back
 
 
 def test_sigterm_answers_requests_waiting_for_a_store_connection(zonecast_api_factory):

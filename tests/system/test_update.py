@@ -425,6 +425,47 @@ def test_dnspython_update_every_algorithm(srv, zone, algorithm):
         expect_rrset(srv, z.n("alg%d" % i), "TXT", ['"%s"' % algorithm])
 
 
+def test_a_udp_copy_of_a_signed_update_in_progress_is_dropped(srv, zone):
+    """Found by an outside tester: nsupdate sends a signed UDP message
+    again, the same bytes, when it has no answer in 3 s (the first waited
+    on a writer a large import held); the copy got NOTAUTH/BADTIME from
+    the replay cache ("clocks are unsynchronized") and nsupdate said the
+    update failed, though the first was then made. A copy of a message in
+    progress is dropped now, and the first's answer comes; a copy of a
+    message answered stays a replay (BADTIME, test_tsig_window.py)."""
+    z = zone
+    key = srv.tsig_create("copy." + z.name, z.name)
+    keyring = dns.tsig.Key(key.name, key.secret, key.dns_algorithm)
+    s0 = z.settle()
+    u = dns.update.UpdateMessage(z.origin, keyring=keyring, keyalgorithm=key.dns_algorithm)
+    u.absent(z.n("c"))                     # applied twice, it would fail
+    u.add(z.n("c"), 300, "A", "192.0.2.1")
+    wire = u.to_wire()
+    give_back = servers.hold_records_store(srv)
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+            sock.connect((srv.host, srv.port))
+            sock.send(wire)
+            time.sleep(0.5)
+            sock.send(wire)                # the copy, the first still waiting
+            time.sleep(0.5)
+            give_back()
+            give_back = None
+            sock.settimeout(10)
+            r = dns.message.from_wire(sock.recv(65535), keyring=keyring, request_mac=u.mac)
+            assert r.id == u.id and r.rcode() == dns.rcode.NOERROR
+            assert r.had_tsig and r.tsig[0].error == 0
+            sock.settimeout(1.5)
+            with pytest.raises(socket.timeout):     # one answer only
+                sock.recv(65535)
+    finally:
+        if give_back is not None:
+            give_back()
+    expect_serial(srv, z.name, s0 + 1)
+    expect_rrset(srv, z.n("c"), "A", ["192.0.2.1"])
+    assert "a copy of a message in progress" in srv.log()
+
+
 # ------------------------------------------------------------------ zone section: FORMERR, NOTAUTH
 
 @pytest.mark.valgrind
