@@ -2,6 +2,7 @@
 /* The TSIG replay cache (dns/tsig_replay.c): replays, keys, expiry, and a
  * full cache that refuses what it can no longer tell from a replay. */
 #include <string.h>
+#include <time.h>
 
 #include "dns/tsig.h"
 #include "test.h"
@@ -52,6 +53,35 @@ static void test_replays(void)
 	CHECK_EQ(dns_tsig_replay_check(c, &t, 300, 1400), DNS_TSIG_FRESH);
 	t.digest_len = 20;
 	CHECK_EQ(dns_tsig_replay_check(c, &t, 300, 1400), DNS_TSIG_REPLAYED);
+	dns_tsig_replay_free(c);
+}
+
+/* A message in progress from an origin (update/service.c: a UDP client's
+ * address and port): a copy from there is pending until it is answered;
+ * from elsewhere, or over TCP (origin 0), never. */
+static void test_pending(void)
+{
+	dns_tsig_replay_t *c = dns_tsig_replay_new(16);
+	uint64_t now = (uint64_t)time(NULL);
+	dns_tsig_t t;
+	make(&t, KEY_A, 9, now);
+	t.present = true;
+	CHECK(!dns_tsig_replay_pending(c, &t, 7, now)); /* Not remembered. */
+	CHECK_EQ(dns_tsig_replay_check(c, &t, 300, now), DNS_TSIG_FRESH);
+	CHECK(!dns_tsig_replay_pending(c, &t, 7, now)); /* No origin yet. */
+	dns_tsig_replay_tag(c, &t, 7);
+	CHECK(dns_tsig_replay_pending(c, &t, 7, now));
+	CHECK(!dns_tsig_replay_pending(c, &t, 8, now));
+	CHECK(!dns_tsig_replay_pending(c, &t, 0, now));
+	/* A refused request (an error) tags and answers nothing. */
+	t.error = 18;
+	dns_tsig_replay_answered(c, &t);
+	t.error = 0;
+	CHECK(dns_tsig_replay_pending(c, &t, 7, now));
+	dns_tsig_replay_answered(c, &t);
+	CHECK(!dns_tsig_replay_pending(c, &t, 7, now));
+	CHECK_EQ(dns_tsig_replay_check(c, &t, 300, now), DNS_TSIG_REPLAYED);
+	dns_tsig_replay_answered(NULL, &t); /* No cache: nothing. */
 	dns_tsig_replay_free(c);
 }
 
@@ -137,6 +167,7 @@ int main(void)
 {
 	CHECK(dns_tsig_replay_new(0) == NULL);
 	test_replays();
+	test_pending();
 	test_expiry_makes_room();
 	test_full();
 	test_burst();
