@@ -780,6 +780,22 @@ static int delete_rr(records_store_t *rs, update_msg_t *m, node_t *n,
 	return ret;
 }
 
+typedef struct {
+	records_store_t *rs;
+	update_msg_t *m;
+} relink_t;
+
+/* update_net_relink()'s: the record added again (added_id) is the one
+ * removed (orig), whose row goes back with its id, comment and tags. */
+static int relink(void *ctx, const records_record_t *orig, int64_t added_id)
+{
+	relink_t *r = ctx;
+	int ret = records_record_delete(r->rs, &r->m->zone, added_id);
+	records_record_t rec = *orig;
+	return ret == ZC_EOK ? records_record_insert(r->rs, &r->m->zone, &rec) :
+	       ret;
+}
+
 void update_hint(records_store_t *rs, void *arg)
 {
 	const update_msg_t *m = arg;
@@ -908,7 +924,11 @@ int update_apply(records_store_t *rs, void *arg)
 		m->zone = read; /* Not the serial rolled back. */
 		update_net_clear(&m->net);
 	} else if (ret == ZC_EOK && may_cancel) {
-		ret = records_inner_release(rs);
+		/* A record deleted and added again beside other changes goes
+		 * back as it was: its id, comment and tags (outside tester
+		 * 41: an unrelated add in the same message lost them). */
+		ret = update_net_relink(&m->net, relink, &(relink_t){ rs, m });
+		ret = ret == ZC_EOK ? records_inner_release(rs) : ret;
 	}
 	/* A name no store can key (dns/name.h), or past its types (rules.h):
 	 * refused, not a failure. */

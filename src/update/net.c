@@ -14,8 +14,10 @@
 
 struct update_net_rec {
 	int64_t id;
+	int64_t created_on;
 	uint8_t *owner;
 	uint8_t *rdata;
+	char *comment, *tags;   /* What the API keeps beside the record. */
 	uint32_t ttl;
 	uint16_t type, rdata_len;
 	uint8_t api_form;
@@ -25,6 +27,8 @@ static void rec_free(update_net_rec_t *r)
 {
 	free(r->owner);
 	free(r->rdata);
+	free(r->comment);
+	free(r->tags);
 }
 
 static int push(update_net_rec_t **list, size_t *count, size_t *cap,
@@ -41,12 +45,17 @@ static int push(update_net_rec_t **list, size_t *count, size_t *cap,
 	}
 	size_t owner_size = knot_dname_size(rec->owner);
 	update_net_rec_t r = {
-		.id = rec->id, .ttl = rec->ttl, .type = rec->type,
-		.rdata_len = rec->rdata_len, .api_form = rec->api_form,
+		.id = rec->id, .created_on = rec->created_on, .ttl = rec->ttl,
+		.type = rec->type, .rdata_len = rec->rdata_len,
+		.api_form = rec->api_form,
 		.owner = malloc(owner_size),
 		.rdata = malloc(rec->rdata_len + 1u),
+		.comment = rec->comment != NULL ? strdup(rec->comment) : NULL,
+		.tags = rec->tags != NULL ? strdup(rec->tags) : NULL,
 	};
-	if (r.owner == NULL || r.rdata == NULL) {
+	if (r.owner == NULL || r.rdata == NULL ||
+	    (rec->comment != NULL && r.comment == NULL) ||
+	    (rec->tags != NULL && r.tags == NULL)) {
 		rec_free(&r);
 		return KNOT_ENOMEM;
 	}
@@ -117,6 +126,63 @@ bool update_net_none(update_net_t *net)
 		}
 	}
 	return true;
+}
+
+/* Drops the entries whose id is -1 (update_net_relink()'s pairs). */
+static void compact(update_net_rec_t *list, size_t *count)
+{
+	size_t kept = 0;
+	for (size_t i = 0; i < *count; i++) {
+		if (list[i].id == -1) {
+			rec_free(&list[i]);
+		} else {
+			list[kept++] = list[i];
+		}
+	}
+	*count = kept;
+}
+
+int update_net_relink(update_net_t *net,
+                      int (*relink)(void *ctx, const records_record_t *orig,
+                                    int64_t added_id),
+                      void *ctx)
+{
+	if (net->added_count == 0 || net->removed_count == 0) {
+		return ZC_EOK;
+	}
+	qsort(net->added, net->added_count, sizeof(*net->added), cmp_rec);
+	qsort(net->removed, net->removed_count, sizeof(*net->removed), cmp_rec);
+	int ret = ZC_EOK;
+	size_t a = 0, r = 0;
+	while (a < net->added_count && r < net->removed_count && ret == ZC_EOK) {
+		update_net_rec_t *add = &net->added[a], *rem = &net->removed[r];
+		int c = cmp_rec(rem, add);
+		if (c < 0) {
+			r++;
+			continue;
+		}
+		if (c > 0) {
+			a++;
+			continue;
+		}
+		if (add->id != rem->id) {
+			records_record_t orig = {
+				.id = rem->id, .owner = rem->owner,
+				.type = rem->type, .ttl = rem->ttl,
+				.rdata = rem->rdata, .rdata_len = rem->rdata_len,
+				.comment = rem->comment, .tags = rem->tags,
+				.api_form = rem->api_form,
+				.created_on = rem->created_on,
+			};
+			ret = relink(ctx, &orig, add->id);
+		}
+		add->id = rem->id = -1;
+		a++;
+		r++;
+	}
+	compact(net->added, &net->added_count);
+	compact(net->removed, &net->removed_count);
+	return ret;
 }
 
 void update_net_clear(update_net_t *net)

@@ -1092,6 +1092,27 @@ def test_noop_update_keeps_serial(srv, zone):
     expect_rrset(srv, z.n("n"), "A", ["192.0.2.1"], ttl=900)
 
 
+def test_a_record_added_again_beside_other_changes_keeps_its_id_comment_and_tags(srv, zone):
+    """Found by an outside tester: a record deleted and added again as it
+    was kept its id, comment and tags only when the whole message changed
+    nothing; beside an unrelated change it got a new id and lost them."""
+    z = zone
+    kept = z.add_api(z.n("keep"), "A", "192.0.2.40", comment="the mail host",
+                     tags=["owner:ops"])
+    s = z.serial()
+    u = unsigned_update(z)
+    u.delete(z.n("keep"), "A", "192.0.2.40")
+    u.add(z.n("keep"), 300, "A", "192.0.2.40")
+    u.add(z.n("other"), 300, "TXT", "x")
+    ok_unsigned(z, u)
+    expect_serial(srv, z.name, s + 1)
+    expect_rrset(srv, z.n("other"), "TXT", ['"x"'])
+    (now,) = [r for r in z.api.records(z.id) if r["name"] == z.n("keep").rstrip(".")]
+    assert (now["id"], now["content"], now["ttl"], now.get("comment"), now.get("tags")) == (
+        kept["id"], "192.0.2.40", 300, "the mail host", ["owner:ops"]), now
+    expect_rrset(srv, z.n("keep"), "A", ["192.0.2.40"], ttl=300)
+
+
 def test_a_prerequisite_of_the_soa_compares_the_served_soa(srv, zone):
     """Found by an outside tester: a value-dependent prerequisite of the
     SOA (RFC 2136 2.4.2, "only if the serial is still N") compared the
