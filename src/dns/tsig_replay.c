@@ -173,31 +173,33 @@ static entry_t *entry_of(dns_tsig_replay_t *c, const dns_tsig_t *t,
 	return find(c, c->buckets[b], key_hash, t->digest, mac_len, now);
 }
 
-void dns_tsig_replay_tag(dns_tsig_replay_t *c, const dns_tsig_t *t,
-                         uint64_t origin)
+/* Notes of the verified request t's entry that it was answered, or else
+ * its origin. */
+static void mark(dns_tsig_replay_t *c, const dns_tsig_t *t, bool answered,
+                 uint64_t origin)
 {
 	if (c == NULL || !t->present || t->error != 0) {
 		return;
 	}
 	pthread_mutex_lock(&c->lock);
 	entry_t *e = entry_of(c, t, (uint64_t)time(NULL));
-	if (e != NULL) {
+	if (e != NULL && answered) {
+		e->answered = true;
+	} else if (e != NULL) {
 		e->origin = origin;
 	}
 	pthread_mutex_unlock(&c->lock);
 }
 
+void dns_tsig_replay_tag(dns_tsig_replay_t *c, const dns_tsig_t *t,
+                         uint64_t origin)
+{
+	mark(c, t, false, origin);
+}
+
 void dns_tsig_replay_answered(dns_tsig_replay_t *c, const dns_tsig_t *t)
 {
-	if (c == NULL || !t->present || t->error != 0) {
-		return;
-	}
-	pthread_mutex_lock(&c->lock);
-	entry_t *e = entry_of(c, t, (uint64_t)time(NULL));
-	if (e != NULL) {
-		e->answered = true;
-	}
-	pthread_mutex_unlock(&c->lock);
+	mark(c, t, true, 0);
 }
 
 bool dns_tsig_replay_pending(dns_tsig_replay_t *c, const dns_tsig_t *t,
