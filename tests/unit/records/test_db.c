@@ -756,6 +756,13 @@ int main(void)
 		rdb_end_read(db);
 		CHECK(!rdb_in_txn(db));
 	}
+	if (rdb_kind(db) == RDB_SQLITE) {
+		/* A checkpoint cuts the WAL file back to 64 MiB. */
+		int64_t limit = 0;
+		CHECK_EQ(rdb_query_int64(db, RDB_SQLITE_ONLY("PRAGMA "
+		         "journal_size_limit"), &limit), ZC_EOK);
+		CHECK_EQ(limit, 67108864);
+	}
 	test_binds_and_columns(db);
 	test_cache(db);
 	test_errors(db);
