@@ -63,7 +63,7 @@ void update_audit_refused(update_msg_t *m, uint8_t rcode,
 	zc_audit_end(&a);
 }
 
-void update_audit_copy(update_msg_t *m, const char *what)
+void update_audit_dropped(update_msg_t *m, const char *what)
 {
 	m->audited = true;
 	zc_audit_t a;

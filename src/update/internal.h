@@ -93,7 +93,7 @@ void update_audit_refused(update_msg_t *m, uint8_t rcode,
                           const char *why);
 void update_audit_answer(update_msg_t *m);
 /* The line of a copy of a message in progress (update_msg_t.drop). */
-void update_audit_copy(update_msg_t *m, const char *what);
+void update_audit_dropped(update_msg_t *m, const char *what);
 
 /* What the answer to a message waits for once the committer is done with
  * it (service.c): nothing, the answers before it on its TCP connection, or

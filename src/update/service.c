@@ -312,10 +312,12 @@ static void respond(update_msg_t *m)
 		return;
 	}
 	update_audit_answer(m); /* Every refusal has its line. */
-	/* Before it goes out: a copy sent once the client has it is a
-	 * replay (take_copy()). */
-	dns_tsig_replay_answered(update_tsig_policy(m->service).replay,
-	                         &m->tsig);
+	if (m->tsig.present) {
+		/* Before it goes out: a copy sent once the client has it
+		 * is a replay (take_copy()). */
+		dns_tsig_replay_answered(update_tsig_policy(m->service).replay,
+		                         &m->tsig);
+	}
 	uint8_t resp[RESPONSE_MAX];
 	knot_pkt_t *q = m->pkt;
 	size_t len = dns_error_reply(m->wire, q ? q->size : m->wire_len,
@@ -543,14 +545,15 @@ static void tag_origin(update_service_t *u, update_msg_t *m)
 
 /*
  * A signed message the replay cache holds (REPLAYED) whose first is still
- * in progress, over UDP from the same address and port: a client's retry, the same bytes, of a message
- * it has no answer to yet (nsupdate sends it again after 3 s; the first
- * waited on a writer a large import held: outside tester 40 saw BADTIME,
- * "clocks are unsynchronized", and nsupdate said the update failed,
- * though it was then made). Dropped: the first's answer goes to the same
- * client and id once it is made. Nothing of it is applied. Over TCP, or
- * a copy of a message answered, stays a replay (BADTIME). Returns
- * whether it dropped the message.
+ * in progress, over UDP from the same address and port: a client's retry,
+ * the same bytes, of a message it has no answer to yet (nsupdate sends it
+ * again after 3 s; the first waited on a writer a large import held:
+ * outside tester 40 saw BADTIME, "clocks are unsynchronized", and
+ * nsupdate said the update failed, though it was then made). Dropped: the
+ * first's answer goes to the same client and id once it is made. Nothing
+ * of it is applied. Over TCP, from elsewhere, or a copy of a message
+ * answered, it stays a replay (BADTIME). Returns whether it dropped the
+ * message.
  */
 static bool take_copy(update_service_t *u, update_msg_t *m)
 {
@@ -562,8 +565,9 @@ static bool take_copy(update_service_t *u, update_msg_t *m)
 		return false;
 	}
 	m->drop = true;
-	update_audit_copy(m, "a copy of a message in progress (a client's "
-	                  "retry): its first's answer goes out once it is made");
+	update_audit_dropped(m, "a copy of a message in progress (a client's "
+	                     "retry): its first's answer goes out once it is "
+	                     "made");
 	return true;
 }
 
