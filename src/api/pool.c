@@ -25,9 +25,9 @@ int api_pool_get(api_t *api, bool read, int *slot, records_store_t **out,
                  bool *full)
 {
 	/* Reads take the lowest free slot of the first 12, writes the
-	 * highest of all 16: writes fill their own 4 before any of
-	 * those a read could take (12 writes waiting on a long import held every read
-	 * slot while the 4 stayed free: outside tester 41). */
+	 * highest of all 16: writes fill their own 4 before any a read
+	 * could take too (12 writes waiting on a long import held every
+	 * read slot while the 4 stayed free: outside tester 41). */
 	int slots = read ? API_POOL_SIZE - API_POOL_WRITE_RESERVE :
 	            API_POOL_SIZE;
 	*full = false;

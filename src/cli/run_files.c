@@ -27,19 +27,19 @@
  * server from its pidfile. */
 static bool is_zonecast(pid_t pid)
 {
-	char path[64], stat[128] = "";
+	char path[64], line[128] = "";
 	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t n = fd >= 0 ? read(fd, stat, sizeof(stat) - 1) : -1;
+	ssize_t n = fd >= 0 ? read(fd, line, sizeof(line) - 1) : -1;
 	if (fd >= 0) {
 		close(fd);
 	}
 	if (n <= 0) {
 		return false;
 	}
-	stat[n] = '\0';
-	const char *open_paren = strchr(stat, '(');
-	const char *close_paren = strrchr(stat, ')');
+	line[n] = '\0';
+	const char *open_paren = strchr(line, '(');
+	const char *close_paren = strrchr(line, ')');
 	if (open_paren == NULL || close_paren == NULL || close_paren < open_paren ||
 	    close_paren[1] != ' ' || close_paren[2] == '\0') {
 		return false;
