@@ -119,6 +119,7 @@ static void services_stop(void)
 	api_free(api);
 	writer_stop(writer);
 	builder_follower_stop(follower);
+	builder_follower_free(follower);
 	records_close(watch);
 	edge_close(es);
 }

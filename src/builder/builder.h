@@ -318,8 +318,14 @@ void builder_hear_stop(builder_hear_t *h);
  */
 bool builder_follower_wait(builder_follower_t *f, unsigned timeout_ms);
 
-/* Stops and joins the thread, frees f (NULL is a no-op). */
+/* Stops and joins the thread (NULL is a no-op). f stays readable:
+ * builder_follower_quarantined() answers as the last pass left it, and
+ * builder_follower_await() settles at once (ZC_EBUSY), for the DNS
+ * workers that still run until the server stops; builder_follower_free()
+ * frees it after them (a worker in an UPDATE's precheck read it freed:
+ * ASan, outside tester 42). */
 void builder_follower_stop(builder_follower_t *f);
+void builder_follower_free(builder_follower_t *f);
 
 /* Applies every pending change once, in the caller's thread (a zone whose
  * build fails with an error of its own is quarantined, not an error). */

@@ -518,6 +518,13 @@ void builder_follower_stop(builder_follower_t *f)
 	pthread_mutex_unlock(&f->lock);
 	pthread_join(f->thread, NULL);
 	settle_waiters(f, true); /* Registered after the thread's last look. */
+}
+
+void builder_follower_free(builder_follower_t *f)
+{
+	if (f == NULL) {
+		return;
+	}
 	pthread_cond_destroy(&f->done);
 	pthread_cond_destroy(&f->cond);
 	pthread_mutex_destroy(&f->lock);

@@ -504,7 +504,7 @@ static void stop_stages(serve_ctx_t *ctx)
 {
 	api_stop(ctx->api);
 	update_shutdown(ctx->updates);
-	writer_stop(ctx->writer);
+	writer_halt(ctx->writer);
 	builder_follower_stop(ctx->follower); /* No more serve_on_pass. */
 	fleet_primary_stop(ctx->fleet);       /* Nothing commits any more. */
 	records_leader_free(ctx->leader);
@@ -516,6 +516,12 @@ static void stop_stages(serve_ctx_t *ctx)
 	server_stop(ctx->server);
 	update_free(ctx->updates);
 	transfer_free(ctx->xfr); /* The workers called the hooks until now. */
+	/* The DNS workers submitted to the writer and read the follower
+	 * until now (UPDATEs in their precheck). */
+	writer_free(ctx->writer);
+	ctx->writer = NULL;
+	builder_follower_free(ctx->follower);
+	ctx->follower = NULL;
 }
 
 /* Waits for signals: SIGHUP reloads, SIGINT and SIGTERM end the wait.

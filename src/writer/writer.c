@@ -443,6 +443,12 @@ int writer_start(const writer_config_t *cfg, writer_t **out)
 
 void writer_stop(writer_t *w)
 {
+	writer_halt(w);
+	writer_free(w);
+}
+
+void writer_halt(writer_t *w)
+{
 	if (w == NULL) {
 		return;
 	}
@@ -451,6 +457,13 @@ void writer_stop(writer_t *w)
 	pthread_cond_signal(&w->queued);
 	pthread_mutex_unlock(&w->lock);
 	pthread_join(w->thread, NULL);
+}
+
+void writer_free(writer_t *w)
+{
+	if (w == NULL) {
+		return;
+	}
 	pthread_cond_destroy(&w->settled);
 	pthread_cond_destroy(&w->queued);
 	pthread_mutex_destroy(&w->lock);

@@ -91,7 +91,15 @@ typedef struct {
 } writer_config_t;
 
 int writer_start(const writer_config_t *cfg, writer_t **out);
+/* writer_halt() and writer_free(). */
 void writer_stop(writer_t *w);
+/* Stops and joins the writer's thread; w stays readable, and a unit
+ * submitted from now on is refused (ZC_EBUSY): for the DNS workers that
+ * still run until the server stops (one in an UPDATE's precheck went on
+ * to writer_submit() on a writer freed: ASan, outside tester 42).
+ * writer_free() frees it after them (NULL: no-op, both). */
+void writer_halt(writer_t *w);
+void writer_free(writer_t *w);
 
 /* Runs fn(ctx) in the next group commit and waits for the outcome: the
  * unit's own error, or the commit's. ZC_EOK means durably committed. */

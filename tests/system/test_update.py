@@ -13,6 +13,7 @@ record list (ids and all) through the API.
 import itertools
 import re
 import shutil
+import signal
 import socket
 import struct
 import subprocess
@@ -464,6 +465,33 @@ def test_a_udp_copy_of_a_signed_update_in_progress_is_dropped(srv, zone):
     expect_serial(srv, z.name, s0 + 1)
     expect_rrset(srv, z.n("c"), "A", ["192.0.2.1"])
     assert "a copy of a message in progress" in srv.log()
+
+
+def test_a_stop_while_an_update_waits_in_its_precheck(zonecast_factory):
+    """Found by an outside tester (ASan): the first UPDATE of a server
+    waited in its precheck for a records store connection (the store's
+    lock held from outside); SIGTERM freed the builder's follower before
+    the DNS workers stopped, and the worker, going on, read it freed
+    (heap-use-after-free in builder_follower_quarantined()). The stop
+    answers it and exits clean."""
+    s = zonecast_factory(options=[("allow-update", UPDATE_SOURCE)])
+    u = dns.update.UpdateMessage("example.com.")
+    u.add("stop.example.com.", 300, "TXT", "x")
+    give_back = servers.hold_records_store(s)
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+            sock.bind((UPDATE_SOURCE, 0))
+            sock.sendto(u.to_wire(), (s.host, s.port))
+            time.sleep(0.5)
+            s.proc.send_signal(signal.SIGTERM)
+            time.sleep(1.5)
+            give_back()
+            give_back = None
+            s.proc.wait(30)
+    finally:
+        if give_back is not None:
+            give_back()
+    assert s.stop() == []        # no sanitizer report, exit status 0
 
 
 # ------------------------------------------------------------------ zone section: FORMERR, NOTAUTH
