@@ -25,11 +25,12 @@ int api_pool_get(api_t *api, bool read, int *slot, records_store_t **out,
                  bool *full)
 {
 	/* Reads take the lowest free slot of the first 12, writes the
-	 * highest of all 16: writes fill their own 4 before any a read
-	 * could take too (12 writes waiting on a long import held every
-	 * read slot while the 4 stayed free: outside tester 41). */
+	 * highest of the last 12: each fills its own 4 before the 8 both
+	 * take (12 writes waiting on a long import held every read slot
+	 * while the 4 stayed free: outside tester 41). */
 	int slots = read ? API_POOL_SIZE - API_POOL_WRITE_RESERVE :
 	            API_POOL_SIZE;
+	int lowest = read ? 0 : API_POOL_READ_RESERVE;
 	*full = false;
 	struct timespec until;
 	clock_gettime(CLOCK_MONOTONIC, &until);
@@ -42,10 +43,11 @@ int api_pool_get(api_t *api, bool read, int *slot, records_store_t **out,
 			for (i = 0; i < slots && api->pool_used[i]; i++) {
 			}
 		} else {
-			for (i = slots - 1; i >= 0 && api->pool_used[i]; i--) {
+			for (i = slots - 1; i >= lowest && api->pool_used[i];
+			     i--) {
 			}
 		}
-		if (i >= 0 && i < slots) {
+		if (i >= lowest && i < slots) {
 			break;
 		}
 		/* Stopping: the slots in use may stay so until the stop

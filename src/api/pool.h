@@ -15,9 +15,14 @@
  * 2 s) cannot hold every connection and keep writes waiting into 503s
  * (outside tester 40: 24 such readers under the per-address limit). */
 #define API_POOL_WRITE_RESERVE 4
+/* And those only reads take, for the same reason the other way: 16
+ * writes waiting on a long import held every connection, and every read
+ * got 503 after 10 s (outside tester 42). */
+#define API_POOL_READ_RESERVE 4
 
-/* Takes a free connection (a read one of the first API_POOL_SIZE -
- * API_POOL_WRITE_RESERVE), waiting up to API_POOL_WAIT_S for one, and
+/* Takes a free connection (a read the lowest of the first API_POOL_SIZE -
+ * API_POOL_WRITE_RESERVE, a write the highest of the last API_POOL_SIZE -
+ * API_POOL_READ_RESERVE), waiting up to API_POOL_WAIT_S for one, and
  * opens it at its first use (outside the lock: a PostgreSQL connection
  * takes round trips). ZC_EOK, or records_open()'s error, or ZC_EBUSY with
  * *full set: none came free in time, or the API stops (api_stop() wakes

@@ -179,7 +179,7 @@ static void dispatch(api_req_t *req, const char *url)
 	            strcmp(req->method, "HEAD") == 0;
 	int ret = api_pool_get(req->api, read, &slot, &req->rs, &full);
 	int slots = read ? API_POOL_SIZE - API_POOL_WRITE_RESERVE :
-	            API_POOL_SIZE;
+	            API_POOL_SIZE - API_POOL_READ_RESERVE;
 	if (full && atomic_load(&req->api->stopping)) {
 		api_error(req, 503, 1503, "server: stopping, and all %d records "
 		          "store connections %sare in use; nothing was "

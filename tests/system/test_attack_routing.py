@@ -336,13 +336,19 @@ def test_sigterm_with_long_polls_pending(zonecast_api_factory):
     assert took < 5, "SIGTERM took %.1f s with 4 long polls pending" % took
 
 
+# The API's records store connections a write may take (api/pool.h: 16, less
+# the 4 only reads take).
+WRITE_SLOTS = 12
+
+
 def test_sigterm_answers_requests_waiting_for_a_store_connection(zonecast_api_factory):
     """Carried from an earlier review: a request waiting for one of the
-    API's 16 records store connections waited its full 10 s
+    API's records store connections waited its full 10 s
     (API_POOL_WAIT_S) through a stop, and then wrote. With the writer held
-    by a lock from outside, 16 writes hold the 16 connections; two more
-    wait for one; SIGTERM answers those two 503 at once (nothing written),
-    and the 16 are answered as the lock goes."""
+    by a lock from outside, 12 writes hold the 12 connections writes take
+    (of 16: 4 are reads' alone, api/pool.h); two more wait for one;
+    SIGTERM answers those two 503 at once (nothing written), and the 12
+    are answered as the lock goes."""
     srv = zonecast_api_factory()
     api = srv.client()
     zid = api.ok("POST", "/zones", json={"name": "pool.test"})["result"]["id"]
@@ -359,30 +365,54 @@ def test_sigterm_answers_requests_waiting_for_a_store_connection(zonecast_api_fa
         time.sleep(2.5)
         stopped["at"] = time.monotonic()
         srv.proc.send_signal(signal.SIGTERM)
-        time.sleep(1)  # within the stop's drain (3 s): the 16 are answered
+        time.sleep(1)  # within the stop's drain (3 s): the 12 are answered
         give_back()
         srv.proc.wait(40)
         return srv.stop()
     t0 = time.monotonic()
-    *answers, problems = in_threads(*[lambda i=i: write("h%d" % i, 0) for i in range(16)],
+    *answers, problems = in_threads(*[lambda i=i: write("h%d" % i, 0)
+                                      for i in range(WRITE_SLOTS)],
                                     *[lambda i=i: write("w%d" % i, 1.2) for i in range(2)],
                                     stop)
     assert problems == [], problems
-    waiters = answers[16:]
+    waiters = answers[WRITE_SLOTS:]
     for a in waiters:
         assert not isinstance(a, Exception), a
         status, result, took = a
         assert status == 503, (status, result)
         # Answered at the stop, not when a connection came free.
         assert 1.2 + took - (stopped["at"] - t0) < 1.5, (took, stopped["at"] - t0)
-    holders = [a for a in answers[:16] if not isinstance(a, Exception)]
-    assert len(holders) == 16 and all(a[0] == 200 for a in holders), answers[:16]
+    holders = [a for a in answers[:WRITE_SLOTS] if not isinstance(a, Exception)]
+    assert len(holders) == WRITE_SLOTS and all(a[0] == 200 for a in holders), \
+        answers[:WRITE_SLOTS]
     # What was written is the holders' 200s, and no waiter's record.
     srv.restart()
     names = {r["name"] for r in ApiClient(srv.api_url, api.token).ok(
         "GET", "/zones/%s/dns_records" % zid, params={"per_page": 100})["result"]}
     assert not any(n.startswith("w") for n in names), names
-    assert {"h%d.pool.test" % i for i in range(16)} <= names, names
+    assert {"h%d.pool.test" % i for i in range(WRITE_SLOTS)} <= names, names
+
+
+def test_reads_opening_connections_do_not_wait_for_the_writer(zonecast_api_factory):
+    """Found by an outside tester: a read whose connection of the pool
+    was opened for it checked the schema under the write lock, so with
+    the writer busy (a large import; here a lock from outside) GETs on
+    fresh connections waited 10 s into 503s. Six at once (connections
+    no request opened yet among them) are answered while the lock is
+    held."""
+    srv = zonecast_api_factory()
+    api = srv.client()
+    zid = api.ok("POST", "/zones", json={"name": "open.test"})["result"]["id"]
+    give_back = hold_records_store(srv)
+    try:
+        t0 = time.monotonic()
+        answers = in_threads(*[lambda: ApiClient(srv.api_url, api.token).call(
+            "GET", "/zones/%s" % zid, timeout=30) for _ in range(6)])
+        took = time.monotonic() - t0
+    finally:
+        give_back()
+    assert [r.status_code for r in answers] == [200] * 6, [r.text for r in answers]
+    assert took < 5, took
 
 
 def slow_post(srv, token, zid, name, seconds):

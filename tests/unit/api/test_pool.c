@@ -96,15 +96,27 @@ int main(void)
 	for (int i = 0; i < API_POOL_SIZE; i++) {
 		api_pool_put(api, i);
 	}
-	/* Writes take their own 4 first, from the top: 12 writes leave
-	 * reads 4 connections (outside tester 41: writes took 0-11 first,
-	 * and 12 waiting on a long import kept every read out). */
-	for (int i = 0; i < reads; i++) {
+	/* Writes take their own 4 first, from the top, and 12 at most:
+	 * writes waiting leave reads 4 connections (outside testers 41 and
+	 * 42: 12, then 16, writes waiting on a long import kept every read
+	 * out). A 13th write waits. */
+	int writes = API_POOL_SIZE - API_POOL_READ_RESERVE;
+	for (int i = 0; i < writes; i++) {
 		CHECK_EQ(api_pool_get(api, false, &slot, &rs, &full), ZC_EOK);
 		CHECK_EQ(slot, API_POOL_SIZE - 1 - i);
 	}
-	CHECK_EQ(api_pool_get(api, true, &slot, &rs, &full), ZC_EOK);
-	CHECK_EQ(slot, 0);
+	waiter_t write13 = { .api = api, .read = false };
+	pthread_t t_write13;
+	CHECK_EQ(pthread_create(&t_write13, NULL, wait_for_slot, &write13), 0);
+	CHECK(!done_within(&write13, 0.1));
+	for (int i = 0; i < API_POOL_READ_RESERVE; i++) {
+		CHECK_EQ(api_pool_get(api, true, &slot, &rs, &full), ZC_EOK);
+		CHECK_EQ(slot, i);
+	}
+	api_pool_put(api, API_POOL_SIZE - 1);
+	CHECK(done_within(&write13, 2.0));
+	CHECK_EQ(write13.slot, API_POOL_SIZE - 1);
+	pthread_join(t_write13, NULL);
 	for (int i = 0; i < API_POOL_SIZE; i++) {
 		api_pool_put(api, i);
 	}
