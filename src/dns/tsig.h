@@ -129,21 +129,23 @@ dns_tsig_replay_result_t dns_tsig_replay_check(dns_tsig_replay_t *c,
 bool dns_tsig_replay_known(dns_tsig_replay_t *c, const dns_tsig_t *t,
                            uint64_t now);
 
-/* Where a request remembered came from and whether it was answered: a
- * copy from the same place of one not answered yet (REPLAYED: a client's
- * retry over UDP, the same bytes from the same socket, of a message still
- * in progress) can be dropped, its first's answer still to come to it,
- * instead of BADTIME ("clocks are unsynchronized") for a change that is
- * then made. dns_tsig_replay_tag() notes the origin (a caller's
- * non-zero hash of transport, address and port) of the verified request
- * t, dns_tsig_replay_answered() that it was answered (c NULL: nothing);
- * dns_tsig_replay_pending() says whether t is remembered from that
- * origin and not answered yet. */
+/* Where a request remembered came from and when it was answered: a copy
+ * from the same place of one not answered when the copy came (REPLAYED:
+ * a client's retry over UDP, the same bytes from the same socket, of a
+ * message still in progress) can be dropped, its first's answer still to
+ * come to it, instead of BADTIME ("clocks are unsynchronized") for a
+ * change that is then made. dns_tsig_replay_tag() notes the origin (a
+ * caller's non-zero hash of transport, address and port) of the verified
+ * request t, dns_tsig_replay_answered() when it was answered (c NULL:
+ * nothing); dns_tsig_replay_pending() says whether t is remembered from
+ * that origin and was not answered at since_ms (CLOCK_MONOTONIC
+ * milliseconds: when the copy came). */
 void dns_tsig_replay_tag(dns_tsig_replay_t *c, const dns_tsig_t *t,
                          uint64_t origin);
 void dns_tsig_replay_answered(dns_tsig_replay_t *c, const dns_tsig_t *t);
 bool dns_tsig_replay_pending(dns_tsig_replay_t *c, const dns_tsig_t *t,
-                             uint64_t origin, uint64_t now);
+                             uint64_t origin, uint64_t since_ms,
+                             uint64_t now);
 
 /* Signs a response of len bytes in msg (max: buffer size); nothing
  * happens for an unsigned request. The first call signs with the

@@ -53,7 +53,8 @@ typedef struct {
 	                               check until then. */
 	uint32_t next;              /* Next slot in the hash chain. */
 	uint64_t origin;            /* dns_tsig_replay_tag()'s, or 0. */
-	bool answered;              /* Its answer went out. */
+	uint64_t answered_ms;       /* When its answer went out (monotonic
+	                               milliseconds), or 0. */
 } entry_t;
 
 struct dns_tsig_replay {
@@ -181,11 +182,15 @@ static void mark(dns_tsig_replay_t *c, const dns_tsig_t *t, bool answered,
 	if (c == NULL || !t->present || t->error != 0) {
 		return;
 	}
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	uint64_t now_ms = (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec /
+	                  1000000 + 1;
 	pthread_mutex_lock(&c->lock);
 	entry_t *e = entry_of(c, t, (uint64_t)time(NULL));
-	if (e != NULL && answered) {
-		e->answered = true;
-	} else if (e != NULL) {
+	if (e != NULL && answered && e->answered_ms == 0) {
+		e->answered_ms = now_ms;
+	} else if (e != NULL && !answered) {
 		e->origin = origin;
 	}
 	pthread_mutex_unlock(&c->lock);
@@ -203,12 +208,12 @@ void dns_tsig_replay_answered(dns_tsig_replay_t *c, const dns_tsig_t *t)
 }
 
 bool dns_tsig_replay_pending(dns_tsig_replay_t *c, const dns_tsig_t *t,
-                             uint64_t origin, uint64_t now)
+                             uint64_t origin, uint64_t since_ms, uint64_t now)
 {
 	pthread_mutex_lock(&c->lock);
 	entry_t *e = entry_of(c, t, now);
-	bool pending = e != NULL && !e->answered && origin != 0 &&
-	               e->origin == origin;
+	bool pending = e != NULL && origin != 0 && e->origin == origin &&
+	               (e->answered_ms == 0 || e->answered_ms > since_ms);
 	pthread_mutex_unlock(&c->lock);
 	return pending;
 }
@@ -260,7 +265,7 @@ dns_tsig_replay_result_t dns_tsig_replay_check(dns_tsig_replay_t *c,
 		e->mac_len = (uint8_t)mac_len;
 		e->time_signed = t->time_signed;
 		e->expires = t->time_signed + window;
-		e->answered = false;
+		e->answered_ms = 0;
 		e->origin = 0;
 		e->next = c->buckets[b];
 		c->buckets[b] = (uint32_t)slot;

@@ -43,6 +43,7 @@ typedef struct {
 	/* A copy over UDP of a signed message still in progress
 	 * (take_copy()): not answered, nothing of it applied. */
 	bool drop;
+	uint64_t arrived_ms;         /* CLOCK_MONOTONIC, when it came. */
 	bool changed;                /* The zone's serial moved. */
 	/* The message's SOA (RFC 2136 §3.4.2.2): the newest serial of the
 	 * apex SOAs it adds (0 when none is newer than the zone's), which is

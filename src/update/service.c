@@ -561,7 +561,7 @@ static bool take_copy(update_service_t *u, update_msg_t *m)
 	if (m->tcp || m->tsig.replay != DNS_TSIG_REPLAYED ||
 	    l.tsig.replay == NULL ||
 	    !dns_tsig_replay_pending(l.tsig.replay, &m->tsig, origin_of(m),
-	                             (uint64_t)time(NULL))) {
+	                             m->arrived_ms, (uint64_t)time(NULL))) {
 		return false;
 	}
 	m->drop = true;
@@ -851,6 +851,10 @@ void update_handle(void *ctx, const uint8_t *msg, size_t len,
 	m->wire_len = len;
 	m->reply = reply;
 	m->service = u;
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	m->arrived_ms = (uint64_t)ts.tv_sec * 1000 +
+	                (uint64_t)ts.tv_nsec / 1000000;
 	m->tcp = tcp;
 	m->from = *from;
 	if (atomic_load(&u->stopping)) {

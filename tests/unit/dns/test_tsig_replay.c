@@ -59,6 +59,13 @@ static void test_replays(void)
 /* A message in progress from an origin (update/service.c: a UDP client's
  * address and port): a copy from there is pending until it is answered;
  * from elsewhere, or over TCP (origin 0), never. */
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
 static void test_pending(void)
 {
 	dns_tsig_replay_t *c = dns_tsig_replay_new(16);
@@ -66,20 +73,27 @@ static void test_pending(void)
 	dns_tsig_t t;
 	make(&t, KEY_A, 9, now);
 	t.present = true;
-	CHECK(!dns_tsig_replay_pending(c, &t, 7, now)); /* Not remembered. */
+	uint64_t came = now_ms();   /* A copy that came before the answer. */
+	CHECK(!dns_tsig_replay_pending(c, &t, 7, came, now)); /* Unknown. */
 	CHECK_EQ(dns_tsig_replay_check(c, &t, 300, now), DNS_TSIG_FRESH);
-	CHECK(!dns_tsig_replay_pending(c, &t, 7, now)); /* No origin yet. */
+	CHECK(!dns_tsig_replay_pending(c, &t, 7, came, now)); /* No origin. */
 	dns_tsig_replay_tag(c, &t, 7);
-	CHECK(dns_tsig_replay_pending(c, &t, 7, now));
-	CHECK(!dns_tsig_replay_pending(c, &t, 8, now));
-	CHECK(!dns_tsig_replay_pending(c, &t, 0, now));
+	CHECK(dns_tsig_replay_pending(c, &t, 7, came, now));
+	CHECK(!dns_tsig_replay_pending(c, &t, 8, came, now));
+	CHECK(!dns_tsig_replay_pending(c, &t, 0, came, now));
 	/* A refused request (an error) tags and answers nothing. */
 	t.error = 18;
 	dns_tsig_replay_answered(c, &t);
 	t.error = 0;
-	CHECK(dns_tsig_replay_pending(c, &t, 7, now));
+	CHECK(dns_tsig_replay_pending(c, &t, 7, now_ms(), now));
 	dns_tsig_replay_answered(c, &t);
-	CHECK(!dns_tsig_replay_pending(c, &t, 7, now));
+	/* The copy that came before the answer is still one of a message
+	 * in progress (a kept key's copy, judged by the committer after
+	 * the first's answer went out); one that came after is not. */
+	CHECK(dns_tsig_replay_pending(c, &t, 7, came, now));
+	struct timespec ms = { 0, 2000000 };
+	nanosleep(&ms, NULL);
+	CHECK(!dns_tsig_replay_pending(c, &t, 7, now_ms(), now));
 	CHECK_EQ(dns_tsig_replay_check(c, &t, 300, now), DNS_TSIG_REPLAYED);
 	dns_tsig_replay_answered(NULL, &t); /* No cache: nothing. */
 	dns_tsig_replay_free(c);
