@@ -180,22 +180,24 @@ static void dispatch(api_req_t *req, const char *url)
 	int ret = api_pool_get(req->api, read, &slot, &req->rs, &full);
 	int slots = read ? API_POOL_SIZE - API_POOL_WRITE_RESERVE :
 	            API_POOL_SIZE - API_POOL_READ_RESERVE;
+	/* A read is not told "nothing was written" (docs/api.md). */
+	const char *written = read ? "" : "; nothing was written";
 	if (full && atomic_load(&req->api->stopping)) {
 		api_error(req, 503, 1503, "server: stopping, and all %d records "
-		          "store connections %sare in use; nothing was "
-		          "written: retry", slots, read ? "for reads " : "");
+		          "store connections %sare in use%s: retry", slots,
+		          read ? "for reads " : "", written);
 		return;
 	}
 	if (full) {
 		api_error(req, 503, 1503, "server: busy, all %d records store "
-		          "connections %sstayed in use for %d s; nothing was "
-		          "written: retry", slots, read ? "for reads " : "",
-		          API_POOL_WAIT_S);
+		          "connections %sstayed in use for %d s%s: retry", slots,
+		          read ? "for reads " : "", API_POOL_WAIT_S, written);
 		return;
 	}
 	if (ret != ZC_EOK) {
-		api_error(req, 503, 1503, "records store: %s; nothing was "
-		          "written: retry", zc_strerror(ret));
+		/* Opening the connection failed (PostgreSQL away). */
+		api_error(req, 503, 1503, "records store: %s%s: retry",
+		          zc_strerror(ret), written);
 		return;
 	}
 	req->pool_slot = slot;
