@@ -81,11 +81,6 @@ static void collect_ids(const json_t *result, ids_t *ids)
 	}
 }
 
-static bool is_read(const char *method)
-{
-	return strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
-}
-
 /* The first error's message ("" when none). */
 static const char *first_error(const api_req_t *req)
 {
@@ -99,7 +94,7 @@ void api_audit(const api_req_t *req, const char *url)
 	unsigned status = req->status ? req->status : 200;
 	bool refused = status >= 400;
 	bool credentials = status == 401 || status == 403;
-	if (req->method == NULL || (is_read(req->method) && !credentials)) {
+	if (req->method == NULL || (api_method_reads(req->method) && !credentials)) {
 		return;
 	}
 	zc_audit_t a;

@@ -13,12 +13,22 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "api/api.h"
 #include "writer/writer.h"
 #include "records/records.h"
 
 #define API_POOL_SIZE 16
+
+/* Whether a request of this method only reads (GET, HEAD; NULL: no): it
+ * takes a read connection of the pool (pool.c) and is not told "nothing
+ * was written" (reply.c, router.c); audit.c lines read alike. */
+static inline bool api_method_reads(const char *method)
+{
+	return method != NULL &&
+	       (strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0);
+}
 
 struct MHD_Daemon;
 

@@ -76,9 +76,7 @@ static bool storage_error(api_req_t *req, int ret)
 		  " at commit: the write may or may not have been made; read"
 		  " before retrying", true },
 	};
-	bool reading = req->method != NULL &&
-	               (strcmp(req->method, "GET") == 0 ||
-	                strcmp(req->method, "HEAD") == 0);
+	bool reading = api_method_reads(req->method);
 	bool pg = req->rs != NULL &&
 	          records_changelog_numbering(req->rs) == RECORDS_LOG_COMMITS;
 	for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++) {

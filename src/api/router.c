@@ -175,8 +175,7 @@ static void dispatch(api_req_t *req, const char *url)
 	}
 	int slot = -1;
 	bool full;
-	bool read = strcmp(req->method, "GET") == 0 ||
-	            strcmp(req->method, "HEAD") == 0;
+	bool read = api_method_reads(req->method);
 	int ret = api_pool_get(req->api, read, &slot, &req->rs, &full);
 	int slots = read ? API_POOL_SIZE - API_POOL_WRITE_RESERVE :
 	            API_POOL_SIZE - API_POOL_READ_RESERVE;

@@ -53,34 +53,43 @@ static bool done_within(waiter_t *w, double seconds)
 	return atomic_load(&w->done);
 }
 
+/* Takes count connections, a read or a write each, and checks each is
+ * the slot from first on by step (reads go up, writes down). */
+static void take(api_t *api, bool read, int count, int first, int step)
+{
+	records_store_t *rs;
+	bool full;
+	int slot;
+	for (int i = 0; i < count; i++) {
+		CHECK_EQ(api_pool_get(api, read, &slot, &rs, &full), ZC_EOK);
+		CHECK_EQ(slot, first + i * step);
+	}
+}
+
+/* Starts w waiting for a connection, and checks that it does wait. */
+static void start_waiting(waiter_t *w, pthread_t *t, api_t *api, bool read)
+{
+	*w = (waiter_t){ .api = api, .read = read };
+	CHECK_EQ(pthread_create(t, NULL, wait_for_slot, w), 0);
+	CHECK(!done_within(w, 0.1));
+}
+
 int main(void)
 {
 	const char *dir = test_tmpdir();
 	api_config_t cfg = { .data_dir = dir };
 	api_t *api;
 	CHECK_EQ(api_new(&cfg, &api), ZC_EOK);
-	records_store_t *rs;
-	bool full;
-	int slot, reads = API_POOL_SIZE - API_POOL_WRITE_RESERVE;
-	for (int i = 0; i < reads; i++) {
-		CHECK_EQ(api_pool_get(api, true, &slot, &rs, &full), ZC_EOK);
-		CHECK_EQ(slot, i);
-	}
+	int reads = API_POOL_SIZE - API_POOL_WRITE_RESERVE;
+	take(api, true, reads, 0, 1);
 	/* Every read connection held: a read waits, a write does not. */
-	waiter_t read = { .api = api, .read = true };
-	pthread_t t_read;
-	CHECK_EQ(pthread_create(&t_read, NULL, wait_for_slot, &read), 0);
-	CHECK(!done_within(&read, 0.1));
-	for (int i = API_POOL_SIZE - 1; i >= reads; i--) {
-		CHECK_EQ(api_pool_get(api, false, &slot, &rs, &full), ZC_EOK);
-		CHECK_EQ(slot, i);
-	}
+	waiter_t read, write, write13;
+	pthread_t t_read, t_write, t_write13;
+	start_waiting(&read, &t_read, api, true);
+	take(api, false, API_POOL_WRITE_RESERVE, API_POOL_SIZE - 1, -1);
 	/* All 16 held: a write waits too. A write's connection given back
 	 * wakes both; the read cannot take it, the write does at once. */
-	waiter_t write = { .api = api, .read = false };
-	pthread_t t_write;
-	CHECK_EQ(pthread_create(&t_write, NULL, wait_for_slot, &write), 0);
-	CHECK(!done_within(&write, 0.1));
+	start_waiting(&write, &t_write, api, false);
 	api_pool_put(api, API_POOL_SIZE - 1);
 	CHECK(done_within(&write, 2.0));
 	CHECK_EQ(write.ret, ZC_EOK);
@@ -100,19 +109,10 @@ int main(void)
 	 * writes waiting leave reads 4 connections (outside testers 41 and
 	 * 42: 12, then 16, writes waiting on a long import kept every read
 	 * out). A 13th write waits. */
-	int writes = API_POOL_SIZE - API_POOL_READ_RESERVE;
-	for (int i = 0; i < writes; i++) {
-		CHECK_EQ(api_pool_get(api, false, &slot, &rs, &full), ZC_EOK);
-		CHECK_EQ(slot, API_POOL_SIZE - 1 - i);
-	}
-	waiter_t write13 = { .api = api, .read = false };
-	pthread_t t_write13;
-	CHECK_EQ(pthread_create(&t_write13, NULL, wait_for_slot, &write13), 0);
-	CHECK(!done_within(&write13, 0.1));
-	for (int i = 0; i < API_POOL_READ_RESERVE; i++) {
-		CHECK_EQ(api_pool_get(api, true, &slot, &rs, &full), ZC_EOK);
-		CHECK_EQ(slot, i);
-	}
+	take(api, false, API_POOL_SIZE - API_POOL_READ_RESERVE,
+	     API_POOL_SIZE - 1, -1);
+	start_waiting(&write13, &t_write13, api, false);
+	take(api, true, API_POOL_READ_RESERVE, 0, 1);
 	api_pool_put(api, API_POOL_SIZE - 1);
 	CHECK(done_within(&write13, 2.0));
 	CHECK_EQ(write13.slot, API_POOL_SIZE - 1);
