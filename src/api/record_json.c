@@ -47,11 +47,8 @@ static void fields(const records_zone_t *zone, const records_record_t *rec,
 	const uint8_t *rdata = rec->rdata;
 	if (rec->type == KNOT_RRTYPE_SOA && rec->rdata_len >= 22 &&
 	    rec->rdata_len <= sizeof(soa)) {
-		/* The zone row holds the live serial (RFC 1035 §3.3.13). */
 		memcpy(soa, rec->rdata, rec->rdata_len);
-		uint8_t *p = soa + rec->rdata_len - 20;
-		p[0] = zone->serial >> 24, p[1] = zone->serial >> 16;
-		p[2] = zone->serial >> 8, p[3] = zone->serial;
+		records_soa_set_serial(soa, rec->rdata_len, zone->serial);
 		rdata = soa;
 	}
 	f->content = content;

@@ -567,6 +567,21 @@ int records_zone_touch(records_store_t *store, records_zone_t *zone);
  * the caller has set (an UPDATE's SOA that moves the serial alone). */
 int records_log_touch(records_store_t *store, const records_zone_t *zone);
 
+/* The zone's SOA as served: a stored SOA keeps the serial of its import
+ * or last replacement, and the zone row holds the live one (RFC 1035
+ * §3.3.13); this writes it into the rdata (len octets, at least 22: 20
+ * of numbers after two names). The API's listing and UPDATE's
+ * prerequisites show and compare the SOA so. */
+static inline void records_soa_set_serial(uint8_t *rdata, uint16_t len,
+                                          uint32_t serial)
+{
+	if (len >= 22) {
+		uint8_t *p = rdata + len - 20;
+		p[0] = (uint8_t)(serial >> 24), p[1] = (uint8_t)(serial >> 16);
+		p[2] = (uint8_t)(serial >> 8), p[3] = (uint8_t)serial;
+	}
+}
+
 /* Inserts a record (rec->id is set) and logs record_created. */
 int records_record_insert(records_store_t *store, const records_zone_t *zone,
                           records_record_t *rec);

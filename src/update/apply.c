@@ -21,7 +21,6 @@
 #include <libknot/errcode.h>
 #include <libknot/rrset.h>
 #include <libknot/rrtype/soa.h>
-#include <libknot/wire.h>
 
 #include "common/error.h"
 #include "common/log.h"
@@ -330,14 +329,11 @@ static bool value_rrset_matches(records_store_t *rs, const records_zone_t *zone,
 		return false;
 	}
 	for (size_t j = 0; j < n.count && key->type == KNOT_RRTYPE_SOA; j++) {
-		/* The SOA as served: the stored one keeps the serial of its
-		 * import or last replacement, and the zone's version is its
-		 * serial (a prerequisite of the served SOA got NXRRSET, one
-		 * of an older serial went through: outside tester 39). */
-		if (n.rec[j].rdata_len >= 22) {
-			knot_wire_write_u32(n.rec[j].rdata +
-			                    n.rec[j].rdata_len - 20, zone->serial);
-		}
+		/* The SOA as served (a prerequisite of the served SOA got
+		 * NXRRSET, one of an older serial went through: outside
+		 * tester 39). */
+		records_soa_set_serial(n.rec[j].rdata, n.rec[j].rdata_len,
+		                       zone->serial);
 	}
 	/* Every prerequisite RR of this (owner, type) must be stored ... */
 	for (uint16_t i = first; i < sec->count; i++) {
