@@ -77,6 +77,19 @@ class Serve:
             time.sleep(0.05)
         return self
 
+    def wait_started(self, zone="example.com."):
+        """Answering, and every stage up: the control socket and the
+        pidfile come after DNS (they may not keep it down), so a listing
+        of the data directory taken at the first answer can miss them."""
+        self.wait_ready(zone)
+        deadline = time.monotonic() + START
+        while "serving %s (pid %d)" % (self.data_dir, self.proc.pid) not in self.output():
+            assert self.proc.poll() is None, "exited %s:\n%s" % (self.proc.returncode,
+                                                                 self.output())
+            assert time.monotonic() < deadline, "never fully started:\n" + self.output()
+            time.sleep(0.05)
+        return self
+
     def wait_exit(self, timeout=START):
         try:
             return self.proc.wait(timeout)
@@ -184,7 +197,7 @@ def spellings(tmp_path, data_dir):
 
 def test_second_serve_on_a_data_directory_is_refused(started, tmp_path):
     d = imported(tmp_path, "data")
-    first = started(d).wait_ready()
+    first = started(d).wait_started()
     before = (zone_names(d), sorted(os.listdir(d)))
     for path, cwd in spellings(tmp_path, d):
         t0 = time.monotonic()
