@@ -129,23 +129,33 @@ dns_tsig_replay_result_t dns_tsig_replay_check(dns_tsig_replay_t *c,
 bool dns_tsig_replay_known(dns_tsig_replay_t *c, const dns_tsig_t *t,
                            uint64_t now);
 
-/* Where a request remembered came from and when it was answered: a copy
- * from the same place of one not answered when the copy came (REPLAYED:
- * a client's retry over UDP, the same bytes from the same socket, of a
- * message still in progress) can be dropped, its first's answer still to
- * come to it, instead of BADTIME ("clocks are unsynchronized") for a
- * change that is then made. dns_tsig_replay_tag() notes the origin (a
+/* Where a request remembered came from and what it was answered: a
+ * copy from the same place (REPLAYED: a client's retry over UDP, the same
+ * bytes from the same socket) is the client's, whose answer was lost or
+ * is still to come, instead of a replay: dropped while its first is in
+ * progress (the first's answer goes to it), answered as the first was
+ * once that went out, instead of BADTIME ("clocks are unsynchronized")
+ * for a change that was made. dns_tsig_replay_tag() notes the origin (a
  * caller's non-zero hash of transport, address and port) of the verified
- * request t, dns_tsig_replay_answered() when it was answered (c NULL:
- * nothing); dns_tsig_replay_pending() says whether t is remembered from
- * that origin and was not answered at since_ms (CLOCK_MONOTONIC
- * milliseconds: when the copy came). */
+ * request t, dns_tsig_replay_answered() its answer's rcode and when it
+ * went out (c NULL: nothing); dns_tsig_replay_copy() says what a copy of
+ * t from origin that came at since_ns (CLOCK_MONOTONIC nanoseconds) is:
+ * PENDING when its first was not answered then, ANSWERED (*rcode set)
+ * when it was, NONE when t is not remembered from that origin. */
+typedef enum {
+	DNS_TSIG_COPY_NONE,
+	DNS_TSIG_COPY_PENDING,
+	DNS_TSIG_COPY_ANSWERED,
+} dns_tsig_copy_t;
+
 void dns_tsig_replay_tag(dns_tsig_replay_t *c, const dns_tsig_t *t,
                          uint64_t origin);
-void dns_tsig_replay_answered(dns_tsig_replay_t *c, const dns_tsig_t *t);
-bool dns_tsig_replay_pending(dns_tsig_replay_t *c, const dns_tsig_t *t,
-                             uint64_t origin, uint64_t since_ms,
-                             uint64_t now);
+void dns_tsig_replay_answered(dns_tsig_replay_t *c, const dns_tsig_t *t,
+                              uint8_t rcode);
+dns_tsig_copy_t dns_tsig_replay_copy(dns_tsig_replay_t *c,
+                                     const dns_tsig_t *t, uint64_t origin,
+                                     uint64_t since_ns, uint64_t now,
+                                     uint8_t *rcode);
 
 /* Signs a response of len bytes in msg (max: buffer size); nothing
  * happens for an unsigned request. The first call signs with the

@@ -53,8 +53,9 @@ typedef struct {
 	                               check until then. */
 	uint32_t next;              /* Next slot in the hash chain. */
 	uint64_t origin;            /* dns_tsig_replay_tag()'s, or 0. */
-	uint64_t answered_ms;       /* When its answer went out (monotonic
-	                               milliseconds), or 0. */
+	uint64_t answered_ns;       /* When its answer went out (monotonic
+	                               nanoseconds), or 0. */
+	uint8_t rcode;              /* Its answer's, once answered_ns. */
 } entry_t;
 
 struct dns_tsig_replay {
@@ -174,22 +175,25 @@ static entry_t *entry_of(dns_tsig_replay_t *c, const dns_tsig_t *t,
 	return find(c, c->buckets[b], key_hash, t->digest, mac_len, now);
 }
 
-/* Notes of the verified request t's entry that it was answered, or else
- * its origin. */
+/* Notes of the verified request t's entry that it was answered (rcode),
+ * or else its origin. */
 static void mark(dns_tsig_replay_t *c, const dns_tsig_t *t, bool answered,
-                 uint64_t origin)
+                 uint64_t origin, uint8_t rcode)
 {
 	if (c == NULL || !t->present || t->error != 0) {
 		return;
 	}
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	uint64_t now_ms = (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec /
-	                  1000000 + 1;
+	/* Nanoseconds: a copy sent once the answer came is later, even
+	 * within the same millisecond (over loopback it is). */
+	uint64_t now_ns = (uint64_t)ts.tv_sec * 1000000000 +
+	                  (uint64_t)ts.tv_nsec;
 	pthread_mutex_lock(&c->lock);
 	entry_t *e = entry_of(c, t, (uint64_t)time(NULL));
-	if (e != NULL && answered && e->answered_ms == 0) {
-		e->answered_ms = now_ms;
+	if (e != NULL && answered && e->answered_ns == 0) {
+		e->answered_ns = now_ns;
+		e->rcode = rcode;
 	} else if (e != NULL && !answered) {
 		e->origin = origin;
 	}
@@ -199,23 +203,33 @@ static void mark(dns_tsig_replay_t *c, const dns_tsig_t *t, bool answered,
 void dns_tsig_replay_tag(dns_tsig_replay_t *c, const dns_tsig_t *t,
                          uint64_t origin)
 {
-	mark(c, t, false, origin);
+	mark(c, t, false, origin, 0);
 }
 
-void dns_tsig_replay_answered(dns_tsig_replay_t *c, const dns_tsig_t *t)
+void dns_tsig_replay_answered(dns_tsig_replay_t *c, const dns_tsig_t *t,
+                              uint8_t rcode)
 {
-	mark(c, t, true, 0);
+	mark(c, t, true, 0, rcode);
 }
 
-bool dns_tsig_replay_pending(dns_tsig_replay_t *c, const dns_tsig_t *t,
-                             uint64_t origin, uint64_t since_ms, uint64_t now)
+dns_tsig_copy_t dns_tsig_replay_copy(dns_tsig_replay_t *c,
+                                     const dns_tsig_t *t, uint64_t origin,
+                                     uint64_t since_ns, uint64_t now,
+                                     uint8_t *rcode)
 {
 	pthread_mutex_lock(&c->lock);
 	entry_t *e = entry_of(c, t, now);
-	bool pending = e != NULL && origin != 0 && e->origin == origin &&
-	               (e->answered_ms == 0 || e->answered_ms > since_ms);
+	dns_tsig_copy_t copy = DNS_TSIG_COPY_NONE;
+	if (e != NULL && origin != 0 && e->origin == origin) {
+		if (e->answered_ns == 0 || e->answered_ns > since_ns) {
+			copy = DNS_TSIG_COPY_PENDING;
+		} else {
+			copy = DNS_TSIG_COPY_ANSWERED;
+			*rcode = e->rcode;
+		}
+	}
 	pthread_mutex_unlock(&c->lock);
-	return pending;
+	return copy;
 }
 
 bool dns_tsig_replay_known(dns_tsig_replay_t *c, const dns_tsig_t *t,
@@ -265,7 +279,8 @@ dns_tsig_replay_result_t dns_tsig_replay_check(dns_tsig_replay_t *c,
 		e->mac_len = (uint8_t)mac_len;
 		e->time_signed = t->time_signed;
 		e->expires = t->time_signed + window;
-		e->answered_ms = 0;
+		e->answered_ns = 0;
+		e->rcode = 0;
 		e->origin = 0;
 		e->next = c->buckets[b];
 		c->buckets[b] = (uint32_t)slot;

@@ -73,6 +73,18 @@ void update_audit_dropped(update_msg_t *m, const char *what)
 	zc_audit_end(&a);
 }
 
+void update_audit_copy(update_msg_t *m, const char *what)
+{
+	m->audited = true;
+	zc_audit_t a;
+	zc_audit_begin(&a, "update", "copy");
+	add_request(&a, m);
+	const knot_lookup_t *r = knot_lookup_by_id(knot_rcode_names, m->rcode);
+	zc_audit_fixed(&a, "rcode", r != NULL ? r->name : "?");
+	zc_audit_str(&a, "reason", what);
+	zc_audit_end(&a);
+}
+
 /* Why an answer with this rcode was given (RFC 2136 §2.2, §3.2, §3.4). */
 static const char *rcode_reason(uint8_t rcode)
 {

@@ -40,10 +40,12 @@ typedef struct {
 	/* Its refusal has an audit line (update_audit_refused(), or the
 	 * TSIG failure's): respond() writes one for any other answer. */
 	bool audited;
-	/* A copy over UDP of a signed message still in progress
-	 * (take_copy()): not answered, nothing of it applied. */
-	bool drop;
-	uint64_t arrived_ms;         /* CLOCK_MONOTONIC, when it came. */
+	/* A copy over UDP of a signed message taken before from the same
+	 * address and port (take_copy()): drop, its first still in
+	 * progress, not answered; copy, its first answered, answered the
+	 * same (rcode). Nothing of either is applied. */
+	bool drop, copy;
+	uint64_t arrived_ns;         /* CLOCK_MONOTONIC, when it came. */
 	bool changed;                /* The zone's serial moved. */
 	/* The message's SOA (RFC 2136 §3.4.2.2): the newest serial of the
 	 * apex SOAs it adds (0 when none is newer than the zone's), which is
@@ -93,8 +95,10 @@ void update_audit_accepted(const update_msg_t *m);
 void update_audit_refused(update_msg_t *m, uint8_t rcode,
                           const char *why);
 void update_audit_answer(update_msg_t *m);
-/* The line of a copy of a message in progress (update_msg_t.drop). */
+/* The line of a copy of a message in progress (update_msg_t.drop), and
+ * of one answered before (update_msg_t.copy: its rcode with it). */
 void update_audit_dropped(update_msg_t *m, const char *what);
+void update_audit_copy(update_msg_t *m, const char *what);
 
 /* What the answer to a message waits for once the committer is done with
  * it (service.c): nothing, the answers before it on its TCP connection, or

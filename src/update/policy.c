@@ -115,7 +115,7 @@ int update_key_check(records_store_t *rs, update_msg_t *m)
 		/* Once: the unit may run again (writer.h). */
 		m->replay_pending = false;
 		if (update_tsig_replay(m->service, m) != ZC_EOK) {
-			if (!m->drop) {
+			if (!m->drop && !m->copy) {
 				m->rcode = KNOT_RCODE_NOTAUTH; /* BADTIME */
 			}
 			return refuse(m);

@@ -312,11 +312,11 @@ static void respond(update_msg_t *m)
 		return;
 	}
 	update_audit_answer(m); /* Every refusal has its line. */
-	if (m->tsig.present) {
+	if (m->tsig.present && !m->copy) {
 		/* Before it goes out: a copy sent once the client has it
-		 * is a replay (take_copy()). */
+		 * is answered the same (take_copy()). */
 		dns_tsig_replay_answered(update_tsig_policy(m->service).replay,
-		                         &m->tsig);
+		                         &m->tsig, m->rcode);
 	}
 	uint8_t resp[RESPONSE_MAX];
 	knot_pkt_t *q = m->pkt;
@@ -410,9 +410,10 @@ update_wait_t update_live_wait(int result, uint8_t rcode, bool tcp)
 static void on_committed(writer_unit_t *unit, int result)
 {
 	update_msg_t *m = (update_msg_t *)unit;
-	if (m->drop) {
+	if (m->drop || m->copy) {
 		/* A copy the committer's replay check found (a kept key's
-		 * message), its first still in progress: dropped. */
+		 * message): dropped, its first still in progress, or
+		 * answered as its first was. */
 		respond(m);
 		msg_free(m);
 		return;
@@ -544,31 +545,45 @@ static void tag_origin(update_service_t *u, update_msg_t *m)
 }
 
 /*
- * A signed message the replay cache holds (REPLAYED) whose first is still
- * in progress, over UDP from the same address and port: a client's retry,
- * the same bytes, of a message it has no answer to yet (nsupdate sends it
- * again after 3 s; the first waited on a writer a large import held:
- * outside tester 40 saw BADTIME, "clocks are unsynchronized", and
- * nsupdate said the update failed, though it was then made). Dropped: the
- * first's answer goes to the same client and id once it is made. Nothing
- * of it is applied. Over TCP, from elsewhere, or a copy of a message
- * answered, it stays a replay (BADTIME). Returns whether it dropped the
- * message.
+ * A signed message the replay cache holds (REPLAYED), over UDP from the
+ * address and port its first came from: a client's retry, the same bytes,
+ * of a message it has no answer to (nsupdate sends it again after 3 s
+ * when the first's answer is late or lost: outside tester 40 saw BADTIME,
+ * "clocks are unsynchronized", and nsupdate said the update failed, though
+ * it was made). Dropped while the first is in progress (its answer goes
+ * to the same client and id once it is made); answered as the first was,
+ * signed, once that went out. Nothing of it is applied either way. Over
+ * TCP, from elsewhere, or once the cache no longer holds the first, it
+ * stays a replay (BADTIME). Returns whether it took the message.
  */
 static bool take_copy(update_service_t *u, update_msg_t *m)
 {
 	live_t l = live_get(u);
+	uint8_t rcode = 0;
 	if (m->tcp || m->tsig.replay != DNS_TSIG_REPLAYED ||
-	    l.tsig.replay == NULL ||
-	    !dns_tsig_replay_pending(l.tsig.replay, &m->tsig, origin_of(m),
-	                             m->arrived_ms, (uint64_t)time(NULL))) {
+	    l.tsig.replay == NULL) {
 		return false;
 	}
-	m->drop = true;
-	update_audit_dropped(m, "a copy of a message in progress (a client's "
-	                     "retry): its first's answer goes out once it is "
-	                     "made");
-	return true;
+	switch (dns_tsig_replay_copy(l.tsig.replay, &m->tsig, origin_of(m),
+	                             m->arrived_ns, (uint64_t)time(NULL),
+	                             &rcode)) {
+	case DNS_TSIG_COPY_PENDING:
+		m->drop = true;
+		update_audit_dropped(m, "a copy of a message in progress (a "
+		                     "client's retry): its first's answer goes "
+		                     "out once it is made");
+		return true;
+	case DNS_TSIG_COPY_ANSWERED:
+		m->copy = true;
+		m->rcode = rcode;
+		m->tsig.error = 0; /* Signed as the first's answer was. */
+		update_audit_copy(m, "a copy of a message answered (a client's "
+		                  "retry): answered the same, nothing applied "
+		                  "again");
+		return true;
+	default:
+		return false;
+	}
 }
 
 /* Zone section (§3.1.1), TSIG (§3.3 / RFC 8945), source address; *why
@@ -593,7 +608,8 @@ static uint8_t authorize(update_service_t *u, update_msg_t *m,
 		                           key->secret_len, &l.tsig, &m->tsig);
 		m->key_id = found ? key->id : 0;
 		if (tret == KNOT_TSIG_EBADTIME && take_copy(u, m)) {
-			return KNOT_RCODE_NOERROR; /* m->drop: not answered. */
+			/* m->drop: not answered; m->copy: as its first. */
+			return m->copy ? m->rcode : KNOT_RCODE_NOERROR;
 		}
 		tret = dns_tsig_count(tret, &m->tsig);
 		if (tret == ZC_EOK) {
@@ -787,7 +803,7 @@ static uint8_t precheck(update_service_t *u, update_msg_t *m,
 	if (rs != NULL) {
 		records_pool_put(u->pool, rs);
 	}
-	if (m->drop) {
+	if (m->drop || m->copy) {
 		return rcode;
 	}
 	/* Past update-max-size: REFUSED once authorized, so the answer
@@ -853,8 +869,8 @@ void update_handle(void *ctx, const uint8_t *msg, size_t len,
 	m->service = u;
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	m->arrived_ms = (uint64_t)ts.tv_sec * 1000 +
-	                (uint64_t)ts.tv_nsec / 1000000;
+	m->arrived_ns = (uint64_t)ts.tv_sec * 1000000000 +
+	                (uint64_t)ts.tv_nsec;
 	m->tcp = tcp;
 	m->from = *from;
 	if (atomic_load(&u->stopping)) {
@@ -877,7 +893,7 @@ void update_handle(void *ctx, const uint8_t *msg, size_t len,
 		return;
 	}
 	uint8_t rcode = precheck(u, m, from);
-	if (rcode != KNOT_RCODE_NOERROR || m->drop) {
+	if (rcode != KNOT_RCODE_NOERROR || m->drop || m->copy) {
 		finish(m, rcode);
 		return;
 	}

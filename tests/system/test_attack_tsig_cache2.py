@@ -1145,7 +1145,8 @@ def test_zone_deleted_key_put_back_within_zone_cache(srv, api, where):
 def test_stress_copies_deletes_and_remakes(srv, api):
     """Six clients (TCP one by one, pipelined TCP, UDP) send messages of
     three zones, each message twice or three times (a copy at once, on
-    another transport, and sometimes later), signed with whichever
+    another transport, and sometimes later; a UDP copy from the same
+    socket is answered as its first, once), signed with whichever
     version of the zone's key they last saw, while the keys are deleted
     and made again and one zone is deleted and made again: no message is
     accepted twice; none is accepted after its key's (or zone's) delete was
@@ -1171,7 +1172,8 @@ def test_stress_copies_deletes_and_remakes(srv, api):
                     v = current[zi]
                 z = zones[zi]
                 label = "c%d-%05d" % (c, i)
-                m = upd(z, v[1], label)
+                # applied twice, its prerequisite would fail (YXDOMAIN)
+                m = upd(z, v[1], label, prereq=lambda u, n=z.n(label): u.absent(n))
                 t = time.monotonic()
                 if c % 3 == 0:
                     ans = [send(srv, m), send(srv, m, tcp=False)]
@@ -1179,10 +1181,13 @@ def test_stress_copies_deletes_and_remakes(srv, api):
                     ans = pipelined(srv, [m, m, upd(z, v[1], label + "b")])
                     results.append((label + "b", v, t, ans.pop(), zi))
                 else:
-                    # the copy, from the same socket, is dropped while
-                    # the first is in progress (a client's retry), and a
-                    # replay (BADTIME) once it is answered
+                    # the copy, from the same socket, is a client's
+                    # retry: dropped while the first is in progress,
+                    # given the first's answer again once it is answered
+                    # (one acceptance, nothing applied again)
                     ans = udp_burst(srv, [m, m], expect=1, linger=0.5)
+                    if [a.rcode for a in ans] == [NOERROR, NOERROR]:
+                        ans = ans[:1]
                 if i % 5 == 0:
                     ans.append(send(srv, m))
                 with lock:

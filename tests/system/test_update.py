@@ -433,9 +433,9 @@ def test_a_udp_copy_of_a_signed_update_in_progress_is_dropped(srv, zone, outcome
     on a writer a large import held); the copy got NOTAUTH/BADTIME from
     the replay cache ("clocks are unsynchronized") and nsupdate said the
     update failed, though the first was then made. A copy of a message in
-    progress is dropped now, and the first's answer comes; a copy of a
-    message answered stays a replay (BADTIME, test_tsig_window.py). With
-    the key kept (known from an earlier message) the copy is judged by
+    progress is dropped now, and the first's answer comes (a copy of one
+    answered: test_a_udp_copy_of_a_signed_update_answered_is_answered_
+    the_same). With the key kept (known from an earlier message) the copy is judged by
     the committer, maybe after the first's answer went out: it came
     before, and is dropped all the same (a second outside tester saw
     BADTIME after a failed prerequisite's NXDOMAIN)."""
@@ -483,6 +483,132 @@ def test_a_udp_copy_of_a_signed_update_in_progress_is_dropped(srv, zone, outcome
         expect_serial(srv, z.name, s0)
         expect_no_rrset(srv, z.n("c"), "A")
     assert "a copy of a message in progress" in srv.log()
+
+
+@pytest.mark.parametrize("kept", [False, True], ids=["key-read", "key-kept"])
+@pytest.mark.parametrize("outcome", ["applied", "prerequisite-fails"])
+def test_a_udp_copy_of_a_signed_update_answered_is_answered_the_same(srv, zone, outcome, kept):
+    """A client whose answer was lost sends the same bytes again from the
+    same socket (nsupdate after 3 s): it got NOTAUTH/BADTIME ("clocks are
+    unsynchronized") though its update was made. The copy is answered as
+    the first was now, signed, and nothing is applied again; the same
+    bytes from another socket, or over TCP, are a replay (BADTIME) as
+    before. kept: the key known from an earlier message (the committer
+    judges the copy) or read for it (the precheck does)."""
+    z = zone
+    key = srv.tsig_create("answered-%s-%d.%s" % (outcome, kept, z.name), z.name)
+    keyring = dns.tsig.Key(key.name, key.secret, key.dns_algorithm)
+
+    def message(label, absent):
+        u = dns.update.UpdateMessage(z.origin, keyring=keyring,
+                                     keyalgorithm=key.dns_algorithm)
+        u.absent(absent)                   # applied twice, it would fail
+        u.add(z.n(label), 300, "A", "192.0.2.7")
+        return u
+
+    if kept:
+        do_ok(z, message("warm1", z.n("warm1")), tcp=False)
+    label = "ans-%s-%d" % (outcome, kept)
+    u = message(label, z.n(label) if outcome == "applied" else z.origin)
+    expected = dns.rcode.NOERROR if outcome == "applied" else dns.rcode.YXDOMAIN
+    s0 = z.settle()
+    wire = u.to_wire()
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        sock.connect((srv.host, srv.port))
+        sock.settimeout(10)
+        answers = []
+        for _ in range(3):                 # the first, then two retries
+            sock.send(wire)
+            r = dns.message.from_wire(sock.recv(65535), keyring=keyring, request_mac=u.mac)
+            assert r.id == u.id and r.rcode() == expected, dns.rcode.to_text(r.rcode())
+            assert r.had_tsig and r.tsig[0].error == 0
+            answers.append(r)
+    assert [r.rcode() for r in answers] == [expected] * 3
+    # Another socket, or TCP: a replay.
+    for tcp in (False, True):
+        with pytest.raises(dns.tsig.PeerBadTime):   # NOTAUTH, TSIG error BADTIME
+            dns.message.from_wire(send(z, wire, tcp=tcp), keyring=keyring, request_mac=u.mac)
+    if outcome == "applied":
+        expect_serial(srv, z.name, s0 + 1)
+        expect_rrset(srv, z.n(label), "A", ["192.0.2.7"])
+    else:
+        expect_serial(srv, z.name, s0)
+        expect_no_rrset(srv, z.n(label), "A")
+    assert "a copy of a message answered" in srv.log()
+    assert srv.log().count("a copy of a message answered") >= 2
+
+
+class LossyUdpProxy:
+    """Between a client and the server over UDP: forwards every message
+    from one upstream socket (so the server sees one address and port),
+    and drops the first `lose` answers: a lost answer."""
+
+    def __init__(self, upstream, lose):
+        self.upstream, self.lose = upstream, lose
+        self.down = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.down.bind(("127.0.0.1", 0))
+        self.up = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.up.bind(("127.0.0.1", 0))
+        self.port = self.down.getsockname()[1]
+        self.client, self.sent, self.dropped = None, 0, 0
+        self.stopping = False
+        self.threads = [threading.Thread(target=f, daemon=True)
+                        for f in (self._from_client, self._from_server)]
+        for t in self.threads:
+            t.start()
+
+    def _from_client(self):
+        self.down.settimeout(0.2)
+        while not self.stopping:
+            try:
+                data, self.client = self.down.recvfrom(65535)
+            except socket.timeout:
+                continue
+            self.sent += 1
+            self.up.sendto(data, self.upstream)
+
+    def _from_server(self):
+        self.up.settimeout(0.2)
+        while not self.stopping:
+            try:
+                data = self.up.recv(65535)
+            except socket.timeout:
+                continue
+            if self.dropped < self.lose:
+                self.dropped += 1
+                continue
+            self.down.sendto(data, self.client)
+
+    def close(self):
+        self.stopping = True
+        for t in self.threads:
+            t.join()
+        self.down.close()
+        self.up.close()
+
+
+def test_nsupdate_whose_answer_was_lost_is_told_it_succeeded(srv, zone):
+    """BIND's nsupdate over UDP, its first answer lost on the way: it sends
+    the message again (after -u seconds) and must be told the update was
+    made, not "update failed: NOTAUTH(BADTIME)" (before: a replay)."""
+    z = zone
+    key = srv.tsig_create("lossy." + z.name, z.name)
+    proxy = LossyUdpProxy((srv.host, srv.port), lose=1)
+    try:
+        s0 = z.settle()
+        cp = run_tool(["nsupdate", "-k", key.path, "-u", "1", "-r", "3"], (
+            "server 127.0.0.1 %d\nzone %s\n"
+            "prereq nxdomain lossy.%s\n"
+            "update add lossy.%s 300 A 192.0.2.9\nsend\n") % (
+                proxy.port, z.origin, z.origin, z.origin))
+    finally:
+        proxy.close()
+    out = cp.stdout + cp.stderr
+    assert proxy.dropped == 1 and proxy.sent >= 2, (proxy.dropped, proxy.sent, out)
+    assert cp.returncode == 0, out
+    assert "failed" not in out and "BADTIME" not in out, out
+    expect_serial(srv, z.name, s0 + 1)
+    expect_rrset(srv, z.n("lossy"), "A", ["192.0.2.9"])
 
 
 def test_a_stop_while_an_update_waits_in_its_precheck(zonecast_factory):

@@ -56,46 +56,65 @@ static void test_replays(void)
 	dns_tsig_replay_free(c);
 }
 
-/* A message in progress from an origin (update/service.c: a UDP client's
- * address and port): a copy from there is pending until it is answered;
- * from elsewhere, or over TCP (origin 0), never. */
-static uint64_t now_ms(void)
+/* A message from an origin (update/service.c: a UDP client's address and
+ * port): a copy from there is pending until it is answered, then
+ * answered with its rcode; from elsewhere, or over TCP (origin 0), none. */
+static uint64_t now_ns(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+	return (uint64_t)ts.tv_sec * 1000000000 + (uint64_t)ts.tv_nsec;
 }
 
-static void test_pending(void)
+/* What a copy of t from origin that came at came is. */
+static dns_tsig_copy_t copy_of(dns_tsig_replay_t *c, const dns_tsig_t *t,
+                               uint64_t origin, uint64_t came, uint64_t now,
+                               uint8_t *rcode)
+{
+	*rcode = 0xff;
+	return dns_tsig_replay_copy(c, t, origin, came, now, rcode);
+}
+
+static void test_copies(void)
 {
 	dns_tsig_replay_t *c = dns_tsig_replay_new(16);
 	uint64_t now = (uint64_t)time(NULL);
+	uint8_t rcode;
 	dns_tsig_t t;
 	make(&t, KEY_A, 9, now);
 	t.present = true;
-	uint64_t came = now_ms();   /* A copy that came before the answer. */
-	CHECK(!dns_tsig_replay_pending(c, &t, 7, came, now)); /* Unknown. */
+	uint64_t came = now_ns();   /* A copy that came before the answer. */
+	CHECK_EQ(copy_of(c, &t, 7, came, now, &rcode), DNS_TSIG_COPY_NONE);
 	CHECK_EQ(dns_tsig_replay_check(c, &t, 300, now), DNS_TSIG_FRESH);
-	CHECK(!dns_tsig_replay_pending(c, &t, 7, came, now)); /* No origin. */
+	/* No origin noted. */
+	CHECK_EQ(copy_of(c, &t, 7, came, now, &rcode), DNS_TSIG_COPY_NONE);
 	dns_tsig_replay_tag(c, &t, 7);
-	CHECK(dns_tsig_replay_pending(c, &t, 7, came, now));
-	CHECK(!dns_tsig_replay_pending(c, &t, 8, came, now));
-	CHECK(!dns_tsig_replay_pending(c, &t, 0, came, now));
+	CHECK_EQ(copy_of(c, &t, 7, came, now, &rcode), DNS_TSIG_COPY_PENDING);
+	CHECK_EQ(copy_of(c, &t, 8, came, now, &rcode), DNS_TSIG_COPY_NONE);
+	CHECK_EQ(copy_of(c, &t, 0, came, now, &rcode), DNS_TSIG_COPY_NONE);
 	/* A refused request (an error) tags and answers nothing. */
 	t.error = 18;
-	dns_tsig_replay_answered(c, &t);
+	dns_tsig_replay_answered(c, &t, 9);
 	t.error = 0;
-	CHECK(dns_tsig_replay_pending(c, &t, 7, now_ms(), now));
-	dns_tsig_replay_answered(c, &t);
+	CHECK_EQ(copy_of(c, &t, 7, now_ns(), now, &rcode),
+	         DNS_TSIG_COPY_PENDING);
+	dns_tsig_replay_answered(c, &t, 8); /* NXRRSET */
+	dns_tsig_replay_answered(c, &t, 0); /* Only the first answer. */
 	/* The copy that came before the answer is still one of a message
 	 * in progress (a kept key's copy, judged by the committer after
-	 * the first's answer went out); one that came after is not. */
-	CHECK(dns_tsig_replay_pending(c, &t, 7, came, now));
-	struct timespec ms = { 0, 2000000 };
-	nanosleep(&ms, NULL);
-	CHECK(!dns_tsig_replay_pending(c, &t, 7, now_ms(), now));
+	 * the first's answer went out); one that came after is answered
+	 * as the first was; from elsewhere it is none. */
+	CHECK_EQ(copy_of(c, &t, 7, came, now, &rcode), DNS_TSIG_COPY_PENDING);
+	/* At once: the answer went out before, if in the same millisecond. */
+	CHECK_EQ(copy_of(c, &t, 7, now_ns(), now, &rcode),
+	         DNS_TSIG_COPY_ANSWERED);
+	CHECK_EQ(rcode, 8);
+	CHECK_EQ(copy_of(c, &t, 8, now_ns(), now, &rcode), DNS_TSIG_COPY_NONE);
 	CHECK_EQ(dns_tsig_replay_check(c, &t, 300, now), DNS_TSIG_REPLAYED);
-	dns_tsig_replay_answered(NULL, &t); /* No cache: nothing. */
+	/* Past its window the first is forgotten: no copy. */
+	CHECK_EQ(copy_of(c, &t, 7, now_ns(), now + 301, &rcode),
+	         DNS_TSIG_COPY_NONE);
+	dns_tsig_replay_answered(NULL, &t, 0); /* No cache: nothing. */
 	dns_tsig_replay_free(c);
 }
 
@@ -181,7 +200,7 @@ int main(void)
 {
 	CHECK(dns_tsig_replay_new(0) == NULL);
 	test_replays();
-	test_pending();
+	test_copies();
 	test_expiry_makes_room();
 	test_full();
 	test_burst();
