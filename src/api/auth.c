@@ -81,7 +81,8 @@ static const char *bearer_token(const char *auth)
 	return *token != '\0' ? token : NULL;
 }
 
-int api_authenticate(api_req_t *req)
+/* The request's token's hash, or an error recorded (no store needed). */
+static int token_hash_of(api_req_t *req, uint8_t hash[32])
 {
 	/* Two credentials: which one is meant? Neither is tried. */
 	if (api_header_count(req, "Authorization") > 1) {
@@ -96,13 +97,28 @@ int api_authenticate(api_req_t *req)
 		          "required");
 		return ZC_EUSAGE;
 	}
-	uint8_t hash[32];
 	if (api_token_hash(token, hash) != ZC_EOK) {
 		api_error(req, 401, 10000, "Authorization: invalid token");
 		return ZC_EUSAGE;
 	}
+	return ZC_EOK;
+}
+
+int api_credentials_present(api_req_t *req)
+{
+	uint8_t hash[32];
+	return token_hash_of(req, hash);
+}
+
+int api_authenticate(api_req_t *req)
+{
+	uint8_t hash[32];
+	int ret = token_hash_of(req, hash);
+	if (ret != ZC_EOK) {
+		return ret;
+	}
 	records_token_t tok;
-	int ret = records_token_find(req->rs, hash, &tok);
+	ret = records_token_find(req->rs, hash, &tok);
 	if (ret == ZC_ENOKEY) {
 		api_error(req, 401, 10000, "Authorization: invalid token");
 		return ZC_EUSAGE;

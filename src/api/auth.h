@@ -15,6 +15,12 @@ int api_token_secret(char *out, size_t out_size, uint8_t hash[32]);
  * the store's) was recorded in req. */
 int api_authenticate(api_req_t *req);
 
+/* api_authenticate()'s checks that need no records store: one
+ * Authorization field, a bearer token in it, of a token's form. Run
+ * before a store connection is taken, so that a request without
+ * credentials holds none of them (nor waits for one). */
+int api_credentials_present(api_req_t *req);
+
 /* After api_authenticate() and the route table: false, with 403 recorded,
  * for a read-only token and a method that is not GET. */
 bool api_method_permitted(api_req_t *req);

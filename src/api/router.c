@@ -173,6 +173,11 @@ static void dispatch(api_req_t *req, const char *url)
 		          "bytes (api-max-body)", api_max_body(req->api));
 		return;
 	}
+	/* Without credentials (none, two, not a token's form): answered
+	 * at once, holding no store connection, waiting for none. */
+	if (api_credentials_present(req) != ZC_EOK) {
+		return;
+	}
 	int slot = -1;
 	bool full;
 	bool read = api_method_reads(req->method);

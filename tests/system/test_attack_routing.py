@@ -393,6 +393,65 @@ def test_sigterm_answers_requests_waiting_for_a_store_connection(zonecast_api_fa
     assert {"h%d.pool.test" % i for i in range(WRITE_SLOTS)} <= names, names
 
 
+def test_requests_without_credentials_hold_no_store_connection(zonecast_api_factory):
+    """Found by an outside tester: a request's records store connection
+    was taken before its token was read, so with every connection writes
+    take in use (a large import holding the writer; here a lock from
+    outside and 12 writes waiting on it) a POST without a token waited up
+    to 10 s for one, and one in hand it held until its 401. Without
+    credentials (none, two Authorization fields, not a bearer token) a
+    request is answered at once, holding none; the 12 then write."""
+    srv = zonecast_api_factory()
+    api = srv.client()
+    zid = api.ok("POST", "/zones", json={"name": "nocred.test"})["result"]["id"]
+    path = "/zones/%s/dns_records" % zid
+    body = json.dumps({"type": "A", "name": "x.nocred.test", "content": "192.0.2.4"}).encode()
+    give_back = hold_records_store(srv)
+    try:
+        holders = ThreadPoolExecutor(WRITE_SLOTS)
+        held = [holders.submit(call, srv.api_url, api.token, "POST", path,
+                               json={"type": "A", "name": "h%d.nocred.test" % i,
+                                     "content": "192.0.2.9"}, timeout=60)
+                for i in range(WRITE_SLOTS)]
+        time.sleep(1.5)      # the 12 hold their connections, waiting
+        assert not any(f.done() for f in held)
+        cases = [
+            ("POST", {}, 401),
+            ("POST", {"Authorization": "Basic dXNlcjpwYXNz"}, 401),
+            ("PATCH", {"Authorization": "Bearer"}, 401),
+            ("DELETE", {}, 401),
+            ("GET", {}, 401),
+        ]
+        for method, headers, status in cases:
+            t0 = time.monotonic()
+            with socket.create_connection(("127.0.0.1", srv.api_port), timeout=10) as s:
+                extra = "".join("%s: %s\r\n" % kv for kv in headers.items())
+                s.sendall(("%s /client/v4%s HTTP/1.1\r\nHost: x\r\n%s"
+                           "Content-Type: application/json\r\nContent-Length: %d\r\n"
+                           "Connection: close\r\n\r\n" % (method, path, extra, len(body))
+                           ).encode() + body)
+                line = s.recv(65536).split(b"\r\n", 1)[0]
+            took = time.monotonic() - t0
+            assert line.split()[1] == str(status).encode(), (method, headers, line)
+            assert took < 2, (method, headers, took)
+        # Two Authorization fields: 400, at once too.
+        t0 = time.monotonic()
+        with socket.create_connection(("127.0.0.1", srv.api_port), timeout=10) as s:
+            s.sendall(("POST /client/v4%s HTTP/1.1\r\nHost: x\r\n"
+                       "Authorization: Bearer %s\r\nAuthorization: Bearer %s\r\n"
+                       "Content-Type: application/json\r\nContent-Length: %d\r\n"
+                       "Connection: close\r\n\r\n" % (path, api.token, api.token, len(body))
+                       ).encode() + body)
+            line = s.recv(65536).split(b"\r\n", 1)[0]
+        assert line.split()[1] == b"400" and time.monotonic() - t0 < 2, line
+    finally:
+        give_back()
+    assert [f.result()[0] for f in held] == [200] * WRITE_SLOTS
+    names = {r["name"] for r in api.ok("GET", path, params={"per_page": 100})["result"]}
+    assert "x.nocred.test" not in names
+    assert {"h%d.nocred.test" % i for i in range(WRITE_SLOTS)} <= names
+
+
 def test_reads_opening_connections_do_not_wait_for_the_writer(zonecast_api_factory):
     """Found by an outside tester: a read whose connection of the pool
     was opened for it checked the schema under the write lock, so with
