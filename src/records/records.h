@@ -586,6 +586,12 @@ static inline void records_soa_set_serial(uint8_t *rdata, uint16_t len,
 int records_record_insert(records_store_t *store, const records_zone_t *zone,
                           records_record_t *rec);
 
+/* records_record_insert() of a record removed and put back as it was
+ * (an UPDATE's change that cancelled out: update/net.c): its
+ * modified_on, when set, is kept. */
+int records_record_restore(records_store_t *store, const records_zone_t *zone,
+                           records_record_t *rec);
+
 /* Deletes a record by id and logs record_deleted. KNOT_ENOENT if absent. */
 int records_record_delete(records_store_t *store, const records_zone_t *zone,
                           int64_t id);

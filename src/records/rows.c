@@ -229,8 +229,9 @@ static int log_record(records_store_t *store, const records_zone_t *zone,
 	return records_changelog_append(store, &entry, NULL);
 }
 
-int records_record_insert(records_store_t *store, const records_zone_t *zone,
-                          records_record_t *rec)
+/* records_record_insert(), or with keep_modified records_record_restore(). */
+static int insert_record(records_store_t *store, const records_zone_t *zone,
+                         records_record_t *rec, bool keep_modified)
 {
 	uint8_t okey[DNS_LF_MAXLEN];
 	uint8_t owner[KNOT_DNAME_MAXLEN];
@@ -254,7 +255,9 @@ int records_record_insert(records_store_t *store, const records_zone_t *zone,
 	if (rec->created_on == 0) {
 		rec->created_on = now;
 	}
-	rec->modified_on = now;
+	if (!keep_modified || rec->modified_on == 0) {
+		rec->modified_on = now;
+	}
 	if (rec->id <= 0 && (ret = records_alloc_id(store, &rec->id)) != ZC_EOK) {
 		rdb_done(stmt);
 		return ret;
@@ -297,6 +300,18 @@ int records_record_insert(records_store_t *store, const records_zone_t *zone,
 	return log_record(store, zone, RECORDS_CHANGE_RECORD_CREATED, okey,
 	                  okey_len, rec->type, rec->id, rec->ttl, rec->rdata,
 	                  rec->rdata_len);
+}
+
+int records_record_insert(records_store_t *store, const records_zone_t *zone,
+                          records_record_t *rec)
+{
+	return insert_record(store, zone, rec, false);
+}
+
+int records_record_restore(records_store_t *store, const records_zone_t *zone,
+                           records_record_t *rec)
+{
+	return insert_record(store, zone, rec, true);
 }
 
 int records_record_delete(records_store_t *store, const records_zone_t *zone,

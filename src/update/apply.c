@@ -205,7 +205,7 @@ typedef struct {
 	const char *comment;
 	const char *tags;       /* The API's, kept through a retime. */
 	uint8_t api_form;
-	int64_t created_on;
+	int64_t created_on, modified_on;
 } stored_t;
 
 typedef struct {
@@ -262,7 +262,8 @@ static int collect(const records_record_t *rec, void *ctx)
 	stored_t *s = &n->rec[n->count];
 	*s = (stored_t){ .id = rec->id, .type = rec->type, .ttl = rec->ttl,
 	                 .rdata_len = rec->rdata_len, .api_form = rec->api_form,
-	                 .created_on = rec->created_on };
+	                 .created_on = rec->created_on,
+	                 .modified_on = rec->modified_on };
 	s->rdata = malloc(rec->rdata_len + 1u);
 	s->comment = rec->comment ? strdup(rec->comment) : NULL;
 	s->tags = rec->tags ? strdup(rec->tags) : NULL;
@@ -463,6 +464,7 @@ static records_record_t record_of(const knot_dname_t *owner, const stored_t *s)
 		.rdata = s->rdata, .rdata_len = s->rdata_len,
 		.comment = s->comment, .tags = s->tags,
 		.api_form = s->api_form, .created_on = s->created_on,
+		.modified_on = s->modified_on,
 	};
 }
 
@@ -782,13 +784,14 @@ typedef struct {
 } relink_t;
 
 /* update_net_relink()'s: the record added again (added_id) is the one
- * removed (orig), whose row goes back with its id, comment and tags. */
+ * removed (orig), whose row goes back with its id, comment, tags and
+ * times. */
 static int relink(void *ctx, const records_record_t *orig, int64_t added_id)
 {
 	relink_t *r = ctx;
 	int ret = records_record_delete(r->rs, &r->m->zone, added_id);
 	records_record_t rec = *orig;
-	return ret == ZC_EOK ? records_record_insert(r->rs, &r->m->zone, &rec) :
+	return ret == ZC_EOK ? records_record_restore(r->rs, &r->m->zone, &rec) :
 	       ret;
 }
 

@@ -14,7 +14,7 @@
 
 struct update_net_rec {
 	int64_t id;
-	int64_t created_on;
+	int64_t created_on, modified_on;
 	uint8_t *owner;
 	uint8_t *rdata;
 	char *comment, *tags;   /* What the API keeps beside the record. */
@@ -45,7 +45,8 @@ static int push(update_net_rec_t **list, size_t *count, size_t *cap,
 	}
 	size_t owner_size = knot_dname_size(rec->owner);
 	update_net_rec_t r = {
-		.id = rec->id, .created_on = rec->created_on, .ttl = rec->ttl,
+		.id = rec->id, .created_on = rec->created_on,
+		.modified_on = rec->modified_on, .ttl = rec->ttl,
 		.type = rec->type, .rdata_len = rec->rdata_len,
 		.api_form = rec->api_form,
 		.owner = malloc(owner_size),
@@ -82,10 +83,9 @@ int update_net_removed(update_net_t *net, const records_record_t *rec)
 	return push(&net->removed, &net->removed_count, &net->removed_cap, rec);
 }
 
-/* An order over what a message may change of a record: its owner
- * (lowercase wire), type, TTL, rdata and whether the API shows its TTL as
- * automatic (RECORDS_API_TTL_AUTO). */
-static int cmp_rec(const void *pa, const void *pb)
+/* An order over what DNS serves of a record: its owner (lowercase
+ * wire), type, TTL and rdata. */
+static int cmp_data(const void *pa, const void *pb)
 {
 	const update_net_rec_t *a = pa, *b = pb;
 	size_t la = knot_dname_size(a->owner), lb = knot_dname_size(b->owner);
@@ -102,6 +102,15 @@ static int cmp_rec(const void *pa, const void *pb)
 	if (c == 0) {
 		c = memcmp(a->rdata, b->rdata, a->rdata_len);
 	}
+	return c;
+}
+
+/* An order over what a message may change of a record: cmp_data()'s, and
+ * whether the API shows its TTL as automatic (RECORDS_API_TTL_AUTO). */
+static int cmp_rec(const void *pa, const void *pb)
+{
+	const update_net_rec_t *a = pa, *b = pb;
+	int c = cmp_data(a, b);
 	uint8_t auto_a = a->api_form & RECORDS_API_TTL_AUTO;
 	uint8_t auto_b = b->api_form & RECORDS_API_TTL_AUTO;
 	if (c == 0 && auto_a != auto_b) {
@@ -150,13 +159,17 @@ int update_net_relink(update_net_t *net,
 	if (net->added_count == 0 || net->removed_count == 0) {
 		return ZC_EOK;
 	}
-	qsort(net->added, net->added_count, sizeof(*net->added), cmp_rec);
-	qsort(net->removed, net->removed_count, sizeof(*net->removed), cmp_rec);
+	/* Paired on what DNS serves: a record whose TTL the API showed as
+	 * automatic, added again with that TTL given, is the same record,
+	 * its TTL no longer automatic (its modified_on then now). */
+	qsort(net->added, net->added_count, sizeof(*net->added), cmp_data);
+	qsort(net->removed, net->removed_count, sizeof(*net->removed),
+	      cmp_data);
 	int ret = ZC_EOK;
 	size_t a = 0, r = 0;
 	while (a < net->added_count && r < net->removed_count && ret == ZC_EOK) {
 		update_net_rec_t *add = &net->added[a], *rem = &net->removed[r];
-		int c = cmp_rec(rem, add);
+		int c = cmp_data(rem, add);
 		if (c < 0) {
 			r++;
 			continue;
@@ -171,8 +184,11 @@ int update_net_relink(update_net_t *net,
 				.type = rem->type, .ttl = rem->ttl,
 				.rdata = rem->rdata, .rdata_len = rem->rdata_len,
 				.comment = rem->comment, .tags = rem->tags,
-				.api_form = rem->api_form,
+				.api_form = (rem->api_form & ~RECORDS_API_TTL_AUTO) |
+				            (add->api_form & RECORDS_API_TTL_AUTO),
 				.created_on = rem->created_on,
+				.modified_on = cmp_rec(rem, add) == 0 ?
+				               rem->modified_on : 0,
 			};
 			ret = relink(ctx, &orig, add->id);
 		}

@@ -1282,7 +1282,37 @@ def test_a_record_added_again_beside_other_changes_keeps_its_id_comment_and_tags
     (now,) = [r for r in z.api.records(z.id) if r["name"] == z.n("keep").rstrip(".")]
     assert (now["id"], now["content"], now["ttl"], now.get("comment"), now.get("tags")) == (
         kept["id"], "192.0.2.40", 300, "the mail host", ["owner:ops"]), now
+    # Put back as it was: its times too (a second tester: modified_on was
+    # the UPDATE's time).
+    assert (now["created_on"], now["modified_on"]) == (kept["created_on"],
+                                                       kept["modified_on"]), (now, kept)
     expect_rrset(srv, z.n("keep"), "A", ["192.0.2.40"], ttl=300)
+
+
+def test_an_automatic_ttl_record_added_again_with_its_ttl_keeps_its_id_and_comment(srv, zone):
+    """Found by an outside tester: a record whose TTL the API showed as
+    automatic (1), deleted and added again by UPDATE with the TTL it was
+    served with beside another change, got a new id and lost its comment
+    (the pairing compared the automatic bit). It keeps them now, its TTL
+    no longer automatic (RFC 2181 5.2: UPDATE gave it), its modified_on
+    moved; a record put back unchanged beside it keeps its modified_on."""
+    z = zone
+    auto = z.add_api(z.n("auto"), "A", "192.0.2.41", ttl=1, comment="automatic")
+    assert auto["ttl"] == 1
+    (served,) = ask(srv, z.n("auto"), "A").answer
+    s = z.serial()
+    time.sleep(0.01)
+    u = unsigned_update(z)
+    u.delete(z.n("auto"), "A", "192.0.2.41")
+    u.add(z.n("auto"), served.ttl, "A", "192.0.2.41")
+    u.add(z.n("other2"), 300, "TXT", "y")
+    ok_unsigned(z, u)
+    expect_serial(srv, z.name, s + 1)
+    (now,) = [r for r in z.api.records(z.id) if r["name"] == z.n("auto").rstrip(".")]
+    assert (now["id"], now["ttl"], now.get("comment"), now["created_on"]) == (
+        auto["id"], served.ttl, "automatic", auto["created_on"]), (now, auto)
+    assert now["modified_on"] != auto["modified_on"], now
+    expect_rrset(srv, z.n("auto"), "A", ["192.0.2.41"], ttl=served.ttl)
 
 
 def test_a_prerequisite_of_the_soa_compares_the_served_soa(srv, zone):
