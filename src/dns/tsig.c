@@ -34,6 +34,7 @@ bool dns_tsig_algorithm_ok(const char *name)
 static int check_time(const dns_tsig_policy_t *policy, dns_tsig_t *t)
 {
 	uint64_t now = (uint64_t)time(NULL);
+	t->came = now;
 	uint64_t skew = now > t->time_signed ? now - t->time_signed :
 	                t->time_signed - now;
 	if (skew > t->window) {

@@ -69,6 +69,9 @@ typedef struct dns_tsig {
 	uint64_t time_signed;       /* The request's. */
 	uint16_t fudge;             /* The request's. */
 	uint16_t window;            /* Accepted: min(fudge, max_fudge). */
+	uint64_t came;              /* Unix seconds when its time was checked
+	                               (when it came): the replay check judges
+	                               it as of then, however late it runs. */
 	dns_tsig_replay_result_t replay; /* With error BADTIME: REPLAYED or
 	                               UNPROVEN when the replay check, not the
 	                               clock, refused it. */
@@ -118,11 +121,23 @@ dns_tsig_replay_t *dns_tsig_replay_new(size_t capacity);
 void dns_tsig_replay_free(dns_tsig_replay_t *c);
 
 /* Whether the verified request t (key name, MAC, time signed) was seen
- * within its window (seconds) before now (Unix seconds); remembers it
- * when not. dns_tsig_check() calls it. */
+ * within its window (seconds), as of when it came (t->came; 0: now, Unix
+ * seconds); remembers it when not. dns_tsig_check() calls it. A request
+ * judged at its window's end is no longer fresh for a copy of it that
+ * came within the window and waits (a writer's queue) to be judged: so
+ * entries stay DNS_TSIG_REPLAY_GRACE seconds past their window, and a
+ * request judged later than that after it came is refused (UNPROVEN). */
+#define DNS_TSIG_REPLAY_GRACE 60
 dns_tsig_replay_result_t dns_tsig_replay_check(dns_tsig_replay_t *c,
                                                const dns_tsig_t *t,
                                                uint16_t window, uint64_t now);
+
+/* The windows grew (tsig-max-fudge raised by a reload) from old_window
+ * seconds: a request signed before now - old_window - the grace, which
+ * the cache may have forgotten, would pass the time check again; it is
+ * refused from now on (UNPROVEN), as after an eviction. */
+void dns_tsig_replay_window_grew(dns_tsig_replay_t *c, uint16_t old_window,
+                                 uint64_t now);
 
 /* Whether dns_tsig_replay_check() would refuse the request (REPLAYED or
  * UNPROVEN), without remembering it. */

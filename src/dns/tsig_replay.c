@@ -10,8 +10,16 @@
  *
  * Entries sit in a ring in the order they were accepted, and in a hash
  * table (chains through the ring's slots) by key name and MAC. An entry
- * stays until its request's window closes (time signed + window); expired
- * entries are dropped from the ring's oldest end as new ones come. A full
+ * stays until its request's window closes (time signed + window), and
+ * DNS_TSIG_REPLAY_GRACE seconds more; expired entries are dropped from
+ * the ring's oldest end as new ones come. A request is judged as of when
+ * it came (its time check), not when the check runs: a kept key's UPDATE
+ * is judged by the writer, maybe seconds later, and a copy that came
+ * within the window and was judged after it closed found its first's
+ * entry gone (or entered expired) and was applied again (outside tester
+ * 43, with a 2 s window and a busy writer). A request judged more than
+ * the grace after it came is refused: nothing then can be forgotten that
+ * a request still to be judged may copy. A full
  * ring whose oldest entry is still live evicts it all the same and raises
  * a floor: from then on a request signed at or before the evicted entry's
  * time is refused, as it could be the evicted one replayed. So a full
@@ -164,10 +172,14 @@ static bool is_seen(dns_tsig_replay_t *c, uint32_t slot, uint64_t key_hash,
 	return find(c, slot, key_hash, mac, mac_len, now) != NULL;
 }
 
-/* The entry of t's key and MAC, under c->lock, or NULL. */
+/* The entry of t's key and MAC, under c->lock, or NULL: live when t
+ * came (or now, for a request without that time). */
 static entry_t *entry_of(dns_tsig_replay_t *c, const dns_tsig_t *t,
                          uint64_t now)
 {
+	if (t->came != 0 && t->came < now) {
+		now = t->came;
+	}
 	size_t mac_len = t->digest_len < DNS_TSIG_REPLAY_MAC ? t->digest_len :
 	                 DNS_TSIG_REPLAY_MAC;
 	uint64_t key_hash = key_hash_of(c, t->name);
@@ -239,9 +251,10 @@ bool dns_tsig_replay_known(dns_tsig_replay_t *c, const dns_tsig_t *t,
 	                 DNS_TSIG_REPLAY_MAC;
 	uint64_t key_hash = key_hash_of(c, t->name);
 	size_t b = bucket_of(c, key_hash, t->digest, mac_len);
+	uint64_t came = t->came != 0 && t->came < now ? t->came : now;
 	pthread_mutex_lock(&c->lock);
 	bool known = is_seen(c, c->buckets[b], key_hash, t->digest, mac_len,
-	                     now) || t->time_signed <= c->floor;
+	                     came) || t->time_signed <= c->floor;
 	pthread_mutex_unlock(&c->lock);
 	return known;
 }
@@ -255,13 +268,16 @@ dns_tsig_replay_result_t dns_tsig_replay_check(dns_tsig_replay_t *c,
 	uint64_t key_hash = key_hash_of(c, t->name);
 	size_t b = bucket_of(c, key_hash, t->digest, mac_len);
 	dns_tsig_replay_result_t result = DNS_TSIG_FRESH;
+	uint64_t came = t->came != 0 && t->came < now ? t->came : now;
 	pthread_mutex_lock(&c->lock);
-	while (c->count > 0 && c->ring[c->head].expires < now) {
+	while (c->count > 0 &&
+	       c->ring[c->head].expires + DNS_TSIG_REPLAY_GRACE < now) {
 		drop_oldest(c);
 	}
-	if (is_seen(c, c->buckets[b], key_hash, t->digest, mac_len, now)) {
+	if (is_seen(c, c->buckets[b], key_hash, t->digest, mac_len, came)) {
 		result = DNS_TSIG_REPLAYED;
-	} else if (t->time_signed <= c->floor) {
+	} else if (t->time_signed <= c->floor ||
+	           now > came + DNS_TSIG_REPLAY_GRACE) {
 		result = DNS_TSIG_UNPROVEN;
 	} else {
 		if (c->count == c->capacity) {
@@ -288,4 +304,19 @@ dns_tsig_replay_result_t dns_tsig_replay_check(dns_tsig_replay_t *c,
 	}
 	pthread_mutex_unlock(&c->lock);
 	return result;
+}
+
+void dns_tsig_replay_window_grew(dns_tsig_replay_t *c, uint16_t old_window,
+                                 uint64_t now)
+{
+	/* Forgotten by now: entries past their window and the grace. */
+	uint64_t forgotten = (uint64_t)old_window + DNS_TSIG_REPLAY_GRACE;
+	if (c == NULL || now <= forgotten) {
+		return;
+	}
+	pthread_mutex_lock(&c->lock);
+	if (now - forgotten > c->floor) {
+		c->floor = now - forgotten;
+	}
+	pthread_mutex_unlock(&c->lock);
 }

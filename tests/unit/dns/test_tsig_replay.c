@@ -118,17 +118,65 @@ static void test_copies(void)
 	dns_tsig_replay_free(c);
 }
 
-/* Expired entries make room: a cache of 4 takes 4 per window forever. */
+/* Expired entries make room (past their window and the grace): a cache
+ * of 4 takes 4 per window and grace forever. */
 static void test_expiry_makes_room(void)
 {
 	dns_tsig_replay_t *c = dns_tsig_replay_new(4);
 	dns_tsig_t t;
 	for (unsigned i = 0; i < 40; i++) {
-		uint64_t now = 1000 + (i / 4) * 20;
+		uint64_t now = 1000 + (i / 4) * (11 + DNS_TSIG_REPLAY_GRACE);
 		make(&t, KEY_A, i, now);
 		CHECK_EQ(dns_tsig_replay_check(c, &t, 10, now), DNS_TSIG_FRESH);
 		CHECK_EQ(dns_tsig_replay_check(c, &t, 10, now), DNS_TSIG_REPLAYED);
 	}
+	dns_tsig_replay_free(c);
+}
+
+/* Judged late (a kept key's UPDATE waits for the writer): a request is
+ * judged as of when it came. Its first, judged after its window closed,
+ * is remembered all the same, and a copy that came within the window is
+ * a replay however late it is judged, up to the grace; past it, a
+ * request is not proven fresh (outside tester 43: a copy waiting behind
+ * its first in the writer's queue was applied again). */
+static void test_judged_late(void)
+{
+	dns_tsig_replay_t *c = dns_tsig_replay_new(16);
+	dns_tsig_t t;
+	make(&t, KEY_A, 1, 1000);
+	t.came = 1001;              /* Window 2: in time. */
+	CHECK_EQ(dns_tsig_replay_check(c, &t, 2, 1006), DNS_TSIG_FRESH);
+	t.came = 1002;              /* Its copy, in time too, judged later. */
+	CHECK_EQ(dns_tsig_replay_check(c, &t, 2, 1009), DNS_TSIG_REPLAYED);
+	CHECK_EQ(dns_tsig_replay_check(c, &t, 2, 1002 + DNS_TSIG_REPLAY_GRACE),
+	         DNS_TSIG_REPLAYED);
+	/* Something else judged long after: its own entry is not dropped
+	 * before the grace, and nothing judged past the grace is fresh. */
+	make(&t, KEY_A, 2, 1000);
+	t.came = 1001;
+	CHECK_EQ(dns_tsig_replay_check(c, &t, 2, 1002 + DNS_TSIG_REPLAY_GRACE),
+	         DNS_TSIG_UNPROVEN);
+	make(&t, KEY_A, 3, 1000);
+	t.came = 1001;
+	CHECK(dns_tsig_replay_known(c, &t, 1030) == false);
+	make(&t, KEY_A, 1, 1000);
+	t.came = 1002;
+	CHECK(dns_tsig_replay_known(c, &t, 1030));
+	dns_tsig_replay_free(c);
+}
+
+/* tsig-max-fudge raised: what was signed before now - the old window may
+ * have been forgotten, and is refused. */
+static void test_window_grew(void)
+{
+	dns_tsig_replay_t *c = dns_tsig_replay_new(16);
+	dns_tsig_t t;
+	dns_tsig_replay_window_grew(c, 5, 2000);
+	make(&t, KEY_A, 1, 2000 - 5 - DNS_TSIG_REPLAY_GRACE);
+	CHECK_EQ(dns_tsig_replay_check(c, &t, 300, 2000), DNS_TSIG_UNPROVEN);
+	make(&t, KEY_A, 2, 2000 - 4 - DNS_TSIG_REPLAY_GRACE);
+	CHECK_EQ(dns_tsig_replay_check(c, &t, 300, 2000), DNS_TSIG_FRESH);
+	dns_tsig_replay_window_grew(NULL, 5, 2000); /* No cache: nothing. */
 	dns_tsig_replay_free(c);
 }
 
@@ -201,6 +249,8 @@ int main(void)
 	CHECK(dns_tsig_replay_new(0) == NULL);
 	test_replays();
 	test_copies();
+	test_judged_late();
+	test_window_grew();
 	test_expiry_makes_room();
 	test_full();
 	test_burst();
