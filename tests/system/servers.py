@@ -122,7 +122,13 @@ def _server_ports():
     client socket of anything on the machine (a kept-alive HTTP session, a
     transfer), and a server restarted on it then fails to bind (a CI
     failure: knotd restarted by test_transfer.py, "cannot bind address
-    ... TCP (address already in use)")."""
+    ... TCP (address already in use)"). ZONECAST_TEST_PORTS=LOW-HIGH
+    narrows them, so that two suites run on one machine at once (a
+    developer's and a CI clone's) never give the same port."""
+    given = os.environ.get("ZONECAST_TEST_PORTS", "")
+    if given:
+        low, _, high = given.partition("-")
+        return range(int(low), int(high) + 1)
     try:
         with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
             low, high = (int(x) for x in f.read().split())
