@@ -32,6 +32,10 @@ struct fleet_edge {
 	_Atomic int64_t abandon_logged;
 	uint32_t next_part;
 	uint64_t delivered;  /* stream sequence of the last message taken */
+	/* When the stream followed was made (NATS's Created, ns; 0:
+	 * unknown): a stream made again under its name can hold the same
+	 * sequence numbers, and a position alone does not tell them apart. */
+	int64_t stream_created;
 	_Atomic int64_t report_logged;
 	_Atomic int64_t paused_logged;
 	uint64_t instance;   /* random: tells two edges of one name apart */

@@ -221,18 +221,37 @@ static int take(fleet_edge_t *fe, natsMsg *msg, uint64_t seq)
 }
 
 /*
- * While nothing arrives (a commit open or not): ZC_EREPLGAP when the edge must load a snapshot (a
- * new history began, or the stream was recreated or purged past this
- * edge), ZC_EBUSY when the stream holds more than was delivered (a
+ * While nothing arrives (a commit open or not): ZC_EREPLGAP when the edge
+ * must load a snapshot (a new history began, a snapshot of its history is
+ * newer than what it applied, or the stream was made again or purged past
+ * this edge), ZC_EBUSY when the stream holds more than was delivered (a
  * consumer lost with a cluster node: subscribe again), else ZC_EOK.
+ *
+ * Outside tester 44: a txn stream deleted and made again by someone else
+ * every second or so left edges behind until the next write, 1 run in 5:
+ * the edge's consumer went with the stream, and the primary's new stream
+ * held as many messages as the edge had read of the old one, so its
+ * position (a bare sequence number) looked current. The snapshot the
+ * primary published with the new stream was at a newer commit than the
+ * edge's, and the stream's making time had changed: either says so now.
  */
 static int idle_check(fleet_edge_t *fe)
 {
 	fleet_manifest_t m;
-	if (fleet_manifest_get(fe->js, &fe->names, &m) == ZC_EOK &&
-	    m.epoch != fe->epoch && m.term >= fe->term) {
+	bool have = fleet_manifest_get(fe->js, &fe->names, &m) == ZC_EOK &&
+	            m.term >= fe->term;
+	if (have && m.epoch != fe->epoch) {
 		zc_info("fleet: history %016" PRIx64 " began; loading its "
 		        "snapshot", m.epoch);
+		return ZC_EREPLGAP;
+	}
+	if (have && m.commit > fe->commit && !fe->open) {
+		/* Nothing arrives, and NATS holds more than this edge
+		 * applied. (A manifest whose parts cannot be had costs a
+		 * failed load, backed off: bootstrap().) */
+		zc_info("fleet: snapshot %s is at commit %" PRIu64 ", this edge "
+		        "at %" PRIu64 ", and nothing arrives; loading it", m.id,
+		        m.commit, fe->commit);
 		return ZC_EREPLGAP;
 	}
 	jsStreamInfo *si = NULL;
@@ -242,7 +261,14 @@ static int idle_check(fleet_edge_t *fe)
 		return ZC_EOK;
 	}
 	uint64_t first = si->State.FirstSeq, last = si->State.LastSeq;
+	int64_t created = si->Created;
 	jsStreamInfo_Destroy(si);
+	if (created != 0 && fe->stream_created != 0 &&
+	    created != fe->stream_created) {
+		zc_info("fleet: the stream was made again since this edge "
+		        "subscribed; loading a snapshot");
+		return ZC_EREPLGAP;
+	}
 	/* Also while a commit is open (its next part may never come: the
 	 * stream it came from may be gone). */
 	if (last < fe->delivered || (first > fe->seq + 1 && last >= first)) {
@@ -356,6 +382,15 @@ static int follow(fleet_edge_t *fe)
 	natsSubscription *sub = NULL;
 	jsErrCode jerr = 0;
 	fe->delivered = fe->seq;
+	/* Which stream is followed: taken before subscribing, so that one
+	 * made again in between is seen as such (idle_check()). */
+	jsStreamInfo *si = NULL;
+	fe->stream_created = 0;
+	if (js_GetStreamInfo(&si, fe->js, fe->names.txn_stream, NULL,
+	                     &jerr) == NATS_OK) {
+		fe->stream_created = si->Created;
+		jsStreamInfo_Destroy(si);
+	}
 	natsStatus s = js_SubscribeSync(&sub, fe->js, fe->names.txn_subject,
 	                                NULL, &so, &jerr);
 	if (s != NATS_OK) {

@@ -1059,6 +1059,58 @@ def test_txn_stream_made_again_with_other_settings(tmp_path, mode):
     assert not problems, problems
 
 
+def test_txn_stream_made_again_holding_as_many_messages_as_an_edge_read(tmp_path):
+    """Found by an outside tester (a stream deleted and made again every
+    second or so; 1 run in 5): an edge's consumer goes with the txn
+    stream, and the stream the primary makes again comes to hold as many
+    messages as the edge had read of the old one, so its position (a bare
+    sequence number) looks current and nothing came until the next write.
+    Here deterministically: the edge stopped (SIGSTOP) while the stream is
+    made again and filled to the same last sequence; let go, with no more
+    writes, it catches up (the primary's newer snapshot, and the stream's
+    new making time, say it is behind)."""
+    f = Fleet(tmp_path, edges=1)
+    edge = f.edges[0]
+    stopped = False
+    try:
+        port = f.nats[0].port
+        zid = create_zone(f.api, "again.fleet.test")
+        for i in range(4):
+            f.api.ok("POST", "/zones/%s/dns_records" % zid,
+                     json={"type": "A", "name": "a%d.again.fleet.test" % i,
+                           "content": "192.0.2.1"})
+        settle(f.primary, f.edges)
+
+        def last_seq():
+            info = js_api(port, "STREAM.INFO.zonecast-txn")
+            return info["state"]["last_seq"] if "state" in info else None
+        read = last_seq()
+        assert read and read >= 3, read
+        edge.proc.send_signal(signal.SIGSTOP)
+        stopped = True
+        assert js_api(port, "STREAM.DELETE.zonecast-txn").get("success")
+        deadline = time.monotonic() + 20
+        while not last_seq() and time.monotonic() < deadline:
+            time.sleep(0.1)      # the primary makes it again (its 2 s look)
+        i = 0
+        while (last_seq() or 0) < read:
+            f.api.ok("POST", "/zones/%s/dns_records" % zid,
+                     json={"type": "A", "name": "b%d.again.fleet.test" % i,
+                           "content": "192.0.2.2"})
+            i += 1
+            time.sleep(0.2)
+        assert last_seq() == read, (last_seq(), read)   # the same last sequence
+        edge.proc.send_signal(signal.SIGCONT)
+        stopped = False
+        settle(f.primary, f.edges, timeout=15)
+        compare_answers(f.primary, f.edges, [("b%d.again.fleet.test." % (i - 1), "A")])
+    finally:
+        if stopped:
+            edge.proc.send_signal(signal.SIGCONT)
+        problems = f.stop()
+    assert not problems, problems
+
+
 def test_no_snapshot_twice_for_one_position(tmp_path):
     """max_payload 1024 and a snapshot every MiB: one import of ~3 MiB of log
     in one commit crosses the snapshot threshold more than once while the
