@@ -152,8 +152,7 @@ int pub_manifest_refused(pub_t *p)
 	return ZC_EREPLGAP;
 }
 
-/* The txn stream's last sequence (what a snapshot starts after). */
-int pub_stream_last_seq(fleet_primary_t *fp, uint64_t *seq)
+int pub_stream_state(fleet_primary_t *fp, uint64_t *seq, int64_t *created)
 {
 	jsStreamInfo *si = NULL;
 	jsErrCode jerr = 0;
@@ -163,8 +162,17 @@ int pub_stream_last_seq(fleet_primary_t *fp, uint64_t *seq)
 		return fleet_nats_error(s, jerr, "stream info");
 	}
 	*seq = si->State.LastSeq;
+	if (created != NULL) {
+		*created = si->Created;
+	}
 	jsStreamInfo_Destroy(si);
 	return ZC_EOK;
+}
+
+/* The txn stream's last sequence (what a snapshot starts after). */
+int pub_stream_last_seq(fleet_primary_t *fp, uint64_t *seq)
+{
+	return pub_stream_state(fp, seq, NULL);
 }
 
 /*
@@ -195,6 +203,22 @@ int pub_keep_objects(pub_t *p, const fleet_manifest_t *prev)
 	}
 	if (prev->id[0] == '\0') {
 		return ZC_EOK;
+	}
+	/* The txn stream made again with the fleet's very settings between
+	 * two looks, or emptied: what this leader published since its
+	 * snapshot, which edges may not have read, is gone from NATS, and
+	 * edges would wait for the next write (outside tester 44). */
+	uint64_t last = 0;
+	int64_t created = 0;
+	if (pub_stream_state(fp, &last, &created) == ZC_EOK &&
+	    (last < p->last_seq || (created != 0 && p->txn_created != 0 &&
+	                            created != p->txn_created))) {
+		zc_warn("fleet: stream %s was made again or emptied (last "
+		        "message %" PRIu64 ", this leader's %" PRIu64 "): "
+		        "publishing a snapshot again", fp->names.txn_stream,
+		        last, p->last_seq);
+		p->stream_reset = true;
+		return ZC_EREPLGAP;
 	}
 	fleet_manifest_t head;
 	int ret = fleet_manifest_get(fp->js, &fp->names, &head);

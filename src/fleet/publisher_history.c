@@ -222,7 +222,7 @@ int pub_start_epoch(pub_t *p, fleet_manifest_t *prev)
 		atomic_store(&fp->rewatch, true);
 	}
 	if (ret == ZC_EOK) {
-		ret = pub_stream_last_seq(fp, &p->last_seq);
+		ret = pub_stream_state(fp, &p->last_seq, &p->txn_created);
 	}
 	if (ret != ZC_EOK) {
 		return ret;

@@ -22,6 +22,8 @@ typedef struct {
 	uint64_t ring_commit; /* the part being sent */
 	uint32_t part;
 	uint64_t last_seq;   /* stream sequence of the last message sent */
+	int64_t txn_created; /* the txn stream's making time (NATS, ns; 0:
+	                        unknown) when its snapshot was published */
 	uint64_t head_seq;   /* snapshot stream sequence of the newest manifest */
 	uint64_t bytes;      /* sent since the last snapshot */
 	int ret;
@@ -71,6 +73,8 @@ int pub_manifest_refused(pub_t *p);
 
 /* The txn stream's last sequence. */
 int pub_stream_last_seq(fleet_primary_t *fp, uint64_t *seq);
+/* The same, and when the stream was made (NATS's Created, ns). */
+int pub_stream_state(fleet_primary_t *fp, uint64_t *seq, int64_t *created);
 
 /* Makes again what the fleet needs in NATS (streams, bucket, snapshot). */
 int pub_keep_objects(pub_t *p, const fleet_manifest_t *prev);

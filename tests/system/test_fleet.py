@@ -1111,6 +1111,46 @@ def test_txn_stream_made_again_holding_as_many_messages_as_an_edge_read(tmp_path
     assert not problems, problems
 
 
+def test_txn_stream_made_again_alike_after_commits_an_edge_had_not_read(tmp_path):
+    """Found by an outside tester (reading the code): the txn stream
+    deleted and made again with the fleet's very settings between two of
+    the primary's looks, after it published commits an edge had not read
+    yet (here: the edge down meanwhile): nothing looked wrong to the
+    primary (the settings were right, the snapshot there), the commits
+    were gone from NATS, and the edge, back, waited for the next write.
+    The primary sees the stream's new making time and publishes a
+    snapshot; the edge has it with no more writes."""
+    f = Fleet(tmp_path, edges=1)
+    edge = f.edges[0]
+    try:
+        port = f.nats[0].port
+        zid = create_zone(f.api, "alike.fleet.test")
+        settle(f.primary, f.edges)
+        info = js_api(port, "STREAM.INFO.zonecast-txn")
+        config, before = info["config"], info["state"]["last_seq"]
+        edge.kill9()
+        for i in range(3):
+            f.api.ok("POST", "/zones/%s/dns_records" % zid,
+                     json={"type": "A", "name": "c%d.alike.fleet.test" % i,
+                           "content": "192.0.2.3"})
+        deadline = time.monotonic() + 10      # published, and acknowledged
+        while js_api(port, "STREAM.INFO.zonecast-txn")["state"]["last_seq"] < before + 3:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        time.sleep(0.5)
+        assert js_api(port, "STREAM.DELETE.zonecast-txn").get("success")
+        made = js_api(port, "STREAM.CREATE.zonecast-txn", json.dumps(config).encode())
+        assert "error" not in made, made
+        edge.start()
+        settle(f.primary, f.edges, timeout=15)
+        compare_answers(f.primary, f.edges, [("c2.alike.fleet.test.", "A")])
+        log = f.primary.log()   # (or its look came between the two: "gone")
+        assert "was made again or emptied" in log or "is gone from NATS" in log, log
+    finally:
+        problems = f.stop()
+    assert not problems, problems
+
+
 def test_no_snapshot_twice_for_one_position(tmp_path):
     """max_payload 1024 and a snapshot every MiB: one import of ~3 MiB of log
     in one commit crosses the snapshot threshold more than once while the
