@@ -121,6 +121,10 @@ static int bootstrap(fleet_edge_t *fe)
 	}
 	int64_t t0 = fleet_now_ms();
 	ret = fleet_snapshot_load(fe->js, &fe->names, fe->es, &m);
+	if (ret == ZC_EREPLGAP) {
+		/* Parts missing: not tried again for being newer alone. */
+		snprintf(fe->unloadable, sizeof(fe->unloadable), "%s", m.id);
+	}
 	if (ret == ZC_EOK) {
 		zc_info("fleet: loaded snapshot %s (%" PRIu32 " parts) in %" PRId64
 		        " ms", m.id, m.parts, fleet_now_ms() - t0);
@@ -245,7 +249,8 @@ static int idle_check(fleet_edge_t *fe)
 		        "snapshot", m.epoch);
 		return ZC_EREPLGAP;
 	}
-	if (have && m.commit > fe->commit && !fe->open) {
+	if (have && m.commit > fe->commit && !fe->open &&
+	    strcmp(m.id, fe->unloadable) != 0) {
 		/* Nothing arrives, and NATS holds more than this edge
 		 * applied. (A manifest whose parts cannot be had costs a
 		 * failed load, backed off: bootstrap().) */

@@ -137,6 +137,36 @@ def test_forged_term_loaded_while_the_primary_was_away(tmp_path):
     assert not problems, problems
 
 
+def test_a_forged_newer_manifest_without_parts_is_tried_once(tmp_path):
+    """An idle edge loads the snapshot when the manifest is at a newer
+    commit than its own (a stream made again under it: test_fleet.py); a
+    forged manifest of the edge's own history and term, at a far higher
+    commit, naming parts that do not exist, republished for 8 s: each edge
+    tries it once (no load every 2 s), and follows the real writes after."""
+    f = Fleet(tmp_path, edges=2)
+    try:
+        zid = create_zone(f.api, "forged-newer.fleet.test")
+        add_a(f, zid, "before.forged-newer.fleet.test")
+        settle(f.primary, f.edges)
+        port = f.nats[0].port
+        m = json.loads(js_last(port, "zonecast-snap", "zonecast.snap.head"))
+        forged = dict(m, commit=m["commit"] + 1000,
+                      id="%s-%d-%d-deadbeef" % (m["epoch"], m["commit"] + 1000, m["term"]))
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < 8:
+            hpub(port, "zonecast.snap.head", {"X": "1"}, json.dumps(forged).encode())
+            time.sleep(0.1)
+        for e in f.edges:
+            tried = e.log().count("snapshot %s is at commit" % forged["id"])
+            assert tried <= 1, (e.name, tried, e.log()[-3000:])
+        add_a(f, zid, "after.forged-newer.fleet.test")
+        wait_for("the write after the forgery at every edge",
+                 lambda: served_everywhere(f, "after.forged-newer.fleet.test."), 30)
+    finally:
+        problems = f.stop()
+    assert not problems, problems
+
+
 def forge_open_commit(port, state):
     """Part 0 (not final) of the commit after `state`'s, never finished."""
     key = struct.pack(">Q", 1) + b"zz\x00"
