@@ -133,11 +133,13 @@ dns_tsig_replay_result_t dns_tsig_replay_check(dns_tsig_replay_t *c,
                                                uint16_t window, uint64_t now);
 
 /* The windows grew (tsig-max-fudge raised by a reload) from old_window
- * seconds: a request signed before now - old_window - the grace, which
- * the cache may have forgotten, would pass the time check again; it is
- * refused from now on (UNPROVEN), as after an eviction. */
+ * to new_window seconds: a request signed before now - old_window - the
+ * grace, which the cache may have forgotten, would pass the time check
+ * again; it is refused from now on (UNPROVEN), as after an eviction; the
+ * entries held are kept as long as the new window lets their copies
+ * pass. */
 void dns_tsig_replay_window_grew(dns_tsig_replay_t *c, uint16_t old_window,
-                                 uint64_t now);
+                                 uint16_t new_window, uint64_t now);
 
 /* Whether dns_tsig_replay_check() would refuse the request (REPLAYED or
  * UNPROVEN), without remembering it. */

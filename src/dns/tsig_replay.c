@@ -152,14 +152,22 @@ static void drop_oldest(dns_tsig_replay_t *c)
 	c->count--;
 }
 
-/* The live entry of (key, MAC) in the chain from slot, or NULL. */
+/*
+ * The entry of (key, MAC) in the chain from slot, or NULL: any the ring
+ * holds, past its window or not. A copy that passed the time check is a
+ * replay while its first is held, whatever window the first was taken
+ * under: a reload that widened the windows made messages whose entries
+ * had closed pass the time check again, and they were taken as fresh
+ * (outside tester 45). Entries leave the ring past their window and the
+ * grace (dns_tsig_replay_check()).
+ */
 static entry_t *find(dns_tsig_replay_t *c, uint32_t slot, uint64_t key_hash,
-                     const uint8_t *mac, size_t mac_len, uint64_t now)
+                     const uint8_t *mac, size_t mac_len)
 {
 	for (; slot != NONE; slot = c->ring[slot].next) {
 		entry_t *e = &c->ring[slot];
 		if (e->key_hash == key_hash && e->mac_len == mac_len &&
-		    memcmp(e->mac, mac, mac_len) == 0 && e->expires >= now) {
+		    memcmp(e->mac, mac, mac_len) == 0) {
 			return e;
 		}
 	}
@@ -167,24 +175,19 @@ static entry_t *find(dns_tsig_replay_t *c, uint32_t slot, uint64_t key_hash,
 }
 
 static bool is_seen(dns_tsig_replay_t *c, uint32_t slot, uint64_t key_hash,
-                    const uint8_t *mac, size_t mac_len, uint64_t now)
+                    const uint8_t *mac, size_t mac_len)
 {
-	return find(c, slot, key_hash, mac, mac_len, now) != NULL;
+	return find(c, slot, key_hash, mac, mac_len) != NULL;
 }
 
-/* The entry of t's key and MAC, under c->lock, or NULL: live when t
- * came (or now, for a request without that time). */
-static entry_t *entry_of(dns_tsig_replay_t *c, const dns_tsig_t *t,
-                         uint64_t now)
+/* The entry of t's key and MAC, under c->lock, or NULL. */
+static entry_t *entry_of(dns_tsig_replay_t *c, const dns_tsig_t *t)
 {
-	if (t->came != 0 && t->came < now) {
-		now = t->came;
-	}
 	size_t mac_len = t->digest_len < DNS_TSIG_REPLAY_MAC ? t->digest_len :
 	                 DNS_TSIG_REPLAY_MAC;
 	uint64_t key_hash = key_hash_of(c, t->name);
 	size_t b = bucket_of(c, key_hash, t->digest, mac_len);
-	return find(c, c->buckets[b], key_hash, t->digest, mac_len, now);
+	return find(c, c->buckets[b], key_hash, t->digest, mac_len);
 }
 
 /* Notes of the verified request t's entry that it was answered (rcode),
@@ -202,7 +205,7 @@ static void mark(dns_tsig_replay_t *c, const dns_tsig_t *t, bool answered,
 	uint64_t now_ns = (uint64_t)ts.tv_sec * 1000000000 +
 	                  (uint64_t)ts.tv_nsec;
 	pthread_mutex_lock(&c->lock);
-	entry_t *e = entry_of(c, t, (uint64_t)time(NULL));
+	entry_t *e = entry_of(c, t);
 	if (e != NULL && answered && e->answered_ns == 0) {
 		e->answered_ns = now_ns;
 		e->rcode = rcode;
@@ -229,8 +232,10 @@ dns_tsig_copy_t dns_tsig_replay_copy(dns_tsig_replay_t *c,
                                      uint64_t since_ns, uint64_t now,
                                      uint8_t *rcode)
 {
+	(void)now; /* Held in the ring: past its window, the time check
+	            * refused the copy before. */
 	pthread_mutex_lock(&c->lock);
-	entry_t *e = entry_of(c, t, now);
+	entry_t *e = entry_of(c, t);
 	dns_tsig_copy_t copy = DNS_TSIG_COPY_NONE;
 	if (e != NULL && origin != 0 && e->origin == origin) {
 		if (e->answered_ns == 0 || e->answered_ns > since_ns) {
@@ -251,10 +256,10 @@ bool dns_tsig_replay_known(dns_tsig_replay_t *c, const dns_tsig_t *t,
 	                 DNS_TSIG_REPLAY_MAC;
 	uint64_t key_hash = key_hash_of(c, t->name);
 	size_t b = bucket_of(c, key_hash, t->digest, mac_len);
-	uint64_t came = t->came != 0 && t->came < now ? t->came : now;
+	(void)now;
 	pthread_mutex_lock(&c->lock);
-	bool known = is_seen(c, c->buckets[b], key_hash, t->digest, mac_len,
-	                     came) || t->time_signed <= c->floor;
+	bool known = is_seen(c, c->buckets[b], key_hash, t->digest, mac_len) ||
+	             t->time_signed <= c->floor;
 	pthread_mutex_unlock(&c->lock);
 	return known;
 }
@@ -274,7 +279,7 @@ dns_tsig_replay_result_t dns_tsig_replay_check(dns_tsig_replay_t *c,
 	       c->ring[c->head].expires + DNS_TSIG_REPLAY_GRACE < now) {
 		drop_oldest(c);
 	}
-	if (is_seen(c, c->buckets[b], key_hash, t->digest, mac_len, came)) {
+	if (is_seen(c, c->buckets[b], key_hash, t->digest, mac_len)) {
 		result = DNS_TSIG_REPLAYED;
 	} else if (t->time_signed <= c->floor ||
 	           now > came + DNS_TSIG_REPLAY_GRACE) {
@@ -307,16 +312,23 @@ dns_tsig_replay_result_t dns_tsig_replay_check(dns_tsig_replay_t *c,
 }
 
 void dns_tsig_replay_window_grew(dns_tsig_replay_t *c, uint16_t old_window,
-                                 uint64_t now)
+                                 uint16_t new_window, uint64_t now)
 {
-	/* Forgotten by now: entries past their window and the grace. */
-	uint64_t forgotten = (uint64_t)old_window + DNS_TSIG_REPLAY_GRACE;
-	if (c == NULL || now <= forgotten) {
+	if (c == NULL) {
 		return;
 	}
 	pthread_mutex_lock(&c->lock);
-	if (now - forgotten > c->floor) {
+	/* Forgotten by now: entries past their window and the grace. */
+	uint64_t forgotten = (uint64_t)old_window + DNS_TSIG_REPLAY_GRACE;
+	if (now > forgotten && now - forgotten > c->floor) {
 		c->floor = now - forgotten;
+	}
+	/* Held: kept for as long as the wider window lets a copy pass. */
+	for (size_t i = 0; i < c->count; i++) {
+		entry_t *e = &c->ring[(c->head + i) % c->capacity];
+		if (e->time_signed + new_window > e->expires) {
+			e->expires = e->time_signed + new_window;
+		}
 	}
 	pthread_mutex_unlock(&c->lock);
 }

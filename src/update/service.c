@@ -242,7 +242,7 @@ int update_reconfigure(update_service_t *u, const update_config_t *cfg)
 		 * the time check again (outside tester 43: a captured
 		 * UPDATE replayed after a reload raised tsig-max-fudge). */
 		dns_tsig_replay_window_grew(u->tsig.replay, (uint16_t)was,
-		                            (uint64_t)time(NULL));
+		                            (uint16_t)now, (uint64_t)time(NULL));
 	}
 	u->tsig.max_fudge = (uint16_t)cfg->tsig_max_fudge;
 	pthread_mutex_unlock(&u->live_lock);

@@ -255,6 +255,37 @@ def test_tsig_max_fudge_live(zonecast_factory, conf):
     assert signed_update("f4.example.net.", ago=100) == dns.rcode.NOTAUTH
 
 
+def test_a_message_taken_under_a_narrow_window_stays_a_replay_once_it_widens(
+        zonecast_factory, conf):
+    """Found by outside testers: tsig-max-fudge 5; an UPDATE (fudge 300,
+    as nsupdate signs) is taken, and a second deletes what it added; a
+    reload raises tsig-max-fudge to 300; the first, captured and sent
+    again once its 5 s had passed, passed the wider window and was taken
+    as fresh: the record came back. It stays a replay (BADTIME)."""
+    write_config(conf, nsid="w", tsig_max_fudge=5)
+    srv = zonecast_factory(config=conf, nsid=None, api=True)
+    key = srv.tsig_create("widen.key.", "example.net.")
+
+    def signed(build):
+        u = dns.update.UpdateMessage("example.net.")
+        build(u)
+        return tsig_sign(u.to_wire(), key.key, fudge=300)[0]
+
+    add = signed(lambda u: u.add("victim.example.net.", 300, "A", "192.0.2.66"))
+    t0 = time.monotonic()
+    for wire in (add, signed(lambda u: u.delete("victim.example.net.", "A"))):
+        resp = exchange_from("127.0.0.1", srv.port, wire, tcp=True)
+        assert resp is not None and resp[3] & 0x0f == dns.rcode.NOERROR
+    write_config(conf, nsid="w", tsig_max_fudge=300)
+    reload_cli(srv)
+    time.sleep(max(0.0, 7 - (time.monotonic() - t0)))   # past the 5 s window
+    for tcp in (False, True):
+        resp = exchange_from("127.0.0.1", srv.port, add, tcp=tcp)
+        assert resp is not None and resp[3] & 0x0f == dns.rcode.NOTAUTH, resp
+    r = srv.query("victim.example.net.", "A")
+    assert r.rcode() == dns.rcode.NXDOMAIN and not r.answer, r
+
+
 def test_rrl_turned_on_and_off_live(zonecast_factory, conf):
     """Response rate limiting starts with a reload (rrl-rate 0 -> 5) and
     stops with the next: a burst of 100 queries is cut, then all answered."""
