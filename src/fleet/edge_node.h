@@ -36,9 +36,7 @@ struct fleet_edge {
 	 * unknown): a stream made again under its name can hold the same
 	 * sequence numbers, and a position alone does not tell them apart. */
 	int64_t stream_created;
-	/* The id of a snapshot whose load failed for missing parts (forged,
-	 * or purged): idle_check() does not load it again for being newer. */
-	char unloadable[96];
+	uint64_t ahead_seq;  /* the last message idle_check() resynced for */
 	_Atomic int64_t report_logged;
 	_Atomic int64_t paused_logged;
 	uint64_t instance;   /* random: tells two edges of one name apart */

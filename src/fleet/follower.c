@@ -121,10 +121,6 @@ static int bootstrap(fleet_edge_t *fe)
 	}
 	int64_t t0 = fleet_now_ms();
 	ret = fleet_snapshot_load(fe->js, &fe->names, fe->es, &m);
-	if (ret == ZC_EREPLGAP) {
-		/* Parts missing: not tried again for being newer alone. */
-		snprintf(fe->unloadable, sizeof(fe->unloadable), "%s", m.id);
-	}
 	if (ret == ZC_EOK) {
 		zc_info("fleet: loaded snapshot %s (%" PRIu32 " parts) in %" PRId64
 		        " ms", m.id, m.parts, fleet_now_ms() - t0);
@@ -224,20 +220,43 @@ static int take(fleet_edge_t *fe, natsMsg *msg, uint64_t seq)
 	return ret;
 }
 
+/* Whether the txn stream's last message is of this edge's history and
+ * term and past its commit: the log is ahead, and nothing comes (a
+ * position that a stream made again repeats: an edge back from a restart
+ * follows from the number it kept, outside tester 46). */
+static bool log_ahead(fleet_edge_t *fe)
+{
+	natsMsg *msg = NULL;
+	jsErrCode jerr = 0;
+	if (js_GetLastMsg(&msg, fe->js, fe->names.txn_stream,
+	                  fe->names.txn_subject, NULL, &jerr) != NATS_OK) {
+		return false;
+	}
+	fleet_headers_t h;
+	bool ahead = fleet_headers_read(msg, &h) == FLEET_HEADERS_OK &&
+	             h.epoch == fe->epoch && h.term == fe->term &&
+	             h.commit > fe->commit;
+	natsMsg_Destroy(msg);
+	return ahead;
+}
+
 /*
  * While nothing arrives (a commit open or not): ZC_EREPLGAP when the edge
- * must load a snapshot (a new history began, a snapshot of its history is
- * newer than what it applied, or the stream was made again or purged past
- * this edge), ZC_EBUSY when the stream holds more than was delivered (a
- * consumer lost with a cluster node: subscribe again), else ZC_EOK.
+ * must load a snapshot (a new history began, or the stream was made again
+ * or purged past this edge), ZC_EBUSY when the stream holds more than was
+ * delivered (a consumer lost with a cluster node: subscribe again), else
+ * ZC_EOK.
  *
  * Outside tester 44: a txn stream deleted and made again by someone else
  * every second or so left edges behind until the next write, 1 run in 5:
  * the edge's consumer went with the stream, and the primary's new stream
  * held as many messages as the edge had read of the old one, so its
- * position (a bare sequence number) looked current. The snapshot the
- * primary published with the new stream was at a newer commit than the
- * edge's, and the stream's making time had changed: either says so now.
+ * position (a bare sequence number) looked current. The stream's making
+ * time tells them apart now, and, for a position kept across a restart,
+ * the stream's last message past the edge's commit (log_ahead()). (A
+ * manifest newer than the edge is not a reason by itself: one forged
+ * message would then have idle edges load it and skip the real commits
+ * it claims: outside tester 46.)
  */
 static int idle_check(fleet_edge_t *fe)
 {
@@ -247,16 +266,6 @@ static int idle_check(fleet_edge_t *fe)
 	if (have && m.epoch != fe->epoch) {
 		zc_info("fleet: history %016" PRIx64 " began; loading its "
 		        "snapshot", m.epoch);
-		return ZC_EREPLGAP;
-	}
-	if (have && m.commit > fe->commit && !fe->open &&
-	    strcmp(m.id, fe->unloadable) != 0) {
-		/* Nothing arrives, and NATS holds more than this edge
-		 * applied. (A manifest whose parts cannot be had costs a
-		 * failed load, backed off: bootstrap().) */
-		zc_info("fleet: snapshot %s is at commit %" PRIu64 ", this edge "
-		        "at %" PRIu64 ", and nothing arrives; loading it", m.id,
-		        m.commit, fe->commit);
 		return ZC_EREPLGAP;
 	}
 	jsStreamInfo *si = NULL;
@@ -274,9 +283,20 @@ static int idle_check(fleet_edge_t *fe)
 		        "subscribed; loading a snapshot");
 		return ZC_EREPLGAP;
 	}
+	if (last >= first && last > 0 && last != fe->ahead_seq && !fe->open &&
+	    log_ahead(fe)) {
+		/* Once per last message: a forged one would otherwise have
+		 * the edge read the log again every 2 s. */
+		fe->ahead_seq = last;
+		zc_info("fleet: the stream's last message is past commit %"
+		        PRIu64 " and nothing arrives (a stream made again under "
+		        "this edge's position?); resyncing", fe->commit);
+		return ZC_EREPLGAP;
+	}
 	/* Also while a commit is open (its next part may never come: the
-	 * stream it came from may be gone). */
-	if (last < fe->delivered || (first > fe->seq + 1 && last >= first)) {
+	 * stream it came from may be gone). Purged past this edge: an empty
+	 * stream too (first past last: tester 46, a whole purge). */
+	if (last < fe->delivered || first > fe->seq + 1) {
 		zc_info("fleet: the stream was recreated or purged past this "
 		        "edge (messages %" PRIu64 "-%" PRIu64 ", here %" PRIu64
 		        "); loading a snapshot", first, last, fe->seq);

@@ -152,7 +152,8 @@ int pub_manifest_refused(pub_t *p)
 	return ZC_EREPLGAP;
 }
 
-int pub_stream_state(fleet_primary_t *fp, uint64_t *seq, int64_t *created)
+int pub_stream_state(fleet_primary_t *fp, uint64_t *seq, int64_t *created,
+                     uint64_t *first)
 {
 	jsStreamInfo *si = NULL;
 	jsErrCode jerr = 0;
@@ -165,6 +166,9 @@ int pub_stream_state(fleet_primary_t *fp, uint64_t *seq, int64_t *created)
 	if (created != NULL) {
 		*created = si->Created;
 	}
+	if (first != NULL) {
+		*first = si->State.FirstSeq;
+	}
 	jsStreamInfo_Destroy(si);
 	return ZC_EOK;
 }
@@ -172,7 +176,7 @@ int pub_stream_state(fleet_primary_t *fp, uint64_t *seq, int64_t *created)
 /* The txn stream's last sequence (what a snapshot starts after). */
 int pub_stream_last_seq(fleet_primary_t *fp, uint64_t *seq)
 {
-	return pub_stream_state(fp, seq, NULL);
+	return pub_stream_state(fp, seq, NULL, NULL);
 }
 
 /*
@@ -205,18 +209,21 @@ int pub_keep_objects(pub_t *p, const fleet_manifest_t *prev)
 		return ZC_EOK;
 	}
 	/* The txn stream made again with the fleet's very settings between
-	 * two looks, or emptied: what this leader published since its
-	 * snapshot, which edges may not have read, is gone from NATS, and
-	 * edges would wait for the next write (outside tester 44). */
-	uint64_t last = 0;
+	 * two looks, emptied, or purged past the snapshot's start: what this
+	 * leader published since its snapshot, which edges may not have
+	 * read, is gone from NATS, and edges would wait for the next write
+	 * (outside testers 44, 46). */
+	uint64_t last = 0, first = 0;
 	int64_t created = 0;
-	if (pub_stream_state(fp, &last, &created) == ZC_EOK &&
+	if (pub_stream_state(fp, &last, &created, &first) == ZC_EOK &&
 	    (last < p->last_seq || (created != 0 && p->txn_created != 0 &&
-	                            created != p->txn_created))) {
-		zc_warn("fleet: stream %s was made again or emptied (last "
-		        "message %" PRIu64 ", this leader's %" PRIu64 "): "
-		        "publishing a snapshot again", fp->names.txn_stream,
-		        last, p->last_seq);
+	                            created != p->txn_created) ||
+	     (prev->txn_seq > 0 && first > prev->txn_seq))) {
+		zc_warn("fleet: stream %s was made again, emptied or purged "
+		        "(messages %" PRIu64 "-%" PRIu64 ", this leader's last %"
+		        PRIu64 ", its snapshot's first %" PRIu64 "): publishing "
+		        "a snapshot again", fp->names.txn_stream, first, last,
+		        p->last_seq, prev->txn_seq);
 		p->stream_reset = true;
 		return ZC_EREPLGAP;
 	}

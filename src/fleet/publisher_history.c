@@ -221,12 +221,23 @@ int pub_start_epoch(pub_t *p, fleet_manifest_t *prev)
 	if (changed & FLEET_BUCKET_CHANGED) {
 		atomic_store(&fp->rewatch, true);
 	}
+	uint64_t last = 0;
+	int64_t created = 0;
 	if (ret == ZC_EOK) {
-		ret = pub_stream_state(fp, &p->last_seq, &p->txn_created);
+		ret = pub_stream_state(fp, &last, &created, NULL);
 	}
 	if (ret != ZC_EOK) {
 		return ret;
 	}
+	if ((p->txn_created != 0 && created != 0 &&
+	     created != p->txn_created) || last < p->last_seq) {
+		/* Made again (or emptied) since this leader's last look, say
+		 * between a refused publish and this: what it published is
+		 * gone from NATS (outside tester 46). */
+		p->stream_reset = true;
+	}
+	p->last_seq = last;
+	p->txn_created = created;
 	fleet_manifest_t head = { .id = "" };
 	ret = fleet_manifest_get(fp->js, &fp->names, &head);
 	if (ret == ZC_EFORMAT) {

@@ -73,8 +73,10 @@ int pub_manifest_refused(pub_t *p);
 
 /* The txn stream's last sequence. */
 int pub_stream_last_seq(fleet_primary_t *fp, uint64_t *seq);
-/* The same, and when the stream was made (NATS's Created, ns). */
-int pub_stream_state(fleet_primary_t *fp, uint64_t *seq, int64_t *created);
+/* The same, when the stream was made (NATS's Created, ns) and its first
+ * sequence (either NULL: not wanted). */
+int pub_stream_state(fleet_primary_t *fp, uint64_t *seq, int64_t *created,
+                     uint64_t *first);
 
 /* Makes again what the fleet needs in NATS (streams, bucket, snapshot). */
 int pub_keep_objects(pub_t *p, const fleet_manifest_t *prev);

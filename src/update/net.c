@@ -83,18 +83,15 @@ int update_net_removed(update_net_t *net, const records_record_t *rec)
 	return push(&net->removed, &net->removed_count, &net->removed_cap, rec);
 }
 
-/* An order over what DNS serves of a record: its owner (lowercase
- * wire), type, TTL and rdata. */
-static int cmp_data(const void *pa, const void *pb)
+/* An order over a record's owner (lowercase wire), type and rdata: what
+ * makes it the same record to the API, whatever its TTL. */
+static int cmp_rr(const void *pa, const void *pb)
 {
 	const update_net_rec_t *a = pa, *b = pb;
 	size_t la = knot_dname_size(a->owner), lb = knot_dname_size(b->owner);
 	int c = la != lb ? (la < lb ? -1 : 1) : memcmp(a->owner, b->owner, la);
 	if (c == 0 && a->type != b->type) {
 		c = a->type < b->type ? -1 : 1;
-	}
-	if (c == 0 && a->ttl != b->ttl) {
-		c = a->ttl < b->ttl ? -1 : 1;
 	}
 	if (c == 0 && a->rdata_len != b->rdata_len) {
 		c = a->rdata_len < b->rdata_len ? -1 : 1;
@@ -105,12 +102,16 @@ static int cmp_data(const void *pa, const void *pb)
 	return c;
 }
 
-/* An order over what a message may change of a record: cmp_data()'s, and
- * whether the API shows its TTL as automatic (RECORDS_API_TTL_AUTO). */
+/* An order over what a message may change of a record: cmp_rr()'s, its
+ * TTL, and whether the API shows the TTL as automatic
+ * (RECORDS_API_TTL_AUTO). */
 static int cmp_rec(const void *pa, const void *pb)
 {
 	const update_net_rec_t *a = pa, *b = pb;
-	int c = cmp_data(a, b);
+	int c = cmp_rr(a, b);
+	if (c == 0 && a->ttl != b->ttl) {
+		c = a->ttl < b->ttl ? -1 : 1;
+	}
 	uint8_t auto_a = a->api_form & RECORDS_API_TTL_AUTO;
 	uint8_t auto_b = b->api_form & RECORDS_API_TTL_AUTO;
 	if (c == 0 && auto_a != auto_b) {
@@ -159,17 +160,19 @@ int update_net_relink(update_net_t *net,
 	if (net->added_count == 0 || net->removed_count == 0) {
 		return ZC_EOK;
 	}
-	/* Paired on what DNS serves: a record whose TTL the API showed as
-	 * automatic, added again with that TTL given, is the same record,
-	 * its TTL no longer automatic (its modified_on then now). */
-	qsort(net->added, net->added_count, sizeof(*net->added), cmp_data);
+	/* Paired on owner, type and rdata: a record added again with
+	 * another TTL (its RRset retimed by a later add of the message:
+	 * outside tester 45), or with the TTL the API showed as automatic
+	 * now given, is the same record with the TTL it has now (its
+	 * modified_on then now). */
+	qsort(net->added, net->added_count, sizeof(*net->added), cmp_rr);
 	qsort(net->removed, net->removed_count, sizeof(*net->removed),
-	      cmp_data);
+	      cmp_rr);
 	int ret = ZC_EOK;
 	size_t a = 0, r = 0;
 	while (a < net->added_count && r < net->removed_count && ret == ZC_EOK) {
 		update_net_rec_t *add = &net->added[a], *rem = &net->removed[r];
-		int c = cmp_data(rem, add);
+		int c = cmp_rr(rem, add);
 		if (c < 0) {
 			r++;
 			continue;
@@ -181,7 +184,7 @@ int update_net_relink(update_net_t *net,
 		if (add->id != rem->id) {
 			records_record_t orig = {
 				.id = rem->id, .owner = rem->owner,
-				.type = rem->type, .ttl = rem->ttl,
+				.type = rem->type, .ttl = add->ttl,
 				.rdata = rem->rdata, .rdata_len = rem->rdata_len,
 				.comment = rem->comment, .tags = rem->tags,
 				.api_form = (rem->api_form & ~RECORDS_API_TTL_AUTO) |

@@ -1353,6 +1353,35 @@ def test_a_record_added_again_beside_other_changes_keeps_its_id_comment_and_tags
     expect_rrset(srv, z.n("keep"), "A", ["192.0.2.40"], ttl=300)
 
 
+def test_a_record_added_again_then_retimed_keeps_its_id_and_comment(srv, zone):
+    """Found by an outside tester: a record deleted and added again as it
+    was, and then retimed with its RRset by a later add of the message
+    (RFC 2136 3.4.2.2: an RRset has one TTL), got a new id and lost its
+    comment, where its neighbour, retimed alike, kept both; with the adds
+    the other way round it kept them. Both keep them, whatever the order."""
+    z = zone
+    for first_the_retime in (False, True):
+        label = "rt%d" % first_the_retime
+        two = z.add_api(z.n(label), "A", "192.0.2.2", ttl=600, comment="c-2")
+        three = z.add_api(z.n(label), "A", "192.0.2.3", ttl=600, comment="c-3")
+        u = unsigned_update(z)
+        if first_the_retime:
+            u.add(z.n(label), 900, "A", "192.0.2.4")
+        u.delete(z.n(label), "A", "192.0.2.2")
+        u.add(z.n(label), 600, "A", "192.0.2.2")
+        if not first_the_retime:
+            u.add(z.n(label), 900, "A", "192.0.2.4")
+        ok_unsigned(z, u)
+        now = {r["content"]: r for r in z.api.records(z.id)
+               if r["name"] == z.n(label).rstrip(".")}
+        for kept in (two, three):
+            r = now[kept["content"]]
+            assert (r["id"], r.get("comment"), r["created_on"]) == (
+                kept["id"], kept["comment"], kept["created_on"]), (first_the_retime, r, kept)
+        served = ask(srv, z.n(label), "A").answer[0]
+        assert served.ttl == now["192.0.2.2"]["ttl"], (served.ttl, now)
+
+
 def test_an_automatic_ttl_record_added_again_with_its_ttl_keeps_its_id_and_comment(srv, zone):
     """Found by an outside tester: a record whose TTL the API showed as
     automatic (1), deleted and added again by UPDATE with the TTL it was
