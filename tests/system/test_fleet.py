@@ -1111,54 +1111,18 @@ def test_txn_stream_made_again_holding_as_many_messages_as_an_edge_read(tmp_path
     assert not problems, problems
 
 
-def test_txn_stream_made_again_alike_after_commits_an_edge_had_not_read(tmp_path):
-    """Found by an outside tester (reading the code): the txn stream
-    deleted and made again with the fleet's very settings between two of
-    the primary's looks, after it published commits an edge had not read
-    yet (here: the edge down meanwhile): nothing looked wrong to the
-    primary (the settings were right, the snapshot there), the commits
-    were gone from NATS, and the edge, back, waited for the next write.
-    The primary sees the stream's new making time and publishes a
-    snapshot; the edge has it with no more writes."""
-    f = Fleet(tmp_path, edges=1)
-    edge = f.edges[0]
-    try:
-        port = f.nats[0].port
-        zid = create_zone(f.api, "alike.fleet.test")
-        settle(f.primary, f.edges)
-        info = js_api(port, "STREAM.INFO.zonecast-txn")
-        config, before = info["config"], info["state"]["last_seq"]
-        edge.kill9()
-        for i in range(3):
-            f.api.ok("POST", "/zones/%s/dns_records" % zid,
-                     json={"type": "A", "name": "c%d.alike.fleet.test" % i,
-                           "content": "192.0.2.3"})
-        deadline = time.monotonic() + 10      # published, and acknowledged
-        while js_api(port, "STREAM.INFO.zonecast-txn")["state"]["last_seq"] < before + 3:
-            assert time.monotonic() < deadline
-            time.sleep(0.05)
-        time.sleep(0.5)
-        assert js_api(port, "STREAM.DELETE.zonecast-txn").get("success")
-        made = js_api(port, "STREAM.CREATE.zonecast-txn", json.dumps(config).encode())
-        assert "error" not in made, made
-        edge.start()
-        settle(f.primary, f.edges, timeout=15)
-        compare_answers(f.primary, f.edges, [("c2.alike.fleet.test.", "A")])
-    finally:
-        problems = f.stop()
-    assert not problems, problems
-
-
-@pytest.mark.parametrize("what", ["purge-all", "purge-to-last", "made-again-after-a-refused-publish"])
+@pytest.mark.parametrize("what", ["purge-all", "purge-to-last", "made-again-alike",
+                                  "made-again-after-a-refused-publish"])
 def test_txn_log_gone_under_an_edge_that_was_down(tmp_path, what):
-    """Found by an outside tester: with an edge down, commits published and
+    """Found by outside testers: with an edge down, commits published and
     then taken from NATS under it: the txn stream purged (whole, or up to
-    its last message: a purge keeps the last sequence and the making time)
-    or deleted and made again between a publish it refused and the
-    primary's retry (which took the new stream as its own): the primary
-    published no snapshot, and the edge, back, stayed behind for good.
-    The primary publishes one; the edge has everything within seconds,
-    with no more writes."""
+    its last message: a purge keeps the last sequence and the making
+    time), deleted and made again with the fleet's very settings between
+    two of the primary's looks, or between a publish it refused and its
+    retry (which took the new stream as its own): the primary published no
+    snapshot (nothing looked wrong to it), and the edge, back, stayed
+    behind for good. The primary publishes one; the edge has everything
+    within seconds, with no more writes."""
     f = Fleet(tmp_path, edges=1)
     edge = f.edges[0]
     try:
@@ -1188,13 +1152,14 @@ def test_txn_log_gone_under_an_edge_that_was_down(tmp_path, what):
                           json.dumps({"seq": last}).encode()).get("success")
         else:
             assert js_api(port, "STREAM.DELETE.zonecast-txn").get("success")
-            write(5)                       # its publish is refused
-            time.sleep(0.1)
+            if what == "made-again-after-a-refused-publish":
+                write(5)                   # its publish is refused
+                time.sleep(0.1)
             made = js_api(port, "STREAM.CREATE.zonecast-txn", json.dumps(config).encode())
             assert "error" not in made, made
         edge.start()
         settle(f.primary, f.edges, timeout=20)
-        name = "g5" if what.startswith("made") else "g4"
+        name = "g5" if what.endswith("publish") else "g4"
         compare_answers(f.primary, f.edges, [("%s.gone.fleet.test." % name, "A")])
     finally:
         problems = f.stop()
