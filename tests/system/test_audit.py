@@ -342,8 +342,12 @@ def test_refusals_limited_and_counted(zonecast_factory, tmp_path):
     # (it waited for the next refusal, which an attacker need not send:
     # outside tester 29).
     wait_for(lambda: accounted() == 300, "every refusal a line or counted (%d)" % accounted())
-    counted = audit_lines(srv.log(), "refusals", "suppressed")
-    assert counted and int(fields(counted[-1])["suppressed"]) > 0, counted
+    # The count is a line of its own, or rides on the first refusal line
+    # of a later second when the burst spans two (ASan on a loaded CI
+    # machine: every count came so).
+    counted = audit_lines(srv.log(), "refusals", "suppressed") + [
+        l for l in audit_lines(srv.log(), "update", "refused")[before:] if "suppressed=" in l]
+    assert any(int(fields(l)["suppressed"]) > 0 for l in counted), counted
     # a later refusal is its own line, counting nothing twice
     time.sleep(1.1)
     assert update(srv, "example.net.", "after.example.net.") == dns.rcode.REFUSED
