@@ -81,42 +81,42 @@ static const char *bearer_token(const char *auth)
 	return *token != '\0' ? token : NULL;
 }
 
-/* The request's token's hash, or an error recorded (no store needed). */
-static int token_hash_of(api_req_t *req, uint8_t hash[32])
+/* The request's bearer token, or NULL with an error recorded (no store
+ * needed). */
+static const char *token_of(api_req_t *req)
 {
 	/* Two credentials: which one is meant? Neither is tried. */
 	if (api_header_count(req, "Authorization") > 1) {
 		api_error(req, 400, 6003, "Authorization: more than one such "
 		          "header field; send exactly one");
-		return ZC_EUSAGE;
+		return NULL;
 	}
 	const char *auth = api_header(req, "Authorization");
 	const char *token = auth != NULL ? bearer_token(auth) : NULL;
 	if (token == NULL) {
 		api_error(req, 401, 10000, "Authorization: a bearer token is "
 		          "required");
-		return ZC_EUSAGE;
 	}
-	if (api_token_hash(token, hash) != ZC_EOK) {
-		api_error(req, 401, 10000, "Authorization: invalid token");
-		return ZC_EUSAGE;
-	}
-	return ZC_EOK;
+	return token;
 }
 
 int api_credentials_present(api_req_t *req)
 {
-	uint8_t hash[32];
-	return token_hash_of(req, hash);
+	return token_of(req) != NULL ? ZC_EOK : ZC_EUSAGE;
 }
 
 int api_authenticate(api_req_t *req)
 {
-	uint8_t hash[32];
-	int ret = token_hash_of(req, hash);
-	if (ret != ZC_EOK) {
-		return ret;
+	const char *token = token_of(req);
+	if (token == NULL) {
+		return ZC_EUSAGE;
 	}
+	uint8_t hash[32];
+	if (api_token_hash(token, hash) != ZC_EOK) {
+		api_error(req, 401, 10000, "Authorization: invalid token");
+		return ZC_EUSAGE;
+	}
+	int ret;
 	records_token_t tok;
 	ret = records_token_find(req->rs, hash, &tok);
 	if (ret == ZC_ENOKEY) {

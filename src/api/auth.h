@@ -16,7 +16,7 @@ int api_token_secret(char *out, size_t out_size, uint8_t hash[32]);
 int api_authenticate(api_req_t *req);
 
 /* api_authenticate()'s checks that need no records store: one
- * Authorization field, a bearer token in it, of a token's form. Run
+ * Authorization field, a bearer token in it. Run
  * before a store connection is taken, so that a request without
  * credentials holds none of them (nor waits for one). */
 int api_credentials_present(api_req_t *req);

@@ -143,8 +143,7 @@ void dns_tsig_replay_window_grew(dns_tsig_replay_t *c, uint16_t old_window,
 
 /* Whether dns_tsig_replay_check() would refuse the request (REPLAYED or
  * UNPROVEN), without remembering it. */
-bool dns_tsig_replay_known(dns_tsig_replay_t *c, const dns_tsig_t *t,
-                           uint64_t now);
+bool dns_tsig_replay_known(dns_tsig_replay_t *c, const dns_tsig_t *t);
 
 /* Where a request remembered came from and what it was answered: a
  * copy from the same place (REPLAYED: a client's retry over UDP, the same
@@ -171,8 +170,7 @@ void dns_tsig_replay_answered(dns_tsig_replay_t *c, const dns_tsig_t *t,
                               uint8_t rcode);
 dns_tsig_copy_t dns_tsig_replay_copy(dns_tsig_replay_t *c,
                                      const dns_tsig_t *t, uint64_t origin,
-                                     uint64_t since_ns, uint64_t now,
-                                     uint8_t *rcode);
+                                     uint64_t since_ns, uint8_t *rcode);
 
 /* Signs a response of len bytes in msg (max: buffer size); nothing
  * happens for an unsigned request. The first call signs with the

@@ -229,11 +229,8 @@ void dns_tsig_replay_answered(dns_tsig_replay_t *c, const dns_tsig_t *t,
 
 dns_tsig_copy_t dns_tsig_replay_copy(dns_tsig_replay_t *c,
                                      const dns_tsig_t *t, uint64_t origin,
-                                     uint64_t since_ns, uint64_t now,
-                                     uint8_t *rcode)
+                                     uint64_t since_ns, uint8_t *rcode)
 {
-	(void)now; /* Held in the ring: past its window, the time check
-	            * refused the copy before. */
 	pthread_mutex_lock(&c->lock);
 	entry_t *e = entry_of(c, t);
 	dns_tsig_copy_t copy = DNS_TSIG_COPY_NONE;
@@ -249,14 +246,12 @@ dns_tsig_copy_t dns_tsig_replay_copy(dns_tsig_replay_t *c,
 	return copy;
 }
 
-bool dns_tsig_replay_known(dns_tsig_replay_t *c, const dns_tsig_t *t,
-                           uint64_t now)
+bool dns_tsig_replay_known(dns_tsig_replay_t *c, const dns_tsig_t *t)
 {
 	size_t mac_len = t->digest_len < DNS_TSIG_REPLAY_MAC ? t->digest_len :
 	                 DNS_TSIG_REPLAY_MAC;
 	uint64_t key_hash = key_hash_of(c, t->name);
 	size_t b = bucket_of(c, key_hash, t->digest, mac_len);
-	(void)now;
 	pthread_mutex_lock(&c->lock);
 	bool known = is_seen(c, c->buckets[b], key_hash, t->digest, mac_len) ||
 	             t->time_signed <= c->floor;

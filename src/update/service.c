@@ -585,8 +585,7 @@ static bool take_copy(update_service_t *u, update_msg_t *m)
 		return false;
 	}
 	switch (dns_tsig_replay_copy(l.tsig.replay, &m->tsig, origin_of(m),
-	                             m->arrived_ns, (uint64_t)time(NULL),
-	                             &rcode)) {
+	                             m->arrived_ns, &rcode)) {
 	case DNS_TSIG_COPY_PENDING:
 		m->drop = true;
 		update_audit_dropped(m, "a copy of a message in progress (a "
@@ -747,8 +746,7 @@ static bool precheck_kept(update_service_t *u, update_msg_t *m)
 	if (dns_tsig_verify(q, true, key.algorithm, key.secret, key.secret_len,
 	                    &window, &m->tsig) != ZC_EOK ||
 	    (l.tsig.replay != NULL &&
-	     dns_tsig_replay_known(l.tsig.replay, &m->tsig,
-	                           (uint64_t)time(NULL)))) {
+	     dns_tsig_replay_known(l.tsig.replay, &m->tsig))) {
 		/* A replay is refused at once, not queued for the writer. */
 		return false;
 	}
