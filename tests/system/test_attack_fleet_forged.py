@@ -51,22 +51,30 @@ def served_everywhere(f, name):
     return want[1] and all(answers(e, name, "A") == want for e in f.edges)
 
 
-def forge_higher_term(port, term, seconds):
-    """The newest snapshot's parts under a new id, and a manifest naming
-    them with a higher term and a new history, published again and again
-    (racing the leader's repair of the head) for `seconds`."""
+def forge_manifest(port, fid, seconds, interval=0.05, **changes):
+    """The newest snapshot's parts copied under the id fid, and a manifest
+    naming them with `changes` (its other fields the real one's),
+    published again and again (racing the leader's repair of the head)
+    for `seconds`: the real manifest."""
     m = json.loads(js_last(port, "zonecast-snap", "zonecast.snap.head"))
-    fid = "%s-%d-%d" % ("00000000deadbee2", m["commit"], term)
     for i in range(m["parts"]):
         part = js_last(port, "zonecast-snap", "zonecast.snap.data.%s.%d" % (m["id"], i))
         hpub(port, "zonecast.snap.data.%s.%d" % (fid, i), {"X": "1"}, part)
-    forged = dict(m, epoch="00000000deadbee2", term=term, id=fid)
+    forged = dict(m, id=fid, **changes)
     t0 = time.monotonic()
     while True:
         hpub(port, "zonecast.snap.head", {"X": "1"}, json.dumps(forged).encode())
         if time.monotonic() - t0 >= seconds:
-            return fid, m
-        time.sleep(0.05)
+            return m
+        time.sleep(interval)
+
+
+def forge_higher_term(port, term, seconds):
+    """A manifest of a higher term and a new history (the newest
+    snapshot's parts under a new id), published for `seconds`."""
+    m = json.loads(js_last(port, "zonecast-snap", "zonecast.snap.head"))
+    fid = "%s-%d-%d" % ("00000000deadbee2", m["commit"], term)
+    return fid, forge_manifest(port, fid, seconds, epoch="00000000deadbee2", term=term)
 
 
 def test_forged_higher_term_snapshot_does_not_fence_edges_for_good(tmp_path):
@@ -155,14 +163,7 @@ def test_a_forged_newer_manifest_is_not_loaded_by_idle_edges(tmp_path):
         port = f.nats[0].port
         m = json.loads(js_last(port, "zonecast-snap", "zonecast.snap.head"))
         fid = "%s-%d-%d-deadbeef" % (m["epoch"], m["commit"] + 3, m["term"])
-        for i in range(m["parts"]):
-            part = js_last(port, "zonecast-snap", "zonecast.snap.data.%s.%d" % (m["id"], i))
-            hpub(port, "zonecast.snap.data.%s.%d" % (fid, i), {"X": "1"}, part)
-        forged = dict(m, commit=m["commit"] + 3, id=fid)
-        t0 = time.monotonic()
-        while time.monotonic() - t0 < 3:
-            hpub(port, "zonecast.snap.head", {"X": "1"}, json.dumps(forged).encode())
-            time.sleep(0.1)
+        forge_manifest(port, fid, 3, interval=0.1, commit=m["commit"] + 3)
         for e in f.edges:
             assert "loaded snapshot %s" % fid not in e.log(), e.log()[-3000:]
         for i in range(5):
